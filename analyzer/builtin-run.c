@@ -1,0 +1,9 @@
+/* builtin-run.c - placeholder until the verb lands; says so and fails. */
+#include <stdio.h>
+#include "builtin.h"
+int cmd_run(int argc, char **argv)
+{
+    (void)argc;
+    fprintf(stderr, "scaleprof %s: not built yet\n", argv[0]);
+    return 2;
+}

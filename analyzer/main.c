@@ -1,0 +1,56 @@
+/*
+ * main.c - the `scaleprof` command: dispatch to one verb per file
+ * (builtin-<verb>.c), in the manner of perf.
+ *
+ * Every verb takes its own options and prints its own --help; this file
+ * only knows their names and one line about each.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "builtin.h"
+
+struct verb {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct verb verbs[] = {
+    {"run", cmd_run, "run a job under the profiler (torchrun-style launcher, --sim for no GPU)"},
+    {"report", cmd_report, "per-step breakdown per GPU, collectives, stragglers and findings"},
+    {"compare", cmd_compare, "scaling efficiency across runs and where the time went"},
+    {"import", cmd_import, "convert PyTorch profiler (Kineto) traces to scaleprof traces"},
+    {"dump", cmd_dump, "print a trace file's header and events (text or JSON lines)"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: scaleprof [--version] [--help] VERB [ARGS]\n\n"
+                 "Why did N GPUs not give N times the throughput? Verbs:\n");
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+        fprintf(out, "  %-9s %s\n", verbs[i].name, verbs[i].summary);
+    fprintf(out, "\n'scaleprof VERB --help' or 'man scaleprof-VERB' for each verb.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("scaleprof %s\n", SCALEPROF_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+        if (!strcmp(argv[1], verbs[i].name))
+            return verbs[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "scaleprof: unknown verb '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,2 @@
+/* cupti.c: being written */
+#include "preload.h"

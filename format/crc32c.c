@@ -1,0 +1,2 @@
+/* crc32c.c: being written */
+#include "sprof.h"

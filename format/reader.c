@@ -1,0 +1,2 @@
+/* reader.c: being written */
+#include "sprof.h"

@@ -1,0 +1,2 @@
+/* schema.c: being written */
+#include "sprof.h"

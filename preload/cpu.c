@@ -1,0 +1,2 @@
+/* cpu.c: being written */
+#include "preload.h"

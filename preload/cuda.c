@@ -1,0 +1,2 @@
+/* cuda.c: being written */
+#include "preload.h"

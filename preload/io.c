@@ -1,0 +1,2 @@
+/* io.c: being written */
+#include "preload.h"

@@ -1,0 +1,2 @@
+/* nccl.c: being written */
+#include "preload.h"

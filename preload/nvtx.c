@@ -1,0 +1,2 @@
+/* nvtx.c: being written */
+#include "preload.h"

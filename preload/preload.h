@@ -1,0 +1,101 @@
+/*
+ * preload.h - what the interposers of libscaleprof.so share.
+ *
+ * core.c owns the process's single trace writer and everything about its
+ * lifecycle (lazy init on the first event, configuration from the
+ * environment, a new file after fork or exec, close at exit).  Every other
+ * file interposes one family of calls and reports what it saw through
+ * sp_emit().  The rules of principle 1 ("never harm the job") hold for all
+ * of them:
+ *
+ *   - call the real function first-class: resolve it once with
+ *     sp_real("name"), call it even when recording is off or failed;
+ *   - preserve errno: save it right after the real call, restore it right
+ *     before returning;
+ *   - no lock, no malloc, no syscall beyond one clock read on a hot path;
+ *   - re-entry: our own code may call interposed functions (our writes,
+ *     dlsym allocating); wrap anything that can recurse in SP_GUARD_ENTER /
+ *     SP_GUARD_LEAVE and record nothing when already inside.
+ */
+#ifndef SP_PRELOAD_H
+#define SP_PRELOAD_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "sprof.h"
+
+#define SP_EXPORT __attribute__((visibility("default")))
+#define SP_LIKELY(x) __builtin_expect(!!(x), 1)
+#define SP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Re-entry depth of the calling thread.  initial-exec TLS: reading it never
+ * calls into the dynamic loader (which could allocate). */
+extern __thread int sp_guard_depth __attribute__((tls_model("initial-exec")));
+#define SP_GUARD_ENTER() (sp_guard_depth++ == 0)
+#define SP_GUARD_LEAVE() (sp_guard_depth--)
+
+/* Non-zero while events should be recorded: configured, enabled, not
+ * failed, and inside the SCALEPROF_STEPS window.  A plain load. */
+extern volatile int sp_recording;
+
+static inline uint64_t sp_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Resolve the next definition of `name` (RTLD_NEXT), once per call site:
+ * callers cache the result in a static.  Safe during early init. */
+void *sp_real(const char *name);
+
+/* Append an event to this process's trace.  Initializes the recorder on
+ * first use (and after fork in the child).  Does nothing when not
+ * recording; never blocks; preserves errno. */
+void sp_emit(const struct sp_event *ev);
+
+/* Intern a string in the process's trace; 0 when not recording. */
+uint32_t sp_intern(const char *s);
+
+/* Turn recording off for good after an internal error: one line on stderr
+ * ("scaleprof: ... ; recording disabled, the job continues"). */
+void sp_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* One line on stderr prefixed "scaleprof: ", unless SCALEPROF_QUIET=1. */
+void sp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Configuration from the environment, read once at init. */
+struct sp_config {
+    char dir[1024];       /* SCALEPROF_DIR, default ./scaleprof-out */
+    int enabled;          /* SCALEPROF_ENABLE != 0 */
+    int mode;             /* SCALEPROF_MODE, default 0600 */
+    long step_first;      /* SCALEPROF_STEPS=A:B, -1 when unset */
+    long step_last;
+    int cpu_hz;           /* SCALEPROF_CPU_HZ, default 10, 0 off */
+    int cupti;            /* SCALEPROF_CUPTI != 0 */
+    int quiet;            /* SCALEPROF_QUIET */
+};
+const struct sp_config *sp_config(void);
+
+/* Process lifecycle, called by proc.c's interposers (and atexit/atfork). */
+void sp_core_atfork_prepare(void);
+void sp_core_atfork_parent(void);
+void sp_core_atfork_child(void);
+void sp_core_before_exec(void);     /* close (flush) the trace: exec replaces us */
+void sp_core_exec_failed(void);     /* exec returned: reopen a trace */
+void sp_core_shutdown(int status);  /* flush and close; idempotent */
+
+/* Rank and world size learned late (from an NCCL communicator); the first
+ * communicator of a process sets them when the environment did not. */
+void sp_core_set_rank(int rank, int world_size, int device);
+
+/* Step counting for SCALEPROF_STEPS: nvtx.c (or nccl.c when no markers
+ * are seen) calls this at each step boundary. */
+void sp_core_step_boundary(void);
+
+/* Called by the CUPTI part when its background flush must run before the
+ * file is closed (exit, exec).  Registered by cupti.c; NULL when absent. */
+extern void (*sp_core_flush_hook)(int final);
+
+#endif

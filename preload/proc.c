@@ -1,0 +1,2 @@
+/* proc.c: being written */
+#include "preload.h"

@@ -133,6 +133,8 @@ enum sp_wait_op {
     SP_WAIT_SELECT,
     SP_WAIT_PSELECT,
     SP_WAIT_EPOLL,
+    SP_WAIT_DATALOADER, /* a framework's data-loader wait seen by another
+                           tool (imports): the host waited for input */
 };
 
 enum sp_marker_kind {

@@ -1,0 +1,815 @@
+/*
+ * ddp_train.cu - a synthetic data-parallel training loop, written against the
+ * real CUDA runtime and NCCL APIs, whose every cost is a knob.
+ *
+ * Each rank runs the loop a data-parallel job runs:
+ *
+ *   input   read a batch from files on disk (real read() calls), either in
+ *           the main process or in forked loader workers that hand batches
+ *           over pipes, round-robin, like a framework's data loader
+ *   H2D     cudaMemcpyAsync from pinned memory onto the compute stream
+ *   fwd     FWD_LAYERS kernels whose grid is proportional to the batch
+ *   bwd     one kernel per gradient bucket (twice the forward work in all)
+ *   comm    ncclAllReduce per bucket: after the whole backward, or, with
+ *           --overlap, on a second stream as soon as its bucket is ready
+ *   opt     an optimizer kernel once every bucket is reduced
+ *   sync    cudaStreamSynchronize: the step ends when the GPU is done
+ *
+ * The knobs reproduce the usual reasons why N GPUs are not N times faster:
+ * few slow loader workers, large unoverlapped gradients, a small per-GPU
+ * batch, one slow device or one rank with more data to read.  The program
+ * knows nothing of any profiler; it runs on real GPUs and on any stand-in
+ * library with the same ABI.
+ *
+ * Invariants: every CUDA and NCCL call is checked and a failure ends the
+ * program with a message and a non-zero status; rank 0 prints the summary;
+ * with EXAMPLE_TRUTH=FILE each rank appends its own host-side facts (step
+ * boundaries and the intervals it waited for input, CLOCK_MONOTONIC ns) as
+ * JSON lines, one write() per line so concurrent ranks never interleave.
+ */
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NS_PER_MS 1000000ull
+#define NS_PER_S 1000000000ull
+#define BYTES_PER_KB 1024ull
+#define BYTES_PER_MB (1024ull * 1024ull)
+#define THREADS_PER_BLOCK 256
+#define FWD_LAYERS 4
+#define BWD_WORK_RATIO 2          /* backward costs twice the forward */
+#define OPT_ELEMS_PER_THREAD 64   /* the optimizer is a grid-stride loop */
+#define DATA_FILES 16             /* files in the synthetic dataset */
+#define DATA_FILE_KB 1024         /* size of each */
+#define ACT_ELEMS (1u << 20)      /* activation buffer the kernels touch */
+#define RENDEZVOUS_TIMEOUT_S 120
+#define RENDEZVOUS_POLL_US 2000
+#define MAX_WORKERS 64
+#define MAX_BUCKETS 256
+
+struct options {
+    int steps;
+    int batch;             /* samples per GPU per step */
+    int layer_kthreads;    /* GPU threads per sample per forward layer, x1000 */
+    int kernel_iters;      /* arithmetic per GPU thread (real GPUs only) */
+    int workers;           /* loader processes; 0 = read in the main process */
+    double worker_cost_ms; /* CPU time per batch spent preparing it */
+    int worker_busy;       /* burn the CPU (1) or sleep (0) for that cost */
+    int read_kb;           /* bytes read from disk per batch */
+    double grad_mb;        /* gradient size reduced every step */
+    int buckets;
+    int overlap;
+    int slow_rank;
+    double slow_factor;
+    int uneven_rank;
+    double uneven_factor;
+    int markers;
+    unsigned seed;
+    const char *data_dir;
+    const char *rendezvous;
+};
+
+struct rank_env {
+    int rank, world, local_rank;
+};
+
+/* One batch as a loader hands it to the trainer. */
+struct batch_header {
+    uint64_t index;
+    uint64_t bytes;
+};
+
+struct loader {
+    int workers;
+    pid_t pids[MAX_WORKERS];
+    int fds[MAX_WORKERS]; /* read ends, one pipe per worker */
+};
+
+struct gpu_state {
+    cudaStream_t compute, comm;
+    float *act, *grad;
+    size_t grad_elems;
+    unsigned char *pinned, *input_dev;
+    size_t input_cap;
+    cudaEvent_t bucket_ready[MAX_BUCKETS];
+    cudaEvent_t comm_done;
+    cudaEvent_t ar_start[MAX_BUCKETS], ar_end[MAX_BUCKETS];
+    ncclComm_t comm_world;
+};
+
+static int truth_fd = -1;
+static int g_rank;
+
+/* ---------------------------------------------------------------- errors */
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "ddp_train[rank %d]: ", g_rank);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+#define CUDA_CHECK(call)                                                        \
+    do {                                                                        \
+        cudaError_t e_ = (call);                                                \
+        if (e_ != cudaSuccess)                                                  \
+            die("%s failed: %s (%s)", #call, cudaGetErrorString(e_), cudaGetErrorName(e_)); \
+    } while (0)
+
+#define NCCL_CHECK(call)                                                        \
+    do {                                                                        \
+        ncclResult_t r_ = (call);                                               \
+        if (r_ != ncclSuccess)                                                  \
+            die("%s failed: %s", #call, ncclGetErrorString(r_));                \
+    } while (0)
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------- options */
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+        "usage: ddp_train [options]\n"
+        "  --steps N            training steps (10)\n"
+        "  --batch N            samples per GPU per step (32)\n"
+        "  --layer-kthreads N   GPU threads per sample per layer, in thousands (64)\n"
+        "  --kernel-iters N     arithmetic per GPU thread (64)\n"
+        "  --workers N          loader worker processes, 0 = main process (2)\n"
+        "  --worker-cost-ms X   CPU time to prepare one batch (1)\n"
+        "  --worker-busy        burn the CPU for that time instead of sleeping\n"
+        "  --read-kb N          bytes read from disk per batch, KiB (256)\n"
+        "  --grad-mb X          gradient size all-reduced per step, MiB (16)\n"
+        "  --buckets N          gradient buckets (4)\n"
+        "  --overlap            all-reduce each bucket during the backward pass\n"
+        "  --slow-rank R --slow-factor F     rank R's kernels take F times longer\n"
+        "  --uneven-rank R --uneven-factor F rank R's input batches are F times larger\n"
+        "  --markers | --no-markers          NVTX range per step (on)\n"
+        "  --seed N             dataset contents (1)\n"
+        "  --data DIR           dataset directory, created if missing (ddp_data)\n"
+        "  --rendezvous DIR     where rank 0 publishes the NCCL id\n"
+        "                       (default $SCALEPROF_RENDEZVOUS, then $SIM_RENDEZVOUS)\n"
+        "environment: RANK, WORLD_SIZE, LOCAL_RANK; EXAMPLE_TRUTH=FILE logs host-side facts\n");
+}
+
+enum {
+    OPT_STEPS = 256, OPT_BATCH, OPT_LAYER_KTHREADS, OPT_KERNEL_ITERS, OPT_WORKERS,
+    OPT_WORKER_COST, OPT_WORKER_BUSY, OPT_READ_KB, OPT_GRAD_MB, OPT_BUCKETS, OPT_OVERLAP,
+    OPT_SLOW_RANK, OPT_SLOW_FACTOR, OPT_UNEVEN_RANK, OPT_UNEVEN_FACTOR, OPT_MARKERS,
+    OPT_NO_MARKERS, OPT_SEED, OPT_DATA, OPT_RENDEZVOUS, OPT_HELP,
+};
+
+static const struct option long_opts[] = {
+    {"steps", required_argument, 0, OPT_STEPS},
+    {"batch", required_argument, 0, OPT_BATCH},
+    {"layer-kthreads", required_argument, 0, OPT_LAYER_KTHREADS},
+    {"kernel-iters", required_argument, 0, OPT_KERNEL_ITERS},
+    {"workers", required_argument, 0, OPT_WORKERS},
+    {"worker-cost-ms", required_argument, 0, OPT_WORKER_COST},
+    {"worker-busy", no_argument, 0, OPT_WORKER_BUSY},
+    {"read-kb", required_argument, 0, OPT_READ_KB},
+    {"grad-mb", required_argument, 0, OPT_GRAD_MB},
+    {"buckets", required_argument, 0, OPT_BUCKETS},
+    {"overlap", no_argument, 0, OPT_OVERLAP},
+    {"slow-rank", required_argument, 0, OPT_SLOW_RANK},
+    {"slow-factor", required_argument, 0, OPT_SLOW_FACTOR},
+    {"uneven-rank", required_argument, 0, OPT_UNEVEN_RANK},
+    {"uneven-factor", required_argument, 0, OPT_UNEVEN_FACTOR},
+    {"markers", no_argument, 0, OPT_MARKERS},
+    {"no-markers", no_argument, 0, OPT_NO_MARKERS},
+    {"seed", required_argument, 0, OPT_SEED},
+    {"data", required_argument, 0, OPT_DATA},
+    {"rendezvous", required_argument, 0, OPT_RENDEZVOUS},
+    {"help", no_argument, 0, OPT_HELP},
+    {0, 0, 0, 0},
+};
+
+static double parse_number(const char *name, const char *s, double min, double max)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || v < min || v > max)
+        die("--%s: '%s' is not a number in [%g, %g]", name, s, min, max);
+    return v;
+}
+
+static void parse_options(int argc, char **argv, struct options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->steps = 10;
+    o->batch = 32;
+    o->layer_kthreads = 64;
+    o->kernel_iters = 64;
+    o->workers = 2;
+    o->worker_cost_ms = 1;
+    o->read_kb = 256;
+    o->grad_mb = 16;
+    o->buckets = 4;
+    o->slow_rank = -1;
+    o->slow_factor = 1;
+    o->uneven_rank = -1;
+    o->uneven_factor = 1;
+    o->markers = 1;
+    o->seed = 1;
+    o->data_dir = "ddp_data";
+    int c;
+    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+        const char *n = NULL;
+        for (const struct option *lo = long_opts; lo->name; lo++)
+            if (lo->val == c)
+                n = lo->name;
+        switch (c) {
+        case OPT_STEPS: o->steps = (int)parse_number(n, optarg, 1, 1e6); break;
+        case OPT_BATCH: o->batch = (int)parse_number(n, optarg, 1, 1e6); break;
+        case OPT_LAYER_KTHREADS: o->layer_kthreads = (int)parse_number(n, optarg, 1, 1e6); break;
+        case OPT_KERNEL_ITERS: o->kernel_iters = (int)parse_number(n, optarg, 1, 1e6); break;
+        case OPT_WORKERS: o->workers = (int)parse_number(n, optarg, 0, MAX_WORKERS); break;
+        case OPT_WORKER_COST: o->worker_cost_ms = parse_number(n, optarg, 0, 1e5); break;
+        case OPT_WORKER_BUSY: o->worker_busy = 1; break;
+        case OPT_READ_KB: o->read_kb = (int)parse_number(n, optarg, 1, 1 << 20); break;
+        case OPT_GRAD_MB: o->grad_mb = parse_number(n, optarg, 0.001, 1 << 16); break;
+        case OPT_BUCKETS: o->buckets = (int)parse_number(n, optarg, 1, MAX_BUCKETS); break;
+        case OPT_OVERLAP: o->overlap = 1; break;
+        case OPT_SLOW_RANK: o->slow_rank = (int)parse_number(n, optarg, 0, 1 << 20); break;
+        case OPT_SLOW_FACTOR: o->slow_factor = parse_number(n, optarg, 0.01, 1000); break;
+        case OPT_UNEVEN_RANK: o->uneven_rank = (int)parse_number(n, optarg, 0, 1 << 20); break;
+        case OPT_UNEVEN_FACTOR: o->uneven_factor = parse_number(n, optarg, 0.01, 1000); break;
+        case OPT_MARKERS: o->markers = 1; break;
+        case OPT_NO_MARKERS: o->markers = 0; break;
+        case OPT_SEED: o->seed = (unsigned)parse_number(n, optarg, 0, 4294967295.0); break;
+        case OPT_DATA: o->data_dir = optarg; break;
+        case OPT_RENDEZVOUS: o->rendezvous = optarg; break;
+        case OPT_HELP: case 'h': usage(stdout); exit(0);
+        default: usage(stderr); exit(2);
+        }
+    }
+    if (optind < argc) {
+        usage(stderr);
+        die("unexpected argument '%s'", argv[optind]);
+    }
+}
+
+static int env_int(const char *name, int fallback)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return fallback;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || v < 0)
+        die("%s='%s' is not a non-negative integer", name, s);
+    return (int)v;
+}
+
+static struct rank_env read_rank_env(void)
+{
+    struct rank_env r;
+    r.rank = env_int("RANK", 0);
+    r.world = env_int("WORLD_SIZE", 1);
+    r.local_rank = env_int("LOCAL_RANK", r.rank);
+    if (r.world < 1 || r.rank >= r.world)
+        die("RANK=%d is not below WORLD_SIZE=%d", r.rank, r.world);
+    return r;
+}
+
+/* --------------------------------------------------------- host truth */
+
+static void truth_open(void)
+{
+    const char *path = getenv("EXAMPLE_TRUTH");
+    if (!path || !*path)
+        return;
+    truth_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (truth_fd < 0)
+        die("EXAMPLE_TRUTH=%s: %s", path, strerror(errno));
+}
+
+/* One JSON line, one write(): O_APPEND keeps the lines of all ranks whole. */
+static void truth_interval(const char *type, int step, uint64_t start, uint64_t end)
+{
+    if (truth_fd < 0)
+        return;
+    char line[256];
+    int n = snprintf(line, sizeof line,
+                     "{\"type\":\"%s\",\"rank\":%d,\"pid\":%d,\"step\":%d,"
+                     "\"start_ns\":%llu,\"end_ns\":%llu}\n",
+                     type, g_rank, (int)getpid(), step, (unsigned long long)start,
+                     (unsigned long long)end);
+    if (write(truth_fd, line, (size_t)n) != n)
+        die("EXAMPLE_TRUTH: short write: %s", strerror(errno));
+}
+
+/* ------------------------------------------------------------ dataset */
+
+static void make_dir(const char *dir)
+{
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        die("cannot create %s: %s", dir, strerror(errno));
+}
+
+static void data_file_path(char *buf, size_t size, const char *dir, int i)
+{
+    snprintf(buf, size, "%s/shard-%03d.bin", dir, i);
+}
+
+/* Writes a missing shard to a private name, then renames it into place, so
+ * ranks creating the dataset at the same time never see a partial file. */
+static void make_data_file(const char *dir, int i, unsigned seed)
+{
+    char path[4096], tmp[4200];
+    data_file_path(path, sizeof path, dir, i);
+    if (access(path, R_OK) == 0)
+        return;
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        die("cannot create %s: %s", tmp, strerror(errno));
+    unsigned char block[BYTES_PER_KB];
+    unsigned x = seed * 2654435761u + (unsigned)i;
+    for (int kb = 0; kb < DATA_FILE_KB; kb++) {
+        for (size_t b = 0; b < sizeof block; b++) {
+            x = x * 1664525u + 1013904223u;
+            block[b] = (unsigned char)(x >> 24);
+        }
+        if (write(fd, block, sizeof block) != (ssize_t)sizeof block)
+            die("cannot write %s: %s", tmp, strerror(errno));
+    }
+    if (close(fd) != 0 || rename(tmp, path) != 0)
+        die("cannot finish %s: %s", path, strerror(errno));
+}
+
+static void make_dataset(const struct options *o)
+{
+    make_dir(o->data_dir);
+    for (int i = 0; i < DATA_FILES; i++)
+        make_data_file(o->data_dir, i, o->seed);
+}
+
+static size_t batch_bytes(const struct options *o, int rank)
+{
+    double f = rank == o->uneven_rank ? o->uneven_factor : 1.0;
+    return (size_t)((double)o->read_kb * BYTES_PER_KB * f);
+}
+
+/* Reads BYTES of batch INDEX into BUF with read() calls, walking the shards
+ * so that consecutive batches come from different files. */
+static void read_batch(const struct options *o, int rank, uint64_t index, unsigned char *buf,
+                       size_t bytes)
+{
+    size_t done = 0;
+    uint64_t file = (index * 7 + (uint64_t)rank) % DATA_FILES;
+    const size_t file_bytes = (size_t)DATA_FILE_KB * BYTES_PER_KB;
+    while (done < bytes) {
+        char path[4096];
+        data_file_path(path, sizeof path, o->data_dir, (int)file);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            die("cannot open %s: %s", path, strerror(errno));
+        size_t want = bytes - done < file_bytes ? bytes - done : file_bytes;
+        while (want > 0) {
+            ssize_t n = read(fd, buf + done, want);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                die("cannot read %s: %s", path, n < 0 ? strerror(errno) : "end of file");
+            done += (size_t)n;
+            want -= (size_t)n;
+        }
+        close(fd);
+        file = (file + 1) % DATA_FILES;
+    }
+}
+
+/* The per-batch CPU cost of decoding and augmenting: burnt or slept. */
+static void prepare_batch(const struct options *o, int rank, unsigned char *buf, size_t bytes)
+{
+    double f = rank == o->uneven_rank ? o->uneven_factor : 1.0;
+    uint64_t cost = (uint64_t)(o->worker_cost_ms * f * NS_PER_MS);
+    if (!o->worker_busy) {
+        struct timespec ts = {(time_t)(cost / NS_PER_S), (long)(cost % NS_PER_S)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+        return;
+    }
+    uint64_t until = now_ns() + cost;
+    volatile unsigned sum = 0;
+    while (now_ns() < until)
+        for (size_t i = 0; i < bytes; i += 4096)
+            sum += buf[i];
+}
+
+/* ------------------------------------------------------------- loader */
+
+static int write_all(int fd, const void *p, size_t n)
+{
+    const unsigned char *c = (const unsigned char *)p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int read_all(int fd, void *p, size_t n)
+{
+    unsigned char *c = (unsigned char *)p;
+    while (n > 0) {
+        ssize_t r = read(fd, c, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        c += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+/* A worker makes batches W, W+workers, ... and writes each to its pipe; the
+ * pipe's capacity is its prefetch.  It leaves with _exit, as framework
+ * workers do, when the trainer closes the pipe. */
+static void worker_main(const struct options *o, int rank, int w, int fd)
+{
+    size_t bytes = batch_bytes(o, rank);
+    unsigned char *buf = (unsigned char *)malloc(bytes);
+    if (!buf)
+        _exit(1);
+    signal(SIGPIPE, SIG_IGN);
+    for (uint64_t i = (uint64_t)w; i < (uint64_t)o->steps; i += (uint64_t)o->workers) {
+        read_batch(o, rank, i, buf, bytes);
+        prepare_batch(o, rank, buf, bytes);
+        struct batch_header h = {i, bytes};
+        if (write_all(fd, &h, sizeof h) != 0 || write_all(fd, buf, bytes) != 0)
+            _exit(0);
+    }
+    _exit(0);
+}
+
+/* Forks the workers before any CUDA call, as CUDA state does not survive
+ * fork in the child. */
+static void loader_start(struct loader *l, const struct options *o, int rank)
+{
+    l->workers = o->workers;
+    fflush(NULL);
+    for (int w = 0; w < l->workers; w++) {
+        int p[2];
+        if (pipe(p) != 0)
+            die("pipe: %s", strerror(errno));
+        pid_t pid = fork();
+        if (pid < 0)
+            die("fork: %s", strerror(errno));
+        if (pid == 0) {
+            close(p[0]);
+            for (int k = 0; k < w; k++)
+                close(l->fds[k]);
+            worker_main(o, rank, w, p[1]);
+        }
+        close(p[1]);
+        l->pids[w] = pid;
+        l->fds[w] = p[0];
+    }
+}
+
+static void loader_next(struct loader *l, const struct options *o, int rank, uint64_t index,
+                        unsigned char *buf, size_t bytes)
+{
+    if (l->workers == 0) {
+        read_batch(o, rank, index, buf, bytes);
+        prepare_batch(o, rank, buf, bytes);
+        return;
+    }
+    int fd = l->fds[index % (uint64_t)l->workers];
+    struct batch_header h;
+    if (read_all(fd, &h, sizeof h) != 0 || h.index != index || h.bytes != bytes ||
+        read_all(fd, buf, bytes) != 0)
+        die("loader worker %d sent no batch %llu", (int)(index % (uint64_t)l->workers),
+            (unsigned long long)index);
+}
+
+static void loader_stop(struct loader *l)
+{
+    for (int w = 0; w < l->workers; w++)
+        close(l->fds[w]);
+    for (int w = 0; w < l->workers; w++) {
+        int status;
+        while (waitpid(l->pids[w], &status, 0) < 0 && errno == EINTR)
+            ;
+    }
+}
+
+/* ------------------------------------------------------------ kernels */
+
+/* Synthetic work: ITERS multiply-adds per thread on the activation buffer.
+ * Its duration follows the thread count, so the grid sizes below set time. */
+__global__ void layer_kernel(float *act, unsigned n, int iters, float scale)
+{
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = act[i % n];
+    for (int k = 0; k < iters; k++)
+        v = v * scale + 1e-3f;
+    if (v == 12345.0f) /* keeps the loop; never true in practice */
+        act[i % n] = v;
+}
+
+__global__ void sgd_kernel(float *grad, size_t n, float lr)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        grad[i] -= lr * grad[i];
+}
+
+static unsigned blocks_for(double threads)
+{
+    double b = threads / THREADS_PER_BLOCK;
+    return b < 1 ? 1u : (unsigned)b;
+}
+
+static double compute_scale(const struct options *o, int rank)
+{
+    return rank == o->slow_rank ? o->slow_factor : 1.0;
+}
+
+static void launch_layer(const struct options *o, const struct gpu_state *g, double threads)
+{
+    layer_kernel<<<blocks_for(threads), THREADS_PER_BLOCK, 0, g->compute>>>(
+        g->act, ACT_ELEMS, o->kernel_iters, 0.999f);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+/* ------------------------------------------------------------ GPU side */
+
+static void rendezvous_path(char *buf, size_t size, const char *dir)
+{
+    snprintf(buf, size, "%s/nccl-id", dir);
+}
+
+static const char *rendezvous_dir(const struct options *o)
+{
+    if (o->rendezvous)
+        return o->rendezvous;
+    const char *d = getenv("SCALEPROF_RENDEZVOUS");
+    if (d && *d)
+        return d;
+    d = getenv("SIM_RENDEZVOUS");
+    if (d && *d)
+        return d;
+    return NULL;
+}
+
+/* Rank 0 makes the id and publishes it atomically (temporary + rename); the
+ * others poll until it appears.  The directory must be fresh per job. */
+static ncclUniqueId exchange_unique_id(const struct options *o, const struct rank_env *r)
+{
+    ncclUniqueId id;
+    if (r->world == 1) {
+        NCCL_CHECK(ncclGetUniqueId(&id));
+        return id;
+    }
+    const char *dir = rendezvous_dir(o);
+    if (!dir)
+        die("WORLD_SIZE=%d needs a rendezvous directory: --rendezvous DIR, "
+            "$SCALEPROF_RENDEZVOUS or $SIM_RENDEZVOUS", r->world);
+    char path[4096], tmp[4200];
+    rendezvous_path(path, sizeof path, dir);
+    if (r->rank == 0) {
+        NCCL_CHECK(ncclGetUniqueId(&id));
+        snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || write_all(fd, &id, sizeof id) != 0 || close(fd) != 0 ||
+            rename(tmp, path) != 0)
+            die("cannot publish the NCCL id at %s: %s", path, strerror(errno));
+        return id;
+    }
+    uint64_t deadline = now_ns() + RENDEZVOUS_TIMEOUT_S * NS_PER_S;
+    for (;;) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            int ok = read_all(fd, &id, sizeof id) == 0;
+            close(fd);
+            if (ok)
+                return id;
+        }
+        if (now_ns() > deadline)
+            die("no NCCL id at %s after %d s: is rank 0 running?", path, RENDEZVOUS_TIMEOUT_S);
+        usleep(RENDEZVOUS_POLL_US);
+    }
+}
+
+static void gpu_setup(struct gpu_state *g, const struct options *o, const struct rank_env *r)
+{
+    int devices = 0;
+    CUDA_CHECK(cudaGetDeviceCount(&devices));
+    if (devices < 1)
+        die("no CUDA device");
+    CUDA_CHECK(cudaSetDevice(r->local_rank % devices));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&g->compute, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&g->comm, cudaStreamNonBlocking));
+    g->grad_elems = (size_t)(o->grad_mb * BYTES_PER_MB / sizeof(float));
+    g->grad_elems -= g->grad_elems % (size_t)o->buckets;
+    if (g->grad_elems == 0)
+        die("--grad-mb too small for %d buckets", o->buckets);
+    CUDA_CHECK(cudaMalloc((void **)&g->act, ACT_ELEMS * sizeof(float)));
+    CUDA_CHECK(cudaMemset(g->act, 0, ACT_ELEMS * sizeof(float)));
+    CUDA_CHECK(cudaMalloc((void **)&g->grad, g->grad_elems * sizeof(float)));
+    CUDA_CHECK(cudaMemset(g->grad, 0, g->grad_elems * sizeof(float)));
+    g->input_cap = batch_bytes(o, r->rank);
+    CUDA_CHECK(cudaMallocHost((void **)&g->pinned, g->input_cap));
+    CUDA_CHECK(cudaMalloc((void **)&g->input_dev, g->input_cap));
+    for (int b = 0; b < o->buckets; b++) {
+        CUDA_CHECK(cudaEventCreateWithFlags(&g->bucket_ready[b], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreate(&g->ar_start[b]));
+        CUDA_CHECK(cudaEventCreate(&g->ar_end[b]));
+    }
+    CUDA_CHECK(cudaEventCreateWithFlags(&g->comm_done, cudaEventDisableTiming));
+    ncclUniqueId id = exchange_unique_id(o, r);
+    NCCL_CHECK(ncclCommInitRank(&g->comm_world, r->world, id, r->rank));
+}
+
+static void gpu_teardown(struct gpu_state *g, const struct options *o)
+{
+    NCCL_CHECK(ncclCommDestroy(g->comm_world));
+    for (int b = 0; b < o->buckets; b++) {
+        CUDA_CHECK(cudaEventDestroy(g->bucket_ready[b]));
+        CUDA_CHECK(cudaEventDestroy(g->ar_start[b]));
+        CUDA_CHECK(cudaEventDestroy(g->ar_end[b]));
+    }
+    CUDA_CHECK(cudaEventDestroy(g->comm_done));
+    CUDA_CHECK(cudaFree(g->act));
+    CUDA_CHECK(cudaFree(g->grad));
+    CUDA_CHECK(cudaFree(g->input_dev));
+    CUDA_CHECK(cudaFreeHost(g->pinned));
+    CUDA_CHECK(cudaStreamDestroy(g->compute));
+    CUDA_CHECK(cudaStreamDestroy(g->comm));
+}
+
+/* All-reduces bucket B on the comm stream, timed with CUDA events. */
+static void allreduce_bucket(const struct options *o, struct gpu_state *g, int b)
+{
+    size_t per = g->grad_elems / (size_t)o->buckets;
+    CUDA_CHECK(cudaStreamWaitEvent(g->comm, g->bucket_ready[b], 0));
+    CUDA_CHECK(cudaEventRecord(g->ar_start[b], g->comm));
+    NCCL_CHECK(ncclAllReduce(g->grad + per * (size_t)b, g->grad + per * (size_t)b, per,
+                             ncclFloat, ncclSum, g->comm_world, g->comm));
+    CUDA_CHECK(cudaEventRecord(g->ar_end[b], g->comm));
+}
+
+/* Forward, backward by bucket, all-reduce, optimizer: one step's GPU work. */
+static void enqueue_step(const struct options *o, struct gpu_state *g, int rank, size_t bytes)
+{
+    CUDA_CHECK(cudaMemcpyAsync(g->input_dev, g->pinned, bytes, cudaMemcpyHostToDevice,
+                               g->compute));
+    double layer = (double)o->batch * o->layer_kthreads * 1000.0 * compute_scale(o, rank);
+    for (int l = 0; l < FWD_LAYERS; l++)
+        launch_layer(o, g, layer);
+    double bucket_threads = layer * FWD_LAYERS * BWD_WORK_RATIO / o->buckets;
+    for (int b = 0; b < o->buckets; b++) {
+        launch_layer(o, g, bucket_threads);
+        CUDA_CHECK(cudaEventRecord(g->bucket_ready[b], g->compute));
+        if (o->overlap)
+            allreduce_bucket(o, g, b);
+    }
+    if (!o->overlap)
+        for (int b = 0; b < o->buckets; b++)
+            allreduce_bucket(o, g, b);
+    CUDA_CHECK(cudaEventRecord(g->comm_done, g->comm));
+    CUDA_CHECK(cudaStreamWaitEvent(g->compute, g->comm_done, 0));
+    size_t opt_threads = g->grad_elems / OPT_ELEMS_PER_THREAD;
+    sgd_kernel<<<blocks_for((double)opt_threads), THREADS_PER_BLOCK, 0, g->compute>>>(
+        g->grad, g->grad_elems, 1e-3f);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+static double allreduce_ms(const struct options *o, struct gpu_state *g)
+{
+    double total = 0;
+    for (int b = 0; b < o->buckets; b++) {
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, g->ar_start[b], g->ar_end[b]));
+        total += ms;
+    }
+    return total;
+}
+
+/* --------------------------------------------------------------- main */
+
+struct run_stats {
+    double *step_ms;
+    double allreduce_ms;
+    double input_wait_ms;
+};
+
+static void run_steps(const struct options *o, const struct rank_env *r, struct loader *l,
+                      struct gpu_state *g, struct run_stats *s)
+{
+    size_t bytes = batch_bytes(o, r->rank);
+    for (int step = 0; step < o->steps; step++) {
+        char name[32];
+        snprintf(name, sizeof name, "step %d", step);
+        uint64_t t0 = now_ns();
+        if (o->markers)
+            nvtxRangePushA(name);
+        loader_next(l, o, r->rank, (uint64_t)step, g->pinned, bytes);
+        uint64_t t_input = now_ns();
+        truth_interval("input_wait", step, t0, t_input);
+        enqueue_step(o, g, r->rank, bytes);
+        CUDA_CHECK(cudaStreamSynchronize(g->compute));
+        if (o->markers)
+            nvtxRangePop();
+        uint64_t t1 = now_ns();
+        truth_interval("step", step, t0, t1);
+        s->step_ms[step] = (double)(t1 - t0) / NS_PER_MS;
+        s->input_wait_ms += (double)(t_input - t0) / NS_PER_MS;
+        s->allreduce_ms += allreduce_ms(o, g);
+    }
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void print_summary(const struct options *o, const struct rank_env *r,
+                          const struct run_stats *s)
+{
+    printf("ddp_train: rank %d of %d, batch %d per GPU, %d workers, grad %.1f MiB in %d "
+           "buckets%s\n", r->rank, r->world, o->batch, o->workers, o->grad_mb, o->buckets,
+           o->overlap ? ", overlapped" : "");
+    for (int i = 0; i < o->steps; i++)
+        printf("step %d: %.2f ms\n", i, s->step_ms[i]);
+    double *sorted = (double *)malloc(sizeof(double) * (size_t)o->steps);
+    if (!sorted)
+        die("out of memory");
+    memcpy(sorted, s->step_ms, sizeof(double) * (size_t)o->steps);
+    qsort(sorted, (size_t)o->steps, sizeof(double), compare_double);
+    double median = sorted[o->steps / 2];
+    free(sorted);
+    printf("median step: %.2f ms, throughput %.1f samples/s over %d GPUs\n", median,
+           median > 0 ? 1000.0 * o->batch * r->world / median : 0.0, r->world);
+    printf("input wait: %.2f ms total; allreduce (CUDA events): %.2f ms total, %.3f ms/step\n",
+           s->input_wait_ms, s->allreduce_ms, s->allreduce_ms / o->steps);
+}
+
+int main(int argc, char **argv)
+{
+    struct options o;
+    struct rank_env r = read_rank_env();
+    g_rank = r.rank;
+    parse_options(argc, argv, &o);
+    truth_open();
+    make_dataset(&o);
+
+    struct loader l;
+    memset(&l, 0, sizeof l);
+    loader_start(&l, &o, r.rank);
+
+    struct gpu_state g;
+    memset(&g, 0, sizeof g);
+    gpu_setup(&g, &o, &r);
+
+    struct run_stats s;
+    memset(&s, 0, sizeof s);
+    s.step_ms = (double *)calloc((size_t)o.steps, sizeof(double));
+    if (!s.step_ms)
+        die("out of memory");
+    run_steps(&o, &r, &l, &g, &s);
+
+    loader_stop(&l);
+    gpu_teardown(&g, &o);
+    if (r.rank == 0)
+        print_summary(&o, &r, &s);
+    free(s.step_ms);
+    if (truth_fd >= 0)
+        close(truth_fd);
+    return 0;
+}

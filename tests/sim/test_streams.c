@@ -1,0 +1,151 @@
+/*
+ * Operations on one stream run in order, one after the other; two streams
+ * run at the same time; copies and memsets really move bytes; an event wait
+ * orders one stream after another; the device synchronisation waits for
+ * every stream.
+ */
+#include "sim_test.h"
+
+static float sim_elapsed(cudaEvent_t a, cudaEvent_t b)
+{
+    float ms = -1;
+    SIM_CUDA(cudaEventElapsedTime(&ms, a, b));
+    return ms;
+}
+
+static void one_stream_runs_in_order(void)
+{
+    cudaStream_t s;
+    cudaEvent_t e[4];
+    SIM_CUDA(cudaStreamCreate(&s));
+    for (int i = 0; i < 4; i++)
+        SIM_CUDA(cudaEventCreate(&e[i]));
+    SIM_CUDA(cudaEventRecord(e[0], s));
+    SIM_CUDA(sim_test_kernel_ms(10, s));
+    SIM_CUDA(cudaEventRecord(e[1], s));
+    SIM_CUDA(sim_test_kernel_ms(5, s));
+    SIM_CUDA(cudaEventRecord(e[2], s));
+    SIM_CUDA(sim_test_kernel_ms(10, s));
+    SIM_CUDA(cudaEventRecord(e[3], s));
+    SIM_CHECK(cudaStreamQuery(s) == cudaErrorNotReady);
+    SIM_CUDA(cudaStreamSynchronize(s));
+    SIM_CHECK(cudaStreamQuery(s) == cudaSuccess);
+    float a = sim_elapsed(e[0], e[1]), b = sim_elapsed(e[1], e[2]), c = sim_elapsed(e[2], e[3]);
+    printf("in order: %.3f %.3f %.3f ms\n", a, b, c);
+    SIM_CHECK(a > 9.9 && a < 10.5);
+    SIM_CHECK(b > 4.9 && b < 5.5);
+    SIM_CHECK(c > 9.9 && c < 10.5);
+    SIM_CUDA(cudaStreamDestroy(s));
+}
+
+static void two_streams_overlap(void)
+{
+    cudaStream_t s1, s2;
+    SIM_CUDA(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+    SIM_CUDA(cudaStreamCreateWithPriority(&s2, cudaStreamNonBlocking, -1));
+    uint64_t t0 = sim_test_now_ns();
+    SIM_CUDA(sim_test_kernel_ms(40, s1));
+    SIM_CUDA(sim_test_kernel_ms(40, s2));
+    SIM_CUDA(cudaDeviceSynchronize());
+    double ms = (double)(sim_test_now_ns() - t0) / 1e6;
+    printf("two 40 ms kernels on two streams: %.3f ms\n", ms);
+    SIM_CHECK(ms >= 40 && ms < 70);
+}
+
+static void event_wait_orders_streams(void)
+{
+    cudaStream_t s1, s2;
+    cudaEvent_t done, a, b;
+    SIM_CUDA(cudaStreamCreate(&s1));
+    SIM_CUDA(cudaStreamCreate(&s2));
+    SIM_CUDA(cudaEventCreate(&done));
+    SIM_CUDA(cudaEventCreate(&a));
+    SIM_CUDA(cudaEventCreate(&b));
+    SIM_CUDA(cudaEventRecord(a, s1));
+    SIM_CUDA(sim_test_kernel_ms(20, s1));
+    SIM_CUDA(cudaEventRecord(done, s1));
+    SIM_CUDA(cudaStreamWaitEvent(s2, done, 0));
+    SIM_CUDA(sim_test_kernel_ms(5, s2));
+    SIM_CUDA(cudaEventRecord(b, s2));
+    SIM_CUDA(cudaEventSynchronize(b));
+    float ms = sim_elapsed(a, b);
+    printf("wait event: %.3f ms\n", ms);
+    SIM_CHECK(ms > 24.9 && ms < 26);
+}
+
+static void copies_move_bytes(void)
+{
+    enum { N = 1 << 20 };
+    char *host = malloc(N), *back = malloc(N), *dev, *dev2;
+    for (int i = 0; i < N; i++)
+        host[i] = (char)(i * 7);
+    SIM_CUDA(cudaMalloc((void **)&dev, N));
+    SIM_CUDA(cudaMalloc((void **)&dev2, N));
+    SIM_CUDA(cudaMemcpy(dev, host, N, cudaMemcpyHostToDevice));
+    SIM_CUDA(cudaMemcpyAsync(dev2, dev, N, cudaMemcpyDefault, 0));
+    SIM_CUDA(cudaMemsetAsync(dev2, 0x5a, 16, 0));
+    SIM_CUDA(cudaMemcpy(back, dev2, N, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < 16; i++)
+        SIM_CHECK(back[i] == 0x5a);
+    SIM_CHECK(memcmp(back + 16, host + 16, N - 16) == 0);
+    SIM_CUDA(cudaFree(dev));
+    SIM_CUDA(cudaFree(dev2));
+    free(host);
+    free(back);
+}
+
+static void copies_take_the_modelled_time(void)
+{
+    size_t n = 25u << 20; /* 26.2 MB at 25 GB/s: 1.05 ms */
+    char *host, *dev;
+    cudaEvent_t a, b;
+    SIM_CUDA(cudaMallocHost((void **)&host, n));
+    SIM_CUDA(cudaMalloc((void **)&dev, n));
+    SIM_CUDA(cudaEventCreate(&a));
+    SIM_CUDA(cudaEventCreate(&b));
+    SIM_CUDA(cudaEventRecord(a, 0));
+    SIM_CUDA(cudaMemcpyAsync(dev, host, n, cudaMemcpyHostToDevice, 0));
+    SIM_CUDA(cudaEventRecord(b, 0));
+    SIM_CUDA(cudaEventSynchronize(b));
+    float ms = sim_elapsed(a, b);
+    printf("H2D %zu bytes: %.3f ms\n", n, ms);
+    SIM_CHECK(ms > 1.0 && ms < 1.15);
+    SIM_CUDA(cudaFreeHost(host));
+    SIM_CUDA(cudaFree(dev));
+}
+
+static void devices_and_errors(void)
+{
+    int n = 0, d = -1;
+    SIM_CUDA(cudaGetDeviceCount(&n));
+    SIM_CHECK(n == sim_test_env_int("SIM_GPUS_PER_NODE", 8));
+    SIM_CUDA(cudaSetDevice(n - 1));
+    SIM_CUDA(cudaGetDevice(&d));
+    SIM_CHECK(d == n - 1);
+    struct cudaDeviceProp prop;
+    SIM_CUDA(cudaGetDeviceProperties(&prop, 0));
+    SIM_CHECK(strcmp(prop.name, "Simulated GPU") == 0);
+    SIM_CHECK(cudaSetDevice(n) == cudaErrorInvalidDevice);
+    SIM_CHECK(cudaPeekAtLastError() == cudaErrorInvalidDevice);
+    SIM_CHECK(cudaGetLastError() == cudaErrorInvalidDevice);
+    SIM_CHECK(cudaGetLastError() == cudaSuccess);
+    SIM_CHECK(strcmp(cudaGetErrorName(cudaErrorInvalidDevice), "cudaErrorInvalidDevice") == 0);
+    SIM_CHECK(cudaStreamBeginCapture(0, cudaStreamCaptureModeGlobal) == cudaErrorNotSupported);
+    int v = 0;
+    SIM_CUDA(cudaRuntimeGetVersion(&v));
+    SIM_CHECK(v >= 13000);
+    SIM_CUDA(cudaSetDevice(0));
+}
+
+int main(void)
+{
+    sim_test_register_kernels();
+    devices_and_errors();
+    one_stream_runs_in_order();
+    two_streams_overlap();
+    event_wait_orders_streams();
+    copies_move_bytes();
+    copies_take_the_modelled_time();
+    printf("ok\n");
+    return 0;
+}

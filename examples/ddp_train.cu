@@ -672,11 +672,13 @@ static void gpu_teardown(struct gpu_state *g, const struct options *o)
     CUDA_CHECK(cudaStreamDestroy(g->comm));
 }
 
-/* All-reduces bucket B on the comm stream, timed with CUDA events. */
-static void allreduce_bucket(const struct options *o, struct gpu_state *g, int b)
+/* All-reduces bucket B on the comm stream once backward bucket READY is
+ * done (B itself when overlapping, the last one otherwise), timed with CUDA
+ * events. */
+static void allreduce_bucket(const struct options *o, struct gpu_state *g, int b, int ready)
 {
     size_t per = g->grad_elems / (size_t)o->buckets;
-    CUDA_CHECK(cudaStreamWaitEvent(g->comm, g->bucket_ready[b], 0));
+    CUDA_CHECK(cudaStreamWaitEvent(g->comm, g->bucket_ready[ready], 0));
     CUDA_CHECK(cudaEventRecord(g->ar_start[b], g->comm));
     NCCL_CHECK(ncclAllReduce(g->grad + per * (size_t)b, g->grad + per * (size_t)b, per,
                              ncclFloat, ncclSum, g->comm_world, g->comm));
@@ -696,11 +698,11 @@ static void enqueue_step(const struct options *o, struct gpu_state *g, int rank,
         launch_layer(o, g, bucket_threads);
         CUDA_CHECK(cudaEventRecord(g->bucket_ready[b], g->compute));
         if (o->overlap)
-            allreduce_bucket(o, g, b);
+            allreduce_bucket(o, g, b, b);
     }
     if (!o->overlap)
         for (int b = 0; b < o->buckets; b++)
-            allreduce_bucket(o, g, b);
+            allreduce_bucket(o, g, b, o->buckets - 1);
     CUDA_CHECK(cudaEventRecord(g->comm_done, g->comm));
     CUDA_CHECK(cudaStreamWaitEvent(g->compute, g->comm_done, 0));
     size_t opt_threads = g->grad_elems / OPT_ELEMS_PER_THREAD;

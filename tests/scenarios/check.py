@@ -74,7 +74,7 @@ STRAGGLE = ["--batch", "16", "--workers", "1", "--worker-cost-ms", "4",
             "--grad-mb", "8", "--buckets", "2", "--overlap"]
 CROSS = ["--batch", "16", "--workers", "2", "--worker-cost-ms", "1",
          "--grad-mb", "32", "--buckets", "4", "--overlap"]
-MIXED = ["--batch", "16", "--workers", "1", "--worker-cost-ms", "40",
+MIXED = ["--batch", "16", "--workers", "1", "--worker-cost-ms", "50",
          "--grad-mb", "64", "--buckets", "4"]
 
 SCENARIOS = {

@@ -73,7 +73,8 @@ SERIES = ["--workers", "2", "--worker-cost-ms", "1", "--grad-mb", "32", "--bucke
 STRAGGLE = ["--batch", "16", "--workers", "1", "--worker-cost-ms", "4",
             "--grad-mb", "8", "--buckets", "2", "--overlap"]
 CROSS = ["--batch", "16", "--workers", "2", "--worker-cost-ms", "1",
-         "--grad-mb", "32", "--buckets", "4", "--overlap"]
+         "--grad-mb", "64", "--buckets", "4"]
+NET_GBPS = 25.0   # the sim's default SIM_NET_GBPS: the link between nodes
 MIXED = ["--batch", "16", "--workers", "1", "--worker-cost-ms", "50",
          "--grad-mb", "64", "--buckets", "4"]
 
@@ -140,6 +141,7 @@ SCENARIOS = {
         "runs": [run("two_nodes", 8, CROSS, nnodes=2),
                  run("one_node", 8, CROSS)],
         "checks": [("finding", "two_nodes", "cross_node", "moderate"),
+                   ("busbw", "two_nodes", "allreduce", NET_GBPS),
                    ("categories", "two_nodes"),
                    ("no_finding", "one_node", "cross_node")],
     },

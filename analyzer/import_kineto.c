@@ -1,0 +1,714 @@
+/*
+ * import_kineto.c - the mapping from Kineto events to scaleprof events, and
+ * the life of one output file.
+ *
+ * Each Kineto event is looked at once, as the JSON reader delivers it, and
+ * becomes zero, one or two scaleprof events:
+ *
+ *   kernel              -> gpu kernel (or nccl_kernel + a synthesized nccl
+ *                          event when the name is NCCL's)
+ *   gpu_memcpy          -> gpu memcpy, direction from the name
+ *   gpu_memset          -> gpu memset
+ *   cuda_runtime/driver -> cuda (launches, syncs, copies; others skipped)
+ *   ProfilerStep#N      -> marker range (the analyzer's step boundaries)
+ *   DataLoader __next__ -> wait, op dataloader (the host waited for input)
+ *   anything else       -> skipped, counted by category
+ *
+ * Older Kineto versions spell the categories Kernel, Memcpy, Memset,
+ * Runtime, Operator; both spellings are accepted.
+ *
+ * Time stays on the trace's own clock, converted to integer ns: a Kineto
+ * trace is one process's view, so only its internal order matters; the
+ * header's (start_mono, start_real) pair places it on the wall clock when
+ * the trace says where its zero is (baseTimeNanoseconds).
+ *
+ * The output is written to a temporary name in DIR/<host>/ and renamed to
+ * <pid>.sprof once the trace's pid is known; a failed import still leaves
+ * a closed, readable file with the events before the failure.  Memory is
+ * bounded: a fixed intern cache (names beyond it are interned again, which
+ * only costs arena bytes) and a fixed table of communicators.
+ */
+#include "import_kineto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sprof.h"
+
+#define INTERN_SLOTS 65536         /* power of two; 1 MiB of cache */
+#define INTERN_FILL_MAX (INTERN_SLOTS / 4 * 3)
+#define COMMS_MAX 1024             /* communicators tracked for sequence numbers */
+#define DTYPE_UNKNOWN 255          /* datatype when the trace does not say */
+#define NS_PER_S 1000000000ull
+#define EPOCH_2000_NS (946684800ull * NS_PER_S)
+#define IMPORT_SLOT_COUNT 8        /* single thread, compression inline */
+#define IMPORT_STRINGS_BYTES (4u << 20) /* fixed file overhead; losses are counted */
+#define FNV_OFFSET 0xcbf29ce484222325ull
+#define FNV_PRIME 0x100000001b3ull
+
+/* Kineto writes a trace by class, not by time: every host-side op first,
+ * then runtime calls and GPU activity.  The analyzer expects each
+ * recording thread's events in time order, so each class is written by
+ * its own thread (lane), in its own pass over the input; within a class
+ * Kineto's order is time order. */
+enum lane { LANE_HOST_RANGES, LANE_CUDA, LANE_GPU, LANES };
+
+struct intern_slot {
+    uint64_t hash; /* 0: empty */
+    uint32_t id;
+};
+
+struct comm_seq {
+    uint64_t comm, last;
+};
+
+struct importer {
+    struct sp_writer *w;
+    struct sp_import_summary *sum;
+    struct intern_slot *interned;
+    size_t interned_n;
+    struct comm_seq comms[COMMS_MAX];
+    size_t ncomms;
+    int64_t main_pid;
+    int lane;          /* the class of events this pass writes */
+    int have_time;
+    uint64_t min_t, max_end;
+};
+
+/* ---- small pure mappings ---------------------------------------------------- */
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * FNV_PRIME;
+    return h;
+}
+
+static int cat_is(const char *cat, const char *modern, const char *legacy)
+{
+    return !strcmp(cat, modern) || (legacy && !strcmp(cat, legacy));
+}
+
+static int starts_with(const char *s, const char *prefix)
+{
+    return !strncmp(s, prefix, strlen(prefix));
+}
+
+int sp_import_copy_kind(const char *name)
+{
+    static const struct { const char *tag; int kind; } tags[] = {
+        {"HtoD", SP_COPY_H2D}, {"DtoH", SP_COPY_D2H}, {"DtoD", SP_COPY_D2D},
+        {"HtoH", SP_COPY_H2H}, {"PtoP", SP_COPY_D2D},
+    };
+    for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++)
+        if (strstr(name, tags[i].tag))
+            return tags[i].kind;
+    return SP_COPY_UNKNOWN;
+}
+
+int sp_import_cuda_api(const char *name)
+{
+    /* Order matters: the first prefix that matches wins. */
+    static const struct { const char *prefix; int api; } apis[] = {
+        {"cudaLaunchKernel", SP_CUDA_LAUNCH}, {"cudaLaunchCooperativeKernel", SP_CUDA_LAUNCH},
+        {"cuLaunchKernel", SP_CUDA_LAUNCH}, {"cuLaunchCooperativeKernel", SP_CUDA_LAUNCH},
+        {"__cudaLaunchKernel", SP_CUDA_LAUNCH},
+        {"cudaGraphLaunch", SP_CUDA_GRAPH_LAUNCH}, {"cuGraphLaunch", SP_CUDA_GRAPH_LAUNCH},
+        {"cudaDeviceSynchronize", SP_CUDA_DEVICE_SYNC}, {"cuCtxSynchronize", SP_CUDA_DEVICE_SYNC},
+        {"cudaStreamSynchronize", SP_CUDA_STREAM_SYNC}, {"cuStreamSynchronize", SP_CUDA_STREAM_SYNC},
+        {"cudaEventSynchronize", SP_CUDA_EVENT_SYNC}, {"cuEventSynchronize", SP_CUDA_EVENT_SYNC},
+        {"cudaStreamWaitEvent", SP_CUDA_STREAM_WAIT_EVENT}, {"cuStreamWaitEvent", SP_CUDA_STREAM_WAIT_EVENT},
+        {"cudaMemsetAsync", SP_CUDA_MEMSET}, {"cudaMemset", SP_CUDA_MEMSET}, {"cuMemset", SP_CUDA_MEMSET},
+        {"cudaSetDevice", SP_CUDA_SET_DEVICE},
+        {"cudaMalloc", SP_CUDA_MALLOC}, {"cuMemAlloc", SP_CUDA_MALLOC},
+        {"cudaFree", SP_CUDA_FREE}, {"cuMemFree", SP_CUDA_FREE},
+    };
+    for (size_t i = 0; i < sizeof apis / sizeof apis[0]; i++)
+        if (starts_with(name, apis[i].prefix))
+            return apis[i].api;
+    if (starts_with(name, "cudaMemcpy") || starts_with(name, "cuMemcpy"))
+        return strstr(name, "Async") ? SP_CUDA_MEMCPY_ASYNC : SP_CUDA_MEMCPY;
+    return 0;
+}
+
+int sp_import_is_nccl_kernel(const char *name)
+{
+    return starts_with(name, "ncclKernel_") || starts_with(name, "ncclDevKernel_");
+}
+
+/* Lower-case letters and digits only: "_all_gather_base" -> "allgatherbase". */
+static void squash(const char *s, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (; *s && n + 1 < cap; s++) {
+        char c = *s;
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))
+            out[n++] = c;
+    }
+    out[n] = 0;
+}
+
+/* First word that names an operation, in the squashed text. */
+static int op_from_text(const char *squashed)
+{
+    static const struct { const char *word; int op; } ops[] = {
+        {"allreduce", SP_NCCL_ALLREDUCE}, {"reducescatter", SP_NCCL_REDUCESCATTER},
+        {"allgather", SP_NCCL_ALLGATHER}, {"alltoall", SP_NCCL_ALLTOALL},
+        {"broadcast", SP_NCCL_BROADCAST}, {"sendrecv", SP_NCCL_SEND},
+        {"send", SP_NCCL_SEND}, {"recv", SP_NCCL_RECV}, {"reduce", SP_NCCL_REDUCE},
+    };
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (strstr(squashed, ops[i].word))
+            return ops[i].op;
+    return 0;
+}
+
+int sp_import_nccl_op(const char *collective, const char *kernel_name)
+{
+    char buf[SP_KINETO_SHORT_MAX];
+    if (collective && *collective) {
+        squash(collective, buf, sizeof buf);
+        int op = op_from_text(buf);
+        if (op)
+            return op;
+    }
+    /* ncclKernel_AllReduce_RING_LL_Sum_float: the word after the prefix. */
+    const char *p = strchr(kernel_name, '_');
+    if (!p)
+        return 0;
+    size_t n = strcspn(p + 1, "_(");
+    char word[SP_KINETO_SHORT_MAX];
+    snprintf(word, sizeof word, "%.*s", (int)n, p + 1);
+    squash(word, buf, sizeof buf);
+    return op_from_text(buf);
+}
+
+int sp_import_dtype(const char *dtype, unsigned *size)
+{
+    /* PyTorch's scalar type names as Kineto writes them -> ncclDataType_t. */
+    static const struct { const char *name; int nccl; unsigned size; } types[] = {
+        {"Float", 7, 4}, {"Half", 6, 2}, {"BFloat16", 9, 2}, {"Double", 8, 8},
+        {"Long", 4, 8}, {"Int", 2, 4}, {"Char", 0, 1}, {"Byte", 1, 1}, {"Bool", 1, 1},
+        {"Float8_e4m3fn", 10, 1}, {"Float8_e5m2", 11, 1},
+    };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (!strcmp(dtype, types[i].name)) {
+            *size = types[i].size;
+            return types[i].nccl;
+        }
+    *size = 0;
+    return -1;
+}
+
+static int is_dataloader_wait(const char *name)
+{
+    return strstr(name, "DataLoader") && strstr(name, "__next__");
+}
+
+/* ---- writing ------------------------------------------------------------------ */
+
+static uint32_t intern(struct importer *im, const char *s, size_t len)
+{
+    uint64_t h = fnv1a(FNV_OFFSET, s, len) | 1; /* never 0: 0 marks empty */
+    size_t i = h & (INTERN_SLOTS - 1);
+    while (im->interned[i].hash) {
+        if (im->interned[i].hash == h)
+            return im->interned[i].id;
+        i = (i + 1) & (INTERN_SLOTS - 1);
+    }
+    uint32_t id = sp_writer_intern(im->w, s, len);
+    if (id && im->interned_n < INTERN_FILL_MAX) {
+        im->interned[i].hash = h;
+        im->interned[i].id = id;
+        im->interned_n++;
+    }
+    return id;
+}
+
+static void append(struct importer *im, const struct sp_event *ev, uint64_t dur)
+{
+    if (sp_writer_append(im->w, ev)) {
+        im->sum->dropped++;
+        return;
+    }
+    im->sum->events++;
+    uint64_t end = ev->t + dur;
+    if (!im->have_time || ev->t < im->min_t)
+        im->min_t = ev->t;
+    if (!im->have_time || end > im->max_end)
+        im->max_end = end;
+    im->have_time = 1;
+}
+
+static void count_skipped(struct sp_import_summary *sum, const struct sp_kineto_event *k)
+{
+    const int last = SP_IMPORT_SKIP_KINDS - 1; /* the "other" bucket */
+    char what[32];
+    if (k->cat[0])
+        snprintf(what, sizeof what, "%.31s", k->cat);
+    else
+        snprintf(what, sizeof what, "ph:%.7s", k->ph[0] ? k->ph : "?");
+    sum->skipped_total++;
+    for (int i = 0; i < last; i++) {
+        if (!sum->skipped[i].cat[0])
+            snprintf(sum->skipped[i].cat, sizeof sum->skipped[i].cat, "%s", what);
+        if (!strcmp(sum->skipped[i].cat, what)) {
+            sum->skipped[i].n++;
+            return;
+        }
+    }
+    snprintf(sum->skipped[last].cat, sizeof sum->skipped[last].cat, "other");
+    sum->skipped[last].n++;
+}
+
+static uint64_t event_time(const struct sp_kineto_event *k)
+{
+    return k->ts_ns > 0 ? (uint64_t)k->ts_ns : 0;
+}
+
+static uint64_t event_dur(const struct sp_kineto_event *k)
+{
+    return k->dur_ns > 0 ? (uint64_t)k->dur_ns : 0;
+}
+
+static struct sp_event new_event(int type, const struct sp_kineto_event *k)
+{
+    struct sp_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = (uint8_t)type;
+    ev.tid = k->tid > 0 ? (uint32_t)k->tid : 0;
+    ev.t = event_time(k);
+    return ev;
+}
+
+static uint64_t total_threads(const struct sp_kineto_event *k)
+{
+    if (!k->grid_n || !k->block_n)
+        return 0;
+    uint64_t n = 1;
+    for (int i = 0; i < k->grid_n; i++)
+        n *= k->grid[i];
+    for (int i = 0; i < k->block_n; i++)
+        n *= k->block[i];
+    return n;
+}
+
+static int64_t gpu_device(const struct sp_kineto_event *k)
+{
+    return k->device >= 0 ? k->device : k->pid; /* GPU rows use the device as pid */
+}
+
+static void write_gpu(struct importer *im, const struct sp_kineto_event *k, int kind)
+{
+    struct sp_event ev = new_event(SP_EV_GPU, k);
+    ev.gpu.dur = event_dur(k);
+    ev.gpu.kind = (uint64_t)kind;
+    ev.gpu.device = gpu_device(k);
+    ev.gpu.stream = k->stream > 0 ? (uint64_t)k->stream : 0;
+    ev.gpu.correlation = k->correlation > 0 ? (uint64_t)k->correlation : 0;
+    ev.gpu.name = intern(im, k->name, k->name_len);
+    if (kind == SP_GPU_MEMCPY)
+        ev.gpu.copy_kind = (uint64_t)sp_import_copy_kind(k->name);
+    if (kind == SP_GPU_MEMCPY || kind == SP_GPU_MEMSET)
+        ev.gpu.bytes = k->bytes;
+    else
+        ev.gpu.grid = total_threads(k);
+    append(im, &ev, ev.gpu.dur);
+}
+
+/* The communicator: the process group's name is the same on every rank;
+ * without it the NCCL stream number is the best shared identity a trace
+ * offers (PyTorch creates one stream per communicator, in the same order
+ * on every rank). */
+static uint64_t comm_id(const struct sp_kineto_event *k)
+{
+    char key[SP_KINETO_SHORT_MAX + 32];
+    int n = k->has_pg_name ? snprintf(key, sizeof key, "pg:%s", k->pg_name)
+                           : snprintf(key, sizeof key, "stream:%lld", (long long)k->stream);
+    return fnv1a(FNV_OFFSET, key, (size_t)n) | 1;
+}
+
+/* Next sequence number on `comm`: the trace's "Seq" when it has one,
+ * else a count of this communicator's kernels in trace order. */
+static uint64_t next_seq(struct importer *im, uint64_t comm, const struct sp_kineto_event *k)
+{
+    struct comm_seq *c = NULL;
+    for (size_t i = 0; i < im->ncomms; i++)
+        if (im->comms[i].comm == comm)
+            c = &im->comms[i];
+    if (!c && im->ncomms < COMMS_MAX) {
+        c = &im->comms[im->ncomms++];
+        c->comm = comm;
+        c->last = 0;
+    }
+    if (k->has_seq) {
+        if (c)
+            c->last = k->seq;
+        return k->seq;
+    }
+    return c ? ++c->last : 0;
+}
+
+static void write_nccl(struct importer *im, const struct sp_kineto_event *k, const struct sp_kineto_meta *meta)
+{
+    struct sp_event ev = new_event(SP_EV_NCCL, k);
+    unsigned size = 0;
+    int dtype = sp_import_dtype(k->dtype, &size);
+    ev.nccl.dur = 0; /* the trace has no host-side call to time */
+    ev.nccl.comm = comm_id(k);
+    ev.nccl.seq = next_seq(im, ev.nccl.comm, k);
+    ev.nccl.op = (uint64_t)sp_import_nccl_op(k->collective, k->name);
+    ev.nccl.count = k->in_nelems;
+    ev.nccl.datatype = dtype >= 0 ? (uint64_t)dtype : DTYPE_UNKNOWN;
+    ev.nccl.bytes = k->in_nelems * size;
+    ev.nccl.peer = -1;
+    ev.nccl.stream = k->stream > 0 ? (uint64_t)k->stream : 0;
+    ev.nccl.nranks = k->group_size > 0 ? (uint64_t)k->group_size : 0;
+    ev.nccl.rank = k->pg_rank >= 0 ? k->pg_rank
+                 : (k->group_size > 0 && k->group_size == meta->world_size) ? meta->rank : -1;
+    ev.nccl.correlation = k->correlation > 0 ? (uint64_t)k->correlation : 0;
+    ev.nccl.gpu_start = event_time(k);
+    ev.nccl.gpu_dur = event_dur(k);
+    ev.nccl.device = gpu_device(k);
+    im->sum->nccl++;
+    append(im, &ev, 0);
+}
+
+static void write_cuda(struct importer *im, const struct sp_kineto_event *k, int api)
+{
+    struct sp_event ev = new_event(SP_EV_CUDA, k);
+    ev.cuda.dur = event_dur(k);
+    ev.cuda.api = (uint64_t)api;
+    ev.cuda.correlation = k->correlation > 0 ? (uint64_t)k->correlation : 0;
+    ev.cuda.device = k->device;
+    ev.cuda.stream = k->stream > 0 ? (uint64_t)k->stream : 0;
+    im->sum->cuda++;
+    append(im, &ev, ev.cuda.dur);
+}
+
+static void write_step(struct importer *im, const struct sp_kineto_event *k)
+{
+    struct sp_event ev = new_event(SP_EV_MARKER, k);
+    ev.marker.dur = event_dur(k);
+    ev.marker.kind = SP_MARK_RANGE;
+    ev.marker.name = intern(im, k->name, k->name_len);
+    im->sum->steps++;
+    append(im, &ev, ev.marker.dur);
+}
+
+static void write_dataloader(struct importer *im, const struct sp_kineto_event *k)
+{
+    struct sp_event ev = new_event(SP_EV_WAIT, k);
+    ev.wait.dur = event_dur(k);
+    ev.wait.op = SP_WAIT_DATALOADER;
+    ev.wait.timeout_ms = -1;
+    ev.wait.fd_kind = SP_FD_UNKNOWN;
+    im->sum->dataloader++;
+    append(im, &ev, ev.wait.dur);
+}
+
+static int is_host_category(const char *cat)
+{
+    return cat_is(cat, "cpu_op", "Operator") || cat_is(cat, "user_annotation", NULL) ||
+           cat_is(cat, "cuda_runtime", "Runtime") || cat_is(cat, "python_function", NULL) ||
+           cat_is(cat, "cuda_driver", NULL);
+}
+
+/* Which lane a Kineto event belongs to, or -1 when it is not mapped. */
+static int classify(const struct sp_kineto_event *k)
+{
+    const char *cat = k->cat;
+    if (strcmp(k->ph, "X") || !k->has_ts)
+        return -1;
+    if (cat_is(cat, "kernel", "Kernel") || cat_is(cat, "gpu_memcpy", "Memcpy") ||
+        cat_is(cat, "gpu_memset", "Memset"))
+        return LANE_GPU;
+    if (cat_is(cat, "cuda_runtime", "Runtime") || cat_is(cat, "cuda_driver", NULL))
+        return sp_import_cuda_api(k->name) ? LANE_CUDA : -1;
+    if (is_host_category(cat) && (starts_with(k->name, "ProfilerStep#") || is_dataloader_wait(k->name)))
+        return LANE_HOST_RANGES;
+    return -1;
+}
+
+static void write_mapped(struct importer *im, const struct sp_kineto_event *k, const struct sp_kineto_meta *meta)
+{
+    const char *cat = k->cat;
+    if (cat_is(cat, "kernel", "Kernel")) {
+        int nccl = sp_import_is_nccl_kernel(k->name);
+        write_gpu(im, k, nccl ? SP_GPU_NCCL_KERNEL : SP_GPU_KERNEL);
+        im->sum->kernels++;
+        if (nccl)
+            write_nccl(im, k, meta);
+    } else if (cat_is(cat, "gpu_memcpy", "Memcpy")) {
+        write_gpu(im, k, SP_GPU_MEMCPY);
+        im->sum->memcpy++;
+    } else if (cat_is(cat, "gpu_memset", "Memset")) {
+        write_gpu(im, k, SP_GPU_MEMSET);
+        im->sum->memset++;
+    } else if (im->lane == LANE_CUDA) {
+        write_cuda(im, k, sp_import_cuda_api(k->name));
+    } else if (starts_with(k->name, "ProfilerStep#")) {
+        write_step(im, k);
+    } else {
+        write_dataloader(im, k);
+    }
+}
+
+static int on_event(void *ctx, const struct sp_kineto_event *k, const struct sp_kineto_meta *meta)
+{
+    struct importer *im = ctx;
+    int lane = classify(k);
+    if (im->main_pid < 0 && k->pid >= 0 && is_host_category(k->cat))
+        im->main_pid = k->pid;
+    if (lane == im->lane)
+        write_mapped(im, k, meta);
+    else if (lane < 0 && im->lane == 0)
+        count_skipped(im->sum, k); /* once, in the first pass */
+    return 0;
+}
+
+/* ---- the output file ------------------------------------------------------------ */
+
+static int make_dir(const char *path, char *err, size_t errlen)
+{
+    if (mkdir(path, 0755) && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static struct sp_writer *create_output(const char *tmp, char *err, size_t errlen)
+{
+    struct sp_writer_opts o;
+    memset(&o, 0, sizeof o);
+    o.background = 0; /* one thread: compress inline when a slot fills */
+    o.slot_count = IMPORT_SLOT_COUNT;
+    o.strings_size = IMPORT_STRINGS_BYTES;
+    o.mode = 0644;
+    int e = 0;
+    struct sp_writer *w = sp_writer_create(tmp, &o, &e);
+    if (!w) {
+        snprintf(err, errlen, "cannot create %s: %s", tmp, sp_strerror(e));
+        return NULL;
+    }
+    static const char source[] = "import:kineto";
+    sp_writer_add_tlv(w, SP_TLV_SOURCE, source, sizeof source - 1);
+    sp_writer_add_tlv(w, SP_TLV_HOST, SP_IMPORT_HOST, sizeof SP_IMPORT_HOST - 1);
+    return w;
+}
+
+/* The (mono, real) pair at start and end, on the trace's clock. */
+struct clocks {
+    uint64_t start_mono, start_real, end_mono, end_real;
+};
+
+static struct clocks trace_clocks(const struct importer *im, const struct sp_kineto_meta *meta)
+{
+    struct clocks c = {im->min_t, 0, im->max_end, 0};
+    if (meta->has_base) {
+        c.start_real = meta->base_ns + c.start_mono;
+        c.end_real = meta->base_ns + c.end_mono;
+    } else if (c.start_mono > EPOCH_2000_NS) {
+        /* Older Kineto wrote wall-clock microseconds. */
+        c.start_real = c.start_mono;
+        c.end_real = c.end_mono;
+    }
+    return c;
+}
+
+static void fill_header(struct sp_writer *w, const struct importer *im, const struct sp_kineto_meta *meta,
+                        const struct clocks *c)
+{
+    struct sp_file_header *h = sp_writer_header(w);
+    h->pid = (int32_t)(im->main_pid >= 0 ? im->main_pid : 0);
+    h->ppid = 0;
+    /* PyTorch writes distributedInfo whenever torch.distributed is
+     * initialized: without it the job was a single process, rank 0 of 1. */
+    h->rank = (int32_t)(meta->has_dist ? meta->rank : 0);
+    h->world_size = (int32_t)(meta->has_dist ? meta->world_size : 1);
+    h->local_rank = -1;
+    h->local_world_size = -1;
+    h->start_mono = c->start_mono;
+    h->start_real = c->start_real;
+    h->flags |= SP_FLAG_IMPORTED | SP_FLAG_NO_FILE_IO | SP_FLAG_NO_CPU;
+}
+
+/* The writer stamps the importing machine's clocks at close; put the
+ * trace's own back. */
+static int patch_clocks(const char *path, const struct clocks *c, char *err, size_t errlen)
+{
+    struct sp_file_header h;
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    int ok = fd >= 0 && pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h;
+    if (ok) {
+        h.start_mono = c->start_mono;
+        h.start_real = c->start_real;
+        h.end_mono = c->end_mono;
+        h.end_real = c->end_real;
+        ok = pwrite(fd, &h, sizeof h, 0) == (ssize_t)sizeof h;
+    }
+    if (!ok)
+        snprintf(err, errlen, "cannot update the header of %s: %s", path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return ok ? 0 : -1;
+}
+
+static int place_output(const char *tmp, const char *final, int force, char *err, size_t errlen)
+{
+    if (!force && access(final, F_OK) == 0) {
+        snprintf(err, errlen, "%s exists (use --force to replace it)", final);
+        unlink(tmp);
+        return -1;
+    }
+    if (rename(tmp, final)) {
+        snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, final, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int finish_output(struct importer *im, const char *tmp, const char *hostdir,
+                         const struct sp_import_opts *opts, char *err, size_t errlen)
+{
+    struct sp_import_summary *sum = im->sum;
+    struct clocks c = trace_clocks(im, &sum->meta);
+    fill_header(im->w, im, &sum->meta, &c);
+    int rc = sp_writer_close(im->w);
+    im->w = NULL;
+    if (rc) {
+        snprintf(err, errlen, "cannot close %s: %s", tmp, sp_strerror(rc));
+        return -1;
+    }
+    if (patch_clocks(tmp, &c, err, errlen))
+        return -1;
+    sum->pid = im->main_pid >= 0 ? im->main_pid : 0;
+    snprintf(sum->out_path, sizeof sum->out_path, "%s/%lld.sprof", hostdir, (long long)sum->pid);
+    return place_output(tmp, sum->out_path, opts->force, err, errlen);
+}
+
+struct lane_run {
+    struct importer *im;
+    const char *in;
+    struct sp_kineto_meta meta;
+    struct sp_kineto_result res;
+    int rc;
+};
+
+static void *run_lane(void *arg)
+{
+    struct lane_run *run = arg;
+    run->rc = sp_kineto_read(run->in, on_event, run->im, &run->meta, &run->res);
+    sp_writer_thread_exit(run->im->w); /* hand over this lane's last chunk */
+    return NULL;
+}
+
+/* One pass per lane, each in a fresh thread so that each lane's events
+ * are one recording thread's.  The passes run one after the other: the
+ * importer stays single-threaded in effect.  The first pass's view of the
+ * input (metadata, errors) is the summary's. */
+static int read_in_lanes(struct importer *im, const char *in)
+{
+    static struct lane_run run; /* result text is large: off the stack */
+    int first_rc = 0;
+    for (int lane = 0; lane < LANES; lane++) {
+        pthread_t th;
+        memset(&run, 0, sizeof run);
+        run.im = im;
+        run.in = in;
+        im->lane = lane;
+        if (pthread_create(&th, NULL, run_lane, &run)) {
+            snprintf(im->sum->read.err, sizeof im->sum->read.err, "cannot start a thread");
+            return -1;
+        }
+        pthread_join(th, NULL);
+        if (lane == 0) {
+            im->sum->meta = run.meta;
+            im->sum->read = run.res;
+            first_rc = run.rc;
+            if (!run.meta.saw_trace_events)
+                break; /* not a Kineto trace: nothing to write */
+        }
+    }
+    return first_rc;
+}
+
+int sp_import_kineto_file(const char *in, const struct sp_import_opts *opts,
+                          struct sp_import_summary *sum, char *err, size_t errlen)
+{
+    static unsigned serial;
+    char hostdir[4096], tmp[4096 + 64];
+    struct importer im;
+    memset(sum, 0, sizeof *sum);
+    memset(&im, 0, sizeof im);
+    im.sum = sum;
+    im.main_pid = -1;
+    err[0] = 0;
+    if (access(in, R_OK)) { /* before any output exists */
+        snprintf(err, errlen, "%s: cannot open: %s", in, strerror(errno));
+        return -1;
+    }
+    snprintf(hostdir, sizeof hostdir, "%s/%s", opts->outdir, SP_IMPORT_HOST);
+    if (make_dir(opts->outdir, err, errlen) || make_dir(hostdir, err, errlen))
+        return -1;
+    snprintf(tmp, sizeof tmp, "%s/.import-%d-%u.tmp", hostdir, (int)getpid(), serial++);
+    unlink(tmp); /* a leftover of a crashed import with our pid */
+    im.interned = calloc(INTERN_SLOTS, sizeof *im.interned);
+    if (!im.interned) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    im.w = create_output(tmp, err, errlen);
+    if (!im.w) {
+        free(im.interned);
+        return -1;
+    }
+    int read_rc = read_in_lanes(&im, in);
+    int rc;
+    if (!sum->meta.saw_trace_events) {
+        /* Not a Kineto trace: nothing worth keeping. */
+        sp_writer_close(im.w);
+        unlink(tmp);
+        rc = 0;
+    } else {
+        rc = finish_output(&im, tmp, hostdir, opts, err, errlen);
+    }
+    free(im.interned);
+    if (rc)
+        return -1;
+    if (read_rc) {
+        snprintf(err, errlen, "%s", sum->read.err);
+        return -1;
+    }
+    return 0;
+}
+
+void sp_import_format_summary(const struct sp_import_summary *s, char *buf, size_t len)
+{
+    size_t n = 0;
+#define PUT(...) (n += (size_t)snprintf(buf + n, n < len ? len - n : 0, __VA_ARGS__))
+    PUT("imported %llu events: %llu kernels (%llu nccl), %llu memcpy, %llu memset, %llu cuda, "
+        "%llu steps, %llu dataloader",
+        (unsigned long long)s->events, (unsigned long long)s->kernels, (unsigned long long)s->nccl,
+        (unsigned long long)s->memcpy, (unsigned long long)s->memset, (unsigned long long)s->cuda,
+        (unsigned long long)s->steps, (unsigned long long)s->dataloader);
+    if (s->dropped)
+        PUT(", %llu dropped", (unsigned long long)s->dropped);
+    if (s->skipped_total) {
+        PUT("; skipped");
+        for (int i = 0; i < SP_IMPORT_SKIP_KINDS && s->skipped[i].n; i++)
+            PUT("%s %llu %s", i ? "," : "", (unsigned long long)s->skipped[i].n, s->skipped[i].cat);
+    }
+#undef PUT
+}

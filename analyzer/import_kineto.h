@@ -1,0 +1,59 @@
+/*
+ * import_kineto.h - convert one PyTorch-profiler (Kineto) trace into one
+ * scaleprof trace file (DIR/<host>/<pid>.sprof).
+ *
+ * The mapping rules (docs/import.md lists them with examples) are pure
+ * functions of one Kineto event, plus two small bounded tables: interned
+ * names and per-communicator sequence counters.  The conversion streams:
+ * memory does not depend on the size of the input.
+ */
+#ifndef SP_IMPORT_KINETO_H
+#define SP_IMPORT_KINETO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "import_json.h"
+
+#define SP_IMPORT_HOST "imported" /* Kineto traces do not name their host */
+#define SP_IMPORT_SKIP_KINDS 16   /* distinct skipped categories counted by name */
+
+struct sp_import_opts {
+    const char *outdir;
+    int force; /* replace an existing output file */
+};
+
+/* What one conversion did: the summary line is printed from this. */
+struct sp_import_summary {
+    uint64_t events;   /* scaleprof events written */
+    uint64_t kernels, nccl, memcpy, memset, cuda, steps, dataloader;
+    uint64_t dropped;  /* events the writer could not take */
+    uint64_t skipped_total;
+    struct {
+        char cat[32];
+        uint64_t n;
+    } skipped[SP_IMPORT_SKIP_KINDS];
+    char out_path[4096 + 64]; /* DIR/<host>/<pid>.sprof */
+    struct sp_kineto_meta meta;
+    struct sp_kineto_result read;
+    int64_t pid;
+};
+
+/* Convert `in`.  Returns 0 on success; -1 on failure with a message in
+ * err.  When the input is malformed or truncated part way, the events
+ * before the error are still written to a valid, closed output file
+ * (sum->out_path says where) and -1 is returned. */
+int sp_import_kineto_file(const char *in, const struct sp_import_opts *opts,
+                          struct sp_import_summary *sum, char *err, size_t errlen);
+
+/* Format the one-line summary ("imported N events: ...; skipped ..."). */
+void sp_import_format_summary(const struct sp_import_summary *sum, char *buf, size_t len);
+
+/* The mapping helpers, exposed for their tests. */
+int sp_import_copy_kind(const char *memcpy_name);           /* enum sp_copy_kind */
+int sp_import_cuda_api(const char *runtime_name);           /* enum sp_cuda_api, 0 skip */
+int sp_import_nccl_op(const char *collective, const char *kernel_name); /* enum sp_nccl_op, 0 unknown */
+int sp_import_is_nccl_kernel(const char *name);
+int sp_import_dtype(const char *dtype, unsigned *size);     /* ncclDataType_t, -1 unknown */
+
+#endif

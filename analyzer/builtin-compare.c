@@ -1,9 +1,265 @@
-/* builtin-compare.c - placeholder until the verb lands; says so and fails. */
+/*
+ * builtin-compare.c - `scaleprof compare DIR1 DIR2 ...`: scaling efficiency
+ * across runs of the same job on different GPU counts, where the lost time
+ * went, and what each sample costs.
+ *
+ * Each directory is analyzed by the model.  The baseline is the run with
+ * the fewest GPUs.  Global throughput is gpus / step time (x samples per
+ * GPU per step when given), so efficiency = (thr_N / thr_0) / (N / N_0).
+ * Lost time is the step-time difference to the baseline split by category.
+ */
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "builtin.h"
+#include "json.h"
+#include "model.h"
+
+#define MAX_RUNS 32
+#define SMALL_BATCH_COMPUTE_DROP 0.8  /* compute per step fell below 80% of baseline */
+#define SMALL_BATCH_COLL_KEPT 0.9     /* while collective time stayed >= 90% */
+#define CROSS_NODE_EFF_DROP 0.8       /* multi-host efficiency < 80% of the best single-host */
+#define SCALING_POOR 0.8              /* efficiency below which speedup "shrinks" */
+#define SECONDS_PER_HOUR 3600.0
+
+static const char usage_text[] =
+    "usage: scaleprof compare DIR1 DIR2 [DIR...] [options]\n"
+    "\n"
+    "Scaling efficiency across runs (same job, same per-GPU batch, different\n"
+    "GPU counts), where the lost step time went, and cost per sample.\n"
+    "\n"
+    "  --json                   print the comparison as JSON\n"
+    "  --samples-per-step S     samples per GPU per step (for samples/s)\n"
+    "  --price-per-gpu-hour P   price of one GPU hour, for cost per 1k samples\n"
+    "  --skip N                 warm-up steps to drop in every run (default 3)\n"
+    "  -h, --help               this text\n"
+    "\n"
+    "Exit status: 0 comparison printed, 1 a run had nothing analyzable, 2 usage.\n";
+
+struct run {
+    const char *dir;
+    struct sp_model m;
+    double step_s, thr, eff, cat_ms[SP_CAT_N];
+};
+
+struct cmp_finding { const char *cause, *severity; char evidence[512]; const char *first_try; };
+
+static double coll_ms(const struct run *r)
+{
+    return r->cat_ms[SP_CAT_COLL_TRANSFER] + r->cat_ms[SP_CAT_COLL_WAIT] + r->cat_ms[SP_CAT_OVERLAP];
+}
+
+static double compute_ms(const struct run *r)
+{
+    return r->cat_ms[SP_CAT_COMPUTE] + r->cat_ms[SP_CAT_OVERLAP];
+}
+
+static int series_findings(struct run *runs, int n, int base, struct cmp_finding *f)
+{
+    int nf = 0;
+    const struct run *b = &runs[base];
+    for (int i = 0; i < n; i++) {
+        const struct run *r = &runs[i];
+        if (i == base || r->m.nranks <= b->m.nranks)
+            continue;
+        if (compute_ms(r) < SMALL_BATCH_COMPUTE_DROP * compute_ms(b) && coll_ms(r) >= SMALL_BATCH_COLL_KEPT * coll_ms(b)) {
+            f[nf] = (struct cmp_finding){"small_batch", "high", "", "raise the global batch size (adjust the learning rate, validate the loss)"};
+            snprintf(f[nf++].evidence, sizeof f[0].evidence,
+                     "compute per step fell from %.2f ms on %d GPUs to %.2f ms on %d while collective time "
+                     "went from %.2f to %.2f ms: each GPU's share of the batch shrank",
+                     compute_ms(b), b->m.nranks, compute_ms(r), r->m.nranks, coll_ms(b), coll_ms(r));
+            break;
+        }
+    }
+    double best_single = 0;
+    for (int i = 0; i < n; i++)
+        if (runs[i].m.nhosts == 1 && runs[i].eff > best_single)
+            best_single = runs[i].eff;
+    for (int i = 0; i < n && best_single > 0; i++) {
+        const struct run *r = &runs[i];
+        if (r->m.nhosts > 1 && r->eff < CROSS_NODE_EFF_DROP * best_single) {
+            f[nf] = (struct cmp_finding){"cross_node", "high", "", "verify network setup and bandwidth for the instance type"};
+            snprintf(f[nf++].evidence, sizeof f[0].evidence,
+                     "on one host scaling efficiency reaches %.0f%%, on %d hosts (%d GPUs) %.0f%%; collective "
+                     "transfer is %.2f ms per step there",
+                     100 * best_single, r->m.nhosts, r->m.nranks, 100 * r->eff, r->cat_ms[SP_CAT_COLL_TRANSFER]);
+            break;
+        }
+    }
+    int shrinking = 0;
+    for (int i = 0; i < n; i++)
+        shrinking |= runs[i].eff < SCALING_POOR;
+    if (shrinking) {
+        const struct run *worst = &runs[0];
+        for (int i = 1; i < n; i++)
+            if (runs[i].eff < worst->eff)
+                worst = &runs[i];
+        f[nf] = (struct cmp_finding){"scaling", worst->eff < 0.5 ? "high" : "moderate", "",
+                                     "look at the findings above; raise the global batch size if compute per step shrank"};
+        snprintf(f[nf++].evidence, sizeof f[0].evidence, "speedup shrinks as GPUs increase: %d GPUs reach %.0f%% "
+                 "scaling efficiency", worst->m.nranks, 100 * worst->eff);
+    }
+    return nf;
+}
+
+static void lost_text(const struct run *r, const struct run *b, char *out, size_t len)
+{
+    double d = (r->step_s - b->step_s) * 1e3;
+    int w = snprintf(out, len, "%+.2f ms per step:", d);
+    for (int c = 0; c < SP_CAT_EXCLUSIVE && w > 0 && (size_t)w < len; c++) {
+        double x = r->cat_ms[c] - b->cat_ms[c];
+        if (x > 0.005 || x < -0.005)
+            w += snprintf(out + w, len - (size_t)w, " %+.2f %s", x, sp_model_cat_name(c));
+    }
+}
+
 int cmd_compare(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "scaleprof %s: not built yet\n", argv[0]);
-    return 2;
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'J'}, {"samples-per-step", required_argument, NULL, 'S'},
+        {"price-per-gpu-hour", required_argument, NULL, 'P'}, {"skip", required_argument, NULL, 'k'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    struct sp_model_opts o;
+    sp_model_opts_default(&o);
+    o.progress = 1;
+    int json = 0, c;
+    double price = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'J': json = 1; break;
+        case 'S': o.samples_per_step = atof(optarg); break;
+        case 'P': price = atof(optarg); break;
+        case 'k': o.skip = atoi(optarg); break;
+        case 'h': fputs(usage_text, stdout); return 0;
+        default: fputs(usage_text, stderr); return 2;
+        }
+    }
+    int n = argc - optind;
+    if (n < 2 || n > MAX_RUNS) {
+        fputs(usage_text, stderr);
+        return 2;
+    }
+    struct run *runs = calloc((size_t)n, sizeof *runs);
+    if (!runs)
+        return 1;
+    int failed = 0, base = 0;
+    for (int i = 0; i < n; i++) {
+        struct run *r = &runs[i];
+        r->dir = argv[optind + i];
+        if (sp_model_analyze(r->dir, &o, &r->m) < 0 || r->m.step_mean_ms <= 0) {
+            fprintf(stderr, "scaleprof compare: %s: nothing to analyze\n", r->dir);
+            failed = 1;
+            continue;
+        }
+        r->step_s = r->m.step_mean_ms / 1e3;
+        r->thr = r->m.nranks / r->step_s * (o.samples_per_step > 0 ? o.samples_per_step : 1);
+        for (int k = 0; k < SP_CAT_N; k++)
+            r->cat_ms[k] = r->m.breakdown[k] * r->m.step_mean_ms;
+        if (r->m.nranks < runs[base].m.nranks || runs[base].step_s <= 0)
+            base = i;
+    }
+    if (failed) {
+        for (int i = 0; i < n; i++)
+            sp_model_free(&runs[i].m);
+        free(runs);
+        return 1;
+    }
+    const struct run *b = &runs[base];
+    for (int i = 0; i < n; i++)
+        runs[i].eff = (runs[i].thr / b->thr) / ((double)runs[i].m.nranks / b->m.nranks);
+    struct cmp_finding f[4];
+    int nf = series_findings(runs, n, base, f);
+    const char *unit = o.samples_per_step > 0 ? "samples/s" : "GPU-steps/s";
+    if (json) {
+        struct sp_json j;
+        sp_json_init(&j, stdout);
+        sp_json_open(&j, NULL, '{');
+        sp_json_int(&j, "baseline", base);
+        sp_json_str(&j, "throughput_unit", unit);
+        sp_json_open(&j, "runs", '[');
+        for (int i = 0; i < n; i++) {
+            const struct run *r = &runs[i];
+            sp_json_open(&j, NULL, '{');
+            sp_json_str(&j, "dir", r->dir);
+            sp_json_int(&j, "gpus", r->m.nranks);
+            sp_json_int(&j, "hosts", r->m.nhosts);
+            sp_json_num(&j, "step_ms", r->m.step_mean_ms);
+            sp_json_num(&j, "steps_per_s", 1 / r->step_s);
+            sp_json_num(&j, "throughput", r->thr);
+            sp_json_num(&j, "efficiency", r->eff);
+            if (price > 0 && o.samples_per_step > 0)
+                sp_json_num(&j, "cost_per_1k_samples", price * r->m.nranks * r->step_s / SECONDS_PER_HOUR /
+                                                           (o.samples_per_step * r->m.nranks) * 1000);
+            sp_json_open(&j, "lost_ms", '{');
+            for (int k = 0; k < SP_CAT_N; k++)
+                sp_json_num(&j, sp_model_cat_name(k), r->cat_ms[k] - b->cat_ms[k]);
+            sp_json_close(&j, '}');
+            sp_json_close(&j, '}');
+        }
+        sp_json_close(&j, ']');
+        const struct run *last = &runs[0];
+        for (int i = 1; i < n; i++)
+            if (runs[i].m.nranks > last->m.nranks)
+                last = &runs[i];
+        sp_json_open(&j, "lost", '{');
+        for (int k = 0; k < SP_CAT_N; k++)
+            sp_json_num(&j, sp_model_cat_name(k), last->cat_ms[k] - b->cat_ms[k]);
+        sp_json_close(&j, '}');
+        sp_json_open(&j, "findings", '[');
+        for (int i = 0; i < nf; i++) {
+            sp_json_open(&j, NULL, '{');
+            sp_json_str(&j, "cause", f[i].cause);
+            sp_json_str(&j, "severity", f[i].severity);
+            sp_json_str(&j, "evidence", f[i].evidence);
+            sp_json_str(&j, "first_try", f[i].first_try);
+            sp_json_close(&j, '}');
+        }
+        sp_json_close(&j, ']');
+        sp_json_close(&j, '}');
+    } else {
+        printf("%-5s %-5s %10s %14s %10s  %s\n", "GPUs", "hosts", "step_ms", unit, "efficiency", "run");
+        for (int i = 0; i < n; i++) {
+            const struct run *r = &runs[i];
+            printf("%-5d %-5d %10.2f %14.1f %9.0f%%  %s%s\n", r->m.nranks, r->m.nhosts, r->m.step_mean_ms, r->thr,
+                   100 * r->eff, r->dir, i == base ? " (baseline)" : "");
+        }
+        printf("\nwhere the time went, against the baseline:\n");
+        for (int i = 0; i < n; i++) {
+            if (i == base)
+                continue;
+            char text[512];
+            lost_text(&runs[i], b, text, sizeof text);
+            printf("  %d GPUs: %s\n", runs[i].m.nranks, text);
+        }
+        if (price > 0) {
+            printf("\ncost:\n");
+            for (int i = 0; i < n; i++) {
+                const struct run *r = &runs[i];
+                double speed = b->step_s / r->step_s * 1; /* steps per time, same per-GPU batch */
+                double gthr = speed * r->m.nranks / b->m.nranks;
+                double price_x = (double)r->m.nranks / b->m.nranks;
+                if (o.samples_per_step > 0)
+                    printf("  %d GPUs: %.4f per 1k samples; ", r->m.nranks,
+                           price * r->step_s / SECONDS_PER_HOUR / o.samples_per_step * 1000);
+                else
+                    printf("  %d GPUs: %.6f per step; ", r->m.nranks, price * r->m.nranks * r->step_s / SECONDS_PER_HOUR);
+                printf("%.1fx the speed at %.0fx the price per hour: each sample costs %.1fx\n", gthr, price_x,
+                       price_x / gthr);
+            }
+        }
+        printf("\n");
+        if (!nf)
+            printf("scaling looks healthy across these runs.\n");
+        for (int i = 0; i < nf; i++)
+            printf("%d. %s [%s]\n   %s.\n   first try: %s\n", i + 1, f[i].cause, f[i].severity, f[i].evidence,
+                   f[i].first_try);
+    }
+    for (int i = 0; i < n; i++)
+        sp_model_free(&runs[i].m);
+    free(runs);
+    return 0;
 }

@@ -1,0 +1,23 @@
+/* json.h - a small streaming JSON writer for the verbs' --json output.
+ * Keys are given for members of objects and NULL for array elements; the
+ * writer places commas and escapes strings.  Non-finite numbers print as
+ * null, since JSON has no NaN. */
+#ifndef SP_JSON_H
+#define SP_JSON_H
+#include <stdio.h>
+
+#define SP_JSON_DEPTH 32
+struct sp_json {
+    FILE *out;
+    int depth;
+    int count[SP_JSON_DEPTH];
+};
+void sp_json_init(struct sp_json *j, FILE *out);
+void sp_json_open(struct sp_json *j, const char *key, char bracket); /* '{' or '[' */
+void sp_json_close(struct sp_json *j, char bracket);
+void sp_json_str(struct sp_json *j, const char *key, const char *v);
+void sp_json_num(struct sp_json *j, const char *key, double v);
+void sp_json_int(struct sp_json *j, const char *key, long long v);
+void sp_json_bool(struct sp_json *j, const char *key, int v);
+void sp_json_null(struct sp_json *j, const char *key);
+#endif

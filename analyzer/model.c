@@ -1,0 +1,267 @@
+/*
+ * model.c - the analysis pipeline in order, and the small helpers every
+ * stage shares (warnings, medians, the thread pool, per-rank views).
+ *
+ * sp_model_analyze runs: load (pass 1) -> clocks -> steps -> collectives
+ * -> classify (pass 2) -> stragglers -> findings.  Each stage only adds to
+ * the model; a stage that finds nothing leaves a warning and the later
+ * stages work with what there is.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model.h"
+
+#define DEFAULT_SKIP 3
+#define MAX_THREADS 8
+#define NS_PER_MS 1e6
+
+static const char *const cat_names[SP_CAT_N] = {
+    "compute", "memcpy", "collective_transfer", "collective_wait",
+    "idle_input", "idle_host", "idle_other", "overlap",
+};
+
+const char *sp_model_cat_name(int cat)
+{
+    return cat >= 0 && cat < SP_CAT_N ? cat_names[cat] : "?";
+}
+
+const char *sp_model_severity_name(int sev)
+{
+    static const char *const names[] = {"none", "low", "moderate", "high"};
+    return sev >= 0 && sev <= SP_SEV_HIGH ? names[sev] : "?";
+}
+
+void sp_model_opts_default(struct sp_model_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->skip = DEFAULT_SKIP;
+    o->rank = -1;
+    o->step_first = o->step_last = -1;
+}
+
+void sp_model_warn(struct sp_model *m, const char *fmt, ...)
+{
+    if (m->nwarnings >= SP_MODEL_MAX_WARNINGS)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) >= 0)
+        m->warnings[m->nwarnings++] = s;
+    va_end(ap);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double sp_median(double *v, size_t n)
+{
+    if (!n)
+        return 0;
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---- thread pool: a shared counter hands out indices ---- */
+
+struct pool {
+    int n, next;
+    void (*fn)(int, void *);
+    void *arg;
+    pthread_mutex_t lock;
+};
+
+static void *pool_worker(void *p)
+{
+    struct pool *pl = p;
+    for (;;) {
+        pthread_mutex_lock(&pl->lock);
+        int i = pl->next++;
+        pthread_mutex_unlock(&pl->lock);
+        if (i >= pl->n)
+            return NULL;
+        pl->fn(i, pl->arg);
+    }
+}
+
+void sp_model_parallel(const struct sp_model *m, int n, void (*fn)(int i, void *arg), void *arg)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int t = m->opts.threads > 0 ? m->opts.threads : (int)(cores < MAX_THREADS ? cores : MAX_THREADS);
+    if (t < 1)
+        t = 1;
+    if (t > n)
+        t = n;
+    struct pool pl = {.n = n, .fn = fn, .arg = arg};
+    pthread_mutex_init(&pl.lock, NULL);
+    pthread_t th[MAX_THREADS * 4];
+    int started = 0;
+    for (int i = 1; i < t && started < (int)(sizeof th / sizeof th[0]); i++)
+        if (pthread_create(&th[started], NULL, pool_worker, &pl) == 0)
+            started++;
+    pool_worker(&pl);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&pl.lock);
+}
+
+/* ---- shared arithmetic ---- */
+
+/* nccl-tests' bus bandwidth factors: what each rank's link carries. */
+double sp_model_busbw_factor(uint32_t op, uint32_t nranks)
+{
+    double n = nranks ? nranks : 1;
+    switch (op) {
+    case 1: /* allreduce */
+        return 2 * (n - 1) / n;
+    case 4: /* allgather */
+    case 5: /* reducescatter */
+    case 8: /* alltoall */
+        return (n - 1) / n;
+    default:
+        return 1;
+    }
+}
+
+int64_t sp_model_global(const struct sp_model *m, const struct sp_rank *r, int64_t t)
+{
+    return t + (m->host_offset ? m->host_offset[r->host] : 0);
+}
+
+double sp_model_rank_step_ms(const struct sp_model *m, const struct sp_rank *r)
+{
+    double sum = 0;
+    int n = 0;
+    for (int k = m->step_lo; k < m->step_hi && k < r->nsteps; k++, n++)
+        sum += (double)(r->steps[k].end - r->steps[k].start);
+    return n ? sum / n / NS_PER_MS : 0;
+}
+
+void sp_model_rank_breakdown(const struct sp_model *m, const struct sp_rank *r, double out[SP_CAT_N])
+{
+    double total = 0;
+    memset(out, 0, sizeof(double) * SP_CAT_N);
+    for (int k = m->step_lo; k < m->step_hi && k < r->nsteps && r->cat; k++) {
+        total += (double)(r->steps[k].end - r->steps[k].start);
+        for (int c = 0; c < SP_CAT_N; c++)
+            out[c] += r->cat[k][c];
+    }
+    for (int c = 0; c < SP_CAT_N && total > 0; c++)
+        out[c] /= total;
+}
+
+static int rank_in_view(const struct sp_model *m, const struct sp_rank *r)
+{
+    return m->opts.rank < 0 || m->opts.rank == r->rank;
+}
+
+/* Overall breakdown: time-weighted over the ranks in view; step lengths
+ * averaged over those ranks per step. */
+static void summarize_steps(struct sp_model *m)
+{
+    double total = 0;
+    int nsteps = m->step_hi - m->step_lo;
+    double *len = nsteps > 0 ? calloc((size_t)nsteps, sizeof *len) : NULL;
+    int nr = 0;
+    for (int i = 0; i < m->nranks; i++) {
+        struct sp_rank *r = &m->ranks[i];
+        if (!rank_in_view(m, r) || !r->cat)
+            continue;
+        nr++;
+        for (int k = m->step_lo; k < m->step_hi && k < r->nsteps; k++) {
+            double d = (double)(r->steps[k].end - r->steps[k].start);
+            total += d;
+            if (len)
+                len[k - m->step_lo] += d;
+            for (int c = 0; c < SP_CAT_N; c++)
+                m->breakdown[c] += r->cat[k][c];
+        }
+    }
+    for (int c = 0; c < SP_CAT_N && total > 0; c++)
+        m->breakdown[c] /= total;
+    if (len && nr) {
+        double sum = 0;
+        for (int k = 0; k < nsteps; k++) {
+            len[k] /= nr * NS_PER_MS;
+            sum += len[k];
+        }
+        m->step_mean_ms = sum / nsteps;
+        m->step_median_ms = sp_median(len, (size_t)nsteps);
+    }
+    free(len);
+}
+
+static void choose_view(struct sp_model *m)
+{
+    int lo = m->opts.skip, hi = m->steps_total;
+    if (m->opts.step_first >= 0)
+        lo = m->opts.step_first;
+    if (m->opts.step_last >= 0 && m->opts.step_last < hi)
+        hi = m->opts.step_last;
+    if (lo > hi)
+        lo = hi;
+    if (lo == hi && m->steps_total > 0 && m->opts.step_first < 0) {
+        sp_model_warn(m, "only %d step(s) found, all within the %d warm-up steps skipped: "
+                         "using them anyway", m->steps_total, m->opts.skip);
+        lo = 0;
+    }
+    m->step_lo = lo;
+    m->step_hi = hi;
+}
+
+int sp_model_analyze(const char *dir, const struct sp_model_opts *o, struct sp_model *m)
+{
+    memset(m, 0, sizeof *m);
+    m->opts = *o;
+    m->dir = dir;
+    m->detected_by = "none";
+    if (sp_model_load(m) < 0)
+        return -1;
+    sp_model_align_clocks(m);
+    sp_model_find_steps(m);
+    choose_view(m);
+    sp_model_match_collectives(m);
+    if (sp_model_classify(m) < 0)
+        return -1;
+    summarize_steps(m);
+    sp_model_stragglers(m);
+    sp_model_findings(m);
+    return 0;
+}
+
+void sp_model_free(struct sp_model *m)
+{
+    for (int i = 0; i < m->nranks; i++) {
+        struct sp_rank *r = &m->ranks[i];
+        free(r->files);
+        free(r->calls);
+        free(r->marks);
+        free(r->steps);
+        free(r->cat);
+    }
+    for (int i = 0; i < m->nfrecs; i++) {
+        struct sp_file_rec *f = &m->frecs[i];
+        free(f->path);
+        free(f->diag);
+        free(f->calls);
+        free(f->marks);
+        free(f->tids);
+    }
+    for (int i = 0; i < m->nwarnings; i++)
+        free(m->warnings[i]);
+    free(m->frecs);
+    free(m->ranks);
+    free(m->hosts);
+    free(m->host_offset);
+    free(m->colls);
+    free(m->stragglers);
+    memset(m, 0, sizeof *m);
+}

@@ -1,0 +1,207 @@
+/*
+ * model.h - the analysis model shared by `scaleprof report` and `compare`.
+ *
+ * The model turns a directory of per-process traces into numbers: which
+ * ranks and hosts took part, where the steps are, how each step's time on
+ * each GPU divides into seven exclusive categories, how every collective
+ * split into waiting for late peers and moving data, who the straggler is,
+ * and which findings (the seed's triage table) apply.  It knows nothing of
+ * output formats: the verbs print what it computes.
+ *
+ * Pipeline (docs/analysis.md gives the definitions and thresholds):
+ *   model_load.c      find *.sprof, read them in parallel (pass 1: headers,
+ *                     step markers, NCCL calls and NCCL kernels), group
+ *                     processes under ranks, collect warnings
+ *   model_clock.c     host offsets from realtime pairs, refined with
+ *                     collective completions; residual skew
+ *   model_steps.c     step boundaries: markers, else the repeating pattern
+ *                     of collectives; alignment across ranks
+ *   model_coll.c      collectives matched by (comm, seq): arrivals, wait,
+ *                     transfer, bus bandwidth; stragglers
+ *   model_classify.c  pass 2: per step, per GPU, exclusive categories,
+ *                     streamed with a bounded window of open steps
+ *   model_findings.c  findings with severity, evidence and first thing to try
+ *
+ * Memory: per rank the model keeps its collective calls and step table
+ * (both grow with steps, not with events) and, during pass 2, the
+ * intervals of the steps still open (see model_classify.c).
+ *
+ * Errors are values: functions return 0 or a negative SP_E* / -1.
+ */
+#ifndef SP_MODEL_H
+#define SP_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The seven exclusive categories, in priority order, then overlap. */
+enum sp_cat {
+    SP_CAT_COMPUTE,
+    SP_CAT_MEMCPY,
+    SP_CAT_COLL_TRANSFER,
+    SP_CAT_COLL_WAIT,
+    SP_CAT_IDLE_INPUT,
+    SP_CAT_IDLE_HOST,
+    SP_CAT_IDLE_OTHER,
+    SP_CAT_EXCLUSIVE, /* number of exclusive categories */
+    SP_CAT_OVERLAP = SP_CAT_EXCLUSIVE,
+    SP_CAT_N
+};
+/* JSON key of a category ("compute", "collective_wait", ...). */
+const char *sp_model_cat_name(int cat);
+
+enum sp_severity { SP_SEV_NONE = 0, SP_SEV_LOW, SP_SEV_MODERATE, SP_SEV_HIGH };
+const char *sp_model_severity_name(int sev);
+
+#define SP_MODEL_MAX_WARNINGS 64
+
+struct sp_model_opts {
+    int skip;                /* warm-up steps dropped (default 3) */
+    const char *step_marker; /* extended regex for step markers, NULL: default */
+    int rank;                /* only this rank in per-rank views, -1 all */
+    int step_first, step_last; /* --steps A:B (absolute, B exclusive); -1 unset */
+    double samples_per_step; /* per GPU, 0 unknown */
+    int threads;             /* reader threads, 0 = min(cores, 8) */
+    int progress;            /* progress lines on stderr after a second */
+};
+void sp_model_opts_default(struct sp_model_opts *o);
+
+/* One NCCL call of one rank, with the GPU timing matched to it.  Times are
+ * the rank's own CLOCK_MONOTONIC ns. */
+struct sp_coll_call {
+    uint64_t comm, seq, bytes, stream, corr;
+    uint32_t op, nranks;
+    int32_t crank;          /* rank within the communicator */
+    int64_t host_t;         /* host enter */
+    int64_t start, end;     /* GPU execution (or host fallback) */
+    int64_t wait;           /* ns of [start,end) spent waiting for peers */
+    uint8_t timing;         /* enum sp_coll_timing */
+    uint8_t matched;        /* found on every participant */
+};
+enum sp_coll_timing { SP_TIMING_HOST = 0, SP_TIMING_FALLBACK, SP_TIMING_GPU };
+
+struct sp_span { int64_t start, end; };
+
+/* What pass 1 learned about one file (model_load.c). */
+struct sp_tid_mark { uint32_t tid; int64_t last_t; };
+struct sp_file_rec {
+    char *path;
+    int ok;                 /* opened as a trace */
+    char host[256], source[64];
+    int32_t pid, ppid, hdr_rank, comm_rank, world_size, rank; /* rank: resolved */
+    uint32_t flags;
+    int64_t start_mono, start_real, first_t, last_t;
+    uint64_t events, dropped;
+    char *diag;             /* reader damage report, NULL when clean */
+    struct sp_coll_call *calls; size_t ncalls;
+    struct sp_span *marks; size_t nmarks;
+    struct sp_tid_mark *tids; size_t ntids; /* last event time per thread */
+};
+
+struct sp_rank {
+    int rank;
+    int host;               /* index into model hosts */
+    int nfiles, nhelpers;   /* own processes, helper processes attached */
+    struct sp_file_rec **files; /* own files, in start order */
+    int64_t first_t, last_t;
+    struct sp_coll_call *calls; /* sorted by start */
+    size_t ncalls;
+    struct sp_span *marks;  /* step marker ranges, sorted */
+    size_t nmarks;
+    struct sp_span *steps;  /* local time */
+    int nsteps;
+    double (*cat)[SP_CAT_N]; /* ns per step and category */
+    uint64_t late_events;   /* events that arrived after their step closed */
+    uint64_t coll_present, coll_last; /* instances reached; arrived last */
+    double coll_wait_ns;    /* summed wait over instances reached */
+    uint64_t events;
+};
+
+struct sp_coll_summary {
+    uint64_t comm, bytes;
+    uint32_t op, nranks;
+    int spans_hosts;
+    uint64_t calls;
+    double transfer_ms, wait_ms, busbw_gbps; /* means over instances */
+    uint64_t missing;       /* instances some participant never reached */
+};
+
+struct sp_straggler {
+    int rank;
+    double last_fraction, mean_wait_ms;
+    const char *cause;      /* "compute", "input", "host", "memcpy", "mixed" */
+};
+
+#define SP_MODEL_TEXT 512
+struct sp_finding {
+    const char *cause;      /* input_pipeline, communication, small_batch, straggler, cross_node */
+    int severity;
+    double cost;            /* share of step time, for ordering */
+    char ranks[128];        /* "all" or "3" or "0,2" */
+    char steps[64];         /* "3-19" */
+    char evidence[SP_MODEL_TEXT];
+    const char *first_try;
+};
+
+struct sp_model {
+    struct sp_model_opts opts;
+    const char *dir;
+    char source[64];        /* "preload", "import:kineto", ... */
+    uint32_t flags_any;     /* SP_FLAG_* seen on any rank file */
+    int world_size;
+    struct sp_rank *ranks;  /* sorted by rank */
+    int nranks;
+    char (*hosts)[256];
+    int nhosts;
+    int64_t *host_offset;   /* ns added to a host's monotonic time */
+    double skew_us;         /* estimated residual clock skew */
+    const char *detected_by; /* markers | collectives | kernels | none */
+    int steps_total;        /* aligned steps found on every rank */
+    int step_lo, step_hi;   /* steps in view [lo, hi) */
+    double step_mean_ms, step_median_ms;
+    double breakdown[SP_CAT_N]; /* fractions of step time over ranks in view */
+    struct sp_coll_summary *colls;
+    size_t ncolls;
+    uint64_t coll_instances, coll_instances_incomplete;
+    struct sp_straggler *stragglers; /* one per rank, most often last first */
+    int nstragglers;
+    struct sp_finding findings[8];
+    int nfindings;
+    char *warnings[SP_MODEL_MAX_WARNINGS];
+    int nwarnings;
+    int missing_ranks[64];
+    int nmissing;
+    uint64_t events, dropped;
+    struct sp_file_rec *frecs;
+    int nfrecs, files_bad;
+};
+
+/* Load and analyze a directory.  Returns 0 with *m filled, or -1 when
+ * nothing could be analyzed (m->warnings say why; free it still). */
+int sp_model_analyze(const char *dir, const struct sp_model_opts *o, struct sp_model *m);
+void sp_model_free(struct sp_model *m);
+
+/* Per-rank view helpers for the verbs. */
+double sp_model_rank_step_ms(const struct sp_model *m, const struct sp_rank *r);
+void sp_model_rank_breakdown(const struct sp_model *m, const struct sp_rank *r, double out[SP_CAT_N]);
+
+/* ---- internals shared by model_*.c ---- */
+void sp_model_warn(struct sp_model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int sp_model_load(struct sp_model *m);
+void sp_model_align_clocks(struct sp_model *m);
+int sp_model_find_steps(struct sp_model *m);
+void sp_model_match_collectives(struct sp_model *m);
+void sp_model_stragglers(struct sp_model *m);
+int sp_model_classify(struct sp_model *m);
+void sp_model_findings(struct sp_model *m);
+int64_t sp_model_global(const struct sp_model *m, const struct sp_rank *r, int64_t t);
+double sp_model_busbw_factor(uint32_t op, uint32_t nranks);
+/* Run fn(i, arg) for i in [0, n) on the model's thread pool. */
+void sp_model_parallel(const struct sp_model *m, int n, void (*fn)(int i, void *arg), void *arg);
+double sp_median(double *v, size_t n); /* sorts v */
+/* One collective instance: the calls of every rank that reached (comm, seq). */
+struct sp_coll_ref { int r; size_t c; }; /* rank index, call index */
+typedef void (*sp_instance_fn)(struct sp_model *m, const struct sp_coll_ref *refs, size_t n, void *arg);
+void sp_model_each_instance(struct sp_model *m, sp_instance_fn fn, void *arg);
+
+#endif

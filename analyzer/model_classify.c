@@ -1,0 +1,319 @@
+/*
+ * model_classify.c - pass 2: each step's time on each GPU, exclusively.
+ *
+ * Within a step, time goes to the highest-priority category active at that
+ * instant: compute > memcpy > collective_transfer > collective_wait (the
+ * NCCL kernel split at start + wait, from model_coll.c) > idle_input (GPU
+ * idle while a host thread of the rank waits for input: poll/select/epoll
+ * on a pipe or socket, a read of a pipe, socket or regular file, a
+ * data-loader wait) > idle_host (GPU idle while the host blocks in a CUDA
+ * sync or launches work) > idle_other.  The seven add up to the step.
+ * Overlap is the NCCL kernel time that ran under compute.
+ *
+ * Streaming: intervals are kept per open step and reduced as soon as the
+ * step can receive nothing more.  Events of one recording thread come in
+ * time order, and pass 1 recorded each thread's last event time, so a step
+ * is complete once every thread of the file has either passed the step's
+ * end (by one step length of slack, for GPU records that complete out of
+ * order across streams) or delivered its last event.  Memory is therefore
+ * bounded by the steps still open - in practice a few - times the events
+ * per step, not by the trace length.  An event arriving for a step already
+ * reduced is counted as late and warned about.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "sprof.h"
+
+#define FLUSH_EVERY 4096
+
+enum icat { I_COMPUTE, I_MEMCPY, I_TRANSFER, I_WAIT, I_INPUT, I_HOST, I_N };
+
+struct ival { int64_t start, end; int cat; };
+struct step_buf { struct ival *v; size_t n, cap; int done; };
+
+struct rank_pass {
+    struct sp_model *m;
+    struct sp_rank *r;
+    struct step_buf *buf;
+    int lo, hi;             /* steps reduced here */
+    int next_open;          /* oldest step not yet reduced */
+    int64_t max_call;       /* longest NCCL call, for the call search */
+    struct sp_file_rec *f;
+    int64_t *wm;            /* per tid of f: last time seen */
+};
+
+static void push_ival(struct step_buf *b, int64_t s, int64_t e, int cat)
+{
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        struct ival *p = realloc(b->v, cap * sizeof *p);
+        if (!p)
+            return;
+        b->v = p;
+        b->cap = cap;
+    }
+    b->v[b->n++] = (struct ival){s, e, cat};
+}
+
+struct point { int64_t t; int cat, delta; };
+
+static int cmp_point(const void *a, const void *b)
+{
+    const struct point *x = a, *y = b;
+    return (x->t > y->t) - (x->t < y->t);
+}
+
+static int top_category(const int *count)
+{
+    for (int c = 0; c < I_N; c++)
+        if (count[c] > 0)
+            return c;
+    return I_N;
+}
+
+static const int to_cat[I_N + 1] = {
+    SP_CAT_COMPUTE, SP_CAT_MEMCPY, SP_CAT_COLL_TRANSFER, SP_CAT_COLL_WAIT,
+    SP_CAT_IDLE_INPUT, SP_CAT_IDLE_HOST, SP_CAT_IDLE_OTHER,
+};
+
+/* Sweep the step's intervals: at each instant the top category wins. */
+static void reduce(const struct step_buf *b, struct sp_span st, double out[SP_CAT_N])
+{
+    memset(out, 0, sizeof(double) * SP_CAT_N);
+    struct point *p = malloc((2 * b->n + 2) * sizeof *p);
+    if (!p) {
+        out[SP_CAT_IDLE_OTHER] = (double)(st.end - st.start);
+        return;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        int64_t s = b->v[i].start > st.start ? b->v[i].start : st.start;
+        int64_t e = b->v[i].end < st.end ? b->v[i].end : st.end;
+        if (e <= s)
+            continue;
+        p[n++] = (struct point){s, b->v[i].cat, 1};
+        p[n++] = (struct point){e, b->v[i].cat, -1};
+    }
+    qsort(p, n, sizeof *p, cmp_point);
+    int count[I_N] = {0};
+    int64_t t = st.start;
+    for (size_t i = 0; i <= n; i++) {
+        int64_t next = i < n ? p[i].t : st.end;
+        if (next > t) {
+            double len = (double)(next - t);
+            out[to_cat[top_category(count)]] += len;
+            if (count[I_COMPUTE] > 0 && (count[I_TRANSFER] > 0 || count[I_WAIT] > 0))
+                out[SP_CAT_OVERLAP] += len;
+            t = next;
+        }
+        if (i < n)
+            count[p[i].cat] += p[i].delta;
+    }
+    free(p);
+}
+
+/* First step whose end is after t, or hi. */
+static int step_at(const struct rank_pass *rp, int64_t t)
+{
+    int a = rp->lo, b = rp->hi;
+    while (a < b) {
+        int mid = (a + b) / 2;
+        if (rp->r->steps[mid].end <= t)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a;
+}
+
+static void add_interval(struct rank_pass *rp, int64_t s, int64_t e, int cat)
+{
+    if (e <= s)
+        return;
+    for (int k = step_at(rp, s); k < rp->hi && rp->r->steps[k].start < e; k++) {
+        if (rp->buf[k - rp->lo].done) {
+            rp->r->late_events++;
+            continue;
+        }
+        push_ival(&rp->buf[k - rp->lo], s, e, cat);
+    }
+}
+
+static int first_call_from(const struct sp_rank *r, int64_t t)
+{
+    size_t a = 0, b = r->ncalls;
+    while (a < b) {
+        size_t mid = (a + b) / 2;
+        if (r->calls[mid].start < t)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return (int)a;
+}
+
+static void add_collectives(struct rank_pass *rp, int k)
+{
+    const struct sp_rank *r = rp->r;
+    struct sp_span st = r->steps[k];
+    struct step_buf *b = &rp->buf[k - rp->lo];
+    for (size_t i = (size_t)first_call_from(r, st.start - rp->max_call); i < r->ncalls; i++) {
+        const struct sp_coll_call *c = &r->calls[i];
+        if (c->start >= st.end)
+            break;
+        if (c->timing == SP_TIMING_HOST || c->end <= st.start)
+            continue;
+        push_ival(b, c->start, c->start + c->wait, I_WAIT);
+        push_ival(b, c->start + c->wait, c->end, I_TRANSFER);
+    }
+}
+
+static void close_step(struct rank_pass *rp, int k)
+{
+    struct step_buf *b = &rp->buf[k - rp->lo];
+    if (b->done)
+        return;
+    add_collectives(rp, k);
+    reduce(b, rp->r->steps[k], rp->r->cat[k]);
+    free(b->v);
+    b->v = NULL;
+    b->n = b->cap = 0;
+    b->done = 1;
+}
+
+static int tid_index(const struct sp_file_rec *f, uint32_t tid)
+{
+    for (size_t i = 0; i < f->ntids; i++)
+        if (f->tids[i].tid == tid)
+            return (int)i;
+    return -1;
+}
+
+/* Close every step no thread of this file can still add to. */
+static void close_finished(struct rank_pass *rp)
+{
+    const struct sp_file_rec *f = rp->f;
+    int64_t low = INT64_MAX;
+    for (size_t i = 0; i < f->ntids; i++)
+        if (rp->wm[i] < f->tids[i].last_t && rp->wm[i] < low)
+            low = rp->wm[i];
+    while (rp->next_open < rp->hi) {
+        struct sp_span st = rp->r->steps[rp->next_open];
+        int64_t slack = st.end - st.start;
+        if (st.end > f->last_t || (low != INT64_MAX && low < st.end + slack))
+            break;
+        close_step(rp, rp->next_open++);
+    }
+}
+
+static int is_input_fd(uint64_t kind)
+{
+    return kind == SP_FD_PIPE || kind == SP_FD_SOCKET;
+}
+
+static int is_read(uint64_t op)
+{
+    return op == SP_IO_READ || op == SP_IO_PREAD || op == SP_IO_READV || op == SP_IO_PREADV ||
+           op == SP_IO_FREAD || op == SP_IO_RECV;
+}
+
+static void on_event(struct rank_pass *rp, const struct sp_event *ev)
+{
+    int64_t t = (int64_t)ev->t;
+    switch (ev->type) {
+    case SP_EV_GPU:
+        if (ev->gpu.kind == SP_GPU_KERNEL)
+            add_interval(rp, t, t + (int64_t)ev->gpu.dur, I_COMPUTE);
+        else if (ev->gpu.kind == SP_GPU_MEMCPY || ev->gpu.kind == SP_GPU_MEMSET)
+            add_interval(rp, t, t + (int64_t)ev->gpu.dur, I_MEMCPY);
+        break;
+    case SP_EV_CUDA:
+        if (ev->cuda.api != SP_CUDA_SET_DEVICE && ev->cuda.api != SP_CUDA_MALLOC &&
+            ev->cuda.api != SP_CUDA_FREE)
+            add_interval(rp, t, t + (int64_t)ev->cuda.dur, I_HOST);
+        break;
+    case SP_EV_IO:
+        if (is_read(ev->io.op) && (is_input_fd(ev->io.fd_kind) || ev->io.fd_kind == SP_FD_FILE))
+            add_interval(rp, t, t + (int64_t)ev->io.dur, I_INPUT);
+        break;
+    case SP_EV_WAIT:
+        if (ev->wait.op == SP_WAIT_DATALOADER || is_input_fd(ev->wait.fd_kind))
+            add_interval(rp, t, t + (int64_t)ev->wait.dur, I_INPUT);
+        break;
+    default:
+        return;
+    }
+    int i = tid_index(rp->f, ev->tid);
+    if (i >= 0 && t > rp->wm[i])
+        rp->wm[i] = t;
+}
+
+static void read_file(struct rank_pass *rp, struct sp_file_rec *f)
+{
+    int err;
+    struct sp_reader *rd = sp_reader_open(f->path, &err);
+    if (!rd)
+        return;
+    rp->f = f;
+    rp->wm = calloc(f->ntids + 1, sizeof *rp->wm);
+    for (size_t i = 0; rp->wm && i < f->ntids; i++)
+        rp->wm[i] = INT64_MIN;
+    struct sp_event ev;
+    uint64_t n = 0;
+    while (rp->wm && sp_reader_next(rd, &ev) == 1) {
+        on_event(rp, &ev);
+        if (++n % FLUSH_EVERY == 0)
+            close_finished(rp);
+    }
+    if (rp->wm)
+        close_finished(rp);
+    free(rp->wm);
+    rp->wm = NULL;
+    sp_reader_close(rd);
+}
+
+static void classify_rank(int i, void *arg)
+{
+    struct sp_model *m = arg;
+    struct sp_rank *r = &m->ranks[i];
+    struct rank_pass rp = {.m = m, .r = r, .lo = m->step_lo, .hi = m->step_hi < r->nsteps ? m->step_hi : r->nsteps};
+    if (rp.hi <= rp.lo)
+        return;
+    rp.next_open = rp.lo;
+    r->cat = calloc((size_t)r->nsteps, sizeof *r->cat);
+    rp.buf = calloc((size_t)(rp.hi - rp.lo), sizeof *rp.buf);
+    if (!r->cat || !rp.buf) {
+        free(rp.buf);
+        return;
+    }
+    for (size_t c = 0; c < r->ncalls; c++)
+        if (r->calls[c].end - r->calls[c].start > rp.max_call)
+            rp.max_call = r->calls[c].end - r->calls[c].start;
+    for (int f = 0; f < r->nfiles; f++)
+        read_file(&rp, r->files[f]);
+    for (int k = rp.lo; k < rp.hi; k++)
+        close_step(&rp, k);
+    free(rp.buf);
+}
+
+int sp_model_classify(struct sp_model *m)
+{
+    sp_model_parallel(m, m->nranks, classify_rank, m);
+    uint64_t late = 0;
+    int classified = 0;
+    for (int i = 0; i < m->nranks; i++) {
+        late += m->ranks[i].late_events;
+        classified += m->ranks[i].cat != NULL;
+    }
+    if (late)
+        sp_model_warn(m, "%llu events arrived after their step was reduced (a thread's events "
+                         "far out of order): left out", (unsigned long long)late);
+    if (!classified) {
+        sp_model_warn(m, "no rank has a step to classify");
+        return -1;
+    }
+    return 0;
+}

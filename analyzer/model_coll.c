@@ -1,0 +1,208 @@
+/*
+ * model_coll.c - collectives matched across ranks by (communicator,
+ * sequence number), never by position, and what each instance cost.
+ *
+ * Per instance: each rank's arrival is the GPU start of its NCCL kernel
+ * (host enter when no GPU timing exists), on the common time axis.  The
+ * last arrival is when the data can start to move, so a rank's wait is
+ * (last arrival - its arrival) and the transfer is (end - last arrival).
+ * Ends are not perfectly simultaneous, so transfer takes the minimum over
+ * ranks of (end - last arrival): the rank that left first bounds how long
+ * moving the data can have taken.  A rank's wait is stored on its call so
+ * that classification can split the kernel at (start + wait).
+ *
+ * An instance with fewer participants than the communicator's size is
+ * counted as incomplete and reported, not hidden.  Bus bandwidth uses the
+ * nccl-tests factors (sp_model_busbw_factor); allgather's recorded bytes
+ * are per rank, so its total size is bytes x nranks.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+#define TIE_NS 20000.0 /* arrivals closer than 20 us are a tie: nobody was last */
+#define NS_PER_MS 1e6
+
+struct ref_key { uint64_t comm, seq; struct sp_coll_ref ref; };
+
+static int cmp_key(const void *a, const void *b)
+{
+    const struct ref_key *x = a, *y = b;
+    if (x->comm != y->comm)
+        return x->comm < y->comm ? -1 : 1;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    return x->ref.r - y->ref.r;
+}
+
+void sp_model_each_instance(struct sp_model *m, sp_instance_fn fn, void *arg)
+{
+    size_t total = 0;
+    for (int i = 0; i < m->nranks; i++)
+        total += m->ranks[i].ncalls;
+    struct ref_key *k = malloc((total + 1) * sizeof *k);
+    struct sp_coll_ref *refs = malloc((total + 1) * sizeof *refs);
+    if (!k || !refs) {
+        free(k);
+        free(refs);
+        return;
+    }
+    size_t n = 0;
+    for (int i = 0; i < m->nranks; i++)
+        for (size_t c = 0; c < m->ranks[i].ncalls; c++)
+            k[n++] = (struct ref_key){m->ranks[i].calls[c].comm, m->ranks[i].calls[c].seq, {i, c}};
+    qsort(k, n, sizeof *k, cmp_key);
+    for (size_t a = 0; a < n;) {
+        size_t b = a;
+        while (b < n && k[b].comm == k[a].comm && k[b].seq == k[a].seq) {
+            refs[b - a] = k[b].ref;
+            b++;
+        }
+        fn(m, refs, b - a, arg);
+        a = b;
+    }
+    free(k);
+    free(refs);
+}
+
+static struct sp_coll_call *call_of(struct sp_model *m, const struct sp_coll_ref *x)
+{
+    return &m->ranks[x->r].calls[x->c];
+}
+
+static int64_t arrival(struct sp_model *m, const struct sp_coll_ref *x)
+{
+    return sp_model_global(m, &m->ranks[x->r], call_of(m, x)->start);
+}
+
+/* Whether the instance falls in the steps in view, judged on its first rank. */
+static int in_view(struct sp_model *m, const struct sp_coll_ref *x)
+{
+    const struct sp_rank *r = &m->ranks[x->r];
+    if (!r->nsteps || m->step_hi <= m->step_lo)
+        return 1;
+    int64_t t = call_of(m, x)->start;
+    int last = m->step_hi < r->nsteps ? m->step_hi : r->nsteps;
+    return last > m->step_lo && t >= r->steps[m->step_lo].start && t < r->steps[last - 1].end;
+}
+
+static struct sp_coll_summary *summary_for(struct sp_model *m, const struct sp_coll_call *c)
+{
+    for (size_t i = 0; i < m->ncolls; i++) {
+        struct sp_coll_summary *s = &m->colls[i];
+        if (s->comm == c->comm && s->op == c->op && s->bytes == c->bytes)
+            return s;
+    }
+    void *p = realloc(m->colls, (m->ncolls + 1) * sizeof *m->colls);
+    if (!p)
+        return NULL;
+    m->colls = p;
+    struct sp_coll_summary *s = &m->colls[m->ncolls++];
+    memset(s, 0, sizeof *s);
+    s->comm = c->comm;
+    s->op = c->op;
+    s->bytes = c->bytes;
+    s->nranks = c->nranks;
+    return s;
+}
+
+static void add_to_summary(struct sp_model *m, const struct sp_coll_call *c, double transfer,
+                           double mean_wait, int complete, int spans)
+{
+    struct sp_coll_summary *s = summary_for(m, c);
+    if (!s)
+        return;
+    s->calls++;
+    s->transfer_ms += transfer / NS_PER_MS;
+    s->wait_ms += mean_wait / NS_PER_MS;
+    s->spans_hosts |= spans;
+    if (!complete)
+        s->missing++;
+}
+
+static void measure_instance(struct sp_model *m, const struct sp_coll_ref *refs, size_t n, void *arg)
+{
+    (void)arg;
+    int64_t last = arrival(m, &refs[0]);
+    for (size_t i = 1; i < n; i++)
+        if (arrival(m, &refs[i]) > last)
+            last = arrival(m, &refs[i]);
+    int64_t transfer = -1;
+    int host0 = m->ranks[refs[0].r].host, spans = 0;
+    double wait_sum = 0;
+    size_t nlast = 0, late_idx = 0;
+    int64_t second = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        struct sp_coll_call *c = call_of(m, &refs[i]);
+        int64_t a = arrival(m, &refs[i]);
+        int64_t end = sp_model_global(m, &m->ranks[refs[i].r], c->end);
+        int64_t tr = end - last > 0 ? end - last : 0;
+        if (transfer < 0 || tr < transfer)
+            transfer = tr;
+        int64_t w = last - a, dur = c->end - c->start;
+        c->wait = w < dur ? w : dur;
+        if (c->wait < 0)
+            c->wait = 0;
+        wait_sum += (double)(last - a);
+        spans |= m->ranks[refs[i].r].host != host0;
+        if (a == last) {
+            nlast++;
+            late_idx = i;
+        } else if (a > second) {
+            second = a;
+        }
+    }
+    struct sp_coll_call *c0 = call_of(m, &refs[0]);
+    int complete = n >= c0->nranks;
+    for (size_t i = 0; i < n; i++)
+        call_of(m, &refs[i])->matched = (uint8_t)complete;
+    m->coll_instances++;
+    if (!complete)
+        m->coll_instances_incomplete++;
+    if (!in_view(m, &refs[0]))
+        return;
+    add_to_summary(m, c0, (double)transfer, wait_sum / (double)n, complete, spans);
+    double tol = TIE_NS > 2e3 * m->skew_us ? TIE_NS : 2e3 * m->skew_us;
+    for (size_t i = 0; i < n; i++) {
+        struct sp_rank *r = &m->ranks[refs[i].r];
+        r->coll_present++;
+        r->coll_wait_ns += (double)(last - arrival(m, &refs[i]));
+    }
+    if (n > 1 && nlast == 1 && (second == INT64_MIN || (double)(last - second) > tol))
+        m->ranks[refs[late_idx].r].coll_last++;
+}
+
+static void finish_summaries(struct sp_model *m)
+{
+    for (size_t i = 0; i < m->ncolls; i++) {
+        struct sp_coll_summary *s = &m->colls[i];
+        if (!s->calls)
+            continue;
+        s->transfer_ms /= (double)s->calls;
+        s->wait_ms /= (double)s->calls;
+        double bytes = (double)s->bytes * (s->op == 4 ? s->nranks : 1);
+        double t_ns = s->transfer_ms * NS_PER_MS;
+        s->busbw_gbps = t_ns > 0 ? bytes / t_ns * sp_model_busbw_factor(s->op, s->nranks) : 0;
+        if (s->missing)
+            sp_model_warn(m, "communicator %llx: %llu of %llu %s calls were not reached by every "
+                             "rank (a rank is missing or its trace ends early)",
+                          (unsigned long long)s->comm, (unsigned long long)s->missing,
+                          (unsigned long long)s->calls, s->op == 1 ? "allreduce" : "collective");
+    }
+}
+
+static int cmp_cost(const void *a, const void *b)
+{
+    const struct sp_coll_summary *x = a, *y = b;
+    double cx = x->calls * (x->transfer_ms + x->wait_ms), cy = y->calls * (y->transfer_ms + y->wait_ms);
+    return (cx < cy) - (cx > cy);
+}
+
+void sp_model_match_collectives(struct sp_model *m)
+{
+    sp_model_each_instance(m, measure_instance, NULL);
+    finish_summaries(m);
+    qsort(m->colls, m->ncolls, sizeof *m->colls, cmp_cost);
+}

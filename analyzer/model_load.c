@@ -1,0 +1,618 @@
+/*
+ * model_load.c - pass 1: find every trace under a directory, read them in
+ * parallel, and group processes under the ranks they serve.
+ *
+ * Pass 1 keeps, per file, only what later stages need and what grows with
+ * steps rather than with events: the NCCL calls (matched to their NCCL
+ * kernels), the step-marker ranges, and the last event time of each
+ * recording thread (pass 2 uses those to know when a step can no longer
+ * receive events).  Compute kernels, copies, syncs and I/O are left for
+ * pass 2, which reduces them per step.
+ *
+ * Grouping: a file's rank comes from its header, else from a COMM event's
+ * rank, else from its parent process on the same host (DataLoader workers
+ * and other helpers), followed up the ppid chain.  Files that resolve to no
+ * rank are counted but not analyzed.
+ *
+ * Matching NCCL kernels to calls: by correlation id when both carry one,
+ * else the k-th NCCL kernel on a stream belongs to the k-th collective call
+ * on that stream.  Without a kernel the call's own gpu_start/gpu_dur is used,
+ * else the host call.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "model.h"
+#include "sprof.h"
+
+#define DEFAULT_STEP_RE "step|iteration|ProfilerStep"
+#define MAX_MARK_DEPTH 64
+#define MAX_DIR_DEPTH 32
+#define PROGRESS_AFTER_NS 1000000000LL
+
+struct vec { void *p; size_t n, cap; };
+
+static void *vec_push(struct vec *v, size_t elt)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 64;
+        void *p = realloc(v->p, cap * elt);
+        if (!p)
+            return NULL;
+        v->p = p;
+        v->cap = cap;
+    }
+    return (char *)v->p + elt * v->n++;
+}
+
+/* ---- finding files ---- */
+
+static int has_suffix(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !strcmp(s + a - b, suf);
+}
+
+static void find_traces(const char *dir, int depth, struct vec *paths)
+{
+    DIR *d = opendir(dir);
+    if (!d || depth > MAX_DIR_DEPTH) {
+        if (d)
+            closedir(d);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char *p;
+        if (asprintf(&p, "%s/%s", dir, e->d_name) < 0)
+            continue;
+        struct stat st;
+        if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+            find_traces(p, depth + 1, paths);
+            free(p);
+        } else if (S_ISREG(st.st_mode) && has_suffix(e->d_name, ".sprof")) {
+            char **slot = vec_push(paths, sizeof(char *));
+            if (slot)
+                *slot = p;
+            else
+                free(p);
+        } else {
+            free(p);
+        }
+    }
+    closedir(d);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* ---- per-file reading ---- */
+
+struct kernel { int64_t start, end; uint64_t stream, corr; int used; };
+struct open_mark { int64_t t; int matched; };
+struct tid_stack { uint32_t tid; int depth; struct open_mark m[MAX_MARK_DEPTH]; };
+
+struct file_scan {
+    struct sp_file_rec *f;
+    regex_t re;
+    struct vec calls, kernels, marks, tids, stacks;
+};
+
+static int is_collective_op(uint64_t op)
+{
+    return op >= SP_NCCL_ALLREDUCE && op < SP_NCCL_GROUP_START;
+}
+
+static void note_tid(struct file_scan *s, uint32_t tid, int64_t t)
+{
+    struct sp_tid_mark *m = s->tids.p;
+    for (size_t i = 0; i < s->tids.n; i++)
+        if (m[i].tid == tid) {
+            if (t > m[i].last_t)
+                m[i].last_t = t;
+            return;
+        }
+    struct sp_tid_mark *n = vec_push(&s->tids, sizeof *n);
+    if (n) {
+        n->tid = tid;
+        n->last_t = t;
+    }
+}
+
+static struct tid_stack *stack_of(struct file_scan *s, uint32_t tid)
+{
+    struct tid_stack *st = s->stacks.p;
+    for (size_t i = 0; i < s->stacks.n; i++)
+        if (st[i].tid == tid)
+            return &st[i];
+    struct tid_stack *n = vec_push(&s->stacks, sizeof *n);
+    if (n) {
+        n->tid = tid;
+        n->depth = 0;
+    }
+    return n;
+}
+
+static void add_mark(struct file_scan *s, int64_t start, int64_t end)
+{
+    struct sp_span *sp = vec_push(&s->marks, sizeof *sp);
+    if (sp) {
+        sp->start = start;
+        sp->end = end;
+    }
+}
+
+static void on_marker(struct file_scan *s, const struct sp_reader *r, const struct sp_event *ev)
+{
+    const char *name = sp_reader_string(r, ev->marker.name);
+    int matched = name[0] && regexec(&s->re, name, 0, NULL, 0) == 0;
+    struct tid_stack *st;
+    switch (ev->marker.kind) {
+    case SP_MARK_PUSH:
+        st = stack_of(s, ev->tid);
+        if (st && st->depth < MAX_MARK_DEPTH)
+            st->m[st->depth++] = (struct open_mark){(int64_t)ev->t, matched};
+        break;
+    case SP_MARK_POP:
+        st = stack_of(s, ev->tid);
+        if (st && st->depth > 0) {
+            struct open_mark om = st->m[--st->depth];
+            if (om.matched)
+                add_mark(s, om.t, (int64_t)ev->t);
+        }
+        break;
+    case SP_MARK_RANGE:
+        if (matched)
+            add_mark(s, (int64_t)ev->t, (int64_t)(ev->t + ev->marker.dur));
+        break;
+    case SP_MARK_INSTANT:
+        if (matched)
+            add_mark(s, (int64_t)ev->t, -1);
+        break;
+    }
+}
+
+static void on_nccl(struct file_scan *s, const struct sp_event *ev)
+{
+    const struct sp_ev_nccl *n = &ev->nccl;
+    if (!is_collective_op(n->op))
+        return;
+    struct sp_coll_call *c = vec_push(&s->calls, sizeof *c);
+    if (!c)
+        return;
+    memset(c, 0, sizeof *c);
+    c->comm = n->comm;
+    c->seq = n->seq;
+    c->bytes = n->bytes;
+    c->stream = n->stream;
+    c->corr = n->correlation;
+    c->op = (uint32_t)n->op;
+    c->nranks = (uint32_t)n->nranks;
+    c->crank = (int32_t)n->rank;
+    c->host_t = (int64_t)ev->t;
+    if (n->gpu_start && n->gpu_dur) {
+        c->start = (int64_t)n->gpu_start;
+        c->end = (int64_t)(n->gpu_start + n->gpu_dur);
+        c->timing = SP_TIMING_FALLBACK;
+    } else {
+        c->start = (int64_t)ev->t;
+        c->end = (int64_t)(ev->t + n->dur);
+        c->timing = SP_TIMING_HOST;
+    }
+}
+
+static void on_event(struct file_scan *s, const struct sp_reader *r, const struct sp_event *ev)
+{
+    struct sp_file_rec *f = s->f;
+    int64_t t = (int64_t)ev->t;
+    if (!f->events || t < f->first_t)
+        f->first_t = t;
+    if (t > f->last_t)
+        f->last_t = t;
+    f->events++;
+    switch (ev->type) {
+    case SP_EV_NCCL:
+        on_nccl(s, ev);
+        break;
+    case SP_EV_COMM:
+        if (f->comm_rank < 0 && ev->comm.nranks > 0 && ev->comm.rank >= 0 &&
+            (ev->comm.kind == SP_COMM_INIT || ev->comm.kind == SP_COMM_SPLIT) &&
+            f->world_size > 0 && ev->comm.nranks == (uint64_t)f->world_size)
+            f->comm_rank = (int32_t)ev->comm.rank;
+        else if (f->comm_rank < 0 && ev->comm.rank >= 0 && f->world_size <= 0)
+            f->comm_rank = (int32_t)ev->comm.rank;
+        break;
+    case SP_EV_GPU:
+        note_tid(s, ev->tid, t);
+        if (ev->gpu.kind == SP_GPU_NCCL_KERNEL) {
+            struct kernel *k = vec_push(&s->kernels, sizeof *k);
+            if (k)
+                *k = (struct kernel){t, t + (int64_t)ev->gpu.dur, ev->gpu.stream, ev->gpu.correlation, 0};
+        }
+        break;
+    case SP_EV_CUDA:
+    case SP_EV_IO:
+    case SP_EV_WAIT:
+        note_tid(s, ev->tid, t);
+        break;
+    case SP_EV_MARKER:
+        on_marker(s, r, ev);
+        break;
+    case SP_EV_DROPPED:
+        f->dropped += ev->dropped.count;
+        break;
+    default:
+        break;
+    }
+}
+
+static int cmp_kernel(const void *a, const void *b)
+{
+    const struct kernel *x = a, *y = b;
+    if (x->stream != y->stream)
+        return x->stream < y->stream ? -1 : 1;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+static int cmp_call_stream(const void *a, const void *b)
+{
+    const struct sp_coll_call *x = a, *y = b;
+    if (x->stream != y->stream)
+        return x->stream < y->stream ? -1 : 1;
+    return (x->host_t > y->host_t) - (x->host_t < y->host_t);
+}
+
+static void use_kernel(struct sp_coll_call *c, struct kernel *k)
+{
+    k->used = 1;
+    c->start = k->start;
+    c->end = k->end;
+    c->timing = SP_TIMING_GPU;
+}
+
+/* Correlation first; then by order per stream among the rest.  When the
+ * calls' and kernels' stream numbers never meet (a runtime that names
+ * streams differently), order over all streams is the best left. */
+static void match_kernels(struct file_scan *s)
+{
+    struct sp_coll_call *c = s->calls.p;
+    struct kernel *k = s->kernels.p;
+    size_t nc = s->calls.n, nk = s->kernels.n;
+    if (!nk)
+        return;
+    for (size_t i = 0; i < nc; i++)
+        if (c[i].corr)
+            for (size_t j = 0; j < nk; j++)
+                if (!k[j].used && k[j].corr == c[i].corr) {
+                    use_kernel(&c[i], &k[j]);
+                    break;
+                }
+    qsort(c, nc, sizeof *c, cmp_call_stream);
+    qsort(k, nk, sizeof *k, cmp_kernel);
+    int streams_meet = 0;
+    for (size_t i = 0, j = 0; i < nc && j < nk;) {
+        if (c[i].stream == k[j].stream) {
+            streams_meet = 1;
+            break;
+        }
+        if (c[i].stream < k[j].stream)
+            i++;
+        else
+            j++;
+    }
+    size_t j = 0;
+    for (size_t i = 0; i < nc; i++) {
+        if (c[i].timing == SP_TIMING_GPU)
+            continue;
+        while (j < nk && (k[j].used || (streams_meet && k[j].stream < c[i].stream)))
+            j++;
+        if (j < nk && (!streams_meet || k[j].stream == c[i].stream))
+            use_kernel(&c[i], &k[j++]);
+    }
+}
+
+static void scan_file(struct sp_file_rec *f, const char *marker_re)
+{
+    int err = 0;
+    struct sp_reader *r = sp_reader_open(f->path, &err);
+    if (!r) {
+        if (asprintf(&f->diag, "%s: not readable as a trace (%s)", f->path, sp_strerror(err)) < 0)
+            f->diag = NULL;
+        return;
+    }
+    const struct sp_file_info *info = sp_reader_info(r);
+    f->ok = 1;
+    snprintf(f->host, sizeof f->host, "%s", info->host[0] ? info->host : "unknown");
+    snprintf(f->source, sizeof f->source, "%s", info->source[0] ? info->source : "preload");
+    f->pid = info->hdr.pid;
+    f->ppid = info->hdr.ppid;
+    f->hdr_rank = info->hdr.rank;
+    f->world_size = info->hdr.world_size;
+    f->flags = info->hdr.flags;
+    f->start_mono = (int64_t)info->hdr.start_mono;
+    f->start_real = (int64_t)info->hdr.start_real;
+
+    struct file_scan s = {.f = f};
+    if (regcomp(&s.re, marker_re, REG_EXTENDED | REG_ICASE | REG_NOSUB) != 0)
+        regcomp(&s.re, DEFAULT_STEP_RE, REG_EXTENDED | REG_ICASE | REG_NOSUB);
+    struct sp_event ev;
+    while (sp_reader_next(r, &ev) == 1)
+        on_event(&s, r, &ev);
+    if (info->hdr.events_dropped > f->dropped)
+        f->dropped = info->hdr.events_dropped;
+    const char *diag = sp_reader_diag(r);
+    if (diag && diag[0] && asprintf(&f->diag, "%s: %s", f->path, diag) < 0)
+        f->diag = NULL;
+    sp_reader_close(r);
+    regfree(&s.re);
+
+    match_kernels(&s);
+    f->calls = s.calls.p;
+    f->ncalls = s.calls.n;
+    f->marks = s.marks.p;
+    f->nmarks = s.marks.n;
+    f->tids = s.tids.p;
+    f->ntids = s.tids.n;
+    free(s.kernels.p);
+    free(s.stacks.p);
+}
+
+/* ---- the pool job with progress ---- */
+
+struct scan_job {
+    struct sp_model *m;
+    const char *re;
+    int done;
+    int64_t t0;
+    pthread_mutex_t lock;
+};
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void scan_one(int i, void *arg)
+{
+    struct scan_job *j = arg;
+    scan_file(&j->m->frecs[i], j->re);
+    pthread_mutex_lock(&j->lock);
+    j->done++;
+    if (j->m->opts.progress && now_ns() - j->t0 > PROGRESS_AFTER_NS)
+        fprintf(stderr, "\rscaleprof: read %d/%d files%s", j->done, j->m->nfrecs,
+                j->done == j->m->nfrecs ? "\n" : "");
+    pthread_mutex_unlock(&j->lock);
+}
+
+/* ---- grouping ---- */
+
+static struct sp_file_rec *parent_of(struct sp_model *m, const struct sp_file_rec *f)
+{
+    for (int i = 0; i < m->nfrecs; i++) {
+        struct sp_file_rec *p = &m->frecs[i];
+        if (p->ok && p != f && p->pid == f->ppid && !strcmp(p->host, f->host))
+            return p;
+    }
+    return NULL;
+}
+
+static int own_rank(const struct sp_file_rec *f)
+{
+    return f->hdr_rank >= 0 ? f->hdr_rank : f->comm_rank;
+}
+
+static int resolve_rank(struct sp_model *m, struct sp_file_rec *f, int *helper)
+{
+    *helper = 0;
+    int r = own_rank(f);
+    const struct sp_file_rec *p = f;
+    for (int hops = 0; r < 0 && hops < MAX_DIR_DEPTH; hops++) {
+        p = parent_of(m, p);
+        if (!p)
+            break;
+        r = own_rank(p);
+        *helper = 1;
+    }
+    return r;
+}
+
+static int host_index(struct sp_model *m, const char *host)
+{
+    for (int i = 0; i < m->nhosts; i++)
+        if (!strcmp(m->hosts[i], host))
+            return i;
+    void *p = realloc(m->hosts, (size_t)(m->nhosts + 1) * sizeof *m->hosts);
+    if (!p)
+        return 0;
+    m->hosts = p;
+    snprintf(m->hosts[m->nhosts], sizeof m->hosts[0], "%s", host);
+    return m->nhosts++;
+}
+
+static struct sp_rank *rank_slot(struct sp_model *m, int rank)
+{
+    for (int i = 0; i < m->nranks; i++)
+        if (m->ranks[i].rank == rank)
+            return &m->ranks[i];
+    void *p = realloc(m->ranks, (size_t)(m->nranks + 1) * sizeof *m->ranks);
+    if (!p)
+        return NULL;
+    m->ranks = p;
+    struct sp_rank *r = &m->ranks[m->nranks++];
+    memset(r, 0, sizeof *r);
+    r->rank = rank;
+    r->host = -1;
+    return r;
+}
+
+static int cmp_rank(const void *a, const void *b)
+{
+    return ((const struct sp_rank *)a)->rank - ((const struct sp_rank *)b)->rank;
+}
+
+static int cmp_span(const void *a, const void *b)
+{
+    const struct sp_span *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+static int cmp_call_start(const void *a, const void *b)
+{
+    const struct sp_coll_call *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+static int append_file(struct sp_rank *r, struct sp_file_rec *f)
+{
+    void *p = realloc(r->files, (size_t)(r->nfiles + 1) * sizeof *r->files);
+    void *c = realloc(r->calls, (r->ncalls + f->ncalls + 1) * sizeof *r->calls);
+    void *k = realloc(r->marks, (r->nmarks + f->nmarks + 1) * sizeof *r->marks);
+    if (p)
+        r->files = p;
+    if (c)
+        r->calls = c;
+    if (k)
+        r->marks = k;
+    if (!p || !c || !k)
+        return -1;
+    r->files[r->nfiles++] = f;
+    memcpy(r->calls + r->ncalls, f->calls, f->ncalls * sizeof *f->calls);
+    r->ncalls += f->ncalls;
+    memcpy(r->marks + r->nmarks, f->marks, f->nmarks * sizeof *f->marks);
+    r->nmarks += f->nmarks;
+    if (f->events && (!r->events || f->first_t < r->first_t))
+        r->first_t = f->first_t;
+    if (f->last_t > r->last_t)
+        r->last_t = f->last_t;
+    r->events += f->events;
+    return 0;
+}
+
+static void group_files(struct sp_model *m)
+{
+    int unowned = 0;
+    for (int i = 0; i < m->nfrecs; i++) {
+        struct sp_file_rec *f = &m->frecs[i];
+        if (!f->ok)
+            continue;
+        int helper;
+        f->rank = resolve_rank(m, f, &helper);
+        m->events += f->events;
+        m->dropped += f->dropped;
+        if (f->world_size > m->world_size)
+            m->world_size = f->world_size;
+        if (f->rank < 0) {
+            unowned++;
+            continue;
+        }
+        struct sp_rank *r = rank_slot(m, f->rank);
+        if (!r)
+            continue;
+        if (helper) {
+            r->nhelpers++;
+            continue;
+        }
+        if (r->host < 0)
+            r->host = host_index(m, f->host);
+        m->flags_any |= f->flags;
+        if (!m->source[0] || strcmp(f->source, "preload"))
+            snprintf(m->source, sizeof m->source, "%s", f->source);
+        append_file(r, f);
+    }
+    if (unowned)
+        sp_model_warn(m, "%d process file(s) belong to no rank (no rank in header, no "
+                         "communicator, no ranked parent): not analyzed", unowned);
+    qsort(m->ranks, (size_t)m->nranks, sizeof *m->ranks, cmp_rank);
+    for (int i = 0; i < m->nranks; i++) {
+        struct sp_rank *r = &m->ranks[i];
+        if (r->host < 0)
+            r->host = host_index(m, "unknown");
+        qsort(r->calls, r->ncalls, sizeof *r->calls, cmp_call_start);
+        qsort(r->marks, r->nmarks, sizeof *r->marks, cmp_span);
+    }
+}
+
+static void warn_losses(struct sp_model *m)
+{
+    for (int i = 0; i < m->nfrecs; i++) {
+        struct sp_file_rec *f = &m->frecs[i];
+        if (f->diag) {
+            sp_model_warn(m, "damaged or unreadable file: %s", f->diag);
+            m->files_bad++;
+        }
+        if (f->ok && f->dropped)
+            sp_model_warn(m, "%s: %llu events were dropped while recording", f->path,
+                          (unsigned long long)f->dropped);
+        if (f->ok && !(f->flags & SP_FLAG_CLOSED) && !(f->flags & SP_FLAG_IMPORTED))
+            sp_model_warn(m, "%s: not closed cleanly (process killed?): events up to the "
+                             "kill are used", f->path);
+    }
+    if (m->world_size > 0) {
+        for (int r = 0; r < m->world_size; r++) {
+            int found = 0;
+            for (int i = 0; i < m->nranks && !found; i++)
+                found = m->ranks[i].rank == r;
+            if (!found && m->nmissing < (int)(sizeof m->missing_ranks / sizeof m->missing_ranks[0]))
+                m->missing_ranks[m->nmissing++] = r;
+        }
+    }
+    for (int i = 0; i < m->nmissing; i++)
+        sp_model_warn(m, "rank %d is missing: world size is %d but no trace of rank %d was found",
+                      m->missing_ranks[i], m->world_size, m->missing_ranks[i]);
+    if (m->flags_any & SP_FLAG_NO_FILE_IO)
+        sp_model_warn(m, "source %s records no file I/O: idle_input counts only the data-loader "
+                         "waits it saw; file reads are unknown", m->source);
+    if (m->flags_any & SP_FLAG_NO_CPU)
+        sp_model_warn(m, "source %s records no CPU samples: loader CPU saturation is unknown", m->source);
+}
+
+int sp_model_load(struct sp_model *m)
+{
+    struct vec paths = {0};
+    find_traces(m->dir, 0, &paths);
+    if (!paths.n) {
+        sp_model_warn(m, "no *.sprof trace files under %s", m->dir);
+        free(paths.p);
+        return -1;
+    }
+    char **pv = paths.p;
+    qsort(pv, paths.n, sizeof *pv, cmp_str);
+    m->frecs = calloc(paths.n, sizeof *m->frecs);
+    if (!m->frecs) {
+        for (size_t i = 0; i < paths.n; i++)
+            free(pv[i]);
+        free(pv);
+        return -1;
+    }
+    m->nfrecs = (int)paths.n;
+    for (size_t i = 0; i < paths.n; i++) {
+        m->frecs[i].path = pv[i];
+        m->frecs[i].hdr_rank = m->frecs[i].comm_rank = m->frecs[i].rank = -1;
+    }
+    free(pv);
+    struct scan_job job = {.m = m, .re = m->opts.step_marker ? m->opts.step_marker : DEFAULT_STEP_RE,
+                           .t0 = now_ns()};
+    pthread_mutex_init(&job.lock, NULL);
+    sp_model_parallel(m, m->nfrecs, scan_one, &job);
+    pthread_mutex_destroy(&job.lock);
+    group_files(m);
+    warn_losses(m);
+    if (!m->nranks) {
+        sp_model_warn(m, "no readable trace of any rank under %s", m->dir);
+        return -1;
+    }
+    return 0;
+}

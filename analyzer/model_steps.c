@@ -1,0 +1,191 @@
+/*
+ * model_steps.c - where the training steps are, on every rank.
+ *
+ * Markers first: NVTX ranges (or imported ranges) whose names match the
+ * step pattern.  Step k spans from the k-th marker's start to the next
+ * one's, so time between ranges (often the input wait) belongs to a step;
+ * the last marker gives a step only when its end is known.  Nested matches
+ * (a "step" range inside "ProfilerStep#3") are ignored.
+ *
+ * Without markers, the collectives repeat: data-parallel training issues
+ * the same (communicator, op, bytes) sequence every step.  The smallest
+ * period p with >= 90% of calls equal to the call p later is the pattern;
+ * the pattern's last call is the one followed by the longest pause (the
+ * optimizer, the next input and forward pass).  A step ends when that call
+ * ends, so step k = (end of occurrence k-1, end of occurrence k], and a
+ * trace cut mid-step leaves an incomplete occurrence that is not a step.
+ * Counting runs back from the last occurrence while the key still matches,
+ * so an irregular start (parameter broadcast) falls into the first step,
+ * which is warm-up anyway.
+ *
+ * Step k is the k-th step on every rank; the count is the minimum over
+ * ranks that have steps.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+#define PERIOD_MAX 1024
+#define PERIOD_WINDOW 2048 /* calls compared per candidate period */
+#define PERIOD_MATCH 0.9
+
+static int set_steps(struct sp_rank *r, const int64_t *bounds, int n)
+{
+    free(r->steps);
+    r->steps = n > 0 ? malloc((size_t)n * sizeof *r->steps) : NULL;
+    r->nsteps = r->steps ? n : 0;
+    for (int k = 0; k < r->nsteps; k++)
+        r->steps[k] = (struct sp_span){bounds[k], bounds[k + 1]};
+    return r->nsteps;
+}
+
+static void steps_from_markers(struct sp_rank *r)
+{
+    int64_t *b = malloc((r->nmarks + 2) * sizeof *b);
+    if (!b)
+        return;
+    int n = 0;
+    int64_t last_end = INT64_MIN, last_known_end = -1;
+    for (size_t i = 0; i < r->nmarks; i++) {
+        const struct sp_span *s = &r->marks[i];
+        if (s->start < last_end)
+            continue; /* nested inside the previous step range */
+        b[n++] = s->start;
+        last_end = s->end >= 0 ? s->end : s->start;
+        last_known_end = s->end;
+    }
+    if (n && last_known_end > b[n - 1])
+        b[n++] = last_known_end; /* the last range closes its own step */
+    set_steps(r, b, n - 1);
+    free(b);
+}
+
+struct key { uint64_t comm, bytes; uint32_t op; };
+
+static int same_key(const struct key *a, const struct key *b)
+{
+    return a->comm == b->comm && a->bytes == b->bytes && a->op == b->op;
+}
+
+static int cmp_host_t(const void *a, const void *b)
+{
+    const struct sp_coll_call *x = a, *y = b;
+    return (x->host_t > y->host_t) - (x->host_t < y->host_t);
+}
+
+static size_t find_period(const struct key *k, size_t n)
+{
+    for (size_t p = 1; p <= PERIOD_MAX && 2 * p <= n; p++) {
+        size_t from = n - p > PERIOD_WINDOW ? n - p - PERIOD_WINDOW : 0, same = 0;
+        for (size_t i = from; i + p < n; i++)
+            same += same_key(&k[i], &k[i + p]);
+        if ((double)same >= PERIOD_MATCH * (double)(n - p - from))
+            return p;
+    }
+    return 0;
+}
+
+/* The residue whose call is followed by the longest median pause. */
+static size_t pattern_end(const struct sp_coll_call *c, size_t n, size_t p)
+{
+    size_t best = p - 1;
+    double best_gap = -1;
+    double *gaps = malloc((n / p + 1) * sizeof *gaps);
+    if (!gaps)
+        return best;
+    for (size_t j = 0; j < p; j++) {
+        size_t g = 0;
+        for (size_t i = j; i + 1 < n; i += p)
+            gaps[g++] = (double)(c[i + 1].host_t - c[i].host_t);
+        double med = sp_median(gaps, g);
+        if (med > best_gap) {
+            best_gap = med;
+            best = j;
+        }
+    }
+    free(gaps);
+    return best;
+}
+
+/* Steps from the repeating collectives of one rank; 0 when none repeat. */
+static int steps_from_collectives(struct sp_rank *r)
+{
+    size_t n = r->ncalls;
+    if (n < 2)
+        return 0;
+    struct sp_coll_call *c = malloc(n * sizeof *c);
+    struct key *k = malloc(n * sizeof *k);
+    int64_t *b = malloc((n + 2) * sizeof *b);
+    int got = 0;
+    if (!c || !k || !b)
+        goto out;
+    memcpy(c, r->calls, n * sizeof *c);
+    qsort(c, n, sizeof *c, cmp_host_t);
+    for (size_t i = 0; i < n; i++)
+        k[i] = (struct key){c[i].comm, c[i].bytes, c[i].op};
+    size_t p = find_period(k, n);
+    if (!p)
+        goto out;
+    size_t j = pattern_end(c, n, p), last = j;
+    while (last + p < n)
+        last += p;
+    size_t count = 0;
+    for (size_t i = last;; i -= p) {
+        if (!same_key(&k[i], &k[last]))
+            break;
+        count++;
+        if (i < p)
+            break;
+    }
+    /* bounds: first event, then the end of each occurrence, oldest first */
+    b[0] = r->first_t;
+    for (size_t s = 0; s < count; s++)
+        b[s + 1] = c[last - (count - 1 - s) * p].end;
+    got = set_steps(r, b, (int)count);
+out:
+    free(c);
+    free(k);
+    free(b);
+    return got;
+}
+
+int sp_model_find_steps(struct sp_model *m)
+{
+    int with_marks = 0;
+    for (int i = 0; i < m->nranks; i++)
+        with_marks += m->ranks[i].nmarks > 1;
+    const char *how = "none";
+    if (with_marks) {
+        how = "markers";
+        for (int i = 0; i < m->nranks; i++)
+            steps_from_markers(&m->ranks[i]);
+        if (with_marks < m->nranks)
+            sp_model_warn(m, "%d rank(s) have no step markers: left out of the breakdown",
+                          m->nranks - with_marks);
+    } else {
+        int found = 0;
+        for (int i = 0; i < m->nranks; i++)
+            found += steps_from_collectives(&m->ranks[i]) > 0;
+        if (found)
+            how = "collectives";
+    }
+    int total = -1;
+    for (int i = 0; i < m->nranks; i++)
+        if (m->ranks[i].nsteps > 0 && (total < 0 || m->ranks[i].nsteps < total))
+            total = m->ranks[i].nsteps;
+    if (total < 0) {
+        /* No steps: the whole trace as one window, said plainly. */
+        how = "none";
+        total = 1;
+        for (int i = 0; i < m->nranks; i++) {
+            int64_t b[2] = {m->ranks[i].first_t, m->ranks[i].last_t + 1};
+            set_steps(&m->ranks[i], b, 1);
+        }
+        sp_model_warn(m, "no steps found (no step markers, no repeating collectives): the whole "
+                         "trace is treated as one step; use --step-marker REGEX");
+    }
+    m->detected_by = how;
+    m->steps_total = total;
+    return total;
+}

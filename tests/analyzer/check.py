@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""The analyzer's user stories, checked against synthetic traces whose
+breakdown is known by construction (gen_trace writes both).
+
+usage: check.py CASE   with SCALEPROF_BIN and GEN_TRACE in the environment.
+Each case prints what it checks and exits 1 on the first mismatch."""
+import json, os, re, subprocess, sys, tempfile
+
+SCALEPROF = os.environ["SCALEPROF_BIN"]
+GEN = os.environ["GEN_TRACE"]
+CATS = ["compute", "memcpy", "collective_transfer", "collective_wait",
+        "idle_input", "idle_host", "idle_other"]
+TMP = tempfile.mkdtemp(prefix="sprof-analyzer-")
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def gen(name, *args):
+    out, truth = os.path.join(TMP, name), os.path.join(TMP, name + ".json")
+    subprocess.run([GEN, out, "--truth", truth, *map(str, args)], check=True)
+    with open(truth) as f:
+        return out, json.load(f)
+
+
+def scaleprof(*args, rc=0):
+    p = subprocess.run([SCALEPROF, *map(str, args)], capture_output=True, text=True)
+    if p.returncode != rc:
+        fail(f"scaleprof {' '.join(map(str, args))}: exit {p.returncode}, wanted {rc}\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def report(d, *args):
+    return json.loads(scaleprof("report", d, "--json", *args).stdout)
+
+
+def near(what, got, want, tol):
+    print(f"  {what}: got {got:.4f}, truth {want:.4f} (tolerance {tol:.4f})")
+    if abs(got - want) > tol:
+        fail(f"{what} off by {abs(got - want):.4f}")
+
+
+def check_breakdown(rep, truth):
+    bd = rep["breakdown"]
+    if abs(sum(bd[c] for c in CATS) - 1) > 1e-3:
+        fail(f"the seven categories sum to {sum(bd[c] for c in CATS)}, not 1")
+    for c in CATS:
+        near(c, bd[c], truth["breakdown"][c], 0.02)
+
+
+def findings(rep):
+    return {f["cause"]: f for f in rep["findings"]}
+
+
+def case_breakdown():
+    """Two hosts with clocks 300 us apart: every category within 2 points,
+    and each collective's transfer and wait within 5%."""
+    d, truth = gen("bd", "--ranks", 4, "--hosts", 2, "--markers", "--input-ms", 3, "--sync-ms", 1,
+                   "--memcpy-ms", 0.5, "--jitter", 0.2, "--clock-error-us", 300, "--intra-coll")
+    rep = report(d)
+    check_breakdown(rep, truth)
+    for tc in truth["collectives"]:
+        got = [c for c in rep["collectives"] if c["comm"] == tc["comm"] and c["bytes"] == tc["bytes"]]
+        if not got:
+            fail(f"collective {tc['comm']} {tc['bytes']} not reported")
+        near(f"comm {tc['comm']} {tc['bytes']}B transfer_ms", got[0]["transfer_ms"], tc["transfer_ms"],
+             0.05 * tc["transfer_ms"])
+        near(f"comm {tc['comm']} {tc['bytes']}B wait_ms", got[0]["wait_ms"], tc["wait_ms"],
+             max(0.05 * tc["wait_ms"], 0.005))
+
+
+def case_autodetect():
+    """Without markers the steps come from the repeating collectives."""
+    d, truth = gen("auto", "--ranks", 4, "--colls", 3, "--input-ms", 2)
+    rep = report(d)
+    print(f"  detected_by {rep['steps']['detected_by']}, count {rep['steps']['count']}, truth {truth['steps']}")
+    if rep["steps"]["detected_by"] != "collectives" or rep["steps"]["count"] != truth["steps"]:
+        fail("automatic step detection missed the true step count")
+    near("step_ms", rep["steps"]["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+    check_breakdown(rep, truth)
+
+
+def case_markers():
+    """NVTX step markers are used when present."""
+    d, truth = gen("marks", "--ranks", 2, "--markers", "--steps", 12)
+    rep = report(d)
+    print(f"  detected_by {rep['steps']['detected_by']}, count {rep['steps']['count']}")
+    if rep["steps"]["detected_by"] != "markers" or rep["steps"]["count"] != 12:
+        fail("markers not used")
+    if rep["steps"]["skipped"] != 3:
+        fail("three warm-up steps should be skipped by default")
+
+
+def case_straggler():
+    """A rank with extra compute is named as the straggler, with compute as
+    its cause; one with slow input is named with input as its cause."""
+    for extra, cause in (("--slow-compute-ms", "compute"), ("--slow-input-ms", "input")):
+        d, truth = gen("strag" + cause, "--ranks", 4, "--markers", "--slow-rank", 2, extra, 4, "--jitter", 0.05)
+        rep = report(d)
+        s = rep["stragglers"]
+        print(f"  {extra}: stragglers {s}")
+        if not s or s[0]["rank"] != 2 or s[0]["cause"] != cause:
+            fail(f"rank 2 should be the straggler with cause {cause}")
+        f = findings(rep).get("straggler")
+        if not f or f["ranks"] != "2" or f["severity"] == "low":
+            fail(f"no straggler finding for rank 2: {rep['findings']}")
+        check_breakdown(rep, truth)
+
+
+def case_input_high():
+    """GPUs idle 20% or more waiting for input: input_pipeline is high."""
+    d, truth = gen("input", "--ranks", 4, "--markers", "--input-ms", 6, "--helper")
+    rep = report(d)
+    near("idle_input", rep["breakdown"]["idle_input"], truth["breakdown"]["idle_input"], 0.02)
+    f = findings(rep).get("input_pipeline")
+    if truth["breakdown"]["idle_input"] < 0.2 or not f or f["severity"] != "high":
+        fail(f"input_pipeline should be high: {rep['findings']}")
+    if rep["findings"][0]["cause"] != "input_pipeline":
+        fail("the costliest finding should come first")
+    if any(r["helper_processes"] != 1 for r in rep["per_rank"]):
+        fail("each rank's loader worker should be attached to it through its parent")
+
+
+def case_healthy():
+    """A compute-bound run says it is healthy."""
+    d, _ = gen("healthy", "--ranks", 4, "--markers", "--compute-ms", 30, "--transfer-ms", 0.5,
+               "--tail-ms", 0.1, "--jitter", 0.01)
+    rep = report(d)
+    bad = [f for f in rep["findings"] if f["severity"] != "low"]
+    print(f"  findings {[(f['cause'], f['severity']) for f in rep['findings']]}, healthy {rep['healthy']}")
+    if bad or not rep["healthy"]:
+        fail("healthy run has findings above low")
+    if "healthy" not in scaleprof("report", d, "--no-color").stdout:
+        fail("text report does not say healthy")
+
+
+def case_missing_rank():
+    """One rank's file is missing: the report still comes, naming the rank."""
+    d, _ = gen("missing", "--ranks", 4, "--markers", "--missing-rank", 3)
+    rep = report(d)
+    print(f"  missing_ranks {rep['missing_ranks']}, warnings {len(rep['warnings'])}")
+    if rep["missing_ranks"] != [3] or not any("rank 3" in w for w in rep["warnings"]):
+        fail("rank 3 not named as missing")
+    if rep["ranks"] != 3:
+        fail("the three present ranks should be analyzed")
+
+
+def case_truncated():
+    """A truncated file still gives a report, with a warning."""
+    d, _ = gen("trunc", "--ranks", 4, "--markers", "--truncate-rank", 1, "--steps", 40, "--kernels", 50)
+    rep = report(d)
+    print(f"  ranks {rep['ranks']}, steps {rep['steps']['count']}, warnings {rep['warnings'][:2]}")
+    if not rep["warnings"] or rep["steps"]["count"] < 4:
+        fail("a truncated file should warn and still report")
+
+
+def case_bad_input():
+    """No traces, foreign files, bad usage: clear messages, right exit codes."""
+    empty = os.path.join(TMP, "empty")
+    os.makedirs(empty)
+    p = scaleprof("report", empty, rc=1)
+    if "no *.sprof" not in p.stderr:
+        fail("empty directory not explained: " + p.stderr)
+    foreign = os.path.join(TMP, "foreign")
+    os.makedirs(foreign)
+    with open(os.path.join(foreign, "x.sprof"), "w") as f:
+        f.write("not a trace\n" * 100)
+    p = scaleprof("report", foreign, rc=1)
+    if "not readable as a trace" not in p.stderr:
+        fail("foreign file not explained: " + p.stderr)
+    scaleprof("report", rc=2)
+    scaleprof("report", empty, "--steps", "5:2", rc=2)
+    scaleprof("compare", empty, rc=2)
+    scaleprof("compare", empty, foreign, rc=1)
+
+
+def case_compare():
+    """1/2/4/8 GPUs at a fixed per-GPU batch: efficiencies match the
+    generator's throughputs within 2%."""
+    dirs, truths = [], []
+    for n in (1, 2, 4, 8):
+        d, t = gen(f"cmp{n}", "--ranks", n, "--hosts", 1 if n < 8 else 2, "--markers",
+                   "--transfer-ms", 0.5 * n, "--input-ms", 1)
+        dirs.append(d)
+        truths.append(t)
+    out = json.loads(scaleprof("compare", *dirs, "--json", "--samples-per-step", 32,
+                               "--price-per-gpu-hour", 2).stdout)
+    base = truths[0]["steps_per_s"] * truths[0]["ranks"]
+    for run, t in zip(out["runs"], truths):
+        want = t["steps_per_s"] * t["ranks"] / base / (t["ranks"] / truths[0]["ranks"])
+        near(f"{t['ranks']} GPUs efficiency", run["efficiency"], want, 0.02 * want)
+    if out["lost"]["collective_transfer"] <= 0:
+        fail("lost time should show collective_transfer growth")
+    text = scaleprof("compare", *dirs, "--price-per-gpu-hour", 2, "--samples-per-step", 32).stdout
+    if not re.search(r"8 GPUs: .*x the speed at 8x the price per hour: each sample costs", text):
+        fail("cost line missing:\n" + text)
+
+
+def case_compare_small_batch():
+    """Fixed global batch: per-GPU compute shrinks while collectives stay,
+    and compare names small_batch."""
+    dirs = []
+    for n in (1, 2, 4, 8):
+        d, _ = gen(f"sb{n}", "--ranks", n, "--markers", "--compute-ms", 16 / n, "--transfer-ms", 3)
+        dirs.append(d)
+    out = json.loads(scaleprof("compare", *dirs, "--json").stdout)
+    causes = [f["cause"] for f in out["findings"]]
+    print(f"  findings {causes}")
+    if "small_batch" not in causes:
+        fail("small_batch not named")
+
+
+def case_help_matches_man():
+    """Every option in each verb's --help is documented in its man page."""
+    mandir = os.environ["MAN_DIR"]
+    for verb in ("report", "compare"):
+        helptext = scaleprof(verb, "--help").stdout
+        with open(os.path.join(mandir, f"scaleprof-{verb}.1")) as f:
+            man = f.read().replace("\\-", "-")
+        for opt in sorted(set(re.findall(r"--[a-z][a-z-]+", helptext))):
+            print(f"  {verb} {opt}: {'ok' if opt in man else 'MISSING'}")
+            if opt not in man:
+                fail(f"{opt} of scaleprof {verb} is not in scaleprof-{verb}.1")
+
+
+if __name__ == "__main__":
+    fn = globals().get("case_" + sys.argv[1])
+    if not fn:
+        fail("unknown case " + sys.argv[1])
+    print(fn.__doc__.strip())
+    fn()
+    print("ok")

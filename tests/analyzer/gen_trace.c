@@ -1,0 +1,479 @@
+/*
+ * gen_trace.c - writes a directory of per-rank traces for a described
+ * training scenario, and the exact breakdown that the analyzer should find:
+ * a ground truth by construction.
+ *
+ * The timeline is laid out segment by segment on one global clock, so
+ * every category's time is known without measuring anything.  Each step of
+ * each rank runs, in order:
+ *
+ *   input wait (poll on a pipe)      -> idle_input
+ *   host sync (cudaStreamSynchronize) -> idle_host
+ *   H2D copy                          -> memcpy
+ *   then for each of K collectives:
+ *     compute chunk (kernels back to back, launches under them) -> compute
+ *     allreduce on the global communicator: a rank's NCCL kernel starts
+ *     when its chunk ends and ends at (last arrival + transfer), so its
+ *     wait is (last arrival - its arrival) -> collective_wait/_transfer
+ *     optionally a per-host allreduce (--intra-coll), nobody waits
+ *   tail gap                          -> idle_other
+ *
+ * All ranks leave each collective together, so every rank's step has the
+ * same length.  Hosts get different monotonic bases and realtime pairs that
+ * are off by --clock-error-us per host, so the analyzer must refine clocks
+ * from collective ends.  Optional: NVTX step markers, a straggler (extra
+ * compute or input on one rank), a missing rank, a truncated file, one
+ * DataLoader-like helper process per rank, many kernels per step (bench).
+ *
+ * The truth (JSON, --truth FILE) covers steps [skip, steps): breakdown as
+ * fractions of step time, per-collective transfer and mean wait, step time,
+ * and the straggler.
+ */
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sprof.h"
+
+#define MS 1000000.0
+#define US 1000.0
+#define GLOBAL_START (5.0 * 1e9)
+#define REALTIME_EPOCH 1700000000000000000LL
+#define HOST_MONO_STEP 1000000000000LL /* each host's monotonic clock starts elsewhere */
+#define GLOBAL_COMM 0xC0FFEEull
+#define INTRA_COMM_BASE 0x1000ull
+#define COMPUTE_STREAM 7
+#define COPY_STREAM 8
+#define NCCL_STREAM 9
+#define LAUNCH_NS 2000
+#define NCCL_CALL_NS 15000
+#define MAX_RANKS 1024
+
+struct scenario {
+    const char *out, *truth;
+    int ranks, hosts, steps, colls, kernels, markers, intra, skip, helper;
+    double compute, input, sync, memcpy, tail, transfer, inter_transfer, jitter, clock_err_us;
+    uint64_t bytes;
+    int slow_rank, missing_rank, truncate_rank;
+    double slow_compute, slow_input;
+};
+
+struct rank_out {
+    struct sp_writer *w;
+    int64_t mono_base;
+    uint32_t name_step, name_kernel;
+    uint64_t seq_global, seq_intra;
+    double cat[8]; /* truth accumulated over steps in view */
+};
+
+static struct rank_out R[MAX_RANKS];
+/* The writer keeps one open chunk per thread and writer, so the timeline is
+ * replayed once per rank, emitting only that rank's events (emit_rank), and
+ * once more without emitting to add up the truth (collect_truth). */
+static int emit_rank = -1, collect_truth;
+
+/* Deterministic per (step, rank), so that every replay sees the same run. */
+static double jitter(double j, int k, int r)
+{
+    uint64_t x = (uint64_t)k * 0x9E3779B97F4A7C15ull ^ ((uint64_t)r + 1) * 0xC2B2AE3D27D4EB4Full;
+    x ^= x >> 29;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 32;
+    return 1 + j * (((double)(x >> 11) / (double)(1ull << 53)) * 2 - 1);
+}
+
+static int host_of(const struct scenario *s, int r)
+{
+    return r / ((s->ranks + s->hosts - 1) / s->hosts);
+}
+
+static int per_host(const struct scenario *s, int h)
+{
+    int n = 0;
+    for (int r = 0; r < s->ranks; r++)
+        n += host_of(s, r) == h;
+    return n;
+}
+
+static void emit(int r, struct sp_event *ev, double global_t)
+{
+    if (r != emit_rank || !R[r].w)
+        return;
+    ev->t = (uint64_t)((int64_t)global_t + R[r].mono_base);
+    sp_writer_append(R[r].w, ev);
+}
+
+static void emit_marker(int r, int kind, double t)
+{
+    struct sp_event ev = {.type = SP_EV_MARKER};
+    ev.marker.kind = (uint64_t)kind;
+    ev.marker.name = R[r].name_step;
+    ev.marker.depth = kind == SP_MARK_PUSH ? 1 : 1;
+    emit(r, &ev, t);
+}
+
+static void emit_wait(int r, double t, double dur)
+{
+    struct sp_event ev = {.type = SP_EV_WAIT};
+    ev.wait.dur = (uint64_t)dur;
+    ev.wait.op = SP_WAIT_POLL;
+    ev.wait.nfds = 1;
+    ev.wait.ret = 1;
+    ev.wait.timeout_ms = -1;
+    ev.wait.fd_kind = SP_FD_PIPE;
+    emit(r, &ev, t);
+}
+
+static void emit_cuda(int r, int api, double t, double dur)
+{
+    struct sp_event ev = {.type = SP_EV_CUDA};
+    ev.cuda.dur = (uint64_t)dur;
+    ev.cuda.api = (uint64_t)api;
+    ev.cuda.stream = COMPUTE_STREAM;
+    emit(r, &ev, t);
+}
+
+static void emit_gpu(int r, int kind, double t, double dur, uint64_t stream)
+{
+    struct sp_event ev = {.type = SP_EV_GPU};
+    ev.gpu.dur = (uint64_t)dur;
+    ev.gpu.kind = (uint64_t)kind;
+    ev.gpu.stream = stream;
+    ev.gpu.name = kind == SP_GPU_NCCL_KERNEL ? 0 : R[r].name_kernel;
+    ev.gpu.copy_kind = kind == SP_GPU_MEMCPY ? SP_COPY_H2D : 0;
+    emit(r, &ev, t);
+}
+
+static void emit_nccl(int r, uint64_t comm, uint64_t seq, int nranks, int crank, uint64_t bytes,
+                      double arrive, double end)
+{
+    struct sp_event ev = {.type = SP_EV_NCCL};
+    ev.nccl.dur = NCCL_CALL_NS;
+    ev.nccl.comm = comm;
+    ev.nccl.seq = seq;
+    ev.nccl.op = SP_NCCL_ALLREDUCE;
+    ev.nccl.count = bytes / 4;
+    ev.nccl.bytes = bytes;
+    ev.nccl.peer = -1;
+    ev.nccl.stream = NCCL_STREAM;
+    ev.nccl.nranks = (uint64_t)nranks;
+    ev.nccl.rank = crank;
+    emit(r, &ev, arrive);
+    emit_gpu(r, SP_GPU_NCCL_KERNEL, arrive, end - arrive, NCCL_STREAM);
+}
+
+static void emit_compute(const struct scenario *s, int r, double t, double dur)
+{
+    int n = s->kernels > 0 ? s->kernels : 1;
+    double k = dur / n;
+    for (int i = 0; i < n; i++) {
+        emit_cuda(r, SP_CUDA_LAUNCH, t + i * k, k < LAUNCH_NS ? k : LAUNCH_NS);
+        emit_gpu(r, SP_GPU_KERNEL, t + i * k, k, COMPUTE_STREAM);
+    }
+}
+
+struct truth_coll { uint64_t comm, bytes; int nranks; double transfer, wait; long n; };
+static struct truth_coll tcoll[64];
+static int ntcoll;
+
+static struct truth_coll *tc(uint64_t comm, uint64_t bytes, int nranks)
+{
+    for (int i = 0; i < ntcoll; i++)
+        if (tcoll[i].comm == comm && tcoll[i].bytes == bytes)
+            return &tcoll[i];
+    tcoll[ntcoll] = (struct truth_coll){comm, bytes, nranks, 0, 0, 0};
+    return &tcoll[ntcoll++];
+}
+
+/* One step of every rank from global time T; returns the step's end. */
+static double run_step(const struct scenario *s, int k, double T, int in_view)
+{
+    in_view = in_view && collect_truth;
+    int n = s->ranks;
+    double *t = calloc((size_t)n, sizeof *t), *c = calloc((size_t)n, sizeof *c);
+    for (int r = 0; r < n; r++) {
+        if (s->markers)
+            emit_marker(r, SP_MARK_PUSH, T);
+        double in = s->input + (r == s->slow_rank ? s->slow_input : 0);
+        if (in > 0)
+            emit_wait(r, T, in);
+        if (s->sync > 0)
+            emit_cuda(r, SP_CUDA_STREAM_SYNC, T + in, s->sync);
+        if (s->memcpy > 0)
+            emit_gpu(r, SP_GPU_MEMCPY, T + in + s->sync, s->memcpy, COPY_STREAM);
+        t[r] = T + in + s->sync + s->memcpy;
+        c[r] = (s->compute + (r == s->slow_rank ? s->slow_compute : 0)) * jitter(s->jitter, k, r);
+        if (in_view) {
+            R[r].cat[4] += in;
+            R[r].cat[5] += s->sync;
+            R[r].cat[1] += s->memcpy;
+        }
+    }
+    double transfer = s->hosts > 1 ? s->inter_transfer : s->transfer;
+    for (int j = 0; j < s->colls; j++) {
+        double last = 0;
+        for (int r = 0; r < n; r++) {
+            double chunk = c[r] / s->colls;
+            emit_compute(s, r, t[r], chunk);
+            t[r] += chunk;
+            if (in_view)
+                R[r].cat[0] += chunk;
+            if (t[r] > last)
+                last = t[r];
+        }
+        /* gradient buckets differ in size, as DDP's do */
+        uint64_t bytes = s->bytes >> j;
+        double end = last + transfer, wsum = 0;
+        for (int r = 0; r < n; r++) {
+            emit_nccl(r, GLOBAL_COMM, ++R[r].seq_global, n, r, bytes, t[r], end);
+            if (in_view) {
+                R[r].cat[3] += last - t[r];
+                R[r].cat[2] += transfer;
+            }
+            wsum += last - t[r];
+            t[r] = end;
+        }
+        if (in_view) {
+            struct truth_coll *x = tc(GLOBAL_COMM, bytes, n);
+            x->transfer += transfer;
+            x->wait += wsum / n;
+            x->n++;
+        }
+        if (s->intra) {
+            for (int r = 0; r < n; r++) {
+                int h = host_of(s, r), first = h * ((n + s->hosts - 1) / s->hosts);
+                emit_nccl(r, INTRA_COMM_BASE + (uint64_t)h, ++R[r].seq_intra, per_host(s, h), r - first,
+                          bytes, t[r], t[r] + s->transfer);
+                if (in_view) {
+                    R[r].cat[2] += s->transfer;
+                    if (r == first) {
+                        struct truth_coll *x = tc(INTRA_COMM_BASE + (uint64_t)h, bytes, per_host(s, h));
+                        x->transfer += s->transfer;
+                        x->n++;
+                    }
+                }
+                t[r] += s->transfer;
+            }
+        }
+    }
+    double end = t[0] + s->tail;
+    for (int r = 0; r < n; r++) {
+        if (in_view)
+            R[r].cat[6] += s->tail;
+        if (s->markers)
+            emit_marker(r, SP_MARK_POP, end);
+    }
+    free(t);
+    free(c);
+    return end;
+}
+
+static int open_rank(const struct scenario *s, int r)
+{
+    char dir[4096], path[4200];
+    int h = host_of(s, r);
+    snprintf(dir, sizeof dir, "%s/host%d", s->out, h);
+    mkdir(s->out, 0755);
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/%d.sprof", dir, 1000 + r);
+    unlink(path);
+    struct sp_writer_opts o = {.slot_count = 8, .strings_size = 1 << 16, .background = 0};
+    int err = 0;
+    R[r].mono_base = HOST_MONO_STEP * (h + 1) + 12345 * h;
+    if (r == s->missing_rank)
+        return 0;
+    R[r].w = sp_writer_create(path, &o, &err);
+    if (!R[r].w) {
+        fprintf(stderr, "gen_trace: %s: %s\n", path, sp_strerror(err));
+        return -1;
+    }
+    struct sp_file_header *hd = sp_writer_header(R[r].w);
+    hd->pid = 1000 + r;
+    hd->ppid = 1;
+    hd->rank = r;
+    hd->local_rank = r - h * ((s->ranks + s->hosts - 1) / s->hosts);
+    hd->world_size = s->ranks;
+    hd->local_world_size = per_host(s, h);
+    hd->start_mono = (uint64_t)(R[r].mono_base + (int64_t)GLOBAL_START);
+    hd->start_real = (uint64_t)(REALTIME_EPOCH + (int64_t)GLOBAL_START + (int64_t)(h * s->clock_err_us * US));
+    char host[64];
+    snprintf(host, sizeof host, "host%d", h);
+    sp_writer_add_tlv(R[r].w, SP_TLV_HOST, host, (uint32_t)strlen(host));
+    sp_writer_add_tlv(R[r].w, SP_TLV_SOURCE, "preload", 7);
+    R[r].name_step = sp_writer_intern(R[r].w, "train_step", 10);
+    R[r].name_kernel = sp_writer_intern(R[r].w, "void gemm_kernel<float>()", 25);
+    return 0;
+}
+
+/* A DataLoader-like worker: rank -1, its parent is the rank's process; its
+ * file reads must not count as the rank's own input wait. */
+static void write_helper(const struct scenario *s, int r, double t0, double t1)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/host%d/%d.sprof", s->out, host_of(s, r), 5000 + r);
+    unlink(path);
+    struct sp_writer_opts o = {.slot_count = 4, .strings_size = 1 << 12, .background = 0};
+    int err;
+    struct sp_writer *w = sp_writer_create(path, &o, &err);
+    if (!w)
+        return;
+    struct sp_file_header *hd = sp_writer_header(w);
+    hd->pid = 5000 + r;
+    hd->ppid = 1000 + r;
+    hd->start_mono = (uint64_t)(R[r].mono_base + (int64_t)GLOBAL_START);
+    hd->start_real = (uint64_t)(REALTIME_EPOCH + (int64_t)GLOBAL_START);
+    char host[64];
+    snprintf(host, sizeof host, "host%d", host_of(s, r));
+    sp_writer_add_tlv(w, SP_TLV_HOST, host, (uint32_t)strlen(host));
+    for (double t = t0; t < t1; t += 5 * MS) {
+        struct sp_event ev = {.type = SP_EV_IO};
+        ev.t = (uint64_t)((int64_t)t + R[r].mono_base);
+        ev.io.dur = (uint64_t)(4 * MS);
+        ev.io.op = SP_IO_READ;
+        ev.io.fd_kind = SP_FD_FILE;
+        ev.io.ret = 4096;
+        sp_writer_append(w, &ev);
+    }
+    sp_writer_close(w);
+}
+
+static void truncate_file(const struct scenario *s, int r)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/host%d/%d.sprof", s->out, host_of(s, r), 1000 + r);
+    struct stat st;
+    if (stat(path, &st) == 0 && truncate(path, st.st_size * 6 / 10) != 0)
+        perror(path);
+}
+
+static void write_truth(const struct scenario *s, double step_ms)
+{
+    FILE *f = fopen(s->truth, "w");
+    if (!f)
+        return;
+    double tot[8] = {0}, all = 0;
+    for (int r = 0; r < s->ranks; r++)
+        for (int c = 0; c < 7; c++) {
+            tot[c] += R[r].cat[c];
+            all += R[r].cat[c];
+        }
+    static const char *names[] = {"compute", "memcpy", "collective_transfer", "collective_wait",
+                                  "idle_input", "idle_host", "idle_other"};
+    fprintf(f, "{\"ranks\": %d, \"hosts\": %d, \"steps\": %d, \"skip\": %d, \"step_ms\": %.6f,\n"
+               " \"steps_per_s\": %.6f, \"samples_scale\": %d,\n \"breakdown\": {",
+            s->ranks, s->hosts, s->steps, s->skip, step_ms, 1000 / step_ms, s->ranks);
+    for (int c = 0; c < 7; c++)
+        fprintf(f, "%s\"%s\": %.6f", c ? ", " : "", names[c], tot[c] / all);
+    fprintf(f, "},\n \"per_rank\": [");
+    for (int r = 0; r < s->ranks; r++) {
+        double a = 0;
+        for (int c = 0; c < 7; c++)
+            a += R[r].cat[c];
+        fprintf(f, "%s{\"rank\": %d, \"breakdown\": {", r ? ", " : "", r);
+        for (int c = 0; c < 7; c++)
+            fprintf(f, "%s\"%s\": %.6f", c ? ", " : "", names[c], R[r].cat[c] / a);
+        fprintf(f, "}}");
+    }
+    fprintf(f, "],\n \"collectives\": [");
+    for (int i = 0; i < ntcoll; i++)
+        fprintf(f, "%s{\"comm\": \"%llx\", \"bytes\": %llu, \"nranks\": %d, \"calls\": %ld, \"transfer_ms\": %.6f, \"wait_ms\": %.6f}",
+                i ? ", " : "", (unsigned long long)tcoll[i].comm, (unsigned long long)tcoll[i].bytes, tcoll[i].nranks, tcoll[i].n,
+                tcoll[i].transfer / tcoll[i].n / MS, tcoll[i].wait / tcoll[i].n / MS);
+    fprintf(f, "],\n \"straggler\": %d, \"missing_rank\": %d}\n", s->slow_rank, s->missing_rank);
+    fclose(f);
+}
+
+static const char usage[] =
+    "usage: gen_trace OUTDIR [--ranks N] [--hosts H] [--steps S] [--skip N] [--colls K]\n"
+    "  [--compute-ms X] [--input-ms X] [--sync-ms X] [--memcpy-ms X] [--tail-ms X]\n"
+    "  [--transfer-ms X] [--inter-transfer-ms X] [--intra-coll] [--bytes B] [--kernels N]\n"
+    "  [--jitter F] [--clock-error-us U] [--markers] [--helper] [--slow-rank R]\n"
+    "  [--slow-compute-ms X] [--slow-input-ms X] [--missing-rank R] [--truncate-rank R]\n"
+    "  [--truth FILE]\n";
+
+int main(int argc, char **argv)
+{
+    struct scenario s = {.ranks = 4, .hosts = 1, .steps = 20, .colls = 2, .kernels = 4, .skip = 3,
+                         .compute = 10, .tail = 0.3, .transfer = 2, .inter_transfer = -1,
+                         .jitter = 0.02, .clock_err_us = 300, .bytes = 64u << 20,
+                         .slow_rank = -1, .missing_rank = -1, .truncate_rank = -1};
+    static const struct option opts[] = {
+        {"ranks", 1, 0, 'n'}, {"hosts", 1, 0, 'H'}, {"steps", 1, 0, 's'}, {"skip", 1, 0, 'k'},
+        {"colls", 1, 0, 'K'}, {"compute-ms", 1, 0, 'c'}, {"input-ms", 1, 0, 'i'},
+        {"sync-ms", 1, 0, 'y'}, {"memcpy-ms", 1, 0, 'm'}, {"tail-ms", 1, 0, 'T'},
+        {"transfer-ms", 1, 0, 't'}, {"inter-transfer-ms", 1, 0, 'x'}, {"intra-coll", 0, 0, 'I'},
+        {"bytes", 1, 0, 'b'}, {"kernels", 1, 0, 'N'}, {"jitter", 1, 0, 'j'},
+        {"clock-error-us", 1, 0, 'e'}, {"markers", 0, 0, 'M'}, {"helper", 0, 0, 'P'},
+        {"slow-rank", 1, 0, 'S'}, {"slow-compute-ms", 1, 0, 'C'}, {"slow-input-ms", 1, 0, 'D'},
+        {"missing-rank", 1, 0, 'X'}, {"truncate-rank", 1, 0, 'R'}, {"truth", 1, 0, 'o'},
+        {0, 0, 0, 0},
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'n': s.ranks = atoi(optarg); break;
+        case 'H': s.hosts = atoi(optarg); break;
+        case 's': s.steps = atoi(optarg); break;
+        case 'k': s.skip = atoi(optarg); break;
+        case 'K': s.colls = atoi(optarg); break;
+        case 'c': s.compute = atof(optarg); break;
+        case 'i': s.input = atof(optarg); break;
+        case 'y': s.sync = atof(optarg); break;
+        case 'm': s.memcpy = atof(optarg); break;
+        case 'T': s.tail = atof(optarg); break;
+        case 't': s.transfer = atof(optarg); break;
+        case 'x': s.inter_transfer = atof(optarg); break;
+        case 'I': s.intra = 1; break;
+        case 'b': s.bytes = strtoull(optarg, NULL, 0); break;
+        case 'N': s.kernels = atoi(optarg); break;
+        case 'j': s.jitter = atof(optarg); break;
+        case 'e': s.clock_err_us = atof(optarg); break;
+        case 'M': s.markers = 1; break;
+        case 'P': s.helper = 1; break;
+        case 'S': s.slow_rank = atoi(optarg); break;
+        case 'C': s.slow_compute = atof(optarg); break;
+        case 'D': s.slow_input = atof(optarg); break;
+        case 'X': s.missing_rank = atoi(optarg); break;
+        case 'R': s.truncate_rank = atoi(optarg); break;
+        case 'o': s.truth = optarg; break;
+        default: fputs(usage, stderr); return 2;
+        }
+    }
+    if (optind != argc - 1 || s.ranks < 1 || s.ranks > MAX_RANKS || s.hosts < 1 || s.colls < 1) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    s.out = argv[optind];
+    if (s.inter_transfer < 0)
+        s.inter_transfer = s.transfer;
+    s.compute *= MS, s.input *= MS, s.sync *= MS, s.memcpy *= MS, s.tail *= MS, s.transfer *= MS;
+    s.inter_transfer *= MS, s.slow_compute *= MS, s.slow_input *= MS;
+    double t0 = GLOBAL_START + 1 * MS, first = 0, T = 0, step_ms;
+    for (emit_rank = -1; emit_rank < s.ranks; emit_rank++) {
+        collect_truth = emit_rank < 0;
+        if (emit_rank >= 0 && open_rank(&s, emit_rank) < 0)
+            return 1;
+        for (int r = 0; r < s.ranks; r++)
+            R[r].seq_global = R[r].seq_intra = 0;
+        T = t0;
+        for (int k = 0; k < s.steps; k++) {
+            if (k == s.skip)
+                first = T;
+            T = run_step(&s, k, T, k >= s.skip);
+        }
+        if (emit_rank >= 0 && R[emit_rank].w)
+            sp_writer_close(R[emit_rank].w);
+        if (emit_rank >= 0 && s.helper && emit_rank != s.missing_rank)
+            write_helper(&s, emit_rank, t0, T);
+    }
+    step_ms = (T - first) / (s.steps - s.skip) / MS;
+    if (s.truncate_rank >= 0)
+        truncate_file(&s, s.truncate_rank);
+    if (s.truth)
+        write_truth(&s, step_ms);
+    return 0;
+}

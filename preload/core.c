@@ -1,4 +1,771 @@
-/* core.c: being written */
+/*
+ * core.c - the recorder core of libscaleprof.so: configuration, the
+ * process's single trace writer and its lifecycle.
+ *
+ * Lifecycle.  Nothing happens at load time beyond what a constructor can do
+ * safely in any process (nothing at all: constructors may run before libc
+ * is fully ready, and dlsym may allocate).  The first sp_emit()/sp_intern()
+ * opens the trace: reads the configuration from the environment, creates
+ * DIR/<host>/<pid>.sprof and writes the header.  One thread wins a CAS and
+ * does the work; threads that lose the race drop their event rather than
+ * wait (principle 1: never block the job).
+ *
+ *   UNINIT --first event--> OPENING --> READY --exit/exec--> CLOSED
+ *                                   \-> OFF (disabled or failed, for good)
+ *   CLOSED --exec failed--> READY (a new file)
+ *   any    --fork, in the child--> READY with a new file naming the parent
+ *
+ * Closing while other threads append.  A thread may be inside
+ * sp_writer_append() when exit() or execve() closes the writer.  Each
+ * emitter announces itself in one of SP_INFLIGHT_STRIPES padded counters
+ * (striped so that 64 reading threads do not fight over one cache line),
+ * then re-checks the state; the closer publishes CLOSING, then waits for
+ * the stripes to drain (bounded: a thread descheduled mid-append for longer
+ * than SP_DRAIN_MAX_NS is ignored rather than hanging the exit).  Both sides
+ * use sequentially consistent operations, so either the emitter sees
+ * CLOSING or the closer sees the emitter.
+ *
+ * Files.  DIR is created if missing (mode 0700, or 0755 when the file mode
+ * grants others read).  DIR/<host> is created with mkdirat and opened with
+ * O_NOFOLLOW|O_DIRECTORY; a symlink there, or a directory owned by someone
+ * else, is refused (another user could otherwise steer our writes).  The
+ * trace is created through /proc/self/fd/<that directory> so the checked
+ * directory is the one written into.  A name already taken (pid reuse, or
+ * this very process after an exec, which keeps its pid) moves on to
+ * <pid>.<n>.sprof.
+ *
+ * Fork.  pthread_atfork's child handler abandons the inherited writer
+ * (unmap only) and creates the child's file at once, so every worker has a
+ * file even if it records nothing; its header's ppid names the parent.
+ * sp_generation is bumped so that ids cached by the interposers (interned
+ * paths) are known to belong to the old file.  The CPU sampler thread does
+ * not survive fork; it restarts on the child's first event.
+ *
+ * Exit.  atexit, a destructor and the _exit/_Exit interposers all end in
+ * sp_core_shutdown(), which is idempotent.  No signal handler is installed:
+ * events live in MAP_SHARED slots from the moment they are appended, so a
+ * SIGTERM or SIGKILL loses nothing already recorded.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "preload.h"
+
 __thread int sp_guard_depth __attribute__((tls_model("initial-exec")));
-volatile int sp_recording;
+/* Optimistic until the configuration says otherwise: the first interposed
+ * call times itself and its sp_emit() opens the trace. */
+volatile int sp_recording = 1;
+volatile unsigned sp_generation;
+void (*sp_core_flush_hook)(int final);
+
+enum core_state { ST_UNINIT, ST_OPENING, ST_READY, ST_CLOSING, ST_CLOSED, ST_OFF };
+
+#define SP_INFLIGHT_STRIPES 64
+#define SP_CACHE_LINE 64
+#define SP_DRAIN_MAX_NS 200000000ull /* 200 ms */
+#define SP_OPEN_WAIT_MAX_NS 2000000000ull /* 2 s */
+#define SP_NAME_RETRIES 1000         /* <pid>.<n>.sprof, n < this */
+#define SP_DEFAULT_MODE 0600
+#define SP_DEFAULT_CPU_HZ 10
+#define SP_LINE_MAX 512
+#define SP_CMDLINE_MAX 3800 /* leaves room for the other TLVs in the header page */
+#define SP_EXIT_UNKNOWN (-1)
+
+struct inflight_stripe {
+    _Atomic long n;
+    char pad[SP_CACHE_LINE - sizeof(long)];
+};
+
+static _Atomic int g_state = ST_UNINIT;
+static struct sp_writer *g_writer;
+static struct sp_config g_cfg;
+static int g_cfg_loaded;
+static struct inflight_stripe g_inflight[SP_INFLIGHT_STRIPES];
+static _Atomic unsigned g_next_stripe;
+static __thread unsigned t_stripe __attribute__((tls_model("initial-exec")));
+static _Atomic int g_failed_once;
+static _Atomic int g_shutdown_done;
+static _Atomic long g_step;
+static volatile int g_paused;      /* the control file said "stop" */
+static volatile int g_exit_status = SP_EXIT_UNKNOWN;
+static int g_handlers_registered;
+
+/* ---- messages ------------------------------------------------------------ */
+
+static void write_stderr_line(const char *prefix, const char *fmt, va_list ap)
+{
+    char line[SP_LINE_MAX];
+    int n = snprintf(line, sizeof line, "%s", prefix);
+    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
+    if (len > sizeof line - 2)
+        len = sizeof line - 2;
+    line[len++] = '\n';
+    syscall(SYS_write, 2, line, len);
+}
+
+void sp_log(const char *fmt, ...)
+{
+    if (g_cfg.quiet)
+        return;
+    int e = errno;
+    va_list ap;
+    va_start(ap, fmt);
+    write_stderr_line("scaleprof: ", fmt, ap);
+    va_end(ap);
+    errno = e;
+}
+
+static void recompute_recording(void);
+
+void sp_fail(const char *fmt, ...)
+{
+    int e = errno;
+    atomic_store(&g_state, ST_OFF);
+    sp_recording = 0;
+    if (atomic_exchange(&g_failed_once, 1) == 0) {
+        char msg[SP_LINE_MAX];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        char line[SP_LINE_MAX + 64];
+        int n = snprintf(line, sizeof line, "scaleprof: %s; recording disabled, the job continues\n", msg);
+        if (n > (int)sizeof line - 1)
+            n = (int)sizeof line - 1;
+        syscall(SYS_write, 2, line, (size_t)n);
+    }
+    errno = e;
+}
+
+/* ---- configuration ------------------------------------------------------- */
+
+static long env_long(const char *name, long dflt, int base)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    char *end;
+    long x = strtol(v, &end, base);
+    return *end ? dflt : x;
+}
+
+static void parse_steps(const char *v, long *first, long *last)
+{
+    *first = *last = -1;
+    if (!v || !*v)
+        return;
+    char *end;
+    long a = strtol(v, &end, 10);
+    if (*end != ':' || a < 0)
+        return;
+    long b = end[1] ? strtol(end + 1, &end, 10) : LONG_MAX;
+    if (*end || b < a)
+        return;
+    *first = a;
+    *last = b;
+}
+
+static void load_config(void)
+{
+    if (g_cfg_loaded)
+        return;
+    const char *dir = getenv("SCALEPROF_DIR");
+    snprintf(g_cfg.dir, sizeof g_cfg.dir, "%s", dir && *dir ? dir : "./scaleprof-out");
+    g_cfg.enabled = env_long("SCALEPROF_ENABLE", 1, 10) != 0;
+    g_cfg.mode = (int)env_long("SCALEPROF_MODE", SP_DEFAULT_MODE, 8) & 0777;
+    parse_steps(getenv("SCALEPROF_STEPS"), &g_cfg.step_first, &g_cfg.step_last);
+    g_cfg.cpu_hz = (int)env_long("SCALEPROF_CPU_HZ", SP_DEFAULT_CPU_HZ, 10);
+    if (g_cfg.cpu_hz < 0)
+        g_cfg.cpu_hz = 0;
+    g_cfg.cupti = env_long("SCALEPROF_CUPTI", 1, 10) != 0;
+    g_cfg.quiet = env_long("SCALEPROF_QUIET", 0, 10) != 0;
+    g_cfg_loaded = 1;
+}
+
+const struct sp_config *sp_config(void)
+{
+    load_config();
+    return &g_cfg;
+}
+
+/* ---- the trace file -------------------------------------------------------- */
+
+/* Directory mode from the file mode: x wherever r is granted. */
+static mode_t dir_mode(void)
+{
+    mode_t m = (mode_t)g_cfg.mode | 0700;
+    if (m & 0040)
+        m |= 0010;
+    if (m & 0004)
+        m |= 0001;
+    return m & 0755;
+}
+
+/* mkdir -p, tolerant of components that exist already. */
+static int make_dirs(const char *path, mode_t mode)
+{
+    char buf[sizeof g_cfg.dir];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, mode) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, mode) != 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+/* Open DIR/<host> as a directory we own, creating it; -1 with errno. */
+static int open_host_dir(const char *host)
+{
+    mode_t dmode = dir_mode();
+    if (make_dirs(g_cfg.dir, dmode) != 0)
+        return -1;
+    int dfd = open(g_cfg.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return -1;
+    if (mkdirat(dfd, host, dmode) != 0 && errno != EEXIST) {
+        close(dfd);
+        return -1;
+    }
+    int hfd = openat(dfd, host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    close(dfd);
+    errno = e;
+    if (hfd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(hfd, &st) != 0 || st.st_uid != geteuid()) {
+        close(hfd);
+        errno = EPERM;
+        return -1;
+    }
+    return hfd;
+}
+
+static void file_name(char *out, size_t len, int n)
+{
+    if (n == 0)
+        snprintf(out, len, "%d.sprof", (int)getpid());
+    else
+        snprintf(out, len, "%d.%d.sprof", (int)getpid(), n);
+}
+
+/* Create the writer in the checked directory under the first free name. */
+static struct sp_writer *create_writer(int hfd, const char *host, char *shown, size_t shown_len, int *err)
+{
+    struct sp_writer_opts opts;
+    memset(&opts, 0, sizeof opts);
+    opts.mode = g_cfg.mode;
+    opts.background = 1;
+    char via[64], name[64], path[sizeof g_cfg.dir + 320];
+    snprintf(via, sizeof via, "/proc/self/fd/%d", hfd);
+    int use_proc = access(via, X_OK) == 0;
+    for (int n = 0; n < SP_NAME_RETRIES; n++) {
+        file_name(name, sizeof name, n);
+        if (faccessat(hfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+            continue;
+        if (use_proc)
+            snprintf(path, sizeof path, "%s/%s", via, name);
+        else
+            snprintf(path, sizeof path, "%s/%s/%s", g_cfg.dir, host, name);
+        snprintf(shown, shown_len, "%s/%s/%s", g_cfg.dir, host, name);
+        struct sp_writer *w = sp_writer_create(path, &opts, err);
+        if (w || !(*err == SP_E_IO && errno == EEXIST))
+            return w;
+    }
+    *err = SP_E_IO;
+    errno = EEXIST;
+    return NULL;
+}
+
+/* Read a small /proc file with raw syscalls (no interposer, no stdio). */
+static long read_proc_file(const char *path, char *buf, size_t len)
+{
+    long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    long n = 0, r;
+    while ((size_t)n < len && (r = syscall(SYS_read, (int)fd, buf + n, len - (size_t)n)) > 0)
+        n += r;
+    syscall(SYS_close, (int)fd);
+    return n;
+}
+
+/* The first of several launchers' variables that is set, else -1. */
+static int env_rank(const char *const *names)
+{
+    for (; *names; names++) {
+        const char *v = getenv(*names);
+        if (v && *v) {
+            char *end;
+            long x = strtol(v, &end, 10);
+            if (!*end && x >= 0 && x < INT32_MAX)
+                return (int)x;
+        }
+    }
+    return -1;
+}
+
+static const char *const k_rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", NULL};
+static const char *const k_local_rank_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                                "SLURM_LOCALID", NULL};
+static const char *const k_world_vars[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", NULL};
+static const char *const k_local_world_vars[] = {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", NULL};
+
+static void add_text_tlv(struct sp_writer *w, uint16_t id, const char *s)
+{
+    if (s && *s)
+        sp_writer_add_tlv(w, id, s, (uint32_t)strlen(s));
+}
+
+/* The launcher variables we found, as KEY=VALUE\0 pairs. */
+static void add_env_tlv(struct sp_writer *w)
+{
+    static const char *const *const lists[] = {k_rank_vars, k_local_rank_vars, k_world_vars, k_local_world_vars};
+    char buf[1024];
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+        for (const char *const *n = lists[i]; *n; n++) {
+            const char *v = getenv(*n);
+            if (!v)
+                continue;
+            int k = snprintf(buf + used, sizeof buf - used, "%s=%s", *n, v);
+            if (k < 0 || used + (size_t)k + 1 >= sizeof buf)
+                break;
+            used += (size_t)k + 1;
+        }
+    }
+    if (used)
+        sp_writer_add_tlv(w, SP_TLV_ENV, buf, (uint32_t)used);
+}
+
+static void clock_pair(uint64_t *mono, uint64_t *real, uint64_t *uncertainty)
+{
+    struct timespec ts;
+    uint64_t a = sp_now();
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t b = sp_now();
+    *mono = a;
+    *real = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    *uncertainty = b - a;
+}
+
+static void fill_header(struct sp_writer *w, const char *host)
+{
+    struct sp_file_header *h = sp_writer_header(w);
+    uint64_t mono, real, unc;
+    clock_pair(&mono, &real, &unc);
+    h->pid = (int32_t)getpid();
+    h->ppid = (int32_t)getppid();
+    h->rank = env_rank(k_rank_vars);
+    h->local_rank = env_rank(k_local_rank_vars);
+    h->world_size = env_rank(k_world_vars);
+    h->local_world_size = env_rank(k_local_world_vars);
+    h->start_mono = mono;
+    h->start_real = real;
+
+    add_text_tlv(w, SP_TLV_HOST, host);
+    char buf[SP_CMDLINE_MAX];
+    long n = syscall(SYS_readlink, "/proc/self/exe", buf, sizeof buf - 1);
+    if (n > 0) {
+        buf[n] = 0;
+        add_text_tlv(w, SP_TLV_EXE, buf);
+    }
+    n = read_proc_file("/proc/self/cmdline", buf, sizeof buf);
+    if (n > 0)
+        sp_writer_add_tlv(w, SP_TLV_ARGV, buf, (uint32_t)n);
+    add_text_tlv(w, SP_TLV_CUDA_DEVICES, getenv("CUDA_VISIBLE_DEVICES"));
+    add_text_tlv(w, SP_TLV_SOURCE, "preload");
+    add_env_tlv(w);
+}
+
+/* A CLOCK event, written even outside the step window: the analyzer needs
+ * the pair at both ends of every file. */
+static void emit_clock(void)
+{
+    struct sp_event ev;
+    memset(&ev, 0, sizeof ev);
+    uint64_t unc;
+    ev.type = SP_EV_CLOCK;
+    clock_pair(&ev.t, &ev.clock.realtime, &unc);
+    ev.clock.uncertainty = unc;
+    sp_writer_append(g_writer, &ev);
+}
+
+static void emit_proc_always(int kind, int pid, int status)
+{
+    struct sp_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = SP_EV_PROC;
+    ev.t = sp_now();
+    ev.proc.kind = (uint64_t)kind;
+    ev.proc.pid = pid;
+    ev.proc.status = status;
+    sp_writer_append(g_writer, &ev);
+}
+
+static void at_exit_handler(void)
+{
+    sp_core_shutdown(g_exit_status);
+}
+
+static void register_handlers_once(void)
+{
+    if (g_handlers_registered)
+        return;
+    g_handlers_registered = 1;
+    pthread_atfork(sp_core_atfork_prepare, sp_core_atfork_parent, sp_core_atfork_child);
+    atexit(at_exit_handler);
+}
+
+/* The only work done at load time: the fork and exit handlers must be in
+ * place before the job's threads can race to open the trace and fork.
+ * Neither call resolves symbols through dlsym. */
+__attribute__((constructor)) static void core_constructor(void)
+{
+    register_handlers_once();
+}
+
+/* Create this process's file; the caller owns the OPENING state and holds
+ * the guard.  Ends in READY or OFF. */
+static void open_trace(int start_sampler)
+{
+    load_config();
+    if (!g_cfg.enabled) {
+        sp_recording = 0;
+        atomic_store(&g_state, ST_OFF);
+        return;
+    }
+    char host[256] = "unknown";
+    gethostname(host, sizeof host - 1);
+    host[sizeof host - 1] = 0;
+    int hfd = open_host_dir(host);
+    if (hfd < 0) {
+        sp_fail("cannot use %s/%s: %s", g_cfg.dir, host, strerror(errno));
+        return;
+    }
+    char shown[sizeof g_cfg.dir + 320];
+    int err = 0;
+    g_writer = create_writer(hfd, host, shown, sizeof shown, &err);
+    int e = errno;
+    close(hfd);
+    if (!g_writer) {
+        sp_fail("cannot create a trace in %s/%s: %s", g_cfg.dir, host,
+                err == SP_E_IO ? strerror(e) : sp_strerror(err));
+        return;
+    }
+    fill_header(g_writer, host);
+    emit_clock();
+    sp_generation++;
+    atomic_store(&g_state, ST_READY);
+    recompute_recording();
+    register_handlers_once();
+    if (start_sampler)
+        sp_cpu_start();
+}
+
+/* Another thread is creating the file: wait for it (once per process, a
+ * few milliseconds) rather than lose the events of a job's first moments.
+ * Bounded, so that a thread stuck mid-open cannot hang the job. */
+static int wait_while_opening(void)
+{
+    uint64_t deadline = 0;
+    int st;
+    while ((st = atomic_load(&g_state)) == ST_OPENING) {
+        uint64_t now = sp_now();
+        if (!deadline)
+            deadline = now + SP_OPEN_WAIT_MAX_NS;
+        else if (now > deadline)
+            break;
+        sched_yield();
+    }
+    return st;
+}
+
+/* Slow path of sp_emit/sp_intern: open the trace if nobody has.  Returns 1
+ * when the writer is usable. */
+static int ensure_open(void)
+{
+    int st = atomic_load(&g_state);
+    if (st == ST_OPENING)
+        st = wait_while_opening();
+    if (st == ST_UNINIT) {
+        int expect = ST_UNINIT;
+        if (!atomic_compare_exchange_strong(&g_state, &expect, ST_OPENING))
+            return wait_while_opening() == ST_READY;
+        int e = errno;
+        sp_guard_depth++;
+        open_trace(1);
+        sp_guard_depth--;
+        errno = e;
+        st = atomic_load(&g_state);
+    }
+    return st == ST_READY;
+}
+
+/* ---- recording state --------------------------------------------------- */
+
+static int in_step_window(void)
+{
+    if (g_cfg.step_first < 0)
+        return 1;
+    long s = atomic_load(&g_step);
+    return s >= g_cfg.step_first && s <= g_cfg.step_last;
+}
+
+static void recompute_recording(void)
+{
+    sp_recording = atomic_load(&g_state) == ST_READY && !g_paused && in_step_window();
+}
+
+void sp_core_step_boundary(void)
+{
+    int before = sp_recording;
+    atomic_fetch_add(&g_step, 1);
+    if (atomic_load(&g_state) != ST_READY)
+        return;
+    recompute_recording();
+    if (before != sp_recording)
+        emit_proc_always(sp_recording ? SP_PROC_START : SP_PROC_STOP, 0, (int)atomic_load(&g_step));
+}
+
+void sp_core_control(int pause)
+{
+    if (!!pause == g_paused || atomic_load(&g_state) != ST_READY)
+        return;
+    g_paused = !!pause;
+    recompute_recording();
+    emit_proc_always(pause ? SP_PROC_STOP : SP_PROC_START, 0, 0);
+}
+
+/* ---- the hot path ---------------------------------------------------------- */
+
+static struct inflight_stripe *my_stripe(void)
+{
+    if (SP_UNLIKELY(t_stripe == 0))
+        t_stripe = atomic_fetch_add(&g_next_stripe, 1) % SP_INFLIGHT_STRIPES + 1;
+    return &g_inflight[t_stripe - 1];
+}
+
+void sp_emit(const struct sp_event *ev)
+{
+    if (SP_UNLIKELY(atomic_load_explicit(&g_state, memory_order_relaxed) != ST_READY) && !ensure_open())
+        return;
+    if (SP_UNLIKELY(sp_cpu_pending))
+        sp_cpu_start();
+    if (!sp_recording)
+        return;
+    int e = errno;
+    struct inflight_stripe *s = my_stripe();
+    atomic_fetch_add(&s->n, 1);
+    if (SP_LIKELY(atomic_load(&g_state) == ST_READY))
+        sp_writer_append(g_writer, ev);
+    atomic_fetch_sub_explicit(&s->n, 1, memory_order_release);
+    errno = e;
+}
+
+uint32_t sp_intern(const char *s)
+{
+    if (SP_UNLIKELY(atomic_load_explicit(&g_state, memory_order_relaxed) != ST_READY) && !ensure_open())
+        return 0;
+    int e = errno;
+    struct inflight_stripe *st = my_stripe();
+    uint32_t id = 0;
+    atomic_fetch_add(&st->n, 1);
+    if (atomic_load(&g_state) == ST_READY)
+        id = sp_writer_intern(g_writer, s, strlen(s));
+    atomic_fetch_sub_explicit(&st->n, 1, memory_order_release);
+    errno = e;
+    return id;
+}
+
+void *sp_real(const char *name)
+{
+    sp_guard_depth++;
+    void *p = dlsym(RTLD_NEXT, name);
+    sp_guard_depth--;
+    return p;
+}
+
+/* ---- closing ------------------------------------------------------------------ */
+
+static void drain_inflight(void)
+{
+    uint64_t deadline = sp_now() + SP_DRAIN_MAX_NS;
+    for (;;) {
+        long busy = 0;
+        for (int i = 0; i < SP_INFLIGHT_STRIPES; i++)
+            busy += atomic_load(&g_inflight[i].n);
+        /* Our own thread may be counted when closing from inside sp_emit's
+         * caller chain; it is not appending now. */
+        if (busy <= 0 || sp_now() > deadline)
+            return;
+        sched_yield();
+    }
+}
+
+/* Stop appenders, flush the GPU side, close the file.  Returns with the
+ * state CLOSED; safe to call when nothing is open. */
+static void close_trace(void)
+{
+    int expect = ST_READY;
+    if (!atomic_compare_exchange_strong(&g_state, &expect, ST_CLOSING))
+        return;
+    sp_recording = 0;
+    drain_inflight();
+    struct sp_writer *w = g_writer;
+    g_writer = NULL;
+    int r = sp_writer_close(w);
+    if (r < 0)
+        sp_log("closing the trace failed: %s", sp_strerror(r));
+    atomic_store(&g_state, ST_CLOSED);
+}
+
+/* Events that must be in the file before it closes. */
+static void final_events(int kind, int status, const char *path)
+{
+    if (sp_core_flush_hook)
+        sp_core_flush_hook(1);
+    if (atomic_load(&g_state) != ST_READY)
+        return;
+    struct sp_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = SP_EV_PROC;
+    ev.t = sp_now();
+    ev.proc.kind = (uint64_t)kind;
+    ev.proc.pid = (int64_t)getpid();
+    ev.proc.status = status;
+    if (path)
+        ev.proc.path = sp_writer_intern(g_writer, path, strlen(path));
+    sp_writer_append(g_writer, &ev);
+    emit_clock();
+}
+
+void sp_core_note_exit_status(int status)
+{
+    g_exit_status = status;
+}
+
+void sp_core_shutdown(int status)
+{
+    if (atomic_exchange(&g_shutdown_done, 1))
+        return;
+    int e = errno;
+    sp_guard_depth++;
+    /* A process that never recorded still leaves its file: the analyzer
+     * sees every member of the process tree. */
+    ensure_open();
+    if (status == SP_EXIT_UNKNOWN)
+        status = g_exit_status;
+    final_events(SP_PROC_EXIT, status, NULL);
+    close_trace();
+    sp_guard_depth--;
+    errno = e;
+}
+
+void sp_core_before_exec_path(const char *path)
+{
+    int e = errno;
+    sp_guard_depth++;
+    if (atomic_load(&g_state) == ST_READY) {
+        final_events(SP_PROC_EXEC, 0, path);
+        close_trace();
+    }
+    sp_guard_depth--;
+    errno = e;
+}
+
+void sp_core_before_exec(void)
+{
+    sp_core_before_exec_path(NULL);
+}
+
+void sp_core_exec_failed(void)
+{
+    int e = errno;
+    int expect = ST_CLOSED;
+    if (atomic_load(&g_shutdown_done) || !atomic_compare_exchange_strong(&g_state, &expect, ST_OPENING)) {
+        errno = e;
+        return;
+    }
+    sp_guard_depth++;
+    open_trace(0);
+    sp_guard_depth--;
+    errno = e;
+}
+
+/* ---- fork ----------------------------------------------------------------- */
+
+/* A fork while another thread creates the file would leave the child with
+ * a half-made writer: let the open finish first. */
+void sp_core_atfork_prepare(void)
+{
+    wait_while_opening();
+}
+
+void sp_core_atfork_parent(void)
+{
+}
+
+void sp_core_atfork_child(void)
+{
+    int e = errno;
+    int st = atomic_load(&g_state);
+    sp_cpu_after_fork();
+    for (int i = 0; i < SP_INFLIGHT_STRIPES; i++)
+        atomic_store(&g_inflight[i].n, 0);
+    atomic_store(&g_shutdown_done, 0);
+    if (st == ST_OFF || st == ST_UNINIT) {
+        errno = e; /* the child decides for itself, lazily */
+        return;
+    }
+    if (g_writer)
+        sp_writer_abandon(g_writer);
+    g_writer = NULL;
+    sp_generation++;
+    if (st == ST_CLOSED || st == ST_CLOSING) {
+        atomic_store(&g_state, ST_CLOSED); /* forked after exit began */
+        errno = e;
+        return;
+    }
+    atomic_store(&g_state, ST_OPENING);
+    sp_guard_depth++;
+    open_trace(0);
+    sp_guard_depth--;
+    errno = e;
+}
+
+void sp_core_set_rank(int rank, int world_size, int device)
+{
+    (void)device;
+    if (atomic_load(&g_state) != ST_READY && !ensure_open())
+        return;
+    struct sp_file_header *h = sp_writer_header(g_writer);
+    if (h->rank < 0 && rank >= 0)
+        __atomic_store_n(&h->rank, rank, __ATOMIC_RELAXED);
+    if (h->world_size < 0 && world_size > 0)
+        __atomic_store_n(&h->world_size, world_size, __ATOMIC_RELAXED);
+}
+
+__attribute__((destructor)) static void core_destructor(void)
+{
+    sp_core_shutdown(g_exit_status);
+}

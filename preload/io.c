@@ -1,2 +1,972 @@
-/* io.c: being written */
+/*
+ * io.c - file, pipe and socket input, and the waits of the poll family.
+ *
+ * What the analyzer needs from here is "the host was waiting on input":
+ * a training process blocked reading its data loader's pipe or socket, or
+ * polling it, and loader workers reading files.  So every read-like call
+ * becomes an IO event (duration, op, fd, fd kind, path, return value,
+ * bytes asked, offset, errno) and every poll-like call a WAIT event.
+ * Writes are recorded only on pipes and sockets (a loader worker blocked
+ * pushing a batch into a full queue); writes to regular files cost one
+ * table lookup and are not recorded.
+ *
+ * The fd table.  A static array indexed by fd (SP_FD_TABLE entries; higher
+ * fds are "unknown kind, no path") holds one 64-bit word per fd: the
+ * interned path id, the trace generation it was interned in, the fd's kind
+ * and two flags (classified, excluded).  It is written with relaxed atomic
+ * stores at open/close/dup and read with one relaxed load per call: no
+ * lock, no allocation.  The kind comes from one fstat at open; fds we did
+ * not see opened (inherited pipes, sockets) are classified by one fstat at
+ * first use and cached.  After fork the child's file has a new string
+ * arena, so a path id whose generation is not the current one is dropped.
+ *
+ * Excluded paths (/proc, /sys, /dev, shared libraries - names ending in
+ * .so or containing .so. - and the prefixes in SCALEPROF_IO_EXCLUDE,
+ * colon-separated) are tracked in the table but produce no events.
+ *
+ * Every interposer calls the real function first-class and returns its
+ * result and errno untouched; nothing is recorded when recording is off or
+ * when the call comes from inside scaleprof (the re-entry guard).  The
+ * fortified entry points (__read_chk, __open_2, ...) are interposed too:
+ * binaries built with _FORTIFY_SOURCE call them instead of read and open
+ * (libpython imports __open64_2, for one).
+ */
+#undef _FORTIFY_SOURCE
+/* Both the plain and the 64-bit names are defined here: without this, the
+ * headers would rename open to open64 and the two would collide. */
+#undef _FILE_OFFSET_BITS
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include "preload.h"
+
+#undef fread_unlocked /* a macro under -O2; we define the function */
+
+#define SP_FD_TABLE 65536
+#define FD_PATH_MASK 0xffffffffull
+#define FD_GEN_SHIFT 32
+#define FD_GEN_MASK 0xffffull
+#define FD_KIND_SHIFT 48
+#define FD_KIND_MASK 0xffull
+#define FD_CLASSIFIED (1ull << 56)
+#define FD_EXCLUDED (1ull << 57)
+#define SP_EXCLUDE_MAX 1024
+
+/* ---- the fd table ------------------------------------------------------- */
+
+static _Atomic uint64_t g_fds[SP_FD_TABLE];
+
+static int fd_in_table(int fd)
+{
+    return fd >= 0 && fd < SP_FD_TABLE;
+}
+
+static int kind_of_mode(mode_t m)
+{
+    if (S_ISREG(m))
+        return SP_FD_FILE;
+    if (S_ISFIFO(m))
+        return SP_FD_PIPE;
+    if (S_ISSOCK(m))
+        return SP_FD_SOCKET;
+    if (S_ISCHR(m) || S_ISBLK(m))
+        return SP_FD_DEVICE;
+    return SP_FD_OTHER;
+}
+
+static int kind_of_fd(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 ? kind_of_mode(st.st_mode) : SP_FD_UNKNOWN;
+}
+
+static uint64_t fd_pack(uint32_t path, int kind, int excluded)
+{
+    return (uint64_t)path | ((uint64_t)(sp_generation & FD_GEN_MASK) << FD_GEN_SHIFT) |
+           ((uint64_t)kind << FD_KIND_SHIFT) | FD_CLASSIFIED | (excluded ? FD_EXCLUDED : 0);
+}
+
+/* The fd's entry, classifying it on first sight. */
+static uint64_t fd_entry(int fd)
+{
+    if (!fd_in_table(fd))
+        return 0;
+    uint64_t e = atomic_load_explicit(&g_fds[fd], memory_order_relaxed);
+    if (SP_UNLIKELY(!(e & FD_CLASSIFIED))) {
+        e = fd_pack(0, kind_of_fd(fd), 0);
+        atomic_store_explicit(&g_fds[fd], e, memory_order_relaxed);
+    }
+    return e;
+}
+
+static int entry_kind(uint64_t e)
+{
+    return (int)((e >> FD_KIND_SHIFT) & FD_KIND_MASK);
+}
+
+static uint32_t entry_path(uint64_t e)
+{
+    if (((e >> FD_GEN_SHIFT) & FD_GEN_MASK) != (sp_generation & FD_GEN_MASK))
+        return 0;
+    return (uint32_t)(e & FD_PATH_MASK);
+}
+
+static void fd_forget(int fd)
+{
+    if (fd_in_table(fd))
+        atomic_store_explicit(&g_fds[fd], 0, memory_order_relaxed);
+}
+
+static void fd_copy(int from, int to)
+{
+    if (fd_in_table(to))
+        atomic_store_explicit(&g_fds[to], fd_in_table(from) ? atomic_load(&g_fds[from]) : 0,
+                              memory_order_relaxed);
+}
+
+/* ---- path filter ----------------------------------------------------------- */
+
+static char g_exclude[SP_EXCLUDE_MAX]; /* "prefix\0prefix\0\0" */
+static _Atomic int g_exclude_loaded;
+
+static void load_excludes(void)
+{
+    static const char builtin[] = "/proc/\0/sys/\0/dev/\0";
+    memcpy(g_exclude, builtin, sizeof builtin);
+    size_t used = sizeof builtin - 1;
+    const char *v = getenv("SCALEPROF_IO_EXCLUDE");
+    for (; v && *v; v++) {
+        const char *end = strchr(v, ':');
+        size_t len = end ? (size_t)(end - v) : strlen(v);
+        if (len && used + len + 2 < sizeof g_exclude) {
+            memcpy(g_exclude + used, v, len);
+            used += len;
+            g_exclude[used++] = 0;
+        }
+        if (!end)
+            break;
+        v = end;
+    }
+    g_exclude[used] = 0;
+}
+
+static int is_shared_library(const char *path)
+{
+    size_t n = strlen(path);
+    return (n >= 3 && strcmp(path + n - 3, ".so") == 0) || strstr(path, ".so.") != NULL;
+}
+
+static int path_excluded(const char *path)
+{
+    if (!atomic_load_explicit(&g_exclude_loaded, memory_order_acquire)) {
+        load_excludes();
+        atomic_store_explicit(&g_exclude_loaded, 1, memory_order_release);
+    }
+    if (strcmp(path, "/proc") == 0 || strcmp(path, "/sys") == 0 || strcmp(path, "/dev") == 0)
+        return 1;
+    for (const char *p = g_exclude; *p; p += strlen(p) + 1)
+        if (strncmp(path, p, strlen(p)) == 0)
+            return 1;
+    return is_shared_library(path);
+}
+
+/* ---- recording ------------------------------------------------------------ */
+
+struct io_call {
+    uint64_t t0;
+};
+
+/* Start timing a call; 0 when it must pass through unrecorded. */
+static inline int io_enter(struct io_call *c)
+{
+    if (SP_UNLIKELY(!sp_recording) || sp_guard_depth)
+        return 0;
+    sp_guard_depth++;
+    c->t0 = sp_now();
+    return 1;
+}
+
+static void emit_io(uint64_t t0, uint64_t t1, int op, int fd, uint64_t entry, int64_t ret, uint64_t bytes,
+                    uint64_t offset, int err)
+{
+    struct sp_event ev;
+    ev.type = SP_EV_IO;
+    ev.tid = 0;
+    ev.t = t0;
+    ev.io = (struct sp_ev_io){
+        .dur = t1 - t0,
+        .op = (uint64_t)op,
+        .fd = fd,
+        .fd_kind = (uint64_t)entry_kind(entry),
+        .path = entry_path(entry),
+        .ret = ret,
+        .bytes = bytes,
+        .offset = offset,
+        .err = ret < 0 ? (uint64_t)err : 0,
+    };
+    sp_emit(&ev);
+}
+
+/* End a timed call on `fd`: record it unless the fd is excluded.  `err` is
+ * errno as the real call left it, restored on return. */
+static void io_leave(struct io_call *c, int err, int op, int fd, int64_t ret, uint64_t bytes, uint64_t offset)
+{
+    uint64_t t1 = sp_now();
+    uint64_t e = fd_entry(fd);
+    if (!(e & FD_EXCLUDED))
+        emit_io(c->t0, t1, op, fd, e, ret, bytes, offset, err);
+    sp_guard_depth--;
+    errno = err;
+}
+
+/* After a successful open: remember the fd, and record the open. */
+static void io_leave_open(struct io_call *c, int err, int op, int fd, const char *path)
+{
+    uint64_t t1 = sp_now();
+    if (fd >= 0 && path) {
+        int excluded = path_excluded(path);
+        uint32_t id = excluded ? 0 : sp_intern(path);
+        uint64_t e = fd_pack(id, kind_of_fd(fd), excluded);
+        if (fd_in_table(fd))
+            atomic_store_explicit(&g_fds[fd], e, memory_order_relaxed);
+        if (!excluded)
+            emit_io(c->t0, t1, op, fd, e, fd, 0, 0, err);
+    } else if (path && !path_excluded(path)) {
+        /* A failed open: the path is worth seeing (ENOENT on a dataset). */
+        uint64_t e = fd_pack(sp_intern(path), SP_FD_UNKNOWN, 0);
+        emit_io(c->t0, t1, op, fd, e, fd, 0, 0, err);
+    }
+    sp_guard_depth--;
+    errno = err;
+}
+
+/* Open passing through (not recording): still keep the table right. */
+static void note_open_quietly(int fd)
+{
+    fd_forget(fd);
+}
+
+static uint64_t iov_bytes(const struct iovec *iov, int n)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < n && iov; i++)
+        sum += iov[i].iov_len;
+    return sum;
+}
+
+static int stream_fd(FILE *fp)
+{
+    return fp ? fileno(fp) : -1;
+}
+
+/* ---- open family ------------------------------------------------------------ */
+
+static mode_t open_mode(int flags, va_list ap)
+{
+    return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(ap, int) : 0;
+}
+
+SP_EXPORT int open(const char *path, int flags, ...)
+{
+    static __typeof__(open) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("open");
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = open_mode(flags, ap);
+    va_end(ap);
+    struct io_call c;
+    if (!io_enter(&c)) {
+        int fd = real(path, flags, mode);
+        note_open_quietly(fd);
+        return fd;
+    }
+    int fd = real(path, flags, mode);
+    io_leave_open(&c, errno, SP_IO_OPEN, fd, path);
+    return fd;
+}
+
+SP_EXPORT int open64(const char *path, int flags, ...)
+{
+    static __typeof__(open64) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("open64");
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = open_mode(flags, ap);
+    va_end(ap);
+    struct io_call c;
+    if (!io_enter(&c)) {
+        int fd = real(path, flags, mode);
+        note_open_quietly(fd);
+        return fd;
+    }
+    int fd = real(path, flags, mode);
+    io_leave_open(&c, errno, SP_IO_OPEN, fd, path);
+    return fd;
+}
+
+SP_EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+    static __typeof__(openat) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("openat");
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = open_mode(flags, ap);
+    va_end(ap);
+    struct io_call c;
+    if (!io_enter(&c)) {
+        int fd = real(dirfd, path, flags, mode);
+        note_open_quietly(fd);
+        return fd;
+    }
+    int fd = real(dirfd, path, flags, mode);
+    io_leave_open(&c, errno, SP_IO_OPEN, fd, path);
+    return fd;
+}
+
+SP_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+{
+    static __typeof__(openat64) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("openat64");
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = open_mode(flags, ap);
+    va_end(ap);
+    struct io_call c;
+    if (!io_enter(&c)) {
+        int fd = real(dirfd, path, flags, mode);
+        note_open_quietly(fd);
+        return fd;
+    }
+    int fd = real(dirfd, path, flags, mode);
+    io_leave_open(&c, errno, SP_IO_OPEN, fd, path);
+    return fd;
+}
+
+int __open_2(const char *path, int flags);
+int __open64_2(const char *path, int flags);
+int __openat_2(int dirfd, const char *path, int flags);
+int __openat64_2(int dirfd, const char *path, int flags);
+
+/* The fortified opens: same shape, no mode (they refuse O_CREAT without
+ * one, which the real function reports). */
+static int open_2_common(int (*real)(const char *, int), const char *path, int flags)
+{
+    struct io_call c;
+    if (!io_enter(&c)) {
+        int fd = real(path, flags);
+        note_open_quietly(fd);
+        return fd;
+    }
+    int fd = real(path, flags);
+    io_leave_open(&c, errno, SP_IO_OPEN, fd, path);
+    return fd;
+}
+
+static int openat_2_common(int (*real)(int, const char *, int), int dirfd, const char *path, int flags)
+{
+    struct io_call c;
+    if (!io_enter(&c)) {
+        int fd = real(dirfd, path, flags);
+        note_open_quietly(fd);
+        return fd;
+    }
+    int fd = real(dirfd, path, flags);
+    io_leave_open(&c, errno, SP_IO_OPEN, fd, path);
+    return fd;
+}
+
+SP_EXPORT int __open_2(const char *path, int flags)
+{
+    static __typeof__(__open_2) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("__open_2");
+    return open_2_common(real, path, flags);
+}
+
+SP_EXPORT int __open64_2(const char *path, int flags)
+{
+    static __typeof__(__open64_2) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("__open64_2");
+    return open_2_common(real, path, flags);
+}
+
+SP_EXPORT int __openat_2(int dirfd, const char *path, int flags)
+{
+    static __typeof__(__openat_2) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("__openat_2");
+    return openat_2_common(real, dirfd, path, flags);
+}
+
+SP_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+{
+    static __typeof__(__openat64_2) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("__openat64_2");
+    return openat_2_common(real, dirfd, path, flags);
+}
+
+SP_EXPORT int creat(const char *path, mode_t mode)
+{
+    return open(path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
+
+SP_EXPORT int creat64(const char *path, mode_t mode)
+{
+    return open64(path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
+
+static FILE *fopen_common(FILE *(*real)(const char *, const char *), const char *path, const char *mode)
+{
+    struct io_call c;
+    if (!io_enter(&c)) {
+        FILE *fp = real(path, mode);
+        if (fp)
+            note_open_quietly(fileno(fp));
+        return fp;
+    }
+    FILE *fp = real(path, mode);
+    int e = errno;
+    io_leave_open(&c, e, SP_IO_FOPEN, fp ? fileno(fp) : -1, path);
+    return fp;
+}
+
+SP_EXPORT FILE *fopen(const char *path, const char *mode)
+{
+    static __typeof__(fopen) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("fopen");
+    return fopen_common(real, path, mode);
+}
+
+SP_EXPORT FILE *fopen64(const char *path, const char *mode)
+{
+    static __typeof__(fopen64) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("fopen64");
+    return fopen_common(real, path, mode);
+}
+
+/* ---- read family ------------------------------------------------------------- */
+
+SP_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+    static __typeof__(read) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("read");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(fd, buf, n);
+    ssize_t r = real(fd, buf, n);
+    io_leave(&c, errno, SP_IO_READ, fd, r, n, 0);
+    return r;
+}
+
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+SP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+    static __typeof__(__read_chk) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("__read_chk");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(fd, buf, n, buflen);
+    ssize_t r = real(fd, buf, n, buflen);
+    io_leave(&c, errno, SP_IO_READ, fd, r, n, 0);
+    return r;
+}
+
+SP_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+    static __typeof__(pread) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("pread");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(fd, buf, n, off);
+    ssize_t r = real(fd, buf, n, off);
+    io_leave(&c, errno, SP_IO_PREAD, fd, r, n, (uint64_t)off);
+    return r;
+}
+
+SP_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
+{
+    static __typeof__(pread64) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("pread64");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(fd, buf, n, off);
+    ssize_t r = real(fd, buf, n, off);
+    io_leave(&c, errno, SP_IO_PREAD, fd, r, n, (uint64_t)off);
+    return r;
+}
+
+ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
+
+SP_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+{
+    static __typeof__(__pread_chk) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("__pread_chk");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(fd, buf, n, off, buflen);
+    ssize_t r = real(fd, buf, n, off, buflen);
+    io_leave(&c, errno, SP_IO_PREAD, fd, r, n, (uint64_t)off);
+    return r;
+}
+
+SP_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
+{
+    static __typeof__(__pread64_chk) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("__pread64_chk");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(fd, buf, n, off, buflen);
+    ssize_t r = real(fd, buf, n, off, buflen);
+    io_leave(&c, errno, SP_IO_PREAD, fd, r, n, (uint64_t)off);
+    return r;
+}
+
+SP_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+    static __typeof__(readv) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("readv");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(fd, iov, cnt);
+    ssize_t r = real(fd, iov, cnt);
+    io_leave(&c, errno, SP_IO_READV, fd, r, iov_bytes(iov, cnt), 0);
+    return r;
+}
+
+SP_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    static __typeof__(preadv) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("preadv");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(fd, iov, cnt, off);
+    ssize_t r = real(fd, iov, cnt, off);
+    io_leave(&c, errno, SP_IO_PREADV, fd, r, iov_bytes(iov, cnt), (uint64_t)off);
+    return r;
+}
+
+SP_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off64_t off)
+{
+    static __typeof__(preadv64) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("preadv64");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(fd, iov, cnt, off);
+    ssize_t r = real(fd, iov, cnt, off);
+    io_leave(&c, errno, SP_IO_PREADV, fd, r, iov_bytes(iov, cnt), (uint64_t)off);
+    return r;
+}
+
+SP_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+    static __typeof__(preadv2) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("preadv2");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(fd, iov, cnt, off, flags);
+    ssize_t r = real(fd, iov, cnt, off, flags);
+    io_leave(&c, errno, SP_IO_PREADV, fd, r, iov_bytes(iov, cnt), (uint64_t)off);
+    return r;
+}
+
+SP_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags)
+{
+    static __typeof__(preadv64v2) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("preadv64v2");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(fd, iov, cnt, off, flags);
+    ssize_t r = real(fd, iov, cnt, off, flags);
+    io_leave(&c, errno, SP_IO_PREADV, fd, r, iov_bytes(iov, cnt), (uint64_t)off);
+    return r;
+}
+
+/* fread's result is items; the event carries bytes, like read's. */
+static void leave_fread(struct io_call *c, int err, FILE *fp, size_t items, size_t size, size_t n)
+{
+    io_leave(c, err, SP_IO_FREAD, stream_fd(fp), (int64_t)(items * size), size * n, 0);
+}
+
+SP_EXPORT size_t fread(void *ptr, size_t size, size_t n, FILE *fp)
+{
+    static __typeof__(fread) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("fread");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(ptr, size, n, fp);
+    size_t r = real(ptr, size, n, fp);
+    leave_fread(&c, errno, fp, r, size, n);
+    return r;
+}
+
+SP_EXPORT size_t fread_unlocked(void *ptr, size_t size, size_t n, FILE *fp)
+{
+    static __typeof__(fread_unlocked) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("fread_unlocked");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(ptr, size, n, fp);
+    size_t r = real(ptr, size, n, fp);
+    leave_fread(&c, errno, fp, r, size, n);
+    return r;
+}
+
+size_t __fread_chk(void *ptr, size_t ptrlen, size_t size, size_t n, FILE *fp);
+SP_EXPORT size_t __fread_chk(void *ptr, size_t ptrlen, size_t size, size_t n, FILE *fp)
+{
+    static __typeof__(__fread_chk) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("__fread_chk");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(ptr, ptrlen, size, n, fp);
+    size_t r = real(ptr, ptrlen, size, n, fp);
+    leave_fread(&c, errno, fp, r, size, n);
+    return r;
+}
+
+/* ---- sockets and pipes ----------------------------------------------------------- */
+
+SP_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+    static __typeof__(recv) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("recv");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(fd, buf, n, flags);
+    ssize_t r = real(fd, buf, n, flags);
+    io_leave(&c, errno, SP_IO_RECV, fd, r, n, 0);
+    return r;
+}
+
+SP_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *alen)
+{
+    static __typeof__(recvfrom) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("recvfrom");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(fd, buf, n, flags, addr, alen);
+    ssize_t r = real(fd, buf, n, flags, addr, alen);
+    io_leave(&c, errno, SP_IO_RECV, fd, r, n, 0);
+    return r;
+}
+
+SP_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+    static __typeof__(recvmsg) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("recvmsg");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(fd, msg, flags);
+    ssize_t r = real(fd, msg, flags);
+    int e = errno;
+    io_leave(&c, e, SP_IO_RECV, fd, r, msg ? iov_bytes(msg->msg_iov, (int)msg->msg_iovlen) : 0, 0);
+    return r;
+}
+
+/* Writes matter only where they can block on a consumer: pipes, sockets. */
+static int write_worth_recording(int fd)
+{
+    int k = entry_kind(fd_entry(fd));
+    return k == SP_FD_PIPE || k == SP_FD_SOCKET;
+}
+
+SP_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+    static __typeof__(write) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("write");
+    struct io_call c;
+    if (!sp_recording || sp_guard_depth || !write_worth_recording(fd) || !io_enter(&c))
+        return real(fd, buf, n);
+    ssize_t r = real(fd, buf, n);
+    io_leave(&c, errno, SP_IO_WRITE, fd, r, n, 0);
+    return r;
+}
+
+/* ---- close, dup, mmap -------------------------------------------------------------- */
+
+SP_EXPORT int close(int fd)
+{
+    static __typeof__(close) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("close");
+    struct io_call c;
+    if (!io_enter(&c)) {
+        fd_forget(fd);
+        return real(fd);
+    }
+    uint64_t e = fd_entry(fd);
+    fd_forget(fd);
+    int r = real(fd);
+    int err = errno;
+    if (!(e & FD_EXCLUDED))
+        emit_io(c.t0, sp_now(), SP_IO_CLOSE, fd, e, r, 0, 0, err);
+    sp_guard_depth--;
+    errno = err;
+    return r;
+}
+
+SP_EXPORT int fclose(FILE *fp)
+{
+    static __typeof__(fclose) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("fclose");
+    int fd = stream_fd(fp);
+    struct io_call c;
+    if (!io_enter(&c)) {
+        fd_forget(fd);
+        return real(fp);
+    }
+    uint64_t e = fd_entry(fd);
+    fd_forget(fd);
+    int r = real(fp);
+    int err = errno;
+    if (fd >= 0 && !(e & FD_EXCLUDED))
+        emit_io(c.t0, sp_now(), SP_IO_CLOSE, fd, e, r, 0, 0, err);
+    sp_guard_depth--;
+    errno = err;
+    return r;
+}
+
+SP_EXPORT int dup(int fd)
+{
+    static __typeof__(dup) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("dup");
+    int r = real(fd);
+    int e = errno;
+    if (r >= 0)
+        fd_copy(fd, r);
+    errno = e;
+    return r;
+}
+
+SP_EXPORT int dup2(int fd, int to)
+{
+    static __typeof__(dup2) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("dup2");
+    int r = real(fd, to);
+    int e = errno;
+    if (r >= 0 && fd != to)
+        fd_copy(fd, to);
+    errno = e;
+    return r;
+}
+
+SP_EXPORT int dup3(int fd, int to, int flags)
+{
+    static __typeof__(dup3) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("dup3");
+    int r = real(fd, to, flags);
+    int e = errno;
+    if (r >= 0)
+        fd_copy(fd, to);
+    errno = e;
+    return r;
+}
+
+static void *mmap_common(void *(*real)(void *, size_t, int, int, int, off_t), void *addr, size_t len, int prot,
+                         int flags, int fd, off_t off)
+{
+    struct io_call c;
+    if ((flags & MAP_ANONYMOUS) || fd < 0 || !io_enter(&c))
+        return real(addr, len, prot, flags, fd, off);
+    void *p = real(addr, len, prot, flags, fd, off);
+    io_leave(&c, errno, SP_IO_MMAP, fd, p == MAP_FAILED ? -1 : 0, len, (uint64_t)off);
+    return p;
+}
+
+SP_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    static __typeof__(mmap) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("mmap");
+    return mmap_common(real, addr, len, prot, flags, fd, off);
+}
+
+SP_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
+{
+    static __typeof__(mmap64) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("mmap64");
+    return mmap_common(real, addr, len, prot, flags, fd, off);
+}
+
+/* ---- waits ------------------------------------------------------------------------- */
+
+static void wait_leave(struct io_call *c, int err, int op, uint64_t nfds, int64_t ret, int64_t timeout_ms,
+                       int first_fd)
+{
+    uint64_t t1 = sp_now();
+    struct sp_event ev;
+    ev.type = SP_EV_WAIT;
+    ev.tid = 0;
+    ev.t = c->t0;
+    ev.wait = (struct sp_ev_wait){
+        .dur = t1 - c->t0,
+        .op = (uint64_t)op,
+        .nfds = nfds,
+        .ret = ret,
+        .timeout_ms = timeout_ms,
+        .fd_kind = first_fd >= 0 ? (uint64_t)entry_kind(fd_entry(first_fd)) : SP_FD_UNKNOWN,
+    };
+    sp_emit(&ev);
+    sp_guard_depth--;
+    errno = err;
+}
+
+static int64_t timespec_ms(const struct timespec *ts)
+{
+    return ts ? (int64_t)ts->tv_sec * 1000 + ts->tv_nsec / 1000000 : -1;
+}
+
+static int64_t timeval_ms(const struct timeval *tv)
+{
+    return tv ? (int64_t)tv->tv_sec * 1000 + tv->tv_usec / 1000 : -1;
+}
+
+static int first_fd_in(int nfds, const fd_set *set)
+{
+    for (int fd = 0; set && fd < nfds && fd < FD_SETSIZE; fd++)
+        if (FD_ISSET(fd, set))
+            return fd;
+    return -1;
+}
+
+SP_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+    static __typeof__(poll) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("poll");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(fds, n, timeout);
+    int r = real(fds, n, timeout);
+    wait_leave(&c, errno, SP_WAIT_POLL, n, r, timeout, n ? fds[0].fd : -1);
+    return r;
+}
+
+int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen);
+SP_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
+{
+    static __typeof__(__poll_chk) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("__poll_chk");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(fds, n, timeout, fdslen);
+    int r = real(fds, n, timeout, fdslen);
+    wait_leave(&c, errno, SP_WAIT_POLL, n, r, timeout, n ? fds[0].fd : -1);
+    return r;
+}
+
+SP_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+{
+    static __typeof__(ppoll) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("ppoll");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(fds, n, ts, mask);
+    int r = real(fds, n, ts, mask);
+    wait_leave(&c, errno, SP_WAIT_PPOLL, n, r, timespec_ms(ts), n ? fds[0].fd : -1);
+    return r;
+}
+
+SP_EXPORT int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
+{
+    static __typeof__(select) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("select");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(nfds, rd, wr, ex, tv);
+    int64_t timeout = timeval_ms(tv); /* select may rewrite *tv */
+    int first = first_fd_in(nfds, rd);
+    int r = real(nfds, rd, wr, ex, tv);
+    wait_leave(&c, errno, SP_WAIT_SELECT, (uint64_t)nfds, r, timeout, first);
+    return r;
+}
+
+SP_EXPORT int pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts,
+                      const sigset_t *mask)
+{
+    static __typeof__(pselect) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("pselect");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(nfds, rd, wr, ex, ts, mask);
+    int first = first_fd_in(nfds, rd);
+    int r = real(nfds, rd, wr, ex, ts, mask);
+    wait_leave(&c, errno, SP_WAIT_PSELECT, (uint64_t)nfds, r, timespec_ms(ts), first);
+    return r;
+}
+
+SP_EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout)
+{
+    static __typeof__(epoll_wait) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("epoll_wait");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(epfd, evs, max, timeout);
+    int r = real(epfd, evs, max, timeout);
+    wait_leave(&c, errno, SP_WAIT_EPOLL, (uint64_t)(max > 0 ? max : 0), r, timeout, -1);
+    return r;
+}
+
+SP_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout, const sigset_t *mask)
+{
+    static __typeof__(epoll_pwait) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("epoll_pwait");
+    struct io_call c;
+    if (!io_enter(&c))
+        return real(epfd, evs, max, timeout, mask);
+    int r = real(epfd, evs, max, timeout, mask);
+    wait_leave(&c, errno, SP_WAIT_EPOLL, (uint64_t)(max > 0 ? max : 0), r, timeout, -1);
+    return r;
+}

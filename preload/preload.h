@@ -98,4 +98,29 @@ void sp_core_step_boundary(void);
  * file is closed (exit, exec).  Registered by cupti.c; NULL when absent. */
 extern void (*sp_core_flush_hook)(int final);
 
+/* ---- added by the core for its own files (core.c, proc.c, io.c, cpu.c) ---- */
+
+/* Bumped whenever this process starts a new trace file (first open, fork
+ * child, reopen after a failed exec): ids cached from an older file (such
+ * as interned paths) are stale when their generation differs. */
+extern volatile unsigned sp_generation;
+
+/* The exit status exit() was called with, for the PROC EXIT event written
+ * by the atexit handler (main's return goes through libc's internal exit). */
+void sp_core_note_exit_status(int status);
+
+/* sp_core_before_exec naming the program, for the PROC EXEC event. */
+void sp_core_before_exec_path(const char *path);
+
+/* Pause (1) or resume (0) recording: the control file. */
+void sp_core_control(int pause);
+
+/* cpu.c: the low-rate sampler thread.  sp_cpu_start starts it once per
+ * process (a no-op when SCALEPROF_CPU_HZ=0); sp_cpu_after_fork forgets the
+ * parent's thread and sets sp_cpu_pending so that the child's first event
+ * starts its own. */
+extern volatile int sp_cpu_pending;
+void sp_cpu_start(void);
+void sp_cpu_after_fork(void);
+
 #endif

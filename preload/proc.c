@@ -1,2 +1,344 @@
-/* proc.c: being written */
+/*
+ * proc.c - the process tree: fork, vfork, posix_spawn, the exec family and
+ * the ways out (exit, _exit, _Exit).
+ *
+ * fork: the core's pthread_atfork handlers give the child its own file; the
+ * interposer here only adds the parent's PROC FORK event, because only the
+ * caller of fork() learns the child's pid.
+ *
+ * vfork is implemented as fork.  A vfork child borrows the parent's memory
+ * until it execs: anything it did to our state (closing the writer before
+ * exec, bumping counters) would be done to the parent's.  Nor can a wrapper
+ * call the real vfork: returning from the function that called vfork is
+ * undefined, and the wrapper must return.  fork gives the same observable
+ * behaviour to every program that uses vfork as POSIX allows (exec or _exit
+ * at once), at the price of copying page tables.  posix_spawn, which glibc
+ * implements with its own CLONE_VFORK, is not affected.
+ *
+ * exec: the trace is closed (flushed) before the exec, because a
+ * successful exec replaces us without running any of our code; if the exec
+ * returns, a new file is opened.  The new image, preloaded again, starts
+ * its own file (<pid>.<n>.sprof, since it keeps the pid).  By default the
+ * tree stays profiled: when the caller's environment lacks LD_PRELOAD or
+ * a SCALEPROF_* variable we have, it is added back (SCALEPROF_FOLLOW=0
+ * passes the caller's environment untouched).  The new environment is
+ * built on the stack: after fork in a threaded process, malloc is best
+ * avoided.  execv/execvp/execl* are interposed separately because glibc
+ * calls its internal execve, not ours.
+ *
+ * exit: exit() records the status and lets atexit close the trace (other
+ * atexit handlers may still do I/O worth seeing); _exit and _Exit skip
+ * atexit, so they close the trace themselves - Python's DataLoader workers
+ * leave through os._exit.
+ */
+#include <alloca.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+
 #include "preload.h"
+
+extern char **environ;
+
+#define SP_EXECL_MAX_ARGS 4096
+
+static void emit_proc(int kind, pid_t pid, int status, const char *path)
+{
+    struct sp_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = SP_EV_PROC;
+    ev.t = sp_now();
+    ev.proc.kind = (uint64_t)kind;
+    ev.proc.pid = pid;
+    ev.proc.status = status;
+    if (path)
+        ev.proc.path = sp_intern(path);
+    sp_emit(&ev);
+}
+
+/* ---- fork and friends ---------------------------------------------------- */
+
+SP_EXPORT pid_t fork(void)
+{
+    static pid_t (*real)(void);
+    if (!real)
+        real = (pid_t(*)(void))sp_real("fork");
+    pid_t pid = real();
+    if (pid > 0 && sp_recording && sp_guard_depth == 0) {
+        int e = errno;
+        sp_guard_depth++;
+        emit_proc(SP_PROC_FORK, pid, 0, NULL);
+        sp_guard_depth--;
+        errno = e;
+    }
+    return pid;
+}
+
+SP_EXPORT pid_t vfork(void)
+{
+    pid_t pid = fork();
+    if (pid > 0 && sp_recording && sp_guard_depth == 0) {
+        int e = errno;
+        sp_guard_depth++;
+        emit_proc(SP_PROC_VFORK, pid, 0, NULL);
+        sp_guard_depth--;
+        errno = e;
+    }
+    return pid;
+}
+
+/* ---- keeping the tree profiled ------------------------------------------ */
+
+static const char *self_path(void)
+{
+    static char path[4096];
+    if (!path[0]) {
+        Dl_info info;
+        if (dladdr((void *)self_path, &info) && info.dli_fname)
+            strncpy(path, info.dli_fname, sizeof path - 1);
+    }
+    return path;
+}
+
+static int follow_children(void)
+{
+    const char *v = getenv("SCALEPROF_FOLLOW");
+    return !(v && v[0] == '0');
+}
+
+static const char *env_find(char *const *envp, const char *name, size_t len)
+{
+    for (; envp && *envp; envp++)
+        if (strncmp(*envp, name, len) == 0 && (*envp)[len] == '=')
+            return *envp + len + 1;
+    return NULL;
+}
+
+static size_t env_count(char *const *envp)
+{
+    size_t n = 0;
+    while (envp && envp[n])
+        n++;
+    return n;
+}
+
+/* Does envp's LD_PRELOAD already name us? */
+static int preload_has_us(const char *v, const char *self)
+{
+    const char *base = strrchr(self, '/');
+    base = base ? base + 1 : self;
+    return v && *base && strstr(v, base) != NULL;
+}
+
+/* Room needed for the rebuilt LD_PRELOAD entry. */
+static size_t preload_entry_len(char *const *envp)
+{
+    const char *v = env_find(envp, "LD_PRELOAD", 10);
+    return sizeof "LD_PRELOAD=" + strlen(self_path()) + 1 + (v ? strlen(v) : 0);
+}
+
+/* Fill `out` (room for env_count(envp) + env_count(environ) + 2 entries)
+ * with envp plus what the child needs to stay profiled.  `pre` receives
+ * the new LD_PRELOAD entry when one is needed. */
+static char **env_with_preload(char *const *envp, char **out, char *pre, size_t pre_len)
+{
+    const char *self = self_path();
+    size_t n = 0;
+    const char *old = env_find(envp, "LD_PRELOAD", 10);
+    int need_preload = self[0] && !preload_has_us(old, self);
+    for (char *const *e = envp; e && *e; e++) {
+        if (need_preload && strncmp(*e, "LD_PRELOAD=", 11) == 0)
+            continue;
+        out[n++] = *e;
+    }
+    if (need_preload) {
+        if (old && *old)
+            snprintf(pre, pre_len, "LD_PRELOAD=%s:%s", self, old);
+        else
+            snprintf(pre, pre_len, "LD_PRELOAD=%s", self);
+        out[n++] = pre;
+    }
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "SCALEPROF_", 10) != 0)
+            continue;
+        size_t len = (size_t)(strchr(*e, '=') ? strchr(*e, '=') - *e : 0);
+        if (len && !env_find(envp, *e, len))
+            out[n++] = *e;
+    }
+    out[n] = NULL;
+    return out;
+}
+
+/* The environment a child should get: envp itself, or envp plus what
+ * keeps it profiled, built in the caller's stack frame (hence a macro:
+ * alloca'd memory must outlive this expression's function). */
+#define CHILD_ENV_DECLARE(env, envp)                                                                 \
+    char **env = (char **)(envp);                                                                    \
+    if (follow_children()) {                                                                         \
+        size_t pre_len_ = preload_entry_len(envp);                                                   \
+        char *pre_ = alloca(pre_len_);                                                               \
+        char **out_ = alloca((env_count(envp) + env_count(environ) + 2) * sizeof(char *));          \
+        env = env_with_preload((envp), out_, pre_, pre_len_);                                        \
+    }
+
+/* ---- posix_spawn ---------------------------------------------------------- */
+
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+                        char *const[], char *const[]);
+
+static int spawn_common(spawn_fn real, pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                        const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    pid_t child = 0;
+    CHILD_ENV_DECLARE(env, envp);
+    int r = real(&child, path, fa, attr, argv, env);
+    if (pid)
+        *pid = child;
+    if (r == 0 && sp_recording && sp_guard_depth == 0) {
+        int e = errno;
+        sp_guard_depth++;
+        emit_proc(SP_PROC_SPAWN, child, 0, path);
+        sp_guard_depth--;
+        errno = e;
+    }
+    return r;
+}
+
+SP_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                          const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    static spawn_fn real;
+    if (!real)
+        real = (spawn_fn)sp_real("posix_spawn");
+    return spawn_common(real, pid, path, fa, attr, argv, envp);
+}
+
+SP_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                           const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    static spawn_fn real;
+    if (!real)
+        real = (spawn_fn)sp_real("posix_spawnp");
+    return spawn_common(real, pid, file, fa, attr, argv, envp);
+}
+
+/* ---- exec ------------------------------------------------------------------- */
+
+SP_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    static int (*real)(const char *, char *const[], char *const[]);
+    if (!real)
+        real = (int (*)(const char *, char *const[], char *const[]))sp_real("execve");
+    CHILD_ENV_DECLARE(env, envp);
+    sp_core_before_exec_path(path);
+    int r = real(path, argv, env);
+    sp_core_exec_failed();
+    return r;
+}
+
+SP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    static int (*real)(const char *, char *const[], char *const[]);
+    if (!real)
+        real = (int (*)(const char *, char *const[], char *const[]))sp_real("execvpe");
+    CHILD_ENV_DECLARE(env, envp);
+    sp_core_before_exec_path(file);
+    int r = real(file, argv, env);
+    sp_core_exec_failed();
+    return r;
+}
+
+SP_EXPORT int execv(const char *path, char *const argv[])
+{
+    return execve(path, argv, environ);
+}
+
+SP_EXPORT int execvp(const char *file, char *const argv[])
+{
+    return execvpe(file, argv, environ);
+}
+
+/* Collect execl-style arguments (up to and including the NULL) on the
+ * stack; returns the count, or -1 with E2BIG. */
+static int collect_args(const char *arg0, va_list ap, char **argv)
+{
+    int n = 0;
+    argv[n++] = (char *)arg0;
+    while (argv[n - 1]) {
+        if (n >= SP_EXECL_MAX_ARGS) {
+            errno = E2BIG;
+            return -1;
+        }
+        argv[n++] = va_arg(ap, char *);
+    }
+    return n;
+}
+
+SP_EXPORT int execl(const char *path, const char *arg, ...)
+{
+    char **argv = alloca(SP_EXECL_MAX_ARGS * sizeof(char *));
+    va_list ap;
+    va_start(ap, arg);
+    int n = collect_args(arg, ap, argv);
+    va_end(ap);
+    return n < 0 ? -1 : execve(path, argv, environ);
+}
+
+SP_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+    char **argv = alloca(SP_EXECL_MAX_ARGS * sizeof(char *));
+    va_list ap;
+    va_start(ap, arg);
+    int n = collect_args(arg, ap, argv);
+    va_end(ap);
+    return n < 0 ? -1 : execvpe(file, argv, environ);
+}
+
+SP_EXPORT int execle(const char *path, const char *arg, ...)
+{
+    char **argv = alloca(SP_EXECL_MAX_ARGS * sizeof(char *));
+    va_list ap;
+    va_start(ap, arg);
+    int n = collect_args(arg, ap, argv);
+    char *const *envp = n < 0 ? NULL : va_arg(ap, char *const *);
+    va_end(ap);
+    return n < 0 ? -1 : execve(path, argv, envp);
+}
+
+/* ---- the ways out ---------------------------------------------------------- */
+
+SP_EXPORT void exit(int status)
+{
+    static void (*real)(int);
+    if (!real)
+        real = (void (*)(int))sp_real("exit");
+    sp_core_note_exit_status(status);
+    real(status);
+    __builtin_unreachable();
+}
+
+SP_EXPORT void _exit(int status)
+{
+    static void (*real)(int);
+    if (!real)
+        real = (void (*)(int))sp_real("_exit");
+    sp_core_shutdown(status);
+    real(status);
+    __builtin_unreachable();
+}
+
+SP_EXPORT void _Exit(int status)
+{
+    static void (*real)(int);
+    if (!real)
+        real = (void (*)(int))sp_real("_Exit");
+    sp_core_shutdown(status);
+    real(status);
+    __builtin_unreachable();
+}

@@ -1,0 +1,180 @@
+/*
+ * io_story.c - small jobs that do what real training jobs do to their
+ * process tree and their input, for the input-side tests to run under the
+ * preload.  Each story prints what it did (pids, counts) as "key value"
+ * lines so the driver can compare the trace against it.
+ *
+ *   threads T N FILE    T threads each read FILE N times, one byte a call
+ *   forkbusy K N FILE   threads keep reading while the main thread forks K
+ *                       children; each child reads N times and _exits
+ *   exec N FILE PROG... read N times, then execve PROG with an environment
+ *                       that has no LD_PRELOAD
+ *   exit N FILE         a child reads N times and leaves through _exit(3)
+ *   sigterm N FILE      a child reads N times, then is killed by SIGTERM
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_THREADS 256
+#define BUSY_THREADS 8
+
+extern char **environ;
+
+static const char *g_file;
+static int g_reads;
+static atomic_int g_stop;
+
+static int read_n_times(const char *file, int n)
+{
+    int fd = open(file, O_RDONLY);
+    if (fd < 0) {
+        perror(file);
+        return -1;
+    }
+    char c;
+    int ok = 0;
+    for (int i = 0; i < n; i++)
+        ok += read(fd, &c, 1) == 1;
+    close(fd);
+    return ok;
+}
+
+static void *reader_thread(void *arg)
+{
+    (void)arg;
+    read_n_times(g_file, g_reads);
+    return NULL;
+}
+
+static int story_threads(int nthreads, int n, const char *file)
+{
+    pthread_t th[MAX_THREADS];
+    g_file = file;
+    g_reads = n;
+    if (nthreads > MAX_THREADS)
+        return 2;
+    for (int i = 0; i < nthreads; i++)
+        pthread_create(&th[i], NULL, reader_thread, NULL);
+    for (int i = 0; i < nthreads; i++)
+        pthread_join(th[i], NULL);
+    printf("reads %d\n", nthreads * n);
+    return 0;
+}
+
+static void *busy_thread(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&g_stop))
+        read_n_times(g_file, 16);
+    return NULL;
+}
+
+static int story_forkbusy(int kids, int n, const char *file)
+{
+    pthread_t th[BUSY_THREADS];
+    g_file = file;
+    for (int i = 0; i < BUSY_THREADS; i++)
+        pthread_create(&th[i], NULL, busy_thread, NULL);
+    printf("parent %d\n", (int)getpid());
+    for (int k = 0; k < kids; k++) {
+        pid_t pid = fork();
+        if (pid == 0)
+            _exit(read_n_times(file, n) == n ? 0 : 1);
+        printf("child %d\n", (int)pid);
+    }
+    int failed = 0;
+    for (int k = 0; k < kids; k++) {
+        int st;
+        if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            failed++;
+    }
+    atomic_store(&g_stop, 1);
+    for (int i = 0; i < BUSY_THREADS; i++)
+        pthread_join(th[i], NULL);
+    printf("failed %d\n", failed);
+    return failed != 0;
+}
+
+/* The environment minus LD_PRELOAD, as `env -u LD_PRELOAD` would pass. */
+static char **environ_without_preload(void)
+{
+    int n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc((size_t)n + 1, sizeof *env);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0)
+            env[k++] = environ[i];
+    return env;
+}
+
+static int story_exec(int n, const char *file, char **prog)
+{
+    printf("reads %d\npid %d\n", read_n_times(file, n), (int)getpid());
+    fflush(stdout);
+    execve(prog[0], prog, environ_without_preload());
+    perror(prog[0]);
+    return 1;
+}
+
+static int story_exit(int n, const char *file)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        read_n_times(file, n);
+        _exit(3);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    printf("child %d\nstatus %d\n", (int)pid, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    return 0;
+}
+
+static int story_sigterm(int n, const char *file)
+{
+    int ready[2];
+    if (pipe(ready) != 0)
+        return 1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        read_n_times(file, n);
+        if (write(ready[1], "r", 1) != 1)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    char c;
+    if (read(ready[0], &c, 1) != 1)
+        return 1;
+    kill(pid, SIGTERM);
+    int st;
+    waitpid(pid, &st, 0);
+    printf("child %d\nsignal %d\n", (int)pid, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc >= 5 && strcmp(argv[1], "threads") == 0)
+        return story_threads(atoi(argv[2]), atoi(argv[3]), argv[4]);
+    if (argc >= 5 && strcmp(argv[1], "forkbusy") == 0)
+        return story_forkbusy(atoi(argv[2]), atoi(argv[3]), argv[4]);
+    if (argc >= 5 && strcmp(argv[1], "exec") == 0)
+        return story_exec(atoi(argv[2]), argv[3], argv + 4);
+    if (argc >= 4 && strcmp(argv[1], "exit") == 0)
+        return story_exit(atoi(argv[2]), argv[3]);
+    if (argc >= 4 && strcmp(argv[1], "sigterm") == 0)
+        return story_sigterm(atoi(argv[2]), argv[3]);
+    fprintf(stderr, "usage: io_story threads|forkbusy|exec|exit|sigterm ...\n");
+    return 2;
+}

@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""Input-side user stories, run under LD_PRELOAD=libscaleprof.so.
+
+Each story runs a small job the way a user would (a PyTorch DataLoader, a
+threaded reader, a forking or exec'ing launcher, a child killed by SIGTERM,
+a job pointed at a directory it cannot write), then reads the traces with
+trace_sum and checks what the user would check.  Usage: stories.py STORY.
+
+Paths come from meson through the environment: SCALEPROF_LIB, TRACE_SUM,
+IO_STORY, ERRNO_CHECK, FORTIFIED, DATALOADER_JOB.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+LIB = os.environ["SCALEPROF_LIB"]
+TRACE_SUM = os.environ["TRACE_SUM"]
+STORY_TIMEOUT_S = 40
+SKIP = 77
+
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def run(cmd, tracedir=None, env_extra=None, timeout=STORY_TIMEOUT_S):
+    """Run cmd, under the preload when tracedir is given."""
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    if tracedir is not None:
+        env["LD_PRELOAD"] = LIB
+        env["SCALEPROF_DIR"] = tracedir
+    env.update(env_extra or {})
+    try:
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        check(False, f"{cmd[0]} finished within {timeout} s (a deadlock?)")
+        finish()
+
+
+def traces(tracedir, events=False):
+    cmd = [TRACE_SUM] + (["--events"] if events else []) + [tracedir]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=STORY_TIMEOUT_S)
+    if out.returncode != 0:
+        check(False, "trace_sum reads every trace: " + out.stderr.strip())
+    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+def keyvals(text):
+    """'key value' lines printed by the jobs, repeated keys as lists."""
+    kv = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 2:
+            kv.setdefault(parts[0], []).append(parts[1])
+    return kv
+
+
+def finish():
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        sys.exit(1)
+    sys.exit(0)
+
+
+def make_file(path, size):
+    with open(path, "wb") as f:
+        f.write(os.urandom(size))
+    return path
+
+
+def by_pid(ts, pid):
+    return [t for t in ts if t["pid"] == pid]
+
+
+# ---- stories -----------------------------------------------------------------
+
+
+def story_threads(tmp):
+    """64 threads reading at once: every read is in the trace, none lost."""
+    nthreads, nreads = 64, 200
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    r = run([os.environ["IO_STORY"], "threads", str(nthreads), str(nreads), data], os.path.join(tmp, "t"))
+    check(r.returncode == 0, "the threaded job succeeds")
+    ts = traces(os.path.join(tmp, "t"))
+    check(len(ts) == 1, f"one trace for one process (got {len(ts)})")
+    t = ts[0]
+    check(t["read_calls"].get(data) == nthreads * nreads,
+          f"{nthreads}x{nreads} reads recorded (got {t['read_calls'].get(data)})")
+    check(t["read_bytes"].get(data) == nthreads * nreads, "one byte per read")
+    check(t["dropped"] == 0, "no event dropped")
+    check(t["closed"] == 1, "the trace was closed at exit")
+
+
+def story_forkbusy(tmp):
+    """fork while other threads record: children record too, no deadlock."""
+    kids, nreads = 10, 50
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    r = run([os.environ["IO_STORY"], "forkbusy", str(kids), str(nreads), data], os.path.join(tmp, "t"))
+    check(r.returncode == 0, "every forked child finished cleanly: " + r.stdout.replace("\n", " "))
+    kv = keyvals(r.stdout)
+    parent = int(kv["parent"][0])
+    children = [int(p) for p in kv.get("child", [])]
+    ts = traces(os.path.join(tmp, "t"))
+    ptrace = by_pid(ts, parent)
+    check(len(ptrace) == 1, "the parent has its trace")
+    forks = {p[1] for p in ptrace[0]["proc"] if p[0] == "fork"} if ptrace else set()
+    check(forks == set(children), "the parent recorded a fork event per child, with its pid")
+    for c in children:
+        ct = by_pid(ts, c)
+        check(len(ct) == 1 and ct[0]["ppid"] == parent, f"child {c} has one trace naming its parent")
+        if ct:
+            check(ct[0]["read_calls"].get(data) == nreads, f"child {c} recorded its {nreads} reads")
+            check(ct[0]["closed"] == 1, f"child {c} closed its trace on _exit")
+
+
+def story_exec(tmp):
+    """exec of a program without the preload in its environment."""
+    nreads, later = 20, 5
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    story = os.environ["IO_STORY"]
+    cmd = [story, "exec", str(nreads), data, story, "threads", "1", str(later), data]
+    r = run(cmd, os.path.join(tmp, "t"))
+    check(r.returncode == 0 and f"reads {later}" in r.stdout, "the exec'd program ran to completion")
+    pid = int(keyvals(r.stdout)["pid"][0])
+    ts = sorted(by_pid(traces(os.path.join(tmp, "t")), pid), key=lambda t: t["file"])
+    check(len(ts) == 2, f"the pid has two traces, before and after exec (got {len(ts)})")
+    before = [t for t in ts if t["read_calls"].get(data) == nreads]
+    check(len(before) == 1, f"the trace before exec has all {nreads} reads")
+    if before:
+        check(before[0]["closed"] == 1, "it was closed before the exec")
+        check(any(p[0] == "exec" and p[3] == story for p in before[0]["proc"]), "it names the program exec'd")
+    after = [t for t in ts if t["read_calls"].get(data) == later]
+    check(len(after) == 1, "the tree stays profiled: the new program, whose envp lacked LD_PRELOAD, is traced")
+
+    r = run(cmd, os.path.join(tmp, "u"), {"SCALEPROF_FOLLOW": "0"})
+    check(r.returncode == 0 and f"reads {later}" in r.stdout, "with SCALEPROF_FOLLOW=0 the program runs too")
+    pid = int(keyvals(r.stdout)["pid"][0])
+    ts = by_pid(traces(os.path.join(tmp, "u")), pid)
+    check(len(ts) == 1 and ts[0]["read_calls"].get(data) == nreads,
+          "... and only the traced part is recorded, complete")
+
+
+def story_exit(tmp):
+    """A child leaving through _exit() loses nothing."""
+    nreads = 100
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    r = run([os.environ["IO_STORY"], "exit", str(nreads), data], os.path.join(tmp, "t"))
+    kv = keyvals(r.stdout)
+    check(kv.get("status") == ["3"], "the child's exit status is untouched")
+    ct = by_pid(traces(os.path.join(tmp, "t")), int(kv["child"][0]))
+    check(len(ct) == 1 and ct[0]["read_calls"].get(data) == nreads, f"all {nreads} reads of the child are there")
+    if ct:
+        check(["exit", int(kv["child"][0]), 3, ""] in ct[0]["proc"], "its exit event carries status 3")
+        check(ct[0]["closed"] == 1, "its trace was closed")
+
+
+def story_sigterm(tmp):
+    """A child killed by SIGTERM (no handler installed) loses nothing."""
+    nreads = 100
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    r = run([os.environ["IO_STORY"], "sigterm", str(nreads), data], os.path.join(tmp, "t"))
+    kv = keyvals(r.stdout)
+    check(kv.get("signal") == ["15"], "the child died of SIGTERM, as without the preload")
+    ct = by_pid(traces(os.path.join(tmp, "t")), int(kv["child"][0]))
+    check(len(ct) == 1, "the killed child left a trace")
+    if ct:
+        check(ct[0]["read_calls"].get(data) == nreads, f"all {nreads} reads survive the kill "
+              f"(got {ct[0]['read_calls'].get(data)})")
+        check(ct[0]["closed"] == 0, "the trace shows it was never closed")
+
+
+def story_unwritable(tmp):
+    """SCALEPROF_DIR unwritable: one line on stderr, the job unchanged."""
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    not_a_dir = make_file(os.path.join(tmp, "file"), 1)
+    cmd = [os.environ["IO_STORY"], "threads", "4", "10", data]
+    plain = run(cmd)
+    traced = run(cmd, os.path.join(not_a_dir, "traces"))
+    check(traced.returncode == plain.returncode, "same exit code")
+    check(traced.stdout == plain.stdout, "same output")
+    lines = traced.stderr.splitlines()
+    check(len(lines) == 1 and lines[0].startswith("scaleprof: ") and "job continues" in lines[0],
+          f"exactly one line on stderr: {lines}")
+
+
+def events_of(t, op):
+    return [e for e in t["io"] if e[0] == op]
+
+
+def story_errno(tmp):
+    """Return values, errno and partial reads are those of libc."""
+    scratch_a, scratch_b = os.path.join(tmp, "a"), os.path.join(tmp, "b")
+    os.mkdir(scratch_a)
+    os.mkdir(scratch_b)
+    plain = run([os.environ["ERRNO_CHECK"], scratch_a])
+    traced = run([os.environ["ERRNO_CHECK"], scratch_b], os.path.join(tmp, "t"))
+    check(plain.returncode == 0 and traced.returncode == 0, "both runs succeed")
+    check(plain.stdout.replace(scratch_a, "") == traced.stdout.replace(scratch_b, ""),
+          "identical results with and without the preload")
+    if plain.stdout.replace(scratch_a, "") != traced.stdout.replace(scratch_b, ""):
+        for a, b in zip(plain.stdout.splitlines(), traced.stdout.splitlines()):
+            if a != b:
+                print(f"   plain:  {a}\n   traced: {b}")
+    ts = traces(os.path.join(tmp, "t"), events=True)
+    check(len(ts) == 1, "one trace")
+    if not ts:
+        return
+    t = ts[0]
+    content = os.path.join(scratch_b, "content.txt")
+    missing = os.path.join(scratch_b, "no/such/file")
+    reads = events_of(t, "read")
+    opens = events_of(t, "open")
+    ENOENT, EINTR, EAGAIN, EBADF, ENOTSOCK = 2, 4, 11, 9, 88
+    FD_PIPE, FD_SOCKET = 2, 3
+    check(sum(1 for e in opens if e[3] == missing and e[4] == -1 and e[6] == ENOENT) == 7,
+          "the seven failed opens (open, open64, openat, __open64_2, __openat64_2, creat, creat64) "
+          "are recorded with ENOENT and the path")
+    check(any(e[3] == content and e[4] == 6 and e[5] == 64 for e in reads),
+          "the short read at end of file: 6 bytes of 64 asked")
+    check(any(e[3] == content and e[4] == 0 for e in reads), "the read at end of file returned 0")
+    check(any(e[4] == -1 and e[6] == EINTR for e in reads), "the interrupted read: EINTR")
+    check(any(e[4] == -1 and e[6] == EAGAIN and e[2] == FD_PIPE for e in reads), "the empty non-blocking pipe: EAGAIN")
+    check(any(e[4] == -1 and e[6] == EBADF for e in reads), "the bad fd: EBADF")
+    check(any(e[3] == content and e[4] == 9 and e[5] == 9 for e in events_of(t, "readv")), "the scatter read")
+    check(len(events_of(t, "preadv")) == 4, "preadv, preadv64, preadv2, preadv64v2")
+    check(len(events_of(t, "pread")) == 5, "pread, pread64, __pread_chk, __pread64_chk and a bad one")
+    check(any(e[3] == content and e[4] == 6 for e in events_of(t, "fread")), "fread's short read: 6 bytes")
+    check(len(events_of(t, "fread")) == 5, "fread, fread_unlocked, __fread_chk")
+    check(any(e[6] == ENOTSOCK for e in events_of(t, "recv")), "recv on a pipe: ENOTSOCK")
+    check(len(events_of(t, "recv")) == 5, "recv, recvfrom, recvmsg")
+    check(any(e[3] == content for e in events_of(t, "mmap")), "the file mapping")
+    writes = events_of(t, "write")
+    check(len(writes) == 2 and {e[2] for e in writes} == {FD_PIPE, FD_SOCKET}, "writes to a pipe and a socket, nothing else")
+    check(t["types"].get("wait") == 8, f"eight poll-family waits (got {t['types'].get('wait')})")
+    check(any(e[3] == content and e[4] == 1 for e in reads), "a read through a dup2'd fd keeps the path")
+
+
+def story_fortified(tmp):
+    """A binary built with -D_FORTIFY_SOURCE=2 is recorded."""
+    exe = os.environ["FORTIFIED"]
+    nm = shutil.which("nm")
+    if nm:
+        syms = subprocess.run([nm, "-D", exe], capture_output=True, text=True).stdout
+        check("__read_chk" in syms, "the binary calls __read_chk, not read")
+    data = make_file(os.path.join(tmp, "data.bin"), 1000)
+    r = run([exe, data, "48"], os.path.join(tmp, "t"))
+    kv = keyvals(r.stdout)
+    check(kv.get("bytes") == ["1000"], "it read the file")
+    calls = int(r.stdout.split()[3])
+    ts = traces(os.path.join(tmp, "t"))
+    check(len(ts) == 1 and ts[0]["read_bytes"].get(data) == 1000, "the trace has its 1000 bytes, with the path")
+    if ts:
+        check(ts[0]["read_calls"].get(data) == calls, f"and each of its {calls} reads")
+
+
+def torch_python():
+    """A Python that has torch: $TORCH_PYTHON, this one, or the system's."""
+    candidates = [os.environ.get("TORCH_PYTHON"), sys.executable, "/usr/bin/python3"]
+    for py in filter(None, candidates):
+        if shutil.which(py) and subprocess.run([py, "-c", "import torch"], capture_output=True).returncode == 0:
+            return py
+    return None
+
+
+def dataloader_run(tmp, name, dataset, delay):
+    tracedir = os.path.join(tmp, name)
+    r = run([torch_python(), os.environ["DATALOADER_JOB"], dataset, str(delay)], tracedir, timeout=90)
+    check(r.returncode == 0, f"the {name} training loop runs: {r.stderr[-500:]}")
+    pid = int(keyvals(r.stdout)["main"][0])
+    return pid, traces(tracedir)
+
+
+def story_dataloader(tmp):
+    """A PyTorch DataLoader with 4 workers: the workers' traces hold exactly
+    the dataset's bytes, and slow workers show up as the main process
+    waiting longer."""
+    if not torch_python():
+        print("SKIP: no python3 here can import torch")
+        sys.exit(SKIP)
+    nfiles, workers, delay = 64, 4, 0.05
+    dataset = os.path.join(tmp, "dataset")
+    os.mkdir(dataset)
+    sizes = {}
+    for i in range(nfiles):
+        path = make_file(os.path.join(dataset, f"sample{i:03d}.bin"), 1000 + 997 * i)
+        sizes[path] = 1000 + 997 * i
+    waits = {}
+    for name, d in (("fast", 0.0), ("slow", delay)):
+        main, ts = dataloader_run(tmp, name, dataset, d)
+        kids = [t for t in ts if t["ppid"] == main]
+        check(len(kids) == workers, f"{name}: one trace per worker, naming the main process (got {len(kids)})")
+        per_path = {}
+        for t in kids:
+            for p, b in t["read_bytes"].items():
+                if p in sizes:
+                    per_path[p] = per_path.get(p, 0) + b
+        check(per_path == sizes, f"{name}: the workers read exactly each file's size, once")
+        total = sum(per_path.values())
+        check(total == sum(sizes.values()), f"{name}: {total} bytes read = the dataset's {sum(sizes.values())}")
+        mt = by_pid(ts, main)
+        check(len(mt) == 1, f"{name}: the main process has its trace")
+        waits[name] = mt[0]["input_wait_ns"] / 1e9 if mt else 0.0
+        print(f"     {name}: main process waited {waits[name]:.3f} s on its workers")
+    expected = delay * nfiles / workers
+    grew = waits["slow"] - waits["fast"]
+    check(0.6 * expected <= grew <= 2.5 * expected + 0.5,
+          f"slow workers add about {expected:.2f} s of waiting (measured {grew:.2f} s)")
+
+
+STORIES = {name[6:]: fn for name, fn in globals().items() if name.startswith("story_")}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in STORIES:
+        print("usage: stories.py " + "|".join(STORIES))
+        sys.exit(2)
+    print(STORIES[sys.argv[1]].__doc__.strip())
+    with tempfile.TemporaryDirectory(prefix="scaleprof-io-") as tmp:
+        STORIES[sys.argv[1]](tmp)
+    finish()

@@ -1,2 +1,624 @@
-/* reader.c: being written */
+/*
+ * reader.c - the streaming trace reader.
+ *
+ * Reading order: the frames, from frames_offset to the end of the file,
+ * then the chunks a process left in its slots (it was killed, or is still
+ * running) whose chunk id no intact frame carried.  Within a chunk events
+ * come in their thread's order.
+ *
+ * Trust nothing: every offset and size in the file is checked against the
+ * file's size and against fixed limits before it is used, and data is read
+ * with pread into buffers this reader owns (never mmap, which would fault
+ * past the end of a file truncated under us).  Memory is one slot's worth
+ * of chunk and compressed buffer, the strings arena, and one record per
+ * slot that held a chunk at open time - never proportional to the number
+ * of events.
+ *
+ * Damage is skipped, counted and described, never fatal after open:
+ *   - a frame header whose CRC fails: scan forward byte by byte for the next
+ *     frame magic whose header CRC holds, and say how many bytes were lost;
+ *   - a payload whose CRC fails, or that does not decompress to the size
+ *     its header claims: skip exactly that frame (its header is trusted);
+ *   - a frame cut short by the end of the file: stop reading frames (the
+ *     chunk usually survives in its slot, which is read next);
+ *   - a malformed event inside a chunk: the rest of that chunk is skipped.
+ * Event types this reader does not know (added by a newer writer) are
+ * skipped silently, as the format's compatibility rules promise.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
 #include "sprof.h"
+
+#define SP_MIN_SLOT_SIZE 1024u
+#define SP_MAX_SLOT_SIZE (64u * 1024u * 1024u)
+#define SP_MAX_SLOT_COUNT 65536u
+#define SP_MAX_STRINGS_SIZE (1ull << 31)
+#define SP_MAX_HEADER_SIZE (1u << 20)
+#define SP_FRAME_HCRC_BYTES 28u
+#define SP_TLV_HEAD 8u
+#define SP_TLV_ALIGN 8u
+#define DIAG_MAX 65536u   /* bytes of diagnostics kept; later ones counted */
+#define SCAN_WINDOW 65536u /* bytes read at a time while resynchronising */
+
+enum phase { PHASE_FRAMES, PHASE_SLOTS, PHASE_DONE };
+
+/* A chunk found in a slot at open, recovered unless a frame carried it. */
+struct slot_chunk {
+    uint64_t chunk_id;
+    uint32_t slot;
+    uint32_t seen;
+};
+
+struct sp_reader {
+    int fd;
+    uint64_t file_size;
+    struct sp_file_info info;
+    uint32_t slot_cap; /* event bytes a slot holds */
+
+    uint8_t *strings;
+    uint64_t strings_len;
+
+    struct slot_chunk *chunks; /* sorted by chunk_id */
+    uint32_t nchunks, next_chunk;
+
+    enum phase phase;
+    uint64_t pos; /* next frame's offset */
+    int truncation_noted;
+
+    uint8_t *chunk; /* the chunk being streamed */
+    size_t chunk_len, chunk_pos;
+    uint64_t chunk_id, prev_t;
+    uint32_t tid;
+    int chunk_from_slot;
+
+    uint8_t *cbuf;
+    size_t cbuf_cap;
+    ZSTD_DCtx *dctx;
+
+    char *diag;
+    size_t diag_len;
+    uint64_t diag_lost;
+    struct sp_reader_stats stats;
+};
+
+/* ---- small helpers ------------------------------------------------------- */
+
+static int read_at(const struct sp_reader *r, void *buf, size_t len, uint64_t off)
+{
+    if (off > r->file_size || len > r->file_size - off)
+        return -1;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pread(r->fd, (uint8_t *)buf + done, len - done, (off_t)(off + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        done += (size_t)n;
+    }
+    return 0;
+}
+
+static void add_diag(struct sp_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_diag(struct sp_reader *r, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    size_t len = strlen(line);
+    if (r->diag_len + len + 2 > DIAG_MAX) {
+        r->diag_lost++;
+        return;
+    }
+    memcpy(r->diag + r->diag_len, line, len);
+    r->diag_len += len;
+    r->diag[r->diag_len++] = '\n';
+    r->diag[r->diag_len] = 0;
+}
+
+/* ---- header and TLVs ------------------------------------------------------- */
+
+static int check_magic(const struct sp_file_header *h, uint64_t size)
+{
+    if (size < sizeof h->magic || memcmp(h->magic, SP_MAGIC, sizeof h->magic))
+        return SP_E_MAGIC;
+    if (size < SP_HEADER_SIZE)
+        return SP_E_TRUNCATED;
+    if (h->version == 0)
+        return SP_E_CORRUPT;
+    if (h->version > SP_VERSION)
+        return SP_E_VERSION;
+    return 0;
+}
+
+/* The regions must be in order, within fixed limits, and not overlap. */
+static int check_layout(const struct sp_file_header *h)
+{
+    if (h->header_size < sizeof *h || h->header_size > SP_MAX_HEADER_SIZE)
+        return SP_E_CORRUPT;
+    if (h->strings_offset < h->header_size || h->strings_offset > UINT64_MAX / 4 ||
+        h->strings_size > SP_MAX_STRINGS_SIZE)
+        return SP_E_CORRUPT;
+    if (h->slots_offset < h->strings_offset + h->strings_size)
+        return SP_E_CORRUPT;
+    if (h->slot_size < SP_MIN_SLOT_SIZE || h->slot_size > SP_MAX_SLOT_SIZE ||
+        h->slot_count > SP_MAX_SLOT_COUNT)
+        return SP_E_CORRUPT;
+    if (h->slots_offset > UINT64_MAX / 4 ||
+        h->frames_offset < h->slots_offset + (uint64_t)h->slot_size * h->slot_count)
+        return SP_E_CORRUPT;
+    return 0;
+}
+
+static void copy_text(char *dst, size_t cap, const uint8_t *src, uint32_t len, char sep)
+{
+    size_t n = len < cap - 1 ? len : cap - 1;
+    for (size_t i = 0; i < n; i++)
+        dst[i] = src[i] ? (char)src[i] : sep;
+    /* A trailing separator from a final NUL is noise. */
+    while (n > 0 && dst[n - 1] == sep && sep != 0)
+        n--;
+    dst[n] = 0;
+}
+
+static void parse_tlvs(struct sp_reader *r, const uint8_t *page, size_t page_len)
+{
+    struct sp_file_info *in = &r->info;
+    size_t at = sizeof(struct sp_file_header);
+    size_t end = at + r->info.hdr.tlv_size;
+    if (end > page_len)
+        end = page_len;
+    while (at + SP_TLV_HEAD <= end) {
+        uint16_t id;
+        uint32_t len;
+        memcpy(&id, page + at, 2);
+        memcpy(&len, page + at + 4, 4);
+        if (id == 0 || len > end - at - SP_TLV_HEAD)
+            break;
+        const uint8_t *v = page + at + SP_TLV_HEAD;
+        switch (id) {
+        case SP_TLV_HOST: copy_text(in->host, sizeof in->host, v, len, 0); break;
+        case SP_TLV_EXE: copy_text(in->exe, sizeof in->exe, v, len, 0); break;
+        case SP_TLV_ARGV: copy_text(in->argv, sizeof in->argv, v, len, ' '); break;
+        case SP_TLV_SOURCE: copy_text(in->source, sizeof in->source, v, len, 0); break;
+        case SP_TLV_CUDA_DEVICES:
+            copy_text(in->cuda_devices, sizeof in->cuda_devices, v, len, 0);
+            break;
+        default: break; /* unknown feature: skip */
+        }
+        at += (SP_TLV_HEAD + (size_t)len + SP_TLV_ALIGN - 1) / SP_TLV_ALIGN * SP_TLV_ALIGN;
+    }
+}
+
+static int read_header(struct sp_reader *r)
+{
+    uint8_t page[SP_HEADER_SIZE] = {0};
+    size_t n = r->file_size < SP_HEADER_SIZE ? (size_t)r->file_size : SP_HEADER_SIZE;
+    if (read_at(r, page, n, 0) < 0)
+        return SP_E_IO;
+    struct sp_file_header *h = &r->info.hdr;
+    memcpy(h, page, sizeof *h);
+    int rc = check_magic(h, r->file_size);
+    if (rc == 0)
+        rc = check_layout(h);
+    if (rc < 0)
+        return rc;
+    if (h->tlv_size > SP_HEADER_SIZE - sizeof *h)
+        h->tlv_size = SP_HEADER_SIZE - sizeof *h;
+    parse_tlvs(r, page, sizeof page);
+    r->info.closed = (h->flags & SP_FLAG_CLOSED) != 0;
+    r->slot_cap = h->slot_size - (uint32_t)sizeof(struct sp_slot_header);
+    return 0;
+}
+
+/* The arena is read once; strings written after this are not seen. */
+static int read_strings(struct sp_reader *r)
+{
+    const struct sp_file_header *h = &r->info.hdr;
+    uint64_t len = h->strings_used < h->strings_size ? h->strings_used : h->strings_size;
+    if (h->strings_offset >= r->file_size)
+        len = 0;
+    else if (len > r->file_size - h->strings_offset)
+        len = r->file_size - h->strings_offset;
+    r->strings = calloc(1, len + 1);
+    if (!r->strings)
+        return SP_E_NOMEM;
+    if (len && read_at(r, r->strings, len, h->strings_offset) < 0)
+        return SP_E_IO;
+    r->strings_len = len;
+    return 0;
+}
+
+const char *sp_reader_string(const struct sp_reader *r, uint64_t id)
+{
+    if (!r || id == 0 || id > r->strings_len)
+        return "";
+    uint64_t off = id - 1;
+    uint32_t len;
+    if (off + sizeof len > r->strings_len)
+        return "";
+    memcpy(&len, r->strings + off, sizeof len);
+    uint64_t body = off + sizeof len;
+    if (len == 0 || len > r->strings_len - body || r->strings[body + len - 1] != 0)
+        return "";
+    return (const char *)r->strings + body;
+}
+
+/* ---- slot chunks ------------------------------------------------------------- */
+
+static uint64_t slot_offset(const struct sp_reader *r, uint32_t i)
+{
+    return r->info.hdr.slots_offset + (uint64_t)i * r->info.hdr.slot_size;
+}
+
+static int holds_chunk(const struct sp_slot_header *s)
+{
+    return s->magic == SP_SLOT_MAGIC && s->chunk_id != 0 && s->used != 0 &&
+           (s->state == SP_SLOT_ACTIVE || s->state == SP_SLOT_FULL ||
+            s->state == SP_SLOT_FLUSHING);
+}
+
+static int by_chunk_id(const void *a, const void *b)
+{
+    const struct slot_chunk *x = a, *y = b;
+    return x->chunk_id < y->chunk_id ? -1 : x->chunk_id > y->chunk_id;
+}
+
+static int scan_slots(struct sp_reader *r)
+{
+    uint32_t count = r->info.hdr.slot_count;
+    r->chunks = calloc(count ? count : 1, sizeof *r->chunks);
+    if (!r->chunks)
+        return SP_E_NOMEM;
+    for (uint32_t i = 0; i < count; i++) {
+        struct sp_slot_header s;
+        if (read_at(r, &s, sizeof s, slot_offset(r, i)) < 0) {
+            add_diag(r, "slots from %u on lie past the end of the file (%llu bytes): "
+                        "file truncated", i, (unsigned long long)r->file_size);
+            break;
+        }
+        if (holds_chunk(&s))
+            r->chunks[r->nchunks++] = (struct slot_chunk){s.chunk_id, i, 0};
+    }
+    qsort(r->chunks, r->nchunks, sizeof *r->chunks, by_chunk_id);
+    return 0;
+}
+
+static void mark_seen(struct sp_reader *r, uint64_t chunk_id)
+{
+    struct slot_chunk key = {chunk_id, 0, 0};
+    struct slot_chunk *c = bsearch(&key, r->chunks, r->nchunks, sizeof key, by_chunk_id);
+    if (!c)
+        return;
+    /* Duplicate ids (damage) sit next to each other: mark them all. */
+    while (c > r->chunks && c[-1].chunk_id == chunk_id)
+        c--;
+    for (; c < r->chunks + r->nchunks && c->chunk_id == chunk_id; c++)
+        c->seen = 1;
+}
+
+static void start_chunk(struct sp_reader *r, size_t len, uint64_t id, uint32_t tid, int from_slot)
+{
+    r->chunk_len = len;
+    r->chunk_pos = 0;
+    r->chunk_id = id;
+    r->tid = tid;
+    r->prev_t = 0;
+    r->chunk_from_slot = from_slot;
+}
+
+/* Loads the next slot chunk no frame carried; 0 when there is none. */
+static int load_next_slot(struct sp_reader *r)
+{
+    while (r->next_chunk < r->nchunks) {
+        struct slot_chunk *c = &r->chunks[r->next_chunk++];
+        if (c->seen)
+            continue;
+        struct sp_slot_header s;
+        uint64_t off = slot_offset(r, c->slot);
+        if (read_at(r, &s, sizeof s, off) < 0 || !holds_chunk(&s) || s.chunk_id != c->chunk_id)
+            continue; /* a live writer moved on since open */
+        size_t used = s.used < r->slot_cap ? s.used : r->slot_cap;
+        if (read_at(r, r->chunk, used, off + sizeof s) < 0) {
+            add_diag(r, "slot %u (chunk %llu): data past the end of the file", c->slot,
+                     (unsigned long long)c->chunk_id);
+            continue;
+        }
+        r->stats.slots_recovered++;
+        start_chunk(r, used, s.chunk_id, s.tid, 1);
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- frames -------------------------------------------------------------------- */
+
+static int frame_header_ok(const struct sp_reader *r, const struct sp_frame_header *fh)
+{
+    return fh->magic == SP_FRAME_MAGIC &&
+           fh->hcrc == sp_crc32c(0, fh, SP_FRAME_HCRC_BYTES) && fh->usize != 0 &&
+           fh->usize <= r->slot_cap && fh->csize != 0 && fh->csize <= r->cbuf_cap;
+}
+
+/* Finds the next offset >= from holding a valid frame header, or the end
+ * of the file.  Bounded: reads SCAN_WINDOW bytes at a time. */
+static uint64_t resync(struct sp_reader *r, uint64_t from)
+{
+    const uint32_t magic = SP_FRAME_MAGIC;
+    uint8_t *win = r->cbuf; /* free while scanning */
+    size_t win_cap = r->cbuf_cap < SCAN_WINDOW ? r->cbuf_cap : SCAN_WINDOW;
+    while (from + sizeof(struct sp_frame_header) <= r->file_size) {
+        uint64_t left = r->file_size - from;
+        size_t n = left < win_cap ? (size_t)left : win_cap;
+        if (read_at(r, win, n, from) < 0)
+            break;
+        for (size_t i = 0; i + sizeof magic <= n; i++) {
+            if (memcmp(win + i, &magic, sizeof magic))
+                continue;
+            struct sp_frame_header fh;
+            if (read_at(r, &fh, sizeof fh, from + i) == 0 && frame_header_ok(r, &fh))
+                return from + i;
+        }
+        if (n <= sizeof magic)
+            break;
+        from += n - (sizeof magic - 1); /* overlap: a magic across windows */
+    }
+    return r->file_size;
+}
+
+static void skip_damage(struct sp_reader *r, uint64_t at, const char *why)
+{
+    uint64_t next = resync(r, at + 1);
+    r->stats.bytes_skipped += next - at;
+    r->stats.frames_bad++;
+    add_diag(r, "frame at offset %llu: %s, skipped %llu bytes", (unsigned long long)at, why,
+             (unsigned long long)(next - at));
+    r->pos = next;
+}
+
+static int decompress_frame(struct sp_reader *r, const struct sp_frame_header *fh)
+{
+    size_t n = ZSTD_decompressDCtx(r->dctx, r->chunk, r->slot_cap, r->cbuf, fh->csize);
+    return !ZSTD_isError(n) && n == fh->usize;
+}
+
+/* Loads the next intact frame into r->chunk; 0 when frames are over. */
+static int load_next_frame(struct sp_reader *r)
+{
+    const size_t hsize = sizeof(struct sp_frame_header);
+    while (r->pos < r->file_size) {
+        uint64_t at = r->pos;
+        struct sp_frame_header fh;
+        if (r->file_size - at < hsize) {
+            r->stats.bytes_skipped += r->file_size - at;
+            add_diag(r, "frame at offset %llu: truncated header (%llu bytes), skipped",
+                     (unsigned long long)at, (unsigned long long)(r->file_size - at));
+            r->pos = r->file_size;
+            break;
+        }
+        if (read_at(r, &fh, hsize, at) < 0 || !frame_header_ok(r, &fh)) {
+            skip_damage(r, at, "bad header");
+            continue;
+        }
+        uint64_t end = at + hsize + fh.csize;
+        if (end > r->file_size) {
+            r->stats.bytes_skipped += r->file_size - at;
+            r->stats.frames_bad++;
+            add_diag(r, "frame at offset %llu: truncated (needs %llu bytes, file ends at %llu), skipped",
+                     (unsigned long long)at, (unsigned long long)end,
+                     (unsigned long long)r->file_size);
+            r->pos = r->file_size;
+            break;
+        }
+        r->pos = end;
+        if (read_at(r, r->cbuf, fh.csize, at + hsize) < 0 ||
+            sp_crc32c(0, r->cbuf, fh.csize) != fh.crc) {
+            r->stats.frames_bad++;
+            r->stats.bytes_skipped += end - at;
+            add_diag(r, "frame at offset %llu (chunk %llu): checksum mismatch, skipped %llu bytes",
+                     (unsigned long long)at, (unsigned long long)fh.chunk_id,
+                     (unsigned long long)(end - at));
+            continue;
+        }
+        if (!decompress_frame(r, &fh)) {
+            r->stats.frames_bad++;
+            r->stats.bytes_skipped += end - at;
+            add_diag(r, "frame at offset %llu (chunk %llu): does not decompress, skipped",
+                     (unsigned long long)at, (unsigned long long)fh.chunk_id);
+            continue;
+        }
+        r->stats.frames++;
+        mark_seen(r, fh.chunk_id);
+        start_chunk(r, fh.usize, fh.chunk_id, fh.tid, 0);
+        return 1;
+    }
+    return 0;
+}
+
+static int load_next_chunk(struct sp_reader *r)
+{
+    if (r->phase == PHASE_FRAMES) {
+        if (load_next_frame(r))
+            return 1;
+        r->phase = PHASE_SLOTS;
+    }
+    if (r->phase == PHASE_SLOTS) {
+        if (load_next_slot(r))
+            return 1;
+        r->phase = PHASE_DONE;
+    }
+    return 0;
+}
+
+/* ---- public API -------------------------------------------------------------------- */
+
+int sp_reader_next(struct sp_reader *r, struct sp_event *ev)
+{
+    if (!r || !ev)
+        return 0;
+    for (;;) {
+        while (r->chunk_pos < r->chunk_len) {
+            ev->tid = r->tid;
+            long n = sp_decode_event(r->chunk + r->chunk_pos, r->chunk + r->chunk_len, ev,
+                                     &r->prev_t);
+            if (n == 0) {
+                r->chunk_pos = r->chunk_len; /* padding: end of chunk */
+                break;
+            }
+            if (n < 0) {
+                add_diag(r, "chunk %llu (%s, tid %u): malformed event at byte %zu, "
+                            "rest of chunk skipped",
+                         (unsigned long long)r->chunk_id, r->chunk_from_slot ? "slot" : "frame",
+                         r->tid, r->chunk_pos);
+                r->stats.bytes_skipped += r->chunk_len - r->chunk_pos;
+                r->chunk_pos = r->chunk_len;
+                break;
+            }
+            r->chunk_pos += (size_t)n;
+            if (!sp_event_name(ev->type))
+                continue; /* a type from a newer writer */
+            r->stats.events++;
+            return 1;
+        }
+        if (!load_next_chunk(r))
+            return 0;
+    }
+}
+
+static int alloc_buffers(struct sp_reader *r)
+{
+    r->chunk = malloc(r->slot_cap);
+    r->cbuf_cap = ZSTD_compressBound(r->info.hdr.slot_size);
+    r->cbuf = malloc(r->cbuf_cap);
+    r->dctx = ZSTD_createDCtx();
+    r->diag = calloc(1, DIAG_MAX);
+    return r->chunk && r->cbuf && r->dctx && r->diag ? 0 : SP_E_NOMEM;
+}
+
+static int open_file(struct sp_reader *r, const char *path)
+{
+    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (r->fd < 0)
+        return SP_E_IO;
+    struct stat st;
+    if (fstat(r->fd, &st) < 0)
+        return SP_E_IO;
+    if (!S_ISREG(st.st_mode)) {
+        errno = EINVAL;
+        return SP_E_MAGIC;
+    }
+    r->file_size = (uint64_t)st.st_size;
+    return 0;
+}
+
+struct sp_reader *sp_reader_open(const char *path, int *err)
+{
+    int dummy, rc;
+    if (!err)
+        err = &dummy;
+    if (!path) {
+        *err = SP_E_ARG;
+        return NULL;
+    }
+    struct sp_reader *r = calloc(1, sizeof *r);
+    if (!r) {
+        *err = SP_E_NOMEM;
+        return NULL;
+    }
+    r->fd = -1;
+    if ((rc = open_file(r, path)) < 0 || (rc = read_header(r)) < 0 ||
+        (rc = alloc_buffers(r)) < 0 || (rc = read_strings(r)) < 0 || (rc = scan_slots(r)) < 0) {
+        int e = errno;
+        sp_reader_close(r);
+        errno = e;
+        *err = rc;
+        return NULL;
+    }
+    r->pos = r->info.hdr.frames_offset;
+    r->phase = PHASE_FRAMES;
+    *err = 0;
+    return r;
+}
+
+const struct sp_file_info *sp_reader_info(const struct sp_reader *r)
+{
+    return r ? &r->info : NULL;
+}
+
+const char *sp_reader_diag(const struct sp_reader *r)
+{
+    if (!r || !r->diag)
+        return "";
+    if (r->diag_lost) {
+        /* Said once, at the end: the text itself is bounded. */
+        struct sp_reader *m = (struct sp_reader *)r;
+        uint64_t lost = m->diag_lost;
+        m->diag_lost = 0;
+        add_diag(m, "... and %llu more", (unsigned long long)lost);
+    }
+    return r->diag;
+}
+
+const struct sp_reader_stats *sp_reader_stats(const struct sp_reader *r)
+{
+    return r ? &r->stats : NULL;
+}
+
+void sp_reader_close(struct sp_reader *r)
+{
+    if (!r)
+        return;
+    if (r->fd >= 0)
+        close(r->fd);
+    free(r->strings);
+    free(r->chunks);
+    free(r->chunk);
+    free(r->cbuf);
+    ZSTD_freeDCtx(r->dctx);
+    free(r->diag);
+    free(r);
+}
+
+static int dispatch(const struct sp_tool *tool, void *ctx, const struct sp_reader *r,
+                    const struct sp_event *ev)
+{
+    if (tool->any) {
+        int rc = tool->any(ctx, r, ev);
+        if (rc)
+            return rc;
+    }
+    switch (ev->type) {
+#define SP_X_DISPATCH(id, NAME, name, FIELDS)                                  \
+    case id:                                                                   \
+        return tool->name ? tool->name(ctx, r, ev) : 0;
+        SP_EVENTS(SP_X_DISPATCH)
+#undef SP_X_DISPATCH
+    default:
+        return 0;
+    }
+}
+
+int sp_reader_feed(struct sp_reader *r, const struct sp_tool *tool, void *ctx)
+{
+    if (!r || !tool)
+        return SP_E_ARG;
+    struct sp_event ev;
+    while (sp_reader_next(r, &ev)) {
+        int rc = dispatch(tool, ctx, r, &ev);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}

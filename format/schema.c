@@ -1,2 +1,344 @@
-/* schema.c: being written */
+/*
+ * schema.c - the event codec and the schema's introspection tables, all
+ * generated from the one SP_EVENTS table in sprof.h.
+ *
+ * Encoding of one event (docs/format.md, "Events"):
+ *
+ *   type      1 byte, never 0 (0 is padding: the end of a chunk)
+ *   length    unsigned varint: bytes that follow it, up to the next event
+ *   delta     zigzag varint: t minus the previous event's t in the chunk
+ *   fields    one varint each, in schema order: U, D and STR plain, S zigzag
+ *
+ * The length is what makes the schema growable: a reader skips fields it
+ * does not know (appended by a newer writer) and reads zero for the fields
+ * an older writer did not write.
+ *
+ * The encoder is the recorder's hot path.  It writes the body one byte
+ * after the type, leaving a single byte for the length, because nearly
+ * every event is shorter than 128 bytes; the rare longer one is moved up by
+ * one byte to make room for a two-byte length.  Each type has its own
+ * generated encoder, so there is no table walk and no branch per field
+ * beyond the varint loop.
+ *
+ * The decoder is the reader's, so it is defensive rather than fast: every
+ * varint is bounded by the event's length, which is bounded by the buffer.
+ */
+#include <stddef.h>
+#include <string.h>
+
 #include "sprof.h"
+
+/* A varint carries 7 bits per byte; 64 bits need at most this many. */
+#define SP_VARINT_MAX 10
+/* Lengths below this fit one varint byte. */
+#define SP_ONE_BYTE_LIMIT 128u
+
+/* ---- varints -------------------------------------------------------------- */
+
+static inline uint8_t *put_uvarint(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+static inline uint64_t zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t unzigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* Reads a varint from [*pp, end); 0 on success, SP_E_CORRUPT when it runs
+ * past `end` or past 64 bits. */
+static int get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    uint64_t v = 0;
+    for (int shift = 0; shift < 7 * SP_VARINT_MAX; shift += 7) {
+        if (p >= end)
+            return SP_E_CORRUPT;
+        uint8_t b = *p++;
+        if (shift == 63 && b > 1)
+            return SP_E_CORRUPT;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *pp = p;
+            *out = v;
+            return 0;
+        }
+    }
+    return SP_E_CORRUPT;
+}
+
+/* ---- generated encoders ----------------------------------------------------- */
+
+#define SP_ENC_U(f) p = put_uvarint(p, e->f);
+#define SP_ENC_D(f) p = put_uvarint(p, e->f);
+#define SP_ENC_STR(f) p = put_uvarint(p, e->f);
+#define SP_ENC_S(f) p = put_uvarint(p, zigzag(e->f));
+#define SP_X_ENC_FIELD(kind, field) SP_ENC_##kind(field)
+#define SP_X_ENCODER(id, NAME, name, FIELDS)                                   \
+    static inline uint8_t *encode_##name(uint8_t *p, const struct sp_ev_##name *e) \
+    {                                                                          \
+        FIELDS(SP_X_ENC_FIELD)                                                 \
+        return p;                                                              \
+    }
+SP_EVENTS(SP_X_ENCODER)
+#undef SP_X_ENCODER
+#undef SP_X_ENC_FIELD
+
+/* Writes delta and fields at `body`; returns the end.  An unknown type
+ * gets no fields (it cannot be produced through the public structs). */
+static inline uint8_t *encode_body(uint8_t *body, const struct sp_event *ev, uint64_t delta)
+{
+    uint8_t *p = put_uvarint(body, delta);
+    switch (ev->type) {
+#define SP_X_CASE(id, NAME, name, FIELDS)                                      \
+    case id:                                                                   \
+        return encode_##name(p, &ev->name);
+        SP_EVENTS(SP_X_CASE)
+#undef SP_X_CASE
+    default:
+        return p;
+    }
+}
+
+size_t sp_encode_event(uint8_t *out, const struct sp_event *ev, uint64_t *prev_t)
+{
+    uint64_t delta = zigzag((int64_t)(ev->t - *prev_t));
+    *prev_t = ev->t;
+    out[0] = ev->type;
+    uint8_t *body = out + 2;
+    uint8_t *end = encode_body(body, ev, delta);
+    size_t len = (size_t)(end - body);
+    if (len < SP_ONE_BYTE_LIMIT) {
+        out[1] = (uint8_t)len;
+        return (size_t)(end - out);
+    }
+    /* Rare: a two-byte length (SP_EVENT_MAX_BYTES < 2^14) pushes the body
+     * up by one byte. */
+    memmove(body + 1, body, len);
+    out[1] = (uint8_t)(len | 0x80);
+    out[2] = (uint8_t)(len >> 7);
+    return (size_t)(end + 1 - out);
+}
+
+/* ---- field tables ------------------------------------------------------------ */
+
+/* offsetof needs the member path spelled out per type, so each type gets
+ * its own field macro naming its union member. */
+#define SP_X_DESC_FIELD_FOR(member, kind, field)                               \
+    {#field, SP_FK_##kind, offsetof(struct sp_event, member.field)},
+#define SP_X_MK(id, NAME, name, FIELDS)                                        \
+    static const struct sp_field_desc fields_##name[] = {FIELDS(SP_DESC_##name)};
+#define SP_DESC_nccl(k, f) SP_X_DESC_FIELD_FOR(nccl, k, f)
+#define SP_DESC_comm(k, f) SP_X_DESC_FIELD_FOR(comm, k, f)
+#define SP_DESC_gpu(k, f) SP_X_DESC_FIELD_FOR(gpu, k, f)
+#define SP_DESC_cuda(k, f) SP_X_DESC_FIELD_FOR(cuda, k, f)
+#define SP_DESC_io(k, f) SP_X_DESC_FIELD_FOR(io, k, f)
+#define SP_DESC_wait(k, f) SP_X_DESC_FIELD_FOR(wait, k, f)
+#define SP_DESC_marker(k, f) SP_X_DESC_FIELD_FOR(marker, k, f)
+#define SP_DESC_proc(k, f) SP_X_DESC_FIELD_FOR(proc, k, f)
+#define SP_DESC_cpu(k, f) SP_X_DESC_FIELD_FOR(cpu, k, f)
+#define SP_DESC_dropped(k, f) SP_X_DESC_FIELD_FOR(dropped, k, f)
+#define SP_DESC_clock(k, f) SP_X_DESC_FIELD_FOR(clock, k, f)
+#define SP_DESC_thread(k, f) SP_X_DESC_FIELD_FOR(thread, k, f)
+SP_EVENTS(SP_X_MK)
+
+struct type_desc {
+    const char *name;
+    const struct sp_field_desc *fields;
+    int nfields;
+};
+
+static const struct type_desc types[SP_EV_MAX] = {
+#define SP_X_TYPE(id, NAME, name, FIELDS)                                      \
+    [id] = {#name, fields_##name, (int)(sizeof fields_##name / sizeof fields_##name[0])},
+    SP_EVENTS(SP_X_TYPE)
+#undef SP_X_TYPE
+};
+
+static const struct type_desc *type_desc(int type)
+{
+    if (type <= SP_EV_NONE || type >= SP_EV_MAX || !types[type].name)
+        return NULL;
+    return &types[type];
+}
+
+const char *sp_event_name(int type)
+{
+    const struct type_desc *d = type_desc(type);
+    return d ? d->name : NULL;
+}
+
+const struct sp_field_desc *sp_event_fields(int type, int *n)
+{
+    const struct type_desc *d = type_desc(type);
+    if (n)
+        *n = d ? d->nfields : 0;
+    return d ? d->fields : NULL;
+}
+
+/* ---- decoder ------------------------------------------------------------------ */
+
+static void store_field(struct sp_event *ev, const struct sp_field_desc *f, uint64_t v)
+{
+    char *base = (char *)ev + f->offset;
+    if (f->kind == SP_FK_S) {
+        int64_t s = unzigzag(v);
+        memcpy(base, &s, sizeof s);
+    } else {
+        memcpy(base, &v, sizeof v);
+    }
+}
+
+long sp_decode_event(const uint8_t *p, const uint8_t *end, struct sp_event *ev, uint64_t *prev_t)
+{
+    const uint8_t *start = p;
+    if (p >= end || *p == 0)
+        return 0;
+    uint8_t type = *p++;
+    uint64_t len, delta;
+    if (get_uvarint(&p, end, &len) < 0 || len > (uint64_t)(end - p))
+        return SP_E_CORRUPT;
+    const uint8_t *body_end = p + len;
+    if (get_uvarint(&p, body_end, &delta) < 0)
+        return SP_E_CORRUPT;
+    uint32_t tid = ev->tid;
+    memset(ev, 0, sizeof *ev);
+    ev->tid = tid;
+    ev->type = type;
+    ev->t = *prev_t + (uint64_t)unzigzag(delta);
+    *prev_t = ev->t;
+    int n = 0;
+    const struct sp_field_desc *f = sp_event_fields(type, &n);
+    for (int i = 0; i < n && p < body_end; i++) {
+        uint64_t v;
+        if (get_uvarint(&p, body_end, &v) < 0)
+            return SP_E_CORRUPT;
+        store_field(ev, &f[i], v);
+    }
+    /* Fields beyond the ones we know were added by a newer writer. */
+    return (long)(body_end - start);
+}
+
+/* ---- enum names ------------------------------------------------------------------ */
+
+static const char *const nccl_ops[] = {
+    [SP_NCCL_ALLREDUCE] = "allreduce",         [SP_NCCL_BROADCAST] = "broadcast",
+    [SP_NCCL_REDUCE] = "reduce",               [SP_NCCL_ALLGATHER] = "allgather",
+    [SP_NCCL_REDUCESCATTER] = "reducescatter", [SP_NCCL_SEND] = "send",
+    [SP_NCCL_RECV] = "recv",                   [SP_NCCL_ALLTOALL] = "alltoall",
+    [SP_NCCL_GROUP_START] = "group_start",     [SP_NCCL_GROUP_END] = "group_end",
+};
+static const char *const comm_kinds[] = {
+    [SP_COMM_INIT] = "init",         [SP_COMM_SPLIT] = "split", [SP_COMM_FINALIZE] = "finalize",
+    [SP_COMM_DESTROY] = "destroy",   [SP_COMM_ABORT] = "abort",
+};
+static const char *const gpu_kinds[] = {
+    [SP_GPU_KERNEL] = "kernel", [SP_GPU_MEMCPY] = "memcpy",
+    [SP_GPU_MEMSET] = "memset", [SP_GPU_NCCL_KERNEL] = "nccl_kernel",
+};
+static const char *const copy_kinds[] = {
+    [SP_COPY_UNKNOWN] = "unknown", [SP_COPY_H2D] = "h2d", [SP_COPY_D2H] = "d2h",
+    [SP_COPY_D2D] = "d2d",         [SP_COPY_H2H] = "h2h",
+};
+static const char *const cuda_apis[] = {
+    [SP_CUDA_LAUNCH] = "launch",
+    [SP_CUDA_GRAPH_LAUNCH] = "graph_launch",
+    [SP_CUDA_DEVICE_SYNC] = "device_sync",
+    [SP_CUDA_STREAM_SYNC] = "stream_sync",
+    [SP_CUDA_EVENT_SYNC] = "event_sync",
+    [SP_CUDA_STREAM_WAIT_EVENT] = "stream_wait_event",
+    [SP_CUDA_MEMCPY] = "memcpy",
+    [SP_CUDA_MEMCPY_ASYNC] = "memcpy_async",
+    [SP_CUDA_MEMSET] = "memset",
+    [SP_CUDA_SET_DEVICE] = "set_device",
+    [SP_CUDA_MALLOC] = "malloc",
+    [SP_CUDA_FREE] = "free",
+};
+static const char *const io_ops[] = {
+    [SP_IO_OPEN] = "open",   [SP_IO_CLOSE] = "close", [SP_IO_READ] = "read",
+    [SP_IO_PREAD] = "pread", [SP_IO_READV] = "readv", [SP_IO_PREADV] = "preadv",
+    [SP_IO_FREAD] = "fread", [SP_IO_WRITE] = "write", [SP_IO_RECV] = "recv",
+    [SP_IO_MMAP] = "mmap",   [SP_IO_FOPEN] = "fopen",
+};
+static const char *const fd_kinds[] = {
+    [SP_FD_UNKNOWN] = "unknown", [SP_FD_FILE] = "file",     [SP_FD_PIPE] = "pipe",
+    [SP_FD_SOCKET] = "socket",   [SP_FD_DEVICE] = "device", [SP_FD_OTHER] = "other",
+};
+static const char *const wait_ops[] = {
+    [SP_WAIT_POLL] = "poll",       [SP_WAIT_PPOLL] = "ppoll", [SP_WAIT_SELECT] = "select",
+    [SP_WAIT_PSELECT] = "pselect", [SP_WAIT_EPOLL] = "epoll", [SP_WAIT_DATALOADER] = "dataloader",
+};
+static const char *const marker_kinds[] = {
+    [SP_MARK_PUSH] = "push", [SP_MARK_POP] = "pop",
+    [SP_MARK_INSTANT] = "instant", [SP_MARK_RANGE] = "range",
+};
+static const char *const proc_kinds[] = {
+    [SP_PROC_FORK] = "fork",     [SP_PROC_VFORK] = "vfork",   [SP_PROC_SPAWN] = "spawn",
+    [SP_PROC_EXEC] = "exec",     [SP_PROC_EXIT] = "exit",     [SP_PROC_SIGNAL] = "signal",
+    [SP_PROC_START] = "start",   [SP_PROC_STOP] = "stop",
+};
+static const char *const drop_reasons[] = {
+    [SP_DROP_NO_SLOT] = "no_slot", [SP_DROP_STRINGS] = "strings",
+    [SP_DROP_CUPTI] = "cupti",     [SP_DROP_WRITE] = "write",
+};
+
+#define SP_NAMES(a) a, sizeof a / sizeof a[0]
+struct enum_field {
+    int type;
+    const char *field;
+    const char *const *names;
+    size_t count;
+};
+static const struct enum_field enum_fields[] = {
+    {SP_EV_NCCL, "op", SP_NAMES(nccl_ops)},
+    {SP_EV_COMM, "kind", SP_NAMES(comm_kinds)},
+    {SP_EV_GPU, "kind", SP_NAMES(gpu_kinds)},
+    {SP_EV_GPU, "copy_kind", SP_NAMES(copy_kinds)},
+    {SP_EV_CUDA, "api", SP_NAMES(cuda_apis)},
+    {SP_EV_CUDA, "copy_kind", SP_NAMES(copy_kinds)},
+    {SP_EV_IO, "op", SP_NAMES(io_ops)},
+    {SP_EV_IO, "fd_kind", SP_NAMES(fd_kinds)},
+    {SP_EV_WAIT, "op", SP_NAMES(wait_ops)},
+    {SP_EV_WAIT, "fd_kind", SP_NAMES(fd_kinds)},
+    {SP_EV_MARKER, "kind", SP_NAMES(marker_kinds)},
+    {SP_EV_PROC, "kind", SP_NAMES(proc_kinds)},
+    {SP_EV_DROPPED, "reason", SP_NAMES(drop_reasons)},
+};
+
+const char *sp_enum_name(int type, const char *field, uint64_t value)
+{
+    if (!field)
+        return NULL;
+    for (size_t i = 0; i < sizeof enum_fields / sizeof enum_fields[0]; i++) {
+        const struct enum_field *e = &enum_fields[i];
+        if (e->type == type && !strcmp(e->field, field))
+            return value < e->count ? e->names[value] : NULL;
+    }
+    return NULL;
+}
+
+const char *sp_strerror(int err)
+{
+    switch (err) {
+    case SP_OK: return "success";
+    case SP_E_IO: return "input/output error (see errno)";
+    case SP_E_NOMEM: return "out of memory";
+    case SP_E_MAGIC: return "not a scaleprof trace";
+    case SP_E_VERSION: return "trace written by a newer, incompatible scaleprof";
+    case SP_E_TRUNCATED: return "trace is truncated";
+    case SP_E_CORRUPT: return "trace is corrupt (checksum or structure mismatch)";
+    case SP_E_FULL: return "buffer full, event dropped";
+    case SP_E_ARG: return "invalid argument";
+    default: return "unknown error";
+    }
+}

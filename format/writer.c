@@ -1,2 +1,767 @@
-/* writer.c: being written */
+/*
+ * writer.c - the recorder core: one trace file, filled lock-free by any
+ * number of threads, compressed by one background thread.
+ *
+ * The file (docs/format.md) is created with O_EXCL|O_NOFOLLOW, sized with
+ * ftruncate to the start of the frame region, its blocks reserved with
+ * fallocate (so that a full disk fails here, at creation, and never as a
+ * SIGBUS on a store into the mapping later), and its first three regions
+ * (header page, strings arena, slots) are mapped MAP_SHARED.  Every byte a
+ * thread stores into a slot is in the page cache at once, so a process
+ * killed with SIGKILL leaves it in the file.
+ *
+ * Slots move through FREE -> ACTIVE -> FULL -> FLUSHING -> FREE:
+ *   - a thread claims a FREE slot with a CAS, so no two threads share one;
+ *   - it encodes events into it and publishes each with a release store of
+ *     `used`: a reader (or a crash) never sees half an event;
+ *   - when the next event might not fit it marks the slot FULL and claims
+ *     another; when none is FREE the event is dropped and counted (the
+ *     header's events_dropped, and a DROPPED event at the start of that
+ *     thread's next chunk): the caller is never made to wait;
+ *   - the compressor CASes FULL -> FLUSHING, appends one zstd frame carrying
+ *     the chunk id, and only then stores FREE.  A crash between the two
+ *     leaves the chunk in both places; the reader keeps the frame's copy.
+ *   - a claim stores used = 0 before the new chunk id, so a crash in the
+ *     middle of a claim shows either the old chunk (already in a frame) or
+ *     an empty new one, never old bytes under a new id.
+ *
+ * Each thread caches its current slot in thread-local storage keyed by the
+ * writer's generation, a number unique to each writer in this process.  A
+ * forked child inherits its parent's cache; once it abandons the parent's
+ * writer and creates its own, the generation differs and the stale slot
+ * pointer is never used.
+ *
+ * Hot path (sp_writer_append with room in the slot): one TLS compare, the
+ * encoder, one release store.  No lock, no allocation, no system call.
+ * The slow path (slot change) may issue one futex wake to nudge a sleeping
+ * compressor.
+ *
+ * The preload interposes open, pwrite, close, mmap... in this same process,
+ * so the writer makes its file system calls through syscall(2) and never
+ * re-enters the interposers.  The compressor thread blocks every signal so
+ * that the job's signals go to the job's threads.
+ *
+ * Errors are values: a frame that cannot be written (ENOSPC, EIO) stops
+ * frame writing for good; its chunk stays in its slot (readable after the
+ * process ends), and events refused from then on are counted with reason
+ * SP_DROP_WRITE.  Nothing here prints, aborts or blocks the caller.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
 #include "sprof.h"
+
+#define SP_DEFAULT_SLOT_SIZE (128u * 1024u)
+#define SP_DEFAULT_SLOT_COUNT 128u
+#define SP_DEFAULT_STRINGS_SIZE (8ull * 1024 * 1024)
+#define SP_DEFAULT_ZSTD_LEVEL 3
+#define SP_DEFAULT_MODE 0600
+#define SP_DEFAULT_FLUSH_MS 20
+#define SP_PAGE 4096u
+/* A slot must hold its header, a DROPPED record and one largest event. */
+#define SP_MIN_SLOT_SIZE 1024u
+#define SP_MAX_SLOT_SIZE (64u * 1024u * 1024u)
+#define SP_MAX_SLOT_COUNT 65536u
+/* Arena ids are 32-bit: offset + 1. */
+#define SP_MAX_STRINGS_SIZE (1ull << 31)
+#define SP_STRING_ALIGN 4u
+#define SP_FRAME_HCRC_BYTES 28u
+#define NS_PER_SEC 1000000000ull
+#define NS_PER_MS 1000000ull
+
+struct pending_slot;
+
+/* Where the claiming thread's previous chunk lives, so that the compressor
+ * never writes a thread's chunk before the one it follows (a pass that was
+ * preempted mid-scan can see chunk k+1 FULL but have missed chunk k). */
+struct chunk_link {
+    uint64_t chunk_id; /* 0: the thread's first chunk */
+    uint32_t slot;
+};
+
+struct sp_writer {
+    int fd;
+    uint8_t *map;
+    size_t map_size;
+    struct sp_file_header *hdr;
+    uint8_t *strings;
+    uint64_t strings_size;
+    uint8_t *slots;
+    uint32_t slot_size, slot_count;
+    uint64_t gen;
+
+    uint64_t next_chunk; /* atomic */
+    uint32_t claim_hint; /* atomic: where the next slot search starts */
+
+    /* Compression: one pass at a time, under compress_lock. */
+    pthread_mutex_t compress_lock;
+    ZSTD_CCtx *cctx;
+    int level;
+    uint8_t *cbuf;
+    size_t cbuf_size;
+    struct pending_slot *pending; /* slot_count entries, for one pass */
+    struct chunk_link *links;     /* per slot: the same thread's previous chunk */
+    uint64_t frames_end;
+    int frames_disabled; /* atomic: a frame write failed */
+    int write_errno;
+
+    /* Background thread and its wake-up word. */
+    int background;
+    int flush_ms;
+    int thread_started;
+    pthread_t thread;
+    uint32_t nudges;  /* atomic futex word: bumped to wake the compressor */
+    int sleeping;     /* atomic */
+    int stop;         /* atomic */
+};
+
+/* The calling thread's current slot, valid only while gen == w->gen. */
+struct sp_tls_slot {
+    uint64_t gen;
+    struct sp_slot_header *slot;
+    uint8_t *data;
+    uint32_t used, limit;
+    uint64_t prev_t;
+    uint64_t pending_drops;
+    uint32_t drop_reason;
+    struct chunk_link last; /* the chunk this thread retired last */
+};
+static __thread struct sp_tls_slot tls __attribute__((tls_model("initial-exec")));
+static uint64_t next_generation = 1; /* atomic */
+
+/* ---- raw system calls (never through the preload's interposers) ---------- */
+
+static int raw_open(const char *path, int flags, int mode)
+{
+    return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+}
+
+static void raw_close(int fd)
+{
+    syscall(SYS_close, fd);
+}
+
+static int raw_pwrite_all(int fd, const uint8_t *buf, size_t len, uint64_t off)
+{
+    while (len > 0) {
+        long n = syscall(SYS_pwrite64, fd, buf, len, (long)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                errno = EIO;
+            return -1;
+        }
+        buf += n;
+        len -= (size_t)n;
+        off += (uint64_t)n;
+    }
+    return 0;
+}
+
+static void *raw_mmap_shared(int fd, size_t size)
+{
+    long p = syscall(SYS_mmap, NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0L);
+    return p == -1 ? NULL : (void *)p;
+}
+
+static void raw_munmap(void *p, size_t size)
+{
+    syscall(SYS_munmap, p, size);
+}
+
+static uint32_t raw_gettid(void)
+{
+    return (uint32_t)syscall(SYS_gettid);
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t round_up(uint64_t v, uint64_t to)
+{
+    return (v + to - 1) / to * to;
+}
+
+/* ---- slots ------------------------------------------------------------------ */
+
+static struct sp_slot_header *slot_at(const struct sp_writer *w, uint32_t i)
+{
+    return (struct sp_slot_header *)(w->slots + (size_t)i * w->slot_size);
+}
+
+static uint32_t slot_capacity(const struct sp_writer *w)
+{
+    return w->slot_size - (uint32_t)sizeof(struct sp_slot_header);
+}
+
+static uint32_t slot_state(const struct sp_slot_header *s)
+{
+    return __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+}
+
+static int slot_cas(struct sp_slot_header *s, uint32_t from, uint32_t to)
+{
+    return __atomic_compare_exchange_n(&s->state, &from, to, 0, __ATOMIC_ACQ_REL,
+                                       __ATOMIC_RELAXED);
+}
+
+static void slot_set_state(struct sp_slot_header *s, uint32_t state)
+{
+    __atomic_store_n(&s->state, state, __ATOMIC_RELEASE);
+}
+
+/* Claims a FREE slot for the calling thread and starts a new chunk in it. */
+static struct sp_slot_header *claim_slot(struct sp_writer *w)
+{
+    uint32_t start = __atomic_load_n(&w->claim_hint, __ATOMIC_RELAXED);
+    for (uint32_t k = 0; k < w->slot_count; k++) {
+        uint32_t i = (start + k) % w->slot_count;
+        struct sp_slot_header *s = slot_at(w, i);
+        if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) != SP_SLOT_FREE ||
+            !slot_cas(s, SP_SLOT_FREE, SP_SLOT_ACTIVE))
+            continue;
+        __atomic_store_n(&w->claim_hint, i + 1, __ATOMIC_RELAXED);
+        w->links[i] = tls.last;
+        __atomic_store_n(&s->used, 0, __ATOMIC_RELEASE);
+        s->magic = SP_SLOT_MAGIC;
+        s->tid = raw_gettid();
+        uint64_t id = __atomic_add_fetch(&w->next_chunk, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->chunk_id, id, __ATOMIC_RELEASE);
+        return s;
+    }
+    return NULL;
+}
+
+static void tls_use_slot(const struct sp_writer *w, struct sp_slot_header *s)
+{
+    tls.slot = s;
+    tls.data = (uint8_t *)(s + 1);
+    tls.used = 0;
+    tls.limit = slot_capacity(w) - SP_EVENT_MAX_BYTES;
+    tls.prev_t = 0;
+}
+
+/* No slot: the next append takes the slow path. */
+static void tls_forget_slot(void)
+{
+    tls.slot = NULL;
+    tls.data = NULL;
+    tls.used = 1;
+    tls.limit = 0;
+}
+
+/* ---- compression ------------------------------------------------------------- */
+
+static void nudge_compressor(struct sp_writer *w)
+{
+    __atomic_add_fetch(&w->nudges, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&w->sleeping, __ATOMIC_SEQ_CST))
+        syscall(SYS_futex, &w->nudges, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void disable_frames(struct sp_writer *w, int err)
+{
+    w->write_errno = err;
+    __atomic_store_n(&w->frames_disabled, 1, __ATOMIC_RELEASE);
+}
+
+/* Compresses slot `s` (already FLUSHING, owned by us) into one frame at the
+ * end of the file.  0 on success or when empty, SP_E_IO otherwise. */
+static int write_frame(struct sp_writer *w, struct sp_slot_header *s)
+{
+    uint32_t used = __atomic_load_n(&s->used, __ATOMIC_ACQUIRE);
+    if (used > slot_capacity(w))
+        used = slot_capacity(w);
+    if (used == 0)
+        return 0;
+    struct sp_frame_header fh;
+    uint8_t *payload = w->cbuf + sizeof fh;
+    size_t csize = ZSTD_compressCCtx(w->cctx, payload, w->cbuf_size - sizeof fh,
+                                     (const uint8_t *)(s + 1), used, w->level);
+    if (ZSTD_isError(csize)) {
+        errno = ENOMEM;
+        return SP_E_IO;
+    }
+    fh.magic = SP_FRAME_MAGIC;
+    fh.csize = (uint32_t)csize;
+    fh.usize = used;
+    fh.tid = s->tid;
+    fh.chunk_id = __atomic_load_n(&s->chunk_id, __ATOMIC_ACQUIRE);
+    fh.crc = sp_crc32c(0, payload, csize);
+    fh.hcrc = sp_crc32c(0, &fh, SP_FRAME_HCRC_BYTES);
+    memcpy(w->cbuf, &fh, sizeof fh);
+    if (raw_pwrite_all(w->fd, w->cbuf, sizeof fh + csize, w->frames_end) < 0)
+        return SP_E_IO;
+    w->frames_end += sizeof fh + csize;
+    return 0;
+}
+
+struct pending_slot {
+    uint64_t chunk_id;
+    uint32_t index;
+};
+
+static int by_chunk(const void *a, const void *b)
+{
+    const struct pending_slot *x = a, *y = b;
+    return x->chunk_id < y->chunk_id ? -1 : x->chunk_id > y->chunk_id;
+}
+
+/* True while the chunk before slot i's (same thread) still waits in its
+ * slot: slot i must wait for it. */
+static int predecessor_pending(const struct sp_writer *w, uint32_t i)
+{
+    const struct chunk_link *l = &w->links[i];
+    if (!l->chunk_id)
+        return 0;
+    const struct sp_slot_header *p = slot_at(w, l->slot);
+    return __atomic_load_n(&p->chunk_id, __ATOMIC_ACQUIRE) == l->chunk_id &&
+           slot_state(p) != SP_SLOT_FREE;
+}
+
+static int wants_compression(uint32_t state, int all)
+{
+    return state == SP_SLOT_FULL || (all && state == SP_SLOT_ACTIVE);
+}
+
+/* One pass over the slots: every FULL slot (and ACTIVE ones too when
+ * `all`, at close) becomes a frame and is freed.  Frames are written in
+ * chunk id order, so one thread's chunks follow each other in the file.
+ * Caller holds compress_lock.  Returns 0, or SP_E_IO once frame writing is
+ * off. */
+static int compress_slots(struct sp_writer *w, int all)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < w->slot_count; i++) {
+        struct sp_slot_header *s = slot_at(w, i);
+        if (wants_compression(slot_state(s), all))
+            w->pending[n++] = (struct pending_slot){__atomic_load_n(&s->chunk_id, __ATOMIC_ACQUIRE), i};
+    }
+    qsort(w->pending, n, sizeof *w->pending, by_chunk);
+    for (uint32_t k = 0; k < n; k++) {
+        if (__atomic_load_n(&w->frames_disabled, __ATOMIC_ACQUIRE))
+            return SP_E_IO;
+        struct sp_slot_header *s = slot_at(w, w->pending[k].index);
+        uint32_t st = slot_state(s);
+        if (!wants_compression(st, all) || predecessor_pending(w, w->pending[k].index) ||
+            !slot_cas(s, st, SP_SLOT_FLUSHING))
+            continue;
+        if (write_frame(w, s) < 0) {
+            disable_frames(w, errno);
+            slot_set_state(s, SP_SLOT_FULL); /* the data stays recoverable */
+            return SP_E_IO;
+        }
+        slot_set_state(s, SP_SLOT_FREE);
+    }
+    return __atomic_load_n(&w->frames_disabled, __ATOMIC_ACQUIRE) ? SP_E_IO : 0;
+}
+
+static int compress_now(struct sp_writer *w, int all)
+{
+    pthread_mutex_lock(&w->compress_lock);
+    int rc = compress_slots(w, all);
+    pthread_mutex_unlock(&w->compress_lock);
+    return rc;
+}
+
+static void wait_for_nudge(struct sp_writer *w, uint32_t seen)
+{
+    struct timespec ts = {w->flush_ms / 1000, (long)(w->flush_ms % 1000) * (long)NS_PER_MS};
+    __atomic_store_n(&w->sleeping, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&w->stop, __ATOMIC_SEQ_CST))
+        syscall(SYS_futex, &w->nudges, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+    __atomic_store_n(&w->sleeping, 0, __ATOMIC_SEQ_CST);
+}
+
+static void *compressor_main(void *arg)
+{
+    struct sp_writer *w = arg;
+    pthread_setname_np(pthread_self(), "scaleprof-zstd");
+    while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
+        uint32_t seen = __atomic_load_n(&w->nudges, __ATOMIC_SEQ_CST);
+        compress_now(w, 0);
+        wait_for_nudge(w, seen);
+    }
+    return NULL;
+}
+
+/* Starts the compressor with every signal blocked; the thread inherits the
+ * mask, so no signal can land on it even before it runs. */
+static int start_compressor(struct sp_writer *w)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&w->thread, NULL, compressor_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        return SP_E_NOMEM;
+    w->thread_started = 1;
+    return 0;
+}
+
+static void stop_compressor(struct sp_writer *w)
+{
+    if (!w->thread_started)
+        return;
+    __atomic_store_n(&w->stop, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&w->nudges, 1, __ATOMIC_SEQ_CST);
+    syscall(SYS_futex, &w->nudges, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    pthread_join(w->thread, NULL);
+    w->thread_started = 0;
+}
+
+/* ---- creation ------------------------------------------------------------------ */
+
+static int check_opts(struct sp_writer_opts *o)
+{
+    if (!o->slot_size)
+        o->slot_size = SP_DEFAULT_SLOT_SIZE;
+    if (!o->slot_count)
+        o->slot_count = SP_DEFAULT_SLOT_COUNT;
+    if (!o->strings_size)
+        o->strings_size = SP_DEFAULT_STRINGS_SIZE;
+    if (!o->zstd_level)
+        o->zstd_level = SP_DEFAULT_ZSTD_LEVEL;
+    if (!o->mode)
+        o->mode = SP_DEFAULT_MODE;
+    if (o->flush_interval_ms <= 0)
+        o->flush_interval_ms = SP_DEFAULT_FLUSH_MS;
+    if (o->slot_size < SP_MIN_SLOT_SIZE || o->slot_size > SP_MAX_SLOT_SIZE ||
+        o->slot_size % 8 || o->slot_count > SP_MAX_SLOT_COUNT ||
+        o->strings_size > SP_MAX_STRINGS_SIZE)
+        return SP_E_ARG;
+    return 0;
+}
+
+static void init_header(struct sp_writer *w)
+{
+    struct sp_file_header *h = w->hdr;
+    memcpy(h->magic, SP_MAGIC, sizeof h->magic);
+    h->version = SP_VERSION;
+    h->header_size = SP_HEADER_SIZE;
+    h->strings_offset = SP_HEADER_SIZE;
+    h->strings_size = w->strings_size;
+    h->slots_offset = SP_HEADER_SIZE + w->strings_size;
+    h->slot_size = w->slot_size;
+    h->slot_count = w->slot_count;
+    h->frames_offset = w->frames_end;
+    h->pid = getpid();
+    h->ppid = getppid();
+    h->rank = h->local_rank = h->world_size = h->local_world_size = -1;
+    h->start_mono = clock_ns(CLOCK_MONOTONIC);
+    h->start_real = clock_ns(CLOCK_REALTIME);
+}
+
+/* Reserves the mapped region's blocks so that later stores into the
+ * mapping cannot fault on a full disk.  File systems without fallocate
+ * keep the file sparse. */
+static int reserve_blocks(int fd, uint64_t size)
+{
+    if (syscall(SYS_fallocate, fd, 0, 0L, (long)size) == 0)
+        return 0;
+    return errno == EOPNOTSUPP || errno == ENOSYS ? 0 : -1;
+}
+
+static int open_file(struct sp_writer *w, const char *path, int mode)
+{
+    w->fd = raw_open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (w->fd < 0)
+        return SP_E_IO;
+    if (syscall(SYS_ftruncate, w->fd, (long)w->map_size) < 0 ||
+        reserve_blocks(w->fd, w->map_size) < 0)
+        goto fail;
+    w->map = raw_mmap_shared(w->fd, w->map_size);
+    if (!w->map)
+        goto fail;
+    return 0;
+fail:;
+    int e = errno;
+    raw_close(w->fd);
+    syscall(SYS_unlinkat, AT_FDCWD, path, 0);
+    errno = e;
+    return SP_E_IO;
+}
+
+static void free_writer(struct sp_writer *w)
+{
+    ZSTD_freeCCtx(w->cctx);
+    free(w->cbuf);
+    free(w->pending);
+    free(w->links);
+    free(w);
+}
+
+struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts *opts, int *err)
+{
+    struct sp_writer_opts o = {0};
+    int dummy;
+    if (!err)
+        err = &dummy;
+    if (opts)
+        o = *opts;
+    if (!path || (*err = check_opts(&o)) < 0) {
+        *err = SP_E_ARG;
+        return NULL;
+    }
+    struct sp_writer *w = calloc(1, sizeof *w);
+    if (!w) {
+        *err = SP_E_NOMEM;
+        return NULL;
+    }
+    w->slot_size = o.slot_size;
+    w->slot_count = o.slot_count;
+    w->strings_size = round_up(o.strings_size, SP_PAGE);
+    w->map_size = SP_HEADER_SIZE + w->strings_size + (size_t)w->slot_size * w->slot_count;
+    w->frames_end = w->map_size;
+    w->level = o.zstd_level;
+    w->background = opts ? opts->background : 1;
+    w->flush_ms = o.flush_interval_ms;
+    w->cbuf_size = sizeof(struct sp_frame_header) + ZSTD_compressBound(w->slot_size);
+    w->cbuf = malloc(w->cbuf_size);
+    w->cctx = ZSTD_createCCtx();
+    w->pending = calloc(w->slot_count ? w->slot_count : 1, sizeof *w->pending);
+    w->links = calloc(w->slot_count ? w->slot_count : 1, sizeof *w->links);
+    pthread_mutex_init(&w->compress_lock, NULL);
+    if (!w->cbuf || !w->cctx || !w->pending || !w->links) {
+        free_writer(w);
+        *err = SP_E_NOMEM;
+        return NULL;
+    }
+    if ((*err = open_file(w, path, o.mode)) < 0) {
+        free_writer(w);
+        return NULL;
+    }
+    w->hdr = (struct sp_file_header *)w->map;
+    w->strings = w->map + SP_HEADER_SIZE;
+    w->slots = w->strings + w->strings_size;
+    w->gen = __atomic_fetch_add(&next_generation, 1, __ATOMIC_RELAXED);
+    init_header(w);
+    if (w->background && (*err = start_compressor(w)) < 0) {
+        raw_munmap(w->map, w->map_size);
+        raw_close(w->fd);
+        free_writer(w);
+        return NULL;
+    }
+    *err = 0;
+    return w;
+}
+
+/* ---- header, TLVs, strings ----------------------------------------------------- */
+
+struct sp_file_header *sp_writer_header(struct sp_writer *w)
+{
+    return w ? w->hdr : NULL;
+}
+
+#define SP_TLV_HEAD 8u
+#define SP_TLV_ALIGN 8u
+
+int sp_writer_add_tlv(struct sp_writer *w, uint16_t id, const void *data, uint32_t len)
+{
+    if (!w || id == 0 || (len && !data))
+        return SP_E_ARG;
+    size_t area = SP_HEADER_SIZE - sizeof(struct sp_file_header);
+    size_t at = w->hdr->tlv_size;
+    size_t need = round_up(SP_TLV_HEAD + (uint64_t)len, SP_TLV_ALIGN);
+    /* Keep room for the terminating id 0. */
+    if (at + need + SP_TLV_HEAD > area)
+        return SP_E_FULL;
+    uint8_t *p = w->map + sizeof(struct sp_file_header) + at;
+    uint16_t flags = 0;
+    memcpy(p, &id, 2);
+    memcpy(p + 2, &flags, 2);
+    memcpy(p + 4, &len, 4);
+    if (len)
+        memcpy(p + SP_TLV_HEAD, data, len);
+    __atomic_store_n(&w->hdr->tlv_size, (uint32_t)(at + need), __ATOMIC_RELEASE);
+    return 0;
+}
+
+uint32_t sp_writer_intern(struct sp_writer *w, const char *s, size_t len)
+{
+    if (!w || (!s && len))
+        return 0;
+    uint64_t need = round_up(sizeof(uint32_t) + len + 1, SP_STRING_ALIGN);
+    uint64_t off = __atomic_fetch_add(&w->hdr->strings_used, need, __ATOMIC_RELAXED);
+    if (off + need > w->strings_size) {
+        __atomic_add_fetch(&w->hdr->strings_dropped, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    uint8_t *p = w->strings + off;
+    if (len)
+        memcpy(p + sizeof(uint32_t), s, len);
+    p[sizeof(uint32_t) + len] = 0;
+    /* Stored last: a reader sees the length only once the bytes are there.
+     * It counts the NUL, so a written string never has length 0. */
+    __atomic_store_n((uint32_t *)p, (uint32_t)(len + 1), __ATOMIC_RELEASE);
+    return (uint32_t)(off + 1);
+}
+
+/* ---- appending ------------------------------------------------------------------- */
+
+static inline void put_event(const struct sp_event *ev)
+{
+    tls.used += (uint32_t)sp_encode_event(tls.data + tls.used, ev, &tls.prev_t);
+}
+
+static inline void publish(void)
+{
+    __atomic_store_n(&tls.slot->used, tls.used, __ATOMIC_RELEASE);
+}
+
+static void count_drop(struct sp_writer *w)
+{
+    int write_failed = __atomic_load_n(&w->frames_disabled, __ATOMIC_ACQUIRE);
+    tls.drop_reason = write_failed ? SP_DROP_WRITE : SP_DROP_NO_SLOT;
+    tls.pending_drops++;
+    __atomic_add_fetch(&w->hdr->events_dropped, 1, __ATOMIC_RELAXED);
+}
+
+/* The first event of a chunk says how many were lost before it. */
+static void put_pending_drops(uint64_t t)
+{
+    if (!tls.pending_drops)
+        return;
+    struct sp_event d = {.type = SP_EV_DROPPED, .t = t};
+    d.dropped.count = tls.pending_drops;
+    d.dropped.reason = tls.drop_reason;
+    put_event(&d);
+    tls.pending_drops = 0;
+}
+
+/* Hands the thread's slot to the compressor (FULL) and forgets it. */
+static void retire_slot(struct sp_writer *w)
+{
+    if (tls.slot) {
+        tls.last.chunk_id = tls.slot->chunk_id;
+        tls.last.slot = (uint32_t)(((uint8_t *)tls.slot - w->slots) / w->slot_size);
+        slot_set_state(tls.slot, SP_SLOT_FULL);
+        if (w->background)
+            nudge_compressor(w);
+        else
+            compress_now(w, 0);
+    }
+    tls_forget_slot();
+}
+
+static __attribute__((noinline)) int append_slow(struct sp_writer *w, const struct sp_event *ev)
+{
+    if (tls.gen != w->gen) {
+        memset(&tls, 0, sizeof tls);
+        tls_forget_slot();
+        tls.gen = w->gen;
+    } else {
+        retire_slot(w);
+    }
+    struct sp_slot_header *s = claim_slot(w);
+    if (!s) {
+        count_drop(w);
+        if (w->background)
+            nudge_compressor(w);
+        return SP_E_FULL;
+    }
+    tls_use_slot(w, s);
+    put_pending_drops(ev->t);
+    put_event(ev);
+    publish();
+    return 0;
+}
+
+int sp_writer_append(struct sp_writer *w, const struct sp_event *ev)
+{
+    if (__builtin_expect(tls.gen != w->gen || tls.used > tls.limit, 0))
+        return append_slow(w, ev);
+    put_event(ev);
+    publish();
+    return 0;
+}
+
+void sp_writer_thread_exit(struct sp_writer *w)
+{
+    if (!w || tls.gen != w->gen)
+        return;
+    retire_slot(w);
+}
+
+/* ---- closing ------------------------------------------------------------------------ */
+
+/* The closing thread's own losses get their DROPPED record now: there is
+ * no next chunk to carry them. */
+static void flush_pending_drops(struct sp_writer *w)
+{
+    if (tls.gen != w->gen || !tls.pending_drops)
+        return;
+    if (!tls.slot || tls.used > tls.limit) {
+        retire_slot(w);
+        struct sp_slot_header *s = claim_slot(w);
+        if (!s)
+            return;
+        tls_use_slot(w, s);
+    }
+    put_pending_drops(clock_ns(CLOCK_MONOTONIC));
+    publish();
+}
+
+static int all_slots_free(const struct sp_writer *w)
+{
+    for (uint32_t i = 0; i < w->slot_count; i++)
+        if (slot_state(slot_at(w, i)) != SP_SLOT_FREE)
+            return 0;
+    return 1;
+}
+
+/* Everything is in frames: give the slot region's blocks back. */
+static void release_slot_blocks(struct sp_writer *w)
+{
+    uint64_t off = SP_HEADER_SIZE + w->strings_size;
+    uint64_t len = (uint64_t)w->slot_size * w->slot_count;
+    syscall(SYS_fallocate, w->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (long)off, (long)len);
+}
+
+int sp_writer_close(struct sp_writer *w)
+{
+    if (!w)
+        return SP_E_ARG;
+    stop_compressor(w);
+    flush_pending_drops(w);
+    if (tls.gen == w->gen)
+        tls_forget_slot();
+    int rc = compress_now(w, 1);
+    w->hdr->end_mono = clock_ns(CLOCK_MONOTONIC);
+    w->hdr->end_real = clock_ns(CLOCK_REALTIME);
+    __atomic_or_fetch(&w->hdr->flags, SP_FLAG_CLOSED, __ATOMIC_RELEASE);
+    if (rc == 0 && all_slots_free(w))
+        release_slot_blocks(w);
+    raw_munmap(w->map, w->map_size);
+    raw_close(w->fd);
+    pthread_mutex_destroy(&w->compress_lock);
+    free_writer(w);
+    return rc;
+}
+
+void sp_writer_abandon(struct sp_writer *w)
+{
+    if (!w)
+        return;
+    /* The parent's compressor thread does not exist here and its lock may
+     * have been held at fork: touch neither. */
+    raw_munmap(w->map, w->map_size);
+    raw_close(w->fd);
+    free_writer(w);
+}

@@ -1,0 +1,274 @@
+/*
+ * test_roundtrip.c - a user records every kind of event, with the most
+ * awkward values a field can hold, and reads back exactly what was
+ * recorded: same types, times, fields, strings, and each thread's events in
+ * the order that thread appended them, with nothing lost or duplicated
+ * when eight threads record at once.
+ */
+#include <pthread.h>
+#include <stdint.h>
+
+#include "testutil.h"
+
+#define THREADS 8
+#define EVENTS_PER_THREAD 100000
+#define LONG_STRING_LEN 3000
+#define VALUE_PATTERNS 4
+
+uint32_t sp_crc32c_portable(uint32_t crc, const void *buf, size_t len);
+
+static char long_string[LONG_STRING_LEN + 1];
+
+/* Pattern p of a field: 0, 1, the maximum, and (for signed) the minimum. */
+static uint64_t field_value(enum sp_field_kind kind, int p, uint64_t str_id)
+{
+    if (kind == SP_FK_STR)
+        return p == 0 ? 0 : str_id;
+    switch (p) {
+    case 0: return 0;
+    case 1: return 1;
+    case 2: return kind == SP_FK_S ? (uint64_t)INT64_MAX : UINT64_MAX;
+    default: return kind == SP_FK_S ? (uint64_t)INT64_MIN : UINT64_MAX - 1;
+    }
+}
+
+static void fill_event(struct sp_event *ev, int type, int p, uint64_t t, uint64_t str_id)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->type = (uint8_t)type;
+    ev->t = t;
+    int n;
+    const struct sp_field_desc *f = sp_event_fields(type, &n);
+    for (int i = 0; i < n; i++) {
+        uint64_t v = field_value(f[i].kind, p, str_id);
+        memcpy((char *)ev + f[i].offset, &v, sizeof v);
+    }
+}
+
+static void check_same(const struct sp_event *a, const struct sp_event *b, const char *what)
+{
+    CHECK(a->type == b->type, "%s: type %d != %d", what, a->type, b->type);
+    CHECK(a->t == b->t, "%s: t %llu != %llu", what, (unsigned long long)a->t,
+          (unsigned long long)b->t);
+    int n;
+    const struct sp_field_desc *f = sp_event_fields(a->type, &n);
+    for (int i = 0; i < n; i++)
+        CHECK(!memcmp((char *)a + f[i].offset, (char *)b + f[i].offset, 8),
+              "%s: %s.%s differs", what, sp_event_name(a->type), f[i].name);
+}
+
+/* Times that jump forward, backward, to 0 and to the top of the range. */
+static const uint64_t times[] = {0, 1, UINT64_MAX, 5, UINT64_MAX / 2, 0, 1000000000000ull};
+#define NTIMES (sizeof times / sizeof times[0])
+
+static void every_type_survives_the_file(const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/extremes.sprof", dir);
+    int err;
+    struct sp_writer *w = sp_writer_create(path, NULL, &err);
+    CHECK(w, "create: %s", sp_strerror(err));
+    uint32_t long_id = sp_writer_intern(w, long_string, LONG_STRING_LEN);
+    uint32_t empty_id = sp_writer_intern(w, "", 0);
+    CHECK(long_id > 0 && empty_id > 0 && long_id != empty_id, "intern ids %u %u", long_id, empty_id);
+    CHECK(sp_writer_add_tlv(w, SP_TLV_HOST, "node-7", 6) == 0, "tlv");
+    CHECK(sp_writer_add_tlv(w, SP_TLV_ARGV, "python\0train.py\0--epochs=3", 26) == 0, "tlv");
+    sp_writer_header(w)->rank = 3;
+
+    struct sp_event sent[SP_EV_MAX * VALUE_PATTERNS * NTIMES];
+    int nsent = 0;
+    for (size_t ti = 0; ti < NTIMES; ti++)
+        for (int type = 1; type < SP_EV_MAX; type++)
+            for (int p = 0; p < VALUE_PATTERNS; p++) {
+                fill_event(&sent[nsent], type, p, times[ti] + (uint64_t)p, long_id);
+                CHECK(sp_writer_append(w, &sent[nsent]) == 0, "append %d", nsent);
+                nsent++;
+            }
+    CHECK(sp_writer_close(w) == 0, "close");
+
+    struct sp_reader *r = sp_reader_open(path, &err);
+    CHECK(r, "open: %s", sp_strerror(err));
+    const struct sp_file_info *info = sp_reader_info(r);
+    CHECK(info->closed, "closed flag");
+    CHECK(!strcmp(info->host, "node-7"), "host '%s'", info->host);
+    CHECK(!strcmp(info->argv, "python train.py --epochs=3"), "argv '%s'", info->argv);
+    CHECK(info->hdr.rank == 3 && info->hdr.world_size == -1, "rank %d", info->hdr.rank);
+    CHECK(info->hdr.end_mono >= info->hdr.start_mono && info->hdr.start_real > 0, "clocks");
+    struct sp_event ev;
+    int got = 0;
+    while (sp_reader_next(r, &ev)) {
+        CHECK(got < nsent, "more events than recorded");
+        char what[64];
+        snprintf(what, sizeof what, "event %d", got);
+        check_same(&sent[got], &ev, what);
+        CHECK(ev.tid == (uint32_t)gettid(), "tid %u", ev.tid);
+        got++;
+    }
+    CHECK(got == nsent, "read %d of %d events", got, nsent);
+    CHECK(!strcmp(sp_reader_string(r, long_id), long_string), "long string resolves");
+    CHECK(!strcmp(sp_reader_string(r, empty_id), ""), "empty string");
+    CHECK(!strcmp(sp_reader_string(r, 0), "") && !strcmp(sp_reader_string(r, 1u << 30), ""),
+          "unknown ids resolve to empty text");
+    CHECK(!strcmp(sp_reader_diag(r), ""), "no damage reported: %s", sp_reader_diag(r));
+    sp_reader_close(r);
+    printf("ok: %d events of %d types with extreme values round-trip\n", nsent, SP_EV_MAX - 1);
+}
+
+/* ---- eight threads ------------------------------------------------------ */
+
+struct worker {
+    struct sp_writer *w;
+    int index;
+    uint32_t path_id;
+};
+
+static void *record_reads(void *arg)
+{
+    struct worker *k = arg;
+    struct sp_event ev = {.type = SP_EV_IO};
+    for (uint64_t i = 0; i < EVENTS_PER_THREAD; i++) {
+        ev.t = 1000000 + i * 997;
+        ev.io.op = SP_IO_READ;
+        ev.io.fd = k->index;
+        ev.io.path = k->path_id;
+        ev.io.offset = i; /* the sequence number */
+        ev.io.bytes = (i * 4096) % 1000003;
+        ev.io.ret = (int64_t)ev.io.bytes;
+        if (sp_writer_append(k->w, &ev) != 0)
+            return (void *)1;
+    }
+    sp_writer_thread_exit(k->w);
+    return NULL;
+}
+
+static void threads_lose_nothing(const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/threads.sprof", dir);
+    int err;
+    /* Slots enough for everything even if the compressor never ran. */
+    struct sp_writer_opts o = {.slot_size = 256 * 1024, .slot_count = 256, .background = 1};
+    struct sp_writer *w = sp_writer_create(path, &o, &err);
+    CHECK(w, "create: %s", sp_strerror(err));
+    pthread_t th[THREADS];
+    struct worker k[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "/data/shard-%d.bin", i);
+        k[i] = (struct worker){w, i, sp_writer_intern(w, name, strlen(name))};
+        CHECK(pthread_create(&th[i], NULL, record_reads, &k[i]) == 0, "thread");
+    }
+    for (int i = 0; i < THREADS; i++) {
+        void *rc;
+        pthread_join(th[i], &rc);
+        CHECK(rc == NULL, "thread %d saw a dropped append", i);
+    }
+    CHECK(sp_writer_close(w) == 0, "close");
+
+    struct sp_reader *r = sp_reader_open(path, &err);
+    CHECK(r, "open: %s", sp_strerror(err));
+    uint64_t next[THREADS] = {0};
+    uint32_t tid_of[THREADS] = {0};
+    struct sp_event ev;
+    while (sp_reader_next(r, &ev)) {
+        CHECK(ev.type == SP_EV_IO, "only reads were recorded, got %d", ev.type);
+        int i = (int)ev.io.fd;
+        CHECK(i >= 0 && i < THREADS, "fd %d", i);
+        CHECK(ev.io.offset == next[i], "thread %d: event %llu where %llu expected (lost, "
+              "duplicated or reordered)", i, (unsigned long long)ev.io.offset,
+              (unsigned long long)next[i]);
+        CHECK(ev.t == 1000000 + ev.io.offset * 997, "time of thread %d event", i);
+        if (!tid_of[i])
+            tid_of[i] = ev.tid;
+        CHECK(ev.tid == tid_of[i], "tid stays the thread's");
+        char name[32];
+        snprintf(name, sizeof name, "/data/shard-%d.bin", i);
+        CHECK(!strcmp(sp_reader_string(r, ev.io.path), name), "path '%s'",
+              sp_reader_string(r, ev.io.path));
+        next[i]++;
+    }
+    for (int i = 0; i < THREADS; i++)
+        CHECK(next[i] == EVENTS_PER_THREAD, "thread %d: %llu of %d events", i,
+              (unsigned long long)next[i], EVENTS_PER_THREAD);
+    CHECK(sp_reader_info(r)->hdr.events_dropped == 0, "no drops");
+    CHECK(sp_reader_stats(r)->frames > 0 && sp_reader_stats(r)->slots_recovered == 0,
+          "all in frames after close");
+    sp_reader_close(r);
+    printf("ok: %d threads x %d events, none lost, duplicated or reordered\n", THREADS,
+           EVENTS_PER_THREAD);
+}
+
+/* ---- codec compatibility --------------------------------------------------- */
+
+/* A newer writer appended a field, an older one wrote fewer: both read. */
+static void schema_can_grow(void)
+{
+    struct sp_event ev = {.type = SP_EV_DROPPED, .t = 42};
+    ev.dropped.count = 300;
+    ev.dropped.reason = SP_DROP_CUPTI;
+    uint8_t buf[SP_EVENT_MAX_BYTES + 8];
+    uint64_t prev = 0;
+    size_t n = sp_encode_event(buf, &ev, &prev);
+    CHECK(n == 6, "dropped event is 6 bytes, got %zu", n);
+    /* Newer: one more field (value 7) after reason. */
+    uint8_t newer[16];
+    memcpy(newer, buf, n);
+    newer[1]++;
+    newer[n] = 7;
+    struct sp_event out;
+    prev = 0;
+    CHECK(sp_decode_event(newer, newer + n + 1, &out, &prev) == (long)n + 1, "skips extra field");
+    CHECK(out.dropped.count == 300 && out.dropped.reason == SP_DROP_CUPTI && out.t == 42,
+          "known fields kept");
+    /* Older: reason missing. */
+    uint8_t older[16];
+    memcpy(older, buf, n - 1);
+    older[1]--;
+    prev = 0;
+    CHECK(sp_decode_event(older, older + n - 1, &out, &prev) == (long)n - 1, "short event");
+    CHECK(out.dropped.count == 300 && out.dropped.reason == 0, "missing field reads zero");
+    /* Garbage: a length past the end. */
+    uint8_t bad[] = {SP_EV_IO, 90, 1, 2};
+    prev = 0;
+    CHECK(sp_decode_event(bad, bad + sizeof bad, &out, &prev) < 0, "overlong length rejected");
+    uint8_t pad[] = {0, 0};
+    CHECK(sp_decode_event(pad, pad + 2, &out, &prev) == 0, "padding ends a chunk");
+    printf("ok: extra fields skipped, missing fields zero, malformed rejected\n");
+}
+
+static void names_and_checksums(void)
+{
+    CHECK(!strcmp(sp_event_name(SP_EV_NCCL), "nccl") && !sp_event_name(0) &&
+          !sp_event_name(SP_EV_MAX), "event names");
+    CHECK(!strcmp(sp_enum_name(SP_EV_NCCL, "op", SP_NCCL_ALLREDUCE), "allreduce"), "nccl.op");
+    CHECK(!strcmp(sp_enum_name(SP_EV_GPU, "kind", SP_GPU_KERNEL), "kernel"), "gpu.kind");
+    CHECK(!strcmp(sp_enum_name(SP_EV_IO, "op", SP_IO_READ), "read"), "io.op");
+    CHECK(!strcmp(sp_enum_name(SP_EV_IO, "fd_kind", SP_FD_PIPE), "pipe"), "io.fd_kind");
+    CHECK(!strcmp(sp_enum_name(SP_EV_DROPPED, "reason", SP_DROP_WRITE), "write"), "reason");
+    CHECK(!sp_enum_name(SP_EV_IO, "op", 999) && !sp_enum_name(SP_EV_IO, "bytes", 1), "no name");
+    CHECK(!strcmp(sp_strerror(SP_E_MAGIC), "not a scaleprof trace"), "strerror");
+    /* The standard CRC-32C check value. */
+    CHECK(sp_crc32c(0, "123456789", 9) == 0xe3069283u, "crc32c check value");
+    CHECK(sp_crc32c_portable(0, "123456789", 9) == 0xe3069283u, "portable crc");
+    uint8_t big[1000];
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (uint8_t)(i * 7 + 3);
+    CHECK(sp_crc32c(sp_crc32c(0, big, 333), big + 333, 667) == sp_crc32c_portable(0, big, 1000),
+          "incremental hardware crc equals portable crc");
+    printf("ok: names, enum names, strerror, crc32c\n");
+}
+
+int main(void)
+{
+    memset(long_string, 'x', LONG_STRING_LEN);
+    for (int i = 0; i < LONG_STRING_LEN; i += 61)
+        long_string[i] = '"';
+    char dir[4096];
+    tmpdir_make(dir, sizeof dir);
+    names_and_checksums();
+    schema_can_grow();
+    every_type_survives_the_file(dir);
+    threads_lose_nothing(dir);
+    tmpdir_remove(dir);
+    return 0;
+}

@@ -1,0 +1,43 @@
+/*
+ * testutil.h - what the format tests share: a CHECK that says where and
+ * why a test failed, a private temporary directory, and a reader that
+ * collects a whole trace into memory for assertions.
+ */
+#ifndef SP_TESTUTIL_H
+#define SP_TESTUTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sprof.h"
+
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            fprintf(stderr, "%s:%d: FAILED: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                      \
+            fprintf(stderr, "\n");                                             \
+            exit(1);                                                           \
+        }                                                                      \
+    } while (0)
+
+/* A fresh directory under $TMPDIR (or /tmp), removed by tmpdir_remove. */
+static inline const char *tmpdir_make(char *buf, size_t cap)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(buf, cap, "%s/sprof-test-XXXXXX", base && *base ? base : "/tmp");
+    CHECK(mkdtemp(buf) != NULL, "mkdtemp %s", buf);
+    return buf;
+}
+
+static inline void tmpdir_remove(const char *dir)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "warning: could not remove %s\n", dir);
+}
+
+#endif

@@ -1,9 +1,401 @@
-/* builtin-run.c - placeholder until the verb lands; says so and fails. */
+/*
+ * builtin-run.c - `scaleprof run`: start a job with the recorder attached.
+ *
+ *   scaleprof run [-o DIR] [--nproc N] [--nnodes M] [--sim] [--preload LIB] -- CMD...
+ *
+ * The recorder needs only environment variables, so this verb is a small
+ * launcher: LD_PRELOAD gets libscaleprof.so prepended (found beside this
+ * binary: <bindir>/../preload in a build tree, <bindir>/../lib* installed,
+ * or --preload), SCALEPROF_DIR names the output, and the CUDA and NVTX
+ * injection variables point at the same library so CUPTI and header-only
+ * NVTX attach in every process of the tree without code changes (setting
+ * them here, before any thread exists, is the safe place).
+ *
+ * With --nproc N it starts N copies with the variables torchrun sets
+ * (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR,
+ * MASTER_PORT) and a private rendezvous directory (SCALEPROF_RENDEZVOUS).
+ * --sim puts the stand-in CUDA libraries first on LD_LIBRARY_PATH (and
+ * names the rendezvous for them too); it is the only thing the launcher
+ * knows about them.  --nnodes M (with --sim) gives each node's ranks their
+ * own hostname through `unshare --uts`, which needs root.
+ *
+ * It waits for every process, forwards SIGINT and SIGTERM to them, and
+ * returns the worst status: the highest exit code, or 128+signal.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <dirent.h>
+
 #include "builtin.h"
+
+#define MAX_PROCS 1024
+#define DEFAULT_MASTER_PORT "29500"
+#define DEFAULT_DIR "scaleprof-out"
+#define EXIT_USAGE 2
+#define EXIT_LAUNCH 127
+#define SIGNAL_EXIT_BASE 128
+
+struct run_opts {
+    const char *dir;
+    const char *preload;
+    const char *master_port;
+    int nproc;  /* 0: one process, no rank variables */
+    int nnodes;
+    int sim;
+    char **cmd;
+};
+
+static volatile pid_t children[MAX_PROCS];
+static volatile int nchildren;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: scaleprof run [-o DIR] [--nproc N] [--nnodes M] [--sim] [--preload LIB] -- CMD...\n"
+            "\n"
+            "Run CMD with the scaleprof recorder attached to every process it starts.\n"
+            "\n"
+            "  -o, --output DIR   where traces go (default $SCALEPROF_DIR, else ./" DEFAULT_DIR ")\n"
+            "  --nproc N          start N ranks, with RANK, LOCAL_RANK, WORLD_SIZE,\n"
+            "                     LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT as torchrun does\n"
+            "  --nnodes M         split the ranks over M simulated nodes (needs --sim, root)\n"
+            "  --master-port P    MASTER_PORT for the ranks (default " DEFAULT_MASTER_PORT ")\n"
+            "  --sim              use the stand-in CUDA/NCCL/CUPTI libraries (no GPU needed)\n"
+            "  --preload LIB      the recorder library (default: found beside scaleprof)\n"
+            "  -h, --help         this text\n"
+            "\n"
+            "Then: scaleprof report DIR\n");
+}
+
+/* ---- finding our libraries ---------------------------------------------------- */
+
+static int bindir(char *out, size_t len)
+{
+    ssize_t n = readlink("/proc/self/exe", out, len - 1);
+    if (n <= 0)
+        return 0;
+    out[n] = 0;
+    char *slash = strrchr(out, '/');
+    if (!slash)
+        return 0;
+    *slash = 0;
+    return 1;
+}
+
+static int first_existing(const char *bin, const char *const *rel, size_t n, char *out, size_t len)
+{
+    for (size_t i = 0; i < n; i++) {
+        char path[PATH_MAX * 2];
+        snprintf(path, sizeof path, "%s/%s", bin, rel[i]);
+        if (access(path, R_OK) == 0 && realpath(path, out)) {
+            (void)len;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int find_preload(char *out, size_t len)
+{
+    static const char *const rel[] = {
+        "../preload/libscaleprof.so",  "../lib/libscaleprof.so",
+        "../lib64/libscaleprof.so",    "../lib/x86_64-linux-gnu/libscaleprof.so",
+        "../lib/aarch64-linux-gnu/libscaleprof.so",
+    };
+    char bin[PATH_MAX];
+    return bindir(bin, sizeof bin) && first_existing(bin, rel, sizeof rel / sizeof *rel, out, len);
+}
+
+static int find_sim_dir(char *out, size_t len)
+{
+    const char *env = getenv("SCALEPROF_SIM_DIR");
+    if (env && *env)
+        return realpath(env, out) != NULL;
+    static const char *const rel[] = {"../sim"};
+    char bin[PATH_MAX];
+    return bindir(bin, sizeof bin) && first_existing(bin, rel, 1, out, len);
+}
+
+/* ---- environment -------------------------------------------------------------- */
+
+static void prepend_env(const char *name, const char *value, char sep)
+{
+    const char *old = getenv(name);
+    if (!old || !*old) {
+        setenv(name, value, 1);
+        return;
+    }
+    size_t n = strlen(value) + strlen(old) + 2;
+    char *v = malloc(n);
+    if (!v)
+        return;
+    snprintf(v, n, "%s%c%s", value, sep, old);
+    setenv(name, v, 1);
+    free(v);
+}
+
+static void setenv_int(const char *name, int v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%d", v);
+    setenv(name, buf, 1);
+}
+
+static int make_output_dir(const char *dir, char *abs, size_t len)
+{
+    (void)len;
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "scaleprof run: cannot create %s: %s\n", dir, strerror(errno));
+        return 0;
+    }
+    if (!realpath(dir, abs)) {
+        fprintf(stderr, "scaleprof run: %s: %s\n", dir, strerror(errno));
+        return 0;
+    }
+    return 1;
+}
+
+/* Everything every process shares. */
+static int set_common_env(const struct run_opts *o, char *outdir, size_t outlen, char *rdv,
+                          size_t rdvlen)
+{
+    char lib[PATH_MAX];
+    if (o->preload) {
+        if (!realpath(o->preload, lib)) {
+            fprintf(stderr, "scaleprof run: --preload %s: %s\n", o->preload, strerror(errno));
+            return 0;
+        }
+    } else if (!find_preload(lib, sizeof lib)) {
+        fprintf(stderr, "scaleprof run: libscaleprof.so not found beside this scaleprof; "
+                        "name it with --preload\n");
+        return 0;
+    }
+    if (!make_output_dir(o->dir, outdir, outlen))
+        return 0;
+    prepend_env("LD_PRELOAD", lib, ':');
+    setenv("SCALEPROF_DIR", outdir, 1);
+    setenv("CUDA_INJECTION64_PATH", lib, 0);
+    setenv("NVTX_INJECTION64_PATH", lib, 0);
+    if (o->sim) {
+        char sim[PATH_MAX];
+        if (!find_sim_dir(sim, sizeof sim)) {
+            fprintf(stderr, "scaleprof run: --sim: the stand-in libraries were not found "
+                            "(build tree sim/, or set SCALEPROF_SIM_DIR)\n");
+            return 0;
+        }
+        prepend_env("LD_LIBRARY_PATH", sim, ':');
+    }
+    rdv[0] = 0;
+    if (o->nproc > 0) {
+        snprintf(rdv, rdvlen, "%s/scaleprof-rendezvous-XXXXXX",
+                 getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        if (!mkdtemp(rdv)) {
+            fprintf(stderr, "scaleprof run: rendezvous directory: %s\n", strerror(errno));
+            return 0;
+        }
+        setenv("SCALEPROF_RENDEZVOUS", rdv, 1);
+        if (o->sim)
+            setenv("SIM_RENDEZVOUS", rdv, 1);
+        setenv_int("WORLD_SIZE", o->nproc);
+        setenv("MASTER_ADDR", "127.0.0.1", 0);
+        setenv("MASTER_PORT", o->master_port, 1);
+    }
+    return 1;
+}
+
+static void remove_flat_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char path[PATH_MAX * 2];
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+    closedir(d);
+    rmdir(dir);
+}
+
+/* ---- starting and waiting ------------------------------------------------------ */
+
+static void forward_signal(int sig)
+{
+    for (int i = 0; i < nchildren; i++)
+        if (children[i] > 0)
+            kill(children[i], sig);
+}
+
+/* In the child: rank variables, then the command (under its own hostname
+ * for a simulated node). */
+static void exec_rank(const struct run_opts *o, int rank)
+{
+    if (o->nproc > 0) {
+        int per_node = o->nproc / o->nnodes;
+        setenv_int("RANK", rank);
+        setenv_int("LOCAL_RANK", rank % per_node);
+        setenv_int("LOCAL_WORLD_SIZE", per_node);
+        setenv_int("GROUP_RANK", rank / per_node);
+        setenv_int("NODE_RANK", rank / per_node);
+    }
+    if (o->nnodes > 1) {
+        char host[64];
+        snprintf(host, sizeof host, "node%d", rank / (o->nproc / o->nnodes));
+        int n = 0;
+        while (o->cmd[n])
+            n++;
+        char **argv = calloc((size_t)n + 8, sizeof *argv);
+        if (!argv)
+            _exit(EXIT_LAUNCH);
+        int a = 0;
+        argv[a++] = "unshare";
+        argv[a++] = "--uts";
+        argv[a++] = "sh";
+        argv[a++] = "-c";
+        argv[a++] = "hostname \"$0\" && exec \"$@\"";
+        argv[a++] = host;
+        for (int i = 0; i < n; i++)
+            argv[a++] = o->cmd[i];
+        execvp("unshare", argv);
+        fprintf(stderr, "scaleprof run: unshare: %s\n", strerror(errno));
+        _exit(EXIT_LAUNCH);
+    }
+    execvp(o->cmd[0], o->cmd);
+    fprintf(stderr, "scaleprof run: %s: %s\n", o->cmd[0], strerror(errno));
+    _exit(EXIT_LAUNCH);
+}
+
+static int status_code(int st)
+{
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st);
+    if (WIFSIGNALED(st))
+        return SIGNAL_EXIT_BASE + WTERMSIG(st);
+    return EXIT_LAUNCH;
+}
+
+static int launch_and_wait(const struct run_opts *o)
+{
+    struct sigaction sa = {0};
+    sa.sa_handler = forward_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    int n = o->nproc > 0 ? o->nproc : 1;
+    int worst = 0;
+    for (int r = 0; r < n; r++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            signal(SIGINT, SIG_DFL);
+            signal(SIGTERM, SIG_DFL);
+            exec_rank(o, r);
+        }
+        if (pid < 0) {
+            fprintf(stderr, "scaleprof run: fork: %s\n", strerror(errno));
+            forward_signal(SIGTERM);
+            worst = EXIT_LAUNCH;
+            break;
+        }
+        children[nchildren++] = pid;
+    }
+    for (int left = nchildren; left > 0;) {
+        int st;
+        pid_t pid = waitpid(-1, &st, 0);
+        if (pid < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        for (int i = 0; i < nchildren; i++)
+            if (children[i] == pid) {
+                children[i] = 0;
+                left--;
+                int code = status_code(st);
+                if (code > worst)
+                    worst = code;
+            }
+    }
+    return worst;
+}
+
+/* ---- options -------------------------------------------------------------------- */
+
+static int parse(int argc, char **argv, struct run_opts *o)
+{
+    enum { OPT_NPROC = 256, OPT_NNODES, OPT_SIM, OPT_PRELOAD, OPT_PORT };
+    static const struct option longopts[] = {
+        {"output", required_argument, 0, 'o'},     {"nproc", required_argument, 0, OPT_NPROC},
+        {"nnodes", required_argument, 0, OPT_NNODES}, {"sim", no_argument, 0, OPT_SIM},
+        {"preload", required_argument, 0, OPT_PRELOAD},
+        {"master-port", required_argument, 0, OPT_PORT}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    const char *env_dir = getenv("SCALEPROF_DIR");
+    *o = (struct run_opts){.dir = env_dir && *env_dir ? env_dir : DEFAULT_DIR,
+                           .master_port = DEFAULT_MASTER_PORT, .nnodes = 1};
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': o->dir = optarg; break;
+        case OPT_NPROC: o->nproc = atoi(optarg); break;
+        case OPT_NNODES: o->nnodes = atoi(optarg); break;
+        case OPT_SIM: o->sim = 1; break;
+        case OPT_PRELOAD: o->preload = optarg; break;
+        case OPT_PORT: o->master_port = optarg; break;
+        case 'h': usage(stdout); exit(0);
+        default: return 0;
+        }
+    }
+    o->cmd = argv + optind;
+    if (!o->cmd[0]) {
+        fprintf(stderr, "scaleprof run: no command given (put it after --)\n");
+        return 0;
+    }
+    if (o->nproc < 0 || o->nproc > MAX_PROCS || o->nnodes < 1) {
+        fprintf(stderr, "scaleprof run: --nproc must be 1..%d and --nnodes at least 1\n", MAX_PROCS);
+        return 0;
+    }
+    if (o->nnodes > 1) {
+        if (!o->sim || o->nproc % o->nnodes) {
+            fprintf(stderr, "scaleprof run: --nnodes needs --sim and --nproc divisible by it\n");
+            return 0;
+        }
+        if (geteuid() != 0) {
+            fprintf(stderr, "scaleprof run: --nnodes gives each simulated node its own hostname "
+                            "with unshare --uts, which needs root: run as root or drop --nnodes\n");
+            return 0;
+        }
+    }
+    if (o->nnodes > 1 && o->nproc == 0)
+        o->nproc = o->nnodes;
+    return 1;
+}
+
 int cmd_run(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "scaleprof %s: not built yet\n", argv[0]);
-    return 2;
+    struct run_opts o;
+    if (!parse(argc, argv, &o)) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    char outdir[PATH_MAX], rdv[PATH_MAX];
+    if (!set_common_env(&o, outdir, sizeof outdir, rdv, sizeof rdv))
+        return EXIT_USAGE;
+    int worst = launch_and_wait(&o);
+    if (rdv[0])
+        remove_flat_dir(rdv);
+    fprintf(stderr, "scaleprof: traces in %s\nscaleprof: next: scaleprof report %s\n", outdir,
+            outdir);
+    return worst;
 }

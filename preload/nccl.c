@@ -1,2 +1,849 @@
-/* nccl.c: being written */
+/*
+ * nccl.c - the NCCL API: every collective, point-to-point and group call,
+ * and the communicator lifecycle.
+ *
+ * Identity.  The analyzer matches one collective across ranks by
+ * (communicator id, sequence number), never by position.  A communicator's
+ * id is a 64-bit hash of its ncclUniqueId bytes, which every rank passes to
+ * init, so every rank computes the same id without talking to the others.
+ * A split communicator has no unique id of its own: its id hashes (parent
+ * id, color, how many splits the parent has done).  ncclCommSplit is
+ * collective over the parent, so that count is the same on every rank; the
+ * key differs per rank and is deliberately left out.
+ *
+ * Sequence numbers.  Every collective on a communicator (allreduce,
+ * broadcast, reduce, allgather, reducescatter, alltoall) takes the next
+ * number of one shared per-communicator counter, from 1.  NCCL requires all
+ * ranks to issue collectives on a communicator in the same order, so the
+ * numbers agree across ranks.  Send and recv are not ordered across ranks
+ * that way; they count on a second counter of their own, and the analyzer
+ * pairs them by (communicator, peer, order).  Group start/end carry no
+ * communicator (seq 0).
+ *
+ * The communicator table maps an ncclComm_t to its identity.  It is a fixed
+ * open-addressing array: inserts (communicator creation, rare) take a
+ * spinlock; lookups on the collective path take none - an entry's fields
+ * are written before its key is published with release order.  A
+ * destroyed communicator keeps its entry (its address may be reused by a
+ * new one, whose insert then overwrites the entry).
+ *
+ * GPU time without CUPTI.  When cupti.c cannot record activity it calls
+ * sp_nccl_use_event_timing(); from then on each collective is bracketed by
+ * two CUDA events recorded on its stream (no synchronization), taken from
+ * a pool created once.  Completed pairs are drained at later NCCL calls and
+ * at flush; each becomes a GPU event of kind SP_GPU_NCCL_KERNEL named
+ * "nccl:<op>", whose `correlation` equals the `correlation` of the NCCL
+ * event that launched it.  GPU start times are placed on the host clock
+ * through an anchor event per device, recorded on an idle private stream
+ * and synchronized at a known host time (re-anchored every second so the
+ * float milliseconds of cudaEventElapsedTime keep sub-microsecond
+ * precision).  Inside ncclGroupStart/End the kernels run at the outermost
+ * GroupEnd, so the end events of grouped calls are recorded after it.
+ *
+ * `bytes` is the size of the call's send buffer (docs/preload-gpu.md):
+ * allreduce, broadcast, reduce, send: count x size; allgather: sendcount x
+ * size (one rank's share); reducescatter: recvcount x size x nranks;
+ * alltoall: count x size x nranks; recv: count x size received.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
 #include "preload.h"
+#include "sp_gpu.h"
+
+#define COMM_TABLE_SIZE 1024 /* communicators alive at once, power of two */
+#define HASH_SEED 0xcbf29ce484222325ull
+#define HASH_PRIME 0x100000001b3ull
+
+/* ---- resolving the real NCCL --------------------------------------------- */
+
+/* NCCL exports weak ncclX and strong pncclX aliases: the next ncclX when
+ * there is one, else the profiling alias. */
+static void *nccl_resolve(const char *name)
+{
+    void *fn = sp_real(name);
+    if (!fn) {
+        char alias[64];
+        snprintf(alias, sizeof alias, "p%s", name);
+        fn = sp_real(alias);
+    }
+    return fn;
+}
+
+#define REAL(fn)                                                               \
+    int entry_errno __attribute__((unused)) = errno;                           \
+    static __typeof__(&fn) real_##fn;                                          \
+    __typeof__(&fn) real = __atomic_load_n(&real_##fn, __ATOMIC_RELAXED);      \
+    if (SP_UNLIKELY(!real)) {                                                  \
+        real = (__typeof__(&fn))nccl_resolve(#fn);                             \
+        __atomic_store_n(&real_##fn, real, __ATOMIC_RELAXED);                  \
+    }
+
+/* ---- identity -------------------------------------------------------------- */
+
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= HASH_PRIME;
+    }
+    return h;
+}
+
+/* Final mix so that ids spread over all 64 bits, and never 0 (0 = none). */
+static uint64_t hash_finish(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h ? h : 1;
+}
+
+struct comm_entry {
+    _Atomic(uintptr_t) key; /* the ncclComm_t, 0 when free */
+    uint64_t id;
+    atomic_uint_fast64_t coll_seq;
+    atomic_uint_fast64_t p2p_seq;
+    atomic_uint_fast64_t splits;
+    int nranks, rank, device;
+};
+
+static struct comm_entry comm_table[COMM_TABLE_SIZE];
+static atomic_flag comm_insert_lock = ATOMIC_FLAG_INIT;
+static atomic_int comm_table_full_logged;
+
+static size_t comm_slot(uintptr_t key)
+{
+    return (size_t)((key >> 4) * 0x9e3779b97f4a7c15ull >> 54) & (COMM_TABLE_SIZE - 1);
+}
+
+static struct comm_entry *comm_lookup(ncclComm_t comm)
+{
+    uintptr_t key = (uintptr_t)comm;
+    size_t i = comm_slot(key);
+    for (size_t n = 0; n < COMM_TABLE_SIZE; n++, i = (i + 1) & (COMM_TABLE_SIZE - 1)) {
+        uintptr_t k = atomic_load_explicit(&comm_table[i].key, memory_order_acquire);
+        if (k == key)
+            return &comm_table[i];
+        if (k == 0)
+            return NULL;
+    }
+    return NULL;
+}
+
+static struct comm_entry *comm_insert(ncclComm_t comm, uint64_t id, int nranks, int rank, int device)
+{
+    uintptr_t key = (uintptr_t)comm;
+    struct comm_entry *e = NULL;
+    while (atomic_flag_test_and_set_explicit(&comm_insert_lock, memory_order_acquire))
+        ;
+    size_t i = comm_slot(key);
+    for (size_t n = 0; n < COMM_TABLE_SIZE; n++, i = (i + 1) & (COMM_TABLE_SIZE - 1)) {
+        uintptr_t k = atomic_load_explicit(&comm_table[i].key, memory_order_relaxed);
+        if (k == key || k == 0) {
+            e = &comm_table[i];
+            break;
+        }
+    }
+    if (e) {
+        e->id = id;
+        atomic_store_explicit(&e->coll_seq, 0, memory_order_relaxed);
+        atomic_store_explicit(&e->p2p_seq, 0, memory_order_relaxed);
+        atomic_store_explicit(&e->splits, 0, memory_order_relaxed);
+        e->nranks = nranks;
+        e->rank = rank;
+        e->device = device;
+        atomic_store_explicit(&e->key, key, memory_order_release);
+    }
+    atomic_flag_clear_explicit(&comm_insert_lock, memory_order_release);
+    if (!e && !atomic_exchange(&comm_table_full_logged, 1))
+        sp_log("more than %d NCCL communicators: later ones are recorded without identity",
+               COMM_TABLE_SIZE);
+    return e;
+}
+
+/* ---- what a communicator knows about itself ---------------------------- */
+
+struct comm_facts {
+    int nranks, rank, device;
+};
+
+/* Ask NCCL for size, rank and device; keep the caller's guesses where a
+ * query fails (a non-blocking init may still be in progress). */
+static struct comm_facts comm_query(ncclComm_t comm, int nranks, int rank)
+{
+    struct comm_facts f = {nranks, rank, sp_gpu_current_device()};
+    if (!comm)
+        return f;
+    int v;
+    {
+        REAL(ncclCommCount);
+        if (real && real(comm, &v) == ncclSuccess)
+            f.nranks = v;
+    }
+    {
+        REAL(ncclCommUserRank);
+        if (real && real(comm, &v) == ncclSuccess)
+            f.rank = v;
+    }
+    {
+        REAL(ncclCommCuDevice);
+        if (real && real(comm, &v) == ncclSuccess)
+            f.device = v;
+    }
+    return f;
+}
+
+static void emit_comm(uint64_t t0, enum sp_comm_kind kind, uint64_t id, struct comm_facts f,
+                      uint64_t parent, int color, int key, ncclResult_t res)
+{
+    struct sp_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = SP_EV_COMM;
+    ev.t = t0;
+    ev.comm.dur = sp_now() - t0;
+    ev.comm.kind = kind;
+    ev.comm.comm = id;
+    ev.comm.nranks = (uint64_t)(f.nranks > 0 ? f.nranks : 0);
+    ev.comm.rank = f.rank;
+    ev.comm.device = f.device;
+    ev.comm.parent = parent;
+    ev.comm.color = color;
+    ev.comm.key = key;
+    ev.comm.result = res;
+    sp_emit(&ev);
+}
+
+static atomic_int rank_reported;
+
+/* Record a new communicator and, for the process's first one, tell the
+ * core its rank when the environment did not. */
+static void comm_created(uint64_t t0, enum sp_comm_kind kind, ncclComm_t comm, uint64_t id,
+                         int nranks, int rank, uint64_t parent, int color, int key, ncclResult_t res)
+{
+    struct comm_facts f = comm_query(res == ncclSuccess || res == ncclInProgress ? comm : NULL,
+                                     nranks, rank);
+    if (comm && (res == ncclSuccess || res == ncclInProgress))
+        comm_insert(comm, id, f.nranks, f.rank, f.device);
+    if (res == ncclSuccess && kind == SP_COMM_INIT && !atomic_exchange(&rank_reported, 1))
+        sp_core_set_rank(f.rank, f.nranks, f.device);
+    if (sp_recording)
+        emit_comm(t0, kind, id, f, parent, color, key, res);
+}
+
+static void comm_ended(uint64_t t0, enum sp_comm_kind kind, ncclComm_t comm, ncclResult_t res)
+{
+    struct comm_entry *e = comm_lookup(comm);
+    struct comm_facts f = {e ? e->nranks : 0, e ? e->rank : -1, e ? e->device : -1};
+    if (sp_recording)
+        emit_comm(t0, kind, e ? e->id : 0, f, 0, 0, 0, res);
+}
+
+static uint64_t unique_id_hash(const ncclUniqueId *uid)
+{
+    return hash_finish(hash_bytes(HASH_SEED, uid->internal, sizeof uid->internal));
+}
+
+/* ---- lifecycle interposers ----------------------------------------------- */
+
+SP_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)
+{
+    REAL(ncclCommInitRank);
+    if (!real)
+        return ncclSystemError;
+    sp_cupti_ensure();
+    uint64_t t0 = sp_now();
+    (void)SP_GUARD_ENTER();
+    errno = entry_errno;
+    ncclResult_t res = real(comm, nranks, commId, rank);
+    int saved = errno;
+    (void)SP_GUARD_LEAVE();
+    comm_created(t0, SP_COMM_INIT, comm ? *comm : NULL, unique_id_hash(&commId), nranks, rank, 0,
+                 0, 0, res);
+    errno = saved;
+    return res;
+}
+
+SP_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId,
+                                              int rank, ncclConfig_t *config)
+{
+    REAL(ncclCommInitRankConfig);
+    if (!real)
+        return ncclSystemError;
+    sp_cupti_ensure();
+    uint64_t t0 = sp_now();
+    (void)SP_GUARD_ENTER();
+    errno = entry_errno;
+    ncclResult_t res = real(comm, nranks, commId, rank, config);
+    int saved = errno;
+    (void)SP_GUARD_LEAVE();
+    comm_created(t0, SP_COMM_INIT, comm ? *comm : NULL, unique_id_hash(&commId), nranks, rank, 0,
+                 0, 0, res);
+    errno = saved;
+    return res;
+}
+
+SP_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank,
+                                                int nId, ncclUniqueId *commIds,
+                                                ncclConfig_t *config)
+{
+    REAL(ncclCommInitRankScalable);
+    if (!real)
+        return ncclSystemError;
+    sp_cupti_ensure();
+    uint64_t t0 = sp_now();
+    (void)SP_GUARD_ENTER();
+    errno = entry_errno;
+    ncclResult_t res = real(newcomm, nranks, myrank, nId, commIds, config);
+    int saved = errno;
+    (void)SP_GUARD_LEAVE();
+    uint64_t h = HASH_SEED;
+    for (int i = 0; commIds && i < nId; i++)
+        h = hash_bytes(h, commIds[i].internal, sizeof commIds[i].internal);
+    comm_created(t0, SP_COMM_INIT, newcomm ? *newcomm : NULL, hash_finish(h), nranks, myrank, 0,
+                 0, 0, res);
+    errno = saved;
+    return res;
+}
+
+/* One process drives all `ndev` devices: the ranks share this process, so
+ * the id only needs to be unique within it. */
+SP_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
+{
+    REAL(ncclCommInitAll);
+    if (!real)
+        return ncclSystemError;
+    sp_cupti_ensure();
+    uint64_t t0 = sp_now();
+    (void)SP_GUARD_ENTER();
+    errno = entry_errno;
+    ncclResult_t res = real(comm, ndev, devlist);
+    int saved = errno;
+    (void)SP_GUARD_LEAVE();
+    static atomic_uint_fast64_t init_all_calls;
+    uint64_t nth = atomic_fetch_add(&init_all_calls, 1) + 1;
+    pid_t pid = getpid();
+    uint64_t h = hash_bytes(HASH_SEED, "initall", 7);
+    h = hash_bytes(h, &pid, sizeof pid);
+    h = hash_finish(hash_bytes(h, &nth, sizeof nth));
+    for (int i = 0; comm && i < ndev; i++)
+        comm_created(t0, SP_COMM_INIT, comm[i], h, ndev, i, 0, 0, 0, res);
+    errno = saved;
+    return res;
+}
+
+SP_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
+                                     ncclConfig_t *config)
+{
+    REAL(ncclCommSplit);
+    if (!real)
+        return ncclSystemError;
+    uint64_t t0 = sp_now();
+    (void)SP_GUARD_ENTER();
+    errno = entry_errno;
+    ncclResult_t res = real(comm, color, key, newcomm, config);
+    int saved = errno;
+    (void)SP_GUARD_LEAVE();
+    struct comm_entry *parent = comm_lookup(comm);
+    uint64_t parent_id = parent ? parent->id : 0;
+    uint64_t nth = parent ? atomic_fetch_add(&parent->splits, 1) + 1 : 0;
+    uint64_t h = hash_bytes(HASH_SEED, "split", 5);
+    h = hash_bytes(h, &parent_id, sizeof parent_id);
+    h = hash_bytes(h, &color, sizeof color);
+    h = hash_finish(hash_bytes(h, &nth, sizeof nth));
+    /* NCCL_SPLIT_NOCOLOR ranks get no communicator */
+    ncclComm_t made = (newcomm && color != NCCL_SPLIT_NOCOLOR) ? *newcomm : NULL;
+    comm_created(t0, SP_COMM_SPLIT, made, made ? h : 0, 0, -1, parent_id, color, key, res);
+    errno = saved;
+    return res;
+}
+
+#define LIFECYCLE_END(fn, kind)                                                \
+    SP_EXPORT ncclResult_t fn(ncclComm_t comm)                                 \
+    {                                                                          \
+        REAL(fn);                                                              \
+        if (!real)                                                             \
+            return ncclSystemError;                                            \
+        uint64_t t0 = sp_now();                                                \
+        (void)SP_GUARD_ENTER();                                                \
+        errno = entry_errno;                                                   \
+        ncclResult_t res = real(comm);                                         \
+        int saved = errno;                                                     \
+        (void)SP_GUARD_LEAVE();                                                \
+        comm_ended(t0, kind, comm, res);                                       \
+        errno = saved;                                                         \
+        return res;                                                            \
+    }
+LIFECYCLE_END(ncclCommFinalize, SP_COMM_FINALIZE)
+LIFECYCLE_END(ncclCommDestroy, SP_COMM_DESTROY)
+LIFECYCLE_END(ncclCommAbort, SP_COMM_ABORT)
+
+/* ---- GPU timing with CUDA events (fallback) ------------------------------ */
+
+#define EVT_POOL 1024            /* event pairs in flight at once */
+#define EVT_GROUP_MAX 64         /* grouped calls awaiting their GroupEnd */
+#define MAX_DEVICES 64
+#define REANCHOR_NS 1000000000ull /* keep float ms of elapsed time precise */
+#define NS_PER_MS 1e6
+#define FINAL_DRAIN_TRIES 200    /* x 1 ms: how long exit waits for the last */
+#define FINAL_DRAIN_SLEEP_US 1000
+
+struct cuda_fns {
+    cudaError_t (*event_create)(cudaEvent_t *, unsigned);
+    cudaError_t (*event_record)(cudaEvent_t, cudaStream_t);
+    cudaError_t (*event_query)(cudaEvent_t);
+    cudaError_t (*event_sync)(cudaEvent_t);
+    cudaError_t (*elapsed)(float *, cudaEvent_t, cudaEvent_t);
+    cudaError_t (*stream_create)(cudaStream_t *, unsigned);
+    cudaError_t (*get_device)(int *);
+};
+
+/* A pending pair: taken from the ring under the lock, filled by the issuing
+ * thread, drained under the lock.  FREE -> ISSUED -> RECORDED -> FREE; a
+ * pair whose end could not be recorded goes back to FREE and is skipped.
+ * The lock is the one exception to "no lock on a hot path": it is taken
+ * only in fallback mode, for a few instructions plus the drain. */
+enum { PAIR_FREE, PAIR_ISSUED, PAIR_RECORDED };
+struct evt_pair {
+    atomic_int state;
+    cudaEvent_t start, end;
+    uint64_t correlation, stream;
+    int op, device;
+};
+
+struct anchor {
+    cudaEvent_t ev;
+    uint64_t host_ns;
+    int valid;
+};
+
+static struct {
+    atomic_int wanted;   /* sp_nccl_use_event_timing() was called */
+    atomic_int state;    /* 0 not tried, 1 ready, -1 unusable */
+    atomic_flag setup_lock;
+    atomic_flag lock;    /* pool head/tail, anchors: fallback mode only */
+    struct cuda_fns fn;
+    struct evt_pair pairs[EVT_POOL];
+    uint64_t head, tail; /* next pair to issue, next to drain */
+    atomic_uint_fast64_t next_correlation;
+    struct anchor anchors[MAX_DEVICES];
+    cudaStream_t anchor_stream[MAX_DEVICES];
+} evt = {.setup_lock = ATOMIC_FLAG_INIT, .lock = ATOMIC_FLAG_INIT};
+
+void sp_nccl_use_event_timing(void)
+{
+    atomic_store(&evt.wanted, 1);
+}
+
+static int evt_resolve(void)
+{
+    struct cuda_fns *f = &evt.fn;
+    f->event_create = (__typeof__(f->event_create))sp_real("cudaEventCreateWithFlags");
+    f->event_record = (__typeof__(f->event_record))sp_real("cudaEventRecord");
+    f->event_query = (__typeof__(f->event_query))sp_real("cudaEventQuery");
+    f->event_sync = (__typeof__(f->event_sync))sp_real("cudaEventSynchronize");
+    f->elapsed = (__typeof__(f->elapsed))sp_real("cudaEventElapsedTime");
+    f->stream_create = (__typeof__(f->stream_create))sp_real("cudaStreamCreateWithFlags");
+    f->get_device = (__typeof__(f->get_device))sp_real("cudaGetDevice");
+    return f->event_create && f->event_record && f->event_query && f->event_sync &&
+           f->elapsed && f->stream_create && f->get_device;
+}
+
+/* Create the pool once, on the first collective after timing was wanted. */
+static int evt_ready(void)
+{
+    int s = atomic_load_explicit(&evt.state, memory_order_acquire);
+    if (SP_LIKELY(s != 0))
+        return s > 0;
+    if (atomic_flag_test_and_set(&evt.setup_lock))
+        return 0; /* another thread is setting up: this call goes untimed */
+    int ok = evt_resolve();
+    for (int i = 0; ok && i < EVT_POOL; i++)
+        ok = evt.fn.event_create(&evt.pairs[i].start, cudaEventDefault) == cudaSuccess &&
+             evt.fn.event_create(&evt.pairs[i].end, cudaEventDefault) == cudaSuccess;
+    if (!ok)
+        sp_log("CUDA events unavailable: collectives are recorded without GPU durations");
+    atomic_store_explicit(&evt.state, ok ? 1 : -1, memory_order_release);
+    return ok;
+}
+
+/* Put GPU time on the host clock for `device`: an event recorded on an idle
+ * private stream completes right away; its host time is the middle of the
+ * record..synchronize window.  Called under evt.lock. */
+static struct anchor *anchor_for(int device, uint64_t near_ns)
+{
+    if (device < 0 || device >= MAX_DEVICES)
+        return NULL;
+    struct anchor *a = &evt.anchors[device];
+    if (a->valid && near_ns - a->host_ns < REANCHOR_NS)
+        return a;
+    int cur = -1;
+    if (evt.fn.get_device(&cur) != cudaSuccess || cur != device)
+        return a->valid ? a : NULL; /* the anchor must be made on its device */
+    if (!a->valid) {
+        if (evt.fn.stream_create(&evt.anchor_stream[device], cudaStreamNonBlocking) != cudaSuccess ||
+            evt.fn.event_create(&a->ev, cudaEventDefault) != cudaSuccess)
+            return NULL;
+    }
+    uint64_t t0 = sp_now();
+    if (evt.fn.event_record(a->ev, evt.anchor_stream[device]) != cudaSuccess ||
+        evt.fn.event_sync(a->ev) != cudaSuccess)
+        return a->valid ? a : NULL;
+    a->host_ns = t0 + (sp_now() - t0) / 2;
+    a->valid = 1;
+    return a;
+}
+
+static const char *const op_gpu_names[SP_NCCL_OP_MAX] = {
+    [SP_NCCL_ALLREDUCE] = "nccl:allreduce",
+    [SP_NCCL_BROADCAST] = "nccl:broadcast",
+    [SP_NCCL_REDUCE] = "nccl:reduce",
+    [SP_NCCL_ALLGATHER] = "nccl:allgather",
+    [SP_NCCL_REDUCESCATTER] = "nccl:reducescatter",
+    [SP_NCCL_SEND] = "nccl:send",
+    [SP_NCCL_RECV] = "nccl:recv",
+    [SP_NCCL_ALLTOALL] = "nccl:alltoall",
+};
+
+static void emit_pair(struct evt_pair *p, struct anchor *a)
+{
+    float dur_ms = 0, from_anchor_ms = 0;
+    if (evt.fn.elapsed(&dur_ms, p->start, p->end) != cudaSuccess ||
+        evt.fn.elapsed(&from_anchor_ms, a->ev, p->start) != cudaSuccess)
+        return;
+    struct sp_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = SP_EV_GPU;
+    ev.t = (uint64_t)((double)a->host_ns + (double)from_anchor_ms * NS_PER_MS);
+    ev.gpu.dur = (uint64_t)((double)dur_ms * NS_PER_MS);
+    ev.gpu.kind = SP_GPU_NCCL_KERNEL;
+    ev.gpu.device = p->device;
+    ev.gpu.stream = p->stream;
+    ev.gpu.name = sp_gpu_intern(op_gpu_names[p->op]);
+    ev.gpu.correlation = p->correlation;
+    sp_emit(&ev);
+}
+
+static void evt_lock(void)
+{
+    while (atomic_flag_test_and_set_explicit(&evt.lock, memory_order_acquire))
+        ;
+}
+
+static void evt_unlock(void)
+{
+    atomic_flag_clear_explicit(&evt.lock, memory_order_release);
+}
+
+/* Drain completed pairs in issue order, stopping at the first unfinished
+ * one (work on a stream completes in order; pairs on other streams wait for
+ * the next drain).  Never waits except at `final`. */
+static void evt_drain(int final)
+{
+    if (atomic_load_explicit(&evt.state, memory_order_acquire) <= 0)
+        return;
+    int tries = final ? FINAL_DRAIN_TRIES : 0;
+    evt_lock();
+    while (evt.tail < evt.head) {
+        struct evt_pair *p = &evt.pairs[evt.tail % EVT_POOL];
+        int st = atomic_load_explicit(&p->state, memory_order_acquire);
+        if (st == PAIR_RECORDED && evt.fn.event_query(p->end) == cudaSuccess) {
+            struct anchor *a = anchor_for(p->device, sp_now());
+            if (a)
+                emit_pair(p, a);
+        } else if (st != PAIR_FREE) {
+            if (tries-- <= 0)
+                break;
+            usleep(FINAL_DRAIN_SLEEP_US);
+            continue;
+        }
+        atomic_store_explicit(&p->state, PAIR_FREE, memory_order_release);
+        evt.tail++;
+    }
+    evt_unlock();
+}
+
+void sp_nccl_drain_event_timing(int final)
+{
+    evt_drain(final);
+}
+
+/* Grouped calls whose end event waits for the outermost GroupEnd. */
+static __thread int group_depth __attribute__((tls_model("initial-exec")));
+static __thread struct evt_pair *group_pending[EVT_GROUP_MAX] __attribute__((tls_model("initial-exec")));
+static __thread int group_npending __attribute__((tls_model("initial-exec")));
+
+/* Take a pair and record its start event, before the real call.  NULL when
+ * timing is off or the pool is exhausted (that call goes untimed). */
+static struct evt_pair *evt_begin(int op, cudaStream_t stream, int device)
+{
+    if (SP_LIKELY(!atomic_load_explicit(&evt.wanted, memory_order_relaxed)) || !evt_ready())
+        return NULL;
+    evt_drain(0);
+    if (group_depth > 0 && group_npending >= EVT_GROUP_MAX)
+        return NULL;
+    evt_lock();
+    struct evt_pair *p = NULL;
+    if (evt.head - evt.tail < EVT_POOL) {
+        p = &evt.pairs[evt.head % EVT_POOL];
+        atomic_store_explicit(&p->state, PAIR_ISSUED, memory_order_relaxed);
+        evt.head++;
+    }
+    evt_unlock();
+    if (!p)
+        return NULL; /* every pair in flight: this call goes untimed */
+    p->correlation = SP_OWN_CORRELATION_BIT | (atomic_fetch_add(&evt.next_correlation, 1) + 1);
+    p->stream = (uint64_t)(uintptr_t)stream;
+    p->op = op;
+    p->device = device;
+    if (evt.fn.event_record(p->start, stream) != cudaSuccess) {
+        p->correlation = 0;
+        atomic_store_explicit(&p->state, PAIR_FREE, memory_order_release);
+        return NULL;
+    }
+    return p;
+}
+
+static void evt_record_end(struct evt_pair *p, cudaStream_t stream)
+{
+    if (evt.fn.event_record(p->end, stream) == cudaSuccess)
+        atomic_store_explicit(&p->state, PAIR_RECORDED, memory_order_release);
+    else
+        atomic_store_explicit(&p->state, PAIR_FREE, memory_order_release);
+}
+
+/* After the real call: outside a group the kernel is enqueued now; inside
+ * one it is enqueued at the outermost GroupEnd. */
+static void evt_end(struct evt_pair *p, cudaStream_t stream)
+{
+    if (!p)
+        return;
+    if (group_depth > 0)
+        group_pending[group_npending++] = p;
+    else
+        evt_record_end(p, stream);
+}
+
+static void evt_group_closed(void)
+{
+    for (int i = 0; i < group_npending; i++)
+        evt_record_end(group_pending[i], (cudaStream_t)(uintptr_t)group_pending[i]->stream);
+    group_npending = 0;
+}
+
+/* ---- collectives and point-to-point -------------------------------------- */
+
+static size_t type_size(ncclDataType_t t)
+{
+    switch (t) {
+    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+    default: return 0;
+    }
+}
+
+/* What one call is about, gathered before the real call. */
+struct call {
+    uint64_t t0;
+    enum sp_nccl_op op;
+    size_t count;
+    ncclDataType_t dtype;
+    int peer;
+    ncclComm_t comm;
+    cudaStream_t stream;
+    struct comm_entry *entry;
+    uint64_t seq;
+    struct evt_pair *pair;
+};
+
+static int is_p2p(enum sp_nccl_op op)
+{
+    return op == SP_NCCL_SEND || op == SP_NCCL_RECV;
+}
+
+static void call_begin(struct call *c)
+{
+    sp_cupti_ensure();
+    c->entry = comm_lookup(c->comm);
+    c->seq = 0;
+    if (c->entry)
+        c->seq = atomic_fetch_add_explicit(is_p2p(c->op) ? &c->entry->p2p_seq : &c->entry->coll_seq,
+                                           1, memory_order_relaxed) + 1;
+    int device = c->entry ? c->entry->device : sp_gpu_current_device();
+    c->pair = evt_begin(c->op, c->stream, device);
+    c->t0 = sp_now();
+}
+
+static uint64_t call_bytes(const struct call *c, int nranks)
+{
+    uint64_t b = (uint64_t)c->count * type_size(c->dtype);
+    if (c->op == SP_NCCL_REDUCESCATTER || c->op == SP_NCCL_ALLTOALL)
+        b *= (uint64_t)(nranks > 0 ? nranks : 1);
+    return b;
+}
+
+static void call_end(struct call *c, ncclResult_t res)
+{
+    uint64_t t1 = sp_now();
+    evt_end(c->pair, c->stream);
+    if (!sp_recording)
+        return;
+    struct comm_entry *e = c->entry;
+    struct sp_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = SP_EV_NCCL;
+    ev.t = c->t0;
+    ev.nccl.dur = t1 - c->t0;
+    ev.nccl.comm = e ? e->id : 0;
+    ev.nccl.seq = c->seq;
+    ev.nccl.op = c->op;
+    ev.nccl.count = c->count;
+    ev.nccl.datatype = (uint64_t)c->dtype;
+    ev.nccl.bytes = call_bytes(c, e ? e->nranks : 0);
+    ev.nccl.peer = c->peer;
+    ev.nccl.stream = (uint64_t)(uintptr_t)c->stream;
+    ev.nccl.group_depth = (uint64_t)group_depth;
+    ev.nccl.result = res;
+    ev.nccl.nranks = (uint64_t)(e && e->nranks > 0 ? e->nranks : 0);
+    ev.nccl.rank = e ? e->rank : -1;
+    ev.nccl.correlation = c->pair ? c->pair->correlation : 0;
+    ev.nccl.device = e ? e->device : sp_gpu_current_device();
+    sp_emit(&ev);
+}
+
+/* The body every collective shares: identity, timing, the real call. */
+#define NCCL_CALL(fn, OP, COUNT, DTYPE, PEER, COMM, STREAM, ...)               \
+    {                                                                          \
+        REAL(fn);                                                              \
+        if (!real)                                                             \
+            return ncclSystemError;                                            \
+        struct call c = {.op = OP, .count = COUNT, .dtype = DTYPE,             \
+                         .peer = PEER, .comm = COMM, .stream = STREAM};        \
+        call_begin(&c);                                                        \
+        (void)SP_GUARD_ENTER();                                                \
+        errno = entry_errno;                                                   \
+        ncclResult_t res = real(__VA_ARGS__);                                  \
+        int saved = errno;                                                     \
+        (void)SP_GUARD_LEAVE();                                                \
+        call_end(&c, res);                                                     \
+        errno = saved;                                                         \
+        return res;                                                            \
+    }
+
+SP_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
+                                     ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                     cudaStream_t stream)
+NCCL_CALL(ncclAllReduce, SP_NCCL_ALLREDUCE, count, datatype, -1, comm, stream,
+          sendbuff, recvbuff, count, datatype, op, comm, stream)
+
+SP_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+                                     ncclDataType_t datatype, int root, ncclComm_t comm,
+                                     cudaStream_t stream)
+NCCL_CALL(ncclBroadcast, SP_NCCL_BROADCAST, count, datatype, root, comm, stream,
+          sendbuff, recvbuff, count, datatype, root, comm, stream)
+
+SP_EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
+                                 ncclComm_t comm, cudaStream_t stream)
+NCCL_CALL(ncclBcast, SP_NCCL_BROADCAST, count, datatype, root, comm, stream,
+          buff, count, datatype, root, comm, stream)
+
+SP_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
+                                  ncclDataType_t datatype, ncclRedOp_t op, int root,
+                                  ncclComm_t comm, cudaStream_t stream)
+NCCL_CALL(ncclReduce, SP_NCCL_REDUCE, count, datatype, root, comm, stream,
+          sendbuff, recvbuff, count, datatype, op, root, comm, stream)
+
+SP_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+                                     ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
+NCCL_CALL(ncclAllGather, SP_NCCL_ALLGATHER, sendcount, datatype, -1, comm, stream,
+          sendbuff, recvbuff, sendcount, datatype, comm, stream)
+
+SP_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
+                                         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                         cudaStream_t stream)
+NCCL_CALL(ncclReduceScatter, SP_NCCL_REDUCESCATTER, recvcount, datatype, -1, comm, stream,
+          sendbuff, recvbuff, recvcount, datatype, op, comm, stream)
+
+SP_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
+                                    ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
+NCCL_CALL(ncclAlltoAll, SP_NCCL_ALLTOALL, count, datatype, -1, comm, stream,
+          sendbuff, recvbuff, count, datatype, comm, stream)
+
+SP_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype,
+                                int peer, ncclComm_t comm, cudaStream_t stream)
+NCCL_CALL(ncclSend, SP_NCCL_SEND, count, datatype, peer, comm, stream,
+          sendbuff, count, datatype, peer, comm, stream)
+
+SP_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
+                                ncclComm_t comm, cudaStream_t stream)
+NCCL_CALL(ncclRecv, SP_NCCL_RECV, count, datatype, peer, comm, stream,
+          recvbuff, count, datatype, peer, comm, stream)
+
+/* ---- groups ----------------------------------------------------------------- */
+
+static void emit_group(uint64_t t0, enum sp_nccl_op op, int depth, ncclResult_t res)
+{
+    if (!sp_recording)
+        return;
+    struct sp_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.type = SP_EV_NCCL;
+    ev.t = t0;
+    ev.nccl.dur = sp_now() - t0;
+    ev.nccl.op = op;
+    ev.nccl.peer = -1;
+    ev.nccl.group_depth = (uint64_t)depth;
+    ev.nccl.result = res;
+    ev.nccl.rank = -1;
+    ev.nccl.device = sp_gpu_current_device();
+    sp_emit(&ev);
+}
+
+SP_EXPORT ncclResult_t ncclGroupStart(void)
+{
+    REAL(ncclGroupStart);
+    if (!real)
+        return ncclSystemError;
+    uint64_t t0 = sp_now();
+    int depth = group_depth;
+    (void)SP_GUARD_ENTER();
+    errno = entry_errno;
+    ncclResult_t res = real();
+    int saved = errno;
+    (void)SP_GUARD_LEAVE();
+    if (res == ncclSuccess)
+        group_depth++;
+    emit_group(t0, SP_NCCL_GROUP_START, depth, res);
+    errno = saved;
+    return res;
+}
+
+SP_EXPORT ncclResult_t ncclGroupEnd(void)
+{
+    REAL(ncclGroupEnd);
+    if (!real)
+        return ncclSystemError;
+    uint64_t t0 = sp_now();
+    if (group_depth > 0)
+        group_depth--;
+    int depth = group_depth;
+    (void)SP_GUARD_ENTER();
+    errno = entry_errno;
+    ncclResult_t res = real();
+    int saved = errno;
+    (void)SP_GUARD_LEAVE();
+    if (depth == 0)
+        evt_group_closed();
+    emit_group(t0, SP_NCCL_GROUP_END, depth, res);
+    errno = saved;
+    return res;
+}

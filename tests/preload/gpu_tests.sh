@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# gpu_tests.sh STORY - one user story of the recorder's GPU side, on the
+# stand-in CUDA libraries.  Meson passes the built programs:
+#   SCALEPROF_BIN  the scaleprof command (its `run` verb attaches the recorder)
+#   GPU_LOOP       the data-parallel job (tests/preload/gpu_loop.c)
+#   CHECK_TRACE    the trace checker (tests/preload/check_trace.c)
+#   SIM_LIBDIR     the stand-in libraries, for runs without the recorder
+# Exit 0 when the story holds, 1 when it does not.
+set -u
+
+story=${1:?story}
+work=$(mktemp -d "${TMPDIR:-/tmp}/sp-preload-gpu.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export SCALEPROF_CPU_HZ=0
+
+fail() { echo "FAIL: $*"; exit 1; }
+
+# run_job OUT NPROC ARGS... : the job under `scaleprof run --sim`, with the
+# sim's ground truth in OUT/truth; stdout in OUT/stdout, stderr in OUT/stderr.
+run_job() {
+    local out=$1 nproc=$2
+    shift 2
+    mkdir -p "$out/truth"
+    SIM_TRUTH="$out/truth" "$SCALEPROF_BIN" run --sim --nproc "$nproc" -o "$out/trace" -- \
+        "$GPU_LOOP" "$@" >"$out/stdout" 2>"$out/stderr"
+}
+
+show() { echo "--- $1"; cat "$1"; }
+
+case $story in
+gpu_collectives_match_truth)
+    run_job "$work/a" 4 --steps 6 || { show "$work/a/stderr"; fail "the job failed under the recorder"; }
+    "$CHECK_TRACE" collectives "$work/a/trace" 4 || fail "collectives do not match across ranks"
+    "$CHECK_TRACE" cupti "$work/a/trace" "$work/a/truth" 1 || fail "GPU times differ from the truth"
+    ;;
+
+gpu_no_cupti_event_timing)
+    SCALEPROF_CUPTI_LIB=/nonexistent/libcupti.so.13 run_job "$work/a" 4 --steps 6 ||
+        { show "$work/a/stderr"; fail "the job failed without CUPTI"; }
+    grep -q "CUPTI not available" "$work/a/stderr" || { show "$work/a/stderr"; fail "no word that CUPTI is missing"; }
+    "$CHECK_TRACE" collectives "$work/a/trace" 4 || fail "collectives do not match across ranks"
+    "$CHECK_TRACE" events "$work/a/trace" "$work/a/truth" 5 || fail "event-timed collectives off"
+    ;;
+
+gpu_cupti_taken)
+    run_job "$work/a" 2 --steps 6 --subscribe-cupti ||
+        { show "$work/a/stderr"; fail "the job failed when CUPTI was taken"; }
+    n=$(grep -c "CUPTI is in use by another tool" "$work/a/stderr")
+    [ "$n" = 2 ] || { show "$work/a/stderr"; fail "expected the CUPTI message once per rank (2), saw $n"; }
+    "$CHECK_TRACE" events "$work/a/trace" "$work/a/truth" 5 || fail "fallback timing off"
+    ;;
+
+gpu_job_unchanged)
+    # the same job, once bare on the stand-in libraries, once recorded
+    LD_LIBRARY_PATH="$SIM_LIBDIR" "$GPU_LOOP" --steps 4 --check-errno >"$work/bare.out" 2>"$work/bare.err"
+    bare_rc=$?
+    "$SCALEPROF_BIN" run --sim -o "$work/trace" -- "$GPU_LOOP" --steps 4 --check-errno \
+        >"$work/rec.out" 2>"$work/rec.err"
+    rec_rc=$?
+    [ "$bare_rc" = 0 ] || { show "$work/bare.err"; fail "the bare job failed ($bare_rc)"; }
+    [ "$rec_rc" = "$bare_rc" ] || { show "$work/rec.err"; fail "exit status $rec_rc recorded, $bare_rc bare"; }
+    diff "$work/bare.out" "$work/rec.out" || fail "the job's output changed under the recorder"
+    grep -q "errno changed by 0 calls" "$work/rec.out" || { cat "$work/rec.out"; fail "errno not preserved"; }
+    # a failing job fails the same way
+    LD_LIBRARY_PATH="$SIM_LIBDIR" "$GPU_LOOP" --no-such-option >/dev/null 2>&1
+    bare_rc=$?
+    "$SCALEPROF_BIN" run --sim -o "$work/trace2" -- "$GPU_LOOP" --no-such-option >/dev/null 2>&1
+    rec_rc=$?
+    [ "$bare_rc" != 0 ] && [ "$rec_rc" = "$bare_rc" ] || fail "failing job: status $rec_rc recorded, $bare_rc bare"
+    echo "output identical ($(wc -l <"$work/rec.out") lines), exit status identical, errno preserved"
+    ;;
+
+gpu_nvtx_steps)
+    run_job "$work/all" 2 --steps 10 || { show "$work/all/stderr"; fail "the job failed"; }
+    "$CHECK_TRACE" markers "$work/all/trace" 0 0 || fail "NVTX ranges missing"
+    SCALEPROF_STEPS=5:7 run_job "$work/win" 2 --steps 10 || { show "$work/win/stderr"; fail "the job failed"; }
+    "$CHECK_TRACE" markers "$work/win/trace" 5 7 || fail "SCALEPROF_STEPS=5:7 did not keep steps 5 to 7"
+    ;;
+
+*)
+    fail "unknown story $story"
+    ;;
+esac
+echo "PASS: $story"

@@ -1,9 +1,304 @@
-/* builtin-dump.c - placeholder until the verb lands; says so and fails. */
+/*
+ * builtin-dump.c - `scaleprof dump`: print trace files as they are, header
+ * first, then one event per line, as text or as JSON lines.
+ *
+ * It is the format's window for people and scripts: every field the schema
+ * defines is printed by name (the names come from the schema tables, so a
+ * new field shows up here without touching this file), strings are
+ * resolved to their text, and enum values get their symbolic name beside
+ * the number.  Damage the reader skipped is reported on stderr, so stdout
+ * stays parseable.  Exit status: 0, 1 when a file could not be read as a
+ * trace, 2 for a usage error.
+ */
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
+
 #include "builtin.h"
+#include "sprof.h"
+
+#define OUT_BUFFER (1u << 16)
+
+struct dump_opts {
+    int json;
+    int header_only;
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: scaleprof dump [--json] [--header-only] FILE...\n"
+            "\n"
+            "Print scaleprof trace files: the header (host, pid, rank, clocks, loss\n"
+            "counters), then every event, one per line, in the order the reader streams\n"
+            "them (each thread's events in order; threads interleave by chunk).\n"
+            "\n"
+            "  --json         JSON lines: a {\"type\":\"header\",...} object per file, then\n"
+            "                 one object per event with \"type\", \"t\" (ns), \"tid\" and every\n"
+            "                 field by name; strings resolved; enum fields also as NAME_name\n"
+            "  --header-only  print the headers only\n"
+            "  -h, --help     this text\n"
+            "\n"
+            "Damage (truncated or corrupt frames) is described on stderr; the intact\n"
+            "events are still printed.  Exit status 1 when a FILE is not a readable trace.\n");
+}
+
+/* ---- JSON strings ---------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 when invalid. */
+static int utf8_len(const unsigned char *p)
+{
+    int n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
+    if (p[0] >= 0xf5)
+        return 0;
+    for (int i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    return n;
+}
+
+/* Writes s as a JSON string.  Bytes that are not UTF-8 (a path can hold
+ * anything) are written as the code point of the same value, so the
+ * output always parses. */
+static void json_string(FILE *out, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    fputc('"', out);
+    while (*p) {
+        unsigned char c = *p;
+        if (c == '"' || c == '\\') {
+            fputc('\\', out);
+            fputc(c, out);
+            p++;
+        } else if (c == '\n') {
+            fputs("\\n", out);
+            p++;
+        } else if (c == '\t') {
+            fputs("\\t", out);
+            p++;
+        } else if (c < 0x20 || c == 0x7f) {
+            fprintf(out, "\\u%04x", c);
+            p++;
+        } else if (c < 0x80) {
+            fputc(c, out);
+            p++;
+        } else {
+            int n = utf8_len(p);
+            if (n) {
+                fwrite(p, 1, (size_t)n, out);
+                p += n;
+            } else {
+                fprintf(out, "\\u%04x", c);
+                p++;
+            }
+        }
+    }
+    fputc('"', out);
+}
+
+/* ---- header ------------------------------------------------------------------ */
+
+static void flag_names(uint32_t flags, char *buf, size_t cap)
+{
+    static const struct {
+        uint32_t bit;
+        const char *name;
+    } names[] = {{SP_FLAG_CLOSED, "closed"},
+                 {SP_FLAG_IMPORTED, "imported"},
+                 {SP_FLAG_NO_FILE_IO, "no_file_io"},
+                 {SP_FLAG_NO_CPU, "no_cpu"}};
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (flags & names[i].bit)
+            snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", buf[0] ? "," : "",
+                     names[i].name);
+}
+
+static void header_json(FILE *out, const char *path, const struct sp_file_info *in)
+{
+    const struct sp_file_header *h = &in->hdr;
+    char flags[128];
+    flag_names(h->flags, flags, sizeof flags);
+    fputs("{\"type\":\"header\",\"file\":", out);
+    json_string(out, path);
+    fprintf(out,
+            ",\"version\":%" PRIu32 ",\"pid\":%" PRId32 ",\"ppid\":%" PRId32 ",\"rank\":%" PRId32
+            ",\"local_rank\":%" PRId32 ",\"world_size\":%" PRId32 ",\"local_world_size\":%" PRId32
+            ",\"start_mono\":%" PRIu64 ",\"start_real\":%" PRIu64 ",\"end_mono\":%" PRIu64
+            ",\"end_real\":%" PRIu64 ",\"events_dropped\":%" PRIu64 ",\"strings_dropped\":%" PRIu64
+            ",\"flags\":%" PRIu32 ",\"closed\":%s,\"slot_size\":%" PRIu32 ",\"slot_count\":%" PRIu32
+            ",\"strings_used\":%" PRIu64 ",\"strings_size\":%" PRIu64,
+            h->version, h->pid, h->ppid, h->rank, h->local_rank, h->world_size,
+            h->local_world_size, h->start_mono, h->start_real, h->end_mono, h->end_real,
+            h->events_dropped, h->strings_dropped, h->flags, in->closed ? "true" : "false",
+            h->slot_size, h->slot_count, h->strings_used, h->strings_size);
+    fputs(",\"flag_names\":", out);
+    json_string(out, flags);
+    const struct {
+        const char *key, *val;
+    } texts[] = {{"host", in->host}, {"exe", in->exe}, {"argv", in->argv},
+                 {"source", in->source}, {"cuda_devices", in->cuda_devices}};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        fprintf(out, ",\"%s\":", texts[i].key);
+        json_string(out, texts[i].val);
+    }
+    fputs("}\n", out);
+}
+
+static void header_text(FILE *out, const char *path, const struct sp_file_info *in)
+{
+    const struct sp_file_header *h = &in->hdr;
+    char flags[128];
+    flag_names(h->flags, flags, sizeof flags);
+    fprintf(out, "# %s\n", path);
+    fprintf(out, "#   version %" PRIu32 "  pid %" PRId32 "  ppid %" PRId32 "  host %s\n", h->version,
+            h->pid, h->ppid, in->host[0] ? in->host : "?");
+    fprintf(out, "#   rank %" PRId32 "  local_rank %" PRId32 "  world_size %" PRId32
+                 "  local_world_size %" PRId32 "\n",
+            h->rank, h->local_rank, h->world_size, h->local_world_size);
+    if (in->exe[0] || in->argv[0])
+        fprintf(out, "#   exe %s  argv %s\n", in->exe, in->argv);
+    if (in->source[0] || in->cuda_devices[0])
+        fprintf(out, "#   source %s  cuda_devices %s\n", in->source, in->cuda_devices);
+    fprintf(out, "#   start mono %" PRIu64 " real %" PRIu64 "  end mono %" PRIu64 " real %" PRIu64
+                 "%s\n",
+            h->start_mono, h->start_real, h->end_mono, h->end_real,
+            in->closed ? "" : "  (never closed: the process died or still runs)");
+    fprintf(out, "#   events_dropped %" PRIu64 "  strings_dropped %" PRIu64 "  flags %s\n",
+            h->events_dropped, h->strings_dropped, flags[0] ? flags : "none");
+    fprintf(out, "#   slots %" PRIu32 " x %" PRIu32 " bytes  strings %" PRIu64 " of %" PRIu64
+                 " bytes\n",
+            h->slot_count, h->slot_size, h->strings_used, h->strings_size);
+}
+
+/* ---- events ----------------------------------------------------------------------- */
+
+static uint64_t field_u(const struct sp_event *ev, const struct sp_field_desc *f)
+{
+    uint64_t v;
+    memcpy(&v, (const char *)ev + f->offset, sizeof v);
+    return v;
+}
+
+static void event_json(FILE *out, const struct sp_reader *r, const struct sp_event *ev)
+{
+    int n;
+    const struct sp_field_desc *f = sp_event_fields(ev->type, &n);
+    fprintf(out, "{\"type\":\"%s\",\"t\":%" PRIu64 ",\"tid\":%" PRIu32, sp_event_name(ev->type),
+            ev->t, ev->tid);
+    for (int i = 0; i < n; i++) {
+        uint64_t v = field_u(ev, &f[i]);
+        fprintf(out, ",\"%s\":", f[i].name);
+        if (f[i].kind == SP_FK_STR) {
+            json_string(out, sp_reader_string(r, v));
+        } else if (f[i].kind == SP_FK_S) {
+            fprintf(out, "%" PRId64, (int64_t)v);
+        } else {
+            fprintf(out, "%" PRIu64, v);
+            const char *name = sp_enum_name(ev->type, f[i].name, v);
+            if (name)
+                fprintf(out, ",\"%s_name\":\"%s\"", f[i].name, name);
+        }
+    }
+    fputs("}\n", out);
+}
+
+static void event_text(FILE *out, const struct sp_reader *r, const struct sp_event *ev)
+{
+    int n;
+    const struct sp_field_desc *f = sp_event_fields(ev->type, &n);
+    fprintf(out, "%" PRIu64 " %" PRIu32 " %-7s", ev->t, ev->tid, sp_event_name(ev->type));
+    for (int i = 0; i < n; i++) {
+        uint64_t v = field_u(ev, &f[i]);
+        if (f[i].kind == SP_FK_STR) {
+            if (v)
+                fprintf(out, " %s=\"%s\"", f[i].name, sp_reader_string(r, v));
+        } else if (f[i].kind == SP_FK_S) {
+            fprintf(out, " %s=%" PRId64, f[i].name, (int64_t)v);
+        } else {
+            const char *name = sp_enum_name(ev->type, f[i].name, v);
+            if (name)
+                fprintf(out, " %s=%s", f[i].name, name);
+            else
+                fprintf(out, " %s=%" PRIu64, f[i].name, v);
+        }
+    }
+    fputc('\n', out);
+}
+
+/* ---- files ------------------------------------------------------------------------ */
+
+static void report_damage(const char *path, const struct sp_reader *r)
+{
+    const char *diag = sp_reader_diag(r);
+    for (const char *line = diag; *line;) {
+        const char *nl = strchr(line, '\n');
+        int len = nl ? (int)(nl - line) : (int)strlen(line);
+        fprintf(stderr, "scaleprof dump: %s: %.*s\n", path, len, line);
+        line += len + (nl ? 1 : 0);
+    }
+}
+
+static int dump_file(const char *path, const struct dump_opts *o)
+{
+    int err;
+    struct sp_reader *r = sp_reader_open(path, &err);
+    if (!r) {
+        fprintf(stderr, "scaleprof dump: %s: %s%s%s\n", path, sp_strerror(err),
+                err == SP_E_IO ? ": " : "", err == SP_E_IO ? strerror(errno) : "");
+        return 1;
+    }
+    const struct sp_file_info *info = sp_reader_info(r);
+    if (o->json)
+        header_json(stdout, path, info);
+    else
+        header_text(stdout, path, info);
+    if (!o->header_only) {
+        struct sp_event ev;
+        while (sp_reader_next(r, &ev)) {
+            if (o->json)
+                event_json(stdout, r, &ev);
+            else
+                event_text(stdout, r, &ev);
+        }
+    }
+    fflush(stdout);
+    report_damage(path, r);
+    sp_reader_close(r);
+    return 0;
+}
+
 int cmd_dump(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "scaleprof %s: not built yet\n", argv[0]);
-    return 2;
+    struct dump_opts o = {0};
+    int first = 1;
+    for (; first < argc && argv[first][0] == '-'; first++) {
+        const char *a = argv[first];
+        if (!strcmp(a, "--json")) {
+            o.json = 1;
+        } else if (!strcmp(a, "--header-only")) {
+            o.header_only = 1;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--")) {
+            first++;
+            break;
+        } else {
+            fprintf(stderr, "scaleprof dump: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (first >= argc) {
+        usage(stderr);
+        return 2;
+    }
+    static char buffer[OUT_BUFFER];
+    setvbuf(stdout, buffer, _IOFBF, sizeof buffer);
+    int status = 0;
+    for (int i = first; i < argc; i++)
+        status |= dump_file(argv[i], &o);
+    return status;
 }

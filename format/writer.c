@@ -739,6 +739,7 @@ int sp_writer_close(struct sp_writer *w)
     if (!w)
         return SP_E_ARG;
     stop_compressor(w);
+    compress_now(w, 0); /* frees slots for the closing thread's DROPPED record */
     flush_pending_drops(w);
     if (tls.gen == w->gen)
         tls_forget_slot();

@@ -296,7 +296,7 @@ static void sim_op_arrive(struct sim_nccl_op *op, uint64_t t)
         return;
     }
     sim_publish_data(op);
-    sim_shm_arrive(c, sim_shm_coll_slot(c, op->seq), t);
+    sim_shm_arrive(c, sim_shm_coll_slot(c, op->seq), op->seq, t);
 }
 
 static int sim_op_wait(struct sim_nccl_op *op)

@@ -70,7 +70,7 @@ int sim_shm_wait_joined(struct sim_comm *c);
 void sim_shm_release(struct sim_comm *c);
 struct sim_shm_slot *sim_shm_coll_slot(struct sim_comm *c, uint64_t seq);
 char *sim_shm_coll_data(struct sim_comm *c, uint64_t seq, int rank);
-void sim_shm_arrive(struct sim_comm *c, struct sim_shm_slot *s, uint64_t value);
+void sim_shm_arrive(struct sim_comm *c, struct sim_shm_slot *s, uint64_t seq, uint64_t value);
 int sim_shm_wait_all(struct sim_comm *c, struct sim_shm_slot *s, uint64_t seq);
 int sim_shm_exchange(struct sim_comm *c, uint64_t value, uint64_t *all);
 struct sim_shm_p2p *sim_shm_p2p_chan(struct sim_comm *c, int from, int to);

@@ -149,11 +149,15 @@ char *sim_shm_coll_data(struct sim_comm *c, uint64_t seq, int rank)
            (slot * (size_t)c->nranks + (size_t)rank) * SIM_NCCL_DATA_MAX;
 }
 
-void sim_shm_arrive(struct sim_comm *c, struct sim_shm_slot *s, uint64_t value)
+/* Only the last rank to arrive wakes the others: waking every waiter on
+ * every arrival costs O(nranks^2) wake-ups, which 32 ranks on two cores feel. */
+void sim_shm_arrive(struct sim_comm *c, struct sim_shm_slot *s, uint64_t seq, uint64_t value)
 {
+    uint32_t target = (uint32_t)c->nranks * (uint32_t)(seq / SIM_NCCL_SLOTS + 1);
     s->value[c->rank] = value;
-    atomic_fetch_add_explicit(&s->arrived, 1, memory_order_release);
-    sim_futex_wake(&s->arrived);
+    uint32_t now = atomic_fetch_add_explicit(&s->arrived, 1, memory_order_acq_rel) + 1;
+    if (now == target)
+        sim_futex_wake(&s->arrived);
 }
 
 /* Waits until all ranks arrived at SEQ in slot S; -1 when aborted. */
@@ -175,7 +179,7 @@ int sim_shm_exchange(struct sim_comm *c, uint64_t value, uint64_t *all)
     uint64_t seq = c->host_seq++;
     struct sim_shm_slot *s = (struct sim_shm_slot *)(c->shm + c->layout.host_slots +
                                                      (seq % SIM_NCCL_SLOTS) * c->layout.host_slot_bytes);
-    sim_shm_arrive(c, s, value);
+    sim_shm_arrive(c, s, seq, value);
     if (sim_shm_wait_all(c, s, seq) != 0)
         return -1;
     memcpy(all, s->value, (size_t)c->nranks * sizeof(uint64_t));

@@ -1,0 +1,126 @@
+/*
+ * The NCCL operations of two ranks really move data across processes:
+ * broadcast, reduce, all-gather, reduce-scatter, and a send/recv exchange
+ * inside a group (which must not deadlock).  A rank whose peer never comes
+ * hangs like on a GPU, until ncclCommAbort releases it.  Versions, error
+ * strings and unsupported calls answer as NCCL does.
+ */
+#include <nccl.h>
+
+#include "sim_test.h"
+
+#define N 64
+
+static void fill(float *dev, float base)
+{
+    float h[2 * N];
+    for (int i = 0; i < 2 * N; i++)
+        h[i] = base + (float)i;
+    SIM_CUDA(cudaMemcpy(dev, h, sizeof h, cudaMemcpyHostToDevice));
+}
+
+static void get(float *host, const float *dev, int n)
+{
+    SIM_CUDA(cudaMemcpy(host, dev, (size_t)n * sizeof(float), cudaMemcpyDeviceToHost));
+}
+
+static void data_moves(ncclComm_t comm, int rank, cudaStream_t s)
+{
+    float *a, *b, h[2 * N];
+    SIM_CUDA(cudaMalloc((void **)&a, 2 * N * sizeof(float)));
+    SIM_CUDA(cudaMalloc((void **)&b, 2 * N * sizeof(float)));
+
+    fill(a, (float)(100 * rank)); /* rank r holds 100r + i */
+    SIM_CHECK(ncclBroadcast(a, b, N, ncclFloat, 1, comm, s) == ncclSuccess);
+    SIM_CUDA(cudaStreamSynchronize(s));
+    get(h, b, N);
+    SIM_CHECK(h[5] == 105);
+
+    SIM_CHECK(ncclReduce(a, b, N, ncclFloat, ncclMax, 0, comm, s) == ncclSuccess);
+    SIM_CUDA(cudaStreamSynchronize(s));
+    get(h, b, N);
+    if (rank == 0)
+        SIM_CHECK(h[3] == 103);
+
+    SIM_CHECK(ncclAllGather(a, b, N, ncclFloat, comm, s) == ncclSuccess);
+    SIM_CUDA(cudaStreamSynchronize(s));
+    get(h, b, 2 * N);
+    SIM_CHECK(h[1] == 1 && h[N + 1] == 101);
+
+    SIM_CHECK(ncclReduceScatter(a, b, N, ncclFloat, ncclSum, comm, s) == ncclSuccess);
+    SIM_CUDA(cudaStreamSynchronize(s));
+    get(h, b, N);
+    SIM_CHECK(h[0] == (float)(100 + 2 * (rank * N)));
+
+    int peer = 1 - rank;
+    SIM_CHECK(ncclGroupStart() == ncclSuccess);
+    SIM_CHECK(ncclSend(a, N, ncclFloat, peer, comm, s) == ncclSuccess);
+    SIM_CHECK(ncclRecv(b, N, ncclFloat, peer, comm, s) == ncclSuccess);
+    SIM_CHECK(ncclGroupEnd() == ncclSuccess);
+    SIM_CUDA(cudaStreamSynchronize(s));
+    get(h, b, N);
+    SIM_CHECK(h[7] == (float)(100 * peer + 7));
+}
+
+static void abort_releases_a_hang(ncclComm_t comm, int rank, cudaStream_t s)
+{
+    float *a;
+    SIM_CUDA(cudaMalloc((void **)&a, N * sizeof(float)));
+    if (rank == 1) /* never joins this all-reduce */
+        return;
+    SIM_CHECK(ncclAllReduce(a, a, N, ncclFloat, ncclSum, comm, s) == ncclSuccess);
+    sim_test_sleep_ms(50);
+    SIM_CHECK(cudaStreamQuery(s) == cudaErrorNotReady); /* hanging, as on a GPU */
+    uint64_t t0 = sim_test_now_ns();
+    SIM_CHECK(ncclCommAbort(comm) == ncclSuccess);
+    SIM_CUDA(cudaStreamSynchronize(s));
+    double ms = (double)(sim_test_now_ns() - t0) / 1e6;
+    printf("abort released the stream after %.1f ms\n", ms);
+    SIM_CHECK(ms < 200);
+}
+
+static void api_answers(void)
+{
+    int v = 0;
+    SIM_CHECK(ncclGetVersion(&v) == ncclSuccess && v >= 22800 && v < 22900);
+    SIM_CHECK(strcmp(ncclGetErrorString(ncclInvalidUsage), "") != 0);
+    SIM_CHECK(ncclAlltoAll(NULL, NULL, 0, ncclFloat, NULL, NULL) == ncclInvalidUsage);
+    SIM_CHECK(ncclGroupEnd() == ncclInvalidUsage);
+}
+
+static int rank_main(void)
+{
+    int rank = sim_test_env_int("RANK", -1), n = sim_test_env_int("WORLD_SIZE", 0);
+    SIM_CHECK(n == 2);
+    SIM_CUDA(cudaSetDevice(rank));
+    ncclUniqueId id;
+    if (rank == 0)
+        SIM_CHECK(ncclGetUniqueId(&id) == ncclSuccess);
+    sim_test_exchange("nccl-id", &id, sizeof id, rank);
+    ncclComm_t comm;
+    SIM_CHECK(ncclCommInitRank(&comm, n, id, rank) == ncclSuccess);
+    int dev = -1;
+    SIM_CHECK(ncclCommCuDevice(comm, &dev) == ncclSuccess && dev == rank);
+    cudaStream_t s;
+    SIM_CUDA(cudaStreamCreate(&s));
+    api_answers();
+    data_moves(comm, rank, s);
+    abort_releases_a_hang(comm, rank, s);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "rank"))
+        return rank_main();
+    char *dir = sim_test_mkdtemp();
+    SIM_CHECK(sim_test_simrun(2, NULL, dir) == 0);
+    struct sim_truth t = sim_truth_read(dir);
+    int aborted = 0;
+    for (int i = 0; i < t.n; i++)
+        aborted += strstr(t.lines[i], "\"aborted\":true") != NULL;
+    SIM_CHECK(aborted == 1);
+    sim_truth_remove(dir);
+    printf("ok\n");
+    return 0;
+}

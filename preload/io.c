@@ -17,8 +17,16 @@
  * stores at open/close/dup and read with one relaxed load per call: no
  * lock, no allocation.  The kind comes from one fstat at open; fds we did
  * not see opened (inherited pipes, sockets) are classified by one fstat at
- * first use and cached.  After fork the child's file has a new string
- * arena, so a path id whose generation is not the current one is dropped.
+ * first use and cached.
+ *
+ * Paths across fork.  A forked child writes a new file with a new string
+ * arena, so a path id whose generation is not the current one means
+ * nothing there - yet data-loader workers typically read a file their
+ * parent opened (an archive, an HDF5 or LMDB file).  So at open the path is
+ * also copied into a private name arena of ours (anonymous memory, hence
+ * inherited by the child), and the first event on a stale entry interns the
+ * name again in the current file.  The arena is append-only; once full,
+ * stale entries simply lose their path.
  *
  * Excluded paths (/proc, /sys, /dev, shared libraries - names ending in
  * .so or containing .so. - and the prefixes in SCALEPROF_IO_EXCLUDE,
@@ -69,6 +77,43 @@
 /* ---- the fd table ------------------------------------------------------- */
 
 static _Atomic uint64_t g_fds[SP_FD_TABLE];
+static _Atomic uint32_t g_fd_name[SP_FD_TABLE]; /* offset in g_names, 0: none */
+
+#define SP_NAME_ARENA (16u << 20)
+static char *_Atomic g_names;
+static _Atomic uint32_t g_names_used = 1; /* offset 0 means "no name" */
+
+static char *name_arena(void)
+{
+    char *a = atomic_load_explicit(&g_names, memory_order_acquire);
+    if (SP_LIKELY(a))
+        return a;
+    void *p = mmap(NULL, SP_NAME_ARENA, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    char *expect = NULL;
+    if (!atomic_compare_exchange_strong(&g_names, &expect, (char *)p)) {
+        munmap(p, SP_NAME_ARENA);
+        return expect;
+    }
+    return p;
+}
+
+/* Keep a copy of fd's path for re-interning after fork. */
+static void name_save(int fd, const char *path)
+{
+    char *arena = name_arena();
+    size_t len = strlen(path) + 1;
+    uint32_t off = 0;
+    if (arena && len < SP_NAME_ARENA) {
+        off = atomic_fetch_add(&g_names_used, (uint32_t)len);
+        if ((uint64_t)off + len <= SP_NAME_ARENA)
+            memcpy(arena + off, path, len);
+        else
+            off = 0;
+    }
+    atomic_store_explicit(&g_fd_name[fd], off, memory_order_relaxed);
+}
 
 static int fd_in_table(int fd)
 {
@@ -118,24 +163,37 @@ static int entry_kind(uint64_t e)
     return (int)((e >> FD_KIND_SHIFT) & FD_KIND_MASK);
 }
 
-static uint32_t entry_path(uint64_t e)
+/* The path id of fd's entry e in the current file: interned again from
+ * the name arena when e was made for an older file (before a fork). */
+static uint32_t entry_path(int fd, uint64_t e)
 {
-    if (((e >> FD_GEN_SHIFT) & FD_GEN_MASK) != (sp_generation & FD_GEN_MASK))
+    if (SP_LIKELY(((e >> FD_GEN_SHIFT) & FD_GEN_MASK) == (sp_generation & FD_GEN_MASK)))
+        return (uint32_t)(e & FD_PATH_MASK);
+    if (!fd_in_table(fd) || !(e & FD_CLASSIFIED))
         return 0;
-    return (uint32_t)(e & FD_PATH_MASK);
+    uint32_t off = atomic_load_explicit(&g_fd_name[fd], memory_order_relaxed);
+    char *arena = atomic_load(&g_names);
+    uint32_t id = off && arena ? sp_intern(arena + off) : 0;
+    uint64_t fresh = fd_pack(id, entry_kind(e), (e & FD_EXCLUDED) != 0);
+    atomic_compare_exchange_strong(&g_fds[fd], &e, fresh);
+    return id;
 }
 
 static void fd_forget(int fd)
 {
-    if (fd_in_table(fd))
+    if (fd_in_table(fd)) {
         atomic_store_explicit(&g_fds[fd], 0, memory_order_relaxed);
+        atomic_store_explicit(&g_fd_name[fd], 0, memory_order_relaxed);
+    }
 }
 
 static void fd_copy(int from, int to)
 {
-    if (fd_in_table(to))
-        atomic_store_explicit(&g_fds[to], fd_in_table(from) ? atomic_load(&g_fds[from]) : 0,
-                              memory_order_relaxed);
+    if (!fd_in_table(to))
+        return;
+    int known = fd_in_table(from);
+    atomic_store_explicit(&g_fds[to], known ? atomic_load(&g_fds[from]) : 0, memory_order_relaxed);
+    atomic_store_explicit(&g_fd_name[to], known ? atomic_load(&g_fd_name[from]) : 0, memory_order_relaxed);
 }
 
 /* ---- path filter ----------------------------------------------------------- */
@@ -212,7 +270,7 @@ static void emit_io(uint64_t t0, uint64_t t1, int op, int fd, uint64_t entry, in
         .op = (uint64_t)op,
         .fd = fd,
         .fd_kind = (uint64_t)entry_kind(entry),
-        .path = entry_path(entry),
+        .path = entry_path(fd, entry),
         .ret = ret,
         .bytes = bytes,
         .offset = offset,
@@ -241,8 +299,11 @@ static void io_leave_open(struct io_call *c, int err, int op, int fd, const char
         int excluded = path_excluded(path);
         uint32_t id = excluded ? 0 : sp_intern(path);
         uint64_t e = fd_pack(id, kind_of_fd(fd), excluded);
-        if (fd_in_table(fd))
+        if (fd_in_table(fd)) {
             atomic_store_explicit(&g_fds[fd], e, memory_order_relaxed);
+            if (!excluded)
+                name_save(fd, path);
+        }
         if (!excluded)
             emit_io(c->t0, t1, op, fd, e, fd, 0, 0, err);
     } else if (path && !path_excluded(path)) {

@@ -6,7 +6,8 @@
  *
  *   threads T N FILE    T threads each read FILE N times, one byte a call
  *   forkbusy K N FILE   threads keep reading while the main thread forks K
- *                       children; each child reads N times and _exits
+ *                       children; each child reads N times, then once more
+ *                       through an fd its parent opened, and _exits
  *   exec N FILE PROG... read N times, then execve PROG with an environment
  *                       that has no LD_PRELOAD
  *   exit N FILE         a child reads N times and leaves through _exit(3)
@@ -84,10 +85,14 @@ static int story_forkbusy(int kids, int n, const char *file)
     for (int i = 0; i < BUSY_THREADS; i++)
         pthread_create(&th[i], NULL, busy_thread, NULL);
     printf("parent %d\n", (int)getpid());
+    int inherited = open(file, O_RDONLY);
     for (int k = 0; k < kids; k++) {
         pid_t pid = fork();
-        if (pid == 0)
-            _exit(read_n_times(file, n) == n ? 0 : 1);
+        if (pid == 0) {
+            char c;
+            int ok = read_n_times(file, n) == n && pread(inherited, &c, 1, 0) == 1;
+            _exit(ok ? 0 : 1);
+        }
         printf("child %d\n", (int)pid);
     }
     int failed = 0;

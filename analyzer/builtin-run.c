@@ -149,10 +149,29 @@ static void setenv_int(const char *name, int v)
     setenv(name, buf, 1);
 }
 
+/* mkdir -p */
+static int make_dirs(const char *dir)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
 static int make_output_dir(const char *dir, char *abs, size_t len)
 {
     (void)len;
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+    if (make_dirs(dir) != 0) {
         fprintf(stderr, "scaleprof run: cannot create %s: %s\n", dir, strerror(errno));
         return 0;
     }

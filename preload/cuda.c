@@ -28,6 +28,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,7 +40,7 @@
 #include "sp_gpu.h"
 
 #define STACK_DEPTH 8          /* frames kept per call site */
-#define STACK_SKIP 1           /* our own wrapper frame */
+#define STACK_OURS_MAX 4       /* our own frames (wrapper, helpers) on top */
 #define SITE_TABLE_SIZE 4096   /* distinct sync call sites, power of two */
 #define SITE_TEXT_MAX 1024
 #define HASH_PRIME 0x100000001b3ull
@@ -129,16 +130,50 @@ static void site_text(void *const *pcs, int n, char *out, size_t cap)
     }
 }
 
+/* Our own code's address range, so that the frames of the wrapper (and
+ * of whatever the compiler did not inline) are left off the call site. */
+static uintptr_t own_lo, own_hi;
+static atomic_int own_range_known;
+
+static int find_own_range(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size, (void)data;
+    uintptr_t me = (uintptr_t)(void *)find_own_range;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && me >= lo && me < hi) {
+            own_lo = lo;
+            own_hi = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int is_ours(void *pc)
+{
+    if (!atomic_load_explicit(&own_range_known, memory_order_acquire)) {
+        dl_iterate_phdr(find_own_range, NULL);
+        atomic_store_explicit(&own_range_known, 1, memory_order_release);
+    }
+    return (uintptr_t)pc >= own_lo && (uintptr_t)pc < own_hi;
+}
+
 /* The interned call site of the caller of our wrapper; 0 when unknown. */
 static uint32_t call_site(void)
 {
-    void *pcs[STACK_DEPTH + STACK_SKIP];
-    int n = unw_backtrace(pcs, STACK_DEPTH + STACK_SKIP) - STACK_SKIP;
+    void *all[STACK_DEPTH + STACK_OURS_MAX];
+    int total = unw_backtrace(all, STACK_DEPTH + STACK_OURS_MAX), skip = 0;
+    while (skip < total && skip < STACK_OURS_MAX && is_ours(all[skip]))
+        skip++;
+    void **pcs = all + skip;
+    int n = total - skip < STACK_DEPTH ? total - skip : STACK_DEPTH;
     if (n <= 0)
         return 0;
     uint64_t h = HASH_SEED;
     for (int i = 0; i < n; i++) {
-        h ^= (uint64_t)(uintptr_t)pcs[STACK_SKIP + i];
+        h ^= (uint64_t)(uintptr_t)pcs[i];
         h *= HASH_PRIME;
     }
     h |= 1; /* 0 marks a free entry */
@@ -158,13 +193,13 @@ static uint32_t call_site(void)
             return (uint32_t)gid;
         /* first time in this file (two threads may both intern it: harmless) */
         char text[SITE_TEXT_MAX];
-        site_text(pcs + STACK_SKIP, n, text, sizeof text);
+        site_text(pcs, n, text, sizeof text);
         uint32_t id = sp_intern(text);
         atomic_store_explicit(&sites[i].gen_id, pack_gen_id(id), memory_order_release);
         return id;
     }
     char text[SITE_TEXT_MAX];
-    site_text(pcs + STACK_SKIP, n, text, sizeof text);
+    site_text(pcs, n, text, sizeof text);
     return sp_intern(text);
 }
 

@@ -13,6 +13,10 @@
  *       without CUPTI: each collective's GPU time, measured with CUDA
  *       events, is within PCT percent of the truth's arrival-to-end span,
  *       and the GPU event names the NCCL call it times (correlation).
+ *   check_trace launches DIR NPROC
+ *       an nvcc-built job (versioned cudart symbols, <<<>>> launches):
+ *       every rank's trace has kernel launches from the host side, GPU
+ *       kernels from CUPTI, and all-reduces.
  *   check_trace markers DIR FIRST LAST
  *       NVTX ranges are recorded: pushes "step K" exactly for FIRST..LAST
  *       (0 0: every step), each with its "forward" and "backward" ranges,
@@ -58,6 +62,7 @@ static uint64_t name_field(const struct sp_event *e)
     switch (e->type) {
     case SP_EV_GPU: return e->gpu.name;
     case SP_EV_MARKER: return e->marker.name;
+    case SP_EV_CUDA: return e->cuda.stack;
     default: return 0;
     }
 }
@@ -333,6 +338,46 @@ static int check_against_truth(const char *truth, double pct, int own)
     return bad ? fail("GPU times agree with the truth") : 0;
 }
 
+/* ---- launches of an nvcc-built program ------------------------------------------------------- */
+
+/* Worker processes forked by a rank inherit its rank and record no GPU
+ * work: the rank is judged by the busiest of its traces. */
+static int check_launches(int nproc)
+{
+    int bad = 0;
+    for (int r = 0; r < nproc; r++) {
+        int launches = 0, syncs = 0, kernels = 0, colls = 0, sites = 0;
+        const char *site = "";
+        for (int i = 0; i < ntraces; i++) {
+            struct trace *t = &traces[i];
+            if (t->rank != r)
+                continue;
+            for (int j = 0; j < t->n; j++) {
+                const struct sp_event *e = &t->ev[j];
+                if (e->type == SP_EV_CUDA && e->cuda.api == SP_CUDA_LAUNCH)
+                    launches++;
+                if (e->type == SP_EV_CUDA && e->cuda.api == SP_CUDA_STREAM_SYNC) {
+                    syncs++;
+                    sites += e->cuda.stack != 0;
+                    if (e->cuda.stack && !*site)
+                        site = t->name[j];
+                }
+                if (e->type == SP_EV_GPU && e->gpu.kind == SP_GPU_KERNEL)
+                    kernels++;
+                if (e->type == SP_EV_NCCL && e->nccl.op == SP_NCCL_ALLREDUCE)
+                    colls++;
+            }
+        }
+        printf("rank %d: %d launches, %d stream syncs (%d with call site), %d GPU kernels, "
+               "%d all-reduces\n", r, launches, syncs, sites, kernels, colls);
+        if (*site)
+            printf("  a sync's call site: %s\n", site);
+        if (!launches || !kernels || !colls || !syncs || sites != syncs || launches < kernels)
+            bad++;
+    }
+    return bad ? fail("launches, kernels and collectives recorded on every rank") : 0;
+}
+
 /* ---- markers ----------------------------------------------------------------------------------------- */
 
 static int check_markers(long first, long last)
@@ -392,6 +437,8 @@ int main(int argc, char **argv)
         return check_against_truth(argv[3], atof(argv[4]), 0);
     if (!strcmp(argv[1], "events") && argc == 5)
         return check_against_truth(argv[3], atof(argv[4]), 1);
+    if (!strcmp(argv[1], "launches"))
+        return check_launches(atoi(argv[3]));
     if (!strcmp(argv[1], "markers") && argc == 5)
         return check_markers(atol(argv[3]), atol(argv[4]));
     fprintf(stderr, "check_trace: bad arguments\n");

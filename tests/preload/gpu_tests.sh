@@ -77,6 +77,19 @@ gpu_nvtx_steps)
     "$CHECK_TRACE" markers "$work/win/trace" 5 7 || fail "SCALEPROF_STEPS=5:7 did not keep steps 5 to 7"
     ;;
 
+gpu_nvcc_versioned_launches)
+    if [ -z "${LAUNCH_LOOP:-}" ]; then
+        echo "SKIP: nvcc or libnccl not found at configure time: no nvcc-built job to run"
+        exit 77
+    fi
+    "$SCALEPROF_BIN" run --sim -o "$work/trace" -- "$LAUNCH_LOOP" >"$work/out" 2>"$work/err" ||
+        { show "$work/err"; fail "the nvcc-built job failed under the recorder"; }
+    # 5 steps x 4 kernels: every launch recorded from the host, every kernel by CUPTI
+    "$CHECK_TRACE" launches "$work/trace" 1 | tee "$work/check" || fail "launches missing"
+    grep -q "rank 0: 20 launches, 5 stream syncs (5 with call site), 20 GPU kernels, 5 all-reduces" \
+        "$work/check" || fail "expected 20 launches, 5 syncs with call sites, 20 kernels, 5 all-reduces"
+    ;;
+
 *)
     fail "unknown story $story"
     ;;

@@ -534,6 +534,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream)
     if (!st)
         return sim_set_error(cudaErrorInvalidResourceHandle);
     sim_stream_sync(st);
+    sim_truth_flush();
     return cudaSuccess;
 }
 

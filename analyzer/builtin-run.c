@@ -281,10 +281,15 @@ static void exec_rank(const struct run_opts *o, int rank)
         argv[a++] = "--uts";
         argv[a++] = "sh";
         argv[a++] = "-c";
-        argv[a++] = "hostname \"$0\" && exec \"$@\"";
+        /* the recorder attaches to the job, not to unshare, sh or hostname */
+        argv[a++] = "hostname \"$0\" && LD_PRELOAD=\"$SCALEPROF_RUN_PRELOAD\" && "
+                    "unset SCALEPROF_RUN_PRELOAD && export LD_PRELOAD && exec \"$@\"";
         argv[a++] = host;
         for (int i = 0; i < n; i++)
             argv[a++] = o->cmd[i];
+        const char *preload = getenv("LD_PRELOAD");
+        setenv("SCALEPROF_RUN_PRELOAD", preload ? preload : "", 1);
+        unsetenv("LD_PRELOAD");
         execvp("unshare", argv);
         fprintf(stderr, "scaleprof run: unshare: %s\n", strerror(errno));
         _exit(EXIT_LAUNCH);

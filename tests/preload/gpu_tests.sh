@@ -15,14 +15,15 @@ export SCALEPROF_CPU_HZ=0
 
 fail() { echo "FAIL: $*"; exit 1; }
 
-# run_job OUT NPROC ARGS... : the job under `scaleprof run --sim`, with the
+# [NODES=M] run_job OUT NPROC ARGS... : the job under `scaleprof run --sim`
+# (over M simulated nodes when NODES is set), with the
 # sim's ground truth in OUT/truth; stdout in OUT/stdout, stderr in OUT/stderr.
 run_job() {
     local out=$1 nproc=$2
     shift 2
     mkdir -p "$out/truth"
-    SIM_TRUTH="$out/truth" "$SCALEPROF_BIN" run --sim --nproc "$nproc" -o "$out/trace" -- \
-        "$GPU_LOOP" "$@" >"$out/stdout" 2>"$out/stderr"
+    SIM_TRUTH="$out/truth" "$SCALEPROF_BIN" run --sim --nproc "$nproc" --nnodes "${NODES:-1}" \
+        -o "$out/trace" -- "$GPU_LOOP" "$@" >"$out/stdout" 2>"$out/stderr"
 }
 
 show() { echo "--- $1"; cat "$1"; }
@@ -75,6 +76,29 @@ gpu_nvtx_steps)
     "$CHECK_TRACE" markers "$work/all/trace" 0 0 || fail "NVTX ranges missing"
     SCALEPROF_STEPS=5:7 run_job "$work/win" 2 --steps 10 || { show "$work/win/stderr"; fail "the job failed"; }
     "$CHECK_TRACE" markers "$work/win/trace" 5 7 || fail "SCALEPROF_STEPS=5:7 did not keep steps 5 to 7"
+    ;;
+
+gpu_run_two_nodes)
+    if [ "$(id -u)" != 0 ]; then
+        # the launcher must refuse with a clear reason, not half-start a job
+        "$SCALEPROF_BIN" run --sim --nproc 4 --nnodes 2 -o "$work/t" -- "$GPU_LOOP" 2>"$work/err"
+        rc=$?
+        [ "$rc" = 2 ] && grep -q "needs root" "$work/err" || { show "$work/err"; fail "no clear refusal without root"; }
+        echo "SKIP: not root, so no simulated nodes here (the refusal was checked)"
+        exit 77
+    fi
+    if ! unshare --uts true 2>/dev/null; then
+        echo "SKIP: unshare --uts is not permitted in this container"
+        exit 77
+    fi
+    NODES=2 run_job "$work/a" 4 --steps 4 ||
+        { show "$work/a/stderr"; fail "the two-node job failed"; }
+    hosts=$(ls "$work/a/trace" | tr '\n' ' ')
+    [ "$hosts" = "node0 node1 " ] || fail "expected traces under node0 and node1 only, got: $hosts"
+    [ "$(ls "$work/a/trace"/node0 | wc -l)" = 2 ] && [ "$(ls "$work/a/trace"/node1 | wc -l)" = 2 ] ||
+        fail "expected two ranks per node"
+    "$CHECK_TRACE" collectives "$work/a/trace" 4 || fail "collectives do not match across nodes"
+    grep -qh '"cross_node":true' "$work/a/truth"/* || fail "the sim did not see two nodes"
     ;;
 
 gpu_nvcc_versioned_launches)

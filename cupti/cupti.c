@@ -360,6 +360,8 @@ static uint64_t CUPTIAPI monotonic_ns(void)
 
 static void flush_hook(int final)
 {
+    if (getpid() != attach_pid)
+        return; /* a forked child: CUDA state it did not create, never touched */
     if (sp_cupti_active())
         cu.flush_all(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
     sp_nccl_drain_event_timing(final);

@@ -392,50 +392,54 @@ SP_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table
 /* ---- exported entry points (a linked libnvToolsExt) -------------------------------- */
 
 /* Call the next definition too, when the job links one: another tool may
- * be listening behind it. */
-#define NEXT(type, name) ((type)sp_real(name))
+ * be listening behind it.  Resolved once (a missing one too), errno kept. */
+static void *next_of(const char *name, void *volatile *cache, volatile int *done)
+{
+    if (SP_LIKELY(*done))
+        return *cache;
+    int saved = errno;
+    *cache = sp_real(name);
+    *done = 1;
+    errno = saved;
+    return *cache;
+}
+
+#define NEXT(type, name)                                                       \
+    static void *volatile next_cache;                                          \
+    static volatile int next_done;                                             \
+    __typeof__(type) next = (__typeof__(type))next_of(name, &next_cache, &next_done)
 
 SP_EXPORT int nvtxRangePushA(const char *message)
 {
-    static int (*next)(const char *);
-    if (!next)
-        next = NEXT(int (*)(const char *), "nvtxRangePushA");
+    NEXT(int (*)(const char *), "nvtxRangePushA");
     int r = on_push_a(message);
     return next ? next(message) : r;
 }
 
 SP_EXPORT int nvtxRangePushW(const wchar_t *message)
 {
-    static int (*next)(const wchar_t *);
-    if (!next)
-        next = NEXT(int (*)(const wchar_t *), "nvtxRangePushW");
+    NEXT(int (*)(const wchar_t *), "nvtxRangePushW");
     int r = on_push_w(message);
     return next ? next(message) : r;
 }
 
 SP_EXPORT int nvtxRangePushEx(const nvtxEventAttributes_t *attr)
 {
-    static int (*next)(const nvtxEventAttributes_t *);
-    if (!next)
-        next = NEXT(int (*)(const nvtxEventAttributes_t *), "nvtxRangePushEx");
+    NEXT(int (*)(const nvtxEventAttributes_t *), "nvtxRangePushEx");
     int r = on_push_ex(attr);
     return next ? next(attr) : r;
 }
 
 SP_EXPORT int nvtxRangePop(void)
 {
-    static int (*next)(void);
-    if (!next)
-        next = NEXT(int (*)(void), "nvtxRangePop");
+    NEXT(int (*)(void), "nvtxRangePop");
     int r = on_pop();
     return next ? next() : r;
 }
 
 SP_EXPORT void nvtxMarkA(const char *message)
 {
-    static void (*next)(const char *);
-    if (!next)
-        next = NEXT(void (*)(const char *), "nvtxMarkA");
+    NEXT(void (*)(const char *), "nvtxMarkA");
     on_mark_a(message);
     if (next)
         next(message);
@@ -443,9 +447,7 @@ SP_EXPORT void nvtxMarkA(const char *message)
 
 SP_EXPORT nvtxRangeId_t nvtxRangeStartA(const char *message)
 {
-    static nvtxRangeId_t (*next)(const char *);
-    if (!next)
-        next = NEXT(nvtxRangeId_t(*)(const char *), "nvtxRangeStartA");
+    NEXT(nvtxRangeId_t(*)(const char *), "nvtxRangeStartA");
     if (!next)
         return on_start_a(message);
     nvtxRangeId_t id = next(message);
@@ -456,9 +458,7 @@ SP_EXPORT nvtxRangeId_t nvtxRangeStartA(const char *message)
 
 SP_EXPORT void nvtxRangeEnd(nvtxRangeId_t id)
 {
-    static void (*next)(nvtxRangeId_t);
-    if (!next)
-        next = NEXT(void (*)(nvtxRangeId_t), "nvtxRangeEnd");
+    NEXT(void (*)(nvtxRangeId_t), "nvtxRangeEnd");
     on_end(id);
     if (next)
         next(id);

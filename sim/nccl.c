@@ -125,7 +125,8 @@ static ncclResult_t sim_comm_join(struct sim_comm **out, const ncclUniqueId *id,
         return sim_nccl_set_error(ncclSystemError, "out of memory");
     if (sim_shm_join(c) != 0) {
         sim_comm_unref(c);
-        return sim_nccl_set_error(ncclSystemError, "cannot create shared memory for the communicator");
+        return sim_nccl_set_error(ncclInvalidUsage, "cannot join the communicator's shared memory "
+                                  "(nranks differ between ranks, or /dev/shm is unavailable)");
     }
     *out = c;
     return ncclSuccess;

@@ -33,7 +33,7 @@ struct sim_shm_layout {
 
 struct sim_shm_header {
     _Atomic uint32_t joined; /* futex: ranks that finished joining */
-    uint32_t nranks;
+    _Atomic uint32_t nranks; /* set by the first to join; all must agree */
 };
 
 /* One meeting point of a ring of SIM_NCCL_SLOTS; `arrived` only grows. */

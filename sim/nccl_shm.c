@@ -99,10 +99,18 @@ int sim_shm_join(struct sim_comm *c)
     sim_shm_plan(&c->layout, c->nranks);
     if (sim_shm_map(c) != 0)
         return -1;
+    struct sim_shm_header *h = sim_shm_header(c);
+    uint32_t expected = 0;
+    if (!atomic_compare_exchange_strong(&h->nranks, &expected, (uint32_t)c->nranks) &&
+        expected != (uint32_t)c->nranks) {
+        fprintf(stderr, "sim(nccl): rank %d joins with nranks %d, others with %u\n", c->rank,
+                c->nranks, expected);
+        sim_shm_release(c);
+        return -1;
+    }
     char host[256];
     sim_host_name(host, sizeof host);
     ((uint64_t *)(c->shm + c->layout.hosts))[c->rank] = sim_hash64(host, strlen(host));
-    struct sim_shm_header *h = sim_shm_header(c);
     uint32_t joined = atomic_fetch_add(&h->joined, 1) + 1;
     if (joined == (uint32_t)c->nranks) { /* everyone has it mapped now */
         char name[64];

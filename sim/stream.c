@@ -184,7 +184,8 @@ static void *sim_stream_worker(void *arg)
     return NULL;
 }
 
-struct sim_stream *sim_stream_create(int device, unsigned flags, int priority)
+/* A new stream with its worker; ID 0 draws the next free stream id. */
+static struct sim_stream *sim_stream_new(int device, unsigned flags, int priority, uint32_t id)
 {
     pthread_once(&sim_fork_once, sim_install_fork_handler);
     struct sim_stream *st = calloc(1, sizeof *st);
@@ -205,11 +206,16 @@ struct sim_stream *sim_stream_create(int device, unsigned flags, int priority)
         return NULL;
     }
     pthread_mutex_lock(&sim_lock);
-    st->id = sim_next_stream_id++;
+    st->id = id ? id : sim_next_stream_id++;
     st->next_all = sim_all_streams;
     sim_all_streams = st;
     pthread_mutex_unlock(&sim_lock);
     return st;
+}
+
+struct sim_stream *sim_stream_create(int device, unsigned flags, int priority)
+{
+    return sim_stream_new(device, flags, priority, 0);
 }
 
 void sim_stream_destroy(struct sim_stream *st)
@@ -227,7 +233,7 @@ static struct sim_stream *sim_default_stream(int device)
     pthread_mutex_unlock(&sim_lock);
     if (st)
         return st;
-    st = sim_stream_create(device, 0, 0);
+    st = sim_stream_new(device, 0, 0, SIM_DEFAULT_STREAM_ID);
     if (!st)
         return NULL;
     pthread_mutex_lock(&sim_lock);
@@ -236,7 +242,6 @@ static struct sim_stream *sim_default_stream(int device)
         pthread_cond_signal(&st->work_cv);
         st = sim_default_streams[device];
     } else {
-        st->id = SIM_DEFAULT_STREAM_ID;
         sim_default_streams[device] = st;
     }
     pthread_mutex_unlock(&sim_lock);
@@ -247,7 +252,11 @@ struct sim_stream *sim_stream_resolve(cudaStream_t s)
 {
     if (s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread)
         return sim_default_stream(sim_current_device());
-    return (struct sim_stream *)s;
+    struct sim_stream *st = (struct sim_stream *)s;
+    pthread_mutex_lock(&sim_lock);
+    int gone = st->destroyed; /* its worker is gone: nothing would run */
+    pthread_mutex_unlock(&sim_lock);
+    return gone ? NULL : st;
 }
 
 void sim_stream_submit(struct sim_stream *st, struct sim_op *op)

@@ -156,6 +156,25 @@ static int has_name(const char *name)
     return 0;
 }
 
+static void CUPTIAPI no_buffer(uint8_t **buffer, size_t *size, size_t *max)
+{
+    *buffer = NULL;
+    *size = 0;
+    *max = 0;
+}
+
+/* A client that hands out no buffer loses records, and is told how many. */
+static void records_without_buffers_are_counted(void)
+{
+    SIM_CHECK(cuptiActivityRegisterCallbacks(no_buffer, on_complete) == CUPTI_SUCCESS);
+    SIM_CUDA(sim_test_kernel_ms(0.1, 0));
+    SIM_CUDA(sim_test_kernel_ms(0.1, 0));
+    SIM_CUDA(cudaDeviceSynchronize());
+    size_t dropped = 0;
+    SIM_CHECK(cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS);
+    SIM_CHECK(dropped == 2);
+}
+
 int main(void)
 {
     char *dir = sim_test_mkdtemp();
@@ -177,6 +196,7 @@ int main(void)
     SIM_CHECK(has_name(SIM_TEST_BUSY_NAME) && has_name(SIM_TEST_OTHER_NAME));
     SIM_CHECK(has_name("ncclDevKernel_AllReduce_Sum_f32_RING_LL"));
     SIM_CHECK(has_name("ncclDevKernel_SendRecv"));
+    records_without_buffers_are_counted();
     sim_truth_remove(dir);
     printf("ok\n");
     return 0;

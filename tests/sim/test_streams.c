@@ -139,6 +139,13 @@ static void devices_and_errors(void)
     SIM_CHECK(cudaGetLastError() == cudaSuccess);
     SIM_CHECK(strcmp(cudaGetErrorName(cudaErrorInvalidDevice), "cudaErrorInvalidDevice") == 0);
     SIM_CHECK(cudaStreamBeginCapture(0, cudaStreamCaptureModeGlobal) == cudaErrorNotSupported);
+    cudaGraph_t graph;
+    SIM_CHECK(cudaGraphCreate(&graph, 0) == cudaErrorNotSupported); /* a generated stub */
+    cudaStream_t gone;
+    SIM_CUDA(cudaStreamCreate(&gone));
+    SIM_CUDA(cudaStreamDestroy(gone));
+    SIM_CHECK(cudaStreamSynchronize(gone) == cudaErrorInvalidResourceHandle);
+    cudaGetLastError();
     int v = 0;
     SIM_CUDA(cudaRuntimeGetVersion(&v));
     SIM_CHECK(v >= 13000);

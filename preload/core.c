@@ -2,10 +2,10 @@
  * core.c - the recorder core of libscaleprof.so: configuration, the
  * process's single trace writer and its lifecycle.
  *
- * Lifecycle.  Nothing happens at load time beyond what a constructor can do
- * safely in any process (nothing at all: constructors may run before libc
- * is fully ready, and dlsym may allocate).  The first sp_emit()/sp_intern()
- * opens the trace: reads the configuration from the environment, creates
+ * Lifecycle.  Load time does only what a constructor can do safely: register
+ * the fork and exit handlers and start the CPU sampler thread (no dlsym,
+ * which may allocate).  The first sp_emit()/sp_intern() - an intercepted
+ * call, or the sampler's first sample - opens the trace: reads the configuration from the environment, creates
  * DIR/<host>/<pid>.sprof and writes the header.  One thread wins a CAS and
  * does the work; threads that lose the race drop their event rather than
  * wait (principle 1: never block the job).
@@ -129,6 +129,7 @@ void sp_log(const char *fmt, ...)
 }
 
 static void recompute_recording(void);
+static void append_guarded(const struct sp_event *ev);
 
 void sp_fail(const char *fmt, ...)
 {
@@ -407,7 +408,7 @@ static void emit_clock(void)
     ev.type = SP_EV_CLOCK;
     clock_pair(&ev.t, &ev.clock.realtime, &unc);
     ev.clock.uncertainty = unc;
-    sp_writer_append(g_writer, &ev);
+    append_guarded(&ev);
 }
 
 static void emit_proc_always(int kind, int pid, int status)
@@ -419,7 +420,7 @@ static void emit_proc_always(int kind, int pid, int status)
     ev.proc.kind = (uint64_t)kind;
     ev.proc.pid = pid;
     ev.proc.status = status;
-    sp_writer_append(g_writer, &ev);
+    append_guarded(&ev);
 }
 
 static void at_exit_handler(void)
@@ -437,11 +438,19 @@ static void register_handlers_once(void)
 }
 
 /* The only work done at load time: the fork and exit handlers must be in
- * place before the job's threads can race to open the trace and fork.
- * Neither call resolves symbols through dlsym. */
+ * place before the job's threads can race to open the trace and fork, and
+ * the CPU sampler starts so that a job that computes before its first I/O
+ * is sampled too (the sampler's first sample opens the trace, from its own
+ * thread, after the loader is done).  Nothing here resolves symbols
+ * through dlsym; libc's constructors have run (it is our dependency). */
 __attribute__((constructor)) static void core_constructor(void)
 {
     register_handlers_once();
+    load_config();
+    if (g_cfg.enabled)
+        sp_cpu_start();
+    else
+        sp_recording = 0;
 }
 
 /* Create this process's file; the caller owns the OPENING state and holds
@@ -473,9 +482,9 @@ static void open_trace(int start_sampler)
         return;
     }
     fill_header(g_writer, host);
-    emit_clock();
     sp_generation++;
     atomic_store(&g_state, ST_READY);
+    emit_clock();
     recompute_recording();
     register_handlers_once();
     if (start_sampler)
@@ -565,6 +574,17 @@ static struct inflight_stripe *my_stripe(void)
     return &g_inflight[t_stripe - 1];
 }
 
+/* Append unless the file is closing: the in-flight count tells the closer
+ * to wait for us (see the top comment). */
+static void append_guarded(const struct sp_event *ev)
+{
+    struct inflight_stripe *s = my_stripe();
+    atomic_fetch_add(&s->n, 1);
+    if (SP_LIKELY(atomic_load(&g_state) == ST_READY))
+        sp_writer_append(g_writer, ev);
+    atomic_fetch_sub_explicit(&s->n, 1, memory_order_release);
+}
+
 void sp_emit(const struct sp_event *ev)
 {
     if (SP_UNLIKELY(atomic_load_explicit(&g_state, memory_order_relaxed) != ST_READY) && !ensure_open())
@@ -574,11 +594,7 @@ void sp_emit(const struct sp_event *ev)
     if (!sp_recording)
         return;
     int e = errno;
-    struct inflight_stripe *s = my_stripe();
-    atomic_fetch_add(&s->n, 1);
-    if (SP_LIKELY(atomic_load(&g_state) == ST_READY))
-        sp_writer_append(g_writer, ev);
-    atomic_fetch_sub_explicit(&s->n, 1, memory_order_release);
+    append_guarded(ev);
     errno = e;
 }
 
@@ -655,7 +671,7 @@ static void final_events(int kind, int status, const char *path)
     ev.proc.status = status;
     if (path)
         ev.proc.path = sp_writer_intern(g_writer, path, strlen(path));
-    sp_writer_append(g_writer, &ev);
+    append_guarded(&ev);
     emit_clock();
 }
 

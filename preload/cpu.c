@@ -13,7 +13,8 @@
  * a while without restarting it.  Signals would have been simpler but they
  * belong to the job.
  *
- * The thread is started after the trace opens, with every signal blocked
+ * The thread is started at load time (and in a forked child, at its first
+ * event), with every signal blocked
  * (a job's signals must reach the job's threads), and holds the re-entry
  * guard for its whole life so that its own reads of /proc are never
  * recorded as the job's I/O.  It does not survive fork: the child's first
@@ -144,7 +145,7 @@ static void *sampler_main(void *arg)
     uint64_t period = SP_NS_PER_SEC / (uint64_t)hz;
     struct timespec ts = {(time_t)(period / SP_NS_PER_SEC), (long)(period % SP_NS_PER_SEC)};
     struct machine_ticks prev = {0, 0};
-    read_machine_ticks(&prev);
+    sample(&prev, ncores); /* opens the trace if no intercepted call has */
     for (;;) {
         clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
         poll_control(cfg->dir);

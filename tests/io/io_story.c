@@ -12,6 +12,9 @@
  *                       that has no LD_PRELOAD
  *   exit N FILE         a child reads N times and leaves through _exit(3)
  *   sigterm N FILE      a child reads N times, then is killed by SIGTERM
+ *   burn T S            T threads spin for S seconds; prints its CPU time
+ *   control N FILE DIR  reads N times, writes "stop" to DIR/control, reads
+ *                       N times, writes "start", reads N times
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_THREADS 256
@@ -167,6 +172,74 @@ static int story_sigterm(int n, const char *file)
     return 0;
 }
 
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double g_burn_s;
+
+static void *burn_thread(void *arg)
+{
+    (void)arg;
+    volatile unsigned long x = 0;
+    double end = seconds_now() + g_burn_s;
+    while (seconds_now() < end)
+        for (int i = 0; i < 100000; i++)
+            x += (unsigned long)i;
+    return NULL;
+}
+
+static int story_burn(int nthreads, double secs)
+{
+    pthread_t th[MAX_THREADS];
+    g_burn_s = secs;
+    if (nthreads > MAX_THREADS)
+        return 2;
+    for (int i = 0; i < nthreads; i++)
+        pthread_create(&th[i], NULL, burn_thread, NULL);
+    for (int i = 0; i < nthreads; i++)
+        pthread_join(th[i], NULL);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("cpu_ns %lld\n", (long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL +
+                                 (long long)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL);
+    return 0;
+}
+
+static int write_control(const char *dir, const char *word)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/control", dir);
+    FILE *fp = fopen(path, "w");
+    if (!fp || fputs(word, fp) < 0 || fclose(fp) != 0) {
+        perror(path);
+        return -1;
+    }
+    return 0;
+}
+
+/* The sampler looks at the control file 10 times a second by default;
+ * wait long enough for it to look, even on a loaded machine. */
+#define CONTROL_SETTLE_US 800000
+
+static int story_control(int n, const char *file, const char *dir)
+{
+    int total = read_n_times(file, n);
+    if (write_control(dir, "stop\n") != 0)
+        return 1;
+    usleep(CONTROL_SETTLE_US);
+    total += read_n_times(file, n);
+    if (write_control(dir, "start\n") != 0)
+        return 1;
+    usleep(CONTROL_SETTLE_US);
+    total += read_n_times(file, n);
+    printf("reads %d\n", total);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -180,6 +253,10 @@ int main(int argc, char **argv)
         return story_exit(atoi(argv[2]), argv[3]);
     if (argc >= 4 && strcmp(argv[1], "sigterm") == 0)
         return story_sigterm(atoi(argv[2]), argv[3]);
-    fprintf(stderr, "usage: io_story threads|forkbusy|exec|exit|sigterm ...\n");
+    if (argc >= 4 && strcmp(argv[1], "burn") == 0)
+        return story_burn(atoi(argv[2]), atof(argv[3]));
+    if (argc >= 5 && strcmp(argv[1], "control") == 0)
+        return story_control(atoi(argv[2]), argv[3], argv[4]);
+    fprintf(stderr, "usage: io_story threads|forkbusy|exec|exit|sigterm|burn|control ...\n");
     return 2;
 }

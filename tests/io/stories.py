@@ -262,6 +262,47 @@ def story_fortified(tmp):
         check(ts[0]["read_calls"].get(data) == calls, f"and each of its {calls} reads")
 
 
+def story_cpu(tmp):
+    """A job burning two cores has CPU samples that say so."""
+    secs, burners = 1.5, 2
+    r = run([os.environ["IO_STORY"], "burn", str(burners), str(secs)], os.path.join(tmp, "t"))
+    check(r.returncode == 0, "the job runs")
+    cpu_ns = int(keyvals(r.stdout)["cpu_ns"][0])
+    ts = traces(os.path.join(tmp, "t"))
+    check(len(ts) == 1, "one trace")
+    samples = ts[0]["cpu"] if ts else []
+    hz = 10
+    check(len(samples) >= 0.5 * secs * hz, f"about {hz} samples a second ({len(samples)} in {secs} s)")
+    if not samples:
+        return
+    last = samples[-1][0] + samples[-1][1]
+    check(all(a[0] + a[1] <= b[0] + b[1] for a, b in zip(samples, samples[1:])), "process CPU time only grows")
+    check(0 <= cpu_ns - last <= burners * 0.4e9,
+          f"the last sample's CPU time ({last / 1e9:.2f} s) is the job's ({cpu_ns / 1e9:.2f} s) "
+          "less at most the last interval")
+    check(max(s[4] for s in samples) >= burners + 1, "the thread count includes the burners and main")
+    check(all(s[3] == os.cpu_count() for s in samples), f"core count = {os.cpu_count()}")
+    check(all(0 <= s[2] <= 1000 for s in samples) and max(s[2] for s in samples) > 0,
+          "the machine's busy fraction is in 0..1000 and was seen busy")
+
+
+def story_control(tmp):
+    """Recording paused and resumed on a running job through DIR/control."""
+    n = 50
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    tracedir = os.path.join(tmp, "t")
+    os.mkdir(tracedir)
+    r = run([os.environ["IO_STORY"], "control", str(n), data, tracedir], tracedir)
+    check(r.returncode == 0 and f"reads {3 * n}" in r.stdout, "the job did its three rounds of reads")
+    ts = traces(tracedir)
+    check(len(ts) == 1, "one trace")
+    if ts:
+        check(ts[0]["read_calls"].get(data) == 2 * n,
+              f"the reads while stopped are not recorded ({ts[0]['read_calls'].get(data)} of {3 * n})")
+        kinds = [p[0] for p in ts[0]["proc"]]
+        check("stop" in kinds and "start" in kinds, f"the pause and the resume are in the trace: {kinds}")
+
+
 def torch_python():
     """A Python that has torch: $TORCH_PYTHON, this one, or the system's."""
     candidates = [os.environ.get("TORCH_PYTHON"), sys.executable, "/usr/bin/python3"]

@@ -10,7 +10,9 @@
  *    "read_calls": {"/path": n, ...},
  *    "input_wait_ns": W,   WAIT durations + reads/recvs on pipes and sockets
  *    "io": [[op, fd, kind, path, ret, bytes, err], ...]  (with --events)
- *    "proc": [[kind, pid, status, path], ...]}
+ *    "proc": [[kind, pid, status, path], ...],
+ *    "cpu": [[user_ns, sys_ns, busy_permille, ncores, threads], ...],
+ *    "clocks": n}
  *
  * Written against the reader API only, so that the tests do not depend on
  * the dump verb's JSON schema.  Usage: trace_sum [--events] DIR|FILE...
@@ -26,6 +28,7 @@
 
 #define MAX_PATHS 4096
 #define MAX_PROC 256
+#define MAX_CPU 4096
 
 struct path_sum {
     uint64_t id;
@@ -114,6 +117,8 @@ static int summarize(const char *path)
     int first_io = 1;
     char procs[MAX_PROC][600];
     int nproc = 0;
+    static struct sp_ev_cpu cpus[MAX_CPU];
+    int ncpu = 0;
     while (sp_reader_next(r, &ev) == 1) {
         s.events++;
         if (ev.type < SP_EV_MAX)
@@ -130,6 +135,8 @@ static int summarize(const char *path)
                 print_io_event(r, &ev, &first_io);
         } else if (ev.type == SP_EV_WAIT) {
             s.input_wait_ns += ev.wait.dur;
+        } else if (ev.type == SP_EV_CPU && ncpu < MAX_CPU) {
+            cpus[ncpu++] = ev.cpu;
         } else if (ev.type == SP_EV_PROC && nproc < MAX_PROC) {
             snprintf(procs[nproc++], sizeof procs[0], "[\"%s\", %lld, %lld, \"%.500s\"]",
                      sp_enum_name(SP_EV_PROC, "kind", ev.proc.kind) ?: "?", (long long)ev.proc.pid,
@@ -169,6 +176,11 @@ static int summarize(const char *path)
     printf("}, \"input_wait_ns\": %llu, \"proc\": [", (unsigned long long)s.input_wait_ns);
     for (int i = 0; i < nproc; i++)
         printf("%s%s", i ? ", " : "", procs[i]);
+    printf("], \"cpu\": [");
+    for (int i = 0; i < ncpu; i++)
+        printf("%s[%llu, %llu, %llu, %llu, %llu]", i ? ", " : "", (unsigned long long)cpus[i].user_ns,
+               (unsigned long long)cpus[i].sys_ns, (unsigned long long)cpus[i].busy_permille,
+               (unsigned long long)cpus[i].ncores, (unsigned long long)cpus[i].threads);
     printf("], \"diag\": ");
     print_json_string(sp_reader_diag(r));
     printf("}\n");

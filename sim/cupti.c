@@ -46,7 +46,7 @@ struct sim_buffer {
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t wake;
-    int enabled[SIM_MAX_KINDS];
+    _Atomic int enabled[SIM_MAX_KINDS];
     CUpti_BuffersCallbackRequestFunc request;
     CUpti_BuffersCallbackCompleteFunc complete;
     struct sim_buffer current;
@@ -294,7 +294,7 @@ CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t validBufferSizeBy
 
 /* ------------------------------------------------------------ records */
 
-static int sim_kind_on(CUpti_ActivityKind k) { return atomic_load((_Atomic int *)&sim_cupti.enabled[k]); }
+static int sim_kind_on(CUpti_ActivityKind k) { return atomic_load(&sim_cupti.enabled[k]); }
 
 static void sim_record_kernel(const struct sim_activity *a)
 {
@@ -416,7 +416,7 @@ CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind)
         return CUPTI_ERROR_INVALID_KIND;
     if (!sim_kind_supported(kind))
         return CUPTI_SUCCESS; /* accepted; the simulator produces no such records */
-    atomic_store((_Atomic int *)&sim_cupti.enabled[kind], 1);
+    atomic_store(&sim_cupti.enabled[kind], 1);
     sim_attach();
     return CUPTI_SUCCESS;
 }
@@ -427,7 +427,7 @@ CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind)
 {
     if ((unsigned)kind >= SIM_MAX_KINDS)
         return CUPTI_ERROR_INVALID_KIND;
-    atomic_store((_Atomic int *)&sim_cupti.enabled[kind], 0);
+    atomic_store(&sim_cupti.enabled[kind], 0);
     return CUPTI_SUCCESS;
 }
 

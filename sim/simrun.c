@@ -7,7 +7,7 @@
  * MASTER_ADDR=127.0.0.1, MASTER_PORT and SIM_RENDEZVOUS (a fresh directory
  * where the ranks exchange what they need, e.g. the ncclUniqueId), and finds
  * the simulated libraries first on LD_LIBRARY_PATH (the directory simrun
- * lives in).  With --nodes M > 1 each node's ranks run in their own UTS
+ * lives in); --truth DIR (created if missing) sets SIM_TRUTH.  With --nodes M > 1 each node's ranks run in their own UTS
  * namespace with host name node<k>, so the simulator sees M hosts; that
  * needs root (CAP_SYS_ADMIN).  simrun waits for all ranks; when one fails
  * the others are terminated, as torchrun does, and the worst exit status
@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -197,6 +198,10 @@ int main(int argc, char **argv)
     char rdv[] = "/tmp/simrun-XXXXXX";
     if (!mkdtemp(rdv)) {
         perror("simrun: mkdtemp");
+        return SIM_EXIT_SETUP;
+    }
+    if (a.truth && mkdir(a.truth, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "simrun: cannot create %s: %s\n", a.truth, strerror(errno));
         return SIM_EXIT_SETUP;
     }
     sim_set_library_path();

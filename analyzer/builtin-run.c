@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -322,6 +323,8 @@ static int launch_and_wait(const struct run_opts *o)
         if (pid == 0) {
             signal(SIGINT, SIG_DFL);
             signal(SIGTERM, SIG_DFL);
+            /* a launcher killed outright (SIGKILL) takes its ranks along */
+            prctl(PR_SET_PDEATHSIG, SIGTERM);
             exec_rank(o, r);
         }
         if (pid < 0) {

@@ -121,14 +121,6 @@ static int load_dir(const char *dir)
     return ntraces;
 }
 
-static struct trace *trace_of_rank(int rank)
-{
-    for (int i = 0; i < ntraces; i++)
-        if (traces[i].rank == rank)
-            return &traces[i];
-    return NULL;
-}
-
 /* ---- ground truth (flat JSON lines) ----------------------------------------------------- */
 
 static int json_u64(const char *line, const char *key, uint64_t *out)
@@ -179,41 +171,73 @@ static int truth_lines(const char *dir, int pid, int (*fn)(const char *, void *)
 
 /* ---- collectives ---------------------------------------------------------------------------- */
 
+static int knows_comm(const struct trace *t, uint64_t comm)
+{
+    for (int j = 0; j < t->n; j++)
+        if (t->ev[j].type == SP_EV_NCCL && t->ev[j].nccl.comm == comm)
+            return 1;
+    return 0;
+}
+
+static int has_collective(const struct trace *t, const struct sp_event *e)
+{
+    for (int j = 0; j < t->n; j++) {
+        const struct sp_event *o = &t->ev[j];
+        if (o->type == SP_EV_NCCL && o->nccl.comm == e->nccl.comm && o->nccl.seq == e->nccl.seq &&
+            o->nccl.op == e->nccl.op && o->nccl.bytes == e->nccl.bytes &&
+            o->nccl.nranks == e->nccl.nranks)
+            return 1;
+    }
+    return 0;
+}
+
+/* Every all-reduce of every rank is on each rank that uses its
+ * communicator, and each communicator has as many members as it says. */
 static int check_collectives(int nproc)
 {
     if (ntraces != nproc) {
         printf("traces: %d, processes: %d\n", ntraces, nproc);
         return fail("one trace per process");
     }
-    struct trace *r0 = trace_of_rank(0);
-    if (!r0)
-        return fail("a trace names rank 0");
     int colls = 0;
-    for (int i = 0; i < r0->n; i++) {
-        const struct sp_event *e = &r0->ev[i];
-        if (e->type != SP_EV_NCCL || e->nccl.op != SP_NCCL_ALLREDUCE)
-            continue;
-        colls++;
-        if (!e->nccl.comm || !e->nccl.seq)
-            return fail("a collective without communicator id or sequence number");
-        for (int r = 1; r < nproc; r++) {
-            struct trace *t = trace_of_rank(r);
-            int seen = 0;
-            for (int j = 0; t && j < t->n && !seen; j++)
-                seen = t->ev[j].type == SP_EV_NCCL && t->ev[j].nccl.comm == e->nccl.comm &&
-                       t->ev[j].nccl.seq == e->nccl.seq && t->ev[j].nccl.op == e->nccl.op &&
-                       t->ev[j].nccl.bytes == e->nccl.bytes && (int)t->ev[j].nccl.rank == r &&
-                       t->ev[j].nccl.nranks == (uint64_t)nproc;
-            if (!seen) {
-                printf("collective comm %016llx seq %llu missing on rank %d\n",
-                       (unsigned long long)e->nccl.comm, (unsigned long long)e->nccl.seq, r);
-                return fail("every collective on every rank");
+    uint64_t comms[64];
+    int ncomms = 0;
+    for (int i = 0; i < ntraces; i++) {
+        for (int k = 0; k < traces[i].n; k++) {
+            const struct sp_event *e = &traces[i].ev[k];
+            if (e->type != SP_EV_NCCL || e->nccl.op != SP_NCCL_ALLREDUCE)
+                continue;
+            colls++;
+            if (!e->nccl.comm || !e->nccl.seq)
+                return fail("a collective without communicator id or sequence number");
+            int members = 0;
+            for (int r = 0; r < ntraces; r++) {
+                if (!knows_comm(&traces[r], e->nccl.comm))
+                    continue;
+                members++;
+                if (!has_collective(&traces[r], e)) {
+                    printf("comm %016llx seq %llu of rank %d missing on rank %d\n",
+                           (unsigned long long)e->nccl.comm, (unsigned long long)e->nccl.seq,
+                           traces[i].rank, traces[r].rank);
+                    return fail("every collective on every member rank");
+                }
             }
+            if ((uint64_t)members != e->nccl.nranks) {
+                printf("comm %016llx: %d ranks use it, it has %llu\n",
+                       (unsigned long long)e->nccl.comm, members,
+                       (unsigned long long)e->nccl.nranks);
+                return fail("communicator ids agree across its members");
+            }
+            int seen = 0;
+            for (int c = 0; c < ncomms; c++)
+                seen |= comms[c] == e->nccl.comm;
+            if (!seen && ncomms < 64)
+                comms[ncomms++] = e->nccl.comm;
         }
     }
-    printf("%d traces; %d all-reduces on rank 0, each found on all %d ranks\n", ntraces, colls,
-           nproc);
-    return colls ? 0 : fail("rank 0 recorded all-reduces");
+    printf("%d traces; %d all-reduces over %d communicators, each found on every member\n",
+           ntraces, colls, ncomms);
+    return colls ? 0 : fail("all-reduces recorded");
 }
 
 /* ---- GPU times against the truth -------------------------------------------------------------- */

@@ -22,6 +22,8 @@
  *   --blocks N         blocks of 1000 threads per kernel (default 2000)
  *   --subscribe-cupti  subscribe to CUPTI before anything else, as another
  *                      profiling tool would
+ *   --split            also split the ranks into two halves (color rank % 2)
+ *                      and all-reduce within each half every step
  *   --check-errno      set errno to a sentinel before every CUDA/NCCL call
  *                      and count the calls after which it changed; prints
  *                      "errno changed by N calls"
@@ -150,7 +152,7 @@ static void launch(void (*stub)(void), int blocks, cudaStream_t s)
 
 int main(int argc, char **argv)
 {
-    int steps = 10, count = 65536, blocks = 2000;
+    int steps = 10, count = 65536, blocks = 2000, split = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--steps") && i + 1 < argc)
             steps = atoi(argv[++i]);
@@ -160,6 +162,8 @@ int main(int argc, char **argv)
             blocks = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--subscribe-cupti"))
             subscribe_cupti();
+        else if (!strcmp(argv[i], "--split"))
+            split = 1;
         else if (!strcmp(argv[i], "--check-errno"))
             check_errno = 1;
         else {
@@ -177,6 +181,10 @@ int main(int argc, char **argv)
     exchange_id(&id, rank, world);
     ncclComm_t comm;
     CALL(ncclCommInitRank(&comm, world, id, rank));
+
+    ncclComm_t half = NULL;
+    if (split)
+        CALL(ncclCommSplit(comm, rank % 2, rank, &half, NULL));
 
     cudaStream_t s;
     CALL(cudaStreamCreate(&s));
@@ -201,6 +209,8 @@ int main(int argc, char **argv)
         launch(backward_stub, blocks * 2, s);
         nvtxRangePop();
         CALL(ncclAllReduce(grad, grad, (size_t)count, ncclFloat, ncclSum, comm, s));
+        if (half)
+            CALL(ncclAllReduce(grad, grad, (size_t)count, ncclFloat, ncclSum, half, s));
         CALL(cudaStreamSynchronize(s));
         CALL(cudaMemcpy(host, grad, bytes, cudaMemcpyDeviceToHost));
         nvtxRangePop();
@@ -211,6 +221,8 @@ int main(int argc, char **argv)
             printf("step %d sum %.1f\n", step, sum);
     }
     CALL(cudaDeviceSynchronize());
+    if (half)
+        CALL(ncclCommDestroy(half));
     CALL(ncclCommDestroy(comm));
     if (check_errno)
         printf("rank %d: errno changed by %ld calls\n", rank, errno_changes);

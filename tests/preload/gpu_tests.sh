@@ -35,6 +35,12 @@ gpu_collectives_match_truth)
     "$CHECK_TRACE" cupti "$work/a/trace" "$work/a/truth" 1 || fail "GPU times differ from the truth"
     ;;
 
+gpu_split_communicators)
+    run_job "$work/a" 4 --steps 3 --split || { show "$work/a/stderr"; fail "the job failed"; }
+    "$CHECK_TRACE" collectives "$work/a/trace" 4 | tee "$work/check" || fail "split collectives do not match"
+    grep -q "over 3 communicators" "$work/check" || fail "expected the world and two halves: 3 communicators"
+    ;;
+
 gpu_no_cupti_event_timing)
     SCALEPROF_CUPTI_LIB=/nonexistent/libcupti.so.13 run_job "$work/a" 4 --steps 6 ||
         { show "$work/a/stderr"; fail "the job failed without CUPTI"; }
@@ -99,6 +105,31 @@ gpu_run_two_nodes)
         fail "expected two ranks per node"
     "$CHECK_TRACE" collectives "$work/a/trace" 4 || fail "collectives do not match across nodes"
     grep -qh '"cross_node":true' "$work/a/truth"/* || fail "the sim did not see two nodes"
+    ;;
+
+run_launcher)
+    # ranks get torchrun's variables; the worst exit status wins
+    "$SCALEPROF_BIN" run --nproc 3 -o "$work/t" -- sh -c \
+        'echo "$RANK/$WORLD_SIZE/$LOCAL_RANK/$LOCAL_WORLD_SIZE $MASTER_ADDR:$MASTER_PORT"; [ -d "$SCALEPROF_RENDEZVOUS" ] || exit 9; exit $((RANK + 3))' \
+        >"$work/out" 2>"$work/err"
+    rc=$?
+    [ "$rc" = 5 ] || { show "$work/err"; fail "exit status $rc, expected the worst rank's 5"; }
+    [ "$(sort "$work/out" | tr '\n' ' ')" = "0/3/0/3 127.0.0.1:29500 1/3/1/3 127.0.0.1:29500 2/3/2/3 127.0.0.1:29500 " ] ||
+        { show "$work/out"; fail "rank variables not as torchrun sets them"; }
+    grep -q "scaleprof report $work/t" "$work/err" || { show "$work/err"; fail "no pointer to the report command"; }
+    # SIGTERM to the launcher reaches the job, and the status says so
+    "$SCALEPROF_BIN" run --nproc 2 -o "$work/t2" -- sleep 30 2>/dev/null &
+    launcher=$!
+    sleep 1
+    kill -TERM "$launcher"
+    start=$(date +%s)
+    wait "$launcher"
+    rc=$?
+    [ $(($(date +%s) - start)) -lt 10 ] || fail "the job outlived SIGTERM"
+    [ "$rc" = 143 ] || fail "status $rc after SIGTERM, expected 143"
+    "$SCALEPROF_BIN" run -o "$work/t3" 2>/dev/null
+    [ $? = 2 ] || fail "no command should be a usage error"
+    echo "worst status returned, torchrun variables set, SIGTERM forwarded"
     ;;
 
 gpu_nvcc_versioned_launches)

@@ -101,6 +101,9 @@ static _Atomic long g_step;
 static volatile int g_paused;      /* the control file said "stop" */
 static volatile int g_exit_status = SP_EXIT_UNKNOWN;
 static int g_handlers_registered;
+static pthread_key_t g_exit_key;
+static int g_exit_key_ok;
+static __thread unsigned t_exit_watched __attribute__((tls_model("initial-exec")));
 
 /* ---- messages ------------------------------------------------------------ */
 
@@ -130,6 +133,7 @@ void sp_log(const char *fmt, ...)
 
 static void recompute_recording(void);
 static void append_guarded(const struct sp_event *ev);
+static void thread_exit_handler(void *arg);
 
 void sp_fail(const char *fmt, ...)
 {
@@ -435,6 +439,7 @@ static void register_handlers_once(void)
     g_handlers_registered = 1;
     pthread_atfork(sp_core_atfork_prepare, sp_core_atfork_parent, sp_core_atfork_child);
     atexit(at_exit_handler);
+    g_exit_key_ok = pthread_key_create(&g_exit_key, thread_exit_handler) == 0;
 }
 
 /* The only work done at load time: the fork and exit handlers must be in
@@ -574,10 +579,36 @@ static struct inflight_stripe *my_stripe(void)
     return &g_inflight[t_stripe - 1];
 }
 
+/* A thread that exits hands its partly filled slot to the compressor;
+ * otherwise a job that keeps starting short-lived threads would hold every
+ * slot in a dead thread's name and lose events. */
+static void thread_exit_handler(void *arg)
+{
+    (void)arg;
+    struct inflight_stripe *s = my_stripe();
+    sp_guard_depth++;
+    atomic_fetch_add(&s->n, 1);
+    if (atomic_load(&g_state) == ST_READY)
+        sp_writer_thread_exit(g_writer);
+    atomic_fetch_sub_explicit(&s->n, 1, memory_order_release);
+    sp_guard_depth--;
+}
+
+/* Ask for thread_exit_handler once per thread and file.  The key's value
+ * lives in the thread descriptor (low keys): no allocation. */
+static void watch_thread_exit(void)
+{
+    if (SP_LIKELY(t_exit_watched == sp_generation + 1) || !g_exit_key_ok)
+        return;
+    t_exit_watched = sp_generation + 1;
+    pthread_setspecific(g_exit_key, (void *)1);
+}
+
 /* Append unless the file is closing: the in-flight count tells the closer
  * to wait for us (see the top comment). */
 static void append_guarded(const struct sp_event *ev)
 {
+    watch_thread_exit();
     struct inflight_stripe *s = my_stripe();
     atomic_fetch_add(&s->n, 1);
     if (SP_LIKELY(atomic_load(&g_state) == ST_READY))

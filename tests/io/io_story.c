@@ -5,6 +5,7 @@
  * lines so the driver can compare the trace against it.
  *
  *   threads T N FILE    T threads each read FILE N times, one byte a call
+ *   waves W T N FILE    W waves, one after another, of T such threads
  *   forkbusy K N FILE   threads keep reading while the main thread forks K
  *                       children; each child reads N times, then once more
  *                       through an fd its parent opened, and _exits
@@ -72,6 +73,14 @@ static int story_threads(int nthreads, int n, const char *file)
     for (int i = 0; i < nthreads; i++)
         pthread_join(th[i], NULL);
     printf("reads %d\n", nthreads * n);
+    return 0;
+}
+
+static int story_waves(int waves, int nthreads, int n, const char *file)
+{
+    for (int w = 0; w < waves; w++)
+        if (story_threads(nthreads, n, file) != 0)
+            return 1;
     return 0;
 }
 
@@ -245,6 +254,8 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc >= 5 && strcmp(argv[1], "threads") == 0)
         return story_threads(atoi(argv[2]), atoi(argv[3]), argv[4]);
+    if (argc >= 6 && strcmp(argv[1], "waves") == 0)
+        return story_waves(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), argv[5]);
     if (argc >= 5 && strcmp(argv[1], "forkbusy") == 0)
         return story_forkbusy(atoi(argv[2]), atoi(argv[3]), argv[4]);
     if (argc >= 5 && strcmp(argv[1], "exec") == 0)

@@ -99,6 +99,20 @@ def story_threads(tmp):
     check(t["closed"] == 1, "the trace was closed at exit")
 
 
+def story_waves(tmp):
+    """Threads that come and go (320, 16 at a time): none of their reads is lost."""
+    waves, nthreads, nreads = 20, 16, 10
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    r = run([os.environ["IO_STORY"], "waves", str(waves), str(nthreads), str(nreads), data], os.path.join(tmp, "t"))
+    check(r.returncode == 0, "the job succeeds")
+    ts = traces(os.path.join(tmp, "t"))
+    check(len(ts) == 1, "one trace")
+    if ts:
+        want = waves * nthreads * nreads
+        check(ts[0]["read_calls"].get(data) == want, f"{want} reads recorded (got {ts[0]['read_calls'].get(data)})")
+        check(ts[0]["dropped"] == 0, f"no event dropped (got {ts[0]['dropped']})")
+
+
 def story_forkbusy(tmp):
     """fork while other threads record: children record too, no deadlock."""
     kids, nreads = 10, 50

@@ -251,7 +251,7 @@ static cudaError_t sim_copy(void *dst, const void *src, size_t count, enum cudaM
     op->act.correlation = corr;
     op->act.copy_kind = sim_copy_kind_of(dst, src, kind, &op->act.src_pinned, &op->act.dst_pinned);
     op->duration_ns = sim_model_copy_ns(count, op->act.copy_kind);
-    sim_stream_submit(st, op);
+    sim_stream_submit(stream, st, op);
     if (sync)
         sim_stream_sync(st);
     return cudaSuccess;
@@ -309,7 +309,7 @@ static cudaError_t sim_memset(void *dst, int value, size_t count, cudaStream_t s
     op->act.memset_value = (uint32_t)value;
     op->act.correlation = corr;
     op->duration_ns = sim_model_copy_ns(count, SIM_COPY_D2D);
-    sim_stream_submit(st, op);
+    sim_stream_submit(stream, st, op);
     if (sync)
         sim_stream_sync(st);
     return cudaSuccess;
@@ -594,7 +594,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
     pthread_mutex_lock(&sim_lock);
     op->event_gen = ev->gen_recorded;
     pthread_mutex_unlock(&sim_lock);
-    sim_stream_submit(st, op);
+    sim_stream_submit(stream, st, op);
     return cudaSuccess;
 }
 
@@ -612,7 +612,7 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userD
     struct sim_op *op = sim_op_new(SIM_OP_HOSTFN);
     op->host_fn = fn;
     op->host_arg = userData;
-    sim_stream_submit(st, op);
+    sim_stream_submit(stream, st, op);
     return cudaSuccess;
 }
 
@@ -722,7 +722,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
     pthread_mutex_lock(&sim_lock);
     op->event_gen = ++ev->gen_recorded;
     pthread_mutex_unlock(&sim_lock);
-    sim_stream_submit(st, op);
+    sim_stream_submit(stream, st, op);
     return cudaSuccess;
 }
 

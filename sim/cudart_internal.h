@@ -52,6 +52,7 @@ struct sim_op {
     int value;
     struct sim_event *event;
     uint64_t event_gen;
+    int owns_event;        /* an implicit event, freed with the WAIT op */
     struct sim_custom_op custom;
     void (*host_fn)(void *);
     void *host_arg;
@@ -86,7 +87,9 @@ uint64_t sim_model_copy_ns(size_t bytes, enum sim_copy_kind kind);
 /* stream.c */
 struct sim_stream *sim_stream_resolve(cudaStream_t s);
 struct sim_op *sim_op_new(enum sim_op_kind kind);
-void sim_stream_submit(struct sim_stream *st, struct sim_op *op);
+/* Queues OP on ST, which the caller named HANDLE (0 and cudaStreamLegacy
+ * get the legacy default stream's implicit synchronisation). */
+void sim_stream_submit(cudaStream_t handle, struct sim_stream *st, struct sim_op *op);
 void sim_stream_wait_seq(struct sim_stream *st, uint64_t seq);
 void sim_stream_sync(struct sim_stream *st);
 void sim_device_sync(int device);

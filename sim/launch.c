@@ -154,7 +154,7 @@ static cudaError_t sim_launch(struct sim_kernel *k, dim3 grid, dim3 block, size_
     a->grid[0] = grid.x, a->grid[1] = grid.y, a->grid[2] = grid.z;
     a->block[0] = block.x, a->block[1] = block.y, a->block[2] = block.z;
     a->shared_mem = (uint32_t)shared_mem;
-    sim_stream_submit(st, op);
+    sim_stream_submit(stream, st, op);
     return cudaSuccess;
 }
 

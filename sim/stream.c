@@ -11,7 +11,10 @@
  * accumulates.  Streams run concurrently, like a GPU with spare SMs.
  *
  * Default streams (0, cudaStreamLegacy, cudaStreamPerThread) map to one
- * lazily created stream per device.  Streams are never freed: a destroyed
+ * lazily created stream per device.  Work named by 0 or cudaStreamLegacy
+ * follows the legacy default stream's rule (it waits for the device's
+ * blocking streams and they wait for it), through implicit events inserted
+ * only when the other stream still has work queued.  Streams are never freed: a destroyed
  * stream's worker drains its queue and exits, the small struct stays on the
  * list so late lookups stay safe.  After fork() the child forgets all streams
  * (their workers do not exist there) and starts afresh.
@@ -24,6 +27,7 @@
 #include <sys/prctl.h>
 
 #define SIM_TIMER_SLACK_NS 1
+#define SIM_MAX_BARRIER 64 /* streams one legacy-stream op waits for */
 
 pthread_mutex_t sim_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t sim_done_cv = PTHREAD_COND_INITIALIZER;
@@ -116,6 +120,8 @@ static void sim_op_report(struct sim_stream *st, struct sim_op *op, uint64_t sta
 
 static void sim_op_free(struct sim_op *op)
 {
+    if (op->owns_event)
+        free(op->event);
     if (op->kind == SIM_OP_CUSTOM && op->custom.release)
         op->custom.release(op->custom.arg);
     free(op);
@@ -259,7 +265,7 @@ struct sim_stream *sim_stream_resolve(cudaStream_t s)
     return gone ? NULL : st;
 }
 
-void sim_stream_submit(struct sim_stream *st, struct sim_op *op)
+static void sim_stream_append(struct sim_stream *st, struct sim_op *op)
 {
     pthread_mutex_lock(&sim_lock);
     op->seq = ++st->submitted;
@@ -270,6 +276,58 @@ void sim_stream_submit(struct sim_stream *st, struct sim_op *op)
     st->tail = op;
     pthread_cond_signal(&st->work_cv);
     pthread_mutex_unlock(&sim_lock);
+}
+
+/* LATER starts its next operation only after what EARLIER has queued so
+ * far: an implicit event recorded on EARLIER, waited for on LATER. */
+static void sim_order_after(struct sim_stream *later, struct sim_stream *earlier)
+{
+    struct sim_event *ev = calloc(1, sizeof *ev);
+    if (!ev)
+        return;
+    ev->gen_recorded = 1;
+    struct sim_op *record = sim_op_new(SIM_OP_EVENT), *wait = sim_op_new(SIM_OP_WAIT);
+    record->event = wait->event = ev;
+    record->event_gen = wait->event_gen = 1;
+    wait->owns_event = 1;
+    sim_stream_append(earlier, record);
+    sim_stream_append(later, wait);
+}
+
+static int sim_stream_busy_locked(const struct sim_stream *st)
+{
+    return !st->destroyed && st->completed < st->submitted;
+}
+
+/* The legacy default stream's rule: its work waits for all earlier work of
+ * the device's blocking streams, and theirs waits for its earlier work.
+ * Non-blocking streams and the per-thread handle are exempt. */
+static void sim_legacy_barrier(cudaStream_t handle, struct sim_stream *st)
+{
+    if (st->flags & cudaStreamNonBlocking)
+        return;
+    int legacy = handle == NULL || handle == cudaStreamLegacy;
+    struct sim_stream *busy[SIM_MAX_BARRIER];
+    int n = 0;
+    pthread_mutex_lock(&sim_lock);
+    struct sim_stream *def = sim_default_streams[st->device];
+    if (legacy) {
+        for (struct sim_stream *o = sim_all_streams; o && n < SIM_MAX_BARRIER; o = o->next_all)
+            if (o != st && o->device == st->device && !(o->flags & cudaStreamNonBlocking) &&
+                sim_stream_busy_locked(o))
+                busy[n++] = o;
+    } else if (def && def != st && sim_stream_busy_locked(def)) {
+        busy[n++] = def;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    for (int i = 0; i < n; i++)
+        sim_order_after(st, busy[i]);
+}
+
+void sim_stream_submit(cudaStream_t handle, struct sim_stream *st, struct sim_op *op)
+{
+    sim_legacy_barrier(handle, st);
+    sim_stream_append(st, op);
 }
 
 void sim_stream_wait_seq(struct sim_stream *st, uint64_t seq)
@@ -319,7 +377,7 @@ int sim_stream_enqueue_custom(void *stream, const struct sim_custom_op *custom)
         return -1;
     struct sim_op *op = sim_op_new(SIM_OP_CUSTOM);
     op->custom = *custom;
-    sim_stream_submit(st, op);
+    sim_stream_submit((cudaStream_t)stream, st, op);
     return 0;
 }
 

@@ -2,7 +2,7 @@
  * Operations on one stream run in order, one after the other; two streams
  * run at the same time; copies and memsets really move bytes; an event wait
  * orders one stream after another; the device synchronisation waits for
- * every stream.
+ * every stream; the legacy default stream synchronises with blocking streams.
  */
 #include "sim_test.h"
 
@@ -152,6 +152,45 @@ static void devices_and_errors(void)
     SIM_CUDA(cudaSetDevice(0));
 }
 
+/* cudaMemcpy on the legacy default stream waits for a blocking stream's
+ * kernel, but not for a non-blocking stream's. */
+static void legacy_default_stream_synchronises(void)
+{
+    cudaStream_t blocking, nonblocking;
+    char *dev, host[64];
+    SIM_CUDA(cudaMalloc((void **)&dev, sizeof host));
+    SIM_CUDA(cudaStreamCreate(&blocking));
+    SIM_CUDA(cudaStreamCreateWithFlags(&nonblocking, cudaStreamNonBlocking));
+
+    uint64_t t0 = sim_test_now_ns();
+    SIM_CUDA(sim_test_kernel_ms(30, nonblocking));
+    SIM_CUDA(cudaMemcpy(host, dev, sizeof host, cudaMemcpyDeviceToHost));
+    double free_ms = (double)(sim_test_now_ns() - t0) / 1e6;
+    SIM_CUDA(cudaDeviceSynchronize());
+
+    t0 = sim_test_now_ns();
+    SIM_CUDA(sim_test_kernel_ms(30, blocking));
+    SIM_CUDA(cudaMemcpy(host, dev, sizeof host, cudaMemcpyDeviceToHost));
+    double ordered_ms = (double)(sim_test_now_ns() - t0) / 1e6;
+    printf("legacy cudaMemcpy after a 30 ms kernel: non-blocking stream %.3f ms, blocking %.3f ms\n",
+           free_ms, ordered_ms);
+    SIM_CHECK(free_ms < 20);
+    SIM_CHECK(ordered_ms >= 30);
+
+    cudaEvent_t a, b; /* and a blocking stream waits for the legacy stream */
+    SIM_CUDA(cudaEventCreate(&a));
+    SIM_CUDA(cudaEventCreate(&b));
+    SIM_CUDA(cudaEventRecord(a, blocking));
+    SIM_CUDA(sim_test_kernel_ms(20, 0));
+    SIM_CUDA(sim_test_kernel_ms(1, blocking));
+    SIM_CUDA(cudaEventRecord(b, blocking));
+    SIM_CUDA(cudaEventSynchronize(b));
+    float ms = 0;
+    SIM_CUDA(cudaEventElapsedTime(&ms, a, b));
+    SIM_CHECK(ms > 20.9);
+    SIM_CUDA(cudaFree(dev));
+}
+
 int main(void)
 {
     sim_test_register_kernels();
@@ -161,6 +200,7 @@ int main(void)
     event_wait_orders_streams();
     copies_move_bytes();
     copies_take_the_modelled_time();
+    legacy_default_stream_synchronises();
     printf("ok\n");
     return 0;
 }

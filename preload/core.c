@@ -57,6 +57,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -97,7 +98,6 @@ static _Atomic unsigned g_next_stripe;
 static __thread unsigned t_stripe __attribute__((tls_model("initial-exec")));
 static _Atomic int g_failed_once;
 static _Atomic int g_shutdown_done;
-static _Atomic long g_step;
 static volatile int g_paused;      /* the control file said "stop" */
 static volatile int g_exit_status = SP_EXIT_UNKNOWN;
 static int g_handlers_registered;
@@ -132,6 +132,7 @@ void sp_log(const char *fmt, ...)
 }
 
 static void recompute_recording(void);
+static void step_counter_map(void);
 static void append_guarded(const struct sp_event *ev);
 static void thread_exit_handler(void *arg);
 
@@ -452,6 +453,8 @@ __attribute__((constructor)) static void core_constructor(void)
 {
     register_handlers_once();
     load_config();
+    if (g_cfg.step_first >= 0)
+        step_counter_map();
     if (g_cfg.enabled)
         sp_cpu_start();
     else
@@ -535,30 +538,63 @@ static int ensure_open(void)
     return st == ST_READY;
 }
 
-/* ---- recording state --------------------------------------------------- */
+/* ---- recording state --------------------------------------------------- *
+ *
+ * Steps are counted by the process that sees the step markers (a rank),
+ * but its data-loader workers, forked from it, must follow the same
+ * window.  So the counter lives in a MAP_SHARED anonymous page, mapped at
+ * load time and inherited by forked children, which read the rank's count
+ * live.  A process that starts counting steps itself while still on an
+ * inherited page (a rank forked by its launcher) moves to a page of its
+ * own first.  The counting process decides sp_recording at each boundary;
+ * followers keep sp_recording on and filter in sp_emit, since nothing
+ * would tell them when their parent's count moves.  Step 0, before the
+ * first marker, is always recorded: a job without markers is recorded
+ * whole. */
+
+static _Atomic long g_step_local;
+static _Atomic long *g_step = &g_step_local;
+static int g_step_inherited; /* g_step is the page of the process we forked from */
+static int g_step_counting;  /* this process has seen a step boundary */
+#define SP_STEP_PAGE 4096
+
+static void step_counter_map(void)
+{
+    void *p = mmap(NULL, SP_STEP_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return; /* followers then see the count as it was at fork */
+    atomic_store((_Atomic long *)p, atomic_load(g_step));
+    g_step = (_Atomic long *)p;
+}
 
 static int in_step_window(void)
 {
     if (g_cfg.step_first < 0)
         return 1;
-    long s = atomic_load(&g_step);
-    return s >= g_cfg.step_first && s <= g_cfg.step_last;
+    long s = atomic_load_explicit(g_step, memory_order_relaxed);
+    return s == 0 || (s >= g_cfg.step_first && s <= g_cfg.step_last);
 }
 
 static void recompute_recording(void)
 {
-    sp_recording = atomic_load(&g_state) == ST_READY && !g_paused && in_step_window();
+    sp_recording = atomic_load(&g_state) == ST_READY && !g_paused && (!g_step_counting || in_step_window());
 }
 
 void sp_core_step_boundary(void)
 {
+    if (SP_UNLIKELY(!g_step_counting)) {
+        if (g_step_inherited)
+            step_counter_map();
+        g_step_inherited = 0;
+        g_step_counting = 1;
+    }
     int before = sp_recording;
-    atomic_fetch_add(&g_step, 1);
+    atomic_fetch_add(g_step, 1);
     if (atomic_load(&g_state) != ST_READY)
         return;
     recompute_recording();
     if (before != sp_recording)
-        emit_proc_always(sp_recording ? SP_PROC_START : SP_PROC_STOP, 0, (int)atomic_load(&g_step));
+        emit_proc_always(sp_recording ? SP_PROC_START : SP_PROC_STOP, 0, (int)atomic_load(g_step));
 }
 
 void sp_core_control(int pause)
@@ -622,7 +658,7 @@ void sp_emit(const struct sp_event *ev)
         return;
     if (SP_UNLIKELY(sp_cpu_pending))
         sp_cpu_start();
-    if (!sp_recording)
+    if (!sp_recording || (SP_UNLIKELY(g_cfg.step_first >= 0) && !in_step_window()))
         return;
     int e = errno;
     append_guarded(ev);
@@ -777,6 +813,8 @@ void sp_core_atfork_child(void)
     int e = errno;
     int st = atomic_load(&g_state);
     sp_cpu_after_fork();
+    g_step_inherited = 1;
+    g_step_counting = 0;
     for (int i = 0; i < SP_INFLIGHT_STRIPES; i++)
         atomic_store(&g_inflight[i].n, 0);
     atomic_store(&g_shutdown_done, 0);

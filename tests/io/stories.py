@@ -317,6 +317,29 @@ def story_control(tmp):
         check("stop" in kinds and "start" in kinds, f"the pause and the resume are in the trace: {kinds}")
 
 
+def story_steps(tmp):
+    """SCALEPROF_STEPS=3:5 records steps 3..5, in the rank and in its worker."""
+    steps, n, first, last = 8, 20, 3, 5
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    env = {"SCALEPROF_STEPS": f"{first}:{last}", "NVTX_INJECTION64_PATH": LIB}
+    r = run([os.environ["STEPS_JOB"], str(steps), str(n), data], os.path.join(tmp, "t"), env)
+    check(r.returncode == 0, "the training loop runs")
+    kv = keyvals(r.stdout)
+    ts = traces(os.path.join(tmp, "t"))
+    want = (last - first + 1) * n
+    for who in ("main", "worker"):
+        t = by_pid(ts, int(kv[who][0]))
+        check(len(t) == 1, f"the {who} process has its trace")
+        if t:
+            got = t[0]["read_calls"].get(data)
+            check(got == want, f"the {who} recorded the reads of steps {first}..{last} only: {want} (got {got})")
+    main = by_pid(ts, int(kv["main"][0]))
+    if main:
+        marks = [(p[0], p[2]) for p in main[0]["proc"] if p[0] in ("start", "stop")]
+        check(marks == [("stop", 1), ("start", first), ("stop", last + 1)],
+              f"the rank's trace marks where recording paused and resumed: {marks}")
+
+
 def torch_python():
     """A Python that has torch: $TORCH_PYTHON, this one, or the system's."""
     candidates = [os.environ.get("TORCH_PYTHON"), sys.executable, "/usr/bin/python3"]

@@ -11,7 +11,10 @@
  *   fwd     FWD_LAYERS kernels whose grid is proportional to the batch
  *   bwd     one kernel per gradient bucket (twice the forward work in all)
  *   comm    ncclAllReduce per bucket: after the whole backward, or, with
- *           --overlap, on a second stream as soon as its bucket is ready
+ *           --overlap, on a second stream as soon as its bucket is ready;
+ *           --hierarchical reduces in two levels as hybrid-sharded jobs do:
+ *           reduce-scatter within the node, all-reduce of each shard across
+ *           nodes, all-gather within the node (communicators split by node)
  *   opt     an optimizer kernel once every bucket is reduced
  *   sync    cudaStreamSynchronize: the step ends when the GPU is done
  *
@@ -74,6 +77,7 @@ struct options {
     double grad_mb;        /* gradient size reduced every step */
     int buckets;
     int overlap;
+    int hierarchical;
     int slow_rank;
     double slow_factor;
     int uneven_rank;
@@ -85,7 +89,7 @@ struct options {
 };
 
 struct rank_env {
-    int rank, world, local_rank;
+    int rank, world, local_rank, local_world;
 };
 
 /* One batch as a loader hands it to the trainer. */
@@ -110,6 +114,9 @@ struct gpu_state {
     cudaEvent_t comm_done;
     cudaEvent_t ar_start[MAX_BUCKETS], ar_end[MAX_BUCKETS];
     ncclComm_t comm_world;
+    ncclComm_t comm_node;  /* --hierarchical: the ranks of this node */
+    ncclComm_t comm_cross; /* --hierarchical: same local rank on every node */
+    int node_rank, node_size;
 };
 
 static int truth_fd = -1;
@@ -166,6 +173,7 @@ static void usage(FILE *to)
         "  --grad-mb X          gradient size all-reduced per step, MiB (16)\n"
         "  --buckets N          gradient buckets (4)\n"
         "  --overlap            all-reduce each bucket during the backward pass\n"
+        "  --hierarchical       reduce within each node, then across nodes\n"
         "  --slow-rank R --slow-factor F     rank R's kernels take F times longer\n"
         "  --uneven-rank R --uneven-factor F rank R's input batches are F times larger\n"
         "  --markers | --no-markers          NVTX range per step (on)\n"
@@ -179,6 +187,7 @@ static void usage(FILE *to)
 enum {
     OPT_STEPS = 256, OPT_BATCH, OPT_LAYER_KTHREADS, OPT_KERNEL_ITERS, OPT_WORKERS,
     OPT_WORKER_COST, OPT_WORKER_BUSY, OPT_READ_KB, OPT_GRAD_MB, OPT_BUCKETS, OPT_OVERLAP,
+    OPT_HIERARCHICAL,
     OPT_SLOW_RANK, OPT_SLOW_FACTOR, OPT_UNEVEN_RANK, OPT_UNEVEN_FACTOR, OPT_MARKERS,
     OPT_NO_MARKERS, OPT_SEED, OPT_DATA, OPT_RENDEZVOUS, OPT_HELP,
 };
@@ -195,6 +204,7 @@ static const struct option long_opts[] = {
     {"grad-mb", required_argument, 0, OPT_GRAD_MB},
     {"buckets", required_argument, 0, OPT_BUCKETS},
     {"overlap", no_argument, 0, OPT_OVERLAP},
+    {"hierarchical", no_argument, 0, OPT_HIERARCHICAL},
     {"slow-rank", required_argument, 0, OPT_SLOW_RANK},
     {"slow-factor", required_argument, 0, OPT_SLOW_FACTOR},
     {"uneven-rank", required_argument, 0, OPT_UNEVEN_RANK},
@@ -255,6 +265,7 @@ static void parse_options(int argc, char **argv, struct options *o)
         case OPT_GRAD_MB: o->grad_mb = parse_number(n, optarg, 0.001, 1 << 16); break;
         case OPT_BUCKETS: o->buckets = (int)parse_number(n, optarg, 1, MAX_BUCKETS); break;
         case OPT_OVERLAP: o->overlap = 1; break;
+        case OPT_HIERARCHICAL: o->hierarchical = 1; break;
         case OPT_SLOW_RANK: o->slow_rank = (int)parse_number(n, optarg, 0, 1 << 20); break;
         case OPT_SLOW_FACTOR: o->slow_factor = parse_number(n, optarg, 0.01, 1000); break;
         case OPT_UNEVEN_RANK: o->uneven_rank = (int)parse_number(n, optarg, 0, 1 << 20); break;
@@ -292,8 +303,11 @@ static struct rank_env read_rank_env(void)
     r.rank = env_int("RANK", 0);
     r.world = env_int("WORLD_SIZE", 1);
     r.local_rank = env_int("LOCAL_RANK", r.rank);
+    r.local_world = env_int("LOCAL_WORLD_SIZE", r.world);
     if (r.world < 1 || r.rank >= r.world)
         die("RANK=%d is not below WORLD_SIZE=%d", r.rank, r.world);
+    if (r.local_world < 1 || r.world % r.local_world != 0)
+        die("WORLD_SIZE=%d is not a multiple of LOCAL_WORLD_SIZE=%d", r.world, r.local_world);
     return r;
 }
 
@@ -625,6 +639,18 @@ static ncclUniqueId exchange_unique_id(const struct options *o, const struct ran
     }
 }
 
+/* Nodes are consecutive blocks of LOCAL_WORLD_SIZE ranks, as launchers
+ * number them. */
+static void split_by_node(struct gpu_state *g, const struct rank_env *r)
+{
+    int node = r->rank / r->local_world;
+    NCCL_CHECK(ncclCommSplit(g->comm_world, node, r->rank, &g->comm_node, NULL));
+    NCCL_CHECK(ncclCommSplit(g->comm_world, r->rank % r->local_world, r->rank, &g->comm_cross,
+                             NULL));
+    NCCL_CHECK(ncclCommUserRank(g->comm_node, &g->node_rank));
+    NCCL_CHECK(ncclCommCount(g->comm_node, &g->node_size));
+}
+
 static void gpu_setup(struct gpu_state *g, const struct options *o, const struct rank_env *r)
 {
     int devices = 0;
@@ -635,7 +661,8 @@ static void gpu_setup(struct gpu_state *g, const struct options *o, const struct
     CUDA_CHECK(cudaStreamCreateWithFlags(&g->compute, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&g->comm, cudaStreamNonBlocking));
     g->grad_elems = (size_t)(o->grad_mb * BYTES_PER_MB / sizeof(float));
-    g->grad_elems -= g->grad_elems % (size_t)o->buckets;
+    /* every bucket splits evenly into one shard per rank of a node */
+    g->grad_elems -= g->grad_elems % ((size_t)o->buckets * (size_t)r->local_world);
     if (g->grad_elems == 0)
         die("--grad-mb too small for %d buckets", o->buckets);
     CUDA_CHECK(cudaMalloc((void **)&g->act, ACT_ELEMS * sizeof(float)));
@@ -653,10 +680,16 @@ static void gpu_setup(struct gpu_state *g, const struct options *o, const struct
     CUDA_CHECK(cudaEventCreateWithFlags(&g->comm_done, cudaEventDisableTiming));
     ncclUniqueId id = exchange_unique_id(o, r);
     NCCL_CHECK(ncclCommInitRank(&g->comm_world, r->world, id, r->rank));
+    if (o->hierarchical)
+        split_by_node(g, r);
 }
 
 static void gpu_teardown(struct gpu_state *g, const struct options *o)
 {
+    if (o->hierarchical) {
+        NCCL_CHECK(ncclCommDestroy(g->comm_node));
+        NCCL_CHECK(ncclCommDestroy(g->comm_cross));
+    }
     NCCL_CHECK(ncclCommDestroy(g->comm_world));
     for (int b = 0; b < o->buckets; b++) {
         CUDA_CHECK(cudaEventDestroy(g->bucket_ready[b]));
@@ -680,8 +713,18 @@ static void allreduce_bucket(const struct options *o, struct gpu_state *g, int b
     size_t per = g->grad_elems / (size_t)o->buckets;
     CUDA_CHECK(cudaStreamWaitEvent(g->comm, g->bucket_ready[ready], 0));
     CUDA_CHECK(cudaEventRecord(g->ar_start[b], g->comm));
-    NCCL_CHECK(ncclAllReduce(g->grad + per * (size_t)b, g->grad + per * (size_t)b, per,
-                             ncclFloat, ncclSum, g->comm_world, g->comm));
+    float *buf = g->grad + per * (size_t)b;
+    if (o->hierarchical) {
+        /* in place: this rank's shard is at offset node_rank * shard */
+        size_t shard = per / (size_t)g->node_size;
+        float *mine = buf + shard * (size_t)g->node_rank;
+        NCCL_CHECK(ncclReduceScatter(buf, mine, shard, ncclFloat, ncclSum, g->comm_node,
+                                     g->comm));
+        NCCL_CHECK(ncclAllReduce(mine, mine, shard, ncclFloat, ncclSum, g->comm_cross, g->comm));
+        NCCL_CHECK(ncclAllGather(mine, buf, shard, ncclFloat, g->comm_node, g->comm));
+    } else {
+        NCCL_CHECK(ncclAllReduce(buf, buf, per, ncclFloat, ncclSum, g->comm_world, g->comm));
+    }
     CUDA_CHECK(cudaEventRecord(g->ar_end[b], g->comm));
 }
 
@@ -765,8 +808,8 @@ static void print_summary(const struct options *o, const struct rank_env *r,
                           const struct run_stats *s)
 {
     printf("ddp_train: rank %d of %d, batch %d per GPU, %d workers, grad %.1f MiB in %d "
-           "buckets%s\n", r->rank, r->world, o->batch, o->workers, o->grad_mb, o->buckets,
-           o->overlap ? ", overlapped" : "");
+           "buckets%s%s\n", r->rank, r->world, o->batch, o->workers, o->grad_mb, o->buckets,
+           o->overlap ? ", overlapped" : "", o->hierarchical ? ", hierarchical" : "");
     for (int i = 0; i < o->steps; i++)
         printf("step %d: %.2f ms\n", i, s->step_ms[i]);
     double *sorted = (double *)malloc(sizeof(double) * (size_t)o->steps);

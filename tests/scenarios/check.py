@@ -41,6 +41,7 @@ CATEGORY_TOLERANCE = 0.04
 BUSBW_TOLERANCE = 0.05
 OVERLAP_GAIN_TOLERANCE = 0.15   # of the no-overlap exposed transfer
 RUN_TIMEOUT_S = 120
+SIM_NCCL_LATENCY_NS = 10000     # the sim's default SIM_NCCL_LATENCY_US, per call
 
 # ------------------------------------------------------------- scenarios
 #
@@ -59,21 +60,29 @@ def run(name, nproc, flags, env=None, nnodes=1):
             "env": env or {}}
 
 
-HEALTHY = ["--batch", "32", "--workers", "2", "--worker-cost-ms", "2",
+HEALTHY = ["--batch", "64", "--workers", "2", "--worker-cost-ms", "2",
            "--grad-mb", "16", "--buckets", "4", "--overlap"]
-INPUT_SLOW = ["--batch", "16", "--workers", "1", "--worker-cost-ms", "30",
+# 37 ms of GPU work per step (batch 48) against 80 ms to prepare a batch:
+# one worker starves the GPU; six keep ahead of it with room for the
+# scheduling noise of a loaded machine.
+INPUT_SLOW = ["--batch", "48", "--workers", "1", "--worker-cost-ms", "80",
               "--grad-mb", "8", "--buckets", "2", "--overlap"]
-INPUT_FIXED = ["--batch", "16", "--workers", "8", "--worker-cost-ms", "30",
+INPUT_FIXED = ["--batch", "48", "--workers", "6", "--worker-cost-ms", "80",
                "--grad-mb", "8", "--buckets", "2", "--overlap"]
 BIG_GRAD = ["--batch", "16", "--workers", "2", "--worker-cost-ms", "1",
             "--grad-mb", "128", "--buckets", "4"]
 SLOW_LINK = {"SIM_NVLINK_GBPS": "10"}
 SERIES_LINK = {"SIM_NVLINK_GBPS": "20"}
 SERIES = ["--workers", "2", "--worker-cost-ms", "1", "--grad-mb", "32", "--buckets", "2"]
-STRAGGLE = ["--batch", "16", "--workers", "1", "--worker-cost-ms", "4",
-            "--grad-mb", "8", "--buckets", "2", "--overlap"]
+STRAGGLE = ["--batch", "16", "--workers", "1", "--grad-mb", "8", "--buckets", "2", "--overlap"]
+# 10 ms per batch keeps one worker ahead of a 12 ms step; four times that
+# on rank 2 makes it wait for its input about 28 ms per step.
+UNEVEN = STRAGGLE + ["--worker-cost-ms", "10", "--uneven-rank", "2", "--uneven-factor", "4"]
+SLOW_GPU = STRAGGLE + ["--worker-cost-ms", "4", "--slow-rank", "1", "--slow-factor", "2"]
+# Hybrid jobs reduce within the node, then across: the report can set the
+# bandwidth of collectives spanning hosts beside the one within a host.
 CROSS = ["--batch", "16", "--workers", "2", "--worker-cost-ms", "1",
-         "--grad-mb", "64", "--buckets", "4"]
+         "--grad-mb", "64", "--buckets", "4", "--hierarchical"]
 NET_GBPS = 25.0   # the sim's default SIM_NET_GBPS: the link between nodes
 MIXED = ["--batch", "16", "--workers", "1", "--worker-cost-ms", "50",
          "--grad-mb", "64", "--buckets", "4"]
@@ -84,7 +93,7 @@ SCENARIOS = {
                  "flags say (this validates the workload and the truth, not the profiler)",
         "profiler": False,
         "runs": [run("model", 4, HEALTHY), run("starved", 4, INPUT_SLOW)],
-        "checks": [("truth_compute_ms", "model", 32 * EXAMPLE_US_PER_SAMPLE / 1000.0),
+        "checks": [("truth_compute_ms", "model", 64 * EXAMPLE_US_PER_SAMPLE / 1000.0),
                    ("truth_share_at_least", "starved", "idle_input", 0.4),
                    ("truth_share_at_most", "model", "idle_input", 0.1)],
     },
@@ -95,7 +104,7 @@ SCENARIOS = {
                    ("no_finding_above", "healthy", "low")],
     },
     "input_pipeline": {
-        "story": "one loader worker per rank starves four GPUs; eight workers feed them",
+        "story": "one loader worker per rank starves four GPUs; six workers feed them",
         "runs": [run("slow", 4, INPUT_SLOW), run("fixed", 4, INPUT_FIXED)],
         "checks": [("categories", "slow"),
                    ("finding", "slow", "input_pipeline", "moderate"),
@@ -128,8 +137,7 @@ SCENARIOS = {
     },
     "straggler": {
         "story": "rank 2 reads four times more data; in another run rank 1 has a slow GPU",
-        "runs": [run("uneven", 4, STRAGGLE + ["--uneven-rank", "2", "--uneven-factor", "4"]),
-                 run("slowgpu", 4, STRAGGLE + ["--slow-rank", "1", "--slow-factor", "2"])],
+        "runs": [run("uneven", 4, UNEVEN), run("slowgpu", 4, SLOW_GPU)],
         "checks": [("categories", "uneven"),
                    ("straggler", "uneven", 2, "input"),
                    ("categories", "slowgpu"),
@@ -163,6 +171,21 @@ class Failure(Exception):
 
 class Skip(Exception):
     pass
+
+
+class Disturbed(Exception):
+    """The truth shows the run did not have the property the scenario set up
+    (a loaded machine delayed a rank or a worker): not the profiler's fault,
+    so the scenario is run again."""
+
+
+# A "no finding" check is only fair when the truth agrees that the cause
+# is absent: the category each cause is measured by, and the truth's share
+# above which the run is judged disturbed rather than the report wrong.
+ABSENCE_PREMISE = {"input_pipeline": ("idle_input", 0.04),
+                   "straggler": ("collective_wait", 0.04),
+                   "communication": ("collective_transfer", 0.08)}
+ATTEMPTS = 3
 
 
 # -------------------------------------------------------------- intervals
@@ -447,13 +470,25 @@ def check_finding(sc, run_name, cause, min_severity):
                       % (run_name, cause, min_severity, describe_findings(sc.findings(run_name))))
 
 
+def judge_unexpected(sc, run_name, hits):
+    """Unexpected findings fail the profiler, unless the truth shows the
+    cause really was there (then the run was disturbed)."""
+    frac = sc.truth_of(run_name)[0]
+    for f in hits:
+        premise = ABSENCE_PREMISE.get(f.get("cause"))
+        if premise and frac.get(premise[0], 0) >= premise[1]:
+            raise Disturbed("%s: the truth itself shows %s at %s of step time"
+                            % (run_name, premise[0], fmt_pct(frac[premise[0]])))
+    if hits:
+        raise Failure("%s: unexpected findings: %s" % (run_name, hits))
+
+
 def check_no_finding(sc, run_name, cause):
     """The report does not name CAUSE at all, beyond a low note."""
     hits = [f for f in find(sc, run_name, cause) if SEVERITY.get(f.get("severity"), 2) > 0]
     print("  %-10s no %s finding above low: got %s" % (run_name, cause,
                                                        describe_findings(sc.findings(run_name))))
-    if hits:
-        raise Failure("%s: unexpected %s finding: %s" % (run_name, cause, hits))
+    judge_unexpected(sc, run_name, hits)
 
 
 def check_no_finding_above(sc, run_name, severity):
@@ -461,8 +496,7 @@ def check_no_finding_above(sc, run_name, severity):
             if SEVERITY.get(f.get("severity"), 2) > SEVERITY[severity]]
     print("  %-10s no finding above %s: got %s" % (run_name, severity,
                                                    describe_findings(sc.findings(run_name))))
-    if hits:
-        raise Failure("%s: a healthy job got findings: %s" % (run_name, describe_findings(hits)))
+    judge_unexpected(sc, run_name, hits)
 
 
 def check_finding_first_try_mentions(sc, run_name, cause, word):
@@ -472,21 +506,33 @@ def check_finding_first_try_mentions(sc, run_name, cause, word):
                       % (run_name, cause, word, tries))
 
 
-def check_busbw(sc, run_name, op, model_gbps):
+def model_busbw(op, nbytes, nranks, link_gbps):
+    """What the sim's link model gives one call: bus bytes over latency plus
+    bus bytes at link speed (docs/sim.md; nccl-tests' bus factors)."""
+    factor = {"allreduce": 2.0 * (nranks - 1) / nranks,
+              "allgather": (nranks - 1) / nranks,
+              "reducescatter": (nranks - 1) / nranks}.get(op, 1.0)
+    bus = nbytes * factor
+    return bus / (SIM_NCCL_LATENCY_NS + bus / link_gbps)
+
+
+def check_busbw(sc, run_name, op, link_gbps):
     """Achieved bus bandwidth of OP matches the truth and the link model."""
     _, _, colls = sc.truth_of(run_name)
-    truth = sorted(c["busbw_gbps"] for c in colls if c["op"] == op and c["busbw_gbps"] > 0)
-    if not truth:
+    calls = [c for c in colls if c["op"] == op and c["busbw_gbps"] > 0]
+    if not calls:
         raise Failure("%s: no %s in the truth" % (run_name, op))
-    truth_bw = truth[len(truth) // 2]
+    truth_bw = sorted(c["busbw_gbps"] for c in calls)[len(calls) // 2]
+    big = max(calls, key=lambda c: c["bytes"])
+    model_bw = model_busbw(op, big["bytes"], big["nranks"], link_gbps)
     rows = [c for c in sc.report(run_name).get("collectives", [])
             if str(c.get("op", "")).lower() == op]
     if not rows:
         raise Failure("%s: report lists no %s collective" % (run_name, op))
     got = max(rows, key=lambda c: c.get("bytes", 0) * c.get("calls", 1))["busbw_gbps"]
-    print("  %-10s %s bus bandwidth: model %.2f, truth %.2f, measured %.2f GB/s"
-          % (run_name, op, model_gbps, truth_bw, got))
-    for ref, what in ((truth_bw, "truth"), (model_gbps, "link model")):
+    print("  %-10s %s bus bandwidth: link %.2f, model with latency %.2f, truth %.2f, "
+          "measured %.2f GB/s" % (run_name, op, link_gbps, model_bw, truth_bw, got))
+    for ref, what in ((truth_bw, "truth"), (model_bw, "link model")):
         if abs(got - ref) > BUSBW_TOLERANCE * ref:
             raise Failure("%s: busbw %.2f GB/s is not within %d%% of the %s's %.2f"
                           % (run_name, got, 100 * BUSBW_TOLERANCE, what, ref))
@@ -569,6 +615,21 @@ def truth_last_arrivals(colls):
     return {r: n / total for r, n in counts.items()} if total else {}
 
 
+def parse_ranks(value):
+    """A finding's ranks: a list of numbers, or text such as "2", "1,3",
+    "0-3" or "all"."""
+    if isinstance(value, list):
+        return set(int(v) for v in value)
+    text = str(value).strip()
+    if text == "all":
+        return {"all"}
+    out = set()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
 def check_straggler(sc, run_name, rank, cause):
     _, _, colls = sc.truth_of(run_name)
     truth = truth_last_arrivals(colls)
@@ -580,7 +641,7 @@ def check_straggler(sc, run_name, rank, cause):
                                                         fmt_pct(float(s.get("last_arrival_fraction", 0))))
                                      for s in rows) or "none",
                            describe_findings(sc.findings(run_name))))
-    if not any(rank in f.get("ranks", []) and SEVERITY.get(f.get("severity"), -1) >= 1
+    if not any(rank in parse_ranks(f.get("ranks", [])) and SEVERITY.get(f.get("severity"), -1) >= 1
                for f in fs):
         raise Failure("%s: no straggler finding naming rank %d" % (run_name, rank))
     named = [s for s in rows if s.get("rank") == rank]
@@ -679,11 +740,17 @@ def run_scenario(name):
         if why:
             raise Skip(why)
     env = Env()
-    sc = Scenario(env, name)
-    for r in spec["runs"]:
-        sc.dirs[r["name"]] = run_job(env, name, r, spec.get("profiler", True))
-    for kind, *args in spec["checks"]:
-        CHECKS[kind](sc, *args)
+    for attempt in range(1, ATTEMPTS + 1):
+        sc = Scenario(env, name)
+        try:
+            for r in spec["runs"]:
+                sc.dirs[r["name"]] = run_job(env, name, r, spec.get("profiler", True))
+            for kind, *args in spec["checks"]:
+                CHECKS[kind](sc, *args)
+            return
+        except Disturbed as e:
+            print("  disturbed (attempt %d of %d): %s" % (attempt, ATTEMPTS, e))
+    raise Failure("every attempt was disturbed: the machine is too loaded to judge")
 
 
 def main(argv):

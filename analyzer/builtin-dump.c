@@ -212,8 +212,10 @@ static void event_text(FILE *out, const struct sp_reader *r, const struct sp_eve
     for (int i = 0; i < n; i++) {
         uint64_t v = field_u(ev, &f[i]);
         if (f[i].kind == SP_FK_STR) {
-            if (v)
-                fprintf(out, " %s=\"%s\"", f[i].name, sp_reader_string(r, v));
+            if (v) {
+                fprintf(out, " %s=", f[i].name);
+                json_string(out, sp_reader_string(r, v)); /* quoted, escaped */
+            }
         } else if (f[i].kind == SP_FK_S) {
             fprintf(out, " %s=%" PRId64, f[i].name, (int64_t)v);
         } else {

@@ -35,8 +35,25 @@
 
 /* ---- varints -------------------------------------------------------------- */
 
+/* Unrolled for the sizes that dominate (ids, durations, byte counts fit in
+ * one to three bytes); the loop handles the rest. */
 static inline uint8_t *put_uvarint(uint8_t *p, uint64_t v)
 {
+    if (v < (1u << 7)) {
+        p[0] = (uint8_t)v;
+        return p + 1;
+    }
+    if (v < (1u << 14)) {
+        p[0] = (uint8_t)(v | 0x80);
+        p[1] = (uint8_t)(v >> 7);
+        return p + 2;
+    }
+    if (v < (1u << 21)) {
+        p[0] = (uint8_t)(v | 0x80);
+        p[1] = (uint8_t)((v >> 7) | 0x80);
+        p[2] = (uint8_t)(v >> 14);
+        return p + 3;
+    }
     while (v >= 0x80) {
         *p++ = (uint8_t)(v | 0x80);
         v >>= 7;

@@ -1,8 +1,10 @@
 /*
  * make_trace.c - writes a small, known trace for the dump verb's test: a
  * data-loader read of a file whose name needs JSON escaping, a kernel, an
- * all-reduce and a marker.  `make_trace PATH [crash]`: with "crash" the
- * writer is abandoned instead of closed, as if the process had died.
+ * all-reduce and a marker.  `make_trace PATH [crash] [small]`: "crash"
+ * abandons the writer instead of closing it, as if the process had died;
+ * "small" uses tiny slots and arena (fuzzing seeds) and adds enough
+ * events for several frames.
  */
 #include <string.h>
 
@@ -10,14 +12,27 @@
 
 #define NAME_WITH_QUOTES "/data/img \"001\"\\\t\xc3\xa9.jpg"
 
+#define SMALL_EXTRA_EVENTS 300
+
+static int has_flag(int argc, char **argv, const char *flag)
+{
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], flag))
+            return 1;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: make_trace PATH [crash]\n");
+        fprintf(stderr, "usage: make_trace PATH [crash] [small]\n");
         return 2;
     }
     int err;
-    struct sp_writer *w = sp_writer_create(argv[1], NULL, &err);
+    int small = has_flag(argc, argv, "small");
+    struct sp_writer_opts tiny = {.slot_size = 1024, .slot_count = 4, .strings_size = 4096,
+                                  .background = 0};
+    struct sp_writer *w = sp_writer_create(argv[1], small ? &tiny : NULL, &err);
     CHECK(w, "create %s: %s", argv[1], sp_strerror(err));
     sp_writer_add_tlv(w, SP_TLV_HOST, "gpu-node-3", 10);
     sp_writer_add_tlv(w, SP_TLV_SOURCE, "preload", 7);
@@ -55,7 +70,13 @@ int main(int argc, char **argv)
     m.marker.name = sp_writer_intern(w, "step 3", 6);
     CHECK(sp_writer_append(w, &m) == 0, "append");
 
-    if (argc > 2 && !strcmp(argv[2], "crash"))
+    for (int i = 0; small && i < SMALL_EXTRA_EVENTS; i++) {
+        m.t += 1000 + (uint64_t)i * 37;
+        m.marker.kind = i % 2 ? SP_MARK_POP : SP_MARK_PUSH;
+        m.marker.depth = (uint64_t)i;
+        CHECK(sp_writer_append(w, &m) == 0, "append");
+    }
+    if (has_flag(argc, argv, "crash"))
         sp_writer_abandon(w);
     else
         CHECK(sp_writer_close(w) == 0, "close");

@@ -1,0 +1,327 @@
+/*
+ * format_bench.c - what recording costs: nanoseconds per append on the
+ * job's thread, and bytes per event on disk, for a realistic mix.
+ *
+ * The mix is one training step after another: a step marker pair, a
+ * data-loader read, kernel launches (cuda_api, with CUPTI correlation ids)
+ * of the same kernels in the same order every step, an all-reduce per
+ * bucket of launches, then the GPU's records of the step's kernels, which
+ * CUPTI delivers in a batch after the launches.  Host times advance with a
+ * few hundred ns of jitter; each kernel runs about as long every time
+ * (1.5% jitter).  The events are generated into
+ * a ring before timing, so the timed loop is appends only.
+ *
+ * Output, plain lines (the figures the format aims at: at most 4 bytes per
+ * event compressed, at most 20 ns per append):
+ *   events: 1048576
+ *   bytes/event: 3.2          (frames only: what the trace costs on disk)
+ *   bytes/event file: 3.3     (whole file as allocated on disk)
+ *   ns/append 1 thread: 14.1  (median of 5 runs)
+ *   ns/append 4 threads: 16.0 (median over runs of each thread's mean)
+ *
+ * Usage: format_bench [EVENTS] [--level N] [--callgrind]
+ * --callgrind: one single-threaded pass and no timing, for
+ * bench/format_callgrind.sh.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sprof.h"
+
+#define DEFAULT_EVENTS (1u << 20)
+#define RING 65536u
+#define RUNS 5
+#define THREADS 4
+#define KERNEL_NAMES 48
+#define LAUNCHES_PER_STEP 200
+#define LAUNCHES_PER_BUCKET 25
+#define LAUNCH_JITTER_NS 256 /* host-side noise of a launch */
+#define KERNEL_JITTER_DIV 64  /* a kernel's run time varies ~1.5% */
+#define SLOT_SIZE (128u * 1024u)
+#define SLOT_COUNT 512u
+
+static struct sp_event ring[RING];
+static uint64_t ring_span; /* time covered by one pass over the ring */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t rng_state = 2463534242u;
+static uint32_t rnd(uint32_t n)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 17;
+    rng_state ^= rng_state << 5;
+    return rng_state % n;
+}
+
+struct gen {
+    uint64_t t, gpu_t, corr, seq, offset;
+    uint32_t n, launch;
+    uint32_t names[KERNEL_NAMES], path, step_name;
+    uint32_t kernel_ns[KERNEL_NAMES];  /* each kernel's typical duration */
+    uint8_t order[LAUNCHES_PER_STEP]; /* a step launches the same kernels */
+    struct sp_event gpu[LAUNCHES_PER_STEP]; /* the step's kernel records */
+    uint32_t ngpu;
+};
+
+static struct sp_event *next_slot(struct gen *g)
+{
+    struct sp_event *e = &ring[g->n++];
+    memset(e, 0, sizeof *e);
+    return e;
+}
+
+static void gen_launch(struct gen *g)
+{
+    uint32_t k = g->order[g->launch++ % LAUNCHES_PER_STEP];
+    struct sp_event *e = next_slot(g);
+    e->type = SP_EV_CUDA;
+    e->t = g->t;
+    e->cuda.dur = 2500 + rnd(LAUNCH_JITTER_NS);
+    e->cuda.api = SP_CUDA_LAUNCH;
+    e->cuda.stream = 7;
+    e->cuda.correlation = ++g->corr;
+    e->cuda.name = g->names[k];
+    g->t += e->cuda.dur + 300 + rnd(LAUNCH_JITTER_NS);
+    struct sp_event *k_ev = &g->gpu[g->ngpu++];
+    memset(k_ev, 0, sizeof *k_ev);
+    k_ev->type = SP_EV_GPU;
+    if (g->gpu_t < g->t)
+        g->gpu_t = g->t + 4000;
+    k_ev->t = g->gpu_t;
+    k_ev->gpu.dur = g->kernel_ns[k] + rnd(g->kernel_ns[k] / KERNEL_JITTER_DIV + 1);
+    k_ev->gpu.kind = SP_GPU_KERNEL;
+    k_ev->gpu.stream = 7;
+    k_ev->gpu.name = g->names[k];
+    k_ev->gpu.correlation = g->corr;
+    k_ev->gpu.grid = 65536u << (k % 6);
+    g->gpu_t += k_ev->gpu.dur + 1000 + rnd(2000);
+}
+
+static void gen_allreduce(struct gen *g)
+{
+    struct sp_event *e = next_slot(g);
+    e->type = SP_EV_NCCL;
+    e->t = g->t;
+    e->nccl.dur = 8000 + rnd(LAUNCH_JITTER_NS * 4);
+    e->nccl.comm = 0x5eed1234abcdull;
+    e->nccl.seq = ++g->seq;
+    e->nccl.op = SP_NCCL_ALLREDUCE;
+    e->nccl.count = 6553600;
+    e->nccl.datatype = 7;
+    e->nccl.bytes = 26214400;
+    e->nccl.peer = -1;
+    e->nccl.stream = 9;
+    e->nccl.nranks = 8;
+    e->nccl.rank = 3;
+    e->nccl.correlation = ++g->corr;
+    g->t += e->nccl.dur + 500;
+}
+
+static void gen_read(struct gen *g)
+{
+    struct sp_event *e = next_slot(g);
+    e->type = SP_EV_IO;
+    e->t = g->t;
+    e->io.dur = 30000 + rnd(20000);
+    e->io.op = SP_IO_READ;
+    e->io.fd = 23;
+    e->io.fd_kind = SP_FD_PIPE;
+    e->io.path = g->path;
+    e->io.bytes = 1u << 20;
+    e->io.ret = 1 << 20;
+    e->io.offset = g->offset;
+    g->offset += 1u << 20;
+    g->t += e->io.dur + 1000;
+}
+
+static void gen_marker(struct gen *g, uint32_t kind)
+{
+    struct sp_event *e = next_slot(g);
+    e->type = SP_EV_MARKER;
+    e->t = g->t;
+    e->marker.kind = kind;
+    e->marker.name = g->step_name;
+    e->marker.depth = kind == SP_MARK_PUSH ? 1 : 0;
+    g->t += 200;
+}
+
+/* CUPTI hands kernel records over in buffers, after the launches: the
+ * step's records follow its host events, as the recorder sees them. */
+static void flush_gpu_records(struct gen *g)
+{
+    for (uint32_t i = 0; i < g->ngpu && g->n < RING; i++)
+        ring[g->n++] = g->gpu[i];
+    g->ngpu = 0;
+}
+
+/* Fills the ring with whole steps (a partial last step is fine). */
+static void generate(struct sp_writer *w)
+{
+    struct gen g = {.t = 1000000000ull};
+    char name[64];
+    for (int i = 0; i < KERNEL_NAMES; i++) {
+        snprintf(name, sizeof name, "_ZN7cutlass6KernelINS_4gemm6kernel%dEEEvNT_6ParamsE", i);
+        g.names[i] = sp_writer_intern(w, name, strlen(name));
+    }
+    for (int i = 0; i < KERNEL_NAMES; i++)
+        g.kernel_ns[i] = 5000 + rnd(400000);
+    for (int i = 0; i < LAUNCHES_PER_STEP; i++)
+        g.order[i] = (uint8_t)rnd(KERNEL_NAMES);
+    g.path = sp_writer_intern(w, "pipe:[4177]", 11);
+    g.step_name = sp_writer_intern(w, "ProfilerStep#", 13);
+    uint64_t start = g.t;
+    while (g.n + 2 * LAUNCHES_PER_STEP + LAUNCHES_PER_STEP / LAUNCHES_PER_BUCKET + 8 < RING) {
+        gen_marker(&g, SP_MARK_PUSH);
+        gen_read(&g);
+        for (int l = 0; l < LAUNCHES_PER_STEP; l++) {
+            gen_launch(&g);
+            if (l % LAUNCHES_PER_BUCKET == LAUNCHES_PER_BUCKET - 1)
+                gen_allreduce(&g);
+        }
+        gen_marker(&g, SP_MARK_POP);
+        flush_gpu_records(&g);
+    }
+    while (g.n < RING)
+        gen_marker(&g, SP_MARK_INSTANT);
+    ring_span = (g.t > g.gpu_t ? g.t : g.gpu_t) - start + 1000;
+}
+
+struct job {
+    struct sp_writer *w;
+    uint64_t events, refused;
+    double ns_per_append;
+};
+
+static void *append_events(void *arg)
+{
+    struct job *j = arg;
+    struct sp_event ev;
+    uint64_t shift = 0, t0 = now_ns();
+    for (uint64_t i = 0; i < j->events; i++) {
+        uint32_t k = (uint32_t)(i % RING);
+        if (k == 0 && i)
+            shift += ring_span;
+        ev = ring[k];
+        ev.t += shift;
+        j->refused += sp_writer_append(j->w, &ev) != 0;
+    }
+    j->ns_per_append = (double)(now_ns() - t0) / (double)j->events;
+    sp_writer_thread_exit(j->w);
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+struct result {
+    double ns;
+    uint64_t file_bytes, disk_bytes, frame_bytes, refused;
+};
+
+static struct result run_once(const char *dir, int run, int threads, uint64_t events, int level)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/bench-%d-%d.sprof", dir, threads, run);
+    struct sp_writer_opts o = {.slot_size = SLOT_SIZE, .slot_count = SLOT_COUNT,
+                               .zstd_level = level, .background = 1};
+    int err;
+    struct sp_writer *w = sp_writer_create(path, &o, &err);
+    if (!w) {
+        fprintf(stderr, "format_bench: %s: %s\n", path, sp_strerror(err));
+        exit(1);
+    }
+    generate(w);
+    uint64_t frames_offset = sp_writer_header(w)->frames_offset;
+    struct job jobs[THREADS];
+    pthread_t th[THREADS];
+    for (int i = 0; i < threads; i++) {
+        jobs[i] = (struct job){w, events / (uint64_t)threads, 0, 0};
+        pthread_create(&th[i], NULL, append_events, &jobs[i]);
+    }
+    struct result r = {0};
+    double per_thread[THREADS];
+    for (int i = 0; i < threads; i++) {
+        pthread_join(th[i], NULL);
+        per_thread[i] = jobs[i].ns_per_append;
+        r.refused += jobs[i].refused;
+    }
+    qsort(per_thread, (size_t)threads, sizeof per_thread[0], cmp_double);
+    r.ns = per_thread[threads / 2];
+    sp_writer_close(w);
+    struct stat st;
+    stat(path, &st);
+    r.file_bytes = (uint64_t)st.st_size;
+    r.disk_bytes = (uint64_t)st.st_blocks * 512u;
+    r.frame_bytes = r.file_bytes - frames_offset;
+    unlink(path);
+    return r;
+}
+
+static double median_ns(struct result *rs, int n)
+{
+    double v[RUNS];
+    for (int i = 0; i < n; i++)
+        v[i] = rs[i].ns;
+    qsort(v, (size_t)n, sizeof v[0], cmp_double);
+    return v[n / 2];
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t events = DEFAULT_EVENTS;
+    int level = 0, callgrind = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--level") && i + 1 < argc)
+            level = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--callgrind"))
+            callgrind = 1;
+        else
+            events = strtoull(argv[i], NULL, 10);
+    }
+    const char *tmp = getenv("TMPDIR");
+    char dirbuf[4096];
+    snprintf(dirbuf, sizeof dirbuf, "%s/sprof-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dirbuf)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    if (callgrind) {
+        struct result r = run_once(dirbuf, 0, 1, events, level);
+        printf("events: %llu refused: %llu\n", (unsigned long long)events,
+               (unsigned long long)r.refused);
+        rmdir(dirbuf);
+        return 0;
+    }
+    struct result one[RUNS], four[RUNS];
+    for (int i = 0; i < RUNS; i++)
+        one[i] = run_once(dirbuf, i, 1, events, level);
+    for (int i = 0; i < RUNS; i++)
+        four[i] = run_once(dirbuf, i, THREADS, events, level);
+    rmdir(dirbuf);
+    printf("events: %llu\n", (unsigned long long)events);
+    printf("bytes/event: %.2f\n", (double)one[0].frame_bytes / (double)events);
+    printf("bytes/event file: %.2f\n", (double)one[0].disk_bytes / (double)events);
+    printf("bytes/event apparent file size: %.2f\n", (double)one[0].file_bytes / (double)events);
+    printf("ns/append 1 thread: %.1f\n", median_ns(one, RUNS));
+    printf("ns/append %d threads: %.1f\n", THREADS, median_ns(four, RUNS));
+    uint64_t refused = 0;
+    for (int i = 0; i < RUNS; i++)
+        refused += one[i].refused + four[i].refused;
+    printf("refused appends (all runs): %llu\n", (unsigned long long)refused);
+    return 0;
+}

@@ -16,9 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define SIM_DEVICE_MEMORY (80ull << 30)
 #define SIM_ALLOC_ALIGN 256
+#define SIM_MMAP_BYTES (1u << 20)
 
 static _Thread_local int sim_device;
 static _Thread_local cudaError_t sim_last_error = cudaSuccess;
@@ -51,6 +53,7 @@ struct sim_alloc {
     char *base;
     size_t size;
     int device; /* -1: pinned host memory */
+    int owned;  /* 0: the caller's memory, registered with cudaHostRegister */
 };
 
 static pthread_mutex_t sim_alloc_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -58,7 +61,7 @@ static struct sim_alloc *sim_allocs;
 static size_t sim_nallocs, sim_allocs_cap;
 static size_t sim_device_bytes;
 
-static void sim_alloc_add(void *p, size_t size, int device)
+static void sim_alloc_add(void *p, size_t size, int device, int owned)
 {
     pthread_mutex_lock(&sim_alloc_lock);
     if (sim_nallocs == sim_allocs_cap) {
@@ -70,22 +73,26 @@ static void sim_alloc_add(void *p, size_t size, int device)
         }
     }
     if (sim_nallocs < sim_allocs_cap)
-        sim_allocs[sim_nallocs++] = (struct sim_alloc){p, size, device};
+        sim_allocs[sim_nallocs++] = (struct sim_alloc){p, size, device, owned};
     if (device >= 0)
         sim_device_bytes += size;
     pthread_mutex_unlock(&sim_alloc_lock);
 }
 
-/* Forgets P; returns 0 when P was not allocated with KIND (device or not). */
-static int sim_alloc_remove(void *p, int want_device)
+/* Forgets P; returns 0 when P is not a device (WANT_DEVICE) or host
+ * allocation that we OWN (or registered memory, when OWNED is 0), else 1
+ * and its size in *SIZE. */
+static int sim_alloc_remove(void *p, int want_device, int owned, size_t *size)
 {
     int found = 0;
     pthread_mutex_lock(&sim_alloc_lock);
     for (size_t i = 0; i < sim_nallocs; i++) {
-        if (sim_allocs[i].base != p || (sim_allocs[i].device >= 0) != want_device)
+        if (sim_allocs[i].base != p || (sim_allocs[i].device >= 0) != want_device ||
+            sim_allocs[i].owned != owned)
             continue;
         if (sim_allocs[i].device >= 0)
             sim_device_bytes -= sim_allocs[i].size;
+        *size = sim_allocs[i].size;
         sim_allocs[i] = sim_allocs[--sim_nallocs];
         found = 1;
         break;
@@ -128,12 +135,26 @@ enum sim_copy_kind sim_copy_kind_of(const void *dst, const void *src, enum cudaM
     return d >= 0 ? SIM_COPY_H2D : SIM_COPY_H2H;
 }
 
+/* Big allocations are mapped, not malloc'ed: their pages cost nothing until
+ * touched, so a job may "allocate" a GPU's worth of memory on a small host. */
 static void *sim_alloc_bytes(size_t size)
 {
+    if (size >= SIM_MMAP_BYTES) {
+        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+    }
     void *p = NULL;
     if (posix_memalign(&p, SIM_ALLOC_ALIGN, size ? size : 1) != 0)
         return NULL;
     return p;
+}
+
+static void sim_free_bytes(void *p, size_t size)
+{
+    if (size >= SIM_MMAP_BYTES)
+        munmap(p, size);
+    else
+        free(p);
 }
 
 cudaError_t cudaMalloc(void **devPtr, size_t size)
@@ -144,7 +165,7 @@ cudaError_t cudaMalloc(void **devPtr, size_t size)
     *devPtr = sim_alloc_bytes(size);
     if (!*devPtr)
         return sim_set_error(cudaErrorMemoryAllocation);
-    sim_alloc_add(*devPtr, size, sim_device);
+    sim_alloc_add(*devPtr, size, sim_device, 1);
     return cudaSuccess;
 }
 
@@ -154,9 +175,10 @@ cudaError_t cudaFree(void *devPtr)
     if (!devPtr)
         return cudaSuccess;
     sim_device_sync(sim_device); /* like the real cudaFree, it synchronises */
-    if (!sim_alloc_remove(devPtr, 1))
+    size_t size;
+    if (!sim_alloc_remove(devPtr, 1, 1, &size))
         return sim_set_error(cudaErrorInvalidValue);
-    free(devPtr);
+    sim_free_bytes(devPtr, size);
     return cudaSuccess;
 }
 
@@ -172,9 +194,11 @@ cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t stream)
     struct sim_stream *st = sim_stream_resolve(stream);
     if (st)
         sim_stream_sync(st);
-    if (devPtr && !sim_alloc_remove(devPtr, 1))
+    size_t size = 0;
+    if (devPtr && !sim_alloc_remove(devPtr, 1, 1, &size))
         return sim_set_error(cudaErrorInvalidValue);
-    free(devPtr);
+    if (devPtr)
+        sim_free_bytes(devPtr, size);
     return cudaSuccess;
 }
 
@@ -187,7 +211,7 @@ cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
     *pHost = sim_alloc_bytes(size);
     if (!*pHost)
         return sim_set_error(cudaErrorMemoryAllocation);
-    sim_alloc_add(*pHost, size, -1);
+    sim_alloc_add(*pHost, size, -1, 1);
     return cudaSuccess;
 }
 
@@ -198,9 +222,10 @@ cudaError_t cudaFreeHost(void *ptr)
     sim_api_enter();
     if (!ptr)
         return cudaSuccess;
-    if (!sim_alloc_remove(ptr, 0))
+    size_t size;
+    if (!sim_alloc_remove(ptr, 0, 1, &size))
         return sim_set_error(cudaErrorInvalidValue);
-    free(ptr);
+    sim_free_bytes(ptr, size);
     return cudaSuccess;
 }
 
@@ -208,14 +233,15 @@ cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
 {
     (void)flags;
     sim_api_enter();
-    sim_alloc_add(ptr, size, -1);
+    sim_alloc_add(ptr, size, -1, 0);
     return cudaSuccess;
 }
 
 cudaError_t cudaHostUnregister(void *ptr)
 {
     sim_api_enter();
-    return sim_alloc_remove(ptr, 0) ? cudaSuccess : sim_set_error(cudaErrorHostMemoryNotRegistered);
+    size_t size;
+    return sim_alloc_remove(ptr, 0, 0, &size) ? cudaSuccess : sim_set_error(cudaErrorHostMemoryNotRegistered);
 }
 
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)

@@ -161,47 +161,127 @@ static const char *sim_intern(const char *name)
 
 /* ------------------------------------------------------------ data */
 
-#define SIM_REDUCE_LOOP(T)                                                       \
-    do {                                                                         \
-        T *d = (T *)dst;                                                         \
-        const T *s = (const T *)src;                                             \
-        for (size_t i = 0; i < n; i++) {                                         \
-            switch (op) {                                                        \
-            case ncclProd: d[i] = d[i] * s[i]; break;                            \
-            case ncclMax: d[i] = s[i] > d[i] ? s[i] : d[i]; break;               \
-            case ncclMin: d[i] = s[i] < d[i] ? s[i] : d[i]; break;               \
-            default: d[i] = d[i] + s[i]; break;                                  \
-            }                                                                    \
-        }                                                                        \
-    } while (0)
+/* Elements are handled in three classes, each through its widest type:
+ * signed integers as int64_t, unsigned as uint64_t, floating point as
+ * double.  Half, bfloat16 and fp8 have no host arithmetic here: kept as is. */
+enum sim_class { SIM_SIGNED, SIM_UNSIGNED, SIM_FLOAT, SIM_OPAQUE };
 
-/* dst[i] = dst[i] OP src[i] for N elements; types without host arithmetic
- * (half, bfloat16, fp8) keep dst. */
-static void sim_reduce_into(void *dst, const void *src, size_t n, ncclDataType_t t, ncclRedOp_t op)
+static enum sim_class sim_class_of(ncclDataType_t t)
 {
     switch (t) {
-    case ncclInt8: SIM_REDUCE_LOOP(int8_t); break;
-    case ncclUint8: SIM_REDUCE_LOOP(uint8_t); break;
-    case ncclInt32: SIM_REDUCE_LOOP(int32_t); break;
-    case ncclUint32: SIM_REDUCE_LOOP(uint32_t); break;
-    case ncclInt64: SIM_REDUCE_LOOP(int64_t); break;
-    case ncclUint64: SIM_REDUCE_LOOP(uint64_t); break;
-    case ncclFloat32: SIM_REDUCE_LOOP(float); break;
-    case ncclFloat64: SIM_REDUCE_LOOP(double); break;
-    default: break;
+    case ncclInt8: case ncclInt32: case ncclInt64: return SIM_SIGNED;
+    case ncclUint8: case ncclUint32: case ncclUint64: return SIM_UNSIGNED;
+    case ncclFloat32: case ncclFloat64: return SIM_FLOAT;
+    default: return SIM_OPAQUE;
     }
 }
 
-static void sim_divide(void *buf, size_t n, ncclDataType_t t, int by)
+static int64_t sim_get_i(const void *p, size_t i, ncclDataType_t t)
+{
+    switch (t) {
+    case ncclInt8: return ((const int8_t *)p)[i];
+    case ncclInt32: return ((const int32_t *)p)[i];
+    default: return ((const int64_t *)p)[i];
+    }
+}
+
+static void sim_set_i(void *p, size_t i, ncclDataType_t t, int64_t v)
+{
+    switch (t) {
+    case ncclInt8: ((int8_t *)p)[i] = (int8_t)v; break;
+    case ncclInt32: ((int32_t *)p)[i] = (int32_t)v; break;
+    default: ((int64_t *)p)[i] = v; break;
+    }
+}
+
+static uint64_t sim_get_u(const void *p, size_t i, ncclDataType_t t)
+{
+    switch (t) {
+    case ncclUint8: return ((const uint8_t *)p)[i];
+    case ncclUint32: return ((const uint32_t *)p)[i];
+    default: return ((const uint64_t *)p)[i];
+    }
+}
+
+static void sim_set_u(void *p, size_t i, ncclDataType_t t, uint64_t v)
+{
+    switch (t) {
+    case ncclUint8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case ncclUint32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    default: ((uint64_t *)p)[i] = v; break;
+    }
+}
+
+static double sim_get_f(const void *p, size_t i, ncclDataType_t t)
+{
+    return t == ncclFloat32 ? ((const float *)p)[i] : ((const double *)p)[i];
+}
+
+static void sim_set_f(void *p, size_t i, ncclDataType_t t, double v)
 {
     if (t == ncclFloat32)
-        for (size_t i = 0; i < n; i++) ((float *)buf)[i] /= (float)by;
-    else if (t == ncclFloat64)
-        for (size_t i = 0; i < n; i++) ((double *)buf)[i] /= by;
-    else if (t == ncclInt32)
-        for (size_t i = 0; i < n; i++) ((int32_t *)buf)[i] /= by;
-    else if (t == ncclInt64)
-        for (size_t i = 0; i < n; i++) ((int64_t *)buf)[i] /= by;
+        ((float *)p)[i] = (float)v;
+    else
+        ((double *)p)[i] = v;
+}
+
+/* a OP b; ncclAvg sums here and divides at the end. */
+static double sim_combine_f(double a, double b, ncclRedOp_t op)
+{
+    switch (op) {
+    case ncclProd: return a * b;
+    case ncclMax: return b > a ? b : a;
+    case ncclMin: return b < a ? b : a;
+    default: return a + b;
+    }
+}
+
+static int64_t sim_combine_i(int64_t a, int64_t b, ncclRedOp_t op)
+{
+    switch (op) {
+    case ncclProd: return (int64_t)((uint64_t)a * (uint64_t)b);
+    case ncclMax: return b > a ? b : a;
+    case ncclMin: return b < a ? b : a;
+    default: return (int64_t)((uint64_t)a + (uint64_t)b);
+    }
+}
+
+static uint64_t sim_combine_u(uint64_t a, uint64_t b, ncclRedOp_t op)
+{
+    switch (op) {
+    case ncclProd: return a * b;
+    case ncclMax: return b > a ? b : a;
+    case ncclMin: return b < a ? b : a;
+    default: return a + b;
+    }
+}
+
+/* dst[i] = dst[i] OP src[i] for N elements of type T. */
+static void sim_reduce_into(void *dst, const void *src, size_t n, ncclDataType_t t, ncclRedOp_t op)
+{
+    enum sim_class c = sim_class_of(t);
+    for (size_t i = 0; i < n && c != SIM_OPAQUE; i++) {
+        if (c == SIM_FLOAT)
+            sim_set_f(dst, i, t, sim_combine_f(sim_get_f(dst, i, t), sim_get_f(src, i, t), op));
+        else if (c == SIM_SIGNED)
+            sim_set_i(dst, i, t, sim_combine_i(sim_get_i(dst, i, t), sim_get_i(src, i, t), op));
+        else
+            sim_set_u(dst, i, t, sim_combine_u(sim_get_u(dst, i, t), sim_get_u(src, i, t), op));
+    }
+}
+
+/* ncclAvg: the sum divided by the number of ranks. */
+static void sim_divide(void *buf, size_t n, ncclDataType_t t, int by)
+{
+    enum sim_class c = sim_class_of(t);
+    for (size_t i = 0; i < n && c != SIM_OPAQUE; i++) {
+        if (c == SIM_FLOAT)
+            sim_set_f(buf, i, t, sim_get_f(buf, i, t) / by);
+        else if (c == SIM_SIGNED)
+            sim_set_i(buf, i, t, sim_get_i(buf, i, t) / by);
+        else
+            sim_set_u(buf, i, t, sim_get_u(buf, i, t) / (uint64_t)by);
+    }
 }
 
 /* Bytes this rank contributes to the shared segment for OP. */

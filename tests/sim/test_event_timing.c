@@ -25,7 +25,7 @@ int main(void)
         SIM_CUDA(cudaEventElapsedTime(&ms, a, b));
         printf("round %d: events %.3f ms, host wall %.3f ms\n", round, ms, wall);
         SIM_CHECK(ms > 19.0 && ms < 21.0);
-        SIM_CHECK(wall > 29.9 && wall < 45.0);
+        SIM_CHECK(wall > 29.9 && wall < 200); /* the host waited; late wake-ups happen under load */
     }
     printf("ok\n");
     return 0;

@@ -69,6 +69,7 @@ __thread int sp_guard_depth __attribute__((tls_model("initial-exec")));
  * call times itself and its sp_emit() opens the trace. */
 volatile int sp_recording = 1;
 volatile unsigned sp_generation;
+volatile int sp_trace_fd = -1;
 void (*sp_core_flush_hook)(int final);
 
 enum core_state { ST_UNINIT, ST_OPENING, ST_READY, ST_CLOSING, ST_CLOSED, ST_OFF };
@@ -274,6 +275,42 @@ static void file_name(char *out, size_t len, int n)
         snprintf(out, len, "%d.%d.sprof", (int)getpid(), n);
 }
 
+/* The fd the writer holds its file by: the job must not close it (daemons
+ * close every fd) or the compressor's frames would stop, or worse, land in
+ * a file the job opens next under the same number.  The writer does not
+ * say which fd it is, so find the one open on the file we created: most
+ * likely the lowest free number just before creation, else a short scan. */
+#define SP_FD_SCAN_MAX 4096
+
+static int same_file(int fd, const struct stat *want)
+{
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == want->st_dev && st.st_ino == want->st_ino;
+}
+
+static int find_trace_fd(int hfd, const char *name, int guess)
+{
+    struct stat want;
+    if (fstatat(hfd, name, &want, AT_SYMLINK_NOFOLLOW) != 0)
+        return -1;
+    if (same_file(guess, &want))
+        return guess;
+    for (int fd = 0; fd < SP_FD_SCAN_MAX; fd++)
+        if (same_file(fd, &want))
+            return fd;
+    return -1;
+}
+
+static int lowest_free_fd(void)
+{
+    int fd = fcntl(0, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0)
+        fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0)
+        close(fd);
+    return fd;
+}
+
 /* Create the writer in the checked directory under the first free name. */
 static struct sp_writer *create_writer(int hfd, const char *host, char *shown, size_t shown_len, int *err)
 {
@@ -293,7 +330,10 @@ static struct sp_writer *create_writer(int hfd, const char *host, char *shown, s
         else
             snprintf(path, sizeof path, "%s/%s/%s", g_cfg.dir, host, name);
         snprintf(shown, shown_len, "%s/%s/%s", g_cfg.dir, host, name);
+        int guess = lowest_free_fd();
         struct sp_writer *w = sp_writer_create(path, &opts, err);
+        if (w)
+            sp_trace_fd = find_trace_fd(hfd, name, guess);
         if (w || !(*err == SP_E_IO && errno == EEXIST))
             return w;
     }
@@ -716,6 +756,7 @@ static void close_trace(void)
     drain_inflight();
     struct sp_writer *w = g_writer;
     g_writer = NULL;
+    sp_trace_fd = -1;
     int r = sp_writer_close(w);
     if (r < 0)
         sp_log("closing the trace failed: %s", sp_strerror(r));
@@ -825,6 +866,7 @@ void sp_core_atfork_child(void)
     if (g_writer)
         sp_writer_abandon(g_writer);
     g_writer = NULL;
+    sp_trace_fd = -1;
     sp_generation++;
     if (st == ST_CLOSED || st == ST_CLOSING) {
         atomic_store(&g_state, ST_CLOSED); /* forked after exit began */

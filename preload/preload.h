@@ -105,6 +105,11 @@ extern void (*sp_core_flush_hook)(int final);
  * as interned paths) are stale when their generation differs. */
 extern volatile unsigned sp_generation;
 
+/* The fd of this process's trace file, -1 when none: close() refuses it
+ * (pretending success) so that a job closing every fd cannot cut the
+ * recorder off or have a later open reuse its number. */
+extern volatile int sp_trace_fd;
+
 /* The exit status exit() was called with, for the PROC EXIT event written
  * by the atexit handler (main's return goes through libc's internal exit). */
 void sp_core_note_exit_status(int status);

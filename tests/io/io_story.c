@@ -16,6 +16,9 @@
  *   burn T S            T threads spin for S seconds; prints its CPU time
  *   control N FILE DIR  reads N times, writes "stop" to DIR/control, reads
  *                       N times, writes "start", reads N times
+ *   closeall N FILE OUT reads N times, closes every fd above 2 (as daemons
+ *                       do), creates OUT and writes "hello" to it, reads N
+ *                       more times, closes OUT
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -76,11 +79,18 @@ static int story_threads(int nthreads, int n, const char *file)
     return 0;
 }
 
+/* A pause between waves, as a thread pool that shrinks and grows has: the
+ * recorder drops (and counts) rather than wait when its compressor is
+ * starved, and a loaded test machine should not be mistaken for a bug. */
+#define WAVE_PAUSE_US 100000
+
 static int story_waves(int waves, int nthreads, int n, const char *file)
 {
-    for (int w = 0; w < waves; w++)
+    for (int w = 0; w < waves; w++) {
         if (story_threads(nthreads, n, file) != 0)
             return 1;
+        usleep(WAVE_PAUSE_US);
+    }
     return 0;
 }
 
@@ -249,6 +259,22 @@ static int story_control(int n, const char *file, const char *dir)
     return 0;
 }
 
+#define CLOSEALL_MAX_FD 1024
+
+static int story_closeall(int n, const char *file, const char *out)
+{
+    int total = read_n_times(file, n);
+    for (int fd = 3; fd < CLOSEALL_MAX_FD; fd++)
+        close(fd);
+    int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (o < 0 || write(o, "hello", 5) != 5)
+        return 1;
+    total += read_n_times(file, n);
+    close(o);
+    printf("reads %d\n", total);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -268,6 +294,8 @@ int main(int argc, char **argv)
         return story_burn(atoi(argv[2]), atof(argv[3]));
     if (argc >= 5 && strcmp(argv[1], "control") == 0)
         return story_control(atoi(argv[2]), argv[3], argv[4]);
-    fprintf(stderr, "usage: io_story threads|forkbusy|exec|exit|sigterm|burn|control ...\n");
+    if (argc >= 5 && strcmp(argv[1], "closeall") == 0)
+        return story_closeall(atoi(argv[2]), argv[3], argv[4]);
+    fprintf(stderr, "usage: io_story threads|waves|forkbusy|exec|exit|sigterm|burn|control|closeall ...\n");
     return 2;
 }

@@ -100,8 +100,9 @@ def story_threads(tmp):
 
 
 def story_waves(tmp):
-    """Threads that come and go (320, 16 at a time): none of their reads is lost."""
-    waves, nthreads, nreads = 20, 16, 10
+    """Threads that come and go (192 of them, 16 at a time, more than the
+    recorder's 128 buffer slots): none of their reads is lost."""
+    waves, nthreads, nreads = 12, 16, 10
     data = make_file(os.path.join(tmp, "data.bin"), 4096)
     r = run([os.environ["IO_STORY"], "waves", str(waves), str(nthreads), str(nreads), data], os.path.join(tmp, "t"))
     check(r.returncode == 0, "the job succeeds")
@@ -208,6 +209,23 @@ def story_unwritable(tmp):
 
 def events_of(t, op):
     return [e for e in t["io"] if e[0] == op]
+
+
+def story_closeall(tmp):
+    """A job that closes every fd (as daemons do) neither loses its trace
+    nor gets trace data written into the file it opens next."""
+    n = 20000  # enough events to fill slots, so frames get written after the close
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    out = os.path.join(tmp, "out.txt")
+    r = run([os.environ["IO_STORY"], "closeall", str(n), data, out], os.path.join(tmp, "t"))
+    check(r.returncode == 0, "the job runs")
+    with open(out, "rb") as f:
+        content = f.read()
+    check(content == b"hello", f"the job's own file holds exactly what it wrote ({len(content)} bytes)")
+    ts = traces(os.path.join(tmp, "t"))
+    check(len(ts) == 1 and ts[0]["closed"] == 1, "the trace was closed normally")
+    if ts:
+        check(ts[0]["read_calls"].get(data) == 2 * n, f"all {2 * n} reads are in it")
 
 
 def story_errno(tmp):

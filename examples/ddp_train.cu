@@ -178,7 +178,7 @@ static void usage(FILE *to)
         "  --uneven-rank R --uneven-factor F rank R's input batches are F times larger\n"
         "  --markers | --no-markers          NVTX range per step (on)\n"
         "  --seed N             dataset contents (1)\n"
-        "  --data DIR           dataset directory, created if missing (ddp_data)\n"
+        "  --data DIR           dataset directory, created if missing ($TMPDIR/ddp_train_data)\n"
         "  --rendezvous DIR     where rank 0 publishes the NCCL id\n"
         "                       (default $SCALEPROF_RENDEZVOUS, then $SIM_RENDEZVOUS)\n"
         "environment: RANK, WORLD_SIZE, LOCAL_RANK; EXAMPLE_TRUTH=FILE logs host-side facts\n");
@@ -218,6 +218,16 @@ static const struct option long_opts[] = {
     {0, 0, 0, 0},
 };
 
+/* $TMPDIR/ddp_train_data: a default outside the working directory, so
+ * that running the example leaves nothing in a source tree. */
+static const char *default_data_dir(void)
+{
+    static char dir[4096];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/ddp_train_data", tmp && *tmp ? tmp : "/tmp");
+    return dir;
+}
+
 static double parse_number(const char *name, const char *s, double min, double max)
 {
     char *end;
@@ -246,7 +256,7 @@ static void parse_options(int argc, char **argv, struct options *o)
     o->uneven_factor = 1;
     o->markers = 1;
     o->seed = 1;
-    o->data_dir = "ddp_data";
+    o->data_dir = default_data_dir();
     int c;
     while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
         const char *n = NULL;

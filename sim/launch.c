@@ -45,7 +45,7 @@ static struct sim_kernel *sim_kernel_find(const void *host_fun)
 {
     pthread_mutex_lock(&sim_kernels_lock);
     struct sim_kernel *k = sim_kernels;
-    while (k && k->host_fun != host_fun && (const void *)k != host_fun)
+    while (k && k->host_fun != host_fun)
         k = k->next;
     pthread_mutex_unlock(&sim_kernels_lock);
     return k;
@@ -158,18 +158,20 @@ static cudaError_t sim_launch(struct sim_kernel *k, dim3 grid, dim3 block, size_
     return cudaSuccess;
 }
 
+/* nvcc's stubs pass the handle __cudaGetKernel gave them (cached in a static
+ * per call site): it is the registration entry itself, no lookup needed. */
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
                                size_t sharedMem, cudaStream_t stream)
 {
     (void)args;
-    return sim_launch(sim_kernel_find(kernel), gridDim, blockDim, sharedMem, stream);
+    return sim_launch((struct sim_kernel *)kernel, gridDim, blockDim, sharedMem, stream);
 }
 
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
                                     size_t sharedMem, cudaStream_t stream)
 {
     (void)args;
-    return sim_launch(sim_kernel_find(kernel), gridDim, blockDim, sharedMem,
+    return sim_launch((struct sim_kernel *)kernel, gridDim, blockDim, sharedMem,
                       stream ? stream : cudaStreamPerThread);
 }
 

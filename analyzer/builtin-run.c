@@ -112,6 +112,12 @@ static int find_preload(char *out, size_t len)
         "../lib/aarch64-linux-gnu/libscaleprof.so",
     };
     char bin[PATH_MAX];
+    if (bindir(bin, sizeof bin) && first_existing(bin, rel, 1, out, len))
+        return 1; /* a build tree: its own library, never an installed one */
+    /* Installed: exactly where meson installed the library. */
+    if (access(SCALEPROF_LIBDIR "/libscaleprof.so", R_OK) == 0 &&
+        realpath(SCALEPROF_LIBDIR "/libscaleprof.so", out))
+        return 1;
     return bindir(bin, sizeof bin) && first_existing(bin, rel, sizeof rel / sizeof *rel, out, len);
 }
 

@@ -52,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/close_range.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/select.h>
@@ -829,6 +830,41 @@ SP_EXPORT int fclose(FILE *fp)
     sp_guard_depth--;
     errno = err;
     return r;
+}
+
+/* close_range and closefrom (Python's os.closerange, daemons, children
+ * before exec) close the trace's fd too: split the range around it. */
+static void forget_range(unsigned first, unsigned last)
+{
+    for (unsigned fd = first; fd <= last && fd < SP_FD_TABLE; fd++)
+        fd_forget((int)fd);
+}
+
+SP_EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+    static __typeof__(close_range) *real;
+    if (SP_UNLIKELY(!real))
+        real = sp_real("close_range");
+    int keep = sp_trace_fd;
+    int r;
+    if (keep >= 0 && (unsigned)keep >= first && (unsigned)keep <= last && !(flags & CLOSE_RANGE_CLOEXEC)) {
+        r = (unsigned)keep > first ? real(first, (unsigned)keep - 1, flags) : 0;
+        if (r == 0 && (unsigned)keep < last)
+            r = real((unsigned)keep + 1, last, flags);
+    } else {
+        r = real(first, last, flags);
+    }
+    int e = errno;
+    if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
+        forget_range(first, last);
+    errno = e;
+    return r;
+}
+
+SP_EXPORT void closefrom(int lowfd)
+{
+    /* glibc's closefrom is close_range(lowfd, ~0U, 0) with a fallback. */
+    close_range(lowfd < 0 ? 0 : (unsigned)lowfd, ~0U, 0);
 }
 
 SP_EXPORT int dup(int fd)

@@ -16,9 +16,10 @@
  *   burn T S            T threads spin for S seconds; prints its CPU time
  *   control N FILE DIR  reads N times, writes "stop" to DIR/control, reads
  *                       N times, writes "start", reads N times
- *   closeall N FILE OUT reads N times, closes every fd above 2 (as daemons
- *                       do), creates OUT and writes "hello" to it, reads N
- *                       more times, closes OUT
+ *   closeall N FILE OUT HOW  reads N times, closes every fd above 2 as
+ *                       daemons do (HOW: close, close_range or closefrom),
+ *                       creates OUT and writes "hello" to it, reads N more
+ *                       times, closes OUT
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -261,11 +262,18 @@ static int story_control(int n, const char *file, const char *dir)
 
 #define CLOSEALL_MAX_FD 1024
 
-static int story_closeall(int n, const char *file, const char *out)
+static int story_closeall(int n, const char *file, const char *out, const char *how)
 {
     int total = read_n_times(file, n);
-    for (int fd = 3; fd < CLOSEALL_MAX_FD; fd++)
-        close(fd);
+    if (strcmp(how, "close_range") == 0) {
+        if (close_range(3, ~0U, 0) != 0)
+            return 1;
+    } else if (strcmp(how, "closefrom") == 0) {
+        closefrom(3);
+    } else {
+        for (int fd = 3; fd < CLOSEALL_MAX_FD; fd++)
+            close(fd);
+    }
     int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (o < 0 || write(o, "hello", 5) != 5)
         return 1;
@@ -294,8 +302,8 @@ int main(int argc, char **argv)
         return story_burn(atoi(argv[2]), atof(argv[3]));
     if (argc >= 5 && strcmp(argv[1], "control") == 0)
         return story_control(atoi(argv[2]), argv[3], argv[4]);
-    if (argc >= 5 && strcmp(argv[1], "closeall") == 0)
-        return story_closeall(atoi(argv[2]), argv[3], argv[4]);
+    if (argc >= 6 && strcmp(argv[1], "closeall") == 0)
+        return story_closeall(atoi(argv[2]), argv[3], argv[4], argv[5]);
     fprintf(stderr, "usage: io_story threads|waves|forkbusy|exec|exit|sigterm|burn|control|closeall ...\n");
     return 2;
 }

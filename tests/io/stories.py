@@ -216,16 +216,18 @@ def story_closeall(tmp):
     nor gets trace data written into the file it opens next."""
     n = 20000  # enough events to fill slots, so frames get written after the close
     data = make_file(os.path.join(tmp, "data.bin"), 4096)
-    out = os.path.join(tmp, "out.txt")
-    r = run([os.environ["IO_STORY"], "closeall", str(n), data, out], os.path.join(tmp, "t"))
-    check(r.returncode == 0, "the job runs")
-    with open(out, "rb") as f:
-        content = f.read()
-    check(content == b"hello", f"the job's own file holds exactly what it wrote ({len(content)} bytes)")
-    ts = traces(os.path.join(tmp, "t"))
-    check(len(ts) == 1 and ts[0]["closed"] == 1, "the trace was closed normally")
-    if ts:
-        check(ts[0]["read_calls"].get(data) == 2 * n, f"all {2 * n} reads are in it")
+    for how in ("close", "close_range", "closefrom"):
+        out = os.path.join(tmp, f"out-{how}.txt")
+        tracedir = os.path.join(tmp, how)
+        r = run([os.environ["IO_STORY"], "closeall", str(n), data, out, how], tracedir)
+        check(r.returncode == 0, f"{how}: the job runs")
+        with open(out, "rb") as f:
+            content = f.read()
+        check(content == b"hello", f"{how}: the job's own file holds exactly what it wrote ({len(content)} bytes)")
+        ts = traces(tracedir)
+        check(len(ts) == 1 and ts[0]["closed"] == 1, f"{how}: the trace was closed normally")
+        if ts:
+            check(ts[0]["read_calls"].get(data) == 2 * n, f"{how}: all {2 * n} reads are in it")
 
 
 def story_errno(tmp):

@@ -726,12 +726,26 @@ static int all_slots_free(const struct sp_writer *w)
     return 1;
 }
 
-/* Everything is in frames: give the slot region's blocks back. */
-static void release_slot_blocks(struct sp_writer *w)
+static void punch_hole(int fd, uint64_t off, uint64_t len)
 {
-    uint64_t off = SP_HEADER_SIZE + w->strings_size;
-    uint64_t len = (uint64_t)w->slot_size * w->slot_count;
-    syscall(SYS_fallocate, w->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (long)off, (long)len);
+    if (len)
+        syscall(SYS_fallocate, fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (long)off,
+                (long)len);
+}
+
+/* At close: give back the blocks reserved at creation that hold nothing -
+ * the arena's unused tail, and the slots once every chunk is in a frame.
+ * The file keeps its size and layout; the holes read as zeros (FREE). */
+static void release_unused_blocks(struct sp_writer *w, int slots_too)
+{
+    uint64_t used = __atomic_load_n(&w->hdr->strings_used, __ATOMIC_ACQUIRE);
+    if (used > w->strings_size)
+        used = w->strings_size;
+    uint64_t from = round_up(used, SP_PAGE);
+    punch_hole(w->fd, SP_HEADER_SIZE + from, w->strings_size - from);
+    if (slots_too)
+        punch_hole(w->fd, SP_HEADER_SIZE + w->strings_size,
+                   (uint64_t)w->slot_size * w->slot_count);
 }
 
 int sp_writer_close(struct sp_writer *w)
@@ -747,8 +761,7 @@ int sp_writer_close(struct sp_writer *w)
     w->hdr->end_mono = clock_ns(CLOCK_MONOTONIC);
     w->hdr->end_real = clock_ns(CLOCK_REALTIME);
     __atomic_or_fetch(&w->hdr->flags, SP_FLAG_CLOSED, __ATOMIC_RELEASE);
-    if (rc == 0 && all_slots_free(w))
-        release_slot_blocks(w);
+    release_unused_blocks(w, rc == 0 && all_slots_free(w));
     raw_munmap(w->map, w->map_size);
     raw_close(w->fd);
     pthread_mutex_destroy(&w->compress_lock);

@@ -533,4 +533,10 @@ struct sp_tool {
 };
 int sp_reader_feed(struct sp_reader *r, const struct sp_tool *tool, void *ctx);
 
+/* ---- additions within version 1 ------------------------------------------ */
+
+/* The descriptor the writer writes its file through, so that an interposer
+ * in the same process can recognise its own trace; -1 for NULL. */
+int sp_writer_fd(const struct sp_writer *w);
+
 #endif

@@ -769,6 +769,11 @@ int sp_writer_close(struct sp_writer *w)
     return rc;
 }
 
+int sp_writer_fd(const struct sp_writer *w)
+{
+    return w ? w->fd : -1;
+}
+
 void sp_writer_abandon(struct sp_writer *w)
 {
     if (!w)

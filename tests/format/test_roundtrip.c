@@ -114,6 +114,55 @@ static void every_type_survives_the_file(const char *dir)
     printf("ok: %d events of %d types with extreme values round-trip\n", nsent, SP_EV_MAX - 1);
 }
 
+/* ---- the tool interface -------------------------------------------------- */
+
+struct counts {
+    int any, gpu, nccl;
+};
+static int count_any(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
+{
+    (void)r;
+    (void)ev;
+    ((struct counts *)ctx)->any++;
+    return 0;
+}
+static int count_gpu(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
+{
+    (void)r;
+    CHECK(ev->type == SP_EV_GPU, "gpu callback gets gpu events");
+    ((struct counts *)ctx)->gpu++;
+    return 0;
+}
+static int stop_at_nccl(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
+{
+    (void)r;
+    (void)ev;
+    return ++((struct counts *)ctx)->nccl == 3 ? 42 : 0;
+}
+
+/* A tool sees each event once through `any`, typed events through their
+ * callback, and can stop the stream with a value. */
+static void tools_are_fed(const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/extremes.sprof", dir);
+    int err;
+    struct sp_reader *r = sp_reader_open(path, &err);
+    CHECK(r, "open: %s", sp_strerror(err));
+    struct counts c = {0};
+    struct sp_tool tool = {.gpu = count_gpu, .any = count_any};
+    CHECK(sp_reader_feed(r, &tool, &c) == 0, "feed to the end");
+    CHECK(c.any == (SP_EV_MAX - 1) * VALUE_PATTERNS * (int)NTIMES, "any saw %d", c.any);
+    CHECK(c.gpu == VALUE_PATTERNS * (int)NTIMES, "gpu saw %d", c.gpu);
+    sp_reader_close(r);
+    r = sp_reader_open(path, &err);
+    struct sp_tool stopper = {.nccl = stop_at_nccl};
+    c = (struct counts){0};
+    CHECK(sp_reader_feed(r, &stopper, &c) == 42 && c.nccl == 3, "a callback stops the stream");
+    sp_reader_close(r);
+    printf("ok: tool callbacks fed, typed and stoppable\n");
+}
+
 /* ---- eight threads ------------------------------------------------------ */
 
 struct worker {
@@ -268,6 +317,7 @@ int main(void)
     names_and_checksums();
     schema_can_grow();
     every_type_survives_the_file(dir);
+    tools_are_fed(dir);
     threads_lose_nothing(dir);
     tmpdir_remove(dir);
     return 0;

@@ -17,13 +17,18 @@
  *
  * Closing while other threads append.  A thread may be inside
  * sp_writer_append() when exit() or execve() closes the writer.  Each
- * emitter announces itself in one of SP_INFLIGHT_STRIPES padded counters
- * (striped so that 64 reading threads do not fight over one cache line),
- * then re-checks the state; the closer publishes CLOSING, then waits for
- * the stripes to drain (bounded: a thread descheduled mid-append for longer
- * than SP_DRAIN_MAX_NS is ignored rather than hanging the exit).  Both sides
- * use sequentially consistent operations, so either the emitter sees
- * CLOSING or the closer sees the emitter.
+ * emitter announces itself in an in-flight counter, then re-checks the
+ * state; the closer publishes CLOSING, then waits for the counters to drain
+ * (bounded: a thread descheduled mid-append for longer than SP_DRAIN_MAX_NS
+ * is ignored rather than hanging the exit).  Either the emitter sees
+ * CLOSING or the closer sees the emitter - Dekker's pattern, which needs a
+ * store-load barrier on both sides.  The emitter's barrier is on every
+ * recorded call, so it is made asymmetric: the first SP_OWNED_SLOTS threads
+ * own a counter each (a plain store, no lock prefix), and the closer, which
+ * runs once, pays instead with membarrier(PRIVATE_EXPEDITED), which puts a
+ * full barrier on every running thread of the process.  Where membarrier
+ * is unavailable, emitters use a real fence; threads beyond the owned
+ * counters share SP_INFLIGHT_STRIPES padded counters with atomic adds.
  *
  * Files.  DIR is created if missing (mode 0700, or 0755 when the file mode
  * grants others read).  DIR/<host> is created with mkdirat and opened with
@@ -57,6 +62,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -77,6 +83,7 @@ enum core_state { ST_UNINIT, ST_OPENING, ST_READY, ST_CLOSING, ST_CLOSED, ST_OFF
 #define SP_INFLIGHT_STRIPES 64
 #define SP_CACHE_LINE 64
 #define SP_DRAIN_MAX_NS 200000000ull /* 200 ms */
+#define SP_DRAIN_FALLBACK_US 10000
 #define SP_OPEN_WAIT_MAX_NS 2000000000ull /* 2 s */
 #define SP_NAME_RETRIES 1000         /* <pid>.<n>.sprof, n < this */
 #define SP_DEFAULT_MODE 0600
@@ -89,14 +96,16 @@ struct inflight_stripe {
     _Atomic long n;
     char pad[SP_CACHE_LINE - sizeof(long)];
 };
+#define SP_OWNED_SLOTS 4096 /* threads with a counter of their own */
 
 static _Atomic int g_state = ST_UNINIT;
 static struct sp_writer *g_writer;
 static struct sp_config g_cfg;
 static int g_cfg_loaded;
-static struct inflight_stripe g_inflight[SP_INFLIGHT_STRIPES];
+static struct inflight_stripe g_inflight[SP_OWNED_SLOTS + SP_INFLIGHT_STRIPES];
 static _Atomic unsigned g_next_stripe;
 static __thread unsigned t_stripe __attribute__((tls_model("initial-exec")));
+static int g_membarrier_ok; /* registered for MEMBARRIER_CMD_PRIVATE_EXPEDITED */
 static _Atomic int g_failed_once;
 static _Atomic int g_shutdown_done;
 static volatile int g_paused;      /* the control file said "stop" */
@@ -134,6 +143,7 @@ void sp_log(const char *fmt, ...)
 
 static void recompute_recording(void);
 static void step_counter_map(void);
+static void membarrier_register(void);
 static void append_guarded(const struct sp_event *ev);
 static void thread_exit_handler(void *arg);
 
@@ -492,6 +502,7 @@ static void register_handlers_once(void)
 __attribute__((constructor)) static void core_constructor(void)
 {
     register_handlers_once();
+    membarrier_register();
     load_config();
     if (g_cfg.step_first >= 0)
         step_counter_map();
@@ -648,11 +659,47 @@ void sp_core_control(int pause)
 
 /* ---- the hot path ---------------------------------------------------------- */
 
-static struct inflight_stripe *my_stripe(void)
+/* Index of the calling thread's counter: its own below SP_OWNED_SLOTS,
+ * a shared stripe above. */
+static unsigned my_counter(void)
 {
-    if (SP_UNLIKELY(t_stripe == 0))
-        t_stripe = atomic_fetch_add(&g_next_stripe, 1) % SP_INFLIGHT_STRIPES + 1;
-    return &g_inflight[t_stripe - 1];
+    if (SP_UNLIKELY(t_stripe == 0)) {
+        unsigned n = atomic_fetch_add(&g_next_stripe, 1);
+        t_stripe = (n < SP_OWNED_SLOTS ? n : SP_OWNED_SLOTS + n % SP_INFLIGHT_STRIPES) + 1;
+    }
+    return t_stripe - 1;
+}
+
+static void inflight_enter(void)
+{
+    unsigned i = my_counter();
+    _Atomic long *n = &g_inflight[i].n;
+    if (SP_UNLIKELY(i >= SP_OWNED_SLOTS)) {
+        atomic_fetch_add(n, 1);
+        return;
+    }
+    /* Ours alone; a signal handler nesting here completes before we resume,
+     * so load-then-store cannot lose its update. */
+    atomic_store_explicit(n, atomic_load_explicit(n, memory_order_relaxed) + 1, memory_order_relaxed);
+    if (SP_LIKELY(g_membarrier_ok))
+        atomic_signal_fence(memory_order_seq_cst); /* the closer's membarrier does the rest */
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+}
+
+static void inflight_leave(void)
+{
+    unsigned i = t_stripe - 1;
+    _Atomic long *n = &g_inflight[i].n;
+    if (SP_UNLIKELY(i >= SP_OWNED_SLOTS))
+        atomic_fetch_sub_explicit(n, 1, memory_order_release);
+    else
+        atomic_store_explicit(n, atomic_load_explicit(n, memory_order_relaxed) - 1, memory_order_release);
+}
+
+static void membarrier_register(void)
+{
+    g_membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
 /* A thread that exits hands its partly filled slot to the compressor;
@@ -661,12 +708,11 @@ static struct inflight_stripe *my_stripe(void)
 static void thread_exit_handler(void *arg)
 {
     (void)arg;
-    struct inflight_stripe *s = my_stripe();
     sp_guard_depth++;
-    atomic_fetch_add(&s->n, 1);
+    inflight_enter();
     if (atomic_load(&g_state) == ST_READY)
         sp_writer_thread_exit(g_writer);
-    atomic_fetch_sub_explicit(&s->n, 1, memory_order_release);
+    inflight_leave();
     sp_guard_depth--;
 }
 
@@ -685,11 +731,10 @@ static void watch_thread_exit(void)
 static void append_guarded(const struct sp_event *ev)
 {
     watch_thread_exit();
-    struct inflight_stripe *s = my_stripe();
-    atomic_fetch_add(&s->n, 1);
-    if (SP_LIKELY(atomic_load(&g_state) == ST_READY))
+    inflight_enter();
+    if (SP_LIKELY(atomic_load_explicit(&g_state, memory_order_relaxed) == ST_READY))
         sp_writer_append(g_writer, ev);
-    atomic_fetch_sub_explicit(&s->n, 1, memory_order_release);
+    inflight_leave();
 }
 
 void sp_emit(const struct sp_event *ev)
@@ -710,12 +755,11 @@ uint32_t sp_intern(const char *s)
     if (SP_UNLIKELY(atomic_load_explicit(&g_state, memory_order_relaxed) != ST_READY) && !ensure_open())
         return 0;
     int e = errno;
-    struct inflight_stripe *st = my_stripe();
     uint32_t id = 0;
-    atomic_fetch_add(&st->n, 1);
-    if (atomic_load(&g_state) == ST_READY)
+    inflight_enter();
+    if (atomic_load_explicit(&g_state, memory_order_relaxed) == ST_READY)
         id = sp_writer_intern(g_writer, s, strlen(s));
-    atomic_fetch_sub_explicit(&st->n, 1, memory_order_release);
+    inflight_leave();
     errno = e;
     return id;
 }
@@ -733,9 +777,15 @@ void *sp_real(const char *name)
 static void drain_inflight(void)
 {
     uint64_t deadline = sp_now() + SP_DRAIN_MAX_NS;
+    unsigned used = atomic_load(&g_next_stripe);
+    unsigned owned = used < SP_OWNED_SLOTS ? used : SP_OWNED_SLOTS;
+    if (g_membarrier_ok && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+        usleep(SP_DRAIN_FALLBACK_US); /* cannot happen once registered; be safe anyway */
     for (;;) {
         long busy = 0;
-        for (int i = 0; i < SP_INFLIGHT_STRIPES; i++)
+        for (unsigned i = 0; i < owned; i++)
+            busy += atomic_load(&g_inflight[i].n);
+        for (unsigned i = SP_OWNED_SLOTS; i < SP_OWNED_SLOTS + SP_INFLIGHT_STRIPES; i++)
             busy += atomic_load(&g_inflight[i].n);
         /* Our own thread may be counted when closing from inside sp_emit's
          * caller chain; it is not appending now. */
@@ -856,8 +906,12 @@ void sp_core_atfork_child(void)
     sp_cpu_after_fork();
     g_step_inherited = 1;
     g_step_counting = 0;
-    for (int i = 0; i < SP_INFLIGHT_STRIPES; i++)
+    unsigned used = atomic_load(&g_next_stripe);
+    for (unsigned i = 0; i < used && i < SP_OWNED_SLOTS; i++)
         atomic_store(&g_inflight[i].n, 0);
+    for (unsigned i = SP_OWNED_SLOTS; i < SP_OWNED_SLOTS + SP_INFLIGHT_STRIPES; i++)
+        atomic_store(&g_inflight[i].n, 0);
+    membarrier_register(); /* a registration does not survive fork */
     atomic_store(&g_shutdown_done, 0);
     if (st == ST_OFF || st == ST_UNINIT) {
         errno = e; /* the child decides for itself, lazily */

@@ -499,8 +499,11 @@ static void worker_main(const struct options *o, int rank, int w, int fd)
     _exit(0);
 }
 
-/* Forks the workers before any CUDA call, as CUDA state does not survive
- * fork in the child. */
+/* Forks the workers once the communicator is up, as frameworks build their
+ * loaders after process-group init: every rank's loader then starts at the
+ * same moment, and only the pace of the workers, not the ranks' start-up
+ * order, decides who waits.  The workers inherit CUDA state but never use
+ * it (CUDA does not survive fork in the child); they leave with _exit. */
 static void loader_start(struct loader *l, const struct options *o, int rank)
 {
     l->workers = o->workers;
@@ -844,13 +847,13 @@ int main(int argc, char **argv)
     truth_open();
     make_dataset(&o);
 
-    struct loader l;
-    memset(&l, 0, sizeof l);
-    loader_start(&l, &o, r.rank);
-
     struct gpu_state g;
     memset(&g, 0, sizeof g);
     gpu_setup(&g, &o, &r);
+
+    struct loader l;
+    memset(&l, 0, sizeof l);
+    loader_start(&l, &o, r.rank);
 
     struct run_stats s;
     memset(&s, 0, sizeof s);

@@ -38,6 +38,7 @@ SKIPPED_STEPS = 3
 # asks, the others a little wider since step edges differ by a launch or two.
 INPUT_TOLERANCE = 0.02
 CATEGORY_TOLERANCE = 0.04
+RANK_INPUT_TOLERANCE = 0.03     # one rank's input share: fewer samples, more noise
 BUSBW_TOLERANCE = 0.05
 OVERLAP_GAIN_TOLERANCE = 0.15   # of the no-overlap exposed transfer
 RUN_TIMEOUT_S = 120
@@ -449,6 +450,30 @@ def check_categories(sc, run_name):
           % (run_name, frac["step_ms"], sc.step_ms(run_name), "; ".join(cols)))
     if bad:
         raise Failure("%s: categories off the truth: %s" % (run_name, "; ".join(bad)))
+    check_rank_categories(sc, run_name)
+
+
+def check_rank_categories(sc, run_name):
+    """The same, rank by rank: a straggler's own step differs from the
+    others', and an average could hide a rank classified wrongly."""
+    _, per_rank, _ = sc.truth_of(run_name)
+    rows = {int(r["rank"]): r for r in sc.report(run_name).get("per_rank", [])}
+    worst = (0.0, None, None, 0.0, 0.0)
+    for rank, acc in sorted(per_rank.items()):
+        if rank not in rows:
+            raise Failure("%s: report has no rank %d" % (run_name, rank))
+        got = rows[rank]["breakdown"]
+        for k in ["compute", "collective_transfer", "collective_wait", "idle_input"]:
+            exp, mes = acc.get(k, 0) / acc["step"], float(got.get(k, 0))
+            if abs(exp - mes) > worst[0]:
+                worst = (abs(exp - mes), rank, k, exp, mes)
+    dev, rank, k, exp, mes = worst
+    print("  %-10s per rank: largest difference %.1f points (rank %s %s: truth %s, report %s)"
+          % (run_name, 100 * dev, rank, k, fmt_pct(exp), fmt_pct(mes)))
+    tol = RANK_INPUT_TOLERANCE if k == "idle_input" else CATEGORY_TOLERANCE
+    if dev > tol:
+        raise Failure("%s: rank %s %s: truth %s, report %s" % (run_name, rank, k, fmt_pct(exp),
+                                                             fmt_pct(mes)))
 
 
 def find(sc, run_name, cause):

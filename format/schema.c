@@ -13,12 +13,13 @@
  * does not know (appended by a newer writer) and reads zero for the fields
  * an older writer did not write.
  *
- * The encoder is the recorder's hot path.  It writes the body one byte
- * after the type, leaving a single byte for the length, because nearly
- * every event is shorter than 128 bytes; the rare longer one is moved up by
- * one byte to make room for a two-byte length.  Each type has its own
- * generated encoder, so there is no table walk and no branch per field
- * beyond the varint loop.
+ * The encoder is the recorder's hot path and lives in codec.h, so that the
+ * writer can inline it.  It writes the body one byte after the type,
+ * leaving a single byte for the length, because nearly every event is
+ * shorter than 128 bytes; the rare longer one is moved up by one byte to
+ * make room for a two-byte length.  Each type has its own generated
+ * encoder, so there is no table walk and no branch per field beyond the
+ * varint.
  *
  * The decoder is the reader's, so it is defensive rather than fast: every
  * varint is bounded by the event's length, which is bounded by the buffer.
@@ -26,46 +27,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "codec.h"
 #include "sprof.h"
-
-/* A varint carries 7 bits per byte; 64 bits need at most this many. */
-#define SP_VARINT_MAX 10
-/* Lengths below this fit one varint byte. */
-#define SP_ONE_BYTE_LIMIT 128u
-
-/* ---- varints -------------------------------------------------------------- */
-
-/* Unrolled for the sizes that dominate (ids, durations, byte counts fit in
- * one to three bytes); the loop handles the rest. */
-static inline uint8_t *put_uvarint(uint8_t *p, uint64_t v)
-{
-    if (v < (1u << 7)) {
-        p[0] = (uint8_t)v;
-        return p + 1;
-    }
-    if (v < (1u << 14)) {
-        p[0] = (uint8_t)(v | 0x80);
-        p[1] = (uint8_t)(v >> 7);
-        return p + 2;
-    }
-    if (v < (1u << 21)) {
-        p[0] = (uint8_t)(v | 0x80);
-        p[1] = (uint8_t)((v >> 7) | 0x80);
-        p[2] = (uint8_t)(v >> 14);
-        return p + 3;
-    }
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
-static inline uint64_t zigzag(int64_t v)
-{
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
 
 static inline int64_t unzigzag(uint64_t v)
 {
@@ -94,57 +57,9 @@ static int get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
     return SP_E_CORRUPT;
 }
 
-/* ---- generated encoders ----------------------------------------------------- */
-
-#define SP_ENC_U(f) p = put_uvarint(p, e->f);
-#define SP_ENC_D(f) p = put_uvarint(p, e->f);
-#define SP_ENC_STR(f) p = put_uvarint(p, e->f);
-#define SP_ENC_S(f) p = put_uvarint(p, zigzag(e->f));
-#define SP_X_ENC_FIELD(kind, field) SP_ENC_##kind(field)
-#define SP_X_ENCODER(id, NAME, name, FIELDS)                                   \
-    static inline uint8_t *encode_##name(uint8_t *p, const struct sp_ev_##name *e) \
-    {                                                                          \
-        FIELDS(SP_X_ENC_FIELD)                                                 \
-        return p;                                                              \
-    }
-SP_EVENTS(SP_X_ENCODER)
-#undef SP_X_ENCODER
-#undef SP_X_ENC_FIELD
-
-/* Writes delta and fields at `body`; returns the end.  An unknown type
- * gets no fields (it cannot be produced through the public structs). */
-static inline uint8_t *encode_body(uint8_t *body, const struct sp_event *ev, uint64_t delta)
-{
-    uint8_t *p = put_uvarint(body, delta);
-    switch (ev->type) {
-#define SP_X_CASE(id, NAME, name, FIELDS)                                      \
-    case id:                                                                   \
-        return encode_##name(p, &ev->name);
-        SP_EVENTS(SP_X_CASE)
-#undef SP_X_CASE
-    default:
-        return p;
-    }
-}
-
 size_t sp_encode_event(uint8_t *out, const struct sp_event *ev, uint64_t *prev_t)
 {
-    uint64_t delta = zigzag((int64_t)(ev->t - *prev_t));
-    *prev_t = ev->t;
-    out[0] = ev->type;
-    uint8_t *body = out + 2;
-    uint8_t *end = encode_body(body, ev, delta);
-    size_t len = (size_t)(end - body);
-    if (len < SP_ONE_BYTE_LIMIT) {
-        out[1] = (uint8_t)len;
-        return (size_t)(end - out);
-    }
-    /* Rare: a two-byte length (SP_EVENT_MAX_BYTES < 2^14) pushes the body
-     * up by one byte. */
-    memmove(body + 1, body, len);
-    out[1] = (uint8_t)(len | 0x80);
-    out[2] = (uint8_t)(len >> 7);
-    return (size_t)(end + 1 - out);
+    return sp_codec_encode(out, ev, prev_t);
 }
 
 /* ---- field tables ------------------------------------------------------------ */

@@ -453,7 +453,7 @@ struct sp_writer_opts {
     uint32_t slot_size;     /* default 128 KiB */
     uint32_t slot_count;    /* default 128 */
     uint64_t strings_size;  /* default 8 MiB */
-    int zstd_level;         /* default 3 */
+    int zstd_level;         /* default 1 */
     int mode;               /* file mode, default 0600 */
     int background;         /* 1: start the compressor thread (default), 0: compress inline on slot full (single-threaded tools) */
     int flush_interval_ms;  /* how often the compressor looks at slots; default 20 */
@@ -479,7 +479,9 @@ void sp_writer_thread_exit(struct sp_writer *w);
  * 0 or SP_E_IO (data left in slots is still readable). */
 int sp_writer_close(struct sp_writer *w);
 /* In a forked child: forget the parent's writer without touching its file
- * (unmap only, no thread to join).  */
+ * (unmap only, no thread to join).  In the creating process it stops the
+ * compressor first; what the slots hold stays in the file, as after a
+ * crash. */
 void sp_writer_abandon(struct sp_writer *w);
 
 /* ---- reader --------------------------------------------------------------- *

@@ -43,6 +43,7 @@
 #define LAUNCHES_PER_BUCKET 25
 #define LAUNCH_JITTER_NS 256 /* host-side noise of a launch */
 #define KERNEL_JITTER_DIV 64  /* a kernel's run time varies ~1.5% */
+#define GPU_TICK_NS 32        /* GPU timestamps (globaltimer) advance in 32 ns steps */
 #define DEFAULT_SLOT_SIZE (128u * 1024u)
 #define SLOT_COUNT 512u
 
@@ -101,8 +102,8 @@ static void gen_launch(struct gen *g)
     k_ev->type = SP_EV_GPU;
     if (g->gpu_t < g->t)
         g->gpu_t = g->t + 4000;
-    k_ev->t = g->gpu_t;
-    k_ev->gpu.dur = g->kernel_ns[k] + rnd(g->kernel_ns[k] / KERNEL_JITTER_DIV + 1);
+    k_ev->t = g->gpu_t / GPU_TICK_NS * GPU_TICK_NS;
+    k_ev->gpu.dur = (g->kernel_ns[k] + rnd(g->kernel_ns[k] / KERNEL_JITTER_DIV + 1)) / GPU_TICK_NS * GPU_TICK_NS;
     k_ev->gpu.kind = SP_GPU_KERNEL;
     k_ev->gpu.stream = 7;
     k_ev->gpu.name = g->names[k];

@@ -321,6 +321,28 @@ static int lowest_free_fd(void)
     return fd;
 }
 
+/* The trace must not take fd 0, 1 or 2 while the job has one closed for a
+ * moment (a shell redirecting stdout, a daemon about to reopen its standard
+ * fds on /dev/null): the job's next open expects that number.  So the
+ * holes are filled with /dev/null while the writer opens its file. */
+#define SP_STD_FDS 3
+
+static void hold_std_fds(int held[SP_STD_FDS])
+{
+    for (int i = 0; i < SP_STD_FDS; i++) {
+        held[i] = -1;
+        if (fcntl(i, F_GETFD) == -1 && errno == EBADF)
+            held[i] = open("/dev/null", O_RDWR | O_CLOEXEC);
+    }
+}
+
+static void release_std_fds(const int held[SP_STD_FDS])
+{
+    for (int i = 0; i < SP_STD_FDS; i++)
+        if (held[i] >= 0)
+            close(held[i]);
+}
+
 /* Create the writer in the checked directory under the first free name. */
 static struct sp_writer *create_writer(int hfd, const char *host, char *shown, size_t shown_len, int *err)
 {
@@ -340,10 +362,15 @@ static struct sp_writer *create_writer(int hfd, const char *host, char *shown, s
         else
             snprintf(path, sizeof path, "%s/%s/%s", g_cfg.dir, host, name);
         snprintf(shown, shown_len, "%s/%s/%s", g_cfg.dir, host, name);
+        int held[SP_STD_FDS];
+        hold_std_fds(held);
         int guess = lowest_free_fd();
         struct sp_writer *w = sp_writer_create(path, &opts, err);
+        int e = errno;
         if (w)
             sp_trace_fd = find_trace_fd(hfd, name, guess);
+        release_std_fds(held);
+        errno = e;
         if (w || !(*err == SP_E_IO && errno == EEXIST))
             return w;
     }
@@ -870,6 +897,25 @@ void sp_core_before_exec_path(const char *path)
 void sp_core_before_exec(void)
 {
     sp_core_before_exec_path(NULL);
+}
+
+void sp_core_yield_trace_fd(void)
+{
+    int e = errno;
+    sp_guard_depth++;
+    if (atomic_load(&g_state) == ST_READY) {
+        if (sp_core_flush_hook)
+            sp_core_flush_hook(1);
+        emit_clock();
+        close_trace();
+    }
+    sp_guard_depth--;
+    errno = e;
+}
+
+void sp_core_reopen(void)
+{
+    sp_core_exec_failed();
 }
 
 void sp_core_exec_failed(void)

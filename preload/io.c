@@ -880,11 +880,30 @@ SP_EXPORT int dup(int fd)
     return r;
 }
 
+/* dup2/dup3 onto the trace's fd (a shell's "exec 3>file" when the trace is
+ * fd 3) would send the recorder's frames into the job's file: the trace is
+ * closed first and continues in a new file, under a new fd. */
+static int yield_if_trace_fd(int to)
+{
+    if (SP_LIKELY(to != sp_trace_fd) || to < 0 || sp_guard_depth)
+        return 0;
+    sp_core_yield_trace_fd();
+    return 1;
+}
+
 SP_EXPORT int dup2(int fd, int to)
 {
     static __typeof__(dup2) *real;
     if (SP_UNLIKELY(!real))
         real = sp_real("dup2");
+    if (SP_UNLIKELY(fd != to && yield_if_trace_fd(to))) {
+        int r = real(fd, to);
+        int e = errno;
+        fd_copy(fd, to);
+        sp_core_reopen();
+        errno = e;
+        return r;
+    }
     int r = real(fd, to);
     int e = errno;
     if (r >= 0 && fd != to)
@@ -898,6 +917,14 @@ SP_EXPORT int dup3(int fd, int to, int flags)
     static __typeof__(dup3) *real;
     if (SP_UNLIKELY(!real))
         real = sp_real("dup3");
+    if (SP_UNLIKELY(fd != to && yield_if_trace_fd(to))) {
+        int r = real(fd, to, flags);
+        int e = errno;
+        fd_copy(fd, to);
+        sp_core_reopen();
+        errno = e;
+        return r;
+    }
     int r = real(fd, to, flags);
     int e = errno;
     if (r >= 0)

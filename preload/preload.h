@@ -110,6 +110,12 @@ extern volatile unsigned sp_generation;
  * recorder off or have a later open reuse its number. */
 extern volatile int sp_trace_fd;
 
+/* The job is about to dup2() onto sp_trace_fd: close the trace (as before
+ * an exec) so that its number can go; sp_core_reopen() then continues in a
+ * new file. */
+void sp_core_yield_trace_fd(void);
+void sp_core_reopen(void);
+
 /* The exit status exit() was called with, for the PROC EXIT event written
  * by the atexit handler (main's return goes through libc's internal exit). */
 void sp_core_note_exit_status(int status);

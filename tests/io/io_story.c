@@ -16,6 +16,9 @@
  *   burn T S            T threads spin for S seconds; prints its CPU time
  *   control N FILE DIR  reads N times, writes "stop" to DIR/control, reads
  *                       N times, writes "start", reads N times
+ *   stdfds N FILE OUT   a daemon's start: closes 0, 1 and 2, reads 2N times,
+ *                       reopens 0, 1, 2 on /dev/null, reads N times and
+ *                       reports to OUT which numbers it got
  *   closeall N FILE OUT HOW  reads N times, closes every fd above 2 as
  *                       daemons do (HOW: close, close_range or closefrom),
  *                       creates OUT and writes "hello" to it, reads N more
@@ -260,6 +263,22 @@ static int story_control(int n, const char *file, const char *dir)
     return 0;
 }
 
+static int story_stdfds(int n, const char *file, const char *out)
+{
+    close(0);
+    close(1);
+    close(2);
+    int total = read_n_times(file, n);
+    total += read_n_times(file, n);
+    int a = open("/dev/null", O_RDONLY), b = open("/dev/null", O_WRONLY), c = open("/dev/null", O_WRONLY);
+    total += read_n_times(file, n);
+    FILE *fp = fopen(out, "w");
+    if (!fp)
+        return 1;
+    fprintf(fp, "fds %d %d %d\nreads %d\n", a, b, c, total);
+    return fclose(fp) != 0;
+}
+
 #define CLOSEALL_MAX_FD 1024
 
 static int story_closeall(int n, const char *file, const char *out, const char *how)
@@ -302,8 +321,10 @@ int main(int argc, char **argv)
         return story_burn(atoi(argv[2]), atof(argv[3]));
     if (argc >= 5 && strcmp(argv[1], "control") == 0)
         return story_control(atoi(argv[2]), argv[3], argv[4]);
+    if (argc >= 5 && strcmp(argv[1], "stdfds") == 0)
+        return story_stdfds(atoi(argv[2]), argv[3], argv[4]);
     if (argc >= 6 && strcmp(argv[1], "closeall") == 0)
         return story_closeall(atoi(argv[2]), argv[3], argv[4], argv[5]);
-    fprintf(stderr, "usage: io_story threads|waves|forkbusy|exec|exit|sigterm|burn|control|closeall ...\n");
+    fprintf(stderr, "usage: io_story threads|waves|forkbusy|exec|exit|sigterm|burn|control|stdfds|closeall ...\n");
     return 2;
 }

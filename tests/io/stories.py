@@ -230,6 +230,46 @@ def story_closeall(tmp):
             check(ts[0]["read_calls"].get(data) == 2 * n, f"{how}: all {2 * n} reads are in it")
 
 
+def story_shell(tmp):
+    """A shell script's redirections (stdout to /dev/null for one command,
+    "exec 3>file", "exec 4>file") behave as without the preload, and the
+    trace's frames never land in the script's files."""
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    out3, out4 = os.path.join(tmp, "out3"), os.path.join(tmp, "out4")
+    script = (f"cat {data} >/dev/null; echo one; exec 3>{out3}; cat {data} >/dev/null; "
+              f"exec 4>{out4}; i=0; while [ $i -lt 200 ]; do cat {data} >/dev/null; i=$((i+1)); done; "
+              "echo three >&3; echo four >&4; echo two")
+    sh = shutil.which("sh")
+    r = run([sh, "-c", script], os.path.join(tmp, "t"))
+    check(r.returncode == 0 and r.stdout == "one\ntwo\n" and r.stderr == "",
+          f"the script's output and status are unchanged: {r.returncode} {r.stdout!r} {r.stderr!r}")
+    for path, want in ((out3, b"three\n"), (out4, b"four\n")):
+        with open(path, "rb") as f:
+            got = f.read()
+        check(got == want, f"{os.path.basename(path)} holds only what the script wrote ({len(got)} bytes)")
+    ts = traces(os.path.join(tmp, "t"))
+    cats = [t for t in ts if t["exe"].endswith("/cat")]
+    check(len(cats) == 202, f"every cat left a trace ({len(cats)} of 202)")
+    check(all(t["read_bytes"].get(data) == 4096 for t in cats), "each with its 4096 bytes of reads")
+
+
+def story_stdfds(tmp):
+    """A daemon closes 0, 1, 2 and reopens them on /dev/null: it gets 0, 1, 2."""
+    n = 50
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    out = os.path.join(tmp, "report")
+    # No CPU sampler: the job's first read, made with 0, 1 and 2 closed,
+    # is then what opens the trace.
+    r = run([os.environ["IO_STORY"], "stdfds", str(n), data, out], os.path.join(tmp, "t"), {"SCALEPROF_CPU_HZ": "0"})
+    check(r.returncode == 0, "the job runs")
+    with open(out) as f:
+        line = f.readline().split()
+    check(line == ["fds", "0", "1", "2"], f"the reopens got 0, 1 and 2: {line}")
+    ts = traces(os.path.join(tmp, "t"))
+    check(len(ts) >= 1 and sum(t["read_calls"].get(data, 0) for t in ts) == 3 * n,
+          f"all {3 * n} reads are recorded")
+
+
 def story_errno(tmp):
     """Return values, errno and partial reads are those of libc."""
     scratch_a, scratch_b = os.path.join(tmp, "a"), os.path.join(tmp, "b")

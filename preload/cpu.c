@@ -8,7 +8,7 @@
  * count.  That is what the input_pipeline finding needs to say "the loader
  * workers' CPUs are saturated".
  *
- * The same wake-up polls $SCALEPROF_DIR/control: a file containing "stop"
+ * The same wake-up looks at $SCALEPROF_DIR/control: a file containing "stop"
  * pauses recording, "start" resumes it, so a long job can be recorded for
  * a while without restarting it.  Signals would have been simpler but they
  * belong to the job.
@@ -30,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -49,14 +51,46 @@ struct machine_ticks {
     unsigned long long busy, total;
 };
 
-static long read_small_file(const char *path, char *buf, size_t len)
+/* File descriptors.  A single-threaded job may rely on open() returning
+ * the lowest free number (close(1) then open() to redirect stdout); a
+ * thread of ours opening files at the same moment would steal it.  So the
+ * two /proc files are opened once, moved above SP_HIGH_FD and re-read with
+ * pread; the control file is only stat'ed each tick and opened when it
+ * changed. */
+#define SP_HIGH_FD 512
+
+enum { PROC_STAT, PROC_SELF_STAT, PROC_FILES };
+static const char *const k_proc_paths[PROC_FILES] = {"/proc/stat", "/proc/self/stat"};
+static int g_proc_fd[PROC_FILES] = {-1, -1};
+
+static int open_high(const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    long n = read(fd, buf, len - 1);
+    if (fd < 0 || fd >= SP_HIGH_FD)
+        return fd;
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, SP_HIGH_FD);
+    if (high < 0)
+        return fd;
     close(fd);
+    return high;
+}
+
+static long read_at_start(int fd, char *buf, size_t len)
+{
+    long n = fd < 0 ? -1 : pread(fd, buf, len - 1, 0);
     buf[n > 0 ? n : 0] = 0;
+    return n;
+}
+
+static long read_proc(int which, char *buf, size_t len)
+{
+    if (g_proc_fd[which] < 0)
+        g_proc_fd[which] = open_high(k_proc_paths[which]);
+    long n = read_at_start(g_proc_fd[which], buf, len);
+    if (n < 0 && g_proc_fd[which] >= 0) { /* the job closed it: reopen next time */
+        close(g_proc_fd[which]);
+        g_proc_fd[which] = -1;
+    }
     return n;
 }
 
@@ -64,7 +98,7 @@ static long read_small_file(const char *path, char *buf, size_t len)
 static int read_machine_ticks(struct machine_ticks *t)
 {
     char buf[SP_PROC_STAT_MAX];
-    if (read_small_file("/proc/stat", buf, sizeof buf) <= 0)
+    if (read_proc(PROC_STAT, buf, sizeof buf) <= 0)
         return -1;
     unsigned long long v[8] = {0};
     if (sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
@@ -80,7 +114,7 @@ static int read_machine_ticks(struct machine_ticks *t)
 static unsigned count_threads(void)
 {
     char buf[SP_PROC_STAT_MAX];
-    if (read_small_file("/proc/self/stat", buf, sizeof buf) <= 0)
+    if (read_proc(PROC_SELF_STAT, buf, sizeof buf) <= 0)
         return 0;
     char *p = strrchr(buf, ')');
     if (!p)
@@ -123,11 +157,35 @@ static void sample(struct machine_ticks *prev, unsigned ncores)
     sp_emit(&ev);
 }
 
-static void poll_control(const char *dir)
+/* The control file's identity when last read: a change means a new word. */
+struct control_seen {
+    dev_t dev;
+    ino_t ino;
+    struct timespec mtime;
+    off_t size;
+};
+
+static int control_changed(const struct stat *st, struct control_seen *seen)
+{
+    if (st->st_dev == seen->dev && st->st_ino == seen->ino && st->st_size == seen->size &&
+        st->st_mtim.tv_sec == seen->mtime.tv_sec && st->st_mtim.tv_nsec == seen->mtime.tv_nsec)
+        return 0;
+    *seen = (struct control_seen){st->st_dev, st->st_ino, st->st_mtim, st->st_size};
+    return 1;
+}
+
+static void poll_control(const char *dir, struct control_seen *seen)
 {
     char path[sizeof ((struct sp_config *)0)->dir + 16], buf[SP_CONTROL_MAX];
+    struct stat st;
     snprintf(path, sizeof path, "%s/control", dir);
-    if (read_small_file(path, buf, sizeof buf) <= 0)
+    if (stat(path, &st) != 0 || !control_changed(&st, seen))
+        return;
+    int fd = open_high(path);
+    long n = read_at_start(fd, buf, sizeof buf);
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
         return;
     if (strncmp(buf, "stop", 4) == 0)
         sp_core_control(1);
@@ -145,10 +203,14 @@ static void *sampler_main(void *arg)
     uint64_t period = SP_NS_PER_SEC / (uint64_t)hz;
     struct timespec ts = {(time_t)(period / SP_NS_PER_SEC), (long)(period % SP_NS_PER_SEC)};
     struct machine_ticks prev = {0, 0};
-    sample(&prev, ncores); /* opens the trace if no intercepted call has */
+    struct control_seen seen;
+    memset(&seen, 0, sizeof seen);
     for (;;) {
+        /* Sleep first: the job's own first intercepted call, in its own
+         * thread, usually opens the trace; only a job that makes none in
+         * its first period has it opened from here. */
         clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
-        poll_control(cfg->dir);
+        poll_control(cfg->dir, &seen);
         if (sp_recording)
             sample(&prev, ncores);
     }
@@ -181,4 +243,8 @@ void sp_cpu_after_fork(void)
 {
     atomic_store(&g_started, 0);
     sp_cpu_pending = 1;
+    /* /proc/self/stat was opened as the parent's: reopen it. */
+    if (g_proc_fd[PROC_SELF_STAT] >= 0)
+        syscall(SYS_close, g_proc_fd[PROC_SELF_STAT]);
+    g_proc_fd[PROC_SELF_STAT] = -1;
 }

@@ -11,6 +11,8 @@
  *                       through an fd its parent opened, and _exits
  *   exec N FILE PROG... read N times, then execve PROG with an environment
  *                       that has no LD_PRELOAD
+ *   execfail N FILE     reads N times, execs a program that does not exist,
+ *                       reads N more times
  *   exit N FILE         a child reads N times and leaves through _exit(3)
  *   sigterm N FILE      a child reads N times, then is killed by SIGTERM
  *   burn T S            T threads spin for S seconds; prints its CPU time
@@ -157,6 +159,17 @@ static int story_exec(int n, const char *file, char **prog)
     execve(prog[0], prog, environ_without_preload());
     perror(prog[0]);
     return 1;
+}
+
+static int story_execfail(int n, const char *file)
+{
+    int total = read_n_times(file, n);
+    char *argv[] = {"no-such-program", NULL};
+    int r = execv("/no/such/program", argv);
+    int e = errno;
+    total += read_n_times(file, n);
+    printf("exec %d errno %d\nreads %d\npid %d\n", r, e, total, (int)getpid());
+    return 0;
 }
 
 static int story_exit(int n, const char *file)
@@ -313,6 +326,8 @@ int main(int argc, char **argv)
         return story_forkbusy(atoi(argv[2]), atoi(argv[3]), argv[4]);
     if (argc >= 5 && strcmp(argv[1], "exec") == 0)
         return story_exec(atoi(argv[2]), argv[3], argv + 4);
+    if (argc >= 4 && strcmp(argv[1], "execfail") == 0)
+        return story_execfail(atoi(argv[2]), argv[3]);
     if (argc >= 4 && strcmp(argv[1], "exit") == 0)
         return story_exit(atoi(argv[2]), argv[3]);
     if (argc >= 4 && strcmp(argv[1], "sigterm") == 0)
@@ -325,6 +340,6 @@ int main(int argc, char **argv)
         return story_stdfds(atoi(argv[2]), argv[3], argv[4]);
     if (argc >= 6 && strcmp(argv[1], "closeall") == 0)
         return story_closeall(atoi(argv[2]), argv[3], argv[4], argv[5]);
-    fprintf(stderr, "usage: io_story threads|waves|forkbusy|exec|exit|sigterm|burn|control|stdfds|closeall ...\n");
+    fprintf(stderr, "usage: io_story threads|waves|forkbusy|exec|execfail|exit|sigterm|burn|control|stdfds|closeall ...\n");
     return 2;
 }

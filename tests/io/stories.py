@@ -164,6 +164,22 @@ def story_exec(tmp):
           "... and only the traced part is recorded, complete")
 
 
+def story_execfail(tmp):
+    """An exec that fails returns its error, and recording goes on."""
+    n = 30
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    cmd = [os.environ["IO_STORY"], "execfail", str(n), data]
+    plain = run(cmd)
+    r = run(cmd, os.path.join(tmp, "t"))
+    check(r.stdout.split("\n")[0] == plain.stdout.split("\n")[0] == "exec -1 errno 2",
+          f"execv fails with ENOENT, as without the preload: {r.stdout.splitlines()[:1]}")
+    pid = int(keyvals(r.stdout)["pid"][0])
+    ts = sorted(by_pid(traces(os.path.join(tmp, "t")), pid), key=lambda t: t["file"])
+    check(len(ts) == 2, f"the trace before the exec, and a new one after it failed ({len(ts)})")
+    check(sum(t["read_calls"].get(data, 0) for t in ts) == 2 * n, f"all {2 * n} reads are recorded")
+    check(any(p[0] == "exec" for t in ts for p in t["proc"]), "the attempt is recorded")
+
+
 def story_exit(tmp):
     """A child leaving through _exit() loses nothing."""
     nreads = 100

@@ -116,7 +116,6 @@ struct sp_writer {
     struct chunk_link *links;     /* per slot: the same thread's previous chunk */
     uint64_t frames_end;
     int frames_disabled; /* atomic: a frame write failed */
-    int write_errno;
 
     /* Background thread and its wake-up word. */
     int background;
@@ -278,9 +277,8 @@ static void nudge_compressor(struct sp_writer *w)
         syscall(SYS_futex, &w->nudges, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-static void disable_frames(struct sp_writer *w, int err)
+static void disable_frames(struct sp_writer *w)
 {
-    w->write_errno = err;
     __atomic_store_n(&w->frames_disabled, 1, __ATOMIC_RELEASE);
 }
 
@@ -366,7 +364,7 @@ static int compress_slots(struct sp_writer *w, int all)
             !slot_cas(s, st, SP_SLOT_FLUSHING))
             continue;
         if (write_frame(w, s) < 0) {
-            disable_frames(w, errno);
+            disable_frames(w);
             slot_set_state(s, SP_SLOT_FULL); /* the data stays recoverable */
             return SP_E_IO;
         }

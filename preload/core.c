@@ -2,13 +2,14 @@
  * core.c - the recorder core of libscaleprof.so: configuration, the
  * process's single trace writer and its lifecycle.
  *
- * Lifecycle.  Load time does only what a constructor can do safely: register
- * the fork and exit handlers and start the CPU sampler thread (no dlsym,
- * which may allocate).  The first sp_emit()/sp_intern() - an intercepted
- * call, or the sampler's first sample - opens the trace: reads the configuration from the environment, creates
+ * Lifecycle.  Load time does only what a constructor can do safely: read
+ * the configuration, register the fork and exit handlers, map the shared
+ * step counter and start the CPU sampler thread (no dlsym, which may
+ * allocate).  The first sp_emit()/sp_intern() - an intercepted call, or
+ * the sampler's first sample - opens the trace: creates
  * DIR/<host>/<pid>.sprof and writes the header.  One thread wins a CAS and
- * does the work; threads that lose the race drop their event rather than
- * wait (principle 1: never block the job).
+ * does the work; threads that lose the race wait for it, once per process
+ * and bounded by SP_OPEN_WAIT_MAX_NS, rather than lose the first events.
  *
  *   UNINIT --first event--> OPENING --> READY --exit/exec--> CLOSED
  *                                   \-> OFF (disabled or failed, for good)
@@ -39,12 +40,22 @@
  * this very process after an exec, which keeps its pid) moves on to
  * <pid>.<n>.sprof.
  *
+ * File descriptors.  The trace holds one fd for its whole life, and a job
+ * may assume numbers: open() after close(1) must return 1, "exec 3>file"
+ * must get 3.  So the trace is never created while fd 0, 1 or 2 is free
+ * (the holes are plugged with /dev/null meanwhile); close(), close_range()
+ * and closefrom() in io.c spare sp_trace_fd; and a dup2() onto it makes the
+ * trace step aside (sp_core_yield_trace_fd: closed, then continued in a new
+ * file under another number).
+ *
  * Fork.  pthread_atfork's child handler abandons the inherited writer
  * (unmap only) and creates the child's file at once, so every worker has a
  * file even if it records nothing; its header's ppid names the parent.
  * sp_generation is bumped so that ids cached by the interposers (interned
  * paths) are known to belong to the old file.  The CPU sampler thread does
- * not survive fork; it restarts on the child's first event.
+ * not survive fork; it restarts on the child's first event.  The prepare
+ * handler lets an open in progress finish first, so a child never inherits
+ * a half-made writer.
  *
  * Exit.  atexit, a destructor and the _exit/_Exit interposers all end in
  * sp_core_shutdown(), which is idempotent.  No signal handler is installed:

@@ -157,12 +157,18 @@ static void step_counter_map(void);
 static void membarrier_register(void);
 static void append_guarded(const struct sp_event *ev);
 static void thread_exit_handler(void *arg);
+static void close_trace(void);
 
 void sp_fail(const char *fmt, ...)
 {
     int e = errno;
-    atomic_store(&g_state, ST_OFF);
     sp_recording = 0;
+    if (atomic_load(&g_state) == ST_READY) {
+        sp_guard_depth++;
+        close_trace(); /* what was recorded stays readable, and closed */
+        sp_guard_depth--;
+    }
+    atomic_store(&g_state, ST_OFF);
     if (atomic_exchange(&g_failed_once, 1) == 0) {
         char msg[SP_LINE_MAX];
         va_list ap;

@@ -699,6 +699,12 @@ void sp_writer_thread_exit(struct sp_writer *w)
 {
     if (!w || tls.gen != w->gen)
         return;
+    /* The thread's last losses, if any, go into its last chunk: it will
+     * have no next one. */
+    if (tls.slot && tls.pending_drops && tls.used <= tls.limit) {
+        put_pending_drops(clock_ns(CLOCK_MONOTONIC));
+        publish();
+    }
     retire_slot(w);
 }
 

@@ -2,7 +2,7 @@
  * test_damage.c - a trace damaged on disk (a copy cut short, a flipped bit)
  * still yields everything that is intact, and says what it skipped.
  *
- * The trace is small on purpose (4 KiB slots, several frames, three threads
+ * The trace is small on purpose (2 KiB slots, several frames, three threads
  * whose chunks are still live in their slots, as after a crash) so that
  * the file can be cut at every byte offset.  The expectations come from an
  * independent walk of the undamaged file (frame by frame with zstd, slot by
@@ -24,8 +24,8 @@
 #include "testutil.h"
 
 #define LIVE_THREADS 3
-#define FRAMED_EVENTS 3000
-#define LIVE_EVENTS 40
+#define FRAMED_EVENTS 2000
+#define LIVE_EVENTS 30
 #define FLIPS 1000
 #define HANG_LIMIT_S 50
 #define MAX_CHUNKS 256
@@ -67,7 +67,7 @@ static void *live_thread(void *arg)
 
 static void record(const char *path)
 {
-    struct sp_writer_opts o = {.slot_size = 4096, .slot_count = 4, .strings_size = 4096,
+    struct sp_writer_opts o = {.slot_size = 2048, .slot_count = 4, .strings_size = 4096,
                                .background = 0};
     int err;
     writer = sp_writer_create(path, &o, &err);

@@ -3,8 +3,12 @@
 #
 # Runs io_bench with and without LD_PRELOAD=libscaleprof.so, alternating,
 # RUNS times each, and prints the medians and their difference in ns per
-# call; then counts instructions of a fixed number of reads under callgrind
-# (when valgrind is installed) and prints the instructions added per read.
+# call (wall clock, and the calling thread's CPU time, which a loaded
+# machine disturbs less); then counts instructions under callgrind (when
+# valgrind is installed) and prints the instructions added per read: in the
+# calling thread (the cost the job pays inline; deterministic), and in all
+# threads (compression included; under valgrind's slowdown the compressor,
+# which looks at slots every 20 ms, does more work than at native speed).
 # The target is under 30 ns per call.
 #
 # Usage: io_bench.sh [BUILD_DIR]   (or IO_BENCH=... SCALEPROF_LIB=... from meson)
@@ -42,21 +46,30 @@ done
 echo "  (target: under 30 ns added per call)"
 
 if command -v valgrind >/dev/null 2>&1; then
-    ir() { # total instructions of a run, from callgrind's summary line
-        grep -E '^(summary|totals):' "$1" | head -1 | awk '{print $2}'
+    # Instructions of a run, per thread (--separate-threads): the calling
+    # thread is file -01; the rest are the sampler and the compressor.
+    cg() { # name count [env...]
+        name=$1 n=$2
+        shift 2
+        env "$@" valgrind --tool=callgrind --separate-threads=yes \
+            --callgrind-out-file="$tmp/cg.$name" "$bench" "$tmp/data" "$n" >/dev/null 2>&1
     }
-    valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.plain" "$bench" "$tmp/data" "$cg_count" >/dev/null 2>&1
-    LD_PRELOAD="$lib" SCALEPROF_DIR="$tmp/traces.cg" SCALEPROF_QUIET=1 \
-        valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.traced" "$bench" "$tmp/data" "$cg_count" >/dev/null 2>&1
-    # A second, longer run of each separates per-read cost from start-up.
-    valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.plain2" "$bench" "$tmp/data" $((cg_count * 2)) >/dev/null 2>&1
-    LD_PRELOAD="$lib" SCALEPROF_DIR="$tmp/traces.cg2" SCALEPROF_QUIET=1 \
-        valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.traced2" "$bench" "$tmp/data" $((cg_count * 2)) >/dev/null 2>&1
-    awk -v p1="$(ir "$tmp/cg.plain")" -v p2="$(ir "$tmp/cg.plain2")" \
-        -v t1="$(ir "$tmp/cg.traced")" -v t2="$(ir "$tmp/cg.traced2")" -v n="$cg_count" 'BEGIN {
-        printf "callgrind, instructions per read (from %d extra reads):\n", n
-        printf "  without preload: %.0f\n  with preload:    %.0f\n  added:           %.0f per read\n",
-               (p2 - p1) / n, (t2 - t1) / n, ((t2 - t1) - (p2 - p1)) / n }'
+    ir_main() { grep -E '^(summary|totals):' "$tmp/cg.$1-01" | head -1 | awk '{print $2}'; }
+    ir_all() { cat "$tmp"/cg."$1"-* | grep -E '^(summary|totals):' | awk '{s += $2} END {print s}'; }
+    traced_env="LD_PRELOAD=$lib SCALEPROF_QUIET=1"
+    cg plain1 "$cg_count"
+    cg plain2 $((cg_count * 2))
+    cg traced1 "$cg_count" $traced_env SCALEPROF_DIR="$tmp/traces.cg1"
+    cg traced2 $((cg_count * 2)) $traced_env SCALEPROF_DIR="$tmp/traces.cg2"
+    # The difference between runs of N and 2N reads is the cost of N reads,
+    # start-up and exit excluded.
+    awk -v n="$cg_count" \
+        -v pm=$(( $(ir_main plain2) - $(ir_main plain1) )) -v pa=$(( $(ir_all plain2) - $(ir_all plain1) )) \
+        -v tm=$(( $(ir_main traced2) - $(ir_main traced1) )) -v ta=$(( $(ir_all traced2) - $(ir_all traced1) )) 'BEGIN {
+        printf "callgrind, instructions per read (user space; from %d extra reads):\n", n
+        printf "  %-34s %8s %8s %8s\n", "", "without", "with", "added"
+        printf "  %-34s %8.0f %8.0f %8.0f\n", "calling thread", pm / n, tm / n, (tm - pm) / n
+        printf "  %-34s %8.0f %8.0f %8.0f\n", "all threads (with compression)", pa / n, ta / n, (ta - pa) / n }'
 else
     echo "callgrind: valgrind not installed, skipped"
 fi

@@ -302,42 +302,6 @@ static void file_name(char *out, size_t len, int n)
         snprintf(out, len, "%d.%d.sprof", (int)getpid(), n);
 }
 
-/* The fd the writer holds its file by: the job must not close it (daemons
- * close every fd) or the compressor's frames would stop, or worse, land in
- * a file the job opens next under the same number.  The writer does not
- * say which fd it is, so find the one open on the file we created: most
- * likely the lowest free number just before creation, else a short scan. */
-#define SP_FD_SCAN_MAX 4096
-
-static int same_file(int fd, const struct stat *want)
-{
-    struct stat st;
-    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == want->st_dev && st.st_ino == want->st_ino;
-}
-
-static int find_trace_fd(int hfd, const char *name, int guess)
-{
-    struct stat want;
-    if (fstatat(hfd, name, &want, AT_SYMLINK_NOFOLLOW) != 0)
-        return -1;
-    if (same_file(guess, &want))
-        return guess;
-    for (int fd = 0; fd < SP_FD_SCAN_MAX; fd++)
-        if (same_file(fd, &want))
-            return fd;
-    return -1;
-}
-
-static int lowest_free_fd(void)
-{
-    int fd = fcntl(0, F_DUPFD_CLOEXEC, 0);
-    if (fd < 0)
-        fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0)
-        close(fd);
-    return fd;
-}
-
 /* The trace must not take fd 0, 1 or 2 while the job has one closed for a
  * moment (a shell redirecting stdout, a daemon about to reopen its standard
  * fds on /dev/null): the job's next open expects that number.  So the
@@ -381,11 +345,10 @@ static struct sp_writer *create_writer(int hfd, const char *host, char *shown, s
         snprintf(shown, shown_len, "%s/%s/%s", g_cfg.dir, host, name);
         int held[SP_STD_FDS];
         hold_std_fds(held);
-        int guess = lowest_free_fd();
         struct sp_writer *w = sp_writer_create(path, &opts, err);
         int e = errno;
         if (w)
-            sp_trace_fd = find_trace_fd(hfd, name, guess);
+            sp_trace_fd = sp_writer_fd(w);
         release_std_fds(held);
         errno = e;
         if (w || !(*err == SP_E_IO && errno == EEXIST))

@@ -164,6 +164,8 @@ static int entry_kind(uint64_t e)
     return (int)((e >> FD_KIND_SHIFT) & FD_KIND_MASK);
 }
 
+static uint32_t path_id(const char *path);
+
 /* The path id of fd's entry e in the current file: interned again from
  * the name arena when e was made for an older file (before a fork). */
 static uint32_t entry_path(int fd, uint64_t e)
@@ -174,7 +176,7 @@ static uint32_t entry_path(int fd, uint64_t e)
         return 0;
     uint32_t off = atomic_load_explicit(&g_fd_name[fd], memory_order_relaxed);
     char *arena = atomic_load(&g_names);
-    uint32_t id = off && arena ? sp_intern(arena + off) : 0;
+    uint32_t id = off && arena ? path_id(arena + off) : 0;
     uint64_t fresh = fd_pack(id, entry_kind(e), (e & FD_EXCLUDED) != 0);
     atomic_compare_exchange_strong(&g_fds[fd], &e, fresh);
     return id;
@@ -195,6 +197,63 @@ static void fd_copy(int from, int to)
     int known = fd_in_table(from);
     atomic_store_explicit(&g_fds[to], known ? atomic_load(&g_fds[from]) : 0, memory_order_relaxed);
     atomic_store_explicit(&g_fd_name[to], known ? atomic_load(&g_fd_name[from]) : 0, memory_order_relaxed);
+}
+
+/* ---- path ids ------------------------------------------------------------------
+ *
+ * A data loader opens the same files every epoch; interning the path at
+ * each open would fill the trace's string arena (and then lose paths) in a
+ * long run.  So ids are cached by path in a fixed, lock-free table: one
+ * 64-bit word per bucket holding a tag from the path's hash, the trace
+ * generation and the id, stored and loaded whole.  A racing store leaves
+ * one valid entry or the other; a stale generation (after fork) misses.
+ * With a 24-bit tag over 2^16 buckets, a false hit needs a 40-bit hash
+ * collision. */
+#define SP_PATH_CACHE (1u << 16)
+#define SP_PATH_PROBES 4
+#define PC_ID_MASK 0xffffffffull
+#define PC_GEN_SHIFT 32
+#define PC_GEN_MASK 0xffull
+#define PC_TAG_SHIFT 40
+
+static _Atomic uint64_t g_path_cache[SP_PATH_CACHE];
+
+static uint64_t path_hash(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h ^ (h >> 29);
+}
+
+static uint32_t path_id(const char *path)
+{
+    uint64_t h = path_hash(path);
+    uint64_t tag = (h >> PC_TAG_SHIFT) | 1; /* never 0: 0 is an empty bucket */
+    uint64_t gen = sp_generation & PC_GEN_MASK;
+    unsigned b = (unsigned)h & (SP_PATH_CACHE - 1);
+    for (unsigned i = 0; i < SP_PATH_PROBES; i++) {
+        uint64_t e = atomic_load_explicit(&g_path_cache[(b + i) & (SP_PATH_CACHE - 1)], memory_order_relaxed);
+        if (e >> PC_TAG_SHIFT == tag && ((e >> PC_GEN_SHIFT) & PC_GEN_MASK) == gen)
+            return (uint32_t)(e & PC_ID_MASK);
+    }
+    uint32_t id = sp_intern(path);
+    if (!id)
+        return 0;
+    gen = sp_generation & PC_GEN_MASK; /* the first intern may have opened the trace */
+    /* Evict round-robin within the probe window: cheap, and good enough. */
+    unsigned victim = (b + (unsigned)(h >> 20) % SP_PATH_PROBES) & (SP_PATH_CACHE - 1);
+    for (unsigned i = 0; i < SP_PATH_PROBES; i++) {
+        unsigned k = (b + i) & (SP_PATH_CACHE - 1);
+        uint64_t e = atomic_load_explicit(&g_path_cache[k], memory_order_relaxed);
+        if (!e || ((e >> PC_GEN_SHIFT) & PC_GEN_MASK) != gen) {
+            victim = k;
+            break;
+        }
+    }
+    atomic_store_explicit(&g_path_cache[victim], tag << PC_TAG_SHIFT | gen << PC_GEN_SHIFT | id,
+                          memory_order_relaxed);
+    return id;
 }
 
 /* ---- path filter ----------------------------------------------------------- */
@@ -298,7 +357,7 @@ static void io_leave_open(struct io_call *c, int err, int op, int fd, const char
     uint64_t t1 = sp_now();
     if (fd >= 0 && path) {
         int excluded = path_excluded(path);
-        uint32_t id = excluded ? 0 : sp_intern(path);
+        uint32_t id = excluded ? 0 : path_id(path);
         uint64_t e = fd_pack(id, kind_of_fd(fd), excluded);
         if (fd_in_table(fd)) {
             atomic_store_explicit(&g_fds[fd], e, memory_order_relaxed);
@@ -309,7 +368,7 @@ static void io_leave_open(struct io_call *c, int err, int op, int fd, const char
             emit_io(c->t0, t1, op, fd, e, fd, 0, 0, err);
     } else if (path && !path_excluded(path)) {
         /* A failed open: the path is worth seeing (ENOENT on a dataset). */
-        uint64_t e = fd_pack(sp_intern(path), SP_FD_UNKNOWN, 0);
+        uint64_t e = fd_pack(path_id(path), SP_FD_UNKNOWN, 0);
         emit_io(c->t0, t1, op, fd, e, fd, 0, 0, err);
     }
     sp_guard_depth--;

@@ -6,6 +6,8 @@
  *
  *   threads T N FILE    T threads each read FILE N times, one byte a call
  *   waves W T N FILE    W waves, one after another, of T such threads
+ *   reopen K FILE       opens FILE, reads one byte and closes it, K times
+ *                       (a data loader's epochs over the same files)
  *   forkbusy K N FILE   threads keep reading while the main thread forks K
  *                       children; each child reads N times, then once more
  *                       through an fd its parent opened, and _exits
@@ -98,6 +100,15 @@ static int story_waves(int waves, int nthreads, int n, const char *file)
         usleep(WAVE_PAUSE_US);
     }
     return 0;
+}
+
+static int story_reopen(int k, const char *file)
+{
+    int ok = 0;
+    for (int i = 0; i < k; i++)
+        ok += read_n_times(file, 1);
+    printf("reads %d\n", ok);
+    return ok != k;
 }
 
 static void *busy_thread(void *arg)
@@ -320,6 +331,8 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc >= 5 && strcmp(argv[1], "threads") == 0)
         return story_threads(atoi(argv[2]), atoi(argv[3]), argv[4]);
+    if (argc >= 4 && strcmp(argv[1], "reopen") == 0)
+        return story_reopen(atoi(argv[2]), argv[3]);
     if (argc >= 6 && strcmp(argv[1], "waves") == 0)
         return story_waves(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), argv[5]);
     if (argc >= 5 && strcmp(argv[1], "forkbusy") == 0)
@@ -340,6 +353,6 @@ int main(int argc, char **argv)
         return story_stdfds(atoi(argv[2]), argv[3], argv[4]);
     if (argc >= 6 && strcmp(argv[1], "closeall") == 0)
         return story_closeall(atoi(argv[2]), argv[3], argv[4], argv[5]);
-    fprintf(stderr, "usage: io_story threads|waves|forkbusy|exec|execfail|exit|sigterm|burn|control|stdfds|closeall ...\n");
+    fprintf(stderr, "usage: io_story threads|waves|reopen|forkbusy|exec|execfail|exit|sigterm|burn|control|stdfds|closeall ...\n");
     return 2;
 }

@@ -114,6 +114,21 @@ def story_waves(tmp):
         check(ts[0]["dropped"] == 0, f"no event dropped (got {ts[0]['dropped']})")
 
 
+def story_reopen(tmp):
+    """A file opened again and again (epochs of a data loader) keeps its
+    path on every read, long after the trace's string arena would have
+    filled had each open interned the path anew."""
+    k = 250000  # x ~60 bytes of path > the 8 MiB string arena
+    data = make_file(os.path.join(tmp, "a-rather-long-name-for-a-dataset-shard-0001.bin"), 4096)
+    r = run([os.environ["IO_STORY"], "reopen", str(k), data], os.path.join(tmp, "t"), {"SCALEPROF_CPU_HZ": "0"})
+    check(r.returncode == 0, "the job runs")
+    ts = traces(os.path.join(tmp, "t"))
+    check(len(ts) == 1, "one trace")
+    if ts:
+        check(ts[0]["read_calls"].get(data) == k, f"all {k} reads carry the path (got {ts[0]['read_calls'].get(data)})")
+        check(ts[0]["dropped"] == 0, "nothing dropped")
+
+
 def story_forkbusy(tmp):
     """fork while other threads record: children record too, no deadlock."""
     kids, nreads = 10, 50

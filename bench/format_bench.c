@@ -18,6 +18,7 @@
  *   bytes/event file: 3.3     (whole file as allocated on disk)
  *   ns/append 1 thread: 14.1  (median of 5 runs; appending thread's CPU time)
  *   ns/append 4 threads: 16.0 (median of 5 runs of the median thread)
+ *   ns/event read back: 40.0  (the reader streaming the file: CPU time)
  *
  * Usage: format_bench [EVENTS] [--level N] [--slot-size BYTES] [--callgrind]
  * --callgrind: one single-threaded pass and no timing, for
@@ -232,11 +233,27 @@ static int cmp_double(const void *a, const void *b)
 }
 
 struct result {
-    double ns;
+    double ns, read_ns;
     uint64_t file_bytes, disk_bytes, frame_bytes, refused;
 };
 
 static uint32_t slot_size = DEFAULT_SLOT_SIZE;
+
+/* The analyzer's side: CPU ns per event to stream the trace back. */
+static double read_back_ns(const char *path)
+{
+    int err;
+    struct sp_reader *r = sp_reader_open(path, &err);
+    if (!r)
+        return 0;
+    struct sp_event ev;
+    uint64_t n = 0, t0 = thread_cpu_ns();
+    while (sp_reader_next(r, &ev))
+        n++;
+    double ns = n ? (double)(thread_cpu_ns() - t0) / (double)n : 0;
+    sp_reader_close(r);
+    return ns;
+}
 
 static struct result run_once(const char *dir, int run, int threads, uint64_t events, int level)
 {
@@ -273,6 +290,7 @@ static struct result run_once(const char *dir, int run, int threads, uint64_t ev
     r.file_bytes = (uint64_t)st.st_size;
     r.disk_bytes = (uint64_t)st.st_blocks * 512u;
     r.frame_bytes = r.file_bytes - frames_offset;
+    r.read_ns = read_back_ns(path);
     unlink(path);
     return r;
 }
@@ -326,6 +344,7 @@ int main(int argc, char **argv)
     printf("bytes/event apparent file size: %.2f\n", (double)one[0].file_bytes / (double)events);
     printf("ns/append 1 thread: %.1f\n", median_ns(one, RUNS));
     printf("ns/append %d threads: %.1f\n", THREADS, median_ns(four, RUNS));
+    printf("ns/event read back: %.1f\n", one[0].read_ns);
     uint64_t refused = 0;
     for (int i = 0; i < RUNS; i++)
         refused += one[i].refused + four[i].refused;

@@ -265,6 +265,12 @@ static int dump_file(const char *path, const struct dump_opts *o)
                 event_text(stdout, r, &ev);
         }
     }
+    if (!o->json && !o->header_only) {
+        const struct sp_reader_stats *st = sp_reader_stats(r);
+        printf("# %" PRIu64 " events from %" PRIu64 " frames and %" PRIu64
+               " chunks left in slots; %" PRIu64 " damaged frames, %" PRIu64 " bytes skipped\n",
+               st->events, st->frames, st->slots_recovered, st->frames_bad, st->bytes_skipped);
+    }
     fflush(stdout);
     report_damage(path, r);
     sp_reader_close(r);

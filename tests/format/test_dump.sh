@@ -45,7 +45,9 @@ done
 grep -q '^# .*closed.sprof' "$dir/text.out" || fail "text header names the file"
 grep -q ' io .*op=read .*path="/data/img' "$dir/text.out" || fail "text event line: $(cat "$dir/text.out")"
 [ "$("$SCALEPROF_BIN" dump --header-only "$dir/closed.sprof" | grep -vc '^#')" = 0 ] || fail "--header-only"
-echo "ok: text output and --header-only"
+grep -q '^# 4 events from 1 frames and 0 chunks left in slots; 0 damaged' "$dir/text.out" || fail "summary line"
+"$SCALEPROF_BIN" dump "$dir/killed.sprof" | grep -q '^# 4 events from 0 frames and 1 chunks left in slots' || fail "killed summary"
+echo "ok: text output, summary line and --header-only"
 
 printf 'epoch 1 loss 2.3\n' > "$dir/train.log"
 : > "$dir/empty.sprof"

@@ -37,7 +37,7 @@ static inline int64_t unzigzag(uint64_t v)
 
 /* Reads a varint from [*pp, end); 0 on success, SP_E_CORRUPT when it runs
  * past `end` or past 64 bits. */
-static int get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+static int get_uvarint_long(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 {
     const uint8_t *p = *pp;
     uint64_t v = 0;
@@ -55,6 +55,18 @@ static int get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
         }
     }
     return SP_E_CORRUPT;
+}
+
+/* Most fields are one byte: that case inline, the rest out of line. */
+static inline int get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    if (p < end && *p < 0x80) {
+        *out = *p;
+        *pp = p + 1;
+        return 0;
+    }
+    return get_uvarint_long(pp, end, out);
 }
 
 size_t sp_encode_event(uint8_t *out, const struct sp_event *ev, uint64_t *prev_t)
@@ -88,11 +100,13 @@ struct type_desc {
     const char *name;
     const struct sp_field_desc *fields;
     int nfields;
+    size_t payload; /* bytes of the type's struct in the union */
 };
 
 static const struct type_desc types[SP_EV_MAX] = {
 #define SP_X_TYPE(id, NAME, name, FIELDS)                                      \
-    [id] = {#name, fields_##name, (int)(sizeof fields_##name / sizeof fields_##name[0])},
+    [id] = {#name, fields_##name, (int)(sizeof fields_##name / sizeof fields_##name[0]),        \
+            sizeof(struct sp_ev_##name)},
     SP_EVENTS(SP_X_TYPE)
 #undef SP_X_TYPE
 };
@@ -143,15 +157,16 @@ long sp_decode_event(const uint8_t *p, const uint8_t *end, struct sp_event *ev, 
     const uint8_t *body_end = p + len;
     if (get_uvarint(&p, body_end, &delta) < 0)
         return SP_E_CORRUPT;
-    uint32_t tid = ev->tid;
-    memset(ev, 0, sizeof *ev);
-    ev->tid = tid;
     ev->type = type;
     ev->t = *prev_t + (uint64_t)unzigzag(delta);
     *prev_t = ev->t;
-    int n = 0;
-    const struct sp_field_desc *f = sp_event_fields(type, &n);
-    for (int i = 0; i < n && p < body_end; i++) {
+    const struct type_desc *d = type_desc(type);
+    if (!d)
+        return (long)(body_end - start); /* a type from a newer writer */
+    /* Zero only this type's fields: missing ones must read 0. */
+    memset((char *)ev + offsetof(struct sp_event, nccl), 0, d->payload);
+    const struct sp_field_desc *f = d->fields;
+    for (int i = 0; i < d->nfields && p < body_end; i++) {
         uint64_t v;
         if (get_uvarint(&p, body_end, &v) < 0)
             return SP_E_CORRUPT;

@@ -121,6 +121,28 @@ static void text_breakdown(const struct sp_model *m, int color)
     printf("\n");
 }
 
+/* "all", or the list ("0,3"), shortened with "..." when long. */
+static void ranks_text(const struct sp_model *m, const struct sp_finding *f, char *out, size_t len)
+{
+    int analyzed = 0;
+    for (int i = 0; i < m->nranks; i++)
+        analyzed += m->ranks[i].cat != NULL;
+    if (f->nranks == analyzed && analyzed > 1) {
+        snprintf(out, len, "all");
+        return;
+    }
+    size_t used = 0;
+    out[0] = 0;
+    for (int i = 0; i < f->nranks; i++) {
+        int w = snprintf(out + used, len - used, "%s%d", i ? "," : "", f->ranks[i]);
+        if (w < 0 || (size_t)w >= len - used) {
+            snprintf(out + (used < len - 4 ? used : len - 4), 4, "...");
+            return;
+        }
+        used += (size_t)w;
+    }
+}
+
 static void text_findings(const struct sp_model *m)
 {
     int serious = 0;
@@ -130,8 +152,11 @@ static void text_findings(const struct sp_model *m)
         printf("healthy: no finding above low severity.\n");
     for (int i = 0; i < m->nfindings; i++) {
         const struct sp_finding *f = &m->findings[i];
-        printf("%d. %s [%s] ranks %s, steps %s\n   %s.\n   first try: %s\n", i + 1, f->cause,
-               sp_model_severity_name(f->severity), f->ranks, f->steps, f->evidence, f->first_try);
+        char ranks[64];
+        ranks_text(m, f, ranks, sizeof ranks);
+        printf("%d. %s [%s] ranks %s, steps %d-%d\n   %s.\n   first try: %s\n", i + 1, f->cause,
+               sp_model_severity_name(f->severity), ranks, f->step_first, f->step_last, f->evidence,
+               f->first_try);
     }
     printf("\n");
 }
@@ -263,8 +288,14 @@ static void json_report(const struct sp_model *m)
         sp_json_str(&j, "cause", f->cause);
         sp_json_str(&j, "severity", sp_model_severity_name(f->severity));
         sp_json_num(&j, "cost", f->cost);
-        sp_json_str(&j, "ranks", f->ranks);
-        sp_json_str(&j, "steps", f->steps);
+        sp_json_open(&j, "ranks", '[');
+        for (int x = 0; x < f->nranks; x++)
+            sp_json_int(&j, NULL, f->ranks[x]);
+        sp_json_close(&j, ']');
+        sp_json_open(&j, "steps", '{');
+        sp_json_int(&j, "first", f->step_first);
+        sp_json_int(&j, "last", f->step_last);
+        sp_json_close(&j, '}');
         sp_json_str(&j, "evidence", f->evidence);
         sp_json_str(&j, "first_try", f->first_try);
         sp_json_close(&j, '}');

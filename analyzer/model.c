@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "model.h"
@@ -19,6 +20,8 @@
 #define DEFAULT_SKIP 3
 #define MAX_THREADS 8
 #define NS_PER_MS 1e6
+#define PROGRESS_TTY_NS 1000000000LL   /* a terminal sees one update a second */
+#define PROGRESS_LOG_NS 5000000000LL   /* a log file one line every 5 s */
 
 static const char *const cat_names[SP_CAT_N] = {
     "compute", "memcpy", "collective_transfer", "collective_wait",
@@ -68,6 +71,49 @@ double sp_median(double *v, size_t n)
         return 0;
     qsort(v, n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---- progress ---- */
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* One progress state per process: the verbs analyze one model at a time.
+ * Nothing is printed in the first interval, so quick runs stay silent;
+ * once a line was printed, the stage's end is printed too, ending the
+ * line on a terminal. */
+static struct {
+    pthread_mutex_t lock;
+    int64_t start, last;
+    int shown; /* a line of the current stage is on screen */
+} progress = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
+
+void sp_model_progress(const struct sp_model *m, const char *what, int done, int total)
+{
+    if (!m->opts.progress)
+        return;
+    pthread_mutex_lock(&progress.lock);
+    int64_t now = now_ns();
+    int tty = isatty(STDERR_FILENO);
+    int64_t every = tty ? PROGRESS_TTY_NS : PROGRESS_LOG_NS;
+    if (!progress.start)
+        progress.start = progress.last = now;
+    int finished = done >= total;
+    if (now - progress.last >= every || (finished && progress.shown && tty)) {
+        if (tty)
+            fprintf(stderr, "\rscaleprof: %s %d/%d%s", what, done, total, finished ? "\n" : "");
+        else
+            fprintf(stderr, "scaleprof: %s %d/%d\n", what, done, total);
+        progress.last = now;
+        progress.shown = !finished;
+    }
+    if (finished)
+        progress.shown = 0;
+    pthread_mutex_unlock(&progress.lock);
 }
 
 /* ---- thread pool: a shared counter hands out indices ---- */
@@ -246,7 +292,10 @@ void sp_model_free(struct sp_model *m)
         free(r->marks);
         free(r->steps);
         free(r->cat);
+        free(r->input_head);
     }
+    for (int i = 0; i < m->nfindings; i++)
+        free(m->findings[i].ranks);
     for (int i = 0; i < m->nfrecs; i++) {
         struct sp_file_rec *f = &m->frecs[i];
         free(f->path);
@@ -254,6 +303,7 @@ void sp_model_free(struct sp_model *m)
         free(f->calls);
         free(f->marks);
         free(f->tids);
+        free(f->kseq);
     }
     for (int i = 0; i < m->nwarnings; i++)
         free(m->warnings[i]);

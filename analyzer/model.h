@@ -34,6 +34,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sprof.h"
+
 /* The seven exclusive categories, in priority order, then overlap. */
 enum sp_cat {
     SP_CAT_COMPUTE,
@@ -83,7 +85,17 @@ enum sp_coll_timing { SP_TIMING_HOST = 0, SP_TIMING_FALLBACK, SP_TIMING_GPU };
 struct sp_span { int64_t start, end; };
 
 /* What pass 1 learned about one file (model_load.c). */
-struct sp_tid_mark { uint32_t tid; int64_t last_t; };
+/* A recording thread as pass 1 saw it, in the order the reader streams
+ * it: how many events pass 2 will classify from it, the latest time among
+ * them, and its disorder - how far an event's time fell below the latest
+ * time of the thread seen before it (a CUPTI buffer thread delivers GPU
+ * records grouped by stream, so its times go back and forth). */
+struct sp_tid_mark { uint32_t tid; int64_t last_t, max_t, lag; uint64_t count; };
+/* A compute kernel of a file with no step marker and no collective yet:
+ * the sequence single-GPU step detection looks for a period in. */
+struct sp_kernel_rec { uint32_t name, stream; int64_t start, end; };
+/* CPU samples of one process: first and last, for its busy fraction. */
+struct sp_cpu_span { int64_t t0, t1; uint64_t ns0, ns1; uint64_t busy_sum, nsamples; uint32_t ncores; };
 struct sp_file_rec {
     char *path;
     int ok;                 /* opened as a trace */
@@ -95,7 +107,13 @@ struct sp_file_rec {
     char *diag;             /* reader damage report, NULL when clean */
     struct sp_coll_call *calls; size_t ncalls;
     struct sp_span *marks; size_t nmarks;
-    struct sp_tid_mark *tids; size_t ntids; /* last event time per thread */
+    struct sp_tid_mark *tids; size_t ntids; /* classified threads */
+    struct sp_kernel_rec *kseq; size_t nkseq; /* see sp_kernel_rec */
+    int kseq_full;          /* the kernel sequence reached its cap */
+    uint64_t read_bytes;    /* bytes read from regular files */
+    int64_t read_ns;        /* time inside those reads */
+    struct sp_cpu_span cpu;
+    int helper;             /* attached to its rank through the ppid chain */
 };
 
 struct sp_rank {
@@ -111,7 +129,16 @@ struct sp_rank {
     struct sp_span *steps;  /* local time */
     int nsteps;
     double (*cat)[SP_CAT_N]; /* ns per step and category */
+    double *input_head;     /* per step: idle_input ns before the step's first compute */
     uint64_t late_events;   /* events that arrived after their step closed */
+    int open_peak;          /* most steps held open at once in pass 2 */
+    /* input evidence: the rank's own process and its helpers */
+    uint64_t read_bytes;
+    int64_t read_ns;
+    double helper_cpu;      /* helpers' summed CPU use, in cores */
+    int helper_sampled;     /* helpers with CPU samples */
+    double machine_busy;    /* host CPU busy fraction over the run; <0 unknown */
+    int ncores;
     uint64_t coll_present, coll_last; /* instances reached; arrived last */
     double coll_wait_ns;    /* summed wait over instances reached */
     uint64_t events;
@@ -132,13 +159,15 @@ struct sp_straggler {
     const char *cause;      /* "compute", "input", "host", "memcpy", "mixed" */
 };
 
-#define SP_MODEL_TEXT 512
+#define SP_MODEL_TEXT 1024
 struct sp_finding {
     const char *cause;      /* input_pipeline, communication, small_batch, straggler, cross_node */
     int severity;
     double cost;            /* share of step time, for ordering */
-    char ranks[128];        /* "all" or "3" or "0,2" */
-    char steps[64];         /* "3-19" */
+    int *ranks;             /* ranks concerned, ascending; all of them when the
+                               finding concerns every rank (never empty) */
+    int nranks;
+    int step_first, step_last; /* steps concerned, inclusive, absolute */
     char evidence[SP_MODEL_TEXT];
     const char *first_try;
 };
@@ -181,6 +210,11 @@ struct sp_model {
 int sp_model_analyze(const char *dir, const struct sp_model_opts *o, struct sp_model *m);
 void sp_model_free(struct sp_model *m);
 
+/* Transfer-weighted mean bus bandwidth of the collectives in view, GB/s:
+ * spans 1 only those spanning hosts, 0 only those within a host, -1 all.
+ * *transfer_ms (when not NULL) receives their summed transfer time. */
+double sp_model_busbw(const struct sp_model *m, int spans, double *transfer_ms);
+
 /* Per-rank view helpers for the verbs. */
 double sp_model_rank_step_ms(const struct sp_model *m, const struct sp_rank *r);
 void sp_model_rank_breakdown(const struct sp_model *m, const struct sp_rank *r, double out[SP_CAT_N]);
@@ -193,6 +227,15 @@ int sp_model_find_steps(struct sp_model *m);
 void sp_model_match_collectives(struct sp_model *m);
 void sp_model_stragglers(struct sp_model *m);
 int sp_model_classify(struct sp_model *m);
+/* The event types pass 2 classifies; pass 1 counts exactly these per
+ * thread, so that pass 2 knows when a thread can add nothing more. */
+static inline int sp_model_classified_type(int type)
+{
+    return type == SP_EV_GPU || type == SP_EV_CUDA || type == SP_EV_IO || type == SP_EV_WAIT;
+}
+/* Progress on stderr: at most once a second on a terminal (one line
+ * rewritten with \r), at most every 5 s otherwise; done == total ends it. */
+void sp_model_progress(const struct sp_model *m, const char *what, int done, int total);
 void sp_model_findings(struct sp_model *m);
 int64_t sp_model_global(const struct sp_model *m, const struct sp_rank *r, int64_t t);
 double sp_model_busbw_factor(uint32_t op, uint32_t nranks);

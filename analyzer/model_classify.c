@@ -8,18 +8,30 @@
  * on a pipe or socket, a read of a pipe, socket or regular file, a
  * data-loader wait) > idle_host (GPU idle while the host blocks in a CUDA
  * sync or launches work) > idle_other.  The seven add up to the step.
- * Overlap is the NCCL kernel time that ran under compute.
+ * Overlap is the NCCL kernel time that ran under compute.  Helper
+ * processes (loader workers) are not read here: their reads do not stall
+ * the GPU; the rank's wait for their output does.
  *
- * Streaming: intervals are kept per open step and reduced as soon as the
- * step can receive nothing more.  Events of one recording thread come in
- * time order, and pass 1 recorded each thread's last event time, so a step
- * is complete once every thread of the file has either passed the step's
- * end (by one step length of slack, for GPU records that complete out of
- * order across streams) or delivered its last event.  Memory is therefore
- * bounded by the steps still open - in practice a few - times the events
- * per step, not by the trace length.  An event arriving for a step already
- * reduced is counted as late and warned about.
+ * Streaming without losing events.  A file's chunks come in the order
+ * they were written, not in time order: a CUPTI buffer thread delivers GPU
+ * records up to seconds after the launching thread wrote its calls, and
+ * within its own stream groups them by GPU stream, so its times go back
+ * and forth.  Pass 1 measured, per recording thread, how many events pass
+ * 2 will see from it and its disorder `lag` (the most an event's time fell
+ * below the latest time seen on that thread before it).  So once pass 2
+ * has seen a thread's latest time `wm`, no later event of that thread can
+ * start before wm - lag, and once it has seen all of a thread's events the
+ * thread can add nothing.  A step is reduced when its end is at or before
+ * min over unfinished threads of (wm - lag).  This bound comes from the
+ * file itself, so the result does not depend on the machine's timing or
+ * on how chunks happened to interleave: no event is ever late.
+ *
+ * Memory: the intervals of the open steps, which span at most the largest
+ * thread lag plus one step (plus FLUSH_EVERY events read between checks):
+ * with CUPTI's delivery of about a second, a second of steps.
+ * `open_peak` records the most steps held open at once per rank.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,15 +46,19 @@ enum icat { I_COMPUTE, I_MEMCPY, I_TRANSFER, I_WAIT, I_INPUT, I_HOST, I_N };
 struct ival { int64_t start, end; int cat; };
 struct step_buf { struct ival *v; size_t n, cap; int done; };
 
+struct thread_seen { int64_t wm; uint64_t seen; };
+
 struct rank_pass {
     struct sp_model *m;
     struct sp_rank *r;
     struct step_buf *buf;
     int lo, hi;             /* steps reduced here */
     int next_open;          /* oldest step not yet reduced */
+    int last_touched;       /* newest step that received an interval */
     int64_t max_call;       /* longest NCCL call, for the call search */
     struct sp_file_rec *f;
-    int64_t *wm;            /* per tid of f: last time seen */
+    struct thread_seen *th; /* per tid of f, same index as f->tids */
+    size_t last_tid;
 };
 
 static void push_ival(struct step_buf *b, int64_t s, int64_t e, int cat)
@@ -79,10 +95,13 @@ static const int to_cat[I_N + 1] = {
     SP_CAT_IDLE_INPUT, SP_CAT_IDLE_HOST, SP_CAT_IDLE_OTHER,
 };
 
-/* Sweep the step's intervals: at each instant the top category wins. */
-static void reduce(const struct step_buf *b, struct sp_span st, double out[SP_CAT_N])
+/* Sweep the step's intervals: at each instant the top category wins.
+ * *head receives the idle_input time before the step's first compute. */
+static void reduce(const struct step_buf *b, struct sp_span st, double out[SP_CAT_N], double *head)
 {
     memset(out, 0, sizeof(double) * SP_CAT_N);
+    *head = 0;
+    int computed = 0;
     struct point *p = malloc((2 * b->n + 2) * sizeof *p);
     if (!p) {
         out[SP_CAT_IDLE_OTHER] = (double)(st.end - st.start);
@@ -104,7 +123,11 @@ static void reduce(const struct step_buf *b, struct sp_span st, double out[SP_CA
         int64_t next = i < n ? p[i].t : st.end;
         if (next > t) {
             double len = (double)(next - t);
-            out[to_cat[top_category(count)]] += len;
+            int top = top_category(count);
+            out[to_cat[top]] += len;
+            computed |= top == I_COMPUTE;
+            if (top == I_INPUT && !computed)
+                *head += len;
             if (count[I_COMPUTE] > 0 && (count[I_TRANSFER] > 0 || count[I_WAIT] > 0))
                 out[SP_CAT_OVERLAP] += len;
             t = next;
@@ -139,6 +162,8 @@ static void add_interval(struct rank_pass *rp, int64_t s, int64_t e, int cat)
             continue;
         }
         push_ival(&rp->buf[k - rp->lo], s, e, cat);
+        if (k > rp->last_touched)
+            rp->last_touched = k;
     }
 }
 
@@ -177,33 +202,54 @@ static void close_step(struct rank_pass *rp, int k)
     if (b->done)
         return;
     add_collectives(rp, k);
-    reduce(b, rp->r->steps[k], rp->r->cat[k]);
+    reduce(b, rp->r->steps[k], rp->r->cat[k], &rp->r->input_head[k]);
     free(b->v);
     b->v = NULL;
     b->n = b->cap = 0;
     b->done = 1;
 }
 
-static int tid_index(const struct sp_file_rec *f, uint32_t tid)
+/* The thread's index in f->tids; the last one is cached, since a chunk is
+ * one thread's events in a row. */
+static int tid_index(struct rank_pass *rp, uint32_t tid)
 {
+    const struct sp_file_rec *f = rp->f;
+    if (rp->last_tid < f->ntids && f->tids[rp->last_tid].tid == tid)
+        return (int)rp->last_tid;
     for (size_t i = 0; i < f->ntids; i++)
-        if (f->tids[i].tid == tid)
+        if (f->tids[i].tid == tid) {
+            rp->last_tid = i;
             return (int)i;
+        }
     return -1;
 }
 
-/* Close every step no thread of this file can still add to. */
-static void close_finished(struct rank_pass *rp)
+/* The earliest time any thread of the file can still deliver an event at:
+ * INT64_MAX when every thread has delivered all its events. */
+static int64_t earliest_to_come(const struct rank_pass *rp)
 {
     const struct sp_file_rec *f = rp->f;
     int64_t low = INT64_MAX;
-    for (size_t i = 0; i < f->ntids; i++)
-        if (rp->wm[i] < f->tids[i].last_t && rp->wm[i] < low)
-            low = rp->wm[i];
+    for (size_t i = 0; i < f->ntids; i++) {
+        if (rp->th[i].seen >= f->tids[i].count)
+            continue;
+        int64_t b = rp->th[i].wm == INT64_MIN ? INT64_MIN : rp->th[i].wm - f->tids[i].lag;
+        if (b < low)
+            low = b;
+    }
+    return low;
+}
+
+/* Reduce every step no thread of this file can still add to. */
+static void close_finished(struct rank_pass *rp)
+{
+    int open = rp->last_touched - rp->next_open + 1;
+    if (open > rp->r->open_peak)
+        rp->r->open_peak = open;
+    int64_t low = earliest_to_come(rp);
     while (rp->next_open < rp->hi) {
         struct sp_span st = rp->r->steps[rp->next_open];
-        int64_t slack = st.end - st.start;
-        if (st.end > f->last_t || (low != INT64_MAX && low < st.end + slack))
+        if (st.end > rp->f->last_t || st.end > low)
             break;
         close_step(rp, rp->next_open++);
     }
@@ -246,9 +292,12 @@ static void on_event(struct rank_pass *rp, const struct sp_event *ev)
     default:
         return;
     }
-    int i = tid_index(rp->f, ev->tid);
-    if (i >= 0 && t > rp->wm[i])
-        rp->wm[i] = t;
+    int i = tid_index(rp, ev->tid);
+    if (i >= 0) {
+        rp->th[i].seen++;
+        if (t > rp->th[i].wm)
+            rp->th[i].wm = t;
+    }
 }
 
 static void read_file(struct rank_pass *rp, struct sp_file_rec *f)
@@ -258,20 +307,23 @@ static void read_file(struct rank_pass *rp, struct sp_file_rec *f)
     if (!rd)
         return;
     rp->f = f;
-    rp->wm = calloc(f->ntids + 1, sizeof *rp->wm);
-    for (size_t i = 0; rp->wm && i < f->ntids; i++)
-        rp->wm[i] = INT64_MIN;
+    rp->last_tid = 0;
+    rp->th = calloc(f->ntids + 1, sizeof *rp->th);
+    for (size_t i = 0; rp->th && i < f->ntids; i++)
+        rp->th[i].wm = INT64_MIN;
     struct sp_event ev;
     uint64_t n = 0;
-    while (rp->wm && sp_reader_next(rd, &ev) == 1) {
+    while (rp->th && sp_reader_next(rd, &ev) == 1) {
+        if (!sp_model_classified_type(ev.type))
+            continue;
         on_event(rp, &ev);
         if (++n % FLUSH_EVERY == 0)
             close_finished(rp);
     }
-    if (rp->wm)
+    if (rp->th)
         close_finished(rp);
-    free(rp->wm);
-    rp->wm = NULL;
+    free(rp->th);
+    rp->th = NULL;
     sp_reader_close(rd);
 }
 
@@ -283,9 +335,11 @@ static void classify_rank(int i, void *arg)
     if (rp.hi <= rp.lo)
         return;
     rp.next_open = rp.lo;
+    rp.last_touched = rp.lo - 1;
     r->cat = calloc((size_t)r->nsteps, sizeof *r->cat);
+    r->input_head = calloc((size_t)r->nsteps, sizeof *r->input_head);
     rp.buf = calloc((size_t)(rp.hi - rp.lo), sizeof *rp.buf);
-    if (!r->cat || !rp.buf) {
+    if (!r->cat || !r->input_head || !rp.buf) {
         free(rp.buf);
         return;
     }
@@ -299,9 +353,24 @@ static void classify_rank(int i, void *arg)
     free(rp.buf);
 }
 
+struct classify_job { struct sp_model *m; int done; pthread_mutex_t lock; };
+
+static void classify_one(int i, void *arg)
+{
+    struct classify_job *j = arg;
+    classify_rank(i, j->m);
+    pthread_mutex_lock(&j->lock);
+    j->done++;
+    sp_model_progress(j->m, "classified ranks", j->done, j->m->nranks);
+    pthread_mutex_unlock(&j->lock);
+}
+
 int sp_model_classify(struct sp_model *m)
 {
-    sp_model_parallel(m, m->nranks, classify_rank, m);
+    struct classify_job job = {.m = m};
+    pthread_mutex_init(&job.lock, NULL);
+    sp_model_parallel(m, m->nranks, classify_one, &job);
+    pthread_mutex_destroy(&job.lock);
     uint64_t late = 0;
     int classified = 0;
     for (int i = 0; i < m->nranks; i++) {

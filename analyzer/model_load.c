@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "model.h"
 #include "sprof.h"
@@ -35,7 +34,6 @@
 #define DEFAULT_STEP_RE "step|iteration|ProfilerStep"
 #define MAX_MARK_DEPTH 64
 #define MAX_DIR_DEPTH 32
-#define PROGRESS_AFTER_NS 1000000000LL
 
 struct vec { void *p; size_t n, cap; };
 
@@ -106,28 +104,54 @@ struct tid_stack { uint32_t tid; int depth; struct open_mark m[MAX_MARK_DEPTH]; 
 struct file_scan {
     struct sp_file_rec *f;
     regex_t re;
-    struct vec calls, kernels, marks, tids, stacks;
+    struct vec calls, kernels, marks, tids, stacks, kseq;
+    size_t last_tid;
 };
+
+/* Single-GPU step detection needs the compute kernels' names in order;
+ * they are kept only while the file shows neither a step marker nor a
+ * collective (multi-GPU files drop theirs at the first collective), and
+ * at most this many: 24 MiB. */
+#define KSEQ_MAX (1u << 20)
 
 static int is_collective_op(uint64_t op)
 {
     return op >= SP_NCCL_ALLREDUCE && op < SP_NCCL_GROUP_START;
 }
 
-static void note_tid(struct file_scan *s, uint32_t tid, int64_t t)
+/* The thread's record; the last one found is cached, since a chunk is one
+ * thread's events in a row. */
+static struct sp_tid_mark *tid_of(struct file_scan *s, uint32_t tid)
 {
     struct sp_tid_mark *m = s->tids.p;
+    if (s->last_tid < s->tids.n && m[s->last_tid].tid == tid)
+        return &m[s->last_tid];
     for (size_t i = 0; i < s->tids.n; i++)
         if (m[i].tid == tid) {
-            if (t > m[i].last_t)
-                m[i].last_t = t;
-            return;
+            s->last_tid = i;
+            return &m[i];
         }
     struct sp_tid_mark *n = vec_push(&s->tids, sizeof *n);
-    if (n) {
-        n->tid = tid;
-        n->last_t = t;
-    }
+    if (!n)
+        return NULL;
+    *n = (struct sp_tid_mark){.tid = tid, .last_t = INT64_MIN, .max_t = INT64_MIN};
+    s->last_tid = s->tids.n - 1;
+    return n;
+}
+
+/* Counts the event for pass 2 and measures the thread's disorder: how far
+ * this event starts before the latest start seen on the thread so far. */
+static void note_tid(struct file_scan *s, uint32_t tid, int64_t t)
+{
+    struct sp_tid_mark *m = tid_of(s, tid);
+    if (!m)
+        return;
+    m->count++;
+    if (m->max_t != INT64_MIN && m->max_t - t > m->lag)
+        m->lag = m->max_t - t;
+    if (t > m->max_t)
+        m->max_t = t;
+    m->last_t = m->max_t;
 }
 
 static struct tid_stack *stack_of(struct file_scan *s, uint32_t tid)
@@ -212,6 +236,55 @@ static void on_nccl(struct file_scan *s, const struct sp_event *ev)
     }
 }
 
+static void drop_kernel_seq(struct file_scan *s)
+{
+    free(s->kseq.p);
+    s->kseq = (struct vec){0};
+    s->f->kseq_full = -1; /* never again for this file */
+}
+
+static void on_kernel(struct file_scan *s, const struct sp_event *ev)
+{
+    if (s->f->kseq_full)
+        return;
+    if (s->kseq.n >= KSEQ_MAX) {
+        s->f->kseq_full = 1;
+        return;
+    }
+    struct sp_kernel_rec *k = vec_push(&s->kseq, sizeof *k);
+    if (k)
+        *k = (struct sp_kernel_rec){(uint32_t)ev->gpu.name, (uint32_t)ev->gpu.stream, (int64_t)ev->t,
+                                    (int64_t)(ev->t + ev->gpu.dur)};
+}
+
+static void on_io(struct sp_file_rec *f, const struct sp_event *ev)
+{
+    const struct sp_ev_io *io = &ev->io;
+    int read = io->op == SP_IO_READ || io->op == SP_IO_PREAD || io->op == SP_IO_READV ||
+               io->op == SP_IO_PREADV || io->op == SP_IO_FREAD;
+    if (read && io->fd_kind == SP_FD_FILE && io->ret > 0) {
+        f->read_bytes += (uint64_t)io->ret;
+        f->read_ns += (int64_t)io->dur;
+    }
+}
+
+static void on_cpu(struct sp_file_rec *f, const struct sp_event *ev)
+{
+    struct sp_cpu_span *c = &f->cpu;
+    uint64_t ns = ev->cpu.user_ns + ev->cpu.sys_ns;
+    if (!c->nsamples) {
+        c->t0 = (int64_t)ev->t;
+        c->ns0 = ns;
+    } else {
+        /* the first sample's busy figure covers nothing yet */
+        c->busy_sum += ev->cpu.busy_permille;
+    }
+    c->t1 = (int64_t)ev->t;
+    c->ns1 = ns;
+    c->nsamples++;
+    c->ncores = (uint32_t)ev->cpu.ncores;
+}
+
 static void on_event(struct file_scan *s, const struct sp_reader *r, const struct sp_event *ev)
 {
     struct sp_file_rec *f = s->f;
@@ -224,6 +297,8 @@ static void on_event(struct file_scan *s, const struct sp_reader *r, const struc
     switch (ev->type) {
     case SP_EV_NCCL:
         on_nccl(s, ev);
+        if (s->f->kseq_full >= 0 && is_collective_op(ev->nccl.op))
+            drop_kernel_seq(s);
         break;
     case SP_EV_COMM:
         if (f->comm_rank < 0 && ev->comm.nranks > 0 && ev->comm.rank >= 0 &&
@@ -239,15 +314,25 @@ static void on_event(struct file_scan *s, const struct sp_reader *r, const struc
             struct kernel *k = vec_push(&s->kernels, sizeof *k);
             if (k)
                 *k = (struct kernel){t, t + (int64_t)ev->gpu.dur, ev->gpu.stream, ev->gpu.correlation, 0};
+        } else if (ev->gpu.kind == SP_GPU_KERNEL) {
+            on_kernel(s, ev);
         }
         break;
-    case SP_EV_CUDA:
     case SP_EV_IO:
+        note_tid(s, ev->tid, t);
+        on_io(f, ev);
+        break;
+    case SP_EV_CUDA:
     case SP_EV_WAIT:
         note_tid(s, ev->tid, t);
         break;
+    case SP_EV_CPU:
+        on_cpu(f, ev);
+        break;
     case SP_EV_MARKER:
         on_marker(s, r, ev);
+        if (s->f->kseq_full >= 0 && s->marks.n)
+            drop_kernel_seq(s);
         break;
     case SP_EV_DROPPED:
         f->dropped += ev->dropped.count;
@@ -364,6 +449,8 @@ static void scan_file(struct sp_file_rec *f, const char *marker_re)
     f->nmarks = s.marks.n;
     f->tids = s.tids.p;
     f->ntids = s.tids.n;
+    f->kseq = s.kseq.p;
+    f->nkseq = s.kseq.n;
     free(s.kernels.p);
     free(s.stacks.p);
 }
@@ -374,16 +461,8 @@ struct scan_job {
     struct sp_model *m;
     const char *re;
     int done;
-    int64_t t0;
     pthread_mutex_t lock;
 };
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static void scan_one(int i, void *arg)
 {
@@ -391,9 +470,7 @@ static void scan_one(int i, void *arg)
     scan_file(&j->m->frecs[i], j->re);
     pthread_mutex_lock(&j->lock);
     j->done++;
-    if (j->m->opts.progress && now_ns() - j->t0 > PROGRESS_AFTER_NS)
-        fprintf(stderr, "\rscaleprof: read %d/%d files%s", j->done, j->m->nfrecs,
-                j->done == j->m->nfrecs ? "\n" : "");
+    sp_model_progress(j->m, "read", j->done, j->m->nfrecs);
     pthread_mutex_unlock(&j->lock);
 }
 
@@ -414,19 +491,28 @@ static int own_rank(const struct sp_file_rec *f)
     return f->hdr_rank >= 0 ? f->hdr_rank : f->comm_rank;
 }
 
+/* A file's rank, and whether it is a helper of that rank.  A process whose
+ * parent (on the same host) belongs to a rank is that rank's helper - a
+ * DataLoader worker forked after NCCL init inherits RANK in its header but
+ * opened no communicator - unless it has a communicator of its own or its
+ * header names another rank (a launcher process that is itself a rank). */
 static int resolve_rank(struct sp_model *m, struct sp_file_rec *f, int *helper)
 {
     *helper = 0;
-    int r = own_rank(f);
     const struct sp_file_rec *p = f;
-    for (int hops = 0; r < 0 && hops < MAX_DIR_DEPTH; hops++) {
+    int parent_rank = -1;
+    for (int hops = 0; parent_rank < 0 && hops < MAX_DIR_DEPTH; hops++) {
         p = parent_of(m, p);
         if (!p)
             break;
-        r = own_rank(p);
-        *helper = 1;
+        parent_rank = own_rank(p);
     }
-    return r;
+    int own = own_rank(f);
+    if (parent_rank >= 0 && f->comm_rank < 0 && (own < 0 || own == parent_rank)) {
+        *helper = 1;
+        return parent_rank;
+    }
+    return own;
 }
 
 static int host_index(struct sp_model *m, const char *host)
@@ -455,6 +541,7 @@ static struct sp_rank *rank_slot(struct sp_model *m, int rank)
     memset(r, 0, sizeof *r);
     r->rank = rank;
     r->host = -1;
+    r->machine_busy = -1;
     return r;
 }
 
@@ -501,6 +588,24 @@ static int append_file(struct sp_rank *r, struct sp_file_rec *f)
     return 0;
 }
 
+/* Reads and CPU samples: the evidence input_pipeline quotes. */
+static void add_input_evidence(struct sp_rank *r, const struct sp_file_rec *f)
+{
+    r->read_bytes += f->read_bytes;
+    r->read_ns += f->read_ns;
+    const struct sp_cpu_span *c = &f->cpu;
+    if (c->nsamples < 2 || c->t1 <= c->t0)
+        return;
+    if (f->helper) {
+        r->helper_cpu += (double)(c->ns1 - c->ns0) / (double)(c->t1 - c->t0);
+        r->helper_sampled++;
+    }
+    if (r->machine_busy < 0 || !f->helper) {
+        r->machine_busy = (double)c->busy_sum / (double)(c->nsamples - 1) / 1000.0;
+        r->ncores = (int)c->ncores;
+    }
+}
+
 static void group_files(struct sp_model *m)
 {
     int unowned = 0;
@@ -522,9 +627,12 @@ static void group_files(struct sp_model *m)
         if (!r)
             continue;
         if (helper) {
+            f->helper = 1;
             r->nhelpers++;
+            add_input_evidence(r, f);
             continue;
         }
+        add_input_evidence(r, f);
         if (r->host < 0)
             r->host = host_index(m, f->host);
         m->flags_any |= f->flags;
@@ -603,8 +711,7 @@ int sp_model_load(struct sp_model *m)
         m->frecs[i].hdr_rank = m->frecs[i].comm_rank = m->frecs[i].rank = -1;
     }
     free(pv);
-    struct scan_job job = {.m = m, .re = m->opts.step_marker ? m->opts.step_marker : DEFAULT_STEP_RE,
-                           .t0 = now_ns()};
+    struct scan_job job = {.m = m, .re = m->opts.step_marker ? m->opts.step_marker : DEFAULT_STEP_RE};
     pthread_mutex_init(&job.lock, NULL);
     sp_model_parallel(m, m->nfrecs, scan_one, &job);
     pthread_mutex_destroy(&job.lock);

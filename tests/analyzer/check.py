@@ -104,7 +104,7 @@ def case_straggler():
         if not s or s[0]["rank"] != 2 or s[0]["cause"] != cause:
             fail(f"rank 2 should be the straggler with cause {cause}")
         f = findings(rep).get("straggler")
-        if not f or f["ranks"] != "2" or f["severity"] == "low":
+        if not f or f["ranks"] != [2] or f["severity"] == "low":
             fail(f"no straggler finding for rank 2: {rep['findings']}")
         check_breakdown(rep, truth)
 

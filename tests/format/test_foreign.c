@@ -65,10 +65,19 @@ int main(void)
     struct stat st;
     CHECK(lstat("/tmp/sprof-should-not-exist", &st) < 0, "nothing created through the link");
 
+    /* The file gets the mode the user asked for (shared result folders). */
+    snprintf(path, sizeof path, "%s/shared.sprof", dir);
+    mode_t old_mask = umask(0);
+    struct sp_writer_opts shared = {.mode = 0640, .background = 1};
+    w = sp_writer_create(path, &shared, &err);
+    umask(old_mask);
+    CHECK(w && sp_writer_close(w) == 0, "create with mode 0640");
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0640, "mode %o", st.st_mode & 0777);
+
     struct sp_writer_opts bad = {.slot_size = 100};
     CHECK(!sp_writer_create(path, &bad, &err) && err == SP_E_ARG, "tiny slots rejected");
     printf("ok: text, empty, directory, missing, future-version files rejected with the "
-           "right error; no overwrite, no symlink\n");
+           "right error; no overwrite, no symlink, mode as asked\n");
     tmpdir_remove(dir);
     return 0;
 }

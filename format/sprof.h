@@ -20,9 +20,10 @@
  *                  thread; a frame carries its chunk id so that a reader can
  *                  tell a compressed chunk from its stale slot.
  *
- * Events are encoded as: type (1 byte), zigzag varint time delta from the
- * previous event of the same chunk, then the type's fields as varints, in
- * the order of the schema below.  Each chunk is independently decodable.
+ * Events are encoded as: type (1 byte), varint length of the rest, zigzag
+ * varint time delta from the previous event of the same chunk, then the
+ * type's fields as varints, in the order of the schema below.  Each chunk
+ * is independently decodable.
  *
  * The schema is one table per event type (SP_EVENTS below).  It generates
  * the in-memory structs, the encoder, the decoder and the field names used

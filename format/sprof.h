@@ -10,8 +10,8 @@
  *                  size, close clocks, loss counters) are fixed fields
  *                  updated in place.
  *   [strings]      an append-only arena of interned strings; an id is the
- *                  string's offset in the arena, so ids resolve without any
- *                  ordering between threads.
+ *                  string's offset in the arena plus one (0: none), so ids
+ *                  resolve without any ordering between threads.
  *   [slots]        fixed-size chunks that threads encode events into.  The
  *                  header page, strings and slots are mapped MAP_SHARED, so a
  *                  process killed by SIGKILL leaves every committed event in

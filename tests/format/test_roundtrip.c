@@ -190,13 +190,16 @@ static void *record_reads(void *arg)
     return NULL;
 }
 
-static void threads_lose_nothing(const char *dir)
+/* With the compressor thread (background) or with each thread compressing
+ * its own full slots (inline, under the writer's lock). */
+static void threads_lose_nothing(const char *dir, int background)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/threads.sprof", dir);
+    snprintf(path, sizeof path, "%s/threads-%d.sprof", dir, background);
     int err;
     /* Slots enough for everything even if the compressor never ran. */
-    struct sp_writer_opts o = {.slot_size = 256 * 1024, .slot_count = 256, .background = 1};
+    struct sp_writer_opts o = {.slot_size = 256 * 1024, .slot_count = 256,
+                               .background = background};
     struct sp_writer *w = sp_writer_create(path, &o, &err);
     CHECK(w, "create: %s", sp_strerror(err));
     pthread_t th[THREADS];
@@ -243,8 +246,8 @@ static void threads_lose_nothing(const char *dir)
     CHECK(sp_reader_stats(r)->frames > 0 && sp_reader_stats(r)->slots_recovered == 0,
           "all in frames after close");
     sp_reader_close(r);
-    printf("ok: %d threads x %d events, none lost, duplicated or reordered\n", THREADS,
-           EVENTS_PER_THREAD);
+    printf("ok: %d threads x %d events, none lost, duplicated or reordered (%s compression)\n",
+           THREADS, EVENTS_PER_THREAD, background ? "background" : "inline");
 }
 
 /* ---- codec compatibility --------------------------------------------------- */
@@ -318,7 +321,8 @@ int main(void)
     schema_can_grow();
     every_type_survives_the_file(dir);
     tools_are_fed(dir);
-    threads_lose_nothing(dir);
+    threads_lose_nothing(dir, 1);
+    threads_lose_nothing(dir, 0);
     tmpdir_remove(dir);
     return 0;
 }

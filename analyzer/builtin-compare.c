@@ -7,6 +7,12 @@
  * the fewest GPUs.  Global throughput is gpus / step time (x samples per
  * GPU per step when given), so efficiency = (thr_N / thr_0) / (N / N_0).
  * Lost time is the step-time difference to the baseline split by category.
+ *
+ * cross_node ("fine on one node, poor on two"): a multi-host run whose
+ * efficiency falls below 80% of the best single-host run's (high), or,
+ * against a single-host run with collectives, whose collective transfer per
+ * step at least doubled or whose bus bandwidth at least halved (moderate):
+ * the link between hosts costs time even when compute still hides it.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -21,6 +27,8 @@
 #define SMALL_BATCH_COMPUTE_DROP 0.8  /* compute per step fell below 80% of baseline */
 #define SMALL_BATCH_COLL_KEPT 0.9     /* while collective time stayed >= 90% */
 #define CROSS_NODE_EFF_DROP 0.8       /* multi-host efficiency < 80% of the best single-host */
+#define CROSS_NODE_TRANSFER_GROWTH 2.0 /* collective transfer per step doubled on more hosts */
+#define CROSS_NODE_BUSBW_DROP 0.5     /* or bus bandwidth halved */
 #define SCALING_POOR 0.8              /* efficiency below which speedup "shrinks" */
 #define SECONDS_PER_HOUR 3600.0
 
@@ -56,6 +64,42 @@ static double compute_ms(const struct run *r)
     return r->cat_ms[SP_CAT_COMPUTE] + r->cat_ms[SP_CAT_OVERLAP];
 }
 
+static double transfer_ms(const struct run *r)
+{
+    return r->cat_ms[SP_CAT_COLL_TRANSFER] + r->cat_ms[SP_CAT_OVERLAP];
+}
+
+/* A multi-host run against the single-host run with collectives whose
+ * transfer per step is smallest: transfer grown or bus bandwidth fallen. */
+static int link_finding(const struct run *runs, int n, struct cmp_finding *f)
+{
+    const struct run *one = NULL;
+    for (int i = 0; i < n; i++)
+        if (runs[i].m.nhosts == 1 && runs[i].m.nranks > 1 && runs[i].m.ncolls &&
+            (!one || transfer_ms(&runs[i]) < transfer_ms(one)))
+            one = &runs[i];
+    if (!one)
+        return 0;
+    double bw1 = sp_model_busbw(&one->m, -1, NULL);
+    for (int i = 0; i < n; i++) {
+        const struct run *r = &runs[i];
+        if (r->m.nhosts < 2 || !r->m.ncolls)
+            continue;
+        double bw = sp_model_busbw(&r->m, 1, NULL);
+        int grew = transfer_ms(r) >= CROSS_NODE_TRANSFER_GROWTH * transfer_ms(one) && transfer_ms(r) > 0;
+        int fell = bw1 > 0 && bw > 0 && bw <= CROSS_NODE_BUSBW_DROP * bw1;
+        if (!grew && !fell)
+            continue;
+        *f = (struct cmp_finding){"cross_node", "moderate", "", "verify network setup and bandwidth for the instance type"};
+        snprintf(f->evidence, sizeof f->evidence,
+                 "fine on one node, poor on %d: collective transfer per step %.2f ms on %d GPUs on one host, "
+                 "%.2f ms on %d GPUs over %d hosts; bus bandwidth %.1f GB/s within a host, %.1f GB/s across hosts",
+                 r->m.nhosts, transfer_ms(one), one->m.nranks, transfer_ms(r), r->m.nranks, r->m.nhosts, bw1, bw);
+        return 1;
+    }
+    return 0;
+}
+
 static int series_findings(struct run *runs, int n, int base, struct cmp_finding *f)
 {
     int nf = 0;
@@ -88,6 +132,8 @@ static int series_findings(struct run *runs, int n, int base, struct cmp_finding
             break;
         }
     }
+    if (!nf || strcmp(f[nf - 1].cause, "cross_node"))
+        nf += link_finding(runs, n, &f[nf]);
     int shrinking = 0;
     for (int i = 0; i < n; i++)
         shrinking |= runs[i].eff < SCALING_POOR;
@@ -171,7 +217,7 @@ int cmd_compare(int argc, char **argv)
     const struct run *b = &runs[base];
     for (int i = 0; i < n; i++)
         runs[i].eff = (runs[i].thr / b->thr) / ((double)runs[i].m.nranks / b->m.nranks);
-    struct cmp_finding f[4];
+    struct cmp_finding f[5];
     int nf = series_findings(runs, n, base, f);
     const char *unit = o.samples_per_step > 0 ? "samples/s" : "GPU-steps/s";
     if (json) {

@@ -18,6 +18,15 @@
  * so an irregular start (parameter broadcast) falls into the first step,
  * which is warm-up anyway.
  *
+ * Neither markers nor collectives (one GPU): the compute kernels on the
+ * main stream (the one with most kernels) repeat their names every step.
+ * Layers repeat inside a step too (50 identical GEMMs), so the smallest
+ * period reaching 90% is not enough: the period is the smallest whose
+ * match ratio is within half a point of the best ratio of any period up
+ * to KERNEL_PERIOD_MAX.  The step ends at the end of the kernel followed
+ * by the longest median idle gap, as with collectives.  Pass 1 keeps the
+ * kernel sequence only for files without markers or collectives.
+ *
  * Step k is the k-th step on every rank; the count is the minimum over
  * ranks that have steps.
  */
@@ -29,6 +38,9 @@
 #define PERIOD_MAX 1024
 #define PERIOD_WINDOW 2048 /* calls compared per candidate period */
 #define PERIOD_MATCH 0.9
+#define KERNEL_PERIOD_MAX 8192
+#define KERNEL_PERIOD_SLACK 0.005 /* a period this close to the best ratio is as good */
+#define MAX_STREAMS 256
 
 static int set_steps(struct sp_rank *r, const int64_t *bounds, int n)
 {
@@ -150,6 +162,140 @@ out:
     return got;
 }
 
+/* Match ratio of the sequence with itself shifted by p, over the last
+ * max(PERIOD_WINDOW, 2p) positions. */
+static double shift_match(const uint32_t *k, size_t n, size_t p)
+{
+    size_t window = PERIOD_WINDOW > 2 * p ? PERIOD_WINDOW : 2 * p;
+    size_t from = n - p > window ? n - p - window : 0, same = 0;
+    for (size_t i = from; i + p < n; i++)
+        same += k[i] == k[i + p];
+    return (double)same / (double)(n - p - from);
+}
+
+static size_t kernel_period(const uint32_t *k, size_t n)
+{
+    size_t pmax = n / 2 < KERNEL_PERIOD_MAX ? n / 2 : KERNEL_PERIOD_MAX;
+    if (!pmax)
+        return 0;
+    double *ratio = malloc((pmax + 1) * sizeof *ratio), best = 0;
+    if (!ratio)
+        return 0;
+    for (size_t p = 1; p <= pmax; p++) {
+        ratio[p] = shift_match(k, n, p);
+        if (ratio[p] > best)
+            best = ratio[p];
+    }
+    size_t got = 0;
+    for (size_t p = 1; p <= pmax && !got && best >= PERIOD_MATCH; p++)
+        if (ratio[p] >= best - KERNEL_PERIOD_SLACK)
+            got = p;
+    free(ratio);
+    return got;
+}
+
+static int cmp_kernel_start(const void *a, const void *b)
+{
+    const struct sp_kernel_rec *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+/* The rank's kernels on its busiest stream, in time order. */
+static struct sp_kernel_rec *main_stream_kernels(struct sp_model *m, struct sp_rank *r, size_t *n)
+{
+    uint32_t stream[MAX_STREAMS];
+    size_t count[MAX_STREAMS] = {0}, ns = 0, total = 0;
+    for (int f = 0; f < r->nfiles; f++) {
+        const struct sp_file_rec *fr = r->files[f];
+        if (fr->kseq_full > 0)
+            sp_model_warn(m, "%s: more than %zu kernels before any step: steps are looked for in "
+                             "the first ones only", fr->path, fr->nkseq);
+        for (size_t i = 0; i < fr->nkseq; i++) {
+            size_t x = 0;
+            while (x < ns && stream[x] != fr->kseq[i].stream)
+                x++;
+            if (x == ns && ns < MAX_STREAMS)
+                stream[ns++] = fr->kseq[i].stream;
+            if (x < ns)
+                count[x]++;
+            total++;
+        }
+    }
+    size_t best = 0;
+    for (size_t x = 1; x < ns; x++)
+        if (count[x] > count[best])
+            best = x;
+    *n = 0;
+    struct sp_kernel_rec *k = total ? malloc(total * sizeof *k) : NULL;
+    if (!k)
+        return NULL;
+    for (int f = 0; f < r->nfiles; f++)
+        for (size_t i = 0; i < r->files[f]->nkseq; i++)
+            if (r->files[f]->kseq[i].stream == stream[best])
+                k[(*n)++] = r->files[f]->kseq[i];
+    qsort(k, *n, sizeof *k, cmp_kernel_start);
+    return k;
+}
+
+/* The residue whose kernel is followed by the longest median idle gap. */
+static size_t kernel_pattern_end(const struct sp_kernel_rec *k, size_t n, size_t p)
+{
+    size_t best = p - 1;
+    double best_gap = -1;
+    double *gaps = malloc((n / p + 1) * sizeof *gaps);
+    if (!gaps)
+        return best;
+    for (size_t j = 0; j < p; j++) {
+        size_t g = 0;
+        for (size_t i = j; i + 1 < n; i += p)
+            gaps[g++] = (double)(k[i + 1].start - k[i].end);
+        double med = sp_median(gaps, g);
+        if (med > best_gap) {
+            best_gap = med;
+            best = j;
+        }
+    }
+    free(gaps);
+    return best;
+}
+
+/* Steps from the repeating kernel names of one rank; 0 when none repeat. */
+static int steps_from_kernels(struct sp_model *m, struct sp_rank *r)
+{
+    size_t n;
+    struct sp_kernel_rec *k = main_stream_kernels(m, r, &n);
+    uint32_t *key = n ? malloc(n * sizeof *key) : NULL;
+    int64_t *b = n ? malloc((n + 2) * sizeof *b) : NULL;
+    int got = 0;
+    if (!k || !key || !b || n < 4)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        key[i] = k[i].name;
+    size_t p = kernel_period(key, n);
+    if (!p)
+        goto out;
+    size_t last = kernel_pattern_end(k, n, p);
+    while (last + p < n)
+        last += p;
+    size_t count = 0;
+    for (size_t i = last;; i -= p) {
+        if (key[i] != key[last])
+            break;
+        count++;
+        if (i < p)
+            break;
+    }
+    b[0] = r->first_t;
+    for (size_t s = 0; s < count; s++)
+        b[s + 1] = k[last - (count - 1 - s) * p].end;
+    got = set_steps(r, b, (int)count);
+out:
+    free(k);
+    free(key);
+    free(b);
+    return got;
+}
+
 int sp_model_find_steps(struct sp_model *m)
 {
     int with_marks = 0;
@@ -169,6 +315,13 @@ int sp_model_find_steps(struct sp_model *m)
             found += steps_from_collectives(&m->ranks[i]) > 0;
         if (found)
             how = "collectives";
+    }
+    if (!strcmp(how, "none")) {
+        int found = 0;
+        for (int i = 0; i < m->nranks; i++)
+            found += steps_from_kernels(m, &m->ranks[i]) > 0;
+        if (found)
+            how = "kernels";
     }
     int total = -1;
     for (int i = 0; i < m->nranks; i++)

@@ -212,6 +212,124 @@ def case_compare_small_batch():
         fail("small_batch not named")
 
 
+def case_late_gpu_records():
+    """GPU records written by a separate thread six steps late, grouped by
+    stream as a CUPTI buffer delivers them: no event is left out, and the
+    breakdown matches the truth."""
+    d, truth = gen("lag", "--ranks", 2, "--markers", "--memcpy-ms", 0.5, "--sync-ms", 1, "--input-ms", 2,
+                   "--gpu-thread-lag", 6, "--kernels", 1000, "--steps", 30)
+    rep = report(d)
+    late = [w for w in rep["warnings"] if "arrived after" in w]
+    print(f"  warnings about late events: {late}")
+    if late:
+        fail("events were left out: " + late[0])
+    check_breakdown(rep, truth)
+    near("memcpy (every copy counted)", rep["breakdown"]["memcpy"], truth["breakdown"]["memcpy"], 0.0005)
+
+
+def case_loader_workers():
+    """Two forked loader workers per rank, whose headers inherit the rank,
+    are attached to it as helpers, not analyzed as the rank; the input
+    finding quotes the workers, their CPU use, the read throughput and the
+    dips at step start."""
+    d, truth = gen("workers", "--ranks", 4, "--markers", "--input-ms", 6, "--helpers", 2)
+    rep = report(d)
+    helpers = [r["helper_processes"] for r in rep["per_rank"]]
+    print(f"  helper_processes per rank {helpers}, ranks {rep['ranks']}")
+    if helpers != [2, 2, 2, 2] or rep["ranks"] != 4:
+        fail("each rank should have its two workers attached")
+    check_breakdown(rep, truth)
+    f = findings(rep).get("input_pipeline")
+    if not f:
+        fail("no input_pipeline finding")
+    ev = f["evidence"]
+    print(f"  evidence: {ev}")
+    for want in ("2 loader worker processes per rank", "50% of a CPU core", "95% busy (saturated)",
+                 "MB/s", "periodic dips at step start"):
+        if want not in ev:
+            fail(f"input_pipeline evidence lacks {want!r}")
+    if f["ranks"] != [0, 1, 2, 3] or f["steps"] != {"first": 3, "last": 19}:
+        fail(f"ranks should list all four ranks and steps 3..19: {f['ranks']} {f['steps']}")
+
+
+def case_findings_shape():
+    """Every finding names its ranks as a non-empty list of integers and its
+    steps as {first, last}."""
+    d, _ = gen("shape", "--ranks", 4, "--markers", "--input-ms", 4, "--slow-rank", 1, "--slow-compute-ms", 3)
+    rep = report(d)
+    for f in rep["findings"]:
+        print(f"  {f['cause']}: ranks {f['ranks']}, steps {f['steps']}")
+        if not isinstance(f["ranks"], list) or not f["ranks"] or not all(type(x) is int for x in f["ranks"]):
+            fail(f"ranks of {f['cause']} is not a non-empty list of integers")
+        st = f["steps"]
+        if not isinstance(st, dict) or not (type(st.get("first")) is int and type(st.get("last")) is int):
+            fail(f"steps of {f['cause']} is not {{first, last}}")
+    if len(rep["findings"]) < 2:
+        fail("the scenario should give at least two findings")
+
+
+def case_straggler_not_small_batch():
+    """Uneven data makes rank 2 late; the others' wait is the straggler's
+    doing, not a batch too small to hide the collectives."""
+    d, _ = gen("unevensb", "--ranks", 4, "--markers", "--slow-rank", 2, "--slow-input-ms", 15,
+               "--compute-ms", 10, "--transfer-ms", 1)
+    rep = report(d)
+    causes = [f["cause"] for f in rep["findings"]]
+    print(f"  findings {causes}")
+    if "straggler" not in causes:
+        fail("rank 2 should be the straggler")
+    if "small_batch" in causes:
+        fail("small_batch fired on a straggler run")
+
+
+def case_cross_node_report():
+    """Every collective spans two hosts at 20 GB/s of bus bandwidth and the
+    transfer is exposed: cross_node (moderate).  Not on one host, and not
+    when the link between hosts is fast."""
+    slow, _ = gen("xslow", "--ranks", 8, "--hosts", 2, "--markers", "--inter-transfer-ms", 6)
+    one, _ = gen("xone", "--ranks", 8, "--hosts", 1, "--markers", "--transfer-ms", 6)
+    fast, _ = gen("xfast", "--ranks", 8, "--hosts", 2, "--markers", "--inter-transfer-ms", 0.4)
+    f = findings(report(slow)).get("cross_node")
+    print(f"  two hosts, slow: {f}")
+    if not f or f["severity"] != "moderate" or "GB/s" not in f["evidence"]:
+        fail("cross_node (moderate) with its bandwidth expected")
+    for name, d in (("one host", one), ("two hosts, fast link", fast)):
+        got = findings(report(d)).get("cross_node")
+        print(f"  {name}: {got}")
+        if got:
+            fail(f"no cross_node expected on {name}")
+
+
+def case_compare_cross_node():
+    """Eight GPUs on one node, then on two: efficiency holds above 80% but
+    the collective transfer per step grows fourfold: compare says
+    cross_node, fine on one node, poor on two."""
+    one, _ = gen("cn1", "--ranks", 8, "--hosts", 1, "--markers", "--compute-ms", 30, "--transfer-ms", 0.5)
+    two, _ = gen("cn2", "--ranks", 8, "--hosts", 2, "--markers", "--compute-ms", 30, "--inter-transfer-ms", 2)
+    out = json.loads(scaleprof("compare", one, two, "--json").stdout)
+    print(f"  efficiencies {[round(r['efficiency'], 3) for r in out['runs']]}, findings {out['findings']}")
+    if not any(f["cause"] == "cross_node" for f in out["findings"]):
+        fail("compare should name cross_node")
+    same, _ = gen("cn1b", "--ranks", 8, "--hosts", 1, "--markers", "--compute-ms", 30, "--transfer-ms", 0.5,
+                  "--jitter", 0.03)
+    out = json.loads(scaleprof("compare", one, same, "--json").stdout)
+    if any(f["cause"] == "cross_node" for f in out["findings"]):
+        fail("two single-node runs should not give cross_node")
+
+
+def case_single_gpu_kernels():
+    """One GPU, no markers, no collectives: the steps are found from the
+    repeating kernel-name sequence."""
+    d, truth = gen("single", "--ranks", 1, "--no-nccl", "--kernels", 5, "--colls", 3, "--input-ms", 2,
+                   "--sync-ms", 0.5, "--jitter", 0.05)
+    rep = report(d)
+    print(f"  detected_by {rep['steps']['detected_by']}, count {rep['steps']['count']}, truth {truth['steps']}")
+    if rep["steps"]["detected_by"] != "kernels" or rep["steps"]["count"] != truth["steps"]:
+        fail("steps should come from the kernel sequence")
+    near("step_ms", rep["steps"]["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+    check_breakdown(rep, truth)
+
+
 def case_help_matches_man():
     """Every option in each verb's --help is documented in its man page."""
     mandir = os.environ["MAN_DIR"]

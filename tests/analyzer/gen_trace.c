@@ -23,13 +23,21 @@
  * are off by --clock-error-us per host, so the analyzer must refine clocks
  * from collective ends.  Optional: NVTX step markers, a straggler (extra
  * compute or input on one rank), a missing rank, a truncated file, one
- * DataLoader-like helper process per rank, many kernels per step (bench).
+ * DataLoader-like helper process per rank (--helper: no rank in its
+ * header) or N of them that inherit the rank in their header as forked
+ * workers do (--helpers N), many kernels per step (bench), no collectives
+ * at all (--no-nccl: a single-GPU job whose steps show only in its
+ * kernel-name sequence; every kernel position of a step has its own name),
+ * and GPU records written by a separate thread S steps late, grouped by
+ * stream as a CUPTI buffer delivers them (--gpu-thread-lag S).
  *
  * The truth (JSON, --truth FILE) covers steps [skip, steps): breakdown as
  * fractions of step time, per-collective transfer and mean wait, step time,
  * and the straggler.
  */
 #include <getopt.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,10 +60,15 @@
 #define LAUNCH_NS 2000
 #define NCCL_CALL_NS 15000
 #define MAX_RANKS 1024
-
+#define MAX_KERNEL_NAMES 8192
+#define HELPER_CPU_CORES 0.5 /* a worker's CPU use, in cores */
+#define HELPER_CPU_EVERY (100 * MS)
+#define HOST_BUSY_PERMILLE 950
+#define HOST_CORES 8
+#define LAG_SLOT_SIZE 1024 /* small chunks, so host frames reach the file in step order */
 struct scenario {
     const char *out, *truth;
-    int ranks, hosts, steps, colls, kernels, markers, intra, skip, helper;
+    int ranks, hosts, steps, colls, kernels, markers, intra, skip, helper, helpers, no_nccl, gpu_lag;
     double compute, input, sync, memcpy, tail, transfer, inter_transfer, jitter, clock_err_us;
     uint64_t bytes;
     int slow_rank, missing_rank, truncate_rank;
@@ -65,7 +78,7 @@ struct scenario {
 struct rank_out {
     struct sp_writer *w;
     int64_t mono_base;
-    uint32_t name_step, name_kernel;
+    uint32_t name_step, *name_kernel;
     uint64_t seq_global, seq_intra;
     double cat[8]; /* truth accumulated over steps in view */
 };
@@ -75,6 +88,70 @@ static struct rank_out R[MAX_RANKS];
  * replayed once per rank, emitting only that rank's events (emit_rank), and
  * once more without emitting to add up the truth (collect_truth). */
 static int emit_rank = -1, collect_truth;
+
+/* --gpu-thread-lag: GPU records wait here, tagged with their step, until a
+ * separate "CUPTI" thread writes them, S steps later, grouped by stream. */
+struct pending { struct sp_event ev; int step; };
+static struct { struct pending *v; size_t n, cap; } lagq;
+static int cur_step;
+static struct {
+    pthread_t th;
+    sem_t go, done;
+    struct sp_writer *w;
+    struct pending *batch;
+    size_t n;
+    int quit;
+} gput;
+
+static void *gpu_thread(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        sem_wait(&gput.go);
+        if (gput.quit)
+            return NULL;
+        for (size_t i = 0; i < gput.n; i++)
+            sp_writer_append(gput.w, &gput.batch[i].ev);
+        sp_writer_thread_exit(gput.w); /* the batch becomes a frame now */
+        sem_post(&gput.done);
+    }
+}
+
+static int cmp_stream_time(const void *a, const void *b)
+{
+    const struct pending *x = a, *y = b;
+    if (x->ev.gpu.stream != y->ev.gpu.stream)
+        return x->ev.gpu.stream < y->ev.gpu.stream ? -1 : 1;
+    return (x->ev.t > y->ev.t) - (x->ev.t < y->ev.t);
+}
+
+/* Hand every queued record of a step <= upto to the GPU thread. */
+static void deliver_gpu(int upto)
+{
+    size_t n = 0;
+    while (n < lagq.n && lagq.v[n].step <= upto)
+        n++;
+    if (!n)
+        return;
+    qsort(lagq.v, n, sizeof *lagq.v, cmp_stream_time);
+    gput.batch = lagq.v;
+    gput.n = n;
+    sem_post(&gput.go);
+    sem_wait(&gput.done);
+    memmove(lagq.v, lagq.v + n, (lagq.n - n) * sizeof *lagq.v);
+    lagq.n -= n;
+}
+
+static void queue_gpu(const struct sp_event *ev)
+{
+    if (lagq.n == lagq.cap) {
+        lagq.cap = lagq.cap ? 2 * lagq.cap : 1024;
+        lagq.v = realloc(lagq.v, lagq.cap * sizeof *lagq.v);
+        if (!lagq.v)
+            exit(1);
+    }
+    lagq.v[lagq.n++] = (struct pending){*ev, cur_step};
+}
 
 /* Deterministic per (step, rank), so that every replay sees the same run. */
 static double jitter(double j, int k, int r)
@@ -104,7 +181,10 @@ static void emit(int r, struct sp_event *ev, double global_t)
     if (r != emit_rank || !R[r].w)
         return;
     ev->t = (uint64_t)((int64_t)global_t + R[r].mono_base);
-    sp_writer_append(R[r].w, ev);
+    if (gput.w && ev->type == SP_EV_GPU)
+        queue_gpu(ev);
+    else
+        sp_writer_append(R[r].w, ev);
 }
 
 static void emit_marker(int r, int kind, double t)
@@ -143,7 +223,7 @@ static void emit_gpu(int r, int kind, double t, double dur, uint64_t stream)
     ev.gpu.dur = (uint64_t)dur;
     ev.gpu.kind = (uint64_t)kind;
     ev.gpu.stream = stream;
-    ev.gpu.name = kind == SP_GPU_NCCL_KERNEL ? 0 : R[r].name_kernel;
+    ev.gpu.name = 0;
     ev.gpu.copy_kind = kind == SP_GPU_MEMCPY ? SP_COPY_H2D : 0;
     emit(r, &ev, t);
 }
@@ -166,13 +246,21 @@ static void emit_nccl(int r, uint64_t comm, uint64_t seq, int nranks, int crank,
     emit_gpu(r, SP_GPU_NCCL_KERNEL, arrive, end - arrive, NCCL_STREAM);
 }
 
-static void emit_compute(const struct scenario *s, int r, double t, double dur)
+/* Chunk j of a step's compute: kernels named by their position. */
+static void emit_compute(const struct scenario *s, int r, int j, double t, double dur)
 {
     int n = s->kernels > 0 ? s->kernels : 1;
     double k = dur / n;
     for (int i = 0; i < n; i++) {
         emit_cuda(r, SP_CUDA_LAUNCH, t + i * k, k < LAUNCH_NS ? k : LAUNCH_NS);
-        emit_gpu(r, SP_GPU_KERNEL, t + i * k, k, COMPUTE_STREAM);
+        if (r != emit_rank || !R[r].w)
+            continue;
+        struct sp_event ev = {.type = SP_EV_GPU};
+        ev.gpu.dur = (uint64_t)k;
+        ev.gpu.kind = SP_GPU_KERNEL;
+        ev.gpu.stream = COMPUTE_STREAM;
+        ev.gpu.name = R[r].name_kernel[(j * n + i) % MAX_KERNEL_NAMES];
+        emit(r, &ev, t + i * k);
     }
 }
 
@@ -218,13 +306,15 @@ static double run_step(const struct scenario *s, int k, double T, int in_view)
         double last = 0;
         for (int r = 0; r < n; r++) {
             double chunk = c[r] / s->colls;
-            emit_compute(s, r, t[r], chunk);
+            emit_compute(s, r, j, t[r], chunk);
             t[r] += chunk;
             if (in_view)
                 R[r].cat[0] += chunk;
             if (t[r] > last)
                 last = t[r];
         }
+        if (s->no_nccl)
+            continue;
         /* gradient buckets differ in size, as DDP's do */
         uint64_t bytes = s->bytes >> j;
         double end = last + transfer, wsum = 0;
@@ -261,9 +351,12 @@ static double run_step(const struct scenario *s, int k, double T, int in_view)
         }
     }
     double end = t[0] + s->tail;
+    for (int r = 1; r < n; r++)
+        if (t[r] + s->tail > end)
+            end = t[r] + s->tail; /* --no-nccl: nothing holds the ranks together */
     for (int r = 0; r < n; r++) {
         if (in_view)
-            R[r].cat[6] += s->tail;
+            R[r].cat[6] += end - t[r];
         if (s->markers)
             emit_marker(r, SP_MARK_POP, end);
     }
@@ -281,7 +374,8 @@ static int open_rank(const struct scenario *s, int r)
     mkdir(dir, 0755);
     snprintf(path, sizeof path, "%s/%d.sprof", dir, 1000 + r);
     unlink(path);
-    struct sp_writer_opts o = {.slot_count = 8, .strings_size = 1 << 16, .background = 0};
+    struct sp_writer_opts o = {.slot_count = 8, .strings_size = 1 << 18, .background = 0,
+                               .slot_size = s->gpu_lag ? LAG_SLOT_SIZE : 0};
     int err = 0;
     R[r].mono_base = HOST_MONO_STEP * (h + 1) + 12345 * h;
     if (r == s->missing_rank)
@@ -305,16 +399,36 @@ static int open_rank(const struct scenario *s, int r)
     sp_writer_add_tlv(R[r].w, SP_TLV_HOST, host, (uint32_t)strlen(host));
     sp_writer_add_tlv(R[r].w, SP_TLV_SOURCE, "preload", 7);
     R[r].name_step = sp_writer_intern(R[r].w, "train_step", 10);
-    R[r].name_kernel = sp_writer_intern(R[r].w, "void gemm_kernel<float>()", 25);
+    int names = s->colls * (s->kernels > 0 ? s->kernels : 1);
+    names = names < MAX_KERNEL_NAMES ? names : MAX_KERNEL_NAMES;
+    R[r].name_kernel = calloc(MAX_KERNEL_NAMES, sizeof *R[r].name_kernel);
+    if (!R[r].name_kernel)
+        return -1;
+    for (int i = 0; i < names; i++) {
+        char name[64];
+        int len = snprintf(name, sizeof name, "void layer%d_kernel%d<float>()", i / (s->kernels > 0 ? s->kernels : 1),
+                           i % (s->kernels > 0 ? s->kernels : 1));
+        R[r].name_kernel[i] = sp_writer_intern(R[r].w, name, (size_t)len);
+    }
+    if (s->gpu_lag) {
+        gput.w = R[r].w;
+        gput.quit = 0;
+        sem_init(&gput.go, 0, 0);
+        sem_init(&gput.done, 0, 0);
+        if (pthread_create(&gput.th, NULL, gpu_thread, NULL) != 0)
+            return -1;
+    }
     return 0;
 }
 
-/* A DataLoader-like worker: rank -1, its parent is the rank's process; its
- * file reads must not count as the rank's own input wait. */
-static void write_helper(const struct scenario *s, int r, double t0, double t1)
+/* A DataLoader-like worker: its parent is the rank's process; its file
+ * reads must not count as the rank's own input wait.  With `inherit` its
+ * header carries the rank, as a worker forked from the rank does. */
+static void write_helper(const struct scenario *s, int r, int idx, int inherit, double t0, double t1)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/host%d/%d.sprof", s->out, host_of(s, r), 5000 + r);
+    int pid = 5000 + r * 16 + idx;
+    snprintf(path, sizeof path, "%s/host%d/%d.sprof", s->out, host_of(s, r), pid);
     unlink(path);
     struct sp_writer_opts o = {.slot_count = 4, .strings_size = 1 << 12, .background = 0};
     int err;
@@ -322,13 +436,16 @@ static void write_helper(const struct scenario *s, int r, double t0, double t1)
     if (!w)
         return;
     struct sp_file_header *hd = sp_writer_header(w);
-    hd->pid = 5000 + r;
+    hd->pid = pid;
     hd->ppid = 1000 + r;
+    hd->rank = inherit ? r : -1;
+    hd->world_size = inherit ? s->ranks : -1;
     hd->start_mono = (uint64_t)(R[r].mono_base + (int64_t)GLOBAL_START);
     hd->start_real = (uint64_t)(REALTIME_EPOCH + (int64_t)GLOBAL_START);
     char host[64];
     snprintf(host, sizeof host, "host%d", host_of(s, r));
     sp_writer_add_tlv(w, SP_TLV_HOST, host, (uint32_t)strlen(host));
+    double next_cpu = t0;
     for (double t = t0; t < t1; t += 5 * MS) {
         struct sp_event ev = {.type = SP_EV_IO};
         ev.t = (uint64_t)((int64_t)t + R[r].mono_base);
@@ -337,6 +454,16 @@ static void write_helper(const struct scenario *s, int r, double t0, double t1)
         ev.io.fd_kind = SP_FD_FILE;
         ev.io.ret = 4096;
         sp_writer_append(w, &ev);
+        if (t >= next_cpu) {
+            struct sp_event c = {.type = SP_EV_CPU};
+            c.t = ev.t;
+            c.cpu.user_ns = (uint64_t)((t - t0) * HELPER_CPU_CORES);
+            c.cpu.busy_permille = HOST_BUSY_PERMILLE;
+            c.cpu.ncores = HOST_CORES;
+            c.cpu.threads = 1;
+            sp_writer_append(w, &c);
+            next_cpu += HELPER_CPU_EVERY;
+        }
     }
     sp_writer_close(w);
 }
@@ -393,7 +520,7 @@ static const char usage[] =
     "  [--transfer-ms X] [--inter-transfer-ms X] [--intra-coll] [--bytes B] [--kernels N]\n"
     "  [--jitter F] [--clock-error-us U] [--markers] [--helper] [--slow-rank R]\n"
     "  [--slow-compute-ms X] [--slow-input-ms X] [--missing-rank R] [--truncate-rank R]\n"
-    "  [--truth FILE]\n";
+    "  [--helpers N] [--no-nccl] [--gpu-thread-lag S] [--truth FILE]\n";
 
 int main(int argc, char **argv)
 {
@@ -410,6 +537,7 @@ int main(int argc, char **argv)
         {"clock-error-us", 1, 0, 'e'}, {"markers", 0, 0, 'M'}, {"helper", 0, 0, 'P'},
         {"slow-rank", 1, 0, 'S'}, {"slow-compute-ms", 1, 0, 'C'}, {"slow-input-ms", 1, 0, 'D'},
         {"missing-rank", 1, 0, 'X'}, {"truncate-rank", 1, 0, 'R'}, {"truth", 1, 0, 'o'},
+        {"helpers", 1, 0, 'W'}, {"no-nccl", 0, 0, 'Z'}, {"gpu-thread-lag", 1, 0, 'L'},
         {0, 0, 0, 0},
     };
     int c;
@@ -440,6 +568,9 @@ int main(int argc, char **argv)
         case 'X': s.missing_rank = atoi(optarg); break;
         case 'R': s.truncate_rank = atoi(optarg); break;
         case 'o': s.truth = optarg; break;
+        case 'W': s.helpers = atoi(optarg); break;
+        case 'Z': s.no_nccl = 1; break;
+        case 'L': s.gpu_lag = atoi(optarg); break;
         default: fputs(usage, stderr); return 2;
         }
     }
@@ -463,12 +594,26 @@ int main(int argc, char **argv)
         for (int k = 0; k < s.steps; k++) {
             if (k == s.skip)
                 first = T;
+            cur_step = k;
+            if (gput.w)
+                deliver_gpu(k - s.gpu_lag);
             T = run_step(&s, k, T, k >= s.skip);
+        }
+        if (gput.w) {
+            deliver_gpu(s.steps);
+            gput.quit = 1;
+            sem_post(&gput.go);
+            pthread_join(gput.th, NULL);
+            gput.w = NULL;
         }
         if (emit_rank >= 0 && R[emit_rank].w)
             sp_writer_close(R[emit_rank].w);
-        if (emit_rank >= 0 && s.helper && emit_rank != s.missing_rank)
-            write_helper(&s, emit_rank, t0, T);
+        if (emit_rank >= 0 && emit_rank != s.missing_rank) {
+            if (s.helper)
+                write_helper(&s, emit_rank, 0, 0, t0, T);
+            for (int i = 0; i < s.helpers; i++)
+                write_helper(&s, emit_rank, 1 + i, 1, t0, T);
+        }
     }
     step_ms = (T - first) / (s.steps - s.skip) / MS;
     if (s.truncate_rank >= 0)

@@ -43,8 +43,14 @@
 
 enum icat { I_COMPUTE, I_MEMCPY, I_TRANSFER, I_WAIT, I_INPUT, I_HOST, I_N };
 
-struct ival { int64_t start, end; int cat; };
-struct step_buf { struct ival *v; size_t n, cap; int done; };
+/* A step's intervals, one list per category: each list is nearly sorted
+ * as it arrives (a thread's events come in time order), so reducing a step
+ * is a sortedness check, a merge per category and a union per priority
+ * level - no sort of the whole step. */
+struct ivec { struct sp_span *v; size_t n, cap; };
+struct step_buf { struct ivec c[I_N]; int done; };
+
+#define SPARE_MAX 8 /* emptied lists kept for the next steps */
 
 struct thread_seen { int64_t wm; uint64_t seen; };
 
@@ -55,87 +61,153 @@ struct rank_pass {
     int lo, hi;             /* steps reduced here */
     int next_open;          /* oldest step not yet reduced */
     int last_touched;       /* newest step that received an interval */
+    int hint;               /* step of the previous interval */
     int64_t max_call;       /* longest NCCL call, for the call search */
     struct sp_file_rec *f;
     struct thread_seen *th; /* per tid of f, same index as f->tids */
     size_t last_tid;
+    struct ivec spare[SPARE_MAX];
+    int nspare;
+    struct ivec scratch[3]; /* unions while reducing */
 };
 
-static void push_ival(struct step_buf *b, int64_t s, int64_t e, int cat)
+static int grow(struct ivec *v, size_t need)
 {
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        struct ival *p = realloc(b->v, cap * sizeof *p);
-        if (!p)
-            return;
-        b->v = p;
-        b->cap = cap;
+    if (need <= v->cap)
+        return 0;
+    size_t cap = v->cap ? v->cap : 64;
+    while (cap < need)
+        cap *= 2;
+    struct sp_span *p = realloc(v->v, cap * sizeof *p);
+    if (!p)
+        return -1;
+    v->v = p;
+    v->cap = cap;
+    return 0;
+}
+
+static void push_ival(struct rank_pass *rp, struct step_buf *b, int64_t s, int64_t e, int cat)
+{
+    struct ivec *v = &b->c[cat];
+    if (!v->v && rp->nspare)
+        *v = rp->spare[--rp->nspare];
+    if (v->n == v->cap && grow(v, v->n + 1) < 0)
+        return;
+    v->v[v->n++] = (struct sp_span){s, e};
+}
+
+static int cmp_span_start(const void *a, const void *b)
+{
+    const struct sp_span *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+/* Clip to the step, sort when needed, merge overlaps in place. */
+static void normalize(struct ivec *v, struct sp_span st)
+{
+    size_t n = 0;
+    int sorted = 1;
+    for (size_t i = 0; i < v->n; i++) {
+        int64_t s = v->v[i].start > st.start ? v->v[i].start : st.start;
+        int64_t e = v->v[i].end < st.end ? v->v[i].end : st.end;
+        if (e <= s)
+            continue;
+        if (n && s < v->v[n - 1].start)
+            sorted = 0;
+        v->v[n++] = (struct sp_span){s, e};
     }
-    b->v[b->n++] = (struct ival){s, e, cat};
+    if (!sorted)
+        qsort(v->v, n, sizeof *v->v, cmp_span_start);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && v->v[i].start <= v->v[m - 1].end) {
+            if (v->v[i].end > v->v[m - 1].end)
+                v->v[m - 1].end = v->v[i].end;
+        } else {
+            v->v[m++] = v->v[i];
+        }
+    }
+    v->n = m;
 }
 
-struct point { int64_t t; int cat, delta; };
-
-static int cmp_point(const void *a, const void *b)
+static int64_t measure(const struct ivec *v)
 {
-    const struct point *x = a, *y = b;
-    return (x->t > y->t) - (x->t < y->t);
+    int64_t t = 0;
+    for (size_t i = 0; i < v->n; i++)
+        t += v->v[i].end - v->v[i].start;
+    return t;
 }
 
-static int top_category(const int *count)
+/* Measure of v within [lo, hi). */
+static int64_t measure_within(const struct ivec *v, int64_t lo, int64_t hi)
 {
-    for (int c = 0; c < I_N; c++)
-        if (count[c] > 0)
-            return c;
-    return I_N;
+    int64_t t = 0;
+    for (size_t i = 0; i < v->n && v->v[i].start < hi; i++) {
+        int64_t s = v->v[i].start > lo ? v->v[i].start : lo;
+        int64_t e = v->v[i].end < hi ? v->v[i].end : hi;
+        if (e > s)
+            t += e - s;
+    }
+    return t;
 }
 
-static const int to_cat[I_N + 1] = {
-    SP_CAT_COMPUTE, SP_CAT_MEMCPY, SP_CAT_COLL_TRANSFER, SP_CAT_COLL_WAIT,
-    SP_CAT_IDLE_INPUT, SP_CAT_IDLE_HOST, SP_CAT_IDLE_OTHER,
+/* out = a u b, both sorted and disjoint; out sorted and disjoint. */
+static int unite(const struct ivec *a, const struct ivec *b, struct ivec *out)
+{
+    if (grow(out, a->n + b->n + 1) < 0)
+        return -1;
+    size_t i = 0, j = 0, n = 0;
+    while (i < a->n || j < b->n) {
+        struct sp_span x = j >= b->n || (i < a->n && a->v[i].start <= b->v[j].start) ? a->v[i++] : b->v[j++];
+        if (n && x.start <= out->v[n - 1].end) {
+            if (x.end > out->v[n - 1].end)
+                out->v[n - 1].end = x.end;
+        } else {
+            out->v[n++] = x;
+        }
+    }
+    out->n = n;
+    return 0;
+}
+
+static const int to_cat[I_N] = {
+    SP_CAT_COMPUTE, SP_CAT_MEMCPY, SP_CAT_COLL_TRANSFER, SP_CAT_COLL_WAIT, SP_CAT_IDLE_INPUT, SP_CAT_IDLE_HOST,
 };
 
-/* Sweep the step's intervals: at each instant the top category wins.
+/* Exclusive time by priority: category c gets what its union adds to the
+ * union of the categories above it; idle_other is what no union covers.
  * *head receives the idle_input time before the step's first compute. */
-static void reduce(const struct step_buf *b, struct sp_span st, double out[SP_CAT_N], double *head)
+static void reduce(struct rank_pass *rp, struct step_buf *b, struct sp_span st, double out[SP_CAT_N],
+                   double *head)
 {
     memset(out, 0, sizeof(double) * SP_CAT_N);
     *head = 0;
-    int computed = 0;
-    struct point *p = malloc((2 * b->n + 2) * sizeof *p);
-    if (!p) {
-        out[SP_CAT_IDLE_OTHER] = (double)(st.end - st.start);
-        return;
-    }
-    size_t n = 0;
-    for (size_t i = 0; i < b->n; i++) {
-        int64_t s = b->v[i].start > st.start ? b->v[i].start : st.start;
-        int64_t e = b->v[i].end < st.end ? b->v[i].end : st.end;
-        if (e <= s)
+    struct ivec *cov = &rp->scratch[0], *next = &rp->scratch[1], *tmp = &rp->scratch[2];
+    cov->n = 0;
+    for (int c = 0; c < I_N; c++)
+        normalize(&b->c[c], st);
+    int64_t first_compute = b->c[I_COMPUTE].n ? b->c[I_COMPUTE].v[0].start : st.end;
+    int64_t covered = 0;
+    for (int c = 0; c < I_N; c++) {
+        if (!b->c[c].n)
             continue;
-        p[n++] = (struct point){s, b->v[i].cat, 1};
-        p[n++] = (struct point){e, b->v[i].cat, -1};
+        if (unite(cov, &b->c[c], next) < 0)
+            break;
+        int64_t now = measure(next);
+        out[to_cat[c]] = (double)(now - covered);
+        if (c == I_INPUT)
+            *head = (double)(measure_within(next, st.start, first_compute) -
+                             measure_within(cov, st.start, first_compute));
+        covered = now;
+        struct ivec t = *cov;
+        *cov = *next;
+        *next = t;
     }
-    qsort(p, n, sizeof *p, cmp_point);
-    int count[I_N] = {0};
-    int64_t t = st.start;
-    for (size_t i = 0; i <= n; i++) {
-        int64_t next = i < n ? p[i].t : st.end;
-        if (next > t) {
-            double len = (double)(next - t);
-            int top = top_category(count);
-            out[to_cat[top]] += len;
-            computed |= top == I_COMPUTE;
-            if (top == I_INPUT && !computed)
-                *head += len;
-            if (count[I_COMPUTE] > 0 && (count[I_TRANSFER] > 0 || count[I_WAIT] > 0))
-                out[SP_CAT_OVERLAP] += len;
-            t = next;
-        }
-        if (i < n)
-            count[p[i].cat] += p[i].delta;
-    }
-    free(p);
+    out[SP_CAT_IDLE_OTHER] = (double)(st.end - st.start - covered);
+    /* overlap: NCCL kernel time under compute */
+    if (b->c[I_COMPUTE].n && (b->c[I_TRANSFER].n || b->c[I_WAIT].n) &&
+        unite(&b->c[I_TRANSFER], &b->c[I_WAIT], tmp) == 0 && unite(&b->c[I_COMPUTE], tmp, next) == 0)
+        out[SP_CAT_OVERLAP] = (double)(measure(&b->c[I_COMPUTE]) + measure(tmp) - measure(next));
 }
 
 /* First step whose end is after t, or hi. */
@@ -156,12 +228,16 @@ static void add_interval(struct rank_pass *rp, int64_t s, int64_t e, int cat)
 {
     if (e <= s)
         return;
-    for (int k = step_at(rp, s); k < rp->hi && rp->r->steps[k].start < e; k++) {
+    const struct sp_span *steps = rp->r->steps;
+    int k = rp->hint;
+    if (!(steps[k].start <= s && s < steps[k].end))
+        k = rp->hint = step_at(rp, s);
+    for (; k < rp->hi && steps[k].start < e; k++) {
         if (rp->buf[k - rp->lo].done) {
             rp->r->late_events++;
             continue;
         }
-        push_ival(&rp->buf[k - rp->lo], s, e, cat);
+        push_ival(rp, &rp->buf[k - rp->lo], s, e, cat);
         if (k > rp->last_touched)
             rp->last_touched = k;
     }
@@ -191,8 +267,8 @@ static void add_collectives(struct rank_pass *rp, int k)
             break;
         if (c->timing == SP_TIMING_HOST || c->end <= st.start)
             continue;
-        push_ival(b, c->start, c->start + c->wait, I_WAIT);
-        push_ival(b, c->start + c->wait, c->end, I_TRANSFER);
+        push_ival(rp, b, c->start, c->start + c->wait, I_WAIT);
+        push_ival(rp, b, c->start + c->wait, c->end, I_TRANSFER);
     }
 }
 
@@ -202,10 +278,16 @@ static void close_step(struct rank_pass *rp, int k)
     if (b->done)
         return;
     add_collectives(rp, k);
-    reduce(b, rp->r->steps[k], rp->r->cat[k], &rp->r->input_head[k]);
-    free(b->v);
-    b->v = NULL;
-    b->n = b->cap = 0;
+    reduce(rp, b, rp->r->steps[k], rp->r->cat[k], &rp->r->input_head[k]);
+    for (int c = 0; c < I_N; c++) {
+        if (b->c[c].v && rp->nspare < SPARE_MAX) {
+            b->c[c].n = 0;
+            rp->spare[rp->nspare++] = b->c[c];
+        } else {
+            free(b->c[c].v);
+        }
+        b->c[c] = (struct ivec){0};
+    }
     b->done = 1;
 }
 
@@ -336,6 +418,7 @@ static void classify_rank(int i, void *arg)
         return;
     rp.next_open = rp.lo;
     rp.last_touched = rp.lo - 1;
+    rp.hint = rp.lo;
     r->cat = calloc((size_t)r->nsteps, sizeof *r->cat);
     r->input_head = calloc((size_t)r->nsteps, sizeof *r->input_head);
     rp.buf = calloc((size_t)(rp.hi - rp.lo), sizeof *rp.buf);
@@ -351,6 +434,10 @@ static void classify_rank(int i, void *arg)
     for (int k = rp.lo; k < rp.hi; k++)
         close_step(&rp, k);
     free(rp.buf);
+    for (int i = 0; i < rp.nspare; i++)
+        free(rp.spare[i].v);
+    for (int i = 0; i < 3; i++)
+        free(rp.scratch[i].v);
 }
 
 struct classify_job { struct sp_model *m; int done; pthread_mutex_t lock; };

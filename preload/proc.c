@@ -34,6 +34,7 @@
 #include <alloca.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdarg.h>
@@ -230,12 +231,25 @@ SP_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_
 
 /* ---- exec ------------------------------------------------------------------- */
 
+/* Python's subprocess and shells search PATH themselves, calling execve on
+ * each candidate until one works: closing and reopening the trace around
+ * every miss would leave a file per PATH entry.  An exec that cannot
+ * succeed (no such file, not executable by our effective ids) is let fail
+ * with the trace open.  Should one succeed after all (a race), its events
+ * are still in the file's shared slots. */
+static int may_exec(const char *path)
+{
+    return path && faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) == 0;
+}
+
 SP_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
     static int (*real)(const char *, char *const[], char *const[]);
     if (!real)
         real = (int (*)(const char *, char *const[], char *const[]))sp_real("execve");
     CHILD_ENV_DECLARE(env, envp);
+    if (!may_exec(path))
+        return real(path, argv, env); /* fails as it would have; the trace stays open */
     sp_core_before_exec_path(path);
     int r = real(path, argv, env);
     sp_core_exec_failed();

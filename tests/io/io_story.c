@@ -13,7 +13,7 @@
  *                       through an fd its parent opened, and _exits
  *   exec N FILE PROG... read N times, then execve PROG with an environment
  *                       that has no LD_PRELOAD
- *   execfail N FILE     reads N times, execs a program that does not exist,
+ *   execfail N FILE PROG  reads N times, execs PROG (which must fail),
  *                       reads N more times
  *   exit N FILE         a child reads N times and leaves through _exit(3)
  *   sigterm N FILE      a child reads N times, then is killed by SIGTERM
@@ -172,11 +172,11 @@ static int story_exec(int n, const char *file, char **prog)
     return 1;
 }
 
-static int story_execfail(int n, const char *file)
+static int story_execfail(int n, const char *file, const char *prog)
 {
     int total = read_n_times(file, n);
-    char *argv[] = {"no-such-program", NULL};
-    int r = execv("/no/such/program", argv);
+    char *argv[] = {(char *)prog, NULL};
+    int r = execv(prog, argv);
     int e = errno;
     total += read_n_times(file, n);
     printf("exec %d errno %d\nreads %d\npid %d\n", r, e, total, (int)getpid());
@@ -339,8 +339,8 @@ int main(int argc, char **argv)
         return story_forkbusy(atoi(argv[2]), atoi(argv[3]), argv[4]);
     if (argc >= 5 && strcmp(argv[1], "exec") == 0)
         return story_exec(atoi(argv[2]), argv[3], argv + 4);
-    if (argc >= 4 && strcmp(argv[1], "execfail") == 0)
-        return story_execfail(atoi(argv[2]), argv[3]);
+    if (argc >= 5 && strcmp(argv[1], "execfail") == 0)
+        return story_execfail(atoi(argv[2]), argv[3], argv[4]);
     if (argc >= 4 && strcmp(argv[1], "exit") == 0)
         return story_exit(atoi(argv[2]), argv[3]);
     if (argc >= 4 && strcmp(argv[1], "sigterm") == 0)

@@ -183,16 +183,26 @@ def story_execfail(tmp):
     """An exec that fails returns its error, and recording goes on."""
     n = 30
     data = make_file(os.path.join(tmp, "data.bin"), 4096)
-    cmd = [os.environ["IO_STORY"], "execfail", str(n), data]
-    plain = run(cmd)
-    r = run(cmd, os.path.join(tmp, "t"))
-    check(r.stdout.split("\n")[0] == plain.stdout.split("\n")[0] == "exec -1 errno 2",
-          f"execv fails with ENOENT, as without the preload: {r.stdout.splitlines()[:1]}")
-    pid = int(keyvals(r.stdout)["pid"][0])
-    ts = sorted(by_pid(traces(os.path.join(tmp, "t")), pid), key=lambda t: t["file"])
-    check(len(ts) == 2, f"the trace before the exec, and a new one after it failed ({len(ts)})")
-    check(sum(t["read_calls"].get(data, 0) for t in ts) == 2 * n, f"all {2 * n} reads are recorded")
-    check(any(p[0] == "exec" for t in ts for p in t["proc"]), "the attempt is recorded")
+    not_a_program = os.path.join(tmp, "not-a-program")
+    with open(not_a_program, "wb") as f:
+        f.write(b"\x00\x01 neither ELF nor script\n")
+    os.chmod(not_a_program, 0o755)
+    ENOENT, ENOEXEC = 2, 8
+    for prog, err, files, why in ((os.path.join(tmp, "missing"), ENOENT, 1, "a missing program: the trace stays open"),
+                                  (not_a_program, ENOEXEC, 2, "a program the kernel refuses: a new trace after")):
+        cmd = [os.environ["IO_STORY"], "execfail", str(n), data, prog]
+        plain = run(cmd)
+        tracedir = os.path.join(tmp, "t" + str(err))
+        r = run(cmd, tracedir)
+        first = r.stdout.split("\n")[0]
+        check(first == plain.stdout.split("\n")[0] == f"exec -1 errno {err}",
+              f"{why}; execv fails with errno {err}, as without the preload: {first!r}")
+        pid = int(keyvals(r.stdout)["pid"][0])
+        ts = by_pid(traces(tracedir), pid)
+        check(len(ts) == files, f"{why} ({len(ts)} file(s))")
+        check(sum(t["read_calls"].get(data, 0) for t in ts) == 2 * n, f"all {2 * n} reads are recorded")
+        if files == 2:
+            check(any(p[0] == "exec" for t in ts for p in t["proc"]), "the attempt is recorded")
 
 
 def story_exit(tmp):

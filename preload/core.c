@@ -122,6 +122,7 @@ static _Atomic int g_shutdown_done;
 static volatile int g_paused;      /* the control file said "stop" */
 static volatile int g_exit_status = SP_EXIT_UNKNOWN;
 static int g_handlers_registered;
+static pid_t g_self_pid; /* this process, as of load or fork */
 static pthread_key_t g_exit_key;
 static int g_exit_key_ok;
 static __thread unsigned t_exit_watched __attribute__((tls_model("initial-exec")));
@@ -510,6 +511,7 @@ __attribute__((constructor)) static void core_constructor(void)
 {
     register_handlers_once();
     membarrier_register();
+    g_self_pid = (pid_t)syscall(SYS_getpid);
     load_config();
     if (g_cfg.step_first >= 0)
         step_counter_map();
@@ -845,9 +847,17 @@ void sp_core_note_exit_status(int status)
     g_exit_status = status;
 }
 
+/* A child made with clone(CLONE_VM) - a raw vfork, some spawn helpers -
+ * shares our memory until it execs: its exec or _exit must not close the
+ * parent's trace.  It is told apart by its pid (g_self_pid). */
+static int in_memory_sharing_child(void)
+{
+    return g_self_pid && (pid_t)syscall(SYS_getpid) != g_self_pid;
+}
+
 void sp_core_shutdown(int status)
 {
-    if (atomic_exchange(&g_shutdown_done, 1))
+    if (in_memory_sharing_child() || atomic_exchange(&g_shutdown_done, 1))
         return;
     int e = errno;
     sp_guard_depth++;
@@ -864,6 +874,8 @@ void sp_core_shutdown(int status)
 
 void sp_core_before_exec_path(const char *path)
 {
+    if (in_memory_sharing_child())
+        return;
     int e = errno;
     sp_guard_depth++;
     if (atomic_load(&g_state) == ST_READY) {
@@ -881,6 +893,8 @@ void sp_core_before_exec(void)
 
 void sp_core_yield_trace_fd(void)
 {
+    if (in_memory_sharing_child())
+        return;
     int e = errno;
     sp_guard_depth++;
     if (atomic_load(&g_state) == ST_READY) {
@@ -900,6 +914,8 @@ void sp_core_reopen(void)
 
 void sp_core_exec_failed(void)
 {
+    if (in_memory_sharing_child())
+        return;
     int e = errno;
     int expect = ST_CLOSED;
     if (atomic_load(&g_shutdown_done) || !atomic_compare_exchange_strong(&g_state, &expect, ST_OPENING)) {
@@ -929,6 +945,7 @@ void sp_core_atfork_child(void)
 {
     int e = errno;
     int st = atomic_load(&g_state);
+    g_self_pid = (pid_t)syscall(SYS_getpid);
     sp_cpu_after_fork();
     g_step_inherited = 1;
     g_step_counting = 0;

@@ -15,6 +15,9 @@
  *                       that has no LD_PRELOAD
  *   execfail N FILE PROG  reads N times, execs PROG (which must fail),
  *                       reads N more times
+ *   cloneexec N FILE PROG  reads N times; a helper child made with
+ *                       clone(CLONE_VM|CLONE_VFORK) execs PROG; another
+ *                       such child _exits; N more reads after each
  *   exit N FILE         a child reads N times and leaves through _exit(3)
  *   sigterm N FILE      a child reads N times, then is killed by SIGTERM
  *   burn T S            T threads spin for S seconds; prints its CPU time
@@ -30,6 +33,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -180,6 +184,46 @@ static int story_execfail(int n, const char *file, const char *prog)
     int e = errno;
     total += read_n_times(file, n);
     printf("exec %d errno %d\nreads %d\npid %d\n", r, e, total, (int)getpid());
+    return 0;
+}
+
+/* Spawn helpers' children share the parent's memory until they exec. */
+#define HELPER_STACK (256 * 1024)
+
+static const char *g_helper_prog;
+
+static int helper_exec(void *arg)
+{
+    (void)arg;
+    execl(g_helper_prog, g_helper_prog, (char *)NULL);
+    _exit(127);
+}
+
+static int helper_exit(void *arg)
+{
+    (void)arg;
+    _exit(5);
+}
+
+static int run_helper(int (*fn)(void *))
+{
+    static char stack[HELPER_STACK] __attribute__((aligned(16)));
+    pid_t pid = clone(fn, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int story_cloneexec(int n, const char *file, const char *prog)
+{
+    g_helper_prog = prog;
+    int total = read_n_times(file, n);
+    int a = run_helper(helper_exec);
+    total += read_n_times(file, n);
+    int b = run_helper(helper_exit);
+    total += read_n_times(file, n);
+    printf("exec_status %d\nexit_status %d\nreads %d\npid %d\n", a, b, total, (int)getpid());
     return 0;
 }
 
@@ -341,6 +385,8 @@ int main(int argc, char **argv)
         return story_exec(atoi(argv[2]), argv[3], argv + 4);
     if (argc >= 5 && strcmp(argv[1], "execfail") == 0)
         return story_execfail(atoi(argv[2]), argv[3], argv[4]);
+    if (argc >= 5 && strcmp(argv[1], "cloneexec") == 0)
+        return story_cloneexec(atoi(argv[2]), argv[3], argv[4]);
     if (argc >= 4 && strcmp(argv[1], "exit") == 0)
         return story_exit(atoi(argv[2]), argv[3]);
     if (argc >= 4 && strcmp(argv[1], "sigterm") == 0)
@@ -353,6 +399,6 @@ int main(int argc, char **argv)
         return story_stdfds(atoi(argv[2]), argv[3], argv[4]);
     if (argc >= 6 && strcmp(argv[1], "closeall") == 0)
         return story_closeall(atoi(argv[2]), argv[3], argv[4], argv[5]);
-    fprintf(stderr, "usage: io_story threads|waves|reopen|forkbusy|exec|execfail|exit|sigterm|burn|control|stdfds|closeall ...\n");
+    fprintf(stderr, "usage: io_story threads|waves|reopen|forkbusy|exec|execfail|cloneexec|exit|sigterm|burn|control|stdfds|closeall ...\n");
     return 2;
 }

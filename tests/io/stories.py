@@ -205,6 +205,24 @@ def story_execfail(tmp):
             check(any(p[0] == "exec" for t in ts for p in t["proc"]), "the attempt is recorded")
 
 
+def story_cloneexec(tmp):
+    """A spawn helper's child (clone with CLONE_VM, sharing our memory until
+    it execs or exits) does not close the parent's trace."""
+    n = 40
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    true = shutil.which("true")
+    r = run([os.environ["IO_STORY"], "cloneexec", str(n), data, true], os.path.join(tmp, "t"))
+    kv = keyvals(r.stdout)
+    check(kv.get("exec_status") == ["0"] and kv.get("exit_status") == ["5"], f"the helpers ran: {kv}")
+    ts = by_pid(traces(os.path.join(tmp, "t")), int(kv["pid"][0]))
+    check(len(ts) == 1, f"the parent has one trace ({len(ts)})")
+    if ts:
+        check(ts[0]["read_calls"].get(data) == 3 * n, f"with all {3 * n} of its reads "
+              f"(got {ts[0]['read_calls'].get(data)})")
+        check([p[0] for p in ts[0]["proc"]] == ["exit"], f"and no exec or exit of its helpers: {ts[0]['proc']}")
+        check(ts[0]["closed"] == 1, "closed at the parent's own exit")
+
+
 def story_exit(tmp):
     """A child leaving through _exit() loses nothing."""
     nreads = 100

@@ -28,9 +28,16 @@
  * name again in the current file.  The arena is append-only; once full,
  * stale entries simply lose their path.
  *
+ * Path ids are cached by path (see path_id), so that files opened every
+ * epoch are interned once, not once per open.
+ *
  * Excluded paths (/proc, /sys, /dev, shared libraries - names ending in
  * .so or containing .so. - and the prefixes in SCALEPROF_IO_EXCLUDE,
  * colon-separated) are tracked in the table but produce no events.
+ *
+ * The trace's own fd (sp_trace_fd) is defended here: close, close_range
+ * and closefrom spare it, and a dup2/dup3 onto it first makes the core
+ * move the trace elsewhere (see core.c, "File descriptors").
  *
  * Every interposer calls the real function first-class and returns its
  * result and errno untouched; nothing is recorded when recording is off or

@@ -7,13 +7,17 @@
  * caller of fork() learns the child's pid.
  *
  * vfork is implemented as fork.  A vfork child borrows the parent's memory
- * until it execs: anything it did to our state (closing the writer before
- * exec, bumping counters) would be done to the parent's.  Nor can a wrapper
- * call the real vfork: returning from the function that called vfork is
- * undefined, and the wrapper must return.  fork gives the same observable
- * behaviour to every program that uses vfork as POSIX allows (exec or _exit
- * at once), at the price of copying page tables.  posix_spawn, which glibc
- * implements with its own CLONE_VFORK, is not affected.
+ * until it execs: anything it did to our state would be done to the
+ * parent's - its exec or _exit closing the writer (the core guards against
+ * that by pid, for clone(CLONE_VM) helpers), but also every close or
+ * close_range it makes before exec clearing the parent's fd table, and its
+ * reads landing in the parent's trace.  Nor can a wrapper call the real
+ * vfork: returning from the function that called vfork is undefined, and
+ * the wrapper must return.  fork gives the same observable behaviour to
+ * every program that uses vfork as POSIX allows (exec or _exit at once), at
+ * the price of copying page tables (Python's subprocess uses vfork).
+ * posix_spawn, which glibc implements with its own CLONE_VFORK and internal
+ * calls, is not affected and stays fast.
  *
  * exec: the trace is closed (flushed) before the exec, because a
  * successful exec replaces us without running any of our code; if the exec

@@ -12,6 +12,7 @@ IO_STORY, ERRNO_CHECK, FORTIFIED, DATALOADER_JOB.
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -327,6 +328,44 @@ def story_stdfds(tmp):
     ts = traces(os.path.join(tmp, "t"))
     check(len(ts) >= 1 and sum(t["read_calls"].get(data, 0) for t in ts) == 3 * n,
           f"all {3 * n} reads are recorded")
+
+
+def story_header(tmp):
+    """Each trace names its process: host, program, arguments, parent, and
+    the rank and world size its launcher gave it (torchrun, Open MPI, Slurm)."""
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    launchers = {
+        "torchrun": {"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4"},
+        "openmpi": {"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "8",
+                    "OMPI_COMM_WORLD_LOCAL_RANK": "1", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"},
+        "slurm": {"SLURM_PROCID": "3", "SLURM_NTASKS": "8", "SLURM_LOCALID": "1"},
+    }
+    for env in launchers.values():  # whatever launched this test must not leak in
+        for var in list(env) + ["PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"]:
+            os.environ.pop(var, None)
+    for name, env in launchers.items():
+        env = dict(env, CUDA_VISIBLE_DEVICES="2,3")
+        tracedir = os.path.join(tmp, name)
+        cmd = [os.environ["IO_STORY"], "threads", "1", "5", data]
+        r = run(cmd, tracedir, env)
+        ts = traces(tracedir)
+        check(r.returncode == 0 and len(ts) == 1, f"{name}: one trace")
+        if not ts:
+            continue
+        t = ts[0]
+        want_local_world = 4 if name != "slurm" else -1
+        check((t["rank"], t["world_size"], t["local_rank"], t["local_world_size"]) == (3, 8, 1, want_local_world),
+              f"{name}: rank 3 of 8, local rank 1 ({t['rank']}, {t['world_size']}, {t['local_rank']}, "
+              f"{t['local_world_size']})")
+        check(t["ppid"] == os.getpid(), f"{name}: the parent is the launcher (this test)")
+        check(t["host"] == socket.gethostname(), f"{name}: host {t['host']!r}")
+        check(t["exe"] == os.path.realpath(cmd[0]), f"{name}: the program")
+        check(t["argv"] == " ".join(cmd), f"{name}: its arguments {t['argv']!r}")
+        check(t["source"] == "preload" and t["cuda_devices"] == "2,3", f"{name}: source and visible devices")
+        check(0 < t["start_mono"] < t["end_mono"], f"{name}: start and end clocks")
+    r = run([os.environ["IO_STORY"], "threads", "1", "5", data], os.path.join(tmp, "none"))
+    ts = traces(os.path.join(tmp, "none"))
+    check(len(ts) == 1 and (ts[0]["rank"], ts[0]["world_size"]) == (-1, -1), "no launcher: rank unknown (-1)")
 
 
 def story_errno(tmp):

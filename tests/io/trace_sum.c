@@ -3,6 +3,8 @@
  * one JSON object per trace file on stdout:
  *
  *   {"file": ..., "pid": P, "ppid": Q, "closed": 0|1, "exe": ...,
+ *    "rank", "world_size", "local_rank", "local_world_size", "host", "argv",
+ *    "source", "cuda_devices", "start_mono", "end_mono",
  *    "events": N, "dropped": D,
  *    "types": {"io": n, "wait": n, ...},          events per type
  *    "io_ops": {"read": n, "open": n, ...},       IO events per op
@@ -111,7 +113,17 @@ static int summarize(const char *path)
     print_json_string(path);
     printf(", \"pid\": %d, \"ppid\": %d, \"closed\": %d, \"exe\": ", info->hdr.pid, info->hdr.ppid, info->closed);
     print_json_string(info->exe);
-    printf(", \"rank\": %d, \"world_size\": %d, \"io\": [", info->hdr.rank, info->hdr.world_size);
+    printf(", \"rank\": %d, \"world_size\": %d, \"local_rank\": %d, \"local_world_size\": %d, \"host\": ",
+           info->hdr.rank, info->hdr.world_size, info->hdr.local_rank, info->hdr.local_world_size);
+    print_json_string(info->host);
+    printf(", \"argv\": ");
+    print_json_string(info->argv);
+    printf(", \"source\": ");
+    print_json_string(info->source);
+    printf(", \"cuda_devices\": ");
+    print_json_string(info->cuda_devices);
+    printf(", \"start_mono\": %llu, \"end_mono\": %llu, \"io\": [", (unsigned long long)info->hdr.start_mono,
+           (unsigned long long)info->hdr.end_mono);
 
     struct sp_event ev;
     int first_io = 1;

@@ -1,14 +1,45 @@
 /*
- * codec.h - the event encoder as inline functions, private to format/.
+ * codec.h - the event encoder and decoder as inline functions, private to
+ * format/.
  *
- * schema.c exports it as sp_encode_event(); writer.c inlines it into the
- * append hot path, where a call and the generic type switch are a
- * noticeable part of the cost.  One definition, so the two cannot differ.
- * The encoding itself is described in schema.c and docs/format.md.
+ * schema.c exports them as sp_encode_event() and sp_decode_event();
+ * writer.c inlines the encoder into the append hot path and reader.c the
+ * decoder into its event loop, where a call, a generic type switch and a
+ * walk over a field table were most of the cost.  One definition each, so
+ * the exported and the inlined codec cannot differ.
+ *
+ * Both are generated per event type from the SP_EVENTS table: a type's
+ * encoder is a straight line of varint stores, one per field, with no loop
+ * and no table; its decoder is the same straight line of loads.  The
+ * per-chunk memory (struct sp_codec_state) is indexed by type at compile
+ * time inside each generated function.
+ *
+ * Encoding of one event (docs/format.md, "Events"):
+ *
+ *   type      1 byte, never 0 (0 is padding: the end of a chunk)
+ *   length    unsigned varint: bytes that follow it, up to the next event
+ *   delta     zigzag varint: t minus end[type], where the previous event of
+ *             the same type in the chunk ended (its t + dur; 0 at chunk start)
+ *   fields    one varint each, in schema order: U, D, DUR and STR plain,
+ *             S zigzag, DS zigzag of (value - the previous event's value)
+ *
+ * Invariants the decoder keeps in step with the encoder:
+ *   - end[type] becomes t + dur (t for types without a DUR field) after
+ *     each event of the type, with dur read as 0 when it is missing;
+ *   - a DS field present in the bytes updates the remembered value; a
+ *     missing one (an older writer) reads 0 and leaves it alone, as the
+ *     older writer, which did not know the field, did;
+ *   - an unknown type (a newer writer) touches no state, so skipping it
+ *     cannot shift the times or ids of the types that are known.
+ *
+ * The decoder is defensive: every varint is bounded by the event's length,
+ * which is bounded by the buffer.  Its one-byte varint case is inline; the
+ * rest is out of line in schema.c.
  */
 #ifndef SP_CODEC_H
 #define SP_CODEC_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -23,9 +54,9 @@
 
 /* Unrolled for the sizes that dominate (ids, durations, byte counts fit in
  * one to three bytes); the loop handles the rest. */
-static inline uint8_t *sp_put_uvarint(uint8_t *p, uint64_t v)
+static inline __attribute__((always_inline)) uint8_t *sp_put_uvarint(uint8_t *p, uint64_t v)
 {
-    if (v < (1u << 7)) {
+    if (__builtin_expect(v < (1u << 7), 1)) {
         p[0] = (uint8_t)v;
         return p + 1;
     }
@@ -53,59 +84,194 @@ static inline uint64_t sp_zigzag(int64_t v)
     return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
 }
 
+static inline int64_t sp_unzigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
 
-/* ---- generated encoders ----------------------------------------------------- */
+/* Out of line (schema.c): a varint of two bytes or more, or a malformed
+ * one.  0 on success, SP_E_CORRUPT when it runs past `end` or 64 bits. */
+int sp_get_uvarint_long(const uint8_t **pp, const uint8_t *end, uint64_t *out);
+
+static inline int sp_get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    if (__builtin_expect(p < end && *p < 0x80, 1)) {
+        *out = *p;
+        *pp = p + 1;
+        return 0;
+    }
+    if (end - p >= 2 && p[1] < 0x80) {
+        *out = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+        *pp = p + 2;
+        return 0;
+    }
+    return sp_get_uvarint_long(pp, end, out);
+}
+
+/* ---- generated encoders ----------------------------------------------------- *
+ * In each: `e` the event's fields, `prev` the previous event of the type in
+ * this chunk (DS fields only), `stop` where this one ends in time. */
 
 #define SP_ENC_U(f) p = sp_put_uvarint(p, e->f);
 #define SP_ENC_D(f) p = sp_put_uvarint(p, e->f);
+#define SP_ENC_DUR(f) p = sp_put_uvarint(p, e->f); stop += e->f;
 #define SP_ENC_STR(f) p = sp_put_uvarint(p, e->f);
 #define SP_ENC_S(f) p = sp_put_uvarint(p, sp_zigzag(e->f));
+#define SP_ENC_DS(f)                                                           \
+    p = sp_put_uvarint(p, sp_zigzag((int64_t)(e->f - prev->f)));               \
+    prev->f = e->f;
 #define SP_X_ENC_FIELD(kind, field) SP_ENC_##kind(field)
 #define SP_X_ENCODER(id, NAME, name, FIELDS)                                   \
-    static inline uint8_t *sp_encode_##name(uint8_t *p, const struct sp_ev_##name *e) \
+    static inline uint8_t *sp_encode_##name(uint8_t *p, uint64_t t,            \
+                                            const struct sp_ev_##name *e,      \
+                                            struct sp_codec_state *st)         \
     {                                                                          \
+        struct sp_ev_##name *prev = &st->name;                                 \
+        uint64_t stop = t;                                                     \
+        (void)prev;                                                            \
+        p = sp_put_uvarint(p, sp_zigzag((int64_t)(t - st->end[id])));          \
         FIELDS(SP_X_ENC_FIELD)                                                 \
+        st->end[id] = stop;                                                    \
         return p;                                                              \
     }
 SP_EVENTS(SP_X_ENCODER)
 #undef SP_X_ENCODER
 #undef SP_X_ENC_FIELD
 
-/* Writes delta and fields at `body`; returns the end.  An unknown type
- * gets no fields (it cannot be produced through the public structs). */
-static inline uint8_t *sp_encode_body(uint8_t *body, const struct sp_event *ev, uint64_t delta)
+/* Writes the body (delta and fields) at `body`; returns its end.  An
+ * unknown type gets a delta of 0 and no fields (it cannot be produced
+ * through the public structs). */
+static inline __attribute__((always_inline)) uint8_t *sp_encode_body(uint8_t *body, const struct sp_event *ev,
+                                      struct sp_codec_state *st)
 {
-    uint8_t *p = sp_put_uvarint(body, delta);
     switch (ev->type) {
 #define SP_X_CASE(id, NAME, name, FIELDS)                                      \
     case id:                                                                   \
-        return sp_encode_##name(p, &ev->name);
+        return sp_encode_##name(body, ev->t, &ev->name, st);
         SP_EVENTS(SP_X_CASE)
 #undef SP_X_CASE
     default:
-        return p;
+        *body = 0;
+        return body + 1;
     }
 }
 
-static inline size_t sp_codec_encode(uint8_t *out, const struct sp_event *ev, uint64_t *prev_t)
+/* Writes the body one byte after the type, leaving a single byte for the
+ * length, because nearly every event is shorter than 128 bytes; the rare
+ * longer one is moved up by one byte to make room for a two-byte length. */
+static inline __attribute__((always_inline)) size_t sp_codec_encode(uint8_t *out, const struct sp_event *ev,
+                                     struct sp_codec_state *st)
 {
-    uint64_t delta = sp_zigzag((int64_t)(ev->t - *prev_t));
-    *prev_t = ev->t;
     out[0] = ev->type;
     uint8_t *body = out + 2;
-    uint8_t *end = sp_encode_body(body, ev, delta);
+    uint8_t *end = sp_encode_body(body, ev, st);
     size_t len = (size_t)(end - body);
-    if (len < SP_ONE_BYTE_LIMIT) {
+    if (__builtin_expect(len < SP_ONE_BYTE_LIMIT, 1)) {
         out[1] = (uint8_t)len;
         return (size_t)(end - out);
     }
-    /* Rare: a two-byte length (SP_EVENT_MAX_BYTES < 2^14) pushes the body
-     * up by one byte. */
+    /* SP_EVENT_MAX_BYTES < 2^14: two length bytes always suffice. */
     memmove(body + 1, body, len);
     out[1] = (uint8_t)(len | 0x80);
     out[2] = (uint8_t)(len >> 7);
     return (size_t)(end + 1 - out);
 }
 
+/* ---- generated decoders ------------------------------------------------------ *
+ * Each reads the fields of one type from [p, bend): a field whose bytes
+ * are missing reads 0, and so do all after it (only the type's struct is
+ * zeroed, never the whole union); bytes after the last known field are
+ * left for the caller to skip.  Returns 0 or SP_E_CORRUPT. */
+
+#define SP_DEC_GET(f)                                                          \
+    if (__builtin_expect(p >= bend, 0)) {                                      \
+        memset(&e->f, 0, (size_t)((char *)(e + 1) - (char *)&e->f));           \
+        goto done;                                                             \
+    }                                                                          \
+    if (sp_get_uvarint(&p, bend, &v) < 0)                                      \
+        return SP_E_CORRUPT;
+#define SP_DEC_U(f) SP_DEC_GET(f) e->f = v;
+#define SP_DEC_D(f) SP_DEC_GET(f) e->f = v;
+#define SP_DEC_DUR(f) SP_DEC_GET(f) e->f = v;
+#define SP_DEC_STR(f) SP_DEC_GET(f) e->f = v;
+#define SP_DEC_S(f) SP_DEC_GET(f) e->f = sp_unzigzag(v);
+#define SP_DEC_DS(f) SP_DEC_GET(f) e->f = prev->f += (uint64_t)sp_unzigzag(v);
+/* The decoder's `stop`: a second pass over the fields, adding the DURs
+ * once all of them are known (missing ones zeroed). */
+#define SP_STOP_U(f)
+#define SP_STOP_D(f)
+#define SP_STOP_STR(f)
+#define SP_STOP_S(f)
+#define SP_STOP_DS(f)
+#define SP_STOP_DUR(f) stop += e->f;
+#define SP_X_DEC_FIELD(kind, field) SP_DEC_##kind(field)
+#define SP_X_STOP_FIELD(kind, field) SP_STOP_##kind(field)
+#define SP_X_DECODER(id, NAME, name, FIELDS)                                   \
+    static inline int sp_decode_##name(const uint8_t *p, const uint8_t *bend,  \
+                                       uint64_t t, struct sp_ev_##name *e,     \
+                                       struct sp_codec_state *st)              \
+    {                                                                          \
+        struct sp_ev_##name *prev = &st->name;                                 \
+        uint64_t v, stop = t;                                                  \
+        (void)prev;                                                            \
+        (void)v;                                                               \
+        FIELDS(SP_X_DEC_FIELD)                                                 \
+    done:                                                                      \
+        FIELDS(SP_X_STOP_FIELD)                                                \
+        st->end[id] = stop;                                                    \
+        return 0;                                                              \
+    }
+SP_EVENTS(SP_X_DECODER)
+#undef SP_X_DECODER
+#undef SP_X_DEC_FIELD
+#undef SP_X_STOP_FIELD
+
+/* True for the types this build knows; others come from a newer writer. */
+static inline int sp_codec_known(unsigned type)
+{
+    switch (type) {
+#define SP_X_KNOWN(id, NAME, name, FIELDS) case id:
+        SP_EVENTS(SP_X_KNOWN)
+#undef SP_X_KNOWN
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* One event from [p, end): bytes consumed, 0 at padding, or SP_E_CORRUPT.
+ * An unknown type is consumed with ev->type set and the state untouched. */
+static inline long sp_codec_decode(const uint8_t *p, const uint8_t *end, struct sp_event *ev,
+                                   struct sp_codec_state *st)
+{
+    const uint8_t *start = p;
+    if (p >= end || *p == 0)
+        return 0;
+    uint8_t type = *p++;
+    uint64_t len, delta;
+    if (sp_get_uvarint(&p, end, &len) < 0 || len > (uint64_t)(end - p))
+        return SP_E_CORRUPT;
+    const uint8_t *bend = p + len;
+    ev->type = type;
+    if (!sp_codec_known(type))
+        return (long)(bend - start);
+    if (sp_get_uvarint(&p, bend, &delta) < 0)
+        return SP_E_CORRUPT;
+    int rc;
+    switch (type) {
+#define SP_X_DEC_CASE(id, NAME, name, FIELDS)                                  \
+    case id:                                                                   \
+        ev->t = st->end[id] + (uint64_t)sp_unzigzag(delta);                    \
+        rc = sp_decode_##name(p, bend, ev->t, &ev->name, st);                  \
+        break;
+        SP_EVENTS(SP_X_DEC_CASE)
+#undef SP_X_DEC_CASE
+    default:
+        rc = 0;
+        break;
+    }
+    return rc < 0 ? rc : (long)(bend - start);
+}
 
 #endif

@@ -35,6 +35,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "codec.h"
 #include "sprof.h"
 
 #define SP_MIN_SLOT_SIZE 1024u
@@ -75,7 +76,8 @@ struct sp_reader {
 
     uint8_t *chunk; /* the chunk being streamed */
     size_t chunk_len, chunk_pos;
-    uint64_t chunk_id, prev_t;
+    uint64_t chunk_id;
+    struct sp_codec_state codec; /* the chunk's codec memory */
     uint32_t tid;
     int chunk_from_slot;
 
@@ -140,6 +142,8 @@ static int check_magic(const struct sp_file_header *h, uint64_t size)
         return SP_E_CORRUPT;
     if (h->version > SP_VERSION)
         return SP_E_VERSION;
+    if (h->version < SP_VERSION)
+        return SP_E_OLD_VERSION;
     return 0;
 }
 
@@ -315,7 +319,7 @@ static void start_chunk(struct sp_reader *r, size_t len, uint64_t id, uint32_t t
     r->chunk_pos = 0;
     r->chunk_id = id;
     r->tid = tid;
-    r->prev_t = 0;
+    sp_codec_reset(&r->codec);
     r->chunk_from_slot = from_slot;
 }
 
@@ -471,8 +475,8 @@ int sp_reader_next(struct sp_reader *r, struct sp_event *ev)
     for (;;) {
         while (r->chunk_pos < r->chunk_len) {
             ev->tid = r->tid;
-            long n = sp_decode_event(r->chunk + r->chunk_pos, r->chunk + r->chunk_len, ev,
-                                     &r->prev_t);
+            long n = sp_codec_decode(r->chunk + r->chunk_pos, r->chunk + r->chunk_len, ev,
+                                     &r->codec);
             if (n == 0) {
                 r->chunk_pos = r->chunk_len; /* padding: end of chunk */
                 break;
@@ -487,7 +491,7 @@ int sp_reader_next(struct sp_reader *r, struct sp_event *ev)
                 break;
             }
             r->chunk_pos += (size_t)n;
-            if (!sp_event_name(ev->type))
+            if (!sp_codec_known(ev->type))
                 continue; /* a type from a newer writer */
             r->stats.events++;
             return 1;

@@ -1,28 +1,18 @@
 /*
- * schema.c - the event codec and the schema's introspection tables, all
- * generated from the one SP_EVENTS table in sprof.h.
+ * schema.c - the event codec's exported entry points and the schema's
+ * introspection tables, all generated from the one SP_EVENTS table in
+ * sprof.h.
  *
- * Encoding of one event (docs/format.md, "Events"):
+ * The codec itself (encoding, per-chunk state, generated per-type encoders
+ * and decoders) lives in codec.h, so that the writer and the reader can
+ * inline it; its top comment describes the encoding and docs/format.md
+ * specifies it.  Here are the out-of-line pieces: long varints, the
+ * exported sp_encode_event/sp_decode_event, and the tables that `scaleprof
+ * dump` and the tests walk (field names, kinds, offsets; enum names).
  *
- *   type      1 byte, never 0 (0 is padding: the end of a chunk)
- *   length    unsigned varint: bytes that follow it, up to the next event
- *   delta     zigzag varint: t minus the previous event's t in the chunk
- *   fields    one varint each, in schema order: U, D and STR plain, S zigzag
- *
- * The length is what makes the schema growable: a reader skips fields it
- * does not know (appended by a newer writer) and reads zero for the fields
- * an older writer did not write.
- *
- * The encoder is the recorder's hot path and lives in codec.h, so that the
- * writer can inline it.  It writes the body one byte after the type,
- * leaving a single byte for the length, because nearly every event is
- * shorter than 128 bytes; the rare longer one is moved up by one byte to
- * make room for a two-byte length.  Each type has its own generated
- * encoder, so there is no table walk and no branch per field beyond the
- * varint.
- *
- * The decoder is the reader's, so it is defensive rather than fast: every
- * varint is bounded by the event's length, which is bounded by the buffer.
+ * Introspection shows what a field holds, not how it is coded: a DUR
+ * field is a duration (SP_FK_D) and a DS field an unsigned value
+ * (SP_FK_U).
  */
 #include <stddef.h>
 #include <string.h>
@@ -30,14 +20,7 @@
 #include "codec.h"
 #include "sprof.h"
 
-static inline int64_t unzigzag(uint64_t v)
-{
-    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-
-/* Reads a varint from [*pp, end); 0 on success, SP_E_CORRUPT when it runs
- * past `end` or past 64 bits. */
-static int get_uvarint_long(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+int sp_get_uvarint_long(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 {
     const uint8_t *p = *pp;
     uint64_t v = 0;
@@ -57,29 +40,34 @@ static int get_uvarint_long(const uint8_t **pp, const uint8_t *end, uint64_t *ou
     return SP_E_CORRUPT;
 }
 
-/* Most fields are one byte: that case inline, the rest out of line. */
-static inline int get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+void sp_codec_reset(struct sp_codec_state *st)
 {
-    const uint8_t *p = *pp;
-    if (p < end && *p < 0x80) {
-        *out = *p;
-        *pp = p + 1;
-        return 0;
-    }
-    return get_uvarint_long(pp, end, out);
+    memset(st, 0, sizeof *st);
 }
 
-size_t sp_encode_event(uint8_t *out, const struct sp_event *ev, uint64_t *prev_t)
+size_t sp_encode_event(uint8_t *out, const struct sp_event *ev, struct sp_codec_state *st)
 {
-    return sp_codec_encode(out, ev, prev_t);
+    return sp_codec_encode(out, ev, st);
+}
+
+long sp_decode_event(const uint8_t *p, const uint8_t *end, struct sp_event *ev,
+                     struct sp_codec_state *st)
+{
+    return sp_codec_decode(p, end, ev, st);
 }
 
 /* ---- field tables ------------------------------------------------------------ */
 
 /* offsetof needs the member path spelled out per type, so each type gets
  * its own field macro naming its union member. */
+#define SP_FK_OF_U SP_FK_U
+#define SP_FK_OF_S SP_FK_S
+#define SP_FK_OF_STR SP_FK_STR
+#define SP_FK_OF_D SP_FK_D
+#define SP_FK_OF_DUR SP_FK_D
+#define SP_FK_OF_DS SP_FK_U
 #define SP_X_DESC_FIELD_FOR(member, kind, field)                               \
-    {#field, SP_FK_##kind, offsetof(struct sp_event, member.field)},
+    {#field, SP_FK_OF_##kind, offsetof(struct sp_event, member.field)},
 #define SP_X_MK(id, NAME, name, FIELDS)                                        \
     static const struct sp_field_desc fields_##name[] = {FIELDS(SP_DESC_##name)};
 #define SP_DESC_nccl(k, f) SP_X_DESC_FIELD_FOR(nccl, k, f)
@@ -100,13 +88,11 @@ struct type_desc {
     const char *name;
     const struct sp_field_desc *fields;
     int nfields;
-    size_t payload; /* bytes of the type's struct in the union */
 };
 
 static const struct type_desc types[SP_EV_MAX] = {
 #define SP_X_TYPE(id, NAME, name, FIELDS)                                      \
-    [id] = {#name, fields_##name, (int)(sizeof fields_##name / sizeof fields_##name[0]),        \
-            sizeof(struct sp_ev_##name)},
+    [id] = {#name, fields_##name, (int)(sizeof fields_##name / sizeof fields_##name[0])},
     SP_EVENTS(SP_X_TYPE)
 #undef SP_X_TYPE
 };
@@ -132,50 +118,6 @@ const struct sp_field_desc *sp_event_fields(int type, int *n)
     return d ? d->fields : NULL;
 }
 
-/* ---- decoder ------------------------------------------------------------------ */
-
-static void store_field(struct sp_event *ev, const struct sp_field_desc *f, uint64_t v)
-{
-    char *base = (char *)ev + f->offset;
-    if (f->kind == SP_FK_S) {
-        int64_t s = unzigzag(v);
-        memcpy(base, &s, sizeof s);
-    } else {
-        memcpy(base, &v, sizeof v);
-    }
-}
-
-long sp_decode_event(const uint8_t *p, const uint8_t *end, struct sp_event *ev, uint64_t *prev_t)
-{
-    const uint8_t *start = p;
-    if (p >= end || *p == 0)
-        return 0;
-    uint8_t type = *p++;
-    uint64_t len, delta;
-    if (get_uvarint(&p, end, &len) < 0 || len > (uint64_t)(end - p))
-        return SP_E_CORRUPT;
-    const uint8_t *body_end = p + len;
-    if (get_uvarint(&p, body_end, &delta) < 0)
-        return SP_E_CORRUPT;
-    ev->type = type;
-    ev->t = *prev_t + (uint64_t)unzigzag(delta);
-    *prev_t = ev->t;
-    const struct type_desc *d = type_desc(type);
-    if (!d)
-        return (long)(body_end - start); /* a type from a newer writer */
-    /* Zero only this type's fields: missing ones must read 0. */
-    memset((char *)ev + offsetof(struct sp_event, nccl), 0, d->payload);
-    const struct sp_field_desc *f = d->fields;
-    for (int i = 0; i < d->nfields && p < body_end; i++) {
-        uint64_t v;
-        if (get_uvarint(&p, body_end, &v) < 0)
-            return SP_E_CORRUPT;
-        store_field(ev, &f[i], v);
-    }
-    /* Fields beyond the ones we know were added by a newer writer. */
-    return (long)(body_end - start);
-}
-
 /* ---- enum names ------------------------------------------------------------------ */
 
 static const char *const nccl_ops[] = {
@@ -184,6 +126,7 @@ static const char *const nccl_ops[] = {
     [SP_NCCL_REDUCESCATTER] = "reducescatter", [SP_NCCL_SEND] = "send",
     [SP_NCCL_RECV] = "recv",                   [SP_NCCL_ALLTOALL] = "alltoall",
     [SP_NCCL_GROUP_START] = "group_start",     [SP_NCCL_GROUP_END] = "group_end",
+    [SP_NCCL_GATHER] = "gather",               [SP_NCCL_SCATTER] = "scatter",
 };
 static const char *const comm_kinds[] = {
     [SP_COMM_INIT] = "init",         [SP_COMM_SPLIT] = "split", [SP_COMM_FINALIZE] = "finalize",
@@ -286,6 +229,9 @@ const char *sp_strerror(int err)
     case SP_E_CORRUPT: return "trace is corrupt (checksum or structure mismatch)";
     case SP_E_FULL: return "buffer full, event dropped";
     case SP_E_ARG: return "invalid argument";
+    case SP_E_OLD_VERSION:
+        return "trace written in an older scaleprof format that this version no longer "
+               "reads: record it again";
     default: return "unknown error";
     }
 }

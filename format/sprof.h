@@ -21,9 +21,12 @@
  *                  tell a compressed chunk from its stale slot.
  *
  * Events are encoded as: type (1 byte), varint length of the rest, zigzag
- * varint time delta from the previous event of the same chunk, then the
- * type's fields as varints, in the order of the schema below.  Each chunk
- * is independently decodable.
+ * varint time delta, then the type's fields as varints, in the order of
+ * the schema below.  The codec remembers, per event type, the previous
+ * event of that type in the chunk: times are coded from where it ended
+ * (t + dur), and fields that grow (correlation ids, sequence numbers,
+ * offsets) as differences from its values.  The memory starts empty at
+ * each chunk, so each chunk is independently decodable.
  *
  * The schema is one table per event type (SP_EVENTS below).  It generates
  * the in-memory structs, the encoder, the decoder and the field names used
@@ -42,7 +45,7 @@
 #include <stdint.h>
 
 #define SP_MAGIC "SPROF\r\n\032"   /* 8 bytes; the \r\n\032 catches text-mode mangling */
-#define SP_VERSION 1
+#define SP_VERSION 2 /* 1: times and ids coded without per-type memory; refused */
 #define SP_HEADER_SIZE 4096u
 #define SP_FRAME_MAGIC 0x52465053u /* "SPFR" little endian */
 #define SP_SLOT_MAGIC 0x4c535053u  /* "SPSL" */
@@ -60,6 +63,8 @@ enum sp_nccl_op {
     SP_NCCL_ALLTOALL,
     SP_NCCL_GROUP_START,
     SP_NCCL_GROUP_END,
+    SP_NCCL_GATHER,  /* ncclGather: peer is the root */
+    SP_NCCL_SCATTER, /* ncclScatter: peer is the root */
     SP_NCCL_OP_MAX
 };
 
@@ -168,15 +173,20 @@ enum sp_drop_reason {
  * X(type_id, NAME, name, FIELDS) lists the event types; FIELDS(F) lists a
  * type's fields as F(kind, field).  Kinds: U unsigned varint, S signed
  * (zigzag) varint, STR an interned string id (shown resolved by readers),
- * D a duration in ns (unsigned).  Every event also has `t`, its time in
- * CLOCK_MONOTONIC ns (for host events the time the call was entered).
- * Only append fields at the end of a list, and never reuse a type id.
+ * D a duration in ns (unsigned), DUR the event's own duration (a D after
+ * which the next event of the type is timed from t + dur), DS an unsigned
+ * value that grows, coded as the zigzag difference from the same field of
+ * the previous event of the type in the chunk (introspection shows DUR as
+ * D and DS as U: the value, not its coding).  Every event also has `t`,
+ * its time in CLOCK_MONOTONIC ns (for host events the time the call was
+ * entered).  Only append fields at the end of a list, and never reuse a
+ * type id.
  */
 
 #define SP_FIELDS_NCCL(F)                                                      \
-    F(D, dur)         /* host time inside the call */                          \
+    F(DUR, dur)       /* host time inside the call */                          \
     F(U, comm)        /* communicator id: identical on all ranks */            \
-    F(U, seq)         /* per-communicator sequence number, from 1 */           \
+    F(DS, seq)        /* per-communicator sequence number, from 1 */           \
     F(U, op)          /* enum sp_nccl_op */                                    \
     F(U, count)       /* elements */                                           \
     F(U, datatype)    /* ncclDataType_t */                                     \
@@ -187,13 +197,13 @@ enum sp_drop_reason {
     F(S, result)      /* ncclResult_t */                                       \
     F(U, nranks)      /* communicator size */                                  \
     F(S, rank)        /* this process's rank in the communicator */            \
-    F(U, correlation) /* of the kernel launch, when known */                   \
-    F(D, gpu_start)   /* GPU execution start (fallback timing), 0 unknown */   \
+    F(DS, correlation) /* of the kernel launch, when known */                  \
+    F(DS, gpu_start)  /* GPU execution start (fallback timing), 0 unknown */   \
     F(D, gpu_dur)     /* GPU execution duration, 0 unknown */                  \
     F(S, device)
 
 #define SP_FIELDS_COMM(F)                                                      \
-    F(D, dur)                                                                  \
+    F(DUR, dur)                                                                \
     F(U, kind)   /* enum sp_comm_kind */                                       \
     F(U, comm)   /* communicator id */                                         \
     F(U, nranks)                                                               \
@@ -205,22 +215,22 @@ enum sp_drop_reason {
     F(S, result)
 
 #define SP_FIELDS_GPU(F)                                                       \
-    F(D, dur)         /* end - t; t is the start */                            \
+    F(DUR, dur)       /* end - t; t is the start */                            \
     F(U, kind)        /* enum sp_gpu_kind */                                   \
     F(S, device)                                                               \
     F(U, stream)      /* CUPTI stream id or cudaStream_t number */             \
     F(U, copy_kind)   /* enum sp_copy_kind, memcpy only */                     \
     F(U, bytes)       /* memcpy/memset bytes */                                \
     F(STR, name)      /* kernel name (mangled, as CUPTI gives it) */           \
-    F(U, correlation) /* matches the cuda_api event that launched it */        \
+    F(DS, correlation) /* matches the cuda_api event that launched it */       \
     F(U, graph)       /* CUDA graph id, 0 when none */                         \
     F(U, grid)        /* total threads (grid x block) for kernels */
 
 #define SP_FIELDS_CUDA(F)                                                      \
-    F(D, dur)                                                                  \
+    F(DUR, dur)                                                                \
     F(U, api)         /* enum sp_cuda_api */                                   \
     F(U, stream)                                                               \
-    F(U, correlation) /* CUPTI correlation id, 0 unknown */                    \
+    F(DS, correlation) /* CUPTI correlation id, 0 unknown */                   \
     F(S, device)      /* current device */                                     \
     F(U, bytes)       /* copies */                                             \
     F(U, copy_kind)                                                            \
@@ -229,18 +239,18 @@ enum sp_drop_reason {
     F(STR, name)      /* kernel name when known */
 
 #define SP_FIELDS_IO(F)                                                        \
-    F(D, dur)                                                                  \
+    F(DUR, dur)                                                                \
     F(U, op)      /* enum sp_io_op */                                          \
     F(S, fd)                                                                   \
     F(U, fd_kind) /* enum sp_fd_kind */                                        \
     F(STR, path)  /* the file's path, interned at open */                      \
     F(S, ret)     /* return value: bytes or fd, -1 on error */                 \
     F(U, bytes)   /* bytes requested */                                        \
-    F(U, offset)                                                               \
+    F(DS, offset)                                                              \
     F(U, err)     /* errno when ret < 0 */
 
 #define SP_FIELDS_WAIT(F)                                                      \
-    F(D, dur)                                                                  \
+    F(DUR, dur)                                                                \
     F(U, op)     /* enum sp_wait_op */                                         \
     F(U, nfds)                                                                 \
     F(S, ret)                                                                  \
@@ -248,7 +258,7 @@ enum sp_drop_reason {
     F(U, fd_kind)    /* kind of the first fd waited on */
 
 #define SP_FIELDS_MARKER(F)                                                    \
-    F(D, dur)     /* SP_MARK_RANGE only */                                     \
+    F(DUR, dur)   /* SP_MARK_RANGE only */                                     \
     F(U, kind)    /* enum sp_marker_kind */                                    \
     F(STR, name)                                                               \
     F(U, depth)   /* nesting depth after a push / before a pop */              \
@@ -261,8 +271,8 @@ enum sp_drop_reason {
     F(STR, path) /* exec'd program */
 
 #define SP_FIELDS_CPU(F)                                                       \
-    F(D, user_ns)      /* process CPU time in user mode since start */         \
-    F(D, sys_ns)       /* ... in kernel mode */                                \
+    F(DS, user_ns)     /* process CPU time in user mode since start */         \
+    F(DS, sys_ns)      /* ... in kernel mode */                                \
     F(U, busy_permille) /* machine busy fraction since last sample, 0..1000 */ \
     F(U, ncores)       /* online cores */                                      \
     F(U, threads)      /* threads in this process */
@@ -272,7 +282,7 @@ enum sp_drop_reason {
     F(U, reason) /* enum sp_drop_reason */
 
 #define SP_FIELDS_CLOCK(F)                                                     \
-    F(U, realtime) /* CLOCK_REALTIME ns read right after t */                  \
+    F(DS, realtime) /* CLOCK_REALTIME ns read right after t */                 \
     F(D, uncertainty) /* ns between the two reads */
 
 #define SP_FIELDS_THREAD(F)                                                    \
@@ -306,6 +316,8 @@ enum sp_event_type {
  * the struct layout rules.  STR is a 32-bit id stored widened. */
 #define SP_FIELD_TYPE_U uint64_t
 #define SP_FIELD_TYPE_D uint64_t
+#define SP_FIELD_TYPE_DUR uint64_t
+#define SP_FIELD_TYPE_DS uint64_t
 #define SP_FIELD_TYPE_S int64_t
 #define SP_FIELD_TYPE_STR uint64_t
 #define SP_X_FIELD(kind, field) SP_FIELD_TYPE_##kind field;
@@ -341,6 +353,7 @@ enum sp_error {
     SP_E_CORRUPT = -6,   /* checksum or structure mismatch */
     SP_E_FULL = -7,      /* buffer or arena full */
     SP_E_ARG = -8,
+    SP_E_OLD_VERSION = -9, /* a trace in a format this reader no longer reads */
 };
 const char *sp_strerror(int err);
 
@@ -365,13 +378,29 @@ const char *sp_enum_name(int type, const char *field, uint64_t value);
  * delta, fields.  The length lets old readers skip fields added later. */
 #define SP_EVENT_MAX_BYTES 256
 
-/* Encode `ev` at `out` (room for SP_EVENT_MAX_BYTES), `*prev_t` being the
- * previous event's time in this chunk (updated).  Returns bytes written.
- * Never fails. */
-size_t sp_encode_event(uint8_t *out, const struct sp_event *ev, uint64_t *prev_t);
-/* Decode one event from [p, end).  Returns bytes consumed, 0 at a clean
- * end (padding byte 0), or a negative SP_E* when the bytes are malformed. */
-long sp_decode_event(const uint8_t *p, const uint8_t *end, struct sp_event *ev, uint64_t *prev_t);
+/* What the codec remembers within one chunk: per event type, where its
+ * previous event ended (t + dur) and that event's fields (only the DS ones
+ * are used).  Encoder and decoder keep identical copies; zero it at the
+ * start of every chunk (sp_codec_reset), which is what makes a chunk
+ * decodable alone. */
+struct sp_codec_state {
+    uint64_t end[SP_EV_MAX];
+#define SP_X_PREV(id, NAME, name, FIELDS) struct sp_ev_##name name;
+    SP_EVENTS(SP_X_PREV)
+#undef SP_X_PREV
+};
+void sp_codec_reset(struct sp_codec_state *st);
+
+/* Encode `ev` at `out` (room for SP_EVENT_MAX_BYTES) and update the
+ * chunk's codec state.  Returns bytes written.  Never fails. */
+size_t sp_encode_event(uint8_t *out, const struct sp_event *ev, struct sp_codec_state *st);
+/* Decode one event from [p, end), updating the chunk's codec state.
+ * Returns bytes consumed, 0 at a clean end (padding byte 0), or a negative
+ * SP_E* when the bytes are malformed.  An event of a type this reader does
+ * not know is skipped (bytes consumed, state untouched) with ev->type set
+ * and nothing else filled in. */
+long sp_decode_event(const uint8_t *p, const uint8_t *end, struct sp_event *ev,
+                     struct sp_codec_state *st);
 
 /* ---- on-disk structures ---------------------------------------------------- */
 

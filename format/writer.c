@@ -131,13 +131,14 @@ struct sp_writer {
 /* The calling thread's current slot, valid only while gen == w->gen. */
 struct sp_tls_slot {
     uint64_t gen;
+    uint8_t *pos;   /* where the next event goes */
+    uint8_t *limit; /* past this, the next event might not fit: slow path */
     struct sp_slot_header *slot;
-    uint8_t *data;
-    uint32_t used, limit;
-    uint64_t prev_t;
+    uint8_t *data;  /* the slot's first event byte */
     uint64_t pending_drops;
     uint32_t drop_reason;
     struct chunk_link last; /* the chunk this thread retired last */
+    struct sp_codec_state codec; /* the chunk's codec memory: last, it is large */
 };
 static __thread struct sp_tls_slot tls __attribute__((tls_model("initial-exec")));
 static uint64_t next_generation = 1; /* atomic */
@@ -254,9 +255,9 @@ static void tls_use_slot(const struct sp_writer *w, struct sp_slot_header *s)
 {
     tls.slot = s;
     tls.data = (uint8_t *)(s + 1);
-    tls.used = 0;
-    tls.limit = slot_capacity(w) - SP_EVENT_MAX_BYTES;
-    tls.prev_t = 0;
+    tls.pos = tls.data;
+    tls.limit = tls.data + slot_capacity(w) - SP_EVENT_MAX_BYTES;
+    sp_codec_reset(&tls.codec);
 }
 
 /* No slot: the next append takes the slow path. */
@@ -264,8 +265,8 @@ static void tls_forget_slot(void)
 {
     tls.slot = NULL;
     tls.data = NULL;
-    tls.used = 1;
-    tls.limit = 0;
+    tls.pos = (uint8_t *)1;
+    tls.limit = NULL;
 }
 
 /* ---- compression ------------------------------------------------------------- */
@@ -618,14 +619,14 @@ uint32_t sp_writer_intern(struct sp_writer *w, const char *s, size_t len)
 
 /* ---- appending ------------------------------------------------------------------- */
 
-static inline void put_event(const struct sp_event *ev)
+static inline __attribute__((always_inline)) void put_event(const struct sp_event *ev)
 {
-    tls.used += (uint32_t)sp_codec_encode(tls.data + tls.used, ev, &tls.prev_t);
+    tls.pos += sp_codec_encode(tls.pos, ev, &tls.codec);
 }
 
 static inline void publish(void)
 {
-    __atomic_store_n(&tls.slot->used, tls.used, __ATOMIC_RELEASE);
+    __atomic_store_n(&tls.slot->used, (uint32_t)(tls.pos - tls.data), __ATOMIC_RELEASE);
 }
 
 static void count_drop(struct sp_writer *w)
@@ -688,7 +689,7 @@ static __attribute__((noinline)) int append_slow(struct sp_writer *w, const stru
 
 int sp_writer_append(struct sp_writer *w, const struct sp_event *ev)
 {
-    if (__builtin_expect(tls.gen != w->gen || tls.used > tls.limit, 0))
+    if (__builtin_expect(tls.gen != w->gen || tls.pos > tls.limit, 0))
         return append_slow(w, ev);
     put_event(ev);
     publish();
@@ -701,7 +702,7 @@ void sp_writer_thread_exit(struct sp_writer *w)
         return;
     /* The thread's last losses, if any, go into its last chunk: it will
      * have no next one. */
-    if (tls.slot && tls.pending_drops && tls.used <= tls.limit) {
+    if (tls.slot && tls.pending_drops && tls.pos <= tls.limit) {
         put_pending_drops(clock_ns(CLOCK_MONOTONIC));
         publish();
     }
@@ -716,7 +717,7 @@ static void flush_pending_drops(struct sp_writer *w)
 {
     if (tls.gen != w->gen || !tls.pending_drops)
         return;
-    if (!tls.slot || tls.used > tls.limit) {
+    if (!tls.slot || tls.pos > tls.limit) {
         retire_slot(w);
         struct sp_slot_header *s = claim_slot(w);
         if (!s)

@@ -21,10 +21,11 @@
 static void read_as_chunk(const uint8_t *data, size_t size)
 {
     struct sp_event ev = {0};
-    uint64_t prev = 0;
+    struct sp_codec_state st;
+    sp_codec_reset(&st);
     const uint8_t *p = data, *end = data + size;
     while (p < end) {
-        long n = sp_decode_event(p, end, &ev, &prev);
+        long n = sp_decode_event(p, end, &ev, &st);
         if (n <= 0)
             break;
         p += n;

@@ -510,6 +510,8 @@ static const char *const op_gpu_names[SP_NCCL_OP_MAX] = {
     [SP_NCCL_SEND] = "nccl:send",
     [SP_NCCL_RECV] = "nccl:recv",
     [SP_NCCL_ALLTOALL] = "nccl:alltoall",
+    [SP_NCCL_GATHER] = "nccl:gather",
+    [SP_NCCL_SCATTER] = "nccl:scatter",
 };
 
 static void emit_pair(struct evt_pair *p, struct anchor *a)
@@ -686,7 +688,8 @@ static void call_begin(struct call *c)
 static uint64_t call_bytes(const struct call *c, int nranks)
 {
     uint64_t b = (uint64_t)c->count * type_size(c->dtype);
-    if (c->op == SP_NCCL_REDUCESCATTER || c->op == SP_NCCL_ALLTOALL)
+    /* The send buffer holds one piece per rank (scatter: on the root). */
+    if (c->op == SP_NCCL_REDUCESCATTER || c->op == SP_NCCL_ALLTOALL || c->op == SP_NCCL_SCATTER)
         b *= (uint64_t)(nranks > 0 ? nranks : 1);
     return b;
 }
@@ -777,6 +780,20 @@ SP_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t
                                     ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 NCCL_CALL(ncclAlltoAll, SP_NCCL_ALLTOALL, count, datatype, -1, comm, stream,
           sendbuff, recvbuff, count, datatype, comm, stream)
+
+/* Rooted: every rank sends `count` elements to the root (gather), or the
+ * root sends `count` to each rank (scatter). */
+SP_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count,
+                                  ncclDataType_t datatype, int root, ncclComm_t comm,
+                                  cudaStream_t stream)
+NCCL_CALL(ncclGather, SP_NCCL_GATHER, count, datatype, root, comm, stream,
+          sendbuff, recvbuff, count, datatype, root, comm, stream)
+
+SP_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
+                                   ncclDataType_t datatype, int root, ncclComm_t comm,
+                                   cudaStream_t stream)
+NCCL_CALL(ncclScatter, SP_NCCL_SCATTER, count, datatype, root, comm, stream,
+          sendbuff, recvbuff, count, datatype, root, comm, stream)
 
 SP_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype,
                                 int peer, ncclComm_t comm, cudaStream_t stream)

@@ -100,9 +100,11 @@ static void load_original(const char *path)
 static void add_chunk(uint64_t start, uint64_t end, const uint8_t *ev, size_t len, int in_slot)
 {
     struct sp_event e = {0};
-    uint64_t prev = 0, n = 0, first = 0;
+    struct sp_codec_state st;
+    sp_codec_reset(&st);
+    uint64_t n = 0, first = 0;
     for (size_t at = 0; at < len;) {
-        long k = sp_decode_event(ev + at, ev + len, &e, &prev);
+        long k = sp_decode_event(ev + at, ev + len, &e, &st);
         CHECK(k > 0, "undamaged chunk decodes");
         if (n++ == 0)
             first = e.io.offset;

@@ -259,8 +259,9 @@ static void schema_can_grow(void)
     ev.dropped.count = 300;
     ev.dropped.reason = SP_DROP_CUPTI;
     uint8_t buf[SP_EVENT_MAX_BYTES + 8];
-    uint64_t prev = 0;
-    size_t n = sp_encode_event(buf, &ev, &prev);
+    struct sp_codec_state st;
+    sp_codec_reset(&st);
+    size_t n = sp_encode_event(buf, &ev, &st);
     CHECK(n == 6, "dropped event is 6 bytes, got %zu", n);
     /* Newer: one more field (value 7) after reason. */
     uint8_t newer[16];
@@ -268,23 +269,23 @@ static void schema_can_grow(void)
     newer[1]++;
     newer[n] = 7;
     struct sp_event out;
-    prev = 0;
-    CHECK(sp_decode_event(newer, newer + n + 1, &out, &prev) == (long)n + 1, "skips extra field");
+    sp_codec_reset(&st);
+    CHECK(sp_decode_event(newer, newer + n + 1, &out, &st) == (long)n + 1, "skips extra field");
     CHECK(out.dropped.count == 300 && out.dropped.reason == SP_DROP_CUPTI && out.t == 42,
           "known fields kept");
     /* Older: reason missing. */
     uint8_t older[16];
     memcpy(older, buf, n - 1);
     older[1]--;
-    prev = 0;
-    CHECK(sp_decode_event(older, older + n - 1, &out, &prev) == (long)n - 1, "short event");
+    sp_codec_reset(&st);
+    CHECK(sp_decode_event(older, older + n - 1, &out, &st) == (long)n - 1, "short event");
     CHECK(out.dropped.count == 300 && out.dropped.reason == 0, "missing field reads zero");
     /* Garbage: a length past the end. */
     uint8_t bad[] = {SP_EV_IO, 90, 1, 2};
-    prev = 0;
-    CHECK(sp_decode_event(bad, bad + sizeof bad, &out, &prev) < 0, "overlong length rejected");
+    sp_codec_reset(&st);
+    CHECK(sp_decode_event(bad, bad + sizeof bad, &out, &st) < 0, "overlong length rejected");
     uint8_t pad[] = {0, 0};
-    CHECK(sp_decode_event(pad, pad + 2, &out, &prev) == 0, "padding ends a chunk");
+    CHECK(sp_decode_event(pad, pad + 2, &out, &st) == 0, "padding ends a chunk");
     printf("ok: extra fields skipped, missing fields zero, malformed rejected\n");
 }
 

@@ -18,6 +18,8 @@
  *   cloneexec N FILE PROG  reads N times; a helper child made with
  *                       clone(CLONE_VM|CLONE_VFORK) execs PROG; another
  *                       such child _exits; N more reads after each
+ *   spawn PROG ARGS...  posix_spawnp PROG with an environment that has no
+ *                       LD_PRELOAD, waits for it
  *   exit N FILE         a child reads N times and leaves through _exit(3)
  *   sigterm N FILE      a child reads N times, then is killed by SIGTERM
  *   burn T S            T threads spin for S seconds; prints its CPU time
@@ -34,6 +36,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <spawn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -227,6 +230,20 @@ static int story_cloneexec(int n, const char *file, const char *prog)
     return 0;
 }
 
+static int story_spawn(char **prog)
+{
+    pid_t pid;
+    int r = posix_spawnp(&pid, prog[0], NULL, NULL, prog, environ_without_preload());
+    if (r != 0) {
+        fprintf(stderr, "posix_spawnp: %s\n", strerror(r));
+        return 1;
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    printf("child %d\nstatus %d\n", (int)pid, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    return 0;
+}
+
 static int story_exit(int n, const char *file)
 {
     pid_t pid = fork();
@@ -387,6 +404,8 @@ int main(int argc, char **argv)
         return story_execfail(atoi(argv[2]), argv[3], argv[4]);
     if (argc >= 5 && strcmp(argv[1], "cloneexec") == 0)
         return story_cloneexec(atoi(argv[2]), argv[3], argv[4]);
+    if (argc >= 3 && strcmp(argv[1], "spawn") == 0)
+        return story_spawn(argv + 2);
     if (argc >= 4 && strcmp(argv[1], "exit") == 0)
         return story_exit(atoi(argv[2]), argv[3]);
     if (argc >= 4 && strcmp(argv[1], "sigterm") == 0)
@@ -399,6 +418,6 @@ int main(int argc, char **argv)
         return story_stdfds(atoi(argv[2]), argv[3], argv[4]);
     if (argc >= 6 && strcmp(argv[1], "closeall") == 0)
         return story_closeall(atoi(argv[2]), argv[3], argv[4], argv[5]);
-    fprintf(stderr, "usage: io_story threads|waves|reopen|forkbusy|exec|execfail|cloneexec|exit|sigterm|burn|control|stdfds|closeall ...\n");
+    fprintf(stderr, "usage: io_story threads|waves|reopen|forkbusy|exec|execfail|cloneexec|spawn|exit|sigterm|burn|control|stdfds|closeall ...\n");
     return 2;
 }

@@ -224,6 +224,25 @@ def story_cloneexec(tmp):
         check(ts[0]["closed"] == 1, "closed at the parent's own exit")
 
 
+def story_spawn(tmp):
+    """posix_spawnp of a program whose environment lacks LD_PRELOAD: the
+    parent records the spawn, and the child is traced all the same."""
+    n = 7
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    story = os.environ["IO_STORY"]
+    r = run([story, "spawn", story, "threads", "1", str(n), data], os.path.join(tmp, "t"))
+    kv = keyvals(r.stdout)
+    check(r.returncode == 0 and kv.get("status") == ["0"], "the spawned program ran")
+    child = int(kv["child"][0])
+    ts = traces(os.path.join(tmp, "t"))
+    parent = [t for t in ts if t["pid"] != child]
+    check(len(parent) == 1 and ["spawn", child, 0, story] in parent[0]["proc"],
+          "the parent's trace has the spawn, with the child's pid and program")
+    kid = by_pid(ts, child)
+    check(len(kid) == 1 and kid[0]["read_calls"].get(data) == n and kid[0]["ppid"] == parent[0]["pid"],
+          "the child has its own trace, naming the parent, with its reads")
+
+
 def story_exit(tmp):
     """A child leaving through _exit() loses nothing."""
     nreads = 100

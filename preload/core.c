@@ -670,7 +670,7 @@ void sp_core_control(int pause)
 
 /* Index of the calling thread's counter: its own below SP_OWNED_SLOTS,
  * a shared stripe above. */
-static unsigned my_counter(void)
+static inline __attribute__((always_inline)) unsigned my_counter(void)
 {
     if (SP_UNLIKELY(t_stripe == 0)) {
         unsigned n = atomic_fetch_add(&g_next_stripe, 1);
@@ -679,7 +679,7 @@ static unsigned my_counter(void)
     return t_stripe - 1;
 }
 
-static void inflight_enter(void)
+static inline __attribute__((always_inline)) void inflight_enter(void)
 {
     unsigned i = my_counter();
     _Atomic long *n = &g_inflight[i].n;
@@ -696,7 +696,7 @@ static void inflight_enter(void)
         atomic_thread_fence(memory_order_seq_cst);
 }
 
-static void inflight_leave(void)
+static inline __attribute__((always_inline)) void inflight_leave(void)
 {
     unsigned i = t_stripe - 1;
     _Atomic long *n = &g_inflight[i].n;
@@ -727,7 +727,7 @@ static void thread_exit_handler(void *arg)
 
 /* Ask for thread_exit_handler once per thread and file.  The key's value
  * lives in the thread descriptor (low keys): no allocation. */
-static void watch_thread_exit(void)
+static inline __attribute__((always_inline)) void watch_thread_exit(void)
 {
     if (SP_LIKELY(t_exit_watched == sp_generation + 1) || !g_exit_key_ok)
         return;
@@ -737,7 +737,7 @@ static void watch_thread_exit(void)
 
 /* Append unless the file is closing: the in-flight count tells the closer
  * to wait for us (see the top comment). */
-static void append_guarded(const struct sp_event *ev)
+static inline __attribute__((always_inline)) void append_guarded(const struct sp_event *ev)
 {
     watch_thread_exit();
     inflight_enter();

@@ -175,10 +175,17 @@ static uint32_t path_id(const char *path);
 
 /* The path id of fd's entry e in the current file: interned again from
  * the name arena when e was made for an older file (before a fork). */
-static uint32_t entry_path(int fd, uint64_t e)
+static uint32_t entry_path_stale(int fd, uint64_t e);
+
+static inline uint32_t entry_path(int fd, uint64_t e)
 {
     if (SP_LIKELY(((e >> FD_GEN_SHIFT) & FD_GEN_MASK) == (sp_generation & FD_GEN_MASK)))
         return (uint32_t)(e & FD_PATH_MASK);
+    return entry_path_stale(fd, e);
+}
+
+static uint32_t entry_path_stale(int fd, uint64_t e)
+{
     if (!fd_in_table(fd) || !(e & FD_CLASSIFIED))
         return 0;
     uint32_t off = atomic_load_explicit(&g_fd_name[fd], memory_order_relaxed);
@@ -325,8 +332,10 @@ static inline int io_enter(struct io_call *c)
     return 1;
 }
 
-static void emit_io(uint64_t t0, uint64_t t1, int op, int fd, uint64_t entry, int64_t ret, uint64_t bytes,
-                    uint64_t offset, int err)
+/* Inlined into its callers: ten arguments would otherwise go through the
+ * stack on every recorded call. */
+static inline __attribute__((always_inline)) void emit_io(uint64_t t0, uint64_t t1, int op, int fd, uint64_t entry,
+                                                          int64_t ret, uint64_t bytes, uint64_t offset, int err)
 {
     struct sp_event ev;
     ev.type = SP_EV_IO;

@@ -12,13 +12,14 @@
  * a ring before timing, so the timed loop is appends only.
  *
  * Output, plain lines (the figures the format aims at: at most 4 bytes per
- * event compressed, at most 20 ns per append):
+ * event compressed, at most 20 ns per append; docs/format.md, "Cost", has
+ * the measured ones):
  *   events: 1048576
- *   bytes/event: 3.2          (frames only: what the trace costs on disk)
- *   bytes/event file: 3.3     (whole file as allocated on disk)
- *   ns/append 1 thread: 14.1  (median of 5 runs; appending thread's CPU time)
- *   ns/append 4 threads: 16.0 (median of 5 runs of the median thread)
- *   ns/event read back: 40.0  (the reader streaming the file: CPU time)
+ *   bytes/event: 5.54         (frames only: what the trace costs on disk)
+ *   bytes/event file: 5.55    (whole file as allocated on disk)
+ *   ns/append 1 thread: 25.0  (median of 5 runs; appending thread's CPU time)
+ *   ns/append 4 threads: 30.0 (median of 5 runs of the median thread)
+ *   ns/event read back: 45.0  (the reader streaming the file: CPU time)
  *
  * Usage: format_bench [EVENTS] [--level N] [--slot-size BYTES] [--callgrind]
  * --callgrind: one single-threaded pass and no timing, for

@@ -57,6 +57,13 @@ int main(void)
     CHECK(pwrite(fd, &future, sizeof future, 8) == sizeof future, "patch version");
     close(fd);
     expect_open_error(path, SP_E_VERSION, "a trace from a newer writer");
+    /* Version 1 coded events differently: refused, and said so. */
+    uint32_t old = 1;
+    fd = open(path, O_RDWR);
+    CHECK(pwrite(fd, &old, sizeof old, 8) == sizeof old, "patch version");
+    close(fd);
+    expect_open_error(path, SP_E_OLD_VERSION, "a trace in the old version 1 encoding");
+    CHECK(strstr(sp_strerror(SP_E_OLD_VERSION), "older"), "the message says why");
 
     /* A symlink planted where the trace will go is not followed. */
     snprintf(link_path, sizeof link_path, "%s/planted.sprof", dir);

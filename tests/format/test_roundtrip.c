@@ -289,6 +289,66 @@ static void schema_can_grow(void)
     printf("ok: extra fields skipped, missing fields zero, malformed rejected\n");
 }
 
+/* The codec's per-type memory: a launch stream with growing correlation
+ * ids and GPU records on their own clock, interleaved, cost the same few
+ * bytes per event all along, and decode back exactly - also across an
+ * event type this reader does not know. */
+static void interleaved_types_stay_small(void)
+{
+    enum { LAUNCHES = 1000 };
+    static uint8_t buf[LAUNCHES * 2 * SP_EVENT_MAX_BYTES + 16];
+    struct sp_codec_state enc, dec;
+    sp_codec_reset(&enc);
+    size_t at = 0, first_launch = 0, last_launch = 0;
+    for (uint64_t i = 0; i < LAUNCHES; i++) {
+        struct sp_event l = {.type = SP_EV_CUDA, .t = 5000000000ull + i * 4000};
+        l.cuda.dur = 2500;
+        l.cuda.api = SP_CUDA_LAUNCH;
+        l.cuda.correlation = 1000000 + i;
+        size_t n = sp_encode_event(buf + at, &l, &enc);
+        at += n;
+        if (i == 0)
+            first_launch = n;
+        last_launch = n;
+        struct sp_event g = {.type = SP_EV_GPU, .t = 9000000000ull + i * 3000 - (i % 2) * 100};
+        g.gpu.dur = 2000;
+        g.gpu.correlation = 1000000 + i;
+        at += sp_encode_event(buf + at, &g, &enc);
+        if (i == LAUNCHES / 2) { /* a type from a newer writer */
+            uint8_t unknown[] = {SP_EV_MAX + 7, 3, 0xff, 0xff, 0x01};
+            memcpy(buf + at, unknown, sizeof unknown);
+            at += sizeof unknown;
+        }
+    }
+    CHECK(first_launch > last_launch && last_launch <= 16,
+          "a launch after the first costs %zu bytes (first %zu)", last_launch, first_launch);
+    sp_codec_reset(&dec);
+    struct sp_event out;
+    uint64_t launches = 0, records = 0;
+    for (size_t p = 0; p < at;) {
+        long n = sp_decode_event(buf + p, buf + at, &out, &dec);
+        CHECK(n > 0, "decodes at %zu", p);
+        p += (size_t)n;
+        if (out.type == SP_EV_CUDA) {
+            CHECK(out.t == 5000000000ull + launches * 4000 &&
+                      out.cuda.correlation == 1000000 + launches && out.cuda.dur == 2500,
+                  "launch %llu back as it was", (unsigned long long)launches);
+            launches++;
+        } else if (out.type == SP_EV_GPU) {
+            CHECK(out.t == 9000000000ull + records * 3000 - (records % 2) * 100 &&
+                      out.gpu.correlation == 1000000 + records,
+                  "record %llu back as it was", (unsigned long long)records);
+            records++;
+        }
+    }
+    CHECK(launches == LAUNCHES && records == LAUNCHES, "all events back");
+    CHECK(!strcmp(sp_enum_name(SP_EV_NCCL, "op", SP_NCCL_GATHER), "gather") &&
+              !strcmp(sp_enum_name(SP_EV_NCCL, "op", SP_NCCL_SCATTER), "scatter"),
+          "gather and scatter named");
+    printf("ok: %d launches and GPU records interleaved: %zu bytes per launch after the first "
+           "(%zu), exact round trip\n", LAUNCHES, last_launch, first_launch);
+}
+
 static void names_and_checksums(void)
 {
     CHECK(!strcmp(sp_event_name(SP_EV_NCCL), "nccl") && !sp_event_name(0) &&
@@ -320,6 +380,7 @@ int main(void)
     tmpdir_make(dir, sizeof dir);
     names_and_checksums();
     schema_can_grow();
+    interleaved_types_stay_small();
     every_type_survives_the_file(dir);
     tools_are_fed(dir);
     threads_lose_nothing(dir, 1);

@@ -4,11 +4,19 @@
  * what to fix first; or the same numbers as JSON (docs/report-json.md).
  *
  * Option parsing and output only: the numbers come from the model.
+ *
+ * Layout: on a terminal the bars take the width left by the longest rank
+ * line, and prose (findings, warnings) is wrapped at word boundaries to the
+ * terminal's columns (COLUMNS, else TIOCGWINSZ), so that an 80-column
+ * window shows no broken lines.  Into a pipe or a file the layout is fixed
+ * (bars of BAR_WIDTH, one line per finding's evidence), so that scripts can
+ * grep it.
  */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "builtin.h"
@@ -16,8 +24,12 @@
 #include "model.h"
 #include "sprof.h"
 
-#define BAR_WIDTH 50
+#define BAR_WIDTH 50      /* not a terminal: a fixed layout that scripts can rely on */
+#define BAR_MIN 10        /* narrower than this a bar says nothing */
+#define BAR_MAX 100       /* wider gains no precision worth reading */
+#define RANK_LABEL 12     /* "  rank 123 |" */
 #define TOP_COLLECTIVES 8
+#define SHOWN_SHARE 0.005 /* categories under half a percent are left out of the summary */
 
 static const char usage_text[] =
     "usage: scaleprof report DIR [options]\n"
@@ -56,13 +68,53 @@ static int parse_steps(const char *s, int *a, int *b)
     return 0;
 }
 
-static void print_bar(const double *b, int color)
+/* The terminal's columns, 0 when stdout is not a terminal. */
+static int terminal_columns(void)
+{
+    if (!isatty(STDOUT_FILENO))
+        return 0;
+    const char *env = getenv("COLUMNS");
+    if (env && atoi(env) > 0)
+        return atoi(env);
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    return 0;
+}
+
+/* Prints text word by word; a word that would pass column `cols` starts a
+ * new line indented by `indent`.  `used` is the column the cursor is at.
+ * cols 0: the text as is.  Ends the line. */
+static void put_wrapped(const char *text, int used, int indent, int cols)
+{
+    if (cols <= 0) {
+        printf("%s\n", text);
+        return;
+    }
+    int line_start = used;
+    while (*text) {
+        size_t sp = strspn(text, " "), len = strcspn(text + sp, " ");
+        if (!len)
+            break;
+        if (used > line_start && used + (int)sp + (int)len > cols) {
+            printf("\n%*s", indent, "");
+            used = line_start = indent;
+            sp = 0;
+        }
+        printf("%*s%.*s", (int)sp, "", (int)len, text + strspn(text, " "));
+        used += (int)sp + (int)len;
+        text += strspn(text, " ") + len;
+    }
+    putchar('\n');
+}
+
+static void print_bar(const double *b, int width, int color)
 {
     int used = 0;
     for (int c = 0; c < SP_CAT_EXCLUSIVE; c++) {
-        int w = (int)(b[c] * BAR_WIDTH + 0.5);
-        if (used + w > BAR_WIDTH || c == SP_CAT_EXCLUSIVE - 1)
-            w = BAR_WIDTH - used;
+        int w = (int)(b[c] * width + 0.5);
+        if (used + w > width || c == SP_CAT_EXCLUSIVE - 1)
+            w = width - used;
         if (w <= 0)
             continue;
         if (color)
@@ -81,43 +133,136 @@ static const char *op_name(uint32_t op)
     return n ? n : "op";
 }
 
+static const char *detected_by_text(const char *how)
+{
+    if (!strcmp(how, "markers"))
+        return "from step markers (NVTX ranges)";
+    if (!strcmp(how, "collectives"))
+        return "from the repeating pattern of collectives";
+    if (!strcmp(how, "kernels"))
+        return "from the repeating sequence of GPU kernels";
+    return "none found: the whole trace is taken as one step";
+}
+
 static void text_overview(const struct sp_model *m)
 {
-    printf("scaleprof report: %s (source: %s)\n", m->dir, m->source);
-    printf("  ranks %d on %d host(s)", m->nranks, m->nhosts);
+    printf("scaleprof report: %s\n", m->dir);
+    if (!strcmp(m->source, "preload"))
+        printf("  recorded by scaleprof run");
+    else
+        printf("  imported (%s)", m->source);
+    printf(": %d rank%s (one GPU each) on %d host%s", m->nranks, m->nranks == 1 ? "" : "s", m->nhosts,
+           m->nhosts == 1 ? "" : "s");
     if (m->nhosts > 1)
-        printf(", residual clock skew ~%.0f us", m->skew_us);
-    printf("\n  steps: %d found by %s, %d skipped as warm-up, %d analyzed (%d..%d)\n",
-           m->steps_total, m->detected_by, m->step_lo, m->step_hi - m->step_lo, m->step_lo, m->step_hi - 1);
+        printf("\n  host clocks aligned to within ~%.0f us", m->skew_us);
+    printf("\n  steps: %d, %s\n", m->steps_total, detected_by_text(m->detected_by));
+    if (m->step_hi > m->step_lo)
+        printf("  analyzed: steps %d-%d (%d); the first %d skipped as warm-up\n", m->step_lo, m->step_hi - 1,
+               m->step_hi - m->step_lo, m->step_lo);
     printf("  step time: mean %.2f ms, median %.2f ms", m->step_mean_ms, m->step_median_ms);
     if (m->step_mean_ms > 0) {
-        printf(" -> %.2f steps/s", 1000 / m->step_mean_ms);
+        printf(" = %.2f steps/s", 1000 / m->step_mean_ms);
         if (m->opts.samples_per_step > 0)
-            printf(", %.0f samples/s", m->opts.samples_per_step * m->nranks * 1000 / m->step_mean_ms);
+            printf(", %.0f samples/s over all GPUs",
+                   m->opts.samples_per_step * m->nranks * 1000 / m->step_mean_ms);
     }
     printf("\n\n");
 }
 
-static void text_breakdown(const struct sp_model *m, int color)
+static int shown(const struct sp_model *m, const struct sp_rank *r)
 {
-    printf("where step time went (C compute, M memcpy, T collective transfer, W collective wait,\n"
-           "I idle input, H idle host, . idle other):\n");
+    return (m->opts.rank < 0 || r->rank == m->opts.rank) && r->cat;
+}
+
+/* What follows a rank's bar: step time, host, helper processes. */
+static int rank_suffix(const struct sp_model *m, const struct sp_rank *r, int host_w, char *out, size_t len)
+{
+    int w = snprintf(out, len, " %7.2f ms/step  host %-*s", sp_model_rank_step_ms(m, r), host_w,
+                     m->hosts[r->host]);
+    if (r->nhelpers > 0 && w > 0 && (size_t)w < len)
+        w += snprintf(out + w, len - (size_t)w, "  %d loader proc%s", r->nhelpers, r->nhelpers == 1 ? "" : "s");
+    while (w > 0 && out[w - 1] == ' ')
+        out[--w] = 0; /* the host column's padding, when nothing follows it */
+    return w;
+}
+
+static int bar_width(const struct sp_model *m, int cols)
+{
+    if (cols <= 0)
+        return BAR_WIDTH;
+    int host_w = 0, suffix = 0;
+    char buf[512];
+    for (int i = 0; i < m->nranks; i++) {
+        int l = (int)strlen(m->hosts[m->ranks[i].host]);
+        host_w = l > host_w ? l : host_w;
+    }
+    for (int i = 0; i < m->nranks; i++) {
+        int l = rank_suffix(m, &m->ranks[i], host_w, buf, sizeof buf);
+        suffix = l > suffix ? l : suffix;
+    }
+    int w = cols - RANK_LABEL - 1 - suffix - 1; /* -1: a line that fills the last column wraps on some terminals */
+    return w < BAR_MIN ? BAR_MIN : w > BAR_MAX ? BAR_MAX : w;
+}
+
+static void text_legend(void)
+{
+    printf("where each GPU's step time went (share of the step; each moment counted once):\n"
+           "  C compute                      I idle, waiting for input (data loader, reads)\n"
+           "  M memory copy                  H idle, host busy in a CUDA sync or launching\n"
+           "  T collective transfer (data)   . idle, nothing on the host explains it\n"
+           "  W collective wait (late rank)\n");
+}
+
+/* "compute 40%, collective wait 14%, ...; overlap": the bar in words. */
+static void text_shares(const struct sp_model *m, int cols)
+{
+    char line[1024];
+    int w = snprintf(line, sizeof line, "all ranks:");
+    const char *sep = " ";
+    for (int c = 0; c < SP_CAT_EXCLUSIVE && w > 0 && (size_t)w < sizeof line; c++) {
+        if (m->breakdown[c] < SHOWN_SHARE)
+            continue;
+        char name[64];
+        snprintf(name, sizeof name, "%s", sp_model_cat_name(c));
+        for (char *p = name; *p; p++)
+            *p = *p == '_' ? ' ' : *p;
+        w += snprintf(line + w, sizeof line - (size_t)w, "%s%s %.0f%%", sep, name, 100 * m->breakdown[c]);
+        sep = ", ";
+    }
+    if (w > 0 && (size_t)w < sizeof line && m->breakdown[SP_CAT_OVERLAP] >= SHOWN_SHARE)
+        snprintf(line + w, sizeof line - (size_t)w, "; besides, collectives ran %.0f%% of the step hidden "
+                 "under compute (overlap, not a cost)", 100 * m->breakdown[SP_CAT_OVERLAP]);
+    printf("  ");
+    put_wrapped(line, 2, 4, cols);
+}
+
+static void text_breakdown(const struct sp_model *m, int color, int cols)
+{
+    int width = bar_width(m, cols), host_w = 0, helpers = 0;
+    text_legend();
+    for (int i = 0; i < m->nranks; i++) {
+        int l = (int)strlen(m->hosts[m->ranks[i].host]);
+        host_w = l > host_w ? l : host_w;
+    }
     printf("  %-8s |", "all");
-    print_bar(m->breakdown, color);
-    printf("|");
-    for (int c = 0; c < SP_CAT_EXCLUSIVE; c++)
-        printf(" %c%.0f%%", cat_letter[c], 100 * m->breakdown[c]);
-    printf("  overlap %.0f%%\n", 100 * m->breakdown[SP_CAT_OVERLAP]);
+    print_bar(m->breakdown, width, color);
+    printf("| %7.2f ms/step (mean)\n", m->step_mean_ms);
     for (int i = 0; i < m->nranks; i++) {
         const struct sp_rank *r = &m->ranks[i];
-        if ((m->opts.rank >= 0 && r->rank != m->opts.rank) || !r->cat)
+        if (!shown(m, r))
             continue;
         double b[SP_CAT_N];
+        char suffix[512];
         sp_model_rank_breakdown(m, r, b);
+        rank_suffix(m, r, host_w, suffix, sizeof suffix);
         printf("  rank %-3d |", r->rank);
-        print_bar(b, color);
-        printf("| %.2f ms/step %s\n", sp_model_rank_step_ms(m, r), m->hosts[r->host]);
+        print_bar(b, width, color);
+        printf("|%s\n", suffix);
+        helpers += r->nhelpers;
     }
+    text_shares(m, cols);
+    if (helpers)
+        printf("  loader procs: a rank's child processes, e.g. DataLoader workers\n");
     printf("\n");
 }
 
@@ -143,43 +288,79 @@ static void ranks_text(const struct sp_model *m, const struct sp_finding *f, cha
     }
 }
 
-static void text_findings(const struct sp_model *m)
+static void text_findings(const struct sp_model *m, int cols)
 {
     int serious = 0;
     for (int i = 0; i < m->nfindings; i++)
         serious |= m->findings[i].severity > SP_SEV_LOW;
     if (!serious)
         printf("healthy: no finding above low severity.\n");
+    else
+        printf("findings, costliest first (severity in brackets):\n");
     for (int i = 0; i < m->nfindings; i++) {
         const struct sp_finding *f = &m->findings[i];
-        char ranks[64];
+        char ranks[64], evidence[SP_MODEL_TEXT + 2];
         ranks_text(m, f, ranks, sizeof ranks);
-        printf("%d. %s [%s] ranks %s, steps %d-%d\n   %s.\n   first try: %s\n", i + 1, f->cause,
-               sp_model_severity_name(f->severity), ranks, f->step_first, f->step_last, f->evidence,
-               f->first_try);
+        int all = !strcmp(ranks, "all");
+        printf("%d. %s [%s] %s%s, steps %d-%d\n   ", i + 1, f->cause, sp_model_severity_name(f->severity),
+               all ? "" : f->nranks == 1 ? "rank " : "ranks ", all ? "all ranks" : ranks, f->step_first,
+               f->step_last);
+        snprintf(evidence, sizeof evidence, "%s.", f->evidence);
+        put_wrapped(evidence, 3, 3, cols);
+        printf("   first try: ");
+        put_wrapped(f->first_try, 14, 5, cols);
     }
     printf("\n");
 }
 
-static void text_collectives(const struct sp_model *m)
+/* 4194304 -> "4.0 MiB" */
+static void bytes_text(uint64_t b, char *out, size_t len)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double x = (double)b;
+    int u = 0;
+    while (x >= 1024 && u < 4) {
+        x /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(out, len, "%llu B", (unsigned long long)b);
+    else
+        snprintf(out, len, "%.1f %s", x, unit[u]);
+}
+
+static void text_collectives(const struct sp_model *m, int cols)
 {
     if (!m->ncolls)
         return;
-    printf("top collectives:\n  %-16s %-13s %12s %7s %11s %9s %10s\n", "comm", "op", "bytes", "calls",
-           "transfer_ms", "wait_ms", "busbw_GB/s");
+    int spans = 0;
+    printf("top collectives (per call, mean over the analyzed steps):\n"
+           "  %-17s %-13s %9s %6s %9s %8s %8s\n", "communicator", "operation", "size", "calls",
+           "transfer", "wait", "bus");
+    printf("  %-17s %-13s %9s %6s %9s %8s %8s\n", "", "", "", "", "ms", "ms", "GB/s");
     for (size_t i = 0; i < m->ncolls && i < TOP_COLLECTIVES; i++) {
         const struct sp_coll_summary *c = &m->colls[i];
-        printf("  %-16llx %-13s %12llu %7llu %11.3f %9.3f %10.1f%s\n", (unsigned long long)c->comm,
-               op_name(c->op), (unsigned long long)c->bytes, (unsigned long long)c->calls, c->transfer_ms,
-               c->wait_ms, c->busbw_gbps, c->spans_hosts ? "  (spans hosts)" : "");
+        char size[32], comm[32];
+        bytes_text(c->bytes, size, sizeof size);
+        snprintf(comm, sizeof comm, "%llx%s", (unsigned long long)c->comm, c->spans_hosts ? "*" : "");
+        spans |= c->spans_hosts;
+        printf("  %-17s %-13s %9s %6llu %9.3f %8.3f %8.1f\n", comm, op_name(c->op), size,
+               (unsigned long long)c->calls, c->transfer_ms, c->wait_ms, c->busbw_gbps);
     }
+    printf("  ");
+    put_wrapped("transfer: data moving once the last rank arrived; wait: time a rank waited for "
+                "late peers; bus: bus bandwidth as nccl-tests counts it", 2, 2, cols);
+    if (spans)
+        printf("  * the communicator spans hosts\n");
     printf("\n");
 }
 
-static void text_warnings(const struct sp_model *m)
+static void text_warnings(const struct sp_model *m, int cols)
 {
-    for (int i = 0; i < m->nwarnings; i++)
-        printf("warning: %s\n", m->warnings[i]);
+    for (int i = 0; i < m->nwarnings; i++) {
+        printf("warning: ");
+        put_wrapped(m->warnings[i], 9, 2, cols);
+    }
 }
 
 static void json_breakdown(struct sp_json *j, const char *key, const double *b)
@@ -237,7 +418,7 @@ static void json_report(const struct sp_model *m)
     sp_json_open(&j, "per_rank", '[');
     for (int i = 0; i < m->nranks; i++) {
         const struct sp_rank *r = &m->ranks[i];
-        if ((m->opts.rank >= 0 && r->rank != m->opts.rank) || !r->cat)
+        if (!shown(m, r))
             continue;
         double b[SP_CAT_N];
         sp_model_rank_breakdown(m, r, b);
@@ -367,11 +548,12 @@ int cmd_report(int argc, char **argv)
     if (json) {
         json_report(&m);
     } else {
+        int cols = terminal_columns();
         text_overview(&m);
-        text_breakdown(&m, color);
-        text_findings(&m);
-        text_collectives(&m);
-        text_warnings(&m);
+        text_breakdown(&m, color, cols);
+        text_findings(&m, cols);
+        text_collectives(&m, cols);
+        text_warnings(&m, cols);
     }
     sp_model_free(&m);
     return 0;

@@ -103,7 +103,7 @@ struct sp_file_rec {
     int32_t pid, ppid, hdr_rank, comm_rank, world_size, rank; /* rank: resolved */
     uint32_t flags;
     int64_t start_mono, start_real, first_t, last_t;
-    uint64_t events, dropped;
+    uint64_t events, dropped, gpu_events;
     char *diag;             /* reader damage report, NULL when clean */
     struct sp_coll_call *calls; size_t ncalls;
     struct sp_span *marks; size_t nmarks;

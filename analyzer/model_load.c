@@ -34,6 +34,7 @@
 #define DEFAULT_STEP_RE "step|iteration|ProfilerStep"
 #define MAX_MARK_DEPTH 64
 #define MAX_DIR_DEPTH 32
+#define MAX_PARENT_HOPS 32 /* a ppid chain longer than this is taken as a loop */
 
 struct vec { void *p; size_t n, cap; };
 
@@ -310,6 +311,7 @@ static void on_event(struct file_scan *s, const struct sp_reader *r, const struc
         break;
     case SP_EV_GPU:
         note_tid(s, ev->tid, t);
+        f->gpu_events++;
         if (ev->gpu.kind == SP_GPU_NCCL_KERNEL) {
             struct kernel *k = vec_push(&s->kernels, sizeof *k);
             if (k)
@@ -501,7 +503,7 @@ static int resolve_rank(struct sp_model *m, struct sp_file_rec *f, int *helper)
     *helper = 0;
     const struct sp_file_rec *p = f;
     int parent_rank = -1;
-    for (int hops = 0; parent_rank < 0 && hops < MAX_DIR_DEPTH; hops++) {
+    for (int hops = 0; parent_rank < 0 && hops < MAX_PARENT_HOPS; hops++) {
         p = parent_of(m, p);
         if (!p)
             break;
@@ -606,9 +608,69 @@ static void add_input_evidence(struct sp_rank *r, const struct sp_file_rec *f)
     }
 }
 
+static int cmp_file_pid(const void *a, const void *b)
+{
+    const struct sp_file_rec *x = *(struct sp_file_rec *const *)a;
+    const struct sp_file_rec *y = *(struct sp_file_rec *const *)b;
+    return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* Whether a process that used a GPU descends from another that did (on the
+ * same host): a worker that touched the GPU is still its parent's helper. */
+static int has_gpu_ancestor(struct sp_model *m, const struct sp_file_rec *f)
+{
+    const struct sp_file_rec *p = f;
+    for (int hops = 0; hops < MAX_PARENT_HOPS; hops++) {
+        p = parent_of(m, p);
+        if (!p)
+            return 0;
+        if (p->gpu_events)
+            return 1;
+    }
+    return 0;
+}
+
+/* A job started without torchrun, MPI or Slurm - the usual single-GPU run,
+ * the baseline of every `compare` - names no rank anywhere, and without
+ * NCCL no communicator names one either.  Its processes that used a GPU
+ * (kernels or copies recorded), and whose ancestors did not, are then its
+ * ranks, in pid order; their children attach to them as helpers like any
+ * DataLoader worker.  Said in a warning, since it is a guess. */
+static void rank_unranked_gpu_processes(struct sp_model *m)
+{
+    struct sp_file_rec **gpu = calloc((size_t)m->nfrecs + 1, sizeof *gpu);
+    int n = 0;
+    if (!gpu)
+        return;
+    for (int i = 0; i < m->nfrecs; i++) {
+        struct sp_file_rec *f = &m->frecs[i];
+        if (!f->ok)
+            continue;
+        if (own_rank(f) >= 0) {
+            free(gpu);
+            return;
+        }
+        if (f->gpu_events && !has_gpu_ancestor(m, f))
+            gpu[n++] = f;
+    }
+    qsort(gpu, (size_t)n, sizeof *gpu, cmp_file_pid);
+    for (int i = 0; i < n; i++) {
+        gpu[i]->hdr_rank = i;
+        gpu[i]->world_size = n;
+    }
+    if (n == 1)
+        sp_model_warn(m, "no rank named in any trace: the one process that used a GPU "
+                         "(pid %d) is taken as a single-GPU job's rank 0", (int)gpu[0]->pid);
+    else if (n > 1)
+        sp_model_warn(m, "no rank named in any trace: the %d processes that used a GPU are "
+                         "taken as ranks 0..%d in pid order", n, n - 1);
+    free(gpu);
+}
+
 static void group_files(struct sp_model *m)
 {
     int unowned = 0;
+    rank_unranked_gpu_processes(m);
     for (int i = 0; i < m->nfrecs; i++) {
         struct sp_file_rec *f = &m->frecs[i];
         if (!f->ok)

@@ -41,6 +41,11 @@
 #define KERNEL_PERIOD_MAX 8192
 #define KERNEL_PERIOD_SLACK 0.005 /* a period this close to the best ratio is as good */
 #define MAX_STREAMS 256
+#define GAP_RATIO 2.0       /* a step's pause against its collectives' other gaps */
+#define GAP_CONSISTENT 0.8  /* share of periods that must show that pause */
+#define GAP_FLOOR 0.05      /* ... and against the whole period (noise between back-to-back calls) */
+#define GAP_MIN_PERIODS 3   /* periods needed to call a gap pattern */
+#define GAP_WINDOW 4096     /* gaps looked at per candidate period */
 
 static int set_steps(struct sp_rank *r, const int64_t *bounds, int n)
 {
@@ -120,6 +125,91 @@ static size_t pattern_end(const struct sp_coll_call *c, size_t n, size_t p)
     return best;
 }
 
+/* The phase of period k whose following gap is the step's pause, or -1.
+ * gap[i] is the idle time from call i's end to call i+1's start (0 when
+ * they overlap); span[i] the time from call i's start to call i+1's.  Over
+ * the last periods, each phase's median gap is taken; the longest must be
+ * more than GAP_RATIO times the median of the other phases' medians and
+ * than GAP_FLOOR of the median period, and be so in GAP_CONSISTENT of the
+ * periods, so that one slow step or a checkpoint now and then does not
+ * make a phase, nor do microseconds of noise between back-to-back
+ * collectives.  The phase is returned as the residue of the call index
+ * modulo k. */
+static long step_pause_phase(const double *gap, const double *span, size_t ngap, size_t k)
+{
+    size_t window = GAP_WINDOW > GAP_MIN_PERIODS * k ? GAP_WINDOW : GAP_MIN_PERIODS * k;
+    size_t from = ngap > window ? ngap - window : 0, periods = (ngap - from) / k;
+    if (k < 2 || periods < GAP_MIN_PERIODS)
+        return -1;
+    double *med = malloc(k * sizeof *med);
+    double *v = malloc((periods > k ? periods : k) * sizeof *v);
+    long phase = -1;
+    if (!med || !v)
+        goto out;
+    size_t best = 0;
+    for (size_t j = 0; j < k; j++) {
+        for (size_t q = 0; q < periods; q++)
+            v[q] = gap[from + q * k + j];
+        med[j] = sp_median(v, periods);
+        if (med[j] > med[best])
+            best = j;
+    }
+    size_t nv = 0;
+    for (size_t j = 0; j < k; j++)
+        if (j != best)
+            v[nv++] = med[j];
+    double rest = sp_median(v, nv), bar = GAP_RATIO * rest;
+    for (size_t q = 0; q < periods; q++) {
+        v[q] = 0;
+        for (size_t j = 0; j < k; j++)
+            v[q] += span[from + q * k + j];
+    }
+    double floor = GAP_FLOOR * sp_median(v, periods);
+    if (bar < floor)
+        bar = floor;
+    size_t clear = 0;
+    for (size_t q = 0; q < periods; q++)
+        clear += gap[from + q * k + best] > bar;
+    if (med[best] > bar && (double)clear >= GAP_CONSISTENT * (double)periods)
+        phase = (long)((from + best) % k);
+out:
+    free(med);
+    free(v);
+    return phase;
+}
+
+/* When every collective of a step is the same (equal gradient buckets),
+ * the key period p is shorter than the step.  The step is then the
+ * smallest multiple k of p whose gaps show one clear pause per period
+ * (step_pause_phase); p itself when it shows one or no multiple does.
+ * *end receives the pattern's last residue when a pause was found. */
+static size_t period_from_gaps(const struct sp_coll_call *c, size_t n, size_t p, long *end)
+{
+    *end = -1;
+    double *gap = n > 1 ? malloc((n - 1) * sizeof *gap) : NULL;
+    double *span = n > 1 ? malloc((n - 1) * sizeof *span) : NULL;
+    size_t got = p;
+    if (!gap || !span)
+        goto out;
+    for (size_t i = 0; i + 1 < n; i++) {
+        int64_t idle = c[i + 1].start - c[i].end;
+        gap[i] = idle > 0 ? (double)idle : 0;
+        span[i] = (double)(c[i + 1].start - c[i].start);
+    }
+    for (size_t k = p; k <= PERIOD_MAX && GAP_MIN_PERIODS * k <= n - 1; k += p) {
+        long phase = step_pause_phase(gap, span, n - 1, k);
+        if (phase >= 0) {
+            got = k;
+            *end = phase;
+            break;
+        }
+    }
+out:
+    free(gap);
+    free(span);
+    return got;
+}
+
 /* Steps from the repeating collectives of one rank; 0 when none repeat. */
 static int steps_from_collectives(struct sp_rank *r)
 {
@@ -139,7 +229,9 @@ static int steps_from_collectives(struct sp_rank *r)
     size_t p = find_period(k, n);
     if (!p)
         goto out;
-    size_t j = pattern_end(c, n, p), last = j;
+    long pause;
+    p = period_from_gaps(c, n, p, &pause);
+    size_t j = pause >= 0 ? (size_t)pause : pattern_end(c, n, p), last = j;
     while (last + p < n)
         last += p;
     size_t count = 0;

@@ -330,6 +330,143 @@ def case_single_gpu_kernels():
     check_breakdown(rep, truth)
 
 
+def case_equal_buckets():
+    """A DDP job whose four gradient buckets are the same size, without
+    markers: every collective looks alike, and the steps are found from the
+    pause between them (forward pass, input) - not one step per bucket."""
+    for name, extra in (("equal", []), ("equal_jitter", ["--jitter", 0.2]),
+                        ("equal_one", ["--colls", 1])):
+        args = ["--ranks", 4, "--colls", 4, "--equal-buckets", "--input-ms", 6] + extra
+        d, truth = gen(name, *args)
+        rep = report(d)
+        st = rep["steps"]
+        print(f"  {' '.join(map(str, extra)) or 'four buckets'}: detected_by {st['detected_by']}, "
+              f"count {st['count']}, truth {truth['steps']}")
+        if st["detected_by"] != "collectives" or st["count"] != truth["steps"]:
+            fail("the step count should be the true one, not one step per collective")
+        near("step_ms", st["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+        check_breakdown(rep, truth)
+
+
+def case_equal_buckets_sim():
+    """The same on simulated GPUs: examples/ddp_train, two ranks, ten steps,
+    four equal 4 MiB all-reduces per step, no markers: ten steps."""
+    ddp, sim = os.environ.get("DDP_TRAIN"), os.environ.get("SCALEPROF_SIM_DIR")
+    if not ddp or not sim:
+        print("SKIP: examples/ddp_train or the simulated GPUs are not built here")
+        sys.exit(77)
+    d = os.path.join(TMP, "ddp_equal")
+    p = subprocess.run([SCALEPROF, "run", "--sim", "--nproc", "2", "-o", d, "--", ddp, "--no-markers",
+                        "--steps", "10", "--grad-mb", "16", "--buckets", "4",
+                        "--data", os.path.join(TMP, "data")], capture_output=True, text=True)
+    if p.returncode != 0:
+        fail(f"scaleprof run failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    rep = report(d)
+    st = rep["steps"]
+    allreduces = [c for c in rep["collectives"] if c["op"] == "allreduce" and c["bytes"] == 4 << 20]
+    print(f"  detected_by {st['detected_by']}, count {st['count']}, median {st['median_ms']:.2f} ms; "
+          f"4 MiB all-reduces {[c['calls'] for c in allreduces]}")
+    if not allreduces:
+        fail("the 4 MiB all-reduces are not in the report")
+    if st["detected_by"] != "collectives" or st["count"] != 10:
+        fail("ten steps expected from the collectives")
+
+
+def case_unranked_single_gpu():
+    """A single-GPU job started without a launcher and without NCCL names no
+    rank anywhere: its GPU process is analyzed as rank 0, with a warning
+    that says so, and its forked loader worker attaches to it."""
+    d, truth = gen("unranked", "--ranks", 1, "--no-nccl", "--no-rank", "--markers", "--helpers", 1,
+                   "--input-ms", 2, "--steps", 15)
+    rep = report(d)
+    pr = rep["per_rank"]
+    print(f"  ranks {rep['ranks']}, per_rank {[(r['rank'], r['helper_processes']) for r in pr]}, "
+          f"steps {rep['steps']['count']} by {rep['steps']['detected_by']}")
+    if rep["ranks"] != 1 or [r["rank"] for r in pr] != [0]:
+        fail("the GPU process should be rank 0, the only rank")
+    if pr[0]["helper_processes"] != 1:
+        fail("the loader worker should attach to rank 0 as its helper")
+    if rep["steps"]["count"] != truth["steps"]:
+        fail(f"{truth['steps']} steps expected")
+    if not any("rank 0" in w and "no rank" in w for w in rep["warnings"]):
+        fail(f"a warning should say that rank 0 was assumed: {rep['warnings']}")
+    check_breakdown(rep, truth)
+    text = scaleprof("report", d, "--no-color").stdout
+    if "1 loader proc" not in text:
+        fail("the text report should show the loader worker on rank 0's line:\n" + text)
+
+
+def case_compare_unranked_baseline():
+    """`compare run-1gpu run-4gpu` where the 1-GPU run names no rank: the
+    efficiency is computed against it."""
+    one, t1 = gen("cmpu1", "--ranks", 1, "--no-nccl", "--no-rank", "--markers", "--input-ms", 1)
+    four, t4 = gen("cmpu4", "--ranks", 4, "--markers", "--input-ms", 1, "--transfer-ms", 2)
+    out = json.loads(scaleprof("compare", one, four, "--json").stdout)
+    gpus = [r["gpus"] for r in out["runs"]]
+    want = t4["steps_per_s"] / t1["steps_per_s"]
+    print(f"  runs' GPUs {gpus}")
+    if gpus != [1, 4]:
+        fail("the baseline should count one GPU")
+    near("4 GPUs efficiency", out["runs"][1]["efficiency"], want, 0.02 * want)
+
+
+def report_on_terminal(d, cols, env_columns=None):
+    """The text report as a terminal of `cols` columns shows it (a pty)."""
+    import fcntl, pty, struct, termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    if env_columns:
+        env["COLUMNS"] = str(env_columns)
+    p = subprocess.Popen([SCALEPROF, "report", d, "--no-color"], stdout=slave, stderr=subprocess.DEVNULL,
+                         env=env)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    if p.wait() != 0:
+        fail(f"scaleprof report on a terminal exited {p.returncode}")
+    return out.decode().replace("\r\n", "\n")
+
+
+def bar_of(text, label):
+    line = next((l for l in text.splitlines() if l.startswith(label)), None)
+    if line is None:
+        fail(f"no line starting with {label!r}:\n{text}")
+    return line.split("|")[1]
+
+
+def case_narrow_terminal():
+    """On an 80-column terminal no line of the report is wider than the
+    window (bars shrink, prose wraps at words); a wider terminal gets wider
+    bars; into a pipe the bars keep 50 characters."""
+    d, _ = gen("narrow", "--ranks", 4, "--markers", "--input-ms", 4, "--slow-rank", 1, "--slow-compute-ms", 3,
+               "--helpers", 2, "--hosts", 2)
+    text = report_on_terminal(d, 80)
+    wide = [l for l in text.splitlines() if len(l) > 80]
+    bar80 = len(bar_of(text, "  rank 0"))
+    print(f"  80 columns: bar {bar80} wide, {len(wide)} line(s) over 80")
+    if wide:
+        fail("lines wider than the terminal:\n" + "\n".join(wide))
+    if "2 loader procs" not in text or "host host0" not in text:
+        fail("the rank line should name its host and its loader processes:\n" + text)
+    for word in ("straggler", "first try:"):
+        if word not in text:
+            fail(f"{word!r} missing from the report on a terminal")
+    bar120 = len(bar_of(report_on_terminal(d, 80, env_columns=120), "  rank 0"))
+    piped = len(bar_of(scaleprof("report", d, "--no-color").stdout, "  rank 0"))
+    print(f"  COLUMNS=120: bar {bar120} wide; into a pipe: bar {piped} wide")
+    if not bar80 < bar120 or piped != 50:
+        fail("bars should follow the terminal's width, and be 50 wide into a pipe")
+
+
 def case_help_matches_man():
     """Every option in each verb's --help is documented in its man page."""
     mandir = os.environ["MAN_DIR"]

@@ -28,8 +28,11 @@
  * workers do (--helpers N), many kernels per step (bench), no collectives
  * at all (--no-nccl: a single-GPU job whose steps show only in its
  * kernel-name sequence; every kernel position of a step has its own name),
- * and GPU records written by a separate thread S steps late, grouped by
- * stream as a CUPTI buffer delivers them (--gpu-thread-lag S).
+ * GPU records written by a separate thread S steps late, grouped by
+ * stream as a CUPTI buffer delivers them (--gpu-thread-lag S), gradient
+ * buckets all of one size (--equal-buckets: every collective of a step is
+ * the same), and headers that name no rank (--no-rank: a job started
+ * without a launcher; with --no-nccl nothing else names one either).
  *
  * The truth (JSON, --truth FILE) covers steps [skip, steps): breakdown as
  * fractions of step time, per-collective transfer and mean wait, step time,
@@ -69,6 +72,7 @@
 struct scenario {
     const char *out, *truth;
     int ranks, hosts, steps, colls, kernels, markers, intra, skip, helper, helpers, no_nccl, gpu_lag;
+    int equal_buckets, no_rank;
     double compute, input, sync, memcpy, tail, transfer, inter_transfer, jitter, clock_err_us;
     uint64_t bytes;
     int slow_rank, missing_rank, truncate_rank;
@@ -315,8 +319,8 @@ static double run_step(const struct scenario *s, int k, double T, int in_view)
         }
         if (s->no_nccl)
             continue;
-        /* gradient buckets differ in size, as DDP's do */
-        uint64_t bytes = s->bytes >> j;
+        /* gradient buckets differ in size, as DDP's often do */
+        uint64_t bytes = s->equal_buckets ? s->bytes : s->bytes >> j;
         double end = last + transfer, wsum = 0;
         for (int r = 0; r < n; r++) {
             emit_nccl(r, GLOBAL_COMM, ++R[r].seq_global, n, r, bytes, t[r], end);
@@ -388,10 +392,10 @@ static int open_rank(const struct scenario *s, int r)
     struct sp_file_header *hd = sp_writer_header(R[r].w);
     hd->pid = 1000 + r;
     hd->ppid = 1;
-    hd->rank = r;
-    hd->local_rank = r - h * ((s->ranks + s->hosts - 1) / s->hosts);
-    hd->world_size = s->ranks;
-    hd->local_world_size = per_host(s, h);
+    hd->rank = s->no_rank ? -1 : r;
+    hd->local_rank = s->no_rank ? -1 : r - h * ((s->ranks + s->hosts - 1) / s->hosts);
+    hd->world_size = s->no_rank ? -1 : s->ranks;
+    hd->local_world_size = s->no_rank ? -1 : per_host(s, h);
     hd->start_mono = (uint64_t)(R[r].mono_base + (int64_t)GLOBAL_START);
     hd->start_real = (uint64_t)(REALTIME_EPOCH + (int64_t)GLOBAL_START + (int64_t)(h * s->clock_err_us * US));
     char host[64];
@@ -438,8 +442,8 @@ static void write_helper(const struct scenario *s, int r, int idx, int inherit, 
     struct sp_file_header *hd = sp_writer_header(w);
     hd->pid = pid;
     hd->ppid = 1000 + r;
-    hd->rank = inherit ? r : -1;
-    hd->world_size = inherit ? s->ranks : -1;
+    hd->rank = inherit && !s->no_rank ? r : -1;
+    hd->world_size = inherit && !s->no_rank ? s->ranks : -1;
     hd->start_mono = (uint64_t)(R[r].mono_base + (int64_t)GLOBAL_START);
     hd->start_real = (uint64_t)(REALTIME_EPOCH + (int64_t)GLOBAL_START);
     char host[64];
@@ -520,7 +524,8 @@ static const char usage[] =
     "  [--transfer-ms X] [--inter-transfer-ms X] [--intra-coll] [--bytes B] [--kernels N]\n"
     "  [--jitter F] [--clock-error-us U] [--markers] [--helper] [--slow-rank R]\n"
     "  [--slow-compute-ms X] [--slow-input-ms X] [--missing-rank R] [--truncate-rank R]\n"
-    "  [--helpers N] [--no-nccl] [--gpu-thread-lag S] [--truth FILE]\n";
+    "  [--helpers N] [--no-nccl] [--gpu-thread-lag S] [--equal-buckets] [--no-rank]\n"
+    "  [--truth FILE]\n";
 
 int main(int argc, char **argv)
 {
@@ -538,6 +543,7 @@ int main(int argc, char **argv)
         {"slow-rank", 1, 0, 'S'}, {"slow-compute-ms", 1, 0, 'C'}, {"slow-input-ms", 1, 0, 'D'},
         {"missing-rank", 1, 0, 'X'}, {"truncate-rank", 1, 0, 'R'}, {"truth", 1, 0, 'o'},
         {"helpers", 1, 0, 'W'}, {"no-nccl", 0, 0, 'Z'}, {"gpu-thread-lag", 1, 0, 'L'},
+        {"equal-buckets", 0, 0, 'E'}, {"no-rank", 0, 0, 'U'},
         {0, 0, 0, 0},
     };
     int c;
@@ -571,6 +577,8 @@ int main(int argc, char **argv)
         case 'W': s.helpers = atoi(optarg); break;
         case 'Z': s.no_nccl = 1; break;
         case 'L': s.gpu_lag = atoi(optarg); break;
+        case 'E': s.equal_buckets = 1; break;
+        case 'U': s.no_rank = 1; break;
         default: fputs(usage, stderr); return 2;
         }
     }

@@ -30,6 +30,7 @@
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -482,4 +483,27 @@ SP_EXPORT nvtxDomainHandle_t nvtxDomainCreateA(const char *name)
 SP_EXPORT nvtxStringHandle_t nvtxDomainRegisterStringA(nvtxDomainHandle_t domain, const char *s)
 {
     return on_register_a(domain, s);
+}
+
+/* ---- attaching without the launcher ------------------------------------------- */
+
+/* A job started with plain LD_PRELOAD=libscaleprof.so (the way README and
+ * torchrun users do it) must see the same markers and GPU activity as one
+ * started by `scaleprof run`: header-only NVTX finds us only through
+ * NVTX_INJECTION64_PATH, and CUPTI attaches earliest through
+ * CUDA_INJECTION64_PATH.  Both are read lazily (at the first NVTX call, at
+ * CUDA initialisation), so setting them while the library loads - before
+ * main, while the process has a single thread - is early enough.  A value
+ * the job or the user set is never replaced. */
+__attribute__((constructor)) static void point_injection_at_us(void)
+{
+    const char *enable = getenv("SCALEPROF_ENABLE");
+    if (enable && !strcmp(enable, "0"))
+        return;
+    Dl_info self;
+    if (!dladdr((void *)point_injection_at_us, &self) || !self.dli_fname ||
+        self.dli_fname[0] != '/')
+        return;
+    setenv("NVTX_INJECTION64_PATH", self.dli_fname, 0);
+    setenv("CUDA_INJECTION64_PATH", self.dli_fname, 0);
 }

@@ -84,6 +84,21 @@ gpu_nvtx_steps)
     "$CHECK_TRACE" markers "$work/win/trace" 5 7 || fail "SCALEPROF_STEPS=5:7 did not keep steps 5 to 7"
     ;;
 
+gpu_plain_preload)
+    # No launcher: the way README and torchrun users attach.  Header-only
+    # NVTX finds the recorder only through NVTX_INJECTION64_PATH, which the
+    # library must point at itself when it loads.
+    mkdir -p "$work/p/rdv"
+    env -u NVTX_INJECTION64_PATH -u CUDA_INJECTION64_PATH \
+        RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 SIM_RENDEZVOUS="$work/p/rdv" \
+        SCALEPROF_DIR="$work/p/trace" LD_LIBRARY_PATH="$SIM_LIBDIR" \
+        LD_PRELOAD="$(dirname "$SCALEPROF_BIN")/../preload/libscaleprof.so" \
+        "$GPU_LOOP" --steps 6 >"$work/p/stdout" 2>"$work/p/stderr" ||
+        { show "$work/p/stderr"; fail "the job failed under a plain LD_PRELOAD"; }
+    "$CHECK_TRACE" markers "$work/p/trace" 0 0 | tee "$work/p/check" || fail "NVTX ranges missing"
+    grep -q "6 step ranges" "$work/p/check" || fail "expected the 6 step ranges of the job"
+    ;;
+
 gpu_run_two_nodes)
     if [ "$(id -u)" != 0 ]; then
         # the launcher must refuse with a clear reason, not half-start a job

@@ -31,6 +31,7 @@
 #define CROSS_NODE_BUSBW_DROP 0.5     /* or bus bandwidth halved */
 #define SCALING_POOR 0.8              /* efficiency below which speedup "shrinks" */
 #define SECONDS_PER_HOUR 3600.0
+#define LOST_SHOWN_MS 0.005           /* smaller differences print as nothing */
 
 static const char usage_text[] =
     "usage: scaleprof compare DIR1 DIR2 [DIR...] [options]\n"
@@ -143,7 +144,7 @@ static int series_findings(struct run *runs, int n, int base, struct cmp_finding
             if (runs[i].eff < worst->eff)
                 worst = &runs[i];
         f[nf] = (struct cmp_finding){"scaling", worst->eff < 0.5 ? "high" : "moderate", "",
-                                     "look at the findings above; raise the global batch size if compute per step shrank"};
+                                     "read each run's findings (scaleprof report DIR); raise the global batch size if compute per step shrank"};
         snprintf(f[nf++].evidence, sizeof f[0].evidence, "speedup shrinks as GPUs increase: %d GPUs reach %.0f%% "
                  "scaling efficiency", worst->m.nranks, 100 * worst->eff);
     }
@@ -154,10 +155,36 @@ static void lost_text(const struct run *r, const struct run *b, char *out, size_
 {
     double d = (r->step_s - b->step_s) * 1e3;
     int w = snprintf(out, len, "%+.2f ms per step:", d);
+    const char *sep = " ";
     for (int c = 0; c < SP_CAT_EXCLUSIVE && w > 0 && (size_t)w < len; c++) {
         double x = r->cat_ms[c] - b->cat_ms[c];
-        if (x > 0.005 || x < -0.005)
-            w += snprintf(out + w, len - (size_t)w, " %+.2f %s", x, sp_model_cat_name(c));
+        if (x > LOST_SHOWN_MS || x < -LOST_SHOWN_MS) {
+            char name[64];
+            snprintf(name, sizeof name, "%s", sp_model_cat_name(c));
+            for (char *p = name; *p; p++)
+                *p = *p == '_' ? ' ' : *p;
+            w += snprintf(out + w, len - (size_t)w, "%s%+.2f %s", sep, x, name);
+            sep = ", ";
+        }
+    }
+}
+
+static const char *gpus_word(int n)
+{
+    return n == 1 ? "GPU" : "GPUs";
+}
+
+/* A run's warnings are its report's business; compare says there are some. */
+static void text_run_notes(const struct run *runs, int n, int cols)
+{
+    for (int i = 0; i < n; i++) {
+        if (!runs[i].m.nwarnings)
+            continue;
+        char text[1024];
+        snprintf(text, sizeof text, "%s: %d warning%s (the first: %s); see scaleprof report %s", runs[i].dir,
+                 runs[i].m.nwarnings, runs[i].m.nwarnings == 1 ? "" : "s", runs[i].m.warnings[0], runs[i].dir);
+        printf("note: ");
+        sp_text_wrapped(text, 6, 2, cols);
     }
 }
 
@@ -267,42 +294,60 @@ int cmd_compare(int argc, char **argv)
         sp_json_close(&j, ']');
         sp_json_close(&j, '}');
     } else {
-        printf("%-5s %-5s %10s %14s %10s  %s\n", "GPUs", "hosts", "step_ms", unit, "efficiency", "run");
+        int cols = sp_text_columns();
+        printf("%-5s %-5s %9s %14s %10s  %s\n", "GPUs", "hosts", "ms/step", unit, "efficiency", "run");
         for (int i = 0; i < n; i++) {
             const struct run *r = &runs[i];
-            printf("%-5d %-5d %10.2f %14.1f %9.0f%%  %s%s\n", r->m.nranks, r->m.nhosts, r->m.step_mean_ms, r->thr,
+            printf("%-5d %-5d %9.2f %14.1f %9.0f%%  %s%s\n", r->m.nranks, r->m.nhosts, r->m.step_mean_ms, r->thr,
                    100 * r->eff, r->dir, i == base ? " (baseline)" : "");
         }
-        printf("\nwhere the time went, against the baseline:\n");
+        printf("  ");
+        sp_text_wrapped("efficiency: the speedup over the baseline divided by the growth in GPUs "
+                        "(100%: N times the GPUs give N times the throughput)", 2, 2, cols);
+        printf("\nstep time against the baseline, by category (ms per step):\n");
         for (int i = 0; i < n; i++) {
             if (i == base)
                 continue;
             char text[512];
             lost_text(&runs[i], b, text, sizeof text);
-            printf("  %d GPUs: %s\n", runs[i].m.nranks, text);
+            printf("  %d %s: ", runs[i].m.nranks, gpus_word(runs[i].m.nranks));
+            sp_text_wrapped(text, 4 + 5, 4, cols);
         }
         if (price > 0) {
-            printf("\ncost:\n");
+            printf("\ncost (in the unit of --price-per-gpu-hour):\n");
             for (int i = 0; i < n; i++) {
                 const struct run *r = &runs[i];
                 double speed = b->step_s / r->step_s * 1; /* steps per time, same per-GPU batch */
                 double gthr = speed * r->m.nranks / b->m.nranks;
                 double price_x = (double)r->m.nranks / b->m.nranks;
+                char text[512];
+                int w;
                 if (o.samples_per_step > 0)
-                    printf("  %d GPUs: %.4f per 1k samples; ", r->m.nranks,
-                           price * r->step_s / SECONDS_PER_HOUR / o.samples_per_step * 1000);
+                    w = snprintf(text, sizeof text, "%.4f per 1k samples; ",
+                                 price * r->step_s / SECONDS_PER_HOUR / o.samples_per_step * 1000);
                 else
-                    printf("  %d GPUs: %.6f per step; ", r->m.nranks, price * r->m.nranks * r->step_s / SECONDS_PER_HOUR);
-                printf("%.1fx the speed at %.0fx the price per hour: each sample costs %.1fx\n", gthr, price_x,
-                       price_x / gthr);
+                    w = snprintf(text, sizeof text, "%.6f per step; ",
+                                 price * r->m.nranks * r->step_s / SECONDS_PER_HOUR);
+                if (w > 0 && (size_t)w < sizeof text)
+                    snprintf(text + w, sizeof text - (size_t)w,
+                             "%.1fx the speed at %.0fx the price per hour: each sample costs %.1fx", gthr, price_x,
+                             price_x / gthr);
+                printf("  %d %s: ", r->m.nranks, gpus_word(r->m.nranks));
+                sp_text_wrapped(text, 9, 4, cols);
             }
         }
         printf("\n");
         if (!nf)
             printf("scaling looks healthy across these runs.\n");
-        for (int i = 0; i < nf; i++)
-            printf("%d. %s [%s]\n   %s.\n   first try: %s\n", i + 1, f[i].cause, f[i].severity, f[i].evidence,
-                   f[i].first_try);
+        for (int i = 0; i < nf; i++) {
+            char evidence[sizeof f[0].evidence + 2];
+            snprintf(evidence, sizeof evidence, "%s.", f[i].evidence);
+            printf("%d. %s [%s]\n   ", i + 1, f[i].cause, f[i].severity);
+            sp_text_wrapped(evidence, 3, 3, cols);
+            printf("   first try: ");
+            sp_text_wrapped(f[i].first_try, 14, 5, cols);
+        }
+        text_run_notes(runs, n, cols);
     }
     for (int i = 0; i < n; i++)
         sp_model_free(&runs[i].m);

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "builtin.h"
@@ -47,6 +46,9 @@ static const char usage_text[] =
     "  --no-color              no colour even on a terminal (also NO_COLOR)\n"
     "  -h, --help              this text\n"
     "\n"
+    "On a terminal the bars and text fit its width (COLUMNS, else the window\n"
+    "size); into a pipe or file the layout is fixed (bars of 50 characters).\n"
+    "\n"
     "Exit status: 0 report printed, 1 nothing analyzable, 2 usage.\n";
 
 static const char cat_letter[SP_CAT_EXCLUSIVE] = {'C', 'M', 'T', 'W', 'I', 'H', '.'};
@@ -66,46 +68,6 @@ static int parse_steps(const char *s, int *a, int *b)
     *a = (int)x;
     *b = (int)y;
     return 0;
-}
-
-/* The terminal's columns, 0 when stdout is not a terminal. */
-static int terminal_columns(void)
-{
-    if (!isatty(STDOUT_FILENO))
-        return 0;
-    const char *env = getenv("COLUMNS");
-    if (env && atoi(env) > 0)
-        return atoi(env);
-    struct winsize ws;
-    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-        return ws.ws_col;
-    return 0;
-}
-
-/* Prints text word by word; a word that would pass column `cols` starts a
- * new line indented by `indent`.  `used` is the column the cursor is at.
- * cols 0: the text as is.  Ends the line. */
-static void put_wrapped(const char *text, int used, int indent, int cols)
-{
-    if (cols <= 0) {
-        printf("%s\n", text);
-        return;
-    }
-    int line_start = used;
-    while (*text) {
-        size_t sp = strspn(text, " "), len = strcspn(text + sp, " ");
-        if (!len)
-            break;
-        if (used > line_start && used + (int)sp + (int)len > cols) {
-            printf("\n%*s", indent, "");
-            used = line_start = indent;
-            sp = 0;
-        }
-        printf("%*s%.*s", (int)sp, "", (int)len, text + strspn(text, " "));
-        used += (int)sp + (int)len;
-        text += strspn(text, " ") + len;
-    }
-    putchar('\n');
 }
 
 static void print_bar(const double *b, int width, int color)
@@ -233,7 +195,7 @@ static void text_shares(const struct sp_model *m, int cols)
         snprintf(line + w, sizeof line - (size_t)w, "; besides, collectives ran %.0f%% of the step hidden "
                  "under compute (overlap, not a cost)", 100 * m->breakdown[SP_CAT_OVERLAP]);
     printf("  ");
-    put_wrapped(line, 2, 4, cols);
+    sp_text_wrapped(line, 2, 4, cols);
 }
 
 static void text_breakdown(const struct sp_model *m, int color, int cols)
@@ -306,9 +268,9 @@ static void text_findings(const struct sp_model *m, int cols)
                all ? "" : f->nranks == 1 ? "rank " : "ranks ", all ? "all ranks" : ranks, f->step_first,
                f->step_last);
         snprintf(evidence, sizeof evidence, "%s.", f->evidence);
-        put_wrapped(evidence, 3, 3, cols);
+        sp_text_wrapped(evidence, 3, 3, cols);
         printf("   first try: ");
-        put_wrapped(f->first_try, 14, 5, cols);
+        sp_text_wrapped(f->first_try, 14, 5, cols);
     }
     printf("\n");
 }
@@ -348,7 +310,7 @@ static void text_collectives(const struct sp_model *m, int cols)
                (unsigned long long)c->calls, c->transfer_ms, c->wait_ms, c->busbw_gbps);
     }
     printf("  ");
-    put_wrapped("transfer: data moving once the last rank arrived; wait: time a rank waited for "
+    sp_text_wrapped("transfer: data moving once the last rank arrived; wait: time a rank waited for "
                 "late peers; bus: bus bandwidth as nccl-tests counts it", 2, 2, cols);
     if (spans)
         printf("  * the communicator spans hosts\n");
@@ -359,7 +321,7 @@ static void text_warnings(const struct sp_model *m, int cols)
 {
     for (int i = 0; i < m->nwarnings; i++) {
         printf("warning: ");
-        put_wrapped(m->warnings[i], 9, 2, cols);
+        sp_text_wrapped(m->warnings[i], 9, 2, cols);
     }
 }
 
@@ -548,7 +510,7 @@ int cmd_report(int argc, char **argv)
     if (json) {
         json_report(&m);
     } else {
-        int cols = terminal_columns();
+        int cols = sp_text_columns();
         text_overview(&m);
         text_breakdown(&m, color, cols);
         text_findings(&m, cols);

@@ -14,6 +14,11 @@
  * optimizer, the next input and forward pass).  A step ends when that call
  * ends, so step k = (end of occurrence k-1, end of occurrence k], and a
  * trace cut mid-step leaves an incomplete occurrence that is not a step.
+ * When every collective of a step is alike (equal gradient buckets), the
+ * key period is one bucket, not a step; then time decides: a step's
+ * collectives come in a burst and the step's pause follows the last, so
+ * the period is the smallest multiple of the key period whose idle gaps
+ * show one phase clearly and consistently longer (step_pause_phase).
  * Counting runs back from the last occurrence while the key still matches,
  * so an irregular start (parameter broadcast) falls into the first step,
  * which is warm-up anyway.

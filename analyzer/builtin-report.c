@@ -110,7 +110,7 @@ static void text_overview(const struct sp_model *m)
 {
     printf("scaleprof report: %s\n", m->dir);
     if (!strcmp(m->source, "preload"))
-        printf("  recorded by scaleprof run");
+        printf("  recorded by libscaleprof.so");
     else
         printf("  imported (%s)", m->source);
     printf(": %d rank%s (one GPU each) on %d host%s", m->nranks, m->nranks == 1 ? "" : "s", m->nhosts,

@@ -21,6 +21,7 @@
 
 #include "builtin.h"
 #include "json.h"
+#include "text.h"
 #include "model.h"
 
 #define MAX_RUNS 32

@@ -20,6 +20,7 @@
 
 #include "builtin.h"
 #include "json.h"
+#include "text.h"
 #include "model.h"
 #include "sprof.h"
 

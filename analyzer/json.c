@@ -3,8 +3,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
 
 #include "json.h"
 
@@ -95,42 +93,4 @@ void sp_json_null(struct sp_json *j, const char *key)
 {
     start(j, key);
     fputs("null", j->out);
-}
-
-/* ---- text (json.h says why these live here) ---- */
-
-int sp_text_columns(void)
-{
-    if (!isatty(STDOUT_FILENO))
-        return 0;
-    const char *env = getenv("COLUMNS");
-    if (env && atoi(env) > 0)
-        return atoi(env);
-    struct winsize ws;
-    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
-        return ws.ws_col;
-    return 0;
-}
-
-void sp_text_wrapped(const char *text, int used, int indent, int cols)
-{
-    if (cols <= 0) {
-        printf("%s\n", text);
-        return;
-    }
-    int line_start = used;
-    while (*text) {
-        size_t sp = strspn(text, " "), len = strcspn(text + sp, " ");
-        if (!len)
-            break;
-        if (used > line_start && used + (int)sp + (int)len > cols) {
-            printf("\n%*s", indent, "");
-            used = line_start = indent;
-            sp = 0;
-        }
-        printf("%*s%.*s", (int)sp, "", (int)len, text + strspn(text, " "));
-        used += (int)sp + (int)len;
-        text += strspn(text, " ") + len;
-    }
-    putchar('\n');
 }

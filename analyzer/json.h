@@ -1,5 +1,4 @@
-/* json.h - a small streaming JSON writer for the verbs' --json output,
- * and the two helpers their text output shares (at the end).
+/* json.h - a small streaming JSON writer for the verbs' --json output.
  * Keys are given for members of objects and NULL for array elements; the
  * writer places commas and escapes strings.  Non-finite numbers print as
  * null, since JSON has no NaN. */
@@ -22,13 +21,4 @@ void sp_json_int(struct sp_json *j, const char *key, long long v);
 void sp_json_bool(struct sp_json *j, const char *key, int v);
 void sp_json_null(struct sp_json *j, const char *key);
 
-/* The verbs' other output, plain text, shares two helpers with them here.
- * sp_text_columns: the terminal's columns when stdout is one (COLUMNS,
- * else TIOCGWINSZ), 0 when it is a pipe or a file, whose layout stays
- * fixed for scripts.  sp_text_wrapped: prints text word by word to stdout;
- * a word that would pass column `cols` starts a new line indented by
- * `indent`; `used` is the column the cursor is at; cols 0 prints the text
- * as is.  Ends the line. */
-int sp_text_columns(void);
-void sp_text_wrapped(const char *text, int used, int indent, int cols);
 #endif

@@ -1,0 +1,45 @@
+/* text.c - see text.h.  Layout adapts to a terminal and stays fixed in a
+ * pipe or a file, where scripts read it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "text.h"
+
+int sp_text_columns(void)
+{
+    if (!isatty(STDOUT_FILENO))
+        return 0;
+    const char *env = getenv("COLUMNS");
+    if (env && atoi(env) > 0)
+        return atoi(env);
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    return 0;
+}
+
+void sp_text_wrapped(const char *text, int used, int indent, int cols)
+{
+    if (cols <= 0) {
+        printf("%s\n", text);
+        return;
+    }
+    int line_start = used;
+    while (*text) {
+        size_t sp = strspn(text, " "), len = strcspn(text + sp, " ");
+        if (!len)
+            break;
+        if (used > line_start && used + (int)sp + (int)len > cols) {
+            printf("\n%*s", indent, "");
+            used = line_start = indent;
+            sp = 0;
+        }
+        printf("%*s%.*s", (int)sp, "", (int)len, text + strspn(text, " "));
+        used += (int)sp + (int)len;
+        text += strspn(text, " ") + len;
+    }
+    putchar('\n');
+}

@@ -1,0 +1,13 @@
+/* text.h - what the verbs' plain-text output shares: the terminal's width
+ * and word wrapping. */
+#ifndef SP_TEXT_H
+#define SP_TEXT_H
+/* sp_text_columns: the terminal's columns when stdout is one (COLUMNS,
+ * else TIOCGWINSZ), 0 when it is a pipe or a file, whose layout stays
+ * fixed for scripts.  sp_text_wrapped: prints text word by word to stdout;
+ * a word that would pass column `cols` starts a new line indented by
+ * `indent`; `used` is the column the cursor is at; cols 0 prints the text
+ * as is.  Ends the line. */
+int sp_text_columns(void);
+void sp_text_wrapped(const char *text, int used, int indent, int cols);
+#endif

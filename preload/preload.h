@@ -33,7 +33,7 @@
  * calls into the dynamic loader (which could allocate). */
 extern __thread int sp_guard_depth __attribute__((tls_model("initial-exec")));
 #define SP_GUARD_ENTER() (sp_guard_depth++ == 0)
-#define SP_GUARD_LEAVE() (sp_guard_depth--)
+#define SP_GUARD_LEAVE() ((void)sp_guard_depth--)
 
 /* Non-zero while events should be recorded: configured, enabled, not
  * failed, and inside the SCALEPROF_STEPS window.  A plain load. */
@@ -90,8 +90,8 @@ void sp_core_shutdown(int status);  /* flush and close; idempotent */
  * communicator of a process sets them when the environment did not. */
 void sp_core_set_rank(int rank, int world_size, int device);
 
-/* Step counting for SCALEPROF_STEPS: nvtx.c (or nccl.c when no markers
- * are seen) calls this at each step boundary. */
+/* Step counting for SCALEPROF_STEPS: nvtx.c calls this at each step-marker
+ * push.  Without markers there are no steps to count (docs/preload.md). */
 void sp_core_step_boundary(void);
 
 /* Called by the CUPTI part when its background flush must run before the

@@ -397,6 +397,19 @@ static void note_open_quietly(int fd)
     fd_forget(fd);
 }
 
+/* After the real open of the open family: record it, or only keep the fd
+ * table right when not recording.  Returns fd with the real call's errno. */
+static int open_done(struct io_call *c, int recording, int fd, const char *path)
+{
+    int err = errno;
+    if (recording)
+        io_leave_open(c, err, SP_IO_OPEN, fd, path);
+    else
+        note_open_quietly(fd);
+    errno = err;
+    return fd;
+}
+
 static uint64_t iov_bytes(const struct iovec *iov, int n)
 {
     uint64_t sum = 0;
@@ -427,14 +440,8 @@ SP_EXPORT int open(const char *path, int flags, ...)
     mode_t mode = open_mode(flags, ap);
     va_end(ap);
     struct io_call c;
-    if (!io_enter(&c)) {
-        int fd = real(path, flags, mode);
-        note_open_quietly(fd);
-        return fd;
-    }
-    int fd = real(path, flags, mode);
-    io_leave_open(&c, errno, SP_IO_OPEN, fd, path);
-    return fd;
+    int recording = io_enter(&c);
+    return open_done(&c, recording, real(path, flags, mode), path);
 }
 
 SP_EXPORT int open64(const char *path, int flags, ...)
@@ -447,14 +454,8 @@ SP_EXPORT int open64(const char *path, int flags, ...)
     mode_t mode = open_mode(flags, ap);
     va_end(ap);
     struct io_call c;
-    if (!io_enter(&c)) {
-        int fd = real(path, flags, mode);
-        note_open_quietly(fd);
-        return fd;
-    }
-    int fd = real(path, flags, mode);
-    io_leave_open(&c, errno, SP_IO_OPEN, fd, path);
-    return fd;
+    int recording = io_enter(&c);
+    return open_done(&c, recording, real(path, flags, mode), path);
 }
 
 SP_EXPORT int openat(int dirfd, const char *path, int flags, ...)
@@ -467,14 +468,8 @@ SP_EXPORT int openat(int dirfd, const char *path, int flags, ...)
     mode_t mode = open_mode(flags, ap);
     va_end(ap);
     struct io_call c;
-    if (!io_enter(&c)) {
-        int fd = real(dirfd, path, flags, mode);
-        note_open_quietly(fd);
-        return fd;
-    }
-    int fd = real(dirfd, path, flags, mode);
-    io_leave_open(&c, errno, SP_IO_OPEN, fd, path);
-    return fd;
+    int recording = io_enter(&c);
+    return open_done(&c, recording, real(dirfd, path, flags, mode), path);
 }
 
 SP_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
@@ -487,14 +482,8 @@ SP_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
     mode_t mode = open_mode(flags, ap);
     va_end(ap);
     struct io_call c;
-    if (!io_enter(&c)) {
-        int fd = real(dirfd, path, flags, mode);
-        note_open_quietly(fd);
-        return fd;
-    }
-    int fd = real(dirfd, path, flags, mode);
-    io_leave_open(&c, errno, SP_IO_OPEN, fd, path);
-    return fd;
+    int recording = io_enter(&c);
+    return open_done(&c, recording, real(dirfd, path, flags, mode), path);
 }
 
 int __open_2(const char *path, int flags);
@@ -507,27 +496,15 @@ int __openat64_2(int dirfd, const char *path, int flags);
 static int open_2_common(int (*real)(const char *, int), const char *path, int flags)
 {
     struct io_call c;
-    if (!io_enter(&c)) {
-        int fd = real(path, flags);
-        note_open_quietly(fd);
-        return fd;
-    }
-    int fd = real(path, flags);
-    io_leave_open(&c, errno, SP_IO_OPEN, fd, path);
-    return fd;
+    int recording = io_enter(&c);
+    return open_done(&c, recording, real(path, flags), path);
 }
 
 static int openat_2_common(int (*real)(int, const char *, int), int dirfd, const char *path, int flags)
 {
     struct io_call c;
-    if (!io_enter(&c)) {
-        int fd = real(dirfd, path, flags);
-        note_open_quietly(fd);
-        return fd;
-    }
-    int fd = real(dirfd, path, flags);
-    io_leave_open(&c, errno, SP_IO_OPEN, fd, path);
-    return fd;
+    int recording = io_enter(&c);
+    return open_done(&c, recording, real(dirfd, path, flags), path);
 }
 
 SP_EXPORT int __open_2(const char *path, int flags)

@@ -108,26 +108,41 @@ static size_t find_period(const struct key *k, size_t n)
     return 0;
 }
 
-/* The residue whose call is followed by the longest median pause. */
-static size_t pattern_end(const struct sp_coll_call *c, size_t n, size_t p)
+/* The phase j (0..p-1) whose element is followed by the longest median
+ * gap over the periods; gap[i] is the pause after element i.  p - 1 when
+ * memory runs out. */
+static size_t longest_gap_phase(const double *gap, size_t ngap, size_t p)
 {
     size_t best = p - 1;
     double best_gap = -1;
-    double *gaps = malloc((n / p + 1) * sizeof *gaps);
-    if (!gaps)
+    double *g = malloc((ngap / p + 1) * sizeof *g);
+    if (!g)
         return best;
     for (size_t j = 0; j < p; j++) {
-        size_t g = 0;
-        for (size_t i = j; i + 1 < n; i += p)
-            gaps[g++] = (double)(c[i + 1].host_t - c[i].host_t);
-        double med = sp_median(gaps, g);
+        size_t m = 0;
+        for (size_t i = j; i < ngap; i += p)
+            g[m++] = gap[i];
+        double med = sp_median(g, m);
         if (med > best_gap) {
             best_gap = med;
             best = j;
         }
     }
-    free(gaps);
+    free(g);
     return best;
+}
+
+/* The residue whose call is followed by the longest median pause. */
+static size_t pattern_end(const struct sp_coll_call *c, size_t n, size_t p)
+{
+    double *gap = n >= 2 ? malloc(n * sizeof *gap) : NULL;
+    if (!gap)
+        return p - 1;
+    for (size_t i = 0; i + 1 < n; i++)
+        gap[i] = (double)(c[i + 1].host_t - c[i].host_t);
+    size_t j = longest_gap_phase(gap, n - 1, p);
+    free(gap);
+    return j;
 }
 
 /* The phase of period k whose following gap is the step's pause, or -1.
@@ -337,23 +352,14 @@ static struct sp_kernel_rec *main_stream_kernels(struct sp_model *m, struct sp_r
 /* The residue whose kernel is followed by the longest median idle gap. */
 static size_t kernel_pattern_end(const struct sp_kernel_rec *k, size_t n, size_t p)
 {
-    size_t best = p - 1;
-    double best_gap = -1;
-    double *gaps = malloc((n / p + 1) * sizeof *gaps);
-    if (!gaps)
-        return best;
-    for (size_t j = 0; j < p; j++) {
-        size_t g = 0;
-        for (size_t i = j; i + 1 < n; i += p)
-            gaps[g++] = (double)(k[i + 1].start - k[i].end);
-        double med = sp_median(gaps, g);
-        if (med > best_gap) {
-            best_gap = med;
-            best = j;
-        }
-    }
-    free(gaps);
-    return best;
+    double *gap = n >= 2 ? malloc(n * sizeof *gap) : NULL;
+    if (!gap)
+        return p - 1;
+    for (size_t i = 0; i + 1 < n; i++)
+        gap[i] = (double)(k[i + 1].start - k[i].end);
+    size_t j = longest_gap_phase(gap, n - 1, p);
+    free(gap);
+    return j;
 }
 
 /* Steps from the repeating kernel names of one rank; 0 when none repeat. */

@@ -240,6 +240,20 @@ static inline int sp_codec_known(unsigned type)
     }
 }
 
+/* The length of the event at p without decoding it: bytes to step over,
+ * 0 at padding, or SP_E_CORRUPT when its length runs past `end`. */
+static inline long sp_codec_skip(const uint8_t *p, const uint8_t *end)
+{
+    const uint8_t *start = p;
+    uint64_t len;
+    if (p >= end || *p == 0)
+        return 0;
+    p++;
+    if (sp_get_uvarint(&p, end, &len) < 0 || len > (uint64_t)(end - p))
+        return SP_E_CORRUPT;
+    return (long)(p + len - start);
+}
+
 /* One event from [p, end): bytes consumed, 0 at padding, or SP_E_CORRUPT.
  * An unknown type is consumed with ev->type set and the state untouched. */
 static inline long sp_codec_decode(const uint8_t *p, const uint8_t *end, struct sp_event *ev,

@@ -36,6 +36,7 @@
 #include <zstd.h>
 
 #include "codec.h"
+#include "columns.h"
 #include "sprof.h"
 
 #define SP_MIN_SLOT_SIZE 1024u
@@ -80,6 +81,10 @@ struct sp_reader {
     struct sp_codec_state codec; /* the chunk's codec memory */
     uint32_t tid;
     int chunk_from_slot;
+    int columnar;            /* the chunk is in the column layout */
+    struct sp_columns cols;  /* its cursors, when columnar */
+    uint32_t types;          /* the type mask in force for this chunk */
+    uint32_t types_next;     /* sp_reader_set_types: from the next chunk */
 
     uint8_t *cbuf;
     size_t cbuf_cap;
@@ -142,7 +147,7 @@ static int check_magic(const struct sp_file_header *h, uint64_t size)
         return SP_E_CORRUPT;
     if (h->version > SP_VERSION)
         return SP_E_VERSION;
-    if (h->version < SP_VERSION)
+    if (h->version < SP_VERSION_OLDEST)
         return SP_E_OLD_VERSION;
     return 0;
 }
@@ -313,6 +318,9 @@ static void mark_seen(struct sp_reader *r, uint64_t chunk_id)
         c->seen = 1;
 }
 
+/* A new chunk starts with empty codec memory, and with the type mask last
+ * asked for: a type's memory is only right if the type was decoded from
+ * the chunk's start. */
 static void start_chunk(struct sp_reader *r, size_t len, uint64_t id, uint32_t tid, int from_slot)
 {
     r->chunk_len = len;
@@ -321,6 +329,8 @@ static void start_chunk(struct sp_reader *r, size_t len, uint64_t id, uint32_t t
     r->tid = tid;
     sp_codec_reset(&r->codec);
     r->chunk_from_slot = from_slot;
+    r->columnar = 0;
+    r->types = r->types_next;
 }
 
 /* Loads the next slot chunk no frame carried; 0 when there is none. */
@@ -351,9 +361,10 @@ static int load_next_slot(struct sp_reader *r)
 
 static int frame_header_ok(const struct sp_reader *r, const struct sp_frame_header *fh)
 {
+    uint32_t usize = fh->usize & SP_FRAME_SIZE_MASK;
     return fh->magic == SP_FRAME_MAGIC &&
-           fh->hcrc == sp_crc32c(0, fh, SP_FRAME_HCRC_BYTES) && fh->usize != 0 &&
-           fh->usize <= r->slot_cap && fh->csize != 0 && fh->csize <= r->cbuf_cap;
+           fh->hcrc == sp_crc32c(0, fh, SP_FRAME_HCRC_BYTES) && usize != 0 &&
+           usize <= r->slot_cap && fh->csize != 0 && fh->csize <= r->cbuf_cap;
 }
 
 /* Finds the next offset >= from holding a valid frame header, or the end
@@ -395,7 +406,22 @@ static void skip_damage(struct sp_reader *r, uint64_t at, const char *why)
 static int decompress_frame(struct sp_reader *r, const struct sp_frame_header *fh)
 {
     size_t n = ZSTD_decompressDCtx(r->dctx, r->chunk, r->slot_cap, r->cbuf, fh->csize);
-    return !ZSTD_isError(n) && n == fh->usize;
+    return !ZSTD_isError(n) && n == (fh->usize & SP_FRAME_SIZE_MASK);
+}
+
+/* A column chunk whose table does not hold together is skipped whole; its
+ * CRC held, so a writer made it: say so. */
+static int open_columns(struct sp_reader *r, uint64_t at)
+{
+    if (sp_columns_open(&r->cols, r->chunk, r->chunk_len) == 0) {
+        r->columnar = 1;
+        return 1;
+    }
+    r->stats.bytes_skipped += r->chunk_len;
+    add_diag(r, "frame at offset %llu (chunk %llu): malformed column table, skipped",
+             (unsigned long long)at, (unsigned long long)r->chunk_id);
+    r->chunk_len = 0;
+    return 0;
 }
 
 /* Loads the next intact frame into r->chunk; 0 when frames are over. */
@@ -445,7 +471,9 @@ static int load_next_frame(struct sp_reader *r)
         }
         r->stats.frames++;
         mark_seen(r, fh.chunk_id);
-        start_chunk(r, fh.usize, fh.chunk_id, fh.tid, 0);
+        start_chunk(r, fh.usize & SP_FRAME_SIZE_MASK, fh.chunk_id, fh.tid, 0);
+        if ((fh.usize & SP_FRAME_COLUMNS) && !open_columns(r, at))
+            continue;
         return 1;
     }
     return 0;
@@ -468,37 +496,89 @@ static int load_next_chunk(struct sp_reader *r)
 
 /* ---- public API -------------------------------------------------------------------- */
 
+static int wanted(uint32_t mask, unsigned type)
+{
+    return type < SP_TYPE_MASK_BITS ? (mask >> type) & 1u : mask == SP_TYPES_ALL;
+}
+
+static void malformed(struct sp_reader *r, uint64_t at)
+{
+    add_diag(r, "chunk %llu (%s, tid %u): malformed event at %s %llu, rest of chunk skipped",
+             (unsigned long long)r->chunk_id, r->chunk_from_slot ? "slot" : "frame", r->tid,
+             r->columnar ? "event" : "byte", (unsigned long long)at);
+    if (!r->columnar)
+        r->stats.bytes_skipped += r->chunk_len - r->chunk_pos;
+    r->chunk_pos = r->chunk_len;
+    r->cols.next = r->cols.n;
+}
+
+/* The next wanted event of a row chunk: 1, or 0 at its end.  A type left
+ * out by the mask is stepped over by its length, its fields unread and
+ * its codec memory untouched (only its own events use that memory). */
+static int next_from_rows(struct sp_reader *r, struct sp_event *ev)
+{
+    const uint8_t *end = r->chunk + r->chunk_len;
+    while (r->chunk_pos < r->chunk_len) {
+        const uint8_t *p = r->chunk + r->chunk_pos;
+        long n = wanted(r->types, *p) ? sp_codec_decode(p, end, ev, &r->codec)
+                                      : sp_codec_skip(p, end);
+        if (n == 0) {
+            r->chunk_pos = r->chunk_len; /* padding: end of chunk */
+            break;
+        }
+        if (n < 0) {
+            malformed(r, r->chunk_pos);
+            break;
+        }
+        r->chunk_pos += (size_t)n;
+        if (!wanted(r->types, *p) || !sp_codec_known(*p))
+            continue; /* masked out, or a type from a newer writer */
+        return 1;
+    }
+    return 0;
+}
+
+/* The same for a column chunk: a type left out is one byte of the type
+ * stream to step over; its columns are never read. */
+static int next_from_columns(struct sp_reader *r, struct sp_event *ev)
+{
+    struct sp_columns *c = &r->cols;
+    while (c->next < c->n) {
+        unsigned type = c->types[c->next++];
+        if (!wanted(r->types, type) || !sp_codec_known(type))
+            continue;
+        ev->type = (uint8_t)type;
+        if (sp_columns_decode(c, type, ev, &r->codec) < 0) {
+            malformed(r, c->next - 1);
+            break;
+        }
+        return 1;
+    }
+    return 0;
+}
+
 int sp_reader_next(struct sp_reader *r, struct sp_event *ev)
 {
     if (!r || !ev)
         return 0;
     for (;;) {
-        while (r->chunk_pos < r->chunk_len) {
-            ev->tid = r->tid;
-            long n = sp_codec_decode(r->chunk + r->chunk_pos, r->chunk + r->chunk_len, ev,
-                                     &r->codec);
-            if (n == 0) {
-                r->chunk_pos = r->chunk_len; /* padding: end of chunk */
-                break;
-            }
-            if (n < 0) {
-                add_diag(r, "chunk %llu (%s, tid %u): malformed event at byte %zu, "
-                            "rest of chunk skipped",
-                         (unsigned long long)r->chunk_id, r->chunk_from_slot ? "slot" : "frame",
-                         r->tid, r->chunk_pos);
-                r->stats.bytes_skipped += r->chunk_len - r->chunk_pos;
-                r->chunk_pos = r->chunk_len;
-                break;
-            }
-            r->chunk_pos += (size_t)n;
-            if (!sp_codec_known(ev->type))
-                continue; /* a type from a newer writer */
+        ev->tid = r->tid;
+        if (r->columnar ? next_from_columns(r, ev) : next_from_rows(r, ev)) {
             r->stats.events++;
             return 1;
         }
         if (!load_next_chunk(r))
             return 0;
     }
+}
+
+void sp_reader_set_types(struct sp_reader *r, uint32_t mask)
+{
+    if (!r)
+        return;
+    r->types_next = mask;
+    if (r->chunk_pos == 0 && (!r->columnar || r->cols.next == 0))
+        r->types = mask; /* nothing of this chunk decoded yet */
 }
 
 static int alloc_buffers(struct sp_reader *r)
@@ -552,6 +632,7 @@ struct sp_reader *sp_reader_open(const char *path, int *err)
     }
     r->pos = r->info.hdr.frames_offset;
     r->phase = PHASE_FRAMES;
+    r->types = r->types_next = SP_TYPES_ALL;
     *err = 0;
     return r;
 }

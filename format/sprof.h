@@ -45,7 +45,9 @@
 #include <stdint.h>
 
 #define SP_MAGIC "SPROF\r\n\032"   /* 8 bytes; the \r\n\032 catches text-mode mangling */
-#define SP_VERSION 2 /* 1: times and ids coded without per-type memory; refused */
+#define SP_VERSION 3 /* 3: frames may hold chunks in the column layout */
+#define SP_VERSION_OLDEST 2 /* 2: rows only, still read; 1: times and ids coded
+                             * without per-type memory, refused */
 #define SP_HEADER_SIZE 4096u
 #define SP_FRAME_MAGIC 0x52465053u /* "SPFR" little endian */
 #define SP_SLOT_MAGIC 0x4c535053u  /* "SPSL" */
@@ -456,11 +458,15 @@ struct sp_slot_header {
 enum { SP_SLOT_FREE = 0, SP_SLOT_ACTIVE = 1, SP_SLOT_FULL = 2, SP_SLOT_FLUSHING = 3 };
 
 /* Frame header, followed by `csize` bytes of one zstd frame that
- * decompresses to `usize` bytes of events. */
+ * decompresses to `usize & SP_FRAME_SIZE_MASK` bytes: the chunk's events,
+ * in rows as in a slot, or regrouped by type and field when usize has
+ * SP_FRAME_COLUMNS set (version 3; docs/format.md, "Column layout"). */
+#define SP_FRAME_COLUMNS 0x80000000u
+#define SP_FRAME_SIZE_MASK 0x7fffffffu
 struct sp_frame_header {
     uint32_t magic; /* SP_FRAME_MAGIC */
     uint32_t csize;
-    uint32_t usize;
+    uint32_t usize; /* payload bytes, | SP_FRAME_COLUMNS */
     uint32_t tid;
     uint64_t chunk_id;
     uint32_t crc;    /* CRC-32C of the compressed bytes */
@@ -468,6 +474,13 @@ struct sp_frame_header {
 };
 
 uint32_t sp_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* A column-layout payload (a decompressed frame with SP_FRAME_COLUMNS)
+ * back in rows, as sp_decode_event reads them: for tools that walk frames
+ * themselves.  Writes at most `cap` bytes at `out`; returns the bytes
+ * written, SP_E_FULL when they do not fit, or SP_E_CORRUPT.  Events of
+ * types this build does not know are left out. */
+long sp_columns_to_rows(uint8_t *out, size_t cap, const uint8_t *cols, size_t len);
 
 /* ---- writer --------------------------------------------------------------- *
  * A writer owns one trace file.  It is the recorder core: the preload uses
@@ -545,6 +558,22 @@ const struct sp_file_info *sp_reader_info(const struct sp_reader *r);
 /* Next event: 1 when *ev was filled, 0 at end of file.  Damage does not
  * stop the stream; it is counted and described by sp_reader_diag(). */
 int sp_reader_next(struct sp_reader *r, struct sp_event *ev);
+
+/* Which event types sp_reader_next (and sp_reader_feed) deliver: a mask of
+ * SP_TYPE_BIT(type), all types by default.  The others are stepped over
+ * without decoding their fields, which is much cheaper than decoding
+ * them and dropping them (in the column layout their bytes are not even
+ * read): ask only for what you use.  Skipping is exact: the events
+ * delivered are exactly those of an unmasked read, filtered, because each
+ * type's codec memory is used by that type alone.  Call it before the
+ * first sp_reader_next; a later call takes effect from the next chunk,
+ * since a type's memory is only right when the type was decoded from the
+ * chunk's start.  Types >= SP_TYPE_MASK_BITS (none exist yet) are
+ * delivered only with SP_TYPES_ALL.  Stats count delivered events. */
+#define SP_TYPE_MASK_BITS 32u
+#define SP_TYPE_BIT(t) (1u << (t))
+#define SP_TYPES_ALL 0xffffffffu
+void sp_reader_set_types(struct sp_reader *r, uint32_t mask);
 /* Text of string id, or "" when unknown. */
 const char *sp_reader_string(const struct sp_reader *r, uint64_t id);
 /* Human-readable descriptions of damage seen so far, "" when none. */

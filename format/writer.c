@@ -60,6 +60,7 @@
 #include <zstd.h>
 
 #include "codec.h"
+#include "columns.h"
 #include "sprof.h"
 
 #define SP_DEFAULT_SLOT_SIZE (128u * 1024u)
@@ -112,6 +113,7 @@ struct sp_writer {
     int level;
     uint8_t *cbuf;
     size_t cbuf_size;
+    uint8_t *colbuf; /* a chunk regrouped into columns, slot capacity */
     struct pending_slot *pending; /* slot_count entries, for one pass */
     struct chunk_link *links;     /* per slot: the same thread's previous chunk */
     uint64_t frames_end;
@@ -294,15 +296,22 @@ static int write_frame(struct sp_writer *w, struct sp_slot_header *s)
         return 0;
     struct sp_frame_header fh;
     uint8_t *payload = w->cbuf + sizeof fh;
-    size_t csize = ZSTD_compressCCtx(w->cctx, payload, w->cbuf_size - sizeof fh,
-                                     (const uint8_t *)(s + 1), used, w->level);
+    const uint8_t *src = (const uint8_t *)(s + 1);
+    size_t usize = sp_columns_from_rows(w->colbuf, slot_capacity(w), src, used);
+    uint32_t layout = usize ? SP_FRAME_COLUMNS : 0;
+    if (usize)
+        src = w->colbuf;
+    else
+        usize = used; /* a chunk that cannot be regrouped stays in rows */
+    size_t csize = ZSTD_compressCCtx(w->cctx, payload, w->cbuf_size - sizeof fh, src, usize,
+                                     w->level);
     if (ZSTD_isError(csize)) {
         errno = ENOMEM;
         return SP_E_IO;
     }
     fh.magic = SP_FRAME_MAGIC;
     fh.csize = (uint32_t)csize;
-    fh.usize = used;
+    fh.usize = (uint32_t)usize | layout;
     fh.tid = s->tid;
     fh.chunk_id = __atomic_load_n(&s->chunk_id, __ATOMIC_ACQUIRE);
     fh.crc = sp_crc32c(0, payload, csize);
@@ -505,6 +514,7 @@ static void free_writer(struct sp_writer *w)
 {
     ZSTD_freeCCtx(w->cctx);
     free(w->cbuf);
+    free(w->colbuf);
     free(w->pending);
     free(w->links);
     free(w);
@@ -537,11 +547,12 @@ struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts
     w->flush_ms = o.flush_interval_ms;
     w->cbuf_size = sizeof(struct sp_frame_header) + ZSTD_compressBound(w->slot_size);
     w->cbuf = malloc(w->cbuf_size);
+    w->colbuf = malloc(w->slot_size);
     w->cctx = ZSTD_createCCtx();
     w->pending = calloc(w->slot_count ? w->slot_count : 1, sizeof *w->pending);
     w->links = calloc(w->slot_count ? w->slot_count : 1, sizeof *w->links);
     pthread_mutex_init(&w->compress_lock, NULL);
-    if (!w->cbuf || !w->cctx || !w->pending || !w->links) {
+    if (!w->cbuf || !w->colbuf || !w->cctx || !w->pending || !w->links) {
         free_writer(w);
         *err = SP_E_NOMEM;
         return NULL;

@@ -119,14 +119,20 @@ static void add_chunk(uint64_t start, uint64_t end, const uint8_t *ev, size_t le
 /* The oracle: walks the undamaged file without the reader. */
 static void map_original(void)
 {
-    uint8_t out[4096];
+    uint8_t out[4096], row_buf[8192];
     for (uint64_t at = hdr.frames_offset; at < orig_size;) {
         struct sp_frame_header fh;
         memcpy(&fh, orig + at, sizeof fh);
         CHECK(fh.magic == SP_FRAME_MAGIC, "frame magic at %llu", (unsigned long long)at);
         size_t n = ZSTD_decompress(out, sizeof out, orig + at + sizeof fh, fh.csize);
-        CHECK(n == fh.usize, "frame decompresses");
-        add_chunk(at, at + sizeof fh + fh.csize, out, n, 0);
+        CHECK(n == (fh.usize & SP_FRAME_SIZE_MASK), "frame decompresses");
+        if (fh.usize & SP_FRAME_COLUMNS) {
+            long rows = sp_columns_to_rows(row_buf, sizeof row_buf, out, n);
+            CHECK(rows > 0, "column payload goes back to rows: %s", sp_strerror((int)rows));
+            add_chunk(at, at + sizeof fh + fh.csize, row_buf, (size_t)rows, 0);
+        } else {
+            add_chunk(at, at + sizeof fh + fh.csize, out, n, 0);
+        }
         at += sizeof fh + fh.csize;
     }
     int frames = nchunks;

@@ -1,0 +1,157 @@
+/*
+ * columns.h - the column layout of a compressed chunk, private to format/.
+ *
+ * The hot path writes events one after the other (the row layout, codec.h),
+ * which is what a slot holds and what a crash leaves behind.  Before the
+ * compressor thread hands a FULL chunk to zstd it regroups the same bytes
+ * field by field: first every event's type, then, per type, the time
+ * deltas of all its events side by side, then all their first fields, and
+ * so on.  A compressor that sees like values together finds the repeats
+ * (the same stream id, the same op, durations of the same kernel) that the
+ * row layout scatters between the random low bytes of times.  The varints
+ * are copied as they are: the transform neither codes nor re-codes a value,
+ * so the codec memory (times from the previous event's end, DS
+ * differences) means the same thing in both layouts.
+ *
+ * Column payload (docs/format.md, "Column layout"):
+ *
+ *   n          varint: events in the chunk
+ *   types      n bytes, each event's type in the chunk's order
+ *   ntypes     varint: types that occur
+ *   table      per type, in increasing id order: the id (1 byte), k
+ *              (varint: its columns, the delta then its fields in schema
+ *              order), and k varints, each column's size in bytes
+ *   data       the columns, in the table's order
+ *
+ * The length varint of each row event is dropped: the reader never needs
+ * it, since a type's columns say how many fields it has.  A type with
+ * more columns than this reader knows (fields appended by a newer writer)
+ * keeps the extra ones unread; a type with fewer (an older writer) reads
+ * 0 for the missing fields, as in the row layout; a type this reader does
+ * not know is skipped with its columns unread.  Skipping any type, known
+ * or not, cannot disturb another: each type's codec memory is only read
+ * and written by events of that type.
+ *
+ * The reader decodes straight from the columns (sp_columns_decode): one
+ * cursor per column, each bounded by its column's end, so a corrupt
+ * payload can end the chunk early but never read outside it.
+ */
+#ifndef SP_COLUMNS_H
+#define SP_COLUMNS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec.h"
+#include "sprof.h"
+
+/* The most columns of any known type (nccl: delta + 17 fields), rounded
+ * up; a static assertion in columns.c keeps it true. */
+#define SP_MAX_COLUMNS 24
+/* Type ids fit one byte. */
+#define SP_TYPE_IDS 256
+
+/* Columns of each known type: its time delta plus its fields. */
+#define SP_X_ONE_COLUMN(kind, field) +1
+static inline unsigned sp_columns_of(unsigned type)
+{
+    switch (type) {
+#define SP_X_NCOL(id, NAME, name, FIELDS)                                      \
+    case id:                                                                   \
+        return 1 FIELDS(SP_X_ONE_COLUMN);
+        SP_EVENTS(SP_X_NCOL)
+#undef SP_X_NCOL
+    default:
+        return 0;
+    }
+}
+
+/* Rows -> columns, in the compressor.  Writes the column payload of the
+ * row chunk [rows, rows + len) to `out` and returns its size, or 0 when
+ * the chunk should stay in rows: it holds an event this build cannot
+ * regroup exactly (a type it does not know, an event whose length is not
+ * exactly its fields), or the payload would exceed `cap`. */
+size_t sp_columns_from_rows(uint8_t *out, size_t cap, const uint8_t *rows, size_t len);
+
+/* One column being read: [p, end).  p == NULL: a column the writer did
+ * not have (an older writer), which reads as zeros. */
+struct sp_column {
+    const uint8_t *p, *end;
+};
+
+struct sp_columns {
+    const uint8_t *types; /* the type stream */
+    uint32_t n, next;     /* events, and the next one to decode */
+    struct sp_column col[SP_EV_MAX][SP_MAX_COLUMNS];
+};
+
+/* Sets `c` up to decode the column payload [buf, buf + len).  0, or
+ * SP_E_CORRUPT when the table does not describe the bytes (a column
+ * outside the payload, a type in the stream without a table entry). */
+int sp_columns_open(struct sp_columns *c, const uint8_t *buf, size_t len);
+
+/* Out of line: a varint of two bytes or more, a missing column, or the
+ * end of a column (SP_E_CORRUPT). */
+int sp_column_get_slow(struct sp_column *c, uint64_t *out);
+
+static inline __attribute__((always_inline)) int sp_column_get(struct sp_column *c, uint64_t *out)
+{
+    const uint8_t *p = c->p;
+    if (__builtin_expect(p < c->end && *p < 0x80, 1)) {
+        *out = *p;
+        c->p = p + 1;
+        return 0;
+    }
+    return sp_column_get_slow(c, out);
+}
+
+/* ---- generated column decoders ----------------------------------------------- *
+ * The same fields, in the same order, with the same codec memory as the
+ * row decoders in codec.h; only the source of each varint differs: the
+ * next column, instead of the next bytes of the event. */
+
+#define SP_CDEC_GET                                                            \
+    if (sp_column_get(c++, &v) < 0)                                            \
+        return SP_E_CORRUPT;
+#define SP_CDEC_U(f) SP_CDEC_GET e->f = v;
+#define SP_CDEC_D(f) SP_CDEC_GET e->f = v;
+#define SP_CDEC_DUR(f) SP_CDEC_GET e->f = v; stop += v;
+#define SP_CDEC_STR(f) SP_CDEC_GET e->f = v;
+#define SP_CDEC_S(f) SP_CDEC_GET e->f = sp_unzigzag(v);
+#define SP_CDEC_DS(f) SP_CDEC_GET e->f = prev->f += (uint64_t)sp_unzigzag(v);
+#define SP_X_CDEC_FIELD(kind, field) SP_CDEC_##kind(field)
+#define SP_X_CDECODER(id, NAME, name, FIELDS)                                  \
+    static inline int sp_cdecode_##name(struct sp_column *c, uint64_t *t,      \
+                                        struct sp_ev_##name *e,                \
+                                        struct sp_codec_state *st)             \
+    {                                                                          \
+        struct sp_ev_##name *prev = &st->name;                                 \
+        uint64_t v;                                                            \
+        SP_CDEC_GET                                                            \
+        uint64_t stop = *t = st->end[id] + (uint64_t)sp_unzigzag(v);           \
+        (void)prev;                                                            \
+        FIELDS(SP_X_CDEC_FIELD)                                                \
+        st->end[id] = stop;                                                    \
+        return 0;                                                              \
+    }
+SP_EVENTS(SP_X_CDECODER)
+#undef SP_X_CDECODER
+#undef SP_X_CDEC_FIELD
+
+/* Decodes the event of type `type` (known to this build) from its
+ * columns.  0, or SP_E_CORRUPT when a column ends early. */
+static inline int sp_columns_decode(struct sp_columns *c, unsigned type, struct sp_event *ev,
+                                    struct sp_codec_state *st)
+{
+    switch (type) {
+#define SP_X_CCASE(id, NAME, name, FIELDS)                                     \
+    case id:                                                                   \
+        return sp_cdecode_##name(c->col[id], &ev->t, &ev->name, st);
+        SP_EVENTS(SP_X_CCASE)
+#undef SP_X_CCASE
+    default:
+        return 0;
+    }
+}
+
+#endif

@@ -93,17 +93,52 @@ static inline int64_t sp_unzigzag(uint64_t v)
  * one.  0 on success, SP_E_CORRUPT when it runs past `end` or 64 bits. */
 int sp_get_uvarint_long(const uint8_t **pp, const uint8_t *end, uint64_t *out);
 
-static inline int sp_get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+/* The high bit of each byte of a little-endian word: a varint ends at the
+ * first byte where it is clear. */
+#define SP_CONT_BITS 0x8080808080808080ull
+#define SP_WORD 8
+
+/* A varint of up to SP_WORD bytes from the word x that starts with it:
+ * its value, and in *len its bytes (0 when it is longer).  No branch on
+ * the length: the bytes past the varint are masked off, then the 7-bit
+ * groups are moved together in three steps (pairs of bytes into 14 bits,
+ * pairs of those into 28, then the two halves). */
+static inline __attribute__((always_inline)) uint64_t sp_varint_from_word(uint64_t x, unsigned *len)
 {
-    const uint8_t *p = *pp;
-    if (__builtin_expect(p < end && *p < 0x80, 1)) {
-        *out = *p;
-        *pp = p + 1;
+    uint64_t stops = ~x & SP_CONT_BITS;
+    if (__builtin_expect(stops == 0, 0)) {
+        *len = 0;
         return 0;
     }
-    if (end - p >= 2 && p[1] < 0x80) {
-        *out = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
-        *pp = p + 2;
+    *len = (unsigned)__builtin_ctzll(stops) / 8 + 1;
+    x &= (stops ^ (stops - 1)) & ~SP_CONT_BITS;
+    x = (x & 0x007f007f007f007full) | ((x & 0x7f007f007f007f00ull) >> 1);
+    x = (x & 0x00003fff00003fffull) | ((x & 0x3fff00003fff0000ull) >> 2);
+    return (x & 0x000000000fffffffull) | ((x & 0x0fffffff00000000ull) >> 4);
+}
+
+/* Reads a varint from [*pp, end): one byte without more ado, a word at a
+ * time where one fits before `end`, the careful loop otherwise. */
+static inline __attribute__((always_inline)) int sp_get_uvarint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    if (__builtin_expect(end - p >= SP_WORD, 1)) {
+        uint64_t x;
+        unsigned len;
+        memcpy(&x, p, sizeof x);
+        if (__builtin_expect(!(x & 0x80), 1)) {
+            *out = x & 0x7f;
+            *pp = p + 1;
+            return 0;
+        }
+        *out = sp_varint_from_word(x, &len);
+        if (__builtin_expect(len != 0, 1)) {
+            *pp = p + len;
+            return 0;
+        }
+    } else if (p < end && *p < 0x80) {
+        *out = *p;
+        *pp = p + 1;
         return 0;
     }
     return sp_get_uvarint_long(pp, end, out);

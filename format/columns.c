@@ -14,6 +14,7 @@
  * column, the second copies.  Both run in the compressor thread, off the
  * job's path; a 128 KiB chunk takes a few tens of microseconds.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "columns.h"
@@ -41,201 +42,212 @@ static size_t varint_size(uint64_t v)
     return n;
 }
 
-struct sizing {
-    uint32_t n;                                 /* events */
-    uint32_t count[SP_EV_MAX];                  /* events per type */
-    uint32_t size[SP_EV_MAX][SP_MAX_COLUMNS];   /* bytes per column */
+/* Bytes of the varint at p, which ends by `bend` (pass 1 checked that
+ * p < bend), read a word at a time where the rows allow; 0 when it runs
+ * past bend or past SP_VARINT_MAX bytes. */
+static inline size_t field_bytes(const uint8_t *p, const uint8_t *bend, const uint8_t *rows_end)
+{
+    if (__builtin_expect(rows_end - p >= (long)SP_WORD, 1)) {
+        uint64_t x;
+        memcpy(&x, p, sizeof x);
+        uint64_t stops = ~x & SP_CONT_BITS;
+        if (__builtin_expect(stops != 0, 1)) {
+            size_t b = (size_t)__builtin_ctzll(stops) / 8 + 1;
+            return b <= (size_t)(bend - p) ? b : 0;
+        }
+    }
+    return varint_bytes(p, bend);
+}
+
+/* What pass 1 learns.  Offsets are from the start of the rows. */
+struct plan {
+    uint32_t n;                 /* events */
+    uint32_t count[SP_EV_MAX];  /* events per type */
+    uint32_t first[SP_EV_MAX];  /* where each type's events start in the grouped arrays */
+    size_t data;                /* bytes of all columns: the sum of the bodies */
+    uint32_t *body;             /* per event, in chunk order: its body's offset */
+    uint32_t *cur, *end;        /* grouped by type: each body's cursor and end */
 };
 
-/* One event's place: its type and where its body (delta, fields) lies.
- * Returns the event's total length, 0 at the end of the chunk, or -1 when
- * the event cannot be regrouped exactly. */
-static long parse_row(const uint8_t *p, const uint8_t *end, unsigned *type,
-                      const uint8_t **body, const uint8_t **bend)
-{
-    if (p >= end || *p == 0)
-        return 0;
-    *type = *p;
-    if (!sp_columns_of(*type))
-        return -1;
-    size_t lb = varint_bytes(p + 1, end);
-    uint64_t len;
-    const uint8_t *q = p + 1;
-    if (!lb || sp_get_uvarint(&q, end, &len) < 0 || len > (uint64_t)(end - q) ||
-        lb != varint_size(len))
-        return -1;
-    *body = q;
-    *bend = q + len;
-    return (long)(*bend - p);
-}
-
-/* Pass 1: every event regroupable, and each column's size. */
-static int size_columns(struct sizing *s, const uint8_t *rows, size_t len)
+/* Pass 1: every event of a known type with a canonical length; the type
+ * stream goes to `types`.  0, or -1 when the chunk must stay in rows. */
+static int plan_events(struct plan *pl, const uint8_t *rows, size_t len, uint8_t *types,
+                       uint32_t max_events)
 {
     const uint8_t *p = rows, *end = rows + len;
-    memset(s, 0, sizeof *s);
-    for (;;) {
-        unsigned type;
-        const uint8_t *body, *bend;
-        long n = parse_row(p, end, &type, &body, &bend);
-        if (n == 0)
-            return 0;
-        if (n < 0)
+    while (p < end && *p != 0) {
+        unsigned type = *p;
+        uint64_t blen;
+        const uint8_t *q = p + 1;
+        if (!sp_columns_of(type) || pl->n == max_events)
             return -1;
-        unsigned k = sp_columns_of(type);
-        for (unsigned c = 0; c < k; c++) {
-            size_t b = varint_bytes(body, bend);
-            if (!b)
-                return -1;
-            s->size[type][c] += (uint32_t)b;
-            body += b;
-        }
-        if (body != bend)
-            return -1; /* bytes beyond the fields this build knows */
-        s->count[type]++;
-        s->n++;
-        p += n;
+        if (sp_get_uvarint(&q, end, &blen) < 0 || blen > (uint64_t)(end - q) ||
+            (size_t)(q - p - 1) != varint_size(blen) || blen == 0)
+            return -1;
+        types[pl->n] = (uint8_t)type;
+        pl->cur[pl->n] = (uint32_t)(q + blen - rows); /* its end, for now */
+        pl->body[pl->n++] = (uint32_t)(q - rows);
+        pl->count[type]++;
+        pl->data += blen;
+        p = q + blen;
     }
+    /* Grouped arrays: each type's bodies in chunk order (a counting sort). */
+    uint32_t at = 0;
+    for (unsigned t = 1; t < SP_EV_MAX; t++) {
+        pl->first[t] = at;
+        at += pl->count[t];
+    }
+    uint32_t fill[SP_EV_MAX];
+    memcpy(fill, pl->first, sizeof fill);
+    for (uint32_t i = 0; i < pl->n; i++) /* cur[] held the ends, in chunk order */
+        pl->end[fill[types[i]]++] = pl->cur[i];
+    memcpy(fill, pl->first, sizeof fill);
+    for (uint32_t i = 0; i < pl->n; i++)
+        pl->cur[fill[types[i]]++] = pl->body[i];
+    return 0;
 }
 
-static uint8_t *put_varint(uint8_t *p, uint64_t v)
+/* Pass 2, one type: column after column, every event's next varint.  A
+ * word is stored for each (up to SP_WORD bytes past the column's end,
+ * which the next column or the slack overwrites).  Returns the end of
+ * the type's data, with each column's size in `size`, or NULL when an
+ * event's bytes are not exactly its fields. */
+static uint8_t *copy_type(const struct plan *pl, unsigned t, const uint8_t *rows, size_t len,
+                          uint8_t *d, uint32_t *size)
 {
-    return sp_put_uvarint(p, v);
+    const uint8_t *rows_end = rows + len;
+    uint32_t *cur = pl->cur + pl->first[t], *end = pl->end + pl->first[t];
+    uint32_t count = pl->count[t];
+    unsigned k = sp_columns_of(t);
+    for (unsigned c = 0; c < k; c++) {
+        uint8_t *start = d;
+        for (uint32_t i = 0; i < count; i++) {
+            const uint8_t *v = rows + cur[i];
+            size_t b = field_bytes(v, rows + end[i], rows_end);
+            if (!b)
+                return NULL;
+            if (b <= SP_WORD && rows_end - v >= (long)SP_WORD)
+                memcpy(d, v, SP_WORD);
+            else
+                memcpy(d, v, b);
+            d += b;
+            cur[i] += (uint32_t)b;
+        }
+        size[c] = (uint32_t)(d - start);
+    }
+    for (uint32_t i = 0; i < count; i++)
+        if (cur[i] != end[i])
+            return NULL; /* bytes beyond the fields this build knows */
+    return d;
 }
 
-/* The part before the columns: n, the type stream is left for pass 2 to
- * fill, ntypes, the table.  Returns where the type stream starts. */
-static uint8_t *put_table(uint8_t *out, const struct sizing *s, uint8_t **types)
+/* The bytes before the columns, beyond the type stream, at most. */
+static size_t table_bound(const struct plan *pl, size_t len)
 {
-    uint8_t *p = put_varint(out, s->n);
-    *types = p;
-    p += s->n;
+    size_t bound = varint_size(SP_EV_MAX);
+    for (unsigned t = 1; t < SP_EV_MAX; t++)
+        if (pl->count[t])
+            bound += 1 + varint_size(SP_MAX_COLUMNS) + sp_columns_of(t) * varint_size(len);
+    return bound;
+}
+
+static uint8_t *put_table(uint8_t *p, const struct plan *pl,
+                          const uint32_t size[SP_EV_MAX][SP_MAX_COLUMNS])
+{
     unsigned ntypes = 0;
     for (unsigned t = 1; t < SP_EV_MAX; t++)
-        ntypes += s->count[t] != 0;
-    p = put_varint(p, ntypes);
+        ntypes += pl->count[t] != 0;
+    p = sp_put_uvarint(p, ntypes);
     for (unsigned t = 1; t < SP_EV_MAX; t++) {
-        if (!s->count[t])
+        if (!pl->count[t])
             continue;
         unsigned k = sp_columns_of(t);
         *p++ = (uint8_t)t;
-        p = put_varint(p, k);
+        p = sp_put_uvarint(p, k);
         for (unsigned c = 0; c < k; c++)
-            p = put_varint(p, s->size[t][c]);
+            p = sp_put_uvarint(p, size[t][c]);
     }
     return p;
 }
 
-/* The payload's exact size: what put_table writes, then the columns. */
-static size_t payload_size(const struct sizing *s)
+/* Layout while building: the type stream at out + SP_VARINT_MAX (n's
+ * varint is not known yet), the columns after room for the largest
+ * table; both move down once n and the table are written. */
+size_t sp_columns_from_rows(uint8_t *out, size_t cap, const uint8_t *rows, size_t len,
+                            uint32_t *scratch)
 {
-    size_t total = varint_size(s->n) + s->n, ntypes = 0;
-    for (unsigned t = 1; t < SP_EV_MAX; t++) {
-        if (!s->count[t])
-            continue;
-        unsigned k = sp_columns_of(t);
-        ntypes++;
-        total += 1 + varint_size(k);
-        for (unsigned c = 0; c < k; c++)
-            total += varint_size(s->size[t][c]) + s->size[t][c];
-    }
-    return total + varint_size(ntypes);
-}
-
-size_t sp_columns_from_rows(uint8_t *out, size_t cap, const uint8_t *rows, size_t len)
-{
-    static __thread struct sizing s; /* 1.3 KiB: off the compressor's stack */
-    if (size_columns(&s, rows, len) < 0 || s.n == 0 || payload_size(&s) > cap)
+    uint32_t max_events = (uint32_t)(len / SP_COLUMNS_MIN_EVENT + 1);
+    struct plan pl = {.body = scratch, .cur = scratch + max_events,
+                      .end = scratch + 2 * (size_t)max_events};
+    uint8_t *types = out + SP_VARINT_MAX;
+    if (len + SP_VARINT_MAX > cap || plan_events(&pl, rows, len, types, max_events) < 0 ||
+        pl.n == 0)
         return 0;
-    uint8_t *types;
-    uint8_t *data = put_table(out, &s, &types);
-    uint8_t *col[SP_EV_MAX][SP_MAX_COLUMNS];
-    for (unsigned t = 1; t < SP_EV_MAX; t++) {
-        if (!s.count[t])
-            continue;
-        for (unsigned c = 0; c < sp_columns_of(t); c++) {
-            col[t][c] = data;
-            data += s.size[t][c];
-        }
-    }
-    /* Pass 2: the rows were checked by pass 1; copy. */
-    const uint8_t *p = rows, *end = rows + len;
-    for (uint32_t i = 0; i < s.n; i++) {
-        unsigned type;
-        const uint8_t *body, *bend;
-        long n = parse_row(p, end, &type, &body, &bend);
-        *types++ = (uint8_t)type;
-        unsigned k = sp_columns_of(type);
-        for (unsigned c = 0; c < k; c++) {
-            size_t b = varint_bytes(body, bend);
-            memcpy(col[type][c], body, b);
-            col[type][c] += b;
-            body += b;
-        }
-        p += n;
-    }
-    return (size_t)(data - out);
+    size_t head = SP_VARINT_MAX + pl.n + table_bound(&pl, len);
+    if (head + pl.data > cap)
+        return 0;
+    static __thread uint32_t size[SP_EV_MAX][SP_MAX_COLUMNS];
+    uint8_t *data = out + head, *d = data;
+    for (unsigned t = 1; t < SP_EV_MAX && d; t++)
+        if (pl.count[t])
+            d = copy_type(&pl, t, rows, len, d, size[t]);
+    if (!d)
+        return 0;
+    /* n, the type stream and the table, then the columns right after. */
+    uint8_t *p = sp_put_uvarint(out, pl.n);
+    memmove(p, types, pl.n);
+    p = put_table(p + pl.n, &pl, (const uint32_t(*)[SP_MAX_COLUMNS])size);
+    memmove(p, data, (size_t)(d - data));
+    return (size_t)(p - out) + (size_t)(d - data);
 }
 
 /* ---- reading ---------------------------------------------------------------------- */
 
-int sp_column_get_slow(struct sp_column *c, uint64_t *out)
+int sp_column_get_long(const uint8_t **pp, uint64_t *out)
 {
-    if (!c->p) {
-        *out = 0;
-        return 0;
-    }
-    return sp_get_uvarint(&c->p, c->end, out);
+    /* The column's check guarantees a last byte within it: the loop stops
+     * there, or at SP_VARINT_MAX bytes. */
+    return sp_get_uvarint_long(pp, *pp + SP_VARINT_MAX, out);
 }
 
-/* Reads the table entry of one type; its columns start at *data. */
-static int open_type(struct sp_columns *c, const uint8_t **pp, const uint8_t *end,
-                     const uint8_t **data, uint8_t *seen)
+/* Varints in [p, end): its bytes with the high bit clear. */
+static uint64_t count_varints(const uint8_t *p, const uint8_t *end)
 {
-    const uint8_t *p = *pp;
-    uint64_t k, size;
-    if (p >= end)
-        return SP_E_CORRUPT;
-    unsigned type = *p++;
-    if (type == 0 || seen[type] || sp_get_uvarint(&p, end, &k) < 0 || k > SP_MAX_COLUMNS * 16u)
-        return SP_E_CORRUPT;
-    seen[type] = 1;
-    unsigned known = sp_columns_of(type);
-    for (uint64_t i = 0; i < k; i++) {
-        if (sp_get_uvarint(&p, end, &size) < 0 || size > (uint64_t)(end - *data))
-            return SP_E_CORRUPT;
-        /* Columns beyond what this build knows (and unknown types) are
-         * passed over. */
-        if (i < known)
-            c->col[type][i] = (struct sp_column){*data, *data + size};
-        *data += size;
+    uint64_t n = 0;
+    for (; end - p >= SP_WORD; p += SP_WORD) {
+        uint64_t x;
+        memcpy(&x, p, sizeof x);
+        /* One per last byte, summed across the word by a multiply (no
+         * popcount instruction in the baseline x86-64 target). */
+        n += ((~x & SP_CONT_BITS) >> 7) * 0x0101010101010101ull >> 56;
     }
-    *pp = p;
-    return 0;
+    for (; p < end; p++)
+        n += *p < 0x80;
+    return n;
 }
 
-int sp_columns_open(struct sp_columns *c, const uint8_t *buf, size_t len)
+/* A column fit for unchecked reading: `count` varints, the last ending
+ * with the column. */
+static int column_ok(const uint8_t *p, uint64_t size, uint32_t count)
 {
-    const uint8_t *p = buf, *end = buf + len;
-    uint64_t n, ntypes;
-    memset(c->col, 0, sizeof c->col); /* absent columns read as zeros */
-    if (sp_get_uvarint(&p, end, &n) < 0 || n > (uint64_t)(end - p))
-        return SP_E_CORRUPT;
-    c->types = p;
-    c->n = (uint32_t)n;
-    c->next = 0;
-    p += n;
-    if (sp_get_uvarint(&p, end, &ntypes) < 0 || ntypes >= SP_TYPE_IDS)
-        return SP_E_CORRUPT;
-    /* The columns start after the table, which must be read to find it:
-     * a first pass over the table finds its end. */
+    if (size == 0)
+        return count == 0;
+    return p[size - 1] < 0x80 && count_varints(p, p + size) == count;
+}
+
+/* The table: per type its id, k, and k column sizes; columns follow the
+ * table in its order.  Columns this build knows are checked and kept;
+ * the others (a newer writer's) are passed over. */
+static int open_table(struct sp_columns *c, const uint8_t *p, const uint8_t *end,
+                      uint64_t ntypes, const uint32_t *count, const uint8_t *zeros)
+{
     const uint8_t *q = p;
-    for (uint64_t i = 0; i < ntypes; i++) {
-        uint64_t k, size;
+    uint64_t k, size;
+    for (uint64_t i = 0; i < ntypes; i++) { /* first, where the table ends */
         if (q >= end)
             return SP_E_CORRUPT;
         q++;
-        if (sp_get_uvarint(&q, end, &k) < 0 || k > SP_MAX_COLUMNS * 16u)
+        if (sp_get_uvarint(&q, end, &k) < 0 || k > SP_TYPE_IDS)
             return SP_E_CORRUPT;
         for (uint64_t j = 0; j < k; j++)
             if (sp_get_uvarint(&q, end, &size) < 0)
@@ -243,31 +255,62 @@ int sp_columns_open(struct sp_columns *c, const uint8_t *buf, size_t len)
     }
     const uint8_t *data = q;
     uint8_t seen[SP_TYPE_IDS] = {0};
-    for (uint64_t i = 0; i < ntypes; i++)
-        if (open_type(c, &p, end, &data, seen) < 0)
+    for (uint64_t i = 0; i < ntypes; i++) {
+        unsigned type = *p++;
+        if (type == 0 || seen[type] || sp_get_uvarint(&p, end, &k) < 0)
             return SP_E_CORRUPT;
-    /* Every event's type must have had a table entry. */
-    for (uint32_t i = 0; i < c->n; i++)
-        if (c->types[i] == 0 || !seen[c->types[i]])
-            return SP_E_CORRUPT;
+        seen[type] = 1;
+        unsigned known = sp_columns_of(type);
+        for (uint64_t j = 0; j < k; j++) {
+            if (sp_get_uvarint(&p, end, &size) < 0 || size > (uint64_t)(end - data))
+                return SP_E_CORRUPT;
+            if (j < known) {
+                if (!column_ok(data, size, count[type]))
+                    return SP_E_CORRUPT;
+                c->col[type][j] = data;
+            }
+            data += size;
+        }
+        for (uint64_t j = k; j < known; j++)
+            c->col[type][j] = zeros; /* an older writer's type: reads 0 */
+    }
+    for (unsigned t = 1; t < SP_TYPE_IDS; t++)
+        if (count[t] && !seen[t])
+            return SP_E_CORRUPT; /* a type in the stream without columns */
     return 0;
+}
+
+int sp_columns_open(struct sp_columns *c, const uint8_t *buf, size_t len, const uint8_t *zeros)
+{
+    const uint8_t *p = buf, *end = buf + len;
+    uint64_t n, ntypes;
+    uint32_t count[SP_TYPE_IDS] = {0};
+    if (sp_get_uvarint(&p, end, &n) < 0 || n > (uint64_t)(end - p))
+        return SP_E_CORRUPT;
+    c->types = p;
+    c->n = (uint32_t)n;
+    c->next = 0;
+    for (uint32_t i = 0; i < c->n; i++)
+        count[p[i]]++;
+    if (count[0])
+        return SP_E_CORRUPT;
+    p += n;
+    if (sp_get_uvarint(&p, end, &ntypes) < 0 || ntypes >= SP_TYPE_IDS)
+        return SP_E_CORRUPT;
+    return open_table(c, p, end, ntypes, count, zeros);
 }
 
 /* ---- back to rows (tools, tests) -------------------------------------------------- */
 
-/* Copies the next varint of column c to p (a 0 for an absent column). */
-static int copy_varint(struct sp_column *c, uint8_t **p, const uint8_t *limit)
+/* Copies the next varint of a checked column to p. */
+static int copy_varint(const uint8_t **col, uint8_t **p, const uint8_t *limit)
 {
-    size_t b = c->p ? varint_bytes(c->p, c->end) : 1;
-    if (!b || b > (size_t)(limit - *p))
+    const uint8_t *start = *col;
+    uint64_t v;
+    if (sp_column_get(col, &v) < 0 || *col - start > limit - *p)
         return SP_E_CORRUPT;
-    if (c->p)
-        memcpy(*p, c->p, b);
-    else
-        **p = 0;
-    if (c->p)
-        c->p += b;
-    *p += b;
+    memcpy(*p, start, (size_t)(*col - start));
+    *p += *col - start;
     return 0;
 }
 
@@ -275,25 +318,33 @@ long sp_columns_to_rows(uint8_t *out, size_t cap, const uint8_t *cols, size_t le
 {
     static __thread struct sp_columns c;
     uint8_t body[SP_EVENT_MAX_BYTES];
-    if (sp_columns_open(&c, cols, len) < 0)
-        return SP_E_CORRUPT;
+    /* Room for the word reads past the end, and zeros for absent columns. */
+    uint8_t *copy = calloc(1, len + SP_WORD), *zeros = calloc(1, len + SP_WORD);
+    long rc = copy && zeros ? 0 : SP_E_NOMEM;
+    if (rc == 0) {
+        memcpy(copy, cols, len);
+        rc = sp_columns_open(&c, copy, len, zeros) < 0 ? SP_E_CORRUPT : 0;
+    }
     uint8_t *o = out;
-    for (uint32_t i = 0; i < c.n; i++) {
+    for (uint32_t i = 0; rc == 0 && i < c.n; i++) {
         unsigned type = c.types[i];
         unsigned k = sp_columns_of(type);
         if (!k)
             continue; /* a type this build does not know: dropped */
         uint8_t *p = body;
-        for (unsigned j = 0; j < k; j++)
-            if (copy_varint(&c.col[type][j], &p, body + sizeof body) < 0)
-                return SP_E_CORRUPT;
+        for (unsigned j = 0; j < k && rc == 0; j++)
+            rc = copy_varint(&c.col[type][j], &p, body + sizeof body);
         size_t n = (size_t)(p - body);
-        if (1 + SP_VARINT_MAX + n > (size_t)(out + cap - o))
-            return SP_E_FULL;
+        if (rc == 0 && 1 + SP_VARINT_MAX + n > (size_t)(out + cap - o))
+            rc = SP_E_FULL;
+        if (rc < 0)
+            break;
         *o++ = (uint8_t)type;
         o = sp_put_uvarint(o, n);
         memcpy(o, body, n);
         o += n;
     }
-    return (long)(o - out);
+    free(copy);
+    free(zeros);
+    return rc < 0 ? rc : (long)(o - out);
 }

@@ -70,39 +70,58 @@ static inline unsigned sp_columns_of(unsigned type)
  * row chunk [rows, rows + len) to `out` and returns its size, or 0 when
  * the chunk should stay in rows: it holds an event this build cannot
  * regroup exactly (a type it does not know, an event whose length is not
- * exactly its fields), or the payload would exceed `cap`. */
-size_t sp_columns_from_rows(uint8_t *out, size_t cap, const uint8_t *rows, size_t len);
+ * exactly its fields), or the payload would exceed `cap`.  `out` must
+ * have SP_COLUMNS_SLACK bytes of room past `cap` (varints are moved a
+ * word at a time), and `scratch` room for SP_COLUMNS_SCRATCH(len)
+ * entries. */
+#define SP_COLUMNS_MIN_EVENT 3 /* type, length, delta */
+#define SP_COLUMNS_SCRATCH(len) (3 * ((len) / SP_COLUMNS_MIN_EVENT + 1))
+#define SP_COLUMNS_SLACK 8
+size_t sp_columns_from_rows(uint8_t *out, size_t cap, const uint8_t *rows, size_t len,
+                            uint32_t *scratch);
 
-/* One column being read: [p, end).  p == NULL: a column the writer did
- * not have (an older writer), which reads as zeros. */
-struct sp_column {
-    const uint8_t *p, *end;
-};
-
+/* The columns of one chunk, being read.  sp_columns_open checked each
+ * column the reader will use: it holds exactly one varint per event of
+ * its type (its bytes with the high bit clear are that many, the last
+ * one among them), so a cursor that reads one varint per event never
+ * leaves its column, and needs no bound.  The buffers hold SP_WORD
+ * readable bytes past the payload, so a varint is read a word at a time
+ * even at the end of the last column. */
 struct sp_columns {
     const uint8_t *types; /* the type stream */
     uint32_t n, next;     /* events, and the next one to decode */
-    struct sp_column col[SP_EV_MAX][SP_MAX_COLUMNS];
+    const uint8_t *col[SP_EV_MAX][SP_MAX_COLUMNS];
 };
 
-/* Sets `c` up to decode the column payload [buf, buf + len).  0, or
- * SP_E_CORRUPT when the table does not describe the bytes (a column
- * outside the payload, a type in the stream without a table entry). */
-int sp_columns_open(struct sp_columns *c, const uint8_t *buf, size_t len);
+/* Sets `c` up to decode the column payload [buf, buf + len), which is
+ * followed by SP_WORD readable bytes.  `zeros` (as many zero bytes as the
+ * payload's events, + SP_WORD) stands in for the columns an older writer
+ * did not have: they read as 0.  0, or SP_E_CORRUPT when the table does
+ * not describe the bytes (a column outside the payload, a type in the
+ * stream without a table entry, a column with the wrong number of
+ * varints). */
+int sp_columns_open(struct sp_columns *c, const uint8_t *buf, size_t len, const uint8_t *zeros);
 
-/* Out of line: a varint of two bytes or more, a missing column, or the
- * end of a column (SP_E_CORRUPT). */
-int sp_column_get_slow(struct sp_column *c, uint64_t *out);
+/* Out of line: a varint longer than a word (SP_E_CORRUPT past 64 bits). */
+int sp_column_get_long(const uint8_t **pp, uint64_t *out);
 
-static inline __attribute__((always_inline)) int sp_column_get(struct sp_column *c, uint64_t *out)
+/* The next varint of a checked column: one byte, else the word's. */
+static inline __attribute__((always_inline)) int sp_column_get(const uint8_t **pp, uint64_t *out)
 {
-    const uint8_t *p = c->p;
-    if (__builtin_expect(p < c->end && *p < 0x80, 1)) {
-        *out = *p;
-        c->p = p + 1;
+    const uint8_t *p = *pp;
+    uint64_t x;
+    unsigned len;
+    memcpy(&x, p, sizeof x);
+    if (__builtin_expect(!(x & 0x80), 1)) {
+        *out = x & 0x7f;
+        *pp = p + 1;
         return 0;
     }
-    return sp_column_get_slow(c, out);
+    *out = sp_varint_from_word(x, &len);
+    if (__builtin_expect(len == 0, 0))
+        return sp_column_get_long(pp, out);
+    *pp = p + len;
+    return 0;
 }
 
 /* ---- generated column decoders ----------------------------------------------- *
@@ -121,7 +140,7 @@ static inline __attribute__((always_inline)) int sp_column_get(struct sp_column 
 #define SP_CDEC_DS(f) SP_CDEC_GET e->f = prev->f += (uint64_t)sp_unzigzag(v);
 #define SP_X_CDEC_FIELD(kind, field) SP_CDEC_##kind(field)
 #define SP_X_CDECODER(id, NAME, name, FIELDS)                                  \
-    static inline int sp_cdecode_##name(struct sp_column *c, uint64_t *t,      \
+    static inline int sp_cdecode_##name(const uint8_t **c, uint64_t *t,        \
                                         struct sp_ev_##name *e,                \
                                         struct sp_codec_state *st)             \
     {                                                                          \

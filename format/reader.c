@@ -75,7 +75,8 @@ struct sp_reader {
     uint64_t pos; /* next frame's offset */
     int truncation_noted;
 
-    uint8_t *chunk; /* the chunk being streamed */
+    uint8_t *chunk; /* the chunk being streamed, + SP_WORD bytes */
+    uint8_t *zeros; /* the columns an older writer did not have */
     size_t chunk_len, chunk_pos;
     uint64_t chunk_id;
     struct sp_codec_state codec; /* the chunk's codec memory */
@@ -413,7 +414,7 @@ static int decompress_frame(struct sp_reader *r, const struct sp_frame_header *f
  * CRC held, so a writer made it: say so. */
 static int open_columns(struct sp_reader *r, uint64_t at)
 {
-    if (sp_columns_open(&r->cols, r->chunk, r->chunk_len) == 0) {
+    if (sp_columns_open(&r->cols, r->chunk, r->chunk_len, r->zeros) == 0) {
         r->columnar = 1;
         return 1;
     }
@@ -583,12 +584,14 @@ void sp_reader_set_types(struct sp_reader *r, uint32_t mask)
 
 static int alloc_buffers(struct sp_reader *r)
 {
-    r->chunk = malloc(r->slot_cap);
+    /* SP_WORD more: the column decoder reads a word at a time. */
+    r->chunk = calloc(1, r->slot_cap + SP_WORD);
+    r->zeros = calloc(1, r->slot_cap + SP_WORD);
     r->cbuf_cap = ZSTD_compressBound(r->info.hdr.slot_size);
     r->cbuf = malloc(r->cbuf_cap);
     r->dctx = ZSTD_createDCtx();
     r->diag = calloc(1, DIAG_MAX);
-    return r->chunk && r->cbuf && r->dctx && r->diag ? 0 : SP_E_NOMEM;
+    return r->chunk && r->zeros && r->cbuf && r->dctx && r->diag ? 0 : SP_E_NOMEM;
 }
 
 static int open_file(struct sp_reader *r, const char *path)
@@ -670,6 +673,7 @@ void sp_reader_close(struct sp_reader *r)
     free(r->strings);
     free(r->chunks);
     free(r->chunk);
+    free(r->zeros);
     free(r->cbuf);
     ZSTD_freeDCtx(r->dctx);
     free(r->diag);

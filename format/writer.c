@@ -113,7 +113,8 @@ struct sp_writer {
     int level;
     uint8_t *cbuf;
     size_t cbuf_size;
-    uint8_t *colbuf; /* a chunk regrouped into columns, slot capacity */
+    uint8_t *colbuf;   /* a chunk regrouped into columns: slot capacity + slack */
+    uint32_t *scratch; /* the regrouping's per-event offsets */
     struct pending_slot *pending; /* slot_count entries, for one pass */
     struct chunk_link *links;     /* per slot: the same thread's previous chunk */
     uint64_t frames_end;
@@ -297,7 +298,7 @@ static int write_frame(struct sp_writer *w, struct sp_slot_header *s)
     struct sp_frame_header fh;
     uint8_t *payload = w->cbuf + sizeof fh;
     const uint8_t *src = (const uint8_t *)(s + 1);
-    size_t usize = sp_columns_from_rows(w->colbuf, slot_capacity(w), src, used);
+    size_t usize = sp_columns_from_rows(w->colbuf, slot_capacity(w), src, used, w->scratch);
     uint32_t layout = usize ? SP_FRAME_COLUMNS : 0;
     if (usize)
         src = w->colbuf;
@@ -515,6 +516,7 @@ static void free_writer(struct sp_writer *w)
     ZSTD_freeCCtx(w->cctx);
     free(w->cbuf);
     free(w->colbuf);
+    free(w->scratch);
     free(w->pending);
     free(w->links);
     free(w);
@@ -547,12 +549,13 @@ struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts
     w->flush_ms = o.flush_interval_ms;
     w->cbuf_size = sizeof(struct sp_frame_header) + ZSTD_compressBound(w->slot_size);
     w->cbuf = malloc(w->cbuf_size);
-    w->colbuf = malloc(w->slot_size);
+    w->colbuf = malloc(w->slot_size + SP_COLUMNS_SLACK);
+    w->scratch = malloc(SP_COLUMNS_SCRATCH(w->slot_size) * sizeof *w->scratch);
     w->cctx = ZSTD_createCCtx();
     w->pending = calloc(w->slot_count ? w->slot_count : 1, sizeof *w->pending);
     w->links = calloc(w->slot_count ? w->slot_count : 1, sizeof *w->links);
     pthread_mutex_init(&w->compress_lock, NULL);
-    if (!w->cbuf || !w->colbuf || !w->cctx || !w->pending || !w->links) {
+    if (!w->cbuf || !w->colbuf || !w->scratch || !w->cctx || !w->pending || !w->links) {
         free_writer(w);
         *err = SP_E_NOMEM;
         return NULL;

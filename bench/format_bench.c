@@ -24,6 +24,12 @@
  *   ns/event read back, gpu+nccl+marker only: 20.0 (the same, asking the
  *                              reader for three types: ns per event in
  *                              the file, delivered or skipped)
+ *   start us: create 40.0 first append 6.0 close 60.0 total 110.0 fd 512
+ *                             (what a trace costs a short process: a fresh
+ *                              writer with the preload's defaults, one
+ *                              event, close; medians of START_ROUNDS, wall
+ *                              clock, since page faults and system calls are
+ *                              the cost; fd: the descriptor it got)
  *
  * Usage: format_bench [EVENTS] [--level N] [--slot-size BYTES] [--callgrind]
  * --callgrind: one single-threaded pass and no timing, for
@@ -225,6 +231,65 @@ static void *append_events(void *arg)
     return NULL;
 }
 
+/* ---- start cost ------------------------------------------------------------ */
+
+#define START_ROUNDS 200
+#define NS_PER_US 1000.0
+
+static uint64_t wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median_us(uint64_t *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_u64);
+    return (double)v[n / 2] / NS_PER_US;
+}
+
+/* A short process's whole trace: create, one event, close. */
+static void start_cost(const char *dir)
+{
+    static uint64_t create[START_ROUNDS], append[START_ROUNDS], close_[START_ROUNDS],
+        total[START_ROUNDS];
+    char path[4200];
+    int fd = -1;
+    for (int i = 0; i < START_ROUNDS; i++) {
+        snprintf(path, sizeof path, "%s/start-%d.sprof", dir, i);
+        int err;
+        uint64_t t0 = wall_ns();
+        struct sp_writer *w = sp_writer_create(path, NULL, &err);
+        if (!w) {
+            fprintf(stderr, "format_bench: %s: %s\n", path, sp_strerror(err));
+            exit(1);
+        }
+        uint64_t t1 = wall_ns();
+        struct sp_event ev = {.type = SP_EV_PROC, .t = t1};
+        ev.proc.kind = SP_PROC_START;
+        sp_writer_append(w, &ev);
+        uint64_t t2 = wall_ns();
+        fd = sp_writer_fd(w);
+        sp_writer_close(w);
+        uint64_t t3 = wall_ns();
+        create[i] = t1 - t0;
+        append[i] = t2 - t1;
+        close_[i] = t3 - t2;
+        total[i] = t3 - t0;
+        unlink(path);
+    }
+    printf("start us: create %.1f first append %.1f close %.1f total %.1f fd %d\n",
+           median_us(create, START_ROUNDS), median_us(append, START_ROUNDS),
+           median_us(close_, START_ROUNDS), median_us(total, START_ROUNDS), fd);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -354,7 +419,6 @@ int main(int argc, char **argv)
         one[i] = run_once(dirbuf, i, 1, events, level);
     for (int i = 0; i < RUNS; i++)
         four[i] = run_once(dirbuf, i, THREADS, events, level);
-    rmdir(dirbuf);
     printf("events: %llu\n", (unsigned long long)events);
     printf("bytes/event: %.2f\n", (double)one[0].frame_bytes / (double)events);
     printf("bytes/event file: %.2f\n", (double)one[0].disk_bytes / (double)events);
@@ -369,5 +433,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < RUNS; i++)
         refused += one[i].refused + four[i].refused;
     printf("refused appends (all runs): %llu\n", (unsigned long long)refused);
+    start_cost(dirbuf);
+    rmdir(dirbuf);
     return 0;
 }

@@ -80,6 +80,7 @@
 #define SP_MAX_STRINGS_SIZE (1ull << 31)
 #define SP_STRING_ALIGN 4u
 #define SP_FRAME_HCRC_BYTES 28u
+#define SP_FD_FLOOR 512
 #define NS_PER_SEC 1000000000ull
 #define NS_PER_MS 1000000ull
 
@@ -105,7 +106,7 @@ struct sp_writer {
     uint64_t gen;
 
     uint64_t next_chunk; /* atomic */
-    uint32_t claim_hint; /* atomic: where the next slot search starts */
+    uint32_t touched;    /* atomic: slots [0, touched) were ever claimed */
 
     /* Compression: one pass at a time, under compress_lock. */
     pthread_mutex_t compress_lock;
@@ -176,10 +177,32 @@ static int raw_pwrite_all(int fd, const uint8_t *buf, size_t len, uint64_t off)
     return 0;
 }
 
+/* MADV_RANDOM: a store to a page of the file not yet in memory first
+ * reads it in, and with the default readahead the kernel builds a large
+ * window (large folios, zeroed) around it: 1-2 ms per fault at a process's
+ * start, measured on ext4 (bench/format_bench, "start").  Our pages are
+ * touched in no predictable order and never read back through the map,
+ * so readahead is only cost: without it a first touch is a few us. */
 static void *raw_mmap_shared(int fd, size_t size)
 {
     long p = syscall(SYS_mmap, NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0L);
-    return p == -1 ? NULL : (void *)p;
+    if (p == -1)
+        return NULL;
+    syscall(SYS_madvise, (void *)p, size, MADV_RANDOM);
+    return (void *)p;
+}
+
+/* Moves fd to SP_FD_FLOOR or above, where jobs that close or dup2 onto
+ * low descriptors (daemonising helpers, shells, closefrom(3) loops that
+ * stop early) rarely reach it.  Keeps fd as it is when that fails (a
+ * descriptor limit below the floor). */
+static int raw_move_fd_high(int fd)
+{
+    int high = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, SP_FD_FLOOR);
+    if (high < 0)
+        return fd;
+    syscall(SYS_close, fd);
+    return high;
 }
 
 static void raw_munmap(void *p, size_t size)
@@ -232,17 +255,36 @@ static void slot_set_state(struct sp_slot_header *s, uint32_t state)
     __atomic_store_n(&s->state, state, __ATOMIC_RELEASE);
 }
 
-/* Claims a FREE slot for the calling thread and starts a new chunk in it. */
+/* Slots [0, touched) were claimed at least once; the others are all zero
+ * (FREE) and their pages were never faulted in.  Scans of the slots stop
+ * there, so a short process touches one slot page, not one per slot. */
+static uint32_t slots_touched(const struct sp_writer *w)
+{
+    return __atomic_load_n(&w->touched, __ATOMIC_ACQUIRE);
+}
+
+static void note_touched(struct sp_writer *w, uint32_t i)
+{
+    uint32_t seen = slots_touched(w);
+    while (seen <= i &&
+           !__atomic_compare_exchange_n(&w->touched, &seen, i + 1, 1, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
+        ;
+}
+
+/* Claims a FREE slot for the calling thread and starts a new chunk in it.
+ * The lowest FREE slot: a process that records slowly keeps reusing the
+ * same few slots (pages already in memory) instead of walking through
+ * all of them; claims are rare (one per slot's worth of events), so the
+ * scan from 0 costs nothing that matters. */
 static struct sp_slot_header *claim_slot(struct sp_writer *w)
 {
-    uint32_t start = __atomic_load_n(&w->claim_hint, __ATOMIC_RELAXED);
-    for (uint32_t k = 0; k < w->slot_count; k++) {
-        uint32_t i = (start + k) % w->slot_count;
+    for (uint32_t i = 0; i < w->slot_count; i++) {
         struct sp_slot_header *s = slot_at(w, i);
         if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) != SP_SLOT_FREE ||
             !slot_cas(s, SP_SLOT_FREE, SP_SLOT_ACTIVE))
             continue;
-        __atomic_store_n(&w->claim_hint, i + 1, __ATOMIC_RELAXED);
+        note_touched(w, i);
         w->links[i] = tls.last;
         __atomic_store_n(&s->used, 0, __ATOMIC_RELEASE);
         s->magic = SP_SLOT_MAGIC;
@@ -359,8 +401,8 @@ static int wants_compression(uint32_t state, int all)
  * off. */
 static int compress_slots(struct sp_writer *w, int all)
 {
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < w->slot_count; i++) {
+    uint32_t n = 0, touched = slots_touched(w);
+    for (uint32_t i = 0; i < touched; i++) {
         struct sp_slot_header *s = slot_at(w, i);
         if (wants_compression(slot_state(s), all))
             w->pending[n++] = (struct pending_slot){__atomic_load_n(&s->chunk_id, __ATOMIC_ACQUIRE), i};
@@ -496,6 +538,7 @@ static int open_file(struct sp_writer *w, const char *path, int mode)
     w->fd = raw_open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (w->fd < 0)
         return SP_E_IO;
+    w->fd = raw_move_fd_high(w->fd);
     if (syscall(SYS_ftruncate, w->fd, (long)w->map_size) < 0 ||
         reserve_blocks(w->fd, w->map_size) < 0)
         goto fail;
@@ -744,7 +787,7 @@ static void flush_pending_drops(struct sp_writer *w)
 
 static int all_slots_free(const struct sp_writer *w)
 {
-    for (uint32_t i = 0; i < w->slot_count; i++)
+    for (uint32_t i = 0; i < slots_touched(w); i++)
         if (slot_state(slot_at(w, i)) != SP_SLOT_FREE)
             return 0;
     return 1;
@@ -766,10 +809,10 @@ static void release_unused_blocks(struct sp_writer *w, int slots_too)
     if (used > w->strings_size)
         used = w->strings_size;
     uint64_t from = round_up(used, SP_PAGE);
-    punch_hole(w->fd, SP_HEADER_SIZE + from, w->strings_size - from);
-    if (slots_too)
-        punch_hole(w->fd, SP_HEADER_SIZE + w->strings_size,
-                   (uint64_t)w->slot_size * w->slot_count);
+    /* One call for both when it can: the arena's tail and the slots are
+     * next to each other, and each call costs ~0.2 ms on ext4. */
+    uint64_t slots = slots_too ? (uint64_t)w->slot_size * w->slot_count : 0;
+    punch_hole(w->fd, SP_HEADER_SIZE + from, w->strings_size - from + slots);
 }
 
 int sp_writer_close(struct sp_writer *w)

@@ -229,9 +229,13 @@ void sp_model_stragglers(struct sp_model *m);
 int sp_model_classify(struct sp_model *m);
 /* The event types pass 2 classifies; pass 1 counts exactly these per
  * thread, so that pass 2 knows when a thread can add nothing more. */
+#define SP_MODEL_CLASSIFIED_TYPES                                                            \
+    (SP_TYPE_BIT(SP_EV_GPU) | SP_TYPE_BIT(SP_EV_CUDA) | SP_TYPE_BIT(SP_EV_IO) |                \
+     SP_TYPE_BIT(SP_EV_WAIT))
 static inline int sp_model_classified_type(int type)
 {
-    return type == SP_EV_GPU || type == SP_EV_CUDA || type == SP_EV_IO || type == SP_EV_WAIT;
+    return type > 0 && type < (int)SP_TYPE_MASK_BITS &&
+           (SP_MODEL_CLASSIFIED_TYPES & SP_TYPE_BIT(type)) != 0;
 }
 /* Progress on stderr: at most once a second on a terminal (one line
  * rewritten with \r), at most every 5 s otherwise; done == total ends it. */

@@ -388,6 +388,9 @@ static void read_file(struct rank_pass *rp, struct sp_file_rec *f)
     struct sp_reader *rd = sp_reader_open(f->path, &err);
     if (!rd)
         return;
+    /* The second pass needs only what it classifies: the reader steps over
+     * the rest without decoding it. */
+    sp_reader_set_types(rd, SP_MODEL_CLASSIFIED_TYPES);
     rp->f = f;
     rp->last_tid = 0;
     rp->th = calloc(f->ntids + 1, sizeof *rp->th);

@@ -52,8 +52,20 @@
 
 /* ---- varints -------------------------------------------------------------- */
 
-/* Unrolled for the sizes that dominate (ids, durations, byte counts fit in
- * one to three bytes); the loop handles the rest. */
+/* The high bit of each byte of a little-endian word: a varint ends at the
+ * first byte where it is clear. */
+#define SP_CONT_BITS 0x8080808080808080ull
+#define SP_WORD 8
+
+
+/* Writes v as a varint at p and returns its end.  May store up to
+ * SP_WORD - 1 bytes past that end (callers leave room: see
+ * SP_EVENT_MAX_BYTES).  One byte is the common case (kinds, streams,
+ * devices, +1 steps of ids); up to 8 bytes (56 bits: durations, gaps,
+ * sizes, string ids) the 7-bit groups are spread over a word in three
+ * steps, the continuation bits set on all bytes but the last, and the
+ * word stored whole, with no branch on the length; the loop handles the
+ * rest. */
 static inline __attribute__((always_inline)) uint8_t *sp_put_uvarint(uint8_t *p, uint64_t v)
 {
     if (__builtin_expect(v < (1u << 7), 1)) {
@@ -70,6 +82,15 @@ static inline __attribute__((always_inline)) uint8_t *sp_put_uvarint(uint8_t *p,
         p[1] = (uint8_t)((v >> 7) | 0x80);
         p[2] = (uint8_t)(v >> 14);
         return p + 3;
+    }
+    if (__builtin_expect(v < (1ull << 56), 1)) {
+        unsigned len = (64 - (unsigned)__builtin_clzll(v) + 6) / 7;
+        uint64_t x = (v & 0x000000000fffffffull) | ((v & 0x00fffffff0000000ull) << 4);
+        x = (x & 0x00003fff00003fffull) | ((x & 0x0fffc0000fffc000ull) << 2);
+        x = (x & 0x007f007f007f007full) | ((x & 0x3f803f803f803f80ull) << 1);
+        x |= SP_CONT_BITS & ((1ull << (8 * (len - 1))) - 1);
+        memcpy(p, &x, sizeof x);
+        return p + len;
     }
     while (v >= 0x80) {
         *p++ = (uint8_t)(v | 0x80);
@@ -92,11 +113,6 @@ static inline int64_t sp_unzigzag(uint64_t v)
 /* Out of line (schema.c): a varint of two bytes or more, or a malformed
  * one.  0 on success, SP_E_CORRUPT when it runs past `end` or 64 bits. */
 int sp_get_uvarint_long(const uint8_t **pp, const uint8_t *end, uint64_t *out);
-
-/* The high bit of each byte of a little-endian word: a varint ends at the
- * first byte where it is clear. */
-#define SP_CONT_BITS 0x8080808080808080ull
-#define SP_WORD 8
 
 /* A varint of up to SP_WORD bytes from the word x that starts with it:
  * its value, and in *len its bytes (0 when it is longer).  No branch on
@@ -158,7 +174,8 @@ static inline __attribute__((always_inline)) int sp_get_uvarint(const uint8_t **
     prev->f = e->f;
 #define SP_X_ENC_FIELD(kind, field) SP_ENC_##kind(field)
 #define SP_X_ENCODER(id, NAME, name, FIELDS)                                   \
-    static inline uint8_t *sp_encode_##name(uint8_t *p, uint64_t t,            \
+    static inline __attribute__((always_inline)) uint8_t *sp_encode_##name(   \
+        uint8_t *p, uint64_t t,                                                \
                                             const struct sp_ev_##name *e,      \
                                             struct sp_codec_state *st)         \
     {                                                                          \

@@ -21,6 +21,11 @@
 
 _Static_assert(sizeof(struct sp_ev_nccl) / sizeof(uint64_t) + 1 <= SP_MAX_COLUMNS,
                "SP_MAX_COLUMNS must cover the widest type");
+/* The encoder stores varints a word at a time: the longest event (type,
+ * two length bytes, every column at its longest) plus a word's overrun
+ * fits the room the writer leaves for one event. */
+_Static_assert(3 + SP_MAX_COLUMNS * SP_VARINT_MAX + SP_WORD <= SP_EVENT_MAX_BYTES,
+               "SP_EVENT_MAX_BYTES must cover the longest event and a word");
 
 /* Bytes of the varint at p, bounded by end; 0 when it runs past end or
  * past SP_VARINT_MAX bytes. */

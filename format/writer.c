@@ -134,7 +134,9 @@ struct sp_writer {
 
 /* The calling thread's current slot, valid only while gen == w->gen. */
 struct sp_tls_slot {
-    uint64_t gen;
+    uint64_t ready; /* gen while the slot has room for one more event, else 0:
+                     * the fast path's one compare */
+    uint64_t gen;   /* the writer this state belongs to */
     uint8_t *pos;   /* where the next event goes */
     uint8_t *limit; /* past this, the next event might not fit: slow path */
     struct sp_slot_header *slot;
@@ -302,6 +304,7 @@ static void tls_use_slot(const struct sp_writer *w, struct sp_slot_header *s)
     tls.data = (uint8_t *)(s + 1);
     tls.pos = tls.data;
     tls.limit = tls.data + slot_capacity(w) - SP_EVENT_MAX_BYTES;
+    tls.ready = tls.gen;
     sp_codec_reset(&tls.codec);
 }
 
@@ -312,6 +315,7 @@ static void tls_forget_slot(void)
     tls.data = NULL;
     tls.pos = (uint8_t *)1;
     tls.limit = NULL;
+    tls.ready = 0;
 }
 
 /* ---- compression ------------------------------------------------------------- */
@@ -678,12 +682,18 @@ uint32_t sp_writer_intern(struct sp_writer *w, const char *s, size_t len)
 
 static inline __attribute__((always_inline)) void put_event(const struct sp_event *ev)
 {
-    tls.pos += sp_codec_encode(tls.pos, ev, &tls.codec);
+    uint8_t *pos = tls.pos;
+    tls.pos = pos + sp_codec_encode(pos, ev, &tls.codec);
 }
 
+/* Makes the event visible, and sends the next append down the slow path
+ * when the slot may not have room for it. */
 static inline void publish(void)
 {
-    __atomic_store_n(&tls.slot->used, (uint32_t)(tls.pos - tls.data), __ATOMIC_RELEASE);
+    uint8_t *pos = tls.pos;
+    __atomic_store_n(&tls.slot->used, (uint32_t)(pos - tls.data), __ATOMIC_RELEASE);
+    if (__builtin_expect(pos > tls.limit, 0))
+        tls.ready = 0;
 }
 
 static void count_drop(struct sp_writer *w)
@@ -746,7 +756,7 @@ static __attribute__((noinline)) int append_slow(struct sp_writer *w, const stru
 
 int sp_writer_append(struct sp_writer *w, const struct sp_event *ev)
 {
-    if (__builtin_expect(tls.gen != w->gen || tls.pos > tls.limit, 0))
+    if (__builtin_expect(tls.ready != w->gen, 0))
         return append_slow(w, ev);
     put_event(ev);
     publish();

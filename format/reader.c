@@ -24,6 +24,13 @@
  *   - a malformed event inside a chunk: the rest of that chunk is skipped.
  * Event types this reader does not know (added by a newer writer) are
  * skipped silently, as the format's compatibility rules promise.
+ *
+ * A frame in the column layout (columns.h) is decoded straight from its
+ * columns, with no rows rebuilt; one whose columns do not hold together is
+ * skipped whole.  A type mask (sp_reader_set_types) is fixed for a chunk
+ * at its start: masked types are stepped over by their length in rows,
+ * by one byte of the type stream in columns, and their codec memory is
+ * left alone, which is exact because only a type's own events use it.
  */
 #include <errno.h>
 #include <fcntl.h>

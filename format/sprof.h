@@ -18,7 +18,10 @@
  *                  the file.
  *   [frames]       zstd frames, one per full chunk, appended by a background
  *                  thread; a frame carries its chunk id so that a reader can
- *                  tell a compressed chunk from its stale slot.
+ *                  tell a compressed chunk from its stale slot.  Before
+ *                  compressing, the thread regroups the chunk's events by
+ *                  type and field (the column layout, SP_FRAME_COLUMNS),
+ *                  which compresses about a third better than rows.
  *
  * Events are encoded as: type (1 byte), varint length of the rest, zigzag
  * varint time delta, then the type's fields as varints, in the order of

@@ -10,6 +10,17 @@
  * thread stores into a slot is in the page cache at once, so a process
  * killed with SIGKILL leaves it in the file.
  *
+ * Every traced process pays for creation, so it touches as little as it
+ * can: the mapping is MADV_RANDOM (readahead made each first store cost
+ * 1-2 ms), a slot's page is first touched when a thread claims it (an
+ * all-zero slot is FREE), claims take the lowest FREE slot, and scans stop
+ * at the highest slot ever claimed.  The descriptor is moved to 512 or
+ * above, out of the way of jobs that manage their low descriptors.
+ *
+ * The compressor regroups each chunk by type and field before zstd (the
+ * column layout, columns.h); a chunk it cannot regroup exactly is
+ * compressed in rows.
+ *
  * Slots move through FREE -> ACTIVE -> FULL -> FLUSHING -> FREE:
  *   - a thread claims a FREE slot with a CAS, so no two threads share one;
  *   - it encodes events into it and publishes each with a release store of
@@ -31,8 +42,10 @@
  * writer and creates its own, the generation differs and the stale slot
  * pointer is never used.
  *
- * Hot path (sp_writer_append with room in the slot): one TLS compare, the
- * encoder, one release store.  No lock, no allocation, no system call.
+ * Hot path (sp_writer_append with room in the slot): one compare of a
+ * thread-local word (the writer's generation while the slot has room for
+ * another event, else 0) with the writer's, the encoder, one release
+ * store.  No lock, no allocation, no system call.
  * The slow path (slot change) may issue one futex wake to nudge a sleeping
  * compressor.
  *

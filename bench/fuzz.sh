@@ -17,7 +17,7 @@ mkdir -p "$work/corpus"
 flags="-g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 # shellcheck disable=SC2086
 "$cc" $flags -I"$root/format" "$root"/format/schema.c "$root"/format/crc32c.c \
-  "$root"/format/reader.c "$root"/fuzz/fuzz_reader.c -lzstd -o "$work/fuzz_reader"
+  "$root"/format/reader.c "$root"/format/columns.c "$root"/fuzz/fuzz_reader.c -lzstd -o "$work/fuzz_reader"
 # Seeds: small traces from the test helper, built without sanitizers.
 cflags="-O1 -std=c11 -D_GNU_SOURCE"
 # shellcheck disable=SC2086

@@ -43,6 +43,8 @@ HERE=$(dirname "$(readlink -f "$0")")
 TOP=$(readlink -f "$HERE/../..")
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
+# A rerun into the same $OUT starts from empty traces, not on top of the last.
+rm -rf "$OUT"/ddp "$OUT"/torch-[0-9]* "$OUT"/profiler "$OUT"/*.log "$OUT"/*.json "$OUT"/*.jsonl
 SCALEPROF=$BUILD/analyzer/scaleprof
 PRELOAD=$BUILD/preload/libscaleprof.so
 DDP=$BUILD/examples/ddp_train

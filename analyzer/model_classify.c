@@ -230,7 +230,8 @@ static void add_interval(struct rank_pass *rp, int64_t s, int64_t e, int cat)
         return;
     const struct sp_span *steps = rp->r->steps;
     int k = rp->hint;
-    if (!(steps[k].start <= s && s < steps[k].end))
+    /* The hint may stand at hi (past the last step): never read steps[hi]. */
+    if (k >= rp->hi || !(steps[k].start <= s && s < steps[k].end))
         k = rp->hint = step_at(rp, s);
     for (; k < rp->hi && steps[k].start < e; k++) {
         if (rp->buf[k - rp->lo].done) {

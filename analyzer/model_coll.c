@@ -204,5 +204,6 @@ void sp_model_match_collectives(struct sp_model *m)
 {
     sp_model_each_instance(m, measure_instance, NULL);
     finish_summaries(m);
-    qsort(m->colls, m->ncolls, sizeof *m->colls, cmp_cost);
+    if (m->ncolls)
+        qsort(m->colls, m->ncolls, sizeof *m->colls, cmp_cost);
 }

@@ -578,9 +578,11 @@ static int append_file(struct sp_rank *r, struct sp_file_rec *f)
     if (!p || !c || !k)
         return -1;
     r->files[r->nfiles++] = f;
-    memcpy(r->calls + r->ncalls, f->calls, f->ncalls * sizeof *f->calls);
+    if (f->ncalls)
+        memcpy(r->calls + r->ncalls, f->calls, f->ncalls * sizeof *f->calls);
     r->ncalls += f->ncalls;
-    memcpy(r->marks + r->nmarks, f->marks, f->nmarks * sizeof *f->marks);
+    if (f->nmarks)
+        memcpy(r->marks + r->nmarks, f->marks, f->nmarks * sizeof *f->marks);
     r->nmarks += f->nmarks;
     if (f->events && (!r->events || f->first_t < r->first_t))
         r->first_t = f->first_t;
@@ -705,7 +707,8 @@ static void group_files(struct sp_model *m)
     if (unowned)
         sp_model_warn(m, "%d process file(s) belong to no rank (no rank in header, no "
                          "communicator, no ranked parent): not analyzed", unowned);
-    qsort(m->ranks, (size_t)m->nranks, sizeof *m->ranks, cmp_rank);
+    if (m->nranks)
+        qsort(m->ranks, (size_t)m->nranks, sizeof *m->ranks, cmp_rank);
     for (int i = 0; i < m->nranks; i++) {
         struct sp_rank *r = &m->ranks[i];
         if (r->host < 0)

@@ -8,6 +8,10 @@
 #   ./scaleprof.sh test    install what is missing, build, run every test and
 #                          end with one summary line "Tests: N passed, N failed"
 #   ./scaleprof.sh build   install what is missing and build into ./build
+#   ./scaleprof.sh sanitize  build into ./build-asan with ASan and UBSan and run
+#                          the suites of the code that reads untrusted input
+#                          (format, analyzer, import; not the tests that
+#                          run a job under the preload: suite 'recorded')
 #
 # Debian packages are installed only when missing (root or sudo needed then).
 # CUDA headers come from $CUDA_HOME or /usr/local/cuda (no GPU needed).
@@ -68,12 +72,25 @@ test)
     summary
     exit $rc
     ;;
+sanitize)
+    BUILD=${SCALEPROF_BUILD:-build-asan}
+    install_missing
+    [ -f "$BUILD/build.ninja" ] ||
+        meson setup "$BUILD" -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+    ninja -C "$BUILD" >/dev/null
+    rc=0
+    ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        meson test -C "$BUILD" --print-errorlogs --suite format --suite analyzer --suite import \
+        --no-suite recorded --num-processes "${SCALEPROF_TEST_JOBS:-2}" "$@" || rc=$?
+    summary
+    exit $rc
+    ;;
 demo)
     build
     exec examples/demo.sh "$BUILD" "$@"
     ;;
 *)
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
     [ "$cmd" = "-h" ] || [ "$cmd" = "--help" ] || [ "$cmd" = "help" ]
     ;;
 esac

@@ -521,7 +521,24 @@ int sp_writer_append(struct sp_writer *w, const struct sp_event *ev);
 /* Hand the calling thread's partial slot over for compression (a thread
  * about to exit). */
 void sp_writer_thread_exit(struct sp_writer *w);
-/* Compress every slot, stamp the close clocks, unmap and close.  Returns
+/* Append one event as logical thread `tid`, for a single-threaded tool
+ * that writes the events of several threads (an importer's lanes): each
+ * tid gets a slot of its own, its events keep their order, and a reader
+ * gives them back in that order with that tid.  Calls must come from one
+ * thread at a time (the tid table is not shared); meant for background =
+ * 0, where a full slot is compressed inline.  The tid table holds at most
+ * slot_count entries: with more logical threads than that (or than free
+ * slots), the least recently used one's slot is retired and compressed
+ * at once, so the newcomer gets a slot - never an error, never a lost
+ * event, only smaller chunks.  Returns 0, SP_E_FULL when the event was
+ * dropped (counted, e.g. frame writing failed), SP_E_NOMEM, SP_E_ARG. */
+int sp_writer_append_as(struct sp_writer *w, const struct sp_event *ev, uint32_t tid);
+/* Make sp_writer_close store these end clocks (end_mono, end_real)
+ * instead of the machine's clocks at close: for tools that write a trace
+ * on another machine's clock (an importer).  0 or SP_E_ARG. */
+int sp_writer_set_end_clocks(struct sp_writer *w, uint64_t mono, uint64_t real);
+/* Compress every slot, stamp the close clocks (the machine's, or those of
+ * sp_writer_set_end_clocks), unmap and close.  Returns
  * 0 or SP_E_IO (data left in slots is still readable). */
 int sp_writer_close(struct sp_writer *w);
 /* In a forked child: forget the parent's writer without touching its file

@@ -143,6 +143,15 @@ struct sp_writer {
     int sleeping;     /* atomic */
     int stop;         /* atomic */
     pid_t owner;      /* the process that created the writer (and its thread) */
+
+    /* Logical threads of sp_writer_append_as (one caller thread at a time). */
+    struct logical_thread *logical;
+    uint32_t nlogical, logical_cap, logical_last;
+    uint64_t logical_clock; /* bumped per append_as: least recently used */
+
+    /* sp_writer_set_end_clocks: close keeps these instead of the clock. */
+    int keep_end_clocks;
+    uint64_t end_mono, end_real;
 };
 
 /* The calling thread's current slot, valid only while gen == w->gen. */
@@ -160,6 +169,14 @@ struct sp_tls_slot {
     struct sp_codec_state codec; /* the chunk's codec memory: last, it is large */
 };
 static __thread struct sp_tls_slot tls __attribute__((tls_model("initial-exec")));
+
+/* One logical thread of sp_writer_append_as: the same slot state an OS
+ * thread keeps in `tls`, held by the writer instead. */
+struct logical_thread {
+    uint32_t tid;
+    uint64_t used_at; /* w->logical_clock at its last append */
+    struct sp_tls_slot st;
+};
 static uint64_t next_generation = 1; /* atomic */
 
 /* ---- raw system calls (never through the preload's interposers) ---------- */
@@ -292,7 +309,8 @@ static void note_touched(struct sp_writer *w, uint32_t i)
  * same few slots (pages already in memory) instead of walking through
  * all of them; claims are rare (one per slot's worth of events), so the
  * scan from 0 costs nothing that matters. */
-static struct sp_slot_header *claim_slot(struct sp_writer *w)
+static struct sp_slot_header *claim_slot(struct sp_writer *w, struct sp_tls_slot *ts,
+                                         uint32_t tid)
 {
     for (uint32_t i = 0; i < w->slot_count; i++) {
         struct sp_slot_header *s = slot_at(w, i);
@@ -300,10 +318,10 @@ static struct sp_slot_header *claim_slot(struct sp_writer *w)
             !slot_cas(s, SP_SLOT_FREE, SP_SLOT_ACTIVE))
             continue;
         note_touched(w, i);
-        w->links[i] = tls.last;
+        w->links[i] = ts->last;
         __atomic_store_n(&s->used, 0, __ATOMIC_RELEASE);
         s->magic = SP_SLOT_MAGIC;
-        s->tid = raw_gettid();
+        s->tid = tid;
         uint64_t id = __atomic_add_fetch(&w->next_chunk, 1, __ATOMIC_RELAXED);
         __atomic_store_n(&s->chunk_id, id, __ATOMIC_RELEASE);
         return s;
@@ -311,24 +329,25 @@ static struct sp_slot_header *claim_slot(struct sp_writer *w)
     return NULL;
 }
 
-static void tls_use_slot(const struct sp_writer *w, struct sp_slot_header *s)
+static void tls_use_slot(const struct sp_writer *w, struct sp_tls_slot *ts,
+                         struct sp_slot_header *s)
 {
-    tls.slot = s;
-    tls.data = (uint8_t *)(s + 1);
-    tls.pos = tls.data;
-    tls.limit = tls.data + slot_capacity(w) - SP_EVENT_MAX_BYTES;
-    tls.ready = tls.gen;
-    sp_codec_reset(&tls.codec);
+    ts->slot = s;
+    ts->data = (uint8_t *)(s + 1);
+    ts->pos = ts->data;
+    ts->limit = ts->data + slot_capacity(w) - SP_EVENT_MAX_BYTES;
+    ts->ready = ts->gen;
+    sp_codec_reset(&ts->codec);
 }
 
 /* No slot: the next append takes the slow path. */
-static void tls_forget_slot(void)
+static void tls_forget_slot(struct sp_tls_slot *ts)
 {
-    tls.slot = NULL;
-    tls.data = NULL;
-    tls.pos = (uint8_t *)1;
-    tls.limit = NULL;
-    tls.ready = 0;
+    ts->slot = NULL;
+    ts->data = NULL;
+    ts->pos = (uint8_t *)1;
+    ts->limit = NULL;
+    ts->ready = 0;
 }
 
 /* ---- compression ------------------------------------------------------------- */
@@ -579,6 +598,7 @@ static void free_writer(struct sp_writer *w)
     free(w->scratch);
     free(w->pending);
     free(w->links);
+    free(w->logical);
     free(w);
 }
 
@@ -693,77 +713,78 @@ uint32_t sp_writer_intern(struct sp_writer *w, const char *s, size_t len)
 
 /* ---- appending ------------------------------------------------------------------- */
 
-static inline __attribute__((always_inline)) void put_event(const struct sp_event *ev)
+static inline __attribute__((always_inline)) void put_event(struct sp_tls_slot *ts,
+                                                             const struct sp_event *ev)
 {
-    uint8_t *pos = tls.pos;
-    tls.pos = pos + sp_codec_encode(pos, ev, &tls.codec);
+    uint8_t *pos = ts->pos;
+    ts->pos = pos + sp_codec_encode(pos, ev, &ts->codec);
 }
 
 /* Makes the event visible, and sends the next append down the slow path
  * when the slot may not have room for it. */
-static inline void publish(void)
+static inline __attribute__((always_inline)) void publish(struct sp_tls_slot *ts)
 {
-    uint8_t *pos = tls.pos;
-    __atomic_store_n(&tls.slot->used, (uint32_t)(pos - tls.data), __ATOMIC_RELEASE);
-    if (__builtin_expect(pos > tls.limit, 0))
-        tls.ready = 0;
+    uint8_t *pos = ts->pos;
+    __atomic_store_n(&ts->slot->used, (uint32_t)(pos - ts->data), __ATOMIC_RELEASE);
+    if (__builtin_expect(pos > ts->limit, 0))
+        ts->ready = 0;
 }
 
-static void count_drop(struct sp_writer *w)
+static void count_drop(struct sp_writer *w, struct sp_tls_slot *ts)
 {
     int write_failed = __atomic_load_n(&w->frames_disabled, __ATOMIC_ACQUIRE);
-    tls.drop_reason = write_failed ? SP_DROP_WRITE : SP_DROP_NO_SLOT;
-    tls.pending_drops++;
+    ts->drop_reason = write_failed ? SP_DROP_WRITE : SP_DROP_NO_SLOT;
+    ts->pending_drops++;
     __atomic_add_fetch(&w->hdr->events_dropped, 1, __ATOMIC_RELAXED);
 }
 
 /* The first event of a chunk says how many were lost before it. */
-static void put_pending_drops(uint64_t t)
+static void put_pending_drops(struct sp_tls_slot *ts, uint64_t t)
 {
-    if (!tls.pending_drops)
+    if (!ts->pending_drops)
         return;
     struct sp_event d = {.type = SP_EV_DROPPED, .t = t};
-    d.dropped.count = tls.pending_drops;
-    d.dropped.reason = tls.drop_reason;
-    put_event(&d);
-    tls.pending_drops = 0;
+    d.dropped.count = ts->pending_drops;
+    d.dropped.reason = ts->drop_reason;
+    put_event(ts, &d);
+    ts->pending_drops = 0;
 }
 
 /* Hands the thread's slot to the compressor (FULL) and forgets it. */
-static void retire_slot(struct sp_writer *w)
+static void retire_slot(struct sp_writer *w, struct sp_tls_slot *ts)
 {
-    if (tls.slot) {
-        tls.last.chunk_id = tls.slot->chunk_id;
-        tls.last.slot = (uint32_t)(((uint8_t *)tls.slot - w->slots) / w->slot_size);
-        slot_set_state(tls.slot, SP_SLOT_FULL);
+    if (ts->slot) {
+        ts->last.chunk_id = ts->slot->chunk_id;
+        ts->last.slot = (uint32_t)(((uint8_t *)ts->slot - w->slots) / w->slot_size);
+        slot_set_state(ts->slot, SP_SLOT_FULL);
         if (w->background)
             nudge_compressor(w);
         else
             compress_now(w, 0);
     }
-    tls_forget_slot();
+    tls_forget_slot(ts);
 }
 
 static __attribute__((noinline)) int append_slow(struct sp_writer *w, const struct sp_event *ev)
 {
     if (tls.gen != w->gen) {
         memset(&tls, 0, sizeof tls);
-        tls_forget_slot();
+        tls_forget_slot(&tls);
         tls.gen = w->gen;
     } else {
-        retire_slot(w);
+        retire_slot(w, &tls);
     }
-    struct sp_slot_header *s = claim_slot(w);
+    struct sp_slot_header *s = claim_slot(w, &tls, raw_gettid());
     if (!s) {
-        count_drop(w);
+        count_drop(w, &tls);
         if (w->background)
             nudge_compressor(w);
         return SP_E_FULL;
     }
-    tls_use_slot(w, s);
-    put_pending_drops(ev->t);
-    put_event(ev);
-    publish();
+    tls_use_slot(w, &tls, s);
+    put_pending_drops(&tls, ev->t);
+    put_event(&tls, ev);
+    publish(&tls);
     return 0;
 }
 
@@ -771,8 +792,8 @@ int sp_writer_append(struct sp_writer *w, const struct sp_event *ev)
 {
     if (__builtin_expect(tls.ready != w->gen, 0))
         return append_slow(w, ev);
-    put_event(ev);
-    publish();
+    put_event(&tls, ev);
+    publish(&tls);
     return 0;
 }
 
@@ -783,29 +804,187 @@ void sp_writer_thread_exit(struct sp_writer *w)
     /* The thread's last losses, if any, go into its last chunk: it will
      * have no next one. */
     if (tls.slot && tls.pending_drops && tls.pos <= tls.limit) {
-        put_pending_drops(clock_ns(CLOCK_MONOTONIC));
-        publish();
+        put_pending_drops(&tls, clock_ns(CLOCK_MONOTONIC));
+        publish(&tls);
     }
-    retire_slot(w);
+    retire_slot(w, &tls);
+}
+
+/* ---- logical threads ------------------------------------------------------------- *
+ * sp_writer_append_as: one caller thread writing the events of several
+ * logical threads (an importer's lanes).  Each logical thread keeps what an
+ * OS thread keeps in `tls` - its slot, its chunk's codec memory, its
+ * previous chunk - in a small table owned by the writer, so its events
+ * stay in order in chunks of its own and read back with its tid.
+ *
+ * The table holds at most slot_count entries (one slot each at most) and
+ * grows by doubling; a lookup checks the last entry used, then scans.
+ * When a claim finds no FREE slot, the least recently used other logical
+ * thread's slot is retired (FULL, compressed at once) and the claim
+ * retried; when the table is full, the least recently used entry is
+ * retired the same way and handed to the new tid.  Its chunks are then
+ * all in frames, so when that tid comes back its next chunk follows them:
+ * more logical threads than slots cost smaller chunks, never an error or
+ * a lost event. */
+
+#define SP_LOGICAL_FIRST_CAP 4u
+
+/* Retires lt's slot and, with a background compressor, compresses it now
+ * so that the slot is FREE when this returns (frames permitting). */
+static void retire_logical(struct sp_writer *w, struct logical_thread *lt)
+{
+    struct sp_tls_slot *ts = &lt->st;
+    if (!ts->slot)
+        return;
+    if (ts->pending_drops && ts->pos <= ts->limit) {
+        put_pending_drops(ts, clock_ns(CLOCK_MONOTONIC));
+        publish(ts);
+    }
+    retire_slot(w, ts);
+    if (w->background)
+        compress_now(w, 0);
+}
+
+/* The least recently used logical thread other than `except` that holds
+ * a slot (with_slot) or any at all; NULL when there is none. */
+static struct logical_thread *least_recent(struct sp_writer *w, const struct logical_thread *except,
+                                           int with_slot)
+{
+    struct logical_thread *best = NULL;
+    for (uint32_t i = 0; i < w->nlogical; i++) {
+        struct logical_thread *lt = &w->logical[i];
+        if (lt == except || (with_slot && !lt->st.slot))
+            continue;
+        if (!best || lt->used_at < best->used_at)
+            best = lt;
+    }
+    return best;
+}
+
+static void logical_init(struct sp_writer *w, struct logical_thread *lt, uint32_t tid)
+{
+    memset(lt, 0, sizeof *lt);
+    lt->tid = tid;
+    lt->st.gen = w->gen;
+    tls_forget_slot(&lt->st);
+}
+
+/* A new entry for tid: a fresh one while the table may grow, else the
+ * least recently used one, retired first. */
+static struct logical_thread *logical_add(struct sp_writer *w, uint32_t tid)
+{
+    if (w->nlogical == w->logical_cap && w->logical_cap < w->slot_count) {
+        uint32_t cap = w->logical_cap ? w->logical_cap * 2 : SP_LOGICAL_FIRST_CAP;
+        if (cap > w->slot_count)
+            cap = w->slot_count;
+        struct logical_thread *p = realloc(w->logical, cap * sizeof *p);
+        if (p) {
+            w->logical = p;
+            w->logical_cap = cap;
+        }
+    }
+    struct logical_thread *lt;
+    if (w->nlogical < w->logical_cap) {
+        lt = &w->logical[w->nlogical++];
+    } else {
+        lt = least_recent(w, NULL, 0);
+        if (!lt)
+            return NULL; /* no memory for even one entry */
+        retire_logical(w, lt);
+    }
+    logical_init(w, lt, tid);
+    return lt;
+}
+
+static struct logical_thread *logical_of(struct sp_writer *w, uint32_t tid)
+{
+    if (w->logical_last < w->nlogical && w->logical[w->logical_last].tid == tid)
+        return &w->logical[w->logical_last];
+    struct logical_thread *lt = NULL;
+    for (uint32_t i = 0; i < w->nlogical && !lt; i++)
+        if (w->logical[i].tid == tid)
+            lt = &w->logical[i];
+    if (!lt)
+        lt = logical_add(w, tid);
+    if (lt)
+        w->logical_last = (uint32_t)(lt - w->logical);
+    return lt;
+}
+
+/* A slot for lt, making room by retiring other logical threads' slots. */
+static struct sp_slot_header *claim_logical_slot(struct sp_writer *w, struct logical_thread *lt)
+{
+    struct sp_slot_header *s = claim_slot(w, &lt->st, lt->tid);
+    struct logical_thread *victim;
+    while (!s && (victim = least_recent(w, lt, 1)) != NULL) {
+        retire_logical(w, victim);
+        s = claim_slot(w, &lt->st, lt->tid);
+    }
+    return s;
+}
+
+static __attribute__((noinline)) int append_as_slow(struct sp_writer *w, struct logical_thread *lt,
+                                                    const struct sp_event *ev)
+{
+    struct sp_tls_slot *ts = &lt->st;
+    retire_slot(w, ts);
+    struct sp_slot_header *s = claim_logical_slot(w, lt);
+    if (!s) {
+        count_drop(w, ts);
+        return SP_E_FULL;
+    }
+    tls_use_slot(w, ts, s);
+    put_pending_drops(ts, ev->t);
+    put_event(ts, ev);
+    publish(ts);
+    return 0;
+}
+
+int sp_writer_append_as(struct sp_writer *w, const struct sp_event *ev, uint32_t tid)
+{
+    if (!w || !ev)
+        return SP_E_ARG;
+    struct logical_thread *lt = logical_of(w, tid);
+    if (!lt) {
+        __atomic_add_fetch(&w->hdr->events_dropped, 1, __ATOMIC_RELAXED);
+        return SP_E_NOMEM;
+    }
+    lt->used_at = ++w->logical_clock;
+    struct sp_tls_slot *ts = &lt->st;
+    if (__builtin_expect(ts->ready != w->gen, 0))
+        return append_as_slow(w, lt, ev);
+    put_event(ts, ev);
+    publish(ts);
+    return 0;
+}
+
+int sp_writer_set_end_clocks(struct sp_writer *w, uint64_t mono, uint64_t real)
+{
+    if (!w)
+        return SP_E_ARG;
+    w->keep_end_clocks = 1;
+    w->end_mono = mono;
+    w->end_real = real;
+    return 0;
 }
 
 /* ---- closing ------------------------------------------------------------------------ */
 
 /* The closing thread's own losses get their DROPPED record now: there is
  * no next chunk to carry them. */
-static void flush_pending_drops(struct sp_writer *w)
+static void flush_pending_drops(struct sp_writer *w, struct sp_tls_slot *ts, uint32_t tid)
 {
-    if (tls.gen != w->gen || !tls.pending_drops)
+    if (ts->gen != w->gen || !ts->pending_drops)
         return;
-    if (!tls.slot || tls.pos > tls.limit) {
-        retire_slot(w);
-        struct sp_slot_header *s = claim_slot(w);
+    if (!ts->slot || ts->pos > ts->limit) {
+        retire_slot(w, ts);
+        struct sp_slot_header *s = claim_slot(w, ts, tid);
         if (!s)
             return;
-        tls_use_slot(w, s);
+        tls_use_slot(w, ts, s);
     }
-    put_pending_drops(clock_ns(CLOCK_MONOTONIC));
-    publish();
+    put_pending_drops(ts, clock_ns(CLOCK_MONOTONIC));
+    publish(ts);
 }
 
 static int all_slots_free(const struct sp_writer *w)
@@ -838,18 +1017,33 @@ static void release_unused_blocks(struct sp_writer *w, int slots_too)
     punch_hole(w->fd, SP_HEADER_SIZE + from, w->strings_size - from + slots);
 }
 
+/* Every logical thread's losses get their DROPPED record; its partial
+ * slot stays ACTIVE for the close's final pass. */
+static void flush_logical_threads(struct sp_writer *w)
+{
+    for (uint32_t i = 0; i < w->nlogical; i++)
+        flush_pending_drops(w, &w->logical[i].st, w->logical[i].tid);
+}
+
+/* The close clocks: the machine's now, unless the caller set its own. */
+static void stamp_end_clocks(struct sp_writer *w)
+{
+    w->hdr->end_mono = w->keep_end_clocks ? w->end_mono : clock_ns(CLOCK_MONOTONIC);
+    w->hdr->end_real = w->keep_end_clocks ? w->end_real : clock_ns(CLOCK_REALTIME);
+}
+
 int sp_writer_close(struct sp_writer *w)
 {
     if (!w)
         return SP_E_ARG;
     stop_compressor(w);
     compress_now(w, 0); /* frees slots for the closing thread's DROPPED record */
-    flush_pending_drops(w);
+    flush_pending_drops(w, &tls, raw_gettid());
     if (tls.gen == w->gen)
-        tls_forget_slot();
+        tls_forget_slot(&tls);
+    flush_logical_threads(w);
     int rc = compress_now(w, 1);
-    w->hdr->end_mono = clock_ns(CLOCK_MONOTONIC);
-    w->hdr->end_real = clock_ns(CLOCK_REALTIME);
+    stamp_end_clocks(w);
     __atomic_or_fetch(&w->hdr->flags, SP_FLAG_CLOSED, __ATOMIC_RELEASE);
     release_unused_blocks(w, rc == 0 && all_slots_free(w));
     raw_munmap(w->map, w->map_size);

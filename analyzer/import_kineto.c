@@ -31,8 +31,6 @@
 #include "import_kineto.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,10 +53,15 @@
 
 /* Kineto writes a trace by class, not by time: every host-side op first,
  * then runtime calls and GPU activity.  The analyzer expects each
- * recording thread's events in time order, so each class is written by
- * its own thread (lane), in its own pass over the input; within a class
- * Kineto's order is time order. */
+ * recording thread's events in time order, so each class (lane) is written
+ * as a logical thread of its own (sp_writer_append_as, tid LANE_TID_BASE +
+ * lane), in one pass over the input; within a class Kineto's order is
+ * time order, up to the GPU record lag the analyzer measures per thread.
+ * All GPU activity shares one lane: the NCCL event synthesized from a
+ * kernel goes with it, and a per-stream split would change nothing the
+ * analyzer keys on. */
 enum lane { LANE_HOST_RANGES, LANE_CUDA, LANE_GPU, LANES };
+#define LANE_TID_BASE 1 /* tids 1, 2, 3: never 0, which reads as "no thread" */
 
 struct intern_slot {
     uint64_t hash; /* 0: empty */
@@ -77,7 +80,7 @@ struct importer {
     struct comm_seq comms[COMMS_MAX];
     size_t ncomms;
     int64_t main_pid;
-    int lane;          /* the class of events this pass writes */
+    int lane;          /* the lane of the event being written */
     int have_time;
     uint64_t min_t, max_end;
 };
@@ -237,7 +240,7 @@ static uint32_t intern(struct importer *im, const char *s, size_t len)
 
 static void append(struct importer *im, const struct sp_event *ev, uint64_t dur)
 {
-    if (sp_writer_append(im->w, ev)) {
+    if (sp_writer_append_as(im->w, ev, (uint32_t)(LANE_TID_BASE + im->lane))) {
         im->sum->dropped++;
         return;
     }
@@ -470,10 +473,12 @@ static int on_event(void *ctx, const struct sp_kineto_event *k, const struct sp_
     int lane = classify(k);
     if (im->main_pid < 0 && k->pid >= 0 && is_host_category(k->cat))
         im->main_pid = k->pid;
-    if (lane == im->lane)
-        write_mapped(im, k, meta);
-    else if (lane < 0 && im->lane == 0)
-        count_skipped(im->sum, k); /* once, in the first pass */
+    if (lane < 0) {
+        count_skipped(im->sum, k);
+        return 0;
+    }
+    im->lane = lane;
+    write_mapped(im, k, meta);
     return 0;
 }
 
@@ -542,27 +547,8 @@ static void fill_header(struct sp_writer *w, const struct importer *im, const st
     h->start_mono = c->start_mono;
     h->start_real = c->start_real;
     h->flags |= SP_FLAG_IMPORTED | SP_FLAG_NO_FILE_IO | SP_FLAG_NO_CPU;
-}
-
-/* The writer stamps the importing machine's clocks at close; put the
- * trace's own back. */
-static int patch_clocks(const char *path, const struct clocks *c, char *err, size_t errlen)
-{
-    struct sp_file_header h;
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    int ok = fd >= 0 && pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h;
-    if (ok) {
-        h.start_mono = c->start_mono;
-        h.start_real = c->start_real;
-        h.end_mono = c->end_mono;
-        h.end_real = c->end_real;
-        ok = pwrite(fd, &h, sizeof h, 0) == (ssize_t)sizeof h;
-    }
-    if (!ok)
-        snprintf(err, errlen, "cannot update the header of %s: %s", path, strerror(errno));
-    if (fd >= 0)
-        close(fd);
-    return ok ? 0 : -1;
+    /* The end pair is the trace's too, not the importing machine's. */
+    sp_writer_set_end_clocks(w, c->end_mono, c->end_real);
 }
 
 static int place_output(const char *tmp, const char *final, int force, char *err, size_t errlen)
@@ -591,57 +577,9 @@ static int finish_output(struct importer *im, const char *tmp, const char *hostd
         snprintf(err, errlen, "cannot close %s: %s", tmp, sp_strerror(rc));
         return -1;
     }
-    if (patch_clocks(tmp, &c, err, errlen))
-        return -1;
     sum->pid = im->main_pid >= 0 ? im->main_pid : 0;
     snprintf(sum->out_path, sizeof sum->out_path, "%s/%lld.sprof", hostdir, (long long)sum->pid);
     return place_output(tmp, sum->out_path, opts->force, err, errlen);
-}
-
-struct lane_run {
-    struct importer *im;
-    const char *in;
-    struct sp_kineto_meta meta;
-    struct sp_kineto_result res;
-    int rc;
-};
-
-static void *run_lane(void *arg)
-{
-    struct lane_run *run = arg;
-    run->rc = sp_kineto_read(run->in, on_event, run->im, &run->meta, &run->res);
-    sp_writer_thread_exit(run->im->w); /* hand over this lane's last chunk */
-    return NULL;
-}
-
-/* One pass per lane, each in a fresh thread so that each lane's events
- * are one recording thread's.  The passes run one after the other: the
- * importer stays single-threaded in effect.  The first pass's view of the
- * input (metadata, errors) is the summary's. */
-static int read_in_lanes(struct importer *im, const char *in)
-{
-    static struct lane_run run; /* result text is large: off the stack */
-    int first_rc = 0;
-    for (int lane = 0; lane < LANES; lane++) {
-        pthread_t th;
-        memset(&run, 0, sizeof run);
-        run.im = im;
-        run.in = in;
-        im->lane = lane;
-        if (pthread_create(&th, NULL, run_lane, &run)) {
-            snprintf(im->sum->read.err, sizeof im->sum->read.err, "cannot start a thread");
-            return -1;
-        }
-        pthread_join(th, NULL);
-        if (lane == 0) {
-            im->sum->meta = run.meta;
-            im->sum->read = run.res;
-            first_rc = run.rc;
-            if (!run.meta.saw_trace_events)
-                break; /* not a Kineto trace: nothing to write */
-        }
-    }
-    return first_rc;
 }
 
 int sp_import_kineto_file(const char *in, const struct sp_import_opts *opts,
@@ -674,7 +612,7 @@ int sp_import_kineto_file(const char *in, const struct sp_import_opts *opts,
         free(im.interned);
         return -1;
     }
-    int read_rc = read_in_lanes(&im, in);
+    int read_rc = sp_kineto_read(in, on_event, &im, &sum->meta, &sum->read);
     int rc;
     if (!sum->meta.saw_trace_events) {
         /* Not a Kineto trace: nothing worth keeping. */

@@ -42,6 +42,11 @@
  * writer and creates its own, the generation differs and the stale slot
  * pointer is never used.
  *
+ * A single-threaded tool can write several logical threads through
+ * sp_writer_append_as: each keeps, in a table the writer owns, the same
+ * state an OS thread keeps in thread-local storage (section "logical
+ * threads" below), so the slot machinery is shared unchanged.
+ *
  * Hot path (sp_writer_append with room in the slot): one compare of a
  * thread-local word (the writer's generation while the slot has room for
  * another event, else 0) with the writer's, the encoder, one release

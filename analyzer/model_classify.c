@@ -89,6 +89,17 @@ static int grow(struct ivec *v, size_t need)
 static void push_ival(struct rank_pass *rp, struct step_buf *b, int64_t s, int64_t e, int cat)
 {
     struct ivec *v = &b->c[cat];
+    if (v->n) {
+        /* Back-to-back work (kernels queued on a stream, launches in a
+         * row) joins the last interval: the union is the same, the list
+         * and every later merge shorter. */
+        struct sp_span *last = &v->v[v->n - 1];
+        if (s >= last->start && s <= last->end) {
+            if (e > last->end)
+                last->end = e;
+            return;
+        }
+    }
     if (!v->v && rp->nspare)
         *v = rp->spare[--rp->nspare];
     if (v->n == v->cap && grow(v, v->n + 1) < 0)
@@ -389,9 +400,14 @@ static void read_file(struct rank_pass *rp, struct sp_file_rec *f)
     struct sp_reader *rd = sp_reader_open(f->path, &err);
     if (!rd)
         return;
-    /* The second pass needs only what it classifies: the reader steps over
-     * the rest without decoding it. */
+    /* The second pass needs only what it classifies, and of those only the
+     * fields that choose a category: the reader steps over the rest
+     * without decoding it. */
     sp_reader_set_types(rd, SP_MODEL_CLASSIFIED_TYPES);
+    sp_reader_set_fields(rd, SP_EV_GPU, SP_FIELD_BIT(gpu, kind));
+    sp_reader_set_fields(rd, SP_EV_CUDA, SP_FIELD_BIT(cuda, api));
+    sp_reader_set_fields(rd, SP_EV_IO, SP_FIELD_BIT(io, op) | SP_FIELD_BIT(io, fd_kind));
+    sp_reader_set_fields(rd, SP_EV_WAIT, SP_FIELD_BIT(wait, op) | SP_FIELD_BIT(wait, fd_kind));
     rp->f = f;
     rp->last_tid = 0;
     rp->th = calloc(f->ntids + 1, sizeof *rp->th);

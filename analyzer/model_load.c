@@ -409,6 +409,21 @@ static void match_kernels(struct file_scan *s)
     }
 }
 
+/* Pass 1 reads every event, but of the many (kernels, their launches)
+ * it keeps little: a launch's time, a kernel's kind and what matches an
+ * NCCL kernel to its call or names a single-GPU step.  The reader leaves
+ * the rest of those types unread (their columns are never touched). */
+static void ask_pass1_fields(struct sp_reader *r)
+{
+    sp_reader_set_fields(r, SP_EV_CUDA, 0);
+    sp_reader_set_fields(r, SP_EV_WAIT, 0);
+    sp_reader_set_fields(r, SP_EV_GPU,
+                         SP_FIELD_BIT(gpu, kind) | SP_FIELD_BIT(gpu, stream) |
+                             SP_FIELD_BIT(gpu, name) | SP_FIELD_BIT(gpu, correlation));
+    sp_reader_set_fields(r, SP_EV_IO,
+                         SP_FIELD_BIT(io, op) | SP_FIELD_BIT(io, fd_kind) | SP_FIELD_BIT(io, ret));
+}
+
 static void scan_file(struct sp_file_rec *f, const char *marker_re)
 {
     int err = 0;
@@ -433,6 +448,7 @@ static void scan_file(struct sp_file_rec *f, const char *marker_re)
     struct file_scan s = {.f = f};
     if (regcomp(&s.re, marker_re, REG_EXTENDED | REG_ICASE | REG_NOSUB) != 0)
         regcomp(&s.re, DEFAULT_STEP_RE, REG_EXTENDED | REG_ICASE | REG_NOSUB);
+    ask_pass1_fields(r);
     struct sp_event ev;
     while (sp_reader_next(r, &ev) == 1)
         on_event(&s, r, &ev);

@@ -31,6 +31,13 @@
  * at its start: masked types are stepped over by their length in rows,
  * by one byte of the type stream in columns, and their codec memory is
  * left alone, which is exact because only a type's own events use it.
+ * A field mask (sp_reader_set_fields) is fixed per chunk the same way: in
+ * columns a left-out field's column is simply never read (every column
+ * has its own cursor, so the others do not move), and a DS field's memory
+ * goes stale only for a field nobody reads until the chunk ends; in rows
+ * the event is decoded whole and the left-out fields are cleared, so both
+ * layouts give the same answer.  Duration fields are always read: the
+ * next event's time is counted from this one's end.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -93,6 +100,9 @@ struct sp_reader {
     struct sp_columns cols;  /* its cursors, when columnar */
     uint32_t types;          /* the type mask in force for this chunk */
     uint32_t types_next;     /* sp_reader_set_types: from the next chunk */
+    uint64_t fields[SP_EV_MAX];      /* per type, the fields filled in this chunk */
+    uint64_t fields_next[SP_EV_MAX]; /* sp_reader_set_fields: from the next chunk */
+    int partial, partial_next;       /* some type has fields left out */
 
     uint8_t *cbuf;
     size_t cbuf_cap;
@@ -326,9 +336,117 @@ static void mark_seen(struct sp_reader *r, uint64_t chunk_id)
         c->seen = 1;
 }
 
-/* A new chunk starts with empty codec memory, and with the type mask last
- * asked for: a type's memory is only right if the type was decoded from
- * the chunk's start. */
+/* ---- field masks ----------------------------------------------------------- */
+
+/* The duration fields of a type, which are always read. */
+#define RD_IS_DUR_U 0
+#define RD_IS_DUR_S 0
+#define RD_IS_DUR_D 0
+#define RD_IS_DUR_DS 0
+#define RD_IS_DUR_STR 0
+#define RD_IS_DUR_DUR 1
+#define RD_X_DUR_BIT(kind, field) b |= (uint64_t)RD_IS_DUR_##kind << i++;
+static uint64_t dur_fields(unsigned type)
+{
+    uint64_t b = 0;
+    unsigned i = 0;
+    switch (type) {
+#define RD_X_DUR_CASE(id, NAME, name, FIELDS)                                  \
+    case id:                                                                   \
+        FIELDS(RD_X_DUR_BIT)                                                   \
+        break;
+        SP_EVENTS(RD_X_DUR_CASE)
+#undef RD_X_DUR_CASE
+    default:
+        break;
+    }
+    (void)i;
+    return b;
+}
+#undef RD_X_DUR_BIT
+
+/* Every field of the type, as a mask. */
+static uint64_t all_fields(unsigned type)
+{
+    unsigned n = sp_columns_of(type);
+    return n <= 1 ? 0 : n - 1 >= 64 ? UINT64_MAX : (UINT64_C(1) << (n - 1)) - 1;
+}
+
+static void take_fields(struct sp_reader *r)
+{
+    r->partial = r->partial_next;
+    if (r->partial)
+        memcpy(r->fields, r->fields_next, sizeof r->fields);
+}
+
+/* Column decoders that fill only the fields in `want` (bit i: the type's
+ * i-th field) and clear the others, whose columns stay unread.  The same
+ * codec memory as columns.h's decoders, for the fields read. */
+#define RD_PGET                                                                \
+    if (sp_column_get(col, &v) < 0)                                            \
+        return SP_E_CORRUPT;
+#define RD_PF_U(f) RD_PGET e->f = v;
+#define RD_PF_D(f) RD_PGET e->f = v;
+#define RD_PF_STR(f) RD_PGET e->f = v;
+#define RD_PF_DUR(f) RD_PGET e->f = v; stop += v;
+#define RD_PF_S(f) RD_PGET e->f = sp_unzigzag(v);
+#define RD_PF_DS(f) RD_PGET e->f = prev->f += (uint64_t)sp_unzigzag(v);
+#define RD_X_PFIELD(kind, field)                                               \
+    if (want & 1) {                                                            \
+        RD_PF_##kind(field)                                                    \
+    } else {                                                                   \
+        e->field = 0;                                                          \
+    }                                                                          \
+    col++;                                                                     \
+    want >>= 1;
+#define RD_X_PDECODER(id, NAME, name, FIELDS)                                  \
+    static int pdecode_##name(const uint8_t **col, uint64_t *t,                \
+                              struct sp_ev_##name *e, struct sp_codec_state *st, \
+                              uint64_t want)                                   \
+    {                                                                          \
+        struct sp_ev_##name *prev = &st->name;                                 \
+        uint64_t v;                                                            \
+        RD_PGET                                                                \
+        uint64_t stop = *t = st->end[id] + (uint64_t)sp_unzigzag(v);           \
+        (void)prev;                                                            \
+        col++;                                                                 \
+        FIELDS(RD_X_PFIELD)                                                    \
+        (void)want;                                                            \
+        st->end[id] = stop;                                                    \
+        return 0;                                                              \
+    }
+SP_EVENTS(RD_X_PDECODER)
+#undef RD_X_PDECODER
+#undef RD_X_PFIELD
+
+static int decode_some_columns(struct sp_columns *c, unsigned type, struct sp_event *ev,
+                               struct sp_codec_state *st, uint64_t want)
+{
+    switch (type) {
+#define RD_X_PCASE(id, NAME, name, FIELDS)                                     \
+    case id:                                                                   \
+        return pdecode_##name(c->col[id], &ev->t, &ev->name, st, want);
+        SP_EVENTS(RD_X_PCASE)
+#undef RD_X_PCASE
+    default:
+        return 0;
+    }
+}
+
+/* Rows are decoded whole; the fields left out are cleared so that both
+ * layouts read alike.  Fields are 64-bit words in schema order. */
+static void clear_fields(struct sp_event *ev, uint64_t want)
+{
+    uint64_t drop = all_fields(ev->type) & ~want;
+    unsigned char *base = (unsigned char *)&ev->nccl; /* the union's start */
+    for (unsigned i = 0; drop; i++, drop >>= 1)
+        if (drop & 1)
+            memset(base + i * sizeof(uint64_t), 0, sizeof(uint64_t));
+}
+
+/* A new chunk starts with empty codec memory, and with the type and field
+ * masks last asked for: a type's memory is only right if the type was
+ * decoded from the chunk's start. */
 static void start_chunk(struct sp_reader *r, size_t len, uint64_t id, uint32_t tid, int from_slot)
 {
     r->chunk_len = len;
@@ -339,6 +457,7 @@ static void start_chunk(struct sp_reader *r, size_t len, uint64_t id, uint32_t t
     r->chunk_from_slot = from_slot;
     r->columnar = 0;
     r->types = r->types_next;
+    take_fields(r);
 }
 
 /* Loads the next slot chunk no frame carried; 0 when there is none. */
@@ -541,6 +660,8 @@ static int next_from_rows(struct sp_reader *r, struct sp_event *ev)
         r->chunk_pos += (size_t)n;
         if (!wanted(r->types, *p) || !sp_codec_known(*p))
             continue; /* masked out, or a type from a newer writer */
+        if (r->partial && r->fields[*p] != UINT64_MAX)
+            clear_fields(ev, r->fields[*p]);
         return 1;
     }
     return 0;
@@ -556,7 +677,10 @@ static int next_from_columns(struct sp_reader *r, struct sp_event *ev)
         if (!wanted(r->types, type) || !sp_codec_known(type))
             continue;
         ev->type = (uint8_t)type;
-        if (sp_columns_decode(c, type, ev, &r->codec) < 0) {
+        int rc = r->partial && r->fields[type] != UINT64_MAX
+                     ? decode_some_columns(c, type, ev, &r->codec, r->fields[type])
+                     : sp_columns_decode(c, type, ev, &r->codec);
+        if (rc < 0) {
             malformed(r, c->next - 1);
             break;
         }
@@ -587,6 +711,23 @@ void sp_reader_set_types(struct sp_reader *r, uint32_t mask)
     r->types_next = mask;
     if (r->chunk_pos == 0 && (!r->columnar || r->cols.next == 0))
         r->types = mask; /* nothing of this chunk decoded yet */
+}
+
+void sp_reader_set_fields(struct sp_reader *r, unsigned type, uint64_t fields)
+{
+    if (!r || type >= SP_EV_MAX || !sp_codec_known(type))
+        return;
+    if (!r->partial_next)
+        for (unsigned i = 0; i < SP_EV_MAX; i++)
+            r->fields_next[i] = UINT64_MAX;
+    uint64_t all = all_fields(type);
+    r->fields_next[type] = (fields & all) == all ? UINT64_MAX : (fields | dur_fields(type)) & all;
+    r->partial_next = 0;
+    for (unsigned i = 0; i < SP_EV_MAX; i++)
+        if (r->fields_next[i] != UINT64_MAX)
+            r->partial_next = 1;
+    if (r->chunk_pos == 0 && (!r->columnar || r->cols.next == 0))
+        take_fields(r); /* nothing of this chunk decoded yet */
 }
 
 static int alloc_buffers(struct sp_reader *r)

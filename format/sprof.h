@@ -594,6 +594,18 @@ int sp_reader_next(struct sp_reader *r, struct sp_event *ev);
 #define SP_TYPE_BIT(t) (1u << (t))
 #define SP_TYPES_ALL 0xffffffffu
 void sp_reader_set_types(struct sp_reader *r, uint32_t mask);
+/* Which fields of events of `type` sp_reader_next (and sp_reader_feed)
+ * fill: a mask of SP_FIELD_BIT(name, field), all by default.  The fields
+ * left out read as 0 and, in the column layout, their bytes are not even
+ * read, so a pass that needs a type's time but few of its fields pays for
+ * those only.  `t` and the duration field (dur) are always filled: the
+ * next event's time is counted from this one's end.  Exact like the type
+ * mask, and taken up at the same moments: before the first sp_reader_next,
+ * else from the next chunk.  SP_FIELDS_ALL restores a type. */
+#define SP_FIELD_BIT(name, field)                                              \
+    (UINT64_C(1) << (offsetof(struct sp_ev_##name, field) / sizeof(uint64_t)))
+#define SP_FIELDS_ALL UINT64_MAX
+void sp_reader_set_fields(struct sp_reader *r, unsigned type, uint64_t fields);
 /* Text of string id, or "" when unknown. */
 const char *sp_reader_string(const struct sp_reader *r, uint64_t id);
 /* Human-readable descriptions of damage seen so far, "" when none. */

@@ -181,6 +181,38 @@ static int unite(const struct ivec *a, const struct ivec *b, struct ivec *out)
     return 0;
 }
 
+/* measure(a u b), both sorted and disjoint, without building the union:
+ * for the last level of the priorities and for the overlap, where only
+ * the total is used. */
+static int64_t measure_union(const struct ivec *a, const struct ivec *b)
+{
+    size_t i = 0, j = 0;
+    int64_t total = 0, s = 0, e = INT64_MIN;
+    while (i < a->n || j < b->n) {
+        struct sp_span x = j >= b->n || (i < a->n && a->v[i].start <= b->v[j].start) ? a->v[i++] : b->v[j++];
+        if (e != INT64_MIN && x.start <= e) {
+            if (x.end > e)
+                e = x.end;
+        } else {
+            if (e != INT64_MIN)
+                total += e - s;
+            s = x.start;
+            e = x.end;
+        }
+    }
+    return e == INT64_MIN ? total : total + (e - s);
+}
+
+/* The last category with intervals: past it only totals are needed. */
+static int last_nonempty(const struct step_buf *b)
+{
+    int last = -1;
+    for (int c = 0; c < I_N; c++)
+        if (b->c[c].n)
+            last = c;
+    return last;
+}
+
 static const int to_cat[I_N] = {
     SP_CAT_COMPUTE, SP_CAT_MEMCPY, SP_CAT_COLL_TRANSFER, SP_CAT_COLL_WAIT, SP_CAT_IDLE_INPUT, SP_CAT_IDLE_HOST,
 };
@@ -199,9 +231,16 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, struct sp_span st, 
         normalize(&b->c[c], st);
     int64_t first_compute = b->c[I_COMPUTE].n ? b->c[I_COMPUTE].v[0].start : st.end;
     int64_t covered = 0;
+    int last = last_nonempty(b);
     for (int c = 0; c < I_N; c++) {
         if (!b->c[c].n)
             continue;
+        if (c == last && c != I_INPUT) {
+            int64_t now = measure_union(cov, &b->c[c]);
+            out[to_cat[c]] = (double)(now - covered);
+            covered = now;
+            break;
+        }
         if (unite(cov, &b->c[c], next) < 0)
             break;
         int64_t now = measure(next);
@@ -217,8 +256,9 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, struct sp_span st, 
     out[SP_CAT_IDLE_OTHER] = (double)(st.end - st.start - covered);
     /* overlap: NCCL kernel time under compute */
     if (b->c[I_COMPUTE].n && (b->c[I_TRANSFER].n || b->c[I_WAIT].n) &&
-        unite(&b->c[I_TRANSFER], &b->c[I_WAIT], tmp) == 0 && unite(&b->c[I_COMPUTE], tmp, next) == 0)
-        out[SP_CAT_OVERLAP] = (double)(measure(&b->c[I_COMPUTE]) + measure(tmp) - measure(next));
+        unite(&b->c[I_TRANSFER], &b->c[I_WAIT], tmp) == 0)
+        out[SP_CAT_OVERLAP] = (double)(measure(&b->c[I_COMPUTE]) + measure(tmp) -
+                                       measure_union(&b->c[I_COMPUTE], tmp));
 }
 
 /* First step whose end is after t, or hi. */

@@ -413,13 +413,14 @@ static void match_kernels(struct file_scan *s)
  * it keeps little: a launch's time, a kernel's kind and what matches an
  * NCCL kernel to its call or names a single-GPU step.  The reader leaves
  * the rest of those types unread (their columns are never touched). */
+#define PASS1_GPU_FIELDS                                                       \
+    (SP_FIELD_BIT(gpu, kind) | SP_FIELD_BIT(gpu, stream) | SP_FIELD_BIT(gpu, name) |       \
+     SP_FIELD_BIT(gpu, correlation))
 static void ask_pass1_fields(struct sp_reader *r)
 {
     sp_reader_set_fields(r, SP_EV_CUDA, 0);
     sp_reader_set_fields(r, SP_EV_WAIT, 0);
-    sp_reader_set_fields(r, SP_EV_GPU,
-                         SP_FIELD_BIT(gpu, kind) | SP_FIELD_BIT(gpu, stream) |
-                             SP_FIELD_BIT(gpu, name) | SP_FIELD_BIT(gpu, correlation));
+    sp_reader_set_fields(r, SP_EV_GPU, PASS1_GPU_FIELDS);
     sp_reader_set_fields(r, SP_EV_IO,
                          SP_FIELD_BIT(io, op) | SP_FIELD_BIT(io, fd_kind) | SP_FIELD_BIT(io, ret));
 }
@@ -450,8 +451,16 @@ static void scan_file(struct sp_file_rec *f, const char *marker_re)
         regcomp(&s.re, DEFAULT_STEP_RE, REG_EXTENDED | REG_ICASE | REG_NOSUB);
     ask_pass1_fields(r);
     struct sp_event ev;
-    while (sp_reader_next(r, &ev) == 1)
+    int names_dropped = 0;
+    while (sp_reader_next(r, &ev) == 1) {
         on_event(&s, r, &ev);
+        if (!names_dropped && f->kseq_full != 0) {
+            /* the kernel-name sequence is gone for good: kernels' names
+             * are no longer needed (from the next chunk on) */
+            sp_reader_set_fields(r, SP_EV_GPU, PASS1_GPU_FIELDS & ~SP_FIELD_BIT(gpu, name));
+            names_dropped = 1;
+        }
+    }
     if (info->hdr.events_dropped > f->dropped)
         f->dropped = info->hdr.events_dropped;
     const char *diag = sp_reader_diag(r);

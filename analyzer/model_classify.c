@@ -225,36 +225,43 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, struct sp_span st, 
 {
     memset(out, 0, sizeof(double) * SP_CAT_N);
     *head = 0;
-    struct ivec *cov = &rp->scratch[0], *next = &rp->scratch[1], *tmp = &rp->scratch[2];
-    cov->n = 0;
     for (int c = 0; c < I_N; c++)
         normalize(&b->c[c], st);
     int64_t first_compute = b->c[I_COMPUTE].n ? b->c[I_COMPUTE].v[0].start : st.end;
+    /* The union so far is the first list itself until a second one joins
+     * it; from then on it lives in one of two scratch lists, in turn. */
+    static const struct ivec none;
+    const struct ivec *cov = &none;
     int64_t covered = 0;
-    int last = last_nonempty(b);
+    int last = last_nonempty(b), turn = 0;
     for (int c = 0; c < I_N; c++) {
-        if (!b->c[c].n)
+        const struct ivec *add = &b->c[c];
+        if (!add->n)
             continue;
-        if (c == last && c != I_INPUT) {
-            int64_t now = measure_union(cov, &b->c[c]);
-            out[to_cat[c]] = (double)(now - covered);
-            covered = now;
-            break;
+        int64_t now;
+        const struct ivec *was = cov;
+        if (!cov->n) {
+            cov = add;
+            now = measure(cov);
+        } else if (c == last && c != I_INPUT) {
+            now = measure_union(cov, add);
+        } else {
+            struct ivec *next = &rp->scratch[turn];
+            turn ^= 1;
+            if (unite(cov, add, next) < 0)
+                break;
+            cov = next;
+            now = measure(cov);
         }
-        if (unite(cov, &b->c[c], next) < 0)
-            break;
-        int64_t now = measure(next);
         out[to_cat[c]] = (double)(now - covered);
         if (c == I_INPUT)
-            *head = (double)(measure_within(next, st.start, first_compute) -
-                             measure_within(cov, st.start, first_compute));
+            *head = (double)(measure_within(cov, st.start, first_compute) -
+                             measure_within(was, st.start, first_compute));
         covered = now;
-        struct ivec t = *cov;
-        *cov = *next;
-        *next = t;
     }
     out[SP_CAT_IDLE_OTHER] = (double)(st.end - st.start - covered);
     /* overlap: NCCL kernel time under compute */
+    struct ivec *tmp = &rp->scratch[2];
     if (b->c[I_COMPUTE].n && (b->c[I_TRANSFER].n || b->c[I_WAIT].n) &&
         unite(&b->c[I_TRANSFER], &b->c[I_WAIT], tmp) == 0)
         out[SP_CAT_OVERLAP] = (double)(measure(&b->c[I_COMPUTE]) + measure(tmp) -

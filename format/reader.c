@@ -380,8 +380,9 @@ static void take_fields(struct sp_reader *r)
 }
 
 /* Column decoders that fill only the fields in `want` (bit i: the type's
- * i-th field) and clear the others, whose columns stay unread.  The same
- * codec memory as columns.h's decoders, for the fields read. */
+ * i-th field) and clear the others, whose columns stay unread; they stop
+ * at the last field wanted.  The same codec memory as columns.h's
+ * decoders, for the fields read. */
 #define RD_PGET                                                                \
     if (sp_column_get(col, &v) < 0)                                            \
         return SP_E_CORRUPT;
@@ -392,10 +393,10 @@ static void take_fields(struct sp_reader *r)
 #define RD_PF_S(f) RD_PGET e->f = sp_unzigzag(v);
 #define RD_PF_DS(f) RD_PGET e->f = prev->f += (uint64_t)sp_unzigzag(v);
 #define RD_X_PFIELD(kind, field)                                               \
+    if (!want)                                                                 \
+        goto done;                                                             \
     if (want & 1) {                                                            \
         RD_PF_##kind(field)                                                    \
-    } else {                                                                   \
-        e->field = 0;                                                          \
     }                                                                          \
     col++;                                                                     \
     want >>= 1;
@@ -406,12 +407,13 @@ static void take_fields(struct sp_reader *r)
     {                                                                          \
         struct sp_ev_##name *prev = &st->name;                                 \
         uint64_t v;                                                            \
+        memset(e, 0, sizeof *e);                                               \
         RD_PGET                                                                \
         uint64_t stop = *t = st->end[id] + (uint64_t)sp_unzigzag(v);           \
         (void)prev;                                                            \
         col++;                                                                 \
         FIELDS(RD_X_PFIELD)                                                    \
-        (void)want;                                                            \
+    done:                                                                      \
         st->end[id] = stop;                                                    \
         return 0;                                                              \
     }

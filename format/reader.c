@@ -103,6 +103,7 @@ struct sp_reader {
     uint64_t fields[SP_EV_MAX];      /* per type, the fields filled in this chunk */
     uint64_t fields_next[SP_EV_MAX]; /* sp_reader_set_fields: from the next chunk */
     int partial, partial_next;       /* some type has fields left out */
+    uint8_t act[SP_TYPE_IDS];        /* per type id, what this chunk does: enum act */
 
     uint8_t *cbuf;
     size_t cbuf_cap;
@@ -379,6 +380,20 @@ static void take_fields(struct sp_reader *r)
         memcpy(r->fields, r->fields_next, sizeof r->fields);
 }
 
+/* What a column chunk does with each type id, worked out once per chunk
+ * from the masks in force so that each event costs one table lookup. */
+enum act { ACT_SKIP, ACT_ALL, ACT_SOME };
+
+static int wanted(uint32_t mask, unsigned type);
+
+static void plan_chunk(struct sp_reader *r)
+{
+    memset(r->act, ACT_SKIP, sizeof r->act);
+    for (unsigned t = 1; t < SP_EV_MAX; t++)
+        if (sp_codec_known(t) && wanted(r->types, t))
+            r->act[t] = r->partial && r->fields[t] != UINT64_MAX ? ACT_SOME : ACT_ALL;
+}
+
 /* Column decoders that fill only the fields in `want` (bit i: the type's
  * i-th field) and clear the others, whose columns stay unread; they stop
  * at the last field wanted.  The same codec memory as columns.h's
@@ -421,6 +436,15 @@ SP_EVENTS(RD_X_PDECODER)
 #undef RD_X_PDECODER
 #undef RD_X_PFIELD
 
+/* Out of line, like decode_some_columns, so that sp_reader_next stays a
+ * small loop. */
+static __attribute__((noinline)) int decode_all_columns(struct sp_columns *c, unsigned type,
+                                                        struct sp_event *ev,
+                                                        struct sp_codec_state *st)
+{
+    return sp_columns_decode(c, type, ev, st);
+}
+
 static int decode_some_columns(struct sp_columns *c, unsigned type, struct sp_event *ev,
                                struct sp_codec_state *st, uint64_t want)
 {
@@ -460,6 +484,7 @@ static void start_chunk(struct sp_reader *r, size_t len, uint64_t id, uint32_t t
     r->columnar = 0;
     r->types = r->types_next;
     take_fields(r);
+    plan_chunk(r);
 }
 
 /* Loads the next slot chunk no frame carried; 0 when there is none. */
@@ -676,12 +701,12 @@ static int next_from_columns(struct sp_reader *r, struct sp_event *ev)
     struct sp_columns *c = &r->cols;
     while (c->next < c->n) {
         unsigned type = c->types[c->next++];
-        if (!wanted(r->types, type) || !sp_codec_known(type))
-            continue;
+        unsigned act = r->act[type];
+        if (act == ACT_SKIP)
+            continue; /* masked out, or a type from a newer writer */
         ev->type = (uint8_t)type;
-        int rc = r->partial && r->fields[type] != UINT64_MAX
-                     ? decode_some_columns(c, type, ev, &r->codec, r->fields[type])
-                     : sp_columns_decode(c, type, ev, &r->codec);
+        int rc = act == ACT_SOME ? decode_some_columns(c, type, ev, &r->codec, r->fields[type])
+                                 : decode_all_columns(c, type, ev, &r->codec);
         if (rc < 0) {
             malformed(r, c->next - 1);
             break;
@@ -711,8 +736,10 @@ void sp_reader_set_types(struct sp_reader *r, uint32_t mask)
     if (!r)
         return;
     r->types_next = mask;
-    if (r->chunk_pos == 0 && (!r->columnar || r->cols.next == 0))
+    if (r->chunk_pos == 0 && (!r->columnar || r->cols.next == 0)) {
         r->types = mask; /* nothing of this chunk decoded yet */
+        plan_chunk(r);
+    }
 }
 
 void sp_reader_set_fields(struct sp_reader *r, unsigned type, uint64_t fields)
@@ -728,8 +755,10 @@ void sp_reader_set_fields(struct sp_reader *r, unsigned type, uint64_t fields)
     for (unsigned i = 0; i < SP_EV_MAX; i++)
         if (r->fields_next[i] != UINT64_MAX)
             r->partial_next = 1;
-    if (r->chunk_pos == 0 && (!r->columnar || r->cols.next == 0))
+    if (r->chunk_pos == 0 && (!r->columnar || r->cols.next == 0)) {
         take_fields(r); /* nothing of this chunk decoded yet */
+        plan_chunk(r);
+    }
 }
 
 static int alloc_buffers(struct sp_reader *r)
@@ -786,6 +815,7 @@ struct sp_reader *sp_reader_open(const char *path, int *err)
     r->pos = r->info.hdr.frames_offset;
     r->phase = PHASE_FRAMES;
     r->types = r->types_next = SP_TYPES_ALL;
+    plan_chunk(r);
     *err = 0;
     return r;
 }

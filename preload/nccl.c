@@ -85,6 +85,16 @@ static void *nccl_resolve(const char *name)
         __atomic_store_n(&real_##fn, real, __ATOMIC_RELAXED);                  \
     }
 
+/* Run CALL (the real function) with the caller's errno and our guard held,
+ * so nothing it calls back into is recorded; declares `res` (its result) and
+ * `saved` (the errno it left, to restore after our own recording). */
+#define CALL_GUARDED(res, saved, CALL)                                         \
+    (void)SP_GUARD_ENTER();                                                    \
+    errno = entry_errno;                                                       \
+    ncclResult_t res = CALL;                                                   \
+    int saved = errno;                                                         \
+    (void)SP_GUARD_LEAVE()
+
 /* ---- identity -------------------------------------------------------------- */
 
 static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
@@ -260,11 +270,7 @@ SP_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUnique
         return ncclSystemError;
     sp_cupti_ensure();
     uint64_t t0 = sp_now();
-    (void)SP_GUARD_ENTER();
-    errno = entry_errno;
-    ncclResult_t res = real(comm, nranks, commId, rank);
-    int saved = errno;
-    (void)SP_GUARD_LEAVE();
+    CALL_GUARDED(res, saved, real(comm, nranks, commId, rank));
     comm_created(t0, SP_COMM_INIT, comm ? *comm : NULL, unique_id_hash(&commId), nranks, rank, 0,
                  0, 0, res);
     errno = saved;
@@ -279,11 +285,7 @@ SP_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, nccl
         return ncclSystemError;
     sp_cupti_ensure();
     uint64_t t0 = sp_now();
-    (void)SP_GUARD_ENTER();
-    errno = entry_errno;
-    ncclResult_t res = real(comm, nranks, commId, rank, config);
-    int saved = errno;
-    (void)SP_GUARD_LEAVE();
+    CALL_GUARDED(res, saved, real(comm, nranks, commId, rank, config));
     comm_created(t0, SP_COMM_INIT, comm ? *comm : NULL, unique_id_hash(&commId), nranks, rank, 0,
                  0, 0, res);
     errno = saved;
@@ -299,11 +301,7 @@ SP_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks,
         return ncclSystemError;
     sp_cupti_ensure();
     uint64_t t0 = sp_now();
-    (void)SP_GUARD_ENTER();
-    errno = entry_errno;
-    ncclResult_t res = real(newcomm, nranks, myrank, nId, commIds, config);
-    int saved = errno;
-    (void)SP_GUARD_LEAVE();
+    CALL_GUARDED(res, saved, real(newcomm, nranks, myrank, nId, commIds, config));
     uint64_t h = HASH_SEED;
     for (int i = 0; commIds && i < nId; i++)
         h = hash_bytes(h, commIds[i].internal, sizeof commIds[i].internal);
@@ -322,11 +320,7 @@ SP_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *de
         return ncclSystemError;
     sp_cupti_ensure();
     uint64_t t0 = sp_now();
-    (void)SP_GUARD_ENTER();
-    errno = entry_errno;
-    ncclResult_t res = real(comm, ndev, devlist);
-    int saved = errno;
-    (void)SP_GUARD_LEAVE();
+    CALL_GUARDED(res, saved, real(comm, ndev, devlist));
     static atomic_uint_fast64_t init_all_calls;
     uint64_t nth = atomic_fetch_add(&init_all_calls, 1) + 1;
     pid_t pid = getpid();
@@ -346,11 +340,7 @@ SP_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCo
     if (!real)
         return ncclSystemError;
     uint64_t t0 = sp_now();
-    (void)SP_GUARD_ENTER();
-    errno = entry_errno;
-    ncclResult_t res = real(comm, color, key, newcomm, config);
-    int saved = errno;
-    (void)SP_GUARD_LEAVE();
+    CALL_GUARDED(res, saved, real(comm, color, key, newcomm, config));
     struct comm_entry *parent = comm_lookup(comm);
     uint64_t parent_id = parent ? parent->id : 0;
     uint64_t nth = parent ? atomic_fetch_add(&parent->splits, 1) + 1 : 0;
@@ -372,11 +362,7 @@ SP_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCo
         if (!real)                                                             \
             return ncclSystemError;                                            \
         uint64_t t0 = sp_now();                                                \
-        (void)SP_GUARD_ENTER();                                                \
-        errno = entry_errno;                                                   \
-        ncclResult_t res = real(comm);                                         \
-        int saved = errno;                                                     \
-        (void)SP_GUARD_LEAVE();                                                \
+        CALL_GUARDED(res, saved, real(comm));                                  \
         comm_ended(t0, kind, comm, res);                                       \
         errno = saved;                                                         \
         return res;                                                            \
@@ -732,11 +718,7 @@ static void call_end(struct call *c, ncclResult_t res)
         struct call c = {.op = OP, .count = COUNT, .dtype = DTYPE,             \
                          .peer = PEER, .comm = COMM, .stream = STREAM};        \
         call_begin(&c);                                                        \
-        (void)SP_GUARD_ENTER();                                                \
-        errno = entry_errno;                                                   \
-        ncclResult_t res = real(__VA_ARGS__);                                  \
-        int saved = errno;                                                     \
-        (void)SP_GUARD_LEAVE();                                                \
+        CALL_GUARDED(res, saved, real(__VA_ARGS__));                           \
         call_end(&c, res);                                                     \
         errno = saved;                                                         \
         return res;                                                            \
@@ -832,11 +814,7 @@ SP_EXPORT ncclResult_t ncclGroupStart(void)
         return ncclSystemError;
     uint64_t t0 = sp_now();
     int depth = group_depth;
-    (void)SP_GUARD_ENTER();
-    errno = entry_errno;
-    ncclResult_t res = real();
-    int saved = errno;
-    (void)SP_GUARD_LEAVE();
+    CALL_GUARDED(res, saved, real());
     if (res == ncclSuccess)
         group_depth++;
     emit_group(t0, SP_NCCL_GROUP_START, depth, res);
@@ -853,11 +831,7 @@ SP_EXPORT ncclResult_t ncclGroupEnd(void)
     if (group_depth > 0)
         group_depth--;
     int depth = group_depth;
-    (void)SP_GUARD_ENTER();
-    errno = entry_errno;
-    ncclResult_t res = real();
-    int saved = errno;
-    (void)SP_GUARD_LEAVE();
+    CALL_GUARDED(res, saved, real());
     if (depth == 0)
         evt_group_closed();
     emit_group(t0, SP_NCCL_GROUP_END, depth, res);

@@ -59,18 +59,15 @@
 #define BUF_ALIGN 8
 #define FLUSH_PERIOD_NS 1000000000L
 #define NAME_CACHE_SIZE 8192 /* distinct kernel / marker names, power of two */
+#define NAME_HASH_SHIFT 17   /* hash bits that pick the first probe */
 #define HASH_SEED 0xcbf29ce484222325ull
 #define HASH_PRIME 0x100000001b3ull
 
 /* ---- a name cache shared by the GPU-side files ----------------------------- */
 
-/* Interned ids belong to one trace file (sp_generation); the content hash
- * stands for the text (64 bits: collisions are not a practical concern). */
-struct name_entry {
-    atomic_uint_fast64_t hash;
-    atomic_uint_fast64_t gen_id; /* generation << 32 | id */
-};
-static struct name_entry names[NAME_CACHE_SIZE];
+/* The content hash stands for the text (64 bits: collisions are not a
+ * practical concern); the slots are sp_gpu.h's per-file id cache. */
+static struct sp_id_slot names[NAME_CACHE_SIZE];
 
 uint32_t sp_gpu_intern(const char *s)
 {
@@ -81,27 +78,16 @@ uint32_t sp_gpu_intern(const char *s)
         h ^= *p;
         h *= HASH_PRIME;
     }
-    h |= 1;
-    size_t i = (size_t)(h >> 17) & (NAME_CACHE_SIZE - 1);
-    for (size_t probe = 0; probe < NAME_CACHE_SIZE; probe++, i = (i + 1) & (NAME_CACHE_SIZE - 1)) {
-        uint_fast64_t cur = atomic_load_explicit(&names[i].hash, memory_order_acquire);
-        if (cur == 0) {
-            uint_fast64_t expect = 0;
-            if (!atomic_compare_exchange_strong(&names[i].hash, &expect, h) && expect != h)
-                continue;
-            cur = h;
-        }
-        if (cur != h)
-            continue;
-        uint64_t gid = atomic_load_explicit(&names[i].gen_id, memory_order_acquire);
-        if ((uint32_t)gid && gid >> 32 == sp_generation)
-            return (uint32_t)gid;
-        uint32_t id = sp_intern(s);
-        atomic_store_explicit(&names[i].gen_id, (uint64_t)sp_generation << 32 | id,
-                              memory_order_release);
+    h |= 1; /* 0 marks a free entry */
+    struct sp_id_slot *slot = sp_id_slot_find(names, NAME_CACHE_SIZE, h, NAME_HASH_SHIFT);
+    if (!slot)
+        return sp_intern(s); /* cache full: still correct, costs arena space */
+    uint32_t id = sp_id_slot_get(slot, sp_generation);
+    if (id)
         return id;
-    }
-    return sp_intern(s); /* cache full: still correct, costs arena space */
+    id = sp_intern(s);
+    sp_id_slot_set(slot, sp_generation, id);
+    return id;
 }
 
 /* ---- the CUPTI functions we use ------------------------------------------------ */

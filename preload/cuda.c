@@ -43,6 +43,7 @@
 #define STACK_OURS_MAX 4       /* our own frames (wrapper, helpers) on top */
 #define SITE_TABLE_SIZE 4096   /* distinct sync call sites, power of two */
 #define SITE_TEXT_MAX 1024
+#define SITE_HASH_SHIFT 20     /* hash bits that pick the first probe */
 #define HASH_PRIME 0x100000001b3ull
 #define HASH_SEED 0xcbf29ce484222325ull
 
@@ -91,19 +92,8 @@ int sp_gpu_current_device(void)
 
 /* ---- call sites of synchronizations ----------------------------------------- */
 
-/* An interned id is only valid in the trace file it was interned into: a
- * site's text is stored with the file generation it belongs to, packed in
- * one word so readers see both or neither. */
-struct site {
-    atomic_uint_fast64_t hash;   /* 0 free */
-    atomic_uint_fast64_t gen_id; /* generation << 32 | string id; 0 unset */
-};
-static struct site sites[SITE_TABLE_SIZE];
-
-static uint64_t pack_gen_id(uint32_t id)
-{
-    return (uint64_t)sp_generation << 32 | id;
-}
+/* Interned call-site texts, keyed by the hash of their stack (sp_gpu.h). */
+static struct sp_id_slot sites[SITE_TABLE_SIZE];
 
 /* "func+0x12 <- caller+0x40 <- ..." from return addresses. */
 static void site_text(void *const *pcs, int n, char *out, size_t cap)
@@ -177,30 +167,17 @@ static uint32_t call_site(void)
         h *= HASH_PRIME;
     }
     h |= 1; /* 0 marks a free entry */
-    size_t i = (size_t)(h >> 20) & (SITE_TABLE_SIZE - 1);
-    for (size_t probe = 0; probe < SITE_TABLE_SIZE; probe++, i = (i + 1) & (SITE_TABLE_SIZE - 1)) {
-        uint_fast64_t cur = atomic_load_explicit(&sites[i].hash, memory_order_acquire);
-        if (cur == 0) {
-            uint_fast64_t expect = 0;
-            if (!atomic_compare_exchange_strong(&sites[i].hash, &expect, h) && expect != h)
-                continue; /* another site took this entry: probe on */
-            cur = h;
-        }
-        if (cur != h)
-            continue;
-        uint64_t gid = atomic_load_explicit(&sites[i].gen_id, memory_order_acquire);
-        if ((uint32_t)gid && gid >> 32 == sp_generation)
-            return (uint32_t)gid;
-        /* first time in this file (two threads may both intern it: harmless) */
-        char text[SITE_TEXT_MAX];
-        site_text(pcs, n, text, sizeof text);
-        uint32_t id = sp_intern(text);
-        atomic_store_explicit(&sites[i].gen_id, pack_gen_id(id), memory_order_release);
+    struct sp_id_slot *slot = sp_id_slot_find(sites, SITE_TABLE_SIZE, h, SITE_HASH_SHIFT);
+    uint32_t id = slot ? sp_id_slot_get(slot, sp_generation) : 0;
+    if (id)
         return id;
-    }
+    /* first time in this file, or the table is full */
     char text[SITE_TEXT_MAX];
     site_text(pcs, n, text, sizeof text);
-    return sp_intern(text);
+    id = sp_intern(text);
+    if (slot)
+        sp_id_slot_set(slot, sp_generation, id);
+    return id;
 }
 
 /* ---- the event ------------------------------------------------------------------ */

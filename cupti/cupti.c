@@ -56,7 +56,6 @@
 
 #define BUF_COUNT 8
 #define BUF_SIZE (4u << 20)
-#define BUF_ALIGN 8
 #define FLUSH_PERIOD_NS 1000000000L
 #define NAME_CACHE_SIZE 8192 /* distinct kernel / marker names, power of two */
 #define NAME_HASH_SHIFT 17   /* hash bits that pick the first probe */
@@ -193,6 +192,7 @@ static int resolve_cupti(void *lib)
 static uint8_t *buffers[BUF_COUNT];
 static atomic_uint free_mask; /* bit i: buffers[i] is free */
 
+/* CUPTI wants 8-byte aligned buffers: mmap's pages and BUF_SIZE steps give more. */
 static int make_pool(void)
 {
     uint8_t *all = mmap(NULL, (size_t)BUF_COUNT * BUF_SIZE, PROT_READ | PROT_WRITE,

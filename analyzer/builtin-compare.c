@@ -324,14 +324,14 @@ int cmd_compare(int argc, char **argv)
                 char text[512];
                 int w;
                 if (o.samples_per_step > 0)
-                    w = snprintf(text, sizeof text, "%.4f per 1k samples; ",
+                    w = snprintf(text, sizeof text, "%.3g per 1k samples; ",
                                  price * r->step_s / SECONDS_PER_HOUR / o.samples_per_step * 1000);
                 else
-                    w = snprintf(text, sizeof text, "%.6f per step; ",
+                    w = snprintf(text, sizeof text, "%.3g per step; ",
                                  price * r->m.nranks * r->step_s / SECONDS_PER_HOUR);
                 if (w > 0 && (size_t)w < sizeof text)
                     snprintf(text + w, sizeof text - (size_t)w,
-                             "%.1fx the speed at %.0fx the price per hour: each sample costs %.1fx", gthr, price_x,
+                             "%.1fx the speed at %.0fx the price per hour: each sample costs %.2fx", gthr, price_x,
                              price_x / gthr);
                 printf("  %d %s: ", r->m.nranks, gpus_word(r->m.nranks));
                 sp_text_wrapped(text, 9, 4, cols);

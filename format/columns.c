@@ -241,10 +241,11 @@ static int column_ok(const uint8_t *p, uint64_t size, uint32_t count)
 }
 
 /* The table: per type its id, k, and k column sizes; columns follow the
- * table in its order.  Columns this build knows are checked and kept;
- * the others (a newer writer's) are passed over. */
+ * table in its order.  Columns this build knows are placed and kept,
+ * their varints unchecked until read (sp_columns_check); the others (a
+ * newer writer's) are passed over. */
 static int open_table(struct sp_columns *c, const uint8_t *p, const uint8_t *end,
-                      uint64_t ntypes, const uint32_t *count, const uint8_t *zeros)
+                      uint64_t ntypes, const uint8_t *zeros)
 {
     const uint8_t *q = p;
     uint64_t k, size;
@@ -270,17 +271,18 @@ static int open_table(struct sp_columns *c, const uint8_t *p, const uint8_t *end
             if (sp_get_uvarint(&p, end, &size) < 0 || size > (uint64_t)(end - data))
                 return SP_E_CORRUPT;
             if (j < known) {
-                if (!column_ok(data, size, count[type]))
-                    return SP_E_CORRUPT;
                 c->col[type][j] = data;
+                c->size[type][j] = (uint32_t)size;
             }
             data += size;
         }
+        if (known) /* an older writer's missing columns read 0: nothing to check */
+            c->checked[type] = k >= known ? 0 : ~((UINT64_C(1) << k) - 1);
         for (uint64_t j = k; j < known; j++)
-            c->col[type][j] = zeros; /* an older writer's type: reads 0 */
+            c->col[type][j] = zeros;
     }
     for (unsigned t = 1; t < SP_TYPE_IDS; t++)
-        if (count[t] && !seen[t])
+        if (c->count[t] && !seen[t])
             return SP_E_CORRUPT; /* a type in the stream without columns */
     return 0;
 }
@@ -289,20 +291,33 @@ int sp_columns_open(struct sp_columns *c, const uint8_t *buf, size_t len, const 
 {
     const uint8_t *p = buf, *end = buf + len;
     uint64_t n, ntypes;
-    uint32_t count[SP_TYPE_IDS] = {0};
+    memset(c->count, 0, sizeof c->count);
     if (sp_get_uvarint(&p, end, &n) < 0 || n > (uint64_t)(end - p))
         return SP_E_CORRUPT;
     c->types = p;
     c->n = (uint32_t)n;
     c->next = 0;
     for (uint32_t i = 0; i < c->n; i++)
-        count[p[i]]++;
-    if (count[0])
+        c->count[p[i]]++;
+    if (c->count[0])
         return SP_E_CORRUPT;
     p += n;
     if (sp_get_uvarint(&p, end, &ntypes) < 0 || ntypes >= SP_TYPE_IDS)
         return SP_E_CORRUPT;
-    return open_table(c, p, end, ntypes, count, zeros);
+    return open_table(c, p, end, ntypes, zeros);
+}
+
+int sp_columns_check(struct sp_columns *c, unsigned type, uint64_t cols)
+{
+    if (type >= SP_EV_MAX || !c->count[type])
+        return 0; /* not in this chunk: nothing will be read */
+    unsigned k = sp_columns_of(type);
+    uint64_t todo = cols & ~c->checked[type];
+    for (unsigned j = 0; j < k && todo >> j; j++)
+        if ((todo >> j) & 1 && !column_ok(c->col[type][j], c->size[type][j], c->count[type]))
+            return SP_E_CORRUPT;
+    c->checked[type] |= todo;
+    return 0;
 }
 
 /* ---- back to rows (tools, tests) -------------------------------------------------- */
@@ -330,6 +345,8 @@ long sp_columns_to_rows(uint8_t *out, size_t cap, const uint8_t *cols, size_t le
         memcpy(copy, cols, len);
         rc = sp_columns_open(&c, copy, len, zeros) < 0 ? SP_E_CORRUPT : 0;
     }
+    for (unsigned t = 1; rc == 0 && t < SP_EV_MAX; t++)
+        rc = sp_columns_check(&c, t, UINT64_MAX);
     uint8_t *o = out;
     for (uint32_t i = 0; rc == 0 && i < c.n; i++) {
         unsigned type = c.types[i];

@@ -80,16 +80,21 @@ static inline unsigned sp_columns_of(unsigned type)
 size_t sp_columns_from_rows(uint8_t *out, size_t cap, const uint8_t *rows, size_t len,
                             uint32_t *scratch);
 
-/* The columns of one chunk, being read.  sp_columns_open checked each
- * column the reader will use: it holds exactly one varint per event of
- * its type (its bytes with the high bit clear are that many, the last
- * one among them), so a cursor that reads one varint per event never
- * leaves its column, and needs no bound.  The buffers hold SP_WORD
- * readable bytes past the payload, so a varint is read a word at a time
- * even at the end of the last column. */
+/* The columns of one chunk, being read.  A cursor reads a column only
+ * once sp_columns_check has found that it holds exactly one varint per
+ * event of its type (its bytes with the high bit clear are that many, the
+ * last one among them): it then never leaves its column, and needs no
+ * bound.  Opening places every column inside the payload but checks the
+ * varints of none; each column is checked the first time a mask lets it
+ * be read, so the columns a reader never reads cost nothing.  The buffers
+ * hold SP_WORD readable bytes past the payload, so a varint is read a
+ * word at a time even at the end of the last column. */
 struct sp_columns {
     const uint8_t *types; /* the type stream */
     uint32_t n, next;     /* events, and the next one to decode */
+    uint32_t count[SP_TYPE_IDS];           /* events per type id */
+    uint64_t checked[SP_EV_MAX];           /* bit j: column j is fit to read */
+    uint32_t size[SP_EV_MAX][SP_MAX_COLUMNS]; /* bytes of each column */
     const uint8_t *col[SP_EV_MAX][SP_MAX_COLUMNS];
 };
 
@@ -98,9 +103,14 @@ struct sp_columns {
  * payload's events, + SP_WORD) stands in for the columns an older writer
  * did not have: they read as 0.  0, or SP_E_CORRUPT when the table does
  * not describe the bytes (a column outside the payload, a type in the
- * stream without a table entry, a column with the wrong number of
- * varints). */
+ * stream without a table entry).  No column is fit to read yet: see
+ * sp_columns_check. */
 int sp_columns_open(struct sp_columns *c, const uint8_t *buf, size_t len, const uint8_t *zeros);
+
+/* Makes the columns of `type` in `cols` (bit j: column j, the delta
+ * being column 0) fit to read, checking those not checked before.  0, or
+ * SP_E_CORRUPT when one holds the wrong number of varints. */
+int sp_columns_check(struct sp_columns *c, unsigned type, uint64_t cols);
 
 /* Out of line: a varint longer than a word (SP_E_CORRUPT past 64 bits). */
 int sp_column_get_long(const uint8_t **pp, uint64_t *out);

@@ -92,6 +92,7 @@ struct sp_reader {
     uint8_t *chunk; /* the chunk being streamed, + SP_WORD bytes */
     uint8_t *zeros; /* the columns an older writer did not have */
     size_t chunk_len, chunk_pos;
+    uint64_t chunk_at; /* a column chunk's frame offset, for diagnostics */
     uint64_t chunk_id;
     struct sp_codec_state codec; /* the chunk's codec memory */
     uint32_t tid;
@@ -394,6 +395,31 @@ static void plan_chunk(struct sp_reader *r)
             r->act[t] = r->partial && r->fields[t] != UINT64_MAX ? ACT_SOME : ACT_ALL;
 }
 
+/* The columns of `type` its action reads: none, all, or the delta and
+ * the wanted fields (field i is column i + 1). */
+static uint64_t columns_read(const struct sp_reader *r, unsigned type)
+{
+    switch (r->act[type]) {
+    case ACT_ALL:
+        return UINT64_MAX;
+    case ACT_SOME:
+        return r->fields[type] << 1 | 1;
+    default:
+        return 0;
+    }
+}
+
+/* Checks, in an open column chunk, every column the plan will read (the
+ * others are never touched, so they cannot lead a cursor astray).  0, or
+ * SP_E_CORRUPT. */
+static int check_planned_columns(struct sp_reader *r)
+{
+    for (unsigned t = 1; t < SP_EV_MAX; t++)
+        if (r->act[t] != ACT_SKIP && sp_columns_check(&r->cols, t, columns_read(r, t)) < 0)
+            return SP_E_CORRUPT;
+    return 0;
+}
+
 /* Column decoders that fill only the fields in `want` (bit i: the type's
  * i-th field) and clear the others, whose columns stay unread; they stop
  * at the last field wanted.  The same codec memory as columns.h's
@@ -563,19 +589,37 @@ static int decompress_frame(struct sp_reader *r, const struct sp_frame_header *f
     return !ZSTD_isError(n) && n == (fh->usize & SP_FRAME_SIZE_MASK);
 }
 
-/* A column chunk whose table does not hold together is skipped whole; its
- * CRC held, so a writer made it: say so. */
-static int open_columns(struct sp_reader *r, uint64_t at)
+/* A column chunk whose table does not hold together, or one of whose
+ * columns to be read does not, is skipped whole; its CRC held, so a
+ * writer made it: say so. */
+static void skip_bad_columns(struct sp_reader *r)
 {
-    if (sp_columns_open(&r->cols, r->chunk, r->chunk_len, r->zeros) == 0) {
-        r->columnar = 1;
-        return 1;
-    }
     r->stats.bytes_skipped += r->chunk_len;
     add_diag(r, "frame at offset %llu (chunk %llu): malformed column table, skipped",
-             (unsigned long long)at, (unsigned long long)r->chunk_id);
+             (unsigned long long)r->chunk_at, (unsigned long long)r->chunk_id);
     r->chunk_len = 0;
+    r->columnar = 0;
+}
+
+static int open_columns(struct sp_reader *r, uint64_t at)
+{
+    r->chunk_at = at;
+    if (sp_columns_open(&r->cols, r->chunk, r->chunk_len, r->zeros) == 0) {
+        r->columnar = 1;
+        if (check_planned_columns(r) == 0)
+            return 1;
+    }
+    skip_bad_columns(r);
     return 0;
+}
+
+/* After the masks changed at a chunk's start: the columns they now read
+ * are checked too. */
+static void replan_chunk(struct sp_reader *r)
+{
+    plan_chunk(r);
+    if (r->columnar && check_planned_columns(r) < 0)
+        skip_bad_columns(r);
 }
 
 /* Loads the next intact frame into r->chunk; 0 when frames are over. */
@@ -738,7 +782,7 @@ void sp_reader_set_types(struct sp_reader *r, uint32_t mask)
     r->types_next = mask;
     if (r->chunk_pos == 0 && (!r->columnar || r->cols.next == 0)) {
         r->types = mask; /* nothing of this chunk decoded yet */
-        plan_chunk(r);
+        replan_chunk(r);
     }
 }
 
@@ -757,7 +801,7 @@ void sp_reader_set_fields(struct sp_reader *r, unsigned type, uint64_t fields)
             r->partial_next = 1;
     if (r->chunk_pos == 0 && (!r->columnar || r->cols.next == 0)) {
         take_fields(r); /* nothing of this chunk decoded yet */
-        plan_chunk(r);
+        replan_chunk(r);
     }
 }
 

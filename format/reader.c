@@ -383,7 +383,14 @@ static void take_fields(struct sp_reader *r)
 
 /* What a column chunk does with each type id, worked out once per chunk
  * from the masks in force so that each event costs one table lookup. */
-enum act { ACT_SKIP, ACT_ALL, ACT_SOME };
+enum act { ACT_SKIP, ACT_ALL, ACT_SOME, ACT_TIME };
+
+/* Bytes of each type's fields, to clear those a decoder leaves out. */
+static const uint16_t type_bytes[SP_EV_MAX] = {
+#define RD_X_BYTES(id, NAME, name, FIELDS) [id] = sizeof(struct sp_ev_##name),
+    SP_EVENTS(RD_X_BYTES)
+#undef RD_X_BYTES
+};
 
 static int wanted(uint32_t mask, unsigned type);
 
@@ -392,7 +399,9 @@ static void plan_chunk(struct sp_reader *r)
     memset(r->act, ACT_SKIP, sizeof r->act);
     for (unsigned t = 1; t < SP_EV_MAX; t++)
         if (sp_codec_known(t) && wanted(r->types, t))
-            r->act[t] = r->partial && r->fields[t] != UINT64_MAX ? ACT_SOME : ACT_ALL;
+            r->act[t] = !r->partial || r->fields[t] == UINT64_MAX ? ACT_ALL
+                        : r->fields[t] == 1 && dur_fields(t) == 1 ? ACT_TIME
+                                                                  : ACT_SOME;
 }
 
 /* The columns of `type` its action reads: none, all, or the delta and
@@ -403,6 +412,7 @@ static uint64_t columns_read(const struct sp_reader *r, unsigned type)
     case ACT_ALL:
         return UINT64_MAX;
     case ACT_SOME:
+    case ACT_TIME:
         return r->fields[type] << 1 | 1;
     default:
         return 0;
@@ -483,6 +493,25 @@ static int decode_some_columns(struct sp_columns *c, unsigned type, struct sp_ev
     default:
         return 0;
     }
+}
+
+/* ACT_TIME: the start and the duration (the type's first field) of an
+ * event whose other fields nobody asked for; one decoder serves every
+ * such type, since both are the first two columns and the codec memory
+ * of a time is the type's end alone. */
+static inline int decode_time(struct sp_columns *c, unsigned type, struct sp_event *ev,
+                              struct sp_codec_state *st)
+{
+    const uint8_t **col = c->col[type];
+    uint64_t delta, dur;
+    if (sp_column_get(&col[0], &delta) < 0 || sp_column_get(&col[1], &dur) < 0)
+        return SP_E_CORRUPT;
+    uint64_t *fields = (uint64_t *)(void *)&ev->nccl; /* the union's start */
+    memset(fields, 0, type_bytes[type]);
+    fields[0] = dur;
+    ev->t = st->end[type] + (uint64_t)sp_unzigzag(delta);
+    st->end[type] = ev->t + dur;
+    return 0;
 }
 
 /* Rows are decoded whole; the fields left out are cleared so that both
@@ -749,8 +778,9 @@ static int next_from_columns(struct sp_reader *r, struct sp_event *ev)
         if (act == ACT_SKIP)
             continue; /* masked out, or a type from a newer writer */
         ev->type = (uint8_t)type;
-        int rc = act == ACT_SOME ? decode_some_columns(c, type, ev, &r->codec, r->fields[type])
-                                 : decode_all_columns(c, type, ev, &r->codec);
+        int rc = act == ACT_TIME   ? decode_time(c, type, ev, &r->codec)
+                 : act == ACT_SOME ? decode_some_columns(c, type, ev, &r->codec, r->fields[type])
+                                   : decode_all_columns(c, type, ev, &r->codec);
         if (rc < 0) {
             malformed(r, c->next - 1);
             break;

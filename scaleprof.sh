@@ -20,7 +20,9 @@ cd "$(dirname "$(readlink -f "$0")")"
 
 BUILD=${SCALEPROF_BUILD:-build}
 PACKAGES=(meson ninja-build pkg-config gcc libc6-dev libzstd-dev libunwind-dev
-          libyajl-dev zlib1g-dev python3 python3-torch util-linux)
+          libyajl-dev zlib1g-dev python3 util-linux)
+# The tests also drive a real PyTorch DataLoader (CPU) through the recorder.
+TEST_PACKAGES=(python3-torch)
 
 install_missing() {
     local missing=()
@@ -66,6 +68,7 @@ build)
     build
     ;;
 test)
+    PACKAGES+=("${TEST_PACKAGES[@]}")
     build
     rc=0
     meson test -C "$BUILD" --print-errorlogs --num-processes "${SCALEPROF_TEST_JOBS:-2}" "$@" || rc=$?

@@ -12,21 +12,8 @@
 #include <string.h>
 
 #include "sprof.h"
+#include "json_out.h"
 
-static void print_json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
 
 static void print_header(const struct sp_file_info *info)
 {

@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 
 #include "sprof.h"
+#include "json_out.h"
 
 #define MAX_PATHS 4096
 #define MAX_PROC 256
@@ -47,20 +48,6 @@ struct summary {
 
 static int g_list_events;
 
-static void print_json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
 
 static int is_read_op(uint64_t op)
 {

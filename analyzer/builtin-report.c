@@ -30,6 +30,8 @@
 #define RANK_LABEL 12     /* "  rank 123 |" */
 #define TOP_COLLECTIVES 8
 #define SHOWN_SHARE 0.005 /* categories under half a percent are left out of the summary */
+/* 2: findings carry gain and step_ms_if_fixed, `whatif`, comm ids padded */
+#define SP_REPORT_SCHEMA_VERSION 2
 
 static const char usage_text[] =
     "usage: scaleprof report DIR [options]\n"
@@ -251,28 +253,44 @@ static void ranks_text(const struct sp_model *m, const struct sp_finding *f, cha
     }
 }
 
+/* Healthy: no finding would save 5% or more of the step. */
+static int is_healthy(const struct sp_model *m)
+{
+    for (int i = 0; i < m->nfindings; i++)
+        if (m->findings[i].severity > SP_SEV_LOW)
+            return 0;
+    return 1;
+}
+
 static void text_findings(const struct sp_model *m, int cols)
 {
-    int serious = 0;
-    for (int i = 0; i < m->nfindings; i++)
-        serious |= m->findings[i].severity > SP_SEV_LOW;
-    if (!serious)
-        printf("healthy: no finding above low severity.\n");
+    if (is_healthy(m))
+        printf("healthy: no finding would save 5%% or more of the step.\n");
     else
-        printf("findings, costliest first (severity in brackets):\n");
+        printf("findings, by the step time fixing each alone would save (severity in brackets):\n");
     for (int i = 0; i < m->nfindings; i++) {
         const struct sp_finding *f = &m->findings[i];
+        const struct sp_cause_info *ci = sp_cause_info(f->cause);
         char ranks[64], evidence[SP_MODEL_TEXT + 2];
         ranks_text(m, f, ranks, sizeof ranks);
         int all = !strcmp(ranks, "all");
-        printf("%d. %s [%s] %s%s, steps %d-%d\n   ", i + 1, f->cause, sp_model_severity_name(f->severity),
-               all ? "" : f->nranks == 1 ? "rank " : "ranks ", all ? "all ranks" : ranks, f->step_first,
-               f->step_last);
+        char head[256];
+        int w = snprintf(head, sizeof head, "%d. %s [%s] %s%s, steps %d-%d:", i + 1, ci->name,
+                         sp_model_severity_name(f->severity), all ? "" : f->nranks == 1 ? "rank " : "ranks ",
+                         all ? "all ranks" : ranks, f->step_first, f->step_last);
+        if (w > 0 && (size_t)w < sizeof head)
+            snprintf(head + w, sizeof head - (size_t)w, " saves %.0f%% (%.2f -> %.2f ms per step)", 100 * f->gain,
+                     m->step_mean_ms, f->step_ms_if_fixed);
+        sp_text_wrapped(head, 0, 3, cols);
+        printf("   ");
         snprintf(evidence, sizeof evidence, "%s.", f->evidence);
         sp_text_wrapped(evidence, 3, 3, cols);
         printf("   first try: ");
-        sp_text_wrapped(f->first_try, 14, 5, cols);
+        sp_text_wrapped(ci->first_try, 14, 5, cols);
     }
+    if (m->nfindings > 1 && m->ideal_step_ms > 0)
+        printf("with all of these fixed: %.2f ms per step (%.0f%% faster than now)\n", m->ideal_step_ms,
+               100 * (1 - m->ideal_step_ms / m->step_mean_ms));
     printf("\n");
 }
 
@@ -305,7 +323,7 @@ static void text_collectives(const struct sp_model *m, int cols)
         const struct sp_coll_summary *c = &m->colls[i];
         char size[32], comm[32];
         bytes_text(c->bytes, size, sizeof size);
-        snprintf(comm, sizeof comm, "%llx%s", (unsigned long long)c->comm, c->spans_hosts ? "*" : "");
+        snprintf(comm, sizeof comm, "%016llx%s", (unsigned long long)c->comm, c->spans_hosts ? "*" : "");
         spans |= c->spans_hosts;
         printf("  %-17s %-13s %9s %6llu %9.3f %8.3f %8.1f\n", comm, op_name(c->op), size,
                (unsigned long long)c->calls, c->transfer_ms, c->wait_ms, c->busbw_gbps);
@@ -349,6 +367,8 @@ static void json_report(const struct sp_model *m)
     struct sp_json j;
     sp_json_init(&j, stdout);
     sp_json_open(&j, NULL, '{');
+    sp_json_int(&j, "schema_version", SP_REPORT_SCHEMA_VERSION);
+    sp_json_str(&j, "version", SCALEPROF_VERSION);
     sp_json_str(&j, "dir", m->dir);
     sp_json_str(&j, "source", m->source);
     sp_json_int(&j, "ranks", m->nranks);
@@ -398,7 +418,7 @@ static void json_report(const struct sp_model *m)
     for (size_t i = 0; i < m->ncolls; i++) {
         const struct sp_coll_summary *c = &m->colls[i];
         char comm[32];
-        snprintf(comm, sizeof comm, "%llx", (unsigned long long)c->comm);
+        snprintf(comm, sizeof comm, "%016llx", (unsigned long long)c->comm);
         sp_json_open(&j, NULL, '{');
         sp_json_str(&j, "comm", comm);
         sp_json_str(&j, "op", op_name(c->op));
@@ -423,15 +443,16 @@ static void json_report(const struct sp_model *m)
         sp_json_close(&j, '}');
     }
     sp_json_close(&j, ']');
-    int serious = 0;
     sp_json_open(&j, "findings", '[');
     for (int i = 0; i < m->nfindings; i++) {
         const struct sp_finding *f = &m->findings[i];
-        serious |= f->severity > SP_SEV_LOW;
+        const struct sp_cause_info *ci = sp_cause_info(f->cause);
         sp_json_open(&j, NULL, '{');
-        sp_json_str(&j, "cause", f->cause);
+        sp_json_str(&j, "cause", ci->name);
         sp_json_str(&j, "severity", sp_model_severity_name(f->severity));
-        sp_json_num(&j, "cost", f->cost);
+        sp_json_num(&j, "gain", f->gain);
+        sp_json_num(&j, "step_ms_if_fixed", f->step_ms_if_fixed);
+        sp_json_num(&j, "cost", f->gain);
         sp_json_open(&j, "ranks", '[');
         for (int x = 0; x < f->nranks; x++)
             sp_json_int(&j, NULL, f->ranks[x]);
@@ -441,11 +462,21 @@ static void json_report(const struct sp_model *m)
         sp_json_int(&j, "last", f->step_last);
         sp_json_close(&j, '}');
         sp_json_str(&j, "evidence", f->evidence);
-        sp_json_str(&j, "first_try", f->first_try);
+        sp_json_str(&j, "first_try", ci->first_try);
+        sp_json_str(&j, "docs", ci->anchor);
         sp_json_close(&j, '}');
     }
     sp_json_close(&j, ']');
-    sp_json_bool(&j, "healthy", !serious);
+    sp_json_bool(&j, "healthy", is_healthy(m));
+    sp_json_open(&j, "whatif", '{');
+    sp_json_num(&j, "replayed_step_ms", m->replay_step_ms);
+    if (m->ideal_step_ms > 0)
+        sp_json_num(&j, "ideal_step_ms", m->ideal_step_ms);
+    else
+        sp_json_null(&j, "ideal_step_ms");
+    sp_json_int(&j, "pipeline_stages", m->pipeline_stages);
+    sp_json_int(&j, "micro_batches", m->micro_batches);
+    sp_json_close(&j, '}');
     sp_json_open(&j, "warnings", '[');
     for (int i = 0; i < m->nwarnings; i++)
         sp_json_str(&j, NULL, m->warnings[i]);

@@ -72,8 +72,14 @@ void sp_model_opts_default(struct sp_model_opts *o);
  * the rank's own CLOCK_MONOTONIC ns. */
 struct sp_coll_call {
     uint64_t comm, seq, bytes, stream, corr;
+    uint64_t key;           /* what matches it across ranks: seq for a
+                               collective, sp_p2p_key() for a send or recv */
     uint32_t op, nranks;
     int32_t crank;          /* rank within the communicator */
+    int32_t peer;           /* send/recv: the other rank in the communicator */
+    uint32_t group;         /* ncclGroupStart..End it was issued in, 0 none */
+    int32_t inst;           /* instance index (model_coll.c), -1 unmatched */
+    int32_t node;           /* replay node of the rank (model_classify.c), -1 none */
     int64_t host_t;         /* host enter */
     int64_t start, end;     /* GPU execution (or host fallback) */
     int64_t wait;           /* ns of [start,end) spent waiting for peers */
@@ -82,6 +88,36 @@ struct sp_coll_call {
 };
 enum sp_coll_timing { SP_TIMING_HOST = 0, SP_TIMING_FALLBACK, SP_TIMING_GPU };
 
+/* A send and its recv meet under one key: (sender, receiver, k-th message
+ * between them on the communicator).  The top bit keeps it apart from the
+ * collectives' sequence numbers; 21 bits each for the two ranks and k. */
+#define SP_P2P_KEY_BIT (1ULL << 63)
+static inline uint64_t sp_p2p_key(uint32_t sender, uint32_t receiver, uint64_t k)
+{
+    const uint64_t m = (1ULL << 21) - 1;
+    return SP_P2P_KEY_BIT | ((uint64_t)(sender & m) << 42) | ((uint64_t)(receiver & m) << 21) | (k & m);
+}
+static inline int sp_op_is_p2p(uint32_t op) { return op == SP_NCCL_SEND || op == SP_NCCL_RECV; }
+
+/* What a rank's local time (everything but waiting in and moving data of
+ * NCCL kernels) was spent on, as the replay sees it: GPU busy (kernels,
+ * copies), waiting for input, the host late (in its own code before a
+ * launch, or blocked in a sync), inside launch calls, and unexplained. */
+enum sp_loc { SP_LOC_BUSY, SP_LOC_INPUT, SP_LOC_HOST, SP_LOC_LAUNCH, SP_LOC_OTHER, SP_LOC_N };
+
+/* One node of a rank's replay chain (model_replay.c): a communication op
+ * (the calls of one kernel: a group's sends and recvs share it) or the end
+ * of a step.  Times are global ns.  `gap` is the local time between the
+ * previous node's end (or the step's start) and this arrival, `under` the
+ * local time while the op ran (compute overlapping it), both by sp_loc. */
+struct sp_rnode {
+    int64_t a, e;
+    float gap[SP_LOC_N], under[SP_LOC_N];
+    uint32_t call;          /* first call of the node in the rank's calls; */
+    uint16_t ncalls;        /* 0: a step end */
+    uint16_t step;          /* step index relative to the first analyzed */
+    uint32_t key;           /* what the op is, for the peers' medians */
+};
 struct sp_span { int64_t start, end; };
 
 /* What pass 1 learned about one file (model_load.c). */
@@ -129,6 +165,9 @@ struct sp_rank {
     struct sp_span *steps;  /* local time */
     int nsteps;
     double (*cat)[SP_CAT_N]; /* ns per step and category */
+    struct sp_rnode *nodes; /* replay chain over the analyzed steps, in order */
+    size_t nnodes;
+    int stage;              /* pipeline stage, -1 when not pipelined */
     double *input_head;     /* per step: idle_input ns before the step's first compute */
     uint64_t late_events;   /* events that arrived after their step closed */
     int open_peak;          /* most steps held open at once in pass 2 */
@@ -160,16 +199,48 @@ struct sp_straggler {
 };
 
 #define SP_MODEL_TEXT 1024
+
+/* The causes a finding can name: one table (model_findings.c) gives each
+ * its JSON name, first thing to try and documentation anchor, shared by
+ * report and compare. */
+enum sp_cause {
+    SP_CAUSE_STRAGGLER,
+    SP_CAUSE_IMBALANCE,
+    SP_CAUSE_PIPELINE_STAGE,
+    SP_CAUSE_PIPELINE_BUBBLE,
+    SP_CAUSE_INPUT,
+    SP_CAUSE_HOST,
+    SP_CAUSE_COMMUNICATION,
+    SP_CAUSE_CROSS_NODE,
+    SP_CAUSE_SMALL_BATCH,
+    SP_CAUSE_UNEXPLAINED,
+    SP_CAUSE_SCALING,   /* compare: efficiency falls, no single cause */
+    SP_CAUSE_HANG,      /* some ranks never reached a collective */
+    SP_CAUSE_N
+};
+struct sp_cause_info {
+    const char *name;      /* JSON and text: "input_pipeline", ... */
+    const char *first_try; /* the seed's first thing to try */
+    const char *anchor;    /* docs/analysis.md section */
+};
+/* The row of a cause; never NULL (an out-of-range cause gets a "?" row). */
+const struct sp_cause_info *sp_cause_info(int cause);
+/* Severity from the share of step time fixing a cause would save:
+ * high >= 20%, moderate >= 5%, low below (docs/analysis.md). */
+int sp_severity_of_gain(double gain);
+#define SP_GAIN_MODERATE 0.05
+#define SP_GAIN_HIGH 0.20
+
 struct sp_finding {
-    const char *cause;      /* input_pipeline, communication, small_batch, straggler, cross_node */
+    int cause;              /* enum sp_cause */
     int severity;
-    double cost;            /* share of step time, for ordering */
+    double gain;            /* share of the mean step time saved if fixed */
+    double step_ms_if_fixed; /* the mean step time the replay gives then; 0 unknown */
     int *ranks;             /* ranks concerned, ascending; all of them when the
                                finding concerns every rank (never empty) */
     int nranks;
     int step_first, step_last; /* steps concerned, inclusive, absolute */
     char evidence[SP_MODEL_TEXT];
-    const char *first_try;
 };
 
 struct sp_model {
@@ -194,8 +265,11 @@ struct sp_model {
     uint64_t coll_instances, coll_instances_incomplete;
     struct sp_straggler *stragglers; /* one per rank, most often last first */
     int nstragglers;
-    struct sp_finding findings[8];
-    int nfindings;
+    struct sp_finding findings[SP_CAUSE_N];
+    int nfindings;          /* by gain, largest first */
+    double ideal_step_ms;   /* every found cause removed together; 0 unknown */
+    double replay_step_ms;  /* the replay of the job as recorded */
+    int pipeline_stages, micro_batches; /* 0 when not pipelined */
     char *warnings[SP_MODEL_MAX_WARNINGS];
     int nwarnings;
     int missing_ranks[64];
@@ -240,6 +314,25 @@ static inline int sp_model_classified_type(int type)
 /* Progress on stderr: at most once a second on a terminal (one line
  * rewritten with \r), at most every 5 s otherwise; done == total ends it. */
 void sp_model_progress(const struct sp_model *m, const char *what, int done, int total);
+/* What-if replay (model_replay.c): the gain of fixing each cause alone. */
+struct sp_replay {
+    int ok;
+    double base_ms;             /* mean step of the replay as recorded */
+    double gain[SP_CAUSE_N];    /* share of base_ms saved, 0 when not measured */
+    double ms[SP_CAUSE_N];      /* the mean step then */
+    uint8_t *straggler_set;     /* per rank index: the straggler (or group) fixed */
+    int straggler_rank;         /* its rank index when one rank, else -1 */
+    int stage;                  /* the slowest pipeline stage fixed, -1 none */
+    double bubble_share;        /* waiting share of the balanced pipeline */
+    double cross_scale;         /* spanning bus bandwidth / intra-host, 0 n/a */
+};
+/* Replays the analyzed steps once as recorded and once per counterfactual.
+ * Returns 0, or -1 when there is nothing to replay (out->ok is 0).  Free
+ * with sp_model_replay_free. */
+int sp_model_replay(struct sp_model *m, struct sp_replay *out);
+void sp_model_replay_free(struct sp_replay *rp);
+/* The mean step with the causes use[cause] != 0 removed together; 0 unknown. */
+double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, const int *use);
 void sp_model_findings(struct sp_model *m);
 int64_t sp_model_global(const struct sp_model *m, const struct sp_rank *r, int64_t t);
 double sp_model_busbw_factor(uint32_t op, uint32_t nranks);

@@ -41,7 +41,11 @@
 
 #define FLUSH_EVERY 4096
 
-enum icat { I_COMPUTE, I_MEMCPY, I_TRANSFER, I_WAIT, I_INPUT, I_HOST, I_N };
+/* I_HOST: inside CUDA calls other than launches (syncs, copies);
+ * I_LAUNCH: inside launch calls, and the moment the host enqueued an NCCL
+ * call.  Both end in idle_host; a GPU idle gap in which the host issued a
+ * call is host time from the gap's start (the host was late). */
+enum icat { I_COMPUTE, I_MEMCPY, I_TRANSFER, I_WAIT, I_INPUT, I_HOST, I_LAUNCH, I_N };
 
 /* A step's intervals, one list per category: each list is nearly sorted
  * as it arrives (a thread's events come in time order), so reducing a step
@@ -53,6 +57,11 @@ struct step_buf { struct ivec c[I_N]; int done; };
 #define SPARE_MAX 8 /* emptied lists kept for the next steps */
 
 struct thread_seen { int64_t wm; uint64_t seen; };
+
+/* The unions of the priority levels, each a superset of the one before:
+ * compute+memcpy, +transfer, +wait, +input, +launch calls, +the rest of
+ * the host's time.  A category's time is what its level adds. */
+enum { U_CM, U_CMT, U_CMTW, U_I, U_L, U_H, U_N };
 
 struct rank_pass {
     struct sp_model *m;
@@ -68,7 +77,9 @@ struct rank_pass {
     size_t last_tid;
     struct ivec spare[SPARE_MAX];
     int nspare;
-    struct ivec scratch[3]; /* unions while reducing */
+    struct ivec u[U_N];     /* the step's unions while reducing */
+    struct ivec ext, tmp;   /* late-host spans; overlap scratch */
+    size_t nodes_cap;
 };
 
 static int grow(struct ivec *v, size_t need)
@@ -149,11 +160,19 @@ static int64_t measure(const struct ivec *v)
     return t;
 }
 
-/* Measure of v within [lo, hi). */
+/* Measure of v (sorted, disjoint) within [lo, hi). */
 static int64_t measure_within(const struct ivec *v, int64_t lo, int64_t hi)
 {
+    size_t a = 0, b = v->n;
+    while (a < b) { /* first interval ending after lo */
+        size_t mid = (a + b) / 2;
+        if (v->v[mid].end <= lo)
+            a = mid + 1;
+        else
+            b = mid;
+    }
     int64_t t = 0;
-    for (size_t i = 0; i < v->n && v->v[i].start < hi; i++) {
+    for (size_t i = a; i < v->n && v->v[i].start < hi; i++) {
         int64_t s = v->v[i].start > lo ? v->v[i].start : lo;
         int64_t e = v->v[i].end < hi ? v->v[i].end : hi;
         if (e > s)
@@ -203,69 +222,165 @@ static int64_t measure_union(const struct ivec *a, const struct ivec *b)
     return e == INT64_MIN ? total : total + (e - s);
 }
 
-/* The last category with intervals: past it only totals are needed. */
-static int last_nonempty(const struct step_buf *b)
+static int first_call_from(const struct sp_rank *r, int64_t t);
+
+/* Host calls made while the GPU was idle, stretched back to the start of
+ * that idle gap: the GPU waited for the host from then on.  `busy` is the
+ * union of everything that is not idle (and input waits). */
+static void late_host(const struct ivec *calls, const struct ivec *busy, struct sp_span st, struct ivec *out)
 {
-    int last = -1;
-    for (int c = 0; c < I_N; c++)
-        if (b->c[c].n)
-            last = c;
-    return last;
+    out->n = 0;
+    if (grow(out, calls->n + 1) < 0)
+        return;
+    size_t j = 0;
+    for (size_t i = 0; i < calls->n; i++) {
+        struct sp_span h = calls->v[i];
+        while (j < busy->n && busy->v[j].end <= h.start)
+            j++;
+        if (j < busy->n && busy->v[j].start <= h.start)
+            continue; /* issued while the GPU was busy: not late */
+        int64_t gap_start = j > 0 ? busy->v[j - 1].end : st.start;
+        if (gap_start < h.start)
+            out->v[out->n++] = (struct sp_span){gap_start, h.start};
+    }
 }
 
-static const int to_cat[I_N] = {
-    SP_CAT_COMPUTE, SP_CAT_MEMCPY, SP_CAT_COLL_TRANSFER, SP_CAT_COLL_WAIT, SP_CAT_IDLE_INPUT, SP_CAT_IDLE_HOST,
+/* Local time of the rank in [lo, hi) by sp_loc: everything but the NCCL
+ * kernels' exclusive time. */
+static void local_in(const struct rank_pass *rp, int64_t lo, int64_t hi, float out[SP_LOC_N])
+{
+    if (hi <= lo) {
+        memset(out, 0, sizeof(float) * SP_LOC_N);
+        return;
+    }
+    const struct ivec *u = rp->u;
+    int64_t cm = measure_within(&u[U_CM], lo, hi), cmtw = measure_within(&u[U_CMTW], lo, hi);
+    int64_t i = measure_within(&u[U_I], lo, hi), l = measure_within(&u[U_L], lo, hi);
+    int64_t h = measure_within(&u[U_H], lo, hi);
+    out[SP_LOC_BUSY] = (float)cm;
+    out[SP_LOC_INPUT] = (float)(i - cmtw);
+    out[SP_LOC_LAUNCH] = (float)(l - i);
+    out[SP_LOC_HOST] = (float)(h - l);
+    out[SP_LOC_OTHER] = (float)((hi - lo) - h);
+}
+
+static struct sp_rnode *new_node(struct rank_pass *rp)
+{
+    struct sp_rank *r = rp->r;
+    if (r->nnodes == rp->nodes_cap) {
+        size_t cap = rp->nodes_cap ? 2 * rp->nodes_cap : 256;
+        struct sp_rnode *p = realloc(r->nodes, cap * sizeof *p);
+        if (!p)
+            return NULL;
+        r->nodes = p;
+        rp->nodes_cap = cap;
+    }
+    struct sp_rnode *n = &r->nodes[r->nnodes++];
+    memset(n, 0, sizeof *n);
+    return n;
+}
+
+/* The replay chain of step k: one node per NCCL kernel that started in the
+ * step (a group's calls share one), then the step's end.  Each node's gap
+ * runs from the previous node's end - or its next arrival, when ops ran
+ * concurrently - to its arrival, so that under + gap of consecutive nodes
+ * tile the step. */
+static void build_nodes(struct rank_pass *rp, int k, struct sp_span st)
+{
+    struct sp_rank *r = rp->r;
+    int64_t from = st.start; /* where the next gap starts */
+    struct sp_rnode *prev = NULL;
+    int64_t prev_a = st.start, prev_e = st.start;
+    size_t i = (size_t)first_call_from(r, st.start);
+    while (1) {
+        const struct sp_coll_call *c = i < r->ncalls ? &r->calls[i] : NULL;
+        if (c && c->start >= st.end)
+            c = NULL;
+        if (c && c->timing == SP_TIMING_HOST) {
+            i++;
+            continue;
+        }
+        int64_t a = c ? c->start : st.end;
+        int64_t cut = prev_e < a ? prev_e : a; /* the previous op's window ends here */
+        if (cut < prev_a)
+            cut = prev_a;
+        if (prev)
+            local_in(rp, prev_a, cut, prev->under);
+        from = cut;
+        struct sp_rnode *n = new_node(rp);
+        if (!n)
+            return;
+        local_in(rp, from, a, n->gap);
+        n->step = (uint16_t)(k - rp->lo);
+        if (!c) {
+            n->a = n->e = sp_model_global(rp->m, r, st.end);
+            return;
+        }
+        size_t j = i;
+        int64_t e = c->end < st.end ? c->end : st.end;
+        while (j < r->ncalls && r->calls[j].start == c->start && r->calls[j].end == c->end &&
+               r->calls[j].timing != SP_TIMING_HOST && j - i < UINT16_MAX) {
+            r->calls[j].node = (int32_t)(r->nnodes - 1);
+            j++;
+        }
+        n->call = (uint32_t)i;
+        n->ncalls = (uint16_t)(j - i);
+        n->a = sp_model_global(rp->m, r, c->start);
+        n->e = sp_model_global(rp->m, r, c->end);
+        prev = n;
+        prev_a = c->start;
+        prev_e = e;
+        i = j;
+    }
+}
+
+static const int level_cat[U_N] = {
+    SP_CAT_MEMCPY, SP_CAT_COLL_TRANSFER, SP_CAT_COLL_WAIT, SP_CAT_IDLE_INPUT, SP_CAT_IDLE_HOST, SP_CAT_IDLE_HOST,
 };
 
-/* Exclusive time by priority: category c gets what its union adds to the
- * union of the categories above it; idle_other is what no union covers.
- * *head receives the idle_input time before the step's first compute. */
-static void reduce(struct rank_pass *rp, struct step_buf *b, struct sp_span st, double out[SP_CAT_N],
-                   double *head)
+/* Exclusive time by priority: each level's union adds its category's
+ * time; idle_other is what no union covers.  *head receives the idle_input
+ * time before the step's first compute.  Then the step's replay nodes. */
+static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[SP_CAT_N], double *head)
 {
+    struct sp_span st = rp->r->steps[k];
     memset(out, 0, sizeof(double) * SP_CAT_N);
     *head = 0;
     for (int c = 0; c < I_N; c++)
         normalize(&b->c[c], st);
-    int64_t first_compute = b->c[I_COMPUTE].n ? b->c[I_COMPUTE].v[0].start : st.end;
-    /* The union so far is the first list itself until a second one joins
-     * it; from then on it lives in one of two scratch lists, in turn. */
-    static const struct ivec none;
-    const struct ivec *cov = &none;
-    int64_t covered = 0;
-    int last = last_nonempty(b), turn = 0;
-    for (int c = 0; c < I_N; c++) {
-        const struct ivec *add = &b->c[c];
-        if (!add->n)
-            continue;
-        int64_t now;
-        const struct ivec *was = cov;
-        if (!cov->n) {
-            cov = add;
-            now = measure(cov);
-        } else if (c == last && c != I_INPUT) {
-            now = measure_union(cov, add);
-        } else {
-            struct ivec *next = &rp->scratch[turn];
-            turn ^= 1;
-            if (unite(cov, add, next) < 0)
-                break;
-            cov = next;
-            now = measure(cov);
-        }
-        out[to_cat[c]] = (double)(now - covered);
-        if (c == I_INPUT)
-            *head = (double)(measure_within(cov, st.start, first_compute) -
-                             measure_within(was, st.start, first_compute));
-        covered = now;
+    struct ivec *u = rp->u;
+    int ok = unite(&b->c[I_COMPUTE], &b->c[I_MEMCPY], &u[U_CM]) == 0 &&
+             unite(&u[U_CM], &b->c[I_TRANSFER], &u[U_CMT]) == 0 &&
+             unite(&u[U_CMT], &b->c[I_WAIT], &u[U_CMTW]) == 0 &&
+             unite(&u[U_CMTW], &b->c[I_INPUT], &u[U_I]) == 0 &&
+             unite(&u[U_I], &b->c[I_LAUNCH], &u[U_L]) == 0;
+    if (!ok)
+        return;
+    /* the host's own late time: before its calls, while the GPU was idle */
+    struct ivec *calls = &rp->tmp;
+    if (unite(&b->c[I_HOST], &b->c[I_LAUNCH], calls) < 0)
+        return;
+    late_host(calls, &u[U_I], st, &rp->ext);
+    normalize(&rp->ext, st);
+    if (unite(&u[U_L], &b->c[I_HOST], calls) < 0 || unite(calls, &rp->ext, &u[U_H]) < 0)
+        return;
+    int64_t prev = measure(&b->c[I_COMPUTE]);
+    out[SP_CAT_COMPUTE] = (double)prev;
+    for (int l = 0; l < U_N; l++) {
+        int64_t now = measure(&u[l]);
+        out[level_cat[l]] += (double)(now - prev);
+        prev = now;
     }
-    out[SP_CAT_IDLE_OTHER] = (double)(st.end - st.start - covered);
+    out[SP_CAT_IDLE_OTHER] = (double)(st.end - st.start - prev);
+    int64_t first_compute = b->c[I_COMPUTE].n ? b->c[I_COMPUTE].v[0].start : st.end;
+    *head = (double)(measure_within(&u[U_I], st.start, first_compute) -
+                     measure_within(&u[U_CMTW], st.start, first_compute));
     /* overlap: NCCL kernel time under compute */
-    struct ivec *tmp = &rp->scratch[2];
     if (b->c[I_COMPUTE].n && (b->c[I_TRANSFER].n || b->c[I_WAIT].n) &&
-        unite(&b->c[I_TRANSFER], &b->c[I_WAIT], tmp) == 0)
-        out[SP_CAT_OVERLAP] = (double)(measure(&b->c[I_COMPUTE]) + measure(tmp) -
-                                       measure_union(&b->c[I_COMPUTE], tmp));
+        unite(&b->c[I_TRANSFER], &b->c[I_WAIT], calls) == 0)
+        out[SP_CAT_OVERLAP] = (double)(measure(&b->c[I_COMPUTE]) + measure(calls) -
+                                       measure_union(&b->c[I_COMPUTE], calls));
+    build_nodes(rp, k, st);
 }
 
 /* First step whose end is after t, or hi. */
@@ -324,6 +439,8 @@ static void add_collectives(struct rank_pass *rp, int k)
         const struct sp_coll_call *c = &r->calls[i];
         if (c->start >= st.end)
             break;
+        if (c->host_t >= st.start && c->host_t < st.end)
+            push_ival(rp, b, c->host_t, c->host_t + 1, I_LAUNCH);
         if (c->timing == SP_TIMING_HOST || c->end <= st.start)
             continue;
         push_ival(rp, b, c->start, c->start + c->wait, I_WAIT);
@@ -337,7 +454,7 @@ static void close_step(struct rank_pass *rp, int k)
     if (b->done)
         return;
     add_collectives(rp, k);
-    reduce(rp, b, rp->r->steps[k], rp->r->cat[k], &rp->r->input_head[k]);
+    reduce(rp, b, k, rp->r->cat[k], &rp->r->input_head[k]);
     for (int c = 0; c < I_N; c++) {
         if (b->c[c].v && rp->nspare < SPARE_MAX) {
             b->c[c].n = 0;
@@ -418,8 +535,10 @@ static void on_event(struct rank_pass *rp, const struct sp_event *ev)
             add_interval(rp, t, t + (int64_t)ev->gpu.dur, I_MEMCPY);
         break;
     case SP_EV_CUDA:
-        if (ev->cuda.api != SP_CUDA_SET_DEVICE && ev->cuda.api != SP_CUDA_MALLOC &&
-            ev->cuda.api != SP_CUDA_FREE)
+        if (ev->cuda.api == SP_CUDA_LAUNCH || ev->cuda.api == SP_CUDA_GRAPH_LAUNCH)
+            add_interval(rp, t, t + (int64_t)ev->cuda.dur + 1, I_LAUNCH);
+        else if (ev->cuda.api != SP_CUDA_SET_DEVICE && ev->cuda.api != SP_CUDA_MALLOC &&
+                 ev->cuda.api != SP_CUDA_FREE)
             add_interval(rp, t, t + (int64_t)ev->cuda.dur, I_HOST);
         break;
     case SP_EV_IO:
@@ -503,8 +622,10 @@ static void classify_rank(int i, void *arg)
     free(rp.buf);
     for (int i = 0; i < rp.nspare; i++)
         free(rp.spare[i].v);
-    for (int i = 0; i < 3; i++)
-        free(rp.scratch[i].v);
+    for (int i = 0; i < U_N; i++)
+        free(rp.u[i].v);
+    free(rp.ext.v);
+    free(rp.tmp.v);
 }
 
 struct classify_job { struct sp_model *m; int done; pthread_mutex_t lock; };

@@ -27,6 +27,47 @@
 
 struct ref_key { uint64_t comm, seq; struct sp_coll_ref ref; };
 
+/* p2p keys: the k-th message between a sender and a receiver on a
+ * communicator, counted on each side in the order the host issued them
+ * (NCCL matches a pair's sends and recvs in that order). */
+struct p2p_ord { uint64_t comm; int32_t dir, peer; int64_t t; size_t c; };
+
+static int cmp_p2p(const void *a, const void *b)
+{
+    const struct p2p_ord *x = a, *y = b;
+    if (x->comm != y->comm)
+        return x->comm < y->comm ? -1 : 1;
+    if (x->dir != y->dir)
+        return x->dir - y->dir;
+    if (x->peer != y->peer)
+        return x->peer - y->peer;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return (x->c > y->c) - (x->c < y->c);
+}
+
+static void assign_keys(struct sp_rank *r)
+{
+    struct p2p_ord *o = malloc((r->ncalls + 1) * sizeof *o);
+    size_t n = 0;
+    for (size_t c = 0; c < r->ncalls; c++) {
+        struct sp_coll_call *x = &r->calls[c];
+        x->key = x->seq;
+        if (sp_op_is_p2p(x->op) && o)
+            o[n++] = (struct p2p_ord){x->comm, (int32_t)x->op, x->peer, x->host_t, c};
+    }
+    if (o && n)
+        qsort(o, n, sizeof *o, cmp_p2p);
+    uint64_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        k = i && o[i].comm == o[i - 1].comm && o[i].dir == o[i - 1].dir && o[i].peer == o[i - 1].peer ? k + 1 : 1;
+        struct sp_coll_call *x = &r->calls[o[i].c];
+        uint32_t me = (uint32_t)x->crank, peer = (uint32_t)x->peer;
+        x->key = x->op == SP_NCCL_SEND ? sp_p2p_key(me, peer, k) : sp_p2p_key(peer, me, k);
+    }
+    free(o);
+}
+
 static int cmp_key(const void *a, const void *b)
 {
     const struct ref_key *x = a, *y = b;
@@ -52,7 +93,7 @@ void sp_model_each_instance(struct sp_model *m, sp_instance_fn fn, void *arg)
     size_t n = 0;
     for (int i = 0; i < m->nranks; i++)
         for (size_t c = 0; c < m->ranks[i].ncalls; c++)
-            k[n++] = (struct ref_key){m->ranks[i].calls[c].comm, m->ranks[i].calls[c].seq, {i, c}};
+            k[n++] = (struct ref_key){m->ranks[i].calls[c].comm, m->ranks[i].calls[c].key, {i, c}};
     qsort(k, n, sizeof *k, cmp_key);
     for (size_t a = 0; a < n;) {
         size_t b = a;
@@ -155,15 +196,21 @@ static void measure_instance(struct sp_model *m, const struct sp_coll_ref *refs,
         }
     }
     struct sp_coll_call *c0 = call_of(m, &refs[0]);
-    int complete = n >= c0->nranks;
-    for (size_t i = 0; i < n; i++)
+    int complete = sp_op_is_p2p(c0->op) ? n >= 2 : n >= c0->nranks;
+    for (size_t i = 0; i < n; i++) {
         call_of(m, &refs[i])->matched = (uint8_t)complete;
+        call_of(m, &refs[i])->inst = (int32_t)m->coll_instances;
+    }
     m->coll_instances++;
     if (!complete)
         m->coll_instances_incomplete++;
     if (!in_view(m, &refs[0]))
         return;
     add_to_summary(m, c0, (double)transfer, wait_sum / (double)n, complete, spans);
+    /* who arrives last is a collective's question: a send and its recv
+     * are two ranks taking turns along a pipeline */
+    if (sp_op_is_p2p(c0->op))
+        return;
     double tol = TIE_NS > 2e3 * m->skew_us ? TIE_NS : 2e3 * m->skew_us;
     for (size_t i = 0; i < n; i++) {
         struct sp_rank *r = &m->ranks[refs[i].r];
@@ -186,10 +233,11 @@ static void finish_summaries(struct sp_model *m)
         double t_ns = s->transfer_ms * NS_PER_MS;
         s->busbw_gbps = t_ns > 0 ? bytes / t_ns * sp_model_busbw_factor(s->op, s->nranks) : 0;
         if (s->missing)
-            sp_model_warn(m, "communicator %llx: %llu of %llu %s calls were not reached by every "
+            sp_model_warn(m, "communicator %016llx: %llu of %llu %s calls were not reached by every "
                              "rank (a rank is missing or its trace ends early)",
                           (unsigned long long)s->comm, (unsigned long long)s->missing,
-                          (unsigned long long)s->calls, s->op == 1 ? "allreduce" : "collective");
+                          (unsigned long long)s->calls, s->op == SP_NCCL_ALLREDUCE ? "allreduce" :
+                          sp_op_is_p2p(s->op) ? "send/recv" : "collective");
     }
 }
 
@@ -202,6 +250,8 @@ static int cmp_cost(const void *a, const void *b)
 
 void sp_model_match_collectives(struct sp_model *m)
 {
+    for (int i = 0; i < m->nranks; i++)
+        assign_keys(&m->ranks[i]);
     sp_model_each_instance(m, measure_instance, NULL);
     finish_summaries(m);
     if (m->ncolls)

@@ -1,16 +1,21 @@
 /*
- * model_findings.c - stragglers and the seed's triage table as findings.
+ * model_findings.c - the seed's triage table as findings, each priced by
+ * the what-if replay (model_replay.c): the share of the mean step time
+ * that fixing the cause alone would save.
  *
- * Every finding is a measured share of step time compared against a named
- * threshold (docs/analysis.md explains each choice), carries its evidence
- * as a sentence with the figures, the ranks and steps concerned, and the
- * first thing to try.  Findings are sorted by cost, their share of step
- * time, so the first one printed is the one worth fixing first.
+ * One table (causes[] below) gives every cause its name, its first thing
+ * to try and its documentation anchor, for report and compare alike.
+ * Severity follows the gain (sp_severity_of_gain); findings are ordered by
+ * gain, and `healthy` means no finding gains 5% or more.  Where two
+ * counterfactuals fix the same time, one finding names it: a fixed
+ * straggler when fixing that rank alone recovers most of what balancing
+ * every rank would (else the work is imbalanced, with no fixed culprit),
+ * and a straggler whose excess is its own input only when fixing it alone
+ * recovers most of what a faster input pipeline would.
  *
- * The straggler is the rank that arrives last most often (ties excluded in
- * model_coll.c); its cause is the component of its own step (compute,
- * memcpy, input, host, other) whose excess over the other ranks' median
- * explains at least 80% of its total excess, else "mixed".
+ * The arrival table (sp_model_stragglers: who arrives last at collectives
+ * and why) stays as evidence; who is named straggler is the replay's
+ * choice: the rank, or small communicator, whose fixing gains most.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,41 +24,63 @@
 
 #include "model.h"
 
-/* idle_input share: TensorFlow's input-pipeline analyzer calls >= 20%
- * "highly input bound" and >= 5% "moderately". */
-#define INPUT_LOW 0.02
-#define INPUT_MODERATE 0.05
-#define INPUT_HIGH 0.20
-/* exposed transfer share */
-#define COMM_LOW 0.05
-#define COMM_MODERATE 0.10
-#define COMM_HIGH 0.30
-/* compute / collective time per step */
-#define SMALL_MODERATE 1.0
-#define SMALL_HIGH 0.5
-#define SMALL_MIN_SHARE 0.05
-/* straggler: last at this share of collectives; others' wait share */
-#define STRAGGLER_LAST 0.5
-#define STRAGGLER_LOW 0.02
-#define STRAGGLER_MODERATE 0.05
-#define STRAGGLER_HIGH 0.15
-#define CAUSE_EXPLAINS 0.8
-/* cross-host bus bandwidth / intra-host bus bandwidth */
-#define CROSS_MODERATE 0.5
-#define CROSS_HIGH 0.25
+#define STRAGGLER_LAST 0.5  /* the arrival table lists ranks last at >= half */
+#define CAUSE_EXPLAINS 0.8  /* a component explaining this much of an excess names it */
+#define REPORT_MIN 0.02     /* a finding is listed from this gain */
+#define CULPRIT_SHARE 0.6   /* one rank recovers this much of all: it is the culprit */
+#define UNEXPLAINED_MIN 0.10 /* idle nothing explains, said as a finding from here */
+#define CROSS_RATIO 0.5     /* spanning bus bandwidth below half the reference */
 #define NS_PER_MS 1e6
 /* a step "dips" when at least 1% of it is input wait before its first kernel */
 #define INPUT_DIP 0.01
 /* host CPU busy fraction called saturated */
 #define CPU_SATURATED 0.9
+/* reads below this per rank are rendezvous and config files, not input */
+#define READS_SHOWN_BYTES (64 << 10)
 
-static const char *const first_try[] = {
-    "more loader workers, faster storage, caching; move preprocessing off the critical path",
-    "check topology; overlap communication with computation; consider gradient accumulation",
-    "raise the global batch size (adjust the learning rate, validate the loss)",
-    "inspect data distribution across ranks; test that device alone",
-    "verify network setup and bandwidth for the instance type",
+static const struct sp_cause_info causes[SP_CAUSE_N] = {
+    [SP_CAUSE_STRAGGLER] = {"straggler", "inspect data distribution across ranks; test that device alone", "straggler"},
+    [SP_CAUSE_IMBALANCE] = {"imbalance",
+                            "balance work per rank: bucket samples by sequence length, pack them, or shard by cost",
+                            "imbalance"},
+    [SP_CAUSE_PIPELINE_STAGE] = {"pipeline_stage", "repartition layers across pipeline stages so each does the same work",
+                                 "pipeline_stage"},
+    [SP_CAUSE_PIPELINE_BUBBLE] = {"pipeline_bubble",
+                                  "more micro-batches per step, or an interleaved (virtual-stage) schedule",
+                                  "pipeline_bubble"},
+    [SP_CAUSE_INPUT] = {"input_pipeline",
+                        "more loader workers, faster storage, caching; move preprocessing off the critical path",
+                        "input_pipeline"},
+    [SP_CAUSE_HOST] = {"host_overhead",
+                       "launch less often: CUDA graphs, larger or fused kernels (torch.compile), fewer synchronizations",
+                       "host_overhead"},
+    [SP_CAUSE_COMMUNICATION] = {"communication",
+                                "check topology; overlap communication with computation; consider gradient accumulation",
+                                "communication"},
+    [SP_CAUSE_CROSS_NODE] = {"cross_node", "verify network setup and bandwidth for the instance type", "cross_node"},
+    [SP_CAUSE_SMALL_BATCH] = {"small_batch", "raise the global batch size (adjust the learning rate, validate the loss)",
+                              "small_batch"},
+    [SP_CAUSE_UNEXPLAINED] = {"unexplained",
+                              "sample the host during the idle gaps (perf, py-spy): the trace shows no CUDA call, input "
+                              "wait or collective there",
+                              "unexplained"},
+    [SP_CAUSE_SCALING] = {"scaling",
+                          "read each run's findings (scaleprof report DIR); raise the global batch size if compute per "
+                          "step shrank",
+                          "compare"},
+    [SP_CAUSE_HANG] = {"hang", "see what the missing rank was doing: scaleprof hang DIR", "hang"},
 };
+
+const struct sp_cause_info *sp_cause_info(int cause)
+{
+    static const struct sp_cause_info unknown = {"?", "", ""};
+    return cause >= 0 && cause < SP_CAUSE_N && causes[cause].name ? &causes[cause] : &unknown;
+}
+
+int sp_severity_of_gain(double gain)
+{
+    return gain >= SP_GAIN_HIGH ? SP_SEV_HIGH : gain >= SP_GAIN_MODERATE ? SP_SEV_MODERATE : SP_SEV_LOW;
+}
 
 static double per_step_ms(const struct sp_model *m, const struct sp_rank *r, int cat)
 {
@@ -137,48 +164,6 @@ static void set_all_ranks(const struct sp_model *m, struct sp_finding *f)
             f->ranks[f->nranks++] = m->ranks[i].rank;
 }
 
-static struct sp_finding *add(struct sp_model *m, const char *cause, int sev, double cost, int try_idx)
-{
-    if (sev == SP_SEV_NONE || m->nfindings >= (int)(sizeof m->findings / sizeof m->findings[0]))
-        return NULL;
-    int *ranks = malloc(((size_t)m->nranks + 1) * sizeof *ranks);
-    if (!ranks)
-        return NULL;
-    struct sp_finding *f = &m->findings[m->nfindings++];
-    memset(f, 0, sizeof *f);
-    f->cause = cause;
-    f->severity = sev;
-    f->cost = cost;
-    f->first_try = first_try[try_idx];
-    f->ranks = ranks;
-    set_all_ranks(m, f);
-    f->step_first = m->step_lo;
-    f->step_last = m->step_hi - 1;
-    return f;
-}
-
-static int grade(double v, double low, double moderate, double high)
-{
-    return v >= high ? SP_SEV_HIGH : v >= moderate ? SP_SEV_MODERATE : v >= low ? SP_SEV_LOW : SP_SEV_NONE;
-}
-
-/* The ranks whose share of category `cat` reaches `min`; all ranks when
- * none does (the finding is then about the whole job's average). */
-static void ranks_over(const struct sp_model *m, int cat, double min, struct sp_finding *f)
-{
-    f->nranks = 0;
-    for (int i = 0; i < m->nranks; i++) {
-        if (!m->ranks[i].cat)
-            continue;
-        double b[SP_CAT_N];
-        sp_model_rank_breakdown(m, &m->ranks[i], b);
-        if (b[cat] >= min)
-            f->ranks[f->nranks++] = m->ranks[i].rank;
-    }
-    if (!f->nranks)
-        set_all_ranks(m, f);
-}
-
 /* Steps whose input wait comes at their start (before the first compute):
  * the seed's "periodic dips".  Counted over the finding's ranks. */
 static void input_at_start(const struct sp_model *m, const struct sp_finding *f, int *dips, int *steps,
@@ -257,31 +242,14 @@ static void input_resources(const struct sp_model *m, struct sp_finding *f)
     }
     if (m->flags_any & SP_FLAG_NO_FILE_IO)
         say(f, "; file reads unknown (source records no file I/O)");
-    else if (bytes && span_ns > 0)
+    else if (bytes >= (uint64_t)READS_SHOWN_BYTES * (uint64_t)m->nranks && span_ns > 0)
         say(f, "; file reads: %.1f MB/s per rank over the run, %.1f MB/s while reading",
             (double)bytes / 1e6 / (span_ns / 1e9), read_ns > 0 ? (double)bytes / 1e6 / (read_ns / 1e9) : 0);
+    else if (bytes)
+        say(f, "; file reads: only %.0f KiB in all, so input is not read from files during the steps",
+            (double)bytes / 1024);
     else
         say(f, "; no file reads recorded");
-}
-
-static void input_finding(struct sp_model *m)
-{
-    double share = m->breakdown[SP_CAT_IDLE_INPUT];
-    struct sp_finding *f = add(m, "input_pipeline", grade(share, INPUT_LOW, INPUT_MODERATE, INPUT_HIGH),
-                               share, 0);
-    if (!f)
-        return;
-    ranks_over(m, SP_CAT_IDLE_INPUT, INPUT_MODERATE, f);
-    int dips, steps;
-    double head;
-    input_at_start(m, f, &dips, &steps, &head);
-    say(f, "GPUs sat idle waiting for input %.1f%% of step time (%.2f ms of a %.2f ms step)", 100 * share,
-        share * m->step_mean_ms, m->step_mean_ms);
-    if (steps)
-        say(f, "; %s: %d of %d steps begin with a wait for input, %.0f%% of the input wait comes before a "
-               "step's first kernel", 2 * dips >= steps ? "periodic dips at step start" : "not at step start",
-            dips, steps, 100 * head);
-    input_resources(m, f);
 }
 
 double sp_model_busbw(const struct sp_model *m, int spans, double *transfer_ms)
@@ -301,131 +269,293 @@ double sp_model_busbw(const struct sp_model *m, int spans, double *transfer_ms)
     return w > 0 ? bw / w : 0;
 }
 
-static void communication_finding(struct sp_model *m)
+
+/* ---- findings from the replay ---- */
+
+static int cmp_int(const void *a, const void *b)
 {
-    double share = m->breakdown[SP_CAT_COLL_TRANSFER];
-    struct sp_finding *f = add(m, "communication", grade(share, COMM_LOW, COMM_MODERATE, COMM_HIGH), share, 1);
-    if (!f)
-        return;
-    double coll = share + m->breakdown[SP_CAT_COLL_WAIT] + m->breakdown[SP_CAT_OVERLAP];
-    snprintf(f->evidence, sizeof f->evidence,
-             "collective transfer not hidden by compute takes %.1f%% of step time; achieved bus "
-             "bandwidth %.1f GB/s; %.0f%% of collective time overlapped with compute",
-             100 * share, sp_model_busbw(m, -1, NULL), coll > 0 ? 100 * m->breakdown[SP_CAT_OVERLAP] / coll : 0);
+    return *(const int *)a - *(const int *)b;
 }
 
-/* Compute per step against the collective time a larger batch would hide:
- * the transfer (exposed or overlapped) and the wait that is not a
- * straggler's doing.  Waiting for a late rank is the straggler finding;
- * counting it here would call an imbalanced run "small batch". */
-static void small_batch_finding(struct sp_model *m)
+static struct sp_finding *add(struct sp_model *m, int cause, double gain)
 {
-    double comp = m->breakdown[SP_CAT_COMPUTE] + m->breakdown[SP_CAT_OVERLAP];
-    double wait = m->nstragglers ? 0 : m->breakdown[SP_CAT_COLL_WAIT];
-    double coll = m->breakdown[SP_CAT_COLL_TRANSFER] + wait + m->breakdown[SP_CAT_OVERLAP];
-    if (coll < SMALL_MIN_SHARE || m->nranks < 2)
-        return;
-    double ratio = comp / coll;
-    int sev = ratio < SMALL_HIGH ? SP_SEV_HIGH : ratio < SMALL_MODERATE ? SP_SEV_MODERATE : SP_SEV_NONE;
-    struct sp_finding *f = add(m, "small_batch", sev, m->breakdown[SP_CAT_COLL_TRANSFER] + wait, 2);
-    if (!f)
-        return;
-    snprintf(f->evidence, sizeof f->evidence,
-             "compute per step (%.2f ms) is %.2fx the collective time per step (%.2f ms of transfer%s): each "
-             "GPU's share of the batch is too small to hide communication",
-             comp * m->step_mean_ms, ratio, coll * m->step_mean_ms,
-             m->nstragglers ? "; waiting for the straggler is left out" : " and wait");
+    if (m->nfindings >= SP_CAUSE_N)
+        return NULL;
+    int *ranks = malloc(((size_t)m->nranks + 1) * sizeof *ranks);
+    if (!ranks)
+        return NULL;
+    struct sp_finding *f = &m->findings[m->nfindings++];
+    memset(f, 0, sizeof *f);
+    f->cause = cause;
+    f->gain = gain;
+    f->severity = sp_severity_of_gain(gain);
+    f->step_ms_if_fixed = m->step_mean_ms * (1 - gain);
+    f->ranks = ranks;
+    set_all_ranks(m, f);
+    f->step_first = m->step_lo;
+    f->step_last = m->step_hi - 1;
+    return f;
 }
 
-static void straggler_finding(struct sp_model *m)
+/* "cut the mean step from 41.20 to 27.31 ms (34%)" */
+static void say_gain(const struct sp_model *m, struct sp_finding *f, const char *fix)
 {
-    if (!m->nstragglers)
-        return;
-    const struct sp_straggler *s = &m->stragglers[0];
-    double wait = 0, t = 0;
+    say(f, "%s would cut the mean step from %.2f to %.2f ms (%.0f%% faster)", fix, m->step_mean_ms,
+        f->step_ms_if_fixed, 100 * f->gain);
+}
+
+/* Ranks whose share of category `cat` reaches `min`; all when none does. */
+static void ranks_over(const struct sp_model *m, int cat, double min, struct sp_finding *f)
+{
+    f->nranks = 0;
     for (int i = 0; i < m->nranks; i++) {
-        const struct sp_rank *r = &m->ranks[i];
-        if (r->rank == s->rank || !r->cat)
+        if (!m->ranks[i].cat)
             continue;
         double b[SP_CAT_N];
-        sp_model_rank_breakdown(m, r, b);
-        wait += b[SP_CAT_COLL_WAIT];
-        t += 1;
+        sp_model_rank_breakdown(m, &m->ranks[i], b);
+        if (b[cat] >= min)
+            f->ranks[f->nranks++] = m->ranks[i].rank;
     }
-    double share = t > 0 ? wait / t : 0;
-    struct sp_finding *f = add(m, "straggler", grade(share, STRAGGLER_LOW, STRAGGLER_MODERATE, STRAGGLER_HIGH),
-                               share, 3);
-    if (!f)
-        return;
-    f->ranks[0] = s->rank;
-    f->nranks = 1;
-    snprintf(f->evidence, sizeof f->evidence,
-             "rank %d arrived last at %.0f%% of collectives; the other ranks wait for it %.1f%% of "
-             "step time (%.2f ms per step); its excess is explained by %s",
-             s->rank, 100 * s->last_fraction, 100 * share, share * m->step_mean_ms, s->cause);
+    if (!f->nranks)
+        set_all_ranks(m, f);
 }
 
-/* Within a host NVLink carries well over 100 GB/s of bus bandwidth on every
- * generation since V100; a network adapter carries at most its line rate
- * (a 400 Gb/s NIC: 50 GB/s).  A communicator spanning hosts that stays
- * below this is paced by the network (docs/analysis.md). */
-#define CROSS_ABS_GBPS 50.0
-
-static void cross_node_relative(struct sp_model *m, double inter, double inter_t, double intra, double intra_t)
+static void input_finding(struct sp_model *m, double gain)
 {
-    double ratio = inter / intra;
-    int sev = ratio < CROSS_HIGH ? SP_SEV_HIGH : ratio < CROSS_MODERATE ? SP_SEV_MODERATE : SP_SEV_NONE;
-    double cost = m->breakdown[SP_CAT_COLL_TRANSFER] * inter_t / (inter_t + intra_t);
-    struct sp_finding *f = add(m, "cross_node", sev, cost, 4);
+    struct sp_finding *f = add(m, SP_CAUSE_INPUT, gain);
     if (!f)
         return;
-    snprintf(f->evidence, sizeof f->evidence,
-             "collectives spanning hosts reach %.1f GB/s bus bandwidth, %.0f%% of the %.1f GB/s "
-             "within a host",
-             inter, 100 * ratio, intra);
+    double share = m->breakdown[SP_CAT_IDLE_INPUT];
+    ranks_over(m, SP_CAT_IDLE_INPUT, SP_GAIN_MODERATE, f);
+    say_gain(m, f, "removing the waits for input");
+    say(f, "; GPUs sat idle waiting for input %.1f%% of step time (%.2f ms of a %.2f ms step)", 100 * share,
+        share * m->step_mean_ms, m->step_mean_ms);
+    int dips, steps;
+    double head;
+    input_at_start(m, f, &dips, &steps, &head);
+    if (steps)
+        say(f, "; %s: %d of %d steps begin with a wait for input, %.0f%% of the input wait comes before a "
+               "step's first kernel", 2 * dips >= steps ? "periodic dips at step start" : "not at step start",
+            dips, steps, 100 * head);
+    input_resources(m, f);
 }
 
-/* No collective within a host to compare with: judge the spanning ones
- * against what a host's own links would give, when their exposed transfer
- * matters. */
-static void cross_node_absolute(struct sp_model *m, double inter)
+/* The others' wait for the set, as a share of their step time. */
+static double others_wait(const struct sp_model *m, const uint8_t *set)
 {
-    double exposed = m->breakdown[SP_CAT_COLL_TRANSFER];
-    if (inter <= 0 || inter >= CROSS_ABS_GBPS || exposed < COMM_LOW)
-        return;
-    struct sp_finding *f = add(m, "cross_node", SP_SEV_MODERATE, exposed, 4);
+    double wait = 0;
+    int n = 0;
+    for (int i = 0; i < m->nranks; i++) {
+        if (set[i] || !m->ranks[i].cat)
+            continue;
+        double b[SP_CAT_N];
+        sp_model_rank_breakdown(m, &m->ranks[i], b);
+        wait += b[SP_CAT_COLL_WAIT];
+        n++;
+    }
+    return n ? wait / n : 0;
+}
+
+static void straggler_finding(struct sp_model *m, const struct sp_replay *rp, double gain, const char *cause)
+{
+    struct sp_finding *f = add(m, SP_CAUSE_STRAGGLER, gain);
     if (!f)
         return;
-    snprintf(f->evidence, sizeof f->evidence,
-             "every collective spans %d hosts and reaches %.1f GB/s bus bandwidth, below the %.0f GB/s "
-             "that links within a host give (NVLink), while exposed transfer takes %.1f%% of step time",
-             m->nhosts, inter, CROSS_ABS_GBPS, 100 * exposed);
-}
-
-static void cross_node_finding(struct sp_model *m)
-{
-    double inter_t, intra_t;
-    double inter = sp_model_busbw(m, 1, &inter_t), intra = sp_model_busbw(m, 0, &intra_t);
-    if (inter_t <= 0)
-        return;
-    if (intra_t > 0 && intra > 0)
-        cross_node_relative(m, inter, inter_t, intra, intra_t);
+    f->nranks = 0;
+    for (int i = 0; i < m->nranks; i++)
+        if (rp->straggler_set[i])
+            f->ranks[f->nranks++] = m->ranks[i].rank;
+    char who[96];
+    if (f->nranks == 1)
+        snprintf(who, sizeof who, "rank %d", f->ranks[0]);
     else
-        cross_node_absolute(m, inter);
+        snprintf(who, sizeof who, "the %d ranks of one communicator", f->nranks);
+    char fix[256];
+    snprintf(fix, sizeof fix, "bringing %s to its peers' median time for the same work", who);
+    say_gain(m, f, fix);
+    say(f, "; the other ranks wait %.1f%% of step time in collectives", 100 * others_wait(m, rp->straggler_set));
+    for (int i = 0; i < m->nstragglers; i++)
+        if (f->nranks == 1 && m->stragglers[i].rank == f->ranks[0])
+            say(f, "; it arrived last at %.0f%% of collectives", 100 * m->stragglers[i].last_fraction);
+    if (cause)
+        say(f, "; its excess is explained by %s", cause);
+}
+
+static void imbalance_finding(struct sp_model *m, const struct sp_replay *rp, double gain)
+{
+    struct sp_finding *f = add(m, SP_CAUSE_IMBALANCE, gain);
+    if (!f)
+        return;
+    say_gain(m, f, "giving every rank the median work of each step");
+    say(f, "; the slowest rank changes from step to step (no rank alone recovers more than %.0f%%); ranks wait "
+           "%.1f%% of step time in collectives",
+        100 * rp->gain[SP_CAUSE_STRAGGLER], 100 * m->breakdown[SP_CAT_COLL_WAIT]);
+}
+
+static void stage_finding(struct sp_model *m, const struct sp_replay *rp, double gain)
+{
+    struct sp_finding *f = add(m, SP_CAUSE_PIPELINE_STAGE, gain);
+    if (!f)
+        return;
+    f->nranks = 0;
+    for (int i = 0; i < m->nranks; i++)
+        if (m->ranks[i].stage == rp->stage)
+            f->ranks[f->nranks++] = m->ranks[i].rank;
+    char fix[128];
+    snprintf(fix, sizeof fix, "giving pipeline stage %d (of %d) the other stages' median GPU work", rp->stage,
+             m->pipeline_stages);
+    say_gain(m, f, fix);
+}
+
+static void bubble_finding(struct sp_model *m, const struct sp_replay *rp, double gain)
+{
+    struct sp_finding *f = add(m, SP_CAUSE_PIPELINE_BUBBLE, gain);
+    if (!f)
+        return;
+    char fix[160];
+    int mb = m->micro_batches;
+    if (mb > 0)
+        snprintf(fix, sizeof fix, "%d micro-batches per step instead of %d (same work, half the bubble)", 2 * mb, mb);
+    else
+        snprintf(fix, sizeof fix, "twice the micro-batches per step (same work, half the bubble)");
+    say_gain(m, f, fix);
+    say(f, "; %d stages wait %.1f%% of step time for each other in the pipeline's fill and drain%s",
+        m->pipeline_stages, 100 * rp->bubble_share, rp->stage >= 0 ? " once the stages are balanced" : "");
+}
+
+static void host_finding(struct sp_model *m, double gain)
+{
+    struct sp_finding *f = add(m, SP_CAUSE_HOST, gain);
+    if (!f)
+        return;
+    ranks_over(m, SP_CAT_IDLE_HOST, SP_GAIN_MODERATE, f);
+    double busy = m->breakdown[SP_CAT_COMPUTE] + m->breakdown[SP_CAT_MEMCPY];
+    say_gain(m, f, "removing the host's time between launches and in syncs");
+    say(f, "; the GPU waits for the host %.1f%% of step time (it launched the next work late, or blocked in "
+           "a sync) and is busy only %.1f%%",
+        100 * m->breakdown[SP_CAT_IDLE_HOST], 100 * busy);
+}
+
+static void communication_finding(struct sp_model *m, double gain)
+{
+    struct sp_finding *f = add(m, SP_CAUSE_COMMUNICATION, gain);
+    if (!f)
+        return;
+    double share = m->breakdown[SP_CAT_COLL_TRANSFER];
+    double coll = share + m->breakdown[SP_CAT_COLL_WAIT] + m->breakdown[SP_CAT_OVERLAP];
+    say_gain(m, f, "hiding every transfer under compute");
+    say(f, "; collective transfer not hidden by compute takes %.1f%% of step time; achieved bus bandwidth "
+           "%.1f GB/s; %.0f%% of collective time overlapped with compute",
+        100 * share, sp_model_busbw(m, -1, NULL), coll > 0 ? 100 * m->breakdown[SP_CAT_OVERLAP] / coll : 0);
+}
+
+static void cross_node_finding(struct sp_model *m, const struct sp_replay *rp, double gain)
+{
+    struct sp_finding *f = add(m, SP_CAUSE_CROSS_NODE, gain);
+    if (!f)
+        return;
+    double intra_t, intra = sp_model_busbw(m, 0, &intra_t), inter = sp_model_busbw(m, 1, NULL);
+    say_gain(m, f, "collectives spanning hosts at the bandwidth within a host");
+    if (intra_t > 0 && intra > 0)
+        say(f, "; collectives spanning hosts reach %.1f GB/s bus bandwidth, %.0f%% of the %.1f GB/s within a host",
+            inter, 100 * rp->cross_scale, intra);
+    else
+        say(f, "; every collective spans %d hosts and reaches %.1f GB/s bus bandwidth, below the %.0f GB/s that "
+               "links within a host give (NVLink)",
+            m->nhosts, inter, inter / rp->cross_scale);
+}
+
+static void unexplained_finding(struct sp_model *m, double gain)
+{
+    struct sp_finding *f = add(m, SP_CAUSE_UNEXPLAINED, gain);
+    if (!f)
+        return;
+    ranks_over(m, SP_CAT_IDLE_OTHER, UNEXPLAINED_MIN, f);
+    say_gain(m, f, "removing GPU idle time nothing in the trace explains");
+    say(f, "; the GPU is idle %.1f%% of step time while the host is in none of the calls the trace records "
+           "(CUDA, NCCL, input reads or waits)",
+        100 * m->breakdown[SP_CAT_IDLE_OTHER]);
+    double busy = 0;
+    int n = 0;
+    for (int i = 0; i < m->nranks; i++)
+        if (m->ranks[i].machine_busy >= 0) {
+            busy += m->ranks[i].machine_busy;
+            n++;
+        }
+    if (n)
+        say(f, "; the host's CPUs are %.0f%% busy over the run", 100 * busy / n);
 }
 
 static int cmp_finding(const void *a, const void *b)
 {
     const struct sp_finding *x = a, *y = b;
-    return (x->cost < y->cost) - (x->cost > y->cost);
+    return (x->gain < y->gain) - (x->gain > y->gain);
+}
+
+/* Without a replay (nothing to replay), each cause's gain is its own
+ * share of step time: what removing it would save on one rank. */
+static void shares_as_gains(const struct sp_model *m, struct sp_replay *rp)
+{
+    rp->gain[SP_CAUSE_INPUT] = m->breakdown[SP_CAT_IDLE_INPUT];
+    rp->gain[SP_CAUSE_HOST] = m->breakdown[SP_CAT_IDLE_HOST];
+    rp->gain[SP_CAUSE_UNEXPLAINED] = m->breakdown[SP_CAT_IDLE_OTHER];
+    rp->gain[SP_CAUSE_COMMUNICATION] = m->breakdown[SP_CAT_COLL_TRANSFER];
 }
 
 void sp_model_findings(struct sp_model *m)
 {
-    input_finding(m);
-    communication_finding(m);
-    small_batch_finding(m);
-    straggler_finding(m);
-    cross_node_finding(m);
+    struct sp_replay rp;
+    if (sp_model_replay(m, &rp) < 0) {
+        shares_as_gains(m, &rp);
+        rp.straggler_rank = -1;
+    } else {
+        m->replay_step_ms = rp.base_ms;
+    }
+    double *g = rp.gain;
+    int use[SP_CAUSE_N] = {0};
+    /* one culprit, or work that moves between ranks */
+    int culprit = g[SP_CAUSE_STRAGGLER] >= CULPRIT_SHARE * g[SP_CAUSE_IMBALANCE];
+    const char *cause = NULL;
+    if (culprit && g[SP_CAUSE_STRAGGLER] >= REPORT_MIN && rp.straggler_rank >= 0) {
+        cause = straggler_cause(m, rp.straggler_rank);
+        /* its own slow input, when the input pipeline is slow for all */
+        if (!strcmp(cause, "input") && g[SP_CAUSE_STRAGGLER] < CULPRIT_SHARE * g[SP_CAUSE_INPUT])
+            culprit = 0, g[SP_CAUSE_IMBALANCE] = 0;
+    }
+    use[SP_CAUSE_STRAGGLER] = culprit && rp.straggler_set && g[SP_CAUSE_STRAGGLER] >= REPORT_MIN;
+    use[SP_CAUSE_IMBALANCE] = !culprit && g[SP_CAUSE_IMBALANCE] >= REPORT_MIN;
+    use[SP_CAUSE_PIPELINE_STAGE] = rp.stage >= 0 && g[SP_CAUSE_PIPELINE_STAGE] >= REPORT_MIN;
+    use[SP_CAUSE_PIPELINE_BUBBLE] = m->pipeline_stages > 1 && g[SP_CAUSE_PIPELINE_BUBBLE] >= REPORT_MIN;
+    use[SP_CAUSE_INPUT] = g[SP_CAUSE_INPUT] >= REPORT_MIN;
+    use[SP_CAUSE_HOST] = g[SP_CAUSE_HOST] >= REPORT_MIN;
+    use[SP_CAUSE_COMMUNICATION] = g[SP_CAUSE_COMMUNICATION] >= REPORT_MIN;
+    use[SP_CAUSE_CROSS_NODE] = rp.cross_scale > 0 && rp.cross_scale < CROSS_RATIO && g[SP_CAUSE_CROSS_NODE] >= REPORT_MIN;
+    use[SP_CAUSE_UNEXPLAINED] = m->breakdown[SP_CAT_IDLE_OTHER] >= UNEXPLAINED_MIN && g[SP_CAUSE_UNEXPLAINED] >= REPORT_MIN;
+    if (use[SP_CAUSE_STRAGGLER])
+        straggler_finding(m, &rp, g[SP_CAUSE_STRAGGLER], cause);
+    if (use[SP_CAUSE_IMBALANCE])
+        imbalance_finding(m, &rp, g[SP_CAUSE_IMBALANCE]);
+    if (use[SP_CAUSE_PIPELINE_STAGE])
+        stage_finding(m, &rp, g[SP_CAUSE_PIPELINE_STAGE]);
+    if (use[SP_CAUSE_PIPELINE_BUBBLE])
+        bubble_finding(m, &rp, g[SP_CAUSE_PIPELINE_BUBBLE]);
+    if (use[SP_CAUSE_INPUT])
+        input_finding(m, g[SP_CAUSE_INPUT]);
+    if (use[SP_CAUSE_HOST])
+        host_finding(m, g[SP_CAUSE_HOST]);
+    if (use[SP_CAUSE_COMMUNICATION])
+        communication_finding(m, g[SP_CAUSE_COMMUNICATION]);
+    if (use[SP_CAUSE_CROSS_NODE])
+        cross_node_finding(m, &rp, g[SP_CAUSE_CROSS_NODE]);
+    if (use[SP_CAUSE_UNEXPLAINED])
+        unexplained_finding(m, g[SP_CAUSE_UNEXPLAINED]);
+    for (int i = 0; i < m->nfindings; i++)
+        qsort(m->findings[i].ranks, (size_t)m->findings[i].nranks, sizeof(int), cmp_int);
     qsort(m->findings, (size_t)m->nfindings, sizeof m->findings[0], cmp_finding);
+    if (rp.ok && m->nfindings) {
+        double ideal = sp_model_replay_ideal(m, &rp, use);
+        if (ideal > 0 && rp.base_ms > 0)
+            m->ideal_step_ms = m->step_mean_ms * ideal / rp.base_ms;
+    }
+    sp_model_replay_free(&rp);
 }

@@ -102,11 +102,19 @@ struct kernel { int64_t start, end; uint64_t stream, corr; int used; };
 struct open_mark { int64_t t; int matched; };
 struct tid_stack { uint32_t tid; int depth; struct open_mark m[MAX_MARK_DEPTH]; };
 
+/* ncclGroupStart..End nesting per thread: the calls of one group are
+ * launched as one kernel when the group ends. */
+#define MAX_GROUP_THREADS 16
+struct group_state { uint32_t tid; int depth; uint32_t id; };
+
 struct file_scan {
     struct sp_file_rec *f;
     regex_t re;
     struct vec calls, kernels, marks, tids, stacks, kseq;
     size_t last_tid;
+    struct group_state groups[MAX_GROUP_THREADS];
+    int ngroups;
+    uint32_t next_group;
 };
 
 /* Single-GPU step detection needs the compute kernels' names in order;
@@ -208,9 +216,40 @@ static void on_marker(struct file_scan *s, const struct sp_reader *r, const stru
     }
 }
 
+static struct group_state *group_of(struct file_scan *s, uint32_t tid)
+{
+    for (int i = 0; i < s->ngroups; i++)
+        if (s->groups[i].tid == tid)
+            return &s->groups[i];
+    if (s->ngroups == MAX_GROUP_THREADS)
+        return NULL;
+    s->groups[s->ngroups] = (struct group_state){.tid = tid};
+    return &s->groups[s->ngroups++];
+}
+
+/* The group a call belongs to, 0 when issued alone. */
+static uint32_t track_group(struct file_scan *s, const struct sp_event *ev)
+{
+    struct group_state *g = group_of(s, ev->tid);
+    if (!g)
+        return 0;
+    if (ev->nccl.op == SP_NCCL_GROUP_START) {
+        if (g->depth++ == 0)
+            g->id = ++s->next_group;
+        return 0;
+    }
+    if (ev->nccl.op == SP_NCCL_GROUP_END) {
+        if (g->depth > 0)
+            g->depth--;
+        return 0;
+    }
+    return g->depth > 0 ? g->id : 0;
+}
+
 static void on_nccl(struct file_scan *s, const struct sp_event *ev)
 {
     const struct sp_ev_nccl *n = &ev->nccl;
+    uint32_t group = track_group(s, ev);
     if (!is_collective_op(n->op))
         return;
     struct sp_coll_call *c = vec_push(&s->calls, sizeof *c);
@@ -225,6 +264,9 @@ static void on_nccl(struct file_scan *s, const struct sp_event *ev)
     c->op = (uint32_t)n->op;
     c->nranks = (uint32_t)n->nranks;
     c->crank = (int32_t)n->rank;
+    c->peer = (int32_t)n->peer;
+    c->group = group;
+    c->inst = c->node = -1;
     c->host_t = (int64_t)ev->t;
     if (n->gpu_start && n->gpu_dur) {
         c->start = (int64_t)n->gpu_start;
@@ -368,9 +410,20 @@ static void use_kernel(struct sp_coll_call *c, struct kernel *k)
     c->timing = SP_TIMING_GPU;
 }
 
-/* Correlation first; then by order per stream among the rest.  When the
- * calls' and kernels' stream numbers never meet (a runtime that names
- * streams differently), order over all streams is the best left. */
+/* Calls [i, end) that one kernel ran: a group's calls on one stream are
+ * launched together at ncclGroupEnd, so they share its kernel. */
+static size_t unit_end(const struct sp_coll_call *c, size_t nc, size_t i)
+{
+    size_t j = i + 1;
+    while (c[i].group && j < nc && c[j].group == c[i].group && c[j].stream == c[i].stream)
+        j++;
+    return j;
+}
+
+/* Correlation first; then by order per stream among the rest, a group's
+ * calls taking one kernel.  When the calls' and kernels' stream numbers
+ * never meet (a runtime that names streams differently), order over all
+ * streams is the best left. */
 static void match_kernels(struct file_scan *s)
 {
     struct sp_coll_call *c = s->calls.p;
@@ -399,13 +452,19 @@ static void match_kernels(struct file_scan *s)
             j++;
     }
     size_t j = 0;
-    for (size_t i = 0; i < nc; i++) {
-        if (c[i].timing == SP_TIMING_GPU)
-            continue;
-        while (j < nk && (k[j].used || (streams_meet && k[j].stream < c[i].stream)))
-            j++;
-        if (j < nk && (!streams_meet || k[j].stream == c[i].stream))
-            use_kernel(&c[i], &k[j++]);
+    for (size_t i = 0; i < nc;) {
+        size_t end = unit_end(c, nc, i);
+        if (c[i].timing != SP_TIMING_GPU) {
+            while (j < nk && (k[j].used || (streams_meet && k[j].stream < c[i].stream)))
+                j++;
+            if (j < nk && (!streams_meet || k[j].stream == c[i].stream)) {
+                for (size_t x = i; x < end; x++)
+                    if (c[x].timing != SP_TIMING_GPU)
+                        use_kernel(&c[x], &k[j]);
+                j++;
+            }
+        }
+        i = end;
     }
 }
 

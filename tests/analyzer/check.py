@@ -62,7 +62,7 @@ def case_breakdown():
     rep = report(d)
     check_breakdown(rep, truth)
     for tc in truth["collectives"]:
-        got = [c for c in rep["collectives"] if c["comm"] == tc["comm"] and c["bytes"] == tc["bytes"]]
+        got = [c for c in rep["collectives"] if int(c["comm"], 16) == int(tc["comm"], 16) and c["bytes"] == tc["bytes"]]
         if not got:
             fail(f"collective {tc['comm']} {tc['bytes']} not reported")
         near(f"comm {tc['comm']} {tc['bytes']}B transfer_ms", got[0]["transfer_ms"], tc["transfer_ms"],
@@ -284,14 +284,14 @@ def case_straggler_not_small_batch():
 
 def case_cross_node_report():
     """Every collective spans two hosts at 20 GB/s of bus bandwidth and the
-    transfer is exposed: cross_node (moderate).  Not on one host, and not
+    transfer is exposed: cross_node (moderate or worse).  Not on one host, and not
     when the link between hosts is fast."""
     slow, _ = gen("xslow", "--ranks", 8, "--hosts", 2, "--markers", "--inter-transfer-ms", 6)
     one, _ = gen("xone", "--ranks", 8, "--hosts", 1, "--markers", "--transfer-ms", 6)
     fast, _ = gen("xfast", "--ranks", 8, "--hosts", 2, "--markers", "--inter-transfer-ms", 0.4)
     f = findings(report(slow)).get("cross_node")
     print(f"  two hosts, slow: {f}")
-    if not f or f["severity"] != "moderate" or "GB/s" not in f["evidence"]:
+    if not f or f["severity"] not in ("moderate", "high") or "GB/s" not in f["evidence"]:
         fail("cross_node (moderate) with its bandwidth expected")
     for name, d in (("one host", one), ("two hosts, fast link", fast)):
         got = findings(report(d)).get("cross_node")

@@ -149,7 +149,7 @@ SCENARIOS = {
         "needs_root": True,
         "runs": [run("two_nodes", 8, CROSS, nnodes=2),
                  run("one_node", 8, CROSS)],
-        "checks": [("finding", "two_nodes", "cross_node", "moderate"),
+        "checks": [("finding", "two_nodes", "cross_node", "low"),
                    ("busbw", "two_nodes", "allreduce", NET_GBPS),
                    ("categories", "two_nodes"),
                    ("no_finding", "one_node", "cross_node")],

@@ -1,0 +1,863 @@
+/*
+ * model_replay.c - what-if: the recorded job replayed with one cause
+ * removed, so that every finding is priced by the step time it would save.
+ *
+ * The model (after "Understanding Stragglers in Large Model Training Using
+ * What-if Analysis", OSDI'25) is a dependency graph built from what pass 2
+ * measured, never from configuration.  Each rank is a chain of nodes
+ * (model.h, struct sp_rnode): its NCCL kernels in order - a group's sends
+ * and recvs share one - and the end of each step.  Between two nodes the
+ * rank spends local time (GPU busy, input, host, launch, unexplained idle,
+ * by sp_loc); waiting in NCCL kernels and moving their data are not local.
+ * Replaying a node:
+ *   arrival a' = max(e'_prev + gap, a'_prev + under_prev + gap)
+ * the first term when the op followed the previous one on its stream
+ * (recorded e_prev <= a), the second the rank's local work, which goes on
+ * while an op runs (overlap).  Under and gap of consecutive nodes tile the
+ * step, so local time is conserved whatever the counterfactual moves.
+ * An instance (a collective matched by (comm, seq), a send with its recv
+ * by (comm, sender, receiver, k)) completes at its last participant's
+ * arrival, and each participant leaves at that time plus what it took
+ * after the last arrival in the recording (the transfer).  Replayed
+ * without change the graph gives back the recorded times exactly; the
+ * counterfactuals change durations and let the graph move everything else:
+ *   straggler       a rank's (or a small communicator's) local time set to
+ *                   the median of its peers for the same op in the same step
+ *   imbalance       every rank's local time (input aside) at the per-step
+ *                   median: work that varies, no fixed culprit
+ *   pipeline_stage  one stage's GPU work scaled to the other stages' median
+ *   input_pipeline  waits for input removed
+ *   host_overhead   the host's own time before launches and its syncs removed
+ *                   (the launch calls themselves stay)
+ *   communication   transfers hidden (what full overlap would give)
+ *   cross_node      transfers spanning hosts at the intra-host bandwidth
+ *   unexplained     idle nothing on the host explains, removed
+ * The gain of each is 1 - T'/T, T the replayed mean step time.  Peers of a
+ * node are the nodes of other ranks with the same key: a collective's
+ * communicator class and its index among the rank's calls on it in the
+ * step, a p2p op's pipeline stage and index, a step end's stage.
+ *
+ * Cost: one replay is linear in nodes (a few per step per rank, never
+ * events); the straggler search replays once per candidate rank and small
+ * communicator.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+#define NS_PER_MS 1e6
+
+/* ---- the graph ---- */
+
+struct part { int32_t r, node; int64_t tail; };
+struct inst { int32_t first, n; int64_t last; uint8_t spans, p2p; };
+
+struct graph {
+    struct sp_model *m;
+    struct inst *insts;
+    struct part *parts;
+    size_t ninsts;
+    size_t *node_base; /* per rank: offset of its nodes in the flat arrays */
+    size_t total;      /* nodes over all ranks */
+    uint32_t *peer_first, *peer_n; /* per flat node: its peer group in `peers` */
+    uint32_t *peers;   /* flat node ids grouped by (step, key) */
+    int64_t *start;    /* per rank: global start of the first analyzed step */
+    int nsteps;
+};
+
+/* ---- a counterfactual ---- */
+
+struct cf {
+    const uint8_t *fix;  /* per rank index: local time to the peers' median */
+    int imbalance;       /* every rank to the per-step median, input aside */
+    const float *busy_scale; /* per rank index, NULL: 1 */
+    uint32_t drop;       /* sp_loc components removed (bit per component) */
+    double transfer;     /* transfer scale: 1 as recorded, 0 hidden */
+    double cross;        /* transfer scale of instances spanning hosts */
+};
+
+struct result {
+    double step_ms;      /* mean over ranks of the replayed step */
+    double wait_share;   /* replayed time waiting in NCCL kernels / all */
+};
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdULL;
+}
+
+static double median_f(float *v, size_t n)
+{
+    /* insertion sort: peer groups are small (ranks of one op) */
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            float t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + v[n / 2]);
+}
+
+static const struct sp_rnode *node_at(const struct graph *g, uint32_t flat, int *rank)
+{
+    int a = 0, b = g->m->nranks;
+    while (b - a > 1) { /* last rank whose base <= flat */
+        int mid = (a + b) / 2;
+        if (g->node_base[mid] <= flat)
+            a = mid;
+        else
+            b = mid;
+    }
+    *rank = a;
+    return &g->m->ranks[a].nodes[flat - g->node_base[a]];
+}
+
+/* The key of each node: what op it is, comparable across ranks. */
+struct keyrec { uint64_t key; uint32_t step, flat; };
+
+static int cmp_keyrec(const void *a, const void *b)
+{
+    const struct keyrec *x = a, *y = b;
+    if (x->step != y->step)
+        return x->step < y->step ? -1 : 1;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return (x->flat > y->flat) - (x->flat < y->flat);
+}
+
+/* A communicator's class: communicators of the same size whose first call
+ * is the same op are one kind (the tensor-parallel groups of a job). */
+static uint64_t comm_class(const struct sp_model *m, uint64_t comm)
+{
+    for (int i = 0; i < m->nranks; i++)
+        for (size_t c = 0; c < m->ranks[i].ncalls; c++)
+            if (m->ranks[i].calls[c].comm == comm)
+                return mix(m->ranks[i].calls[c].nranks, m->ranks[i].calls[c].op);
+    return comm;
+}
+
+#define MAX_COMMS 64
+struct comm_count { uint64_t comm, cls; uint32_t n; };
+
+static uint64_t node_key(const struct sp_model *m, const struct sp_rank *r, const struct sp_rnode *n,
+                         struct comm_count *cc, int *ncc, uint32_t *p2p_idx)
+{
+    if (!n->ncalls)
+        return mix(0xe4d, (uint64_t)(r->stage + 1));
+    const struct sp_coll_call *c = &r->calls[n->call];
+    if (sp_op_is_p2p(c->op)) {
+        uint64_t h = mix(0x929, (uint64_t)(r->stage + 1));
+        for (uint32_t i = 0; i < n->ncalls; i++) {
+            const struct sp_coll_call *x = &r->calls[n->call + i];
+            h = mix(h, x->op);
+            h = mix(h, (uint64_t)(r->stage < 0 ? x->peer : 0));
+        }
+        return mix(h, (*p2p_idx)++);
+    }
+    int i = 0;
+    while (i < *ncc && cc[i].comm != c->comm)
+        i++;
+    if (i == *ncc) {
+        if (*ncc == MAX_COMMS)
+            return mix(c->comm, c->seq);
+        cc[i] = (struct comm_count){c->comm, comm_class(m, c->comm), 0};
+        (*ncc)++;
+    }
+    return mix(mix(cc[i].cls, c->op), cc[i].n++);
+}
+
+static int build_peers(struct graph *g)
+{
+    struct sp_model *m = g->m;
+    struct keyrec *k = malloc((g->total + 1) * sizeof *k);
+    g->peers = malloc((g->total + 1) * sizeof *g->peers);
+    g->peer_first = malloc((g->total + 1) * sizeof *g->peer_first);
+    g->peer_n = malloc((g->total + 1) * sizeof *g->peer_n);
+    if (!k || !g->peers || !g->peer_first || !g->peer_n) {
+        free(k);
+        return -1;
+    }
+    size_t n = 0;
+    for (int i = 0; i < m->nranks; i++) {
+        struct sp_rank *r = &m->ranks[i];
+        struct comm_count cc[MAX_COMMS];
+        int ncc = 0, step = -1;
+        uint32_t p2p_idx = 0;
+        for (size_t j = 0; j < r->nnodes; j++) {
+            struct sp_rnode *nd = &r->nodes[j];
+            if (nd->step != step) {
+                step = nd->step;
+                ncc = 0;
+                p2p_idx = 0;
+            }
+            uint64_t key = node_key(m, r, nd, cc, &ncc, &p2p_idx);
+            nd->key = (uint32_t)key;
+            k[n++] = (struct keyrec){key, nd->step, (uint32_t)(g->node_base[i] + j)};
+        }
+    }
+    qsort(k, n, sizeof *k, cmp_keyrec);
+    for (size_t a = 0; a < n;) {
+        size_t b = a;
+        while (b < n && k[b].step == k[a].step && k[b].key == k[a].key)
+            b++;
+        for (size_t x = a; x < b; x++) {
+            g->peers[x] = k[x].flat;
+            g->peer_first[k[x].flat] = (uint32_t)a;
+            g->peer_n[k[x].flat] = (uint32_t)(b - a);
+        }
+        a = b;
+    }
+    free(k);
+    return 0;
+}
+
+static int cmp_part(const void *a, const void *b)
+{
+    const struct part *x = a, *y = b;
+    return (x->r > y->r) - (x->r < y->r);
+}
+
+static int build_instances(struct graph *g)
+{
+    struct sp_model *m = g->m;
+    g->ninsts = m->coll_instances;
+    g->insts = calloc(g->ninsts + 1, sizeof *g->insts);
+    size_t nparts = 0;
+    for (int i = 0; i < m->nranks; i++)
+        for (size_t c = 0; c < m->ranks[i].ncalls; c++)
+            nparts += m->ranks[i].calls[c].node >= 0 && m->ranks[i].calls[c].inst >= 0;
+    g->parts = malloc((nparts + 1) * sizeof *g->parts);
+    int32_t *fill = calloc(g->ninsts + 1, sizeof *fill);
+    if (!g->insts || !g->parts || !fill) {
+        free(fill);
+        return -1;
+    }
+    for (int i = 0; i < m->nranks; i++)
+        for (size_t c = 0; c < m->ranks[i].ncalls; c++) {
+            const struct sp_coll_call *x = &m->ranks[i].calls[c];
+            if (x->node >= 0 && x->inst >= 0 && (size_t)x->inst < g->ninsts)
+                g->insts[x->inst].n++;
+        }
+    int32_t off = 0;
+    for (size_t t = 0; t < g->ninsts; t++) {
+        g->insts[t].first = off;
+        off += g->insts[t].n;
+        g->insts[t].last = INT64_MIN;
+    }
+    for (int i = 0; i < m->nranks; i++) {
+        struct sp_rank *r = &m->ranks[i];
+        for (size_t c = 0; c < r->ncalls; c++) {
+            const struct sp_coll_call *x = &r->calls[c];
+            if (x->node < 0 || x->inst < 0 || (size_t)x->inst >= g->ninsts)
+                continue;
+            struct inst *in = &g->insts[x->inst];
+            const struct sp_rnode *nd = &r->nodes[x->node];
+            g->parts[in->first + fill[x->inst]++] = (struct part){i, x->node, 0};
+            if (nd->a > in->last)
+                in->last = nd->a;
+            in->p2p = (uint8_t)sp_op_is_p2p(x->op);
+        }
+    }
+    free(fill);
+    for (size_t t = 0; t < g->ninsts; t++) {
+        struct inst *in = &g->insts[t];
+        if (in->n > 1)
+            qsort(g->parts + in->first, (size_t)in->n, sizeof *g->parts, cmp_part);
+        for (int32_t p = 0; p < in->n; p++) {
+            struct part *pt = &g->parts[in->first + p];
+            const struct sp_rnode *nd = &m->ranks[pt->r].nodes[pt->node];
+            pt->tail = nd->e - in->last > 0 ? nd->e - in->last : 0;
+            in->spans |= m->ranks[pt->r].host != m->ranks[g->parts[in->first].r].host;
+        }
+    }
+    return 0;
+}
+
+/* The pipeline, if any: ranks that exchange sends and recvs form chains;
+ * a chain's stage 0 is the end whose first p2p op is a send (the forward
+ * pass starts there).  Stages are distances along the chain. */
+static void find_stages(struct graph *g)
+{
+    struct sp_model *m = g->m;
+    int n = m->nranks;
+    int *nb = malloc(sizeof *nb * (size_t)(2 * n + 1)); /* up to two neighbours each */
+    int *deg = calloc((size_t)n + 1, sizeof *deg);
+    for (int i = 0; i < n; i++)
+        m->ranks[i].stage = -1;
+    if (!nb || !deg) {
+        free(nb);
+        free(deg);
+        return;
+    }
+    int chain = 1;
+    for (size_t t = 0; t < g->ninsts && chain; t++) {
+        const struct inst *in = &g->insts[t];
+        if (!in->p2p || in->n != 2)
+            continue;
+        int a = g->parts[in->first].r, b = g->parts[in->first + 1].r;
+        if (a == b)
+            continue;
+        int known = 0;
+        for (int d = 0; d < deg[a]; d++)
+            known |= nb[2 * a + d] == b;
+        if (known)
+            continue;
+        if (deg[a] == 2 || deg[b] == 2) {
+            chain = 0; /* not a chain (a ring, all-to-all by p2p): no stages */
+            break;
+        }
+        nb[2 * a + deg[a]++] = b;
+        nb[2 * b + deg[b]++] = a;
+    }
+    int stages = 0;
+    for (int i = 0; chain && i < n; i++) {
+        if (deg[i] != 1 || m->ranks[i].stage >= 0)
+            continue;
+        /* an end: is its first p2p op a send? */
+        const struct sp_rank *r = &m->ranks[i];
+        int first_send = 0;
+        for (size_t j = 0; j < r->nnodes; j++)
+            if (r->nodes[j].ncalls && sp_op_is_p2p(r->calls[r->nodes[j].call].op)) {
+                first_send = r->calls[r->nodes[j].call].op == SP_NCCL_SEND;
+                break;
+            }
+        if (!first_send)
+            continue;
+        int prev = -1, cur = i, s = 0;
+        while (cur >= 0 && m->ranks[cur].stage < 0) {
+            m->ranks[cur].stage = s++;
+            int next = -1;
+            for (int d = 0; d < deg[cur]; d++)
+                if (nb[2 * cur + d] != prev)
+                    next = nb[2 * cur + d];
+            prev = cur;
+            cur = next;
+        }
+        if (s > stages)
+            stages = s;
+    }
+    m->pipeline_stages = stages > 1 ? stages : 0;
+    if (!m->pipeline_stages)
+        for (int i = 0; i < n; i++)
+            m->ranks[i].stage = -1;
+    /* micro-batches: sends of a stage-0 rank in the first analyzed step */
+    m->micro_batches = 0;
+    for (int i = 0; m->pipeline_stages && i < n; i++) {
+        const struct sp_rank *r = &m->ranks[i];
+        if (r->stage != 0)
+            continue;
+        for (size_t j = 0; j < r->nnodes && r->nodes[j].step == 0; j++)
+            for (uint32_t c = 0; c < r->nodes[j].ncalls; c++)
+                m->micro_batches += r->calls[r->nodes[j].call + c].op == SP_NCCL_SEND;
+        break;
+    }
+    free(nb);
+    free(deg);
+}
+
+static void graph_free(struct graph *g)
+{
+    free(g->insts);
+    free(g->parts);
+    free(g->node_base);
+    free(g->peers);
+    free(g->peer_first);
+    free(g->peer_n);
+    free(g->start);
+}
+
+/* Fills g; on failure (out of memory, no analyzed step) returns -1 and
+ * leaves g safe to graph_free. */
+static int graph_build(struct sp_model *m, struct graph *g)
+{
+    memset(g, 0, sizeof *g);
+    g->m = m;
+    g->nsteps = m->step_hi - m->step_lo;
+    g->node_base = calloc((size_t)m->nranks + 1, sizeof *g->node_base);
+    g->start = calloc((size_t)m->nranks + 1, sizeof *g->start);
+    if (!g->node_base || !g->start || g->nsteps <= 0)
+        return -1;
+    for (int i = 0; i < m->nranks; i++) {
+        struct sp_rank *r = &m->ranks[i];
+        g->node_base[i] = g->total;
+        g->total += r->nnodes;
+        if (r->nnodes && r->nsteps > m->step_lo)
+            g->start[i] = sp_model_global(m, r, r->steps[m->step_lo].start);
+    }
+    if (build_instances(g) < 0)
+        return -1;
+    find_stages(g);
+    return build_peers(g);
+}
+
+/* ---- one replay ---- */
+
+struct rstate { int64_t a, e; double under; int gated_from; };
+
+/* Local time of one window of a node under the counterfactual. */
+static double local_time(const struct graph *g, const struct cf *cf, int rank, uint32_t flat, int under,
+                         float *vals)
+{
+    const struct sp_rnode *nd = &g->m->ranks[rank].nodes[flat - g->node_base[rank]];
+    const float *own = under ? nd->under : nd->gap;
+    double v[SP_LOC_N];
+    for (int c = 0; c < SP_LOC_N; c++)
+        v[c] = own[c];
+    int to_median = (cf->fix && cf->fix[rank]) || cf->imbalance;
+    if (to_median && g->peer_n[flat] > 1) {
+        uint32_t first = g->peer_first[flat], n = g->peer_n[flat];
+        for (int c = 0; c < SP_LOC_N; c++) {
+            if (!(cf->fix && cf->fix[rank]) && c == SP_LOC_INPUT)
+                continue; /* imbalance keeps each rank's own input */
+            size_t k = 0;
+            for (uint32_t p = 0; p < n; p++) {
+                int pr;
+                const struct sp_rnode *pn = node_at(g, g->peers[first + p], &pr);
+                if (cf->fix && cf->fix[rank] && cf->fix[pr])
+                    continue; /* a peer that is itself being fixed */
+                k += 1;
+                vals[k - 1] = under ? pn->under[c] : pn->gap[c];
+            }
+            if (k)
+                v[c] = median_f(vals, k);
+        }
+    }
+    if (cf->busy_scale)
+        v[SP_LOC_BUSY] *= cf->busy_scale[rank];
+    double t = 0;
+    for (int c = 0; c < SP_LOC_N; c++)
+        if (!(cf->drop & (1u << c)))
+            t += v[c];
+    return t;
+}
+
+struct replay {
+    const struct graph *g;
+    const struct cf *cf;
+    size_t *cur;          /* per rank: next node */
+    struct rstate *st;    /* per rank: the last node replayed */
+    int64_t *arr, *end;   /* per flat node */
+    int32_t *need;        /* per instance: participants still to arrive */
+    int64_t *last;        /* per instance: replayed last arrival */
+    uint16_t *pending;    /* per flat node: instances not yet complete */
+    size_t *queue;
+    size_t nq;
+    float *vals;          /* scratch for the peers' medians */
+    double wait;          /* replayed ns waiting in NCCL kernels */
+};
+
+static void finish_node(struct replay *rp, int r);
+
+/* Replays rank r's nodes up to the next one that waits for peers. */
+static void advance(struct replay *rp, int r)
+{
+    const struct graph *g = rp->g;
+    const struct sp_rank *rk = &g->m->ranks[r];
+    while (rp->cur[r] < rk->nnodes) {
+        size_t j = rp->cur[r];
+        const struct sp_rnode *nd = &rk->nodes[j];
+        uint32_t flat = (uint32_t)(g->node_base[r] + j);
+        struct rstate *s = &rp->st[r];
+        double gap = local_time(g, rp->cf, r, flat, 0, rp->vals);
+        double by_local = (double)s->a + s->under + gap;
+        double by_stream = s->gated_from ? (double)s->e + gap : by_local;
+        int64_t a = (int64_t)llround(by_stream > by_local ? by_stream : by_local);
+        rp->arr[flat] = a;
+        if (nd->ncalls) {
+            for (uint32_t c = 0; c < nd->ncalls; c++) {
+                int32_t in = rk->calls[nd->call + c].inst;
+                if (in < 0 || (size_t)in >= g->ninsts)
+                    continue;
+                if (rp->need[in] <= 0) {
+                    /* completed without this rank (forced): it leaves when it
+                     * would have, had it been last */
+                    int64_t e = (a > rp->last[in] ? a : rp->last[in]) + (nd->e - nd->a);
+                    if (e > rp->end[flat])
+                        rp->end[flat] = e;
+                    rp->pending[flat]--;
+                    continue;
+                }
+                if (a > rp->last[in])
+                    rp->last[in] = a;
+                if (--rp->need[in] == 0)
+                    rp->queue[rp->nq++] = (size_t)in;
+            }
+        }
+        if (!nd->ncalls || !rp->pending[flat]) {
+            if (rp->end[flat] == INT64_MIN)
+                rp->end[flat] = a + (nd->ncalls ? nd->e - nd->a : 0);
+            finish_node(rp, r);
+            continue;
+        }
+        return;
+    }
+}
+
+/* Rank r's current node is done (arr and end set): it becomes the
+ * previous node, and the rank goes on. */
+static void finish_node(struct replay *rp, int r)
+{
+    const struct graph *g = rp->g;
+    const struct sp_rank *rk = &g->m->ranks[r];
+    size_t j = rp->cur[r];
+    const struct sp_rnode *nd = &rk->nodes[j];
+    uint32_t flat = (uint32_t)(g->node_base[r] + j);
+    struct rstate *s = &rp->st[r];
+    s->a = rp->arr[flat];
+    s->e = rp->end[flat];
+    s->under = nd->ncalls ? local_time(g, rp->cf, r, flat, 1, rp->vals) : 0;
+    /* the next op follows this one on its stream when it did so recorded */
+    s->gated_from = j + 1 < rk->nnodes && nd->e <= rk->nodes[j + 1].a;
+    rp->cur[r] = j + 1;
+}
+
+static void complete(struct replay *rp, size_t in_idx)
+{
+    const struct graph *g = rp->g;
+    const struct inst *in = &g->insts[in_idx];
+    double scale = in->spans ? rp->cf->cross * rp->cf->transfer : rp->cf->transfer;
+    for (int32_t p = 0; p < in->n; p++) {
+        const struct part *pt = &g->parts[in->first + p];
+        uint32_t flat = (uint32_t)(g->node_base[pt->r] + (size_t)pt->node);
+        int64_t e = rp->last[in_idx] + (int64_t)llround((double)pt->tail * scale);
+        if (rp->arr[flat] == INT64_MIN)
+            continue; /* forced before this participant arrived */
+        if (e > rp->end[flat])
+            rp->end[flat] = e;
+        rp->wait += (double)(rp->last[in_idx] - rp->arr[flat]);
+        if (rp->pending[flat] && --rp->pending[flat] == 0 && rp->cur[pt->r] == (size_t)pt->node) {
+            finish_node(rp, pt->r);
+            advance(rp, pt->r);
+        }
+    }
+}
+
+/* A rank waits on an instance some participant never reaches (steps cut
+ * differently, ops in a different order on two ranks): the waiting
+ * instance recorded first is completed with the arrivals it has. */
+static int force_one(struct replay *rp)
+{
+    const struct graph *g = rp->g;
+    size_t best = SIZE_MAX;
+    for (int r = 0; r < g->m->nranks; r++) {
+        const struct sp_rank *rk = &g->m->ranks[r];
+        if (rp->cur[r] >= rk->nnodes)
+            continue;
+        const struct sp_rnode *nd = &rk->nodes[rp->cur[r]];
+        for (uint32_t c = 0; c < nd->ncalls; c++) {
+            int32_t in = rk->calls[nd->call + c].inst;
+            if (in >= 0 && (size_t)in < g->ninsts && rp->need[in] > 0 &&
+                (best == SIZE_MAX || g->insts[in].last < g->insts[best].last))
+                best = (size_t)in;
+        }
+    }
+    if (best == SIZE_MAX)
+        return 0;
+    rp->need[best] = 0;
+    complete(rp, best);
+    return 1;
+}
+
+static int run_replay(const struct graph *g, const struct cf *cf, struct result *res)
+{
+    struct sp_model *m = g->m;
+    struct replay rp = {.g = g, .cf = cf};
+    rp.cur = calloc((size_t)m->nranks + 1, sizeof *rp.cur);
+    rp.st = calloc((size_t)m->nranks + 1, sizeof *rp.st);
+    rp.arr = malloc((g->total + 1) * sizeof *rp.arr);
+    rp.end = malloc((g->total + 1) * sizeof *rp.end);
+    rp.pending = calloc(g->total + 1, sizeof *rp.pending);
+    rp.need = malloc((g->ninsts + 1) * sizeof *rp.need);
+    rp.last = malloc((g->ninsts + 1) * sizeof *rp.last);
+    rp.queue = malloc((g->ninsts + 1) * sizeof *rp.queue);
+    rp.vals = malloc(((size_t)m->nranks + 1) * sizeof *rp.vals);
+    int rc = -1;
+    if (!rp.cur || !rp.st || !rp.arr || !rp.end || !rp.pending || !rp.need || !rp.last || !rp.queue || !rp.vals)
+        goto out;
+    for (size_t f = 0; f < g->total; f++)
+        rp.arr[f] = rp.end[f] = INT64_MIN;
+    for (size_t t = 0; t < g->ninsts; t++) {
+        rp.need[t] = g->insts[t].n;
+        rp.last[t] = INT64_MIN;
+        for (int32_t p = 0; p < g->insts[t].n; p++) {
+            const struct part *pt = &g->parts[g->insts[t].first + p];
+            rp.pending[g->node_base[pt->r] + (size_t)pt->node]++;
+        }
+    }
+    for (int r = 0; r < m->nranks; r++) {
+        rp.st[r] = (struct rstate){g->start[r], g->start[r], 0, 1};
+        advance(&rp, r);
+    }
+    for (;;) {
+        while (rp.nq)
+            complete(&rp, rp.queue[--rp.nq]);
+        if (!force_one(&rp))
+            break;
+    }
+    double sum = 0, total = 0;
+    int n = 0;
+    for (int r = 0; r < m->nranks; r++) {
+        const struct sp_rank *rk = &m->ranks[r];
+        if (!rk->nnodes || rp.cur[r] < rk->nnodes)
+            continue; /* a rank stuck for good is left out */
+        int64_t end = rp.st[r].e;
+        sum += (double)(end - g->start[r]);
+        n++;
+    }
+    total = sum;
+    res->step_ms = n ? sum / n / g->nsteps / NS_PER_MS : 0;
+    res->wait_share = total > 0 ? rp.wait / total : 0;
+    rc = n ? 0 : -1;
+out:
+    free(rp.cur);
+    free(rp.st);
+    free(rp.arr);
+    free(rp.end);
+    free(rp.pending);
+    free(rp.need);
+    free(rp.last);
+    free(rp.queue);
+    free(rp.vals);
+    return rc;
+}
+
+/* ---- the counterfactuals the findings need ---- */
+
+static const struct cf recorded = {.transfer = 1, .cross = 1};
+
+static double gain_of(const struct graph *g, const struct cf *cf, double base_ms, double *step_ms)
+{
+    struct result r;
+    if (base_ms <= 0 || run_replay(g, cf, &r) < 0) {
+        *step_ms = 0;
+        return 0;
+    }
+    *step_ms = r.step_ms;
+    double gain = 1 - r.step_ms / base_ms;
+    return gain > 0 ? gain : 0;
+}
+
+/* Small communicators (tensor-parallel groups and the like): the ranks
+ * that called on each, as candidate straggler groups: sets[k * nranks + i]. */
+#define MAX_GROUPS 16
+static int group_candidates(const struct sp_model *m, uint8_t *sets)
+{
+    uint64_t seen[MAX_GROUPS];
+    int n = 0;
+    for (int i = 0; i < m->nranks; i++)
+        for (size_t c = 0; c < m->ranks[i].ncalls; c++) {
+            const struct sp_coll_call *x = &m->ranks[i].calls[c];
+            if (sp_op_is_p2p(x->op) || x->nranks < 2 || (int)x->nranks >= m->nranks)
+                continue;
+            int k = 0;
+            while (k < n && seen[k] != x->comm)
+                k++;
+            if (k == n) {
+                if (n == MAX_GROUPS)
+                    continue;
+                seen[n++] = x->comm;
+            }
+            sets[(size_t)k * (size_t)m->nranks + (size_t)i] = 1;
+        }
+    return n;
+}
+
+/* Mean GPU work per step of each pipeline stage's ranks; scale[i] then
+ * puts stage s at the median of the others (1 elsewhere).  0 when stage s
+ * is not slower than that median. */
+static int stage_scale(const struct sp_model *m, int s, float *scale)
+{
+    int ns = m->pipeline_stages;
+    double *busy = calloc((size_t)ns + 1, sizeof *busy), *others = calloc((size_t)ns + 1, sizeof *others);
+    int *cnt = calloc((size_t)ns + 1, sizeof *cnt), ok = 0;
+    if (busy && others && cnt) {
+        for (int i = 0; i < m->nranks; i++) {
+            const struct sp_rank *r = &m->ranks[i];
+            if (r->stage < 0 || r->stage >= ns)
+                continue;
+            for (size_t j = 0; j < r->nnodes; j++)
+                busy[r->stage] += r->nodes[j].gap[SP_LOC_BUSY] + r->nodes[j].under[SP_LOC_BUSY];
+            cnt[r->stage]++;
+        }
+        int no = 0;
+        for (int t = 0; t < ns; t++)
+            if (t != s && cnt[t])
+                others[no++] = busy[t] / cnt[t];
+        double med = sp_median(others, (size_t)no), mine = cnt[s] ? busy[s] / cnt[s] : 0;
+        ok = no > 0 && mine > med && mine > 0;
+        for (int i = 0; i < m->nranks; i++)
+            scale[i] = ok && m->ranks[i].stage == s ? (float)(med / mine) : 1.0f;
+    }
+    free(busy);
+    free(others);
+    free(cnt);
+    return ok;
+}
+
+/* Within a host NVLink carries well over 100 GB/s of bus bandwidth on every
+ * generation since V100; a network adapter at most its line rate (a 400
+ * Gb/s NIC: 50 GB/s).  With no collective within a host to compare with,
+ * spanning collectives are judged against this. */
+#define CROSS_ABS_GBPS 50.0
+
+static double cross_scale(const struct sp_model *m)
+{
+    double inter_t, intra_t;
+    double inter = sp_model_busbw(m, 1, &inter_t), intra = sp_model_busbw(m, 0, &intra_t);
+    if (inter_t <= 0 || inter <= 0)
+        return 0;
+    double ref = intra_t > 0 && intra > 0 ? intra : CROSS_ABS_GBPS;
+    return inter < ref ? inter / ref : 0;
+}
+
+void sp_model_replay_free(struct sp_replay *rp)
+{
+    free(rp->straggler_set);
+    rp->straggler_set = NULL;
+}
+
+int sp_model_replay(struct sp_model *m, struct sp_replay *out)
+{
+    memset(out, 0, sizeof *out);
+    out->straggler_rank = -1;
+    out->stage = -1;
+    struct graph g;
+    size_t nr = (size_t)m->nranks;
+    uint8_t *fix = calloc(nr + 1, 1), *sets = calloc((size_t)MAX_GROUPS * nr + 1, 1);
+    float *scale = malloc((nr + 1) * sizeof *scale);
+    out->straggler_set = calloc(nr + 1, 1);
+    struct result base;
+    if (!fix || !sets || !scale || !out->straggler_set || graph_build(m, &g) < 0 || !g.total ||
+        run_replay(&g, &recorded, &base) < 0 || base.step_ms <= 0) {
+        graph_free(&g);
+        free(fix);
+        free(sets);
+        free(scale);
+        return -1;
+    }
+    out->ok = 1;
+    out->base_ms = base.step_ms;
+    out->cross_scale = cross_scale(m);
+    double b = base.step_ms, ms;
+    struct cf cf;
+
+    /* straggler: each rank alone, then each small communicator's ranks */
+    for (int i = 0; i < m->nranks; i++) {
+        if (!m->ranks[i].nnodes)
+            continue;
+        memset(fix, 0, nr);
+        fix[i] = 1;
+        cf = recorded;
+        cf.fix = fix;
+        double gain = gain_of(&g, &cf, b, &ms);
+        if (gain > out->gain[SP_CAUSE_STRAGGLER]) {
+            out->gain[SP_CAUSE_STRAGGLER] = gain;
+            out->ms[SP_CAUSE_STRAGGLER] = ms;
+            memcpy(out->straggler_set, fix, nr);
+            out->straggler_rank = i;
+        }
+    }
+    int ng = group_candidates(m, sets);
+    for (int k = 0; k < ng; k++) {
+        cf = recorded;
+        cf.fix = sets + (size_t)k * nr;
+        double gain = gain_of(&g, &cf, b, &ms);
+        /* a group is named only when fixing all of it clearly beats its best member */
+        if (gain > out->gain[SP_CAUSE_STRAGGLER] + SP_GAIN_MODERATE / 2) {
+            out->gain[SP_CAUSE_STRAGGLER] = gain;
+            out->ms[SP_CAUSE_STRAGGLER] = ms;
+            memcpy(out->straggler_set, cf.fix, nr);
+            out->straggler_rank = -1;
+        }
+    }
+
+    cf = recorded;
+    cf.imbalance = 1;
+    out->gain[SP_CAUSE_IMBALANCE] = gain_of(&g, &cf, b, &out->ms[SP_CAUSE_IMBALANCE]);
+
+    static const struct { int cause; uint32_t drop; } drops[] = {
+        {SP_CAUSE_INPUT, 1u << SP_LOC_INPUT},
+        {SP_CAUSE_HOST, 1u << SP_LOC_HOST},
+        {SP_CAUSE_UNEXPLAINED, 1u << SP_LOC_OTHER},
+    };
+    for (size_t i = 0; i < sizeof drops / sizeof drops[0]; i++) {
+        cf = recorded;
+        cf.drop = drops[i].drop;
+        out->gain[drops[i].cause] = gain_of(&g, &cf, b, &out->ms[drops[i].cause]);
+    }
+    cf = recorded;
+    cf.transfer = 0;
+    out->gain[SP_CAUSE_COMMUNICATION] = gain_of(&g, &cf, b, &out->ms[SP_CAUSE_COMMUNICATION]);
+    if (out->cross_scale > 0) {
+        cf = recorded;
+        cf.cross = out->cross_scale;
+        out->gain[SP_CAUSE_CROSS_NODE] = gain_of(&g, &cf, b, &out->ms[SP_CAUSE_CROSS_NODE]);
+    }
+
+    /* pipeline: the slowest stage at the others' median GPU work; then the
+     * bubble of the pipeline so balanced, which twice the micro-batches
+     * (each half the size) would halve */
+    if (m->pipeline_stages > 1) {
+        for (int s = 0; s < m->pipeline_stages; s++) {
+            if (!stage_scale(m, s, scale))
+                continue;
+            cf = recorded;
+            cf.busy_scale = scale;
+            double gain = gain_of(&g, &cf, b, &ms);
+            if (gain > out->gain[SP_CAUSE_PIPELINE_STAGE]) {
+                out->gain[SP_CAUSE_PIPELINE_STAGE] = gain;
+                out->ms[SP_CAUSE_PIPELINE_STAGE] = ms;
+                out->stage = s;
+            }
+        }
+        cf = recorded;
+        if (out->stage >= 0 && stage_scale(m, out->stage, scale))
+            cf.busy_scale = scale;
+        struct result bal;
+        if (run_replay(&g, &cf, &bal) == 0 && bal.step_ms > 0) {
+            out->bubble_share = bal.wait_share;
+            double saved = bal.wait_share * bal.step_ms / 2;
+            out->gain[SP_CAUSE_PIPELINE_BUBBLE] = saved / b;
+            out->ms[SP_CAUSE_PIPELINE_BUBBLE] = b - saved;
+        }
+    }
+    graph_free(&g);
+    free(fix);
+    free(sets);
+    free(scale);
+    return 0;
+}
+
+double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, const int *use)
+{
+    struct graph g;
+    float *scale = malloc(((size_t)m->nranks + 1) * sizeof *scale);
+    if (!rp->ok || !scale || graph_build(m, &g) < 0) {
+        graph_free(&g);
+        free(scale);
+        return 0;
+    }
+    struct cf cf = recorded;
+    if (use[SP_CAUSE_STRAGGLER])
+        cf.fix = rp->straggler_set;
+    cf.imbalance = use[SP_CAUSE_IMBALANCE];
+    cf.drop = (use[SP_CAUSE_INPUT] ? 1u << SP_LOC_INPUT : 0) | (use[SP_CAUSE_HOST] ? 1u << SP_LOC_HOST : 0) |
+              (use[SP_CAUSE_UNEXPLAINED] ? 1u << SP_LOC_OTHER : 0);
+    if (use[SP_CAUSE_COMMUNICATION])
+        cf.transfer = 0;
+    if (use[SP_CAUSE_CROSS_NODE] && rp->cross_scale > 0)
+        cf.cross = rp->cross_scale;
+    if (use[SP_CAUSE_PIPELINE_STAGE] && rp->stage >= 0 && stage_scale(m, rp->stage, scale))
+        cf.busy_scale = scale;
+    struct result r;
+    double ms = run_replay(&g, &cf, &r) == 0 ? r.step_ms : 0;
+    if (ms > 0 && use[SP_CAUSE_PIPELINE_BUBBLE])
+        ms -= r.wait_share * ms / 2;
+    free(scale);
+    graph_free(&g);
+    return ms;
+}

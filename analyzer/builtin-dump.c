@@ -14,9 +14,11 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "builtin.h"
 #include "sprof.h"
+#include "traceset.h"
 
 #define OUT_BUFFER (1u << 16)
 
@@ -242,38 +244,64 @@ static void report_damage(const char *path, const struct sp_reader *r)
     }
 }
 
-static int dump_file(const char *path, const struct dump_opts *o)
+struct dump_ctx { const char *path; const struct dump_opts *o; };
+
+static int dump_open(void *ctx, struct sp_reader *r)
 {
-    int err;
-    struct sp_reader *r = sp_reader_open(path, &err);
-    if (!r) {
-        fprintf(stderr, "scaleprof dump: %s: %s%s%s\n", path, sp_strerror(err),
-                err == SP_E_IO ? ": " : "", err == SP_E_IO ? strerror(errno) : "");
-        return 1;
-    }
+    const struct dump_ctx *d = ctx;
     const struct sp_file_info *info = sp_reader_info(r);
-    if (o->json)
-        header_json(stdout, path, info);
+    if (d->o->json)
+        header_json(stdout, d->path, info);
     else
-        header_text(stdout, path, info);
-    if (!o->header_only) {
-        struct sp_event ev;
-        while (sp_reader_next(r, &ev)) {
-            if (o->json)
-                event_json(stdout, r, &ev);
-            else
-                event_text(stdout, r, &ev);
-        }
+        header_text(stdout, d->path, info);
+    if (d->o->header_only) {
+        fflush(stdout);
+        report_damage(d->path, r);
+        return 1; /* no event wanted: stop before the first */
     }
-    if (!o->json && !o->header_only) {
+    return 0;
+}
+
+static int dump_event(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
+{
+    const struct dump_ctx *d = ctx;
+    if (d->o->json)
+        event_json(stdout, r, ev);
+    else
+        event_text(stdout, r, ev);
+    return 0;
+}
+
+static void dump_close(void *ctx, struct sp_reader *r)
+{
+    const struct dump_ctx *d = ctx;
+    if (!d->o->json && !d->o->header_only) {
         const struct sp_reader_stats *st = sp_reader_stats(r);
         printf("# %" PRIu64 " events from %" PRIu64 " frames and %" PRIu64
                " chunks left in slots; %" PRIu64 " damaged frames, %" PRIu64 " bytes skipped\n",
                st->events, st->frames, st->slots_recovered, st->frames_bad, st->bytes_skipped);
     }
     fflush(stdout);
-    report_damage(path, r);
-    sp_reader_close(r);
+    report_damage(d->path, r);
+}
+
+static int dump_file(const char *path, const struct dump_opts *o)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "scaleprof dump: %s is a directory: dump reads trace files (%s/<host>/<pid>.sprof); "
+                        "scaleprof report reads a directory\n", path, path);
+        return 1;
+    }
+    struct sp_pass pass = {.tool = {.any = dump_event}, .open = dump_open, .close = dump_close};
+    struct dump_ctx d = {path, o};
+    int err = 0;
+    sp_trace_feed(path, &pass, &d, &err);
+    if (err) {
+        fprintf(stderr, "scaleprof dump: %s: %s%s%s\n", path, sp_strerror(err), err == SP_E_IO ? ": " : "",
+                err == SP_E_IO ? strerror(errno) : "");
+        return 1;
+    }
     return 0;
 }
 

@@ -18,12 +18,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <regex.h>
+
 #include "builtin.h"
+#include "opt.h"
 #include "json.h"
 #include "text.h"
 #include "model.h"
 #include "sprof.h"
 
+#define VERB "report"
+#define MAX_SKIP 1000000
 #define BAR_WIDTH 50      /* not a terminal: a fixed layout that scripts can rely on */
 #define BAR_MIN 10        /* narrower than this a bar says nothing */
 #define BAR_MAX 100       /* wider gains no precision worth reading */
@@ -41,7 +46,8 @@ static const char usage_text[] =
     "\n"
     "  --json                  print the report as JSON (docs/report-json.md)\n"
     "  --rank R                show only rank R in the per-rank view and breakdown\n"
-    "  --steps A:B             analyze steps A to B-1 (absolute; overrides --skip)\n"
+    "  --steps A:B             analyze steps A to B, both included (step numbers\n"
+    "                          as the report prints them; overrides --skip)\n"
     "  --skip N                drop the first N warm-up steps (default 3)\n"
     "  --step-marker RE        step markers are ranges whose name matches RE\n"
     "                          (default: step|iteration|ProfilerStep, any case)\n"
@@ -59,18 +65,30 @@ static const char *const cat_color[SP_CAT_EXCLUSIVE] = {
     "\033[42m", "\033[46m", "\033[44m", "\033[41m", "\033[43m", "\033[45m", "\033[47m",
 };
 
-static int parse_steps(const char *s, int *a, int *b)
+static int has_rank(const struct sp_model *m, int rank)
 {
-    char *end;
-    long x = strtol(s, &end, 10);
-    if (*end != ':' || x < 0)
-        return -1;
-    long y = strtol(end + 1, &end, 10);
-    if (*end || y <= x)
-        return -1;
-    *a = (int)x;
-    *b = (int)y;
+    for (int i = 0; i < m->nranks; i++)
+        if (m->ranks[i].rank == rank)
+            return 1;
     return 0;
+}
+
+/* "0-3", "0,2,5", shortened with "..." */
+static void rank_list(const struct sp_model *m, char *out, size_t len)
+{
+    size_t used = 0;
+    out[0] = 0;
+    for (int i = 0; i < m->nranks && used + 16 < len; i++) {
+        int j = i;
+        while (j + 1 < m->nranks && m->ranks[j + 1].rank == m->ranks[j].rank + 1)
+            j++;
+        int w = j > i ? snprintf(out + used, len - used, "%s%d-%d", used ? "," : "", m->ranks[i].rank, m->ranks[j].rank)
+                      : snprintf(out + used, len - used, "%s%d", used ? "," : "", m->ranks[i].rank);
+        used += (size_t)w;
+        i = j;
+        if (used + 16 >= len && i + 1 < m->nranks)
+            snprintf(out + used, len - used, ",...");
+    }
 }
 
 static void print_bar(const double *b, int width, int color)
@@ -506,36 +524,87 @@ int cmd_report(int argc, char **argv)
     struct sp_model_opts o;
     sp_model_opts_default(&o);
     o.progress = 1;
-    int json = 0, color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR"), c;
+    int json = 0, color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR"), c, a, b;
     optind = 1;
+    opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'J': json = 1; break;
-        case 'r': o.rank = atoi(optarg); break;
-        case 's':
-            if (parse_steps(optarg, &o.step_first, &o.step_last) < 0) {
-                fprintf(stderr, "scaleprof report: --steps wants A:B with 0 <= A < B\n");
-                return 2;
-            }
+        case 'r':
+            if (sp_opt_int(VERB, "--rank", optarg, 0, INT32_MAX, &o.rank) < 0)
+                return SP_EXIT_USAGE;
             break;
-        case 'k': o.skip = atoi(optarg); break;
-        case 'm': o.step_marker = optarg; break;
-        case 'S': o.samples_per_step = atof(optarg); break;
+        case 's':
+            if (sp_opt_range(VERB, "--steps", optarg, 0, INT32_MAX - 1, &a, &b) < 0)
+                return SP_EXIT_USAGE;
+            o.step_first = a;
+            o.step_last = b + 1; /* the model's end is exclusive */
+            break;
+        case 'k':
+            if (sp_opt_int(VERB, "--skip", optarg, 0, MAX_SKIP, &o.skip) < 0)
+                return SP_EXIT_USAGE;
+            break;
+        case 'm': {
+            regex_t re;
+            int rc = regcomp(&re, optarg, REG_EXTENDED | REG_ICASE | REG_NOSUB);
+            if (rc != 0) {
+                char msg[128];
+                regerror(rc, &re, msg, sizeof msg);
+                return sp_usage_error(VERB, "--step-marker: \"%s\" is not an extended regular expression: %s",
+                                      optarg, msg);
+            }
+            regfree(&re);
+            o.step_marker = optarg;
+            break;
+        }
+        case 'S':
+            if (sp_opt_double(VERB, "--samples-per-step", optarg, 1e-9, 1e12, &o.samples_per_step) < 0)
+                return SP_EXIT_USAGE;
+            break;
         case 'C': color = 0; break;
         case 'h': fputs(usage_text, stdout); return 0;
-        default: fputs(usage_text, stderr); return 2;
+        case '?':
+            if (optopt)
+                return sp_usage_error(VERB, "option -%c is unknown or needs a value", optopt);
+            return sp_usage_error(VERB, "option %s is unknown or needs a value", argv[optind - 1]);
+        default: return sp_usage_error(VERB, "unexpected option");
         }
     }
-    if (optind != argc - 1 || o.skip < 0) {
-        fputs(usage_text, stderr);
-        return 2;
-    }
+    if (optind == argc)
+        return sp_usage_error(VERB, "no trace directory given (scaleprof report DIR)");
+    if (optind != argc - 1)
+        return sp_usage_error(VERB, "one trace directory expected, got %d (%s, %s%s); "
+                              "scaleprof compare takes several", argc - optind, argv[optind],
+                              argv[optind + 1], argc - optind > 2 ? ", ..." : "");
+    const char *dir = argv[optind];
     struct sp_model m;
-    int rc = sp_model_analyze(argv[optind], &o, &m);
+    int rc = sp_model_open(dir, &o, &m);
+    if (rc == 0 && o.rank >= 0 && !has_rank(&m, o.rank)) {
+        char list[256];
+        rank_list(&m, list, sizeof list);
+        fprintf(stderr, "scaleprof report: --rank %d: no such rank in %s (its traces hold rank%s %s)\n", o.rank,
+                dir, m.nranks == 1 ? "" : "s", list);
+        sp_model_free(&m);
+        return SP_EXIT_USAGE;
+    }
+    if (rc == 0)
+        rc = sp_model_run(&m, SP_STAGE_STEPS);
+    if (rc == 0 && o.step_first >= 0 && o.step_first >= m.steps_total) {
+        if (m.steps_total > 0)
+            fprintf(stderr, "scaleprof report: --steps %d:%d: %s has steps 0-%d only\n", o.step_first,
+                    o.step_last - 1, dir, m.steps_total - 1);
+        else
+            fprintf(stderr, "scaleprof report: --steps %d:%d: no step found in %s\n", o.step_first,
+                    o.step_last - 1, dir);
+        sp_model_free(&m);
+        return SP_EXIT_USAGE;
+    }
+    if (rc == 0)
+        rc = sp_model_run(&m, SP_STAGE_FINDINGS);
     if (rc < 0) {
         for (int i = 0; i < m.nwarnings; i++)
             fprintf(stderr, "scaleprof report: %s\n", m.warnings[i]);
-        fprintf(stderr, "scaleprof report: nothing to analyze in %s\n", argv[optind]);
+        fprintf(stderr, "scaleprof report: nothing to analyze in %s\n", dir);
         sp_model_free(&m);
         return 1;
     }

@@ -36,6 +36,7 @@
 #include <dirent.h>
 
 #include "builtin.h"
+#include "opt.h"
 
 #define MAX_PROCS 1024
 #define DEFAULT_MASTER_PORT "29500"
@@ -381,8 +382,14 @@ static int parse(int argc, char **argv, struct run_opts *o)
     while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'o': o->dir = optarg; break;
-        case OPT_NPROC: o->nproc = atoi(optarg); break;
-        case OPT_NNODES: o->nnodes = atoi(optarg); break;
+        case OPT_NPROC:
+            if (sp_opt_int("run", "--nproc", optarg, 1, MAX_PROCS, &o->nproc) < 0)
+                exit(EXIT_USAGE);
+            break;
+        case OPT_NNODES:
+            if (sp_opt_int("run", "--nnodes", optarg, 1, MAX_PROCS, &o->nnodes) < 0)
+                exit(EXIT_USAGE);
+            break;
         case OPT_SIM: o->sim = 1; break;
         case OPT_PRELOAD: o->preload = optarg; break;
         case OPT_PORT: o->master_port = optarg; break;

@@ -26,11 +26,11 @@ static const struct verb verbs[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: scaleprof [--version] [--help] VERB [ARGS]\n\n"
+    fprintf(out, "usage: scaleprof [-V|--version] [-h|--help] VERB [ARGS]\n\n"
                  "Why did N GPUs not give N times the throughput? Verbs:\n");
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
         fprintf(out, "  %-9s %s\n", verbs[i].name, verbs[i].summary);
-    fprintf(out, "\n'scaleprof VERB --help' or 'man scaleprof-VERB' for each verb.\n");
+    fprintf(out, "\n'scaleprof help VERB', 'scaleprof VERB --help' or 'man scaleprof-VERB' for each verb.\n");
 }
 
 int main(int argc, char **argv)
@@ -39,11 +39,22 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (!strcmp(argv[1], "help") && argc > 2) {
+        /* scaleprof help VERB: the verb's own --help */
+        for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+            if (!strcmp(argv[2], verbs[i].name)) {
+                char *args[] = {argv[2], "--help", NULL};
+                return verbs[i].fn(2, args);
+            }
+        fprintf(stderr, "scaleprof: help: unknown verb '%s'\n", argv[2]);
+        usage(stderr);
+        return 2;
+    }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;
     }
-    if (!strcmp(argv[1], "--version")) {
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
         printf("scaleprof %s\n", SCALEPROF_VERSION);
         return 0;
     }

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "model.h"
+#include "model_int.h"
 
 #define DEFAULT_SKIP 3
 #define MAX_THREADS 8
@@ -49,13 +49,43 @@ void sp_model_opts_default(struct sp_model_opts *o)
 
 void sp_model_warn(struct sp_model *m, const char *fmt, ...)
 {
-    if (m->nwarnings >= SP_MODEL_MAX_WARNINGS)
+    for (int i = 0; i < m->nwarnings; i++) {
+        if (m->warn_fmt[i] != fmt)
+            continue;
+        char *s = NULL;
+        m->warn_more[i]++;
+        if (asprintf(&s, "%s (and %d more like it)", m->warn_base[i], m->warn_more[i]) >= 0) {
+            if (m->warnings[i] != m->warn_base[i])
+                free(m->warnings[i]);
+            m->warnings[i] = s;
+        }
         return;
+    }
+    if (m->nwarnings >= SP_MODEL_MAX_WARNINGS - 1) {
+        /* the last slot says how many were left out */
+        char *s = NULL;
+        m->warnings_dropped++;
+        if (asprintf(&s, "%d more warning%s not shown", m->warnings_dropped, m->warnings_dropped == 1 ? "" : "s") < 0)
+            return;
+        if (m->nwarnings == SP_MODEL_MAX_WARNINGS - 1) {
+            m->warn_fmt[m->nwarnings] = NULL;
+            m->warn_base[m->nwarnings] = NULL;
+            m->nwarnings++;
+        } else {
+            free(m->warnings[m->nwarnings - 1]);
+        }
+        m->warnings[m->nwarnings - 1] = s;
+        return;
+    }
     va_list ap;
     va_start(ap, fmt);
     char *s = NULL;
-    if (vasprintf(&s, fmt, ap) >= 0)
+    if (vasprintf(&s, fmt, ap) >= 0) {
+        m->warn_fmt[m->nwarnings] = fmt;
+        m->warn_base[m->nwarnings] = s;
+        m->warn_more[m->nwarnings] = 0;
         m->warnings[m->nwarnings++] = s;
+    }
     va_end(ap);
 }
 
@@ -263,7 +293,7 @@ static void choose_view(struct sp_model *m)
     m->step_hi = hi;
 }
 
-int sp_model_analyze(const char *dir, const struct sp_model_opts *o, struct sp_model *m)
+int sp_model_open(const char *dir, const struct sp_model_opts *o, struct sp_model *m)
 {
     memset(m, 0, sizeof *m);
     m->opts = *o;
@@ -272,15 +302,53 @@ int sp_model_analyze(const char *dir, const struct sp_model_opts *o, struct sp_m
     if (sp_model_load(m) < 0)
         return -1;
     sp_model_align_clocks(m);
-    sp_model_find_steps(m);
-    choose_view(m);
-    sp_model_match_collectives(m);
-    if (sp_model_classify(m) < 0)
-        return -1;
-    summarize_steps(m);
-    sp_model_stragglers(m);
-    sp_model_findings(m);
+    m->done = SP_STAGE_LOAD;
     return 0;
+}
+
+/* One pass; 0, or -1 when it found nothing to work on. */
+static int run_stage(struct sp_model *m, enum sp_stage s)
+{
+    switch (s) {
+    case SP_STAGE_STEPS:
+        sp_model_find_steps(m);
+        choose_view(m);
+        return 0;
+    case SP_STAGE_COLLECTIVES:
+        sp_model_match_collectives(m);
+        return 0;
+    case SP_STAGE_CLASSIFY:
+        if (sp_model_classify(m) < 0)
+            return -1;
+        summarize_steps(m);
+        return 0;
+    case SP_STAGE_FINDINGS:
+        sp_model_stragglers(m);
+        sp_model_findings(m);
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+int sp_model_run(struct sp_model *m, enum sp_stage until)
+{
+    if (m->done < SP_STAGE_LOAD)
+        return -1;
+    while (m->done < until) {
+        enum sp_stage next = (enum sp_stage)(m->done + 1);
+        if (run_stage(m, next) < 0)
+            return -1;
+        m->done = next;
+    }
+    return 0;
+}
+
+int sp_model_analyze(const char *dir, const struct sp_model_opts *o, struct sp_model *m)
+{
+    if (sp_model_open(dir, o, m) < 0)
+        return -1;
+    return sp_model_run(m, SP_STAGE_FINDINGS);
 }
 
 void sp_model_free(struct sp_model *m)
@@ -293,6 +361,8 @@ void sp_model_free(struct sp_model *m)
         free(r->steps);
         free(r->cat);
         free(r->input_head);
+        free(r->nodes);
+        r->nodes = NULL;
     }
     for (int i = 0; i < m->nfindings; i++)
         free(m->findings[i].ranks);
@@ -305,13 +375,17 @@ void sp_model_free(struct sp_model *m)
         free(f->tids);
         free(f->kseq);
     }
-    for (int i = 0; i < m->nwarnings; i++)
-        free(m->warnings[i]);
+    for (int i = 0; i < m->nwarnings; i++) {
+        if (m->warnings[i] != m->warn_base[i])
+            free(m->warnings[i]);
+        free(m->warn_base[i]);
+    }
     free(m->frecs);
     free(m->ranks);
     free(m->hosts);
     free(m->host_offset);
     free(m->colls);
     free(m->stragglers);
+    free(m->missing_ranks);
     memset(m, 0, sizeof *m);
 }

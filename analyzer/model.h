@@ -53,9 +53,23 @@ enum sp_cat {
 const char *sp_model_cat_name(int cat);
 
 enum sp_severity { SP_SEV_NONE = 0, SP_SEV_LOW, SP_SEV_MODERATE, SP_SEV_HIGH };
+
+/* The passes, in the order they run.  Each needs the ones before it;
+ * a verb runs only those it uses (hang stops after the collectives). */
+enum sp_stage {
+    SP_STAGE_NONE,
+    SP_STAGE_LOAD,        /* trace set: files found, pass 1, ranks, clocks */
+    SP_STAGE_STEPS,       /* step boundaries on every rank; the steps in view */
+    SP_STAGE_COLLECTIVES, /* instances matched: waits, transfers, bandwidth */
+    SP_STAGE_CLASSIFY,    /* pass 2: the seven categories per step per rank */
+    SP_STAGE_FINDINGS,    /* stragglers table, what-if replay, findings */
+};
+
 const char *sp_model_severity_name(int sev);
 
 #define SP_MODEL_MAX_WARNINGS 64
+/* Step markers are ranges whose name matches this (any case) unless told. */
+#define SP_MODEL_DEFAULT_STEP_RE "step|iteration|ProfilerStep"
 
 struct sp_model_opts {
     int skip;                /* warm-up steps dropped (default 3) */
@@ -270,17 +284,34 @@ struct sp_model {
     double ideal_step_ms;   /* every found cause removed together; 0 unknown */
     double replay_step_ms;  /* the replay of the job as recorded */
     int pipeline_stages, micro_batches; /* 0 when not pipelined */
+    enum sp_stage done;     /* the last pass run */
+    /* Warnings, each once: a warning made again from the same message
+     * format is counted into the first ("... (and 3 more like it)"); past
+     * SP_MODEL_MAX_WARNINGS distinct ones, the last says how many more
+     * there were. */
     char *warnings[SP_MODEL_MAX_WARNINGS];
     int nwarnings;
-    int missing_ranks[64];
+    const char *warn_fmt[SP_MODEL_MAX_WARNINGS];
+    char *warn_base[SP_MODEL_MAX_WARNINGS];
+    int warn_more[SP_MODEL_MAX_WARNINGS];
+    int warnings_dropped;
+    int *missing_ranks;     /* ranks below world_size with no trace, ascending */
     int nmissing;
     uint64_t events, dropped;
     struct sp_file_rec *frecs;
     int nfrecs, files_bad;
 };
 
-/* Load and analyze a directory.  Returns 0 with *m filled, or -1 when
- * nothing could be analyzed (m->warnings say why; free it still). */
+/* Opens the trace set under dir: finds the *.sprof files (recursively),
+ * reads them (pass 1), groups processes under ranks and aligns host
+ * clocks (SP_STAGE_LOAD).  Returns 0, or -1 when there is nothing to
+ * analyze (m->warnings say why).  Free m with sp_model_free either way. */
+int sp_model_open(const char *dir, const struct sp_model_opts *o, struct sp_model *m);
+/* Runs the passes after the last one done, up to and including `until`.
+ * Returns 0, or -1 when a pass found nothing to work on (say, no step to
+ * classify; m->warnings say why): the passes before it stay valid. */
+int sp_model_run(struct sp_model *m, enum sp_stage until);
+/* sp_model_open, then every pass. */
 int sp_model_analyze(const char *dir, const struct sp_model_opts *o, struct sp_model *m);
 void sp_model_free(struct sp_model *m);
 
@@ -292,56 +323,5 @@ double sp_model_busbw(const struct sp_model *m, int spans, double *transfer_ms);
 /* Per-rank view helpers for the verbs. */
 double sp_model_rank_step_ms(const struct sp_model *m, const struct sp_rank *r);
 void sp_model_rank_breakdown(const struct sp_model *m, const struct sp_rank *r, double out[SP_CAT_N]);
-
-/* ---- internals shared by model_*.c ---- */
-void sp_model_warn(struct sp_model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int sp_model_load(struct sp_model *m);
-void sp_model_align_clocks(struct sp_model *m);
-int sp_model_find_steps(struct sp_model *m);
-void sp_model_match_collectives(struct sp_model *m);
-void sp_model_stragglers(struct sp_model *m);
-int sp_model_classify(struct sp_model *m);
-/* The event types pass 2 classifies; pass 1 counts exactly these per
- * thread, so that pass 2 knows when a thread can add nothing more. */
-#define SP_MODEL_CLASSIFIED_TYPES                                                            \
-    (SP_TYPE_BIT(SP_EV_GPU) | SP_TYPE_BIT(SP_EV_CUDA) | SP_TYPE_BIT(SP_EV_IO) |                \
-     SP_TYPE_BIT(SP_EV_WAIT))
-static inline int sp_model_classified_type(int type)
-{
-    return type > 0 && type < (int)SP_TYPE_MASK_BITS &&
-           (SP_MODEL_CLASSIFIED_TYPES & SP_TYPE_BIT(type)) != 0;
-}
-/* Progress on stderr: at most once a second on a terminal (one line
- * rewritten with \r), at most every 5 s otherwise; done == total ends it. */
-void sp_model_progress(const struct sp_model *m, const char *what, int done, int total);
-/* What-if replay (model_replay.c): the gain of fixing each cause alone. */
-struct sp_replay {
-    int ok;
-    double base_ms;             /* mean step of the replay as recorded */
-    double gain[SP_CAUSE_N];    /* share of base_ms saved, 0 when not measured */
-    double ms[SP_CAUSE_N];      /* the mean step then */
-    uint8_t *straggler_set;     /* per rank index: the straggler (or group) fixed */
-    int straggler_rank;         /* its rank index when one rank, else -1 */
-    int stage;                  /* the slowest pipeline stage fixed, -1 none */
-    double bubble_share;        /* waiting share of the balanced pipeline */
-    double cross_scale;         /* spanning bus bandwidth / intra-host, 0 n/a */
-};
-/* Replays the analyzed steps once as recorded and once per counterfactual.
- * Returns 0, or -1 when there is nothing to replay (out->ok is 0).  Free
- * with sp_model_replay_free. */
-int sp_model_replay(struct sp_model *m, struct sp_replay *out);
-void sp_model_replay_free(struct sp_replay *rp);
-/* The mean step with the causes use[cause] != 0 removed together; 0 unknown. */
-double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, const int *use);
-void sp_model_findings(struct sp_model *m);
-int64_t sp_model_global(const struct sp_model *m, const struct sp_rank *r, int64_t t);
-double sp_model_busbw_factor(uint32_t op, uint32_t nranks);
-/* Run fn(i, arg) for i in [0, n) on the model's thread pool. */
-void sp_model_parallel(const struct sp_model *m, int n, void (*fn)(int i, void *arg), void *arg);
-double sp_median(double *v, size_t n); /* sorts v */
-/* One collective instance: the calls of every rank that reached (comm, seq). */
-struct sp_coll_ref { int r; size_t c; }; /* rank index, call index */
-typedef void (*sp_instance_fn)(struct sp_model *m, const struct sp_coll_ref *refs, size_t n, void *arg);
-void sp_model_each_instance(struct sp_model *m, sp_instance_fn fn, void *arg);
 
 #endif

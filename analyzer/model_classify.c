@@ -36,10 +36,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "model_int.h"
 #include "sprof.h"
+#include "traceset.h"
 
-#define FLUSH_EVERY 4096
 
 /* I_HOST: inside CUDA calls other than launches (syncs, copies);
  * I_LAUNCH: inside launch calls, and the moment the host enqueued an NCCL
@@ -560,39 +560,51 @@ static void on_event(struct rank_pass *rp, const struct sp_event *ev)
     }
 }
 
-static void read_file(struct rank_pass *rp, struct sp_file_rec *f)
+/* The second pass needs only what it classifies, and of those only the
+ * fields that choose a category: the reader steps over the rest without
+ * decoding it. */
+static int pass2_open(void *ctx, struct sp_reader *rd)
 {
-    int err;
-    struct sp_reader *rd = sp_reader_open(f->path, &err);
-    if (!rd)
-        return;
-    /* The second pass needs only what it classifies, and of those only the
-     * fields that choose a category: the reader steps over the rest
-     * without decoding it. */
-    sp_reader_set_types(rd, SP_MODEL_CLASSIFIED_TYPES);
+    (void)ctx;
     sp_reader_set_fields(rd, SP_EV_GPU, SP_FIELD_BIT(gpu, kind));
     sp_reader_set_fields(rd, SP_EV_CUDA, SP_FIELD_BIT(cuda, api));
     sp_reader_set_fields(rd, SP_EV_IO, SP_FIELD_BIT(io, op) | SP_FIELD_BIT(io, fd_kind));
     sp_reader_set_fields(rd, SP_EV_WAIT, SP_FIELD_BIT(wait, op) | SP_FIELD_BIT(wait, fd_kind));
+    return 0;
+}
+
+static int pass2_event(void *ctx, const struct sp_reader *rd, const struct sp_event *ev)
+{
+    (void)rd;
+    on_event(ctx, ev);
+    return 0;
+}
+
+static void pass2_every(void *ctx, struct sp_reader *rd)
+{
+    (void)rd;
+    close_finished(ctx);
+}
+
+static const struct sp_pass pass2 = {
+    .types = SP_MODEL_CLASSIFIED_TYPES,
+    .tool = {.gpu = pass2_event, .cuda = pass2_event, .io = pass2_event, .wait = pass2_event},
+    .open = pass2_open,
+    .every = pass2_every,
+};
+
+static void read_file(struct rank_pass *rp, struct sp_file_rec *f)
+{
     rp->f = f;
     rp->last_tid = 0;
     rp->th = calloc(f->ntids + 1, sizeof *rp->th);
-    for (size_t i = 0; rp->th && i < f->ntids; i++)
+    if (!rp->th)
+        return;
+    for (size_t i = 0; i < f->ntids; i++)
         rp->th[i].wm = INT64_MIN;
-    struct sp_event ev;
-    uint64_t n = 0;
-    while (rp->th && sp_reader_next(rd, &ev) == 1) {
-        if (!sp_model_classified_type(ev.type))
-            continue;
-        on_event(rp, &ev);
-        if (++n % FLUSH_EVERY == 0)
-            close_finished(rp);
-    }
-    if (rp->th)
-        close_finished(rp);
+    sp_trace_feed(f->path, &pass2, rp, NULL);
     free(rp->th);
     rp->th = NULL;
-    sp_reader_close(rd);
 }
 
 static void classify_rank(int i, void *arg)

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "model_int.h"
 
 #define NS_PER_US 1e3
 

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "model_int.h"
 
 #define TIE_NS 20000.0 /* arrivals closer than 20 us are a tie: nobody was last */
 #define NS_PER_MS 1e6

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "model_int.h"
 
 #define STRAGGLER_LAST 0.5  /* the arrival table lists ranks last at >= half */
 #define CAUSE_EXPLAINS 0.8  /* a component explaining this much of an excess names it */

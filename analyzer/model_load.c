@@ -19,22 +19,21 @@
  * on that stream.  Without a kernel the call's own gpu_start/gpu_dur is used,
  * else the host call.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "model.h"
+#include "model_int.h"
 #include "sprof.h"
+#include "traceset.h"
 
-#define DEFAULT_STEP_RE "step|iteration|ProfilerStep"
 #define MAX_MARK_DEPTH 64
-#define MAX_DIR_DEPTH 32
-#define MAX_PARENT_HOPS 32 /* a ppid chain longer than this is taken as a loop */
+#define MAX_PARENT_HOPS 32
+/* ranks listed missing past the highest rank with a trace, at most */
+#define MAX_MISSING 4096 /* a ppid chain longer than this is taken as a loop */
 
 struct vec { void *p; size_t n, cap; };
 
@@ -51,51 +50,6 @@ static void *vec_push(struct vec *v, size_t elt)
     return (char *)v->p + elt * v->n++;
 }
 
-/* ---- finding files ---- */
-
-static int has_suffix(const char *s, const char *suf)
-{
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && !strcmp(s + a - b, suf);
-}
-
-static void find_traces(const char *dir, int depth, struct vec *paths)
-{
-    DIR *d = opendir(dir);
-    if (!d || depth > MAX_DIR_DEPTH) {
-        if (d)
-            closedir(d);
-        return;
-    }
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        char *p;
-        if (asprintf(&p, "%s/%s", dir, e->d_name) < 0)
-            continue;
-        struct stat st;
-        if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
-            find_traces(p, depth + 1, paths);
-            free(p);
-        } else if (S_ISREG(st.st_mode) && has_suffix(e->d_name, ".sprof")) {
-            char **slot = vec_push(paths, sizeof(char *));
-            if (slot)
-                *slot = p;
-            else
-                free(p);
-        } else {
-            free(p);
-        }
-    }
-    closedir(d);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* ---- per-file reading ---- */
 
 struct kernel { int64_t start, end; uint64_t stream, corr; int used; };
@@ -109,7 +63,8 @@ struct group_state { uint32_t tid; int depth; uint32_t id; };
 
 struct file_scan {
     struct sp_file_rec *f;
-    regex_t re;
+    const regex_t *re;
+    int names_dropped;
     struct vec calls, kernels, marks, tids, stacks, kseq;
     size_t last_tid;
     struct group_state groups[MAX_GROUP_THREADS];
@@ -189,7 +144,7 @@ static void add_mark(struct file_scan *s, int64_t start, int64_t end)
 static void on_marker(struct file_scan *s, const struct sp_reader *r, const struct sp_event *ev)
 {
     const char *name = sp_reader_string(r, ev->marker.name);
-    int matched = name[0] && regexec(&s->re, name, 0, NULL, 0) == 0;
+    int matched = name[0] && regexec(s->re, name, 0, NULL, 0) == 0;
     struct tid_stack *st;
     switch (ev->marker.kind) {
     case SP_MARK_PUSH:
@@ -484,15 +439,10 @@ static void ask_pass1_fields(struct sp_reader *r)
                          SP_FIELD_BIT(io, op) | SP_FIELD_BIT(io, fd_kind) | SP_FIELD_BIT(io, ret));
 }
 
-static void scan_file(struct sp_file_rec *f, const char *marker_re)
+static int pass1_open(void *ctx, struct sp_reader *r)
 {
-    int err = 0;
-    struct sp_reader *r = sp_reader_open(f->path, &err);
-    if (!r) {
-        if (asprintf(&f->diag, "%s: not readable as a trace (%s)", f->path, sp_strerror(err)) < 0)
-            f->diag = NULL;
-        return;
-    }
+    struct file_scan *s = ctx;
+    struct sp_file_rec *f = s->f;
     const struct sp_file_info *info = sp_reader_info(r);
     f->ok = 1;
     snprintf(f->host, sizeof f->host, "%s", info->host[0] ? info->host : "unknown");
@@ -504,30 +454,54 @@ static void scan_file(struct sp_file_rec *f, const char *marker_re)
     f->flags = info->hdr.flags;
     f->start_mono = (int64_t)info->hdr.start_mono;
     f->start_real = (int64_t)info->hdr.start_real;
-
-    struct file_scan s = {.f = f};
-    if (regcomp(&s.re, marker_re, REG_EXTENDED | REG_ICASE | REG_NOSUB) != 0)
-        regcomp(&s.re, DEFAULT_STEP_RE, REG_EXTENDED | REG_ICASE | REG_NOSUB);
     ask_pass1_fields(r);
-    struct sp_event ev;
-    int names_dropped = 0;
-    while (sp_reader_next(r, &ev) == 1) {
-        on_event(&s, r, &ev);
-        if (!names_dropped && f->kseq_full != 0) {
-            /* the kernel-name sequence is gone for good: kernels' names
-             * are no longer needed (from the next chunk on) */
-            sp_reader_set_fields(r, SP_EV_GPU, PASS1_GPU_FIELDS & ~SP_FIELD_BIT(gpu, name));
-            names_dropped = 1;
-        }
+    return 0;
+}
+
+static int pass1_event(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
+{
+    on_event(ctx, r, ev);
+    return 0;
+}
+
+/* Once the kernel-name sequence is gone for good, kernels' names are no
+ * longer needed: the reader leaves them unread from the next chunk on. */
+static void pass1_every(void *ctx, struct sp_reader *r)
+{
+    struct file_scan *s = ctx;
+    if (!s->names_dropped && s->f->kseq_full != 0) {
+        sp_reader_set_fields(r, SP_EV_GPU, PASS1_GPU_FIELDS & ~SP_FIELD_BIT(gpu, name));
+        s->names_dropped = 1;
     }
+}
+
+static void pass1_close(void *ctx, struct sp_reader *r)
+{
+    struct file_scan *s = ctx;
+    struct sp_file_rec *f = s->f;
+    const struct sp_file_info *info = sp_reader_info(r);
     if (info->hdr.events_dropped > f->dropped)
         f->dropped = info->hdr.events_dropped;
     const char *diag = sp_reader_diag(r);
     if (diag && diag[0] && asprintf(&f->diag, "%s: %s", f->path, diag) < 0)
         f->diag = NULL;
-    sp_reader_close(r);
-    regfree(&s.re);
+}
 
+static const struct sp_pass pass1 = {
+    .tool = {.any = pass1_event},
+    .open = pass1_open,
+    .every = pass1_every,
+    .close = pass1_close,
+};
+
+static void scan_file(struct sp_file_rec *f, const regex_t *re)
+{
+    struct file_scan s = {.f = f, .re = re};
+    int err = 0;
+    if (sp_trace_feed(f->path, &pass1, &s, &err) < 0 && err) {
+        if (asprintf(&f->diag, "%s: not readable as a trace (%s)", f->path, sp_strerror(err)) < 0)
+            f->diag = NULL;
+    }
     match_kernels(&s);
     f->calls = s.calls.p;
     f->ncalls = s.calls.n;
@@ -545,7 +519,7 @@ static void scan_file(struct sp_file_rec *f, const char *marker_re)
 
 struct scan_job {
     struct sp_model *m;
-    const char *re;
+    regex_t re;
     int done;
     pthread_mutex_t lock;
 };
@@ -553,7 +527,7 @@ struct scan_job {
 static void scan_one(int i, void *arg)
 {
     struct scan_job *j = arg;
-    scan_file(&j->m->frecs[i], j->re);
+    scan_file(&j->m->frecs[i], &j->re);
     pthread_mutex_lock(&j->lock);
     j->done++;
     sp_model_progress(j->m, "read", j->done, j->m->nfrecs);
@@ -817,18 +791,38 @@ static void warn_losses(struct sp_model *m)
             sp_model_warn(m, "%s: not closed cleanly (process killed?): events up to the "
                              "kill are used", f->path);
     }
-    if (m->world_size > 0) {
-        for (int r = 0; r < m->world_size; r++) {
-            int found = 0;
-            for (int i = 0; i < m->nranks && !found; i++)
-                found = m->ranks[i].rank == r;
-            if (!found && m->nmissing < (int)(sizeof m->missing_ranks / sizeof m->missing_ranks[0]))
+    /* ranks the world size promises but no trace holds; the world size is
+     * believed only as far as the traces go (a header claiming 2^31 ranks
+     * costs nothing) */
+    int top = m->nranks ? m->ranks[m->nranks - 1].rank : -1;
+    int bound = m->world_size < top + 1 + MAX_MISSING ? m->world_size : top + 1 + MAX_MISSING;
+    if (bound > 0 && (m->missing_ranks = malloc(sizeof *m->missing_ranks * (size_t)bound))) {
+        for (int r = 0, i = 0; r < bound; r++) {
+            while (i < m->nranks && m->ranks[i].rank < r)
+                i++;
+            if (i >= m->nranks || m->ranks[i].rank != r)
                 m->missing_ranks[m->nmissing++] = r;
         }
     }
-    for (int i = 0; i < m->nmissing; i++)
-        sp_model_warn(m, "rank %d is missing: world size is %d but no trace of rank %d was found",
-                      m->missing_ranks[i], m->world_size, m->missing_ranks[i]);
+    if (m->nmissing) {
+        char list[512];
+        size_t used = 0;
+        list[0] = 0;
+        for (int i = 0; i < m->nmissing && used + 32 < sizeof list; i++) {
+            int j = i;
+            while (j + 1 < m->nmissing && m->missing_ranks[j + 1] == m->missing_ranks[j] + 1)
+                j++;
+            used += (size_t)(j > i ? snprintf(list + used, sizeof list - used, "%s%d-%d", i ? "," : "",
+                                              m->missing_ranks[i], m->missing_ranks[j])
+                                   : snprintf(list + used, sizeof list - used, "%s%d", i ? "," : "",
+                                              m->missing_ranks[i]));
+            if (j + 1 < m->nmissing && used + 32 >= sizeof list)
+                snprintf(list + used, sizeof list - used, ",...");
+            i = j;
+        }
+        sp_model_warn(m, "%d rank%s missing: world size is %d but no trace of rank%s %s was found", m->nmissing,
+                      m->nmissing == 1 ? " is" : "s are", m->world_size, m->nmissing == 1 ? "" : "s", list);
+    }
     if (m->flags_any & SP_FLAG_NO_FILE_IO)
         sp_model_warn(m, "source %s records no file I/O: idle_input counts only the data-loader "
                          "waits it saw; file reads are unknown", m->source);
@@ -838,32 +832,44 @@ static void warn_losses(struct sp_model *m)
 
 int sp_model_load(struct sp_model *m)
 {
-    struct vec paths = {0};
-    find_traces(m->dir, 0, &paths);
-    if (!paths.n) {
-        sp_model_warn(m, "no *.sprof trace files under %s", m->dir);
-        free(paths.p);
+    char **pv;
+    const char *why = "";
+    int n = sp_trace_find(m->dir, &pv, &why);
+    if (n < 0) {
+        sp_model_warn(m, "%s: %s", m->dir, why);
         return -1;
     }
-    char **pv = paths.p;
-    qsort(pv, paths.n, sizeof *pv, cmp_str);
-    m->frecs = calloc(paths.n, sizeof *m->frecs);
-    if (!m->frecs) {
-        for (size_t i = 0; i < paths.n; i++)
-            free(pv[i]);
+    if (n == 0) {
+        sp_model_warn(m, "no *.sprof trace files under %s", m->dir);
         free(pv);
         return -1;
     }
-    m->nfrecs = (int)paths.n;
-    for (size_t i = 0; i < paths.n; i++) {
+    struct scan_job job = {.m = m};
+    const char *re = m->opts.step_marker ? m->opts.step_marker : SP_MODEL_DEFAULT_STEP_RE;
+    int rc = regcomp(&job.re, re, REG_EXTENDED | REG_ICASE | REG_NOSUB);
+    if (rc != 0) {
+        char msg[128];
+        regerror(rc, &job.re, msg, sizeof msg);
+        sp_model_warn(m, "step marker pattern \"%s\" is not a valid extended regular expression: %s", re, msg);
+        sp_trace_paths_free(pv, n);
+        return -1;
+    }
+    m->frecs = calloc((size_t)n, sizeof *m->frecs);
+    if (!m->frecs) {
+        sp_trace_paths_free(pv, n);
+        regfree(&job.re);
+        return -1;
+    }
+    m->nfrecs = n;
+    for (int i = 0; i < n; i++) {
         m->frecs[i].path = pv[i];
         m->frecs[i].hdr_rank = m->frecs[i].comm_rank = m->frecs[i].rank = -1;
     }
     free(pv);
-    struct scan_job job = {.m = m, .re = m->opts.step_marker ? m->opts.step_marker : DEFAULT_STEP_RE};
     pthread_mutex_init(&job.lock, NULL);
     sp_model_parallel(m, m->nfrecs, scan_one, &job);
     pthread_mutex_destroy(&job.lock);
+    regfree(&job.re);
     group_files(m);
     warn_losses(m);
     if (!m->nranks) {

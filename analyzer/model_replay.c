@@ -46,7 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "model_int.h"
 
 #define NS_PER_MS 1e6
 

@@ -1,0 +1,61 @@
+/*
+ * model_int.h - what the passes of the model (model_*.c) share and the
+ * verbs do not see: the pass entry points in the order sp_model_run calls
+ * them, the thread pool, the instance iterator, the replay's results.
+ */
+#ifndef SP_MODEL_INT_H
+#define SP_MODEL_INT_H
+
+#include "model.h"
+
+void sp_model_warn(struct sp_model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int sp_model_load(struct sp_model *m);
+void sp_model_align_clocks(struct sp_model *m);
+int sp_model_find_steps(struct sp_model *m);
+void sp_model_match_collectives(struct sp_model *m);
+void sp_model_stragglers(struct sp_model *m);
+int sp_model_classify(struct sp_model *m);
+/* The event types pass 2 classifies; pass 1 counts exactly these per
+ * thread, so that pass 2 knows when a thread can add nothing more. */
+#define SP_MODEL_CLASSIFIED_TYPES                                                            \
+    (SP_TYPE_BIT(SP_EV_GPU) | SP_TYPE_BIT(SP_EV_CUDA) | SP_TYPE_BIT(SP_EV_IO) |                \
+     SP_TYPE_BIT(SP_EV_WAIT))
+static inline int sp_model_classified_type(int type)
+{
+    return type > 0 && type < (int)SP_TYPE_MASK_BITS &&
+           (SP_MODEL_CLASSIFIED_TYPES & SP_TYPE_BIT(type)) != 0;
+}
+/* Progress on stderr: at most once a second on a terminal (one line
+ * rewritten with \r), at most every 5 s otherwise; done == total ends it. */
+void sp_model_progress(const struct sp_model *m, const char *what, int done, int total);
+/* What-if replay (model_replay.c): the gain of fixing each cause alone. */
+struct sp_replay {
+    int ok;
+    double base_ms;             /* mean step of the replay as recorded */
+    double gain[SP_CAUSE_N];    /* share of base_ms saved, 0 when not measured */
+    double ms[SP_CAUSE_N];      /* the mean step then */
+    uint8_t *straggler_set;     /* per rank index: the straggler (or group) fixed */
+    int straggler_rank;         /* its rank index when one rank, else -1 */
+    int stage;                  /* the slowest pipeline stage fixed, -1 none */
+    double bubble_share;        /* waiting share of the balanced pipeline */
+    double cross_scale;         /* spanning bus bandwidth / intra-host, 0 n/a */
+};
+/* Replays the analyzed steps once as recorded and once per counterfactual.
+ * Returns 0, or -1 when there is nothing to replay (out->ok is 0).  Free
+ * with sp_model_replay_free. */
+int sp_model_replay(struct sp_model *m, struct sp_replay *out);
+void sp_model_replay_free(struct sp_replay *rp);
+/* The mean step with the causes use[cause] != 0 removed together; 0 unknown. */
+double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, const int *use);
+void sp_model_findings(struct sp_model *m);
+int64_t sp_model_global(const struct sp_model *m, const struct sp_rank *r, int64_t t);
+double sp_model_busbw_factor(uint32_t op, uint32_t nranks);
+/* Run fn(i, arg) for i in [0, n) on the model's thread pool. */
+void sp_model_parallel(const struct sp_model *m, int n, void (*fn)(int i, void *arg), void *arg);
+double sp_median(double *v, size_t n); /* sorts v */
+/* One collective instance: the calls of every rank that reached (comm, seq). */
+struct sp_coll_ref { int r; size_t c; }; /* rank index, call index */
+typedef void (*sp_instance_fn)(struct sp_model *m, const struct sp_coll_ref *refs, size_t n, void *arg);
+void sp_model_each_instance(struct sp_model *m, sp_instance_fn fn, void *arg);
+
+#endif

@@ -1,0 +1,177 @@
+/*
+ * traceset.c - finding a job's trace files and feeding one to a pass.
+ *
+ * The directory walk remembers every directory it entered by (device,
+ * inode): a link to a parent, or two links to each other, is entered once
+ * and the walk ends.  Files are taken by name (*.sprof) and kind (regular
+ * after following links); the reader itself decides whether one is a
+ * trace.
+ *
+ * The feed loop is the only sp_reader_next loop of the analyzer: the pass
+ * decides the types read and, in its open callback, the fields; events go
+ * to its sp_tool by type.  Every SP_PASS_EVERY events the pass may act on
+ * what it has seen (pass 2 reduces the steps no thread can still add to;
+ * pass 1 stops reading kernel names once it no longer needs them).
+ */
+#include "traceset.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int dispatch(const struct sp_tool *tool, void *ctx, const struct sp_reader *r, const struct sp_event *ev)
+{
+    if (tool->any) {
+        int rc = tool->any(ctx, r, ev);
+        if (rc)
+            return rc;
+    }
+    switch (ev->type) {
+#define SP_X_DISPATCH(id, NAME, name, FIELDS)                                                      \
+    case id:                                                                                       \
+        return tool->name ? tool->name(ctx, r, ev) : 0;
+        SP_EVENTS(SP_X_DISPATCH)
+#undef SP_X_DISPATCH
+    default:
+        return 0;
+    }
+}
+
+int sp_trace_feed(const char *path, const struct sp_pass *p, void *ctx, int *err_out)
+{
+    int err = 0;
+    struct sp_reader *r = sp_reader_open(path, &err);
+    if (err_out)
+        *err_out = r ? 0 : err;
+    if (!r)
+        return err < 0 ? err : SP_E_IO;
+    if (p->types)
+        sp_reader_set_types(r, p->types);
+    int rc = p->open ? p->open(ctx, r) : 0;
+    if (rc) {
+        sp_reader_close(r);
+        return rc;
+    }
+    struct sp_event ev;
+    uint64_t n = 0;
+    while (sp_reader_next(r, &ev) == 1) {
+        if ((rc = dispatch(&p->tool, ctx, r, &ev)) != 0)
+            break;
+        if (p->every && ++n % SP_PASS_EVERY == 0)
+            p->every(ctx, r);
+    }
+    if (p->every && !rc)
+        p->every(ctx, r);
+    if (p->close)
+        p->close(ctx, r);
+    sp_reader_close(r);
+    return rc;
+}
+
+/* ---- finding files ---- */
+
+struct walk {
+    char **paths;
+    size_t n, cap;
+    struct { dev_t dev; ino_t ino; } *seen;
+    size_t nseen, capseen;
+};
+
+static int push(void **v, size_t *n, size_t *cap, size_t elt)
+{
+    if (*n < *cap)
+        return 0;
+    size_t c = *cap ? *cap * 2 : 64;
+    void *p = realloc(*v, c * elt);
+    if (!p)
+        return -1;
+    *v = p;
+    *cap = c;
+    return 0;
+}
+
+/* Whether the directory was entered before; remembers it otherwise. */
+static int entered(struct walk *w, const struct stat *st)
+{
+    for (size_t i = 0; i < w->nseen; i++)
+        if (w->seen[i].dev == st->st_dev && w->seen[i].ino == st->st_ino)
+            return 1;
+    if (push((void **)&w->seen, &w->nseen, &w->capseen, sizeof *w->seen) < 0)
+        return 1;
+    w->seen[w->nseen].dev = st->st_dev;
+    w->seen[w->nseen].ino = st->st_ino;
+    w->nseen++;
+    return 0;
+}
+
+static int has_suffix(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !strcmp(s + a - b, suf);
+}
+
+static void walk_dir(struct walk *w, const char *dir, int depth)
+{
+    if (depth > SP_TRACE_MAX_DEPTH)
+        return;
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char *p;
+        if (asprintf(&p, "%s/%s", dir, e->d_name) < 0)
+            continue;
+        struct stat st;
+        if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+            if (!entered(w, &st))
+                walk_dir(w, p, depth + 1);
+            free(p);
+        } else if (S_ISREG(st.st_mode) && has_suffix(e->d_name, ".sprof") &&
+                   push((void **)&w->paths, &w->n, &w->cap, sizeof *w->paths) == 0) {
+            w->paths[w->n++] = p;
+        } else {
+            free(p);
+        }
+    }
+    closedir(d);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int sp_trace_find(const char *dir, char ***paths, const char **why)
+{
+    *paths = NULL;
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        *why = errno == ENOENT ? "no such file or directory" : strerror(errno);
+        return SP_E_IO;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        *why = "not a directory (give the directory that holds the traces)";
+        return SP_E_ARG;
+    }
+    struct walk w = {0};
+    entered(&w, &st);
+    walk_dir(&w, dir, 0);
+    free(w.seen);
+    if (w.n)
+        qsort(w.paths, w.n, sizeof *w.paths, cmp_str);
+    *paths = w.paths;
+    return (int)w.n;
+}
+
+void sp_trace_paths_free(char **paths, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+}

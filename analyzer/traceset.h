@@ -1,0 +1,55 @@
+/*
+ * traceset.h - the trace set: the files of one job, found under a
+ * directory, and the one loop that feeds a file's events to a pass.
+ *
+ * Every analysis reads traces through sp_trace_feed, in the manner of
+ * perf's session feeding its tools: a pass says which event types it reads
+ * (the reader steps over the rest without decoding them), sets field masks
+ * when the file opens, and is given each event through a struct sp_tool of
+ * callbacks.  Pass 1 (model_load.c), pass 2 (model_classify.c) and dump
+ * are such passes.
+ *
+ * Errors are values: functions return 0 or a negative SP_E_* code and
+ * never abort.
+ */
+#ifndef SP_TRACESET_H
+#define SP_TRACESET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sprof.h"
+
+/* How often (events) a pass's `every` callback runs. */
+#define SP_PASS_EVERY 4096
+
+struct sp_pass {
+    uint64_t types;         /* SP_TYPE_BIT()s to read; 0 reads every type */
+    struct sp_tool tool;    /* fed each event read (NULL callbacks skip) */
+    /* After the file opened, before any event: set field masks here.
+     * Non-zero skips the file (sp_trace_feed returns it). */
+    int (*open)(void *ctx, struct sp_reader *r);
+    /* Every SP_PASS_EVERY events and once at the end (may change masks). */
+    void (*every)(void *ctx, struct sp_reader *r);
+    /* After the last event, with the reader still open (its diagnostics,
+     * statistics). */
+    void (*close)(void *ctx, struct sp_reader *r);
+};
+
+/* Opens the trace at path and feeds it to the pass.  Returns 0 when the
+ * file was read to its end (damage inside is reported through
+ * sp_reader_diag in `close`), a tool's non-zero return when it stopped
+ * the stream, the open callback's non-zero return, or the negative SP_E_*
+ * of sp_reader_open (*err_out gets it too when not NULL). */
+int sp_trace_feed(const char *path, const struct sp_pass *p, void *ctx, int *err_out);
+
+/* The *.sprof files under dir, recursively, sorted by path.  Directories
+ * are entered once each (by device and inode, so links that loop are
+ * harmless) and at most SP_TRACE_MAX_DEPTH deep.  *paths is malloc'd, each
+ * path too; free with sp_trace_paths_free.  Returns the count (0 none), or
+ * a negative SP_E_* when dir cannot be opened (*why says why, static). */
+#define SP_TRACE_MAX_DEPTH 32
+int sp_trace_find(const char *dir, char ***paths, const char **why);
+void sp_trace_paths_free(char **paths, int n);
+
+#endif

@@ -138,9 +138,14 @@ static void text_overview(const struct sp_model *m)
            m->nhosts == 1 ? "" : "s");
     if (m->nhosts > 1)
         printf("\n  host clocks aligned to within ~%.0f us", m->skew_us);
-    printf("\n  steps: %d, %s\n", m->steps_total, detected_by_text(m->detected_by));
+    int base = m->step_number0;
+    if (base)
+        printf("\n  steps: %d (%d-%d, numbered as their markers), %s\n", m->steps_total, base,
+               base + m->steps_total - 1, detected_by_text(m->detected_by));
+    else
+        printf("\n  steps: %d, %s\n", m->steps_total, detected_by_text(m->detected_by));
     if (m->step_hi > m->step_lo)
-        printf("  analyzed: steps %d-%d (%d); the first %d skipped as warm-up\n", m->step_lo, m->step_hi - 1,
+        printf("  analyzed: steps %d-%d (%d); %d skipped as warm-up\n", m->step_lo + base, m->step_hi - 1 + base,
                m->step_hi - m->step_lo, m->step_lo);
     printf("  step time: mean %.2f ms, median %.2f ms", m->step_mean_ms, m->step_median_ms);
     if (m->step_mean_ms > 0) {
@@ -403,6 +408,9 @@ static void json_report(const struct sp_model *m)
     sp_json_str(&j, "detected_by", m->detected_by);
     sp_json_int(&j, "count", m->steps_total);
     sp_json_int(&j, "skipped", m->step_lo);
+    sp_json_int(&j, "first_number", m->step_number0);
+    sp_json_int(&j, "analyzed_first", m->step_lo + m->step_number0);
+    sp_json_int(&j, "analyzed_last", m->step_hi - 1 + m->step_number0);
     sp_json_int(&j, "analyzed", m->step_hi - m->step_lo);
     sp_json_num(&j, "mean_ms", m->step_mean_ms);
     sp_json_num(&j, "median_ms", m->step_median_ms);
@@ -589,10 +597,11 @@ int cmd_report(int argc, char **argv)
     }
     if (rc == 0)
         rc = sp_model_run(&m, SP_STAGE_STEPS);
-    if (rc == 0 && o.step_first >= 0 && o.step_first >= m.steps_total) {
+    if (rc == 0 && o.step_first >= 0 &&
+        (o.step_first >= m.steps_total + m.step_number0 || o.step_last <= m.step_number0)) {
         if (m.steps_total > 0)
-            fprintf(stderr, "scaleprof report: --steps %d:%d: %s has steps 0-%d only\n", o.step_first,
-                    o.step_last - 1, dir, m.steps_total - 1);
+            fprintf(stderr, "scaleprof report: --steps %d:%d: %s has steps %d-%d only\n", o.step_first,
+                    o.step_last - 1, dir, m.step_number0, m.step_number0 + m.steps_total - 1);
         else
             fprintf(stderr, "scaleprof report: --steps %d:%d: no step found in %s\n", o.step_first,
                     o.step_last - 1, dir);

@@ -18,6 +18,8 @@
 #include "model_int.h"
 
 #define DEFAULT_SKIP 3
+#define TAIL_FACTOR 2.0  /* a last step this much longer than any other is the profiler's tail */
+#define TAIL_MIN_STEPS 3 /* ... judged only with two others to compare with */
 #define MAX_THREADS 8
 #define NS_PER_MS 1e6
 #define PROGRESS_TTY_NS 1000000000LL   /* a terminal sees one update a second */
@@ -275,13 +277,46 @@ static void summarize_steps(struct sp_model *m)
     free(len);
 }
 
+/* The mean over ranks of step k's length. */
+static double step_len(const struct sp_model *m, int k)
+{
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < m->nranks; i++)
+        if (k < m->ranks[i].nsteps) {
+            sum += (double)(m->ranks[i].steps[k].end - m->ranks[i].steps[k].start);
+            n++;
+        }
+    return n ? sum / n : 0;
+}
+
+/* Whether step hi-1 is far longer than every other step in [lo, hi-1). */
+static int last_step_is_tail(const struct sp_model *m, int lo, int hi)
+{
+    double longest = 0;
+    for (int k = lo; k < hi - 1; k++)
+        if (step_len(m, k) > longest)
+            longest = step_len(m, k);
+    return longest > 0 && step_len(m, hi - 1) > TAIL_FACTOR * longest;
+}
+
+/* The steps in view, as indices.  The user's numbers (--steps, and the
+ * warm-up --skip counts) are the markers' when they carry any: a trace
+ * recorded from step 5 on has no warm-up step left in it. */
 static void choose_view(struct sp_model *m)
 {
-    int lo = m->opts.skip, hi = m->steps_total;
+    int base = m->step_number0;
+    int lo = m->opts.skip > base ? m->opts.skip - base : 0, hi = m->steps_total;
     if (m->opts.step_first >= 0)
-        lo = m->opts.step_first;
-    if (m->opts.step_last >= 0 && m->opts.step_last < hi)
-        hi = m->opts.step_last;
+        lo = m->opts.step_first > base ? m->opts.step_first - base : 0;
+    if (m->opts.step_last >= 0 && m->opts.step_last - base < hi)
+        hi = m->opts.step_last - base > 0 ? m->opts.step_last - base : 0;
+    if (m->opts.step_last < 0 && hi == m->steps_total && hi - lo >= TAIL_MIN_STEPS && last_step_is_tail(m, lo, hi)) {
+        hi--;
+        sp_model_warn(m, "the last step (%d) is more than %.0fx longer than any other: taken as the profiler's "
+                         "shutdown or a trace cut short, and not analyzed (--steps includes it)",
+                      hi + base, TAIL_FACTOR);
+    }
     if (lo > hi)
         lo = hi;
     if (lo == hi && m->steps_total > 0 && m->opts.step_first < 0) {

@@ -133,6 +133,9 @@ struct sp_rnode {
     uint32_t key;           /* what the op is, for the peers' medians */
 };
 struct sp_span { int64_t start, end; };
+/* A step marker range and the number its name carries ("ProfilerStep#551",
+ * "step 12"), -1 when none; end -1 for an instant marker. */
+struct sp_mark { int64_t start, end, num; };
 
 /* What pass 1 learned about one file (model_load.c). */
 /* A recording thread as pass 1 saw it, in the order the reader streams
@@ -156,7 +159,7 @@ struct sp_file_rec {
     uint64_t events, dropped, gpu_events;
     char *diag;             /* reader damage report, NULL when clean */
     struct sp_coll_call *calls; size_t ncalls;
-    struct sp_span *marks; size_t nmarks;
+    struct sp_mark *marks; size_t nmarks;
     struct sp_tid_mark *tids; size_t ntids; /* classified threads */
     struct sp_kernel_rec *kseq; size_t nkseq; /* see sp_kernel_rec */
     int kseq_full;          /* the kernel sequence reached its cap */
@@ -174,7 +177,7 @@ struct sp_rank {
     int64_t first_t, last_t;
     struct sp_coll_call *calls; /* sorted by start */
     size_t ncalls;
-    struct sp_span *marks;  /* step marker ranges, sorted */
+    struct sp_mark *marks;  /* step marker ranges, sorted */
     size_t nmarks;
     struct sp_span *steps;  /* local time */
     int nsteps;
@@ -271,6 +274,7 @@ struct sp_model {
     double skew_us;         /* estimated residual clock skew */
     const char *detected_by; /* markers | collectives | kernels | none */
     int steps_total;        /* aligned steps found on every rank */
+    int step_number0;       /* the user's number of step 0 (its marker's), 0 when none */
     int step_lo, step_hi;   /* steps in view [lo, hi) */
     double step_mean_ms, step_median_ms;
     double breakdown[SP_CAT_N]; /* fractions of step time over ranks in view */

@@ -55,6 +55,7 @@ struct ivec { struct sp_span *v; size_t n, cap; };
 struct step_buf { struct ivec c[I_N]; int done; };
 
 #define SPARE_MAX 8 /* emptied lists kept for the next steps */
+#define HEAD_TINY_DIV 100 /* compute shorter than 1% of the step does not start it */
 
 struct thread_seen { int64_t wm; uint64_t seen; };
 
@@ -372,7 +373,14 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[S
         prev = now;
     }
     out[SP_CAT_IDLE_OTHER] = (double)(st.end - st.start - prev);
-    int64_t first_compute = b->c[I_COMPUTE].n ? b->c[I_COMPUTE].v[0].start : st.end;
+    /* the step's work starts with its first compute of some length: a
+     * tiny kernel before the wait for input does not make the wait late */
+    int64_t first_compute = st.end, tiny = (st.end - st.start) / HEAD_TINY_DIV;
+    for (size_t i = 0; i < b->c[I_COMPUTE].n; i++)
+        if (b->c[I_COMPUTE].v[i].end - b->c[I_COMPUTE].v[i].start > tiny) {
+            first_compute = b->c[I_COMPUTE].v[i].start;
+            break;
+        }
     *head = (double)(measure_within(&u[U_I], st.start, first_compute) -
                      measure_within(&u[U_CMTW], st.start, first_compute));
     /* overlap: NCCL kernel time under compute */

@@ -292,8 +292,8 @@ static struct sp_finding *add(struct sp_model *m, int cause, double gain)
     f->step_ms_if_fixed = m->step_mean_ms * (1 - gain);
     f->ranks = ranks;
     set_all_ranks(m, f);
-    f->step_first = m->step_lo;
-    f->step_last = m->step_hi - 1;
+    f->step_first = m->step_lo + m->step_number0;
+    f->step_last = m->step_hi - 1 + m->step_number0;
     return f;
 }
 

@@ -53,7 +53,7 @@ static void *vec_push(struct vec *v, size_t elt)
 /* ---- per-file reading ---- */
 
 struct kernel { int64_t start, end; uint64_t stream, corr; int used; };
-struct open_mark { int64_t t; int matched; };
+struct open_mark { int64_t t; int matched; int64_t num; };
 struct tid_stack { uint32_t tid; int depth; struct open_mark m[MAX_MARK_DEPTH]; };
 
 /* ncclGroupStart..End nesting per thread: the calls of one group are
@@ -132,13 +132,23 @@ static struct tid_stack *stack_of(struct file_scan *s, uint32_t tid)
     return n;
 }
 
-static void add_mark(struct file_scan *s, int64_t start, int64_t end)
+/* The number at the end of a marker's name ("ProfilerStep#551" 551,
+ * "step 12" 12), -1 when it ends in no digits. */
+static int64_t mark_number(const char *name)
 {
-    struct sp_span *sp = vec_push(&s->marks, sizeof *sp);
-    if (sp) {
-        sp->start = start;
-        sp->end = end;
-    }
+    size_t n = strlen(name), i = n;
+    while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
+        i--;
+    if (i == n || n - i > 15)
+        return -1;
+    return strtoll(name + i, NULL, 10);
+}
+
+static void add_mark(struct file_scan *s, int64_t start, int64_t end, int64_t num)
+{
+    struct sp_mark *sp = vec_push(&s->marks, sizeof *sp);
+    if (sp)
+        *sp = (struct sp_mark){start, end, num};
 }
 
 static void on_marker(struct file_scan *s, const struct sp_reader *r, const struct sp_event *ev)
@@ -150,23 +160,23 @@ static void on_marker(struct file_scan *s, const struct sp_reader *r, const stru
     case SP_MARK_PUSH:
         st = stack_of(s, ev->tid);
         if (st && st->depth < MAX_MARK_DEPTH)
-            st->m[st->depth++] = (struct open_mark){(int64_t)ev->t, matched};
+            st->m[st->depth++] = (struct open_mark){(int64_t)ev->t, matched, matched ? mark_number(name) : -1};
         break;
     case SP_MARK_POP:
         st = stack_of(s, ev->tid);
         if (st && st->depth > 0) {
             struct open_mark om = st->m[--st->depth];
             if (om.matched)
-                add_mark(s, om.t, (int64_t)ev->t);
+                add_mark(s, om.t, (int64_t)ev->t, om.num);
         }
         break;
     case SP_MARK_RANGE:
         if (matched)
-            add_mark(s, (int64_t)ev->t, (int64_t)(ev->t + ev->marker.dur));
+            add_mark(s, (int64_t)ev->t, (int64_t)(ev->t + ev->marker.dur), mark_number(name));
         break;
     case SP_MARK_INSTANT:
         if (matched)
-            add_mark(s, (int64_t)ev->t, -1);
+            add_mark(s, (int64_t)ev->t, -1, mark_number(name));
         break;
     }
 }
@@ -610,9 +620,9 @@ static int cmp_rank(const void *a, const void *b)
     return ((const struct sp_rank *)a)->rank - ((const struct sp_rank *)b)->rank;
 }
 
-static int cmp_span(const void *a, const void *b)
+static int cmp_mark(const void *a, const void *b)
 {
-    const struct sp_span *x = a, *y = b;
+    const struct sp_mark *x = a, *y = b;
     return (x->start > y->start) - (x->start < y->start);
 }
 
@@ -772,7 +782,7 @@ static void group_files(struct sp_model *m)
         if (r->host < 0)
             r->host = host_index(m, "unknown");
         qsort(r->calls, r->ncalls, sizeof *r->calls, cmp_call_start);
-        qsort(r->marks, r->nmarks, sizeof *r->marks, cmp_span);
+        qsort(r->marks, r->nmarks, sizeof *r->marks, cmp_mark);
     }
 }
 

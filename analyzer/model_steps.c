@@ -40,6 +40,7 @@
 
 #include "model_int.h"
 
+#define NUMBER_CHECKED 8 /* markers whose numbers must count up for steps to keep them */
 #define PERIOD_MAX 1024
 #define PERIOD_WINDOW 2048 /* calls compared per candidate period */
 #define PERIOD_MATCH 0.9
@@ -62,17 +63,24 @@ static int set_steps(struct sp_rank *r, const int64_t *bounds, int n)
     return r->nsteps;
 }
 
-static void steps_from_markers(struct sp_rank *r)
+/* Steps from markers; *num0 gets the number step 0's marker carries when
+ * the first steps' markers count up from it one by one, else -1. */
+static void steps_from_markers(struct sp_rank *r, int64_t *num0)
 {
     int64_t *b = malloc((r->nmarks + 2) * sizeof *b);
+    *num0 = -1;
     if (!b)
         return;
-    int n = 0;
+    int n = 0, counting = 1;
     int64_t last_end = INT64_MIN, last_known_end = -1;
     for (size_t i = 0; i < r->nmarks; i++) {
-        const struct sp_span *s = &r->marks[i];
+        const struct sp_mark *s = &r->marks[i];
         if (s->start < last_end)
             continue; /* nested inside the previous step range */
+        if (n == 0)
+            *num0 = s->num;
+        else if (counting && n < NUMBER_CHECKED && s->num != *num0 + n)
+            counting = 0;
         b[n++] = s->start;
         last_end = s->end >= 0 ? s->end : s->start;
         last_known_end = s->end;
@@ -80,6 +88,8 @@ static void steps_from_markers(struct sp_rank *r)
     if (n && last_known_end > b[n - 1])
         b[n++] = last_known_end; /* the last range closes its own step */
     set_steps(r, b, n - 1);
+    if (!counting || *num0 < 0)
+        *num0 = -1;
     free(b);
 }
 
@@ -407,8 +417,15 @@ int sp_model_find_steps(struct sp_model *m)
     const char *how = "none";
     if (with_marks) {
         how = "markers";
-        for (int i = 0; i < m->nranks; i++)
-            steps_from_markers(&m->ranks[i]);
+        int64_t first = -2;
+        for (int i = 0; i < m->nranks; i++) {
+            int64_t num0;
+            steps_from_markers(&m->ranks[i], &num0);
+            if (m->ranks[i].nsteps > 0)
+                first = first == -2 || first == num0 ? num0 : -1;
+        }
+        /* every rank's markers count from the same number: the steps keep it */
+        m->step_number0 = first > 0 && first < INT32_MAX / 2 ? (int)first : 0;
         if (with_marks < m->nranks)
             sp_model_warn(m, "%d rank(s) have no step markers: left out of the breakdown",
                           m->nranks - with_marks);

@@ -347,8 +347,10 @@ def step_dataloader_share(name, skip):
     second is what idle_input measures: a loader wait under running
     kernels costs nothing."""
     evs = [e for e in load_kineto(name)["traceEvents"] if e.get("ph") == "X"]
+    # warm-up: steps numbered below `skip` by their markers, as the report counts them
     steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in evs
-                   if e["name"].startswith("ProfilerStep#") and e.get("cat") != "gpu_user_annotation")[skip:]
+                   if e["name"].startswith("ProfilerStep#") and e.get("cat") != "gpu_user_annotation"
+                   and int(e["name"].split("#")[1]) >= skip)
     loads = [(e["ts"], e["ts"] + e["dur"]) for e in evs if "DataLoader" in e["name"] and "__next__" in e["name"]]
     busy = merged((e["ts"], e["ts"] + e["dur"]) for e in evs if e.get("cat") in GPU_CATS)
     total = sum(b - a for a, b in steps)

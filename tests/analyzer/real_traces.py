@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""real_traces.py - the diagnosis on real PyTorch-profiler traces, checked
+against sums made here over the raw JSON, independently of the analyzer.
+
+A GPU idle between kernels while the host had not yet launched the next
+one waits for the host (HTA calls this host wait): the report counts it as
+idle_host from the moment the GPU went idle, and prices it as
+host_overhead.  The sums below follow the same definitions on the Kineto
+events themselves: step k from ProfilerStep k's start to the next one's,
+GPU busy = kernels, copies and memsets, input = DataLoader ranges, host =
+runtime calls made while the GPU was idle, stretched back to the start of
+that idle gap.
+
+Usage: real_traces.py CASE  (SCALEPROF, DATA in the environment)
+"""
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SKIP = 3
+TOLERANCE = 0.03  # points of step time
+
+
+def union(iv):
+    out = []
+    for s, e in sorted(tuple(x) for x in iv):
+        if e <= s:
+            continue
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
+def measure(iv, lo, hi):
+    return sum(max(0, min(e, hi) - max(s, lo)) for s, e in iv)
+
+
+def raw_shares(path):
+    """idle_input, idle_host, idle_other over the steps after SKIP."""
+    ev = json.load(gzip.open(path))["traceEvents"]
+    x = [e for e in ev if e.get("ph") == "X"]
+    # steps numbered below SKIP are warm-up: the markers' own numbers
+    marks = sorted((e["ts"], e["ts"] + e["dur"], int(e["name"].split("#")[1])) for e in x
+                   if str(e.get("name", "")).startswith("ProfilerStep#"))
+    steps = [(a, b) for a, b, _ in marks]
+    first = next((k for k, (_, _, num) in enumerate(marks) if num >= SKIP), len(marks))
+    gpu = union([(e["ts"], e["ts"] + e["dur"]) for e in x
+                 if str(e.get("cat", "")).lower() in ("kernel", "memcpy", "memset", "gpu_memcpy", "gpu_memset")])
+    loader = union([(e["ts"], e["ts"] + e["dur"]) for e in x if "DataLoader" in str(e.get("name", ""))])
+    runtime = sorted((e["ts"], e["ts"] + e["dur"]) for e in x
+                     if str(e.get("cat", "")).lower() in ("runtime", "cuda_runtime"))
+    total = idle = inp = host = 0
+    for k in range(first, len(steps)):
+        lo = steps[k][0]
+        hi = steps[k + 1][0] if k + 1 < len(steps) else steps[k][1]
+        busy = [[max(s, lo), min(e, hi)] for s, e in gpu if e > lo and s < hi]
+        busy_in = union(busy + [[max(s, lo), min(e, hi)] for s, e in loader if e > lo and s < hi])
+        late = []
+        for s, e in runtime:
+            if not lo <= s < hi:
+                continue
+            if any(a <= s < b for a, b in busy_in):
+                late.append((s, e))
+            else:
+                late.append((max([b for a, b in busy_in if b <= s] or [lo]), e))
+        all_host = union(busy_in + [[max(a, lo), min(b, hi)] for a, b in late])
+        total += hi - lo
+        idle += (hi - lo) - measure(busy, lo, hi)
+        inp += measure(busy_in, lo, hi) - measure(busy, lo, hi)
+        host += measure(all_host, lo, hi) - measure(busy_in, lo, hi)
+    return inp / total, host / total, (idle - inp - host) / total
+
+
+def report(path, tmp):
+    scaleprof = os.environ["SCALEPROF"]
+    out = os.path.join(tmp, "t")
+    subprocess.run([scaleprof, "import", "kineto", path, "-o", out], check=True, stdout=subprocess.DEVNULL)
+    p = subprocess.run([scaleprof, "report", out, "--json", "--skip", str(SKIP)], check=True,
+                       stdout=subprocess.PIPE, text=True)
+    return json.loads(p.stdout)
+
+
+def check_shares(name, expect_first):
+    path = os.path.join(os.environ["DATA"], name)
+    want = raw_shares(path)
+    with tempfile.TemporaryDirectory(prefix="sprof-real-") as tmp:
+        rep = report(path, tmp)
+    b = rep["breakdown"]
+    got = (b["idle_input"], b["idle_host"], b["idle_other"])
+    for label, w, g in zip(("idle_input", "idle_host", "idle_other"), want, got):
+        print("  %-10s raw JSON %.3f, report %.3f" % (label, w, g))
+        if abs(w - g) > TOLERANCE:
+            fail("%s %.3f is not within %.2f of the raw JSON's %.3f" % (label, g, TOLERANCE, w))
+    findings = [(f["cause"], round(f["gain"], 3)) for f in rep["findings"]]
+    print("  findings:", findings)
+    if not findings or findings[0][0] != expect_first:
+        fail("the first finding should be %s: %s" % (expect_first, findings))
+    return rep
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def case_resnet_workers_launch_bound():
+    """ResNet-50 with 4 loader workers is not input-bound: a quarter of each
+    step the GPU waits for the host to launch, and that is the first
+    finding, priced near its share."""
+    rep = check_shares("resnet50_num_workers_4.pt.trace.json.gz", "host_overhead")
+    f = rep["findings"][0]
+    if abs(f["gain"] - rep["breakdown"]["idle_host"]) > 0.05 or rep["healthy"]:
+        fail("host_overhead's gain %.3f should be near idle_host %.3f, and the job not healthy"
+             % (f["gain"], rep["breakdown"]["idle_host"]))
+
+
+def case_resnet_no_workers_input_first():
+    """With 0 workers the input pipeline comes first; the host's late
+    launches are a second, smaller finding."""
+    rep = check_shares("resnet50_num_workers_0.pt.trace.json.gz", "input_pipeline")
+    causes = [f["cause"] for f in rep["findings"]]
+    if "host_overhead" not in causes:
+        fail("host_overhead (9%% of the step) missing: %s" % causes)
+
+
+if __name__ == "__main__":
+    fn = globals().get("case_" + sys.argv[1])
+    if not fn:
+        fail("unknown case " + sys.argv[1])
+    print(fn.__doc__.strip())
+    fn()
+    print("ok")

@@ -266,7 +266,19 @@ static void make_dir_absolute(void)
     if (snprintf(abs, sizeof abs, "%s/%s", strcmp(cwd, "/") ? cwd : "", rel) >= (int)sizeof abs)
         return;
     memcpy(g_cfg.dir, abs, sizeof abs);
-    setenv("SCALEPROF_DIR", g_cfg.dir, 1);
+    /* In place where the variable is: a shell builds its children's
+     * environment from main's envp, the very array environ points to now,
+     * and setenv would leave that array behind. */
+    static char entry[sizeof "SCALEPROF_DIR=" + sizeof g_cfg.dir];
+    snprintf(entry, sizeof entry, "SCALEPROF_DIR=%s", g_cfg.dir);
+    int found = 0;
+    for (char **e = environ; e && *e; e++)
+        if (strncmp(*e, "SCALEPROF_DIR=", sizeof "SCALEPROF_DIR=" - 1) == 0) {
+            *e = entry;
+            found = 1;
+        }
+    if (!found)
+        setenv("SCALEPROF_DIR", g_cfg.dir, 1); /* the exec interposers pass it on */
 }
 
 static void load_config(void)
@@ -324,28 +336,40 @@ static int make_dirs(const char *path, mode_t mode)
     return 0;
 }
 
+/* The service thread's fds are numbers of its own table: they must not
+ * pass through io.c's interposers, whose fd table describes the job's. */
+static int raw_openat(int dirfd, const char *path, int flags)
+{
+    return (int)syscall(SYS_openat, dirfd, path, flags, 0);
+}
+
+static void raw_close(int fd)
+{
+    syscall(SYS_close, fd);
+}
+
 /* Open DIR/<host> as a directory we own, creating it; -1 with errno. */
 static int open_host_dir(const char *host)
 {
     mode_t dmode = dir_mode();
     if (make_dirs(g_cfg.dir, dmode) != 0)
         return -1;
-    int dfd = open(g_cfg.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int dfd = raw_openat(AT_FDCWD, g_cfg.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0)
         return -1;
     if (mkdirat(dfd, host, dmode) != 0 && errno != EEXIST) {
-        close(dfd);
+        raw_close(dfd);
         return -1;
     }
-    int hfd = openat(dfd, host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int hfd = raw_openat(dfd, host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     int e = errno;
-    close(dfd);
+    raw_close(dfd);
     errno = e;
     if (hfd < 0)
         return -1;
     struct stat st;
     if (fstat(hfd, &st) != 0 || st.st_uid != geteuid()) {
-        close(hfd);
+        raw_close(hfd);
         errno = EPERM;
         return -1;
     }
@@ -640,6 +664,12 @@ __attribute__((constructor)) static void core_constructor(void)
         sp_recording = 0;
 }
 
+static int is_symlink(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+}
+
 /* Create this process's file, on the service thread (fd.c); the caller
  * owns the OPENING state and holds the guard.  Ends in READY or OFF. */
 static void open_trace_here(void *arg)
@@ -656,8 +686,12 @@ static void open_trace_here(void *arg)
     host[sizeof host - 1] = 0;
     int hfd = open_host_dir(host);
     if (hfd < 0) {
-        if (errno == ELOOP)
-            sp_fail("refusing %s/%s: a symbolic link stands in a trace directory's place", g_cfg.dir, host);
+        char hpath[sizeof g_cfg.dir + 320];
+        snprintf(hpath, sizeof hpath, "%s/%s", g_cfg.dir, host);
+        if ((errno == ELOOP || errno == ENOTDIR) && is_symlink(g_cfg.dir))
+            sp_fail("refusing %s: it is a symbolic link", g_cfg.dir);
+        else if ((errno == ELOOP || errno == ENOTDIR) && is_symlink(hpath))
+            sp_fail("refusing %s: it is a symbolic link", hpath);
         else
             sp_fail("cannot use %s/%s: %s", g_cfg.dir, host, strerror(errno));
         return;
@@ -666,7 +700,7 @@ static void open_trace_here(void *arg)
     int err = 0;
     g_writer = create_writer(hfd, host, shown, sizeof shown, &err);
     int e = errno;
-    close(hfd);
+    raw_close(hfd);
     if (!g_writer) {
         sp_fail("cannot create a trace in %s/%s: %s", g_cfg.dir, host,
                 err == SP_E_IO ? strerror(e) : sp_strerror(err));

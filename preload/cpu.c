@@ -60,9 +60,16 @@ static const char *const k_proc_paths[PROC_FILES] = {"/proc/stat", "/proc/self/s
 static int g_proc_fd[PROC_FILES] = {-1, -1};
 static int g_dir_fd = -1; /* SCALEPROF_DIR, for the control file */
 
+/* Raw system calls: these fds are numbers of the service thread's own
+ * table, and io.c's interposers keep a table of the job's. */
+static int raw_openat(int dirfd, const char *path, int flags)
+{
+    return (int)syscall(SYS_openat, dirfd, path, flags, 0);
+}
+
 static long read_at_start(int fd, char *buf, size_t len)
 {
-    long n = fd < 0 ? -1 : pread(fd, buf, len - 1, 0);
+    long n = fd < 0 ? -1 : syscall(SYS_pread64, fd, buf, len - 1, 0L);
     buf[n > 0 ? n : 0] = 0;
     return n;
 }
@@ -70,7 +77,7 @@ static long read_at_start(int fd, char *buf, size_t len)
 static long read_proc(int which, char *buf, size_t len)
 {
     if (g_proc_fd[which] < 0)
-        g_proc_fd[which] = open(k_proc_paths[which], O_RDONLY | O_CLOEXEC);
+        g_proc_fd[which] = raw_openat(AT_FDCWD, k_proc_paths[which], O_RDONLY | O_CLOEXEC);
     return read_at_start(g_proc_fd[which], buf, len);
 }
 
@@ -165,11 +172,11 @@ static void poll_control(const char *dir, struct control_seen *seen)
     char buf[SP_CONTROL_MAX];
     struct stat st;
     if (g_dir_fd < 0)
-        g_dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        g_dir_fd = raw_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (g_dir_fd < 0 || fstatat(g_dir_fd, "control", &st, AT_SYMLINK_NOFOLLOW) != 0 || !control_trusted(&st) ||
         !control_changed(&st, seen))
         return;
-    int fd = openat(g_dir_fd, "control", O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    int fd = raw_openat(g_dir_fd, "control", O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return;
     struct stat opened;
@@ -178,7 +185,7 @@ static void poll_control(const char *dir, struct control_seen *seen)
     if (fstat(fd, &opened) == 0 && opened.st_ino == st.st_ino && opened.st_dev == st.st_dev &&
         control_trusted(&opened))
         n = read_at_start(fd, buf, sizeof buf);
-    close(fd);
+    syscall(SYS_close, fd);
     if (n <= 0)
         return;
     if (strncmp(buf, "stop", 4) == 0)

@@ -67,8 +67,8 @@ static _Atomic uint32_t g_svc_state = SVC_NONE; /* futex word while STARTING */
 static _Atomic int g_box_taken;
 static sp_fd_work g_box_fn;
 static void *g_box_arg;
-static _Atomic uint32_t g_box_posted;  /* futex: bumped by a requester */
-static _Atomic uint32_t g_box_done;    /* futex: set to the request served */
+static _Atomic uint32_t g_box_posted; /* futex: bumped by a requester */
+static _Atomic uint32_t g_box_done;   /* futex: set to the request served */
 static __thread int t_service __attribute__((tls_model("initial-exec")));
 
 static long futex_wait(_Atomic uint32_t *w, uint32_t seen, const struct timespec *timeout)
@@ -85,16 +85,14 @@ static void futex_wake_all(_Atomic uint32_t *w)
  * -1 when the kernel cannot (then the recorder must hold no fd at all). */
 static int private_fd_table(void)
 {
-    if (syscall(SYS_close_range, 0u, ~0u, CLOSE_RANGE_UNSHARE) == 0)
-        return 0;
-    if (syscall(SYS_unshare, CLONE_FILES) != 0)
-        return -1;
+    if (syscall(SYS_close_range, 0u, ~0u, CLOSE_RANGE_UNSHARE) == 0) return 0;
+    if (syscall(SYS_unshare, CLONE_FILES) != 0) return -1;
     /* Kernels before 5.9: the copy holds the job's fds; close ours of them. */
-    if (syscall(SYS_close_range, 0u, ~0u, 0) == 0)
-        return 0;
+    if (syscall(SYS_close_range, 0u, ~0u, 0) == 0) return 0;
     struct rlimit rl;
-    long top = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < SP_CLOSE_LOOP_MAX ? (long)rl.rlim_cur
-                                                                                  : SP_CLOSE_LOOP_MAX;
+    long top = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < SP_CLOSE_LOOP_MAX
+                   ? (long)rl.rlim_cur
+                   : SP_CLOSE_LOOP_MAX;
     for (long fd = 0; fd < top; fd++)
         syscall(SYS_close, (int)fd);
     return 0;
@@ -114,8 +112,7 @@ static void *service_main(void *arg)
     int ok = private_fd_table() == 0;
     atomic_store(&g_svc_state, ok ? SVC_READY : SVC_FAILED);
     futex_wake_all(&g_svc_state);
-    if (!ok)
-        return NULL;
+    if (!ok) return NULL;
     uint64_t period = sp_cpu_period_ns();
     uint64_t due = next_tick(sp_now(), period);
     uint32_t served = 0;
@@ -260,8 +257,7 @@ SP_EXPORT int fcntl(int fd, int cmd, ...)
     va_start(ap, cmd);
     long arg = va_arg(ap, long);
     va_end(ap);
-    if (SP_UNLIKELY(!real) && !sp_guard_depth)
-        real = (int (*)(int, int, ...))sp_real("fcntl");
+    if (SP_UNLIKELY(!real) && !sp_guard_depth) real = (int (*)(int, int, ...))sp_real("fcntl");
     return fcntl_common(real, fd, cmd, arg);
 }
 
@@ -272,7 +268,6 @@ SP_EXPORT int fcntl64(int fd, int cmd, ...)
     va_start(ap, cmd);
     long arg = va_arg(ap, long);
     va_end(ap);
-    if (SP_UNLIKELY(!real) && !sp_guard_depth)
-        real = (int (*)(int, int, ...))sp_real("fcntl64");
+    if (SP_UNLIKELY(!real) && !sp_guard_depth) real = (int (*)(int, int, ...))sp_real("fcntl64");
     return fcntl_common(real, fd, cmd, arg);
 }

@@ -50,8 +50,7 @@ static int read_once(const char *file)
 {
     char c;
     int fd = open(file, O_RDONLY);
-    if (fd < 0)
-        return -1;
+    if (fd < 0) return -1;
     int r = (int)read(fd, &c, 1);
     close(fd);
     return r == 1 ? 0 : -1;
@@ -73,11 +72,9 @@ static void print_fds(void)
     printf("fds");
     struct dirent *e;
     while (d && (e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.' && atoi(e->d_name) != self)
-            printf(" %s", e->d_name);
+        if (e->d_name[0] != '.' && atoi(e->d_name) != self) printf(" %s", e->d_name);
     printf("\n");
-    if (d)
-        closedir(d);
+    if (d) closedir(d);
 }
 
 static void print_fdsize(void)
@@ -85,10 +82,8 @@ static void print_fdsize(void)
     FILE *f = fopen("/proc/self/status", "r");
     char line[256];
     while (f && fgets(line, sizeof line, f))
-        if (strncmp(line, "FDSize:", 7) == 0)
-            printf("fdsize %d\n", atoi(line + 7));
-    if (f)
-        fclose(f);
+        if (strncmp(line, "FDSize:", 7) == 0) printf("fdsize %d\n", atoi(line + 7));
+    if (f) fclose(f);
 }
 
 static int job_pipes(const char *file)
@@ -115,8 +110,7 @@ static int job_pipes(const char *file)
 static int job_lowest(const char *file, double secs)
 {
     int fd = open(file, O_RDONLY);
-    if (fd != LOWEST_FD)
-        printf("note first open got %d\n", fd);
+    if (fd != LOWEST_FD) printf("note first open got %d\n", fd);
     long misses = 0, tries = 0;
     double end = now_s() + secs;
     while (now_s() < end) {
@@ -125,8 +119,7 @@ static int job_lowest(const char *file, double secs)
         tries++;
         if (fd != LOWEST_FD) {
             misses++;
-            if (fd >= 0 && fd != LOWEST_FD)
-                close(fd);
+            if (fd >= 0 && fd != LOWEST_FD) close(fd);
         }
     }
     printf("tries %ld\nmisses %ld\n", tries, misses);
@@ -136,8 +129,7 @@ static int job_lowest(const char *file, double secs)
 static int job_rlimit(int n, const char *file)
 {
     struct rlimit rl = {(rlim_t)n, (rlim_t)n};
-    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
-        return 1;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) return 1;
     int opened = 0;
     while (open(file, O_RDONLY) >= 0)
         opened++;
@@ -173,11 +165,10 @@ static int job_count(const char *file)
     char c;
     setvbuf(stdout, NULL, _IONBF, 0);
     for (long n = 1;; n++) {
-        if (pread(fd, &c, 1, 0) != 1)
-            return 1;
+        if (pread(fd, &c, 1, 0) != 1) return 1;
         if (n % 64 == 0) {
             printf("done %ld\n", n); /* every read up to n has returned */
-            usleep(COUNT_PACE_US);    /* at the pace of a busy loader, not a flood */
+            usleep(COUNT_PACE_US);   /* at the pace of a busy loader, not a flood */
         }
     }
 }
@@ -203,8 +194,7 @@ static int job_threads(int n, const char *file)
     pthread_barrier_init(&g_all_alive, NULL, (unsigned)n);
     int made = 0;
     for (int i = 0; i < n; i++)
-        if (pthread_create(&th[i], &attr, one_read, NULL) == 0)
-            made++;
+        if (pthread_create(&th[i], &attr, one_read, NULL) == 0) made++;
     if (made != n) {
         printf("made %d\n", made);
         return 1; /* the barrier would never open */
@@ -227,20 +217,14 @@ static int job_touch(const char *file, double secs)
 
 int main(int argc, char **argv)
 {
-    if (argc >= 3 && strcmp(argv[1], "pipes") == 0)
-        return job_pipes(argv[2]);
-    if (argc >= 4 && strcmp(argv[1], "lowest") == 0)
-        return job_lowest(argv[2], atof(argv[3]));
-    if (argc >= 4 && strcmp(argv[1], "rlimit") == 0)
-        return job_rlimit(atoi(argv[2]), argv[3]);
+    if (argc >= 3 && strcmp(argv[1], "pipes") == 0) return job_pipes(argv[2]);
+    if (argc >= 4 && strcmp(argv[1], "lowest") == 0) return job_lowest(argv[2], atof(argv[3]));
+    if (argc >= 4 && strcmp(argv[1], "rlimit") == 0) return job_rlimit(atoi(argv[2]), argv[3]);
     if (argc >= 4 && strcmp(argv[1], "sigexit") == 0)
         return job_sigexit(argv[2], (unsigned)atoi(argv[3]));
-    if (argc >= 3 && strcmp(argv[1], "count") == 0)
-        return job_count(argv[2]);
-    if (argc >= 4 && strcmp(argv[1], "threads") == 0)
-        return job_threads(atoi(argv[2]), argv[3]);
-    if (argc >= 4 && strcmp(argv[1], "touch") == 0)
-        return job_touch(argv[2], atof(argv[3]));
+    if (argc >= 3 && strcmp(argv[1], "count") == 0) return job_count(argv[2]);
+    if (argc >= 4 && strcmp(argv[1], "threads") == 0) return job_threads(atoi(argv[2]), argv[3]);
+    if (argc >= 4 && strcmp(argv[1], "touch") == 0) return job_touch(argv[2], atof(argv[3]));
     fprintf(stderr, "usage: attack_job pipes|lowest|rlimit|sigexit|count|threads|touch ...\n");
     return 2;
 }

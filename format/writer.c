@@ -14,8 +14,9 @@
  * can: the mapping is MADV_RANDOM (readahead made each first store cost
  * 1-2 ms), a slot's page is first touched when a thread claims it (an
  * all-zero slot is FREE), claims take the lowest FREE slot, and scans stop
- * at the highest slot ever claimed.  The descriptor is moved to 512 or
- * above, out of the way of jobs that manage their low descriptors.
+ * at the highest slot ever claimed.  The descriptor stays where the kernel
+ * put it: the preload creates writers on a thread with a descriptor table
+ * of its own (preload/fd.c), where no number is the job's.
  *
  * The compressor regroups each chunk by type and field before zstd (the
  * column layout, columns.h); a chunk it cannot regroup exactly is
@@ -98,7 +99,6 @@
 #define SP_MAX_STRINGS_SIZE (1ull << 31)
 #define SP_STRING_ALIGN 4u
 #define SP_FRAME_HCRC_BYTES 28u
-#define SP_FD_FLOOR 512
 #define NS_PER_SEC 1000000000ull
 #define NS_PER_MS 1000000ull
 
@@ -227,19 +227,6 @@ static void *raw_mmap_shared(int fd, size_t size)
         return NULL;
     syscall(SYS_madvise, (void *)p, size, MADV_RANDOM);
     return (void *)p;
-}
-
-/* Moves fd to SP_FD_FLOOR or above, where jobs that close or dup2 onto
- * low descriptors (daemonising helpers, shells, closefrom(3) loops that
- * stop early) rarely reach it.  Keeps fd as it is when that fails (a
- * descriptor limit below the floor). */
-static int raw_move_fd_high(int fd)
-{
-    int high = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, SP_FD_FLOOR);
-    if (high < 0)
-        return fd;
-    syscall(SYS_close, fd);
-    return high;
 }
 
 static void raw_munmap(void *p, size_t size)
@@ -579,7 +566,6 @@ static int open_file(struct sp_writer *w, const char *path, int mode)
     w->fd = raw_open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (w->fd < 0)
         return SP_E_IO;
-    w->fd = raw_move_fd_high(w->fd);
     if (syscall(SYS_ftruncate, w->fd, (long)w->map_size) < 0 ||
         reserve_blocks(w->fd, w->map_size) < 0)
         goto fail;
@@ -1068,12 +1054,16 @@ void sp_writer_abandon(struct sp_writer *w)
     if (!w)
         return;
     /* In a forked child the parent's compressor thread does not exist and
-     * its lock may have been held at fork: touch neither.  Called in the
-     * creating process instead, the thread must stop before the memory it
-     * uses goes away. */
-    if (w->thread_started && getpid() == w->owner)
+     * its lock may have been held at fork: touch neither.  Nor the fd: the
+     * writer may have been made in a descriptor table the child did not
+     * copy (preload/fd.c), where that number is one of the child's own
+     * files.  Called in the creating process instead, the thread must stop
+     * before the memory it uses goes away. */
+    int creator = getpid() == w->owner;
+    if (w->thread_started && creator)
         stop_compressor(w);
     raw_munmap(w->map, w->map_size);
-    raw_close(w->fd);
+    if (creator)
+        raw_close(w->fd);
     free_writer(w);
 }

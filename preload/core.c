@@ -31,22 +31,24 @@
  * is unavailable, emitters use a real fence; threads beyond the owned
  * counters share SP_INFLIGHT_STRIPES padded counters with atomic adds.
  *
- * Files.  DIR is created if missing (mode 0700, or 0755 when the file mode
- * grants others read).  DIR/<host> is created with mkdirat and opened with
+ * Files.  DIR is made absolute once, in the first process (from its cwd
+ * at load), and exported so that every child writes into the same DIR
+ * wherever it runs.  DIR is created if missing (mode 0700, or 0755 when
+ * the file mode grants others read) and opened without following a
+ * symlink: a link put in its place is refused.  DIR/<host> is created with mkdirat and opened with
  * O_NOFOLLOW|O_DIRECTORY; a symlink there, or a directory owned by someone
  * else, is refused (another user could otherwise steer our writes).  The
- * trace is created through /proc/self/fd/<that directory> so the checked
+ * trace is created through /proc/thread-self/fd/<that directory> so the checked
  * directory is the one written into.  A name already taken (pid reuse, or
  * this very process after an exec, which keeps its pid) moves on to
  * <pid>.<n>.sprof.
  *
- * File descriptors.  The trace holds one fd for its whole life, and a job
- * may assume numbers: open() after close(1) must return 1, "exec 3>file"
- * must get 3.  So the trace is never created while fd 0, 1 or 2 is free
- * (the holes are plugged with /dev/null meanwhile); close(), close_range()
- * and closefrom() in io.c spare sp_trace_fd; and a dup2() onto it makes the
- * trace step aside (sp_core_yield_trace_fd: closed, then continued in a new
- * file under another number).
+ * File descriptors.  None of the job's.  All the file work above - the
+ * directories, the trace's creation, the header's reads of /proc, and the
+ * close - runs on fd.c's service thread, in a descriptor table of its
+ * own; the job's threads only store into the shared mapping.  So a job may
+ * close, dup2 onto or reuse any number, run with a limit of 16 fds, or
+ * expect open() to return the lowest free number, and never meet ours.
  *
  * Fork.  pthread_atfork's child handler abandons the inherited writer
  * (unmap only) and creates the child's file at once, so every worker has a
@@ -58,7 +60,9 @@
  * a half-made writer.
  *
  * Exit.  atexit, a destructor and the _exit/_Exit interposers all end in
- * sp_core_shutdown(), which is idempotent.  No signal handler is installed:
+ * sp_core_shutdown(), which is idempotent.  An _exit() from a signal
+ * handler that interrupted this very thread's append does not wait for
+ * that append (it cannot finish before the handler returns).  No signal handler is installed:
  * events live in MAP_SHARED slots from the moment they are appended, so a
  * SIGTERM or SIGKILL loses nothing already recorded.
  */
@@ -127,7 +131,38 @@ static pthread_key_t g_exit_key;
 static int g_exit_key_ok;
 static __thread unsigned t_exit_watched __attribute__((tls_model("initial-exec")));
 
-/* ---- messages ------------------------------------------------------------ */
+/* ---- messages ------------------------------------------------------------ *
+ *
+ * Lines go to the job's fd 2.  The service thread (fd.c) has a descriptor
+ * table of its own with no fd 2 in it, so a line it says is kept and
+ * written by the job's thread that asked for the work, once it is done. */
+
+#define SP_PENDING_MAX (SP_LINE_MAX + 64)
+static char g_pending_line[SP_PENDING_MAX];
+static _Atomic size_t g_pending_len;
+
+static void say_line(const char *line, size_t len)
+{
+    if (!sp_fd_is_service_thread()) {
+        syscall(SYS_write, 2, line, len);
+        return;
+    }
+    if (atomic_load(&g_pending_len) || len > sizeof g_pending_line)
+        return; /* one line at a time is plenty: the first says why */
+    memcpy(g_pending_line, line, len);
+    atomic_store(&g_pending_len, len);
+}
+
+/* Write what the service thread said, from the job's thread. */
+static void say_pending(void)
+{
+    size_t len = atomic_exchange(&g_pending_len, 0);
+    if (len) {
+        int e = errno;
+        syscall(SYS_write, 2, g_pending_line, len);
+        errno = e;
+    }
+}
 
 static void write_stderr_line(const char *prefix, const char *fmt, va_list ap)
 {
@@ -138,7 +173,7 @@ static void write_stderr_line(const char *prefix, const char *fmt, va_list ap)
     if (len > sizeof line - 2)
         len = sizeof line - 2;
     line[len++] = '\n';
-    syscall(SYS_write, 2, line, len);
+    say_line(line, len);
 }
 
 void sp_log(const char *fmt, ...)
@@ -180,7 +215,7 @@ void sp_fail(const char *fmt, ...)
         int n = snprintf(line, sizeof line, "scaleprof: %s; recording disabled, the job continues\n", msg);
         if (n > (int)sizeof line - 1)
             n = (int)sizeof line - 1;
-        syscall(SYS_write, 2, line, (size_t)n);
+        say_line(line, (size_t)n);
     }
     errno = e;
 }
@@ -213,12 +248,46 @@ static void parse_steps(const char *v, long *first, long *last)
     *last = b;
 }
 
+/* A relative DIR means "from where the job was started", not from
+ * wherever each process happens to be: resolve it once, here in the first
+ * process, and pass the absolute path on to children through the
+ * environment (the exec interposers add it back when a child's
+ * environment lacks it).  Called from the constructor, before the job's
+ * main() and its threads. */
+static void make_dir_absolute(void)
+{
+    if (g_cfg.dir[0] == '/')
+        return;
+    char cwd[sizeof g_cfg.dir];
+    if (!getcwd(cwd, sizeof cwd))
+        return; /* an unreachable cwd: relative it stays */
+    const char *rel = g_cfg.dir[0] == '.' && g_cfg.dir[1] == '/' ? g_cfg.dir + 2 : g_cfg.dir;
+    char abs[sizeof g_cfg.dir];
+    if (snprintf(abs, sizeof abs, "%s/%s", strcmp(cwd, "/") ? cwd : "", rel) >= (int)sizeof abs)
+        return;
+    memcpy(g_cfg.dir, abs, sizeof abs);
+    /* In place where the variable is: a shell builds its children's
+     * environment from main's envp, the very array environ points to now,
+     * and setenv would leave that array behind. */
+    static char entry[sizeof "SCALEPROF_DIR=" + sizeof g_cfg.dir];
+    snprintf(entry, sizeof entry, "SCALEPROF_DIR=%s", g_cfg.dir);
+    int found = 0;
+    for (char **e = environ; e && *e; e++)
+        if (strncmp(*e, "SCALEPROF_DIR=", sizeof "SCALEPROF_DIR=" - 1) == 0) {
+            *e = entry;
+            found = 1;
+        }
+    if (!found)
+        setenv("SCALEPROF_DIR", g_cfg.dir, 1); /* the exec interposers pass it on */
+}
+
 static void load_config(void)
 {
     if (g_cfg_loaded)
         return;
     const char *dir = getenv("SCALEPROF_DIR");
     snprintf(g_cfg.dir, sizeof g_cfg.dir, "%s", dir && *dir ? dir : "./scaleprof-out");
+    make_dir_absolute();
     g_cfg.enabled = env_long("SCALEPROF_ENABLE", 1, 10) != 0;
     g_cfg.mode = (int)env_long("SCALEPROF_MODE", SP_DEFAULT_MODE, 8) & 0777;
     parse_steps(getenv("SCALEPROF_STEPS"), &g_cfg.step_first, &g_cfg.step_last);
@@ -267,28 +336,40 @@ static int make_dirs(const char *path, mode_t mode)
     return 0;
 }
 
+/* The service thread's fds are numbers of its own table: they must not
+ * pass through io.c's interposers, whose fd table describes the job's. */
+static int raw_openat(int dirfd, const char *path, int flags)
+{
+    return (int)syscall(SYS_openat, dirfd, path, flags, 0);
+}
+
+static void raw_close(int fd)
+{
+    syscall(SYS_close, fd);
+}
+
 /* Open DIR/<host> as a directory we own, creating it; -1 with errno. */
 static int open_host_dir(const char *host)
 {
     mode_t dmode = dir_mode();
     if (make_dirs(g_cfg.dir, dmode) != 0)
         return -1;
-    int dfd = open(g_cfg.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dfd = raw_openat(AT_FDCWD, g_cfg.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0)
         return -1;
     if (mkdirat(dfd, host, dmode) != 0 && errno != EEXIST) {
-        close(dfd);
+        raw_close(dfd);
         return -1;
     }
-    int hfd = openat(dfd, host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int hfd = raw_openat(dfd, host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     int e = errno;
-    close(dfd);
+    raw_close(dfd);
     errno = e;
     if (hfd < 0)
         return -1;
     struct stat st;
     if (fstat(hfd, &st) != 0 || st.st_uid != geteuid()) {
-        close(hfd);
+        raw_close(hfd);
         errno = EPERM;
         return -1;
     }
@@ -303,28 +384,6 @@ static void file_name(char *out, size_t len, int n)
         snprintf(out, len, "%d.%d.sprof", (int)getpid(), n);
 }
 
-/* The trace must not take fd 0, 1 or 2 while the job has one closed for a
- * moment (a shell redirecting stdout, a daemon about to reopen its standard
- * fds on /dev/null): the job's next open expects that number.  So the
- * holes are filled with /dev/null while the writer opens its file. */
-#define SP_STD_FDS 3
-
-static void hold_std_fds(int held[SP_STD_FDS])
-{
-    for (int i = 0; i < SP_STD_FDS; i++) {
-        held[i] = -1;
-        if (fcntl(i, F_GETFD) == -1 && errno == EBADF)
-            held[i] = open("/dev/null", O_RDWR | O_CLOEXEC);
-    }
-}
-
-static void release_std_fds(const int held[SP_STD_FDS])
-{
-    for (int i = 0; i < SP_STD_FDS; i++)
-        if (held[i] >= 0)
-            close(held[i]);
-}
-
 /* Create the writer in the checked directory under the first free name. */
 static struct sp_writer *create_writer(int hfd, const char *host, char *shown, size_t shown_len, int *err)
 {
@@ -333,7 +392,8 @@ static struct sp_writer *create_writer(int hfd, const char *host, char *shown, s
     opts.mode = g_cfg.mode;
     opts.background = 1;
     char via[64], name[64], path[sizeof g_cfg.dir + 320];
-    snprintf(via, sizeof via, "/proc/self/fd/%d", hfd);
+    /* thread-self: this thread's descriptor table is not the process's */
+    snprintf(via, sizeof via, "/proc/thread-self/fd/%d", hfd);
     int use_proc = access(via, X_OK) == 0;
     for (int n = 0; n < SP_NAME_RETRIES; n++) {
         file_name(name, sizeof name, n);
@@ -344,14 +404,7 @@ static struct sp_writer *create_writer(int hfd, const char *host, char *shown, s
         else
             snprintf(path, sizeof path, "%s/%s/%s", g_cfg.dir, host, name);
         snprintf(shown, shown_len, "%s/%s/%s", g_cfg.dir, host, name);
-        int held[SP_STD_FDS];
-        hold_std_fds(held);
         struct sp_writer *w = sp_writer_create(path, &opts, err);
-        int e = errno;
-        if (w)
-            sp_trace_fd = sp_writer_fd(w);
-        release_std_fds(held);
-        errno = e;
         if (w || !(*err == SP_E_IO && errno == EEXIST))
             return w;
     }
@@ -432,6 +485,93 @@ static void clock_pair(uint64_t *mono, uint64_t *real, uint64_t *uncertainty)
     *uncertainty = b - a;
 }
 
+/* ---- command lines without their secrets ----------------------------------- *
+ *
+ * Tokens and passwords travel on command lines (--api-token=..., curl -H
+ * "Authorization: Bearer ...") and trace files are shared.  The ARGV TLV
+ * keeps every argument but replaces the value of anything that names a
+ * secret: "--opt=value" and "NAME=value" keep "--opt=" and "NAME=",
+ * "--opt value" loses the next argument, "Header: value" keeps "Header:",
+ * "Bearer value" keeps "Bearer".  A name is secret when it contains one of
+ * k_secret_words, in any case; redacting a harmless "--keyboard" too is
+ * the price of never missing "--key". */
+
+static const char *const k_secret_words[] = {"token", "key", "secret", "password", "passwd",
+                                             "bearer", "authorization", NULL};
+static const char k_redacted[] = "<redacted>";
+
+static int names_secret(const char *name, size_t len)
+{
+    for (const char *const *w = k_secret_words; *w; w++) {
+        size_t wl = strlen(*w);
+        for (size_t i = 0; i + wl <= len; i++)
+            if (strncasecmp(name + i, *w, wl) == 0)
+                return 1;
+    }
+    return 0;
+}
+
+static int is_name_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+/* How much of `arg` to keep before "<redacted>", or -1 to keep it whole.
+ * *next_too: the option's value is the next argument. */
+static long secret_prefix(const char *arg, int *next_too)
+{
+    *next_too = 0;
+    size_t n = 0;
+    const char *p = arg;
+    int dashes = 0;
+    while (*p == '-' && dashes < 2) {
+        p++;
+        dashes++;
+    }
+    while (is_name_char(p[n]))
+        n++;
+    if (n == 0 || !names_secret(p, n))
+        return strncasecmp(arg, "bearer ", 7) == 0 ? 7 : -1;
+    char after = p[n];
+    if (after == '=')
+        return (long)(p - arg) + (long)n + 1; /* --opt=value, NAME=value */
+    if (after == ':')
+        return (long)(p - arg) + (long)n + 1; /* Header: value */
+    if (after == 0 && dashes > 0)
+        *next_too = 1; /* --opt value */
+    return -1;
+}
+
+/* Copy the NUL-separated argv in `in` to `out`, secrets replaced; returns
+ * the bytes written (each argument NUL-terminated). */
+static size_t redact_argv(const char *in, size_t len, char *out, size_t cap)
+{
+    size_t o = 0;
+    int redact_next = 0;
+    for (size_t i = 0; i < len;) {
+        const char *arg = in + i;
+        size_t alen = strnlen(arg, len - i);
+        i += alen + 1;
+        int next_too = 0;
+        long keep = redact_next ? 0 : secret_prefix(arg, &next_too);
+        if (redact_next && arg[0] == '-')
+            keep = secret_prefix(arg, &next_too); /* "--token --verbose": no value was given */
+        redact_next = next_too;
+        const char *tail = keep >= 0 ? k_redacted : "";
+        size_t head = keep >= 0 ? (size_t)keep : alen;
+        if (keep >= 0 && (size_t)keep < alen && arg[keep] == ' ')
+            head++; /* "Header: value": keep the space */
+        size_t need = head + strlen(tail) + 1;
+        if (o + need > cap)
+            break;
+        memcpy(out + o, arg, head);
+        memcpy(out + o + head, tail, strlen(tail));
+        o += need;
+        out[o - 1] = 0;
+    }
+    return o;
+}
+
 static void fill_header(struct sp_writer *w, const char *host)
 {
     struct sp_file_header *h = sp_writer_header(w);
@@ -454,8 +594,11 @@ static void fill_header(struct sp_writer *w, const char *host)
         add_text_tlv(w, SP_TLV_EXE, buf);
     }
     n = read_proc_file("/proc/self/cmdline", buf, sizeof buf);
-    if (n > 0)
-        sp_writer_add_tlv(w, SP_TLV_ARGV, buf, (uint32_t)n);
+    if (n > 0) {
+        char shown[SP_CMDLINE_MAX];
+        size_t m = redact_argv(buf, (size_t)n, shown, sizeof shown);
+        sp_writer_add_tlv(w, SP_TLV_ARGV, shown, (uint32_t)m);
+    }
     add_text_tlv(w, SP_TLV_CUDA_DEVICES, getenv("CUDA_VISIBLE_DEVICES"));
     add_text_tlv(w, SP_TLV_SOURCE, "preload");
     add_env_tlv(w);
@@ -521,10 +664,17 @@ __attribute__((constructor)) static void core_constructor(void)
         sp_recording = 0;
 }
 
-/* Create this process's file; the caller owns the OPENING state and holds
- * the guard.  Ends in READY or OFF. */
-static void open_trace(int start_sampler)
+static int is_symlink(const char *path)
 {
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+/* Create this process's file, on the service thread (fd.c); the caller
+ * owns the OPENING state and holds the guard.  Ends in READY or OFF. */
+static void open_trace_here(void *arg)
+{
+    int start_sampler = *(int *)arg;
     load_config();
     if (!g_cfg.enabled) {
         sp_recording = 0;
@@ -536,14 +686,21 @@ static void open_trace(int start_sampler)
     host[sizeof host - 1] = 0;
     int hfd = open_host_dir(host);
     if (hfd < 0) {
-        sp_fail("cannot use %s/%s: %s", g_cfg.dir, host, strerror(errno));
+        char hpath[sizeof g_cfg.dir + 320];
+        snprintf(hpath, sizeof hpath, "%s/%s", g_cfg.dir, host);
+        if ((errno == ELOOP || errno == ENOTDIR) && is_symlink(g_cfg.dir))
+            sp_fail("refusing %s: it is a symbolic link", g_cfg.dir);
+        else if ((errno == ELOOP || errno == ENOTDIR) && is_symlink(hpath))
+            sp_fail("refusing %s: it is a symbolic link", hpath);
+        else
+            sp_fail("cannot use %s/%s: %s", g_cfg.dir, host, strerror(errno));
         return;
     }
     char shown[sizeof g_cfg.dir + 320];
     int err = 0;
     g_writer = create_writer(hfd, host, shown, sizeof shown, &err);
     int e = errno;
-    close(hfd);
+    raw_close(hfd);
     if (!g_writer) {
         sp_fail("cannot create a trace in %s/%s: %s", g_cfg.dir, host,
                 err == SP_E_IO ? strerror(e) : sp_strerror(err));
@@ -557,6 +714,13 @@ static void open_trace(int start_sampler)
     register_handlers_once();
     if (start_sampler)
         sp_cpu_start();
+}
+
+static void open_trace(int start_sampler)
+{
+    if (sp_fd_run(open_trace_here, &start_sampler) != 0)
+        sp_fail("no thread to create the trace from");
+    say_pending();
 }
 
 /* Another thread is creating the file: wait for it (once per process, a
@@ -790,8 +954,11 @@ static void drain_inflight(void)
     unsigned owned = used < SP_OWNED_SLOTS ? used : SP_OWNED_SLOTS;
     if (g_membarrier_ok && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
         usleep(SP_DRAIN_FALLBACK_US); /* cannot happen once registered; be safe anyway */
+    /* An append of this very thread, interrupted by the signal handler that
+     * now exits, cannot finish before we return: do not wait for it. */
+    long mine = t_stripe && t_stripe - 1 < SP_OWNED_SLOTS ? atomic_load(&g_inflight[t_stripe - 1].n) : 0;
     for (;;) {
-        long busy = 0;
+        long busy = -mine;
         for (unsigned i = 0; i < owned; i++)
             busy += atomic_load(&g_inflight[i].n);
         for (unsigned i = SP_OWNED_SLOTS; i < SP_OWNED_SLOTS + SP_INFLIGHT_STRIPES; i++)
@@ -802,6 +969,14 @@ static void drain_inflight(void)
             return;
         sched_yield();
     }
+}
+
+/* The file work of a close, on the service thread that holds the fd. */
+static void close_trace_here(void *arg)
+{
+    int r = sp_writer_close(arg);
+    if (r < 0)
+        sp_log("closing the trace failed: %s", sp_strerror(r));
 }
 
 /* Stop appenders, flush the GPU side, close the file.  Returns with the
@@ -815,10 +990,10 @@ static void close_trace(void)
     drain_inflight();
     struct sp_writer *w = g_writer;
     g_writer = NULL;
-    sp_trace_fd = -1;
-    int r = sp_writer_close(w);
-    if (r < 0)
-        sp_log("closing the trace failed: %s", sp_strerror(r));
+    sp_writer_thread_exit(w); /* this thread's slot: its TLS is here, not there */
+    if (sp_fd_run(close_trace_here, w) != 0)
+        sp_log("the trace could not be closed; what was recorded stays in it");
+    say_pending();
     atomic_store(&g_state, ST_CLOSED);
 }
 
@@ -891,25 +1066,14 @@ void sp_core_before_exec(void)
     sp_core_before_exec_path(NULL);
 }
 
+/* The trace has no fd in the job's table any more (fd.c): nothing to
+ * step aside for.  Kept for io.c's dup2/dup3 until they stop asking. */
 void sp_core_yield_trace_fd(void)
 {
-    if (in_memory_sharing_child())
-        return;
-    int e = errno;
-    sp_guard_depth++;
-    if (atomic_load(&g_state) == ST_READY) {
-        if (sp_core_flush_hook)
-            sp_core_flush_hook(1);
-        emit_clock();
-        close_trace();
-    }
-    sp_guard_depth--;
-    errno = e;
 }
 
 void sp_core_reopen(void)
 {
-    sp_core_exec_failed();
 }
 
 void sp_core_exec_failed(void)
@@ -946,6 +1110,7 @@ void sp_core_atfork_child(void)
     int e = errno;
     int st = atomic_load(&g_state);
     g_self_pid = (pid_t)syscall(SYS_getpid);
+    sp_fd_after_fork();
     sp_cpu_after_fork();
     g_step_inherited = 1;
     g_step_counting = 0;
@@ -961,9 +1126,8 @@ void sp_core_atfork_child(void)
         return;
     }
     if (g_writer)
-        sp_writer_abandon(g_writer);
+        sp_writer_abandon(g_writer); /* unmapped; its fd stayed in the parent's service table */
     g_writer = NULL;
-    sp_trace_fd = -1;
     sp_generation++;
     if (st == ST_CLOSED || st == ST_CLOSING) {
         atomic_store(&g_state, ST_CLOSED); /* forked after exit began */

@@ -1,8 +1,7 @@
 /*
  * cpu.c - the low-rate CPU sampler and the control file.
  *
- * One thread per process wakes SCALEPROF_CPU_HZ times a second (default
- * 10) and records a CPU event: the process's user and system time
+ * SCALEPROF_CPU_HZ times a second (default 10) a CPU event is recorded: the process's user and system time
  * (getrusage), the machine's busy fraction since the previous sample (from
  * /proc/stat deltas), the online core count and the process's thread
  * count.  That is what the input_pipeline finding needs to say "the loader
@@ -13,18 +12,23 @@
  * a while without restarting it.  Signals would have been simpler but they
  * belong to the job.
  *
- * The thread is started at load time (and in a forked child, at its first
- * event), with every signal blocked
- * (a job's signals must reach the job's threads), and holds the re-entry
- * guard for its whole life so that its own reads of /proc are never
- * recorded as the job's I/O.  It does not survive fork: the child's first
- * event starts the child's own (sp_cpu_pending).  It is detached and never
- * joined; at exit the core's state check stops its events.
+ * Both run on fd.c's service thread, which wakes at the sampling period:
+ * started at load time (so a process that computes before its first I/O
+ * is sampled too) and, in a forked child, at its first event.  That
+ * thread has a descriptor table of its own, so the /proc files stay open
+ * there between samples and the control file is opened there: no number
+ * of the job's is ever taken, even for a moment, and nothing the job
+ * closes or dup2()s can reach ours.  It holds the re-entry guard, so its
+ * reads of /proc are never recorded as the job's I/O.
+ *
+ * The control file is obeyed only when it is a regular file owned by the
+ * job's user and writable by nobody else; it is looked up in the trace
+ * directory opened once without following symlinks, never followed when
+ * it is a link, and opened non-blocking (a FIFO put there cannot stall
+ * the sampler).  It is read only when its size or mtime changed.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,39 +49,27 @@
 #define SP_CPU_HZ_MAX 1000
 
 volatile int sp_cpu_pending;
-static _Atomic int g_started;
 
 struct machine_ticks {
     unsigned long long busy, total;
 };
 
-/* File descriptors.  A single-threaded job may rely on open() returning
- * the lowest free number (close(1) then open() to redirect stdout); a
- * thread of ours opening files at the same moment would steal it.  So the
- * two /proc files are opened once, moved above SP_HIGH_FD and re-read with
- * pread; the control file is only stat'ed each tick and opened when it
- * changed. */
-#define SP_HIGH_FD 512
-
 enum { PROC_STAT, PROC_SELF_STAT, PROC_FILES };
 static const char *const k_proc_paths[PROC_FILES] = {"/proc/stat", "/proc/self/stat"};
+/* In the service thread's own table (fd.c): the job never sees them. */
 static int g_proc_fd[PROC_FILES] = {-1, -1};
+static int g_dir_fd = -1; /* SCALEPROF_DIR, for the control file */
 
-static int open_high(const char *path)
+/* Raw system calls: these fds are numbers of the service thread's own
+ * table, and io.c's interposers keep a table of the job's. */
+static int raw_openat(int dirfd, const char *path, int flags)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fd >= SP_HIGH_FD)
-        return fd;
-    int high = fcntl(fd, F_DUPFD_CLOEXEC, SP_HIGH_FD);
-    if (high < 0)
-        return fd;
-    close(fd);
-    return high;
+    return (int)syscall(SYS_openat, dirfd, path, flags, 0);
 }
 
 static long read_at_start(int fd, char *buf, size_t len)
 {
-    long n = fd < 0 ? -1 : pread(fd, buf, len - 1, 0);
+    long n = fd < 0 ? -1 : syscall(SYS_pread64, fd, buf, len - 1, 0L);
     buf[n > 0 ? n : 0] = 0;
     return n;
 }
@@ -85,13 +77,8 @@ static long read_at_start(int fd, char *buf, size_t len)
 static long read_proc(int which, char *buf, size_t len)
 {
     if (g_proc_fd[which] < 0)
-        g_proc_fd[which] = open_high(k_proc_paths[which]);
-    long n = read_at_start(g_proc_fd[which], buf, len);
-    if (n < 0 && g_proc_fd[which] >= 0) { /* the job closed it: reopen next time */
-        close(g_proc_fd[which]);
-        g_proc_fd[which] = -1;
-    }
-    return n;
+        g_proc_fd[which] = raw_openat(AT_FDCWD, k_proc_paths[which], O_RDONLY | O_CLOEXEC);
+    return read_at_start(g_proc_fd[which], buf, len);
 }
 
 /* The "cpu" line of /proc/stat: busy = total - idle - iowait. */
@@ -174,17 +161,31 @@ static int control_changed(const struct stat *st, struct control_seen *seen)
     return 1;
 }
 
+/* Who may steer the recording: the job's user alone. */
+static int control_trusted(const struct stat *st)
+{
+    return S_ISREG(st->st_mode) && st->st_uid == geteuid() && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
 static void poll_control(const char *dir, struct control_seen *seen)
 {
-    char path[sizeof ((struct sp_config *)0)->dir + 16], buf[SP_CONTROL_MAX];
+    char buf[SP_CONTROL_MAX];
     struct stat st;
-    snprintf(path, sizeof path, "%s/control", dir);
-    if (stat(path, &st) != 0 || !control_changed(&st, seen))
+    if (g_dir_fd < 0)
+        g_dir_fd = raw_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (g_dir_fd < 0 || fstatat(g_dir_fd, "control", &st, AT_SYMLINK_NOFOLLOW) != 0 || !control_trusted(&st) ||
+        !control_changed(&st, seen))
         return;
-    int fd = open_high(path);
-    long n = read_at_start(fd, buf, sizeof buf);
-    if (fd >= 0)
-        close(fd);
+    int fd = raw_openat(g_dir_fd, "control", O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct stat opened;
+    long n = -1;
+    /* The name may have been swapped between the two looks. */
+    if (fstat(fd, &opened) == 0 && opened.st_ino == st.st_ino && opened.st_dev == st.st_dev &&
+        control_trusted(&opened))
+        n = read_at_start(fd, buf, sizeof buf);
+    syscall(SYS_close, fd);
     if (n <= 0)
         return;
     if (strncmp(buf, "stop", 4) == 0)
@@ -193,58 +194,48 @@ static void poll_control(const char *dir, struct control_seen *seen)
         sp_core_control(0);
 }
 
-static void *sampler_main(void *arg)
+/* The service thread's state between ticks. */
+static struct machine_ticks g_prev;
+static struct control_seen g_seen;
+static unsigned g_ncores;
+
+uint64_t sp_cpu_period_ns(void)
 {
-    (void)arg;
-    sp_guard_depth = 1; /* nothing this thread does is the job's I/O */
     const struct sp_config *cfg = sp_config();
-    unsigned ncores = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+    if (cfg->cpu_hz <= 0)
+        return 0;
     int hz = cfg->cpu_hz > SP_CPU_HZ_MAX ? SP_CPU_HZ_MAX : cfg->cpu_hz;
-    uint64_t period = SP_NS_PER_SEC / (uint64_t)hz;
-    struct timespec ts = {(time_t)(period / SP_NS_PER_SEC), (long)(period % SP_NS_PER_SEC)};
-    struct machine_ticks prev = {0, 0};
-    struct control_seen seen;
-    memset(&seen, 0, sizeof seen);
-    for (;;) {
-        /* Sleep first: the job's own first intercepted call, in its own
-         * thread, usually opens the trace; only a job that makes none in
-         * its first period has it opened from here. */
-        clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
-        poll_control(cfg->dir, &seen);
-        if (sp_recording)
-            sample(&prev, ncores);
-    }
-    return NULL;
+    return SP_NS_PER_SEC / (uint64_t)hz;
+}
+
+/* One wake-up of the service thread: the job's own first intercepted call
+ * usually opens the trace; only a job that makes none in its first period
+ * has it opened from here. */
+void sp_cpu_tick(void)
+{
+    if (!g_ncores)
+        g_ncores = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+    poll_control(sp_config()->dir, &g_seen);
+    if (sp_recording)
+        sample(&g_prev, g_ncores);
 }
 
 void sp_cpu_start(void)
 {
     sp_cpu_pending = 0;
-    const struct sp_config *cfg = sp_config();
-    if (cfg->cpu_hz <= 0 || atomic_exchange(&g_started, 1))
+    if (sp_config()->cpu_hz <= 0)
         return;
-    int e = errno;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t th;
-    int r = pthread_create(&th, &attr, sampler_main, NULL);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (r != 0)
-        sp_log("CPU sampler not started: %s", strerror(r));
-    errno = e;
+    sp_fd_start();
 }
 
 void sp_cpu_after_fork(void)
 {
-    atomic_store(&g_started, 0);
     sp_cpu_pending = 1;
-    /* /proc/self/stat was opened as the parent's: reopen it. */
-    if (g_proc_fd[PROC_SELF_STAT] >= 0)
-        syscall(SYS_close, g_proc_fd[PROC_SELF_STAT]);
-    g_proc_fd[PROC_SELF_STAT] = -1;
+    /* The parent's service thread and its descriptor table stayed behind:
+     * these numbers mean nothing here (closing them would close the
+     * child's own files). */
+    g_proc_fd[PROC_STAT] = g_proc_fd[PROC_SELF_STAT] = -1;
+    g_dir_fd = -1;
+    memset(&g_prev, 0, sizeof g_prev);
+    memset(&g_seen, 0, sizeof g_seen);
 }

@@ -105,14 +105,11 @@ extern void (*sp_core_flush_hook)(int final);
  * as interned paths) are stale when their generation differs. */
 extern volatile unsigned sp_generation;
 
-/* The fd of this process's trace file, -1 when none: close() refuses it
- * (pretending success) so that a job closing every fd cannot cut the
- * recorder off or have a later open reuse its number. */
+/* Always -1: the recorder holds no fd in the job's descriptor table (fd.c).
+ * Kept while io.c's close/close_range/dup2 still compare against it. */
 extern volatile int sp_trace_fd;
 
-/* The job is about to dup2() onto sp_trace_fd: close the trace (as before
- * an exec) so that its number can go; sp_core_reopen() then continues in a
- * new file. */
+/* No longer needed (the trace has no fd the job can meet); they do nothing. */
 void sp_core_yield_trace_fd(void);
 void sp_core_reopen(void);
 
@@ -126,12 +123,28 @@ void sp_core_before_exec_path(const char *path);
 /* Pause (1) or resume (0) recording: the control file. */
 void sp_core_control(int pause);
 
-/* cpu.c: the low-rate sampler thread.  sp_cpu_start starts it once per
- * process (a no-op when SCALEPROF_CPU_HZ=0); sp_cpu_after_fork forgets the
- * parent's thread and sets sp_cpu_pending so that the child's first event
- * starts its own. */
+/* cpu.c: the low-rate CPU sampler and the control file, run by fd.c's
+ * service thread.  sp_cpu_start makes sure that thread runs (at load, and
+ * in a forked child at its first event: sp_cpu_pending); sp_cpu_period_ns
+ * is the sampling period, 0 when SCALEPROF_CPU_HZ=0; sp_cpu_tick takes one
+ * sample and looks at the control file. */
 extern volatile int sp_cpu_pending;
 void sp_cpu_start(void);
 void sp_cpu_after_fork(void);
+uint64_t sp_cpu_period_ns(void);
+void sp_cpu_tick(void);
+
+/* fd.c: the service thread, the only one that opens, uses and closes the
+ * recorder's file descriptors, in a descriptor table of its own.
+ * sp_fd_run runs fn(arg) there and waits for it (inline when called from
+ * that thread); 0, or -1 when the thread cannot run (fn not called). */
+typedef void (*sp_fd_work)(void *arg);
+int sp_fd_run(sp_fd_work fn, void *arg);
+void sp_fd_start(void);
+int sp_fd_is_service_thread(void);
+void sp_fd_after_fork(void);
+
+/* io.c: fcntl(F_DUPFD...) in fd.c copied `from` to `to`. */
+void sp_io_fd_copied(int from, int to);
 
 #endif

@@ -1,0 +1,273 @@
+/*
+ * fd.c - the recorder's service thread, which owns every file descriptor
+ * the recorder ever uses, in a descriptor table of its own.
+ *
+ * Why.  A job owns its descriptor numbers: "exec 512>out" in bash, a dup2
+ * onto any number, open() after close(1) returning 1, a limit of 16 fds,
+ * a daemon closing everything it did not open.  Any number the recorder
+ * holds, even for a moment, is one the job can meet: its close closes our
+ * file, its dup2 lands on it, its next open gets the number we took, or
+ * the number we hold is the one it expected.  Moving our fds high only
+ * made the meeting rarer (and growing the job's fd table past 64 entries
+ * from a second thread costs an RCU grace period: 10-30 ms).
+ *
+ * So nothing of ours lives in the job's table.  One thread per process
+ * ("scaleprof") starts by unsharing its descriptor table and closing
+ * everything in the copy (close_range(CLOSE_RANGE_UNSHARE), which copies
+ * nothing it would close).  Every descriptor the recorder opens - the
+ * trace directory, the trace itself, /proc files, the control file - is
+ * opened by this thread, in its table; the compressor thread of a writer
+ * is created by it and shares that table, so its pwrite()s see the trace
+ * fd too.  The job's threads touch the trace only through the MAP_SHARED
+ * mapping, which is process-wide.  Closing our copy of a job's descriptor
+ * cannot release the job's POSIX locks: those belong to the job's table.
+ *
+ * The job's threads hand file work to this thread with sp_fd_run(): one
+ * request at a time in a mailbox (a futex word each way), run to
+ * completion while the caller waits.  That happens when a trace is
+ * created or closed (first event, fork child, exec, exit), never on a hot
+ * path.  Between requests the thread sleeps on the mailbox with the CPU
+ * sampler's period as timeout and takes a sample when it expires
+ * (cpu.c).  It runs with every signal blocked and with the re-entry guard
+ * held, so nothing it does is recorded as the job's I/O.  It does not
+ * survive fork: sp_fd_after_fork() forgets it in the child, whose first
+ * request starts the child's own.
+ *
+ * fcntl.  F_DUPFD and F_DUPFD_CLOEXEC are the dup family too: the copy is
+ * told to io.c so that the new number keeps its kind and path.
+ */
+/* Both fcntl and fcntl64 are defined here: without this, the headers
+ * would rename one to the other. */
+#undef _FILE_OFFSET_BITS
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/close_range.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "preload.h"
+
+#define SP_NS_PER_SEC 1000000000ull
+#define SP_BOX_WAIT_MAX_NS 2000000000ull /* a mailbox held this long is stuck: give up */
+#define SP_CLOSE_LOOP_MAX 65536          /* fallback close loop bound (no close_range) */
+
+enum { SVC_NONE, SVC_STARTING, SVC_READY, SVC_FAILED };
+
+static _Atomic uint32_t g_svc_state = SVC_NONE; /* futex word while STARTING */
+static _Atomic int g_box_taken;
+static sp_fd_work g_box_fn;
+static void *g_box_arg;
+static _Atomic uint32_t g_box_posted; /* futex: bumped by a requester */
+static _Atomic uint32_t g_box_done;   /* futex: set to the request served */
+static __thread int t_service __attribute__((tls_model("initial-exec")));
+
+static long futex_wait(_Atomic uint32_t *w, uint32_t seen, const struct timespec *timeout)
+{
+    return syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, seen, timeout, NULL, 0);
+}
+
+static void futex_wake_all(_Atomic uint32_t *w)
+{
+    syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Give this thread a descriptor table of its own, empty.  Returns 0, or
+ * -1 when the kernel cannot (then the recorder must hold no fd at all). */
+static int private_fd_table(void)
+{
+    if (syscall(SYS_close_range, 0u, ~0u, CLOSE_RANGE_UNSHARE) == 0) return 0;
+    if (syscall(SYS_unshare, CLONE_FILES) != 0) return -1;
+    /* Kernels before 5.9: the copy holds the job's fds; close ours of them. */
+    if (syscall(SYS_close_range, 0u, ~0u, 0) == 0) return 0;
+    struct rlimit rl;
+    long top = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < SP_CLOSE_LOOP_MAX
+                   ? (long)rl.rlim_cur
+                   : SP_CLOSE_LOOP_MAX;
+    for (long fd = 0; fd < top; fd++)
+        syscall(SYS_close, (int)fd);
+    return 0;
+}
+
+static uint64_t next_tick(uint64_t now, uint64_t period)
+{
+    return period ? now + period : UINT64_MAX;
+}
+
+static void *service_main(void *arg)
+{
+    (void)arg;
+    sp_guard_depth = 1; /* nothing this thread does is the job's I/O */
+    t_service = 1;
+    pthread_setname_np(pthread_self(), "scaleprof");
+    int ok = private_fd_table() == 0;
+    atomic_store(&g_svc_state, ok ? SVC_READY : SVC_FAILED);
+    futex_wake_all(&g_svc_state);
+    if (!ok) return NULL;
+    uint64_t period = sp_cpu_period_ns();
+    uint64_t due = next_tick(sp_now(), period);
+    uint32_t served = 0;
+    for (;;) {
+        uint32_t posted = atomic_load(&g_box_posted);
+        if (posted != served) {
+            g_box_fn(g_box_arg);
+            served = posted;
+            atomic_store(&g_box_done, served);
+            futex_wake_all(&g_box_done);
+            continue;
+        }
+        uint64_t now = sp_now();
+        if (now >= due) {
+            sp_cpu_tick();
+            due = next_tick(due, period);
+            if (due <= now) /* fell behind (a stopped process): no burst of samples */
+                due = next_tick(now, period);
+            continue;
+        }
+        uint64_t left = due - now;
+        struct timespec ts = {(time_t)(left / SP_NS_PER_SEC), (long)(left % SP_NS_PER_SEC)};
+        futex_wait(&g_box_posted, posted, due == UINT64_MAX ? NULL : &ts);
+    }
+    return NULL;
+}
+
+/* Start the thread once per process (again in a forked child); wait until
+ * it has its own table.  1 when it serves. */
+static int service_start(void)
+{
+    uint32_t st = atomic_load(&g_svc_state);
+    if (st == SVC_NONE) {
+        uint32_t expect = SVC_NONE;
+        if (atomic_compare_exchange_strong(&g_svc_state, &expect, SVC_STARTING)) {
+            int e = errno;
+            sigset_t all, old;
+            sigfillset(&all);
+            pthread_sigmask(SIG_SETMASK, &all, &old);
+            pthread_attr_t attr;
+            pthread_attr_init(&attr);
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            pthread_t th;
+            int r = pthread_create(&th, &attr, service_main, NULL);
+            pthread_attr_destroy(&attr);
+            pthread_sigmask(SIG_SETMASK, &old, NULL);
+            if (r != 0) {
+                atomic_store(&g_svc_state, SVC_FAILED);
+                futex_wake_all(&g_svc_state);
+            }
+            errno = e;
+        }
+    }
+    while ((st = atomic_load(&g_svc_state)) == SVC_STARTING)
+        futex_wait(&g_svc_state, SVC_STARTING, NULL);
+    return st == SVC_READY;
+}
+
+void sp_fd_start(void)
+{
+    service_start();
+}
+
+int sp_fd_is_service_thread(void)
+{
+    return t_service;
+}
+
+int sp_fd_run(sp_fd_work fn, void *arg)
+{
+    if (t_service) {
+        fn(arg);
+        return 0;
+    }
+    int e = errno;
+    if (!service_start()) {
+        errno = e;
+        return -1;
+    }
+    /* One request at a time.  A holder that never lets go (a signal
+     * handler asking while its own thread holds the box) is given up on. */
+    uint64_t deadline = 0;
+    int expect = 0;
+    while (!atomic_compare_exchange_weak(&g_box_taken, &expect, 1)) {
+        expect = 0;
+        uint64_t now = sp_now();
+        if (!deadline)
+            deadline = now + SP_BOX_WAIT_MAX_NS;
+        else if (now > deadline) {
+            errno = e;
+            return -1;
+        }
+        sched_yield();
+    }
+    g_box_fn = fn;
+    g_box_arg = arg;
+    uint32_t mine = atomic_fetch_add(&g_box_posted, 1) + 1;
+    futex_wake_all(&g_box_posted);
+    uint32_t done;
+    while ((done = atomic_load(&g_box_done)) != mine)
+        futex_wait(&g_box_done, done, NULL);
+    atomic_store(&g_box_taken, 0);
+    errno = e;
+    return 0;
+}
+
+void sp_fd_after_fork(void)
+{
+    /* The thread, its table and any request in flight stayed in the parent. */
+    atomic_store(&g_svc_state, SVC_NONE);
+    atomic_store(&g_box_taken, 0);
+    atomic_store(&g_box_posted, 0);
+    atomic_store(&g_box_done, 0);
+}
+
+/* ---- fcntl ------------------------------------------------------------------ */
+
+static int is_dup_cmd(int cmd)
+{
+    return cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC;
+}
+
+/* The argument is an int or a pointer depending on cmd; passing it on as a
+ * long keeps every bit of either, as glibc's own wrapper does. */
+static int fcntl_common(int (*real)(int, int, ...), int fd, int cmd, long arg)
+{
+    if (SP_UNLIKELY(!real)) /* while dlsym resolves it (it may call fcntl itself) */
+        return (int)syscall(SYS_fcntl, fd, cmd, arg);
+    int r = real(fd, cmd, arg);
+    if (is_dup_cmd(cmd) && r >= 0) {
+        int e = errno;
+        sp_io_fd_copied(fd, r);
+        errno = e;
+    }
+    return r;
+}
+
+SP_EXPORT int fcntl(int fd, int cmd, ...)
+{
+    static int (*real)(int, int, ...);
+    va_list ap;
+    va_start(ap, cmd);
+    long arg = va_arg(ap, long);
+    va_end(ap);
+    if (SP_UNLIKELY(!real) && !sp_guard_depth) real = (int (*)(int, int, ...))sp_real("fcntl");
+    return fcntl_common(real, fd, cmd, arg);
+}
+
+SP_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+    static int (*real)(int, int, ...);
+    va_list ap;
+    va_start(ap, cmd);
+    long arg = va_arg(ap, long);
+    va_end(ap);
+    if (SP_UNLIKELY(!real) && !sp_guard_depth) real = (int (*)(int, int, ...))sp_real("fcntl64");
+    return fcntl_common(real, fd, cmd, arg);
+}

@@ -1,0 +1,230 @@
+/*
+ * attack_job.c - small jobs that do to their own descriptors, signals and
+ * threads what real programs do, and print what they saw as "key value"
+ * lines for reliability.py to compare with and without the preload.
+ *
+ *   pipes FILE          a second thread exists; a pipe is dup2'd onto 513
+ *                       and 514, the job sleeps 0.35 s (the sampler ticks),
+ *                       then writes and reads through both; prints "pipe_ok"
+ *                       and the fds it holds (/proc/self/fd) and FDSize
+ *   lowest FILE SECS    single-threaded: close(3); open() again and again for
+ *                       SECS seconds; prints how often open did not return 3
+ *   rlimit N FILE       RLIMIT_NOFILE=N, then opens FILE until it fails;
+ *                       prints how many opens succeeded
+ *   sigexit FILE SEED   a timer signal lands during a tight read loop; its
+ *                       handler calls _exit(3); prints nothing
+ *   count FILE          reads FILE one byte at a time forever, printing the
+ *                       number of reads completed every 64, then pausing
+ *                       1 ms (for SIGKILL runs)
+ *   threads N FILE      N threads alive at once each read FILE once
+ *   touch FILE SECS     reads FILE for SECS seconds (a job to truncate under)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <time.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#define PIPE_FD_A 513
+#define PIPE_FD_B 514
+#define SAMPLER_TICKS_US 350000
+#define LOWEST_FD 3
+#define COUNT_PACE_US 1000
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int read_once(const char *file)
+{
+    char c;
+    int fd = open(file, O_RDONLY);
+    if (fd < 0) return -1;
+    int r = (int)read(fd, &c, 1);
+    close(fd);
+    return r == 1 ? 0 : -1;
+}
+
+static void *sleeper(void *arg)
+{
+    (void)arg;
+    for (;;)
+        pause();
+    return NULL;
+}
+
+/* The fds this process holds, as /proc/self/fd lists them. */
+static void print_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int self = d ? dirfd(d) : -1;
+    printf("fds");
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.' && atoi(e->d_name) != self) printf(" %s", e->d_name);
+    printf("\n");
+    if (d) closedir(d);
+}
+
+static void print_fdsize(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "FDSize:", 7) == 0) printf("fdsize %d\n", atoi(line + 7));
+    if (f) fclose(f);
+}
+
+static int job_pipes(const char *file)
+{
+    pthread_t th;
+    pthread_create(&th, NULL, sleeper, NULL);
+    read_once(file);
+    int p[2];
+    if (pipe(p) != 0 || dup2(p[0], PIPE_FD_A) != PIPE_FD_A || dup2(p[1], PIPE_FD_B) != PIPE_FD_B)
+        return 1;
+    close(p[0]);
+    close(p[1]);
+    usleep(SAMPLER_TICKS_US);
+    char c = 0;
+    int ok = write(PIPE_FD_B, "x", 1) == 1 && read(PIPE_FD_A, &c, 1) == 1 && c == 'x';
+    printf("pipe_ok %d\n", ok);
+    close(PIPE_FD_A);
+    close(PIPE_FD_B);
+    print_fds();
+    print_fdsize();
+    return 0;
+}
+
+static int job_lowest(const char *file, double secs)
+{
+    int fd = open(file, O_RDONLY);
+    if (fd != LOWEST_FD) printf("note first open got %d\n", fd);
+    long misses = 0, tries = 0;
+    double end = now_s() + secs;
+    while (now_s() < end) {
+        close(LOWEST_FD);
+        fd = open(file, O_RDONLY);
+        tries++;
+        if (fd != LOWEST_FD) {
+            misses++;
+            if (fd >= 0 && fd != LOWEST_FD) close(fd);
+        }
+    }
+    printf("tries %ld\nmisses %ld\n", tries, misses);
+    return 0;
+}
+
+static int job_rlimit(int n, const char *file)
+{
+    struct rlimit rl = {(rlim_t)n, (rlim_t)n};
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) return 1;
+    int opened = 0;
+    while (open(file, O_RDONLY) >= 0)
+        opened++;
+    printf("opened %d\nerrno %d\n", opened, errno);
+    return 0;
+}
+
+static const char *g_file;
+
+static void exit_now(int sig)
+{
+    (void)sig;
+    _exit(3);
+}
+
+static int job_sigexit(const char *file, unsigned seed)
+{
+    g_file = file;
+    signal(SIGALRM, exit_now);
+    int fd = open(file, O_RDONLY);
+    /* 2 to 12 ms in: somewhere among the reads' appends */
+    struct itimerval it = {{0, 0}, {0, 2000 + (long)(seed % 10000)}};
+    setitimer(ITIMER_REAL, &it, NULL);
+    char c;
+    while (pread(fd, &c, 1, 0) >= 0)
+        ;
+    return 1;
+}
+
+static int job_count(const char *file)
+{
+    int fd = open(file, O_RDONLY);
+    char c;
+    setvbuf(stdout, NULL, _IONBF, 0);
+    for (long n = 1;; n++) {
+        if (pread(fd, &c, 1, 0) != 1) return 1;
+        if (n % 64 == 0) {
+            printf("done %ld\n", n); /* every read up to n has returned */
+            usleep(COUNT_PACE_US);   /* at the pace of a busy loader, not a flood */
+        }
+    }
+}
+
+static pthread_barrier_t g_all_alive;
+
+static void *one_read(void *arg)
+{
+    (void)arg;
+    pthread_barrier_wait(&g_all_alive); /* all threads exist before any reads */
+    read_once(g_file);
+    pthread_barrier_wait(&g_all_alive); /* and none leaves before all have */
+    return NULL;
+}
+
+static int job_threads(int n, const char *file)
+{
+    g_file = file;
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    pthread_barrier_init(&g_all_alive, NULL, (unsigned)n);
+    int made = 0;
+    for (int i = 0; i < n; i++)
+        if (pthread_create(&th[i], &attr, one_read, NULL) == 0) made++;
+    if (made != n) {
+        printf("made %d\n", made);
+        return 1; /* the barrier would never open */
+    }
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+    printf("threads %d\n", made);
+    return 0;
+}
+
+static int job_touch(const char *file, double secs)
+{
+    double end = now_s() + secs;
+    long n = 0;
+    while (now_s() < end)
+        n += read_once(file) == 0;
+    printf("reads %ld\n", n);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 3 && strcmp(argv[1], "pipes") == 0) return job_pipes(argv[2]);
+    if (argc >= 4 && strcmp(argv[1], "lowest") == 0) return job_lowest(argv[2], atof(argv[3]));
+    if (argc >= 4 && strcmp(argv[1], "rlimit") == 0) return job_rlimit(atoi(argv[2]), argv[3]);
+    if (argc >= 4 && strcmp(argv[1], "sigexit") == 0)
+        return job_sigexit(argv[2], (unsigned)atoi(argv[3]));
+    if (argc >= 3 && strcmp(argv[1], "count") == 0) return job_count(argv[2]);
+    if (argc >= 4 && strcmp(argv[1], "threads") == 0) return job_threads(atoi(argv[2]), argv[3]);
+    if (argc >= 4 && strcmp(argv[1], "touch") == 0) return job_touch(argv[2], atof(argv[3]));
+    fprintf(stderr, "usage: attack_job pipes|lowest|rlimit|sigexit|count|threads|touch ...\n");
+    return 2;
+}

@@ -1,0 +1,407 @@
+#!/usr/bin/env python3
+"""Attacks on the recorder, each made to happen (docs/reliability.md).
+
+Each story does to a recorded job what real programs, shells, scripts and
+other users do - take its descriptor numbers, lower its fd limit, kill it,
+truncate its trace, plant a FIFO or a symlink, pass secrets on its command
+line - and checks that the job is unharmed and the trace honest.  Usage:
+reliability.py STORY.  The helpers (run, traces, check) are tests/io's.
+"""
+import os
+import random
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.environ["IO_STORIES_DIR"])
+import stories  # noqa: E402  (tests/io's helpers and stories)
+from stories import check, finish, keyvals, make_file, run, traces  # noqa: E402
+
+JOB = os.environ["ATTACK_JOB"]
+IO_STORY = os.environ["IO_STORY"]
+SKIP = 77
+
+
+def trace_files(tracedir):
+    out = []
+    for root, _, files in os.walk(tracedir):
+        out += [os.path.join(root, f) for f in files if f.endswith(".sprof")]
+    return out
+
+
+# ---- the job's descriptors -------------------------------------------------------
+
+
+def story_fd_bash(tmp):
+    """bash saves an fd with fcntl(F_DUPFD) and restores it: 'exec 512>out;
+    echo data >&512' writes the job's file, and the trace stays whole."""
+    out = os.path.join(tmp, "out")
+    td = os.path.join(tmp, "t")
+    script = f"exec 512>{out}; echo data >&512; exec 3>{out}.3; echo three >&3; exec 600>{out}.600; echo x >&600"
+    r = run(["bash", "-c", script], td)
+    check(r.returncode == 0, "bash succeeds")
+    for suffix, want in (("", "data\n"), (".3", "three\n"), (".600", "x\n")):
+        with open(out + suffix) as f:
+            got = f.read()
+        check(got == want, f"the job's file{suffix} holds what bash wrote: {got!r}")
+    ts = traces(td)
+    check(len(ts) >= 1 and all(t["closed"] == 1 for t in ts), f"every trace reads back closed ({len(ts)})")
+
+
+def story_fd_pipes(tmp):
+    """A pipe dup2'd onto 513 and 514 (once the CPU sampler's /proc fds)
+    still works after several sampler ticks; the job's fd table lists only
+    the job's own fds and never grows past its 64 entries."""
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    bare = keyvals(run([JOB, "pipes", data]).stdout)
+    r = run([JOB, "pipes", data], os.path.join(tmp, "t"), {"SCALEPROF_CPU_HZ": "50"})
+    kv = keyvals(r.stdout)
+    check(r.returncode == 0 and kv.get("pipe_ok") == ["1"], f"the pipe works after the sampler ran: {r.stdout!r}")
+    fds = r.stdout.split("fds", 1)[1].split("\n", 1)[0].split() if "fds" in r.stdout else None
+    check(fds == ["0", "1", "2"], f"the job holds fds 0 1 2 and nothing of the recorder's: {fds}")
+    check(kv.get("fdsize") == bare.get("fdsize"),
+          f"the job's fd table keeps its size ({kv.get('fdsize')} as bare {bare.get('fdsize')}): "
+          "no growth, no RCU grace period on the first recorded call")
+
+
+def story_fd_lowest(tmp):
+    """A single-threaded job doing close(3); open() always gets 3, while
+    stop and start are written to the control file again and again."""
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    td = os.path.join(tmp, "t")
+    os.makedirs(td)
+    control = os.path.join(td, "control")
+    stop = threading.Event()
+
+    def writer():
+        word = "stop"
+        while not stop.is_set():
+            with open(control, "w") as f:
+                f.write(word + "\n")
+            word = "start" if word == "stop" else "stop"
+            time.sleep(0.01)
+
+    w = threading.Thread(target=writer)
+    w.start()
+    try:
+        r = run([JOB, "lowest", data, "2"], td, {"SCALEPROF_CPU_HZ": "100"})
+    finally:
+        stop.set()
+        w.join()
+    kv = keyvals(r.stdout)
+    check(r.returncode == 0 and "note" not in kv, f"the job's first open got fd 3: {r.stdout!r}")
+    check(kv.get("misses") == ["0"], f"open() returned 3 every time of {kv.get('tries')} (missed {kv.get('misses')})")
+
+
+def story_fd_rlimit(tmp):
+    """With RLIMIT_NOFILE=16 the job can open as many files as without the
+    preload: the recorder takes none of its 16."""
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    bare = keyvals(run([JOB, "rlimit", "16", data]).stdout)
+    r = run([JOB, "rlimit", "16", data], os.path.join(tmp, "t"))
+    kv = keyvals(r.stdout)
+    check(kv.get("opened") == bare.get("opened") and kv.get("errno") == bare.get("errno"),
+          f"opened {kv.get('opened')} files (bare: {bare.get('opened')}), then errno {kv.get('errno')}")
+    ts = traces(os.path.join(tmp, "t"))
+    check(len(ts) == 1 and ts[0]["closed"] == 1, "and the job's trace is complete")
+
+
+def story_no_membarrier_wait(tmp):
+    """The trace opens without a global barrier or fd-table growth: a
+    process with a second thread makes no membarrier registration after its
+    threads exist and no fcntl dup above 64 (strace, when installed)."""
+    strace = subprocess.run(["which", "strace"], capture_output=True, text=True).stdout.strip()
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    if not strace or run([strace, "-o", "/dev/null", "true"]).returncode != 0:
+        print("strace not usable here; the FDSize check of fd_pipes covers the table growth")
+        sys.exit(SKIP)
+    log = os.path.join(tmp, "strace.txt")
+    run([strace, "-f", "-o", log, "-e", "trace=membarrier,fcntl,dup2,dup3", JOB, "pipes", data], os.path.join(tmp, "t"))
+    with open(log) as f:
+        lines = f.read().splitlines()
+    registers = [ln for ln in lines if "MEMBARRIER_CMD_REGISTER" in ln]
+    high = [ln for ln in lines if "F_DUPFD" in ln and any(f", {n}" in ln for n in ("512", "513", "1024"))]
+    check(len(registers) <= 1, f"membarrier is registered once, at load, single-threaded: {registers}")
+    check(not high, f"no descriptor is moved high: {high}")
+
+
+# ---- signals, kills, truncation ---------------------------------------------------
+
+
+def story_sigexit(tmp):
+    """_exit() from a signal handler that interrupted an append ends the
+    process at once (it waited 200 ms for the append it interrupted)."""
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    slow = []
+    runs = 30
+    for i in range(runs):
+        t0 = time.monotonic()
+        r = run([JOB, "sigexit", data, str(random.randrange(1 << 30))], os.path.join(tmp, f"t{i}"),
+                {"SCALEPROF_CPU_HZ": "0"})
+        took = time.monotonic() - t0
+        if r.returncode != 3:
+            check(False, f"run {i}: exit status 3 from the handler's _exit (got {r.returncode})")
+        if took > 0.15:
+            slow.append(round(took, 3))
+    check(len(slow) <= 1, f"{runs} handler exits, none stalled (over 150 ms: {slow})")
+    ts = traces(tmp)
+    check(len(ts) == runs and all(t["closed"] == 1 for t in ts), f"all {runs} traces closed by the _exit")
+
+
+def story_sigkill(tmp):
+    """SIGKILL at random moments, N times: every read the job reported
+    complete before the kill is in its trace."""
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    kills = int(os.environ.get("RELIABILITY_KILLS", "20"))
+    checked = lost = dropped = 0
+    env = dict(os.environ, LD_PRELOAD=stories.LIB, SCALEPROF_DIR="")
+    for i in range(kills):
+        td = os.path.join(tmp, f"k{i}")
+        env["SCALEPROF_DIR"] = td
+        p = subprocess.Popen([JOB, "count", data], env=env, stdout=subprocess.PIPE)
+        deadline = time.monotonic() + random.uniform(0.02, 0.4)
+        reported = 0
+        os.set_blocking(p.stdout.fileno(), False)
+        buf = b""
+        while time.monotonic() < deadline:
+            try:
+                buf += os.read(p.stdout.fileno(), 65536)
+            except BlockingIOError:
+                time.sleep(0.002)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        os.set_blocking(p.stdout.fileno(), True)
+        buf += p.stdout.read()
+        p.stdout.close()
+        buf = buf.decode()
+        for line in buf.splitlines():
+            if line.startswith("done "):
+                reported = int(line.split()[1])
+        ts = traces(td)
+        got = ts[0]["read_calls"].get(data, 0) if len(ts) == 1 else 0
+        dropped += ts[0]["dropped"] if len(ts) == 1 else 0
+        checked += reported
+        if got < reported:
+            lost += reported - got
+            check(False, f"kill {i}: {reported} reads reported done, {got} in the trace")
+    print(f"figures: kills {kills}, events checked {checked}, lost {lost}, dropped (counted) {dropped}")
+    check(lost == 0, f"{kills} kills, {checked} reported reads checked, {lost} lost")
+
+
+def story_truncate(tmp):
+    """Truncating a live trace (a cleanup script, copytruncate rotation)
+    faults the job's next store into it: the design accepts that, and what
+    protects the file is who may write it - 0600 files in 0700 directories
+    of the job's user, no symlinks followed.  A closed trace may be
+    truncated freely."""
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    td = os.path.join(tmp, "t")
+    r = run([JOB, "touch", data, "0.2"], td)
+    check(r.returncode == 0, "a short job runs")
+    for path in trace_files(td):
+        os.truncate(path, 0)
+    r = run([JOB, "touch", data, "0.1"], td)
+    check(r.returncode == 0, "truncating closed traces harms nothing; the next run records beside them")
+    env = dict(os.environ, LD_PRELOAD=stories.LIB, SCALEPROF_DIR=os.path.join(tmp, "live"))
+    p = subprocess.Popen([JOB, "touch", data, "3"], env=env, stdout=subprocess.PIPE)
+    time.sleep(0.5)
+    for path in trace_files(os.path.join(tmp, "live")):
+        os.truncate(path, 0)
+    rc = p.wait(timeout=30)
+    check(rc in (0, -signal.SIGBUS),
+          f"a live trace truncated: the job ends {'normally' if rc == 0 else 'with SIGBUS, as documented'} ({rc})")
+    for path in trace_files(os.path.join(tmp, "t")):
+        st = os.stat(path)
+        check(stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == os.geteuid(), f"{path} is 0600, the job's user's")
+        d = os.stat(os.path.dirname(path))
+        check(stat.S_IMODE(d.st_mode) == 0o700, "its directory is 0700")
+
+
+# ---- where traces go, what steers them -------------------------------------------
+
+
+def story_dir_resolved(tmp):
+    """A relative SCALEPROF_DIR is resolved once, from where the job
+    started: a job that changes directory keeps its traces together."""
+    os.makedirs(os.path.join(tmp, "work", "sub"))
+    rel = f"rel-traces-{os.getpid()}"
+    env = dict(os.environ, LD_PRELOAD=stories.LIB, SCALEPROF_DIR=rel)
+    r = subprocess.run(["bash", "-c", "cd sub && /bin/true && cd / && /bin/true"], cwd=os.path.join(tmp, "work"),
+                       env=env, capture_output=True, text=True, timeout=30)
+    check(r.returncode == 0, "the job runs")
+    here = trace_files(os.path.join(tmp, "work", rel))
+    check(len(here) >= 3, f"every process's trace is under the first process's directory ({len(here)})")
+    check(not os.path.exists(os.path.join(tmp, "work", "sub", rel)), "none under the directory it moved to")
+    check(not os.path.exists("/" + rel), "none under /")
+
+
+def story_dir_symlink(tmp):
+    """A symlink planted at SCALEPROF_DIR is refused with one line: nothing
+    is written through it, the job runs unchanged."""
+    target = os.path.join(tmp, "elsewhere")
+    os.makedirs(target)
+    link = os.path.join(tmp, "t")
+    os.symlink(target, link)
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    cmd = [IO_STORY, "threads", "2", "5", data]
+    plain = run(cmd)
+    r = run(cmd, link, {"SCALEPROF_QUIET": "0"})
+    check(r.returncode == plain.returncode and r.stdout == plain.stdout, "the job is unchanged")
+    lines = r.stderr.splitlines()
+    check(len(lines) == 1 and "symbolic link" in lines[0], f"one line says why: {lines}")
+    check(os.listdir(target) == [], "nothing was written through the link")
+
+
+def control_story(tmp, setup):
+    """Runs a job that pauses for 1 s while `setup` plants a control file;
+    returns the number of reads recorded out of those made."""
+    os.makedirs(tmp, exist_ok=True)
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    td = os.path.join(tmp, "t")
+    os.makedirs(td)
+    setup(os.path.join(td, "control"))
+    r = run([JOB, "touch", data, "1"], td, {"SCALEPROF_CPU_HZ": "50"}, timeout=30)
+    kv = keyvals(r.stdout)
+    ts = traces(td)
+    made = int(kv.get("reads", ["0"])[0])
+    got = ts[0]["read_calls"].get(data, 0) if ts else -1
+    return r, made, got
+
+
+def story_control_untrusted(tmp):
+    """A control file that others could have written (group/world
+    writable, or owned by another user) is not obeyed."""
+    def world_writable(path):
+        with open(path, "w") as f:
+            f.write("stop\n")
+        os.chmod(path, 0o666)
+    r, made, got = control_story(os.path.join(tmp, "a"), world_writable)
+    check(r.returncode == 0 and got == made and made > 0, f"a world-writable 'stop' is ignored ({got} of {made} reads)")
+    if os.geteuid() == 0:
+        def foreign(path):
+            with open(path, "w") as f:
+                f.write("stop\n")
+            os.chmod(path, 0o644)
+            os.chown(path, 65534, 65534)
+        r, made, got = control_story(os.path.join(tmp, "b"), foreign)
+        check(got == made and made > 0, f"a 'stop' owned by another user is ignored ({got} of {made} reads)")
+
+    def own(path):
+        with open(path, "w") as f:
+            f.write("stop\n")
+        os.chmod(path, 0o600)
+    r, made, got = control_story(os.path.join(tmp, "c"), own)
+    check(r.returncode == 0 and got < made, f"the job's own 'stop' is obeyed ({got} of {made} reads recorded)")
+
+
+def story_control_fifo(tmp):
+    """A FIFO in the control file's place blocks nothing: the sampler goes
+    on sampling and the job ends on time."""
+    r, made, got = control_story(tmp, lambda path: os.mkfifo(path, 0o600))
+    check(r.returncode == 0 and got == made and made > 0, f"the job ran and was recorded ({got} of {made} reads)")
+    ts = traces(os.path.join(tmp, "t"))
+    check(ts and len(ts[0]["cpu"]) >= 10, f"CPU samples kept coming ({len(ts[0]['cpu']) if ts else 0} in 1 s at 50 Hz)")
+
+
+# ---- what the trace reveals ---------------------------------------------------------
+
+
+SECRETS = ["s3cr3t-tok-1", "hunter2pw", "xyzBEARER789", "k3yvalue", "envsecret-42"]
+
+
+def story_argv_secrets(tmp):
+    """Secrets on the command line are redacted in the trace header:
+    --opt=value, --opt value, Header: value and NAME=value forms; nor does
+    any environment secret reach a trace."""
+    td = os.path.join(tmp, "t")
+    argv = ["/bin/echo", "--api-token=" + SECRETS[0], "--password", SECRETS[1], "-H",
+            "Authorization: Bearer " + SECRETS[2], "API_KEY=" + SECRETS[3], "--epochs", "3", "train.py"]
+    r = run(argv, td, {"MY_SECRET_TOKEN": SECRETS[4]})
+    check(r.returncode == 0 and SECRETS[0] in r.stdout, "the job got its arguments unchanged")
+    ts = traces(td)
+    check(len(ts) == 1, "one trace")
+    shown = ts[0]["argv"] if ts else ""
+    check(not any(s in shown for s in SECRETS), f"no secret in the recorded argv: {shown!r}")
+    for keep in ("--api-token=<redacted>", "--password", "Authorization: <redacted>", "API_KEY=<redacted>",
+                 "--epochs", "3", "train.py"):
+        check(keep in shown, f"{keep!r} is kept")
+    for path in trace_files(td):
+        with open(path, "rb") as f:
+            raw = f.read()
+        check(not any(s.encode() in raw for s in SECRETS), f"no secret anywhere in the bytes of {path}")
+
+
+# ---- attacks that already held --------------------------------------------------------
+
+
+def story_errno(tmp):
+    """errno is the job's across every intercepted call (tests/io's story)."""
+    stories.story_errno(tmp)
+
+
+def story_unwritable(tmp):
+    """An unwritable directory stops recording, not the job (tests/io's story)."""
+    stories.story_unwritable(tmp)
+
+
+def story_full(tmp):
+    """A full file system: the trace cannot be created or grow; the job
+    runs unchanged with one line on stderr (needs a small tmpfs: root)."""
+    mnt = os.path.join(tmp, "small")
+    os.makedirs(mnt)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt], capture_output=True).returncode != 0:
+        print("cannot mount a small tmpfs here")
+        sys.exit(SKIP)
+    try:
+        with open(os.path.join(mnt, "filler"), "wb") as f:
+            try:
+                f.write(b"\0" * (4 << 20))
+            except OSError:
+                pass
+        data = make_file(os.path.join(tmp, "data"), 4096)
+        cmd = [IO_STORY, "threads", "4", "10", data]
+        plain = run(cmd)
+        r = run(cmd, os.path.join(mnt, "t"), {"SCALEPROF_QUIET": "0"})
+        check(r.returncode == plain.returncode and r.stdout == plain.stdout, "the job is unchanged")
+        check(len(r.stderr.splitlines()) == 1 and "job continues" in r.stderr, f"one line: {r.stderr!r}")
+    finally:
+        subprocess.run(["umount", mnt])
+
+
+def story_threads(tmp):
+    """2000 threads alive at once, each reading once: every read is
+    recorded or counted as dropped (128 slots cannot hold 2000 live
+    threads' chunks at once), none silently lost, the job unharmed."""
+    n = int(os.environ.get("RELIABILITY_THREADS", "2000"))
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    r = run([JOB, "threads", str(n), data], os.path.join(tmp, "t"), {"SCALEPROF_CPU_HZ": "0"}, timeout=120)
+    check(r.returncode == 0 and f"threads {n}" in r.stdout, f"{n} threads ran: {r.stdout.strip()!r}")
+    ts = traces(os.path.join(tmp, "t"))
+    if ts:
+        got, dropped = ts[0]["read_calls"].get(data, 0), ts[0]["dropped"]
+        print(f"figures: threads {n}, reads recorded {got}, dropped (counted) {dropped}")
+        check(got <= n and got + dropped >= n, f"{got} recorded + {dropped} counted as dropped covers {n} reads")
+
+
+def story_fork(tmp):
+    """fork while threads record, and posix_spawn (tests/io's stories)."""
+    os.makedirs(os.path.join(tmp, "f"))
+    os.makedirs(os.path.join(tmp, "s"))
+    stories.story_forkbusy(os.path.join(tmp, "f"))
+    stories.story_spawn(os.path.join(tmp, "s"))
+
+
+STORIES = {name[6:]: fn for name, fn in globals().items() if name.startswith("story_")}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in STORIES:
+        print("usage: reliability.py " + "|".join(STORIES))
+        sys.exit(2)
+    print(STORIES[sys.argv[1]].__doc__.strip())
+    with tempfile.TemporaryDirectory(prefix="scaleprof-rel-") as tmp:
+        STORIES[sys.argv[1]](tmp)
+    finish()

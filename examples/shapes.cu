@@ -104,6 +104,7 @@ struct options {
     double tp_kb;         /* tpdp: bytes of each per-layer all-reduce */
     int kernels;          /* launch: kernels per step */
     double kernel_us, host_us;
+    int host_sleep;       /* launch: the host work sleeps instead of spinning */
     double loader_ms, loader_slow_ms;
     int prefetch;
     int read_kb;
@@ -213,6 +214,7 @@ static void usage(FILE *to)
         "  --kernels N           kernels per step (2000)\n"
         "  --kernel-us X         each kernel's GPU time (4)\n"
         "  --host-us X           host work before each launch (40)\n"
+        "  --host-sleep          that host time is slept, not spent on the CPU\n"
         "loader:\n"
         "  --loader-ms X         time to prepare a batch (2)\n"
         "  --loader-slow-ms X    the same on this rank's late steps (30)\n"
@@ -225,7 +227,7 @@ static void usage(FILE *to)
 enum {
     OPT_SHAPE = 256, OPT_STEPS, OPT_SKIP, OPT_WORK, OPT_GRAD, OPT_BUCKETS, OPT_UNEQUAL,
     OPT_SLOW_RANK, OPT_SLOW_GROUP, OPT_SLOW_FACTOR, OPT_IMBALANCE, OPT_BALANCE, OPT_MICRO,
-    OPT_ACT, OPT_TP, OPT_LAYERS, OPT_TP_KB, OPT_KERNELS, OPT_KERNEL_US, OPT_HOST_US,
+    OPT_ACT, OPT_TP, OPT_LAYERS, OPT_TP_KB, OPT_KERNELS, OPT_KERNEL_US, OPT_HOST_US, OPT_HOST_SLEEP,
     OPT_LOADER_MS, OPT_LOADER_SLOW, OPT_PREFETCH, OPT_READ_KB, OPT_ITERS, OPT_NO_MARKERS, OPT_SEED,
     OPT_DATA, OPT_RENDEZVOUS, OPT_HELP,
 };
@@ -251,6 +253,7 @@ static const struct option long_opts[] = {
     {"kernels", required_argument, 0, OPT_KERNELS},
     {"kernel-us", required_argument, 0, OPT_KERNEL_US},
     {"host-us", required_argument, 0, OPT_HOST_US},
+    {"host-sleep", no_argument, 0, OPT_HOST_SLEEP},
     {"loader-ms", required_argument, 0, OPT_LOADER_MS},
     {"loader-slow-ms", required_argument, 0, OPT_LOADER_SLOW},
     {"prefetch", required_argument, 0, OPT_PREFETCH},
@@ -349,6 +352,7 @@ static void parse_options(int argc, char **argv, struct options *o)
         case OPT_TP_KB: o->tp_kb = parse_number(n, optarg, 1, 1 << 20); break;
         case OPT_KERNELS: o->kernels = (int)parse_number(n, optarg, 1, 1e6); break;
         case OPT_KERNEL_US: o->kernel_us = parse_number(n, optarg, 0.001, 1e6); break;
+        case OPT_HOST_SLEEP: o->host_sleep = 1; break;
         case OPT_HOST_US: o->host_us = parse_number(n, optarg, 0, 1e6); break;
         case OPT_LOADER_MS: o->loader_ms = parse_number(n, optarg, 0, 1e5); break;
         case OPT_LOADER_SLOW: o->loader_slow_ms = parse_number(n, optarg, 0, 1e5); break;
@@ -896,7 +900,9 @@ static void step_launch(const struct options *o, struct gpu *g, double scale, in
     uint64_t host = (uint64_t)(o->host_us * NS_PER_US), calls = 0, worked = 0;
     for (int k = 0; k < o->kernels; k++) {
         uint64_t t0 = now_ns();
-        if (host)
+        if (host && o->host_sleep)
+            sleep_ns(host);
+        else if (host)
             spin_ns(host);
         uint64_t t1 = now_ns();
         launch_ms(o, g, o->kernel_us * scale / 1000.0);

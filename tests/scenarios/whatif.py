@@ -479,7 +479,8 @@ def main(argv):
         spec = SHAPES[argv[2]]
         prefix = "".join("%s=%s " % kv for kv in spec["env"].items())
         for which in ("asis", "fixed"):
-            cmd = ["scaleprof", "run", "--sim", "-o", "%s-%s" % (argv[2], which), "--nproc",
+            cmd = ["build/analyzer/scaleprof", "run", "--sim", "-o", "%s-%s" % (argv[2], which),
+                   "--nproc",
                    str(spec["nproc"]), "--", "build/examples/shapes"] + COMMON + spec[which]
             print("%-5s %s%s" % (which, prefix, " ".join(cmd)))
         return 0

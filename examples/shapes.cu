@@ -1,0 +1,1019 @@
+/*
+ * shapes.cu - training jobs in the shapes that make scaling go wrong in
+ * less obvious ways than ddp_train's, each with one flag that removes its
+ * cause, so that the same job can be run as it is and fixed and the two
+ * step times compared.
+ *
+ *   --shape dp        data parallel: forward, backward, then the gradient
+ *                     buckets all-reduced back to back after the backward
+ *                     pass (never overlapped); equal or unequal buckets;
+ *                     one slow rank (--slow-rank/--slow-factor), or work
+ *                     drawn per step and rank from a seeded distribution
+ *                     (--imbalance S: variable sequence lengths) that
+ *                     --balance evens out to each step's mean
+ *   --shape pipeline  one pipeline stage per rank, GPipe schedule over
+ *                     ncclSend/ncclRecv: every micro-batch's forward
+ *                     (activations to the next stage), then every
+ *                     backward (gradients to the previous one), then a
+ *                     gradient-norm all-reduce over all stages; more
+ *                     --micro-batches at the same total work shrink the
+ *                     fill and drain; one stage can be slow
+ *   --shape tpdp      tensor parallel groups of --tp ranks (all-reduce after
+ *                     every layer, inside the group) times data parallel
+ *                     across groups (gradient all-reduce at the end); one
+ *                     group can be slow (--slow-group)
+ *   --shape launch    thousands of tiny kernels per step, the host spending
+ *                     --host-us between launches (a launch-bound host)
+ *   --shape loader    one loader process per rank reading batches from files
+ *                     (real read() calls); rank r's batch takes
+ *                     --loader-slow-ms on the steps s with s % WORLD_SIZE
+ *                     == r, --loader-ms on the others, so the loaders take
+ *                     turns at being late.  By default a batch is asked for
+ *                     when its step begins (no prefetch: every late batch
+ *                     delays its step); --prefetch 1 asks for the next
+ *                     batch as soon as the current one is taken
+ *
+ * GPU work is given in milliseconds at the simulator's default kernel speed
+ * (1000 threads per microsecond): a kernel of X ms has X * 10^6 threads.
+ * On a real GPU the same grids take whatever they take.
+ *
+ * Every rank brackets each step with an NVTX range "step N" and, with
+ * EXAMPLE_TRUTH=FILE, appends JSON lines (one write() each, O_APPEND) of its
+ * step boundaries, its input waits and the work factor it drew, host
+ * CLOCK_MONOTONIC ns: the job's own truth.  Every CUDA and NCCL call is
+ * checked; a failure ends the program with a message and status 1, a bad
+ * flag with status 2.  Rank 0 prints each step's time and the mean after
+ * the first --skip steps.  The program knows nothing of any profiler.
+ */
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NS_PER_US 1000ull
+#define NS_PER_MS 1000000ull
+#define NS_PER_S 1000000000ull
+#define BYTES_PER_KB 1024ull
+#define BYTES_PER_MB (1024ull * 1024ull)
+/* 250 threads a block: at the sim's 1000 threads per microsecond, a whole
+ * number of microseconds is a whole number of blocks. */
+#define THREADS_PER_BLOCK 250
+#define THREADS_PER_MS 1.0e6
+#define ACT_ELEMS (1u << 20)
+#define NORM_ELEMS 1024      /* the pipeline's gradient-norm all-reduce */
+#define OPT_MS 0.2           /* the optimizer kernel */
+#define FWD_KERNELS 2        /* dp, loader: forward kernels per step */
+#define MAX_BUCKETS 64
+#define DATA_FILES 8
+#define DATA_FILE_KB 1024
+#define RENDEZVOUS_TIMEOUT_S 120
+#define RENDEZVOUS_POLL_US 2000
+
+enum shape { SHAPE_DP, SHAPE_PIPELINE, SHAPE_TPDP, SHAPE_LAUNCH, SHAPE_LOADER };
+static const char *const shape_names[] = {"dp", "pipeline", "tpdp", "launch", "loader"};
+
+struct options {
+    enum shape shape;
+    int steps, skip;
+    double work_ms;       /* GPU work per step per rank (per stage for pipeline) */
+    double grad_mb;
+    int buckets;
+    int unequal;          /* bucket b holds 2^b parts of the gradient */
+    int slow_rank;
+    int slow_group;
+    double slow_factor;
+    double imbalance;     /* per-step work factor drawn from [1-S, 1+S] */
+    int balance;          /* every rank does the step's mean work */
+    int micro;            /* pipeline micro-batches per step */
+    double act_kb;        /* pipeline activations per step, split over them */
+    int tp, layers;
+    double tp_kb;         /* tpdp: bytes of each per-layer all-reduce */
+    int kernels;          /* launch: kernels per step */
+    double kernel_us, host_us;
+    int host_sleep;       /* launch: the host work sleeps instead of spinning */
+    double loader_ms, loader_slow_ms;
+    int prefetch;
+    int read_kb;
+    int kernel_iters;
+    int markers;
+    unsigned seed;
+    const char *data_dir;
+    const char *rendezvous;
+};
+
+struct rank_env {
+    int rank, world;
+};
+
+struct gpu {
+    cudaStream_t stream;
+    float *act, *grad, *norm, *tp_buf, *send_buf, *recv_buf;
+    unsigned char *pinned, *input_dev;
+    size_t grad_elems, tp_elems, p2p_elems, input_bytes;
+    size_t bucket_off[MAX_BUCKETS + 1];
+    ncclComm_t world, tp, dp;
+};
+
+static int truth_fd = -1;
+static int g_rank;
+
+/* ---------------------------------------------------------------- errors */
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "shapes[rank %d]: ", g_rank);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+#define CUDA_CHECK(call)                                                        \
+    do {                                                                        \
+        cudaError_t e_ = (call);                                                \
+        if (e_ != cudaSuccess)                                                  \
+            die("%s failed: %s (%s)", #call, cudaGetErrorString(e_), cudaGetErrorName(e_)); \
+    } while (0)
+
+#define NCCL_CHECK(call)                                                        \
+    do {                                                                        \
+        ncclResult_t r_ = (call);                                               \
+        if (r_ != ncclSuccess)                                                  \
+            die("%s failed: %s", #call, ncclGetErrorString(r_));                \
+    } while (0)
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / NS_PER_S), (long)(ns % NS_PER_S)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* Host work that keeps the CPU busy until the wall clock has moved by NS,
+ * as an interpreter between two kernel launches does. */
+static void spin_ns(uint64_t ns)
+{
+    uint64_t until = now_ns() + ns;
+    while (now_ns() < until)
+        ;
+}
+
+/* ------------------------------------------------------------- options */
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+        "usage: shapes --shape dp|pipeline|tpdp|launch|loader [options]\n"
+        "common:\n"
+        "  --steps N             steps (10); --skip N steps left out of the mean (3)\n"
+        "  --work-ms X           GPU work per step and rank, ms at 1000 threads/us (20)\n"
+        "  --grad-mb X           gradients all-reduced per step, MiB (16)\n"
+        "  --slow-rank R --slow-factor F   rank R's kernels take F times longer\n"
+        "  --kernel-iters N      arithmetic per GPU thread (real GPUs only) (16)\n"
+        "  --no-markers          no NVTX range per step\n"
+        "  --rendezvous DIR      where rank 0 publishes the NCCL id\n"
+        "                        (default $SCALEPROF_RENDEZVOUS, then $SIM_RENDEZVOUS)\n"
+        "dp:\n"
+        "  --buckets N           gradient buckets, all-reduced after the backward pass (4)\n"
+        "  --unequal             bucket b holds 2^b parts of the gradient\n"
+        "  --imbalance S         each step each rank's work is drawn from [1-S, 1+S] (0)\n"
+        "  --balance             every rank does the mean of the step's draws\n"
+        "  --seed N              seed of the draws and the dataset (1)\n"
+        "pipeline (one stage per rank):\n"
+        "  --micro-batches M     micro-batches per step, same total work (4)\n"
+        "  --act-kb X            activations per step, KiB, split over them (1024)\n"
+        "tpdp:\n"
+        "  --tp N                ranks per tensor-parallel group (2)\n"
+        "  --layers N            layers, each with an all-reduce in its group (4)\n"
+        "  --tp-kb X             bytes of each per-layer all-reduce, KiB (1024)\n"
+        "  --slow-group G        group G's kernels take --slow-factor times longer\n"
+        "launch:\n"
+        "  --kernels N           kernels per step (2000)\n"
+        "  --kernel-us X         each kernel's GPU time (4)\n"
+        "  --host-us X           host work before each launch (40)\n"
+        "  --host-sleep          that host time is slept, not spent on the CPU\n"
+        "loader:\n"
+        "  --loader-ms X         time to prepare a batch (2)\n"
+        "  --loader-slow-ms X    the same on this rank's late steps (30)\n"
+        "  --prefetch N          batches asked for ahead, 0 or 1 (0)\n"
+        "  --read-kb N           bytes read from files per batch (64)\n"
+        "  --data DIR            dataset directory, created if missing ($TMPDIR/shapes_data)\n"
+        "environment: RANK, WORLD_SIZE, LOCAL_RANK; EXAMPLE_TRUTH=FILE logs host-side facts\n");
+}
+
+enum {
+    OPT_SHAPE = 256, OPT_STEPS, OPT_SKIP, OPT_WORK, OPT_GRAD, OPT_BUCKETS, OPT_UNEQUAL,
+    OPT_SLOW_RANK, OPT_SLOW_GROUP, OPT_SLOW_FACTOR, OPT_IMBALANCE, OPT_BALANCE, OPT_MICRO,
+    OPT_ACT, OPT_TP, OPT_LAYERS, OPT_TP_KB, OPT_KERNELS, OPT_KERNEL_US, OPT_HOST_US, OPT_HOST_SLEEP,
+    OPT_LOADER_MS, OPT_LOADER_SLOW, OPT_PREFETCH, OPT_READ_KB, OPT_ITERS, OPT_NO_MARKERS, OPT_SEED,
+    OPT_DATA, OPT_RENDEZVOUS, OPT_HELP,
+};
+
+static const struct option long_opts[] = {
+    {"shape", required_argument, 0, OPT_SHAPE},
+    {"steps", required_argument, 0, OPT_STEPS},
+    {"skip", required_argument, 0, OPT_SKIP},
+    {"work-ms", required_argument, 0, OPT_WORK},
+    {"grad-mb", required_argument, 0, OPT_GRAD},
+    {"buckets", required_argument, 0, OPT_BUCKETS},
+    {"unequal", no_argument, 0, OPT_UNEQUAL},
+    {"slow-rank", required_argument, 0, OPT_SLOW_RANK},
+    {"slow-group", required_argument, 0, OPT_SLOW_GROUP},
+    {"slow-factor", required_argument, 0, OPT_SLOW_FACTOR},
+    {"imbalance", required_argument, 0, OPT_IMBALANCE},
+    {"balance", no_argument, 0, OPT_BALANCE},
+    {"micro-batches", required_argument, 0, OPT_MICRO},
+    {"act-kb", required_argument, 0, OPT_ACT},
+    {"tp", required_argument, 0, OPT_TP},
+    {"layers", required_argument, 0, OPT_LAYERS},
+    {"tp-kb", required_argument, 0, OPT_TP_KB},
+    {"kernels", required_argument, 0, OPT_KERNELS},
+    {"kernel-us", required_argument, 0, OPT_KERNEL_US},
+    {"host-us", required_argument, 0, OPT_HOST_US},
+    {"host-sleep", no_argument, 0, OPT_HOST_SLEEP},
+    {"loader-ms", required_argument, 0, OPT_LOADER_MS},
+    {"loader-slow-ms", required_argument, 0, OPT_LOADER_SLOW},
+    {"prefetch", required_argument, 0, OPT_PREFETCH},
+    {"read-kb", required_argument, 0, OPT_READ_KB},
+    {"kernel-iters", required_argument, 0, OPT_ITERS},
+    {"no-markers", no_argument, 0, OPT_NO_MARKERS},
+    {"seed", required_argument, 0, OPT_SEED},
+    {"data", required_argument, 0, OPT_DATA},
+    {"rendezvous", required_argument, 0, OPT_RENDEZVOUS},
+    {"help", no_argument, 0, OPT_HELP},
+    {0, 0, 0, 0},
+};
+
+static double parse_number(const char *name, const char *s, double min, double max)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || v < min || v > max) {
+        fprintf(stderr, "shapes: --%s: '%s' is not a number in [%g, %g]\n", name, s, min, max);
+        exit(2);
+    }
+    return v;
+}
+
+static const char *default_data_dir(void)
+{
+    static char dir[4096];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/shapes_data", tmp && *tmp ? tmp : "/tmp");
+    return dir;
+}
+
+static void parse_options(int argc, char **argv, struct options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->shape = (enum shape)-1;
+    o->steps = 10;
+    o->skip = 3;
+    o->work_ms = 20;
+    o->grad_mb = 16;
+    o->buckets = 4;
+    o->slow_rank = -1;
+    o->slow_group = -1;
+    o->slow_factor = 1;
+    o->micro = 4;
+    o->act_kb = 1024;
+    o->tp = 2;
+    o->layers = 4;
+    o->tp_kb = 1024;
+    o->kernels = 2000;
+    o->kernel_us = 4;
+    o->host_us = 40;
+    o->loader_ms = 2;
+    o->loader_slow_ms = 30;
+    o->read_kb = 64;
+    o->kernel_iters = 16;
+    o->markers = 1;
+    o->seed = 1;
+    o->data_dir = default_data_dir();
+    int c;
+    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
+        const char *n = NULL;
+        for (const struct option *lo = long_opts; lo->name; lo++)
+            if (lo->val == c)
+                n = lo->name;
+        switch (c) {
+        case OPT_SHAPE: {
+            int found = -1;
+            for (int i = 0; i < (int)(sizeof shape_names / sizeof *shape_names); i++)
+                if (strcmp(optarg, shape_names[i]) == 0)
+                    found = i;
+            if (found < 0) {
+                fprintf(stderr, "shapes: --shape: '%s' is not one of dp, pipeline, tpdp, "
+                        "launch, loader\n", optarg);
+                exit(2);
+            }
+            o->shape = (enum shape)found;
+            break;
+        }
+        case OPT_STEPS: o->steps = (int)parse_number(n, optarg, 1, 1e6); break;
+        case OPT_SKIP: o->skip = (int)parse_number(n, optarg, 0, 1e6); break;
+        case OPT_WORK: o->work_ms = parse_number(n, optarg, 0.001, 1e5); break;
+        case OPT_GRAD: o->grad_mb = parse_number(n, optarg, 0.001, 1 << 16); break;
+        case OPT_BUCKETS: o->buckets = (int)parse_number(n, optarg, 1, MAX_BUCKETS); break;
+        case OPT_UNEQUAL: o->unequal = 1; break;
+        case OPT_SLOW_RANK: o->slow_rank = (int)parse_number(n, optarg, 0, 1 << 20); break;
+        case OPT_SLOW_GROUP: o->slow_group = (int)parse_number(n, optarg, 0, 1 << 20); break;
+        case OPT_SLOW_FACTOR: o->slow_factor = parse_number(n, optarg, 0.01, 1000); break;
+        case OPT_IMBALANCE: o->imbalance = parse_number(n, optarg, 0, 0.95); break;
+        case OPT_BALANCE: o->balance = 1; break;
+        case OPT_MICRO: o->micro = (int)parse_number(n, optarg, 1, 4096); break;
+        case OPT_ACT: o->act_kb = parse_number(n, optarg, 1, 1 << 20); break;
+        case OPT_TP: o->tp = (int)parse_number(n, optarg, 1, 1024); break;
+        case OPT_LAYERS: o->layers = (int)parse_number(n, optarg, 1, 4096); break;
+        case OPT_TP_KB: o->tp_kb = parse_number(n, optarg, 1, 1 << 20); break;
+        case OPT_KERNELS: o->kernels = (int)parse_number(n, optarg, 1, 1e6); break;
+        case OPT_KERNEL_US: o->kernel_us = parse_number(n, optarg, 0.001, 1e6); break;
+        case OPT_HOST_SLEEP: o->host_sleep = 1; break;
+        case OPT_HOST_US: o->host_us = parse_number(n, optarg, 0, 1e6); break;
+        case OPT_LOADER_MS: o->loader_ms = parse_number(n, optarg, 0, 1e5); break;
+        case OPT_LOADER_SLOW: o->loader_slow_ms = parse_number(n, optarg, 0, 1e5); break;
+        case OPT_PREFETCH: o->prefetch = (int)parse_number(n, optarg, 0, 1); break;
+        case OPT_READ_KB: o->read_kb = (int)parse_number(n, optarg, 1, 1 << 20); break;
+        case OPT_ITERS: o->kernel_iters = (int)parse_number(n, optarg, 1, 1e6); break;
+        case OPT_NO_MARKERS: o->markers = 0; break;
+        case OPT_SEED: o->seed = (unsigned)parse_number(n, optarg, 0, 4294967295.0); break;
+        case OPT_DATA: o->data_dir = optarg; break;
+        case OPT_RENDEZVOUS: o->rendezvous = optarg; break;
+        case OPT_HELP: case 'h': usage(stdout); exit(0);
+        default: usage(stderr); exit(2);
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "shapes: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        exit(2);
+    }
+    if ((int)o->shape < 0) {
+        fprintf(stderr, "shapes: --shape is required\n");
+        usage(stderr);
+        exit(2);
+    }
+}
+
+static int env_int(const char *name, int fallback)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return fallback;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || v < 0)
+        die("%s='%s' is not a non-negative integer", name, s);
+    return (int)v;
+}
+
+/* ---------------------------------------------------------- host truth */
+
+static void truth_open(void)
+{
+    const char *path = getenv("EXAMPLE_TRUTH");
+    if (!path || !*path)
+        return;
+    truth_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (truth_fd < 0)
+        die("EXAMPLE_TRUTH=%s: %s", path, strerror(errno));
+}
+
+static void truth_line(const char *line, int n)
+{
+    if (truth_fd >= 0 && write(truth_fd, line, (size_t)n) != n)
+        die("EXAMPLE_TRUTH: short write: %s", strerror(errno));
+}
+
+static void truth_interval(const char *type, int step, uint64_t start, uint64_t end)
+{
+    char line[256];
+    int n = snprintf(line, sizeof line,
+                     "{\"type\":\"%s\",\"rank\":%d,\"pid\":%d,\"step\":%d,"
+                     "\"start_ns\":%llu,\"end_ns\":%llu}\n",
+                     type, g_rank, (int)getpid(), step, (unsigned long long)start,
+                     (unsigned long long)end);
+    truth_line(line, n);
+}
+
+/* launch: per step, the time spent inside the launch calls and the host
+ * work between them. */
+static void truth_launch(int step, uint64_t calls_ns, uint64_t host_ns)
+{
+    char line[200];
+    int n = snprintf(line, sizeof line,
+                     "{\"type\":\"launch\",\"rank\":%d,\"step\":%d,\"calls_ns\":%llu,"
+                     "\"host_ns\":%llu}\n", g_rank, step, (unsigned long long)calls_ns,
+                     (unsigned long long)host_ns);
+    truth_line(line, n);
+}
+
+static void truth_work(int step, double factor)
+{
+    char line[160];
+    int n = snprintf(line, sizeof line,
+                     "{\"type\":\"work\",\"rank\":%d,\"step\":%d,\"factor\":%.6f}\n", g_rank,
+                     step, factor);
+    truth_line(line, n);
+}
+
+/* ----------------------------------------------------------- kernels */
+
+__global__ void busy_kernel(float *act, unsigned n, int iters, float scale)
+{
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = act[i % n];
+    for (int k = 0; k < iters; k++)
+        v = v * scale + 1e-3f;
+    if (v == 12345.0f) /* keeps the loop; never true in practice */
+        act[i % n] = v;
+}
+
+/* A kernel of MS milliseconds at the sim's default speed. */
+static void launch_ms(const struct options *o, struct gpu *g, double ms)
+{
+    double blocks = ms * THREADS_PER_MS / THREADS_PER_BLOCK + 0.5;
+    busy_kernel<<<blocks < 1 ? 1u : (unsigned)blocks, THREADS_PER_BLOCK, 0, g->stream>>>(
+        g->act, ACT_ELEMS, o->kernel_iters, 0.999f);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+/* --------------------------------------------------------- rendezvous */
+
+static int write_all(int fd, const void *p, size_t n)
+{
+    const unsigned char *c = (const unsigned char *)p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int read_all(int fd, void *p, size_t n)
+{
+    unsigned char *c = (unsigned char *)p;
+    while (n > 0) {
+        ssize_t r = read(fd, c, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        c += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+static const char *rendezvous_dir(const struct options *o)
+{
+    if (o->rendezvous)
+        return o->rendezvous;
+    const char *d = getenv("SCALEPROF_RENDEZVOUS");
+    if (d && *d)
+        return d;
+    d = getenv("SIM_RENDEZVOUS");
+    return d && *d ? d : NULL;
+}
+
+/* Rank 0 publishes the id atomically (temporary file + rename); the others
+ * poll until it appears.  The directory must be fresh for each job. */
+static ncclUniqueId exchange_unique_id(const struct options *o, const struct rank_env *r)
+{
+    ncclUniqueId id;
+    if (r->world == 1) {
+        NCCL_CHECK(ncclGetUniqueId(&id));
+        return id;
+    }
+    const char *dir = rendezvous_dir(o);
+    if (!dir)
+        die("WORLD_SIZE=%d needs a rendezvous directory: --rendezvous DIR, "
+            "$SCALEPROF_RENDEZVOUS or $SIM_RENDEZVOUS", r->world);
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s/nccl-id", dir);
+    if (r->rank == 0) {
+        NCCL_CHECK(ncclGetUniqueId(&id));
+        snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || write_all(fd, &id, sizeof id) != 0 || close(fd) != 0 ||
+            rename(tmp, path) != 0)
+            die("cannot publish the NCCL id at %s: %s", path, strerror(errno));
+        return id;
+    }
+    uint64_t deadline = now_ns() + RENDEZVOUS_TIMEOUT_S * NS_PER_S;
+    for (;;) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            int ok = read_all(fd, &id, sizeof id) == 0;
+            close(fd);
+            if (ok)
+                return id;
+        }
+        if (now_ns() > deadline)
+            die("no NCCL id at %s after %d s: is rank 0 running?", path, RENDEZVOUS_TIMEOUT_S);
+        usleep(RENDEZVOUS_POLL_US);
+    }
+}
+
+/* ------------------------------------------------------------ loader */
+
+static void data_file_path(char *buf, size_t size, const char *dir, int i)
+{
+    snprintf(buf, size, "%s/part-%02d.bin", dir, i);
+}
+
+/* Missing files are written under a private name and renamed into place,
+ * so ranks creating the dataset at once never read a partial file. */
+static void make_dataset(const struct options *o)
+{
+    if (mkdir(o->data_dir, 0755) != 0 && errno != EEXIST)
+        die("cannot create %s: %s", o->data_dir, strerror(errno));
+    for (int i = 0; i < DATA_FILES; i++) {
+        char path[4096], tmp[4200];
+        data_file_path(path, sizeof path, o->data_dir, i);
+        if (access(path, R_OK) == 0)
+            continue;
+        snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0)
+            die("cannot create %s: %s", tmp, strerror(errno));
+        unsigned char block[BYTES_PER_KB];
+        unsigned x = o->seed * 2654435761u + (unsigned)i;
+        for (int kb = 0; kb < DATA_FILE_KB; kb++) {
+            for (size_t b = 0; b < sizeof block; b++) {
+                x = x * 1664525u + 1013904223u;
+                block[b] = (unsigned char)(x >> 24);
+            }
+            if (write(fd, block, sizeof block) != (ssize_t)sizeof block)
+                die("cannot write %s: %s", tmp, strerror(errno));
+        }
+        if (close(fd) != 0 || rename(tmp, path) != 0)
+            die("cannot finish %s: %s", path, strerror(errno));
+    }
+}
+
+/* Batch INDEX: BYTES read with read() calls, one file after another. */
+static void read_batch(const struct options *o, int rank, uint64_t index, unsigned char *buf,
+                       size_t bytes)
+{
+    size_t done = 0;
+    uint64_t file = (index * 3 + (uint64_t)rank) % DATA_FILES;
+    const size_t file_bytes = (size_t)DATA_FILE_KB * BYTES_PER_KB;
+    while (done < bytes) {
+        char path[4096];
+        data_file_path(path, sizeof path, o->data_dir, (int)file);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            die("cannot open %s: %s", path, strerror(errno));
+        size_t want = bytes - done < file_bytes ? bytes - done : file_bytes;
+        while (want > 0) {
+            ssize_t n = read(fd, buf + done, want);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                die("cannot read %s: %s", path, n < 0 ? strerror(errno) : "end of file");
+            done += (size_t)n;
+            want -= (size_t)n;
+        }
+        close(fd);
+        file = (file + 1) % DATA_FILES;
+    }
+}
+
+/* Rank R's loader is late on the steps whose turn is R's. */
+static double loader_cost_ms(const struct options *o, const struct rank_env *r, uint64_t index)
+{
+    return (int)(index % (uint64_t)r->world) == r->rank ? o->loader_slow_ms : o->loader_ms;
+}
+
+struct loader {
+    pid_t pid;
+    int req_fd;  /* trainer -> worker: the index of the batch wanted */
+    int data_fd; /* worker -> trainer: header + batch */
+};
+
+struct batch_header {
+    uint64_t index, bytes;
+};
+
+/* The worker prepares a batch when asked: read from files, then the
+ * decode/augment cost (slept).  It leaves with _exit when the trainer
+ * closes its request pipe. */
+static void worker_main(const struct options *o, const struct rank_env *r, int req, int out)
+{
+    size_t bytes = (size_t)o->read_kb * BYTES_PER_KB;
+    unsigned char *buf = (unsigned char *)malloc(bytes);
+    if (!buf)
+        _exit(1);
+    signal(SIGPIPE, SIG_IGN);
+    uint64_t index;
+    while (read_all(req, &index, sizeof index) == 0) {
+        read_batch(o, r->rank, index, buf, bytes);
+        sleep_ns((uint64_t)(loader_cost_ms(o, r, index) * NS_PER_MS));
+        struct batch_header h = {index, bytes};
+        if (write_all(out, &h, sizeof h) != 0 || write_all(out, buf, bytes) != 0)
+            _exit(0);
+    }
+    _exit(0);
+}
+
+/* Forked after the communicator is up, as frameworks build their loaders
+ * after process-group init; the worker never touches CUDA. */
+static void loader_start(struct loader *l, const struct options *o, const struct rank_env *r)
+{
+    int req[2], data[2];
+    if (pipe(req) != 0 || pipe(data) != 0)
+        die("pipe: %s", strerror(errno));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        close(req[1]);
+        close(data[0]);
+        worker_main(o, r, req[0], data[1]);
+    }
+    close(req[0]);
+    close(data[1]);
+    l->pid = pid;
+    l->req_fd = req[1];
+    l->data_fd = data[0];
+}
+
+static void loader_request(struct loader *l, uint64_t index)
+{
+    if (write_all(l->req_fd, &index, sizeof index) != 0)
+        die("loader worker is gone: %s", strerror(errno));
+}
+
+static void loader_take(struct loader *l, uint64_t index, unsigned char *buf, size_t bytes)
+{
+    struct batch_header h;
+    if (read_all(l->data_fd, &h, sizeof h) != 0 || h.index != index || h.bytes != bytes ||
+        read_all(l->data_fd, buf, bytes) != 0)
+        die("loader worker sent no batch %llu", (unsigned long long)index);
+}
+
+static void loader_stop(struct loader *l)
+{
+    close(l->req_fd);
+    close(l->data_fd);
+    int status;
+    while (waitpid(l->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+}
+
+/* ------------------------------------------------------------ GPU side */
+
+static double rank_scale(const struct options *o, const struct rank_env *r)
+{
+    if (r->rank == o->slow_rank)
+        return o->slow_factor;
+    if (o->shape == SHAPE_TPDP && o->slow_group >= 0 && r->rank / o->tp == o->slow_group)
+        return o->slow_factor;
+    return 1.0;
+}
+
+/* A uniform draw in [0, 1) from (seed, step, rank): splitmix64. */
+static double draw(unsigned seed, int step, int rank)
+{
+    uint64_t z = (uint64_t)seed * 0x9E3779B97F4A7C15ull + (uint64_t)step * 0xBF58476D1CE4E5B9ull +
+                 (uint64_t)rank * 0x94D049BB133111EBull + 0x2545F4914F6CDD1Dull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0;
+}
+
+/* This rank's work factor at STEP: its draw, or with --balance the mean of
+ * every rank's draw (each rank can compute all of them). */
+static double work_factor(const struct options *o, const struct rank_env *r, int step)
+{
+    if (o->imbalance <= 0)
+        return 1.0;
+    if (!o->balance)
+        return 1.0 + o->imbalance * (2.0 * draw(o->seed, step, r->rank) - 1.0);
+    double sum = 0;
+    for (int k = 0; k < r->world; k++)
+        sum += 1.0 + o->imbalance * (2.0 * draw(o->seed, step, k) - 1.0);
+    return sum / r->world;
+}
+
+static size_t round_down(size_t v, size_t m)
+{
+    return v - v % m;
+}
+
+static void gpu_setup(struct gpu *g, const struct options *o, const struct rank_env *r)
+{
+    int devices = 0;
+    CUDA_CHECK(cudaGetDeviceCount(&devices));
+    if (devices < 1)
+        die("no CUDA device");
+    CUDA_CHECK(cudaSetDevice(env_int("LOCAL_RANK", r->rank) % devices));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaMalloc((void **)&g->act, ACT_ELEMS * sizeof(float)));
+    CUDA_CHECK(cudaMemset(g->act, 0, ACT_ELEMS * sizeof(float)));
+
+    g->grad_elems = round_down((size_t)(o->grad_mb * BYTES_PER_MB / sizeof(float)), 64);
+    if (g->grad_elems == 0)
+        g->grad_elems = 64;
+    CUDA_CHECK(cudaMalloc((void **)&g->grad, g->grad_elems * sizeof(float)));
+    CUDA_CHECK(cudaMemset(g->grad, 0, g->grad_elems * sizeof(float)));
+    /* bucket b: equal parts, or 2^b parts of 2^K - 1 */
+    double parts = o->unequal ? (double)((1ull << o->buckets) - 1) : (double)o->buckets;
+    double acc = 0;
+    g->bucket_off[0] = 0;
+    for (int b = 0; b < o->buckets; b++) {
+        acc += o->unequal ? (double)(1ull << b) : 1.0;
+        g->bucket_off[b + 1] = b + 1 == o->buckets
+                                   ? g->grad_elems
+                                   : round_down((size_t)(g->grad_elems * acc / parts), 16);
+        if (g->bucket_off[b + 1] <= g->bucket_off[b])
+            die("--grad-mb too small for %d buckets", o->buckets);
+    }
+    CUDA_CHECK(cudaMalloc((void **)&g->norm, NORM_ELEMS * sizeof(float)));
+    CUDA_CHECK(cudaMemset(g->norm, 0, NORM_ELEMS * sizeof(float)));
+
+    if (o->shape == SHAPE_PIPELINE) {
+        g->p2p_elems = (size_t)(o->act_kb * BYTES_PER_KB / sizeof(float) / o->micro);
+        if (g->p2p_elems == 0)
+            g->p2p_elems = 1;
+        CUDA_CHECK(cudaMalloc((void **)&g->send_buf, g->p2p_elems * sizeof(float)));
+        CUDA_CHECK(cudaMalloc((void **)&g->recv_buf, g->p2p_elems * sizeof(float)));
+        CUDA_CHECK(cudaMemset(g->send_buf, 0, g->p2p_elems * sizeof(float)));
+    }
+    if (o->shape == SHAPE_TPDP) {
+        g->tp_elems = (size_t)(o->tp_kb * BYTES_PER_KB / sizeof(float));
+        if (g->tp_elems == 0)
+            g->tp_elems = 1;
+        CUDA_CHECK(cudaMalloc((void **)&g->tp_buf, g->tp_elems * sizeof(float)));
+        CUDA_CHECK(cudaMemset(g->tp_buf, 0, g->tp_elems * sizeof(float)));
+    }
+    if (o->shape == SHAPE_LOADER) {
+        g->input_bytes = (size_t)o->read_kb * BYTES_PER_KB;
+        CUDA_CHECK(cudaMallocHost((void **)&g->pinned, g->input_bytes));
+        CUDA_CHECK(cudaMalloc((void **)&g->input_dev, g->input_bytes));
+    }
+
+    ncclUniqueId id = exchange_unique_id(o, r);
+    NCCL_CHECK(ncclCommInitRank(&g->world, r->world, id, r->rank));
+    if (o->shape == SHAPE_TPDP) {
+        if (r->world % o->tp != 0)
+            die("WORLD_SIZE=%d is not a multiple of --tp %d", r->world, o->tp);
+        /* group g = ranks g*tp .. g*tp+tp-1; data parallel across groups
+         * joins the ranks with the same place in their group */
+        NCCL_CHECK(ncclCommSplit(g->world, r->rank / o->tp, r->rank, &g->tp, NULL));
+        NCCL_CHECK(ncclCommSplit(g->world, r->rank % o->tp, r->rank, &g->dp, NULL));
+    }
+}
+
+static void gpu_teardown(struct gpu *g, const struct options *o)
+{
+    if (o->shape == SHAPE_TPDP) {
+        NCCL_CHECK(ncclCommDestroy(g->tp));
+        NCCL_CHECK(ncclCommDestroy(g->dp));
+    }
+    NCCL_CHECK(ncclCommDestroy(g->world));
+    CUDA_CHECK(cudaFree(g->act));
+    CUDA_CHECK(cudaFree(g->grad));
+    CUDA_CHECK(cudaFree(g->norm));
+    if (g->send_buf) {
+        CUDA_CHECK(cudaFree(g->send_buf));
+        CUDA_CHECK(cudaFree(g->recv_buf));
+    }
+    if (g->tp_buf)
+        CUDA_CHECK(cudaFree(g->tp_buf));
+    if (g->pinned) {
+        CUDA_CHECK(cudaFreeHost(g->pinned));
+        CUDA_CHECK(cudaFree(g->input_dev));
+    }
+    CUDA_CHECK(cudaStreamDestroy(g->stream));
+}
+
+static void allreduce(struct gpu *g, float *buf, size_t elems, ncclComm_t comm)
+{
+    NCCL_CHECK(ncclAllReduce(buf, buf, elems, ncclFloat, ncclSum, comm, g->stream));
+}
+
+/* dp (and loader): forward, backward, then every bucket's all-reduce back
+ * to back on the same stream, then the optimizer. */
+static void step_dp(const struct options *o, struct gpu *g, double scale)
+{
+    double fwd = o->work_ms * scale / 3.0, bwd = 2.0 * o->work_ms * scale / 3.0;
+    for (int k = 0; k < FWD_KERNELS; k++)
+        launch_ms(o, g, fwd / FWD_KERNELS);
+    for (int b = 0; b < o->buckets; b++) {
+        double share = (double)(g->bucket_off[b + 1] - g->bucket_off[b]) / g->grad_elems;
+        launch_ms(o, g, bwd * share);
+    }
+    for (int b = 0; b < o->buckets; b++)
+        allreduce(g, g->grad + g->bucket_off[b], g->bucket_off[b + 1] - g->bucket_off[b],
+                  g->world);
+    launch_ms(o, g, OPT_MS * scale);
+}
+
+/* pipeline, GPipe: all forwards (receive activations from the previous
+ * stage, compute, send to the next), then all backwards in reverse order
+ * (gradients the other way), then the gradient norm over every stage. */
+static void step_pipeline(const struct options *o, const struct rank_env *r, struct gpu *g,
+                          double scale)
+{
+    int s = r->rank, last = r->world - 1;
+    double fwd = o->work_ms * scale / 3.0 / o->micro;
+    double bwd = 2.0 * o->work_ms * scale / 3.0 / o->micro;
+    for (int m = 0; m < o->micro; m++) {
+        if (s > 0)
+            NCCL_CHECK(ncclRecv(g->recv_buf, g->p2p_elems, ncclFloat, s - 1, g->world,
+                                g->stream));
+        launch_ms(o, g, fwd);
+        if (s < last)
+            NCCL_CHECK(ncclSend(g->send_buf, g->p2p_elems, ncclFloat, s + 1, g->world,
+                                g->stream));
+    }
+    for (int m = o->micro - 1; m >= 0; m--) {
+        if (s < last)
+            NCCL_CHECK(ncclRecv(g->recv_buf, g->p2p_elems, ncclFloat, s + 1, g->world,
+                                g->stream));
+        launch_ms(o, g, bwd);
+        if (s > 0)
+            NCCL_CHECK(ncclSend(g->send_buf, g->p2p_elems, ncclFloat, s - 1, g->world,
+                                g->stream));
+    }
+    allreduce(g, g->norm, NORM_ELEMS, g->world);
+    launch_ms(o, g, OPT_MS * scale);
+}
+
+/* tpdp: every layer's kernel followed by its all-reduce inside the
+ * tensor-parallel group, forward then backward, then the gradients across
+ * groups. */
+static void step_tpdp(const struct options *o, struct gpu *g, double scale)
+{
+    double fwd = o->work_ms * scale / 3.0 / o->layers;
+    double bwd = 2.0 * o->work_ms * scale / 3.0 / o->layers;
+    for (int l = 0; l < o->layers; l++) {
+        launch_ms(o, g, fwd);
+        allreduce(g, g->tp_buf, g->tp_elems, g->tp);
+    }
+    for (int l = 0; l < o->layers; l++) {
+        launch_ms(o, g, bwd);
+        allreduce(g, g->tp_buf, g->tp_elems, g->tp);
+    }
+    allreduce(g, g->grad, g->grad_elems, g->dp);
+    launch_ms(o, g, OPT_MS * scale);
+}
+
+/* launch: host work before every tiny kernel, then a small all-reduce.
+ * Logs how long the launch calls themselves took and how long the host
+ * worked between them. */
+static void step_launch(const struct options *o, struct gpu *g, double scale, int step)
+{
+    uint64_t host = (uint64_t)(o->host_us * NS_PER_US), calls = 0, worked = 0;
+    for (int k = 0; k < o->kernels; k++) {
+        uint64_t t0 = now_ns();
+        if (host && o->host_sleep)
+            sleep_ns(host);
+        else if (host)
+            spin_ns(host);
+        uint64_t t1 = now_ns();
+        launch_ms(o, g, o->kernel_us * scale / 1000.0);
+        uint64_t t2 = now_ns();
+        worked += t1 - t0;
+        calls += t2 - t1;
+    }
+    allreduce(g, g->grad, g->grad_elems, g->world);
+    truth_launch(step, calls, worked);
+}
+
+/* --------------------------------------------------------------- main */
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    struct options o;
+    struct rank_env r;
+    r.rank = env_int("RANK", 0);
+    r.world = env_int("WORLD_SIZE", 1);
+    g_rank = r.rank;
+    parse_options(argc, argv, &o);
+    if (r.world < 1 || r.rank >= r.world)
+        die("RANK=%d is not below WORLD_SIZE=%d", r.rank, r.world);
+    if (o.shape == SHAPE_PIPELINE && r.world < 2)
+        die("--shape pipeline needs at least 2 ranks (one stage each)");
+    truth_open();
+    if (o.shape == SHAPE_LOADER)
+        make_dataset(&o);
+
+    struct gpu g;
+    memset(&g, 0, sizeof g);
+    gpu_setup(&g, &o, &r);
+    struct loader l;
+    memset(&l, 0, sizeof l);
+    if (o.shape == SHAPE_LOADER) {
+        loader_start(&l, &o, &r);
+        if (o.prefetch)
+            loader_request(&l, 0);
+    }
+    double scale = rank_scale(&o, &r);
+    double *step_ms = (double *)calloc((size_t)o.steps, sizeof(double));
+    if (!step_ms)
+        die("out of memory");
+
+    for (int step = 0; step < o.steps; step++) {
+        char name[32];
+        snprintf(name, sizeof name, "step %d", step);
+        uint64_t t0 = now_ns();
+        if (o.markers)
+            nvtxRangePushA(name);
+        double factor = work_factor(&o, &r, step);
+        if (o.imbalance > 0)
+            truth_work(step, factor);
+        switch (o.shape) {
+        case SHAPE_DP: step_dp(&o, &g, scale * factor); break;
+        case SHAPE_PIPELINE: step_pipeline(&o, &r, &g, scale); break;
+        case SHAPE_TPDP: step_tpdp(&o, &g, scale); break;
+        case SHAPE_LAUNCH: step_launch(&o, &g, scale, step); break;
+        case SHAPE_LOADER: {
+            if (!o.prefetch)
+                loader_request(&l, (uint64_t)step);
+            loader_take(&l, (uint64_t)step, g.pinned, g.input_bytes);
+            uint64_t t_in = now_ns();
+            truth_interval("input_wait", step, t0, t_in);
+            if (o.prefetch && step + 1 < o.steps)
+                loader_request(&l, (uint64_t)step + 1);
+            CUDA_CHECK(cudaMemcpyAsync(g.input_dev, g.pinned, g.input_bytes,
+                                       cudaMemcpyHostToDevice, g.stream));
+            step_dp(&o, &g, scale);
+            break;
+        }
+        }
+        CUDA_CHECK(cudaStreamSynchronize(g.stream));
+        if (o.markers)
+            nvtxRangePop();
+        uint64_t t1 = now_ns();
+        truth_interval("step", step, t0, t1);
+        step_ms[step] = (double)(t1 - t0) / NS_PER_MS;
+    }
+
+    /* A barrier before teardown, as jobs end: no rank starts tearing down
+     * (and competing for the CPU) while another is still in its last step. */
+    allreduce(&g, g.norm, 1, g.world);
+    CUDA_CHECK(cudaStreamSynchronize(g.stream));
+    if (o.shape == SHAPE_LOADER)
+        loader_stop(&l);
+    gpu_teardown(&g, &o);
+    if (r.rank == 0) {
+        printf("shapes: --shape %s, rank 0 of %d\n", shape_names[o.shape], r.world);
+        double sum = 0;
+        int kept = 0;
+        for (int i = 0; i < o.steps; i++) {
+            printf("step %d: %.2f ms\n", i, step_ms[i]);
+            if (i >= o.skip) {
+                sum += step_ms[i];
+                kept++;
+            }
+        }
+        qsort(step_ms, (size_t)o.steps, sizeof(double), compare_double);
+        if (kept)
+            printf("mean step after %d: %.2f ms, ", o.skip, sum / kept);
+        printf("median step %.2f ms\n", step_ms[o.steps / 2]);
+    }
+    free(step_ms);
+    if (truth_fd >= 0)
+        close(truth_fd);
+    return 0;
+}

@@ -1,0 +1,557 @@
+#!/usr/bin/env python3
+"""whatif.py - does the report's price of a cause match what fixing it saves?
+
+Each shape is a training job (examples/shapes) run twice on simulated GPUs
+under `scaleprof run --sim`: as it is, with its cause, and fixed, with the
+one flag that removes the cause.  The real gain of the fix comes from the
+job's own step log (EXAMPLE_TRUTH), never from the analyzer:
+
+    measured_gain = 1 - mean_step(fixed) / mean_step(as is)
+
+over the steps after the first SKIP, all ranks.  Then the as-is run's
+`scaleprof report --json` is judged as a user would read it:
+
+  * the finding with the largest `gain` has the expected cause, and, where
+    the shape says, exactly the expected ranks;
+  * its gain is within max(0.05, 15% of measured_gain) of measured_gain;
+  * findings are ordered by gain; `healthy` is false when measured_gain
+    >= 0.05;
+  * shape-specific: a balanced pipeline names no straggler and no
+    pipeline_stage at all; with out-of-phase loaders no straggler or
+    imbalance outranks input_pipeline;
+  * the fixed run's report no longer names the fixed cause with gain >=
+    0.05 (for the pipeline bubble: 0.05 above the bubble the fixed schedule
+    keeps by construction, (S-1)/(M+S-1)).
+
+The simulator's truth (SIM_TRUTH) and the job's log also say whether a pair
+of runs is fit to judge: each shape's gain lies in a band its sizes give,
+each cause is present in the as-is truth and absent from the fixed one, and
+no rank's GPU idled in a step for no reason of the job's (a host hiccup).
+A pair that is not (a loaded machine delayed a rank) is called disturbed,
+said so, and run again (three attempts); a report that disagrees with the
+truth is never retried.
+
+Every shape prints one line: measured gain, predicted gain, the named
+cause and ranks, so the gap shows at a glance.
+
+Usage: whatif.py SHAPE | --list | --commands SHAPE
+Environment (meson passes them; by hand they default to ./build):
+SCALEPROF_BIN, SHAPES_BIN, SIM_LIBDIR, SCENARIO_WORKDIR.
+Exit status: 0 pass, 1 fail.
+"""
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import check  # noqa: E402  (the accuracy suite's truth readers)
+
+STEPS = 10
+SKIP = 3
+ATTEMPTS = 3
+GAIN_ABS_TOLERANCE = 0.05
+GAIN_REL_TOLERANCE = 0.15
+NOT_WORTH = 0.05          # a cause saving less than this is not worth reporting
+RUN_TIMEOUT_S = 120
+SEVERITY = {"low": 0, "moderate": 1, "high": 2}
+
+
+def common(spec):
+    return ["--steps", str(spec.get("steps", STEPS)), "--skip", str(SKIP)]
+
+
+# Gradients over a 20 GB/s link: 16 MiB in 4 buckets cost 1.3 ms per step,
+# visible beside 20 ms of compute without deciding anything.
+DP = ["--shape", "dp", "--work-ms", "20", "--grad-mb", "16", "--buckets", "4"]
+SLOW_LINK = {"SIM_NVLINK_GBPS": "20"}
+PIPE_STAGES = 4
+PIPE_FIXED_MICRO = 64
+
+# A shape: the job (ranks, environment, flags as is and fixed), what the
+# report should name, and the band of gains its sizes give (outside it the
+# pair was disturbed).  "premises" name truth checks (PREMISES below).
+SHAPES = {
+    "serial_buckets": {
+        "story": "4-rank data parallel, 4 equal gradient buckets all-reduced back to back "
+                 "after the backward pass; rank 1 computes 2x slower (fix: slow factor 1)",
+        "nproc": 4, "env": SLOW_LINK,
+        "asis": DP + ["--slow-rank", "1", "--slow-factor", "2"],
+        "fixed": DP + ["--slow-rank", "1", "--slow-factor", "1"],
+        "cause": "straggler", "ranks": [1], "band": (0.35, 0.6),
+        "premises": ["waits_asis", "no_waits_fixed"],
+    },
+    "serial_buckets_unequal": {
+        "story": "the same with unequal buckets (1:2:4:8 parts of the gradient)",
+        "nproc": 4, "env": SLOW_LINK,
+        "asis": DP + ["--unequal", "--slow-rank", "1", "--slow-factor", "2"],
+        "fixed": DP + ["--unequal", "--slow-rank", "1", "--slow-factor", "1"],
+        "cause": "straggler", "ranks": [1], "band": (0.35, 0.6),
+        "premises": ["waits_asis", "no_waits_fixed"],
+    },
+    "random_imbalance": {
+        "story": "4-rank data parallel, each step each rank's work drawn from [0.2, 1.8] "
+                 "(seeded: variable sequence lengths), so a different rank is last each "
+                 "step (fix: every rank does the step's mean work)",
+        "nproc": 4, "env": SLOW_LINK,
+        "asis": DP + ["--imbalance", "0.8", "--seed", "3"],
+        "fixed": DP + ["--imbalance", "0.8", "--seed", "3", "--balance"],
+        "cause": "imbalance", "ranks": None, "band": (0.12, 0.35),
+        "premises": ["waits_asis", "no_waits_fixed", "last_rank_changes"],
+    },
+    "launch_bound": {
+        "story": "2 ranks, 500 kernels of 30 us per step with 300 us of host work before "
+                 "each launch (GPU busy under 10%) (fix: --host-us 0: the host time between "
+                 "launches cut to the launch latency, which the kernels then hide)",
+        "nproc": 2, "env": {},
+        "asis": ["--shape", "launch", "--kernels", "500", "--kernel-us", "30",
+                 "--host-us", "300", "--grad-mb", "1"],
+        "fixed": ["--shape", "launch", "--kernels", "500", "--kernel-us", "30",
+                  "--host-us", "0", "--grad-mb", "1"],
+        "cause": "host_overhead", "ranks": [0, 1], "band": (0.6, 0.98),
+        "premises": ["gpu_mostly_idle_asis", "gpu_busy_fixed"],
+        "clean": ["fixed"],      # as is, the GPU idles between launches by design
+        # host-bound on two shared cores: other engineers' load moves both runs
+        "attempts": 5,
+    },
+    "pipeline_bubble": {
+        "story": "4 pipeline stages over send/recv, GPipe with 4 micro-batches, every "
+                 "stage equal: the fill and drain bubble (fix: 64 micro-batches, same "
+                 "total work)",
+        "nproc": PIPE_STAGES, "env": {},
+        "asis": ["--shape", "pipeline", "--work-ms", "96", "--micro-batches", "4"],
+        "fixed": ["--shape", "pipeline", "--work-ms", "96",
+                  "--micro-batches", str(PIPE_FIXED_MICRO)],
+        "cause": "pipeline_bubble", "ranks": None, "band": (0.3, 0.45),
+        "forbid": ["straggler", "pipeline_stage"],
+        # the fixed schedule keeps (S-1)/(M+S-1) of its step as bubble
+        "fixed_residual": (PIPE_STAGES - 1.0) / (PIPE_FIXED_MICRO + PIPE_STAGES - 1.0),
+        "premises": [],
+    },
+    "pipeline_slow_stage": {
+        "story": "4 pipeline stages, GPipe with 8 micro-batches; stage 2 computes 2x "
+                 "slower (fix: stage 2 at the others' speed)",
+        "nproc": PIPE_STAGES, "env": {},
+        "asis": ["--shape", "pipeline", "--work-ms", "24", "--micro-batches", "8",
+                 "--slow-rank", "2", "--slow-factor", "2"],
+        "fixed": ["--shape", "pipeline", "--work-ms", "24", "--micro-batches", "8",
+                  "--slow-rank", "2", "--slow-factor", "1"],
+        "cause": "pipeline_stage", "ranks": [2], "band": (0.3, 0.55),
+        "premises": [],
+    },
+    "tp_dp": {
+        "story": "2 tensor-parallel groups of 2 (all-reduce in the group after every "
+                 "layer) x data parallel across them; group 1 (ranks 2, 3) computes 2x "
+                 "slower (fix: group 1 at normal speed)",
+        "nproc": 4, "env": {},
+        "asis": ["--shape", "tpdp", "--work-ms", "20", "--tp", "2", "--layers", "4",
+                 "--slow-group", "1", "--slow-factor", "2"],
+        "fixed": ["--shape", "tpdp", "--work-ms", "20", "--tp", "2", "--layers", "4",
+                  "--slow-group", "1", "--slow-factor", "1"],
+        "cause": "straggler", "ranks": [2, 3], "band": (0.35, 0.6),
+        "premises": ["waits_asis", "no_waits_fixed"],
+    },
+    "loaders_out_of_phase": {
+        "story": "2 ranks, one loader process each reading files, no prefetch; rank 0's "
+                 "batch takes 30 ms to prepare on even steps, rank 1's on odd steps, nothing "
+                 "otherwise, against 10 ms of GPU work (fix: no preparation on any step: "
+                 "the batch costs its read alone)",
+        "nproc": 2, "env": {},
+        "asis": ["--shape", "loader", "--work-ms", "10", "--loader-ms", "0",
+                 "--loader-slow-ms", "30", "--read-kb", "64"],
+        "fixed": ["--shape", "loader", "--work-ms", "10", "--loader-ms", "0",
+                  "--loader-slow-ms", "0", "--read-kb", "64"],
+        "cause": "input_pipeline", "ranks": [0, 1], "band": (0.5, 0.85),
+        "outranks": ["straggler", "imbalance"],
+        "premises": ["input_asis", "no_input_fixed", "loaders_take_turns"],
+    },
+    "loaders_prefetch": {
+        "story": "the same loaders with one batch of prefetch: one rank's slow batch can "
+                 "hide behind the other's wait, so the late rank and how late it is drift "
+                 "from run to run, while the step stays (30 + 10) / 2 ms (fix: no "
+                 "preparation on any step)",
+        "nproc": 2, "env": {},
+        # 11 steps: the 8 kept are 4 whole periods of a late and a quick step
+        "steps": 11,
+        "asis": ["--shape", "loader", "--work-ms", "10", "--loader-ms", "0",
+                 "--loader-slow-ms", "30", "--read-kb", "64", "--prefetch", "1"],
+        "fixed": ["--shape", "loader", "--work-ms", "10", "--loader-ms", "0",
+                  "--loader-slow-ms", "0", "--read-kb", "64", "--prefetch", "1"],
+        "cause": "input_pipeline", "ranks": None, "band": (0.35, 0.6),
+        "outranks": ["straggler", "imbalance"],
+        "premises": ["some_input_asis", "no_input_fixed"],
+    },
+}
+
+
+class Failure(Exception):
+    pass
+
+
+class Disturbed(Exception):
+    pass
+
+
+# ------------------------------------------------------------------ runs
+
+class Env:
+    def __init__(self):
+        root = os.path.dirname(os.path.dirname(HERE))
+        build = os.environ.get("BUILD") or os.path.join(root, "build")
+        self.scaleprof = os.environ.get("SCALEPROF_BIN") or os.path.join(build, "analyzer",
+                                                                        "scaleprof")
+        self.shapes = os.environ.get("SHAPES_BIN") or os.path.join(build, "examples", "shapes")
+        self.sim_libdir = os.environ.get("SIM_LIBDIR") or os.path.join(build, "sim")
+        self.workdir = os.environ.get("SCENARIO_WORKDIR") or os.path.join(build, "tests",
+                                                                          "scenarios", "runs")
+        missing = [p for p in (self.scaleprof, self.shapes,
+                               os.path.join(self.sim_libdir, "libcudart.so.13"))
+                   if not os.path.exists(p)]
+        if missing:
+            raise Failure("not built: %s (./scaleprof.sh build)" % ", ".join(missing))
+
+
+def job_command(env, shape, which, trace):
+    spec = SHAPES[shape]
+    return ([env.scaleprof, "run", "--sim", "-o", trace, "--nproc", str(spec["nproc"]), "--",
+             env.shapes] + common(spec) + spec[which])
+
+
+def run_job(env, shape, which):
+    """Runs one side of SHAPE under the profiler; returns its directory."""
+    spec = SHAPES[shape]
+    base = os.path.join(env.workdir, "whatif", shape, which)
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(os.path.join(base, "truth"))
+    cmd = job_command(env, shape, which, os.path.join(base, "trace"))
+    cmd[cmd.index("--") + 1:cmd.index("--") + 2] = [env.shapes, "--data",
+                                                    os.path.join(env.workdir, "whatif", "data")]
+    job_env = dict(os.environ)
+    job_env.update(spec["env"])
+    job_env["SIM_TRUTH"] = os.path.join(base, "truth")
+    job_env["EXAMPLE_TRUTH"] = os.path.join(base, "example.jsonl")
+    job_env["LD_LIBRARY_PATH"] = env.sim_libdir + (
+        ":" + job_env["LD_LIBRARY_PATH"] if job_env.get("LD_LIBRARY_PATH") else "")
+    with open(os.path.join(base, "command.txt"), "w") as f:
+        f.write(" ".join("%s=%s" % kv for kv in spec["env"].items()) + " " +
+                " ".join(shlex.quote(c) for c in cmd) + "\n")
+    with open(os.path.join(base, "run.log"), "w") as log:
+        try:
+            rc = subprocess.call(cmd, env=job_env, stdout=log, stderr=subprocess.STDOUT,
+                                 timeout=RUN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise Failure("%s %s: job timed out after %d s" % (shape, which, RUN_TIMEOUT_S))
+    if rc != 0:
+        with open(os.path.join(base, "run.log")) as f:
+            tail = f.read()[-3000:]
+        raise Failure("%s %s: `%s` exited %d:\n%s" % (shape, which, " ".join(cmd), rc, tail))
+    return base
+
+
+def report(env, run_dir):
+    p = subprocess.run([env.scaleprof, "report", os.path.join(run_dir, "trace"), "--json"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=RUN_TIMEOUT_S)
+    if p.returncode != 0:
+        raise Failure("scaleprof report %s exited %d: %s" % (run_dir, p.returncode,
+                                                              p.stderr.strip()[-2000:]))
+    try:
+        return json.loads(p.stdout)
+    except ValueError as e:
+        raise Failure("scaleprof report --json printed no JSON (%s): %s" % (e, p.stdout[:500]))
+
+
+# ----------------------------------------------------------------- truth
+
+def job_log(run_dir):
+    return list(check.read_jsonl(os.path.join(run_dir, "example.jsonl")))
+
+
+def mean_step_ms(run_dir):
+    """Mean step over every rank's steps after the first SKIP (the job's log)."""
+    steps = [e for e in job_log(run_dir) if e["type"] == "step" and e["step"] >= SKIP]
+    if not steps:
+        raise Failure("%s: the job logged no step after the first %d" % (run_dir, SKIP))
+    return sum(e["end_ns"] - e["start_ns"] for e in steps) / len(steps) / 1e6
+
+
+class Pair:
+    """One shape's two runs and what the truth says of them."""
+
+    def __init__(self, shape, asis, fixed):
+        self.shape, self.dirs = shape, {"asis": asis, "fixed": fixed}
+        self.step = {k: mean_step_ms(d) for k, d in self.dirs.items()}
+        self.gain = 1.0 - self.step["fixed"] / self.step["asis"]
+        self._frac = {}
+
+    def frac(self, which):
+        if which not in self._frac:
+            self._frac[which] = check.truth_breakdown(self.dirs[which], SKIP)
+        return self._frac[which]
+
+
+def premise_clean(pair, which):
+    """No rank's GPU sat idle, without the job waiting for input, for more
+    than max(2 ms, 20% of the median step) in any kept step: such idle time
+    is the host of that rank descheduled by the machine's load, a hiccup
+    that neither run's fix is about."""
+    run_dir = pair.dirs[which]
+    gpus = check.load_sim_truth(os.path.join(run_dir, "truth"))
+    steps, waits = check.load_example_truth(os.path.join(run_dir, "example.jsonl"))
+    lengths = sorted(hi - lo for w in steps.values() for s, (lo, hi) in w.items() if s >= SKIP)
+    bar = max(2e6, 0.2 * lengths[len(lengths) // 2])
+    for rank, windows in sorted(steps.items()):
+        for step, (lo, hi) in sorted(windows.items()):
+            if step < SKIP:
+                continue
+            idle = check.classify_step(gpus[rank], waits.get(rank, []), lo, hi)["idle_rest"]
+            if idle > bar:
+                raise Disturbed("%s: rank %d's GPU idle %.1f ms in step %d with nothing to "
+                                "wait for (bar %.1f ms)" % (which, rank, idle / 1e6, step,
+                                                             bar / 1e6))
+
+
+def premise_waits_asis(pair):
+    f = pair.frac("asis")[0]["collective_wait"]
+    if f < 0.15:
+        raise Disturbed("as is: collective wait only %.1f%% of step time in the truth" % (100 * f))
+
+
+def premise_no_waits_fixed(pair):
+    f = pair.frac("fixed")[0]["collective_wait"]
+    if f > 0.05:
+        raise Disturbed("fixed: collective wait still %.1f%% of step time in the truth"
+                        % (100 * f))
+
+
+def premise_last_rank_changes(pair):
+    """By design (the seed), the rank last at each step's first collective
+    changes; fewer than 3 different ranks means the shape is mis-sized."""
+    _, _, colls = pair.frac("asis")
+    buckets = int(SHAPES[pair.shape]["asis"][SHAPES[pair.shape]["asis"].index("--buckets") + 1])
+    by_seq = {}
+    for c in colls:
+        by_seq.setdefault(c["seq"], []).append(c)
+    # a step's first bucket is the one its last rank is late for
+    lasts = [max(g, key=lambda c: c["arrive_ns"])["rank"]
+             for seq, g in sorted(by_seq.items()) if seq % buckets == 0 and seq // buckets >= SKIP]
+    if len(set(lasts)) < 3:
+        raise Failure("%s: last ranks %s over the kept steps: mis-sized" % (pair.shape, lasts))
+
+
+def premise_gpu_mostly_idle_asis(pair):
+    f = pair.frac("asis")[0]["compute"]
+    if f > 0.10:
+        raise Disturbed("as is: GPU computes %.1f%% of the step, not launch-bound" % (100 * f))
+
+
+def premise_gpu_busy_fixed(pair):
+    """With the launch calls back to back the GPU, not the host, sets the
+    pace: it computes at least 80% of the fixed step."""
+    f = pair.frac("fixed")[0]["compute"]
+    if f < 0.8:
+        raise Disturbed("fixed: GPU computes only %.1f%% of the step" % (100 * f))
+
+
+def premise_input_asis(pair):
+    f = pair.frac("asis")[0]["idle_input"]
+    if f < 0.25:
+        raise Disturbed("as is: idle on input only %.1f%% in the truth" % (100 * f))
+
+
+def premise_some_input_asis(pair):
+    f = pair.frac("asis")[0]["idle_input"]
+    if f < 0.15:
+        raise Disturbed("as is: idle on input only %.1f%% in the truth" % (100 * f))
+
+
+def premise_no_input_fixed(pair):
+    f = pair.frac("fixed")[0]["idle_input"]
+    if f > 0.05:
+        raise Disturbed("fixed: idle on input still %.1f%% in the truth" % (100 * f))
+
+
+def premise_loaders_take_turns(pair):
+    """Rank s % 2 waits longest for its input at step s."""
+    waits = {}
+    for e in job_log(pair.dirs["asis"]):
+        if e["type"] == "input_wait" and e["step"] >= SKIP:
+            waits.setdefault(e["step"], {})[e["rank"]] = e["end_ns"] - e["start_ns"]
+    wrong = [s for s, w in waits.items() if max(w, key=w.get) != s % 2]
+    if wrong:
+        raise Disturbed("as is: at steps %s the late loader is not rank step %% 2" % wrong)
+
+
+PREMISES = {
+    "waits_asis": premise_waits_asis,
+    "no_waits_fixed": premise_no_waits_fixed,
+    "last_rank_changes": premise_last_rank_changes,
+    "gpu_mostly_idle_asis": premise_gpu_mostly_idle_asis,
+    "gpu_busy_fixed": premise_gpu_busy_fixed,
+    "input_asis": premise_input_asis,
+    "some_input_asis": premise_some_input_asis,
+    "no_input_fixed": premise_no_input_fixed,
+    "loaders_take_turns": premise_loaders_take_turns,
+}
+
+
+def judge_pair(pair):
+    spec = SHAPES[pair.shape]
+    lo, hi = spec["band"]
+    if not lo <= pair.gain <= hi:
+        raise Disturbed("measured gain %.3f (steps %.2f -> %.2f ms) outside the band %.2f..%.2f "
+                        "its sizes give" % (pair.gain, pair.step["asis"], pair.step["fixed"],
+                                            lo, hi))
+    for which in spec.get("clean", ["asis", "fixed"]):
+        premise_clean(pair, which)
+    for name in spec["premises"]:
+        PREMISES[name](pair)
+
+
+# ---------------------------------------------------------------- report
+
+def gain_of(f):
+    g = f.get("gain")
+    return float(g) if isinstance(g, (int, float)) else None
+
+
+def describe(f):
+    g = gain_of(f)
+    return "%s ranks %s %s gain %s%s" % (
+        f.get("cause"), f.get("ranks"), f.get("severity"),
+        "%.3f" % g if g is not None else "n/a",
+        "" if "cost" not in f else " cost %s" % f.get("cost"))
+
+
+def top_finding(rep):
+    fs = rep.get("findings", [])
+    with_gain = [f for f in fs if gain_of(f) is not None]
+    if with_gain:
+        return max(with_gain, key=gain_of)
+    return fs[0] if fs else None
+
+
+def judge_report(pair, rep, rep_fixed):
+    """Every disagreement with the truth, as text (empty: the report is right)."""
+    spec = SHAPES[pair.shape]
+    bad = []
+    fs = rep.get("findings", [])
+    top = top_finding(rep)
+    if top is None:
+        bad.append("as is: no finding at all (measured gain %.3f)" % pair.gain)
+    else:
+        if gain_of(top) is None:
+            bad.append("as is: findings carry no gain (top: %s)" % describe(top))
+        if top.get("cause") != spec["cause"]:
+            bad.append("as is: top finding is %s, expected %s" % (describe(top), spec["cause"]))
+        elif spec["ranks"] is not None and top.get("ranks") != spec["ranks"]:
+            bad.append("as is: %s names ranks %s, expected %s" % (spec["cause"], top.get("ranks"),
+                                                                  spec["ranks"]))
+        g = gain_of(top)
+        tol = max(GAIN_ABS_TOLERANCE, GAIN_REL_TOLERANCE * pair.gain)
+        if g is not None and abs(g - pair.gain) > tol:
+            bad.append("as is: %s gain %.3f, measured %.3f (tolerance %.3f)"
+                       % (top.get("cause"), g, pair.gain, tol))
+    gains = [gain_of(f) for f in fs]
+    if None not in gains and gains != sorted(gains, reverse=True):
+        bad.append("as is: findings not ordered by gain: %s" % gains)
+    if pair.gain >= NOT_WORTH and rep.get("healthy") is not False:
+        bad.append("as is: healthy is %s, measured gain %.3f" % (rep.get("healthy"), pair.gain))
+    for cause in spec.get("forbid", []):
+        for f in fs:
+            if f.get("cause") == cause:
+                bad.append("as is: names %s, which this shape does not have" % describe(f))
+    for cause in spec.get("outranks", []):
+        ours = [gain_of(f) or 0 for f in fs if f.get("cause") == spec["cause"]]
+        for f in fs:
+            if f.get("cause") == cause and (gain_of(f) or 0) >= (max(ours) if ours else 0):
+                bad.append("as is: %s outranks %s" % (describe(f), spec["cause"]))
+    limit = NOT_WORTH + spec.get("fixed_residual", 0.0)
+    for f in rep_fixed.get("findings", []):
+        if f.get("cause") != spec["cause"]:
+            continue
+        g = gain_of(f)
+        if g is None:
+            bad.append("fixed: %s still named, with no gain (%s)" % (spec["cause"], describe(f)))
+        elif g >= limit:
+            bad.append("fixed: %s still named with gain %.3f (limit %.3f)"
+                       % (spec["cause"], g, limit))
+    return bad
+
+
+def summary_line(pair, rep, rep_fixed):
+    top = top_finding(rep)
+    g = gain_of(top) if top else None
+    return ("whatif %s: truth step %.2f -> %.2f ms, measured gain %.3f; report mean %s ms, "
+            "predicted gain %s, top %s (if fixed %s ms); all: %s; fixed run: %s"
+            % (pair.shape, pair.step["asis"], pair.step["fixed"], pair.gain,
+               rep.get("steps", {}).get("mean_ms"), "%.3f" % g if g is not None else "n/a",
+               describe(top) if top else "none",
+               top.get("step_ms_if_fixed") if top else None,
+               "; ".join(describe(f) for f in rep.get("findings", [])) or "none",
+               "; ".join(describe(f) for f in rep_fixed.get("findings", [])) or "none"))
+
+
+def run_shape(shape):
+    spec = SHAPES[shape]
+    print("shape %s: %s" % (shape, spec["story"]))
+    env = Env()
+    attempts = spec.get("attempts", ATTEMPTS)
+    for attempt in range(1, attempts + 1):
+        pair = Pair(shape, run_job(env, shape, "asis"), run_job(env, shape, "fixed"))
+        try:
+            judge_pair(pair)
+        except Disturbed as e:
+            print("  disturbed (attempt %d of %d): %s" % (attempt, attempts, e))
+            continue
+        rep, rep_fixed = report(env, pair.dirs["asis"]), report(env, pair.dirs["fixed"])
+        for which, r in (("asis", rep), ("fixed", rep_fixed)):
+            frac = pair.frac(which)[0]
+            got = r.get("breakdown", {})
+            got = dict(got, **{"idle_host+idle_other": float(got.get("idle_host", 0)) +
+                               float(got.get("idle_other", 0))})
+            print("  %-6s step %.2f ms; categories truth/report: %s" % (
+                which, pair.step[which], "; ".join(
+                    "%s %.1f/%.1f%%" % (k, 100 * v, 100 * float(got.get(k, 0)))
+                    for k, v in frac.items() if k != "step_ms")))
+        print(summary_line(pair, rep, rep_fixed))
+        bad = judge_report(pair, rep, rep_fixed)
+        for b in bad:
+            print("  wrong: " + b)
+        if bad:
+            raise Failure("%d disagreement(s) with the truth" % len(bad))
+        return
+    raise Failure("every attempt was disturbed: the machine is too loaded to judge")
+
+
+def main(argv):
+    if len(argv) == 2 and argv[1] == "--list":
+        print("\n".join(SHAPES))
+        return 0
+    if len(argv) == 3 and argv[1] == "--commands" and argv[2] in SHAPES:
+        spec = SHAPES[argv[2]]
+        prefix = "".join("%s=%s " % kv for kv in spec["env"].items())
+        for which in ("asis", "fixed"):
+            cmd = ["build/analyzer/scaleprof", "run", "--sim", "-o", "%s-%s" % (argv[2], which),
+                   "--nproc",
+                   str(spec["nproc"]), "--", "build/examples/shapes"] + common(spec) + spec[which]
+            print("%-5s %s%s" % (which, prefix, " ".join(cmd)))
+        return 0
+    if len(argv) != 2 or argv[1] not in SHAPES:
+        sys.stderr.write("usage: whatif.py SHAPE|--list|--commands SHAPE\nshapes: %s\n"
+                         % " ".join(SHAPES))
+        return 2
+    try:
+        run_shape(argv[1])
+    except Failure as e:
+        print("FAIL %s: %s" % (argv[1], e))
+        return 1
+    print("PASS %s" % argv[1])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -412,15 +412,11 @@ static void bubble_finding(struct sp_model *m, const struct sp_replay *rp, doubl
     struct sp_finding *f = add(m, SP_CAUSE_PIPELINE_BUBBLE, gain);
     if (!f)
         return;
-    char fix[160];
-    int mb = m->micro_batches;
-    if (mb > 0)
-        snprintf(fix, sizeof fix, "%d micro-batches per step instead of %d (same work, half the bubble)", 2 * mb, mb);
-    else
-        snprintf(fix, sizeof fix, "twice the micro-batches per step (same work, half the bubble)");
-    say_gain(m, f, fix);
-    say(f, "; %d stages wait %.1f%% of step time for each other in the pipeline's fill and drain%s",
-        m->pipeline_stages, 100 * rp->bubble_share, rp->stage >= 0 ? " once the stages are balanced" : "");
+    say_gain(m, f, "removing the pipeline's bubble (many more, smaller micro-batches)");
+    say(f, "; %d stages wait %.1f%% of step time for each other in the pipeline's fill and drain%s", m->pipeline_stages,
+        100 * rp->bubble_share, rp->stage >= 0 ? " once the stages are balanced" : "");
+    if (m->micro_batches > 0)
+        say(f, "; %d micro-batches per step now, %d would halve the bubble", m->micro_batches, 2 * m->micro_batches);
 }
 
 static void host_finding(struct sp_model *m, double gain)
@@ -430,7 +426,7 @@ static void host_finding(struct sp_model *m, double gain)
         return;
     ranks_over(m, SP_CAT_IDLE_HOST, SP_GAIN_MODERATE, f);
     double busy = m->breakdown[SP_CAT_COMPUTE] + m->breakdown[SP_CAT_MEMCPY];
-    say_gain(m, f, "removing the host's time between launches and in syncs");
+    say_gain(m, f, "the host issuing work ahead of the GPU (no time between launches, no syncs)");
     say(f, "; the GPU waits for the host %.1f%% of step time (it launched the next work late, or blocked in "
            "a sync) and is busy only %.1f%%",
         100 * m->breakdown[SP_CAT_IDLE_HOST], 100 * busy);

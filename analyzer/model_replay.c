@@ -26,9 +26,13 @@
  *   imbalance       every rank's local time (input aside) at the per-step
  *                   median: work that varies, no fixed culprit
  *   pipeline_stage  one stage's GPU work scaled to the other stages' median
+ *   pipeline_bubble the balanced pipeline's fill-and-drain wait removed (the
+ *                   limit of many more micro-batches of the same work)
  *   input_pipeline  waits for input removed
- *   host_overhead   the host's own time before launches and its syncs removed
- *                   (the launch calls themselves stay)
+ *   host_overhead   the host's own time before launches, its syncs, and the
+ *                   launch calls an idle GPU waited through removed: issued
+ *                   ahead of the GPU, launches overlap its work (a launch
+ *                   into an idle stream also costs more: it wakes it)
  *   communication   transfers hidden (what full overlap would give)
  *   cross_node      transfers spanning hosts at the intra-host bandwidth
  *   unexplained     idle nothing on the host explains, removed
@@ -64,6 +68,7 @@ struct graph {
     size_t total;      /* nodes over all ranks */
     uint32_t *peer_first, *peer_n; /* per flat node: its peer group in `peers` */
     uint32_t *peers;   /* flat node ids grouped by (step, key) */
+    uint32_t max_peers; /* the largest group */
     int64_t *start;    /* per rank: global start of the first analyzed step */
     int nsteps;
 };
@@ -130,13 +135,25 @@ static int cmp_keyrec(const void *a, const void *b)
 }
 
 /* A communicator's class: communicators of the same size whose first call
- * is the same op are one kind (the tensor-parallel groups of a job). */
+ * is the same op of the same size, called as often in the first step, are
+ * one kind (the tensor-parallel groups of a job); a data-parallel
+ * communicator of the same size is another. */
 static uint64_t comm_class(const struct sp_model *m, uint64_t comm)
 {
-    for (int i = 0; i < m->nranks; i++)
-        for (size_t c = 0; c < m->ranks[i].ncalls; c++)
-            if (m->ranks[i].calls[c].comm == comm)
-                return mix(m->ranks[i].calls[c].nranks, m->ranks[i].calls[c].op);
+    for (int i = 0; i < m->nranks; i++) {
+        const struct sp_rank *r = &m->ranks[i];
+        for (size_t c = 0; c < r->ncalls; c++) {
+            const struct sp_coll_call *x = &r->calls[c];
+            if (x->comm != comm || x->node < 0)
+                continue;
+            uint64_t in_step = 0;
+            uint16_t step = r->nodes[x->node].step;
+            for (size_t d = c; d < r->ncalls; d++)
+                if (r->calls[d].comm == comm && r->calls[d].node >= 0)
+                    in_step += r->nodes[r->calls[d].node].step == step;
+            return mix(mix(mix(x->nranks, x->op), x->bytes), in_step);
+        }
+    }
     return comm;
 }
 
@@ -167,7 +184,8 @@ static uint64_t node_key(const struct sp_model *m, const struct sp_rank *r, cons
         cc[i] = (struct comm_count){c->comm, comm_class(m, c->comm), 0};
         (*ncc)++;
     }
-    return mix(mix(cc[i].cls, c->op), cc[i].n++);
+    /* in a pipeline a collective's peers are the ranks of the same stage */
+    return mix(mix(mix(cc[i].cls, c->op), (uint64_t)(r->stage + 1)), cc[i].n++);
 }
 
 static int build_peers(struct graph *g)
@@ -204,6 +222,8 @@ static int build_peers(struct graph *g)
         size_t b = a;
         while (b < n && k[b].step == k[a].step && k[b].key == k[a].key)
             b++;
+        if (b - a > g->max_peers)
+            g->max_peers = (uint32_t)(b - a);
         for (size_t x = a; x < b; x++) {
             g->peers[x] = k[x].flat;
             g->peer_first[k[x].flat] = (uint32_t)a;
@@ -574,7 +594,7 @@ static int run_replay(const struct graph *g, const struct cf *cf, struct result 
     rp.need = malloc((g->ninsts + 1) * sizeof *rp.need);
     rp.last = malloc((g->ninsts + 1) * sizeof *rp.last);
     rp.queue = malloc((g->ninsts + 1) * sizeof *rp.queue);
-    rp.vals = malloc(((size_t)m->nranks + 1) * sizeof *rp.vals);
+    rp.vals = malloc(((size_t)g->max_peers + 1) * sizeof *rp.vals);
     int rc = -1;
     if (!rp.cur || !rp.st || !rp.arr || !rp.end || !rp.pending || !rp.need || !rp.last || !rp.queue || !rp.vals)
         goto out;
@@ -781,7 +801,7 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
 
     static const struct { int cause; uint32_t drop; } drops[] = {
         {SP_CAUSE_INPUT, 1u << SP_LOC_INPUT},
-        {SP_CAUSE_HOST, 1u << SP_LOC_HOST},
+        {SP_CAUSE_HOST, 1u << SP_LOC_HOST | 1u << SP_LOC_LAUNCH},
         {SP_CAUSE_UNEXPLAINED, 1u << SP_LOC_OTHER},
     };
     for (size_t i = 0; i < sizeof drops / sizeof drops[0]; i++) {
@@ -799,8 +819,9 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     }
 
     /* pipeline: the slowest stage at the others' median GPU work; then the
-     * bubble of the pipeline so balanced, which twice the micro-batches
-     * (each half the size) would halve */
+     * bubble of the pipeline so balanced: the stages' wait for each other
+     * in fill and drain, which many more micro-batches of the same total
+     * work shrink towards nothing (twice as many halve it) */
     if (m->pipeline_stages > 1) {
         for (int s = 0; s < m->pipeline_stages; s++) {
             if (!stage_scale(m, s, scale))
@@ -820,7 +841,7 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
         struct result bal;
         if (run_replay(&g, &cf, &bal) == 0 && bal.step_ms > 0) {
             out->bubble_share = bal.wait_share;
-            double saved = bal.wait_share * bal.step_ms / 2;
+            double saved = bal.wait_share * bal.step_ms;
             out->gain[SP_CAUSE_PIPELINE_BUBBLE] = saved / b;
             out->ms[SP_CAUSE_PIPELINE_BUBBLE] = b - saved;
         }
@@ -845,7 +866,8 @@ double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, con
     if (use[SP_CAUSE_STRAGGLER])
         cf.fix = rp->straggler_set;
     cf.imbalance = use[SP_CAUSE_IMBALANCE];
-    cf.drop = (use[SP_CAUSE_INPUT] ? 1u << SP_LOC_INPUT : 0) | (use[SP_CAUSE_HOST] ? 1u << SP_LOC_HOST : 0) |
+    cf.drop = (use[SP_CAUSE_INPUT] ? 1u << SP_LOC_INPUT : 0) |
+              (use[SP_CAUSE_HOST] ? 1u << SP_LOC_HOST | 1u << SP_LOC_LAUNCH : 0) |
               (use[SP_CAUSE_UNEXPLAINED] ? 1u << SP_LOC_OTHER : 0);
     if (use[SP_CAUSE_COMMUNICATION])
         cf.transfer = 0;
@@ -856,7 +878,7 @@ double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, con
     struct result r;
     double ms = run_replay(&g, &cf, &r) == 0 ? r.step_ms : 0;
     if (ms > 0 && use[SP_CAUSE_PIPELINE_BUBBLE])
-        ms -= r.wait_share * ms / 2;
+        ms -= r.wait_share * ms;
     free(scale);
     graph_free(&g);
     return ms;

@@ -102,6 +102,16 @@ SHAPES = {
         "cause": "imbalance", "ranks": None, "band": (0.12, 0.35),
         "premises": ["waits_asis", "no_waits_fixed", "last_rank_changes"],
     },
+    "exposed_communication": {
+        "story": "4-rank data parallel, 64 MiB of gradients all-reduced after the backward "
+                 "pass over a 5 GB/s link, nothing overlapped (fix: the same job on links "
+                 "so fast the transfer vanishes: what hiding it entirely would give)",
+        "nproc": 4, "env": {"SIM_NVLINK_GBPS": "5"}, "env_fixed": {"SIM_NVLINK_GBPS": "100000"},
+        "asis": ["--shape", "dp", "--work-ms", "20", "--grad-mb", "64", "--buckets", "4"],
+        "fixed": ["--shape", "dp", "--work-ms", "20", "--grad-mb", "64", "--buckets", "4"],
+        "cause": "communication", "ranks": None, "band": (0.25, 0.65),
+        "premises": [],
+    },
     "launch_bound": {
         "story": "2 ranks, 500 kernels of 30 us per step with 300 us of host work before "
                  "each launch (GPU busy under 10%) (fix: --host-us 0: the host time between "
@@ -230,13 +240,13 @@ def run_job(env, shape, which):
     cmd[cmd.index("--") + 1:cmd.index("--") + 2] = [env.shapes, "--data",
                                                     os.path.join(env.workdir, "whatif", "data")]
     job_env = dict(os.environ)
-    job_env.update(spec["env"])
+    job_env.update(spec.get("env_" + which, spec["env"]))
     job_env["SIM_TRUTH"] = os.path.join(base, "truth")
     job_env["EXAMPLE_TRUTH"] = os.path.join(base, "example.jsonl")
     job_env["LD_LIBRARY_PATH"] = env.sim_libdir + (
         ":" + job_env["LD_LIBRARY_PATH"] if job_env.get("LD_LIBRARY_PATH") else "")
     with open(os.path.join(base, "command.txt"), "w") as f:
-        f.write(" ".join("%s=%s" % kv for kv in spec["env"].items()) + " " +
+        f.write(" ".join("%s=%s" % kv for kv in spec.get("env_" + which, spec["env"]).items()) + " " +
                 " ".join(shlex.quote(c) for c in cmd) + "\n")
     with open(os.path.join(base, "run.log"), "w") as log:
         try:
@@ -533,8 +543,8 @@ def main(argv):
         return 0
     if len(argv) == 3 and argv[1] == "--commands" and argv[2] in SHAPES:
         spec = SHAPES[argv[2]]
-        prefix = "".join("%s=%s " % kv for kv in spec["env"].items())
         for which in ("asis", "fixed"):
+            prefix = "".join("%s=%s " % kv for kv in spec.get("env_" + which, spec["env"]).items())
             cmd = ["build/analyzer/scaleprof", "run", "--sim", "-o", "%s-%s" % (argv[2], which),
                    "--nproc",
                    str(spec["nproc"]), "--", "build/examples/shapes"] + common(spec) + spec[which]

@@ -115,9 +115,9 @@ static inline int sp_op_is_p2p(uint32_t op) { return op == SP_NCCL_SEND || op ==
 
 /* What a rank's local time (everything but waiting in and moving data of
  * NCCL kernels) was spent on, as the replay sees it: GPU busy (kernels,
- * copies), waiting for input, the host late (in its own code before a
- * launch, or blocked in a sync), inside launch calls, and unexplained. */
-enum sp_loc { SP_LOC_BUSY, SP_LOC_INPUT, SP_LOC_HOST, SP_LOC_LAUNCH, SP_LOC_OTHER, SP_LOC_N };
+ * copies), waiting for input, the host (inside CUDA calls while the GPU
+ * idled, or late in its own code before issuing work), and unexplained. */
+enum sp_loc { SP_LOC_BUSY, SP_LOC_INPUT, SP_LOC_HOST, SP_LOC_OTHER, SP_LOC_N };
 
 /* One node of a rank's replay chain (model_replay.c): a communication op
  * (the calls of one kernel: a group's sends and recvs share it) or the end

@@ -42,10 +42,11 @@
 
 
 /* I_HOST: inside CUDA calls other than launches (syncs, copies);
- * I_LAUNCH: inside launch calls, and the moment the host enqueued an NCCL
- * call.  Both end in idle_host; a GPU idle gap in which the host issued a
+ * I_LAUNCH: inside launch calls; I_ISSUE: the moment the host enqueued an
+ * NCCL call (a list of its own: it is added when the step closes, and
+ * kept apart it stays sorted).  All end in idle_host; a GPU idle gap in which the host issued a
  * call is host time from the gap's start (the host was late). */
-enum icat { I_COMPUTE, I_MEMCPY, I_TRANSFER, I_WAIT, I_INPUT, I_HOST, I_LAUNCH, I_N };
+enum icat { I_COMPUTE, I_MEMCPY, I_TRANSFER, I_WAIT, I_INPUT, I_HOST, I_LAUNCH, I_ISSUE, I_N };
 
 /* A step's intervals, one list per category: each list is nearly sorted
  * as it arrives (a thread's events come in time order), so reducing a step
@@ -60,9 +61,10 @@ struct step_buf { struct ivec c[I_N]; int done; };
 struct thread_seen { int64_t wm; uint64_t seen; };
 
 /* The unions of the priority levels, each a superset of the one before:
- * compute+memcpy, +transfer, +wait, +input, +launch calls, +the rest of
- * the host's time.  A category's time is what its level adds. */
-enum { U_CM, U_CMT, U_CMTW, U_I, U_L, U_H, U_N };
+ * compute+memcpy, +NCCL kernels, +input, +the host's time.  A category's
+ * time is what its level adds (transfer and wait, both NCCL, are told
+ * apart by measure alone). */
+enum { U_CM, U_CMTW, U_I, U_H, U_N };
 
 struct rank_pass {
     struct sp_model *m;
@@ -78,8 +80,10 @@ struct rank_pass {
     size_t last_tid;
     struct ivec spare[SPARE_MAX];
     int nspare;
-    struct ivec u[U_N];     /* the step's unions while reducing */
-    struct ivec ext, tmp;   /* late-host spans; overlap scratch */
+    struct ivec ustore[U_N]; /* storage of the step's unions */
+    const struct ivec *u[U_N]; /* each level: its storage, or the level below
+                                  when nothing was added to it */
+    struct ivec ext, tmp, tmp2, tmp3; /* late-host spans; scratch */
     size_t nodes_cap;
 };
 
@@ -227,22 +231,33 @@ static int first_call_from(const struct sp_rank *r, int64_t t);
 
 /* Host calls made while the GPU was idle, stretched back to the start of
  * that idle gap: the GPU waited for the host from then on.  `busy` is the
- * union of everything that is not idle (and input waits). */
-static void late_host(const struct ivec *calls, const struct ivec *busy, struct sp_span st, struct ivec *out)
+ * union of everything that is not idle (and input waits); the calls come
+ * from the n sorted lists (merged here, not united first). */
+static void late_host(const struct ivec *const *calls, int n, const struct ivec *busy, struct sp_span st,
+                      struct ivec *out)
 {
     out->n = 0;
-    if (grow(out, calls->n + 1) < 0)
+    size_t total = 0, at[4] = {0};
+    for (int k = 0; k < n; k++)
+        total += calls[k]->n;
+    if (!total || grow(out, total + 1) < 0)
         return;
     size_t j = 0;
-    for (size_t i = 0; i < calls->n; i++) {
-        struct sp_span h = calls->v[i];
-        while (j < busy->n && busy->v[j].end <= h.start)
+    for (;;) {
+        int next = -1;
+        for (int k = 0; k < n; k++)
+            if (at[k] < calls[k]->n && (next < 0 || calls[k]->v[at[k]].start < calls[next]->v[at[next]].start))
+                next = k;
+        if (next < 0)
+            break;
+        int64_t h = calls[next]->v[at[next]++].start;
+        while (j < busy->n && busy->v[j].end <= h)
             j++;
-        if (j < busy->n && busy->v[j].start <= h.start)
+        if (j < busy->n && busy->v[j].start <= h)
             continue; /* issued while the GPU was busy: not late */
         int64_t gap_start = j > 0 ? busy->v[j - 1].end : st.start;
-        if (gap_start < h.start)
-            out->v[out->n++] = (struct sp_span){gap_start, h.start};
+        if (gap_start < h)
+            out->v[out->n++] = (struct sp_span){gap_start, h};
     }
 }
 
@@ -254,14 +269,13 @@ static void local_in(const struct rank_pass *rp, int64_t lo, int64_t hi, float o
         memset(out, 0, sizeof(float) * SP_LOC_N);
         return;
     }
-    const struct ivec *u = rp->u;
-    int64_t cm = measure_within(&u[U_CM], lo, hi), cmtw = measure_within(&u[U_CMTW], lo, hi);
-    int64_t i = measure_within(&u[U_I], lo, hi), l = measure_within(&u[U_L], lo, hi);
-    int64_t h = measure_within(&u[U_H], lo, hi);
+    const struct ivec *const *u = rp->u;
+    int64_t cm = measure_within(u[U_CM], lo, hi), cmtw = measure_within(u[U_CMTW], lo, hi);
+    int64_t i = u[U_I] == u[U_CMTW] ? cmtw : measure_within(u[U_I], lo, hi);
+    int64_t h = u[U_H] == u[U_I] ? i : measure_within(u[U_H], lo, hi);
     out[SP_LOC_BUSY] = (float)cm;
     out[SP_LOC_INPUT] = (float)(i - cmtw);
-    out[SP_LOC_LAUNCH] = (float)(l - i);
-    out[SP_LOC_HOST] = (float)(h - l);
+    out[SP_LOC_HOST] = (float)(h - i);
     out[SP_LOC_OTHER] = (float)((hi - lo) - h);
 }
 
@@ -335,9 +349,21 @@ static void build_nodes(struct rank_pass *rp, int k, struct sp_span st)
     }
 }
 
-static const int level_cat[U_N] = {
-    SP_CAT_MEMCPY, SP_CAT_COLL_TRANSFER, SP_CAT_COLL_WAIT, SP_CAT_IDLE_INPUT, SP_CAT_IDLE_HOST, SP_CAT_IDLE_HOST,
-};
+/* a = b u c without a copy when either is empty: the union then is the
+ * other list itself.  -1 when out of memory. */
+static int level(const struct ivec *x, const struct ivec *y, struct ivec *store, const struct ivec **out)
+{
+    if (!y->n) {
+        *out = x;
+    } else if (!x->n) {
+        *out = y;
+    } else {
+        if (unite(x, y, store) < 0)
+            return -1;
+        *out = store;
+    }
+    return 0;
+}
 
 /* Exclusive time by priority: each level's union adds its category's
  * time; idle_other is what no union covers.  *head receives the idle_input
@@ -349,29 +375,32 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[S
     *head = 0;
     for (int c = 0; c < I_N; c++)
         normalize(&b->c[c], st);
-    struct ivec *u = rp->u;
-    int ok = unite(&b->c[I_COMPUTE], &b->c[I_MEMCPY], &u[U_CM]) == 0 &&
-             unite(&u[U_CM], &b->c[I_TRANSFER], &u[U_CMT]) == 0 &&
-             unite(&u[U_CMT], &b->c[I_WAIT], &u[U_CMTW]) == 0 &&
-             unite(&u[U_CMTW], &b->c[I_INPUT], &u[U_I]) == 0 &&
-             unite(&u[U_I], &b->c[I_LAUNCH], &u[U_L]) == 0;
-    if (!ok)
+    const struct ivec **u = rp->u, *tw, *hl, *hle;
+    struct ivec *st_ = rp->ustore;
+    if (level(&b->c[I_COMPUTE], &b->c[I_MEMCPY], &st_[U_CM], &u[U_CM]) < 0 ||
+        level(&b->c[I_TRANSFER], &b->c[I_WAIT], &rp->tmp, &tw) < 0 ||
+        level(u[U_CM], tw, &st_[U_CMTW], &u[U_CMTW]) < 0 ||
+        level(u[U_CMTW], &b->c[I_INPUT], &st_[U_I], &u[U_I]) < 0)
         return;
-    /* the host's own late time: before its calls, while the GPU was idle */
-    struct ivec *calls = &rp->tmp;
-    if (unite(&b->c[I_HOST], &b->c[I_LAUNCH], calls) < 0)
-        return;
-    late_host(calls, &u[U_I], st, &rp->ext);
+    /* the host: inside its calls, and late before them while the GPU idled */
+    const struct ivec *calls[] = {&b->c[I_HOST], &b->c[I_LAUNCH], &b->c[I_ISSUE]};
+    late_host(calls, 3, u[U_I], st, &rp->ext);
     normalize(&rp->ext, st);
-    if (unite(&u[U_L], &b->c[I_HOST], calls) < 0 || unite(calls, &rp->ext, &u[U_H]) < 0)
+    if (level(&b->c[I_HOST], &b->c[I_LAUNCH], &rp->tmp2, &hl) < 0 ||
+        level(hl, &rp->ext, &rp->tmp3, &hle) < 0 || level(u[U_I], hle, &st_[U_H], &u[U_H]) < 0)
         return;
-    int64_t prev = measure(&b->c[I_COMPUTE]);
-    out[SP_CAT_COMPUTE] = (double)prev;
-    for (int l = 0; l < U_N; l++) {
-        int64_t now = measure(&u[l]);
-        out[level_cat[l]] += (double)(now - prev);
-        prev = now;
-    }
+    int64_t c = measure(&b->c[I_COMPUTE]), cm = measure(u[U_CM]);
+    int64_t cmt = b->c[I_TRANSFER].n ? measure_union(u[U_CM], &b->c[I_TRANSFER]) : cm;
+    int64_t cmtw = u[U_CMTW] == u[U_CM] ? cm : measure(u[U_CMTW]);
+    int64_t i = u[U_I] == u[U_CMTW] ? cmtw : measure(u[U_I]);
+    int64_t h = u[U_H] == u[U_I] ? i : measure(u[U_H]);
+    out[SP_CAT_COMPUTE] = (double)c;
+    out[SP_CAT_MEMCPY] = (double)(cm - c);
+    out[SP_CAT_COLL_TRANSFER] = (double)(cmt - cm);
+    out[SP_CAT_COLL_WAIT] = (double)(cmtw - cmt);
+    out[SP_CAT_IDLE_INPUT] = (double)(i - cmtw);
+    out[SP_CAT_IDLE_HOST] = (double)(h - i);
+    int64_t prev = h;
     out[SP_CAT_IDLE_OTHER] = (double)(st.end - st.start - prev);
     /* the step's work starts with its first compute of some length: a
      * tiny kernel before the wait for input does not make the wait late */
@@ -381,13 +410,11 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[S
             first_compute = b->c[I_COMPUTE].v[i].start;
             break;
         }
-    *head = (double)(measure_within(&u[U_I], st.start, first_compute) -
-                     measure_within(&u[U_CMTW], st.start, first_compute));
+    *head = (double)(measure_within(u[U_I], st.start, first_compute) -
+                     measure_within(u[U_CMTW], st.start, first_compute));
     /* overlap: NCCL kernel time under compute */
-    if (b->c[I_COMPUTE].n && (b->c[I_TRANSFER].n || b->c[I_WAIT].n) &&
-        unite(&b->c[I_TRANSFER], &b->c[I_WAIT], calls) == 0)
-        out[SP_CAT_OVERLAP] = (double)(measure(&b->c[I_COMPUTE]) + measure(calls) -
-                                       measure_union(&b->c[I_COMPUTE], calls));
+    if (b->c[I_COMPUTE].n && tw->n)
+        out[SP_CAT_OVERLAP] = (double)(c + measure(tw) - measure_union(&b->c[I_COMPUTE], tw));
     build_nodes(rp, k, st);
 }
 
@@ -448,7 +475,7 @@ static void add_collectives(struct rank_pass *rp, int k)
         if (c->start >= st.end)
             break;
         if (c->host_t >= st.start && c->host_t < st.end)
-            push_ival(rp, b, c->host_t, c->host_t + 1, I_LAUNCH);
+            push_ival(rp, b, c->host_t, c->host_t + 1, I_ISSUE);
         if (c->timing == SP_TIMING_HOST || c->end <= st.start)
             continue;
         push_ival(rp, b, c->start, c->start + c->wait, I_WAIT);
@@ -643,9 +670,11 @@ static void classify_rank(int i, void *arg)
     for (int i = 0; i < rp.nspare; i++)
         free(rp.spare[i].v);
     for (int i = 0; i < U_N; i++)
-        free(rp.u[i].v);
+        free(rp.ustore[i].v);
     free(rp.ext.v);
     free(rp.tmp.v);
+    free(rp.tmp2.v);
+    free(rp.tmp3.v);
 }
 
 struct classify_job { struct sp_model *m; int done; pthread_mutex_t lock; };

@@ -39,6 +39,7 @@ struct sp_replay {
     int stage;                  /* the slowest pipeline stage fixed, -1 none */
     double bubble_share;        /* waiting share of the balanced pipeline */
     double cross_scale;         /* spanning bus bandwidth / intra-host, 0 n/a */
+    void *graph;                /* the replay's graph, kept for the ideal */
 };
 /* Replays the analyzed steps once as recorded and once per counterfactual.
  * Returns 0, or -1 when there is nothing to replay (out->ok is 0).  Free

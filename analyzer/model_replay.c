@@ -7,8 +7,8 @@
  * measured, never from configuration.  Each rank is a chain of nodes
  * (model.h, struct sp_rnode): its NCCL kernels in order - a group's sends
  * and recvs share one - and the end of each step.  Between two nodes the
- * rank spends local time (GPU busy, input, host, launch, unexplained idle,
- * by sp_loc); waiting in NCCL kernels and moving their data are not local.
+ * rank spends local time (GPU busy, input, host, unexplained idle, by
+ * sp_loc); waiting in NCCL kernels and moving their data are not local.
  * Replaying a node:
  *   arrival a' = max(e'_prev + gap, a'_prev + under_prev + gap)
  * the first term when the op followed the previous one on its stream
@@ -53,6 +53,8 @@
 #include "model_int.h"
 
 #define NS_PER_MS 1e6
+#define NO_WAIT 0.005 /* collective wait share below which no rank holds up another */
+#define MAX_TRIED 4     /* straggler candidates replayed: the ranks, then groups, with most excess */
 
 /* ---- the graph ---- */
 
@@ -68,7 +70,13 @@ struct graph {
     size_t total;      /* nodes over all ranks */
     uint32_t *peer_first, *peer_n; /* per flat node: its peer group in `peers` */
     uint32_t *peers;   /* flat node ids grouped by (step, key) */
+    int32_t *peer_rank; /* the rank index of each of peers[] */
     uint32_t max_peers; /* the largest group */
+    uint32_t *gid;     /* per flat node: its group, in order of peers[] */
+    uint32_t ngroups;
+    /* per group, window (gap, under) and component: the median over the
+     * group, computed at the first replay that wants it (imbalance) */
+    float (*gmed)[2][SP_LOC_N];
     int64_t *start;    /* per rank: global start of the first analyzed step */
     int nsteps;
 };
@@ -77,6 +85,7 @@ struct graph {
 
 struct cf {
     const uint8_t *fix;  /* per rank index: local time to the peers' median */
+    int fix_n;           /* how many ranks fix holds */
     int imbalance;       /* every rank to the per-step median, input aside */
     const float *busy_scale; /* per rank index, NULL: 1 */
     uint32_t drop;       /* sp_loc components removed (bit per component) */
@@ -95,16 +104,45 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h * 0xff51afd7ed558ccdULL;
 }
 
+/* The k-th smallest of v[0..n) (reorders v): quickselect, linear on
+ * average, for peer groups as large as the job. */
+static float kth_f(float *v, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        float pivot = v[lo + (hi - lo) / 2];
+        size_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot)
+                i++;
+            while (v[j] > pivot)
+                j--;
+            if (i <= j) {
+                float t = v[i];
+                v[i] = v[j];
+                v[j] = t;
+                i++;
+                if (j == 0)
+                    break;
+                j--;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return v[k];
+    }
+    return v[k];
+}
+
 static double median_f(float *v, size_t n)
 {
-    /* insertion sort: peer groups are small (ranks of one op) */
-    for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            float t = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
-    return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + v[n / 2]);
+    if (n == 0)
+        return 0;
+    double hi = kth_f(v, n, n / 2);
+    return n % 2 ? hi : 0.5 * ((double)kth_f(v, n, n / 2 - 1) + hi);
 }
 
 static const struct sp_rnode *node_at(const struct graph *g, uint32_t flat, int *rank)
@@ -119,6 +157,13 @@ static const struct sp_rnode *node_at(const struct graph *g, uint32_t flat, int 
     }
     *rank = a;
     return &g->m->ranks[a].nodes[flat - g->node_base[a]];
+}
+
+/* The p-th node of a peer group (an index into peers[]). */
+static inline const struct sp_rnode *peer_node(const struct graph *g, uint32_t p)
+{
+    int r = g->peer_rank[p];
+    return &g->m->ranks[r].nodes[g->peers[p] - g->node_base[r]];
 }
 
 /* The key of each node: what op it is, comparable across ranks. */
@@ -195,7 +240,9 @@ static int build_peers(struct graph *g)
     g->peers = malloc((g->total + 1) * sizeof *g->peers);
     g->peer_first = malloc((g->total + 1) * sizeof *g->peer_first);
     g->peer_n = malloc((g->total + 1) * sizeof *g->peer_n);
-    if (!k || !g->peers || !g->peer_first || !g->peer_n) {
+    g->peer_rank = malloc((g->total + 1) * sizeof *g->peer_rank);
+    g->gid = malloc((g->total + 1) * sizeof *g->gid);
+    if (!k || !g->peers || !g->peer_first || !g->peer_n || !g->peer_rank || !g->gid) {
         free(k);
         return -1;
     }
@@ -225,10 +272,15 @@ static int build_peers(struct graph *g)
         if (b - a > g->max_peers)
             g->max_peers = (uint32_t)(b - a);
         for (size_t x = a; x < b; x++) {
+            int r;
+            node_at(g, k[x].flat, &r);
             g->peers[x] = k[x].flat;
+            g->peer_rank[x] = r;
             g->peer_first[k[x].flat] = (uint32_t)a;
             g->peer_n[k[x].flat] = (uint32_t)(b - a);
+            g->gid[k[x].flat] = g->ngroups;
         }
+        g->ngroups++;
         a = b;
     }
     free(k);
@@ -381,6 +433,9 @@ static void find_stages(struct graph *g)
 
 static void graph_free(struct graph *g)
 {
+    free(g->peer_rank);
+    free(g->gid);
+    free(g->gmed);
     free(g->insts);
     free(g->parts);
     free(g->node_base);
@@ -388,6 +443,76 @@ static void graph_free(struct graph *g)
     free(g->peer_first);
     free(g->peer_n);
     free(g->start);
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+static float node_total(const struct sp_rnode *n)
+{
+    float t = 0;
+    for (int c = 0; c < SP_LOC_N; c++)
+        t += n->gap[c] + n->under[c];
+    return t;
+}
+
+/* A rank's excess: the sum over its nodes of its local time beyond the
+ * median of its peers' (itself left out) for the same node.  Only a rank
+ * with an excess can gain by being brought to its peers, so the straggler
+ * search replays the ranks (and groups) with the largest.  Per group the
+ * totals are sorted once; the median without one member is then read off
+ * the sorted list. */
+static void rank_excess(const struct graph *g, double *excess, float *vals)
+{
+    const struct sp_model *m = g->m;
+    for (int r = 0; r < m->nranks; r++)
+        excess[r] = 0;
+    for (size_t a = 0; a < g->total;) {
+        uint32_t n = g->peer_n[g->peers[a]];
+        if (n >= 2) {
+            for (uint32_t p = 0; p < n; p++)
+                vals[p] = node_total(peer_node(g, (uint32_t)a + p));
+            qsort(vals, n, sizeof *vals, cmp_float);
+            for (uint32_t p = 0; p < n; p++) {
+                float own = node_total(peer_node(g, (uint32_t)a + p));
+                size_t i = 0; /* own's place in the sorted totals */
+                while (i + 1 < n && vals[i] < own)
+                    i++;
+                /* the n - 1 others: sorted[j] for j < i, sorted[j + 1] from i on */
+                size_t m1 = n - 1, hi = m1 / 2;
+                double med_hi = hi < i ? vals[hi] : vals[hi + 1];
+                double med = med_hi;
+                if (m1 % 2 == 0) {
+                    size_t lo = hi - 1;
+                    med = 0.5 * ((lo < i ? vals[lo] : vals[lo + 1]) + med_hi);
+                }
+                excess[g->peer_rank[a + p]] += own - med;
+            }
+        }
+        a += n ? n : 1;
+    }
+}
+
+/* The group medians for imbalance, once. */
+static void group_medians(struct graph *g, float *vals)
+{
+    if (g->gmed || !(g->gmed = malloc(((size_t)g->ngroups + 1) * sizeof *g->gmed)))
+        return;
+    for (size_t a = 0; a < g->total;) {
+        uint32_t n = g->peer_n[g->peers[a]], id = g->gid[g->peers[a]];
+        for (int w = 0; w < 2; w++)
+            for (int c = 0; c < SP_LOC_N; c++) {
+                for (uint32_t p = 0; p < n; p++) {
+                    const struct sp_rnode *pn = peer_node(g, (uint32_t)a + p);
+                    vals[p] = w ? pn->under[c] : pn->gap[c];
+                }
+                g->gmed[id][w][c] = (float)median_f(vals, n);
+            }
+        a += n ? n : 1;
+    }
 }
 
 /* Fills g; on failure (out of memory, no analyzed step) returns -1 and
@@ -427,24 +552,24 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
     double v[SP_LOC_N];
     for (int c = 0; c < SP_LOC_N; c++)
         v[c] = own[c];
-    int to_median = (cf->fix && cf->fix[rank]) || cf->imbalance;
-    if (to_median && g->peer_n[flat] > 1) {
+    int fixed = cf->fix && cf->fix[rank];
+    if (fixed && g->peer_n[flat] > 1) {
+        /* the median of the peers outside the fixed set */
         uint32_t first = g->peer_first[flat], n = g->peer_n[flat];
         for (int c = 0; c < SP_LOC_N; c++) {
-            if (!(cf->fix && cf->fix[rank]) && c == SP_LOC_INPUT)
-                continue; /* imbalance keeps each rank's own input */
             size_t k = 0;
-            for (uint32_t p = 0; p < n; p++) {
-                int pr;
-                const struct sp_rnode *pn = node_at(g, g->peers[first + p], &pr);
-                if (cf->fix && cf->fix[rank] && cf->fix[pr])
-                    continue; /* a peer that is itself being fixed */
-                k += 1;
-                vals[k - 1] = under ? pn->under[c] : pn->gap[c];
-            }
+            for (uint32_t p = 0; p < n; p++)
+                if (!cf->fix[g->peer_rank[first + p]]) {
+                    const struct sp_rnode *pn = peer_node(g, first + p);
+                    vals[k++] = under ? pn->under[c] : pn->gap[c];
+                }
             if (k)
                 v[c] = median_f(vals, k);
         }
+    } else if (cf->imbalance && g->gmed && g->peer_n[flat] > 1) {
+        for (int c = 0; c < SP_LOC_N; c++)
+            if (c != SP_LOC_INPUT) /* each rank keeps its own input */
+                v[c] = g->gmed[g->gid[flat]][under][c];
     }
     if (cf->busy_scale)
         v[SP_LOC_BUSY] *= cf->busy_scale[rank];
@@ -738,6 +863,11 @@ void sp_model_replay_free(struct sp_replay *rp)
 {
     free(rp->straggler_set);
     rp->straggler_set = NULL;
+    if (rp->graph) {
+        graph_free(rp->graph);
+        free(rp->graph);
+        rp->graph = NULL;
+    }
 }
 
 int sp_model_replay(struct sp_model *m, struct sp_replay *out)
@@ -745,6 +875,10 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     memset(out, 0, sizeof *out);
     out->straggler_rank = -1;
     out->stage = -1;
+    struct graph *gp = calloc(1, sizeof *gp);
+    if (!gp)
+        return -1;
+    out->graph = gp;
     struct graph g;
     size_t nr = (size_t)m->nranks;
     uint8_t *fix = calloc(nr + 1, 1), *sets = calloc((size_t)MAX_GROUPS * nr + 1, 1);
@@ -759,20 +893,33 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
         free(scale);
         return -1;
     }
+    int waits = m->breakdown[SP_CAT_COLL_WAIT] >= NO_WAIT;
+    double *excess = calloc(nr + 1, sizeof *excess);
+    float *vals = malloc(((size_t)g.max_peers + 1) * sizeof *vals);
+    if (waits && excess && vals)
+        rank_excess(&g, excess, vals);
+    free(vals);
     out->ok = 1;
     out->base_ms = base.step_ms;
     out->cross_scale = cross_scale(m);
     double b = base.step_ms, ms;
     struct cf cf;
 
-    /* straggler: each rank alone, then each small communicator's ranks */
-    for (int i = 0; i < m->nranks; i++) {
-        if (!m->ranks[i].nnodes)
-            continue;
+    /* straggler: each rank alone, then each small communicator's ranks;
+     * imbalance.  Where no rank waits for another, none can gain. */
+    for (int t = 0; waits && excess && t < MAX_TRIED; t++) {
+        int i = -1; /* the untried rank with the largest excess */
+        for (int r = 0; r < m->nranks; r++)
+            if (m->ranks[r].nnodes && excess[r] > 0 && (i < 0 || excess[r] > excess[i]))
+                i = r;
+        if (i < 0)
+            break;
+        excess[i] = -excess[i] - 1; /* tried; stays comparable for the groups below */
         memset(fix, 0, nr);
         fix[i] = 1;
         cf = recorded;
         cf.fix = fix;
+        cf.fix_n = 1;
         double gain = gain_of(&g, &cf, b, &ms);
         if (gain > out->gain[SP_CAUSE_STRAGGLER]) {
             out->gain[SP_CAUSE_STRAGGLER] = gain;
@@ -781,10 +928,26 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
             out->straggler_rank = i;
         }
     }
-    int ng = group_candidates(m, sets);
-    for (int k = 0; k < ng; k++) {
+    int ng = waits && excess ? group_candidates(m, sets) : 0;
+    double gsum[MAX_GROUPS];
+    for (int k = 0; k < ng; k++) { /* the members' excess, tried ones included */
+        gsum[k] = 0;
+        for (size_t i = 0; i < nr; i++)
+            if (sets[(size_t)k * nr + i])
+                gsum[k] += excess[i] < 0 ? -excess[i] - 1 : excess[i];
+    }
+    for (int t = 0; t < ng && t < MAX_TRIED; t++) {
+        int k = -1;
+        for (int x = 0; x < ng; x++)
+            if (gsum[x] > 0 && (k < 0 || gsum[x] > gsum[k]))
+                k = x;
+        if (k < 0)
+            break;
+        gsum[k] = 0;
         cf = recorded;
         cf.fix = sets + (size_t)k * nr;
+        for (size_t i = 0; i < nr; i++)
+            cf.fix_n += cf.fix[i];
         double gain = gain_of(&g, &cf, b, &ms);
         /* a group is named only when fixing all of it clearly beats its best member */
         if (gain > out->gain[SP_CAUSE_STRAGGLER] + SP_GAIN_MODERATE / 2) {
@@ -794,14 +957,21 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
             out->straggler_rank = -1;
         }
     }
+    free(excess);
 
     cf = recorded;
     cf.imbalance = 1;
-    out->gain[SP_CAUSE_IMBALANCE] = gain_of(&g, &cf, b, &out->ms[SP_CAUSE_IMBALANCE]);
+    if (waits) {
+        float *buf = malloc(((size_t)g.max_peers + 1) * sizeof *buf);
+        if (buf)
+            group_medians(&g, buf);
+        free(buf);
+        out->gain[SP_CAUSE_IMBALANCE] = gain_of(&g, &cf, b, &out->ms[SP_CAUSE_IMBALANCE]);
+    }
 
     static const struct { int cause; uint32_t drop; } drops[] = {
         {SP_CAUSE_INPUT, 1u << SP_LOC_INPUT},
-        {SP_CAUSE_HOST, 1u << SP_LOC_HOST | 1u << SP_LOC_LAUNCH},
+        {SP_CAUSE_HOST, 1u << SP_LOC_HOST},
         {SP_CAUSE_UNEXPLAINED, 1u << SP_LOC_OTHER},
     };
     for (size_t i = 0; i < sizeof drops / sizeof drops[0]; i++) {
@@ -846,7 +1016,7 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
             out->ms[SP_CAUSE_PIPELINE_BUBBLE] = b - saved;
         }
     }
-    graph_free(&g);
+    *gp = g; /* kept for sp_model_replay_ideal */
     free(fix);
     free(sets);
     free(scale);
@@ -855,31 +1025,38 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
 
 double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, const int *use)
 {
-    struct graph g;
+    struct graph *gp = rp->graph;
     float *scale = malloc(((size_t)m->nranks + 1) * sizeof *scale);
-    if (!rp->ok || !scale || graph_build(m, &g) < 0) {
-        graph_free(&g);
+    if (!rp->ok || !gp || !scale) {
         free(scale);
         return 0;
     }
     struct cf cf = recorded;
-    if (use[SP_CAUSE_STRAGGLER])
+    if (use[SP_CAUSE_STRAGGLER]) {
         cf.fix = rp->straggler_set;
+        for (int i = 0; i < m->nranks; i++)
+            cf.fix_n += rp->straggler_set[i];
+    }
     cf.imbalance = use[SP_CAUSE_IMBALANCE];
     cf.drop = (use[SP_CAUSE_INPUT] ? 1u << SP_LOC_INPUT : 0) |
-              (use[SP_CAUSE_HOST] ? 1u << SP_LOC_HOST | 1u << SP_LOC_LAUNCH : 0) |
+              (use[SP_CAUSE_HOST] ? 1u << SP_LOC_HOST : 0) |
               (use[SP_CAUSE_UNEXPLAINED] ? 1u << SP_LOC_OTHER : 0);
     if (use[SP_CAUSE_COMMUNICATION])
         cf.transfer = 0;
     if (use[SP_CAUSE_CROSS_NODE] && rp->cross_scale > 0)
         cf.cross = rp->cross_scale;
+    if (cf.imbalance) {
+        float *buf = malloc(((size_t)gp->max_peers + 1) * sizeof *buf);
+        if (buf)
+            group_medians(gp, buf);
+        free(buf);
+    }
     if (use[SP_CAUSE_PIPELINE_STAGE] && rp->stage >= 0 && stage_scale(m, rp->stage, scale))
         cf.busy_scale = scale;
     struct result r;
-    double ms = run_replay(&g, &cf, &r) == 0 ? r.step_ms : 0;
+    double ms = run_replay(gp, &cf, &r) == 0 ? r.step_ms : 0;
     if (ms > 0 && use[SP_CAUSE_PIPELINE_BUBBLE])
         ms -= r.wait_share * ms;
     free(scale);
-    graph_free(&g);
     return ms;
 }

@@ -208,33 +208,40 @@ out:
     return phase;
 }
 
+/* The smallest multiple k of p whose gaps show one clear pause per period
+ * (step_pause_phase), over gap[i] (idle after item i) and span[i] (item i's
+ * start to item i+1's); p when no multiple does.  *end receives the
+ * pattern's last residue when a pause was found, else -1. */
+static size_t period_by_pause(const double *gap, const double *span, size_t ngap, size_t p, long *end)
+{
+    *end = -1;
+    for (size_t k = p; k <= PERIOD_MAX && GAP_MIN_PERIODS * k <= ngap; k += p) {
+        long phase = step_pause_phase(gap, span, ngap, k);
+        if (phase >= 0) {
+            *end = phase;
+            return k;
+        }
+    }
+    return p;
+}
+
 /* When every collective of a step is the same (equal gradient buckets),
- * the key period p is shorter than the step.  The step is then the
- * smallest multiple k of p whose gaps show one clear pause per period
- * (step_pause_phase); p itself when it shows one or no multiple does.
- * *end receives the pattern's last residue when a pause was found. */
+ * the key period p is shorter than the step: period_by_pause over the
+ * collectives' gaps. */
 static size_t period_from_gaps(const struct sp_coll_call *c, size_t n, size_t p, long *end)
 {
     *end = -1;
     double *gap = n > 1 ? malloc((n - 1) * sizeof *gap) : NULL;
     double *span = n > 1 ? malloc((n - 1) * sizeof *span) : NULL;
     size_t got = p;
-    if (!gap || !span)
-        goto out;
-    for (size_t i = 0; i + 1 < n; i++) {
-        int64_t idle = c[i + 1].start - c[i].end;
-        gap[i] = idle > 0 ? (double)idle : 0;
-        span[i] = (double)(c[i + 1].start - c[i].start);
-    }
-    for (size_t k = p; k <= PERIOD_MAX && GAP_MIN_PERIODS * k <= n - 1; k += p) {
-        long phase = step_pause_phase(gap, span, n - 1, k);
-        if (phase >= 0) {
-            got = k;
-            *end = phase;
-            break;
+    if (gap && span) {
+        for (size_t i = 0; i + 1 < n; i++) {
+            int64_t idle = c[i + 1].start - c[i].end;
+            gap[i] = idle > 0 ? (double)idle : 0;
+            span[i] = (double)(c[i + 1].start - c[i].start);
         }
+        got = period_by_pause(gap, span, n - 1, p, end);
     }
-out:
     free(gap);
     free(span);
     return got;
@@ -387,7 +394,22 @@ static int steps_from_kernels(struct sp_model *m, struct sp_rank *r)
     size_t p = kernel_period(key, n);
     if (!p)
         goto out;
-    size_t last = kernel_pattern_end(k, n, p);
+    /* Names that repeat faster than the steps (every kernel alike, or a
+     * layer's kernels): the pause between steps tells the step, as for
+     * equal gradient buckets. */
+    long pause = -1;
+    double *gap = malloc(n * sizeof *gap), *span = malloc(n * sizeof *span);
+    if (gap && span) {
+        for (size_t i = 0; i + 1 < n; i++) {
+            int64_t idle = k[i + 1].start - k[i].end;
+            gap[i] = idle > 0 ? (double)idle : 0;
+            span[i] = (double)(k[i + 1].start - k[i].start);
+        }
+        p = period_by_pause(gap, span, n - 1, p, &pause);
+    }
+    free(gap);
+    free(span);
+    size_t last = pause >= 0 ? (size_t)pause : kernel_pattern_end(k, n, p);
     while (last + p < n)
         last += p;
     size_t count = 0;

@@ -7,7 +7,8 @@
  * after following links); the reader itself decides whether one is a
  * trace.
  *
- * The feed loop is the only sp_reader_next loop of the analyzer: the pass
+ * The feed loop (inline, in traceset.h) is the only sp_reader_next loop of
+ * the analyzer: the pass
  * decides the types read and, in its open callback, the fields; events go
  * to its sp_tool by type.  Every SP_PASS_EVERY events the pass may act on
  * what it has seen (pass 2 reduces the steps no thread can still add to;
@@ -21,55 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-static int dispatch(const struct sp_tool *tool, void *ctx, const struct sp_reader *r, const struct sp_event *ev)
-{
-    if (tool->any) {
-        int rc = tool->any(ctx, r, ev);
-        if (rc)
-            return rc;
-    }
-    switch (ev->type) {
-#define SP_X_DISPATCH(id, NAME, name, FIELDS)                                                      \
-    case id:                                                                                       \
-        return tool->name ? tool->name(ctx, r, ev) : 0;
-        SP_EVENTS(SP_X_DISPATCH)
-#undef SP_X_DISPATCH
-    default:
-        return 0;
-    }
-}
-
-int sp_trace_feed(const char *path, const struct sp_pass *p, void *ctx, int *err_out)
-{
-    int err = 0;
-    struct sp_reader *r = sp_reader_open(path, &err);
-    if (err_out)
-        *err_out = r ? 0 : err;
-    if (!r)
-        return err < 0 ? err : SP_E_IO;
-    if (p->types)
-        sp_reader_set_types(r, p->types);
-    int rc = p->open ? p->open(ctx, r) : 0;
-    if (rc) {
-        sp_reader_close(r);
-        return rc;
-    }
-    struct sp_event ev;
-    uint64_t n = 0;
-    while (sp_reader_next(r, &ev) == 1) {
-        if ((rc = dispatch(&p->tool, ctx, r, &ev)) != 0)
-            break;
-        if (p->every && ++n % SP_PASS_EVERY == 0)
-            p->every(ctx, r);
-    }
-    if (p->every && !rc)
-        p->every(ctx, r);
-    if (p->close)
-        p->close(ctx, r);
-    sp_reader_close(r);
-    return rc;
-}
 
 /* ---- finding files ---- */
 

@@ -40,8 +40,62 @@ struct sp_pass {
  * file was read to its end (damage inside is reported through
  * sp_reader_diag in `close`), a tool's non-zero return when it stopped
  * the stream, the open callback's non-zero return, or the negative SP_E_*
- * of sp_reader_open (*err_out gets it too when not NULL). */
-int sp_trace_feed(const char *path, const struct sp_pass *p, void *ctx, int *err_out);
+ * of sp_reader_open (*err_out gets it too when not NULL).
+ *
+ * Inline, so that a pass given as a constant (pass 1's, pass 2's) has its
+ * callbacks called directly and inlined: the loop costs what a loop
+ * written for the pass would. */
+static inline __attribute__((always_inline)) int sp_trace_dispatch(const struct sp_tool *tool, void *ctx,
+                                                                    const struct sp_reader *r,
+                                                                    const struct sp_event *ev)
+{
+    if (tool->any) {
+        int rc = tool->any(ctx, r, ev);
+        if (rc)
+            return rc;
+    }
+    switch (ev->type) {
+#define SP_X_DISPATCH(id, NAME, name, FIELDS)                                                      \
+    case id:                                                                                       \
+        return tool->name ? tool->name(ctx, r, ev) : 0;
+        SP_EVENTS(SP_X_DISPATCH)
+#undef SP_X_DISPATCH
+    default:
+        return 0;
+    }
+}
+
+static inline __attribute__((always_inline)) int sp_trace_feed(const char *path, const struct sp_pass *p,
+                                                                void *ctx, int *err_out)
+{
+    int err = 0;
+    struct sp_reader *r = sp_reader_open(path, &err);
+    if (err_out)
+        *err_out = r ? 0 : err;
+    if (!r)
+        return err < 0 ? err : SP_E_IO;
+    if (p->types)
+        sp_reader_set_types(r, (uint32_t)p->types);
+    int rc = p->open ? p->open(ctx, r) : 0;
+    if (rc) {
+        sp_reader_close(r);
+        return rc;
+    }
+    struct sp_event ev;
+    uint64_t n = 0;
+    while (sp_reader_next(r, &ev) == 1) {
+        if ((rc = sp_trace_dispatch(&p->tool, ctx, r, &ev)) != 0)
+            break;
+        if (p->every && ++n % SP_PASS_EVERY == 0)
+            p->every(ctx, r);
+    }
+    if (p->every && !rc)
+        p->every(ctx, r);
+    if (p->close)
+        p->close(ctx, r);
+    sp_reader_close(r);
+    return rc;
+}
 
 /* The *.sprof files under dir, recursively, sorted by path.  Directories
  * are entered once each (by device and inode, so links that loop are

@@ -330,6 +330,19 @@ def case_single_gpu_kernels():
     check_breakdown(rep, truth)
 
 
+def case_single_gpu_one_kernel_name():
+    """One GPU whose kernels all share one name: the names repeat every
+    kernel, so the pause between steps (input, host) tells the steps, not
+    one "step" per kernel."""
+    d, truth = gen("onename", "--ranks", 1, "--no-nccl", "--kernels", 9, "--colls", 1, "--input-ms", 2,
+                   "--one-kernel-name", "--jitter", 0.05)
+    rep = report(d)
+    print(f"  detected_by {rep['steps']['detected_by']}, count {rep['steps']['count']}, truth {truth['steps']}")
+    if rep["steps"]["count"] != truth["steps"]:
+        fail("one step per training step expected, not one per kernel")
+    near("step_ms", rep["steps"]["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+
+
 def case_equal_buckets():
     """A DDP job whose four gradient buckets are the same size, without
     markers: every collective looks alike, and the steps are found from the

@@ -72,7 +72,7 @@
 struct scenario {
     const char *out, *truth;
     int ranks, hosts, steps, colls, kernels, markers, intra, skip, helper, helpers, no_nccl, gpu_lag;
-    int equal_buckets, no_rank;
+    int equal_buckets, no_rank, one_name;
     double compute, input, sync, memcpy, tail, transfer, inter_transfer, jitter, clock_err_us;
     uint64_t bytes;
     int slow_rank, missing_rank, truncate_rank;
@@ -263,7 +263,7 @@ static void emit_compute(const struct scenario *s, int r, int j, double t, doubl
         ev.gpu.dur = (uint64_t)k;
         ev.gpu.kind = SP_GPU_KERNEL;
         ev.gpu.stream = COMPUTE_STREAM;
-        ev.gpu.name = R[r].name_kernel[(j * n + i) % MAX_KERNEL_NAMES];
+        ev.gpu.name = R[r].name_kernel[s->one_name ? 0 : (j * n + i) % MAX_KERNEL_NAMES];
         emit(r, &ev, t + i * k);
     }
 }
@@ -525,6 +525,7 @@ static const char usage[] =
     "  [--jitter F] [--clock-error-us U] [--markers] [--helper] [--slow-rank R]\n"
     "  [--slow-compute-ms X] [--slow-input-ms X] [--missing-rank R] [--truncate-rank R]\n"
     "  [--helpers N] [--no-nccl] [--gpu-thread-lag S] [--equal-buckets] [--no-rank]\n"
+    "  [--one-kernel-name]\n"
     "  [--truth FILE]\n";
 
 int main(int argc, char **argv)
@@ -543,7 +544,7 @@ int main(int argc, char **argv)
         {"slow-rank", 1, 0, 'S'}, {"slow-compute-ms", 1, 0, 'C'}, {"slow-input-ms", 1, 0, 'D'},
         {"missing-rank", 1, 0, 'X'}, {"truncate-rank", 1, 0, 'R'}, {"truth", 1, 0, 'o'},
         {"helpers", 1, 0, 'W'}, {"no-nccl", 0, 0, 'Z'}, {"gpu-thread-lag", 1, 0, 'L'},
-        {"equal-buckets", 0, 0, 'E'}, {"no-rank", 0, 0, 'U'},
+        {"equal-buckets", 0, 0, 'E'}, {"no-rank", 0, 0, 'U'}, {"one-kernel-name", 0, 0, 'O'},
         {0, 0, 0, 0},
     };
     int c;
@@ -578,6 +579,7 @@ int main(int argc, char **argv)
         case 'Z': s.no_nccl = 1; break;
         case 'L': s.gpu_lag = atoi(optarg); break;
         case 'E': s.equal_buckets = 1; break;
+        case 'O': s.one_name = 1; break;
         case 'U': s.no_rank = 1; break;
         default: fputs(usage, stderr); return 2;
         }

@@ -297,8 +297,11 @@ int cmd_compare(int argc, char **argv)
     for (int i = 0; i < n; i++) {
         struct run *r = &runs[i];
         r->dir = argv[optind + i];
-        if (sp_model_analyze(r->dir, &o, &r->m) < 0 || r->m.step_mean_ms <= 0) {
-            fprintf(stderr, "scaleprof compare: %s: nothing to analyze\n", r->dir);
+        if (sp_model_analyze(r->dir, &o, &r->m) < 0 || r->m.step_mean_ms <= 0 || !r->m.gpu_events) {
+            const char *why = r->m.nwarnings ? r->m.warnings[0] : "no step time measured";
+            if (r->m.nranks && !r->m.gpu_events)
+                why = "no GPU activity recorded (a CPU-only job, or CUDA work the recorder did not see)";
+            fprintf(stderr, "scaleprof compare: %s: nothing to analyze: %s\n", r->dir, why);
             failed = 1;
             continue;
         }

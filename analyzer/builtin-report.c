@@ -61,8 +61,10 @@ static const char usage_text[] =
     "Exit status: 0 report printed, 1 nothing analyzable, 2 usage.\n";
 
 static const char cat_letter[SP_CAT_EXCLUSIVE] = {'C', 'M', 'T', 'W', 'I', 'H', '.'};
+/* A black letter on a coloured cell (white on the dark blue and red), so
+ * that the bars keep their letters on a terminal and when copied out. */
 static const char *const cat_color[SP_CAT_EXCLUSIVE] = {
-    "\033[42m", "\033[46m", "\033[44m", "\033[41m", "\033[43m", "\033[45m", "\033[47m",
+    "\033[30;42m", "\033[30;46m", "\033[97;44m", "\033[97;41m", "\033[30;43m", "\033[30;45m", "\033[30;47m",
 };
 
 static int has_rank(const struct sp_model *m, int rank)
@@ -103,7 +105,7 @@ static void print_bar(const double *b, int width, int color)
         if (color)
             fputs(cat_color[c], stdout);
         for (int i = 0; i < w; i++)
-            putchar(color ? ' ' : cat_letter[c]);
+            putchar(cat_letter[c]);
         if (color)
             fputs("\033[0m", stdout);
         used += w;
@@ -192,13 +194,40 @@ static int bar_width(const struct sp_model *m, int cols)
     return w < BAR_MIN ? BAR_MIN : w > BAR_MAX ? BAR_MAX : w;
 }
 
-static void text_legend(void)
+static void legend_item(int cat, const char *text, int color)
 {
-    printf("where each GPU's step time went (share of the step; each moment counted once):\n"
-           "  C compute                      I idle, waiting for input (data loader, reads)\n"
-           "  M memory copy                  H idle, host busy in a CUDA sync or launching\n"
-           "  T collective transfer (data)   . idle, nothing on the host explains it\n"
-           "  W collective wait (late rank)\n");
+    if (color)
+        printf("  %s%c\033[0m %-29s", cat_color[cat], cat_letter[cat], text);
+    else
+        printf("  %c %-29s", cat_letter[cat], text);
+}
+
+static void text_legend(int color)
+{
+    printf("where each GPU's step time went (share of the step; each moment counted once):\n");
+    static const struct { int left, right; const char *l, *r; } rows[] = {
+        {SP_CAT_COMPUTE, SP_CAT_IDLE_INPUT, "compute", "idle, waiting for input (data loader, reads)"},
+        {SP_CAT_MEMCPY, SP_CAT_IDLE_HOST, "memory copy", "idle, host busy in a CUDA sync or launching"},
+        {SP_CAT_COLL_TRANSFER, SP_CAT_IDLE_OTHER, "collective transfer (data)", "idle, nothing on the host explains it"},
+        {SP_CAT_COLL_WAIT, -1, "collective wait (late rank)", NULL},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        if (rows[i].right < 0) {
+            if (color)
+                printf("  %s%c\033[0m %s\n", cat_color[rows[i].left], cat_letter[rows[i].left], rows[i].l);
+            else
+                printf("  %c %s\n", cat_letter[rows[i].left], rows[i].l);
+            continue;
+        }
+        legend_item(rows[i].left, rows[i].l, color);
+        {
+            if (color)
+                printf("%s%c\033[0m %s", cat_color[rows[i].right], cat_letter[rows[i].right], rows[i].r);
+            else
+                printf("%c %s", cat_letter[rows[i].right], rows[i].r);
+        }
+        printf("\n");
+    }
 }
 
 /* "compute 40%, collective wait 14%, ...; overlap": the bar in words. */
@@ -227,7 +256,7 @@ static void text_shares(const struct sp_model *m, int cols)
 static void text_breakdown(const struct sp_model *m, int color, int cols)
 {
     int width = bar_width(m, cols), host_w = 0, helpers = 0;
-    text_legend();
+    text_legend(color);
     for (int i = 0; i < m->nranks; i++) {
         int l = (int)strlen(m->hosts[m->ranks[i].host]);
         host_w = l > host_w ? l : host_w;
@@ -595,6 +624,16 @@ int cmd_report(int argc, char **argv)
         sp_model_free(&m);
         return SP_EXIT_USAGE;
     }
+    if (rc == 0 && !m.gpu_events) {
+        /* a CPU-only job, or one whose GPU work was not seen: every number
+         * below is about GPUs, so none is printed */
+        fprintf(stderr, "scaleprof report: %s: no GPU activity was recorded in any of its %d rank(s) (%d "
+                        "file(s)): a job that ran on CPUs only, or whose CUDA work the recorder did not see "
+                        "(CUPTI held by another tool, a static CUDA runtime); the breakdown is per GPU, so "
+                        "there is nothing to report\n", dir, m.nranks, m.nfrecs);
+        sp_model_free(&m);
+        return 1;
+    }
     if (rc == 0)
         rc = sp_model_run(&m, SP_STAGE_STEPS);
     if (rc == 0 && o.step_first >= 0 &&
@@ -610,6 +649,12 @@ int cmd_report(int argc, char **argv)
     }
     if (rc == 0)
         rc = sp_model_run(&m, SP_STAGE_FINDINGS);
+    if (rc == 0 && m.step_mean_ms <= 0) {
+        fprintf(stderr, "scaleprof report: %s: no step time was measured (the traces end before a step "
+                        "completes: a job that crashed at start?)\n", dir);
+        sp_model_free(&m);
+        return 1;
+    }
     if (rc < 0) {
         for (int i = 0; i < m.nwarnings; i++)
             fprintf(stderr, "scaleprof report: %s\n", m.warnings[i]);

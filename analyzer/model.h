@@ -302,6 +302,7 @@ struct sp_model {
     int *missing_ranks;     /* ranks below world_size with no trace, ascending */
     int nmissing;
     uint64_t events, dropped;
+    uint64_t gpu_events;    /* GPU activity records on the ranks' own files */
     struct sp_file_rec *frecs;
     int nfrecs, files_bad;
 };

@@ -765,6 +765,7 @@ static void group_files(struct sp_model *m)
             continue;
         }
         add_input_evidence(r, f);
+        m->gpu_events += f->gpu_events;
         if (r->host < 0)
             r->host = host_index(m, f->host);
         m->flags_any |= f->flags;

@@ -480,6 +480,68 @@ def case_narrow_terminal():
         fail("bars should follow the terminal's width, and be 50 wide into a pipe")
 
 
+def case_color_bars_keep_letters():
+    """On a terminal the bars are coloured and keep their letters (a blank
+    coloured cell says nothing once copied out), and the legend shows the
+    colours; into a pipe there is no colour at all."""
+    import pty
+    import select
+    d, _ = gen("color", "--ranks", 2, "--markers")
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ["COLUMNS"] = "100"
+        os.environ.pop("NO_COLOR", None)
+        os.execv(os.environ["SCALEPROF_BIN"], [os.environ["SCALEPROF_BIN"], "report", d])
+    out = b""
+    while True:
+        r, _, _ = select.select([fd], [], [], 30)
+        if not r:
+            break
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.waitpid(pid, 0)
+    text = out.decode(errors="replace")
+    bars = [l for l in text.splitlines() if l.lstrip().startswith(("rank ", "all "))and "|" in l]
+    if "\033[" not in text or not bars:
+        fail("no coloured bars on a terminal: " + text[:400])
+    for l in bars:
+        inside = re.sub(r"\033\[[0-9;]*m", "", l.split("|")[1])
+        print(f"  bar: {inside}")
+        if not inside or set(inside) - set("CMTWIH."):
+            fail("a coloured bar lost its letters: %r" % l)
+    legend = [l for l in text.splitlines() if "compute" in l and "input" in l]
+    if not legend or "\033[" not in legend[0]:
+        fail("the legend shows no colours")
+    piped = scaleprof("report", d).stdout
+    if "\033[" in piped:
+        fail("colour escapes in a pipe")
+
+
+def case_man_pages_clean():
+    """The man pages render cleanly: no control characters in their
+    sources (a literal form feed showed as "Bscaleprof reportR"), and every
+    font escape names a font."""
+    mandir = os.environ["MAN_DIR"]
+    pages = sorted(f for f in os.listdir(mandir) if re.search(r"\.[1-9]$", f))
+    if not pages:
+        fail("no man pages found")
+    for name in pages:
+        with open(os.path.join(mandir, name), "rb") as f:
+            text = f.read()
+        bad = sorted({c for c in text if c < 32 and c not in (9, 10)})
+        print(f"  {name}: {len(text)} bytes, control characters {bad or 'none'}")
+        if bad:
+            fail(f"{name} holds control characters {bad}")
+        for m in re.finditer(rb"\\f(.)", text):
+            if m.group(1) not in b"BIRP(":
+                fail(f"{name}: font escape \\f{m.group(1).decode(errors='replace')} names no font")
+
+
 def case_help_matches_man():
     """Every option in each verb's --help is documented in its man page."""
     mandir = os.environ["MAN_DIR"]

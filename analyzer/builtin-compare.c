@@ -147,8 +147,7 @@ int cmd_compare(int argc, char **argv)
             sp_json_num(&j, "efficiency", r->eff);
             sp_json_str(&j, "scaling", i == base ? "baseline" : sp_scaling_name[r->scaling]);
             if (price > 0 && o.samples_per_step > 0)
-                sp_json_num(&j, "cost_per_1k_samples", price * r->m.nranks * r->step_s / SECONDS_PER_HOUR /
-                                                           (o.samples_per_step * r->m.nranks) * 1000);
+                sp_json_num(&j, "cost_per_1k_samples", sp_cmp_cost_per_1k(r, price, o.samples_per_step));
             sp_json_open(&j, "lost_ms", '{');
             for (int k = 0; k < SP_CAT_N; k++)
                 sp_json_num(&j, sp_model_cat_name(k), r->cat_ms[k] - b->cat_ms[k]);
@@ -225,8 +224,7 @@ int cmd_compare(int argc, char **argv)
             printf("\ncost (in the unit of --price-per-gpu-hour):\n");
             for (int i = 0; i < n; i++) {
                 const struct sp_cmp_run *r = &runs[i];
-                double speed = b->step_s / r->step_s * 1; /* steps per time, same per-GPU batch */
-                double gthr = speed * r->m.nranks / b->m.nranks;
+                double gthr = b->step_s / r->step_s * r->m.nranks / b->m.nranks;
                 double price_x = (double)r->m.nranks / b->m.nranks;
                 char text[512];
                 int w;
@@ -239,7 +237,7 @@ int cmd_compare(int argc, char **argv)
                 if (w > 0 && (size_t)w < sizeof text)
                     snprintf(text + w, sizeof text - (size_t)w,
                              "%.1fx the speed at %.0fx the price per hour: each sample costs %.2fx", gthr, price_x,
-                             price_x / gthr);
+                             sp_cmp_cost_ratio(r, b));
                 printf("  %d %s: ", r->m.nranks, gpus_word(r->m.nranks));
                 sp_text_wrapped(text, 9, 4, cols);
             }

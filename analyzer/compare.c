@@ -218,3 +218,18 @@ void sp_compare_free(struct sp_cmp *c)
     free(c->runs);
     c->runs = NULL;
 }
+
+double sp_cmp_cost_per_1k(const struct sp_cmp_run *r, double price, double samples)
+{
+    if (price <= 0 || samples <= 0)
+        return 0;
+    return price * r->m.nranks * r->step_s / SP_CMP_SECONDS_PER_HOUR / (samples * r->m.nranks) * 1000;
+}
+
+double sp_cmp_cost_ratio(const struct sp_cmp_run *r, const struct sp_cmp_run *b)
+{
+    double speed = b->step_s / r->step_s; /* steps per time, same per-GPU batch */
+    double gthr = speed * r->m.nranks / b->m.nranks;
+    double price_x = (double)r->m.nranks / b->m.nranks;
+    return price_x / gthr;
+}

@@ -49,4 +49,11 @@ double sp_cmp_coll_ms(const struct sp_cmp_run *r);
 double sp_cmp_compute_ms(const struct sp_cmp_run *r);
 double sp_cmp_transfer_ms(const struct sp_cmp_run *r);
 
+/* Cost per 1000 samples at price per GPU hour with samples per GPU per
+ * step (0 when either is unknown), and each sample's cost against the
+ * baseline's at the same per-GPU batch (1: the same, 2: twice). */
+#define SP_CMP_SECONDS_PER_HOUR 3600.0
+double sp_cmp_cost_per_1k(const struct sp_cmp_run *r, double price, double samples);
+double sp_cmp_cost_ratio(const struct sp_cmp_run *r, const struct sp_cmp_run *b);
+
 #endif

@@ -1,7 +1,7 @@
 /*
  * html_report.h - `scaleprof html`'s page: the report (or a comparison) as
  * one self-contained HTML file whose charts are inline SVG drawn here;
- * no script, no network, no external font (docs/html.md).
+ * no script, no network, no external font (docs/export.md).
  */
 #ifndef SP_HTML_REPORT_H
 #define SP_HTML_REPORT_H

@@ -25,8 +25,8 @@
 
 #define VERB "export"
 #define MAX_SKIP 1000000
-#define BIG_OUTPUT 1e9         /* past this, say how to shrink it */
-#define GZ_RATIO 12.0          /* the JSON compresses about this much at level 1 */
+#define BIG_OUTPUT 1e9 /* past this, say how to shrink it */
+#define GZ_RATIO 12.0  /* the JSON compresses about this much at level 1 */
 #define OUT_BUFFER (1 << 20)
 
 static const char usage_text[] =
@@ -76,28 +76,25 @@ static int ends_with(const char *s, const char *suffix)
 static FILE *open_output(const char *path, int *gz)
 {
     *gz = ends_with(path, ".gz");
-    if (!strcmp(path, "-"))
-        return stdout;
-    if (!*gz)
-        return fopen(path, "w");
+    if (!strcmp(path, "-")) return stdout;
+    if (!*gz) return fopen(path, "w");
     gzFile z = gzopen(path, "wb1"); /* level 1: most of the size off at a fraction of the time */
-    if (!z)
-        return NULL;
+    if (!z) return NULL;
     cookie_io_functions_t io = {.write = gz_write, .close = gz_close};
     FILE *f = fopencookie(z, "w", io);
-    if (!f)
-        gzclose(z);
+    if (!f) gzclose(z);
     return f;
 }
 
 static void warn_size(const char *dir, double bytes, int gz)
 {
     double out = gz ? bytes / GZ_RATIO : bytes;
-    if (bytes < BIG_OUTPUT && out < BIG_OUTPUT)
-        return;
+    if (bytes < BIG_OUTPUT && out < BIG_OUTPUT) return;
     fprintf(stderr,
-            "scaleprof export: note: the timeline will be about %.1f GB%s%s; viewers load up to a few GB "
-            "at best. --steps A:B (a few steps) and --ranks LIST (the ranks of interest) make it smaller, "
+            "scaleprof export: note: the timeline will be about %.1f GB%s%s; viewers load up to a "
+            "few GB "
+            "at best. --steps A:B (a few steps) and --ranks LIST (the ranks of interest) make it "
+            "smaller, "
             "e.g. scaleprof export %s --steps 10:12 --ranks 0-7 -o small.json.gz\n",
             bytes / 1e9, gz ? " of JSON" : "", gz ? " before compression" : "", dir);
 }
@@ -105,10 +102,10 @@ static void warn_size(const char *dir, double bytes, int gz)
 int cmd_export(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"output", required_argument, NULL, 'o'},  {"steps", required_argument, NULL, 's'},
-        {"ranks", required_argument, NULL, 'R'},   {"whatif", required_argument, NULL, 'W'},
-        {"skip", required_argument, NULL, 'k'},    {"step-marker", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"output", required_argument, NULL, 'o'}, {"steps", required_argument, NULL, 's'},
+        {"ranks", required_argument, NULL, 'R'},  {"whatif", required_argument, NULL, 'W'},
+        {"skip", required_argument, NULL, 'k'},   {"step-marker", required_argument, NULL, 'm'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     struct sp_model_opts o;
     sp_model_opts_default(&o);
@@ -121,10 +118,11 @@ int cmd_export(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
         switch (c) {
-        case 'o': path = optarg; break;
+        case 'o':
+            path = optarg;
+            break;
         case 's':
-            if (sp_opt_range(VERB, "--steps", optarg, 0, INT32_MAX - 1, &a, &b) < 0)
-                goto out;
+            if (sp_opt_range(VERB, "--steps", optarg, 0, INT32_MAX - 1, &a, &b) < 0) goto out;
             eo.step_first = o.step_first = a;
             eo.step_last = b;
             o.step_last = b + 1; /* the model's end is exclusive */
@@ -146,21 +144,22 @@ int cmd_export(int argc, char **argv)
             char names[512];
             eo.whatif = sp_export_whatif_cause(optarg, names, sizeof names);
             if (eo.whatif < 0) {
-                rc = sp_usage_error(VERB, "--whatif: \"%s\" is not a cause the replay can remove (%s, or none)",
-                                    optarg, names);
+                rc = sp_usage_error(
+                    VERB, "--whatif: \"%s\" is not a cause the replay can remove (%s, or none)",
+                    optarg, names);
                 goto out;
             }
             break;
         }
         case 'k':
-            if (sp_opt_int(VERB, "--skip", optarg, 0, MAX_SKIP, &o.skip) < 0)
-                goto out;
+            if (sp_opt_int(VERB, "--skip", optarg, 0, MAX_SKIP, &o.skip) < 0) goto out;
             break;
         case 'm': {
             regex_t re;
             int e = regcomp(&re, optarg, REG_EXTENDED | REG_ICASE | REG_NOSUB);
             if (e != 0) {
-                rc = sp_usage_error(VERB, "--step-marker: \"%s\" is not an extended regular expression", optarg);
+                rc = sp_usage_error(
+                    VERB, "--step-marker: \"%s\" is not an extended regular expression", optarg);
                 goto out;
             }
             regfree(&re);
@@ -191,12 +190,11 @@ int cmd_export(int argc, char **argv)
     const char *dir = argv[optind];
     struct sp_model m;
     int mrc = sp_model_open(dir, &o, &m);
-    if (mrc == 0)
-        mrc = sp_model_run(&m, SP_STAGE_STEPS);
+    if (mrc == 0) mrc = sp_model_run(&m, SP_STAGE_STEPS);
     if (mrc == 0 && eo.step_first >= 0 &&
         (eo.step_first >= m.steps_total + m.step_number0 || eo.step_last < m.step_number0)) {
-        fprintf(stderr, "scaleprof export: --steps %d:%d: %s has steps %d-%d only\n", eo.step_first, eo.step_last,
-                dir, m.step_number0, m.step_number0 + m.steps_total - 1);
+        fprintf(stderr, "scaleprof export: --steps %d:%d: %s has steps %d-%d only\n", eo.step_first,
+                eo.step_last, dir, m.step_number0, m.step_number0 + m.steps_total - 1);
         sp_model_free(&m);
         goto out;
     }
@@ -206,14 +204,13 @@ int cmd_export(int argc, char **argv)
             for (int k = 0; k < m.nranks; k++)
                 found += m.ranks[k].rank == eo.ranks[i];
         if (!found) {
-            fprintf(stderr, "scaleprof export: --ranks: none of these ranks is in %s (it has %d)\n", dir,
-                    m.nranks);
+            fprintf(stderr, "scaleprof export: --ranks: none of these ranks is in %s (it has %d)\n",
+                    dir, m.nranks);
             sp_model_free(&m);
             goto out;
         }
     }
-    if (mrc == 0)
-        mrc = sp_model_run(&m, SP_STAGE_FINDINGS);
+    if (mrc == 0) mrc = sp_model_run(&m, SP_STAGE_FINDINGS);
     if (mrc < 0 && m.nranks == 0) {
         for (int i = 0; i < m.nwarnings; i++)
             fprintf(stderr, "scaleprof export: %s\n", m.warnings[i]);
@@ -239,12 +236,12 @@ int cmd_export(int argc, char **argv)
         fprintf(stderr, "scaleprof export: warning: %s\n", m.warnings[i]);
     if (wrc < 0 || crc != 0) {
         fprintf(stderr, "scaleprof export: %s: could not be written (%s)\n", path, strerror(errno));
-        if (f != stdout)
-            unlink(path);
+        if (f != stdout) unlink(path);
         rc = 1;
     } else {
         fprintf(stderr,
-                "scaleprof export: %s: %d rank%s, %llu trace events, %llu timeline entries, %llu arrows%s; "
+                "scaleprof export: %s: %d rank%s, %llu trace events, %llu timeline entries, %llu "
+                "arrows%s; "
                 "open it in ui.perfetto.dev or chrome://tracing\n",
                 path, st.ranks, st.ranks == 1 ? "" : "s", (unsigned long long)st.events,
                 (unsigned long long)st.slices, (unsigned long long)st.flows,

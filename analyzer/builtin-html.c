@@ -54,12 +54,10 @@ static int finish(FILE *f, const char *path, int wrc)
     int crc = f == stdout ? fflush(f) : fclose(f);
     if (wrc < 0 || crc != 0) {
         fprintf(stderr, "scaleprof html: %s: could not be written (%s)\n", path, strerror(errno));
-        if (f != stdout)
-            unlink(path);
+        if (f != stdout) unlink(path);
         return 1;
     }
-    if (f != stdout)
-        fprintf(stderr, "scaleprof html: wrote %s\n", path);
+    if (f != stdout) fprintf(stderr, "scaleprof html: wrote %s\n", path);
     return 0;
 }
 
@@ -67,8 +65,7 @@ static int one_run(const char *dir, const struct sp_model_opts *o, const char *p
 {
     struct sp_model m;
     int rc = sp_model_open(dir, o, &m);
-    if (rc == 0)
-        rc = sp_model_run(&m, SP_STAGE_STEPS);
+    if (rc == 0) rc = sp_model_run(&m, SP_STAGE_STEPS);
     if (rc == 0 && o->step_first >= 0 &&
         (o->step_first >= m.steps_total + m.step_number0 || o->step_last <= m.step_number0)) {
         fprintf(stderr, "scaleprof html: --steps %d:%d: %s has steps %d-%d only\n", o->step_first,
@@ -76,8 +73,7 @@ static int one_run(const char *dir, const struct sp_model_opts *o, const char *p
         sp_model_free(&m);
         return SP_EXIT_USAGE;
     }
-    if (rc == 0)
-        rc = sp_model_run(&m, SP_STAGE_FINDINGS);
+    if (rc == 0) rc = sp_model_run(&m, SP_STAGE_FINDINGS);
     if (rc < 0) {
         for (int i = 0; i < m.nwarnings; i++)
             fprintf(stderr, "scaleprof html: %s\n", m.warnings[i]);
@@ -96,7 +92,8 @@ static int one_run(const char *dir, const struct sp_model_opts *o, const char *p
     return rc;
 }
 
-static int several_runs(char *const *dirs, int n, const struct sp_model_opts *o, double price, const char *path)
+static int several_runs(char *const *dirs, int n, const struct sp_model_opts *o, double price,
+                        const char *path)
 {
     struct sp_cmp cmp;
     if (sp_compare_runs(dirs, n, o, &cmp) < 0) {
@@ -139,7 +136,9 @@ int cmd_html(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
         switch (c) {
-        case 'o': path = optarg; break;
+        case 'o':
+            path = optarg;
+            break;
         case 's':
             if (sp_opt_range(VERB, "--steps", optarg, 0, INT32_MAX - 1, &a, &b) < 0)
                 return SP_EXIT_USAGE;
@@ -147,39 +146,43 @@ int cmd_html(int argc, char **argv)
             o.step_last = b + 1; /* the model's end is exclusive */
             break;
         case 'k':
-            if (sp_opt_int(VERB, "--skip", optarg, 0, MAX_SKIP, &o.skip) < 0)
-                return SP_EXIT_USAGE;
+            if (sp_opt_int(VERB, "--skip", optarg, 0, MAX_SKIP, &o.skip) < 0) return SP_EXIT_USAGE;
             break;
         case 'm': {
             regex_t re;
             if (regcomp(&re, optarg, REG_EXTENDED | REG_ICASE | REG_NOSUB) != 0)
-                return sp_usage_error(VERB, "--step-marker: \"%s\" is not an extended regular expression", optarg);
+                return sp_usage_error(
+                    VERB, "--step-marker: \"%s\" is not an extended regular expression", optarg);
             regfree(&re);
             o.step_marker = optarg;
             break;
         }
         case 'S':
-            if (sp_opt_double(VERB, "--samples-per-step", optarg, 1e-9, 1e12, &o.samples_per_step) < 0)
+            if (sp_opt_double(VERB, "--samples-per-step", optarg, 1e-9, 1e12, &o.samples_per_step) <
+                0)
                 return SP_EXIT_USAGE;
             break;
         case 'P':
             if (sp_opt_double(VERB, "--price-per-gpu-hour", optarg, 0, 1e9, &price) < 0)
                 return SP_EXIT_USAGE;
             break;
-        case 'h': fputs(usage_text, stdout); return 0;
-        default: return sp_usage_error(VERB, "option %s is unknown or needs a value", argv[optind - 1]);
+        case 'h':
+            fputs(usage_text, stdout);
+            return 0;
+        default:
+            return sp_usage_error(VERB, "option %s is unknown or needs a value", argv[optind - 1]);
         }
     }
     int n = argc - optind;
     if (n == 0)
         return sp_usage_error(VERB, "no trace directory given (scaleprof html DIR -o FILE)");
-    if (!path)
-        return sp_usage_error(VERB, "no output file given (-o FILE)");
+    if (!path) return sp_usage_error(VERB, "no output file given (-o FILE)");
     if (n > MAX_RUNS)
-        return sp_usage_error(VERB, "%d runs given, at most %d can be compared at once", n, MAX_RUNS);
+        return sp_usage_error(VERB, "%d runs given, at most %d can be compared at once", n,
+                              MAX_RUNS);
     if (n > 1 && o.step_first >= 0)
-        return sp_usage_error(VERB, "--steps applies to one run; a comparison analyzes each run's own steps");
-    if (n == 1)
-        return one_run(argv[optind], &o, path);
+        return sp_usage_error(
+            VERB, "--steps applies to one run; a comparison analyzes each run's own steps");
+    if (n == 1) return one_run(argv[optind], &o, path);
     return several_runs(argv + optind, n, &o, price, path);
 }

@@ -17,7 +17,7 @@ extern const char *const sp_scaling_name[];
 
 struct sp_cmp_run {
     const char *dir;
-    int ok;                 /* analyzed */
+    int ok; /* analyzed */
     struct sp_model m;
     double step_s, thr, eff, cat_ms[SP_CAT_N]; /* cat_ms: ms per step by category */
     enum sp_scaling scaling;
@@ -25,16 +25,16 @@ struct sp_cmp_run {
 
 #define SP_CMP_MAX_FINDINGS 4
 struct sp_cmp_finding {
-    int cause;        /* enum sp_cause */
-    double gain;      /* share of the worse run's time per sample a fix would save */
+    int cause;   /* enum sp_cause */
+    double gain; /* share of the worse run's time per sample a fix would save */
     char evidence[512];
 };
 
 struct sp_cmp {
     struct sp_cmp_run *runs;
-    int n, base;            /* base: the baseline's index */
+    int n, base; /* base: the baseline's index */
     struct sp_cmp_finding f[SP_CMP_MAX_FINDINGS + 1];
-    int nf;                 /* by gain, largest first */
+    int nf; /* by gain, largest first */
 };
 
 /* Analyzes the n runs under dirs with o and compares them.  Returns 0, or

@@ -32,9 +32,9 @@
 #include "model_int.h"
 #include "traceset.h"
 
-#define WHATIF_PID_BASE 1000000  /* what-if groups: pids apart from the ranks' */
+#define WHATIF_PID_BASE 1000000 /* what-if groups: pids apart from the ranks' */
 #define TID_STEPS 1
-#define BYTES_PER_EVENT 170.0    /* a written trace event, measured on the sim's traces */
+#define BYTES_PER_EVENT 170.0 /* a written trace event, measured on the sim's traces */
 #define BYTES_PER_STEP 400.0
 #define NS_PER_MS 1e6
 
@@ -43,25 +43,32 @@ enum track_kind { TRK_STEPS, TRK_COMM, TRK_STREAM, TRK_THREAD, TRK_IO, TRK_KINDS
 static const int kind_sort[TRK_KINDS] = {0, 100, 1000, 10000, 20000};
 #define HELPER_SORT 100000
 
-struct track { uint8_t kind; int32_t file; uint64_t id; int tid; };
+struct track {
+    uint8_t kind;
+    int32_t file;
+    uint64_t id;
+    int tid;
+};
 
-struct inst_info { int32_t first, n, last; }; /* participants in parts[first..first+n), last-arriving one */
+struct inst_info {
+    int32_t first, n, last;
+}; /* participants in parts[first..first+n), last-arriving one */
 
 struct writer {
     FILE *out;
     struct sp_model *m;
     const struct sp_export_opts *o;
     struct sp_export_stats st;
-    int64_t origin;          /* global ns of ts 0 */
-    int nev;                 /* events written (for commas) */
+    int64_t origin; /* global ns of ts 0 */
+    int nev;        /* events written (for commas) */
     /* the rank being written */
     int ri, pid;
-    int64_t w0, w1;          /* window, the rank's local ns */
+    int64_t w0, w1; /* window, the rank's local ns */
     struct track *tracks;
     int ntracks, cap;
-    int fi;                  /* file (index in m->frecs) being fed */
-    int fsort;               /* sort base of the file's tracks */
-    int64_t cpu_t;           /* previous CPU sample of the file */
+    int fi;        /* file (index in m->frecs) being fed */
+    int fsort;     /* sort base of the file's tracks */
+    int64_t cpu_t; /* previous CPU sample of the file */
     uint64_t cpu_ns;
     /* collectives: participants of each instance */
     struct inst_info *insts;
@@ -142,10 +149,13 @@ static void kv_dur(FILE *out, int64_t ns)
 static void meta(struct writer *w, int pid, int tid, const char *what, const char *name, int sort)
 {
     fputs(w->nev++ ? ",\n" : "\n", w->out);
-    fprintf(w->out, "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"%s_name\",\"args\":{\"name\":", pid, tid,
-            what);
+    fprintf(w->out,
+            "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"%s_name\",\"args\":{\"name\":", pid,
+            tid, what);
     put_str(w->out, name);
-    fprintf(w->out, "}},\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"%s_sort_index\",\"args\":{\"sort_index\":%d}}",
+    fprintf(w->out,
+            "}},\n{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"%s_sort_index\",\"args\":{\"sort_"
+            "index\":%d}}",
             pid, tid, what, sort);
 }
 
@@ -177,14 +187,12 @@ static int track(struct writer *w, int kind, int32_t file, uint64_t id, const ch
 {
     for (int i = w->ntracks - 1; i >= 0; i--) {
         const struct track *t = &w->tracks[i];
-        if (t->kind == kind && t->file == file && t->id == id)
-            return t->tid;
+        if (t->kind == kind && t->file == file && t->id == id) return t->tid;
     }
     if (w->ntracks == w->cap) {
         int cap = w->cap ? 2 * w->cap : 32;
         void *p = realloc(w->tracks, (size_t)cap * sizeof *w->tracks);
-        if (!p)
-            return TID_STEPS; /* out of memory: the event joins the steps track */
+        if (!p) return TID_STEPS; /* out of memory: the event joins the steps track */
         w->tracks = p;
         w->cap = cap;
     }
@@ -210,7 +218,8 @@ static int thread_track(struct writer *w, uint32_t tid)
     char name[300], pre[64];
     file_prefix(w, pre, sizeof pre);
     snprintf(name, sizeof name, "%sthread %u", pre, tid);
-    return track(w, TRK_THREAD, w->fi, tid, name, w->fsort + kind_sort[TRK_THREAD] + (int)(tid % 1000));
+    return track(w, TRK_THREAD, w->fi, tid, name,
+                 w->fsort + kind_sort[TRK_THREAD] + (int)(tid % 1000));
 }
 
 static int io_track(struct writer *w, uint32_t tid)
@@ -227,7 +236,8 @@ static int stream_track(struct writer *w, int64_t device, uint64_t stream)
     file_prefix(w, pre, sizeof pre);
     snprintf(name, sizeof name, "%sGPU %" PRId64 " stream %" PRIu64, pre, device, stream);
     uint64_t id = ((uint64_t)(device & 0xffff) << 48) ^ stream;
-    return track(w, TRK_STREAM, w->fi, id, name, w->fsort + kind_sort[TRK_STREAM] + (int)(stream % 1000));
+    return track(w, TRK_STREAM, w->fi, id, name,
+                 w->fsort + kind_sort[TRK_STREAM] + (int)(stream % 1000));
 }
 
 static int comm_track(struct writer *w, uint64_t comm, int pid)
@@ -236,7 +246,8 @@ static int comm_track(struct writer *w, uint64_t comm, int pid)
     snprintf(name, sizeof name, "NCCL comm %016" PRIx64, comm);
     int save = w->pid;
     w->pid = pid;
-    int t = track(w, TRK_COMM, -1, comm, name, kind_sort[TRK_COMM] + w->ntracks);
+    /* the what-if group's tracks are its own (file -2), named in its pid */
+    int t = track(w, TRK_COMM, pid == save ? -1 : -2, comm, name, kind_sort[TRK_COMM] + w->ntracks);
     w->pid = save;
     return t;
 }
@@ -248,14 +259,16 @@ static int64_t local_to_global(const struct writer *w, int64_t t)
     return sp_model_global(w->m, &w->m->ranks[w->ri], t);
 }
 
+/* An event is in the window when it overlaps it; one that ends where the
+ * window starts belongs to the step before. */
 static int in_window(const struct writer *w, int64_t t, int64_t dur)
 {
-    return t + (dur > 0 ? dur : 0) >= w->w0 && t < w->w1;
+    return t < w->w1 && (t >= w->w0 || t + (dur > 0 ? dur : 0) > w->w0);
 }
 
 /* Step indices [*k0, *k1] of rank r in the window (all when unset). */
-static void step_range(const struct sp_model *m, const struct sp_rank *r, const struct sp_export_opts *o, int *k0,
-                       int *k1)
+static void step_range(const struct sp_model *m, const struct sp_rank *r,
+                       const struct sp_export_opts *o, int *k0, int *k1)
 {
     *k0 = 0;
     *k1 = r->nsteps - 1;
@@ -272,8 +285,7 @@ static void set_window(struct writer *w)
     int k0, k1;
     w->w0 = INT64_MIN;
     w->w1 = INT64_MAX;
-    if (w->o->step_first < 0 || !r->nsteps)
-        return;
+    if (w->o->step_first < 0 || !r->nsteps) return;
     step_range(w->m, r, w->o, &k0, &k1);
     if (k0 > k1) {
         w->w0 = INT64_MAX; /* none of this rank's steps is in the window */
@@ -286,11 +298,9 @@ static void set_window(struct writer *w)
 
 static int rank_wanted(const struct sp_model *m, const struct sp_export_opts *o, int ri)
 {
-    if (!o->ranks)
-        return 1;
+    if (!o->ranks) return 1;
     for (size_t i = 0; i < o->nranks; i++)
-        if (o->ranks[i] == m->ranks[ri].rank)
-            return 1;
+        if (o->ranks[i] == m->ranks[ri].rank) return 1;
     return 0;
 }
 
@@ -301,8 +311,9 @@ static void gpu_name(const struct sp_reader *r, const struct sp_ev_gpu *g, char 
     char b[32];
     if (g->kind == SP_GPU_MEMCPY || g->kind == SP_GPU_MEMSET) {
         bytes_text(g->bytes, b, sizeof b);
-        snprintf(out, len, "%s %s %s", g->kind == SP_GPU_MEMCPY ? "memcpy" : "memset",
-                 g->kind == SP_GPU_MEMCPY ? enum_name(SP_EV_GPU, "copy_kind", g->copy_kind, "") : "", b);
+        snprintf(
+            out, len, "%s %s %s", g->kind == SP_GPU_MEMCPY ? "memcpy" : "memset",
+            g->kind == SP_GPU_MEMCPY ? enum_name(SP_EV_GPU, "copy_kind", g->copy_kind, "") : "", b);
         return;
     }
     const char *n = sp_reader_string(r, g->name);
@@ -313,8 +324,7 @@ static int on_gpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
 {
     struct writer *w = ctx;
     const struct sp_ev_gpu *g = &ev->gpu;
-    if (!in_window(w, (int64_t)ev->t, (int64_t)g->dur))
-        return 0;
+    if (!in_window(w, (int64_t)ev->t, (int64_t)g->dur)) return 0;
     char name[1024];
     gpu_name(r, g, name, sizeof name);
     int tid = stream_track(w, (int64_t)g->device, g->stream);
@@ -322,7 +332,8 @@ static int on_gpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
     kv_dur(w->out, (int64_t)g->dur);
     kv_str(w->out, "name", name);
     kv_str(w->out, "cat", enum_name(SP_EV_GPU, "kind", g->kind, "gpu"));
-    fprintf(w->out, ",\"args\":{\"correlation\":%" PRIu64 ",\"bytes\":%" PRIu64 "}}", g->correlation, g->bytes);
+    fprintf(w->out, ",\"args\":{\"correlation\":%" PRIu64 ",\"bytes\":%" PRIu64 "}}",
+            g->correlation, g->bytes);
     w->st.events++;
     return 0;
 }
@@ -331,21 +342,18 @@ static int on_cuda(void *ctx, const struct sp_reader *r, const struct sp_event *
 {
     struct writer *w = ctx;
     const struct sp_ev_cuda *c = &ev->cuda;
-    if (!in_window(w, (int64_t)ev->t, (int64_t)c->dur))
-        return 0;
+    if (!in_window(w, (int64_t)ev->t, (int64_t)c->dur)) return 0;
     char name[128];
     snprintf(name, sizeof name, "cuda %s", enum_name(SP_EV_CUDA, "api", c->api, "call"));
     int tid = thread_track(w, ev->tid);
     ev_open(w, "X", w->pid, tid, local_to_global(w, (int64_t)ev->t));
     kv_dur(w->out, (int64_t)c->dur);
     kv_str(w->out, "name", name);
-    fprintf(w->out, ",\"cat\":\"cuda\",\"args\":{\"stream\":%" PRIu64 ",\"correlation\":%" PRIu64, c->stream,
-            c->correlation);
+    fprintf(w->out, ",\"cat\":\"cuda\",\"args\":{\"stream\":%" PRIu64 ",\"correlation\":%" PRIu64,
+            c->stream, c->correlation);
     const char *k = sp_reader_string(r, c->name), *stack = sp_reader_string(r, c->stack);
-    if (k[0])
-        kv_str(w->out, "kernel", k);
-    if (stack[0])
-        kv_str(w->out, "stack", stack);
+    if (k[0]) kv_str(w->out, "kernel", k);
+    if (stack[0]) kv_str(w->out, "stack", stack);
     fputs("}}", w->out);
     w->st.events++;
     return 0;
@@ -356,15 +364,15 @@ static int on_nccl(void *ctx, const struct sp_reader *r, const struct sp_event *
     (void)r;
     struct writer *w = ctx;
     const struct sp_ev_nccl *n = &ev->nccl;
-    if (!in_window(w, (int64_t)ev->t, (int64_t)n->dur))
-        return 0;
+    if (!in_window(w, (int64_t)ev->t, (int64_t)n->dur)) return 0;
     char name[128];
     snprintf(name, sizeof name, "nccl %s", enum_name(SP_EV_NCCL, "op", n->op, "call"));
     ev_open(w, "X", w->pid, thread_track(w, ev->tid), local_to_global(w, (int64_t)ev->t));
     kv_dur(w->out, (int64_t)n->dur);
     kv_str(w->out, "name", name);
-    fprintf(w->out, ",\"cat\":\"nccl_call\",\"args\":{\"comm\":\"%016" PRIx64 "\",\"seq\":%" PRIu64 ",\"bytes\":%" PRIu64
-                    "}}",
+    fprintf(w->out,
+            ",\"cat\":\"nccl_call\",\"args\":{\"comm\":\"%016" PRIx64 "\",\"seq\":%" PRIu64
+            ",\"bytes\":%" PRIu64 "}}",
             n->comm, n->seq, n->bytes);
     w->st.events++;
     return 0;
@@ -374,8 +382,7 @@ static int on_io(void *ctx, const struct sp_reader *r, const struct sp_event *ev
 {
     struct writer *w = ctx;
     const struct sp_ev_io *io = &ev->io;
-    if (!in_window(w, (int64_t)ev->t, (int64_t)io->dur))
-        return 0;
+    if (!in_window(w, (int64_t)ev->t, (int64_t)io->dur)) return 0;
     char name[128];
     const char *op = enum_name(SP_EV_IO, "op", io->op, "io");
     if (io->ret > 0 && io->op != SP_IO_OPEN && io->op != SP_IO_FOPEN && io->op != SP_IO_CLOSE) {
@@ -389,8 +396,8 @@ static int on_io(void *ctx, const struct sp_reader *r, const struct sp_event *ev
     kv_dur(w->out, (int64_t)io->dur);
     kv_str(w->out, "name", name);
     fputs(",\"cat\":\"io\",\"args\":{", w->out);
-    fprintf(w->out, "\"op\":\"%s\",\"fd\":%" PRId64 ",\"ret\":%" PRId64 ",\"bytes\":%" PRIu64, op, (int64_t)io->fd,
-            (int64_t)io->ret, io->bytes);
+    fprintf(w->out, "\"op\":\"%s\",\"fd\":%" PRId64 ",\"ret\":%" PRId64 ",\"bytes\":%" PRIu64, op,
+            (int64_t)io->fd, (int64_t)io->ret, io->bytes);
     kv_str(w->out, "fd_kind", enum_name(SP_EV_IO, "fd_kind", io->fd_kind, "unknown"));
     kv_str(w->out, "path", sp_reader_string(r, io->path));
     fputs("}}", w->out);
@@ -403,14 +410,14 @@ static int on_wait(void *ctx, const struct sp_reader *r, const struct sp_event *
     (void)r;
     struct writer *w = ctx;
     const struct sp_ev_wait *x = &ev->wait;
-    if (!in_window(w, (int64_t)ev->t, (int64_t)x->dur))
-        return 0;
+    if (!in_window(w, (int64_t)ev->t, (int64_t)x->dur)) return 0;
     char name[128];
     snprintf(name, sizeof name, "wait %s", enum_name(SP_EV_WAIT, "op", x->op, "wait"));
     ev_open(w, "X", w->pid, io_track(w, ev->tid), local_to_global(w, (int64_t)ev->t));
     kv_dur(w->out, (int64_t)x->dur);
     kv_str(w->out, "name", name);
-    fprintf(w->out, ",\"cat\":\"wait\",\"args\":{\"nfds\":%" PRIu64 ",\"ret\":%" PRId64, x->nfds, (int64_t)x->ret);
+    fprintf(w->out, ",\"cat\":\"wait\",\"args\":{\"nfds\":%" PRIu64 ",\"ret\":%" PRId64, x->nfds,
+            (int64_t)x->ret);
     kv_str(w->out, "fd_kind", enum_name(SP_EV_WAIT, "fd_kind", x->fd_kind, "unknown"));
     fputs("}}", w->out);
     w->st.events++;
@@ -422,16 +429,13 @@ static int on_marker(void *ctx, const struct sp_reader *r, const struct sp_event
     struct writer *w = ctx;
     const struct sp_ev_marker *k = &ev->marker;
     int64_t dur = k->kind == SP_MARK_RANGE ? (int64_t)k->dur : 0;
-    if (!in_window(w, (int64_t)ev->t, dur))
-        return 0;
-    static const char *const ph[] = {[SP_MARK_PUSH] = "B", [SP_MARK_POP] = "E", [SP_MARK_INSTANT] = "i",
-                                     [SP_MARK_RANGE] = "X"};
+    if (!in_window(w, (int64_t)ev->t, dur)) return 0;
+    static const char *const ph[] = {
+        [SP_MARK_PUSH] = "B", [SP_MARK_POP] = "E", [SP_MARK_INSTANT] = "i", [SP_MARK_RANGE] = "X"};
     const char *p = k->kind >= SP_MARK_PUSH && k->kind <= SP_MARK_RANGE ? ph[k->kind] : "i";
     ev_open(w, p, w->pid, thread_track(w, ev->tid), local_to_global(w, (int64_t)ev->t));
-    if (p[0] == 'X')
-        kv_dur(w->out, dur);
-    if (p[0] == 'i')
-        fputs(",\"s\":\"t\"", w->out);
+    if (p[0] == 'X') kv_dur(w->out, dur);
+    if (p[0] == 'i') fputs(",\"s\":\"t\"", w->out);
     kv_str(w->out, "name", sp_reader_string(r, k->name));
     fputs(",\"cat\":\"marker\"}", w->out);
     w->st.events++;
@@ -448,10 +452,12 @@ static int on_cpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
     if (w->cpu_t && t > w->cpu_t && ns >= w->cpu_ns && in_window(w, t, 0)) {
         const struct sp_file_rec *f = &w->m->frecs[w->fi];
         char name[64];
-        snprintf(name, sizeof name, f->helper ? "loader pid %d CPU (cores)" : "pid %d CPU (cores)", (int)f->pid);
+        snprintf(name, sizeof name, f->helper ? "loader pid %d CPU (cores)" : "pid %d CPU (cores)",
+                 (int)f->pid);
         ev_open(w, "C", w->pid, 0, local_to_global(w, t));
         kv_str(w->out, "name", name);
-        fprintf(w->out, ",\"args\":{\"cores\":%.3f}}", (double)(ns - w->cpu_ns) / (double)(t - w->cpu_t));
+        fprintf(w->out, ",\"args\":{\"cores\":%.3f}}",
+                (double)(ns - w->cpu_ns) / (double)(t - w->cpu_t));
         w->st.events++;
     }
     w->cpu_t = t;
@@ -462,13 +468,14 @@ static int on_cpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
 static int on_proc(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
 {
     struct writer *w = ctx;
-    if (!in_window(w, (int64_t)ev->t, 0))
-        return 0;
+    if (!in_window(w, (int64_t)ev->t, 0)) return 0;
     char name[1200];
     const char *path = sp_reader_string(r, ev->proc.path);
-    snprintf(name, sizeof name, "%s %" PRId64 "%s%s", enum_name(SP_EV_PROC, "kind", ev->proc.kind, "proc"),
-             ev->proc.kind == SP_PROC_EXIT || ev->proc.kind == SP_PROC_SIGNAL ? (int64_t)ev->proc.status
-                                                                             : (int64_t)ev->proc.pid,
+    snprintf(name, sizeof name, "%s %" PRId64 "%s%s",
+             enum_name(SP_EV_PROC, "kind", ev->proc.kind, "proc"),
+             ev->proc.kind == SP_PROC_EXIT || ev->proc.kind == SP_PROC_SIGNAL
+                 ? (int64_t)ev->proc.status
+                 : (int64_t)ev->proc.pid,
              path[0] ? " " : "", path);
     ev_open(w, "i", w->pid, thread_track(w, ev->tid), local_to_global(w, (int64_t)ev->t));
     fputs(",\"s\":\"t\"", w->out);
@@ -486,20 +493,30 @@ static int on_thread(void *ctx, const struct sp_reader *r, const struct sp_event
     char name[300], pre[64];
     int tid = thread_track(w, ev->tid);
     file_prefix(w, pre, sizeof pre);
-    snprintf(name, sizeof name, "%s%s (thread %u)", pre, sp_reader_string(r, ev->thread.name), ev->tid);
+    snprintf(name, sizeof name, "%s%s (thread %u)", pre, sp_reader_string(r, ev->thread.name),
+             ev->tid);
     fputs(",\n", w->out);
-    fprintf(w->out, "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":", w->pid, tid);
+    fprintf(w->out,
+            "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":",
+            w->pid, tid);
     put_str(w->out, name);
     fputs("}}", w->out);
     return 0;
 }
 
 static const struct sp_pass export_pass = {
-    .types = SP_TYPE_BIT(SP_EV_GPU) | SP_TYPE_BIT(SP_EV_CUDA) | SP_TYPE_BIT(SP_EV_NCCL) | SP_TYPE_BIT(SP_EV_IO) |
-             SP_TYPE_BIT(SP_EV_WAIT) | SP_TYPE_BIT(SP_EV_MARKER) | SP_TYPE_BIT(SP_EV_CPU) |
-             SP_TYPE_BIT(SP_EV_PROC) | SP_TYPE_BIT(SP_EV_THREAD),
-    .tool = {.gpu = on_gpu, .cuda = on_cuda, .nccl = on_nccl, .io = on_io, .wait = on_wait, .marker = on_marker,
-             .cpu = on_cpu, .proc = on_proc, .thread = on_thread},
+    .types = SP_TYPE_BIT(SP_EV_GPU) | SP_TYPE_BIT(SP_EV_CUDA) | SP_TYPE_BIT(SP_EV_NCCL) |
+             SP_TYPE_BIT(SP_EV_IO) | SP_TYPE_BIT(SP_EV_WAIT) | SP_TYPE_BIT(SP_EV_MARKER) |
+             SP_TYPE_BIT(SP_EV_CPU) | SP_TYPE_BIT(SP_EV_PROC) | SP_TYPE_BIT(SP_EV_THREAD),
+    .tool = {.gpu = on_gpu,
+             .cuda = on_cuda,
+             .nccl = on_nccl,
+             .io = on_io,
+             .wait = on_wait,
+             .marker = on_marker,
+             .cpu = on_cpu,
+             .proc = on_proc,
+             .thread = on_thread},
 };
 
 /* ---- what the model knows: steps, findings, collectives ---- */
@@ -507,8 +524,7 @@ static const struct sp_pass export_pass = {
 static int finding_has_rank(const struct sp_finding *f, int rank)
 {
     for (int i = 0; i < f->nranks; i++)
-        if (f->ranks[i] == rank)
-            return 1;
+        if (f->ranks[i] == rank) return 1;
     return 0;
 }
 
@@ -525,8 +541,8 @@ static void write_steps(struct writer *w)
         ev_open(w, "X", w->pid, TID_STEPS, local_to_global(w, r->steps[k].start));
         kv_dur(w->out, r->steps[k].end - r->steps[k].start);
         kv_str(w->out, "name", name);
-        fprintf(w->out, ",\"cat\":\"step\",\"args\":{\"step\":%d,\"step_ms\":%.3f,\"analyzed\":%s", num,
-                (double)(r->steps[k].end - r->steps[k].start) / NS_PER_MS,
+        fprintf(w->out, ",\"cat\":\"step\",\"args\":{\"step\":%d,\"step_ms\":%.3f,\"analyzed\":%s",
+                num, (double)(r->steps[k].end - r->steps[k].start) / NS_PER_MS,
                 k >= m->step_lo && k < m->step_hi && r->cat ? "true" : "false");
         if (k >= m->step_lo && k < m->step_hi && r->cat)
             for (int c = 0; c < SP_CAT_N; c++)
@@ -539,16 +555,14 @@ static void write_steps(struct writer *w)
             fprintf(w->out, "%s%s", *sep ? "," : ",\"findings\":\"", sp_cause_info(f->cause)->name);
             sep = ",";
         }
-        if (*sep)
-            putc('"', w->out);
+        if (*sep) putc('"', w->out);
         fputs("}}", w->out);
     }
     /* findings: an instant at the first step each concerns, on each rank it names */
     for (int i = 0; i < m->nfindings; i++) {
         const struct sp_finding *f = &m->findings[i];
         int k = f->step_first - m->step_number0;
-        if (!finding_has_rank(f, r->rank) || k < k0 || k > k1 || k < 0 || k >= r->nsteps)
-            continue;
+        if (!finding_has_rank(f, r->rank) || k < k0 || k > k1 || k < 0 || k >= r->nsteps) continue;
         const struct sp_cause_info *ci = sp_cause_info(f->cause);
         char name[128];
         snprintf(name, sizeof name, "finding: %s (saves %.0f%%)", ci->name, 100 * f->gain);
@@ -556,10 +570,11 @@ static void write_steps(struct writer *w)
         fputs(",\"s\":\"t\"", w->out);
         kv_str(w->out, "name", name);
         fputs(",\"cat\":\"finding\",\"args\":{", w->out);
-        fprintf(w->out, "\"cause\":\"%s\",\"severity\":\"%s\",\"gain\":%.4f,\"step_ms_if_fixed\":%.3f,"
-                        "\"steps\":\"%d-%d\"",
-                ci->name, sp_model_severity_name(f->severity), f->gain, f->step_ms_if_fixed, f->step_first,
-                f->step_last);
+        fprintf(w->out,
+                "\"cause\":\"%s\",\"severity\":\"%s\",\"gain\":%.4f,\"step_ms_if_fixed\":%.3f,"
+                "\"steps\":\"%d-%d\"",
+                ci->name, sp_model_severity_name(f->severity), f->gain, f->step_ms_if_fixed,
+                f->step_first, f->step_last);
         kv_str(w->out, "evidence", f->evidence);
         kv_str(w->out, "first_try", ci->first_try);
         fputs("}}", w->out);
@@ -570,8 +585,7 @@ static void gather_instance(struct sp_model *m, const struct sp_coll_ref *refs, 
 {
     struct writer *w = arg;
     int32_t in = m->ranks[refs[0].r].calls[refs[0].c].inst;
-    if (in < 0 || (size_t)in >= w->ninsts)
-        return;
+    if (in < 0 || (size_t)in >= w->ninsts) return;
     struct inst_info *ii = &w->insts[in];
     ii->first = (int32_t)w->nparts;
     ii->n = (int32_t)n;
@@ -598,8 +612,7 @@ static int gather_instances(struct writer *w)
     w->ninsts = m->coll_instances;
     w->insts = calloc(w->ninsts + 1, sizeof *w->insts);
     w->parts = malloc((total + 1) * sizeof *w->parts);
-    if (!w->insts || !w->parts)
-        return -1;
+    if (!w->insts || !w->parts) return -1;
     sp_model_each_instance(m, gather_instance, w);
     return 0;
 }
@@ -608,20 +621,20 @@ static int call_in_window(const struct writer *w, int ri, const struct sp_coll_c
 {
     const struct sp_model *m = w->m;
     const struct sp_rank *r = &m->ranks[ri];
-    if (!rank_wanted(m, w->o, ri))
-        return 0;
-    if (w->o->step_first < 0 || !r->nsteps)
-        return 1;
+    if (!rank_wanted(m, w->o, ri)) return 0;
+    if (w->o->step_first < 0 || !r->nsteps) return 1;
     int k0, k1;
     step_range(m, r, w->o, &k0, &k1);
-    return k0 <= k1 && c->end >= r->steps[k0].start && c->start < r->steps[k1].end;
+    return k0 <= k1 && c->start < r->steps[k1].end &&
+           (c->start >= r->steps[k0].start || c->end > r->steps[k0].start);
 }
 
 static void op_name(const struct sp_coll_call *c, char *out, size_t len)
 {
     char b[32];
     bytes_text(c->bytes, b, sizeof b);
-    snprintf(out, len, "%s %s comm %016" PRIx64 " #%" PRIu64, enum_name(SP_EV_NCCL, "op", c->op, "op"), b, c->comm,
+    snprintf(out, len, "%s %s comm %016" PRIx64 " #%" PRIu64,
+             enum_name(SP_EV_NCCL, "op", c->op, "op"), b, c->comm,
              sp_op_is_p2p(c->op) ? (uint64_t)(c->key & ((1ULL << 21) - 1)) : c->seq);
 }
 
@@ -638,27 +651,23 @@ static int64_t flow_point(const struct sp_model *m, const struct sp_coll_ref *p)
 static void write_flows(struct writer *w, const struct sp_coll_call *c, int tid, const char *name)
 {
     const struct sp_model *m = w->m;
-    if (c->inst < 0 || (size_t)c->inst >= w->ninsts)
-        return;
+    if (c->inst < 0 || (size_t)c->inst >= w->ninsts) return;
     const struct inst_info *ii = &w->insts[c->inst];
-    if (ii->n < 2)
-        return;
+    if (ii->n < 2) return;
     const struct sp_coll_ref *last = &w->parts[ii->first + ii->last];
     for (int32_t p = 0; p < ii->n; p++) {
         const struct sp_coll_ref *x = &w->parts[ii->first + p];
-        if (p == ii->last)
-            continue;
+        if (p == ii->last) continue;
         const struct sp_coll_call *xc = &m->ranks[x->r].calls[x->c];
         const struct sp_coll_call *lc = &m->ranks[last->r].calls[last->c];
-        if (!call_in_window(w, x->r, xc) || !call_in_window(w, last->r, lc))
-            continue;
+        if (!call_in_window(w, x->r, xc) || !call_in_window(w, last->r, lc)) continue;
         int start = last->r == w->ri, finish = x->r == w->ri;
-        if (!start && !finish)
-            continue;
+        if (!start && !finish) continue;
         uint64_t id = (uint64_t)c->inst * (uint64_t)m->nranks + (uint64_t)x->r + 1;
         ev_open(w, start ? "s" : "f", w->pid, tid, flow_point(m, start ? last : x));
         kv_str(w->out, "name", name);
-        fprintf(w->out, ",\"cat\":\"late_rank\",\"id\":%" PRIu64 "%s}", id, start ? "" : ",\"bp\":\"e\"");
+        fprintf(w->out, ",\"cat\":\"late_rank\",\"id\":%" PRIu64 "%s}", id,
+                start ? "" : ",\"bp\":\"e\"");
         w->st.flows += start;
     }
 }
@@ -669,8 +678,7 @@ static void write_collectives(struct writer *w)
     const struct sp_rank *r = &m->ranks[w->ri];
     for (size_t i = 0; i < r->ncalls; i++) {
         const struct sp_coll_call *c = &r->calls[i];
-        if (!in_window(w, c->start, c->end - c->start))
-            continue;
+        if (!in_window(w, c->start, c->end - c->start)) continue;
         char name[160], slice[192];
         op_name(c, name, sizeof name);
         int tid = comm_track(w, c->comm, w->pid);
@@ -684,13 +692,17 @@ static void write_collectives(struct writer *w)
             ev_open(w, "X", w->pid, tid, local_to_global(w, half ? c->start + wait : c->start));
             kv_dur(w->out, half ? c->end - c->start - wait : wait);
             kv_str(w->out, "name", slice);
-            fprintf(w->out, ",\"cat\":\"%s\",\"args\":{\"op\":\"%s\",\"bytes\":%" PRIu64 ",\"comm\":\"%016" PRIx64
-                            "\",\"seq\":%" PRIu64 ",\"instance\":%d,\"last_rank\":%d,\"wait_ms\":%.4f,"
-                            "\"op_ms\":%.4f,\"timing\":\"%s\"}}",
-                    half ? "nccl_transfer" : "nccl_wait", enum_name(SP_EV_NCCL, "op", c->op, "op"), c->bytes,
-                    c->comm, c->seq, (int)c->inst, last_rank, (double)wait / NS_PER_MS,
+            fprintf(w->out,
+                    ",\"cat\":\"%s\",\"args\":{\"op\":\"%s\",\"bytes\":%" PRIu64
+                    ",\"comm\":\"%016" PRIx64 "\",\"seq\":%" PRIu64
+                    ",\"instance\":%d,\"last_rank\":%d,\"wait_ms\":%.4f,"
+                    "\"op_ms\":%.4f,\"timing\":\"%s\"}}",
+                    half ? "nccl_transfer" : "nccl_wait", enum_name(SP_EV_NCCL, "op", c->op, "op"),
+                    c->bytes, c->comm, c->seq, (int)c->inst, last_rank, (double)wait / NS_PER_MS,
                     (double)(c->end - c->start) / NS_PER_MS,
-                    c->timing == SP_TIMING_GPU ? "gpu" : c->timing == SP_TIMING_FALLBACK ? "cuda_events" : "host");
+                    c->timing == SP_TIMING_GPU        ? "gpu"
+                    : c->timing == SP_TIMING_FALLBACK ? "cuda_events"
+                                                      : "host");
         }
         write_flows(w, c, tid, name);
     }
@@ -712,21 +724,18 @@ static int replay_whatif(struct writer *w)
     struct sp_model *m = w->m;
     w->wa = calloc((size_t)m->nranks + 1, sizeof *w->wa);
     w->we = calloc((size_t)m->nranks + 1, sizeof *w->we);
-    if (!w->wa || !w->we)
-        return -1;
+    if (!w->wa || !w->we) return -1;
     for (int i = 0; i < m->nranks; i++) {
         size_t n = m->ranks[i].nnodes + 1;
         w->wa[i] = malloc(n * sizeof **w->wa);
         w->we[i] = malloc(n * sizeof **w->we);
-        if (!w->wa[i] || !w->we[i])
-            return -1;
+        if (!w->wa[i] || !w->we[i]) return -1;
         for (size_t j = 0; j < n; j++)
             w->wa[i][j] = w->we[i][j] = INT64_MIN;
     }
     struct sp_replay rp;
     int rc = sp_model_replay(m, &rp);
-    if (rc == 0)
-        rc = sp_model_replay_nodes(m, &rp, w->o->whatif, keep_node, w);
+    if (rc == 0) rc = sp_model_replay_nodes(m, &rp, w->o->whatif, keep_node, w);
     sp_model_replay_free(&rp);
     return rc;
 }
@@ -734,15 +743,13 @@ static int replay_whatif(struct writer *w)
 /* The replayed last arrival of the instance a call belongs to. */
 static int64_t replayed_last(const struct writer *w, const struct sp_coll_call *c, int64_t own)
 {
-    if (c->inst < 0 || (size_t)c->inst >= w->ninsts)
-        return own;
+    if (c->inst < 0 || (size_t)c->inst >= w->ninsts) return own;
     const struct inst_info *ii = &w->insts[c->inst];
     int64_t last = own;
     for (int32_t p = 0; p < ii->n; p++) {
         const struct sp_coll_ref *x = &w->parts[ii->first + p];
         const struct sp_coll_call *xc = &w->m->ranks[x->r].calls[x->c];
-        if (xc->node >= 0 && w->wa[x->r][xc->node] > last)
-            last = w->wa[x->r][xc->node];
+        if (xc->node >= 0 && w->wa[x->r][xc->node] > last) last = w->wa[x->r][xc->node];
     }
     return last;
 }
@@ -753,7 +760,8 @@ static void write_whatif(struct writer *w)
     const struct sp_rank *r = &m->ranks[w->ri];
     int pid = WHATIF_PID_BASE + w->pid;
     char name[300];
-    const char *cause = w->o->whatif == SP_CAUSE_N ? "none (replayed as recorded)" : sp_cause_info(w->o->whatif)->name;
+    const char *cause = w->o->whatif == SP_CAUSE_N ? "none (replayed as recorded)"
+                                                   : sp_cause_info(w->o->whatif)->name;
     snprintf(name, sizeof name, "rank %d what-if: %s", r->rank, cause);
     meta(w, pid, 0, "process", name, 2 * w->ri + 1);
     meta(w, pid, TID_STEPS, "thread", "steps (replayed)", 0);
@@ -761,8 +769,7 @@ static void write_whatif(struct writer *w)
     for (size_t j = 0; j < r->nnodes; j++) {
         const struct sp_rnode *nd = &r->nodes[j];
         int64_t a = w->wa[w->ri][j], e = w->we[w->ri][j];
-        if (a == INT64_MIN)
-            break; /* the replay stopped this rank here */
+        if (a == INT64_MIN) break; /* the replay stopped this rank here */
         if (!nd->ncalls) {
             int num = m->step_lo + nd->step + m->step_number0;
             int64_t s = prev == INT64_MIN ? a - (int64_t)0 : prev;
@@ -826,22 +833,22 @@ static void write_rank(struct writer *w)
     int helpers = 0;
     for (int fi = 0; fi < m->nfrecs; fi++) {
         const struct sp_file_rec *f = &m->frecs[fi];
-        if (!f->ok || f->rank != r->rank)
-            continue;
+        if (!f->ok || f->rank != r->rank) continue;
         w->fi = fi;
         w->fsort = f->helper ? HELPER_SORT * (++helpers) : 0;
         w->cpu_t = 0;
         w->cpu_ns = 0;
         int err = 0;
         if (sp_trace_feed(f->path, &export_pass, w, &err) < 0 && err)
-            sp_model_warn(m, "%s: could not be read again for the timeline (%s)", f->path, sp_strerror(err));
+            sp_model_warn(m, "%s: could not be read again for the timeline (%s)", f->path,
+                          sp_strerror(err));
     }
-    if (w->wa)
-        write_whatif(w);
+    if (w->wa) write_whatif(w);
     w->st.ranks++;
 }
 
-int sp_export_trace(struct sp_model *m, const struct sp_export_opts *o, FILE *out, struct sp_export_stats *st)
+int sp_export_trace(struct sp_model *m, const struct sp_export_opts *o, FILE *out,
+                    struct sp_export_stats *st)
 {
     struct writer w = {.out = out, .m = m, .o = o};
     w.origin = set_origin(m);
@@ -850,9 +857,11 @@ int sp_export_trace(struct sp_model *m, const struct sp_export_opts *o, FILE *ou
         if (replay_whatif(&w) == 0) {
             w.st.whatif_ok = 1;
         } else {
-            sp_model_warn(m, "what-if %s: the replay could not remove it in this run; the timeline has the "
-                             "recorded groups only",
-                          o->whatif == SP_CAUSE_N ? "none" : sp_cause_info(o->whatif)->name);
+            sp_model_warn(
+                m,
+                "what-if %s: the replay could not remove it in this run; the timeline has the "
+                "recorded groups only",
+                o->whatif == SP_CAUSE_N ? "none" : sp_cause_info(o->whatif)->name);
             for (int i = 0; w.wa && i < m->nranks; i++) {
                 free(w.wa[i]);
                 free(w.we[i]);
@@ -867,18 +876,18 @@ int sp_export_trace(struct sp_model *m, const struct sp_export_opts *o, FILE *ou
         fputs("\"generator\":\"scaleprof export\",\"version\":", out);
         put_str(out, SCALEPROF_VERSION);
         kv_str(out, "dir", m->dir);
-        fprintf(out, ",\"ranks\":%d,\"steps\":%d,\"step_number0\":%d,\"origin_ns\":%" PRId64 "},\n\"traceEvents\":[",
+        fprintf(out,
+                ",\"ranks\":%d,\"steps\":%d,\"step_number0\":%d,\"origin_ns\":%" PRId64
+                "},\n\"traceEvents\":[",
                 m->nranks, m->steps_total, m->step_number0, w.origin);
         for (int i = 0; i < m->nranks; i++) {
-            if (!rank_wanted(m, o, i))
-                continue;
+            if (!rank_wanted(m, o, i)) continue;
             w.ri = i;
             write_rank(&w);
             sp_model_progress(m, "export", i + 1, m->nranks);
         }
         fputs("\n]}\n", out);
-        if (ferror(out))
-            rc = -1;
+        if (ferror(out)) rc = -1;
     }
     for (int i = 0; w.wa && i < m->nranks; i++) {
         free(w.wa[i]);
@@ -889,8 +898,7 @@ int sp_export_trace(struct sp_model *m, const struct sp_export_opts *o, FILE *ou
     free(w.insts);
     free(w.parts);
     free(w.tracks);
-    if (st)
-        *st = w.st;
+    if (st) *st = w.st;
     return rc;
 }
 
@@ -899,19 +907,19 @@ double sp_export_estimate(const struct sp_model *m, const struct sp_export_opts 
     double bytes = 0;
     for (int i = 0; i < m->nranks; i++) {
         const struct sp_rank *r = &m->ranks[i];
-        if (!rank_wanted(m, o, i))
-            continue;
+        if (!rank_wanted(m, o, i)) continue;
         double share = 1;
         if (o->step_first >= 0 && r->nsteps && r->last_t > r->first_t) {
             int k0, k1;
             step_range(m, r, o, &k0, &k1);
-            share = k0 > k1 ? 0 : (double)(r->steps[k1].end - r->steps[k0].start) / (double)(r->last_t - r->first_t);
+            share = k0 > k1 ? 0
+                            : (double)(r->steps[k1].end - r->steps[k0].start) /
+                                  (double)(r->last_t - r->first_t);
             share = share > 1 ? 1 : share;
         }
         uint64_t ev = 0;
         for (int fi = 0; fi < m->nfrecs; fi++)
-            if (m->frecs[fi].ok && m->frecs[fi].rank == r->rank)
-                ev += m->frecs[fi].events;
+            if (m->frecs[fi].ok && m->frecs[fi].rank == r->rank) ev += m->frecs[fi].events;
         bytes += share * ((double)ev * BYTES_PER_EVENT + (double)r->nsteps * BYTES_PER_STEP);
     }
     return bytes;
@@ -919,23 +927,20 @@ double sp_export_estimate(const struct sp_model *m, const struct sp_export_opts 
 
 int sp_export_whatif_cause(const char *name, char *names, size_t len)
 {
-    static const int replayable[] = {SP_CAUSE_STRAGGLER, SP_CAUSE_IMBALANCE, SP_CAUSE_PIPELINE_STAGE,
-                                     SP_CAUSE_INPUT,     SP_CAUSE_HOST,      SP_CAUSE_COMMUNICATION,
-                                     SP_CAUSE_CROSS_NODE, SP_CAUSE_UNEXPLAINED};
+    static const int replayable[] = {
+        SP_CAUSE_STRAGGLER, SP_CAUSE_IMBALANCE,     SP_CAUSE_PIPELINE_STAGE, SP_CAUSE_INPUT,
+        SP_CAUSE_HOST,      SP_CAUSE_COMMUNICATION, SP_CAUSE_CROSS_NODE,     SP_CAUSE_UNEXPLAINED};
     size_t used = 0;
     int found = -1;
-    if (names && len)
-        names[0] = 0;
+    if (names && len) names[0] = 0;
     for (size_t i = 0; i < sizeof replayable / sizeof replayable[0]; i++) {
         const char *n = sp_cause_info(replayable[i])->name;
-        if (name && !strcmp(name, n))
-            found = replayable[i];
+        if (name && !strcmp(name, n)) found = replayable[i];
         if (names && used < len) {
             int k = snprintf(names + used, len - used, "%s%s", used ? ", " : "", n);
             used += k > 0 ? (size_t)k : 0;
         }
     }
-    if (name && !strcmp(name, "none"))
-        found = SP_CAUSE_N;
+    if (name && !strcmp(name, "none")) found = SP_CAUSE_N;
     return found;
 }

@@ -16,19 +16,19 @@
 #include "model.h"
 
 struct sp_export_opts {
-    int step_first, step_last;  /* step numbers as report prints them, both
-                                   included; -1: every step */
-    const long long *ranks;     /* ranks to write, ascending; NULL: all */
+    int step_first, step_last; /* step numbers as report prints them, both
+                                  included; -1: every step */
+    const long long *ranks;    /* ranks to write, ascending; NULL: all */
     size_t nranks;
-    int whatif;                 /* enum sp_cause replayed beside, -1 none */
+    int whatif; /* enum sp_cause replayed beside, -1 none */
 };
 
 struct sp_export_stats {
-    uint64_t events;            /* trace events written */
-    uint64_t slices;            /* timeline entries written in all */
+    uint64_t events; /* trace events written */
+    uint64_t slices; /* timeline entries written in all */
     uint64_t flows;
     int ranks;
-    int whatif_ok;              /* the what-if groups were written */
+    int whatif_ok; /* the what-if groups were written */
 };
 
 /* The bytes the timeline would take, from pass 1's event counts and the
@@ -38,7 +38,8 @@ double sp_export_estimate(const struct sp_model *m, const struct sp_export_opts 
 /* Writes the timeline of m (run to SP_STAGE_FINDINGS) to out.  Returns 0,
  * or -1 when out failed (errno set); unreadable traces are skipped with a
  * warning in m.  st (when not NULL) receives what was written. */
-int sp_export_trace(struct sp_model *m, const struct sp_export_opts *o, FILE *out, struct sp_export_stats *st);
+int sp_export_trace(struct sp_model *m, const struct sp_export_opts *o, FILE *out,
+                    struct sp_export_stats *st);
 
 /* The cause named by a what-if option ("input_pipeline", ...), or -1 when
  * the replay cannot remove it; names (when not NULL) lists the valid ones. */

@@ -772,9 +772,10 @@ static void write_whatif(struct writer *w)
         if (a == INT64_MIN) break; /* the replay stopped this rank here */
         if (!nd->ncalls) {
             int num = m->step_lo + nd->step + m->step_number0;
-            int64_t s = prev == INT64_MIN ? a - (int64_t)0 : prev;
-            if (prev == INT64_MIN && r->nsteps > m->step_lo)
-                s = sp_model_global(m, r, r->steps[m->step_lo].start);
+            /* a step starts where the one before ended, the first where it was recorded */
+            int64_t s = prev;
+            if (prev == INT64_MIN)
+                s = r->nsteps > m->step_lo ? sp_model_global(m, r, r->steps[m->step_lo].start) : a;
             char sname[64];
             snprintf(sname, sizeof sname, "step %d", num);
             ev_open(w, "X", pid, TID_STEPS, s);

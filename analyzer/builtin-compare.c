@@ -3,16 +3,9 @@
  * across runs of the same job on different GPU counts, where the lost time
  * went, and what each sample costs.
  *
- * Each directory is analyzed by the model.  The baseline is the run with
- * the fewest GPUs.  Global throughput is gpus / step time (x samples per
- * GPU per step when given), so efficiency = (thr_N / thr_0) / (N / N_0).
- * Lost time is the step-time difference to the baseline split by category.
- *
- * cross_node ("fine on one node, poor on two"): a multi-host run whose
- * efficiency falls below 80% of the best single-host run's (high), or,
- * against a single-host run with collectives, whose collective transfer per
- * step at least doubled or whose bus bandwidth at least halved (moderate):
- * the link between hosts costs time even when compute still hides it.
+ * Option parsing and output only: compare.c analyzes the runs and computes
+ * the comparison (baseline, efficiency, lost time, findings), which
+ * `scaleprof html` draws from the same functions.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -23,16 +16,11 @@
 #include "opt.h"
 #include "json.h"
 #include "text.h"
+#include "compare.h"
 #include "model.h"
 
 #define VERB "compare"
 #define MAX_RUNS 32
-#define SMALL_BATCH_COMPUTE_DROP 0.8  /* compute per step fell below 80% of baseline */
-#define SMALL_BATCH_COLL_KEPT 0.9     /* while collective time stayed >= 90% */
-#define CROSS_NODE_EFF_DROP 0.8       /* multi-host efficiency < 80% of the best single-host */
-#define CROSS_NODE_TRANSFER_GROWTH 2.0 /* collective transfer per step doubled on more hosts */
-#define CROSS_NODE_BUSBW_DROP 0.5     /* or bus bandwidth halved */
-#define SCALING_POOR 0.8              /* efficiency below which speedup "shrinks" */
 #define SECONDS_PER_HOUR 3600.0
 #define LOST_SHOWN_MS 0.005           /* smaller differences print as nothing */
 
@@ -50,170 +38,7 @@ static const char usage_text[] =
     "\n"
     "Exit status: 0 comparison printed, 1 a run had nothing analyzable, 2 usage.\n";
 
-/* How a run's work per GPU relates to the baseline's: the same (weak
- * scaling: each GPU keeps its batch), shrunk as 1/N (strong scaling: a
- * fixed global batch split over more GPUs), or the same GPU count (an A/B
- * comparison of two configurations). */
-enum scaling { SCALING_WEAK, SCALING_STRONG, SCALING_AB };
-static const char *const scaling_name[] = {"weak", "strong", "same_gpus"};
-/* strong when compute per GPU is nearer base x N_base/N than base */
-#define STRONG_NEARER 1.0
-
-struct run {
-    const char *dir;
-    struct sp_model m;
-    double step_s, thr, eff, cat_ms[SP_CAT_N];
-    enum scaling scaling;
-};
-
-#define MAX_CMP_FINDINGS 4
-struct cmp_finding {
-    int cause;        /* enum sp_cause */
-    double gain;      /* share of the worse run's time per sample a fix would save */
-    char evidence[512];
-};
-
-static double coll_ms(const struct run *r)
-{
-    return r->cat_ms[SP_CAT_COLL_TRANSFER] + r->cat_ms[SP_CAT_COLL_WAIT] + r->cat_ms[SP_CAT_OVERLAP];
-}
-
-static double compute_ms(const struct run *r)
-{
-    return r->cat_ms[SP_CAT_COMPUTE] + r->cat_ms[SP_CAT_OVERLAP];
-}
-
-static double transfer_ms(const struct run *r)
-{
-    return r->cat_ms[SP_CAT_COLL_TRANSFER] + r->cat_ms[SP_CAT_OVERLAP];
-}
-
-/* A multi-host run against the single-host run with collectives whose
- * transfer per step is smallest: transfer grown or bus bandwidth fallen. */
-static int link_finding(const struct run *runs, int n, struct cmp_finding *f)
-{
-    const struct run *one = NULL;
-    for (int i = 0; i < n; i++)
-        if (runs[i].m.nhosts == 1 && runs[i].m.nranks > 1 && runs[i].m.ncolls &&
-            (!one || transfer_ms(&runs[i]) < transfer_ms(one)))
-            one = &runs[i];
-    if (!one)
-        return 0;
-    double bw1 = sp_model_busbw(&one->m, -1, NULL);
-    for (int i = 0; i < n; i++) {
-        const struct run *r = &runs[i];
-        if (r->m.nhosts < 2 || !r->m.ncolls)
-            continue;
-        double bw = sp_model_busbw(&r->m, 1, NULL);
-        int grew = transfer_ms(r) >= CROSS_NODE_TRANSFER_GROWTH * transfer_ms(one) && transfer_ms(r) > 0;
-        int fell = bw1 > 0 && bw > 0 && bw <= CROSS_NODE_BUSBW_DROP * bw1;
-        if (!grew && !fell)
-            continue;
-        *f = (struct cmp_finding){SP_CAUSE_CROSS_NODE, r->step_s > 0 ? (transfer_ms(r) - transfer_ms(one)) / (r->step_s * 1e3) : 0, ""};
-        if (f->gain < 0)
-            f->gain = 0;
-        snprintf(f->evidence, sizeof f->evidence,
-                 "fine on one node, poor on %d: collective transfer per step %.2f ms on %d GPUs on one host, "
-                 "%.2f ms on %d GPUs over %d hosts; bus bandwidth %.1f GB/s within a host, %.1f GB/s across hosts",
-                 r->m.nhosts, transfer_ms(one), one->m.nranks, transfer_ms(r), r->m.nranks, r->m.nhosts, bw1, bw);
-        return 1;
-    }
-    return 0;
-}
-
-/* Fixed global batch: what restoring the baseline's per-GPU work would
- * give per sample.  Each GPU's compute grows k-fold back to the
- * baseline's, collectives stay: T' = T + compute (k - 1) for k times the
- * samples. */
-static double small_batch_gain(const struct run *r, const struct run *b)
-{
-    double c = compute_ms(r), k = c > 0 ? compute_ms(b) / c : 0, t = r->step_s * 1e3;
-    if (k <= 1 || t <= 0)
-        return 0;
-    double gain = 1 - (t + c * (k - 1)) / (k * t);
-    return gain > 0 ? gain : 0;
-}
-
-static int series_findings(struct run *runs, int n, int base, struct cmp_finding *f)
-{
-    int nf = 0;
-    const struct run *b = &runs[base];
-    const struct run *small = NULL; /* the most GPUs whose per-GPU batch shrank */
-    for (int i = 0; i < n; i++) {
-        const struct run *r = &runs[i];
-        if (i != base && r->m.nranks > b->m.nranks && compute_ms(r) < SMALL_BATCH_COMPUTE_DROP * compute_ms(b) &&
-            coll_ms(r) >= SMALL_BATCH_COLL_KEPT * coll_ms(b) && (!small || r->m.nranks > small->m.nranks))
-            small = r;
-    }
-    if (small) {
-        double gain = small_batch_gain(small, b);
-        f[nf] = (struct cmp_finding){SP_CAUSE_SMALL_BATCH, gain, ""};
-        snprintf(f[nf++].evidence, sizeof f[0].evidence,
-                 "compute per step fell from %.2f ms on %d GPUs to %.2f ms on %d while collective time "
-                 "went from %.2f to %.2f ms: each GPU's share of the batch shrank; at the baseline's "
-                 "per-GPU batch each sample would take %.0f%% less time",
-                 compute_ms(b), b->m.nranks, compute_ms(small), small->m.nranks, coll_ms(b), coll_ms(small),
-                 100 * gain);
-    }
-    double best_single = 0;
-    for (int i = 0; i < n; i++)
-        if (runs[i].m.nhosts == 1 && runs[i].scaling != SCALING_AB && runs[i].eff > best_single)
-            best_single = runs[i].eff;
-    for (int i = 0; i < n && best_single > 0; i++) {
-        const struct run *r = &runs[i];
-        if (r->m.nhosts > 1 && r->eff < CROSS_NODE_EFF_DROP * best_single) {
-            f[nf] = (struct cmp_finding){SP_CAUSE_CROSS_NODE, 1 - r->eff / best_single, ""};
-            snprintf(f[nf++].evidence, sizeof f[0].evidence,
-                     "on one host scaling efficiency reaches %.0f%%, on %d hosts (%d GPUs) %.0f%%; collective "
-                     "transfer is %.2f ms per step there",
-                     100 * best_single, r->m.nhosts, r->m.nranks, 100 * r->eff, r->cat_ms[SP_CAT_COLL_TRANSFER]);
-            break;
-        }
-    }
-    if (!nf || f[nf - 1].cause != SP_CAUSE_CROSS_NODE)
-        nf += link_finding(runs, n, &f[nf]);
-    const struct run *worst = NULL;
-    for (int i = 0; i < n; i++)
-        if (runs[i].scaling != SCALING_AB && runs[i].eff < SCALING_POOR && (!worst || runs[i].eff < worst->eff))
-            worst = &runs[i];
-    if (worst) {
-        f[nf] = (struct cmp_finding){SP_CAUSE_SCALING, 1 - worst->eff, ""};
-        snprintf(f[nf++].evidence, sizeof f[0].evidence, "speedup shrinks as GPUs increase: %d GPUs reach %.0f%% "
-                 "scaling efficiency (%s scaling)", worst->m.nranks, 100 * worst->eff,
-                 worst->scaling == SCALING_STRONG ? "strong" : "weak");
-    }
-    return nf;
-}
-
-/* Which kind of comparison a run is against the baseline (see enum
- * scaling), and its efficiency: weak, throughput per GPU against the
- * baseline's; strong, the speedup against the growth in GPUs; A/B, the
- * speedup alone. */
-static void judge_scaling(struct run *r, const struct run *b, double samples)
-{
-    double nr = r->m.nranks, nb = b->m.nranks;
-    if (r->m.nranks == b->m.nranks) {
-        r->scaling = SCALING_AB;
-    } else {
-        double ratio = compute_ms(b) > 0 ? compute_ms(r) / compute_ms(b) : 1;
-        double d_weak = ratio > 1 ? ratio - 1 : 1 - ratio, d_strong = ratio - nb / nr;
-        d_strong = d_strong < 0 ? -d_strong : d_strong;
-        r->scaling = d_strong < STRONG_NEARER * d_weak ? SCALING_STRONG : SCALING_WEAK;
-    }
-    /* global throughput: a strong-scaled run processes the baseline's batch per step */
-    double gpus_of_work = r->scaling == SCALING_STRONG ? nb : nr;
-    r->thr = gpus_of_work / r->step_s * (samples > 0 ? samples : 1);
-    double base_thr = nb / b->step_s * (samples > 0 ? samples : 1);
-    r->eff = r->scaling == SCALING_AB ? r->thr / base_thr : (r->thr / base_thr) / (nr / nb);
-}
-
-static int cmp_gain(const void *a, const void *b)
-{
-    const struct cmp_finding *x = a, *y = b;
-    return (x->gain < y->gain) - (x->gain > y->gain);
-}
-
-static void lost_text(const struct run *r, const struct run *b, char *out, size_t len)
+static void lost_text(const struct sp_cmp_run *r, const struct sp_cmp_run *b, char *out, size_t len)
 {
     double d = (r->step_s - b->step_s) * 1e3;
     int w = snprintf(out, len, "%+.2f ms per step:", d);
@@ -237,7 +62,7 @@ static const char *gpus_word(int n)
 }
 
 /* A run's warnings are its report's business; compare says there are some. */
-static void text_run_notes(const struct run *runs, int n, int cols)
+static void text_run_notes(const struct sp_cmp_run *runs, int n, int cols)
 {
     for (int i = 0; i < n; i++) {
         if (!runs[i].m.nwarnings)
@@ -290,41 +115,23 @@ int cmd_compare(int argc, char **argv)
                               n ? argv[optind] : "no run given");
     if (n > MAX_RUNS)
         return sp_usage_error(VERB, "%d runs given, at most %d can be compared at once", n, MAX_RUNS);
-    struct run *runs = calloc((size_t)n, sizeof *runs);
-    if (!runs)
-        return 1;
-    int failed = 0, base = 0;
-    for (int i = 0; i < n; i++) {
-        struct run *r = &runs[i];
-        r->dir = argv[optind + i];
-        if (sp_model_analyze(r->dir, &o, &r->m) < 0 || r->m.step_mean_ms <= 0 || !r->m.gpu_events) {
-            const char *why = r->m.nwarnings ? r->m.warnings[0] : "no step time measured";
-            if (r->m.nranks && !r->m.gpu_events)
-                why = "no GPU activity recorded (a CPU-only job, or CUDA work the recorder did not see)";
-            fprintf(stderr, "scaleprof compare: %s: nothing to analyze: %s\n", r->dir, why);
-            failed = 1;
-            continue;
-        }
-        r->step_s = r->m.step_mean_ms / 1e3;
-        for (int k = 0; k < SP_CAT_N; k++)
-            r->cat_ms[k] = r->m.breakdown[k] * r->m.step_mean_ms;
-        if (r->m.nranks < runs[base].m.nranks || runs[base].step_s <= 0)
-            base = i;
-    }
-    if (failed) {
-        for (int i = 0; i < n; i++)
-            sp_model_free(&runs[i].m);
-        free(runs);
+    struct sp_cmp cmp;
+    if (sp_compare_runs(argv + optind, n, &o, &cmp) < 0) {
+        for (int i = 0; i < cmp.n; i++)
+            if (!cmp.runs[i].ok) {
+                const struct sp_model *m = &cmp.runs[i].m;
+                const char *why = m->nwarnings ? m->warnings[0] : "no step time measured";
+                if (m->nranks && !m->gpu_events)
+                    why = "no GPU activity recorded (a CPU-only job, or CUDA work the recorder did not see)";
+                fprintf(stderr, "scaleprof compare: %s: nothing to analyze: %s\n", cmp.runs[i].dir, why);
+            }
+        sp_compare_free(&cmp);
         return 1;
     }
-    const struct run *b = &runs[base];
-    for (int i = 0; i < n; i++)
-        judge_scaling(&runs[i], b, o.samples_per_step);
-    runs[base].scaling = SCALING_WEAK; /* the baseline against itself */
-    runs[base].eff = 1;
-    struct cmp_finding f[MAX_CMP_FINDINGS + 1];
-    int nf = series_findings(runs, n, base, f);
-    qsort(f, (size_t)nf, sizeof f[0], cmp_gain);
+    struct sp_cmp_run *runs = cmp.runs;
+    int base = cmp.base, nf = cmp.nf;
+    const struct sp_cmp_run *b = &runs[base];
+    const struct sp_cmp_finding *f = cmp.f;
     const char *unit = o.samples_per_step > 0 ? "samples/s" : "GPU-steps/s";
     if (json) {
         struct sp_json j;
@@ -334,7 +141,7 @@ int cmd_compare(int argc, char **argv)
         sp_json_str(&j, "throughput_unit", unit);
         sp_json_open(&j, "runs", '[');
         for (int i = 0; i < n; i++) {
-            const struct run *r = &runs[i];
+            const struct sp_cmp_run *r = &runs[i];
             sp_json_open(&j, NULL, '{');
             sp_json_str(&j, "dir", r->dir);
             sp_json_int(&j, "gpus", r->m.nranks);
@@ -343,10 +150,9 @@ int cmd_compare(int argc, char **argv)
             sp_json_num(&j, "steps_per_s", 1 / r->step_s);
             sp_json_num(&j, "throughput", r->thr);
             sp_json_num(&j, "efficiency", r->eff);
-            sp_json_str(&j, "scaling", i == base ? "baseline" : scaling_name[r->scaling]);
+            sp_json_str(&j, "scaling", i == base ? "baseline" : sp_scaling_name[r->scaling]);
             if (price > 0 && o.samples_per_step > 0)
-                sp_json_num(&j, "cost_per_1k_samples", price * r->m.nranks * r->step_s / SECONDS_PER_HOUR /
-                                                           (o.samples_per_step * r->m.nranks) * 1000);
+                sp_json_num(&j, "cost_per_1k_samples", sp_cmp_cost_per_1k(r, price, o.samples_per_step));
             sp_json_open(&j, "lost_ms", '{');
             for (int k = 0; k < SP_CAT_N; k++)
                 sp_json_num(&j, sp_model_cat_name(k), r->cat_ms[k] - b->cat_ms[k]);
@@ -354,7 +160,7 @@ int cmd_compare(int argc, char **argv)
             sp_json_close(&j, '}');
         }
         sp_json_close(&j, ']');
-        const struct run *last = &runs[0];
+        const struct sp_cmp_run *last = &runs[0];
         for (int i = 1; i < n; i++)
             if (runs[i].m.nranks > last->m.nranks)
                 last = &runs[i];
@@ -379,17 +185,17 @@ int cmd_compare(int argc, char **argv)
         int cols = sp_text_columns();
         printf("%-5s %-5s %9s %14s %10s  %s\n", "GPUs", "hosts", "ms/step", unit, "efficiency", "run");
         for (int i = 0; i < n; i++) {
-            const struct run *r = &runs[i];
+            const struct sp_cmp_run *r = &runs[i];
             printf("%-5d %-5d %9.2f %14.1f %9.0f%%  %s%s\n", r->m.nranks, r->m.nhosts, r->m.step_mean_ms, r->thr,
                    100 * r->eff, r->dir,
-                   i == base ? " (baseline)" : r->scaling == SCALING_STRONG ? " (fixed global batch)"
-                                             : r->scaling == SCALING_AB   ? " (same GPUs: A/B)" : "");
+                   i == base ? " (baseline)" : r->scaling == SP_SCALING_STRONG ? " (fixed global batch)"
+                                             : r->scaling == SP_SCALING_AB   ? " (same GPUs: A/B)" : "");
         }
         int strong = 0, ab = 0, super = 0;
         for (int i = 0; i < n; i++) {
-            strong |= i != base && runs[i].scaling == SCALING_STRONG;
-            ab |= i != base && runs[i].scaling == SCALING_AB;
-            super |= i != base && runs[i].scaling != SCALING_AB && runs[i].eff > 1.005;
+            strong |= i != base && runs[i].scaling == SP_SCALING_STRONG;
+            ab |= i != base && runs[i].scaling == SP_SCALING_AB;
+            super |= i != base && runs[i].scaling != SP_SCALING_AB && runs[i].eff > 1.005;
         }
         printf("  ");
         sp_text_wrapped("efficiency: the speedup over the baseline divided by the growth in GPUs "
@@ -422,9 +228,8 @@ int cmd_compare(int argc, char **argv)
         if (price > 0) {
             printf("\ncost (in the unit of --price-per-gpu-hour):\n");
             for (int i = 0; i < n; i++) {
-                const struct run *r = &runs[i];
-                double speed = b->step_s / r->step_s * 1; /* steps per time, same per-GPU batch */
-                double gthr = speed * r->m.nranks / b->m.nranks;
+                const struct sp_cmp_run *r = &runs[i];
+                double gthr = b->step_s / r->step_s * r->m.nranks / b->m.nranks;
                 double price_x = (double)r->m.nranks / b->m.nranks;
                 char text[512];
                 int w;
@@ -437,7 +242,7 @@ int cmd_compare(int argc, char **argv)
                 if (w > 0 && (size_t)w < sizeof text)
                     snprintf(text + w, sizeof text - (size_t)w,
                              "%.1fx the speed at %.0fx the price per hour: each sample costs %.2fx", gthr, price_x,
-                             price_x / gthr);
+                             sp_cmp_cost_ratio(r, b));
                 printf("  %d %s: ", r->m.nranks, gpus_word(r->m.nranks));
                 sp_text_wrapped(text, 9, 4, cols);
             }
@@ -458,8 +263,6 @@ int cmd_compare(int argc, char **argv)
         }
         text_run_notes(runs, n, cols);
     }
-    for (int i = 0; i < n; i++)
-        sp_model_free(&runs[i].m);
-    free(runs);
+    sp_compare_free(&cmp);
     return 0;
 }

@@ -45,6 +45,9 @@ static const char usage_text[] =
     "traces under DIR (searched recursively).\n"
     "\n"
     "  --json                  print the report as JSON (docs/report-json.md)\n"
+    "  --per-step              with --json: each analyzed step of each rank too\n"
+    "                          (steps_detail: step time and the seven categories)\n"
+    "  --csv                   print that per-step table as CSV instead\n"
     "  --rank R                show only rank R in the per-rank view and breakdown\n"
     "  --steps A:B             analyze steps A to B, both included (step numbers\n"
     "                          as the report prints them; overrides --skip)\n"
@@ -414,7 +417,52 @@ static void json_unknown(struct sp_json *j, const struct sp_model *m)
     sp_json_close(j, ']');
 }
 
-static void json_report(const struct sp_model *m)
+/* Each analyzed step of each shown rank: its number, time and the seven
+ * categories in ms (the table --per-step and --csv print). */
+typedef void (*step_row_fn)(void *arg, const struct sp_model *m, const struct sp_rank *r, int k);
+
+static void each_step_row(const struct sp_model *m, step_row_fn fn, void *arg)
+{
+    for (int i = 0; i < m->nranks; i++) {
+        const struct sp_rank *r = &m->ranks[i];
+        if (!shown(m, r))
+            continue;
+        for (int k = m->step_lo; k < m->step_hi && k < r->nsteps; k++)
+            fn(arg, m, r, k);
+    }
+}
+
+static void json_step_row(void *arg, const struct sp_model *m, const struct sp_rank *r, int k)
+{
+    struct sp_json *j = arg;
+    sp_json_open(j, NULL, '{');
+    sp_json_int(j, "rank", r->rank);
+    sp_json_int(j, "step", k + m->step_number0);
+    sp_json_num(j, "step_ms", (double)(r->steps[k].end - r->steps[k].start) / 1e6);
+    for (int c = 0; c < SP_CAT_EXCLUSIVE; c++)
+        sp_json_num(j, sp_model_cat_name(c), r->cat[k][c] / 1e6);
+    sp_json_close(j, '}');
+}
+
+static void csv_step_row(void *arg, const struct sp_model *m, const struct sp_rank *r, int k)
+{
+    (void)arg;
+    printf("%d,%d,%.6f", r->rank, k + m->step_number0, (double)(r->steps[k].end - r->steps[k].start) / 1e6);
+    for (int c = 0; c < SP_CAT_EXCLUSIVE; c++)
+        printf(",%.6f", r->cat[k][c] / 1e6);
+    printf("\n");
+}
+
+static void csv_steps(const struct sp_model *m)
+{
+    printf("rank,step,step_ms");
+    for (int c = 0; c < SP_CAT_EXCLUSIVE; c++)
+        printf(",%s_ms", sp_model_cat_name(c));
+    printf("\n");
+    each_step_row(m, csv_step_row, NULL);
+}
+
+static void json_report(const struct sp_model *m, int per_step)
 {
     struct sp_json j;
     sp_json_init(&j, stdout);
@@ -469,6 +517,11 @@ static void json_report(const struct sp_model *m)
         sp_json_close(&j, '}');
     }
     sp_json_close(&j, ']');
+    if (per_step) {
+        sp_json_open(&j, "steps_detail", '[');
+        each_step_row(m, json_step_row, &j);
+        sp_json_close(&j, ']');
+    }
     sp_json_open(&j, "collectives", '[');
     for (size_t i = 0; i < m->ncolls; i++) {
         const struct sp_coll_summary *c = &m->colls[i];
@@ -552,6 +605,7 @@ int cmd_report(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'J'},          {"rank", required_argument, NULL, 'r'},
+        {"per-step", no_argument, NULL, 'P'},      {"csv", no_argument, NULL, 'V'},
         {"steps", required_argument, NULL, 's'},   {"skip", required_argument, NULL, 'k'},
         {"step-marker", required_argument, NULL, 'm'},
         {"samples-per-step", required_argument, NULL, 'S'},
@@ -561,12 +615,14 @@ int cmd_report(int argc, char **argv)
     struct sp_model_opts o;
     sp_model_opts_default(&o);
     o.progress = 1;
-    int json = 0, color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR"), c, a, b;
+    int json = 0, per_step = 0, csv = 0, color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR"), c, a, b;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'J': json = 1; break;
+        case 'P': per_step = 1; break;
+        case 'V': csv = 1; break;
         case 'r':
             if (sp_opt_int(VERB, "--rank", optarg, 0, INT32_MAX, &o.rank) < 0)
                 return SP_EXIT_USAGE;
@@ -609,6 +665,10 @@ int cmd_report(int argc, char **argv)
     }
     if (optind == argc)
         return sp_usage_error(VERB, "no trace directory given (scaleprof report DIR)");
+    if (csv && json)
+        return sp_usage_error(VERB, "--csv and --json are two formats; give one");
+    if (per_step && !json && !csv)
+        return sp_usage_error(VERB, "--per-step goes with --json (or use --csv for the same table)");
     if (optind != argc - 1)
         return sp_usage_error(VERB, "one trace directory expected, got %d (%s, %s%s); "
                               "scaleprof compare takes several", argc - optind, argv[optind],
@@ -662,8 +722,10 @@ int cmd_report(int argc, char **argv)
         sp_model_free(&m);
         return 1;
     }
-    if (json) {
-        json_report(&m);
+    if (csv) {
+        csv_steps(&m);
+    } else if (json) {
+        json_report(&m, per_step);
     } else {
         int cols = sp_text_columns();
         text_overview(&m);

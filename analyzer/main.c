@@ -21,6 +21,8 @@ static const struct verb verbs[] = {
     {"report", cmd_report, "per-step breakdown per GPU, collectives, stragglers and findings"},
     {"compare", cmd_compare, "scaling efficiency across runs and where the time went"},
     {"import", cmd_import, "convert PyTorch profiler (Kineto) traces to scaleprof traces"},
+    {"export", cmd_export, "the timeline for ui.perfetto.dev / chrome://tracing, with the analysis on it"},
+    {"html", cmd_html, "one self-contained HTML page of the report (or of a comparison)"},
     {"dump", cmd_dump, "print a trace file's header and events (text or JSON lines)"},
 };
 

@@ -48,6 +48,16 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out);
 void sp_model_replay_free(struct sp_replay *rp);
 /* The mean step with the causes use[cause] != 0 removed together; 0 unknown. */
 double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, const int *use);
+/* One counterfactual replayed node by node: the cause's fix as its
+ * finding prices it (SP_CAUSE_N: the job as recorded), with fn given each
+ * node the replay placed (rank index, node index in the rank's nodes,
+ * replayed arrival and end in global ns).  Returns 0, or -1 when the
+ * replay cannot remove that cause (pipeline_bubble, scaling, ...; a
+ * cross_node or pipeline_stage fix that does not apply) or replays
+ * nothing. */
+typedef void (*sp_replay_node_fn)(void *arg, int rank, size_t node, int64_t a, int64_t e);
+int sp_model_replay_nodes(struct sp_model *m, const struct sp_replay *rp, int cause, sp_replay_node_fn fn,
+                          void *arg);
 void sp_model_findings(struct sp_model *m);
 int64_t sp_model_global(const struct sp_model *m, const struct sp_rank *r, int64_t t);
 double sp_model_busbw_factor(uint32_t op, uint32_t nranks);

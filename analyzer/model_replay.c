@@ -707,7 +707,10 @@ static int force_one(struct replay *rp)
     return 1;
 }
 
-static int run_replay(const struct graph *g, const struct cf *cf, struct result *res)
+/* The replay; fn (when not NULL) is given every node it placed: rank
+ * index, node index, replayed arrival and end. */
+static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct result *res, sp_replay_node_fn fn,
+                            void *arg)
 {
     struct sp_model *m = g->m;
     struct replay rp = {.g = g, .cf = cf};
@@ -757,6 +760,12 @@ static int run_replay(const struct graph *g, const struct cf *cf, struct result 
     res->step_ms = n ? sum / n / g->nsteps / NS_PER_MS : 0;
     res->wait_share = total > 0 ? rp.wait / total : 0;
     rc = n ? 0 : -1;
+    for (int r = 0; fn && r < m->nranks; r++)
+        for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
+            size_t flat = g->node_base[r] + j;
+            if (rp.arr[flat] != INT64_MIN && rp.end[flat] != INT64_MIN)
+                fn(arg, r, j, rp.arr[flat], rp.end[flat]);
+        }
 out:
     free(rp.cur);
     free(rp.st);
@@ -768,6 +777,11 @@ out:
     free(rp.queue);
     free(rp.vals);
     return rc;
+}
+
+static int run_replay(const struct graph *g, const struct cf *cf, struct result *res)
+{
+    return run_replay_nodes(g, cf, res, NULL, NULL);
 }
 
 /* ---- the counterfactuals the findings need ---- */
@@ -1059,4 +1073,41 @@ double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, con
         ms -= r.wait_share * ms;
     free(scale);
     return ms;
+}
+
+int sp_model_replay_nodes(struct sp_model *m, const struct sp_replay *rp, int cause, sp_replay_node_fn fn,
+                          void *arg)
+{
+    struct graph g;
+    float *scale = malloc(((size_t)m->nranks + 1) * sizeof *scale);
+    if (!rp->ok || !scale || graph_build(m, &g) < 0) {
+        graph_free(&g);
+        free(scale);
+        return -1;
+    }
+    struct cf cf = recorded;
+    int ok = 1;
+    switch (cause) {
+    case SP_CAUSE_N: break;
+    case SP_CAUSE_STRAGGLER: cf.fix = rp->straggler_set; break;
+    case SP_CAUSE_IMBALANCE: cf.imbalance = 1; break;
+    case SP_CAUSE_INPUT: cf.drop = 1u << SP_LOC_INPUT; break;
+    case SP_CAUSE_HOST: cf.drop = 1u << SP_LOC_HOST; break;
+    case SP_CAUSE_UNEXPLAINED: cf.drop = 1u << SP_LOC_OTHER; break;
+    case SP_CAUSE_COMMUNICATION: cf.transfer = 0; break;
+    case SP_CAUSE_CROSS_NODE:
+        ok = rp->cross_scale > 0;
+        cf.cross = rp->cross_scale;
+        break;
+    case SP_CAUSE_PIPELINE_STAGE:
+        ok = rp->stage >= 0 && stage_scale(m, rp->stage, scale);
+        cf.busy_scale = scale;
+        break;
+    default: ok = 0;
+    }
+    struct result r;
+    int rc = ok ? run_replay_nodes(&g, &cf, &r, fn, arg) : -1;
+    free(scale);
+    graph_free(&g);
+    return rc;
 }

@@ -1,0 +1,255 @@
+/*
+ * builtin-export.c - `scaleprof export DIR -o FILE`: the timeline of a
+ * trace set for ui.perfetto.dev and chrome://tracing, with the analysis
+ * on it (wait and transfer of every collective, the late rank, steps,
+ * findings, and with --whatif the replay with one cause removed).
+ *
+ * Option parsing and output only: export_trace.c writes the timeline,
+ * the model gives the numbers.  FILE ending in .gz is written gzip'd.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <regex.h>
+#include <zlib.h>
+
+#include "builtin.h"
+#include "export_trace.h"
+#include "model.h"
+#include "opt.h"
+#include "parse.h"
+
+#define VERB "export"
+#define MAX_SKIP 1000000
+#define BIG_OUTPUT 1e9 /* past this, say how to shrink it */
+#define GZ_RATIO 12.0  /* the JSON compresses about this much at level 1 */
+#define OUT_BUFFER (1 << 20)
+
+static const char usage_text[] =
+    "usage: scaleprof export DIR -o FILE [options]\n"
+    "\n"
+    "Writes the timeline of the traces under DIR as Chrome Trace Event JSON,\n"
+    "for ui.perfetto.dev and chrome://tracing: a process group per rank with\n"
+    "its steps, NCCL ops split into wait and transfer (arrows from the last\n"
+    "rank to arrive), GPU streams, host threads, file I/O and waits, loader\n"
+    "workers, and the findings.  FILE ending in .gz is gzip-compressed; - is\n"
+    "standard output.\n"
+    "\n"
+    "  -o, --output FILE       where to write the timeline (required)\n"
+    "  --steps A:B             only steps A to B, both included (step numbers\n"
+    "                          as report prints them; also the steps analyzed)\n"
+    "  --ranks LIST            only these ranks, e.g. 0,3,8-15\n"
+    "  --whatif CAUSE          beside each rank, the replayed timeline with CAUSE\n"
+    "                          removed (straggler, imbalance, pipeline_stage,\n"
+    "                          input_pipeline, host_overhead, communication,\n"
+    "                          cross_node, unexplained; none: replayed as is)\n"
+    "  --skip N                warm-up steps left out of the analysis (default 3)\n"
+    "  --step-marker RE        step markers are ranges whose name matches RE\n"
+    "  -h, --help              this text\n"
+    "\n"
+    "Exit status: 0 written, 1 nothing analyzable or the file could not be\n"
+    "written, 2 usage.\n";
+
+/* ---- the output: a FILE, through zlib when gzip'd ---- */
+
+static ssize_t gz_write(void *cookie, const char *buf, size_t n)
+{
+    int w = gzwrite((gzFile)cookie, buf, (unsigned)n);
+    return w > 0 ? w : -1;
+}
+
+static int gz_close(void *cookie)
+{
+    return gzclose((gzFile)cookie) == Z_OK ? 0 : -1;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+static FILE *open_output(const char *path, int *gz)
+{
+    *gz = ends_with(path, ".gz");
+    if (!strcmp(path, "-")) return stdout;
+    if (!*gz) return fopen(path, "w");
+    gzFile z = gzopen(path, "wb1"); /* level 1: most of the size off at a fraction of the time */
+    if (!z) return NULL;
+    cookie_io_functions_t io = {.write = gz_write, .close = gz_close};
+    FILE *f = fopencookie(z, "w", io);
+    if (!f) gzclose(z);
+    return f;
+}
+
+static void warn_size(const char *dir, double bytes, int gz)
+{
+    double out = gz ? bytes / GZ_RATIO : bytes;
+    if (bytes < BIG_OUTPUT && out < BIG_OUTPUT) return;
+    fprintf(stderr,
+            "scaleprof export: note: the timeline will be about %.1f GB%s%s; viewers load up to a "
+            "few GB "
+            "at best. --steps A:B (a few steps) and --ranks LIST (the ranks of interest) make it "
+            "smaller, "
+            "e.g. scaleprof export %s --steps 10:12 --ranks 0-7 -o small.json.gz\n",
+            bytes / 1e9, gz ? " of JSON" : "", gz ? " before compression" : "", dir);
+}
+
+int cmd_export(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"output", required_argument, NULL, 'o'}, {"steps", required_argument, NULL, 's'},
+        {"ranks", required_argument, NULL, 'R'},  {"whatif", required_argument, NULL, 'W'},
+        {"skip", required_argument, NULL, 'k'},   {"step-marker", required_argument, NULL, 'm'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    };
+    struct sp_model_opts o;
+    sp_model_opts_default(&o);
+    o.progress = 1;
+    struct sp_export_opts eo = {.step_first = -1, .step_last = -1, .whatif = -1};
+    const char *path = NULL;
+    long long *ranks = NULL;
+    int c, a, b, rc = SP_EXIT_USAGE;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            path = optarg;
+            break;
+        case 's':
+            if (sp_opt_range(VERB, "--steps", optarg, 0, INT32_MAX - 1, &a, &b) < 0) goto out;
+            eo.step_first = o.step_first = a;
+            eo.step_last = b;
+            o.step_last = b + 1; /* the model's end is exclusive */
+            break;
+        case 'R': {
+            char err[256];
+            size_t n;
+            free(ranks);
+            ranks = NULL;
+            if (sp_parse_list(optarg, 0, INT32_MAX, &ranks, &n, err, sizeof err) < 0) {
+                rc = sp_usage_error(VERB, "--ranks: %s", err);
+                goto out;
+            }
+            eo.ranks = ranks;
+            eo.nranks = n;
+            break;
+        }
+        case 'W': {
+            char names[512];
+            eo.whatif = sp_export_whatif_cause(optarg, names, sizeof names);
+            if (eo.whatif < 0) {
+                rc = sp_usage_error(
+                    VERB, "--whatif: \"%s\" is not a cause the replay can remove (%s, or none)",
+                    optarg, names);
+                goto out;
+            }
+            break;
+        }
+        case 'k':
+            if (sp_opt_int(VERB, "--skip", optarg, 0, MAX_SKIP, &o.skip) < 0) goto out;
+            break;
+        case 'm': {
+            regex_t re;
+            int e = regcomp(&re, optarg, REG_EXTENDED | REG_ICASE | REG_NOSUB);
+            if (e != 0) {
+                rc = sp_usage_error(
+                    VERB, "--step-marker: \"%s\" is not an extended regular expression", optarg);
+                goto out;
+            }
+            regfree(&re);
+            o.step_marker = optarg;
+            break;
+        }
+        case 'h':
+            fputs(usage_text, stdout);
+            rc = 0;
+            goto out;
+        default:
+            rc = sp_usage_error(VERB, "option %s is unknown or needs a value", argv[optind - 1]);
+            goto out;
+        }
+    }
+    if (optind == argc) {
+        rc = sp_usage_error(VERB, "no trace directory given (scaleprof export DIR -o FILE)");
+        goto out;
+    }
+    if (optind != argc - 1) {
+        rc = sp_usage_error(VERB, "one trace directory expected, got %d", argc - optind);
+        goto out;
+    }
+    if (!path) {
+        rc = sp_usage_error(VERB, "no output file given (-o FILE; FILE.gz to compress)");
+        goto out;
+    }
+    const char *dir = argv[optind];
+    struct sp_model m;
+    int mrc = sp_model_open(dir, &o, &m);
+    if (mrc == 0) mrc = sp_model_run(&m, SP_STAGE_STEPS);
+    if (mrc == 0 && eo.step_first >= 0 &&
+        (eo.step_first >= m.steps_total + m.step_number0 || eo.step_last < m.step_number0)) {
+        fprintf(stderr, "scaleprof export: --steps %d:%d: %s has steps %d-%d only\n", eo.step_first,
+                eo.step_last, dir, m.step_number0, m.step_number0 + m.steps_total - 1);
+        sp_model_free(&m);
+        goto out;
+    }
+    if (mrc == 0 && eo.ranks) {
+        size_t found = 0;
+        for (size_t i = 0; i < eo.nranks; i++)
+            for (int k = 0; k < m.nranks; k++)
+                found += m.ranks[k].rank == eo.ranks[i];
+        if (!found) {
+            fprintf(stderr, "scaleprof export: --ranks: none of these ranks is in %s (it has %d)\n",
+                    dir, m.nranks);
+            sp_model_free(&m);
+            goto out;
+        }
+    }
+    if (mrc == 0) mrc = sp_model_run(&m, SP_STAGE_FINDINGS);
+    if (mrc < 0 && m.nranks == 0) {
+        for (int i = 0; i < m.nwarnings; i++)
+            fprintf(stderr, "scaleprof export: %s\n", m.warnings[i]);
+        fprintf(stderr, "scaleprof export: nothing to export in %s\n", dir);
+        sp_model_free(&m);
+        rc = 1;
+        goto out;
+    }
+    int gz;
+    warn_size(dir, sp_export_estimate(&m, &eo), ends_with(path, ".gz"));
+    FILE *f = open_output(path, &gz);
+    if (!f) {
+        fprintf(stderr, "scaleprof export: %s: %s\n", path, strerror(errno));
+        sp_model_free(&m);
+        rc = 1;
+        goto out;
+    }
+    setvbuf(f, NULL, _IOFBF, OUT_BUFFER);
+    struct sp_export_stats st;
+    int wrc = sp_export_trace(&m, &eo, f, &st);
+    int crc = f == stdout ? fflush(f) : fclose(f);
+    for (int i = 0; i < m.nwarnings; i++)
+        fprintf(stderr, "scaleprof export: warning: %s\n", m.warnings[i]);
+    if (wrc < 0 || crc != 0) {
+        fprintf(stderr, "scaleprof export: %s: could not be written (%s)\n", path, strerror(errno));
+        if (f != stdout) unlink(path);
+        rc = 1;
+    } else {
+        fprintf(stderr,
+                "scaleprof export: %s: %d rank%s, %llu trace events, %llu timeline entries, %llu "
+                "arrows%s; "
+                "open it in ui.perfetto.dev or chrome://tracing\n",
+                path, st.ranks, st.ranks == 1 ? "" : "s", (unsigned long long)st.events,
+                (unsigned long long)st.slices, (unsigned long long)st.flows,
+                st.whatif_ok ? ", with the what-if replay" : "");
+        rc = 0;
+    }
+    sp_model_free(&m);
+out:
+    free(ranks);
+    return rc;
+}

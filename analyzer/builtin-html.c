@@ -1,0 +1,188 @@
+/*
+ * builtin-html.c - `scaleprof html DIR -o report.html`: the report as one
+ * self-contained page with charts; with several directories, the
+ * comparison (efficiency against GPU count, lost time, cost per sample).
+ *
+ * Option parsing and output only: the model and compare.c compute,
+ * html_report.c draws.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <regex.h>
+
+#include "builtin.h"
+#include "compare.h"
+#include "html_report.h"
+#include "model.h"
+#include "opt.h"
+
+#define VERB "html"
+#define MAX_SKIP 1000000
+#define MAX_RUNS 32
+
+static const char usage_text[] =
+    "usage: scaleprof html DIR -o FILE [options]\n"
+    "       scaleprof html DIR1 DIR2 [DIR...] -o FILE [options]\n"
+    "\n"
+    "Writes the report of the traces under DIR as one self-contained HTML page\n"
+    "(summary, findings, charts as inline SVG; no script, nothing fetched).\n"
+    "With several directories, the comparison of the runs instead.\n"
+    "\n"
+    "  -o, --output FILE        where to write the page (required; - for stdout)\n"
+    "  --steps A:B              analyze steps A to B, both included (one DIR)\n"
+    "  --skip N                 warm-up steps to drop (default 3)\n"
+    "  --step-marker RE         step markers are ranges whose name matches RE\n"
+    "  --samples-per-step S     samples per GPU per step (samples/s, cost)\n"
+    "  --price-per-gpu-hour P   price of one GPU hour, for cost per 1k samples\n"
+    "  -h, --help               this text\n"
+    "\n"
+    "Exit status: 0 written, 1 nothing analyzable or the file could not be\n"
+    "written, 2 usage.\n";
+
+static FILE *open_output(const char *path)
+{
+    return strcmp(path, "-") ? fopen(path, "w") : stdout;
+}
+
+static int finish(FILE *f, const char *path, int wrc)
+{
+    int crc = f == stdout ? fflush(f) : fclose(f);
+    if (wrc < 0 || crc != 0) {
+        fprintf(stderr, "scaleprof html: %s: could not be written (%s)\n", path, strerror(errno));
+        if (f != stdout) unlink(path);
+        return 1;
+    }
+    if (f != stdout) fprintf(stderr, "scaleprof html: wrote %s\n", path);
+    return 0;
+}
+
+static int one_run(const char *dir, const struct sp_model_opts *o, const char *path)
+{
+    struct sp_model m;
+    int rc = sp_model_open(dir, o, &m);
+    if (rc == 0) rc = sp_model_run(&m, SP_STAGE_STEPS);
+    if (rc == 0 && o->step_first >= 0 &&
+        (o->step_first >= m.steps_total + m.step_number0 || o->step_last <= m.step_number0)) {
+        fprintf(stderr, "scaleprof html: --steps %d:%d: %s has steps %d-%d only\n", o->step_first,
+                o->step_last - 1, dir, m.step_number0, m.step_number0 + m.steps_total - 1);
+        sp_model_free(&m);
+        return SP_EXIT_USAGE;
+    }
+    if (rc == 0) rc = sp_model_run(&m, SP_STAGE_FINDINGS);
+    if (rc < 0) {
+        for (int i = 0; i < m.nwarnings; i++)
+            fprintf(stderr, "scaleprof html: %s\n", m.warnings[i]);
+        fprintf(stderr, "scaleprof html: nothing to analyze in %s\n", dir);
+        sp_model_free(&m);
+        return 1;
+    }
+    FILE *f = open_output(path);
+    if (!f) {
+        fprintf(stderr, "scaleprof html: %s: %s\n", path, strerror(errno));
+        sp_model_free(&m);
+        return 1;
+    }
+    rc = finish(f, path, sp_html_report(f, &m));
+    sp_model_free(&m);
+    return rc;
+}
+
+static int several_runs(char *const *dirs, int n, const struct sp_model_opts *o, double price,
+                        const char *path)
+{
+    struct sp_cmp cmp;
+    if (sp_compare_runs(dirs, n, o, &cmp) < 0) {
+        for (int i = 0; i < cmp.n; i++)
+            if (!cmp.runs[i].ok)
+                fprintf(stderr, "scaleprof html: %s: nothing to analyze\n", cmp.runs[i].dir);
+        sp_compare_free(&cmp);
+        return 1;
+    }
+    FILE *f = open_output(path);
+    if (!f) {
+        fprintf(stderr, "scaleprof html: %s: %s\n", path, strerror(errno));
+        sp_compare_free(&cmp);
+        return 1;
+    }
+    int rc = finish(f, path, sp_html_compare(f, &cmp, o->samples_per_step, price));
+    sp_compare_free(&cmp);
+    return rc;
+}
+
+int cmd_html(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"steps", required_argument, NULL, 's'},
+        {"skip", required_argument, NULL, 'k'},
+        {"step-marker", required_argument, NULL, 'm'},
+        {"samples-per-step", required_argument, NULL, 'S'},
+        {"price-per-gpu-hour", required_argument, NULL, 'P'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct sp_model_opts o;
+    sp_model_opts_default(&o);
+    o.progress = 1;
+    const char *path = NULL;
+    double price = 0;
+    int c, a, b;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            path = optarg;
+            break;
+        case 's':
+            if (sp_opt_range(VERB, "--steps", optarg, 0, INT32_MAX - 1, &a, &b) < 0)
+                return SP_EXIT_USAGE;
+            o.step_first = a;
+            o.step_last = b + 1; /* the model's end is exclusive */
+            break;
+        case 'k':
+            if (sp_opt_int(VERB, "--skip", optarg, 0, MAX_SKIP, &o.skip) < 0) return SP_EXIT_USAGE;
+            break;
+        case 'm': {
+            regex_t re;
+            if (regcomp(&re, optarg, REG_EXTENDED | REG_ICASE | REG_NOSUB) != 0)
+                return sp_usage_error(
+                    VERB, "--step-marker: \"%s\" is not an extended regular expression", optarg);
+            regfree(&re);
+            o.step_marker = optarg;
+            break;
+        }
+        case 'S':
+            if (sp_opt_double(VERB, "--samples-per-step", optarg, 1e-9, 1e12, &o.samples_per_step) <
+                0)
+                return SP_EXIT_USAGE;
+            break;
+        case 'P':
+            if (sp_opt_double(VERB, "--price-per-gpu-hour", optarg, 0, 1e9, &price) < 0)
+                return SP_EXIT_USAGE;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            return 0;
+        default:
+            return sp_usage_error(VERB, "option %s is unknown or needs a value", argv[optind - 1]);
+        }
+    }
+    int n = argc - optind;
+    if (n == 0)
+        return sp_usage_error(VERB, "no trace directory given (scaleprof html DIR -o FILE)");
+    if (!path) return sp_usage_error(VERB, "no output file given (-o FILE)");
+    if (n > MAX_RUNS)
+        return sp_usage_error(VERB, "%d runs given, at most %d can be compared at once", n,
+                              MAX_RUNS);
+    if (n > 1 && o.step_first >= 0)
+        return sp_usage_error(
+            VERB, "--steps applies to one run; a comparison analyzes each run's own steps");
+    if (n == 1) return one_run(argv[optind], &o, path);
+    return several_runs(argv + optind, n, &o, price, path);
+}

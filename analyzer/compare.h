@@ -1,0 +1,59 @@
+/*
+ * compare.h - the comparison of several runs of one job (different GPU
+ * counts, or an A/B pair), computed once for `scaleprof compare` and
+ * `scaleprof html`: efficiency against the baseline, lost time by
+ * category, the series' findings (compare.c says how).
+ */
+#ifndef SP_COMPARE_H
+#define SP_COMPARE_H
+
+#include "model.h"
+
+/* How a run's work per GPU relates to the baseline's: the same (weak
+ * scaling), shrunk as 1/N (strong: a fixed global batch), or the same GPU
+ * count (A/B).  sp_scaling_name gives "weak", "strong", "same_gpus". */
+enum sp_scaling { SP_SCALING_WEAK, SP_SCALING_STRONG, SP_SCALING_AB };
+extern const char *const sp_scaling_name[];
+
+struct sp_cmp_run {
+    const char *dir;
+    int ok; /* analyzed */
+    struct sp_model m;
+    double step_s, thr, eff, cat_ms[SP_CAT_N]; /* cat_ms: ms per step by category */
+    enum sp_scaling scaling;
+};
+
+#define SP_CMP_MAX_FINDINGS 4
+struct sp_cmp_finding {
+    int cause;   /* enum sp_cause */
+    double gain; /* share of the worse run's time per sample a fix would save */
+    char evidence[512];
+};
+
+struct sp_cmp {
+    struct sp_cmp_run *runs;
+    int n, base; /* base: the baseline's index */
+    struct sp_cmp_finding f[SP_CMP_MAX_FINDINGS + 1];
+    int nf; /* by gain, largest first */
+};
+
+/* Analyzes the n runs under dirs with o and compares them.  Returns 0, or
+ * -1 when a run had nothing to analyze (its ok is 0) or memory ran out.
+ * Free c with sp_compare_free either way. */
+int sp_compare_runs(char *const *dirs, int n, const struct sp_model_opts *o, struct sp_cmp *c);
+void sp_compare_free(struct sp_cmp *c);
+
+/* Collective time (transfer, wait, overlap), compute (with overlap) and
+ * transfer (with overlap) of a run, ms per step. */
+double sp_cmp_coll_ms(const struct sp_cmp_run *r);
+double sp_cmp_compute_ms(const struct sp_cmp_run *r);
+double sp_cmp_transfer_ms(const struct sp_cmp_run *r);
+
+/* Cost per 1000 samples at price per GPU hour with samples per GPU per
+ * step (0 when either is unknown), and each sample's cost against the
+ * baseline's at the same per-GPU batch (1: the same, 2: twice). */
+#define SP_CMP_SECONDS_PER_HOUR 3600.0
+double sp_cmp_cost_per_1k(const struct sp_cmp_run *r, double price, double samples);
+double sp_cmp_cost_ratio(const struct sp_cmp_run *r, const struct sp_cmp_run *b);
+
+#endif

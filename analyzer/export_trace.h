@@ -1,0 +1,48 @@
+/*
+ * export_trace.h - the timeline of a trace set as Chrome Trace Event JSON,
+ * which ui.perfetto.dev and chrome://tracing open (docs/export.md).
+ *
+ * The model gives the structure (ranks, steps, collectives split into
+ * wait and transfer, findings, the what-if replay); the events come from
+ * the traces, one rank at a time through sp_trace_feed, written as they
+ * are read: memory holds the model, never the timeline.
+ */
+#ifndef SP_EXPORT_TRACE_H
+#define SP_EXPORT_TRACE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model.h"
+
+struct sp_export_opts {
+    int step_first, step_last; /* step numbers as report prints them, both
+                                  included; -1: every step */
+    const long long *ranks;    /* ranks to write, ascending; NULL: all */
+    size_t nranks;
+    int whatif; /* enum sp_cause replayed beside, -1 none */
+};
+
+struct sp_export_stats {
+    uint64_t events; /* trace events written */
+    uint64_t slices; /* timeline entries written in all */
+    uint64_t flows;
+    int ranks;
+    int whatif_ok; /* the what-if groups were written */
+};
+
+/* The bytes the timeline would take, from pass 1's event counts and the
+ * window: what the verb compares with its warning threshold. */
+double sp_export_estimate(const struct sp_model *m, const struct sp_export_opts *o);
+
+/* Writes the timeline of m (run to SP_STAGE_FINDINGS) to out.  Returns 0,
+ * or -1 when out failed (errno set); unreadable traces are skipped with a
+ * warning in m.  st (when not NULL) receives what was written. */
+int sp_export_trace(struct sp_model *m, const struct sp_export_opts *o, FILE *out,
+                    struct sp_export_stats *st);
+
+/* The cause named by a what-if option ("input_pipeline", ...), or -1 when
+ * the replay cannot remove it; names (when not NULL) lists the valid ones. */
+int sp_export_whatif_cause(const char *name, char *names, size_t len);
+
+#endif

@@ -1,0 +1,22 @@
+/*
+ * html_report.h - `scaleprof html`'s page: the report (or a comparison) as
+ * one self-contained HTML file whose charts are inline SVG drawn here;
+ * no script, no network, no external font (docs/export.md).
+ */
+#ifndef SP_HTML_REPORT_H
+#define SP_HTML_REPORT_H
+
+#include <stdio.h>
+
+#include "compare.h"
+#include "model.h"
+
+/* The report of one analyzed model (SP_STAGE_FINDINGS).  Returns 0, or -1
+ * when out failed. */
+int sp_html_report(FILE *out, const struct sp_model *m);
+
+/* The comparison c (sp_compare_runs), with the options compare takes for
+ * cost: samples per GPU per step and price per GPU hour, 0 unknown. */
+int sp_html_compare(FILE *out, const struct sp_cmp *c, double samples, double price);
+
+#endif

@@ -117,11 +117,11 @@ static const char *op_name(uint32_t op)
     return n ? n : "op";
 }
 
-/* "0,1,3" */
+/* "rank 2", "ranks 0,1,3" */
 static void rank_ints(const int *v, int n, char *out, size_t len)
 {
-    size_t used = 0;
-    out[0] = 0;
+    int w = snprintf(out, len, "%s", n == 1 ? "rank " : "ranks ");
+    size_t used = w > 0 ? (size_t)w : 0;
     for (int i = 0; i < n && used + 16 < len; i++)
         used += (size_t)snprintf(out + used, len - used, "%s%d", i ? "," : "", v[i]);
 }
@@ -162,9 +162,11 @@ static void text_hang(const struct sp_model *m, const struct sp_hang *h, int col
         if (w > 0 && (size_t)w < sizeof line && x->inside)
             w += snprintf(line + w, sizeof line - (size_t)w, "every rank entered it and none completed it");
         else if (w > 0 && (size_t)w < sizeof line)
-            w += snprintf(line + w, sizeof line - (size_t)w, "ranks %s entered it, %s%s%s%s%s never did", a[0] ? a : "none",
-                          x->nmissing ? "rank(s) " : "", b, x->nmissing && x->nabsent ? " and " : "",
-                          x->nabsent ? "rank(s) with no trace " : "", c);
+            w += snprintf(line + w, sizeof line - (size_t)w, "%s entered it, %s%s%s%s", x->nentered ? a : "no rank",
+                          x->nmissing ? b : "", x->nmissing ? " never did" : "", x->nmissing && x->nabsent ? ", " : "",
+                          x->nabsent ? c : "");
+        if (w > 0 && (size_t)w < sizeof line && x->nabsent)
+            w += snprintf(line + w, sizeof line - (size_t)w, " left no trace");
         if (w > 0 && (size_t)w < sizeof line)
             snprintf(line + w, sizeof line - (size_t)w, "; hung for %.2f s at the end of the traces. "
                      "See what each rank was doing: scaleprof hang %s", x->hung_s, m->dir);
@@ -174,7 +176,7 @@ static void text_hang(const struct sp_model *m, const struct sp_hang *h, int col
         const struct sp_hang_desync *d = &h->desyncs[i];
         rank_ints(d->a.ranks, d->a.nranks, a, sizeof a);
         rank_ints(d->b.ranks, d->b.nranks, b, sizeof b);
-        snprintf(line, sizeof line, "DESYNC: at #%llu on communicator %016llx ranks %s called %s, ranks %s called %s. "
+        snprintf(line, sizeof line, "DESYNC: at #%llu on communicator %016llx %s called %s, %s called %s. "
                  "See: scaleprof hang %s", (unsigned long long)d->seq, (unsigned long long)d->comm, a,
                  op_name(d->a.op), b, op_name(d->b.op), m->dir);
         sp_text_wrapped(line, 0, 2, cols);

@@ -470,7 +470,7 @@ def case_narrow_terminal():
 def case_help_matches_man():
     """Every option in each verb's --help is documented in its man page."""
     mandir = os.environ["MAN_DIR"]
-    for verb in ("report", "compare"):
+    for verb in ("report", "compare", "hang"):
         helptext = scaleprof(verb, "--help").stdout
         with open(os.path.join(mandir, f"scaleprof-{verb}.1")) as f:
             man = f.read().replace("\\-", "-")

@@ -254,36 +254,44 @@ static int analyze_comm(struct sp_model *m, const struct sp_hang_opts *o, struct
         nranks = x > nranks ? x : nranks;
     }
     int world = m->world_size > 0 && nranks == (uint32_t)m->world_size;
-    struct member *mem = calloc((size_t)m->nranks + 1, sizeof *mem);
-    if (!mem)
+    /* one pass over the calls, by rank index; then the members in rank order */
+    struct member *all = calloc((size_t)m->nranks + 1, sizeof *all), *mem = calloc((size_t)m->nranks + 1, sizeof *mem);
+    char *has = calloc((size_t)m->nranks + 1, 1);
+    if (!all || !mem || !has) {
+        free(all);
+        free(mem);
+        free(has);
         return -1;
-    int nm = 0;
-    int64_t last_entry_t = INT64_MIN;
-    for (int r = 0; r < m->nranks; r++) {
-        int has = 0;
-        struct member x = {.r = r};
-        for (size_t i = 0; i < n; i++) {
-            if (k[i].r != r)
-                continue;
-            const struct sp_coll_call *c = call_at(m, &k[i]);
-            has = 1;
-            if (c->seq > x.entered)
-                x.entered = c->seq;
-            if (is_done(c) && c->seq >= x.done) {
-                x.done = c->seq;
-                x.done_t = gl(m, r, c->end);
-            }
-            int64_t e = gl(m, r, c->host_t);
-            last_entry_t = e > last_entry_t ? e : last_entry_t;
-        }
-        for (size_t i = 0; i < nhv; i++)
-            if (hv[i].r == r && hv[i].comm == comm && hv[i].seq > x.done) {
-                x.done = hv[i].seq;
-                x.done_t = hv[i].t;
-            }
-        if (has || world)
-            mem[nm++] = x;
     }
+    int64_t last_entry_t = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        const struct sp_coll_call *c = call_at(m, &k[i]);
+        struct member *x = &all[k[i].r];
+        has[k[i].r] = 1;
+        if (c->seq > x->entered)
+            x->entered = c->seq;
+        if (is_done(c) && c->seq >= x->done) {
+            x->done = c->seq;
+            x->done_t = gl(m, k[i].r, c->end);
+        }
+        int64_t e = gl(m, k[i].r, c->host_t);
+        last_entry_t = e > last_entry_t ? e : last_entry_t;
+    }
+    for (size_t i = 0; i < nhv; i++) {
+        struct member *x = hv[i].r >= 0 && hv[i].r < m->nranks ? &all[hv[i].r] : NULL;
+        if (x && has[hv[i].r] && hv[i].comm == comm && hv[i].seq > x->done) {
+            x->done = hv[i].seq;
+            x->done_t = hv[i].t;
+        }
+    }
+    int nm = 0;
+    for (int r = 0; r < m->nranks; r++)
+        if (has[r] || world) {
+            mem[nm] = all[r];
+            mem[nm++].r = r;
+        }
+    free(all);
+    free(has);
     uint64_t last_done = 0, max_e = 0, min_e = UINT64_MAX;
     int64_t last_done_t = 0;
     for (int i = 0; i < nm; i++) {

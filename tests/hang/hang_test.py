@@ -35,10 +35,11 @@ def kill_ranks(state):
             pass
 
 
-def run_job(name, *args, until=None, after_s=HUNG_FOR_S):
+def run_job(name, *args, until=None, after_s=HUNG_FOR_S, while_hung=None):
     """The job on NPROC simulated GPUs; with `until`, waits for the state
-    file of that name, lets it run after_s more seconds, then SIGKILLs every
-    rank.  Returns (trace dir, state dir)."""
+    file of that name, lets it run after_s more seconds (then calls
+    while_hung(trace dir), the job still alive), then SIGKILLs every rank.
+    Returns (trace dir, state dir)."""
     out, state = os.path.join(TMP, name), os.path.join(TMP, name + "-state")
     os.makedirs(state)
     cmd = [SCALEPROF, "run", "--sim", "--nproc", str(NPROC), "-o", out, "--", JOB, "--state-dir", state,
@@ -56,7 +57,11 @@ def run_job(name, *args, until=None, after_s=HUNG_FOR_S):
             fail(f"the job never reached '{until}': {open(log.name).read()}")
         time.sleep(0.05)
     time.sleep(after_s)
-    kill_ranks(state)
+    try:
+        if while_hung:
+            while_hung(out)
+    finally:
+        kill_ranks(state)
     try:
         p.wait(timeout=30)
     except subprocess.TimeoutExpired:
@@ -100,7 +105,15 @@ def story_hang_blocked_rank():
     until the job is killed with SIGKILL: hang names that rank, the
     communicator and #120, says what it was doing and shows the others
     waiting in #120; report says so in its first lines."""
-    d, _ = run_job("blocked", "--steps", 200, "--hang-rank", 2, "--hang-at", 120, until="blocked")
+    live = {}
+    d, _ = run_job("blocked", "--steps", 200, "--hang-rank", 2, "--hang-at", 120, until="blocked",
+                   while_hung=lambda d: live.update(hang_json(d)))
+    print("  while the job still hangs:")
+    if not live.get("hung"):
+        fail(f"the live job is not called hung: {live}")
+    expect("rank 2 process, job alive", live["hung"][0]["last"]["2"]["process"], "open")
+    expect("rank 2 state, job alive", live["hung"][0]["last"]["2"]["state"], "own_code_after_launch")
+    print("  after the SIGKILL:")
     h = hang_json(d)
     x = check_hung_120(h, missing=[2], absent=[], entered=[0, 1, 3])
     two = x["last"]["2"]
@@ -155,6 +168,52 @@ def story_hang_absent_rank():
     print("report:", head)
     if not head.startswith("HUNG:") or "rank 2 left no trace" not in head:
         fail(f"report's first line does not name the absent rank: {head}")
+
+
+def damage(rng, src, dst):
+    """A copy of the trace set with each file cut short, with bytes
+    flipped, or replaced by random bytes, at random."""
+    shutil.copytree(src, dst)
+    for f in glob.glob(os.path.join(dst, "*", "*.sprof")):
+        size = os.path.getsize(f)
+        if rng.random() < 0.1:
+            with open(f, "wb") as fh:
+                fh.write(os.urandom(rng.randrange(8192)))
+        elif rng.random() < 0.5:
+            os.truncate(f, rng.randrange(size + 1))
+        else:
+            with open(f, "r+b") as fh:
+                for _ in range(rng.randrange(1, 64)):
+                    fh.seek(rng.randrange(size))
+                    fh.write(bytes([rng.randrange(256)]))
+
+
+def story_hang_damaged():
+    """The hung job's traces damaged at random (files cut short, bytes
+    flipped, replaced), 40 times: hang exits 0 or 1 with valid JSON, never by a
+    signal, and says why on stderr when it exits 1 with nothing read."""
+    import random
+    d, _ = run_job("dmg", "--steps", 150, "--hang-rank", 1, "--hang-at", 100, until="blocked", after_s=1.5)
+    seed = int(os.environ.get("HANG_DAMAGE_SEED", time.time()))
+    print(f"  seed {seed} (HANG_DAMAGE_SEED={seed} replays it)")
+    rng = random.Random(seed)
+    exits = {0: 0, 1: 0}
+    for i in range(40):
+        dst = os.path.join(TMP, f"dmg-{i}")
+        damage(rng, d, dst)
+        p = scaleprof("hang", dst, "--json", rc=None)
+        if p.returncode not in (0, 1):
+            fail(f"round {i}: exit {p.returncode}\n{p.stderr}")
+        exits[p.returncode] += 1
+        if p.stdout:
+            json.loads(p.stdout)
+        elif not p.stderr:
+            fail(f"round {i}: nothing printed and no reason given")
+        q = scaleprof("hang", dst, rc=None)
+        if q.returncode not in (0, 1):
+            fail(f"round {i}: text: exit {q.returncode}\n{q.stderr}")
+        shutil.rmtree(dst)
+    print(f"  40 damaged copies: exit 0 {exits[0]} times, 1 {exits[1]} times")
 
 
 def story_hang_desync():

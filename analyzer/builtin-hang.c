@@ -173,10 +173,14 @@ static void text_inst(const struct sp_model *m, const struct sp_hang *h, const s
     printf("  ");
     sp_text_wrapped(line, 2, 4, cols);
     if (x->unconfirmed_lo) {
-        snprintf(line, sizeof line, "unconfirmed: #%llu%s%.0llu entered by every rank with a trace, completion not "
-                 "recorded (CUPTI records not yet flushed when a process is killed are lost)",
-                 (unsigned long long)x->unconfirmed_lo, x->unconfirmed_hi > x->unconfirmed_lo ? "-#" : "",
-                 x->unconfirmed_hi > x->unconfirmed_lo ? (unsigned long long)x->unconfirmed_hi : 0ULL);
+        char range[64];
+        if (x->unconfirmed_hi > x->unconfirmed_lo)
+            snprintf(range, sizeof range, "#%llu-#%llu", (unsigned long long)x->unconfirmed_lo,
+                     (unsigned long long)x->unconfirmed_hi);
+        else
+            snprintf(range, sizeof range, "#%llu", (unsigned long long)x->unconfirmed_lo);
+        snprintf(line, sizeof line, "unconfirmed: %s entered by every rank with a trace, completion not recorded "
+                 "(CUPTI records not yet flushed when a process is killed are lost)", range);
         printf("  ");
         sp_text_wrapped(line, 2, 4, cols);
     }

@@ -276,6 +276,28 @@ def story_hang_stopped_running():
         fail("report calls a running job hung")
 
 
+def story_hang_recent_kill():
+    """Killed 0.3 s after the rank blocked, before CUPTI's next delivery
+    (about once a second): the kernel records of the last steps may be
+    lost, but each rank's cudaStreamSynchronize that returned after
+    all-reduce #119 says #119 completed, so with --min-hang 0.1 the hang
+    is still at #120 with #119 as the last completed; without it, 0.3 s is
+    too short to call a hang."""
+    d, _ = run_job("recent", "--steps", 200, "--hang-rank", 2, "--hang-at", 120, until="blocked", after_s=0.3)
+    h = hang_json(d, rc=1)
+    expect("hung without --min-hang", h["hung"], [])
+    h = json.loads(scaleprof("hang", d, "--json", "--min-hang", "0.1").stdout)
+    if len(h["hung"]) != 1:
+        fail(f"expected one hung collective, got {h['hung']}")
+    x = h["hung"][0]
+    expect("sequence", x["seq"], 120)
+    expect("missing", x["missing"], [2])
+    expect("last completed", x["last_completed"], 119)
+    for r, v in sorted(x["last"].items()):
+        p = v["processes"][0]
+        print(f"  rank {r}: {p['kernels']} kernel records for {p['launches']} launches")
+
+
 def kineto(path, rank, calls):
     """A Kineto trace of one rank: NCCL kernels with Seq on one process group."""
     ev = [{"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1000 + rank, "tid": 1000 + rank, "ts": 500,

@@ -119,15 +119,18 @@ static void text_rank(const struct sp_hang *h, const struct sp_hang_rank *x, int
         const struct sp_hang_proc *pr = &x->procs[p];
         if (pr->helper && !full)
             continue;
-        printf("    %s %d: %s; last event %.2f s before the end of its trace, which ends %.2f s before the job's\n",
-               pr->helper ? "helper process" : "process", (int)pr->pid, proc_state_text(pr->state),
-               (double)(pr->end_t - pr->last_t) / NS_PER_S, (double)(h->end_t - pr->end_t) / NS_PER_S);
+        snprintf(line, sizeof line, "%s %d: %s; last event %.2f s before the end of its trace, which ends %.2f s "
+                 "before the job's", pr->helper ? "helper process" : "process", (int)pr->pid,
+                 proc_state_text(pr->state), (double)(pr->end_t - pr->last_t) / NS_PER_S,
+                 (double)(h->end_t - pr->end_t) / NS_PER_S);
+        printf("    ");
+        sp_text_wrapped(line, 4, 6, cols);
         for (int t = 0; t < pr->nthreads; t++) {
             const struct sp_hang_thread *th = &pr->threads[t];
             if (!full && !th->main)
                 continue;
-            printf("      thread %u%s, last events (s before the end of the traces):\n", th->tid,
-                   th->main ? " (issued the NCCL calls)" : "");
+            printf("      thread %u%s, last events (s before the end):\n", th->tid,
+                   th->main ? " (made the NCCL calls)" : "");
             for (int e = full ? 0 : (th->n > 1 ? th->n - 1 : 0); e < th->n; e++)
                 printf("        -%.3f  %s\n", (double)(h->end_t - th->ev[e].t) / NS_PER_S, th->ev[e].what);
         }

@@ -255,11 +255,11 @@ static void text_out(const struct sp_model *m, const struct sp_hang *h, int cols
         printf("no collective recorded: the traces cannot say whether the job hung\n");
     else if (!h->ninsts)
         printf("nothing hung: every collective entered was completed\n");
+    else
+        printf("nothing hung\n");
     if (!h->nhung && strcmp(m->source, "preload"))
         printf("note: the traces were imported (%s): their NCCL calls come from completed kernels only, so a "
                "collective ranks were stuck in is not in them; the desync check is complete\n", m->source);
-    else
-        printf("nothing hung\n");
     for (int i = 0; i < m->nwarnings; i++) {
         printf("warning: ");
         sp_text_wrapped(m->warnings[i], 9, 2, cols);

@@ -129,6 +129,8 @@ def story_hang_blocked_rank():
     expect("top-level hung_s", abs(h["hung_s"] - x["hung_s"]) < 1e-6, True)
     text = scaleprof("hang", d).stdout
     print(text)
+    if "nothing hung" in text:
+        fail("the text of a hung job says nothing hung")
     for want in ("HUNG in allreduce #120 on communicator " + x["comm"], "never entered it:            rank 2",
                  "rank 2 [own_code_after_launch] blocked in its own code after its last launch",
                  "rank 0 [in_collective] waiting in allreduce #120"):
@@ -235,6 +237,8 @@ def story_hang_desync():
     if "DESYNC on communicator " + x["comm"] + " at #12: ranks 0,2,3 called allreduce" not in text or \
             "rank 1 called allgather" not in text:
         fail("the text does not name both calls")
+    if text.count("nothing hung") != 1:
+        fail("the text does not say once that nothing hung")
     head = scaleprof("report", d).stdout.splitlines()[0]
     print("report:", head)
     if not head.startswith("DESYNC: at #12"):

@@ -11,10 +11,13 @@
  *   --hang-rank R        rank R, at step --hang-at K, launches its kernels
  *   --hang-at K          and then blocks in its own code (sleeps) instead of
  *                        calling all-reduce #K; the others wait in #K
+ *   --crash-rank R       rank R, at step --crash-at K, exits with status 3
+ *   --crash-at K         after its launches instead of calling all-reduce #K
  *   --desync-rank R      rank R calls all-gather instead of all-reduce at
  *   --desync-at K        step K (same buffers, a quarter of the elements)
  *   --state-dir DIR      each rank writes DIR/pid.<rank>; the blocking rank
- *                        writes DIR/blocked once it sleeps
+ *                        writes DIR/blocked as it starts its last step, the
+ *                        exiting one DIR/crashed
  *
  * Like tests/preload/gpu_loop.c, kernels are registered as nvcc would
  * (host stub and mangled name) and launched with cudaLaunchKernel; their
@@ -134,7 +137,7 @@ static void launch(void (*stub)(void), int blocks, cudaStream_t s)
 
 int main(int argc, char **argv)
 {
-    int steps = 20, hang_rank = -1, hang_at = -1, desync_rank = -1, desync_at = -1;
+    int steps = 20, hang_rank = -1, hang_at = -1, desync_rank = -1, desync_at = -1, crash_rank = -1, crash_at = -1;
     const char *state = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--steps") && i + 1 < argc)
@@ -143,6 +146,10 @@ int main(int argc, char **argv)
             hang_rank = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--hang-at") && i + 1 < argc)
             hang_at = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--crash-rank") && i + 1 < argc)
+            crash_rank = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--crash-at") && i + 1 < argc)
+            crash_at = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--desync-rank") && i + 1 < argc)
             desync_rank = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--desync-at") && i + 1 < argc)
@@ -191,6 +198,11 @@ int main(int argc, char **argv)
             /* a bug in the job's own code: it never reaches the collective */
             for (;;)
                 sleep(1);
+        }
+        if (rank == crash_rank && step == crash_at) {
+            fprintf(stderr, "hang_job: rank %d: giving up at step %d\n", rank, step);
+            write_state(state, "crashed", step);
+            exit(3);
         }
         if (rank == desync_rank && step == desync_at)
             CALL(ncclAllGather(grad, grad + COUNT, COUNT / 4, ncclFloat, comm, s));

@@ -28,10 +28,17 @@ def scaleprof(*args, rc=0):
 
 
 def kill_ranks(state):
+    """SIGKILL every rank still running (a pid is checked to still be the
+    job's before the kill: a rank that exited may have left its pid to
+    another process)."""
     for f in glob.glob(os.path.join(state, "pid.*")):
         try:
-            os.kill(int(open(f).read()), signal.SIGKILL)
-        except (ValueError, ProcessLookupError):
+            pid = int(open(f).read())
+            with open(f"/proc/{pid}/cmdline", "rb") as c:
+                if os.path.basename(JOB).encode() not in c.read():
+                    continue
+            os.kill(pid, signal.SIGKILL)
+        except (ValueError, OSError):
             pass
 
 
@@ -170,6 +177,22 @@ def story_hang_absent_rank():
     print("report:", head)
     if not head.startswith("HUNG:") or "rank 2 left no trace" not in head:
         fail(f"report's first line does not name the absent rank: {head}")
+
+
+def story_hang_crashed_rank():
+    """A rank that exits (status 3) after its launches instead of calling
+    all-reduce #120, while the others wait in #120 until the job is
+    killed: the hang is at #120 and that rank is shown as exited with its
+    status, its trace closed."""
+    d, _ = run_job("crashed", "--steps", 200, "--crash-rank", 2, "--crash-at", 120, until="crashed")
+    h = hang_json(d)
+    x = check_hung_120(h, missing=[2], absent=[], entered=[0, 1, 3])
+    two = x["last"]["2"]
+    expect("rank 2 state", two["state"], "exited")
+    expect("rank 2 process", two["process"], "closed")
+    if "exited (status 3)" not in two["doing"]:
+        fail(f"rank 2's sentence does not give its exit status: {two['doing']}")
+    print(scaleprof("hang", d).stdout)
 
 
 def damage(rng, src, dst):

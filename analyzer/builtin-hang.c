@@ -51,12 +51,10 @@ static void rank_list(const int *v, int n, char *out, size_t len)
             j++;
         int w = j > i + 1 ? snprintf(out + used, len - used, "%s%d-%d", used ? "," : "", v[i], v[j])
                           : snprintf(out + used, len - used, "%s%d", used ? "," : "", v[i]);
-        if (j == i + 1)
-            w += snprintf(out + used + (size_t)w, len - used - (size_t)w, ",%d", v[j]);
+        if (j == i + 1) w += snprintf(out + used + (size_t)w, len - used - (size_t)w, ",%d", v[j]);
         used += (size_t)w;
         i = j;
-        if (used + 16 >= len && i + 1 < n)
-            snprintf(out + used, len - used, ",...");
+        if (used + 16 >= len && i + 1 < n) snprintf(out + used, len - used, ",...");
     }
 }
 
@@ -84,21 +82,21 @@ static void bytes_text(uint64_t b, char *out, size_t len)
 
 static const char *proc_state(int s)
 {
-    return s == SP_PROC_CLOSED ? "closed" : s == SP_PROC_OPEN ? "open" : "killed";
+    return s == SP_HANG_CLOSED ? "closed" : s == SP_HANG_OPEN ? "open" : "killed";
 }
 
 static const char *proc_state_text(int s)
 {
-    return s == SP_PROC_CLOSED ? "exited: its trace was closed cleanly"
-           : s == SP_PROC_OPEN ? "still running: a process with its pid on this host has the trace open"
-                               : "killed or crashed: its trace was never closed";
+    return s == SP_HANG_CLOSED ? "exited: its trace was closed cleanly"
+           : s == SP_HANG_OPEN
+               ? "still running: a process with its pid on this host has the trace open"
+               : "killed or crashed: its trace was never closed";
 }
 
 static const struct sp_hang_rank *rank_entry(const struct sp_hang *h, int rank)
 {
     for (int i = 0; i < h->nranks; i++)
-        if (h->ranks[i].rank == rank)
-            return &h->ranks[i];
+        if (h->ranks[i].rank == rank) return &h->ranks[i];
     return NULL;
 }
 
@@ -117,36 +115,38 @@ static void text_rank(const struct sp_hang *h, const struct sp_hang_rank *x, int
     sp_text_wrapped(line, 2, 6, cols);
     for (int p = 0; p < x->nprocs; p++) {
         const struct sp_hang_proc *pr = &x->procs[p];
-        if (pr->helper && !full)
-            continue;
-        snprintf(line, sizeof line, "%s %d: %s; last event %.2f s before the end of its trace, which ends %.2f s "
-                 "before the job's", pr->helper ? "helper process" : "process", (int)pr->pid,
+        if (pr->helper && !full) continue;
+        snprintf(line, sizeof line,
+                 "%s %d: %s; last event %.2f s before the end of its trace, which ends %.2f s "
+                 "before the job's",
+                 pr->helper ? "helper process" : "process", (int)pr->pid,
                  proc_state_text(pr->state), (double)(pr->end_t - pr->last_t) / NS_PER_S,
                  (double)(h->end_t - pr->end_t) / NS_PER_S);
         printf("    ");
         sp_text_wrapped(line, 4, 6, cols);
         for (int t = 0; t < pr->nthreads; t++) {
             const struct sp_hang_thread *th = &pr->threads[t];
-            if (!full && !th->main)
-                continue;
+            if (!full && !th->main) continue;
             printf("      thread %u%s, last events (s before the end):\n", th->tid,
                    th->main ? " (made the NCCL calls)" : "");
             for (int e = full ? 0 : (th->n > 1 ? th->n - 1 : 0); e < th->n; e++)
-                printf("        -%.3f  %s\n", (double)(h->end_t - th->ev[e].t) / NS_PER_S, th->ev[e].what);
+                printf("        -%.3f  %s\n", (double)(h->end_t - th->ev[e].t) / NS_PER_S,
+                       th->ev[e].what);
         }
         if (pr->threads_dropped)
             printf("      (%d more threads not followed)\n", pr->threads_dropped);
-        if (!full)
-            break;
+        if (!full) break;
     }
 }
 
-static void text_inst(const struct sp_model *m, const struct sp_hang *h, const struct sp_hang_inst *x, int cols)
+static void text_inst(const struct sp_model *m, const struct sp_hang *h,
+                      const struct sp_hang_inst *x, int cols)
 {
     char call[96], list[300], line[1024];
     text_call(x->op, x->bytes, x->dtype, call, sizeof call);
-    printf("HUNG in %s #%llu on communicator %016llx (%u ranks), for %.2f s\n", sp_hang_op_name(x->op),
-           (unsigned long long)x->seq, (unsigned long long)x->comm, x->nranks, x->hung_s);
+    printf("HUNG in %s #%llu on communicator %016llx (%u ranks), for %.2f s\n",
+           sp_hang_op_name(x->op), (unsigned long long)x->seq, (unsigned long long)x->comm,
+           x->nranks, x->hung_s);
     if (x->nentered) {
         ranks_text(x->entered, x->nentered, list, sizeof list);
         printf("  entered it, never completed: %s (%s)\n", list, call);
@@ -157,21 +157,26 @@ static void text_inst(const struct sp_model *m, const struct sp_hang *h, const s
     }
     if (x->nabsent) {
         ranks_text(x->absent, x->nabsent, list, sizeof list);
-        printf("  left no trace:               %s (a crashed node or a lost file: named from the world size %d)\n",
+        printf("  left no trace:               %s (a crashed node or a lost file: named from the "
+               "world size %d)\n",
                list, m->world_size);
     }
     if (x->absent_unnamed)
-        printf("  left no trace:               %d member%s of the communicator (ranks unknown)\n", x->absent_unnamed,
-               x->absent_unnamed == 1 ? "" : "s");
+        printf("  left no trace:               %d member%s of the communicator (ranks unknown)\n",
+               x->absent_unnamed, x->absent_unnamed == 1 ? "" : "s");
     if (x->inside)
-        printf("  every rank entered it: stuck inside the collective (a peer's GPU, the network, or NCCL itself)\n");
+        printf("  every rank entered it: stuck inside the collective (a peer's GPU, the network, "
+               "or NCCL itself)\n");
     if (x->last_done)
-        snprintf(line, sizeof line, "last completed: #%llu, %.2f s before the end of the traces; no call entered "
-                 "the communicator in its last %.2f s (a hang needs %.2f s)", (unsigned long long)x->last_done,
-                 x->hung_s, x->pending_s, x->bar_s);
+        snprintf(line, sizeof line,
+                 "last completed: #%llu, %.2f s before the end of the traces; no call entered "
+                 "the communicator in its last %.2f s (a hang needs %.2f s)",
+                 (unsigned long long)x->last_done, x->hung_s, x->pending_s, x->bar_s);
     else
-        snprintf(line, sizeof line, "no instance of the communicator is recorded complete: hung since its first "
-                 "entry, %.2f s before the end; no call entered it in the last %.2f s (a hang needs %.2f s)",
+        snprintf(line, sizeof line,
+                 "no instance of the communicator is recorded complete: hung since its first "
+                 "entry, %.2f s before the end; no call entered it in the last %.2f s (a hang "
+                 "needs %.2f s)",
                  x->hung_s, x->pending_s, x->bar_s);
     printf("  ");
     sp_text_wrapped(line, 2, 4, cols);
@@ -182,23 +187,23 @@ static void text_inst(const struct sp_model *m, const struct sp_hang *h, const s
                      (unsigned long long)x->unconfirmed_hi);
         else
             snprintf(range, sizeof range, "#%llu", (unsigned long long)x->unconfirmed_lo);
-        snprintf(line, sizeof line, "unconfirmed: %s entered by every rank with a trace, completion not recorded "
-                 "(CUPTI records not yet flushed when a process is killed are lost)", range);
+        snprintf(line, sizeof line,
+                 "unconfirmed: %s entered by every rank with a trace, completion not recorded "
+                 "(CUPTI records not yet flushed when a process is killed are lost)",
+                 range);
         printf("  ");
         sp_text_wrapped(line, 2, 4, cols);
     }
     printf("\nwhat the ranks were doing when the traces end:\n");
     for (int i = 0; i < x->nmissing; i++) {
         const struct sp_hang_rank *r = rank_entry(h, x->missing[i]);
-        if (r)
-            text_rank(h, r, 1, cols);
+        if (r) text_rank(h, r, 1, cols);
     }
     for (int i = 0; i < x->nabsent; i++)
         printf("  rank %d [no_trace] left no trace: nothing is known of it\n", x->absent[i]);
     for (int i = 0; i < x->nentered; i++) {
         const struct sp_hang_rank *r = rank_entry(h, x->entered[i]);
-        if (r)
-            text_rank(h, r, 0, cols);
+        if (r) text_rank(h, r, 0, cols);
     }
     printf("\n");
 }
@@ -207,14 +212,18 @@ static void text_pending(const struct sp_hang_inst *x, const struct sp_hang *h, 
 {
     char line[1024], list[300], miss[300] = "";
     ranks_text(x->entered, x->nentered, list, sizeof list);
-    if (x->nmissing)
-        ranks_text(x->missing, x->nmissing, miss, sizeof miss);
-    snprintf(line, sizeof line, "no hang on %016llx: %s #%llu was pending when the traces end (entered by %s%s%s), "
-             "but a call entered the communicator %.3f s before the end (a hang needs %.2f s): the job was stopped "
-             "while running%s", (unsigned long long)x->comm, sp_hang_op_name(x->op), (unsigned long long)x->seq,
-             list, x->nmissing ? ", not by " : "", miss, x->pending_s, x->bar_s,
-             h->cpu_sampled ? "" : ". The traces carry no CPU samples, so each ends at its process's last call: "
-                                   "time spent hung after that is not recorded");
+    if (x->nmissing) ranks_text(x->missing, x->nmissing, miss, sizeof miss);
+    snprintf(line, sizeof line,
+             "no hang on %016llx: %s #%llu was pending when the traces end (entered by %s%s%s), "
+             "but a call entered the communicator %.3f s before the end (a hang needs %.2f s): the "
+             "job was stopped "
+             "while running%s",
+             (unsigned long long)x->comm, sp_hang_op_name(x->op), (unsigned long long)x->seq, list,
+             x->nmissing ? ", not by " : "", miss, x->pending_s, x->bar_s,
+             h->cpu_sampled
+                 ? ""
+                 : ". The traces carry no CPU samples, so each ends at its process's last call: "
+                   "time spent hung after that is not recorded");
     sp_text_wrapped(line, 0, 2, cols);
 }
 
@@ -225,7 +234,8 @@ static void text_desync(const struct sp_hang_desync *d, int cols)
     text_call(d->b.op, d->b.bytes, d->b.dtype, b, sizeof b);
     ranks_text(d->a.ranks, d->a.nranks, ra, sizeof ra);
     ranks_text(d->b.ranks, d->b.nranks, rb, sizeof rb);
-    int w = snprintf(line, sizeof line, "DESYNC on communicator %016llx at #%llu: %s called %s, %s called %s",
+    int w = snprintf(line, sizeof line,
+                     "DESYNC on communicator %016llx at #%llu: %s called %s, %s called %s",
                      (unsigned long long)d->comm, (unsigned long long)d->seq, ra, a, rb, b);
     if (d->kinds > 2 && w > 0 && (size_t)w < sizeof line)
         w += snprintf(line + w, sizeof line - (size_t)w, " (%d different calls in all)", d->kinds);
@@ -237,19 +247,19 @@ static void text_desync(const struct sp_hang_desync *d, int cols)
 
 static void text_out(const struct sp_model *m, const struct sp_hang *h, int cols)
 {
-    printf("scaleprof hang: %s\n  %d rank%s with traces (world size %d), %d communicator%s%s\n\n", m->dir, m->nranks,
-           m->nranks == 1 ? "" : "s", m->world_size, h->ncomms, h->ncomms == 1 ? "" : "s",
+    printf("scaleprof hang: %s\n  %d rank%s with traces (world size %d), %d communicator%s%s\n\n",
+           m->dir, m->nranks, m->nranks == 1 ? "" : "s", m->world_size, h->ncomms,
+           h->ncomms == 1 ? "" : "s",
            h->cpu_sampled ? "" : "; no CPU samples: each trace ends at its process's last call");
     for (int i = 0; i < h->ninsts; i++)
-        if (h->insts[i].hung)
-            text_inst(m, h, &h->insts[i], cols);
+        if (h->insts[i].hung) text_inst(m, h, &h->insts[i], cols);
     for (int i = 0; i < h->ninsts; i++)
-        if (!h->insts[i].hung)
-            text_pending(&h->insts[i], h, cols);
+        if (!h->insts[i].hung) text_pending(&h->insts[i], h, cols);
     for (int i = 0; i < h->ndesyncs; i++)
         text_desync(&h->desyncs[i], cols);
     if (h->nhung)
-        printf("the job was hung for %.2f s: from the last completed collective to the end of the traces\n",
+        printf("the job was hung for %.2f s: from the last completed collective to the end of the "
+               "traces\n",
                h->hung_s);
     else if (!h->ncomms)
         printf("no collective recorded: the traces cannot say whether the job hung\n");
@@ -258,8 +268,10 @@ static void text_out(const struct sp_model *m, const struct sp_hang *h, int cols
     else
         printf("nothing hung\n");
     if (!h->nhung && strcmp(m->source, "preload"))
-        printf("note: the traces were imported (%s): their NCCL calls come from completed kernels only, so a "
-               "collective ranks were stuck in is not in them; the desync check is complete\n", m->source);
+        printf("note: the traces were imported (%s): their NCCL calls come from completed kernels "
+               "only, so a "
+               "collective ranks were stuck in is not in them; the desync check is complete\n",
+               m->source);
     for (int i = 0; i < m->nwarnings; i++) {
         printf("warning: ");
         sp_text_wrapped(m->warnings[i], 9, 2, cols);
@@ -346,7 +358,8 @@ static void json_inst(struct sp_json *j, const struct sp_hang *h, const struct s
     else
         sp_json_null(j, "last_completed");
     sp_json_open(j, "unconfirmed", '[');
-    for (uint64_t s = x->unconfirmed_lo; s && s <= x->unconfirmed_hi && s < x->unconfirmed_lo + 64; s++)
+    for (uint64_t s = x->unconfirmed_lo; s && s <= x->unconfirmed_hi && s < x->unconfirmed_lo + 64;
+         s++)
         sp_json_int(j, NULL, (long long)s);
     sp_json_close(j, ']');
     sp_json_num(j, "pending_s", x->pending_s);
@@ -395,13 +408,11 @@ static void json_out(const struct sp_model *m, const struct sp_hang *h)
     sp_json_bool(&j, "cpu_sampled", h->cpu_sampled);
     sp_json_open(&j, "hung", '[');
     for (int i = 0; i < h->ninsts; i++)
-        if (h->insts[i].hung)
-            json_inst(&j, h, &h->insts[i]);
+        if (h->insts[i].hung) json_inst(&j, h, &h->insts[i]);
     sp_json_close(&j, ']');
     sp_json_open(&j, "pending", '[');
     for (int i = 0; i < h->ninsts; i++)
-        if (!h->insts[i].hung)
-            json_inst(&j, h, &h->insts[i]);
+        if (!h->insts[i].hung) json_inst(&j, h, &h->insts[i]);
     sp_json_close(&j, ']');
     sp_json_open(&j, "desync", '[');
     for (int i = 0; i < h->ndesyncs; i++) {
@@ -449,7 +460,9 @@ int cmd_hang(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 'J': json = 1; break;
+        case 'J':
+            json = 1;
+            break;
         case 'e':
             if (sp_opt_int(VERB, "--events", optarg, 1, SP_HANG_EVENTS_MAX, &ho.events) < 0)
                 return SP_EXIT_USAGE;
@@ -458,19 +471,23 @@ int cmd_hang(int argc, char **argv)
             if (sp_opt_double(VERB, "--min-hang", optarg, 1e-6, MAX_MIN_HANG_S, &ho.min_hang_s) < 0)
                 return SP_EXIT_USAGE;
             break;
-        case 'h': fputs(usage_text, stdout); return 0;
+        case 'h':
+            fputs(usage_text, stdout);
+            return 0;
         case '?':
             if (optopt)
                 return sp_usage_error(VERB, "option -%c is unknown or needs a value", optopt);
             return sp_usage_error(VERB, "option %s is unknown or needs a value", argv[optind - 1]);
-        default: return sp_usage_error(VERB, "unexpected option");
+        default:
+            return sp_usage_error(VERB, "unexpected option");
         }
     }
     if (optind == argc)
         return sp_usage_error(VERB, "no trace directory given (scaleprof hang DIR)");
     if (optind != argc - 1)
-        return sp_usage_error(VERB, "one trace directory expected, got %d (%s, %s%s)", argc - optind, argv[optind],
-                              argv[optind + 1], argc - optind > 2 ? ", ..." : "");
+        return sp_usage_error(VERB, "one trace directory expected, got %d (%s, %s%s)",
+                              argc - optind, argv[optind], argv[optind + 1],
+                              argc - optind > 2 ? ", ..." : "");
     const char *dir = argv[optind];
     struct sp_model_opts o;
     sp_model_opts_default(&o);

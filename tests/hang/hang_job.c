@@ -38,13 +38,13 @@
 #define BLOCKS 1000 /* 1 ms per kernel on the stand-in runtime */
 #define COUNT 65536
 
-#define CALL(expr)                                                             \
-    do {                                                                       \
-        int rc_ = (int)(expr);                                                 \
-        if (rc_ != 0) {                                                        \
-            fprintf(stderr, "hang_job: %s failed: %d\n", #expr, rc_);          \
-            exit(1);                                                           \
-        }                                                                      \
+#define CALL(expr)                                                                                 \
+    do {                                                                                           \
+        int rc_ = (int)(expr);                                                                     \
+        if (rc_ != 0) {                                                                            \
+            fprintf(stderr, "hang_job: %s failed: %d\n", #expr, rc_);                              \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 void **__cudaRegisterFatBinary(void *fatCubin);
@@ -59,10 +59,10 @@ static void backward_stub(void) {}
 static void register_kernels(void)
 {
     void **h = __cudaRegisterFatBinary(NULL);
-    __cudaRegisterFunction(h, (const char *)(uintptr_t)forward_stub, NULL, "_Z7forwardPfi", -1, NULL, NULL,
-                           NULL, NULL, NULL);
-    __cudaRegisterFunction(h, (const char *)(uintptr_t)backward_stub, NULL, "_Z8backwardPfi", -1, NULL, NULL,
-                           NULL, NULL, NULL);
+    __cudaRegisterFunction(h, (const char *)(uintptr_t)forward_stub, NULL, "_Z7forwardPfi", -1,
+                           NULL, NULL, NULL, NULL, NULL);
+    __cudaRegisterFunction(h, (const char *)(uintptr_t)backward_stub, NULL, "_Z8backwardPfi", -1,
+                           NULL, NULL, NULL, NULL, NULL);
     __cudaRegisterFatBinaryEnd(h);
 }
 
@@ -80,11 +80,9 @@ static void sleep_ms(int ms)
 
 static void exchange_id(ncclUniqueId *id, int rank, int world)
 {
-    if (world == 1)
-        return;
+    if (world == 1) return;
     const char *dir = getenv("SCALEPROF_RENDEZVOUS");
-    if (!dir || !*dir)
-        dir = getenv("SIM_RENDEZVOUS");
+    if (!dir || !*dir) dir = getenv("SIM_RENDEZVOUS");
     if (!dir || !*dir) {
         fprintf(stderr, "hang_job: no rendezvous directory (SCALEPROF_RENDEZVOUS)\n");
         exit(1);
@@ -105,8 +103,7 @@ static void exchange_id(ncclUniqueId *id, int rank, int world)
         if (f) {
             size_t n = fread(id, sizeof *id, 1, f);
             fclose(f);
-            if (n == 1)
-                return;
+            if (n == 1) return;
         }
         sleep_ms(POLL_MS);
     }
@@ -116,8 +113,7 @@ static void exchange_id(ncclUniqueId *id, int rank, int world)
 
 static void write_state(const char *dir, const char *name, long value)
 {
-    if (!dir)
-        return;
+    if (!dir) return;
     char path[4096], tmp[4200];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -137,7 +133,8 @@ static void launch(void (*stub)(void), int blocks, cudaStream_t s)
 
 int main(int argc, char **argv)
 {
-    int steps = 20, hang_rank = -1, hang_at = -1, desync_rank = -1, desync_at = -1, crash_rank = -1, crash_at = -1;
+    int steps = 20, hang_rank = -1, hang_at = -1, desync_rank = -1, desync_at = -1, crash_rank = -1,
+        crash_at = -1;
     const char *state = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--steps") && i + 1 < argc)
@@ -169,8 +166,7 @@ int main(int argc, char **argv)
     CALL(cudaSetDevice(env_int("LOCAL_RANK", 0)));
 
     ncclUniqueId id;
-    if (rank == 0)
-        CALL(ncclGetUniqueId(&id));
+    if (rank == 0) CALL(ncclGetUniqueId(&id));
     exchange_id(&id, rank, world);
     ncclComm_t comm;
     CALL(ncclCommInitRank(&comm, world, id, rank));
@@ -182,13 +178,13 @@ int main(int argc, char **argv)
     size_t room = bytes * (world > 4 ? (size_t)world : 4);
     CALL(cudaMalloc((void **)&grad, room));
     float *host = calloc(1, bytes);
-    if (!host)
-        return 1;
+    if (!host) return 1;
 
     for (int step = 1; step <= steps; step++) {
         int blocks_here = rank == hang_rank && step == hang_at;
         if (blocks_here)
-            write_state(state, "blocked", step); /* before the step's launches: they stay its last calls */
+            write_state(state, "blocked",
+                        step); /* before the step's launches: they stay its last calls */
         for (int i = 0; i < COUNT; i++)
             host[i] = (float)(rank + step);
         CALL(cudaMemcpyAsync(grad, host, bytes, cudaMemcpyHostToDevice, s));
@@ -212,8 +208,7 @@ int main(int argc, char **argv)
     }
     CALL(cudaDeviceSynchronize());
     CALL(ncclCommDestroy(comm));
-    if (rank == 0)
-        printf("hang_job: %d steps done\n", steps);
+    if (rank == 0) printf("hang_job: %d steps done\n", steps);
     free(host);
     return 0;
 }

@@ -48,6 +48,8 @@
 #define NS_PER_S 1e9
 #define MAX_HOST_VIEW 64    /* (thread, comm, stream) pairs followed per file for completions */
 #define MAX_HELPERS_READ 16 /* helper processes of a missing rank read, at most */
+#define CPU_BUSY 0.5        /* cores: a process this busy is computing or spinning */
+#define CPU_IDLE 0.1 /* below: asleep or blocked (the recorder's threads cost a few percent) */
 
 void sp_hang_opts_default(struct sp_hang_opts *o)
 {
@@ -758,6 +760,9 @@ static void deep_close(void *ctx, struct sp_reader *r)
 }
 
 /* CPU use over the last samples kept, in cores. */
+/* CPU use over the samples since the process's last recorded call (over
+ * all samples kept when fewer than two came after it), in cores.  Called
+ * while p->last_t is still the file's own time. */
 static void cpu_share(struct file_read *s)
 {
     struct sp_hang_proc *p = &s->out;
@@ -765,6 +770,14 @@ static void cpu_share(struct file_read *s)
     if (s->ncpu < 2) return;
     int first = (s->cpu_head - s->ncpu + SP_HANG_CPU_RING) % SP_HANG_CPU_RING;
     int last = (s->cpu_head - 1 + SP_HANG_CPU_RING) % SP_HANG_CPU_RING;
+    for (int i = 0, k = first; i < s->ncpu - 1; i++, k = (k + 1) % SP_HANG_CPU_RING)
+        if (s->cpu[k].t >= p->last_t) {
+            if (k != last) {
+                first = k;
+                p->cpu_since_last = 1;
+            }
+            break;
+        }
     int64_t dt = s->cpu[last].t - s->cpu[first].t;
     if (dt <= 0 || s->cpu[last].ns < s->cpu[first].ns) return;
     p->cpu_share = (double)(s->cpu[last].ns - s->cpu[first].ns) / (double)dt;
@@ -877,12 +890,12 @@ static void say_cpu(const struct sp_hang_proc *p, char *out, size_t len)
 {
     size_t l = strlen(out);
     if (p->cpu_share < 0 || l + 1 >= len) return;
-    snprintf(out + l, len - l,
-             "; its process used %.0f%% of a core over its last %.1f s of samples (%s)",
-             100 * p->cpu_share, p->cpu_span_s,
-             p->cpu_share >= 0.5   ? "busy: computing or spinning"
-             : p->cpu_share < 0.05 ? "idle: asleep or blocked"
-                                   : "partly busy");
+    snprintf(out + l, len - l, "; its process used %.0f%% of a core %s %.1f s of samples (%s)",
+             100 * p->cpu_share, p->cpu_since_last ? "since, over" : "over its last", p->cpu_span_s,
+             p->cpu_share >= CPU_BUSY ? "busy: computing or spinning"
+             : p->cpu_share < CPU_IDLE
+                 ? "idle: asleep or blocked; the recorder's own threads use a little"
+                 : "partly busy");
 }
 
 /* The state of rank index r and a sentence for it. */

@@ -74,6 +74,7 @@ struct sp_hang_proc {
     int64_t gpu_end;            /* global end of its last GPU record, 0 none */
     double cpu_share;           /* CPU use, cores, over the last samples; < 0 unknown */
     double cpu_span_s;          /* ... over this long */
+    int cpu_since_last;         /* ... counted from the first sample after last_t */
     struct sp_hang_thread *threads;
     int nthreads, threads_dropped;
 };

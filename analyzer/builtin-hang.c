@@ -245,12 +245,48 @@ static void text_desync(const struct sp_hang_desync *d, int cols)
     sp_text_wrapped(line, 0, 2, cols);
 }
 
+/* Per communicator, its ranks grouped by (entered, completed). */
+static void text_comms(const struct sp_hang *h, int cols)
+{
+    if (!h->ncomms) return;
+    printf("last collective entered / completed, per communicator and rank:\n");
+    for (int i = 0; i < h->ncomms; i++) {
+        const struct sp_hang_comm *c = &h->comms[i];
+        char line[2048], list[300];
+        int w = snprintf(line, sizeof line, "%016llx (%u ranks):", (unsigned long long)c->comm,
+                         c->nranks);
+        char *done = calloc((size_t)c->nmembers + 1, 1);
+        int *group = malloc(((size_t)c->nmembers + 1) * sizeof *group);
+        for (int a = 0; done && group && a < c->nmembers; a++) {
+            if (done[a]) continue;
+            int n = 0;
+            for (int b = a; b < c->nmembers; b++)
+                if (!done[b] && c->members[b].entered == c->members[a].entered &&
+                    c->members[b].completed == c->members[a].completed) {
+                    done[b] = 1;
+                    group[n++] = c->members[b].rank;
+                }
+            ranks_text(group, n, list, sizeof list);
+            if (w > 0 && (size_t)w < sizeof line)
+                w += snprintf(line + w, sizeof line - (size_t)w, "%s %s #%llu / #%llu",
+                              a ? ";" : "", list, (unsigned long long)c->members[a].entered,
+                              (unsigned long long)c->members[a].completed);
+        }
+        free(done);
+        free(group);
+        printf("  ");
+        sp_text_wrapped(line, 2, 4, cols);
+    }
+    printf("\n");
+}
+
 static void text_out(const struct sp_model *m, const struct sp_hang *h, int cols)
 {
     printf("scaleprof hang: %s\n  %d rank%s with traces (world size %d), %d communicator%s%s\n\n",
            m->dir, m->nranks, m->nranks == 1 ? "" : "s", m->world_size, h->ncomms,
            h->ncomms == 1 ? "" : "s",
            h->cpu_sampled ? "" : "; no CPU samples: each trace ends at its process's last call");
+    text_comms(h, cols);
     for (int i = 0; i < h->ninsts; i++)
         if (h->insts[i].hung) text_inst(m, h, &h->insts[i], cols);
     for (int i = 0; i < h->ninsts; i++)
@@ -404,7 +440,27 @@ static void json_out(const struct sp_model *m, const struct sp_hang *h)
     sp_json_str(&j, "dir", m->dir);
     sp_json_int(&j, "ranks", m->nranks);
     sp_json_int(&j, "world_size", m->world_size);
-    sp_json_int(&j, "communicators", h->ncomms);
+    sp_json_open(&j, "communicators", '[');
+    for (int i = 0; i < h->ncomms; i++) {
+        const struct sp_hang_comm *c = &h->comms[i];
+        char comm[32];
+        snprintf(comm, sizeof comm, "%016llx", (unsigned long long)c->comm);
+        sp_json_open(&j, NULL, '{');
+        sp_json_str(&j, "comm", comm);
+        sp_json_int(&j, "nranks", c->nranks);
+        sp_json_int(&j, "last_completed", (long long)c->last_completed);
+        sp_json_open(&j, "ranks", '[');
+        for (int k = 0; k < c->nmembers; k++) {
+            sp_json_open(&j, NULL, '{');
+            sp_json_int(&j, "rank", c->members[k].rank);
+            sp_json_int(&j, "entered", (long long)c->members[k].entered);
+            sp_json_int(&j, "completed", (long long)c->members[k].completed);
+            sp_json_close(&j, '}');
+        }
+        sp_json_close(&j, ']');
+        sp_json_close(&j, '}');
+    }
+    sp_json_close(&j, ']');
     sp_json_bool(&j, "cpu_sampled", h->cpu_sampled);
     sp_json_open(&j, "hung", '[');
     for (int i = 0; i < h->ninsts; i++)

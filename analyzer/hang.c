@@ -312,6 +312,16 @@ static int analyze_comm(struct sp_model *m, const struct sp_hang_opts *o, struct
         min_e = mem[i].entered < min_e ? mem[i].entered : min_e;
     }
     if (last_done) h->completion_known = 1;
+    struct sp_hang_comm *hc = realloc(h->comms, (size_t)(h->ncomms + 1) * sizeof *hc);
+    if (hc) {
+        h->comms = hc;
+        hc = &hc[h->ncomms++];
+        *hc = (struct sp_hang_comm){comm, nranks, last_done,
+                                    calloc((size_t)nm + 1, sizeof *hc->members), 0};
+        for (int i = 0; hc->members && i < nm; i++)
+            hc->members[hc->nmembers++] =
+                (struct sp_hang_member){m->ranks[mem[i].r].rank, mem[i].entered, mem[i].done};
+    }
     if (max_e <= last_done || !nm) {
         free(mem);
         return 0;
@@ -386,6 +396,15 @@ static void free_insts(struct sp_hang *h)
     h->ninsts = h->nhung = 0;
 }
 
+static void free_comms(struct sp_hang *h)
+{
+    for (int i = 0; i < h->ncomms; i++)
+        free(h->comms[i].members);
+    free(h->comms);
+    h->comms = NULL;
+    h->ncomms = 0;
+}
+
 static void free_desyncs(struct sp_hang *h)
 {
     for (int i = 0; i < h->ndesyncs; i++) {
@@ -415,13 +434,12 @@ static int find_instances(struct sp_model *m, const struct sp_hang_opts *o, stru
         }
     qsort(k, n, sizeof *k, cmp_cref);
     int rc = 0;
-    h->ncomms = 0;
+    free_comms(h);
     h->hung_s = -1;
     for (size_t a = 0; a < n && rc == 0;) {
         size_t b = a;
         while (b < n && k[b].comm == k[a].comm)
             b++;
-        h->ncomms++;
         if (desync) {
             int seen = 0;
             for (size_t i = a; i < b && rc == 0;) {
@@ -1114,6 +1132,7 @@ int sp_hang_analyze(struct sp_model *m, const struct sp_hang_opts *o, struct sp_
 void sp_hang_free(struct sp_hang *h)
 {
     free_insts(h);
+    free_comms(h);
     free_desyncs(h);
     for (int i = 0; i < h->nranks; i++) {
         for (int p = 0; p < h->ranks[i].nprocs; p++) {

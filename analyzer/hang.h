@@ -122,8 +122,23 @@ struct sp_hang_desync {
     uint64_t later;           /* later sequence numbers of the comm that mismatch too */
 };
 
+/* A communicator: per rank with a trace, the last sequence number it
+ * entered and the last whose completion it recorded (0: none). */
+struct sp_hang_member {
+    int rank;
+    uint64_t entered, completed;
+};
+struct sp_hang_comm {
+    uint64_t comm;
+    uint32_t nranks;
+    uint64_t last_completed; /* on any rank: every instance up to it is complete */
+    struct sp_hang_member *members;
+    int nmembers;
+};
+
 struct sp_hang {
     int64_t end_t; /* global end of the job's traces */
+    struct sp_hang_comm *comms;
     int ncomms;
     struct sp_hang_inst *insts; /* one per communicator with a pending instance */
     int ninsts, nhung;

@@ -134,6 +134,10 @@ def story_hang_blocked_rank():
     if not main or not main[0]["last"][-1]["what"].startswith("launched"):
         fail(f"rank 2's main thread's last event is not a launch: {main}")
     expect("top-level hung_s", abs(h["hung_s"] - x["hung_s"]) < 1e-6, True)
+    c = h["communicators"][0]
+    expect("per rank entered / completed", [(r["rank"], r["entered"], r["completed"] in (118, 119))
+                                            for r in c["ranks"]],
+           [(0, 120, True), (1, 120, True), (2, 119, True), (3, 120, True)])
     text = scaleprof("hang", d).stdout
     print(text)
     if "nothing hung" in text:

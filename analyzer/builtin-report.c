@@ -21,6 +21,7 @@
 #include <regex.h>
 
 #include "builtin.h"
+#include "hang.h"
 #include "opt.h"
 #include "json.h"
 #include "text.h"
@@ -121,6 +122,23 @@ static const char *op_name(uint32_t op)
     return n ? n : "op";
 }
 
+/* "rank 2", "ranks 0,1,3" */
+static void rank_ints(const int *v, int n, char *out, size_t len)
+{
+    int w = snprintf(out, len, "%s", n == 1 ? "rank " : "ranks ");
+    size_t used = w > 0 ? (size_t)w : 0;
+    for (int i = 0; i < n && used + 16 < len; i++)
+        used += (size_t)snprintf(out + used, len - used, "%s%d", i ? "," : "", v[i]);
+}
+
+static void json_int_list(struct sp_json *j, const char *key, const int *v, int n)
+{
+    sp_json_open(j, key, '[');
+    for (int i = 0; i < n; i++)
+        sp_json_int(j, NULL, v[i]);
+    sp_json_close(j, ']');
+}
+
 static const char *detected_by_text(const char *how)
 {
     if (!strcmp(how, "markers"))
@@ -130,6 +148,80 @@ static const char *detected_by_text(const char *how)
     if (!strcmp(how, "kernels"))
         return "from the repeating sequence of GPU kernels";
     return "none found: the whole trace is taken as one step";
+}
+
+/* The first lines of a report on a job that hung or desynced: what and
+ * where, and the verb that says why. */
+static void text_hang(const struct sp_model *m, const struct sp_hang *h, int cols)
+{
+    char line[1024], a[300], b[300], c[300];
+    for (int i = 0; i < h->ninsts; i++) {
+        const struct sp_hang_inst *x = &h->insts[i];
+        if (!x->hung)
+            continue;
+        rank_ints(x->entered, x->nentered, a, sizeof a);
+        rank_ints(x->missing, x->nmissing, b, sizeof b);
+        rank_ints(x->absent, x->nabsent, c, sizeof c);
+        int w = snprintf(line, sizeof line, "HUNG: the job appears hung in %s #%llu on communicator %016llx: ",
+                         op_name(x->op), (unsigned long long)x->seq, (unsigned long long)x->comm);
+        if (w > 0 && (size_t)w < sizeof line && x->inside)
+            w += snprintf(line + w, sizeof line - (size_t)w, "every rank entered it and none completed it");
+        else if (w > 0 && (size_t)w < sizeof line)
+            w += snprintf(line + w, sizeof line - (size_t)w, "%s entered it, %s%s%s%s", x->nentered ? a : "no rank",
+                          x->nmissing ? b : "", x->nmissing ? " never did" : "", x->nmissing && x->nabsent ? ", " : "",
+                          x->nabsent ? c : "");
+        if (w > 0 && (size_t)w < sizeof line && x->nabsent)
+            w += snprintf(line + w, sizeof line - (size_t)w, " left no trace");
+        if (w > 0 && (size_t)w < sizeof line)
+            snprintf(line + w, sizeof line - (size_t)w, "; hung for %.2f s at the end of the traces. "
+                     "See what each rank was doing: scaleprof hang %s", x->hung_s, m->dir);
+        sp_text_wrapped(line, 0, 2, cols);
+    }
+    for (int i = 0; i < h->ndesyncs; i++) {
+        const struct sp_hang_desync *d = &h->desyncs[i];
+        rank_ints(d->a.ranks, d->a.nranks, a, sizeof a);
+        rank_ints(d->b.ranks, d->b.nranks, b, sizeof b);
+        snprintf(line, sizeof line, "DESYNC: at #%llu on communicator %016llx %s called %s, %s called %s. "
+                 "See: scaleprof hang %s", (unsigned long long)d->seq, (unsigned long long)d->comm, a,
+                 op_name(d->a.op), b, op_name(d->b.op), m->dir);
+        sp_text_wrapped(line, 0, 2, cols);
+    }
+    if (h->nhung || h->ndesyncs)
+        printf("\n");
+}
+
+static void json_hang(struct sp_json *j, const struct sp_model *m, const struct sp_hang *h)
+{
+    char see[4200];
+    sp_json_open(j, "hang", '{');
+    sp_json_bool(j, "hung", h->nhung > 0);
+    if (h->nhung)
+        sp_json_num(j, "hung_s", h->hung_s);
+    else
+        sp_json_null(j, "hung_s");
+    sp_json_open(j, "instances", '[');
+    for (int i = 0; i < h->ninsts; i++) {
+        const struct sp_hang_inst *x = &h->insts[i];
+        if (!x->hung)
+            continue;
+        char comm[32];
+        snprintf(comm, sizeof comm, "%016llx", (unsigned long long)x->comm);
+        sp_json_open(j, NULL, '{');
+        sp_json_str(j, "comm", comm);
+        sp_json_int(j, "seq", (long long)x->seq);
+        sp_json_str(j, "op", op_name(x->op));
+        sp_json_int(j, "bytes", (long long)x->bytes);
+        json_int_list(j, "entered", x->entered, x->nentered);
+        json_int_list(j, "missing", x->missing, x->nmissing);
+        json_int_list(j, "absent", x->absent, x->nabsent);
+        sp_json_num(j, "hung_s", x->hung_s);
+        sp_json_close(j, '}');
+    }
+    sp_json_close(j, ']');
+    sp_json_int(j, "desync", h->ndesyncs);
+    snprintf(see, sizeof see, "scaleprof hang %s", m->dir);
+    sp_json_str(j, "see", h->nhung || h->ndesyncs ? see : "");
+    sp_json_close(j, '}');
 }
 
 static void text_overview(const struct sp_model *m)
@@ -462,7 +554,7 @@ static void csv_steps(const struct sp_model *m)
     each_step_row(m, csv_step_row, NULL);
 }
 
-static void json_report(const struct sp_model *m, int per_step)
+static void json_report(const struct sp_model *m, int per_step, const struct sp_hang *h)
 {
     struct sp_json j;
     sp_json_init(&j, stdout);
@@ -576,6 +668,7 @@ static void json_report(const struct sp_model *m, int per_step)
     }
     sp_json_close(&j, ']');
     sp_json_bool(&j, "healthy", is_healthy(m));
+    json_hang(&j, m, h);
     sp_json_open(&j, "whatif", '{');
     sp_json_num(&j, "replayed_step_ms", m->replay_step_ms);
     if (m->ideal_step_ms > 0)
@@ -684,6 +777,15 @@ int cmd_report(int argc, char **argv)
         sp_model_free(&m);
         return SP_EXIT_USAGE;
     }
+    /* a hang is looked for before the steps: it is what the report says first */
+    struct sp_hang hang;
+    struct sp_hang_opts ho;
+    sp_hang_opts_default(&ho);
+    memset(&hang, 0, sizeof hang);
+    if (rc == 0)
+        sp_hang_analyze(&m, &ho, &hang);
+    if (rc == 0 && !json && !csv)
+        text_hang(&m, &hang, sp_text_columns());
     if (rc == 0 && !m.gpu_events) {
         /* a CPU-only job, or one whose GPU work was not seen: every number
          * below is about GPUs, so none is printed */
@@ -691,6 +793,7 @@ int cmd_report(int argc, char **argv)
                         "file(s)): a job that ran on CPUs only, or whose CUDA work the recorder did not see "
                         "(CUPTI held by another tool, a static CUDA runtime); the breakdown is per GPU, so "
                         "there is nothing to report\n", dir, m.nranks, m.nfrecs);
+        sp_hang_free(&hang);
         sp_model_free(&m);
         return 1;
     }
@@ -704,6 +807,7 @@ int cmd_report(int argc, char **argv)
         else
             fprintf(stderr, "scaleprof report: --steps %d:%d: no step found in %s\n", o.step_first,
                     o.step_last - 1, dir);
+        sp_hang_free(&hang);
         sp_model_free(&m);
         return SP_EXIT_USAGE;
     }
@@ -711,7 +815,9 @@ int cmd_report(int argc, char **argv)
         rc = sp_model_run(&m, SP_STAGE_FINDINGS);
     if (rc == 0 && m.step_mean_ms <= 0) {
         fprintf(stderr, "scaleprof report: %s: no step time was measured (the traces end before a step "
-                        "completes: a job that crashed at start?)\n", dir);
+                        "completes: a job that crashed at start?)%s\n", dir,
+                hang.nhung ? "; it appears hung: scaleprof hang DIR says where" : "");
+        sp_hang_free(&hang);
         sp_model_free(&m);
         return 1;
     }
@@ -719,13 +825,14 @@ int cmd_report(int argc, char **argv)
         for (int i = 0; i < m.nwarnings; i++)
             fprintf(stderr, "scaleprof report: %s\n", m.warnings[i]);
         fprintf(stderr, "scaleprof report: nothing to analyze in %s\n", dir);
+        sp_hang_free(&hang);
         sp_model_free(&m);
         return 1;
     }
     if (csv) {
         csv_steps(&m);
     } else if (json) {
-        json_report(&m, per_step);
+        json_report(&m, per_step, &hang);
     } else {
         int cols = sp_text_columns();
         text_overview(&m);
@@ -734,6 +841,7 @@ int cmd_report(int argc, char **argv)
         text_collectives(&m, cols);
         text_warnings(&m, cols);
     }
+    sp_hang_free(&hang);
     sp_model_free(&m);
     return 0;
 }

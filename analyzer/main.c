@@ -20,6 +20,7 @@ static const struct verb verbs[] = {
     {"run", cmd_run, "run a job under the profiler (torchrun-style launcher, --sim for no GPU)"},
     {"report", cmd_report, "per-step breakdown per GPU, collectives, stragglers and findings"},
     {"compare", cmd_compare, "scaling efficiency across runs and where the time went"},
+    {"hang", cmd_hang, "post-mortem of a hung or crashed job: the collective, who never arrived, why"},
     {"import", cmd_import, "convert PyTorch profiler (Kineto) traces to scaleprof traces"},
     {"export", cmd_export, "the timeline for ui.perfetto.dev / chrome://tracing, with the analysis on it"},
     {"html", cmd_html, "one self-contained HTML page of the report (or of a comparison)"},

@@ -99,6 +99,7 @@ struct sp_coll_call {
     int64_t wait;           /* ns of [start,end) spent waiting for peers */
     uint8_t timing;         /* enum sp_coll_timing */
     uint8_t matched;        /* found on every participant */
+    uint32_t dtype;         /* ncclDataType_t as recorded (hang.c's desync check) */
 };
 enum sp_coll_timing { SP_TIMING_HOST = 0, SP_TIMING_FALLBACK, SP_TIMING_GPU };
 

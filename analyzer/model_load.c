@@ -227,6 +227,7 @@ static void on_nccl(struct file_scan *s, const struct sp_event *ev)
     c->stream = n->stream;
     c->corr = n->correlation;
     c->op = (uint32_t)n->op;
+    c->dtype = (uint32_t)n->datatype;
     c->nranks = (uint32_t)n->nranks;
     c->crank = (int32_t)n->rank;
     c->peer = (int32_t)n->peer;

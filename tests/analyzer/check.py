@@ -545,7 +545,7 @@ def case_man_pages_clean():
 def case_help_matches_man():
     """Every option in each verb's --help is documented in its man page."""
     mandir = os.environ["MAN_DIR"]
-    for verb in ("report", "compare", "export", "html"):
+    for verb in ("report", "compare", "export", "html", "hang"):
         helptext = scaleprof(verb, "--help").stdout
         with open(os.path.join(mandir, f"scaleprof-{verb}.1")) as f:
             man = f.read().replace("\\-", "-")

@@ -1,0 +1,214 @@
+/*
+ * hang_job.c - a data-parallel loop that can hang or desync on purpose,
+ * for `scaleprof hang` (tests/hang).
+ *
+ * Each rank (RANK / WORLD_SIZE / LOCAL_RANK from the launcher) runs steps
+ * of a copy, a forward and a backward kernel, one all-reduce of its
+ * gradient and a stream sync.  The step's all-reduce is the
+ * communicator's collective number `step`.
+ *
+ *   --steps N            steps (default 20)
+ *   --hang-rank R        rank R, at step --hang-at K, launches its kernels
+ *   --hang-at K          and then blocks in its own code (sleeps) instead of
+ *                        calling all-reduce #K; the others wait in #K
+ *   --crash-rank R       rank R, at step --crash-at K, exits with status 3
+ *   --crash-at K         after its launches instead of calling all-reduce #K
+ *   --desync-rank R      rank R calls all-gather instead of all-reduce at
+ *   --desync-at K        step K (same buffers, a quarter of the elements)
+ *   --state-dir DIR      each rank writes DIR/pid.<rank>; the blocking rank
+ *                        writes DIR/blocked as it starts its last step, the
+ *                        exiting one DIR/crashed
+ *
+ * Like tests/preload/gpu_loop.c, kernels are registered as nvcc would
+ * (host stub and mangled name) and launched with cudaLaunchKernel; their
+ * duration follows from the grid on the stand-in runtime.
+ */
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RENDEZVOUS_WAIT_MS 30000
+#define POLL_MS 5
+#define THREADS_PER_BLOCK 1000
+#define BLOCKS 1000 /* 1 ms per kernel on the stand-in runtime */
+#define COUNT 65536
+
+#define CALL(expr)                                                                                 \
+    do {                                                                                           \
+        int rc_ = (int)(expr);                                                                     \
+        if (rc_ != 0) {                                                                            \
+            fprintf(stderr, "hang_job: %s failed: %d\n", #expr, rc_);                              \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+void **__cudaRegisterFatBinary(void *fatCubin);
+void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
+void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
+                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
+                            dim3 *bDim, dim3 *gDim, int *wSize);
+
+static void forward_stub(void) {}
+static void backward_stub(void) {}
+
+static void register_kernels(void)
+{
+    void **h = __cudaRegisterFatBinary(NULL);
+    __cudaRegisterFunction(h, (const char *)(uintptr_t)forward_stub, NULL, "_Z7forwardPfi", -1,
+                           NULL, NULL, NULL, NULL, NULL);
+    __cudaRegisterFunction(h, (const char *)(uintptr_t)backward_stub, NULL, "_Z8backwardPfi", -1,
+                           NULL, NULL, NULL, NULL, NULL);
+    __cudaRegisterFatBinaryEnd(h);
+}
+
+static int env_int(const char *name, int fallback)
+{
+    const char *v = getenv(name);
+    return v && *v ? atoi(v) : fallback;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void exchange_id(ncclUniqueId *id, int rank, int world)
+{
+    if (world == 1) return;
+    const char *dir = getenv("SCALEPROF_RENDEZVOUS");
+    if (!dir || !*dir) dir = getenv("SIM_RENDEZVOUS");
+    if (!dir || !*dir) {
+        fprintf(stderr, "hang_job: no rendezvous directory (SCALEPROF_RENDEZVOUS)\n");
+        exit(1);
+    }
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s/hang_job-nccl-id", dir);
+    if (rank == 0) {
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        FILE *f = fopen(tmp, "wb");
+        if (!f || fwrite(id, sizeof *id, 1, f) != 1 || fclose(f) != 0 || rename(tmp, path) != 0) {
+            fprintf(stderr, "hang_job: cannot publish the NCCL id in %s\n", dir);
+            exit(1);
+        }
+        return;
+    }
+    for (int waited = 0; waited < RENDEZVOUS_WAIT_MS; waited += POLL_MS) {
+        FILE *f = fopen(path, "rb");
+        if (f) {
+            size_t n = fread(id, sizeof *id, 1, f);
+            fclose(f);
+            if (n == 1) return;
+        }
+        sleep_ms(POLL_MS);
+    }
+    fprintf(stderr, "hang_job: rank %d: no NCCL id from rank 0\n", rank);
+    exit(1);
+}
+
+static void write_state(const char *dir, const char *name, long value)
+{
+    if (!dir) return;
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (f) {
+        fprintf(f, "%ld\n", value);
+        fclose(f);
+        rename(tmp, path);
+    }
+}
+
+static void launch(void (*stub)(void), int blocks, cudaStream_t s)
+{
+    dim3 grid = {(unsigned)blocks, 1, 1}, block = {THREADS_PER_BLOCK, 1, 1};
+    CALL(cudaLaunchKernel((const void *)(uintptr_t)stub, grid, block, NULL, 0, s));
+}
+
+int main(int argc, char **argv)
+{
+    int steps = 20, hang_rank = -1, hang_at = -1, desync_rank = -1, desync_at = -1, crash_rank = -1,
+        crash_at = -1;
+    const char *state = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--steps") && i + 1 < argc)
+            steps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--hang-rank") && i + 1 < argc)
+            hang_rank = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--hang-at") && i + 1 < argc)
+            hang_at = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--crash-rank") && i + 1 < argc)
+            crash_rank = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--crash-at") && i + 1 < argc)
+            crash_at = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--desync-rank") && i + 1 < argc)
+            desync_rank = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--desync-at") && i + 1 < argc)
+            desync_at = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--state-dir") && i + 1 < argc)
+            state = argv[++i];
+        else {
+            fprintf(stderr, "hang_job: unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
+    int rank = env_int("RANK", 0), world = env_int("WORLD_SIZE", 1);
+    char name[32];
+    snprintf(name, sizeof name, "pid.%d", rank);
+    write_state(state, name, (long)getpid());
+    register_kernels();
+    CALL(cudaSetDevice(env_int("LOCAL_RANK", 0)));
+
+    ncclUniqueId id;
+    if (rank == 0) CALL(ncclGetUniqueId(&id));
+    exchange_id(&id, rank, world);
+    ncclComm_t comm;
+    CALL(ncclCommInitRank(&comm, world, id, rank));
+    cudaStream_t s;
+    CALL(cudaStreamCreate(&s));
+    float *grad;
+    size_t bytes = (size_t)COUNT * sizeof(float);
+    /* room for an all-gather of a quarter of the elements from every rank */
+    size_t room = bytes * (world > 4 ? (size_t)world : 4);
+    CALL(cudaMalloc((void **)&grad, room));
+    float *host = calloc(1, bytes);
+    if (!host) return 1;
+
+    for (int step = 1; step <= steps; step++) {
+        int blocks_here = rank == hang_rank && step == hang_at;
+        if (blocks_here)
+            write_state(state, "blocked",
+                        step); /* before the step's launches: they stay its last calls */
+        for (int i = 0; i < COUNT; i++)
+            host[i] = (float)(rank + step);
+        CALL(cudaMemcpyAsync(grad, host, bytes, cudaMemcpyHostToDevice, s));
+        launch(forward_stub, BLOCKS, s);
+        launch(backward_stub, BLOCKS * 2, s);
+        if (blocks_here) {
+            /* a bug in the job's own code: it never reaches the collective */
+            for (;;)
+                sleep(1);
+        }
+        if (rank == crash_rank && step == crash_at) {
+            fprintf(stderr, "hang_job: rank %d: giving up at step %d\n", rank, step);
+            write_state(state, "crashed", step);
+            exit(3);
+        }
+        if (rank == desync_rank && step == desync_at)
+            CALL(ncclAllGather(grad, grad + COUNT, COUNT / 4, ncclFloat, comm, s));
+        else
+            CALL(ncclAllReduce(grad, grad, COUNT, ncclFloat, ncclSum, comm, s));
+        CALL(cudaStreamSynchronize(s));
+    }
+    CALL(cudaDeviceSynchronize());
+    CALL(ncclCommDestroy(comm));
+    if (rank == 0) printf("hang_job: %d steps done\n", steps);
+    free(host);
+    return 0;
+}

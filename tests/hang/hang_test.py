@@ -1,0 +1,405 @@
+#!/usr/bin/env python3
+"""`scaleprof hang` on jobs that hang, lose a node or desync, run on the
+simulated GPUs under `scaleprof run --sim` and killed with SIGKILL the way
+a scheduler kills a job that ran out of time.
+
+usage: hang_test.py STORY   with SCALEPROF_BIN and HANG_JOB in the environment.
+Each story prints what it checks and exits 1 on the first mismatch."""
+import glob, json, os, shutil, signal, subprocess, sys, tempfile, time
+
+SCALEPROF = os.environ["SCALEPROF_BIN"]
+JOB = os.environ["HANG_JOB"]
+TMP = tempfile.mkdtemp(prefix="sprof-hang-")
+BLOCK_WAIT_S = 90   # the job reaches its blocking step (4 ranks on 2 busy cores)
+HUNG_FOR_S = 2.5    # then it stays hung this long before the kill
+NPROC = 4
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def scaleprof(*args, rc=0):
+    p = subprocess.run([SCALEPROF, *map(str, args)], capture_output=True, text=True, timeout=60)
+    if rc is not None and p.returncode != rc:
+        fail(f"scaleprof {' '.join(map(str, args))}: exit {p.returncode}, wanted {rc}\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def kill_ranks(state):
+    """SIGKILL every rank still running (a pid is checked to still be the
+    job's before the kill: a rank that exited may have left its pid to
+    another process)."""
+    for f in glob.glob(os.path.join(state, "pid.*")):
+        try:
+            pid = int(open(f).read())
+            with open(f"/proc/{pid}/cmdline", "rb") as c:
+                if os.path.basename(JOB).encode() not in c.read():
+                    continue
+            os.kill(pid, signal.SIGKILL)
+        except (ValueError, OSError):
+            pass
+
+
+def run_job(name, *args, until=None, after_s=HUNG_FOR_S, while_hung=None):
+    """The job on NPROC simulated GPUs; with `until`, waits for the state
+    file of that name, lets it run after_s more seconds (then calls
+    while_hung(trace dir), the job still alive), then SIGKILLs every rank.
+    Returns (trace dir, state dir)."""
+    out, state = os.path.join(TMP, name), os.path.join(TMP, name + "-state")
+    os.makedirs(state)
+    cmd = [SCALEPROF, "run", "--sim", "--nproc", str(NPROC), "-o", out, "--", JOB, "--state-dir", state,
+           *map(str, args)]
+    log = open(os.path.join(TMP, name + ".log"), "w")
+    p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    if until is None:
+        if p.wait(timeout=120) != 0:
+            fail(f"the job failed: {open(log.name).read()}")
+        return out, state
+    deadline = time.time() + BLOCK_WAIT_S
+    while not os.path.exists(os.path.join(state, until)):
+        if p.poll() is not None or time.time() > deadline:
+            kill_ranks(state)
+            fail(f"the job never reached '{until}': {open(log.name).read()}")
+        time.sleep(0.05)
+    time.sleep(after_s)
+    try:
+        if while_hung:
+            while_hung(out)
+    finally:
+        kill_ranks(state)
+    try:
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+    return out, state
+
+
+def hang_json(d, rc=0):
+    return json.loads(scaleprof("hang", d, "--json", rc=rc).stdout)
+
+
+def expect(what, got, want):
+    print(f"  {what}: {got}")
+    if got != want:
+        fail(f"{what}: got {got!r}, wanted {want!r}")
+
+
+def check_hung_120(h, missing, absent, entered):
+    if len(h["hung"]) != 1:
+        fail(f"expected one hung collective, got {h['hung']}")
+    x = h["hung"][0]
+    expect("communicator (16 hex digits)", len(x["comm"]) == 16 and int(x["comm"], 16) >= 0, True)
+    expect("sequence", x["seq"], 120)
+    expect("op", x["op"], "allreduce")
+    expect("bytes", x["bytes"], 65536 * 4)
+    expect("entered", x["entered"], entered)
+    expect("missing", x["missing"], missing)
+    expect("absent", x["absent"], absent)
+    expect("last completed", x["last_completed"] in (118, 119), True)
+    if not (HUNG_FOR_S * 0.8 <= x["hung_s"] <= HUNG_FOR_S + 30):
+        fail(f"hung_s {x['hung_s']} is not about the {HUNG_FOR_S} s the job stayed hung")
+    print(f"  hung for {x['hung_s']:.2f} s (kept hung {HUNG_FOR_S} s)")
+    for r in entered:
+        expect(f"rank {r} state", x["last"][str(r)]["state"], "in_collective")
+    return x
+
+
+def story_hang_blocked_rank():
+    """A rank that blocks in its own code after its last launch, before
+    all-reduce #120 of a communicator of 4, while the others wait in #120
+    until the job is killed with SIGKILL: hang names that rank, the
+    communicator and #120, says what it was doing and shows the others
+    waiting in #120; report says so in its first lines."""
+    live = {}
+    d, _ = run_job("blocked", "--steps", 200, "--hang-rank", 2, "--hang-at", 120, until="blocked",
+                   while_hung=lambda d: live.update(hang_json(d)))
+    print("  while the job still hangs:")
+    if not live.get("hung"):
+        fail(f"the live job is not called hung: {live}")
+    expect("rank 2 process, job alive", live["hung"][0]["last"]["2"]["process"], "open")
+    expect("rank 2 state, job alive", live["hung"][0]["last"]["2"]["state"], "own_code_after_launch")
+    print("  after the SIGKILL:")
+    h = hang_json(d)
+    x = check_hung_120(h, missing=[2], absent=[], entered=[0, 1, 3])
+    two = x["last"]["2"]
+    expect("rank 2 state", two["state"], "own_code_after_launch")
+    expect("rank 2 process", two["process"], "killed")
+    if "its own code after its last launch" not in two["doing"]:
+        fail(f"rank 2's sentence does not say it blocked in its own code: {two['doing']}")
+    if two["silent_s"] < HUNG_FOR_S * 0.8:
+        fail(f"rank 2 silent for {two['silent_s']} s only")
+    main = [t for p in two["processes"] if not p["helper"] for t in p["threads"] if t["main"]]
+    if not main or not main[0]["last"][-1]["what"].startswith("launched"):
+        fail(f"rank 2's main thread's last event is not a launch: {main}")
+    expect("top-level hung_s", abs(h["hung_s"] - x["hung_s"]) < 1e-6, True)
+    c = h["communicators"][0]
+    expect("per rank entered / completed", [(r["rank"], r["entered"], r["completed"] in (118, 119))
+                                            for r in c["ranks"]],
+           [(0, 120, True), (1, 120, True), (2, 119, True), (3, 120, True)])
+    text = scaleprof("hang", d).stdout
+    print(text)
+    if "nothing hung" in text:
+        fail("the text of a hung job says nothing hung")
+    for want in ("HUNG in allreduce #120 on communicator " + x["comm"], "never entered it:            rank 2",
+                 "rank 2 [own_code_after_launch] blocked in its own code after its last launch",
+                 "rank 0 [in_collective] waiting in allreduce #120"):
+        if want not in text:
+            fail(f"the text does not say '{want}'")
+    rep = scaleprof("report", d).stdout.splitlines()
+    print("report, first lines:\n  " + "\n  ".join(rep[:3]))
+    head = rep[0]
+    if not head.startswith("HUNG: the job appears hung in allreduce #120 on communicator " + x["comm"]):
+        fail(f"report's first line does not name the hang: {head}")
+    if "ranks 0,1,3 entered it, rank 2 never did" not in head or "scaleprof hang" not in head:
+        fail(f"report's first line does not name rank 2 and point at scaleprof hang: {head}")
+    rj = json.loads(scaleprof("report", d, "--json").stdout)["hang"]
+    expect("report --json hang.hung", rj["hung"], True)
+    expect("report --json hang.instances[0].missing", rj["instances"][0]["missing"], [2])
+
+
+def story_hang_absent_rank():
+    """The same hang with the blocked rank's trace deleted (a node that
+    crashed and took its trace along): the rank is named as absent, from
+    the world size in the others' headers."""
+    d, state = run_job("absent", "--steps", 200, "--hang-rank", 2, "--hang-at", 120, until="blocked")
+    pid = open(os.path.join(state, "pid.2")).read().strip()
+    gone = glob.glob(os.path.join(d, "*", pid + ".sprof"))
+    if len(gone) != 1:
+        fail(f"no trace of rank 2 (pid {pid}) to delete: {gone}")
+    os.unlink(gone[0])
+    h = hang_json(d)
+    x = check_hung_120(h, missing=[], absent=[2], entered=[0, 1, 3])
+    expect("rank 2 in last", x["last"]["2"]["state"], "no_trace")
+    expect("missing_ranks", h["missing_ranks"], [2])
+    text = scaleprof("hang", d).stdout
+    print(text)
+    if "left no trace:               rank 2" not in text:
+        fail("the text does not name rank 2 as leaving no trace")
+    head = scaleprof("report", d).stdout.splitlines()[0]
+    print("report:", head)
+    if not head.startswith("HUNG:") or "rank 2 left no trace" not in head:
+        fail(f"report's first line does not name the absent rank: {head}")
+
+
+def story_hang_crashed_rank():
+    """A rank that exits (status 3) after its launches instead of calling
+    all-reduce #120, while the others wait in #120 until the job is
+    killed: the hang is at #120 and that rank is shown as exited with its
+    status, its trace closed."""
+    d, _ = run_job("crashed", "--steps", 200, "--crash-rank", 2, "--crash-at", 120, until="crashed")
+    h = hang_json(d)
+    x = check_hung_120(h, missing=[2], absent=[], entered=[0, 1, 3])
+    two = x["last"]["2"]
+    expect("rank 2 state", two["state"], "exited")
+    expect("rank 2 process", two["process"], "closed")
+    if "exited (status 3)" not in two["doing"]:
+        fail(f"rank 2's sentence does not give its exit status: {two['doing']}")
+    print(scaleprof("hang", d).stdout)
+
+
+def damage(rng, src, dst):
+    """A copy of the trace set with each file cut short, with bytes
+    flipped, or replaced by random bytes, at random."""
+    shutil.copytree(src, dst)
+    for f in glob.glob(os.path.join(dst, "*", "*.sprof")):
+        size = os.path.getsize(f)
+        if rng.random() < 0.1:
+            with open(f, "wb") as fh:
+                fh.write(os.urandom(rng.randrange(8192)))
+        elif rng.random() < 0.5:
+            os.truncate(f, rng.randrange(size + 1))
+        else:
+            with open(f, "r+b") as fh:
+                for _ in range(rng.randrange(1, 64)):
+                    fh.seek(rng.randrange(size))
+                    fh.write(bytes([rng.randrange(256)]))
+
+
+def story_hang_damaged():
+    """The hung job's traces damaged at random (files cut short, bytes
+    flipped, replaced), 40 times: hang exits 0 or 1 with valid JSON, never by a
+    signal, and says why on stderr when it exits 1 with nothing read."""
+    import random
+    d, _ = run_job("dmg", "--steps", 150, "--hang-rank", 1, "--hang-at", 100, until="blocked", after_s=1.5)
+    seed = int(os.environ.get("HANG_DAMAGE_SEED", time.time()))
+    print(f"  seed {seed} (HANG_DAMAGE_SEED={seed} replays it)")
+    rng = random.Random(seed)
+    exits = {0: 0, 1: 0}
+    for i in range(40):
+        dst = os.path.join(TMP, f"dmg-{i}")
+        damage(rng, d, dst)
+        p = scaleprof("hang", dst, "--json", rc=None)
+        if p.returncode not in (0, 1):
+            fail(f"round {i}: exit {p.returncode}\n{p.stderr}")
+        exits[p.returncode] += 1
+        if p.stdout:
+            json.loads(p.stdout)
+        elif not p.stderr:
+            fail(f"round {i}: nothing printed and no reason given")
+        q = scaleprof("hang", dst, rc=None)
+        if q.returncode not in (0, 1):
+            fail(f"round {i}: text: exit {q.returncode}\n{q.stderr}")
+        shutil.rmtree(dst)
+    print(f"  40 damaged copies: exit 0 {exits[0]} times, 1 {exits[1]} times")
+
+
+def story_hang_desync():
+    """One rank calls all-gather where the others call all-reduce at the
+    same sequence number (the sim lets the mismatched call complete): both
+    calls are named, with their ranks, and the verb exits 0."""
+    d, _ = run_job("desync", "--steps", 30, "--desync-rank", 1, "--desync-at", 12)
+    h = hang_json(d)
+    if len(h["desync"]) != 1:
+        fail(f"expected one desync, got {h['desync']}")
+    x = h["desync"][0]
+    expect("sequence", x["seq"], 12)
+    a, b = x["calls"]
+    expect("majority call", (a["op"], a["bytes"], a["dtype"], a["ranks"]), ("allreduce", 65536 * 4, "float32", [0, 2, 3]))
+    expect("other call", (b["op"], b["bytes"], b["dtype"], b["ranks"]), ("allgather", 65536, "float32", [1]))
+    expect("hung", h["hung"], [])
+    text = scaleprof("hang", d).stdout
+    print(text)
+    if "DESYNC on communicator " + x["comm"] + " at #12: ranks 0,2,3 called allreduce" not in text or \
+            "rank 1 called allgather" not in text:
+        fail("the text does not name both calls")
+    if text.count("nothing hung") != 1:
+        fail("the text does not say once that nothing hung")
+    head = scaleprof("report", d).stdout.splitlines()[0]
+    print("report:", head)
+    if not head.startswith("DESYNC: at #12"):
+        fail("report's first line does not name the desync")
+
+
+def story_hang_healthy():
+    """A run whose collectives all completed: hang says nothing hung and
+    exits 1; report says nothing about a hang."""
+    d, _ = run_job("healthy", "--steps", 30)
+    h = hang_json(d, rc=1)
+    expect("hung", h["hung"], [])
+    expect("pending", h["pending"], [])
+    expect("desync", h["desync"], [])
+    text = scaleprof("hang", d, rc=1).stdout
+    print(text)
+    if "nothing hung: every collective entered was completed" not in text:
+        fail("the text does not say nothing hung")
+    rep = scaleprof("report", d).stdout
+    if "HUNG" in rep or "hung" in rep.lower() or "scaleprof hang" in rep:
+        fail(f"report mentions a hang on a healthy run:\n{rep}")
+    rj = json.loads(scaleprof("report", d, "--json").stdout)["hang"]
+    expect("report --json hang.hung", rj["hung"], False)
+
+
+def story_hang_stopped_running():
+    """A job killed with SIGKILL while it runs, not hung: a collective may
+    be pending at the end, but calls entered it until the kill, so it is
+    not called a hang (exit 1)."""
+    d, _ = run_job("running", "--steps", 1000000, until="pid.3", after_s=3)
+    h = hang_json(d, rc=1)
+    expect("hung", h["hung"], [])
+    for p in h["pending"]:
+        print(f"  pending #{p['seq']}: last entry {p['pending_s']:.4f} s before the end (bar {p['bar_s']:.2f} s)")
+        if p["pending_s"] >= p["bar_s"]:
+            fail("a pending collective passed the bar")
+    rep = scaleprof("report", d).stdout
+    if rep.startswith("HUNG"):
+        fail("report calls a running job hung")
+
+
+def story_hang_recent_kill():
+    """Killed 0.3 s after the rank blocked, before CUPTI's next delivery
+    (about once a second): the kernel records of the last steps may be
+    lost, but each rank's cudaStreamSynchronize that returned after
+    all-reduce #119 says #119 completed, so with --min-hang 0.1 the hang
+    is still at #120 with #119 as the last completed; without it, 0.3 s is
+    too short to call a hang."""
+    d, _ = run_job("recent", "--steps", 200, "--hang-rank", 2, "--hang-at", 120, until="blocked", after_s=0.3)
+    h = hang_json(d, rc=1)
+    expect("hung without --min-hang", h["hung"], [])
+    h = json.loads(scaleprof("hang", d, "--json", "--min-hang", "0.1").stdout)
+    if len(h["hung"]) != 1:
+        fail(f"expected one hung collective, got {h['hung']}")
+    x = h["hung"][0]
+    expect("sequence", x["seq"], 120)
+    expect("missing", x["missing"], [2])
+    expect("last completed", x["last_completed"], 119)
+    for r, v in sorted(x["last"].items()):
+        p = v["processes"][0]
+        print(f"  rank {r}: {p['kernels']} kernel records for {p['launches']} launches")
+
+
+def kineto(path, rank, calls):
+    """A Kineto trace of one rank: NCCL kernels with Seq on one process group."""
+    ev = [{"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1000 + rank, "tid": 1000 + rank, "ts": 500,
+           "dur": 1}]
+    t = 1000.0
+    for seq, op, nelems in calls:
+        kname = {"allreduce": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)",
+                 "allgather": "ncclDevKernel_AllGather_RING_LL(ncclDevComm*)"}[op]
+        ev.append({"ph": "X", "cat": "kernel", "name": kname, "pid": rank, "tid": 7, "ts": t, "dur": 50,
+                   "args": {"device": rank, "stream": 7, "correlation": 100 + seq, "Collective name": op,
+                            "In msg nelems": nelems, "Out msg nelems": nelems, "Group size": 2, "dtype": "Float",
+                            "Process Group Name": "0", "Process Group Ranks": "[0, 1]", "Seq": seq}})
+        t += 1000
+    with open(path, "w") as f:
+        json.dump({"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2},
+                   "traceEvents": ev}, f)
+
+
+def story_hang_kineto():
+    """Imported Kineto traces (NCCL kernels with Seq): a rank that called
+    all-gather at Seq 5 where the other called all-reduce is a desync
+    named with both calls; traces whose collectives all completed say
+    nothing hung (exit 1)."""
+    same = [(s, "allreduce", 1024) for s in range(1, 7)]
+    odd = [(s, "allgather" if s == 5 else "allreduce", 1024) for s in range(1, 7)]
+    for name, calls1 in (("k-desync", odd), ("k-healthy", same)):
+        f0, f1 = os.path.join(TMP, name + "0.json"), os.path.join(TMP, name + "1.json")
+        kineto(f0, 0, same)
+        kineto(f1, 1, calls1)
+        scaleprof("import", "kineto", f0, f1, "-o", os.path.join(TMP, name))
+    h = hang_json(os.path.join(TMP, "k-desync"))
+    if len(h["desync"]) != 1 or h["desync"][0]["seq"] != 5:
+        fail(f"expected a desync at Seq 5, got {h['desync']}")
+    a, b = h["desync"][0]["calls"]
+    expect("calls", sorted([(a["op"], a["ranks"]), (b["op"], b["ranks"])]), [("allgather", [1]), ("allreduce", [0])])
+    print(scaleprof("hang", os.path.join(TMP, "k-desync")).stdout)
+    h = hang_json(os.path.join(TMP, "k-healthy"), rc=1)
+    expect("kineto healthy: hung", h["hung"], [])
+    expect("kineto healthy: pending", h["pending"], [])
+
+
+def story_hang_usage():
+    """Bad options and directories get a clear message: exit 2 for usage,
+    1 when there is nothing to analyze, never a crash."""
+    empty = os.path.join(TMP, "empty")
+    os.makedirs(empty)
+    junk = os.path.join(TMP, "junk")
+    os.makedirs(junk)
+    with open(os.path.join(junk, "1.sprof"), "wb") as f:
+        f.write(os.urandom(5000))
+    cases = [((), 2, "no trace directory"), (("--events", "0", empty), 2, "--events"),
+             (("--events", "x", empty), 2, "--events"), (("--min-hang", "-1", empty), 2, "--min-hang"),
+             (("--bogus", empty), 2, "unknown"), ((empty, empty), 2, "one trace directory"),
+             ((os.path.join(TMP, "nope"),), 1, "no such file"), ((empty,), 1, "no *.sprof"),
+             ((junk,), 1, "nothing to analyze")]
+    for args, rc, says in cases:
+        p = scaleprof("hang", *args, rc=rc)
+        print(f"  hang {' '.join(args)}: exit {rc}: {p.stderr.strip().splitlines()[0]}")
+        if says not in p.stderr:
+            fail(f"the message does not say '{says}': {p.stderr}")
+    if "--min-hang" not in scaleprof("hang", "--help").stdout:
+        fail("--help does not list --min-hang")
+
+
+if __name__ == "__main__":
+    fn = globals().get("story_" + sys.argv[1])
+    if not fn:
+        fail("unknown story " + sys.argv[1])
+    print(fn.__doc__.strip())
+    try:
+        fn()
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
+    print("ok")

@@ -42,7 +42,6 @@
 #define SP_PROC_STAT_MAX 4096
 #define SP_CONTROL_MAX 64
 #define SP_THREADS_FIELD 20 /* num_threads in /proc/self/stat */
-#define SP_CPU_HZ_MAX 1000
 
 volatile int sp_cpu_pending;
 static _Atomic int g_started;
@@ -196,7 +195,7 @@ static void poll_control(const char *dir, struct control_seen *seen)
 static void *sampler_main(void *arg)
 {
     (void)arg;
-    sp_guard_depth = 1; /* nothing this thread does is the job's I/O */
+    sp_guard_forever(); /* nothing this thread does is the job's I/O */
     const struct sp_config *cfg = sp_config();
     unsigned ncores = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     int hz = cfg->cpu_hz > SP_CPU_HZ_MAX ? SP_CPU_HZ_MAX : cfg->cpu_hz;

@@ -32,10 +32,16 @@
  *                       daemons do (HOW: close, close_range or closefrom),
  *                       creates OUT and writes "hello" to it, reads N more
  *                       times, closes OUT
+ *   timeout N FILE      puts a timeout on a read that never completes (an
+ *                       empty pipe) the classic way, alarm() and a SIGALRM
+ *                       handler that siglongjmps out of the read; then reads
+ *                       FILE N times; twice, the second time from a deeper
+ *                       function than the reads that follow
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <spawn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -387,6 +393,55 @@ static int story_closeall(int n, const char *file, const char *out, const char *
     return 0;
 }
 
+static sigjmp_buf g_timeout_jump;
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    siglongjmp(g_timeout_jump, 1);
+}
+
+/* read() on an empty pipe, abandoned by siglongjmp when the alarm rings.
+ * Returns 1 when the read was jumped out of. */
+static int read_with_timeout(int fd)
+{
+    char c;
+    if (sigsetjmp(g_timeout_jump, 1) == 0) {
+        alarm(1);
+        (void)read(fd, &c, 1); /* nobody writes: only the alarm ends it */
+        alarm(0);
+        return 0;
+    }
+    return 1;
+}
+
+/* The same, one call deeper: the later reads come from a shallower frame. */
+static __attribute__((noinline)) int read_with_timeout_deeper(int fd)
+{
+    volatile char pad[256];
+    pad[0] = 0;
+    return read_with_timeout(fd) + pad[0];
+}
+
+static int story_timeout(int n, const char *file)
+{
+    int p[2];
+    if (pipe(p) != 0)
+        return 1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGALRM, &sa, NULL) != 0)
+        return 1;
+    int jumped = read_with_timeout(p[0]);
+    int total = read_n_times(file, n);
+    jumped += read_with_timeout_deeper(p[0]);
+    total += read_n_times(file, n);
+    printf("jumped %d\nreads %d\n", jumped, total);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -418,6 +473,8 @@ int main(int argc, char **argv)
         return story_stdfds(atoi(argv[2]), argv[3], argv[4]);
     if (argc >= 6 && strcmp(argv[1], "closeall") == 0)
         return story_closeall(atoi(argv[2]), argv[3], argv[4], argv[5]);
-    fprintf(stderr, "usage: io_story threads|waves|reopen|forkbusy|exec|execfail|cloneexec|spawn|exit|sigterm|burn|control|stdfds|closeall ...\n");
+    if (argc >= 4 && strcmp(argv[1], "timeout") == 0)
+        return story_timeout(atoi(argv[2]), argv[3]);
+    fprintf(stderr, "usage: io_story timeout|threads|waves|reopen|forkbusy|exec|execfail|cloneexec|spawn|exit|sigterm|burn|control|stdfds|closeall ...\n");
     return 2;
 }

@@ -286,6 +286,80 @@ def story_unwritable(tmp):
           f"exactly one line on stderr: {lines}")
 
 
+def story_timeout(tmp):
+    """A job that puts a timeout on a read with alarm() and siglongjmp out of
+    it (the read never returns) goes on being recorded: every later read is
+    in the trace."""
+    n = 50
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    r = run([os.environ["IO_STORY"], "timeout", str(n), data], os.path.join(tmp, "t"))
+    kv = keyvals(r.stdout)
+    check(r.returncode == 0 and kv.get("jumped") == ["2"] and kv.get("reads") == [str(2 * n)],
+          f"the job's two reads timed out and it read on: {r.stdout!r} {r.stderr!r}")
+    ts = traces(os.path.join(tmp, "t"))
+    check(len(ts) == 1, "one trace")
+    if ts:
+        got = ts[0]["read_calls"].get(data)
+        check(got == 2 * n, f"the {2 * n} reads after the timeouts are recorded (got {got})")
+        check(ts[0]["closed"] == 1, "the trace was closed at exit")
+
+
+def story_badenv(tmp):
+    """A user who mistypes a SCALEPROF_* variable gets one line on stderr
+    naming the variable, its value and the default used instead; the job's
+    output and exit status are those it has without the preload, and the
+    default is what the recorder does."""
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    story = os.environ["IO_STORY"]
+    reads = [story, "threads", "1", "20", data]
+    plain = run(reads)
+
+    def trace_mode(d):
+        files = [os.path.join(r, f) for r, _, fs in os.walk(d) for f in fs if f.endswith(".sprof")]
+        return [oct(os.stat(f).st_mode & 0o777) for f in files]
+
+    def all_reads(d):
+        ts = traces(d)
+        return len(ts) == 1 and ts[0]["read_calls"].get(data) == 20
+
+    cases = [
+        # variable, value, the default the line must name, the job, what the default means
+        ("SCALEPROF_CPU_HZ", "abc", "10", [story, "burn", "1", "0.6"],
+         lambda d: len(traces(d)[0]["cpu"]) >= 2, "CPU samples are taken at the default rate"),
+        ("SCALEPROF_CPU_HZ", "-5", "10", reads, all_reads, "the job is recorded"),
+        ("SCALEPROF_STEPS", "9:5", "every step", reads, all_reads, "every read is recorded"),
+        ("SCALEPROF_ENABLE", "maybe", "1", reads, all_reads, "the recorder stays on"),
+        ("SCALEPROF_MODE", "999", "0600", reads, lambda d: trace_mode(d) == ["0o600"],
+         "the trace file has mode 0600"),
+        ("SCALEPROF_CUPTI", "x", "1", reads, all_reads, "the job is recorded"),
+        ("SCALEPROF_QUIET", "yes", "0", reads, all_reads, "the job is recorded"),
+        ("SCALEPROF_FOLLOW", "2", "1", [story, "exec", "5", data, "/bin/echo", "exec'd"], None,
+         "the exec'd program is followed"),
+    ]
+    for var, value, dflt, cmd, holds, meaning in cases:
+        bare = plain if cmd is reads else run(cmd)
+        d = os.path.join(tmp, f"{var}-{value}")
+        r = run(cmd, d, {var: value})
+        # the burn's CPU time and the exec'd pid differ from run to run: their keys must not
+        same = r.stdout == bare.stdout if cmd is reads else \
+            [ln.split()[:1] for ln in r.stdout.splitlines()] == [ln.split()[:1] for ln in bare.stdout.splitlines()]
+        check(r.returncode == bare.returncode and same,
+              f"{var}={value}: exit status {r.returncode} and output as without the preload")
+        lines = r.stderr.splitlines()
+        if var == "SCALEPROF_FOLLOW":
+            # the exec'd program reads its environment again: one line per program
+            lines = sorted(set(lines))
+        want = f'scaleprof: {var}: "{value}"'
+        check(len(lines) == 1 and lines[0].startswith(want) and lines[0].endswith(f"using the default, {dflt}"),
+              f"{var}={value}: one line naming the variable, the value and the default {dflt}: {lines}")
+        if holds is None:
+            ts = traces(d)
+            holds_now = len(ts) == 2
+        else:
+            holds_now = holds(d)
+        check(holds_now, f"{var}={value}: {meaning}")
+
+
 def events_of(t, op):
     return [e for e in t["io"] if e[0] == op]
 

@@ -546,12 +546,7 @@ static void emit_clock(void)
 static void emit_proc_always(int kind, int pid, int status)
 {
     struct sp_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.type = SP_EV_PROC;
-    ev.t = sp_now();
-    ev.proc.kind = (uint64_t)kind;
-    ev.proc.pid = pid;
-    ev.proc.status = status;
+    sp_proc_event(&ev, kind, pid, status);
     append_guarded(&ev);
 }
 
@@ -938,12 +933,7 @@ static void final_events(int kind, int status, const char *path)
     if (atomic_load(&g_state) != ST_READY)
         return;
     struct sp_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.type = SP_EV_PROC;
-    ev.t = sp_now();
-    ev.proc.kind = (uint64_t)kind;
-    ev.proc.pid = (int64_t)getpid();
-    ev.proc.status = status;
+    sp_proc_event(&ev, kind, (int)getpid(), status);
     if (path)
         ev.proc.path = sp_writer_intern(g_writer, path, strlen(path));
     append_guarded(&ev);

@@ -648,13 +648,18 @@ int __openat64_2(int dirfd, const char *path, int flags);
 
 #define IO_REAL(name, ret, params, errval) SP_REAL(name, ret, params, sp_real, return errval)
 
+/* What the timed shapes open with: the real function, and straight to it
+ * when not recording (`pass`: the shape's own reason to pass through). */
+#define IO_TIMED_PROLOGUE(name, ret, params, args, errval, pass)                                   \
+    IO_REAL(name, ret, params, errval);                                                            \
+    struct io_call c;                                                                              \
+    if ((pass) || !io_enter(&c))                                                                   \
+        return real args
+
 #define IO_SHAPE_READ(name, ret, params, args, errval, op, fd_, result, asked, off)                \
     SP_EXPORT ret name params                                                                      \
     {                                                                                              \
-        IO_REAL(name, ret, params, errval);                                                        \
-        struct io_call c;                                                                          \
-        if (!io_enter(&c))                                                                         \
-            return real args;                                                                      \
+        IO_TIMED_PROLOGUE(name, ret, params, args, errval, 0);                                     \
         ret r = real args;                                                                         \
         io_leave(&c, errno, op, fd_, (int64_t)(result), asked, (uint64_t)(off));                   \
         return r;                                                                                  \
@@ -663,10 +668,7 @@ int __openat64_2(int dirfd, const char *path, int flags);
 #define IO_SHAPE_WAIT(name, ret, params, args, errval, op, nfds, timeout_ms, first_fd)             \
     SP_EXPORT ret name params                                                                      \
     {                                                                                              \
-        IO_REAL(name, ret, params, errval);                                                        \
-        struct io_call c;                                                                          \
-        if (!io_enter(&c))                                                                         \
-            return real args;                                                                      \
+        IO_TIMED_PROLOGUE(name, ret, params, args, errval, 0);                                     \
         int64_t timeout_ = (timeout_ms);                                                           \
         int first_ = (first_fd);                                                                   \
         ret r = real args;                                                                         \
@@ -716,10 +718,7 @@ int __openat64_2(int dirfd, const char *path, int flags);
 #define IO_SHAPE_MMAP(name, ret, params, args, errval)                                             \
     SP_EXPORT ret name params                                                                      \
     {                                                                                              \
-        IO_REAL(name, ret, params, errval);                                                        \
-        struct io_call c;                                                                          \
-        if ((flags & MAP_ANONYMOUS) || fd < 0 || !io_enter(&c))                                    \
-            return real args;                                                                      \
+        IO_TIMED_PROLOGUE(name, ret, params, args, errval, (flags & MAP_ANONYMOUS) || fd < 0);     \
         ret r = real args;                                                                         \
         io_leave(&c, errno, SP_IO_MMAP, fd, r == MAP_FAILED ? -1 : 0, len, (uint64_t)off);         \
         return r;                                                                                  \

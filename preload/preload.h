@@ -24,6 +24,7 @@
 #define SP_PRELOAD_H
 
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "sprof.h"
@@ -148,6 +149,18 @@ void sp_emit(const struct sp_event *ev);
 /* sp_emit for an interposer that sets errno itself right after (to what
  * the real call left): the same, without saving errno twice per call. */
 void sp_emit_raw(const struct sp_event *ev);
+
+/* A PROC event of `kind` about `pid`, now (its path, when any, is the
+ * caller's to add). */
+static inline void sp_proc_event(struct sp_event *ev, int kind, int pid, int status)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->type = SP_EV_PROC;
+    ev->t = sp_now();
+    ev->proc.kind = (uint64_t)kind;
+    ev->proc.pid = pid;
+    ev->proc.status = status;
+}
 
 /* Intern a string in the process's trace; 0 when not recording. */
 uint32_t sp_intern(const char *s);

@@ -58,12 +58,7 @@ extern char **environ;
 static void emit_proc(int kind, pid_t pid, int status, const char *path)
 {
     struct sp_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.type = SP_EV_PROC;
-    ev.t = sp_now();
-    ev.proc.kind = (uint64_t)kind;
-    ev.proc.pid = pid;
-    ev.proc.status = status;
+    sp_proc_event(&ev, kind, pid, status);
     if (path)
         ev.proc.path = sp_intern(path);
     sp_emit(&ev);

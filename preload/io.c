@@ -60,11 +60,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/close_range.h>
+#include <dirent.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -777,8 +779,48 @@ SP_EXPORT int close_range(unsigned first, unsigned last, int flags)
     return r;
 }
 
+/* close() every fd from `first` on, as listed in /proc/self/fd: glibc's
+ * own fallback for kernels without close_range (before 5.9, still common
+ * under containers with a newer glibc).  Raw getdents64 into a stack
+ * buffer, no malloc: closefrom is what a child runs between fork and exec.
+ * Our close() spares the trace's fd and keeps the fd table right.  The
+ * listing changes as fds close, so it is read again from the start until
+ * a pass closes nothing. */
+#define SP_DIRENT_BUF 1024
+
+static void close_each_from(unsigned first)
+{
+    int dfd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return;
+    char buf[SP_DIRENT_BUF] __attribute__((aligned(8)));
+    int closed;
+    do {
+        closed = 0;
+        long n;
+        while ((n = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
+            for (long off = 0; off < n;) {
+                const struct dirent64 *d = (const struct dirent64 *)(const void *)(buf + off);
+                off += d->d_reclen;
+                char *end;
+                long fd = strtol(d->d_name, &end, 10);
+                if (*end || end == d->d_name || fd < (long)first || fd == dfd || fd == sp_trace_fd)
+                    continue;
+                close((int)fd);
+                closed = 1;
+            }
+        }
+    } while (closed && syscall(SYS_lseek, dfd, 0L, SEEK_SET) == 0);
+    syscall(SYS_close, dfd);
+}
+
 SP_EXPORT void closefrom(int lowfd)
 {
-    /* glibc's closefrom is close_range(lowfd, ~0U, 0) with a fallback. */
-    close_range(lowfd < 0 ? 0 : (unsigned)lowfd, ~0U, 0);
+    /* glibc's closefrom is close_range(lowfd, ~0U, 0) with a fallback;
+     * ours must fall back too, or the job's fds stay open. */
+    unsigned first = lowfd < 0 ? 0 : (unsigned)lowfd;
+    int e = errno;
+    if (close_range(first, ~0U, 0) != 0)
+        close_each_from(first);
+    errno = e;
 }

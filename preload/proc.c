@@ -78,18 +78,24 @@ static void note_child(int kind, pid_t pid, const char *path)
     errno = e;
 }
 
-SP_EXPORT pid_t fork(void)
+static pid_t real_fork(void)
 {
     SP_REAL(fork, pid_t, (void), sp_real, return -1);
-    pid_t pid = real();
+    return real();
+}
+
+SP_EXPORT pid_t fork(void)
+{
+    pid_t pid = real_fork();
     if (pid > 0)
         note_child(SP_PROC_FORK, pid, NULL);
     return pid;
 }
 
+/* One child, one event: vfork is not also recorded as a fork. */
 SP_EXPORT pid_t vfork(void)
 {
-    pid_t pid = fork();
+    pid_t pid = real_fork();
     if (pid > 0)
         note_child(SP_PROC_VFORK, pid, NULL);
     return pid;

@@ -286,6 +286,23 @@ def story_unwritable(tmp):
           f"exactly one line on stderr: {lines}")
 
 
+def story_vfork(tmp):
+    """A vfork'd child is one child in the parent's trace (PROC vfork, not
+    also a fork), with its own trace and its exit status untouched."""
+    n = 10
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    r = run([os.environ["IO_STORY"], "vfork", str(n), data], os.path.join(tmp, "t"))
+    kv = keyvals(r.stdout)
+    check(r.returncode == 0 and kv.get("status") == ["4"], f"the child's exit status is untouched: {r.stdout!r}")
+    child = int(kv["child"][0])
+    ts = traces(os.path.join(tmp, "t"))
+    parent = [t for t in ts if t["pid"] != child]
+    events = [p for t in parent for p in t["proc"] if p[1] == child]
+    check([e[0] for e in events] == ["vfork"], f"the parent records the child once, as a vfork: {events}")
+    kid = by_pid(ts, child)
+    check(len(kid) == 1 and kid[0]["read_calls"].get(data) == n, "the child has its own trace with its reads")
+
+
 def story_timeout(tmp):
     """A job that puts a timeout on a read with alarm() and siglongjmp out of
     it (the read never returns) goes on being recorded: every later read is
@@ -366,14 +383,19 @@ def events_of(t, op):
 
 def story_closeall(tmp):
     """A job that closes every fd (as daemons do) neither loses its trace
-    nor gets trace data written into the file it opens next."""
+    nor gets trace data written into the file it opens next, and its fds
+    are closed, also by closefrom where the kernel lacks close_range."""
     n = 20000  # enough events to fill slots, so frames get written after the close
     data = make_file(os.path.join(tmp, "data.bin"), 4096)
-    for how in ("close", "close_range", "closefrom"):
+    old_kernel = {"LD_PRELOAD": LIB + ":" + os.environ["NO_CLOSE_RANGE"]}
+    for how, env in (("close", None), ("close_range", None), ("closefrom", None),
+                     ("closefrom-without-close_range", old_kernel)):
         out = os.path.join(tmp, f"out-{how}.txt")
         tracedir = os.path.join(tmp, how)
-        r = run([os.environ["IO_STORY"], "closeall", str(n), data, out, how], tracedir)
+        r = run([os.environ["IO_STORY"], "closeall", str(n), data, out, how.split("-")[0]], tracedir, env)
         check(r.returncode == 0, f"{how}: the job runs")
+        left = keyvals(r.stdout).get("left_open")
+        check(left == ["1"], f"{how}: every fd of the job is closed, only the hidden trace's is left ({left})")
         with open(out, "rb") as f:
             content = f.read()
         check(content == b"hello", f"{how}: the job's own file holds exactly what it wrote ({len(content)} bytes)")

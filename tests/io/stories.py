@@ -303,6 +303,22 @@ def story_vfork(tmp):
     check(len(kid) == 1 and kid[0]["read_calls"].get(data) == n, "the child has its own trace with its reads")
 
 
+def story_missing(tmp):
+    """A program that reaches the recorder's NCCL and CUDA entry points with
+    neither library loaded gets the documented failure: the family's error
+    value, errno ENOSYS, one line on stderr per function, no crash."""
+    r = run([os.environ["MISSING_REAL"]], os.path.join(tmp, "t"))
+    check(r.returncode == 0, f"the program runs to its end: {r.returncode} {r.stdout!r}")
+    ENOSYS = 38
+    calls = [line.split() for line in r.stdout.splitlines()]
+    check(len(calls) == 4 and all(c[1:] == ["1", str(ENOSYS)] for c in calls),
+          f"each call fails with the family's error and errno ENOSYS: {calls}")
+    lines = r.stderr.splitlines()
+    check(sorted(line.split()[1] for line in lines) == ["cudaDeviceSynchronize", "ncclAllReduce"] and
+          all("fails with ENOSYS" in line for line in lines),
+          f"one line on stderr per missing function: {lines}")
+
+
 def story_timeout(tmp):
     """A job that puts a timeout on a read with alarm() and siglongjmp out of
     it (the read never returns) goes on being recorded: every later read is

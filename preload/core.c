@@ -61,6 +61,15 @@
  * sp_core_shutdown(), which is idempotent.  No signal handler is installed:
  * events live in MAP_SHARED slots from the moment they are appended, so a
  * SIGTERM or SIGKILL loses nothing already recorded.
+ *
+ * Configuration.  Every SCALEPROF_* variable goes through format/parse.h's
+ * checked parsers at load; a bad value falls back to the default with one
+ * line saying so (see "configuration" below).
+ *
+ * Also here, shared by the interposers: sp_resolve (the lookup of a real
+ * function and the line when there is none, interpose.h) and
+ * sp_guard_recheck (the re-entry guard's check for a holder jumped out of,
+ * preload.h).
  */
 #include <dlfcn.h>
 #include <errno.h>

@@ -24,7 +24,13 @@
  *
  * Calls made while another interposer is inside its real call (NCCL's own
  * use of the runtime) are passed through unrecorded: the NCCL event already
- * covers them.
+ * covers them.  That is why, unlike io.c, the guard is held across the real
+ * call here; a job that siglongjmps out of a blocking sync gets it back
+ * through the guard's frame check (preload.h).
+ *
+ * Every recorded runtime call is one row of CUDA_FUNCTIONS, expanded by one
+ * body (CUDA_DEFINE) on interpose.h's SP_REAL; only cudaSetDevice, which
+ * also caches the thread's device, is written out.
  */
 #include <dlfcn.h>
 #include <errno.h>

@@ -39,9 +39,17 @@
  * and closefrom spare it, and a dup2/dup3 onto it first makes the core
  * move the trace elsewhere (see core.c, "File descriptors").
  *
- * Every interposer calls the real function first-class and returns its
- * result and errno untouched; nothing is recorded when recording is off or
- * when the call comes from inside scaleprof (the re-entry guard).  The
+ * The interposers are generated from one table (IO_FUNCTIONS, below):
+ * each function is listed once with its parameters, its error value and
+ * the shape of its body (a read, a wait, an open, a close, a dup, an
+ * mmap), and each shape is written once, on interpose.h's SP_REAL (one
+ * resolution, one policy for a missing real function).  Every interposer
+ * calls the real function first-class and returns its result and errno
+ * untouched; nothing is recorded when recording is off or when the call
+ * comes from inside scaleprof (the re-entry guard).  The guard is taken
+ * only after the real call, around our own recording, never across it:
+ * nothing the real function calls is ours, and a job that siglongjmps out
+ * of a blocking read (alarm-based timeouts) must leave nothing set.  The
  * fortified entry points (__read_chk, __open_2, ...) are interposed too:
  * binaries built with _FORTIFY_SOURCE call them instead of read and open
  * (libpython imports __open64_2, for one).

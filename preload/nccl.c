@@ -16,9 +16,19 @@
  * number of one shared per-communicator counter, from 1.  NCCL requires all
  * ranks to issue collectives on a communicator in the same order, so the
  * numbers agree across ranks.  Send and recv are not ordered across ranks
- * that way; they count on a second counter of their own, and the analyzer
- * pairs them by (communicator, peer, order).  Group start/end carry no
+ * that way; their seq counts on a second counter of their own.  What pairs
+ * them is peer_seq: NCCL delivers the messages between two ranks in issue
+ * order, so each communicator keeps, per peer, how many messages this rank
+ * sent to it and received from it (struct peer_counts, an array sized by
+ * the rank count when the communicator is made: one relaxed atomic add per
+ * call, no lock).  The send (comm, rank, peer, k) and the recv (comm, peer,
+ * rank, k) are the two ends of one message.  Group start/end carry no
  * communicator (seq 0).
+ *
+ * The collectives and point-to-point calls are generated from one table
+ * (NCCL_FUNCTIONS); the lifecycle and group calls, each different, are
+ * written out, all on interpose.h's SP_REAL with nccl_resolve (the next
+ * ncclX, else NCCL's pncclX alias).
  *
  * The communicator table maps an ncclComm_t to its identity.  It is a fixed
  * open-addressing array: inserts (communicator creation, rare) take a

@@ -34,6 +34,11 @@
  * atexit handlers may still do I/O worth seeing); _exit and _Exit skip
  * atexit, so they close the trace themselves - Python's DataLoader workers
  * leave through os._exit.
+ *
+ * spawn, exec and exit are generated from one table (PROC_FUNCTIONS) on
+ * interpose.h's SP_REAL; a missing real exit ends the process with the
+ * system call.  The parent's PROC events are written with the guard held
+ * only around the event, never across fork or exec.
  */
 #include <alloca.h>
 #include <dlfcn.h>

@@ -97,13 +97,16 @@ static void *nccl_resolve(const char *name)
 
 /* Run CALL (the real function) with the caller's errno and our guard held,
  * so nothing it calls back into is recorded; declares `res` (its result) and
- * `saved` (the errno it left, to restore after our own recording). */
+ * `saved` (the errno it left, to restore after our own recording).  NCCL
+ * calls are recorded whatever the guard says, so the guard is simply taken
+ * for this frame and the previous holder, if any, put back after. */
 #define CALL_GUARDED(res, saved, CALL)                                         \
-    (void)SP_GUARD_ENTER();                                                    \
+    uintptr_t holder_ = sp_guard_frame;                                        \
+    sp_guard_take();                                                           \
     errno = entry_errno;                                                       \
     ncclResult_t res = CALL;                                                   \
     int saved = errno;                                                         \
-    (void)SP_GUARD_LEAVE()
+    sp_guard_frame = holder_
 
 /* ---- identity -------------------------------------------------------------- */
 
@@ -739,38 +742,47 @@ static uint64_t call_bytes(const struct call *c, int nranks)
     return b;
 }
 
-static void call_end(struct call *c, ncclResult_t res)
+/* The peer_seq of a send or recv once NCCL answered: counted whether or
+ * not we record (the window may open later), and only for calls NCCL took
+ * (a refused send is never received). */
+static uint64_t p2p_done(const struct call *c, ncclResult_t res)
+{
+    if (!c->entry || (res != ncclSuccess && res != ncclInProgress))
+        return 0;
+    return peer_seq_next(c->entry, c->comm, c->op, c->peer);
+}
+
+static void call_end(struct call *c, ncclResult_t res, uint64_t peer_seq)
 {
     uint64_t t1 = sp_now();
     evt_end(c->pair, c->stream);
     struct comm_entry *e = c->entry;
-    /* Counted whether or not we record (the window may open later), and
-     * only for calls NCCL took: a refused send is never received. */
-    uint64_t peer_seq = 0;
-    if (e && is_p2p(c->op) && (res == ncclSuccess || res == ncclInProgress))
-        peer_seq = peer_seq_next(e, c->comm, c->op, c->peer);
     if (!sp_recording)
         return;
+    /* Only the nccl member is cleared (a compound literal), not the whole
+     * union as a memset would: this runs on every collective. */
     struct sp_event ev;
-    memset(&ev, 0, sizeof ev);
     ev.type = SP_EV_NCCL;
+    ev.tid = 0;
     ev.t = c->t0;
-    ev.nccl.dur = t1 - c->t0;
-    ev.nccl.comm = e ? e->id : 0;
-    ev.nccl.seq = c->seq;
-    ev.nccl.op = c->op;
-    ev.nccl.count = c->count;
-    ev.nccl.datatype = (uint64_t)c->dtype;
-    ev.nccl.bytes = call_bytes(c, e ? e->nranks : 0);
-    ev.nccl.peer = c->peer;
-    ev.nccl.stream = (uint64_t)(uintptr_t)c->stream;
-    ev.nccl.group_depth = (uint64_t)group_depth;
-    ev.nccl.result = res;
-    ev.nccl.nranks = (uint64_t)(e && e->nranks > 0 ? e->nranks : 0);
-    ev.nccl.rank = e ? e->rank : -1;
-    ev.nccl.correlation = c->pair ? c->pair->correlation : 0;
-    ev.nccl.device = e ? e->device : sp_gpu_current_device();
-    ev.nccl.peer_seq = peer_seq;
+    ev.nccl = (struct sp_ev_nccl){
+        .dur = t1 - c->t0,
+        .comm = e ? e->id : 0,
+        .seq = c->seq,
+        .op = c->op,
+        .count = c->count,
+        .datatype = (uint64_t)c->dtype,
+        .bytes = call_bytes(c, e ? e->nranks : 0),
+        .peer = c->peer,
+        .stream = (uint64_t)(uintptr_t)c->stream,
+        .group_depth = (uint64_t)group_depth,
+        .result = res,
+        .nranks = (uint64_t)(e && e->nranks > 0 ? e->nranks : 0),
+        .rank = e ? e->rank : -1,
+        .correlation = c->pair ? c->pair->correlation : 0,
+        .device = e ? e->device : sp_gpu_current_device(),
+        .peer_seq = peer_seq,
+    };
     sp_emit_raw(&ev); /* the interposer restores errno next */
 }
 
@@ -836,7 +848,7 @@ static void call_end(struct call *c, ncclResult_t res)
                          .stream = stream};                                                        \
         call_begin(&c);                                                                            \
         CALL_GUARDED(res, saved, real fwd);                                                        \
-        call_end(&c, res);                                                                         \
+        call_end(&c, res, is_p2p(OP) ? p2p_done(&c, res) : 0); /* OP is a constant */             \
         errno = saved;                                                                             \
         return res;                                                                                \
     }

@@ -420,11 +420,12 @@ static void open_done(struct io_call *c, int recording, int op, int fd, const ch
     errno = err;
 }
 
-/* The end of a close: the fd's entry `e` was taken before the real call. */
+/* The end of a close: the fd's entry `e` was taken before the real call.
+ * A stream without an fd (fmemopen) closing fine is no I/O worth a line. */
 static void close_done(struct io_call *c, int recording, int fd, uint64_t e, int r)
 {
     int err = errno;
-    if (recording && !(e & FD_EXCLUDED)) {
+    if (recording && !(e & FD_EXCLUDED) && (fd >= 0 || r < 0)) {
         uint64_t t1 = sp_now();
         sp_guard_take();
         emit_io(c->t0, t1, SP_IO_CLOSE, fd, e, r, 0, 0, err);

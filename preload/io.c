@@ -352,9 +352,7 @@ static inline __attribute__((always_inline)) void emit_io(uint64_t t0, uint64_t 
                                                           int64_t ret, uint64_t bytes, uint64_t offset, int err)
 {
     struct sp_event ev;
-    ev.type = SP_EV_IO;
-    ev.tid = 0;
-    ev.t = t0;
+    sp_event_head(&ev, SP_EV_IO, t0);
     ev.io = (struct sp_ev_io){
         .dur = t1 - t0,
         .op = (uint64_t)op,
@@ -440,9 +438,7 @@ static void wait_leave(struct io_call *c, int err, int op, uint64_t nfds, int64_
     uint64_t t1 = sp_now();
     sp_guard_take();
     struct sp_event ev;
-    ev.type = SP_EV_WAIT;
-    ev.tid = 0;
-    ev.t = c->t0;
+    sp_event_head(&ev, SP_EV_WAIT, c->t0);
     ev.wait = (struct sp_ev_wait){
         .dur = t1 - c->t0,
         .op = (uint64_t)op,

@@ -759,12 +759,9 @@ static void call_end(struct call *c, ncclResult_t res, uint64_t peer_seq)
     struct comm_entry *e = c->entry;
     if (!sp_recording)
         return;
-    /* Only the nccl member is cleared (a compound literal), not the whole
-     * union as a memset would: this runs on every collective. */
+    /* sp_event_head, not memset: this runs on every collective. */
     struct sp_event ev;
-    ev.type = SP_EV_NCCL;
-    ev.tid = 0;
-    ev.t = c->t0;
+    sp_event_head(&ev, SP_EV_NCCL, c->t0);
     ev.nccl = (struct sp_ev_nccl){
         .dur = t1 - c->t0,
         .comm = e ? e->id : 0,

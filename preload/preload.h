@@ -150,6 +150,16 @@ void sp_emit(const struct sp_event *ev);
  * the real call left): the same, without saving errno twice per call. */
 void sp_emit_raw(const struct sp_event *ev);
 
+/* The head of an event built on a hot path; its type's member is then
+ * assigned whole from a compound literal, which clears only that member
+ * (a memset would clear the whole union). */
+static inline __attribute__((always_inline)) void sp_event_head(struct sp_event *ev, int type, uint64_t t)
+{
+    ev->type = (uint8_t)type;
+    ev->tid = 0;
+    ev->t = t;
+}
+
 /* A PROC event of `kind` about `pid`, now (its path, when any, is the
  * caller's to add). */
 static inline void sp_proc_event(struct sp_event *ev, int kind, int pid, int status)

@@ -91,6 +91,8 @@ struct sp_coll_call {
     uint32_t op, nranks;
     int32_t crank;          /* rank within the communicator */
     int32_t peer;           /* send/recv: the other rank in the communicator */
+    uint32_t peer_seq;      /* send/recv: k-th message with that peer, from the
+                               recorder; 0 in traces older than the field */
     uint32_t group;         /* ncclGroupStart..End it was issued in, 0 none */
     int32_t inst;           /* instance index (model_coll.c), -1 unmatched */
     int32_t node;           /* replay node of the rank (model_classify.c), -1 none */

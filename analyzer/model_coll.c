@@ -28,8 +28,9 @@
 struct ref_key { uint64_t comm, seq; struct sp_coll_ref ref; };
 
 /* p2p keys: the k-th message between a sender and a receiver on a
- * communicator, counted on each side in the order the host issued them
- * (NCCL matches a pair's sends and recvs in that order). */
+ * communicator.  The recorder numbers them (peer_seq); in traces older
+ * than that field they are counted here, on each side in the order the
+ * host issued them (NCCL matches a pair's sends and recvs in that order). */
 struct p2p_ord { uint64_t comm; int32_t dir, peer; int64_t t; size_t c; };
 
 static int cmp_p2p(const void *a, const void *b)
@@ -63,7 +64,8 @@ static void assign_keys(struct sp_rank *r)
         k = i && o[i].comm == o[i - 1].comm && o[i].dir == o[i - 1].dir && o[i].peer == o[i - 1].peer ? k + 1 : 1;
         struct sp_coll_call *x = &r->calls[o[i].c];
         uint32_t me = (uint32_t)x->crank, peer = (uint32_t)x->peer;
-        x->key = x->op == SP_NCCL_SEND ? sp_p2p_key(me, peer, k) : sp_p2p_key(peer, me, k);
+        uint64_t nth = x->peer_seq ? x->peer_seq : k;
+        x->key = x->op == SP_NCCL_SEND ? sp_p2p_key(me, peer, nth) : sp_p2p_key(peer, me, nth);
     }
     free(o);
 }

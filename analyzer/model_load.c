@@ -231,6 +231,7 @@ static void on_nccl(struct file_scan *s, const struct sp_event *ev)
     c->nranks = (uint32_t)n->nranks;
     c->crank = (int32_t)n->rank;
     c->peer = (int32_t)n->peer;
+    c->peer_seq = (uint32_t)n->peer_seq;
     c->group = group;
     c->inst = c->node = -1;
     c->host_t = (int64_t)ev->t;

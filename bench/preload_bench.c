@@ -11,6 +11,11 @@
  *   step_us       median time of one loop step: a copy, STEP_KERNELS
  *                 kernels of STEP_KERNEL_US each, an all-reduce, a sync
  *
+ * `preload_bench launch N` and `preload_bench allreduce N` make only N such
+ * calls after the same set-up and print nothing: preload_bench.sh runs them
+ * under callgrind with N and 2N, so that the difference is the instruction
+ * count of N calls, start-up and exit excluded.
+ *
  * Each batch is timed alone and the stream is drained between batches, so
  * the queue never grows.  preload_bench.sh runs this with and without the
  * recorder, alternating, and reports the differences.
@@ -113,7 +118,25 @@ static double step_us(ncclComm_t comm, float *buf, void *host, void *dev, cudaSt
     return median(per, STEPS);
 }
 
-int main(void)
+/* `launch N` / `allreduce N`: N calls and nothing else (for callgrind). */
+static int calls_only(const char *what, long n, ncclComm_t comm, float *buf, cudaStream_t s)
+{
+    int is_launch = strcmp(what, "launch") == 0;
+    if (!is_launch && strcmp(what, "allreduce") != 0)
+        return 2;
+    for (long i = 0; i < n; i++) {
+        if (is_launch)
+            launch(1, 1, s);
+        else
+            CHECK(ncclAllReduce(buf, buf, 1, ncclFloat, ncclSum, comm, s));
+        if (i % CALLS_PER_BATCH == CALLS_PER_BATCH - 1)
+            CHECK(cudaStreamSynchronize(s));
+    }
+    CHECK(cudaStreamSynchronize(s));
+    return 0;
+}
+
+int main(int argc, char **argv)
 {
     void **h = __cudaRegisterFatBinary(NULL);
     __cudaRegisterFunction(h, (const char *)(uintptr_t)tiny_stub, NULL, "_Z4tinyv", -1, NULL,
@@ -132,6 +155,12 @@ int main(void)
     CHECK(cudaMalloc(&dev, STEP_COPY_BYTES));
     if (!host)
         return 1;
+    if (argc == 3) {
+        int r = calls_only(argv[1], atol(argv[2]), comm, buf, s);
+        CHECK(ncclCommDestroy(comm));
+        free(host);
+        return r;
+    }
     launch_ns(s); /* warm-up: first-call resolution, CUPTI attach */
     printf("launch_ns %.1f\n", launch_ns(s));
     printf("allreduce_ns %.1f\n", allreduce_ns(comm, buf, s));

@@ -10,9 +10,13 @@
 # difference.  "recorded" is the default configuration (CUPTI on through the
 # sim's libcupti); "host-only" turns CUPTI off (SCALEPROF_CUPTI=0) to show
 # the interposers' own cost.  Targets: < 100 ns per call, < 1% per step.
+# With valgrind installed it then counts, under callgrind, the instructions
+# each call costs the calling thread (bare, recorded, host-only), from runs
+# of CG_COUNT and 2 x CG_COUNT calls: deterministic where timings are noisy.
 set -eu
 : "${PRELOAD_BENCH:?}" "${SCALEPROF_LIB:?}" "${SIM_LIBDIR:?}"
 ROUNDS=${ROUNDS:-5}
+CG_COUNT=${CG_COUNT:-4000}
 work=$(mktemp -d "${TMPDIR:-/tmp}/sp-preload-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export LD_LIBRARY_PATH="$SIM_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -47,3 +51,36 @@ for key in launch_ns allreduce_ns step_us; do
     fi
 done
 echo "(medians of $ROUNDS alternating runs; each run's figure is itself a median of batches)"
+
+if ! command -v valgrind >/dev/null 2>&1; then
+    echo "callgrind: valgrind not installed, skipped"
+    exit 0
+fi
+# Inclusive instructions of the function NAME in object OBJ in the calling
+# thread's profile (file -01): the interposer includes the real call, so
+# interposer minus real is what the recorder adds, whatever the sim's own
+# timing-dependent work (its queues, its CUPTI records) costs.
+incl() { # profile name obj
+    callgrind_annotate --inclusive=yes --threshold=100 "$1-01" 2>/dev/null |
+        awk -v f=":$2 [" -v o="$3" 'index($0, f) && index($0, o) { gsub(",", "", $1); print $1; exit }'
+}
+cg() { # mode call n: the added instructions of n calls (interposer minus real)
+    local out="$work/cg.$1.$2.$3" name=cudaLaunchKernel
+    [ "$2" = allreduce ] && name=ncclAllReduce
+    local pre=(env SCALEPROF_DIR="$work/cg-t" LD_PRELOAD="$SCALEPROF_LIB")
+    [ "$1" = host-only ] && pre+=(SCALEPROF_CUPTI=0)
+    "${pre[@]}" valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$out" \
+        "$PRELOAD_BENCH" "$2" "$3" >/dev/null 2>&1
+    echo $(( $(incl "$out" "$name" libscaleprof.so) - $(incl "$out" "$name" "$SIM_LIBDIR") ))
+}
+echo "callgrind, instructions the interposer adds per call in the calling thread"
+echo "(interposer minus real function, inclusive, from $CG_COUNT extra calls):"
+printf '  %-12s %10s %10s\n' call recorded host-only
+for call in launch allreduce; do
+    line=$(printf '  %-12s' "$call")
+    for mode in recorded host-only; do
+        a=$(cg "$mode" "$call" "$CG_COUNT") b=$(cg "$mode" "$call" $((CG_COUNT * 2)))
+        line+=$(printf ' %10s' $(( (b - a) / CG_COUNT )))
+    done
+    echo "$line"
+done

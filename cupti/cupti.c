@@ -310,7 +310,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 {
     (void)size;
     int saved = errno;
-    sp_guard_depth++; /* CUPTI's thread: nothing it calls is the job's */
+    (void)SP_GUARD_ENTER(); /* CUPTI's thread: nothing it calls is the job's */
     CUpti_Activity *rec = NULL;
     while (buffer && cu.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
         switch (rec->kind) {
@@ -333,7 +333,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         emit_dropped(dropped);
     if (buffer)
         buffer_release(buffer);
-    sp_guard_depth--;
+    SP_GUARD_LEAVE();
     errno = saved;
 }
 
@@ -357,7 +357,7 @@ static void *flush_thread(void *arg)
 {
     (void)arg;
     struct timespec period = {FLUSH_PERIOD_NS / 1000000000L, FLUSH_PERIOD_NS % 1000000000L};
-    sp_guard_depth++; /* our thread: record nothing it does */
+    sp_guard_forever(); /* our thread: record nothing it does */
     for (;;) {
         nanosleep(&period, NULL);
         if (getpid() != attach_pid)
@@ -445,7 +445,7 @@ void sp_cupti_ensure(void)
     if (!atomic_compare_exchange_strong(&attach_state, &expect, ATTACH_RUNNING))
         return; /* another thread attaches; this call goes on without waiting */
     int saved = errno;
-    sp_guard_depth++;
+    (void)SP_GUARD_ENTER();
     attach_pid = getpid();
     sp_core_flush_hook = flush_hook;
     switch (attach()) {
@@ -465,7 +465,7 @@ void sp_cupti_ensure(void)
         break;
     }
     atomic_store_explicit(&attach_state, ATTACH_DONE, memory_order_release);
-    sp_guard_depth--;
+    SP_GUARD_LEAVE();
     errno = saved;
 }
 

@@ -205,7 +205,8 @@ enum sp_drop_reason {
     F(DS, correlation) /* of the kernel launch, when known */                  \
     F(DS, gpu_start)  /* GPU execution start (fallback timing), 0 unknown */   \
     F(D, gpu_dur)     /* GPU execution duration, 0 unknown */                  \
-    F(S, device)
+    F(S, device)                                                               \
+    F(U, peer_seq)    /* send: k-th to peer; recv: k-th from peer; from 1 */
 
 #define SP_FIELDS_COMM(F)                                                      \
     F(DUR, dur)                                                                \

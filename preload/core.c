@@ -65,6 +65,15 @@
  * that append (it cannot finish before the handler returns).  No signal handler is installed:
  * events live in MAP_SHARED slots from the moment they are appended, so a
  * SIGTERM or SIGKILL loses nothing already recorded.
+ *
+ * Configuration.  Every SCALEPROF_* variable goes through format/parse.h's
+ * checked parsers at load; a bad value falls back to the default with one
+ * line saying so (see "configuration" below).
+ *
+ * Also here, shared by the interposers: sp_resolve (the lookup of a real
+ * function and the line when there is none, interpose.h) and
+ * sp_guard_recheck (the re-entry guard's check for a holder jumped out of,
+ * preload.h).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -74,6 +83,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,9 +93,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "interpose.h"
+#include "parse.h"
 #include "preload.h"
 
-__thread int sp_guard_depth __attribute__((tls_model("initial-exec")));
+__thread uintptr_t sp_guard_frame __attribute__((tls_model("initial-exec")));
+__thread int sp_guard_nested __attribute__((tls_model("initial-exec")));
 /* Optimistic until the configuration says otherwise: the first interposed
  * call times itself and its sp_emit() opens the trace. */
 volatile int sp_recording = 1;
@@ -200,9 +213,9 @@ void sp_fail(const char *fmt, ...)
     int e = errno;
     sp_recording = 0;
     if (atomic_load(&g_state) == ST_READY) {
-        sp_guard_depth++;
+        (void)SP_GUARD_ENTER();
         close_trace(); /* what was recorded stays readable, and closed */
-        sp_guard_depth--;
+        SP_GUARD_LEAVE();
     }
     atomic_store(&g_state, ST_OFF);
     if (atomic_exchange(&g_failed_once, 1) == 0) {
@@ -222,30 +235,96 @@ void sp_fail(const char *fmt, ...)
 
 /* ---- configuration ------------------------------------------------------- */
 
-static long env_long(const char *name, long dflt, int base)
+/* Each SCALEPROF_* variable is parsed with format/parse.h's checked
+ * parsers: the whole value must parse and fall in range.  A bad value is
+ * never guessed at: one line names the variable, the value and the
+ * default used instead, and the job runs on with the default.  The line is
+ * written even under SCALEPROF_QUIET=1 (a setting the user believes in is
+ * being ignored), once per program: forked children inherit the parsed
+ * configuration and say nothing. */
+static void config_warn(const char *name, const char *why, const char *dflt)
 {
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return dflt;
-    char *end;
-    long x = strtol(v, &end, base);
-    return *end ? dflt : x;
+    char line[SP_LINE_MAX];
+    int n = snprintf(line, sizeof line, "scaleprof: %s: %s; using the default, %s\n", name, why, dflt);
+    if (n > (int)sizeof line - 1)
+        n = (int)sizeof line - 1;
+    syscall(SYS_write, 2, line, (size_t)n);
 }
 
-static void parse_steps(const char *v, long *first, long *last)
+/* The variable's value, or NULL when unset or empty (an empty value is the
+ * default, as the shell's VAR= means). */
+static const char *env_value(const char *name)
 {
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+static long env_int(const char *name, long lo, long hi, long dflt)
+{
+    const char *v = env_value(name);
+    long long x;
+    char err[SP_PARSE_ERR], shown[32];
+    if (!v)
+        return dflt;
+    if (sp_parse_int(v, lo, hi, &x, err, sizeof err) == 0)
+        return (long)x;
+    snprintf(shown, sizeof shown, "%ld", dflt);
+    config_warn(name, err, shown);
+    return dflt;
+}
+
+/* A switch: 0 or 1. */
+static int env_switch(const char *name, int dflt)
+{
+    static const char *const values[] = {"0", "1"};
+    const char *v = env_value(name);
+    char err[SP_PARSE_ERR];
+    if (!v)
+        return dflt;
+    int i = sp_parse_choice(v, values, 2, err, sizeof err);
+    if (i >= 0)
+        return i;
+    config_warn(name, err, values[dflt]);
+    return dflt;
+}
+
+/* An octal file mode, 0 to 0777 ("600", "0644"). */
+#define SP_MODE_DIGITS_MAX 4
+static int env_mode(const char *name, int dflt)
+{
+    const char *v = env_value(name);
+    char why[SP_PARSE_ERR], shown[16];
+    if (!v)
+        return dflt;
+    size_t len = strspn(v, "01234567");
+    if (len && !v[len] && len <= SP_MODE_DIGITS_MAX) {
+        long m = strtol(v, NULL, 8);
+        if (m <= 0777)
+            return (int)m;
+    }
+    snprintf(why, sizeof why, "\"%.60s\" is not an octal file mode (expected 0000..0777)", v);
+    snprintf(shown, sizeof shown, "%04o", (unsigned)dflt);
+    config_warn(name, why, shown);
+    return dflt;
+}
+
+/* SCALEPROF_STEPS=A:B, both ends inclusive ("A:" from A on, "A" alone is
+ * step A); unset or bad: every step.  A billion steps is beyond any job. */
+#define SP_STEPS_MAX 1000000000
+static void env_steps(const char *name, long *first, long *last)
+{
+    const char *v = env_value(name);
+    long long a, b;
+    char err[SP_PARSE_ERR];
     *first = *last = -1;
-    if (!v || !*v)
+    if (!v)
         return;
-    char *end;
-    long a = strtol(v, &end, 10);
-    if (*end != ':' || a < 0)
+    if (sp_parse_range(v, 0, SP_STEPS_MAX, &a, &b, err, sizeof err) == 0) {
+        *first = (long)a;
+        *last = (long)b;
         return;
-    long b = end[1] ? strtol(end + 1, &end, 10) : LONG_MAX;
-    if (*end || b < a)
-        return;
-    *first = a;
-    *last = b;
+    }
+    config_warn(name, err, "every step");
 }
 
 /* A relative DIR means "from where the job was started", not from
@@ -285,17 +364,16 @@ static void load_config(void)
 {
     if (g_cfg_loaded)
         return;
-    const char *dir = getenv("SCALEPROF_DIR");
-    snprintf(g_cfg.dir, sizeof g_cfg.dir, "%s", dir && *dir ? dir : "./scaleprof-out");
+    const char *dir = env_value("SCALEPROF_DIR");
+    snprintf(g_cfg.dir, sizeof g_cfg.dir, "%s", dir ? dir : "./scaleprof-out");
     make_dir_absolute();
-    g_cfg.enabled = env_long("SCALEPROF_ENABLE", 1, 10) != 0;
-    g_cfg.mode = (int)env_long("SCALEPROF_MODE", SP_DEFAULT_MODE, 8) & 0777;
-    parse_steps(getenv("SCALEPROF_STEPS"), &g_cfg.step_first, &g_cfg.step_last);
-    g_cfg.cpu_hz = (int)env_long("SCALEPROF_CPU_HZ", SP_DEFAULT_CPU_HZ, 10);
-    if (g_cfg.cpu_hz < 0)
-        g_cfg.cpu_hz = 0;
-    g_cfg.cupti = env_long("SCALEPROF_CUPTI", 1, 10) != 0;
-    g_cfg.quiet = env_long("SCALEPROF_QUIET", 0, 10) != 0;
+    g_cfg.enabled = env_switch("SCALEPROF_ENABLE", 1);
+    g_cfg.mode = env_mode("SCALEPROF_MODE", SP_DEFAULT_MODE);
+    env_steps("SCALEPROF_STEPS", &g_cfg.step_first, &g_cfg.step_last);
+    g_cfg.cpu_hz = (int)env_int("SCALEPROF_CPU_HZ", 0, SP_CPU_HZ_MAX, SP_DEFAULT_CPU_HZ);
+    g_cfg.cupti = env_switch("SCALEPROF_CUPTI", 1);
+    g_cfg.follow = env_switch("SCALEPROF_FOLLOW", 1);
+    g_cfg.quiet = env_switch("SCALEPROF_QUIET", 0);
     g_cfg_loaded = 1;
 }
 
@@ -620,12 +698,7 @@ static void emit_clock(void)
 static void emit_proc_always(int kind, int pid, int status)
 {
     struct sp_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.type = SP_EV_PROC;
-    ev.t = sp_now();
-    ev.proc.kind = (uint64_t)kind;
-    ev.proc.pid = pid;
-    ev.proc.status = status;
+    sp_proc_event(&ev, kind, pid, status);
     append_guarded(&ev);
 }
 
@@ -753,9 +826,9 @@ static int ensure_open(void)
         if (!atomic_compare_exchange_strong(&g_state, &expect, ST_OPENING))
             return wait_while_opening() == ST_READY;
         int e = errno;
-        sp_guard_depth++;
+        (void)SP_GUARD_ENTER();
         open_trace(1);
-        sp_guard_depth--;
+        SP_GUARD_LEAVE();
         errno = e;
         st = atomic_load(&g_state);
     }
@@ -881,12 +954,12 @@ static void membarrier_register(void)
 static void thread_exit_handler(void *arg)
 {
     (void)arg;
-    sp_guard_depth++;
+    (void)SP_GUARD_ENTER();
     inflight_enter();
     if (atomic_load(&g_state) == ST_READY)
         sp_writer_thread_exit(g_writer);
     inflight_leave();
-    sp_guard_depth--;
+    SP_GUARD_LEAVE();
 }
 
 /* Ask for thread_exit_handler once per thread and file.  The key's value
@@ -910,7 +983,7 @@ static inline __attribute__((always_inline)) void append_guarded(const struct sp
     inflight_leave();
 }
 
-void sp_emit(const struct sp_event *ev)
+void sp_emit_raw(const struct sp_event *ev)
 {
     if (SP_UNLIKELY(atomic_load_explicit(&g_state, memory_order_relaxed) != ST_READY) && !ensure_open())
         return;
@@ -918,8 +991,13 @@ void sp_emit(const struct sp_event *ev)
         sp_cpu_start();
     if (!sp_recording || (SP_UNLIKELY(g_cfg.step_first >= 0) && !in_step_window()))
         return;
-    int e = errno;
     append_guarded(ev);
+}
+
+void sp_emit(const struct sp_event *ev)
+{
+    int e = errno;
+    sp_emit_raw(ev);
     errno = e;
 }
 
@@ -939,10 +1017,44 @@ uint32_t sp_intern(const char *s)
 
 void *sp_real(const char *name)
 {
-    sp_guard_depth++;
+    (void)SP_GUARD_ENTER();
     void *p = dlsym(RTLD_NEXT, name);
-    sp_guard_depth--;
+    SP_GUARD_LEAVE();
     return p;
+}
+
+void *sp_resolve(const char *name, void *(*resolve)(const char *), atomic_int *said)
+{
+    int e = errno;
+    void *p = resolve(name);
+    if (SP_UNLIKELY(!p) && !atomic_exchange(said, 1)) {
+        char line[SP_LINE_MAX];
+        int n = snprintf(line, sizeof line,
+                         "scaleprof: %s is called but no library after libscaleprof.so defines it; "
+                         "it fails with ENOSYS\n", name);
+        if (n > (int)sizeof line - 1)
+            n = (int)sizeof line - 1;
+        syscall(SYS_write, 2, line, (size_t)n);
+    }
+    errno = e;
+    return p;
+}
+
+/* A guard that looks stale (see preload.h): kept on an alternate signal
+ * stack, whose addresses say nothing about the interrupted one; otherwise
+ * its holder was jumped out of, and it is dropped. */
+int sp_guard_recheck(uintptr_t frame)
+{
+    (void)frame;
+    stack_t ss;
+    int e = errno;
+    int on_alt = sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
+    errno = e;
+    if (on_alt)
+        return 1;
+    sp_guard_frame = 0;
+    sp_guard_nested = 0;
+    return 0;
 }
 
 /* ---- closing ------------------------------------------------------------------ */
@@ -1005,12 +1117,7 @@ static void final_events(int kind, int status, const char *path)
     if (atomic_load(&g_state) != ST_READY)
         return;
     struct sp_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.type = SP_EV_PROC;
-    ev.t = sp_now();
-    ev.proc.kind = (uint64_t)kind;
-    ev.proc.pid = (int64_t)getpid();
-    ev.proc.status = status;
+    sp_proc_event(&ev, kind, (int)getpid(), status);
     if (path)
         ev.proc.path = sp_writer_intern(g_writer, path, strlen(path));
     append_guarded(&ev);
@@ -1035,7 +1142,7 @@ void sp_core_shutdown(int status)
     if (in_memory_sharing_child() || atomic_exchange(&g_shutdown_done, 1))
         return;
     int e = errno;
-    sp_guard_depth++;
+    (void)SP_GUARD_ENTER();
     /* A process that never recorded still leaves its file: the analyzer
      * sees every member of the process tree. */
     ensure_open();
@@ -1043,7 +1150,7 @@ void sp_core_shutdown(int status)
         status = g_exit_status;
     final_events(SP_PROC_EXIT, status, NULL);
     close_trace();
-    sp_guard_depth--;
+    SP_GUARD_LEAVE();
     errno = e;
 }
 
@@ -1052,12 +1159,12 @@ void sp_core_before_exec_path(const char *path)
     if (in_memory_sharing_child())
         return;
     int e = errno;
-    sp_guard_depth++;
+    (void)SP_GUARD_ENTER();
     if (atomic_load(&g_state) == ST_READY) {
         final_events(SP_PROC_EXEC, 0, path);
         close_trace();
     }
-    sp_guard_depth--;
+    SP_GUARD_LEAVE();
     errno = e;
 }
 
@@ -1086,9 +1193,9 @@ void sp_core_exec_failed(void)
         errno = e;
         return;
     }
-    sp_guard_depth++;
+    (void)SP_GUARD_ENTER();
     open_trace(0);
-    sp_guard_depth--;
+    SP_GUARD_LEAVE();
     errno = e;
 }
 
@@ -1135,9 +1242,9 @@ void sp_core_atfork_child(void)
         return;
     }
     atomic_store(&g_state, ST_OPENING);
-    sp_guard_depth++;
+    (void)SP_GUARD_ENTER();
     open_trace(0);
-    sp_guard_depth--;
+    SP_GUARD_LEAVE();
     errno = e;
 }
 

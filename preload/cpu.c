@@ -46,7 +46,6 @@
 #define SP_PROC_STAT_MAX 4096
 #define SP_CONTROL_MAX 64
 #define SP_THREADS_FIELD 20 /* num_threads in /proc/self/stat */
-#define SP_CPU_HZ_MAX 1000
 
 volatile int sp_cpu_pending;
 

@@ -24,7 +24,13 @@
  *
  * Calls made while another interposer is inside its real call (NCCL's own
  * use of the runtime) are passed through unrecorded: the NCCL event already
- * covers them.
+ * covers them.  That is why, unlike io.c, the guard is held across the real
+ * call here; a job that siglongjmps out of a blocking sync gets it back
+ * through the guard's frame check (preload.h).
+ *
+ * Every recorded runtime call is one row of CUDA_FUNCTIONS, expanded by one
+ * body (CUDA_DEFINE) on interpose.h's SP_REAL; only cudaSetDevice, which
+ * also caches the thread's device, is written out.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -36,6 +42,7 @@
 #include <cuda_runtime_api.h>
 #include <libunwind.h>
 
+#include "interpose.h"
 #include "preload.h"
 #include "sp_gpu.h"
 
@@ -47,28 +54,9 @@
 #define HASH_PRIME 0x100000001b3ull
 #define HASH_SEED 0xcbf29ce484222325ull
 
-#define REAL(fn)                                                               \
-    int entry_errno = errno;                                                   \
-    static __typeof__(&fn) real_##fn;                                          \
-    __typeof__(&fn) real = __atomic_load_n(&real_##fn, __ATOMIC_RELAXED);      \
-    if (SP_UNLIKELY(!real)) {                                                  \
-        real = (__typeof__(&fn))sp_real(#fn);                                  \
-        __atomic_store_n(&real_##fn, real, __ATOMIC_RELAXED);                  \
-    }                                                                          \
-    if (SP_UNLIKELY(!real))                                                    \
-        return cudaErrorSharedObjectSymbolNotFound;
-
-/* Same, for the _ptsz/_ptds variants the headers only declare by macro. */
-#define REAL_AS(type, fn)                                                      \
-    int entry_errno = errno;                                                   \
-    static type real_##fn;                                                     \
-    type real = __atomic_load_n(&real_##fn, __ATOMIC_RELAXED);                 \
-    if (SP_UNLIKELY(!real)) {                                                  \
-        real = (type)sp_real(#fn);                                             \
-        __atomic_store_n(&real_##fn, real, __ATOMIC_RELAXED);                  \
-    }                                                                          \
-    if (SP_UNLIKELY(!real))                                                    \
-        return cudaErrorSharedObjectSymbolNotFound;
+/* The real runtime function; a missing one fails the call (interpose.h). */
+#define CUDA_REAL(name, params)                                                                    \
+    SP_REAL(name, cudaError_t, params, sp_real, return cudaErrorSharedObjectSymbolNotFound)
 
 /* ---- current device ------------------------------------------------------- */
 
@@ -219,180 +207,110 @@ static void emit_cuda(const struct cuda_call *c, cudaError_t res)
             .result = res,
         },
     };
-    sp_emit(&ev);
+    sp_emit_raw(&ev); /* both callers restore errno next */
 }
 
 /* Record only outermost calls, only while recording. */
-static inline int want_record(void)
+static inline __attribute__((always_inline)) int want_record(void)
 {
-    return sp_recording && sp_guard_depth == 0;
+    return sp_recording && !sp_guard_held();
 }
 
-/* The shape every interposer shares.  STACK: 1 to capture the call site. */
-#define CUDA_CALL(API, STREAM, BYTES, KIND, STACK, CALL)                      \
-    do {                                                                       \
-        sp_cupti_ensure();                                                     \
-        if (!want_record()) {                                                  \
-            errno = entry_errno;                                               \
-            return CALL;                                                       \
-        }                                                                      \
-        struct cuda_call c = {.api = API, .stream = STREAM, .bytes = BYTES,    \
-                              .copy_kind = KIND};                              \
-        if (STACK)                                                             \
-            c.stack = call_site();                                             \
-        c.t0 = sp_now();                                                       \
-        (void)SP_GUARD_ENTER();                                                \
-        errno = entry_errno;                                                   \
-        cudaError_t res = CALL;                                                \
-        int saved = errno;                                                     \
-        (void)SP_GUARD_LEAVE();                                                \
-        emit_cuda(&c, res);                                                    \
-        errno = saved;                                                         \
-        return res;                                                            \
-    } while (0)
+/* ---- the table ---------------------------------------------------------------
+ *
+ * Every runtime call recorded, once.  Columns: name, parameters, arguments
+ * passed on, then what the event says: api, stream, bytes, copy kind, and
+ * whether to capture the call site (synchronizations and blocking copies,
+ * where the host waits).  All return cudaError_t; a missing real function
+ * returns cudaErrorSharedObjectSymbolNotFound.  The _ptsz/_ptds names are
+ * the per-thread-default-stream variants.  __cudaLaunchKernel is what nvcc
+ * emits for <<<>>> in CUDA 13 (after __cudaGetKernel).  A blocking copy is
+ * a synchronization too: it carries its call site. */
+#define LAUNCH_PARAMS const void *func, dim3 grid, dim3 block, void **kargs, size_t shared, cudaStream_t stream
+#define LAUNCH_ARGS (func, grid, block, kargs, shared, stream)
+#define STUB_PARAMS cudaKernel_t kernel, dim3 grid, dim3 block, void **kargs, size_t shared, cudaStream_t stream
+#define STUB_ARGS (kernel, grid, block, kargs, shared, stream)
+#define EX_PARAMS const cudaLaunchConfig_t *config, const void *func, void **kargs
+#define EX_STREAM (config ? config->stream : NULL)
+#define MEMCPY_PARAMS void *dst, const void *src, size_t count, enum cudaMemcpyKind kind
+#define MEMCPY_ASYNC_PARAMS MEMCPY_PARAMS, cudaStream_t stream
+#define NONE SP_COPY_UNKNOWN
 
-/* ---- launches ----------------------------------------------------------------- */
+#define CUDA_FUNCTIONS(X)                                                                          \
+    X(cudaLaunchKernel, (LAUNCH_PARAMS), LAUNCH_ARGS, SP_CUDA_LAUNCH, stream, 0, NONE, 0)            \
+    X(cudaLaunchKernel_ptsz, (LAUNCH_PARAMS), LAUNCH_ARGS, SP_CUDA_LAUNCH, stream, 0, NONE, 0)       \
+    X(cudaLaunchCooperativeKernel, (LAUNCH_PARAMS), LAUNCH_ARGS, SP_CUDA_LAUNCH, stream, 0, NONE, 0) \
+    X(cudaLaunchCooperativeKernel_ptsz, (LAUNCH_PARAMS), LAUNCH_ARGS, SP_CUDA_LAUNCH, stream, 0, NONE, 0) \
+    X(__cudaLaunchKernel, (STUB_PARAMS), STUB_ARGS, SP_CUDA_LAUNCH, stream, 0, NONE, 0)              \
+    X(__cudaLaunchKernel_ptsz, (STUB_PARAMS), STUB_ARGS, SP_CUDA_LAUNCH, stream, 0, NONE, 0)         \
+    X(cudaLaunchKernelExC, (EX_PARAMS), (config, func, kargs), SP_CUDA_LAUNCH, EX_STREAM, 0, NONE, 0) \
+    X(cudaLaunchKernelExC_ptsz, (EX_PARAMS), (config, func, kargs), SP_CUDA_LAUNCH, EX_STREAM, 0, NONE, 0) \
+    X(cudaGraphLaunch, (cudaGraphExec_t exec, cudaStream_t stream), (exec, stream),                 \
+      SP_CUDA_GRAPH_LAUNCH, stream, 0, NONE, 0)                                                     \
+    X(cudaGraphLaunch_ptsz, (cudaGraphExec_t exec, cudaStream_t stream), (exec, stream),            \
+      SP_CUDA_GRAPH_LAUNCH, stream, 0, NONE, 0)                                                     \
+    X(cudaDeviceSynchronize, (void), (), SP_CUDA_DEVICE_SYNC, NULL, 0, NONE, 1)                     \
+    X(cudaStreamSynchronize, (cudaStream_t stream), (stream), SP_CUDA_STREAM_SYNC, stream, 0, NONE, 1) \
+    X(cudaStreamSynchronize_ptsz, (cudaStream_t stream), (stream), SP_CUDA_STREAM_SYNC, stream, 0, NONE, 1) \
+    X(cudaEventSynchronize, (cudaEvent_t event), (event), SP_CUDA_EVENT_SYNC, NULL, 0, NONE, 1)     \
+    X(cudaStreamWaitEvent, (cudaStream_t stream, cudaEvent_t event, unsigned int flags),            \
+      (stream, event, flags), SP_CUDA_STREAM_WAIT_EVENT, stream, 0, NONE, 0)                        \
+    X(cudaStreamWaitEvent_ptsz, (cudaStream_t stream, cudaEvent_t event, unsigned int flags),       \
+      (stream, event, flags), SP_CUDA_STREAM_WAIT_EVENT, stream, 0, NONE, 0)                        \
+    X(cudaMemcpy, (MEMCPY_PARAMS), (dst, src, count, kind), SP_CUDA_MEMCPY, NULL, count,           \
+      copy_kind_of(kind), 1)                                                                        \
+    X(cudaMemcpy_ptds, (MEMCPY_PARAMS), (dst, src, count, kind), SP_CUDA_MEMCPY, NULL, count,      \
+      copy_kind_of(kind), 1)                                                                        \
+    X(cudaMemcpyAsync, (MEMCPY_ASYNC_PARAMS), (dst, src, count, kind, stream), SP_CUDA_MEMCPY_ASYNC, \
+      stream, count, copy_kind_of(kind), 0)                                                         \
+    X(cudaMemcpyAsync_ptsz, (MEMCPY_ASYNC_PARAMS), (dst, src, count, kind, stream),                 \
+      SP_CUDA_MEMCPY_ASYNC, stream, count, copy_kind_of(kind), 0)                                   \
+    X(cudaMemset, (void *dst, int value, size_t count), (dst, value, count), SP_CUDA_MEMSET, NULL,  \
+      count, NONE, 0)                                                                               \
+    X(cudaMemset_ptds, (void *dst, int value, size_t count), (dst, value, count), SP_CUDA_MEMSET,   \
+      NULL, count, NONE, 0)                                                                         \
+    X(cudaMemsetAsync, (void *dst, int value, size_t count, cudaStream_t stream),                   \
+      (dst, value, count, stream), SP_CUDA_MEMSET, stream, count, NONE, 0)                          \
+    X(cudaMemsetAsync_ptsz, (void *dst, int value, size_t count, cudaStream_t stream),              \
+      (dst, value, count, stream), SP_CUDA_MEMSET, stream, count, NONE, 0)
 
-typedef cudaError_t (*launch_fn)(const void *, dim3, dim3, void **, size_t, cudaStream_t);
-typedef cudaError_t (*launch_ex_fn)(const cudaLaunchConfig_t *, const void *, void **);
-typedef cudaError_t (*graph_launch_fn)(cudaGraphExec_t, cudaStream_t);
-typedef cudaError_t (*stub_launch_fn)(cudaKernel_t, dim3, dim3, void **, size_t, cudaStream_t);
-
-#define DEFINE_LAUNCH(fn)                                                      \
-    SP_EXPORT cudaError_t fn(const void *func, dim3 grid, dim3 block, void **args,          \
-                             size_t shared, cudaStream_t stream)               \
-    {                                                                          \
-        REAL_AS(launch_fn, fn);                                                \
-        CUDA_CALL(SP_CUDA_LAUNCH, stream, 0, SP_COPY_UNKNOWN, 0,               \
-                  real(func, grid, block, args, shared, stream));              \
+/* The one body: the real call with the caller's errno and our guard held
+ * (so NCCL's or the runtime's nested calls are not recorded), two clock
+ * reads around it, one event after. */
+#define CUDA_DEFINE(name, params, fwd, API, STREAM, BYTES, KIND, STACK)                            \
+    SP_EXPORT cudaError_t name params                                                              \
+    {                                                                                              \
+        int entry_errno = errno;                                                                   \
+        CUDA_REAL(name, params);                                                                   \
+        sp_cupti_ensure();                                                                         \
+        if (!want_record()) {                                                                      \
+            errno = entry_errno;                                                                   \
+            return real fwd;                                                                       \
+        }                                                                                          \
+        struct cuda_call c = {.api = API, .stream = STREAM, .bytes = BYTES, .copy_kind = KIND};    \
+        if (STACK)                                                                                 \
+            c.stack = call_site();                                                                 \
+        c.t0 = sp_now();                                                                           \
+        sp_guard_take(); /* want_record() saw it free; call_site()'s guards are balanced */      \
+        errno = entry_errno;                                                                       \
+        cudaError_t res = real fwd;                                                                \
+        int saved = errno;                                                                         \
+        sp_guard_drop();                                                                           \
+        emit_cuda(&c, res);                                                                        \
+        errno = saved;                                                                             \
+        return res;                                                                                \
     }
-DEFINE_LAUNCH(cudaLaunchKernel)
-DEFINE_LAUNCH(cudaLaunchKernel_ptsz)
-DEFINE_LAUNCH(cudaLaunchCooperativeKernel)
-DEFINE_LAUNCH(cudaLaunchCooperativeKernel_ptsz)
+CUDA_FUNCTIONS(CUDA_DEFINE)
 
-/* What nvcc emits for <<<>>> in CUDA 13 (after __cudaGetKernel). */
-#define DEFINE_STUB_LAUNCH(fn)                                                 \
-    SP_EXPORT cudaError_t fn(cudaKernel_t kernel, dim3 grid, dim3 block, void **args,      \
-                             size_t shared, cudaStream_t stream)               \
-    {                                                                          \
-        REAL_AS(stub_launch_fn, fn);                                           \
-        CUDA_CALL(SP_CUDA_LAUNCH, stream, 0, SP_COPY_UNKNOWN, 0,               \
-                  real(kernel, grid, block, args, shared, stream));            \
-    }
-DEFINE_STUB_LAUNCH(__cudaLaunchKernel)
-DEFINE_STUB_LAUNCH(__cudaLaunchKernel_ptsz)
-
-#define DEFINE_LAUNCH_EX(fn)                                                   \
-    SP_EXPORT cudaError_t fn(const cudaLaunchConfig_t *config, const void *func, void **args) \
-    {                                                                          \
-        REAL_AS(launch_ex_fn, fn);                                             \
-        CUDA_CALL(SP_CUDA_LAUNCH, config ? config->stream : NULL, 0,           \
-                  SP_COPY_UNKNOWN, 0, real(config, func, args));               \
-    }
-DEFINE_LAUNCH_EX(cudaLaunchKernelExC)
-DEFINE_LAUNCH_EX(cudaLaunchKernelExC_ptsz)
-
-#define DEFINE_GRAPH_LAUNCH(fn)                                                \
-    SP_EXPORT cudaError_t fn(cudaGraphExec_t exec, cudaStream_t stream)        \
-    {                                                                          \
-        REAL_AS(graph_launch_fn, fn);                                          \
-        CUDA_CALL(SP_CUDA_GRAPH_LAUNCH, stream, 0, SP_COPY_UNKNOWN, 0,         \
-                  real(exec, stream));                                         \
-    }
-DEFINE_GRAPH_LAUNCH(cudaGraphLaunch)
-DEFINE_GRAPH_LAUNCH(cudaGraphLaunch_ptsz)
-
-/* ---- synchronization ---------------------------------------------------------- */
-
-SP_EXPORT cudaError_t cudaDeviceSynchronize(void)
-{
-    REAL(cudaDeviceSynchronize);
-    CUDA_CALL(SP_CUDA_DEVICE_SYNC, NULL, 0, SP_COPY_UNKNOWN, 1, real());
-}
-
-typedef cudaError_t (*stream_fn)(cudaStream_t);
-#define DEFINE_STREAM_SYNC(fn)                                                 \
-    SP_EXPORT cudaError_t fn(cudaStream_t stream)                              \
-    {                                                                          \
-        REAL_AS(stream_fn, fn);                                                \
-        CUDA_CALL(SP_CUDA_STREAM_SYNC, stream, 0, SP_COPY_UNKNOWN, 1, real(stream)); \
-    }
-DEFINE_STREAM_SYNC(cudaStreamSynchronize)
-DEFINE_STREAM_SYNC(cudaStreamSynchronize_ptsz)
-
-SP_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
-{
-    REAL(cudaEventSynchronize);
-    CUDA_CALL(SP_CUDA_EVENT_SYNC, NULL, 0, SP_COPY_UNKNOWN, 1, real(event));
-}
-
-typedef cudaError_t (*wait_event_fn)(cudaStream_t, cudaEvent_t, unsigned int);
-#define DEFINE_WAIT_EVENT(fn)                                                  \
-    SP_EXPORT cudaError_t fn(cudaStream_t stream, cudaEvent_t event, unsigned int flags) \
-    {                                                                          \
-        REAL_AS(wait_event_fn, fn);                                            \
-        CUDA_CALL(SP_CUDA_STREAM_WAIT_EVENT, stream, 0, SP_COPY_UNKNOWN, 0,    \
-                  real(stream, event, flags));                                 \
-    }
-DEFINE_WAIT_EVENT(cudaStreamWaitEvent)
-DEFINE_WAIT_EVENT(cudaStreamWaitEvent_ptsz)
-
-/* ---- copies and memsets ---------------------------------------------------------- */
-
-typedef cudaError_t (*memcpy_fn)(void *, const void *, size_t, enum cudaMemcpyKind);
-typedef cudaError_t (*memcpy_async_fn)(void *, const void *, size_t, enum cudaMemcpyKind,
-                                       cudaStream_t);
-typedef cudaError_t (*memset_fn)(void *, int, size_t);
-typedef cudaError_t (*memset_async_fn)(void *, int, size_t, cudaStream_t);
-
-/* A blocking copy is a synchronization too: it carries its call site. */
-#define DEFINE_MEMCPY(fn)                                                      \
-    SP_EXPORT cudaError_t fn(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) \
-    {                                                                          \
-        REAL_AS(memcpy_fn, fn);                                                \
-        CUDA_CALL(SP_CUDA_MEMCPY, NULL, count, copy_kind_of(kind), 1,          \
-                  real(dst, src, count, kind));                                \
-    }
-DEFINE_MEMCPY(cudaMemcpy)
-DEFINE_MEMCPY(cudaMemcpy_ptds)
-
-#define DEFINE_MEMCPY_ASYNC(fn)                                                \
-    SP_EXPORT cudaError_t fn(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, \
-                             cudaStream_t stream)                              \
-    {                                                                          \
-        REAL_AS(memcpy_async_fn, fn);                                          \
-        CUDA_CALL(SP_CUDA_MEMCPY_ASYNC, stream, count, copy_kind_of(kind), 0,  \
-                  real(dst, src, count, kind, stream));                        \
-    }
-DEFINE_MEMCPY_ASYNC(cudaMemcpyAsync)
-DEFINE_MEMCPY_ASYNC(cudaMemcpyAsync_ptsz)
-
-#define DEFINE_MEMSET(fn)                                                      \
-    SP_EXPORT cudaError_t fn(void *dst, int value, size_t count)               \
-    {                                                                          \
-        REAL_AS(memset_fn, fn);                                                \
-        CUDA_CALL(SP_CUDA_MEMSET, NULL, count, SP_COPY_UNKNOWN, 0,             \
-                  real(dst, value, count));                                    \
-    }
-DEFINE_MEMSET(cudaMemset)
-DEFINE_MEMSET(cudaMemset_ptds)
-
-#define DEFINE_MEMSET_ASYNC(fn)                                                \
-    SP_EXPORT cudaError_t fn(void *dst, int value, size_t count, cudaStream_t stream) \
-    {                                                                          \
-        REAL_AS(memset_async_fn, fn);                                          \
-        CUDA_CALL(SP_CUDA_MEMSET, stream, count, SP_COPY_UNKNOWN, 0,           \
-                  real(dst, value, count, stream));                            \
-    }
-DEFINE_MEMSET_ASYNC(cudaMemsetAsync)
-DEFINE_MEMSET_ASYNC(cudaMemsetAsync_ptsz)
+/* cudaLaunchKernel_ptsz and friends are declared only through macros when
+ * CUDA_API_PER_THREAD_DEFAULT_STREAM is set; the table defines them all. */
 
 /* ---- device ------------------------------------------------------------------------- */
 
 SP_EXPORT cudaError_t cudaSetDevice(int device)
 {
-    REAL(cudaSetDevice);
+    int entry_errno = errno;
+    CUDA_REAL(cudaSetDevice, (int device));
     sp_cupti_ensure();
     uint64_t t0 = sp_now();
     int outer = SP_GUARD_ENTER();

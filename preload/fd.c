@@ -106,7 +106,7 @@ static uint64_t next_tick(uint64_t now, uint64_t period)
 static void *service_main(void *arg)
 {
     (void)arg;
-    sp_guard_depth = 1; /* nothing this thread does is the job's I/O */
+    sp_guard_forever(); /* nothing this thread does is the job's I/O */
     t_service = 1;
     pthread_setname_np(pthread_self(), "scaleprof");
     int ok = private_fd_table() == 0;
@@ -257,7 +257,7 @@ SP_EXPORT int fcntl(int fd, int cmd, ...)
     va_start(ap, cmd);
     long arg = va_arg(ap, long);
     va_end(ap);
-    if (SP_UNLIKELY(!real) && !sp_guard_depth) real = (int (*)(int, int, ...))sp_real("fcntl");
+    if (SP_UNLIKELY(!real) && !sp_guard_held()) real = (int (*)(int, int, ...))sp_real("fcntl");
     return fcntl_common(real, fd, cmd, arg);
 }
 
@@ -268,6 +268,6 @@ SP_EXPORT int fcntl64(int fd, int cmd, ...)
     va_start(ap, cmd);
     long arg = va_arg(ap, long);
     va_end(ap);
-    if (SP_UNLIKELY(!real) && !sp_guard_depth) real = (int (*)(int, int, ...))sp_real("fcntl64");
+    if (SP_UNLIKELY(!real) && !sp_guard_held()) real = (int (*)(int, int, ...))sp_real("fcntl64");
     return fcntl_common(real, fd, cmd, arg);
 }

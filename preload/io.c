@@ -39,9 +39,17 @@
  * and closefrom spare it, and a dup2/dup3 onto it first makes the core
  * move the trace elsewhere (see core.c, "File descriptors").
  *
- * Every interposer calls the real function first-class and returns its
- * result and errno untouched; nothing is recorded when recording is off or
- * when the call comes from inside scaleprof (the re-entry guard).  The
+ * The interposers are generated from one table (IO_FUNCTIONS, below):
+ * each function is listed once with its parameters, its error value and
+ * the shape of its body (a read, a wait, an open, a close, a dup, an
+ * mmap), and each shape is written once, on interpose.h's SP_REAL (one
+ * resolution, one policy for a missing real function).  Every interposer
+ * calls the real function first-class and returns its result and errno
+ * untouched; nothing is recorded when recording is off or when the call
+ * comes from inside scaleprof (the re-entry guard).  The guard is taken
+ * only after the real call, around our own recording, never across it:
+ * nothing the real function calls is ours, and a job that siglongjmps out
+ * of a blocking read (alarm-based timeouts) must leave nothing set.  The
  * fortified entry points (__read_chk, __open_2, ...) are interposed too:
  * binaries built with _FORTIFY_SOURCE call them instead of read and open
  * (libpython imports __open64_2, for one).
@@ -60,14 +68,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/close_range.h>
+#include <dirent.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "interpose.h"
 #include "preload.h"
 
 #undef fread_unlocked /* a macro under -O2; we define the function */
@@ -328,12 +339,15 @@ struct io_call {
     uint64_t t0;
 };
 
-/* Start timing a call; 0 when it must pass through unrecorded. */
-static inline int io_enter(struct io_call *c)
+/* Start timing a call; 0 when it must pass through unrecorded.  The guard
+ * is not held across the real call (nothing the real function calls is
+ * interposed by us), only around our own recording after it (take/drop:
+ * io_enter has just seen it free): so a job that siglongjmps out of a
+ * blocking read or poll leaves nothing set. */
+static inline __attribute__((always_inline)) int io_enter(struct io_call *c)
 {
-    if (SP_UNLIKELY(!sp_recording) || sp_guard_depth)
+    if (SP_UNLIKELY(!sp_recording) || sp_guard_held())
         return 0;
-    sp_guard_depth++;
     c->t0 = sp_now();
     return 1;
 }
@@ -344,9 +358,7 @@ static inline __attribute__((always_inline)) void emit_io(uint64_t t0, uint64_t 
                                                           int64_t ret, uint64_t bytes, uint64_t offset, int err)
 {
     struct sp_event ev;
-    ev.type = SP_EV_IO;
-    ev.tid = 0;
-    ev.t = t0;
+    sp_event_head(&ev, SP_EV_IO, t0);
     ev.io = (struct sp_ev_io){
         .dur = t1 - t0,
         .op = (uint64_t)op,
@@ -358,7 +370,7 @@ static inline __attribute__((always_inline)) void emit_io(uint64_t t0, uint64_t 
         .offset = offset,
         .err = ret < 0 ? (uint64_t)err : 0,
     };
-    sp_emit(&ev);
+    sp_emit_raw(&ev); /* every caller restores errno next */
 }
 
 /* End a timed call on `fd`: record it unless the fd is excluded.  `err` is
@@ -366,10 +378,11 @@ static inline __attribute__((always_inline)) void emit_io(uint64_t t0, uint64_t 
 static void io_leave(struct io_call *c, int err, int op, int fd, int64_t ret, uint64_t bytes, uint64_t offset)
 {
     uint64_t t1 = sp_now();
+    sp_guard_take();
     uint64_t e = fd_entry(fd);
     if (!(e & FD_EXCLUDED))
         emit_io(c->t0, t1, op, fd, e, ret, bytes, offset, err);
-    sp_guard_depth--;
+    sp_guard_drop();
     errno = err;
 }
 
@@ -377,6 +390,7 @@ static void io_leave(struct io_call *c, int err, int op, int fd, int64_t ret, ui
 static void io_leave_open(struct io_call *c, int err, int op, int fd, const char *path)
 {
     uint64_t t1 = sp_now();
+    sp_guard_take();
     if (fd >= 0 && path) {
         int excluded = path_excluded(path);
         uint32_t id = excluded ? 0 : path_id(path);
@@ -393,28 +407,58 @@ static void io_leave_open(struct io_call *c, int err, int op, int fd, const char
         uint64_t e = fd_pack(path_id(path), SP_FD_UNKNOWN, 0);
         emit_io(c->t0, t1, op, fd, e, fd, 0, 0, err);
     }
-    sp_guard_depth--;
+    sp_guard_drop();
     errno = err;
 }
 
-/* Open passing through (not recording): still keep the table right. */
-static void note_open_quietly(int fd)
-{
-    fd_forget(fd);
-}
-
-/* After the real open of the open family: record it, or only keep the fd
- * table right when not recording.  Returns fd with the real call's errno. */
-static int open_done(struct io_call *c, int recording, int fd, const char *path)
+/* After the real call of the open family: record it, or, when not
+ * recording, only keep the fd table right (a number reused from a closed
+ * fd must not keep the old path).  Leaves errno as the real call did. */
+static void open_done(struct io_call *c, int recording, int op, int fd, const char *path)
 {
     int err = errno;
     if (recording)
-        io_leave_open(c, err, SP_IO_OPEN, fd, path);
+        io_leave_open(c, err, op, fd, path);
     else
-        note_open_quietly(fd);
+        fd_forget(fd);
     errno = err;
-    return fd;
 }
+
+/* The end of a close: the fd's entry `e` was taken before the real call.
+ * A stream without an fd (fmemopen) closing fine is no I/O worth a line. */
+static void close_done(struct io_call *c, int recording, int fd, uint64_t e, int r)
+{
+    int err = errno;
+    if (recording && !(e & FD_EXCLUDED) && (fd >= 0 || r < 0)) {
+        uint64_t t1 = sp_now();
+        sp_guard_take();
+        emit_io(c->t0, t1, SP_IO_CLOSE, fd, e, r, 0, 0, err);
+        sp_guard_drop();
+    }
+    errno = err;
+}
+
+static void wait_leave(struct io_call *c, int err, int op, uint64_t nfds, int64_t ret, int64_t timeout_ms,
+                       int first_fd)
+{
+    uint64_t t1 = sp_now();
+    sp_guard_take();
+    struct sp_event ev;
+    sp_event_head(&ev, SP_EV_WAIT, c->t0);
+    ev.wait = (struct sp_ev_wait){
+        .dur = t1 - c->t0,
+        .op = (uint64_t)op,
+        .nfds = nfds,
+        .ret = ret,
+        .timeout_ms = timeout_ms,
+        .fd_kind = first_fd >= 0 ? (uint64_t)entry_kind(fd_entry(first_fd)) : SP_FD_UNKNOWN,
+    };
+    sp_emit_raw(&ev);
+    sp_guard_drop();
+    errno = err;
+}
+
+/* ---- what the table's columns compute -------------------------------------- */
 
 static uint64_t iov_bytes(const struct iovec *iov, int n)
 {
@@ -424,621 +468,14 @@ static uint64_t iov_bytes(const struct iovec *iov, int n)
     return sum;
 }
 
+static uint64_t msg_bytes(const struct msghdr *msg)
+{
+    return msg ? iov_bytes(msg->msg_iov, (int)msg->msg_iovlen) : 0;
+}
+
 static int stream_fd(FILE *fp)
 {
     return fp ? fileno(fp) : -1;
-}
-
-/* ---- open family ------------------------------------------------------------ */
-
-static mode_t open_mode(int flags, va_list ap)
-{
-    return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(ap, int) : 0;
-}
-
-SP_EXPORT int open(const char *path, int flags, ...)
-{
-    static __typeof__(open) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("open");
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = open_mode(flags, ap);
-    va_end(ap);
-    struct io_call c;
-    int recording = io_enter(&c);
-    return open_done(&c, recording, real(path, flags, mode), path);
-}
-
-SP_EXPORT int open64(const char *path, int flags, ...)
-{
-    static __typeof__(open64) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("open64");
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = open_mode(flags, ap);
-    va_end(ap);
-    struct io_call c;
-    int recording = io_enter(&c);
-    return open_done(&c, recording, real(path, flags, mode), path);
-}
-
-SP_EXPORT int openat(int dirfd, const char *path, int flags, ...)
-{
-    static __typeof__(openat) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("openat");
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = open_mode(flags, ap);
-    va_end(ap);
-    struct io_call c;
-    int recording = io_enter(&c);
-    return open_done(&c, recording, real(dirfd, path, flags, mode), path);
-}
-
-SP_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
-{
-    static __typeof__(openat64) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("openat64");
-    va_list ap;
-    va_start(ap, flags);
-    mode_t mode = open_mode(flags, ap);
-    va_end(ap);
-    struct io_call c;
-    int recording = io_enter(&c);
-    return open_done(&c, recording, real(dirfd, path, flags, mode), path);
-}
-
-int __open_2(const char *path, int flags);
-int __open64_2(const char *path, int flags);
-int __openat_2(int dirfd, const char *path, int flags);
-int __openat64_2(int dirfd, const char *path, int flags);
-
-/* The fortified opens: same shape, no mode (they refuse O_CREAT without
- * one, which the real function reports). */
-static int open_2_common(int (*real)(const char *, int), const char *path, int flags)
-{
-    struct io_call c;
-    int recording = io_enter(&c);
-    return open_done(&c, recording, real(path, flags), path);
-}
-
-static int openat_2_common(int (*real)(int, const char *, int), int dirfd, const char *path, int flags)
-{
-    struct io_call c;
-    int recording = io_enter(&c);
-    return open_done(&c, recording, real(dirfd, path, flags), path);
-}
-
-SP_EXPORT int __open_2(const char *path, int flags)
-{
-    static __typeof__(__open_2) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("__open_2");
-    return open_2_common(real, path, flags);
-}
-
-SP_EXPORT int __open64_2(const char *path, int flags)
-{
-    static __typeof__(__open64_2) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("__open64_2");
-    return open_2_common(real, path, flags);
-}
-
-SP_EXPORT int __openat_2(int dirfd, const char *path, int flags)
-{
-    static __typeof__(__openat_2) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("__openat_2");
-    return openat_2_common(real, dirfd, path, flags);
-}
-
-SP_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
-{
-    static __typeof__(__openat64_2) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("__openat64_2");
-    return openat_2_common(real, dirfd, path, flags);
-}
-
-SP_EXPORT int creat(const char *path, mode_t mode)
-{
-    return open(path, O_CREAT | O_WRONLY | O_TRUNC, mode);
-}
-
-SP_EXPORT int creat64(const char *path, mode_t mode)
-{
-    return open64(path, O_CREAT | O_WRONLY | O_TRUNC, mode);
-}
-
-static FILE *fopen_common(FILE *(*real)(const char *, const char *), const char *path, const char *mode)
-{
-    struct io_call c;
-    if (!io_enter(&c)) {
-        FILE *fp = real(path, mode);
-        if (fp)
-            note_open_quietly(fileno(fp));
-        return fp;
-    }
-    FILE *fp = real(path, mode);
-    int e = errno;
-    io_leave_open(&c, e, SP_IO_FOPEN, fp ? fileno(fp) : -1, path);
-    return fp;
-}
-
-SP_EXPORT FILE *fopen(const char *path, const char *mode)
-{
-    static __typeof__(fopen) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("fopen");
-    return fopen_common(real, path, mode);
-}
-
-SP_EXPORT FILE *fopen64(const char *path, const char *mode)
-{
-    static __typeof__(fopen64) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("fopen64");
-    return fopen_common(real, path, mode);
-}
-
-/* ---- read family ------------------------------------------------------------- */
-
-SP_EXPORT ssize_t read(int fd, void *buf, size_t n)
-{
-    static __typeof__(read) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("read");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(fd, buf, n);
-    ssize_t r = real(fd, buf, n);
-    io_leave(&c, errno, SP_IO_READ, fd, r, n, 0);
-    return r;
-}
-
-ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
-SP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
-{
-    static __typeof__(__read_chk) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("__read_chk");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(fd, buf, n, buflen);
-    ssize_t r = real(fd, buf, n, buflen);
-    io_leave(&c, errno, SP_IO_READ, fd, r, n, 0);
-    return r;
-}
-
-SP_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
-{
-    static __typeof__(pread) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("pread");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(fd, buf, n, off);
-    ssize_t r = real(fd, buf, n, off);
-    io_leave(&c, errno, SP_IO_PREAD, fd, r, n, (uint64_t)off);
-    return r;
-}
-
-SP_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
-{
-    static __typeof__(pread64) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("pread64");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(fd, buf, n, off);
-    ssize_t r = real(fd, buf, n, off);
-    io_leave(&c, errno, SP_IO_PREAD, fd, r, n, (uint64_t)off);
-    return r;
-}
-
-ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
-ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
-
-SP_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
-{
-    static __typeof__(__pread_chk) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("__pread_chk");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(fd, buf, n, off, buflen);
-    ssize_t r = real(fd, buf, n, off, buflen);
-    io_leave(&c, errno, SP_IO_PREAD, fd, r, n, (uint64_t)off);
-    return r;
-}
-
-SP_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
-{
-    static __typeof__(__pread64_chk) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("__pread64_chk");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(fd, buf, n, off, buflen);
-    ssize_t r = real(fd, buf, n, off, buflen);
-    io_leave(&c, errno, SP_IO_PREAD, fd, r, n, (uint64_t)off);
-    return r;
-}
-
-SP_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
-{
-    static __typeof__(readv) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("readv");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(fd, iov, cnt);
-    ssize_t r = real(fd, iov, cnt);
-    io_leave(&c, errno, SP_IO_READV, fd, r, iov_bytes(iov, cnt), 0);
-    return r;
-}
-
-SP_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
-{
-    static __typeof__(preadv) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("preadv");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(fd, iov, cnt, off);
-    ssize_t r = real(fd, iov, cnt, off);
-    io_leave(&c, errno, SP_IO_PREADV, fd, r, iov_bytes(iov, cnt), (uint64_t)off);
-    return r;
-}
-
-SP_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off64_t off)
-{
-    static __typeof__(preadv64) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("preadv64");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(fd, iov, cnt, off);
-    ssize_t r = real(fd, iov, cnt, off);
-    io_leave(&c, errno, SP_IO_PREADV, fd, r, iov_bytes(iov, cnt), (uint64_t)off);
-    return r;
-}
-
-SP_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
-{
-    static __typeof__(preadv2) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("preadv2");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(fd, iov, cnt, off, flags);
-    ssize_t r = real(fd, iov, cnt, off, flags);
-    io_leave(&c, errno, SP_IO_PREADV, fd, r, iov_bytes(iov, cnt), (uint64_t)off);
-    return r;
-}
-
-SP_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags)
-{
-    static __typeof__(preadv64v2) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("preadv64v2");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(fd, iov, cnt, off, flags);
-    ssize_t r = real(fd, iov, cnt, off, flags);
-    io_leave(&c, errno, SP_IO_PREADV, fd, r, iov_bytes(iov, cnt), (uint64_t)off);
-    return r;
-}
-
-/* fread's result is items; the event carries bytes, like read's. */
-static void leave_fread(struct io_call *c, int err, FILE *fp, size_t items, size_t size, size_t n)
-{
-    io_leave(c, err, SP_IO_FREAD, stream_fd(fp), (int64_t)(items * size), size * n, 0);
-}
-
-SP_EXPORT size_t fread(void *ptr, size_t size, size_t n, FILE *fp)
-{
-    static __typeof__(fread) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("fread");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(ptr, size, n, fp);
-    size_t r = real(ptr, size, n, fp);
-    leave_fread(&c, errno, fp, r, size, n);
-    return r;
-}
-
-SP_EXPORT size_t fread_unlocked(void *ptr, size_t size, size_t n, FILE *fp)
-{
-    static __typeof__(fread_unlocked) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("fread_unlocked");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(ptr, size, n, fp);
-    size_t r = real(ptr, size, n, fp);
-    leave_fread(&c, errno, fp, r, size, n);
-    return r;
-}
-
-size_t __fread_chk(void *ptr, size_t ptrlen, size_t size, size_t n, FILE *fp);
-SP_EXPORT size_t __fread_chk(void *ptr, size_t ptrlen, size_t size, size_t n, FILE *fp)
-{
-    static __typeof__(__fread_chk) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("__fread_chk");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(ptr, ptrlen, size, n, fp);
-    size_t r = real(ptr, ptrlen, size, n, fp);
-    leave_fread(&c, errno, fp, r, size, n);
-    return r;
-}
-
-/* ---- sockets and pipes ----------------------------------------------------------- */
-
-SP_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
-{
-    static __typeof__(recv) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("recv");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(fd, buf, n, flags);
-    ssize_t r = real(fd, buf, n, flags);
-    io_leave(&c, errno, SP_IO_RECV, fd, r, n, 0);
-    return r;
-}
-
-SP_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *alen)
-{
-    static __typeof__(recvfrom) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("recvfrom");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(fd, buf, n, flags, addr, alen);
-    ssize_t r = real(fd, buf, n, flags, addr, alen);
-    io_leave(&c, errno, SP_IO_RECV, fd, r, n, 0);
-    return r;
-}
-
-SP_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
-{
-    static __typeof__(recvmsg) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("recvmsg");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(fd, msg, flags);
-    ssize_t r = real(fd, msg, flags);
-    int e = errno;
-    io_leave(&c, e, SP_IO_RECV, fd, r, msg ? iov_bytes(msg->msg_iov, (int)msg->msg_iovlen) : 0, 0);
-    return r;
-}
-
-/* Writes matter only where they can block on a consumer: pipes, sockets. */
-static int write_worth_recording(int fd)
-{
-    int k = entry_kind(fd_entry(fd));
-    return k == SP_FD_PIPE || k == SP_FD_SOCKET;
-}
-
-SP_EXPORT ssize_t write(int fd, const void *buf, size_t n)
-{
-    static __typeof__(write) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("write");
-    struct io_call c;
-    if (!sp_recording || sp_guard_depth || !write_worth_recording(fd) || !io_enter(&c))
-        return real(fd, buf, n);
-    ssize_t r = real(fd, buf, n);
-    io_leave(&c, errno, SP_IO_WRITE, fd, r, n, 0);
-    return r;
-}
-
-/* ---- close, dup, mmap -------------------------------------------------------------- */
-
-SP_EXPORT int close(int fd)
-{
-    static __typeof__(close) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("close");
-    if (SP_UNLIKELY(fd == sp_trace_fd) && fd >= 0 && !sp_guard_depth)
-        return 0; /* the trace's own fd: see sp_trace_fd */
-    struct io_call c;
-    if (!io_enter(&c)) {
-        fd_forget(fd);
-        return real(fd);
-    }
-    uint64_t e = fd_entry(fd);
-    fd_forget(fd);
-    int r = real(fd);
-    int err = errno;
-    if (!(e & FD_EXCLUDED))
-        emit_io(c.t0, sp_now(), SP_IO_CLOSE, fd, e, r, 0, 0, err);
-    sp_guard_depth--;
-    errno = err;
-    return r;
-}
-
-SP_EXPORT int fclose(FILE *fp)
-{
-    static __typeof__(fclose) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("fclose");
-    int fd = stream_fd(fp);
-    struct io_call c;
-    if (!io_enter(&c)) {
-        fd_forget(fd);
-        return real(fp);
-    }
-    uint64_t e = fd_entry(fd);
-    fd_forget(fd);
-    int r = real(fp);
-    int err = errno;
-    if (fd >= 0 && !(e & FD_EXCLUDED))
-        emit_io(c.t0, sp_now(), SP_IO_CLOSE, fd, e, r, 0, 0, err);
-    sp_guard_depth--;
-    errno = err;
-    return r;
-}
-
-/* close_range and closefrom (Python's os.closerange, daemons, children
- * before exec) close the trace's fd too: split the range around it. */
-static void forget_range(unsigned first, unsigned last)
-{
-    for (unsigned fd = first; fd <= last && fd < SP_FD_TABLE; fd++)
-        fd_forget((int)fd);
-}
-
-SP_EXPORT int close_range(unsigned first, unsigned last, int flags)
-{
-    static __typeof__(close_range) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("close_range");
-    int keep = sp_trace_fd;
-    int r;
-    if (keep >= 0 && (unsigned)keep >= first && (unsigned)keep <= last && !(flags & CLOSE_RANGE_CLOEXEC)) {
-        r = (unsigned)keep > first ? real(first, (unsigned)keep - 1, flags) : 0;
-        if (r == 0 && (unsigned)keep < last)
-            r = real((unsigned)keep + 1, last, flags);
-    } else {
-        r = real(first, last, flags);
-    }
-    int e = errno;
-    if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
-        forget_range(first, last);
-    errno = e;
-    return r;
-}
-
-SP_EXPORT void closefrom(int lowfd)
-{
-    /* glibc's closefrom is close_range(lowfd, ~0U, 0) with a fallback. */
-    close_range(lowfd < 0 ? 0 : (unsigned)lowfd, ~0U, 0);
-}
-
-SP_EXPORT int dup(int fd)
-{
-    static __typeof__(dup) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("dup");
-    int r = real(fd);
-    int e = errno;
-    if (r >= 0)
-        fd_copy(fd, r);
-    errno = e;
-    return r;
-}
-
-/* dup2/dup3 onto the trace's fd (a shell's "exec 3>file" when the trace is
- * fd 3) would send the recorder's frames into the job's file: the trace is
- * closed first and continues in a new file, under a new fd. */
-static int yield_if_trace_fd(int to)
-{
-    if (SP_LIKELY(to != sp_trace_fd) || to < 0 || sp_guard_depth)
-        return 0;
-    sp_core_yield_trace_fd();
-    return 1;
-}
-
-SP_EXPORT int dup2(int fd, int to)
-{
-    static __typeof__(dup2) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("dup2");
-    if (SP_UNLIKELY(fd != to && yield_if_trace_fd(to))) {
-        int r = real(fd, to);
-        int e = errno;
-        fd_copy(fd, to);
-        sp_core_reopen();
-        errno = e;
-        return r;
-    }
-    int r = real(fd, to);
-    int e = errno;
-    if (r >= 0 && fd != to)
-        fd_copy(fd, to);
-    errno = e;
-    return r;
-}
-
-SP_EXPORT int dup3(int fd, int to, int flags)
-{
-    static __typeof__(dup3) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("dup3");
-    if (SP_UNLIKELY(fd != to && yield_if_trace_fd(to))) {
-        int r = real(fd, to, flags);
-        int e = errno;
-        fd_copy(fd, to);
-        sp_core_reopen();
-        errno = e;
-        return r;
-    }
-    int r = real(fd, to, flags);
-    int e = errno;
-    if (r >= 0)
-        fd_copy(fd, to);
-    errno = e;
-    return r;
-}
-
-static void *mmap_common(void *(*real)(void *, size_t, int, int, int, off_t), void *addr, size_t len, int prot,
-                         int flags, int fd, off_t off)
-{
-    struct io_call c;
-    if ((flags & MAP_ANONYMOUS) || fd < 0 || !io_enter(&c))
-        return real(addr, len, prot, flags, fd, off);
-    void *p = real(addr, len, prot, flags, fd, off);
-    io_leave(&c, errno, SP_IO_MMAP, fd, p == MAP_FAILED ? -1 : 0, len, (uint64_t)off);
-    return p;
-}
-
-SP_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
-{
-    static __typeof__(mmap) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("mmap");
-    return mmap_common(real, addr, len, prot, flags, fd, off);
-}
-
-SP_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
-{
-    static __typeof__(mmap64) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("mmap64");
-    return mmap_common(real, addr, len, prot, flags, fd, off);
-}
-
-/* ---- waits ------------------------------------------------------------------------- */
-
-static void wait_leave(struct io_call *c, int err, int op, uint64_t nfds, int64_t ret, int64_t timeout_ms,
-                       int first_fd)
-{
-    uint64_t t1 = sp_now();
-    struct sp_event ev;
-    ev.type = SP_EV_WAIT;
-    ev.tid = 0;
-    ev.t = c->t0;
-    ev.wait = (struct sp_ev_wait){
-        .dur = t1 - c->t0,
-        .op = (uint64_t)op,
-        .nfds = nfds,
-        .ret = ret,
-        .timeout_ms = timeout_ms,
-        .fd_kind = first_fd >= 0 ? (uint64_t)entry_kind(fd_entry(first_fd)) : SP_FD_UNKNOWN,
-    };
-    sp_emit(&ev);
-    sp_guard_depth--;
-    errno = err;
 }
 
 static int64_t timespec_ms(const struct timespec *ts)
@@ -1059,98 +496,342 @@ static int first_fd_in(int nfds, const fd_set *set)
     return -1;
 }
 
-SP_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+/* The mode argument of open/openat, present with O_CREAT or O_TMPFILE;
+ * `last` is the last named parameter (flags). */
+#define OPEN_MODE(last)                                                                            \
+    mode_t mode = 0;                                                                               \
+    if (((last) & O_CREAT) || ((last) & O_TMPFILE) == O_TMPFILE) {                                \
+        va_list ap;                                                                                \
+        va_start(ap, last);                                                                        \
+        mode = (mode_t)va_arg(ap, int);                                                            \
+        va_end(ap);                                                                                \
+    }
+#define NO_PROLOGUE (void)0
+
+/* Writes matter only where they can block on a consumer: pipes, sockets. */
+static int write_worth_recording(int fd)
 {
-    static __typeof__(poll) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("poll");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(fds, n, timeout);
-    int r = real(fds, n, timeout);
-    wait_leave(&c, errno, SP_WAIT_POLL, n, r, timeout, n ? fds[0].fd : -1);
-    return r;
+    int k = entry_kind(fd_entry(fd));
+    return k == SP_FD_PIPE || k == SP_FD_SOCKET;
 }
 
+/* close of the trace's own fd reports success and keeps it (sp_trace_fd);
+ * our own code (holding the guard) does close it. */
+static int spares_trace_fd(int fd)
+{
+    return SP_UNLIKELY(fd == sp_trace_fd) && fd >= 0 && !sp_guard_held();
+}
+
+/* dup2/dup3 onto the trace's fd (a shell's "exec 3>file" when the trace is
+ * fd 3) would send the recorder's frames into the job's file: the trace is
+ * closed first and continues in a new file, under a new fd. */
+static int yield_if_trace_fd(int fd, int to)
+{
+    if (SP_LIKELY(to != sp_trace_fd) || fd == to || to < 0 || sp_guard_held())
+        return 0;
+    sp_core_yield_trace_fd();
+    return 1;
+}
+
+static void dup_done(int yielded, int fd, int to, int r)
+{
+    int e = errno;
+    if (yielded) {
+        fd_copy(fd, to);
+        sp_core_reopen();
+    } else if (r >= 0 && fd != to) {
+        fd_copy(fd, to);
+    }
+    errno = e;
+}
+
+/* ---- the table -----------------------------------------------------------------
+ *
+ * Every function of the family, once.  Columns: shape, name, return type,
+ * parameters, arguments passed on, error value when the real function is
+ * missing, then the shape's own:
+ *
+ *   READ   op, fd, bytes returned (from the result r), bytes asked, offset
+ *   WAIT   op, number of fds, timeout in ms, first fd (both computed before
+ *          the call: select rewrites its sets and its timeout)
+ *   OPEN   op, prologue (OPEN_MODE for the variadic ones), fd of the result r
+ *   CLOSE  fd, whether to spare it (the trace's own fd)
+ *   DUP    the target fd (-1 for dup)
+ *   MMAP   (none)
+ *
+ * The fortified entry points (__read_chk, __open_2, ...) are listed beside
+ * their plain names: binaries built with _FORTIFY_SOURCE call them. */
+#define IO_FUNCTIONS(X)                                                                            \
+    X(READ, read, ssize_t, (int fd, void *buf, size_t n), (fd, buf, n), -1,                      \
+      SP_IO_READ, fd, r, n, 0)                                                                     \
+    X(READ, __read_chk, ssize_t, (int fd, void *buf, size_t n, size_t buflen), (fd, buf, n, buflen), \
+      -1, SP_IO_READ, fd, r, n, 0)                                                                 \
+    X(READ, pread, ssize_t, (int fd, void *buf, size_t n, off_t off), (fd, buf, n, off), -1,      \
+      SP_IO_PREAD, fd, r, n, off)                                                                  \
+    X(READ, pread64, ssize_t, (int fd, void *buf, size_t n, off64_t off), (fd, buf, n, off), -1,  \
+      SP_IO_PREAD, fd, r, n, off)                                                                  \
+    X(READ, __pread_chk, ssize_t, (int fd, void *buf, size_t n, off_t off, size_t buflen),        \
+      (fd, buf, n, off, buflen), -1, SP_IO_PREAD, fd, r, n, off)                                   \
+    X(READ, __pread64_chk, ssize_t, (int fd, void *buf, size_t n, off64_t off, size_t buflen),    \
+      (fd, buf, n, off, buflen), -1, SP_IO_PREAD, fd, r, n, off)                                   \
+    X(READ, readv, ssize_t, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt), -1,       \
+      SP_IO_READV, fd, r, iov_bytes(iov, cnt), 0)                                                  \
+    X(READ, preadv, ssize_t, (int fd, const struct iovec *iov, int cnt, off_t off),               \
+      (fd, iov, cnt, off), -1, SP_IO_PREADV, fd, r, iov_bytes(iov, cnt), off)                      \
+    X(READ, preadv64, ssize_t, (int fd, const struct iovec *iov, int cnt, off64_t off),           \
+      (fd, iov, cnt, off), -1, SP_IO_PREADV, fd, r, iov_bytes(iov, cnt), off)                      \
+    X(READ, preadv2, ssize_t, (int fd, const struct iovec *iov, int cnt, off_t off, int flags),   \
+      (fd, iov, cnt, off, flags), -1, SP_IO_PREADV, fd, r, iov_bytes(iov, cnt), off)               \
+    X(READ, preadv64v2, ssize_t, (int fd, const struct iovec *iov, int cnt, off64_t off, int flags), \
+      (fd, iov, cnt, off, flags), -1, SP_IO_PREADV, fd, r, iov_bytes(iov, cnt), off)               \
+    /* fread's result is items; the event carries bytes, like read's */                           \
+    X(READ, fread, size_t, (void *ptr, size_t size, size_t n, FILE *fp), (ptr, size, n, fp), 0,   \
+      SP_IO_FREAD, stream_fd(fp), r * size, size * n, 0)                                           \
+    X(READ, fread_unlocked, size_t, (void *ptr, size_t size, size_t n, FILE *fp), (ptr, size, n, fp), \
+      0, SP_IO_FREAD, stream_fd(fp), r * size, size * n, 0)                                        \
+    X(READ, __fread_chk, size_t, (void *ptr, size_t ptrlen, size_t size, size_t n, FILE *fp),     \
+      (ptr, ptrlen, size, n, fp), 0, SP_IO_FREAD, stream_fd(fp), r * size, size * n, 0)            \
+    X(READ, recv, ssize_t, (int fd, void *buf, size_t n, int flags), (fd, buf, n, flags), -1,     \
+      SP_IO_RECV, fd, r, n, 0)                                                                     \
+    X(READ, recvfrom, ssize_t,                                                                     \
+      (int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *alen),           \
+      (fd, buf, n, flags, addr, alen), -1, SP_IO_RECV, fd, r, n, 0)                                \
+    X(READ, recvmsg, ssize_t, (int fd, struct msghdr *msg, int flags), (fd, msg, flags), -1,      \
+      SP_IO_RECV, fd, r, msg_bytes(msg), 0)                                                        \
+    X(WAIT, poll, int, (struct pollfd *fds, nfds_t n, int timeout), (fds, n, timeout), -1,        \
+      SP_WAIT_POLL, n, timeout, n ? fds[0].fd : -1)                                                \
+    X(WAIT, __poll_chk, int, (struct pollfd *fds, nfds_t n, int timeout, size_t fdslen),          \
+      (fds, n, timeout, fdslen), -1, SP_WAIT_POLL, n, timeout, n ? fds[0].fd : -1)                 \
+    X(WAIT, ppoll, int, (struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask), \
+      (fds, n, ts, mask), -1, SP_WAIT_PPOLL, n, timespec_ms(ts), n ? fds[0].fd : -1)               \
+    X(WAIT, select, int, (int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv),      \
+      (nfds, rd, wr, ex, tv), -1, SP_WAIT_SELECT, nfds, timeval_ms(tv), first_fd_in(nfds, rd))     \
+    X(WAIT, pselect, int,                                                                          \
+      (int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts, const sigset_t *mask), \
+      (nfds, rd, wr, ex, ts, mask), -1, SP_WAIT_PSELECT, nfds, timespec_ms(ts), first_fd_in(nfds, rd)) \
+    X(WAIT, epoll_wait, int, (int epfd, struct epoll_event *evs, int max, int timeout),           \
+      (epfd, evs, max, timeout), -1, SP_WAIT_EPOLL, max > 0 ? max : 0, timeout, -1)                \
+    X(WAIT, epoll_pwait, int,                                                                      \
+      (int epfd, struct epoll_event *evs, int max, int timeout, const sigset_t *mask),             \
+      (epfd, evs, max, timeout, mask), -1, SP_WAIT_EPOLL, max > 0 ? max : 0, timeout, -1)          \
+    X(OPEN, open, int, (const char *path, int flags, ...), (path, flags, mode), -1,               \
+      SP_IO_OPEN, OPEN_MODE(flags), r)                                                             \
+    X(OPEN, open64, int, (const char *path, int flags, ...), (path, flags, mode), -1,             \
+      SP_IO_OPEN, OPEN_MODE(flags), r)                                                             \
+    X(OPEN, openat, int, (int dirfd, const char *path, int flags, ...), (dirfd, path, flags, mode), \
+      -1, SP_IO_OPEN, OPEN_MODE(flags), r)                                                         \
+    X(OPEN, openat64, int, (int dirfd, const char *path, int flags, ...),                         \
+      (dirfd, path, flags, mode), -1, SP_IO_OPEN, OPEN_MODE(flags), r)                             \
+    /* the fortified opens have no mode: they refuse O_CREAT without one */                       \
+    X(OPEN, __open_2, int, (const char *path, int flags), (path, flags), -1, SP_IO_OPEN,          \
+      NO_PROLOGUE, r)                                                                              \
+    X(OPEN, __open64_2, int, (const char *path, int flags), (path, flags), -1, SP_IO_OPEN,        \
+      NO_PROLOGUE, r)                                                                              \
+    X(OPEN, __openat_2, int, (int dirfd, const char *path, int flags), (dirfd, path, flags), -1,  \
+      SP_IO_OPEN, NO_PROLOGUE, r)                                                                  \
+    X(OPEN, __openat64_2, int, (int dirfd, const char *path, int flags), (dirfd, path, flags), -1, \
+      SP_IO_OPEN, NO_PROLOGUE, r)                                                                  \
+    X(OPEN, fopen, FILE *, (const char *path, const char *mode), (path, mode), NULL, SP_IO_FOPEN, \
+      NO_PROLOGUE, stream_fd(r))                                                                   \
+    X(OPEN, fopen64, FILE *, (const char *path, const char *mode), (path, mode), NULL,            \
+      SP_IO_FOPEN, NO_PROLOGUE, stream_fd(r))                                                      \
+    X(CLOSE, close, int, (int fd), (fd), -1, fd, spares_trace_fd(fd))                              \
+    X(CLOSE, fclose, int, (FILE *fp), (fp), EOF, stream_fd(fp), 0)                                 \
+    X(DUP, dup, int, (int fd), (fd), -1, -1)                                                       \
+    X(DUP, dup2, int, (int fd, int to), (fd, to), -1, to)                                          \
+    X(DUP, dup3, int, (int fd, int to, int flags), (fd, to, flags), -1, to)                        \
+    X(MMAP, mmap, void *, (void *addr, size_t len, int prot, int flags, int fd, off_t off),       \
+      (addr, len, prot, flags, fd, off), MAP_FAILED)                                               \
+    X(MMAP, mmap64, void *, (void *addr, size_t len, int prot, int flags, int fd, off64_t off),   \
+      (addr, len, prot, flags, fd, off), MAP_FAILED)
+
+/* The fortified names have no prototype in the headers once _FORTIFY_SOURCE
+ * is off. */
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
+size_t __fread_chk(void *ptr, size_t ptrlen, size_t size, size_t n, FILE *fp);
 int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen);
-SP_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
+int __open_2(const char *path, int flags);
+int __open64_2(const char *path, int flags);
+int __openat_2(int dirfd, const char *path, int flags);
+int __openat64_2(int dirfd, const char *path, int flags);
+
+/* ---- the shapes ------------------------------------------------------------------ */
+
+#define IO_REAL(name, ret, params, errval) SP_REAL(name, ret, params, sp_real, return errval)
+
+/* What the timed shapes open with: the real function, and straight to it
+ * when not recording (`pass`: the shape's own reason to pass through). */
+#define IO_TIMED_PROLOGUE(name, ret, params, args, errval, pass)                                   \
+    IO_REAL(name, ret, params, errval);                                                            \
+    struct io_call c;                                                                              \
+    if ((pass) || !io_enter(&c))                                                                   \
+        return real args
+
+#define IO_SHAPE_READ(name, ret, params, args, errval, op, fd_, result, asked, off)                \
+    SP_EXPORT ret name params                                                                      \
+    {                                                                                              \
+        IO_TIMED_PROLOGUE(name, ret, params, args, errval, 0);                                     \
+        ret r = real args;                                                                         \
+        io_leave(&c, errno, op, fd_, (int64_t)(result), asked, (uint64_t)(off));                   \
+        return r;                                                                                  \
+    }
+
+#define IO_SHAPE_WAIT(name, ret, params, args, errval, op, nfds, timeout_ms, first_fd)             \
+    SP_EXPORT ret name params                                                                      \
+    {                                                                                              \
+        IO_TIMED_PROLOGUE(name, ret, params, args, errval, 0);                                     \
+        int64_t timeout_ = (timeout_ms);                                                           \
+        int first_ = (first_fd);                                                                   \
+        ret r = real args;                                                                         \
+        wait_leave(&c, errno, op, (uint64_t)(nfds), r, timeout_, first_);                          \
+        return r;                                                                                  \
+    }
+
+#define IO_SHAPE_OPEN(name, ret, params, args, errval, op, prologue, fd_of_r)                      \
+    SP_EXPORT ret name params                                                                      \
+    {                                                                                              \
+        IO_REAL(name, ret, params, errval);                                                        \
+        prologue;                                                                                  \
+        struct io_call c;                                                                          \
+        int recording = io_enter(&c);                                                              \
+        ret r = real args;                                                                         \
+        open_done(&c, recording, op, fd_of_r, path);                                               \
+        return r;                                                                                  \
+    }
+
+#define IO_SHAPE_CLOSE(name, ret, params, args, errval, fd_expr, spare)                            \
+    SP_EXPORT ret name params                                                                      \
+    {                                                                                              \
+        IO_REAL(name, ret, params, errval);                                                        \
+        if (spare)                                                                                 \
+            return 0;                                                                              \
+        int fd_ = (fd_expr);                                                                       \
+        struct io_call c;                                                                          \
+        int recording = io_enter(&c);                                                              \
+        uint64_t e = recording ? fd_entry(fd_) : 0;                                                \
+        fd_forget(fd_);                                                                            \
+        ret r = real args;                                                                         \
+        close_done(&c, recording, fd_, e, r);                                                      \
+        return r;                                                                                  \
+    }
+
+#define IO_SHAPE_DUP(name, ret, params, args, errval, to_)                                         \
+    SP_EXPORT ret name params                                                                      \
+    {                                                                                              \
+        IO_REAL(name, ret, params, errval);                                                        \
+        int yielded = yield_if_trace_fd(fd, to_);                                                  \
+        ret r = real args;                                                                         \
+        dup_done(yielded, fd, (to_) < 0 ? r : (to_), r);                                           \
+        return r;                                                                                  \
+    }
+
+/* mmap of a file: bytes mapped (accesses to the mapping are not seen). */
+#define IO_SHAPE_MMAP(name, ret, params, args, errval)                                             \
+    SP_EXPORT ret name params                                                                      \
+    {                                                                                              \
+        IO_TIMED_PROLOGUE(name, ret, params, args, errval, (flags & MAP_ANONYMOUS) || fd < 0);     \
+        ret r = real args;                                                                         \
+        io_leave(&c, errno, SP_IO_MMAP, fd, r == MAP_FAILED ? -1 : 0, len, (uint64_t)off);         \
+        return r;                                                                                  \
+    }
+
+#define IO_DEFINE(shape, ...) IO_SHAPE_##shape(__VA_ARGS__)
+IO_FUNCTIONS(IO_DEFINE)
+
+/* ---- the rest, each its own shape ------------------------------------------------ */
+
+SP_EXPORT int creat(const char *path, mode_t mode)
 {
-    static __typeof__(__poll_chk) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("__poll_chk");
+    return open(path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
+
+SP_EXPORT int creat64(const char *path, mode_t mode)
+{
+    return open64(path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
+
+SP_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+    IO_REAL(write, ssize_t, (int fd, const void *buf, size_t n), -1);
     struct io_call c;
-    if (!io_enter(&c))
-        return real(fds, n, timeout, fdslen);
-    int r = real(fds, n, timeout, fdslen);
-    wait_leave(&c, errno, SP_WAIT_POLL, n, r, timeout, n ? fds[0].fd : -1);
+    if (!sp_recording || sp_guard_held() || !write_worth_recording(fd) || !io_enter(&c))
+        return real(fd, buf, n);
+    ssize_t r = real(fd, buf, n);
+    io_leave(&c, errno, SP_IO_WRITE, fd, r, n, 0);
     return r;
 }
 
-SP_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+/* close_range and closefrom (Python's os.closerange, daemons, children
+ * before exec) close the trace's fd too: split the range around it. */
+static void forget_range(unsigned first, unsigned last)
 {
-    static __typeof__(ppoll) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("ppoll");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(fds, n, ts, mask);
-    int r = real(fds, n, ts, mask);
-    wait_leave(&c, errno, SP_WAIT_PPOLL, n, r, timespec_ms(ts), n ? fds[0].fd : -1);
+    for (unsigned fd = first; fd <= last && fd < SP_FD_TABLE; fd++)
+        fd_forget((int)fd);
+}
+
+SP_EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+    IO_REAL(close_range, int, (unsigned first, unsigned last, int flags), -1);
+    int keep = sp_trace_fd;
+    int r;
+    if (keep >= 0 && (unsigned)keep >= first && (unsigned)keep <= last && !(flags & CLOSE_RANGE_CLOEXEC)) {
+        r = (unsigned)keep > first ? real(first, (unsigned)keep - 1, flags) : 0;
+        if (r == 0 && (unsigned)keep < last)
+            r = real((unsigned)keep + 1, last, flags);
+    } else {
+        r = real(first, last, flags);
+    }
+    int e = errno;
+    if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
+        forget_range(first, last);
+    errno = e;
     return r;
 }
 
-SP_EXPORT int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
+/* close() every fd from `first` on, as listed in /proc/self/fd: glibc's
+ * own fallback for kernels without close_range (before 5.9, still common
+ * under containers with a newer glibc).  Raw getdents64 into a stack
+ * buffer, no malloc: closefrom is what a child runs between fork and exec.
+ * Our close() spares the trace's fd and keeps the fd table right.  The
+ * listing changes as fds close, so it is read again from the start until
+ * a pass closes nothing. */
+#define SP_DIRENT_BUF 1024
+
+static void close_each_from(unsigned first)
 {
-    static __typeof__(select) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("select");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(nfds, rd, wr, ex, tv);
-    int64_t timeout = timeval_ms(tv); /* select may rewrite *tv */
-    int first = first_fd_in(nfds, rd);
-    int r = real(nfds, rd, wr, ex, tv);
-    wait_leave(&c, errno, SP_WAIT_SELECT, (uint64_t)nfds, r, timeout, first);
-    return r;
+    int dfd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return;
+    char buf[SP_DIRENT_BUF] __attribute__((aligned(8)));
+    int closed;
+    do {
+        closed = 0;
+        long n;
+        while ((n = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
+            for (long off = 0; off < n;) {
+                const struct dirent64 *d = (const struct dirent64 *)(const void *)(buf + off);
+                off += d->d_reclen;
+                char *end;
+                long fd = strtol(d->d_name, &end, 10);
+                if (*end || end == d->d_name || fd < (long)first || fd == dfd || fd == sp_trace_fd)
+                    continue;
+                close((int)fd);
+                closed = 1;
+            }
+        }
+    } while (closed && syscall(SYS_lseek, dfd, 0L, SEEK_SET) == 0);
+    syscall(SYS_close, dfd);
 }
 
-SP_EXPORT int pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts,
-                      const sigset_t *mask)
+SP_EXPORT void closefrom(int lowfd)
 {
-    static __typeof__(pselect) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("pselect");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(nfds, rd, wr, ex, ts, mask);
-    int first = first_fd_in(nfds, rd);
-    int r = real(nfds, rd, wr, ex, ts, mask);
-    wait_leave(&c, errno, SP_WAIT_PSELECT, (uint64_t)nfds, r, timespec_ms(ts), first);
-    return r;
-}
-
-SP_EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout)
-{
-    static __typeof__(epoll_wait) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("epoll_wait");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(epfd, evs, max, timeout);
-    int r = real(epfd, evs, max, timeout);
-    wait_leave(&c, errno, SP_WAIT_EPOLL, (uint64_t)(max > 0 ? max : 0), r, timeout, -1);
-    return r;
-}
-
-SP_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout, const sigset_t *mask)
-{
-    static __typeof__(epoll_pwait) *real;
-    if (SP_UNLIKELY(!real))
-        real = sp_real("epoll_pwait");
-    struct io_call c;
-    if (!io_enter(&c))
-        return real(epfd, evs, max, timeout, mask);
-    int r = real(epfd, evs, max, timeout, mask);
-    wait_leave(&c, errno, SP_WAIT_EPOLL, (uint64_t)(max > 0 ? max : 0), r, timeout, -1);
-    return r;
+    /* glibc's closefrom is close_range(lowfd, ~0U, 0) with a fallback;
+     * ours must fall back too, or the job's fds stay open. */
+    unsigned first = lowfd < 0 ? 0 : (unsigned)lowfd;
+    int e = errno;
+    if (close_range(first, ~0U, 0) != 0)
+        close_each_from(first);
+    errno = e;
 }

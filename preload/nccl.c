@@ -16,9 +16,19 @@
  * number of one shared per-communicator counter, from 1.  NCCL requires all
  * ranks to issue collectives on a communicator in the same order, so the
  * numbers agree across ranks.  Send and recv are not ordered across ranks
- * that way; they count on a second counter of their own, and the analyzer
- * pairs them by (communicator, peer, order).  Group start/end carry no
+ * that way; their seq counts on a second counter of their own.  What pairs
+ * them is peer_seq: NCCL delivers the messages between two ranks in issue
+ * order, so each communicator keeps, per peer, how many messages this rank
+ * sent to it and received from it (struct peer_counts, an array sized by
+ * the rank count when the communicator is made: one relaxed atomic add per
+ * call, no lock).  The send (comm, rank, peer, k) and the recv (comm, peer,
+ * rank, k) are the two ends of one message.  Group start/end carry no
  * communicator (seq 0).
+ *
+ * The collectives and point-to-point calls are generated from one table
+ * (NCCL_FUNCTIONS); the lifecycle and group calls, each different, are
+ * written out, all on interpose.h's SP_REAL with nccl_resolve (the next
+ * ncclX, else NCCL's pncclX alias).
  *
  * The communicator table maps an ncclComm_t to its identity.  It is a fixed
  * open-addressing array: inserts (communicator creation, rare) take a
@@ -48,12 +58,14 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "interpose.h"
 #include "preload.h"
 #include "sp_gpu.h"
 
@@ -76,24 +88,25 @@ static void *nccl_resolve(const char *name)
     return fn;
 }
 
-#define REAL(fn)                                                               \
-    int entry_errno __attribute__((unused)) = errno;                           \
-    static __typeof__(&fn) real_##fn;                                          \
-    __typeof__(&fn) real = __atomic_load_n(&real_##fn, __ATOMIC_RELAXED);      \
-    if (SP_UNLIKELY(!real)) {                                                  \
-        real = (__typeof__(&fn))nccl_resolve(#fn);                             \
-        __atomic_store_n(&real_##fn, real, __ATOMIC_RELAXED);                  \
-    }
+/* The real NCCL function; a missing one fails the call with
+ * ncclSystemError (interpose.h).  Declares `real` and `entry_errno`, the
+ * caller's errno, which the real call gets back. */
+#define NCCL_REAL(name)                                                                            \
+    int entry_errno = errno;                                                                       \
+    SP_REAL_AS(name, __typeof__(&name), nccl_resolve, return ncclSystemError)
 
 /* Run CALL (the real function) with the caller's errno and our guard held,
  * so nothing it calls back into is recorded; declares `res` (its result) and
- * `saved` (the errno it left, to restore after our own recording). */
+ * `saved` (the errno it left, to restore after our own recording).  NCCL
+ * calls are recorded whatever the guard says, so the guard is simply taken
+ * for this frame and the previous holder, if any, put back after. */
 #define CALL_GUARDED(res, saved, CALL)                                         \
-    (void)SP_GUARD_ENTER();                                                    \
+    uintptr_t holder_ = sp_guard_frame;                                        \
+    sp_guard_take();                                                           \
     errno = entry_errno;                                                       \
     ncclResult_t res = CALL;                                                   \
     int saved = errno;                                                         \
-    (void)SP_GUARD_LEAVE()
+    sp_guard_frame = holder_
 
 /* ---- identity -------------------------------------------------------------- */
 
@@ -116,14 +129,34 @@ static uint64_t hash_finish(uint64_t h)
     return h ? h : 1;
 }
 
+/* Per-peer message counters of a communicator, for peer_seq: the k-th
+ * send to a peer pairs with that peer's k-th recv from us (NCCL matches
+ * point-to-point operations between two ranks in issue order).  Sized by
+ * the communicator's rank count, made once, published with one pointer. */
+struct peer_counts {
+    int n;                      /* ranks in the communicator */
+    atomic_uint_fast64_t seq[]; /* [0, n): sent to each peer; [n, 2n): received from each */
+};
+
 struct comm_entry {
     _Atomic(uintptr_t) key; /* the ncclComm_t, 0 when free */
     uint64_t id;
     atomic_uint_fast64_t coll_seq;
     atomic_uint_fast64_t p2p_seq;
     atomic_uint_fast64_t splits;
+    struct peer_counts *_Atomic peers; /* NULL until the rank count is known */
     int nranks, rank, device;
 };
+
+static struct peer_counts *peer_counts_new(int n)
+{
+    if (n <= 0)
+        return NULL;
+    struct peer_counts *p = calloc(1, sizeof *p + 2 * (size_t)n * sizeof p->seq[0]);
+    if (p)
+        p->n = n;
+    return p;
+}
 
 static struct comm_entry comm_table[COMM_TABLE_SIZE];
 static atomic_flag comm_insert_lock = ATOMIC_FLAG_INIT;
@@ -152,6 +185,7 @@ static struct comm_entry *comm_insert(ncclComm_t comm, uint64_t id, int nranks, 
 {
     uintptr_t key = (uintptr_t)comm;
     struct comm_entry *e = NULL;
+    struct peer_counts *fresh = peer_counts_new(nranks), *old = NULL; /* allocated outside the lock */
     while (atomic_flag_test_and_set_explicit(&comm_insert_lock, memory_order_acquire))
         ;
     size_t i = comm_slot(key);
@@ -167,12 +201,17 @@ static struct comm_entry *comm_insert(ncclComm_t comm, uint64_t id, int nranks, 
         atomic_store_explicit(&e->coll_seq, 0, memory_order_relaxed);
         atomic_store_explicit(&e->p2p_seq, 0, memory_order_relaxed);
         atomic_store_explicit(&e->splits, 0, memory_order_relaxed);
+        /* an address reused by a new communicator: the old one is destroyed */
+        old = atomic_exchange_explicit(&e->peers, fresh, memory_order_acq_rel);
+        fresh = NULL;
         e->nranks = nranks;
         e->rank = rank;
         e->device = device;
         atomic_store_explicit(&e->key, key, memory_order_release);
     }
     atomic_flag_clear_explicit(&comm_insert_lock, memory_order_release);
+    free(old);
+    free(fresh);
     if (!e && !atomic_exchange(&comm_table_full_logged, 1))
         sp_log("more than %d NCCL communicators: later ones are recorded without identity",
                COMM_TABLE_SIZE);
@@ -185,6 +224,18 @@ struct comm_facts {
     int nranks, rank, device;
 };
 
+/* One of NCCL's int-valued queries of a communicator (ours, not the
+ * job's: nothing is interposed); 1 with *v set when it answered. */
+static int comm_int(void *_Atomic *cache, const char *name, ncclComm_t comm, int *v)
+{
+    void *fn = atomic_load_explicit(cache, memory_order_relaxed);
+    if (!fn) {
+        fn = nccl_resolve(name);
+        atomic_store_explicit(cache, fn, memory_order_relaxed);
+    }
+    return fn && ((ncclResult_t(*)(ncclComm_t, int *))fn)(comm, v) == ncclSuccess;
+}
+
 /* Ask NCCL for size, rank and device; keep the caller's guesses where a
  * query fails (a non-blocking init may still be in progress). */
 static struct comm_facts comm_query(ncclComm_t comm, int nranks, int rank)
@@ -193,21 +244,13 @@ static struct comm_facts comm_query(ncclComm_t comm, int nranks, int rank)
     if (!comm)
         return f;
     int v;
-    {
-        REAL(ncclCommCount);
-        if (real && real(comm, &v) == ncclSuccess)
-            f.nranks = v;
-    }
-    {
-        REAL(ncclCommUserRank);
-        if (real && real(comm, &v) == ncclSuccess)
-            f.rank = v;
-    }
-    {
-        REAL(ncclCommCuDevice);
-        if (real && real(comm, &v) == ncclSuccess)
-            f.device = v;
-    }
+    static void *_Atomic count_fn, *_Atomic rank_fn, *_Atomic device_fn;
+    if (comm_int(&count_fn, "ncclCommCount", comm, &v))
+        f.nranks = v;
+    if (comm_int(&rank_fn, "ncclCommUserRank", comm, &v))
+        f.rank = v;
+    if (comm_int(&device_fn, "ncclCommCuDevice", comm, &v))
+        f.device = v;
     return f;
 }
 
@@ -228,7 +271,7 @@ static void emit_comm(uint64_t t0, enum sp_comm_kind kind, uint64_t id, struct c
     ev.comm.color = color;
     ev.comm.key = key;
     ev.comm.result = res;
-    sp_emit(&ev);
+    sp_emit_raw(&ev); /* the interposer restores errno next */
 }
 
 static atomic_int rank_reported;
@@ -265,9 +308,7 @@ static uint64_t unique_id_hash(const ncclUniqueId *uid)
 
 SP_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)
 {
-    REAL(ncclCommInitRank);
-    if (!real)
-        return ncclSystemError;
+    NCCL_REAL(ncclCommInitRank);
     sp_cupti_ensure();
     uint64_t t0 = sp_now();
     CALL_GUARDED(res, saved, real(comm, nranks, commId, rank));
@@ -280,9 +321,7 @@ SP_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUnique
 SP_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId,
                                               int rank, ncclConfig_t *config)
 {
-    REAL(ncclCommInitRankConfig);
-    if (!real)
-        return ncclSystemError;
+    NCCL_REAL(ncclCommInitRankConfig);
     sp_cupti_ensure();
     uint64_t t0 = sp_now();
     CALL_GUARDED(res, saved, real(comm, nranks, commId, rank, config));
@@ -296,9 +335,7 @@ SP_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks,
                                                 int nId, ncclUniqueId *commIds,
                                                 ncclConfig_t *config)
 {
-    REAL(ncclCommInitRankScalable);
-    if (!real)
-        return ncclSystemError;
+    NCCL_REAL(ncclCommInitRankScalable);
     sp_cupti_ensure();
     uint64_t t0 = sp_now();
     CALL_GUARDED(res, saved, real(newcomm, nranks, myrank, nId, commIds, config));
@@ -315,9 +352,7 @@ SP_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks,
  * the id only needs to be unique within it. */
 SP_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
 {
-    REAL(ncclCommInitAll);
-    if (!real)
-        return ncclSystemError;
+    NCCL_REAL(ncclCommInitAll);
     sp_cupti_ensure();
     uint64_t t0 = sp_now();
     CALL_GUARDED(res, saved, real(comm, ndev, devlist));
@@ -336,9 +371,7 @@ SP_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *de
 SP_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
                                      ncclConfig_t *config)
 {
-    REAL(ncclCommSplit);
-    if (!real)
-        return ncclSystemError;
+    NCCL_REAL(ncclCommSplit);
     uint64_t t0 = sp_now();
     CALL_GUARDED(res, saved, real(comm, color, key, newcomm, config));
     struct comm_entry *parent = comm_lookup(comm);
@@ -358,9 +391,7 @@ SP_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCo
 #define LIFECYCLE_END(fn, kind)                                                \
     SP_EXPORT ncclResult_t fn(ncclComm_t comm)                                 \
     {                                                                          \
-        REAL(fn);                                                              \
-        if (!real)                                                             \
-            return ncclSystemError;                                            \
+        NCCL_REAL(fn);                                                         \
         uint64_t t0 = sp_now();                                                \
         CALL_GUARDED(res, saved, real(comm));                                  \
         comm_ended(t0, kind, comm, res);                                       \
@@ -658,6 +689,37 @@ static int is_p2p(enum sp_nccl_op op)
     return op == SP_NCCL_SEND || op == SP_NCCL_RECV;
 }
 
+/* The communicator's per-peer counters, made at the first send or recv
+ * when init could not tell the rank count (a split still in progress).
+ * Once per communicator; a thread that loses the race frees its copy. */
+static struct peer_counts *peer_counts_late(struct comm_entry *e, ncclComm_t comm)
+{
+    static void *_Atomic count_fn;
+    int n = e->nranks;
+    if (n <= 0 && !comm_int(&count_fn, "ncclCommCount", comm, &n))
+        return NULL;
+    struct peer_counts *p = peer_counts_new(n), *expect = NULL;
+    if (p && !atomic_compare_exchange_strong(&e->peers, &expect, p)) {
+        free(p);
+        p = expect;
+    }
+    return p;
+}
+
+/* peer_seq of a send or recv that NCCL accepted: the k-th message this rank
+ * sent to (received from) `peer` on this communicator, from 1.  One relaxed
+ * atomic add on the hot path, no lock.  0 when the peer is out of range. */
+static uint64_t peer_seq_next(struct comm_entry *e, ncclComm_t comm, enum sp_nccl_op op, int peer)
+{
+    struct peer_counts *p = atomic_load_explicit(&e->peers, memory_order_acquire);
+    if (SP_UNLIKELY(!p))
+        p = peer_counts_late(e, comm);
+    if (!p || peer < 0 || peer >= p->n)
+        return 0;
+    size_t i = (size_t)(op == SP_NCCL_RECV ? p->n : 0) + (size_t)peer;
+    return atomic_fetch_add_explicit(&p->seq[i], 1, memory_order_relaxed) + 1;
+}
+
 static void call_begin(struct call *c)
 {
     sp_cupti_ensure();
@@ -680,112 +742,114 @@ static uint64_t call_bytes(const struct call *c, int nranks)
     return b;
 }
 
-static void call_end(struct call *c, ncclResult_t res)
+/* The peer_seq of a send or recv once NCCL answered: counted whether or
+ * not we record (the window may open later), and only for calls NCCL took
+ * (a refused send is never received). */
+static uint64_t p2p_done(const struct call *c, ncclResult_t res)
+{
+    if (!c->entry || (res != ncclSuccess && res != ncclInProgress))
+        return 0;
+    return peer_seq_next(c->entry, c->comm, c->op, c->peer);
+}
+
+static void call_end(struct call *c, ncclResult_t res, uint64_t peer_seq)
 {
     uint64_t t1 = sp_now();
     evt_end(c->pair, c->stream);
+    struct comm_entry *e = c->entry;
     if (!sp_recording)
         return;
-    struct comm_entry *e = c->entry;
+    /* sp_event_head, not memset: this runs on every collective. */
     struct sp_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.type = SP_EV_NCCL;
-    ev.t = c->t0;
-    ev.nccl.dur = t1 - c->t0;
-    ev.nccl.comm = e ? e->id : 0;
-    ev.nccl.seq = c->seq;
-    ev.nccl.op = c->op;
-    ev.nccl.count = c->count;
-    ev.nccl.datatype = (uint64_t)c->dtype;
-    ev.nccl.bytes = call_bytes(c, e ? e->nranks : 0);
-    ev.nccl.peer = c->peer;
-    ev.nccl.stream = (uint64_t)(uintptr_t)c->stream;
-    ev.nccl.group_depth = (uint64_t)group_depth;
-    ev.nccl.result = res;
-    ev.nccl.nranks = (uint64_t)(e && e->nranks > 0 ? e->nranks : 0);
-    ev.nccl.rank = e ? e->rank : -1;
-    ev.nccl.correlation = c->pair ? c->pair->correlation : 0;
-    ev.nccl.device = e ? e->device : sp_gpu_current_device();
-    sp_emit(&ev);
+    sp_event_head(&ev, SP_EV_NCCL, c->t0);
+    ev.nccl = (struct sp_ev_nccl){
+        .dur = t1 - c->t0,
+        .comm = e ? e->id : 0,
+        .seq = c->seq,
+        .op = c->op,
+        .count = c->count,
+        .datatype = (uint64_t)c->dtype,
+        .bytes = call_bytes(c, e ? e->nranks : 0),
+        .peer = c->peer,
+        .stream = (uint64_t)(uintptr_t)c->stream,
+        .group_depth = (uint64_t)group_depth,
+        .result = res,
+        .nranks = (uint64_t)(e && e->nranks > 0 ? e->nranks : 0),
+        .rank = e ? e->rank : -1,
+        .correlation = c->pair ? c->pair->correlation : 0,
+        .device = e ? e->device : sp_gpu_current_device(),
+        .peer_seq = peer_seq,
+    };
+    sp_emit_raw(&ev); /* the interposer restores errno next */
 }
 
-/* The body every collective shares: identity, timing, the real call. */
-#define NCCL_CALL(fn, OP, COUNT, DTYPE, PEER, COMM, STREAM, ...)               \
-    {                                                                          \
-        REAL(fn);                                                              \
-        if (!real)                                                             \
-            return ncclSystemError;                                            \
-        struct call c = {.op = OP, .count = COUNT, .dtype = DTYPE,             \
-                         .peer = PEER, .comm = COMM, .stream = STREAM};        \
-        call_begin(&c);                                                        \
-        CALL_GUARDED(res, saved, real(__VA_ARGS__));                           \
-        call_end(&c, res);                                                     \
-        errno = saved;                                                         \
-        return res;                                                            \
+/* ---- the table -------------------------------------------------------------
+ *
+ * Every collective and point-to-point call, once.  Columns: name,
+ * parameters, arguments passed on, then the event's op, element count,
+ * datatype and peer (root or peer rank, -1 when none).  Every one has
+ * parameters named comm and stream.  gather/scatter are rooted: every rank
+ * sends `count` elements to the root, or the root `count` to each rank. */
+#define SEND_PARAMS const void *sendbuff, void *recvbuff
+#define NCCL_FUNCTIONS(X)                                                                          \
+    X(ncclAllReduce,                                                                               \
+      (SEND_PARAMS, size_t count, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,        \
+       cudaStream_t stream),                                                                       \
+      (sendbuff, recvbuff, count, datatype, op, comm, stream), SP_NCCL_ALLREDUCE, count, datatype, -1) \
+    X(ncclBroadcast,                                                                               \
+      (SEND_PARAMS, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,              \
+       cudaStream_t stream),                                                                       \
+      (sendbuff, recvbuff, count, datatype, root, comm, stream), SP_NCCL_BROADCAST, count, datatype, root) \
+    X(ncclBcast,                                                                                   \
+      (void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream), \
+      (buff, count, datatype, root, comm, stream), SP_NCCL_BROADCAST, count, datatype, root)         \
+    X(ncclReduce,                                                                                  \
+      (SEND_PARAMS, size_t count, ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, \
+       cudaStream_t stream),                                                                       \
+      (sendbuff, recvbuff, count, datatype, op, root, comm, stream), SP_NCCL_REDUCE, count, datatype, root) \
+    X(ncclAllGather,                                                                               \
+      (SEND_PARAMS, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream), \
+      (sendbuff, recvbuff, sendcount, datatype, comm, stream), SP_NCCL_ALLGATHER, sendcount, datatype, -1) \
+    X(ncclReduceScatter,                                                                           \
+      (SEND_PARAMS, size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,    \
+       cudaStream_t stream),                                                                       \
+      (sendbuff, recvbuff, recvcount, datatype, op, comm, stream), SP_NCCL_REDUCESCATTER, recvcount, \
+      datatype, -1)                                                                                \
+    X(ncclAlltoAll,                                                                                \
+      (SEND_PARAMS, size_t count, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream),  \
+      (sendbuff, recvbuff, count, datatype, comm, stream), SP_NCCL_ALLTOALL, count, datatype, -1)    \
+    X(ncclGather,                                                                                  \
+      (SEND_PARAMS, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,              \
+       cudaStream_t stream),                                                                       \
+      (sendbuff, recvbuff, count, datatype, root, comm, stream), SP_NCCL_GATHER, count, datatype, root) \
+    X(ncclScatter,                                                                                 \
+      (SEND_PARAMS, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,              \
+       cudaStream_t stream),                                                                       \
+      (sendbuff, recvbuff, count, datatype, root, comm, stream), SP_NCCL_SCATTER, count, datatype, root) \
+    X(ncclSend,                                                                                    \
+      (const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,     \
+       cudaStream_t stream),                                                                       \
+      (sendbuff, count, datatype, peer, comm, stream), SP_NCCL_SEND, count, datatype, peer)          \
+    X(ncclRecv,                                                                                    \
+      (void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,           \
+       cudaStream_t stream),                                                                       \
+      (recvbuff, count, datatype, peer, comm, stream), SP_NCCL_RECV, count, datatype, peer)
+
+/* The one body: identity, timing, the real call with the guard held (the
+ * runtime calls NCCL makes are not the job's), the event. */
+#define NCCL_DEFINE(name, params, fwd, OP, COUNT, DTYPE, PEER)                                     \
+    SP_EXPORT ncclResult_t name params                                                             \
+    {                                                                                              \
+        NCCL_REAL(name);                                                                           \
+        struct call c = {.op = OP, .count = COUNT, .dtype = DTYPE, .peer = PEER, .comm = comm,     \
+                         .stream = stream};                                                        \
+        call_begin(&c);                                                                            \
+        CALL_GUARDED(res, saved, real fwd);                                                        \
+        call_end(&c, res, is_p2p(OP) ? p2p_done(&c, res) : 0); /* OP is a constant */             \
+        errno = saved;                                                                             \
+        return res;                                                                                \
     }
-
-SP_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
-                                     ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
-                                     cudaStream_t stream)
-NCCL_CALL(ncclAllReduce, SP_NCCL_ALLREDUCE, count, datatype, -1, comm, stream,
-          sendbuff, recvbuff, count, datatype, op, comm, stream)
-
-SP_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
-                                     ncclDataType_t datatype, int root, ncclComm_t comm,
-                                     cudaStream_t stream)
-NCCL_CALL(ncclBroadcast, SP_NCCL_BROADCAST, count, datatype, root, comm, stream,
-          sendbuff, recvbuff, count, datatype, root, comm, stream)
-
-SP_EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
-                                 ncclComm_t comm, cudaStream_t stream)
-NCCL_CALL(ncclBcast, SP_NCCL_BROADCAST, count, datatype, root, comm, stream,
-          buff, count, datatype, root, comm, stream)
-
-SP_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
-                                  ncclDataType_t datatype, ncclRedOp_t op, int root,
-                                  ncclComm_t comm, cudaStream_t stream)
-NCCL_CALL(ncclReduce, SP_NCCL_REDUCE, count, datatype, root, comm, stream,
-          sendbuff, recvbuff, count, datatype, op, root, comm, stream)
-
-SP_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
-                                     ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
-NCCL_CALL(ncclAllGather, SP_NCCL_ALLGATHER, sendcount, datatype, -1, comm, stream,
-          sendbuff, recvbuff, sendcount, datatype, comm, stream)
-
-SP_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
-                                         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
-                                         cudaStream_t stream)
-NCCL_CALL(ncclReduceScatter, SP_NCCL_REDUCESCATTER, recvcount, datatype, -1, comm, stream,
-          sendbuff, recvbuff, recvcount, datatype, op, comm, stream)
-
-SP_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
-                                    ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
-NCCL_CALL(ncclAlltoAll, SP_NCCL_ALLTOALL, count, datatype, -1, comm, stream,
-          sendbuff, recvbuff, count, datatype, comm, stream)
-
-/* Rooted: every rank sends `count` elements to the root (gather), or the
- * root sends `count` to each rank (scatter). */
-SP_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count,
-                                  ncclDataType_t datatype, int root, ncclComm_t comm,
-                                  cudaStream_t stream)
-NCCL_CALL(ncclGather, SP_NCCL_GATHER, count, datatype, root, comm, stream,
-          sendbuff, recvbuff, count, datatype, root, comm, stream)
-
-SP_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
-                                   ncclDataType_t datatype, int root, ncclComm_t comm,
-                                   cudaStream_t stream)
-NCCL_CALL(ncclScatter, SP_NCCL_SCATTER, count, datatype, root, comm, stream,
-          sendbuff, recvbuff, count, datatype, root, comm, stream)
-
-SP_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype,
-                                int peer, ncclComm_t comm, cudaStream_t stream)
-NCCL_CALL(ncclSend, SP_NCCL_SEND, count, datatype, peer, comm, stream,
-          sendbuff, count, datatype, peer, comm, stream)
-
-SP_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
-                                ncclComm_t comm, cudaStream_t stream)
-NCCL_CALL(ncclRecv, SP_NCCL_RECV, count, datatype, peer, comm, stream,
-          recvbuff, count, datatype, peer, comm, stream)
+NCCL_FUNCTIONS(NCCL_DEFINE)
 
 /* ---- groups ----------------------------------------------------------------- */
 
@@ -804,14 +868,12 @@ static void emit_group(uint64_t t0, enum sp_nccl_op op, int depth, ncclResult_t 
     ev.nccl.result = res;
     ev.nccl.rank = -1;
     ev.nccl.device = sp_gpu_current_device();
-    sp_emit(&ev);
+    sp_emit_raw(&ev); /* the interposer restores errno next */
 }
 
 SP_EXPORT ncclResult_t ncclGroupStart(void)
 {
-    REAL(ncclGroupStart);
-    if (!real)
-        return ncclSystemError;
+    NCCL_REAL(ncclGroupStart);
     uint64_t t0 = sp_now();
     int depth = group_depth;
     CALL_GUARDED(res, saved, real());
@@ -824,9 +886,7 @@ SP_EXPORT ncclResult_t ncclGroupStart(void)
 
 SP_EXPORT ncclResult_t ncclGroupEnd(void)
 {
-    REAL(ncclGroupEnd);
-    if (!real)
-        return ncclSystemError;
+    NCCL_REAL(ncclGroupEnd);
     uint64_t t0 = sp_now();
     if (group_depth > 0)
         group_depth--;

@@ -497,8 +497,7 @@ SP_EXPORT nvtxStringHandle_t nvtxDomainRegisterStringA(nvtxDomainHandle_t domain
  * the job or the user set is never replaced. */
 __attribute__((constructor)) static void point_injection_at_us(void)
 {
-    const char *enable = getenv("SCALEPROF_ENABLE");
-    if (enable && !strcmp(enable, "0"))
+    if (!sp_config()->enabled)
         return;
     Dl_info self;
     if (!dladdr((void *)point_injection_at_us, &self) || !self.dli_fname ||

@@ -15,12 +15,16 @@
  *   - no lock, no malloc, no syscall beyond one clock read on a hot path;
  *   - re-entry: our own code may call interposed functions (our writes,
  *     dlsym allocating); wrap anything that can recurse in SP_GUARD_ENTER /
- *     SP_GUARD_LEAVE and record nothing when already inside.
+ *     SP_GUARD_LEAVE and record nothing while sp_guard_held().
+ *
+ * How a real function is found, and what happens when it is missing, is
+ * written once, in interpose.h.
  */
 #ifndef SP_PRELOAD_H
 #define SP_PRELOAD_H
 
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "sprof.h"
@@ -29,11 +33,98 @@
 #define SP_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SP_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-/* Re-entry depth of the calling thread.  initial-exec TLS: reading it never
- * calls into the dynamic loader (which could allocate). */
-extern __thread int sp_guard_depth __attribute__((tls_model("initial-exec")));
-#define SP_GUARD_ENTER() (sp_guard_depth++ == 0)
-#define SP_GUARD_LEAVE() ((void)sp_guard_depth--)
+/* The re-entry guard.  One word per thread: 0 when free, else the stack
+ * address (the caller's frame, __builtin_dwarf_cfa) of the function that
+ * took it, plus a count of the holders nested inside that one.
+ * initial-exec TLS: reading it never calls into the dynamic loader (which
+ * could allocate).
+ *
+ * The guard must survive a job that leaves a guarded call without
+ * returning: alarm() + siglongjmp out of a blocking call, the usual way to
+ * put a timeout on it.  The interposer's epilogue never runs, and a plain
+ * counter would stay set, silencing the thread for good.  So a set guard is
+ * believed only while the frame that took it can still be live: anything
+ * running inside it on the same stack is deeper (a lower address, stacks
+ * grow down), so a call made at or above that frame's address comes after
+ * the holder was jumped out of, and the guard is dropped (sp_guard_recheck).
+ * The one exception is a signal handler on an alternate stack
+ * (sigaltstack), whose addresses say nothing about the interrupted stack:
+ * there the guard is kept.  The hot path pays nothing for this: the frame
+ * is compared only when the guard is set.
+ *
+ * A call made after such a jump from a frame deeper than the lost holder's
+ * still sees the guard as held, until the thread's next interposed call
+ * from that level or above (a training loop makes one every iteration).
+ * io.c and proc.c never hold the guard across the real call, only around
+ * their own recording, so a jump out of a blocking read, poll or recv
+ * never leaves it set; the GPU side must hold it across (NCCL's own
+ * runtime calls are not the job's) and relies on the frame check. */
+extern __thread uintptr_t sp_guard_frame __attribute__((tls_model("initial-exec")));
+extern __thread int sp_guard_nested __attribute__((tls_model("initial-exec")));
+
+/* Threads of our own (CPU sampler, CUPTI's flusher) hold the guard for
+ * their whole life: no frame is above this one. */
+#define SP_GUARD_FOREVER UINTPTR_MAX
+
+/* Out of line, rare: the guard looks stale from `frame`; keep it when on
+ * an alternate signal stack, else drop it.  Returns 1 when still held. */
+int sp_guard_recheck(uintptr_t frame);
+
+#define SP_FRAME() ((uintptr_t)__builtin_dwarf_cfa())
+
+/* Is the calling thread inside scaleprof (or inside a real call whose
+ * nested calls are not the job's)?  A stale guard is dropped here. */
+static inline __attribute__((always_inline)) int sp_guard_held(void)
+{
+    uintptr_t holder = sp_guard_frame;
+    if (SP_LIKELY(holder == 0))
+        return 0;
+    uintptr_t frame = SP_FRAME();
+    return SP_LIKELY(frame < holder) || sp_guard_recheck(frame);
+}
+
+/* Take the guard; 1 when this is the outermost holder. */
+static inline __attribute__((always_inline)) int sp_guard_enter(void)
+{
+    uintptr_t frame = SP_FRAME();
+    if (SP_LIKELY(sp_guard_frame == 0) || (frame >= sp_guard_frame && !sp_guard_recheck(frame))) {
+        sp_guard_frame = frame;
+        return 1;
+    }
+    sp_guard_nested++;
+    return 0;
+}
+
+static inline __attribute__((always_inline)) void sp_guard_leave(void)
+{
+    if (sp_guard_nested > 0)
+        sp_guard_nested--;
+    else
+        sp_guard_frame = 0;
+}
+
+/* The cheap pair for an interposer that has just seen sp_guard_held() == 0
+ * and ran none of our code since (only the real call, whose nested guards
+ * are balanced): it is the outermost holder.  A guard a signal handler
+ * left behind in between is replaced. */
+static inline __attribute__((always_inline)) void sp_guard_take(void)
+{
+    sp_guard_frame = SP_FRAME(); /* free means nothing nested: no count to reset */
+}
+
+static inline __attribute__((always_inline)) void sp_guard_drop(void)
+{
+    sp_guard_frame = 0;
+}
+
+/* A thread of ours: guarded for good. */
+static inline void sp_guard_forever(void)
+{
+    sp_guard_frame = SP_GUARD_FOREVER;
+}
+
+#define SP_GUARD_ENTER() sp_guard_enter()
+#define SP_GUARD_LEAVE() sp_guard_leave()
 
 /* Non-zero while events should be recorded: configured, enabled, not
  * failed, and inside the SCALEPROF_STEPS window.  A plain load. */
@@ -55,6 +146,32 @@ void *sp_real(const char *name);
  * recording; never blocks; preserves errno. */
 void sp_emit(const struct sp_event *ev);
 
+/* sp_emit for an interposer that sets errno itself right after (to what
+ * the real call left): the same, without saving errno twice per call. */
+void sp_emit_raw(const struct sp_event *ev);
+
+/* The head of an event built on a hot path; its type's member is then
+ * assigned whole from a compound literal, which clears only that member
+ * (a memset would clear the whole union). */
+static inline __attribute__((always_inline)) void sp_event_head(struct sp_event *ev, int type, uint64_t t)
+{
+    ev->type = (uint8_t)type;
+    ev->tid = 0;
+    ev->t = t;
+}
+
+/* A PROC event of `kind` about `pid`, now (its path, when any, is the
+ * caller's to add). */
+static inline void sp_proc_event(struct sp_event *ev, int kind, int pid, int status)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->type = SP_EV_PROC;
+    ev->t = sp_now();
+    ev->proc.kind = (uint64_t)kind;
+    ev->proc.pid = pid;
+    ev->proc.status = status;
+}
+
 /* Intern a string in the process's trace; 0 when not recording. */
 uint32_t sp_intern(const char *s);
 
@@ -65,17 +182,20 @@ void sp_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* One line on stderr prefixed "scaleprof: ", unless SCALEPROF_QUIET=1. */
 void sp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Configuration from the environment, read once at init. */
+/* Configuration from the environment, read once at init (a bad value:
+ * one line on stderr, the default used; see core.c). */
 struct sp_config {
     char dir[1024];       /* SCALEPROF_DIR, default ./scaleprof-out */
-    int enabled;          /* SCALEPROF_ENABLE != 0 */
-    int mode;             /* SCALEPROF_MODE, default 0600 */
-    long step_first;      /* SCALEPROF_STEPS=A:B, -1 when unset */
+    int enabled;          /* SCALEPROF_ENABLE: 0 or 1 (default) */
+    int mode;             /* SCALEPROF_MODE, octal, default 0600 */
+    long step_first;      /* SCALEPROF_STEPS=A:B, B included; -1 when unset */
     long step_last;
-    int cpu_hz;           /* SCALEPROF_CPU_HZ, default 10, 0 off */
-    int cupti;            /* SCALEPROF_CUPTI != 0 */
-    int quiet;            /* SCALEPROF_QUIET */
+    int cpu_hz;           /* SCALEPROF_CPU_HZ, 0..SP_CPU_HZ_MAX, default 10, 0 off */
+    int cupti;            /* SCALEPROF_CUPTI: 0 or 1 (default) */
+    int follow;           /* SCALEPROF_FOLLOW: 0 or 1 (default) */
+    int quiet;            /* SCALEPROF_QUIET: 0 (default) or 1 */
 };
+#define SP_CPU_HZ_MAX 1000 /* samples a second at most */
 const struct sp_config *sp_config(void);
 
 /* Process lifecycle, called by proc.c's interposers (and atexit/atfork). */

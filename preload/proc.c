@@ -34,6 +34,11 @@
  * atexit handlers may still do I/O worth seeing); _exit and _Exit skip
  * atexit, so they close the trace themselves - Python's DataLoader workers
  * leave through os._exit.
+ *
+ * spawn, exec and exit are generated from one table (PROC_FUNCTIONS) on
+ * interpose.h's SP_REAL; a missing real exit ends the process with the
+ * system call.  The parent's PROC events are written with the guard held
+ * only around the event, never across fork or exec.
  */
 #include <alloca.h>
 #include <dlfcn.h>
@@ -44,9 +49,11 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "interpose.h"
 #include "preload.h"
 
 extern char **environ;
@@ -56,12 +63,7 @@ extern char **environ;
 static void emit_proc(int kind, pid_t pid, int status, const char *path)
 {
     struct sp_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.type = SP_EV_PROC;
-    ev.t = sp_now();
-    ev.proc.kind = (uint64_t)kind;
-    ev.proc.pid = pid;
-    ev.proc.status = status;
+    sp_proc_event(&ev, kind, pid, status);
     if (path)
         ev.proc.path = sp_intern(path);
     sp_emit(&ev);
@@ -69,32 +71,38 @@ static void emit_proc(int kind, pid_t pid, int status, const char *path)
 
 /* ---- fork and friends ---------------------------------------------------- */
 
+/* The parent's PROC event for a child it made (fork, vfork, spawn). */
+static void note_child(int kind, pid_t pid, const char *path)
+{
+    if (!sp_recording || sp_guard_held())
+        return;
+    int e = errno;
+    (void)SP_GUARD_ENTER();
+    emit_proc(kind, pid, 0, path);
+    SP_GUARD_LEAVE();
+    errno = e;
+}
+
+static pid_t real_fork(void)
+{
+    SP_REAL(fork, pid_t, (void), sp_real, return -1);
+    return real();
+}
+
 SP_EXPORT pid_t fork(void)
 {
-    static pid_t (*real)(void);
-    if (!real)
-        real = (pid_t(*)(void))sp_real("fork");
-    pid_t pid = real();
-    if (pid > 0 && sp_recording && sp_guard_depth == 0) {
-        int e = errno;
-        sp_guard_depth++;
-        emit_proc(SP_PROC_FORK, pid, 0, NULL);
-        sp_guard_depth--;
-        errno = e;
-    }
+    pid_t pid = real_fork();
+    if (pid > 0)
+        note_child(SP_PROC_FORK, pid, NULL);
     return pid;
 }
 
+/* One child, one event: vfork is not also recorded as a fork. */
 SP_EXPORT pid_t vfork(void)
 {
-    pid_t pid = fork();
-    if (pid > 0 && sp_recording && sp_guard_depth == 0) {
-        int e = errno;
-        sp_guard_depth++;
-        emit_proc(SP_PROC_VFORK, pid, 0, NULL);
-        sp_guard_depth--;
-        errno = e;
-    }
+    pid_t pid = real_fork();
+    if (pid > 0)
+        note_child(SP_PROC_VFORK, pid, NULL);
     return pid;
 }
 
@@ -113,8 +121,7 @@ static const char *self_path(void)
 
 static int follow_children(void)
 {
-    const char *v = getenv("SCALEPROF_FOLLOW");
-    return !(v && v[0] == '0');
+    return sp_config()->follow;
 }
 
 static const char *env_find(char *const *envp, const char *name, size_t len)
@@ -192,48 +199,71 @@ static char **env_with_preload(char *const *envp, char **out, char *pre, size_t 
         env = env_with_preload((envp), out_, pre_, pre_len_);                                        \
     }
 
-/* ---- posix_spawn ---------------------------------------------------------- */
+/* ---- spawn, exec and the ways out: the table ---------------------------------
+ *
+ * Columns: shape, name, return type, parameters, arguments, the value
+ * returned when the real function is missing, then the shape's own:
+ *
+ *   SPAWN  the program (for the PROC SPAWN event)
+ *   EXEC   the program, and whether the exec can succeed (see may_exec)
+ *   EXIT   what the core must do first (note the status, or close the
+ *          trace: _exit and _Exit skip atexit)
+ *
+ * A missing exit is replaced by the system call: the process must end. */
+#define PROC_FUNCTIONS(X)                                                                          \
+    X(SPAWN, posix_spawn, int, (SPAWN_PARAMS), (&child, path, fa, attr, argv, env), ENOSYS, path)   \
+    X(SPAWN, posix_spawnp, int, (SPAWN_PARAMS), (&child, path, fa, attr, argv, env), ENOSYS, path)  \
+    X(EXEC, execve, int, (const char *path, char *const argv[], char *const envp[]),               \
+      (path, argv, env), -1, path, may_exec(path))                                                 \
+    X(EXEC, execvpe, int, (const char *path, char *const argv[], char *const envp[]),              \
+      (path, argv, env), -1, path, 1)                                                              \
+    X(EXIT, exit, void, (int status), (status), sp_core_note_exit_status(status))                  \
+    X(EXIT, _exit, void, (int status), (status), sp_core_shutdown(status))                         \
+    X(EXIT, _Exit, void, (int status), (status), sp_core_shutdown(status))
 
-typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
-                        char *const[], char *const[]);
+#define SPAWN_PARAMS                                                                               \
+    pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr, \
+        char *const argv[], char *const envp[]
 
-static int spawn_common(spawn_fn real, pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
-                        const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
-{
-    pid_t child = 0;
-    CHILD_ENV_DECLARE(env, envp);
-    int r = real(&child, path, fa, attr, argv, env);
-    if (pid)
-        *pid = child;
-    if (r == 0 && sp_recording && sp_guard_depth == 0) {
-        int e = errno;
-        sp_guard_depth++;
-        emit_proc(SP_PROC_SPAWN, child, 0, path);
-        sp_guard_depth--;
-        errno = e;
+/* posix_spawn: the child gets the environment that keeps it profiled. */
+#define PROC_SHAPE_SPAWN(name, ret, params, args, errval, prog)                                    \
+    SP_EXPORT ret name params                                                                      \
+    {                                                                                              \
+        SP_REAL(name, ret, params, sp_real, return errval);                                        \
+        pid_t child = 0;                                                                           \
+        CHILD_ENV_DECLARE(env, envp);                                                              \
+        int r = real args;                                                                         \
+        if (pid)                                                                                   \
+            *pid = child;                                                                          \
+        if (r == 0)                                                                                \
+            note_child(SP_PROC_SPAWN, child, prog);                                                \
+        return r;                                                                                  \
     }
-    return r;
-}
 
-SP_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
-                          const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
-{
-    static spawn_fn real;
-    if (!real)
-        real = (spawn_fn)sp_real("posix_spawn");
-    return spawn_common(real, pid, path, fa, attr, argv, envp);
-}
+/* exec: the trace is closed before (a successful exec replaces us), and
+ * reopened when the exec returns.  An exec that cannot succeed is let fail
+ * with the trace open. */
+#define PROC_SHAPE_EXEC(name, ret, params, args, errval, prog, can_succeed)                        \
+    SP_EXPORT ret name params                                                                      \
+    {                                                                                              \
+        SP_REAL(name, ret, params, sp_real, return errval);                                        \
+        CHILD_ENV_DECLARE(env, envp);                                                              \
+        if (!(can_succeed))                                                                        \
+            return real args; /* fails as it would have; the trace stays open */                   \
+        sp_core_before_exec_path(prog);                                                            \
+        int r = real args;                                                                         \
+        sp_core_exec_failed();                                                                     \
+        return r;                                                                                  \
+    }
 
-SP_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
-                           const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
-{
-    static spawn_fn real;
-    if (!real)
-        real = (spawn_fn)sp_real("posix_spawnp");
-    return spawn_common(real, pid, file, fa, attr, argv, envp);
-}
-
-/* ---- exec ------------------------------------------------------------------- */
+#define PROC_SHAPE_EXIT(name, ret, params, args, before)                                           \
+    SP_EXPORT ret name params                                                                      \
+    {                                                                                              \
+        SP_REAL(name, ret, params, sp_real, syscall(SYS_exit_group, status));                      \
+        before;                                                                                    \
+        real args;                                                                                 \
+        __builtin_unreachable();                                                                   \
+    }
 
 /* Python's subprocess and shells search PATH themselves, calling execve on
  * each candidate until one works: closing and reopening the trace around
@@ -246,31 +276,13 @@ static int may_exec(const char *path)
     return path && faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) == 0;
 }
 
-SP_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
-{
-    static int (*real)(const char *, char *const[], char *const[]);
-    if (!real)
-        real = (int (*)(const char *, char *const[], char *const[]))sp_real("execve");
-    CHILD_ENV_DECLARE(env, envp);
-    if (!may_exec(path))
-        return real(path, argv, env); /* fails as it would have; the trace stays open */
-    sp_core_before_exec_path(path);
-    int r = real(path, argv, env);
-    sp_core_exec_failed();
-    return r;
-}
+#define PROC_DEFINE(shape, ...) PROC_SHAPE_##shape(__VA_ARGS__)
+PROC_FUNCTIONS(PROC_DEFINE)
 
-SP_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
-{
-    static int (*real)(const char *, char *const[], char *const[]);
-    if (!real)
-        real = (int (*)(const char *, char *const[], char *const[]))sp_real("execvpe");
-    CHILD_ENV_DECLARE(env, envp);
-    sp_core_before_exec_path(file);
-    int r = real(file, argv, env);
-    sp_core_exec_failed();
-    return r;
-}
+/* ---- the exec family's other names ------------------------------------------
+ *
+ * execv/execvp/execl* are interposed separately because glibc calls its
+ * internal execve, not ours; they all end in execve or execvpe above. */
 
 SP_EXPORT int execv(const char *path, char *const argv[])
 {
@@ -327,36 +339,4 @@ SP_EXPORT int execle(const char *path, const char *arg, ...)
     char *const *envp = n < 0 ? NULL : va_arg(ap, char *const *);
     va_end(ap);
     return n < 0 ? -1 : execve(path, argv, envp);
-}
-
-/* ---- the ways out ---------------------------------------------------------- */
-
-SP_EXPORT void exit(int status)
-{
-    static void (*real)(int);
-    if (!real)
-        real = (void (*)(int))sp_real("exit");
-    sp_core_note_exit_status(status);
-    real(status);
-    __builtin_unreachable();
-}
-
-SP_EXPORT void _exit(int status)
-{
-    static void (*real)(int);
-    if (!real)
-        real = (void (*)(int))sp_real("_exit");
-    sp_core_shutdown(status);
-    real(status);
-    __builtin_unreachable();
-}
-
-SP_EXPORT void _Exit(int status)
-{
-    static void (*real)(int);
-    if (!real)
-        real = (void (*)(int))sp_real("_Exit");
-    sp_core_shutdown(status);
-    real(status);
-    __builtin_unreachable();
 }

@@ -289,6 +289,40 @@ static void schema_can_grow(void)
     printf("ok: extra fields skipped, missing fields zero, malformed rejected\n");
 }
 
+/* A trace written before nccl events had peer_seq (the last field) reads
+ * with peer_seq 0, every other field intact. */
+static void nccl_before_peer_seq(void)
+{
+    struct sp_event ev = {.type = SP_EV_NCCL, .t = 1000};
+    ev.nccl.dur = 5;
+    ev.nccl.comm = 77;
+    ev.nccl.seq = 3;
+    ev.nccl.op = SP_NCCL_SEND;
+    ev.nccl.peer = 2;
+    ev.nccl.bytes = 4096;
+    ev.nccl.device = 1;
+    uint8_t buf[SP_EVENT_MAX_BYTES + 8];
+    struct sp_codec_state st;
+    sp_codec_reset(&st);
+    size_t n = sp_encode_event(buf, &ev, &st); /* peer_seq 0: one byte, last */
+    CHECK(n > 3 && buf[1] < 0x80, "a short nccl event (%zu bytes)", n);
+    uint8_t older[SP_EVENT_MAX_BYTES + 8];
+    memcpy(older, buf, n - 1);
+    older[1]--;
+    struct sp_event out;
+    sp_codec_reset(&st);
+    CHECK(sp_decode_event(older, older + n - 1, &out, &st) == (long)n - 1, "the older event decodes");
+    CHECK(out.nccl.peer_seq == 0 && out.nccl.comm == 77 && out.nccl.seq == 3 && out.nccl.peer == 2 &&
+              out.nccl.bytes == 4096 && out.nccl.device == 1,
+          "peer_seq reads 0, the rest as written");
+    ev.nccl.peer_seq = 9;
+    sp_codec_reset(&st);
+    n = sp_encode_event(buf, &ev, &st);
+    sp_codec_reset(&st);
+    CHECK(sp_decode_event(buf, buf + n, &out, &st) == (long)n && out.nccl.peer_seq == 9, "peer_seq round-trips");
+    printf("ok: an nccl event without peer_seq reads it as 0\n");
+}
+
 /* The codec's per-type memory: a launch stream with growing correlation
  * ids and GPU records on their own clock, interleaved, cost the same few
  * bytes per event all along, and decode back exactly - also across an
@@ -380,6 +414,7 @@ int main(void)
     tmpdir_make(dir, sizeof dir);
     names_and_checksums();
     schema_can_grow();
+    nccl_before_peer_seq();
     interleaved_types_stay_small();
     every_type_survives_the_file(dir);
     tools_are_fed(dir);

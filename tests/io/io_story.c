@@ -28,14 +28,23 @@
  *   stdfds N FILE OUT   a daemon's start: closes 0, 1 and 2, reads 2N times,
  *                       reopens 0, 1, 2 on /dev/null, reads N times and
  *                       reports to OUT which numbers it got
- *   closeall N FILE OUT HOW  reads N times, closes every fd above 2 as
- *                       daemons do (HOW: close, close_range or closefrom),
- *                       creates OUT and writes "hello" to it, reads N more
- *                       times, closes OUT
+ *   closeall N FILE OUT HOW  reads N times, opens a few spare fds, closes
+ *                       every fd above 2 as daemons do (HOW: close,
+ *                       close_range or closefrom), prints how many are
+ *                       left open, creates OUT and writes "hello" to it,
+ *                       reads N more times, closes OUT
+ *   vfork N FILE        a vfork'd child reads N times and _exits(4), as
+ *                       spawn helpers do (a fork in the preload)
+ *   timeout N FILE      puts a timeout on a read that never completes (an
+ *                       empty pipe) the classic way, alarm() and a SIGALRM
+ *                       handler that siglongjmps out of the read; then reads
+ *                       FILE N times; twice, the second time from a deeper
+ *                       function than the reads that follow
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <spawn.h>
 #include <pthread.h>
 #include <signal.h>
@@ -366,9 +375,23 @@ static int story_stdfds(int n, const char *file, const char *out)
 
 #define CLOSEALL_MAX_FD 1024
 
+/* Open fds above 2 (the recorder's own trace is one of them, when traced). */
+static int open_fds_above_2(void)
+{
+    int n = 0;
+    for (int fd = 3; fd < CLOSEALL_MAX_FD; fd++)
+        n += fcntl(fd, F_GETFD) != -1;
+    return n;
+}
+
+#define CLOSEALL_SPARES 3
+
 static int story_closeall(int n, const char *file, const char *out, const char *how)
 {
     int total = read_n_times(file, n);
+    for (int i = 0; i < CLOSEALL_SPARES; i++) /* fds a daemon means to close */
+        if (open("/dev/null", O_RDONLY) < 0)
+            return 1;
     if (strcmp(how, "close_range") == 0) {
         if (close_range(3, ~0U, 0) != 0)
             return 1;
@@ -378,12 +401,80 @@ static int story_closeall(int n, const char *file, const char *out, const char *
         for (int fd = 3; fd < CLOSEALL_MAX_FD; fd++)
             close(fd);
     }
+    printf("left_open %d\n", open_fds_above_2());
     int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (o < 0 || write(o, "hello", 5) != 5)
         return 1;
     total += read_n_times(file, n);
     close(o);
     printf("reads %d\n", total);
+    return 0;
+}
+
+static int story_vfork(int n, const char *file)
+{
+    /* Under the preload vfork runs as fork, so the child may do real work;
+     * without it the child must only exec or _exit: read in a helper
+     * process is not allowed, so the bare run just _exits. */
+    const char *traced = getenv("LD_PRELOAD");
+    pid_t pid = vfork();
+    if (pid == 0) {
+        if (traced && *traced)
+            read_n_times(file, n);
+        _exit(4);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    printf("child %d\nstatus %d\n", (int)pid, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    return 0;
+}
+
+static sigjmp_buf g_timeout_jump;
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    siglongjmp(g_timeout_jump, 1);
+}
+
+/* read() on an empty pipe, abandoned by siglongjmp when the alarm rings.
+ * Returns 1 when the read was jumped out of. */
+static int read_with_timeout(int fd)
+{
+    char c;
+    if (sigsetjmp(g_timeout_jump, 1) == 0) {
+        alarm(1);
+        (void)read(fd, &c, 1); /* nobody writes: only the alarm ends it */
+        alarm(0);
+        return 0;
+    }
+    return 1;
+}
+
+/* The same, one call deeper: the later reads come from a shallower frame. */
+static __attribute__((noinline)) int read_with_timeout_deeper(int fd)
+{
+    volatile char pad[256];
+    pad[0] = 0;
+    return read_with_timeout(fd) + pad[0];
+}
+
+static int story_timeout(int n, const char *file)
+{
+    int p[2];
+    if (pipe(p) != 0)
+        return 1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGALRM, &sa, NULL) != 0)
+        return 1;
+    int jumped = read_with_timeout(p[0]);
+    int total = read_n_times(file, n);
+    jumped += read_with_timeout_deeper(p[0]);
+    total += read_n_times(file, n);
+    printf("jumped %d\nreads %d\n", jumped, total);
     return 0;
 }
 
@@ -418,6 +509,10 @@ int main(int argc, char **argv)
         return story_stdfds(atoi(argv[2]), argv[3], argv[4]);
     if (argc >= 6 && strcmp(argv[1], "closeall") == 0)
         return story_closeall(atoi(argv[2]), argv[3], argv[4], argv[5]);
-    fprintf(stderr, "usage: io_story threads|waves|reopen|forkbusy|exec|execfail|cloneexec|spawn|exit|sigterm|burn|control|stdfds|closeall ...\n");
+    if (argc >= 4 && strcmp(argv[1], "vfork") == 0)
+        return story_vfork(atoi(argv[2]), argv[3]);
+    if (argc >= 4 && strcmp(argv[1], "timeout") == 0)
+        return story_timeout(atoi(argv[2]), argv[3]);
+    fprintf(stderr, "usage: io_story timeout|threads|waves|reopen|forkbusy|exec|execfail|cloneexec|spawn|exit|sigterm|burn|control|stdfds|closeall ...\n");
     return 2;
 }

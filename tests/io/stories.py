@@ -286,20 +286,132 @@ def story_unwritable(tmp):
           f"exactly one line on stderr: {lines}")
 
 
+def story_vfork(tmp):
+    """A vfork'd child is one child in the parent's trace (PROC vfork, not
+    also a fork), with its own trace and its exit status untouched."""
+    n = 10
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    r = run([os.environ["IO_STORY"], "vfork", str(n), data], os.path.join(tmp, "t"))
+    kv = keyvals(r.stdout)
+    check(r.returncode == 0 and kv.get("status") == ["4"], f"the child's exit status is untouched: {r.stdout!r}")
+    child = int(kv["child"][0])
+    ts = traces(os.path.join(tmp, "t"))
+    parent = [t for t in ts if t["pid"] != child]
+    events = [p for t in parent for p in t["proc"] if p[1] == child]
+    check([e[0] for e in events] == ["vfork"], f"the parent records the child once, as a vfork: {events}")
+    kid = by_pid(ts, child)
+    check(len(kid) == 1 and kid[0]["read_calls"].get(data) == n, "the child has its own trace with its reads")
+
+
+def story_missing(tmp):
+    """A program that reaches the recorder's NCCL and CUDA entry points with
+    neither library loaded gets the documented failure: the family's error
+    value, errno ENOSYS, one line on stderr per function, no crash."""
+    r = run([os.environ["MISSING_REAL"]], os.path.join(tmp, "t"))
+    check(r.returncode == 0, f"the program runs to its end: {r.returncode} {r.stdout!r}")
+    ENOSYS = 38
+    calls = [line.split() for line in r.stdout.splitlines()]
+    check(len(calls) == 4 and all(c[1:] == ["1", str(ENOSYS)] for c in calls),
+          f"each call fails with the family's error and errno ENOSYS: {calls}")
+    lines = r.stderr.splitlines()
+    check(sorted(line.split()[1] for line in lines) == ["cudaDeviceSynchronize", "ncclAllReduce"] and
+          all("fails with ENOSYS" in line for line in lines),
+          f"one line on stderr per missing function: {lines}")
+
+
+def story_timeout(tmp):
+    """A job that puts a timeout on a read with alarm() and siglongjmp out of
+    it (the read never returns) goes on being recorded: every later read is
+    in the trace."""
+    n = 50
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    r = run([os.environ["IO_STORY"], "timeout", str(n), data], os.path.join(tmp, "t"))
+    kv = keyvals(r.stdout)
+    check(r.returncode == 0 and kv.get("jumped") == ["2"] and kv.get("reads") == [str(2 * n)],
+          f"the job's two reads timed out and it read on: {r.stdout!r} {r.stderr!r}")
+    ts = traces(os.path.join(tmp, "t"))
+    check(len(ts) == 1, "one trace")
+    if ts:
+        got = ts[0]["read_calls"].get(data)
+        check(got == 2 * n, f"the {2 * n} reads after the timeouts are recorded (got {got})")
+        check(ts[0]["closed"] == 1, "the trace was closed at exit")
+
+
+def story_badenv(tmp):
+    """A user who mistypes a SCALEPROF_* variable gets one line on stderr
+    naming the variable, its value and the default used instead; the job's
+    output and exit status are those it has without the preload, and the
+    default is what the recorder does."""
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    story = os.environ["IO_STORY"]
+    reads = [story, "threads", "1", "20", data]
+    plain = run(reads)
+
+    def trace_mode(d):
+        files = [os.path.join(r, f) for r, _, fs in os.walk(d) for f in fs if f.endswith(".sprof")]
+        return [oct(os.stat(f).st_mode & 0o777) for f in files]
+
+    def all_reads(d):
+        ts = traces(d)
+        return len(ts) == 1 and ts[0]["read_calls"].get(data) == 20
+
+    cases = [
+        # variable, value, the default the line must name, the job, what the default means
+        ("SCALEPROF_CPU_HZ", "abc", "10", [story, "burn", "1", "0.6"],
+         lambda d: len(traces(d)[0]["cpu"]) >= 2, "CPU samples are taken at the default rate"),
+        ("SCALEPROF_CPU_HZ", "-5", "10", reads, all_reads, "the job is recorded"),
+        ("SCALEPROF_STEPS", "9:5", "every step", reads, all_reads, "every read is recorded"),
+        ("SCALEPROF_ENABLE", "maybe", "1", reads, all_reads, "the recorder stays on"),
+        ("SCALEPROF_MODE", "999", "0600", reads, lambda d: trace_mode(d) == ["0o600"],
+         "the trace file has mode 0600"),
+        ("SCALEPROF_CUPTI", "x", "1", reads, all_reads, "the job is recorded"),
+        ("SCALEPROF_QUIET", "yes", "0", reads, all_reads, "the job is recorded"),
+        ("SCALEPROF_FOLLOW", "2", "1", [story, "exec", "5", data, "/bin/echo", "exec'd"], None,
+         "the exec'd program is followed"),
+    ]
+    for var, value, dflt, cmd, holds, meaning in cases:
+        bare = plain if cmd is reads else run(cmd)
+        d = os.path.join(tmp, f"{var}-{value}")
+        r = run(cmd, d, {var: value})
+        # the burn's CPU time and the exec'd pid differ from run to run: their keys must not
+        same = r.stdout == bare.stdout if cmd is reads else \
+            [ln.split()[:1] for ln in r.stdout.splitlines()] == [ln.split()[:1] for ln in bare.stdout.splitlines()]
+        check(r.returncode == bare.returncode and same,
+              f"{var}={value}: exit status {r.returncode} and output as without the preload")
+        lines = r.stderr.splitlines()
+        if var == "SCALEPROF_FOLLOW":
+            # the exec'd program reads its environment again: one line per program
+            lines = sorted(set(lines))
+        want = f'scaleprof: {var}: "{value}"'
+        check(len(lines) == 1 and lines[0].startswith(want) and lines[0].endswith(f"using the default, {dflt}"),
+              f"{var}={value}: one line naming the variable, the value and the default {dflt}: {lines}")
+        if holds is None:
+            ts = traces(d)
+            holds_now = len(ts) == 2
+        else:
+            holds_now = holds(d)
+        check(holds_now, f"{var}={value}: {meaning}")
+
+
 def events_of(t, op):
     return [e for e in t["io"] if e[0] == op]
 
 
 def story_closeall(tmp):
     """A job that closes every fd (as daemons do) neither loses its trace
-    nor gets trace data written into the file it opens next."""
+    nor gets trace data written into the file it opens next, and its fds
+    are closed, also by closefrom where the kernel lacks close_range."""
     n = 20000  # enough events to fill slots, so frames get written after the close
     data = make_file(os.path.join(tmp, "data.bin"), 4096)
-    for how in ("close", "close_range", "closefrom"):
+    old_kernel = {"LD_PRELOAD": LIB + ":" + os.environ["NO_CLOSE_RANGE"]}
+    for how, env in (("close", None), ("close_range", None), ("closefrom", None),
+                     ("closefrom-without-close_range", old_kernel)):
         out = os.path.join(tmp, f"out-{how}.txt")
         tracedir = os.path.join(tmp, how)
-        r = run([os.environ["IO_STORY"], "closeall", str(n), data, out, how], tracedir)
+        r = run([os.environ["IO_STORY"], "closeall", str(n), data, out, how.split("-")[0]], tracedir, env)
         check(r.returncode == 0, f"{how}: the job runs")
+        left = keyvals(r.stdout).get("left_open")
+        check(left == ["1"], f"{how}: every fd of the job is closed, only the hidden trace's is left ({left})")
         with open(out, "rb") as f:
             content = f.read()
         check(content == b"hello", f"{how}: the job's own file holds exactly what it wrote ({len(content)} bytes)")

@@ -17,6 +17,11 @@
  *       an nvcc-built job (versioned cudart symbols, <<<>>> launches):
  *       every rank's trace has kernel launches from the host side, GPU
  *       kernels from CUPTI, and all-reduces.
+ *   check_trace p2p DIR NPROC SENDS
+ *       a pipeline's sends and receives pair up by (communicator, sender,
+ *       receiver, peer_seq): every send has exactly one receive with the
+ *       same key and the same bytes, and the other way round; each rank
+ *       but the last sent SENDS messages; collectives carry peer_seq 0.
  *   check_trace markers DIR FIRST LAST
  *       NVTX ranges are recorded: pushes "step K" exactly for FIRST..LAST
  *       (0 0: every step), each with its "forward" and "backward" ranges,
@@ -445,6 +450,94 @@ static int check_markers(long first, long last)
     return bad ? fail("NVTX ranges and steps as expected") : 0;
 }
 
+/* ---- point-to-point pairing ---------------------------------------------------- */
+
+struct p2p_key {
+    uint64_t comm, seq, bytes;
+    int sender, receiver;
+};
+
+#define MAX_P2P 20000
+
+static int same_key(const struct p2p_key *a, const struct p2p_key *b)
+{
+    return a->comm == b->comm && a->seq == b->seq && a->sender == b->sender && a->receiver == b->receiver;
+}
+
+/* How many of list[0..n) have the key of k; *bytes_ok is cleared when one
+ * of them has other bytes. */
+static int count_key(const struct p2p_key *list, int n, const struct p2p_key *k, int *bytes_ok)
+{
+    int c = 0;
+    for (int i = 0; i < n; i++)
+        if (same_key(&list[i], k)) {
+            c++;
+            if (list[i].bytes != k->bytes)
+                *bytes_ok = 0;
+        }
+    return c;
+}
+
+static int check_p2p(int nproc, int sends_per_rank)
+{
+    static struct p2p_key sends[MAX_P2P], recvs[MAX_P2P];
+    int ns = 0, nr = 0, per_rank[MAX_PROCS] = {0};
+    if (ntraces != nproc)
+        return fail("one trace per process");
+    for (int i = 0; i < ntraces; i++) {
+        for (int k = 0; k < traces[i].n; k++) {
+            const struct sp_event *e = &traces[i].ev[k];
+            if (e->type != SP_EV_NCCL)
+                continue;
+            int send = e->nccl.op == SP_NCCL_SEND, recv = e->nccl.op == SP_NCCL_RECV;
+            if (!send && !recv) {
+                if (e->nccl.peer_seq)
+                    return fail("a collective or group call with a peer_seq");
+                continue;
+            }
+            if (!e->nccl.peer_seq)
+                return fail("a send or recv without peer_seq");
+            struct p2p_key key = {e->nccl.comm, e->nccl.peer_seq, e->nccl.bytes,
+                                  send ? (int)e->nccl.rank : (int)e->nccl.peer,
+                                  send ? (int)e->nccl.peer : (int)e->nccl.rank};
+            if ((send ? ns : nr) == MAX_P2P)
+                return fail("too many point-to-point calls for this checker");
+            if (send) {
+                sends[ns++] = key;
+                if (e->nccl.rank >= 0 && e->nccl.rank < MAX_PROCS)
+                    per_rank[e->nccl.rank]++;
+            } else {
+                recvs[nr++] = key;
+            }
+        }
+    }
+    for (int i = 0; i < ns; i++) {
+        int bytes_ok = 1;
+        if (count_key(sends, ns, &sends[i], &bytes_ok) != 1 || count_key(recvs, nr, &sends[i], &bytes_ok) != 1 ||
+            !bytes_ok) {
+            printf("send %d -> %d, peer_seq %llu, %llu bytes\n", sends[i].sender, sends[i].receiver,
+                   (unsigned long long)sends[i].seq, (unsigned long long)sends[i].bytes);
+            return fail("each send pairs with exactly one recv of the same bytes");
+        }
+    }
+    for (int i = 0; i < nr; i++) {
+        int bytes_ok = 1;
+        if (count_key(recvs, nr, &recvs[i], &bytes_ok) != 1 || count_key(sends, ns, &recvs[i], &bytes_ok) != 1) {
+            printf("recv %d <- %d, peer_seq %llu\n", recvs[i].receiver, recvs[i].sender,
+                   (unsigned long long)recvs[i].seq);
+            return fail("each recv pairs with exactly one send");
+        }
+    }
+    for (int r = 0; r + 1 < nproc && r < MAX_PROCS; r++)
+        if (per_rank[r] != sends_per_rank) {
+            printf("rank %d sent %d messages, expected %d\n", r, per_rank[r], sends_per_rank);
+            return fail("every message of the pipeline recorded");
+        }
+    printf("%d sends and %d recvs, paired one to one by (comm, sender, receiver, peer_seq) with equal bytes\n",
+           ns, nr);
+    return ns ? 0 : fail("sends recorded");
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
@@ -463,6 +556,8 @@ int main(int argc, char **argv)
         return check_against_truth(argv[3], atof(argv[4]), 1);
     if (!strcmp(argv[1], "launches"))
         return check_launches(atoi(argv[3]));
+    if (!strcmp(argv[1], "p2p") && argc == 5)
+        return check_p2p(atoi(argv[3]), atoi(argv[4]));
     if (!strcmp(argv[1], "markers") && argc == 5)
         return check_markers(atol(argv[3]), atol(argv[4]));
     fprintf(stderr, "check_trace: bad arguments\n");

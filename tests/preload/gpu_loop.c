@@ -27,6 +27,14 @@
  *   --check-errno      set errno to a sentinel before every CUDA/NCCL call
  *                      and count the calls after which it changed; prints
  *                      "errno changed by N calls"
+ *   --pipeline M       also, each step, pass M micro-batches down a pipeline
+ *                      of the ranks: rank i receives from i-1 and sends to
+ *                      i+1.  Even micro-batches go in one ncclGroupStart/End
+ *                      with two messages each way (activation and a
+ *                      smaller side buffer), odd ones as single ungrouped
+ *                      calls (recv first, then send).  Every message's size
+ *                      depends on its step, micro-batch and slot, so a
+ *                      wrong pairing shows as a size mismatch.
  */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -144,6 +152,36 @@ static void subscribe_cupti(void)
     }
 }
 
+/* Elements in the message (step, micro-batch, slot): all different. */
+static size_t pipe_count(int step, int micro, int slot)
+{
+    return (size_t)(1000 + 100 * step + 10 * micro + slot);
+}
+
+#define PIPE_MAX_COUNT 100000
+
+static void pipeline(int step, int micro, int rank, int world, float *buf, ncclComm_t comm, cudaStream_t s)
+{
+    int prev = rank - 1, next = rank + 1 < world ? rank + 1 : -1;
+    for (int m = 0; m < micro; m++) {
+        if (m % 2 == 0) {
+            CALL(ncclGroupStart());
+            for (int slot = 0; slot < 2; slot++) {
+                if (prev >= 0)
+                    CALL(ncclRecv(buf, pipe_count(step, m, slot), ncclFloat, prev, comm, s));
+                if (next >= 0)
+                    CALL(ncclSend(buf, pipe_count(step, m, slot), ncclFloat, next, comm, s));
+            }
+            CALL(ncclGroupEnd());
+        } else {
+            if (prev >= 0)
+                CALL(ncclRecv(buf, pipe_count(step, m, 0), ncclFloat, prev, comm, s));
+            if (next >= 0)
+                CALL(ncclSend(buf, pipe_count(step, m, 0), ncclFloat, next, comm, s));
+        }
+    }
+}
+
 static void launch(void (*stub)(void), int blocks, cudaStream_t s)
 {
     dim3 grid = {(unsigned)blocks, 1, 1}, block = {THREADS_PER_BLOCK, 1, 1};
@@ -152,7 +190,7 @@ static void launch(void (*stub)(void), int blocks, cudaStream_t s)
 
 int main(int argc, char **argv)
 {
-    int steps = 10, count = 65536, blocks = 2000, split = 0;
+    int steps = 10, count = 65536, blocks = 2000, split = 0, micro = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--steps") && i + 1 < argc)
             steps = atoi(argv[++i]);
@@ -164,6 +202,8 @@ int main(int argc, char **argv)
             subscribe_cupti();
         else if (!strcmp(argv[i], "--split"))
             split = 1;
+        else if (!strcmp(argv[i], "--pipeline") && i + 1 < argc)
+            micro = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--check-errno"))
             check_errno = 1;
         else {
@@ -191,6 +231,9 @@ int main(int argc, char **argv)
     float *grad;
     size_t bytes = (size_t)count * sizeof(float);
     CALL(cudaMalloc((void **)&grad, bytes));
+    float *pipe_buf = NULL;
+    if (micro)
+        CALL(cudaMalloc((void **)&pipe_buf, PIPE_MAX_COUNT * sizeof(float)));
     float *host = malloc(bytes);
     if (!host)
         return 1;
@@ -211,6 +254,8 @@ int main(int argc, char **argv)
         CALL(ncclAllReduce(grad, grad, (size_t)count, ncclFloat, ncclSum, comm, s));
         if (half)
             CALL(ncclAllReduce(grad, grad, (size_t)count, ncclFloat, ncclSum, half, s));
+        if (micro)
+            pipeline(step, micro, rank, world, pipe_buf, comm, s);
         CALL(cudaStreamSynchronize(s));
         CALL(cudaMemcpy(host, grad, bytes, cudaMemcpyDeviceToHost));
         nvtxRangePop();

@@ -77,6 +77,17 @@ gpu_job_unchanged)
     echo "output identical ($(wc -l <"$work/rec.out") lines), exit status identical, errno preserved"
     ;;
 
+gpu_p2p_pipeline)
+    # 4 stages, 3 steps x 4 micro-batches: even ones grouped with two
+    # messages each way, odd ones ungrouped with one: 3 x (2+1+2+1) = 18
+    # sends per rank but the last
+    run_job "$work/a" 4 --steps 3 --pipeline 4 || { show "$work/a/stderr"; fail "the pipeline job failed"; }
+    "$CHECK_TRACE" p2p "$work/a/trace" 4 18 || fail "sends and recvs do not pair by peer_seq"
+    f=$(ls "$work"/a/trace/*/*.sprof | head -1)
+    "$SCALEPROF_BIN" dump "$f" | grep -m1 -E 'peer_seq' ||
+        { "$SCALEPROF_BIN" dump "$f" | grep -m3 nccl; fail "scaleprof dump does not show peer_seq"; }
+    ;;
+
 gpu_nvtx_steps)
     run_job "$work/all" 2 --steps 10 || { show "$work/all/stderr"; fail "the job failed"; }
     "$CHECK_TRACE" markers "$work/all/trace" 0 0 || fail "NVTX ranges missing"

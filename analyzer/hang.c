@@ -720,29 +720,6 @@ static int cmp_ev_t(const void *a, const void *b)
     return (x->t > y->t) - (x->t < y->t);
 }
 
-/* Whether a live process on this machine still maps the trace (a running
- * writer maps its file; nothing else does). */
-static int still_open(const struct sp_file_rec *f)
-{
-    char host[256] = "", path[PATH_MAX], maps[64], line[PATH_MAX + 256];
-    if (gethostname(host, sizeof host - 1) != 0 || strcmp(host, f->host) || f->pid <= 0 ||
-        !realpath(f->path, path))
-        return 0;
-    snprintf(maps, sizeof maps, "/proc/%d/maps", (int)f->pid);
-    FILE *in = fopen(maps, "r");
-    if (!in) return 0;
-    int found = 0;
-    size_t pl = strlen(path);
-    while (!found && fgets(line, sizeof line, in)) {
-        size_t l = strlen(line);
-        while (l && (line[l - 1] == '\n' || line[l - 1] == ' '))
-            line[--l] = 0;
-        found = l >= pl && !strcmp(line + l - pl, path);
-    }
-    fclose(in);
-    return found;
-}
-
 static void deep_close(void *ctx, struct sp_reader *r)
 {
     struct file_read *s = ctx;
@@ -831,7 +808,7 @@ static void read_one(int i, void *arg)
     p->end_t = file_global(s->m, s->f, file_end(s->f));
     if (p->gpu_end) p->gpu_end = file_global(s->m, s->f, p->gpu_end);
     p->state = (s->f->flags & SP_FLAG_CLOSED) ? SP_HANG_CLOSED
-               : still_open(s->f)             ? SP_HANG_OPEN
+               : sp_model_file_open(s->f)             ? SP_HANG_OPEN
                                               : SP_HANG_KILLED;
     for (int k = 0; k < s->nrings; k++)
         free(s->rings[k].ev);

@@ -193,6 +193,24 @@ void sp_model_parallel(const struct sp_model *m, int n, void (*fn)(int i, void *
 
 /* ---- shared arithmetic ---- */
 
+/* Whether [s, e) on rank r's clock meets a pause of any rank's recording. */
+int sp_model_in_pause(const struct sp_model *m, const struct sp_rank *r, int64_t s, int64_t e)
+{
+    int64_t gs = sp_model_global(m, r, s), ge = sp_model_global(m, r, e);
+    for (int i = 0; i < m->nranks; i++) {
+        const struct sp_rank *q = &m->ranks[i];
+        for (int f = 0; f < q->nfiles; f++)
+            for (size_t p = 0; p < q->files[f]->npauses; p++) {
+                int64_t ps = sp_model_global(m, q, q->files[f]->pauses[p].start);
+                int64_t pe = sp_model_global(m, q, q->files[f]->pauses[p].end);
+                if (ps < ge && pe > gs)
+                    return 1;
+            }
+    }
+    return 0;
+}
+
+
 /* nccl-tests' bus bandwidth factors: what each rank's link carries. */
 double sp_model_busbw_factor(uint32_t op, uint32_t nranks)
 {
@@ -409,6 +427,7 @@ void sp_model_free(struct sp_model *m)
         free(f->marks);
         free(f->tids);
         free(f->kseq);
+        free(f->pauses);
     }
     for (int i = 0; i < m->nwarnings; i++) {
         if (m->warnings[i] != m->warn_base[i])

@@ -169,6 +169,8 @@ struct sp_file_rec {
     uint64_t read_bytes;    /* bytes read from regular files */
     int64_t read_ns;        /* time inside those reads */
     struct sp_cpu_span cpu;
+    struct sp_span *pauses; size_t npauses; /* recording paused (control file) */
+    int64_t pause_open;     /* pass 1: a stop not yet followed by a start, else -1 */
     int helper;             /* attached to its rank through the ppid chain */
 };
 
@@ -278,6 +280,7 @@ struct sp_model {
     const char *detected_by; /* markers | collectives | kernels | none */
     int steps_total;        /* aligned steps found on every rank */
     int step_number0;       /* the user's number of step 0 (its marker's), 0 when none */
+    int steps_paused;       /* steps left out: recording was paused during them */
     int step_lo, step_hi;   /* steps in view [lo, hi) */
     double step_mean_ms, step_median_ms;
     double breakdown[SP_CAT_N]; /* fractions of step time over ranks in view */

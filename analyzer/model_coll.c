@@ -24,6 +24,7 @@
 
 #define TIE_NS 20000.0 /* arrivals closer than 20 us are a tie: nobody was last */
 #define NS_PER_MS 1e6
+#define PAUSE_MARGIN_NS 1000000000LL /* a control-file poll apart, and then some */
 
 struct ref_key { uint64_t comm, seq; struct sp_coll_ref ref; };
 
@@ -208,6 +209,11 @@ static void measure_instance(struct sp_model *m, const struct sp_coll_ref *refs,
         m->coll_instances_incomplete++;
     if (!in_view(m, &refs[0]))
         return;
+    /* a rank that stopped recording a moment before the others (the
+     * control file is read by each process in turn) misses the last calls
+     * before a pause: not a rank that never arrived */
+    if (!complete && sp_model_in_pause(m, &m->ranks[refs[0].r], c0->start - PAUSE_MARGIN_NS, c0->end + PAUSE_MARGIN_NS))
+        complete = 1;
     add_to_summary(m, c0, (double)transfer, wait_sum / (double)n, complete, spans);
     /* who arrives last is a collective's question: a send and its recv
      * are two ranks taking turns along a pipeline */

@@ -59,7 +59,13 @@ typedef void (*sp_replay_node_fn)(void *arg, int rank, size_t node, int64_t a, i
 int sp_model_replay_nodes(struct sp_model *m, const struct sp_replay *rp, int cause, sp_replay_node_fn fn,
                           void *arg);
 void sp_model_findings(struct sp_model *m);
+/* Whether a live process on this machine still maps f's trace (a running
+ * writer maps its file; nothing else does). */
+int sp_model_file_open(const struct sp_file_rec *f);
 int64_t sp_model_global(const struct sp_model *m, const struct sp_rank *r, int64_t t);
+/* Whether [s, e) on rank r's clock meets a pause of any rank's recording
+ * (the control file's stop ... start). */
+int sp_model_in_pause(const struct sp_model *m, const struct sp_rank *r, int64_t s, int64_t e);
 double sp_model_busbw_factor(uint32_t op, uint32_t nranks);
 /* Run fn(i, arg) for i in [0, n) on the model's thread pool. */
 void sp_model_parallel(const struct sp_model *m, int n, void (*fn)(int i, void *arg), void *arg);

@@ -20,11 +20,13 @@
  * else the host call.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "model_int.h"
 #include "sprof.h"
@@ -65,7 +67,7 @@ struct file_scan {
     struct sp_file_rec *f;
     const regex_t *re;
     int names_dropped;
-    struct vec calls, kernels, marks, tids, stacks, kseq;
+    struct vec calls, kernels, marks, tids, stacks, kseq, pauses;
     size_t last_tid;
     struct group_state groups[MAX_GROUP_THREADS];
     int ngroups;
@@ -348,6 +350,16 @@ static void on_event(struct file_scan *s, const struct sp_reader *r, const struc
     case SP_EV_DROPPED:
         f->dropped += ev->dropped.count;
         break;
+    case SP_EV_PROC:
+        if (ev->proc.kind == SP_PROC_STOP && f->pause_open < 0) {
+            f->pause_open = t;
+        } else if (ev->proc.kind == SP_PROC_START && f->pause_open >= 0) {
+            struct sp_span *p = vec_push(&s->pauses, sizeof *p);
+            if (p)
+                *p = (struct sp_span){f->pause_open, t};
+            f->pause_open = -1;
+        }
+        break;
     default:
         break;
     }
@@ -523,6 +535,13 @@ static void scan_file(struct sp_file_rec *f, const regex_t *re)
     f->ntids = s.tids.n;
     f->kseq = s.kseq.p;
     f->nkseq = s.kseq.n;
+    if (f->pause_open >= 0) { /* paused to the end */
+        struct sp_span *p = vec_push(&s.pauses, sizeof *p);
+        if (p)
+            *p = (struct sp_span){f->pause_open, f->last_t + 1};
+    }
+    f->pauses = s.pauses.p;
+    f->npauses = s.pauses.n;
     free(s.kernels.p);
     free(s.stacks.p);
 }
@@ -753,10 +772,8 @@ static void group_files(struct sp_model *m)
         m->dropped += f->dropped;
         if (f->world_size > m->world_size)
             m->world_size = f->world_size;
-        if (f->rank < 0) {
-            unowned++;
+        if (f->rank < 0)
             continue;
-        }
         struct sp_rank *r = rank_slot(m, f->rank);
         if (!r)
             continue;
@@ -775,6 +792,19 @@ static void group_files(struct sp_model *m)
             snprintf(m->source, sizeof m->source, "%s", f->source);
         append_file(r, f);
     }
+    /* a process that is an ancestor of a rank's (torchrun, scaleprof run,
+     * mpirun) is the launcher, not a lost file */
+    char *launcher = calloc((size_t)m->nfrecs + 1, 1);
+    for (int i = 0; launcher && i < m->nfrecs; i++) {
+        const struct sp_file_rec *p = &m->frecs[i];
+        if (!p->ok || p->rank < 0 || p->helper)
+            continue;
+        for (int hops = 0; hops < MAX_PARENT_HOPS && (p = parent_of(m, p)); hops++)
+            launcher[p - m->frecs] = 1;
+    }
+    for (int i = 0; i < m->nfrecs; i++)
+        unowned += m->frecs[i].ok && m->frecs[i].rank < 0 && !(launcher && launcher[i]);
+    free(launcher);
     if (unowned)
         sp_model_warn(m, "%d process file(s) belong to no rank (no rank in header, no "
                          "communicator, no ranked parent): not analyzed", unowned);
@@ -789,8 +819,31 @@ static void group_files(struct sp_model *m)
     }
 }
 
+int sp_model_file_open(const struct sp_file_rec *f)
+{
+    char host[256] = "", path[PATH_MAX], maps[64], line[PATH_MAX + 256];
+    if (gethostname(host, sizeof host - 1) != 0 || strcmp(host, f->host) || f->pid <= 0 ||
+        !realpath(f->path, path))
+        return 0;
+    snprintf(maps, sizeof maps, "/proc/%d/maps", (int)f->pid);
+    FILE *in = fopen(maps, "r");
+    if (!in)
+        return 0;
+    int found = 0;
+    size_t pl = strlen(path);
+    while (!found && fgets(line, sizeof line, in)) {
+        size_t l = strlen(line);
+        while (l && (line[l - 1] == '\n' || line[l - 1] == ' '))
+            line[--l] = 0;
+        found = l >= pl && !strcmp(line + l - pl, path);
+    }
+    fclose(in);
+    return found;
+}
+
 static void warn_losses(struct sp_model *m)
 {
+    int helpers_killed = 0;
     for (int i = 0; i < m->nfrecs; i++) {
         struct sp_file_rec *f = &m->frecs[i];
         if (f->diag) {
@@ -800,10 +853,20 @@ static void warn_losses(struct sp_model *m)
         if (f->ok && f->dropped)
             sp_model_warn(m, "%s: %llu events were dropped while recording", f->path,
                           (unsigned long long)f->dropped);
-        if (f->ok && !(f->flags & SP_FLAG_CLOSED) && !(f->flags & SP_FLAG_IMPORTED))
-            sp_model_warn(m, "%s: not closed cleanly (process killed?): events up to the "
-                             "kill are used", f->path);
+        if (f->ok && !(f->flags & SP_FLAG_CLOSED) && !(f->flags & SP_FLAG_IMPORTED)) {
+            if (sp_model_file_open(f))
+                sp_model_warn(m, "%s: its process (pid %d) is still running: the events recorded so far "
+                                 "are used", f->path, (int)f->pid);
+            else if (f->helper)
+                helpers_killed++; /* loader workers are ended by their parent by design */
+            else
+                sp_model_warn(m, "%s: not closed cleanly (process killed?): events up to the "
+                                 "kill are used", f->path);
+        }
     }
+    if (helpers_killed)
+        sp_model_warn(m, "%d helper process(es) (loader workers) ended without closing their traces, as "
+                         "workers their parent terminates do: their events up to then are used", helpers_killed);
     /* ranks the world size promises but no trace holds; the world size is
      * believed only as far as the traces go (a header claiming 2^31 ranks
      * costs nothing) */
@@ -877,6 +940,7 @@ int sp_model_load(struct sp_model *m)
     for (int i = 0; i < n; i++) {
         m->frecs[i].path = pv[i];
         m->frecs[i].hdr_rank = m->frecs[i].comm_rank = m->frecs[i].rank = -1;
+        m->frecs[i].pause_open = -1;
     }
     free(pv);
     pthread_mutex_init(&job.lock, NULL);

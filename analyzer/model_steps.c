@@ -431,6 +431,46 @@ out:
     return got;
 }
 
+/* Recording paused through the control file (stop, then start): a step
+ * that meets a pause on any rank was recorded in part, so it is left out
+ * of every rank (step k stays the k-th on all); the pause itself lies
+ * between steps and counts for nothing. */
+static void leave_out_paused(struct sp_model *m)
+{
+    int any = 0;
+    for (int i = 0; i < m->nranks && !any; i++)
+        for (int f = 0; f < m->ranks[i].nfiles; f++)
+            any |= m->ranks[i].files[f]->npauses > 0;
+    if (!any)
+        return;
+    int total = m->steps_total, kept = 0;
+    char *drop = calloc((size_t)total + 1, 1);
+    if (!drop)
+        return;
+    for (int k = 0; k < total; k++)
+        for (int i = 0; i < m->nranks && !drop[k]; i++)
+            if (k < m->ranks[i].nsteps)
+                drop[k] = (char)sp_model_in_pause(m, &m->ranks[i], m->ranks[i].steps[k].start, m->ranks[i].steps[k].end);
+    for (int i = 0; i < m->nranks; i++) {
+        struct sp_rank *r = &m->ranks[i];
+        int n = 0;
+        for (int k = 0; k < r->nsteps; k++)
+            if (k >= total || !drop[k])
+                r->steps[n++] = r->steps[k];
+        r->nsteps = n;
+    }
+    for (int k = 0; k < total; k++)
+        kept += !drop[k];
+    free(drop);
+    m->steps_paused = total - kept;
+    m->steps_total = kept;
+    /* numbers no longer count up one by one across the gap */
+    if (m->steps_paused)
+        m->step_number0 = 0;
+    sp_model_warn(m, "recording was paused (control file): %d step(s) that met a pause are left out; "
+                     "the pauses themselves count for nothing", m->steps_paused);
+}
+
 int sp_model_find_steps(struct sp_model *m)
 {
     int with_marks = 0;
@@ -482,5 +522,6 @@ int sp_model_find_steps(struct sp_model *m)
     }
     m->detected_by = how;
     m->steps_total = total;
-    return total;
+    leave_out_paused(m);
+    return m->steps_total;
 }

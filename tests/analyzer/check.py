@@ -522,6 +522,28 @@ def case_color_bars_keep_letters():
         fail("colour escapes in a pipe")
 
 
+def case_paused_recording():
+    """Recording paused through the control file (stop, then start) for two
+    seconds: the step that met the pause is left out and said so, the pause
+    counts for nothing (same mean step and idle as the same job unpaused),
+    and no collective is called "not reached by every rank"."""
+    plain, _ = gen("unpaused", "--ranks", 4, "--markers", "--steps", 20)
+    paused, _ = gen("paused", "--ranks", 4, "--markers", "--steps", 20, "--pause-after-step", 10)
+    a, b = report(plain), report(paused)
+    print(f"  unpaused: {a['steps']['count']} steps, mean {a['steps']['mean_ms']:.3f} ms, "
+          f"idle_other {a['breakdown']['idle_other']:.4f}")
+    print(f"  paused:   {b['steps']['count']} steps, mean {b['steps']['mean_ms']:.3f} ms, "
+          f"idle_other {b['breakdown']['idle_other']:.4f}; warnings {b['warnings']}")
+    near("mean step", b["steps"]["mean_ms"], a["steps"]["mean_ms"], 0.01 * a["steps"]["mean_ms"])
+    near("idle_other", b["breakdown"]["idle_other"], a["breakdown"]["idle_other"], 0.005)
+    if b["steps"]["count"] != a["steps"]["count"] - 1:
+        fail("the one step that met the pause should be left out")
+    if not any("paused" in w for w in b["warnings"]):
+        fail("the pause is not said")
+    if any("not reached by every rank" in w for w in b["warnings"]):
+        fail("collectives around the pause called incomplete")
+
+
 def case_man_pages_clean():
     """The man pages render cleanly: no control characters in their
     sources (a literal form feed showed as "Bscaleprof reportR"), and every

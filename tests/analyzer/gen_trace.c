@@ -72,7 +72,7 @@
 struct scenario {
     const char *out, *truth;
     int ranks, hosts, steps, colls, kernels, markers, intra, skip, helper, helpers, no_nccl, gpu_lag;
-    int equal_buckets, no_rank, one_name;
+    int equal_buckets, no_rank, one_name, pause_step;
     double compute, input, sync, memcpy, tail, transfer, inter_transfer, jitter, clock_err_us;
     uint64_t bytes;
     int slow_rank, missing_rank, truncate_rank;
@@ -267,6 +267,8 @@ static void emit_compute(const struct scenario *s, int r, int j, double t, doubl
         emit(r, &ev, t + i * k);
     }
 }
+
+#define PAUSE_MS 2000.0 /* --pause-after-step: recording off this long */
 
 struct truth_coll { uint64_t comm, bytes; int nranks; double transfer, wait; long n; };
 static struct truth_coll tcoll[64];
@@ -525,7 +527,7 @@ static const char usage[] =
     "  [--jitter F] [--clock-error-us U] [--markers] [--helper] [--slow-rank R]\n"
     "  [--slow-compute-ms X] [--slow-input-ms X] [--missing-rank R] [--truncate-rank R]\n"
     "  [--helpers N] [--no-nccl] [--gpu-thread-lag S] [--equal-buckets] [--no-rank]\n"
-    "  [--one-kernel-name]\n"
+    "  [--one-kernel-name] [--pause-after-step K]\n"
     "  [--truth FILE]\n";
 
 int main(int argc, char **argv)
@@ -545,6 +547,7 @@ int main(int argc, char **argv)
         {"missing-rank", 1, 0, 'X'}, {"truncate-rank", 1, 0, 'R'}, {"truth", 1, 0, 'o'},
         {"helpers", 1, 0, 'W'}, {"no-nccl", 0, 0, 'Z'}, {"gpu-thread-lag", 1, 0, 'L'},
         {"equal-buckets", 0, 0, 'E'}, {"no-rank", 0, 0, 'U'}, {"one-kernel-name", 0, 0, 'O'},
+        {"pause-after-step", 1, 0, 'Q'},
         {0, 0, 0, 0},
     };
     int c;
@@ -580,6 +583,7 @@ int main(int argc, char **argv)
         case 'L': s.gpu_lag = atoi(optarg); break;
         case 'E': s.equal_buckets = 1; break;
         case 'O': s.one_name = 1; break;
+        case 'Q': s.pause_step = atoi(optarg) + 1; break;
         case 'U': s.no_rank = 1; break;
         default: fputs(usage, stderr); return 2;
         }
@@ -608,6 +612,17 @@ int main(int argc, char **argv)
             if (gput.w)
                 deliver_gpu(k - s.gpu_lag);
             T = run_step(&s, k, T, k >= s.skip);
+            if (s.pause_step && k == s.pause_step - 1) {
+                /* recording paused through the control file, for PAUSE_MS */
+                for (int r = 0; r < s.ranks; r++) {
+                    struct sp_event ev = {.type = SP_EV_PROC};
+                    ev.proc.kind = SP_PROC_STOP;
+                    emit(r, &ev, T + 0.01 * MS * r);
+                    ev.proc.kind = SP_PROC_START;
+                    emit(r, &ev, T + PAUSE_MS * MS);
+                }
+                T += PAUSE_MS * MS;
+            }
         }
         if (gput.w) {
             deliver_gpu(s.steps);

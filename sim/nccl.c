@@ -142,7 +142,14 @@ static ncclResult_t sim_comm_init(ncclComm_t *comm, int nranks, ncclUniqueId id,
     ncclResult_t r = sim_comm_join(&c, &id, nranks, rank, device);
     if (r != ncclSuccess)
         return r;
-    sim_shm_wait_joined(c);
+    if (sim_nccl_in_group()) { /* the peers may be made by this thread next */
+        if (sim_nccl_defer_init(c) != 0) {
+            sim_comm_unref(c);
+            return sim_nccl_set_error(ncclSystemError, "out of memory");
+        }
+    } else {
+        sim_shm_wait_joined(c);
+    }
     *comm = (ncclComm_t)c;
     return ncclSuccess;
 }

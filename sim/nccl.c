@@ -2,7 +2,10 @@
  * nccl.c: communicators of the simulated libnccl.so.2, and the library's
  * errors and version.
  *
- * Ranks are processes (or, with ncclCommInitAll, devices of one process).
+ * Ranks are processes, or devices of one process: ncclCommInitAll, one
+ * thread per device, or ncclCommInitRank per device inside a group (the
+ * join is immediate there; the wait for the peers is at the outermost
+ * ncclGroupEnd, nccl_group.c).
  * ncclGetUniqueId makes 128 random bytes; the application passes them to
  * every rank, which joins the shared segment named after their hash and,
  * like real NCCL, blocks in init until all nranks have joined.  The hash in

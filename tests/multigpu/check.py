@@ -4,6 +4,9 @@
 Each scenario runs examples/multigpu (4 simulated GPUs in one process, one
 of them slowed) under `scaleprof run --sim`, then checks the report as a
 user would:
+  * the recording: each collective call (several inside one group in the
+    -g pattern) is one nccl event carrying its communicator rank and the
+    device the truth ran it on, and every GPU record carries its device;
   * the layout: 4 ranks in 1 process (4 GPUs), the process named as one
     that holds several ranks;
   * every rank's device is the one the truth's collectives ran on (ranks
@@ -95,6 +98,25 @@ def load_truth(base):
     return lines
 
 
+def check_recording(base, colls):
+    """The trace's nccl events per (rank, device) and GPU records per
+    device equal the truth's."""
+    paths = glob.glob(os.path.join(base, "trace", "**", "*.sprof"), recursive=True)
+    p = subprocess.run([os.environ["SCALEPROF_BIN"], "dump", "--json"] + paths,
+                       stdout=subprocess.PIPE, text=True, timeout=RUN_TIMEOUT_S)
+    events = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    calls = collections.Counter((e["rank"], e["device"]) for e in events
+                                if e.get("type") == "nccl" and e.get("op_name") == "allreduce")
+    want = collections.Counter((c["rank"], c["device"]) for c in colls)
+    print("  nccl events per (rank, device): %s (truth %s)" % (dict(sorted(calls.items())),
+                                                               dict(sorted(want.items()))))
+    if calls != want:
+        raise Failure("nccl events per (rank, device) %s, truth %s" % (dict(calls), dict(want)))
+    gpu = collections.Counter(e["device"] for e in events if e.get("type") == "gpu")
+    if sorted(gpu) != sorted({c["device"] for c in colls}):
+        raise Failure("GPU records on devices %s" % dict(gpu))
+
+
 def analyzed(seq):
     """Collective number SEQ (from 0) lies in an analyzed step."""
     return SKIPPED_STEPS <= seq // CALLS_PER_STEP < STEPS
@@ -109,6 +131,7 @@ def check(name, flags):
     for c in colls:
         if device_of.setdefault(c["rank"], c["device"]) != c["device"]:
             raise Failure("truth: rank %d ran collectives on two devices" % c["rank"])
+    check_recording(base, colls)
     overview = [l for l in text.splitlines() if "recorded by" in l]
     print("  %s" % (overview[0].strip() if overview else "(no overview line)"))
 

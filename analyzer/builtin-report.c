@@ -168,6 +168,8 @@ static int rank_suffix(const struct sp_model *m, const struct sp_rank *r, int ho
 {
     int w = snprintf(out, len, " %7.2f ms/step  host %-*s", sp_model_rank_step_ms(m, r), host_w,
                      m->hosts[r->host]);
+    if (r->shared > 1 && w > 0 && (size_t)w < len) /* one of several GPUs of its process */
+        w += snprintf(out + w, len - (size_t)w, "  GPU %d", r->device);
     if (r->nhelpers > 0 && w > 0 && (size_t)w < len)
         w += snprintf(out + w, len - (size_t)w, "  %d loader proc%s", r->nhelpers, r->nhelpers == 1 ? "" : "s");
     while (w > 0 && out[w - 1] == ' ')

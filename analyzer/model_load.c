@@ -64,6 +64,7 @@ struct group_state { uint32_t tid; int depth; uint32_t id; };
 /* The communicator ranks a process was given (init and split), from which
  * the ranks it holds are found at the end of the file. */
 #define MAX_HELD 256
+#define NCCL_RESULT_IN_PROGRESS 7 /* ncclInProgress: a non-blocking init */
 struct held { uint64_t comm; int64_t nranks, rank, device; };
 
 struct file_scan {
@@ -305,7 +306,8 @@ static void note_held(struct file_scan *s, const struct sp_event *ev)
 {
     const struct sp_ev_comm *c = &ev->comm;
     if ((c->kind != SP_COMM_INIT && c->kind != SP_COMM_SPLIT) || c->nranks == 0 || c->rank < 0 ||
-        c->device < 0 || c->result != 0 || s->nheld == MAX_HELD)
+        c->device < 0 || (c->result != 0 && c->result != NCCL_RESULT_IN_PROGRESS) ||
+        s->nheld == MAX_HELD)
         return;
     s->held[s->nheld++] = (struct held){c->comm, (int64_t)c->nranks, c->rank, c->device};
 }

@@ -15,8 +15,15 @@
  * Rank r drives device (r + --device-offset) % N, so a rank is not always
  * its device's number.  Each step, per device: a forward and a backward
  * kernel, two gradient all-reduces of different sizes, a stream sync.
- * --slow-device D makes device D's kernels --slow-factor times longer: the
- * other ranks then wait for D's rank in every all-reduce.
+ * --slow-device D makes device D's kernels --slow-factor times longer (or
+ * --slow-rank R those of rank R): the other ranks then wait for it in
+ * every all-reduce.
+ *
+ * Started several times by a launcher (RANK, WORLD_SIZE, LOCAL_RANK as
+ * torchrun sets them, and a rendezvous directory in $SCALEPROF_RENDEZVOUS
+ * or $SIM_RENDEZVOUS), process p holds ranks p*N .. p*N+N-1 of one
+ * communicator and drives devices LOCAL_RANK*N .. LOCAL_RANK*N+N-1 (as
+ * nccl-tests under MPI with -g N); process 0 publishes the NCCL id.
  *
  * The program knows nothing of any profiler; every CUDA and NCCL call is
  * checked and a failure ends it with a message and status 1.
@@ -24,12 +31,17 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define MAX_GPUS 64
 #define THREADS_PER_BLOCK 256
@@ -37,9 +49,12 @@
 #define BYTES_PER_MB (1024.0 * 1024.0)
 #define BUCKET_A_SHARE 0.625 /* the first bucket's share of the gradient */
 #define ACT_ELEMS 4096
+#define RENDEZVOUS_TIMEOUT_S 120
+#define RENDEZVOUS_POLL_US 2000
 
 struct options {
-    int gpus, steps, threads, init_all, device_offset, slow_device;
+    int gpus, steps, threads, init_all, device_offset, slow_device, slow_rank;
+    int procs, proc, local_proc; /* from the launcher: WORLD_SIZE, RANK, LOCAL_RANK */
     double layer_kthreads, grad_mb, slow_factor;
 };
 
@@ -88,8 +103,9 @@ static void usage(void)
           "  --steps N            training steps (10)\n"
           "  --layer-kthreads N   GPU threads of the forward kernel, in thousands (2000)\n"
           "  --grad-mb X          gradient all-reduced per step, MiB (24)\n"
-          "  --device-offset K    rank r drives device (r + K) %% N (0)\n"
-          "  --slow-device D --slow-factor F  device D's kernels take F times longer\n",
+          "  --device-offset K    rank r drives device (r + K) % N (0)\n"
+          "  --slow-device D --slow-factor F  device D's kernels take F times longer\n"
+          "  --slow-rank R        rank R's kernels take F times longer\n",
           stderr);
     exit(2);
 }
@@ -110,7 +126,8 @@ static void parse_options(int argc, char **argv, struct options *o)
         {"init", required_argument, 0, 'i'},      {"steps", required_argument, 0, 's'},
         {"layer-kthreads", required_argument, 0, 'k'}, {"grad-mb", required_argument, 0, 'm'},
         {"device-offset", required_argument, 0, 'o'}, {"slow-device", required_argument, 0, 'd'},
-        {"slow-factor", required_argument, 0, 'f'}, {"help", no_argument, 0, 'h'},
+        {"slow-factor", required_argument, 0, 'f'}, {"slow-rank", required_argument, 0, 'r'},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
@@ -118,6 +135,7 @@ static void parse_options(int argc, char **argv, struct options *o)
     o->steps = 10;
     o->init_all = 1;
     o->slow_device = -1;
+    o->slow_rank = -1;
     o->layer_kthreads = 2000;
     o->grad_mb = 24;
     o->slow_factor = 1;
@@ -141,11 +159,67 @@ static void parse_options(int argc, char **argv, struct options *o)
         case 'o': o->device_offset = (int)number("device-offset", optarg, 0, MAX_GPUS); break;
         case 'd': o->slow_device = (int)number("slow-device", optarg, 0, MAX_GPUS - 1); break;
         case 'f': o->slow_factor = number("slow-factor", optarg, 1, 100); break;
+        case 'r': o->slow_rank = (int)number("slow-rank", optarg, 0, 1 << 20); break;
         default: usage();
         }
     }
     if (optind < argc)
         usage();
+    const char *e;
+    o->procs = (e = getenv("WORLD_SIZE")) && *e ? atoi(e) : 1;
+    o->proc = (e = getenv("RANK")) && *e ? atoi(e) : 0;
+    o->local_proc = (e = getenv("LOCAL_RANK")) && *e ? atoi(e) : 0;
+    if (o->procs < 1 || o->proc < 0 || o->proc >= o->procs || o->local_proc < 0)
+        die("bad RANK %d / WORLD_SIZE %d", o->proc, o->procs);
+    if (o->procs > 1 && o->init_all && !o->threads)
+        die("ncclCommInitAll makes the ranks of one process only: use --init group");
+}
+
+static uint64_t now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec;
+}
+
+/* Process 0 makes the id and publishes it (temporary file + rename); the
+ * others poll until it appears. */
+static ncclUniqueId unique_id(const struct options *o)
+{
+    ncclUniqueId id;
+    if (o->procs == 1) {
+        NCCL_CHECK(ncclGetUniqueId(&id));
+        return id;
+    }
+    const char *dir = getenv("SCALEPROF_RENDEZVOUS");
+    if (!dir || !*dir)
+        dir = getenv("SIM_RENDEZVOUS");
+    if (!dir || !*dir)
+        die("WORLD_SIZE=%d needs $SCALEPROF_RENDEZVOUS or $SIM_RENDEZVOUS", o->procs);
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s/nccl-id", dir);
+    if (o->proc == 0) {
+        NCCL_CHECK(ncclGetUniqueId(&id));
+        snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || write(fd, &id, sizeof id) != (ssize_t)sizeof id || close(fd) != 0 ||
+            rename(tmp, path) != 0)
+            die("cannot publish the NCCL id at %s: %s", path, strerror(errno));
+        return id;
+    }
+    uint64_t deadline = now_s() + RENDEZVOUS_TIMEOUT_S;
+    for (;;) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            ssize_t n = read(fd, &id, sizeof id);
+            close(fd);
+            if (n == (ssize_t)sizeof id)
+                return id;
+        }
+        if (now_s() > deadline)
+            die("no NCCL id at %s after %d s", path, RENDEZVOUS_TIMEOUT_S);
+        usleep(RENDEZVOUS_POLL_US);
+    }
 }
 
 /* Synthetic work: its duration follows the thread count. */
@@ -159,7 +233,8 @@ __global__ void layer_kernel(float *act, unsigned n, float scale)
 
 static void launch_layer(const struct rank_state *s, double kthreads)
 {
-    double scale = s->device == s->o->slow_device ? s->o->slow_factor : 1.0;
+    int slow = s->device == s->o->slow_device || s->rank == s->o->slow_rank;
+    double scale = slow ? s->o->slow_factor : 1.0;
     double blocks = kthreads * 1000.0 * scale / THREADS_PER_BLOCK;
     layer_kernel<<<blocks < 1 ? 1u : (unsigned)blocks, THREADS_PER_BLOCK, 0, s->stream>>>(
         s->act, ACT_ELEMS, 0.999f);
@@ -208,12 +283,11 @@ static void run_group(const struct options *o, struct rank_state *rs)
         for (int r = 0; r < n; r++)
             rs[r].comm = comms[r];
     } else {
-        ncclUniqueId id;
-        NCCL_CHECK(ncclGetUniqueId(&id));
+        ncclUniqueId id = unique_id(o);
         NCCL_CHECK(ncclGroupStart());
         for (int r = 0; r < n; r++) {
             CUDA_CHECK(cudaSetDevice(rs[r].device));
-            NCCL_CHECK(ncclCommInitRank(&rs[r].comm, n, id, r));
+            NCCL_CHECK(ncclCommInitRank(&rs[r].comm, n * o->procs, id, rs[r].rank));
         }
         NCCL_CHECK(ncclGroupEnd());
     }
@@ -243,7 +317,7 @@ static void *rank_thread(void *arg)
 {
     struct rank_state *s = (struct rank_state *)arg;
     setup_rank(s);
-    NCCL_CHECK(ncclCommInitRank(&s->comm, s->o->gpus, s->id, s->rank));
+    NCCL_CHECK(ncclCommInitRank(&s->comm, s->o->gpus * s->o->procs, s->id, s->rank));
     for (int step = 0; step < s->o->steps; step++) {
         compute(s);
         all_reduce(s, 0);
@@ -256,8 +330,7 @@ static void *rank_thread(void *arg)
 
 static void run_threads(const struct options *o, struct rank_state *rs)
 {
-    ncclUniqueId id;
-    NCCL_CHECK(ncclGetUniqueId(&id));
+    ncclUniqueId id = unique_id(o);
     pthread_t tids[MAX_GPUS];
     for (int r = 0; r < o->gpus; r++) {
         rs[r].id = id;
@@ -274,20 +347,23 @@ int main(int argc, char **argv)
     parse_options(argc, argv, &o);
     int have = 0;
     CUDA_CHECK(cudaGetDeviceCount(&have));
-    if (have < o.gpus)
-        die("%d GPUs asked for, %d present", o.gpus, have);
+    int first = o.local_proc * o.gpus;
+    if (have < first + o.gpus)
+        die("%d GPUs asked for from device %d, %d present", o.gpus, first, have);
     struct rank_state rs[MAX_GPUS];
     memset(rs, 0, sizeof rs);
     for (int r = 0; r < o.gpus; r++) {
         rs[r].o = &o;
-        rs[r].rank = r;
-        rs[r].device = (r + o.device_offset) % o.gpus;
+        rs[r].rank = o.proc * o.gpus + r;
+        rs[r].device = first + (r + o.device_offset) % o.gpus;
     }
     if (o.threads)
         run_threads(&o, rs);
     else
         run_group(&o, rs);
-    printf("multigpu: %d ranks on %d GPUs in one process (%s), %d steps\n", o.gpus, o.gpus,
-           o.threads ? "a thread per GPU" : "group calls", o.steps);
+    if (o.proc == 0)
+        printf("multigpu: %d ranks on %d GPUs in %d process%s (%s), %d steps\n", o.gpus * o.procs,
+               o.gpus * o.procs, o.procs, o.procs == 1 ? "" : "es",
+               o.threads ? "a thread per GPU" : "group calls", o.steps);
     return 0;
 }

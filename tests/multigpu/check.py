@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """check.py - one process driving several GPUs, judged against the sim's truth.
 
-Each scenario runs examples/multigpu (4 simulated GPUs in one process, one
-of them slowed) under `scaleprof run --sim`, then checks the report as a
-user would:
+Each scenario runs examples/multigpu (4 simulated GPUs in one process, or
+2 in each of 2 processes, one GPU slowed) under `scaleprof run --sim`, then
+checks the report as a user would:
   * the recording: each collective call (several inside one group in the
     -g pattern) is one nccl event carrying its communicator rank and the
     device the truth ran it on, and every GPU record carries its device;
-  * the layout: 4 ranks in 1 process (4 GPUs), the process named as one
-    that holds several ranks;
+  * the layout: 4 ranks in 1 process (4 GPUs) (or in 2 processes), each
+    process named as one that holds several ranks;
   * every rank's device is the one the truth's collectives ran on (ranks
     need not drive the GPU of their own number: --device-offset);
   * every collective was matched on all 4 ranks, and its mean wait is the
@@ -41,16 +41,20 @@ WAIT_TOLERANCE = 0.10      # of the truth's mean wait, plus the floor below
 WAIT_FLOOR_MS = 0.2
 COMPUTE_TOLERANCE = 0.05   # of the truth's compute per step
 
-# name: example flags; the slowed device is --slow-device.
+# name: (processes, example flags); the slowed GPU is --slow-device's (or
+# --slow-rank's).
 SCENARIOS = {
     # nccl-tests -g 4 with ncclCommInitAll
-    "group_init_all": ["--pattern", "group", "--init", "all", "--slow-device", "2"],
+    "group_init_all": (1, ["--pattern", "group", "--init", "all", "--slow-device", "2"]),
     # nccl-tests -g 4 with ncclGroupStart + ncclCommInitRank per device;
     # rank r on device (r + 2) % 4
-    "group_init_rank": ["--pattern", "group", "--init", "group", "--device-offset", "2",
-                        "--slow-device", "1"],
+    "group_init_rank": (1, ["--pattern", "group", "--init", "group", "--device-offset", "2",
+                            "--slow-device", "1"]),
     # nccl-tests -t 4: a thread per device; rank r on device (r + 1) % 4
-    "threads": ["--pattern", "threads", "--device-offset", "1", "--slow-device", "2"],
+    "threads": (1, ["--pattern", "threads", "--device-offset", "1", "--slow-device", "2"]),
+    # nccl-tests -g 2 under a launcher: 2 processes of 2 GPUs, ranks 0-1 and
+    # 2-3 (the processes' RANK is 0 and 1)
+    "two_procs": (2, ["--pattern", "group", "--init", "group", "--slow-rank", "3"]),
 }
 
 
@@ -58,15 +62,16 @@ class Failure(Exception):
     pass
 
 
-def run_job(name, flags):
+def run_job(name, nproc, flags):
     scaleprof = os.environ["SCALEPROF_BIN"]
     workdir = os.environ.get("MULTIGPU_WORKDIR") or os.path.abspath("multigpu-runs")
     base = os.path.join(workdir, name)
     shutil.rmtree(base, ignore_errors=True)
     os.makedirs(os.path.join(base, "truth"))
     trace = os.path.join(base, "trace")
-    cmd = [scaleprof, "run", "--sim", "-o", trace, "--", os.environ["MULTIGPU_BIN"],
-           "--gpus", str(GPUS), "--steps", str(STEPS), "--slow-factor", SLOW_FACTOR] + flags
+    cmd = [scaleprof, "run", "--sim", "-o", trace] + (["--nproc", str(nproc)] if nproc > 1 else [])
+    cmd += ["--", os.environ["MULTIGPU_BIN"], "--gpus", str(GPUS // nproc), "--steps", str(STEPS),
+            "--slow-factor", SLOW_FACTOR] + flags
     env = dict(os.environ)
     env["SIM_TRUTH"] = os.path.join(base, "truth")
     with open(os.path.join(base, "run.log"), "w") as log:
@@ -87,14 +92,20 @@ def run_job(name, flags):
     return base, json.loads(p.stdout), text
 
 
-def load_truth(base):
+def load_truth(base, nproc):
+    """Every truth line, each tagged with its process's pid (`pid`): device
+    numbers are per process."""
     lines = []
-    for path in glob.glob(os.path.join(base, "truth", "*.jsonl")):
+    paths = glob.glob(os.path.join(base, "truth", "*.jsonl"))
+    for path in paths:
         with open(path) as f:
-            lines += [json.loads(l) for l in f if l.strip()]
-    procs = [l for l in lines if l["type"] == "process"]
-    if len(procs) != 1:
-        raise Failure("truth: %d processes, expected 1" % len(procs))
+            mine = [json.loads(l) for l in f if l.strip()]
+        pid = [l["pid"] for l in mine if l["type"] == "process"][0]
+        for l in mine:
+            l["pid"] = pid
+        lines += mine
+    if len(paths) != nproc:
+        raise Failure("truth: %d processes, expected %d" % (len(paths), nproc))
     return lines
 
 
@@ -122,26 +133,33 @@ def analyzed(seq):
     return SKIPPED_STEPS <= seq // CALLS_PER_STEP < STEPS
 
 
-def check(name, flags):
-    slow = int(flags[flags.index("--slow-device") + 1])
-    base, rep, text = run_job(name, flags)
-    truth = load_truth(base)
+def check(name, nproc, flags):
+    base, rep, text = run_job(name, nproc, flags)
+    truth = load_truth(base, nproc)
     colls = [l for l in truth if l["type"] == "collective"]
-    device_of = {}
+    device_of, where = {}, {}
     for c in colls:
-        if device_of.setdefault(c["rank"], c["device"]) != c["device"]:
+        if where.setdefault(c["rank"], (c["pid"], c["device"])) != (c["pid"], c["device"]):
             raise Failure("truth: rank %d ran collectives on two devices" % c["rank"])
+        device_of[c["rank"]] = c["device"]
+    if "--slow-device" in flags:
+        slow_rank = None
+        slow = int(flags[flags.index("--slow-device") + 1])
+    else:
+        slow_rank = int(flags[flags.index("--slow-rank") + 1])
+        slow = device_of[slow_rank]
     check_recording(base, colls)
     overview = [l for l in text.splitlines() if "recorded by" in l]
     print("  %s" % (overview[0].strip() if overview else "(no overview line)"))
 
     lay = rep.get("layout", {})
-    if (rep["ranks"], lay.get("processes"), lay.get("gpus"), lay.get("multi_rank_processes")) != (GPUS, 1, GPUS, 1):
-        raise Failure("layout: %d ranks, %s; expected %d ranks in 1 process (%d GPUs)"
-                      % (rep["ranks"], lay, GPUS, GPUS))
-    if lay.get("text") != "%d ranks in 1 process (%d GPUs)" % (GPUS, GPUS):
-        raise Failure("layout text %r" % lay.get("text"))
-    if not any("holds %d ranks" % GPUS in w for w in rep["warnings"]):
+    if (rep["ranks"], lay.get("processes"), lay.get("gpus"), lay.get("multi_rank_processes")) != (GPUS, nproc, GPUS, nproc):
+        raise Failure("layout: %d ranks, %s; expected %d ranks in %d process(es) (%d GPUs)"
+                      % (rep["ranks"], lay, GPUS, nproc, GPUS))
+    want_text = "%d ranks in %d process%s (%d GPUs)" % (GPUS, nproc, "" if nproc == 1 else "es", GPUS)
+    if lay.get("text") != want_text:
+        raise Failure("layout text %r, expected %r" % (lay.get("text"), want_text))
+    if not any("holds %d ranks" % (GPUS // nproc) in w for w in rep["warnings"]):
         raise Failure("no warning that the process's host-side events are shared: %s" % rep["warnings"])
 
     per_rank = {r["rank"]: r for r in rep["per_rank"]}
@@ -175,9 +193,9 @@ def check(name, flags):
     for k in truth:
         if (k["type"] == "kernel" and not k["name"].startswith("ncclDevKernel")
                 and k["start_ns"] >= first_t and k["end_ns"] <= last_t):
-            kern[k["device"]] += (k["end_ns"] - k["start_ns"]) / 1e6
+            kern[(k["pid"], k["device"])] += (k["end_ns"] - k["start_ns"]) / 1e6
     for rank, dev in sorted(device_of.items()):
-        want = kern[dev] / steps
+        want = kern[where[rank]] / steps
         r = per_rank[rank]
         got = r["breakdown"]["compute"] * r["step_ms"]
         print("  rank %d (GPU %d): compute %.3f ms/step, truth %.3f" % (rank, dev, got, want))
@@ -191,9 +209,9 @@ def check(name, flags):
         if max(c["last_arrive_ns"] - c["arrive_ns"] for c in inst) > 0:
             last[max(inst, key=lambda c: c["arrive_ns"])["rank"]] += 1
     truth_rank = last.most_common(1)[0][0]
-    if device_of[truth_rank] != slow:
-        raise Failure("truth: rank %d arrives last, on device %d, not the slowed %d"
-                      % (truth_rank, device_of[truth_rank], slow))
+    if device_of[truth_rank] != slow or slow_rank not in (None, truth_rank):
+        raise Failure("truth: rank %d arrives last, on device %d, not the slowed one"
+                      % (truth_rank, device_of[truth_rank]))
     fs = [f for f in rep["findings"] if f["cause"] == "straggler"]
     if fs:
         print("  finding: straggler [%s] ranks %s: %s" % (fs[0]["severity"], fs[0]["ranks"], fs[0]["evidence"]))
@@ -214,7 +232,7 @@ def main():
         return 0
     name = sys.argv[1]
     try:
-        check(name, SCENARIOS[name])
+        check(name, *SCENARIOS[name])
     except Failure as e:
         print("FAIL %s: %s" % (name, e))
         return 1

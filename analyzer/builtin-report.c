@@ -231,8 +231,9 @@ static void text_overview(const struct sp_model *m)
         printf("  recorded by libscaleprof.so");
     else
         printf("  imported (%s)", m->source);
-    printf(": %d rank%s (one GPU each) on %d host%s", m->nranks, m->nranks == 1 ? "" : "s", m->nhosts,
-           m->nhosts == 1 ? "" : "s");
+    char layout[128];
+    sp_model_layout_text(m, layout, sizeof layout);
+    printf(": %s on %d host%s", layout, m->nhosts, m->nhosts == 1 ? "" : "s");
     if (m->nhosts > 1)
         printf("\n  host clocks aligned to within ~%.0f us", m->skew_us);
     int base = m->step_number0;
@@ -264,6 +265,8 @@ static int rank_suffix(const struct sp_model *m, const struct sp_rank *r, int ho
 {
     int w = snprintf(out, len, " %7.2f ms/step  host %-*s", sp_model_rank_step_ms(m, r), host_w,
                      m->hosts[r->host]);
+    if (r->shared > 1 && w > 0 && (size_t)w < len) /* one of several GPUs of its process */
+        w += snprintf(out + w, len - (size_t)w, "  GPU %d", r->device);
     if (r->nhelpers > 0 && w > 0 && (size_t)w < len)
         w += snprintf(out + w, len - (size_t)w, "  %d loader proc%s", r->nhelpers, r->nhelpers == 1 ? "" : "s");
     while (w > 0 && out[w - 1] == ' ')
@@ -569,6 +572,15 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
     for (int h = 0; h < m->nhosts; h++)
         sp_json_str(&j, NULL, m->hosts[h]);
     sp_json_close(&j, ']');
+    char layout[128];
+    sp_model_layout_text(m, layout, sizeof layout);
+    sp_json_open(&j, "layout", '{');
+    sp_json_int(&j, "ranks", m->nranks);
+    sp_json_int(&j, "processes", m->rank_procs);
+    sp_json_int(&j, "gpus", m->gpus);
+    sp_json_int(&j, "multi_rank_processes", m->multi_rank_procs);
+    sp_json_str(&j, "text", layout);
+    sp_json_close(&j, '}');
     sp_json_open(&j, "missing_ranks", '[');
     for (int i = 0; i < m->nmissing; i++)
         sp_json_int(&j, NULL, m->missing_ranks[i]);
@@ -605,6 +617,11 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
         sp_json_str(&j, "host", m->hosts[r->host]);
         sp_json_num(&j, "step_ms", sp_model_rank_step_ms(m, r));
         sp_json_int(&j, "helper_processes", r->nhelpers);
+        if (r->shared > 1)
+            sp_json_int(&j, "device", r->device);
+        else
+            sp_json_null(&j, "device");
+        sp_json_int(&j, "ranks_in_process", r->shared);
         json_breakdown(&j, "breakdown", b);
         sp_json_close(&j, '}');
     }

@@ -232,6 +232,17 @@ int64_t sp_model_global(const struct sp_model *m, const struct sp_rank *r, int64
     return t + (m->host_offset ? m->host_offset[r->host] : 0);
 }
 
+void sp_model_layout_text(const struct sp_model *m, char *out, size_t len)
+{
+    int n = m->nranks, p = m->rank_procs;
+    if (p == n)
+        snprintf(out, len, "%d rank%s in %d process%s (one GPU each)", n, n == 1 ? "" : "s", p,
+                 p == 1 ? "" : "es");
+    else
+        snprintf(out, len, "%d rank%s in %d process%s (%d GPUs)", n, n == 1 ? "" : "s", p,
+                 p == 1 ? "" : "es", m->gpus);
+}
+
 double sp_model_rank_step_ms(const struct sp_model *m, const struct sp_rank *r)
 {
     double sum = 0;
@@ -428,6 +439,7 @@ void sp_model_free(struct sp_model *m)
         free(f->tids);
         free(f->kseq);
         free(f->pauses);
+        free(f->devranks);
     }
     for (int i = 0; i < m->nwarnings; i++) {
         if (m->warnings[i] != m->warn_base[i])

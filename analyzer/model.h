@@ -102,6 +102,7 @@ struct sp_coll_call {
     uint8_t timing;         /* enum sp_coll_timing */
     uint8_t matched;        /* found on every participant */
     uint32_t dtype;         /* ncclDataType_t as recorded (hang.c's desync check) */
+    int32_t device;         /* the GPU it ran on, -1 unknown */
 };
 enum sp_coll_timing { SP_TIMING_HOST = 0, SP_TIMING_FALLBACK, SP_TIMING_GPU };
 
@@ -152,6 +153,9 @@ struct sp_tid_mark { uint32_t tid; int64_t last_t, max_t, lag; uint64_t count; }
 struct sp_kernel_rec { uint32_t name, stream; int64_t start, end; };
 /* CPU samples of one process: first and last, for its busy fraction. */
 struct sp_cpu_span { int64_t t0, t1; uint64_t ns0, ns1; uint64_t busy_sum, nsamples; uint32_t ncores; };
+/* One rank a process holds: the device it drives and its rank, both from
+ * the communicator (docs/analysis.md, "Ranks"). */
+struct sp_dev_rank { int32_t device, rank; };
 struct sp_file_rec {
     char *path;
     int ok;                 /* opened as a trace */
@@ -172,11 +176,20 @@ struct sp_file_rec {
     struct sp_span *pauses; size_t npauses; /* recording paused (control file) */
     int64_t pause_open;     /* pass 1: a stop not yet followed by a start, else -1 */
     int helper;             /* attached to its rank through the ppid chain */
+    /* A process that drives several GPUs (one thread and group calls, a
+     * thread per GPU, JAX): the ranks it holds, one per device, ascending
+     * by rank; NULL (0) when it holds at most one. */
+    struct sp_dev_rank *devranks;
+    int ndevranks;
 };
 
 struct sp_rank {
     int rank;
     int host;               /* index into model hosts */
+    /* When its process holds several ranks: the device whose GPU events
+     * are this rank's, and how many ranks share the process (and so its
+     * host-side events); device -1 and shared 1 otherwise. */
+    int device, shared;
     int nfiles, nhelpers;   /* own processes, helper processes attached */
     struct sp_file_rec **files; /* own files, in start order */
     int64_t first_t, last_t;
@@ -271,6 +284,9 @@ struct sp_model {
     char source[64];        /* "preload", "import:kineto", ... */
     uint32_t flags_any;     /* SP_FLAG_* seen on any rank file */
     int world_size;
+    /* How the job was laid out: processes that hold a rank, GPUs (ranks
+     * with a GPU of their own), processes among them that hold several. */
+    int rank_procs, gpus, multi_rank_procs;
     struct sp_rank *ranks;  /* sorted by rank */
     int nranks;
     char (*hosts)[256];
@@ -330,6 +346,10 @@ void sp_model_free(struct sp_model *m);
  * spans 1 only those spanning hosts, 0 only those within a host, -1 all.
  * *transfer_ms (when not NULL) receives their summed transfer time. */
 double sp_model_busbw(const struct sp_model *m, int spans, double *transfer_ms);
+
+/* How the job was laid out, for people: "4 ranks in 1 process (4 GPUs)",
+ * "8 ranks in 8 processes (one GPU each)". */
+void sp_model_layout_text(const struct sp_model *m, char *out, size_t len);
 
 /* Per-rank view helpers for the verbs. */
 double sp_model_rank_step_ms(const struct sp_model *m, const struct sp_rank *r);

@@ -76,6 +76,8 @@ struct rank_pass {
     int hint;               /* step of the previous interval */
     int64_t max_call;       /* longest NCCL call, for the call search */
     struct sp_file_rec *f;
+    int device;             /* GPU events of this device only (a process of
+                               several ranks), -1 all */
     struct thread_seen *th; /* per tid of f, same index as f->tids */
     size_t last_tid;
     struct ivec spare[SPARE_MAX];
@@ -564,6 +566,8 @@ static void on_event(struct rank_pass *rp, const struct sp_event *ev)
     int64_t t = (int64_t)ev->t;
     switch (ev->type) {
     case SP_EV_GPU:
+        if (rp->device >= 0 && ev->gpu.device != rp->device)
+            break; /* another rank's GPU: counted for its thread below */
         if (ev->gpu.kind == SP_GPU_KERNEL)
             add_interval(rp, t, t + (int64_t)ev->gpu.dur, I_COMPUTE);
         else if (ev->gpu.kind == SP_GPU_MEMCPY || ev->gpu.kind == SP_GPU_MEMSET)
@@ -600,8 +604,9 @@ static void on_event(struct rank_pass *rp, const struct sp_event *ev)
  * decoding it. */
 static int pass2_open(void *ctx, struct sp_reader *rd)
 {
-    (void)ctx;
-    sp_reader_set_fields(rd, SP_EV_GPU, SP_FIELD_BIT(gpu, kind));
+    const struct rank_pass *rp = ctx;
+    sp_reader_set_fields(rd, SP_EV_GPU,
+                         SP_FIELD_BIT(gpu, kind) | (rp->device >= 0 ? SP_FIELD_BIT(gpu, device) : 0));
     sp_reader_set_fields(rd, SP_EV_CUDA, SP_FIELD_BIT(cuda, api));
     sp_reader_set_fields(rd, SP_EV_IO, SP_FIELD_BIT(io, op) | SP_FIELD_BIT(io, fd_kind));
     sp_reader_set_fields(rd, SP_EV_WAIT, SP_FIELD_BIT(wait, op) | SP_FIELD_BIT(wait, fd_kind));
@@ -646,7 +651,8 @@ static void classify_rank(int i, void *arg)
 {
     struct sp_model *m = arg;
     struct sp_rank *r = &m->ranks[i];
-    struct rank_pass rp = {.m = m, .r = r, .lo = m->step_lo, .hi = m->step_hi < r->nsteps ? m->step_hi : r->nsteps};
+    struct rank_pass rp = {.m = m, .r = r, .lo = m->step_lo, .hi = m->step_hi < r->nsteps ? m->step_hi : r->nsteps,
+                           .device = r->shared > 1 ? r->device : -1};
     if (rp.hi <= rp.lo)
         return;
     rp.next_open = rp.lo;

@@ -366,7 +366,13 @@ static void straggler_finding(struct sp_model *m, const struct sp_replay *rp, do
         if (rp->straggler_set[i])
             f->ranks[f->nranks++] = m->ranks[i].rank;
     char who[96];
-    if (f->nranks == 1)
+    const struct sp_rank *one = NULL;
+    for (int i = 0; f->nranks == 1 && i < m->nranks; i++)
+        if (m->ranks[i].rank == f->ranks[0])
+            one = &m->ranks[i];
+    if (one && one->shared > 1) /* a GPU of a process that drives several */
+        snprintf(who, sizeof who, "rank %d (GPU %d)", one->rank, one->device);
+    else if (f->nranks == 1)
         snprintf(who, sizeof who, "rank %d", f->ranks[0]);
     else
         snprintf(who, sizeof who, "the %d ranks of one communicator", f->nranks);

@@ -54,7 +54,7 @@ static void *vec_push(struct vec *v, size_t elt)
 
 /* ---- per-file reading ---- */
 
-struct kernel { int64_t start, end; uint64_t stream, corr; int used; };
+struct kernel { int64_t start, end; uint64_t stream, corr; int32_t device; int used; };
 struct open_mark { int64_t t; int matched; int64_t num; };
 struct tid_stack { uint32_t tid; int depth; struct open_mark m[MAX_MARK_DEPTH]; };
 
@@ -62,6 +62,12 @@ struct tid_stack { uint32_t tid; int depth; struct open_mark m[MAX_MARK_DEPTH]; 
  * launched as one kernel when the group ends. */
 #define MAX_GROUP_THREADS 16
 struct group_state { uint32_t tid; int depth; uint32_t id; };
+
+/* The communicator ranks a process was given (init and split), from which
+ * the ranks it holds are found at the end of the file. */
+#define MAX_HELD 256
+#define NCCL_RESULT_IN_PROGRESS 7 /* ncclInProgress: a non-blocking init */
+struct held { uint64_t comm; int64_t nranks, rank, device; };
 
 struct file_scan {
     struct sp_file_rec *f;
@@ -72,6 +78,8 @@ struct file_scan {
     struct group_state groups[MAX_GROUP_THREADS];
     int ngroups;
     uint32_t next_group;
+    struct held held[MAX_HELD];
+    int nheld;
 };
 
 /* Single-GPU step detection needs the compute kernels' names in order;
@@ -235,6 +243,7 @@ static void on_nccl(struct file_scan *s, const struct sp_event *ev)
     c->peer = (int32_t)n->peer;
     c->peer_seq = (uint32_t)n->peer_seq;
     c->group = group;
+    c->device = (int32_t)n->device;
     c->inst = c->node = -1;
     c->host_t = (int64_t)ev->t;
     if (n->gpu_start && n->gpu_dur) {
@@ -297,6 +306,50 @@ static void on_cpu(struct sp_file_rec *f, const struct sp_event *ev)
     c->ncores = (uint32_t)ev->cpu.ncores;
 }
 
+static void note_held(struct file_scan *s, const struct sp_event *ev)
+{
+    const struct sp_ev_comm *c = &ev->comm;
+    if ((c->kind != SP_COMM_INIT && c->kind != SP_COMM_SPLIT) || c->nranks == 0 || c->rank < 0 ||
+        c->device < 0 || (c->result != 0 && c->result != NCCL_RESULT_IN_PROGRESS) ||
+        s->nheld == MAX_HELD)
+        return;
+    s->held[s->nheld++] = (struct held){c->comm, (int64_t)c->nranks, c->rank, c->device};
+}
+
+static int cmp_devrank(const void *a, const void *b)
+{
+    const struct sp_dev_rank *x = a, *y = b;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* The ranks a process holds: its ranks in the largest communicator it
+ * joined (the world), one per device.  Kept only when there are several:
+ * a process with one GPU is its rank as before. */
+static void find_devranks(struct file_scan *s)
+{
+    const struct held *world = NULL;
+    for (int i = 0; i < s->nheld; i++)
+        if (!world || s->held[i].nranks > world->nranks)
+            world = &s->held[i];
+    if (!world)
+        return;
+    struct sp_dev_rank dr[MAX_HELD];
+    int n = 0;
+    for (int i = 0; i < s->nheld; i++) {
+        const struct held *h = &s->held[i];
+        int seen = 0;
+        for (int j = 0; j < n; j++)
+            seen |= dr[j].device == h->device || dr[j].rank == h->rank;
+        if (h->comm == world->comm && !seen)
+            dr[n++] = (struct sp_dev_rank){(int32_t)h->device, (int32_t)h->rank};
+    }
+    if (n < 2 || !(s->f->devranks = malloc((size_t)n * sizeof dr[0])))
+        return;
+    qsort(dr, (size_t)n, sizeof dr[0], cmp_devrank);
+    memcpy(s->f->devranks, dr, (size_t)n * sizeof dr[0]);
+    s->f->ndevranks = n;
+}
+
 static void on_event(struct file_scan *s, const struct sp_reader *r, const struct sp_event *ev)
 {
     struct sp_file_rec *f = s->f;
@@ -313,6 +366,7 @@ static void on_event(struct file_scan *s, const struct sp_reader *r, const struc
             drop_kernel_seq(s);
         break;
     case SP_EV_COMM:
+        note_held(s, ev);
         if (f->comm_rank < 0 && ev->comm.nranks > 0 && ev->comm.rank >= 0 &&
             (ev->comm.kind == SP_COMM_INIT || ev->comm.kind == SP_COMM_SPLIT) &&
             f->world_size > 0 && ev->comm.nranks == (uint64_t)f->world_size)
@@ -326,7 +380,8 @@ static void on_event(struct file_scan *s, const struct sp_reader *r, const struc
         if (ev->gpu.kind == SP_GPU_NCCL_KERNEL) {
             struct kernel *k = vec_push(&s->kernels, sizeof *k);
             if (k)
-                *k = (struct kernel){t, t + (int64_t)ev->gpu.dur, ev->gpu.stream, ev->gpu.correlation, 0};
+                *k = (struct kernel){t, t + (int64_t)ev->gpu.dur, ev->gpu.stream, ev->gpu.correlation,
+                                     (int32_t)ev->gpu.device, 0};
         } else if (ev->gpu.kind == SP_GPU_KERNEL) {
             on_kernel(s, ev);
         }
@@ -403,11 +458,8 @@ static size_t unit_end(const struct sp_coll_call *c, size_t nc, size_t i)
  * calls taking one kernel.  When the calls' and kernels' stream numbers
  * never meet (a runtime that names streams differently), order over all
  * streams is the best left. */
-static void match_kernels(struct file_scan *s)
+static void match_kernels_in(struct sp_coll_call *c, size_t nc, struct kernel *k, size_t nk)
 {
-    struct sp_coll_call *c = s->calls.p;
-    struct kernel *k = s->kernels.p;
-    size_t nc = s->calls.n, nk = s->kernels.n;
     if (!nk)
         return;
     for (size_t i = 0; i < nc; i++)
@@ -447,13 +499,52 @@ static void match_kernels(struct file_scan *s)
     }
 }
 
+static int cmp_call_device(const void *a, const void *b)
+{
+    const struct sp_coll_call *x = a, *y = b;
+    return (x->device > y->device) - (x->device < y->device);
+}
+
+static int cmp_kernel_device(const void *a, const void *b)
+{
+    const struct kernel *x = a, *y = b;
+    return (x->device > y->device) - (x->device < y->device);
+}
+
+/* A process that drives several GPUs matches each device's calls with
+ * that device's kernels: stream order means nothing across devices. */
+static void match_kernels(struct file_scan *s)
+{
+    struct sp_coll_call *c = s->calls.p;
+    struct kernel *k = s->kernels.p;
+    size_t nc = s->calls.n, nk = s->kernels.n;
+    if (!s->f->ndevranks) {
+        match_kernels_in(c, nc, k, nk);
+        return;
+    }
+    qsort(c, nc, sizeof *c, cmp_call_device);
+    qsort(k, nk, sizeof *k, cmp_kernel_device);
+    for (size_t i = 0, j = 0; i < nc;) {
+        size_t ie = i, je;
+        while (ie < nc && c[ie].device == c[i].device)
+            ie++;
+        while (j < nk && k[j].device < c[i].device)
+            j++;
+        for (je = j; je < nk && k[je].device == c[i].device;)
+            je++;
+        match_kernels_in(c + i, ie - i, k + j, je - j);
+        i = ie;
+        j = je;
+    }
+}
+
 /* Pass 1 reads every event, but of the many (kernels, their launches)
  * it keeps little: a launch's time, a kernel's kind and what matches an
  * NCCL kernel to its call or names a single-GPU step.  The reader leaves
  * the rest of those types unread (their columns are never touched). */
 #define PASS1_GPU_FIELDS                                                       \
     (SP_FIELD_BIT(gpu, kind) | SP_FIELD_BIT(gpu, stream) | SP_FIELD_BIT(gpu, name) |       \
-     SP_FIELD_BIT(gpu, correlation))
+     SP_FIELD_BIT(gpu, correlation) | SP_FIELD_BIT(gpu, device))
 static void ask_pass1_fields(struct sp_reader *r)
 {
     sp_reader_set_fields(r, SP_EV_CUDA, 0);
@@ -526,6 +617,7 @@ static void scan_file(struct sp_file_rec *f, const regex_t *re)
         if (asprintf(&f->diag, "%s: not readable as a trace (%s)", f->path, sp_strerror(err)) < 0)
             f->diag = NULL;
     }
+    find_devranks(&s);
     match_kernels(&s);
     f->calls = s.calls.p;
     f->ncalls = s.calls.n;
@@ -633,6 +725,8 @@ static struct sp_rank *rank_slot(struct sp_model *m, int rank)
     r->rank = rank;
     r->host = -1;
     r->machine_busy = -1;
+    r->device = -1;
+    r->shared = 1;
     return r;
 }
 
@@ -653,7 +747,9 @@ static int cmp_call_start(const void *a, const void *b)
     return (x->start > y->start) - (x->start < y->start);
 }
 
-static int append_file(struct sp_rank *r, struct sp_file_rec *f)
+/* Appends f's calls to r: all of them (device -1), or those that ran on
+ * the device when f's process holds several ranks. */
+static int append_file(struct sp_rank *r, struct sp_file_rec *f, int device)
 {
     void *p = realloc(r->files, (size_t)(r->nfiles + 1) * sizeof *r->files);
     void *c = realloc(r->calls, (r->ncalls + f->ncalls + 1) * sizeof *r->calls);
@@ -667,9 +763,15 @@ static int append_file(struct sp_rank *r, struct sp_file_rec *f)
     if (!p || !c || !k)
         return -1;
     r->files[r->nfiles++] = f;
-    if (f->ncalls)
-        memcpy(r->calls + r->ncalls, f->calls, f->ncalls * sizeof *f->calls);
-    r->ncalls += f->ncalls;
+    if (device >= 0) {
+        for (size_t i = 0; i < f->ncalls; i++)
+            if (f->calls[i].device == device)
+                r->calls[r->ncalls++] = f->calls[i];
+    } else {
+        if (f->ncalls)
+            memcpy(r->calls + r->ncalls, f->calls, f->ncalls * sizeof *f->calls);
+        r->ncalls += f->ncalls;
+    }
     if (f->nmarks)
         memcpy(r->marks + r->nmarks, f->marks, f->nmarks * sizeof *f->marks);
     r->nmarks += f->nmarks;
@@ -758,6 +860,58 @@ static void rank_unranked_gpu_processes(struct sp_model *m)
     free(gpu);
 }
 
+/* A process that holds several ranks becomes each of them: a rank gets
+ * the GPU events of its device and the NCCL calls of its communicator
+ * rank (pass 1 split them by device), and shares the process's host-side
+ * events (CUDA calls, waits, input) with the others. */
+static void attach_shared(struct sp_model *m, struct sp_file_rec *f)
+{
+    char list[256];
+    size_t used = 0;
+    list[0] = 0;
+    for (int i = 0; i < f->ndevranks; i++) {
+        struct sp_rank *r = rank_slot(m, f->devranks[i].rank);
+        if (!r)
+            continue;
+        r->device = f->devranks[i].device;
+        r->shared = f->ndevranks;
+        add_input_evidence(r, f);
+        if (r->host < 0)
+            r->host = host_index(m, f->host);
+        append_file(r, f, r->device);
+        if (used + 32 < sizeof list)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%d on GPU %d", i ? ", " : "",
+                                     f->devranks[i].rank, f->devranks[i].device);
+    }
+    m->flags_any |= f->flags;
+    if (!m->source[0] || strcmp(f->source, "preload"))
+        snprintf(m->source, sizeof m->source, "%s", f->source);
+    m->multi_rank_procs++;
+    sp_model_warn(m, "process %d on %s holds %d ranks (%s): each GPU event goes to the rank of its "
+                     "device, each NCCL call to the rank of its communicator rank; its host-side "
+                     "events (CUDA calls, waits, input) are shared by those ranks",
+                  (int)f->pid, f->host, f->ndevranks, list);
+}
+
+/* Processes that hold a rank, each counted once (a rank's process may
+ * have left more than one file: exec). */
+static int count_rank_procs(const struct sp_model *m)
+{
+    int n = 0;
+    for (int i = 0; i < m->nfrecs; i++) {
+        const struct sp_file_rec *f = &m->frecs[i];
+        if (!f->ok || f->helper || f->rank < 0)
+            continue;
+        int dup = 0;
+        for (int j = 0; j < i && !dup; j++) {
+            const struct sp_file_rec *g = &m->frecs[j];
+            dup = g->ok && !g->helper && g->rank >= 0 && g->pid == f->pid && !strcmp(g->host, f->host);
+        }
+        n += !dup;
+    }
+    return n;
+}
+
 static void group_files(struct sp_model *m)
 {
     int unowned = 0;
@@ -774,6 +928,12 @@ static void group_files(struct sp_model *m)
             m->world_size = f->world_size;
         if (f->rank < 0)
             continue;
+        if (f->ndevranks > 1 && !helper) {
+            f->rank = f->devranks[0].rank;
+            m->gpu_events += f->gpu_events;
+            attach_shared(m, f);
+            continue;
+        }
         struct sp_rank *r = rank_slot(m, f->rank);
         if (!r)
             continue;
@@ -790,7 +950,7 @@ static void group_files(struct sp_model *m)
         m->flags_any |= f->flags;
         if (!m->source[0] || strcmp(f->source, "preload"))
             snprintf(m->source, sizeof m->source, "%s", f->source);
-        append_file(r, f);
+        append_file(r, f, -1);
     }
     /* a process that is an ancestor of a rank's (torchrun, scaleprof run,
      * mpirun) is the launcher, not a lost file */
@@ -808,6 +968,8 @@ static void group_files(struct sp_model *m)
     if (unowned)
         sp_model_warn(m, "%d process file(s) belong to no rank (no rank in header, no "
                          "communicator, no ranked parent): not analyzed", unowned);
+    m->rank_procs = count_rank_procs(m);
+    m->gpus = m->nranks;
     if (m->nranks)
         qsort(m->ranks, (size_t)m->nranks, sizeof *m->ranks, cmp_rank);
     for (int i = 0; i < m->nranks; i++) {

@@ -2,7 +2,10 @@
  * nccl.c: communicators of the simulated libnccl.so.2, and the library's
  * errors and version.
  *
- * Ranks are processes (or, with ncclCommInitAll, devices of one process).
+ * Ranks are processes, or devices of one process: ncclCommInitAll, one
+ * thread per device, or ncclCommInitRank per device inside a group (the
+ * join is immediate there; the wait for the peers is at the outermost
+ * ncclGroupEnd, nccl_group.c).
  * ncclGetUniqueId makes 128 random bytes; the application passes them to
  * every rank, which joins the shared segment named after their hash and,
  * like real NCCL, blocks in init until all nranks have joined.  The hash in
@@ -142,7 +145,14 @@ static ncclResult_t sim_comm_init(ncclComm_t *comm, int nranks, ncclUniqueId id,
     ncclResult_t r = sim_comm_join(&c, &id, nranks, rank, device);
     if (r != ncclSuccess)
         return r;
-    sim_shm_wait_joined(c);
+    if (sim_nccl_in_group()) { /* the peers may be made by this thread next */
+        if (sim_nccl_defer_init(c) != 0) {
+            sim_comm_unref(c);
+            return sim_nccl_set_error(ncclSystemError, "out of memory");
+        }
+    } else {
+        sim_shm_wait_joined(c);
+    }
     *comm = (ncclComm_t)c;
     return ncclSuccess;
 }

@@ -537,12 +537,42 @@ ncclResult_t pncclGroupStart(void)
     return ncclSuccess;
 }
 
+/* Communicators made by ncclCommInitRank inside a group (one thread making
+ * the ranks of several devices, nccl-tests -g): they have joined, and the
+ * wait for their peers happens at the outermost ncclGroupEnd, as in NCCL. */
+static _Thread_local struct sim_comm **sim_group_inits;
+static _Thread_local int sim_group_ninits, sim_group_init_cap;
+
+int sim_nccl_in_group(void) { return sim_group_depth > 0; }
+
+int sim_nccl_defer_init(struct sim_comm *c)
+{
+    if (sim_group_ninits == sim_group_init_cap) {
+        int cap = sim_group_init_cap ? 2 * sim_group_init_cap : 8;
+        struct sim_comm **n = realloc(sim_group_inits, (size_t)cap * sizeof *n);
+        if (!n)
+            return -1;
+        sim_group_inits = n;
+        sim_group_init_cap = cap;
+    }
+    sim_group_inits[sim_group_ninits++] = c;
+    return 0;
+}
+
+static void sim_group_finish_inits(void)
+{
+    for (int i = 0; i < sim_group_ninits; i++)
+        sim_shm_wait_joined(sim_group_inits[i]);
+    sim_group_ninits = 0;
+}
+
 ncclResult_t pncclGroupEnd(void)
 {
     if (sim_group_depth == 0)
         return sim_nccl_set_error(ncclInvalidUsage, "ncclGroupEnd without ncclGroupStart");
     if (--sim_group_depth > 0)
         return ncclSuccess;
+    sim_group_finish_inits();
     return sim_group_flush();
 }
 

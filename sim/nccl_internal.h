@@ -86,5 +86,9 @@ ncclResult_t sim_nccl_set_error(ncclResult_t r, const char *fmt, ...);
 
 /* nccl_group.c */
 size_t sim_nccl_type_size(ncclDataType_t t);
+/* Inside ncclGroupStart..End on this thread; a communicator whose init
+ * waits for its peers at the outermost ncclGroupEnd (-1: out of memory). */
+int sim_nccl_in_group(void);
+int sim_nccl_defer_init(struct sim_comm *c);
 
 #endif

@@ -52,6 +52,7 @@ struct run_opts {
     int nproc;  /* 0: one process, no rank variables */
     int nnodes;
     int sim;
+    int force;  /* --force: add to a directory that holds traces already */
     char **cmd;
 };
 
@@ -72,6 +73,8 @@ static void usage(FILE *f)
             "  --master-port P    MASTER_PORT for the ranks (default " DEFAULT_MASTER_PORT ")\n"
             "  --sim              use the stand-in CUDA/NCCL/CUPTI libraries (no GPU needed)\n"
             "  --preload LIB      the recorder library (default: found beside scaleprof)\n"
+            "  --force            record into DIR although it holds traces already (the\n"
+            "                     runs then mix in one report)\n"
             "  -h, --help         this text\n"
             "\n"
             "Then: scaleprof report DIR\n");
@@ -366,12 +369,13 @@ static int launch_and_wait(const struct run_opts *o)
 
 static int parse(int argc, char **argv, struct run_opts *o)
 {
-    enum { OPT_NPROC = 256, OPT_NNODES, OPT_SIM, OPT_PRELOAD, OPT_PORT };
+    enum { OPT_NPROC = 256, OPT_NNODES, OPT_SIM, OPT_PRELOAD, OPT_PORT, OPT_FORCE };
     static const struct option longopts[] = {
         {"output", required_argument, 0, 'o'},     {"nproc", required_argument, 0, OPT_NPROC},
         {"nnodes", required_argument, 0, OPT_NNODES}, {"sim", no_argument, 0, OPT_SIM},
         {"preload", required_argument, 0, OPT_PRELOAD},
         {"master-port", required_argument, 0, OPT_PORT}, {"help", no_argument, 0, 'h'},
+        {"force", no_argument, 0, OPT_FORCE},
         {0, 0, 0, 0},
     };
     const char *env_dir = getenv("SCALEPROF_DIR");
@@ -393,6 +397,7 @@ static int parse(int argc, char **argv, struct run_opts *o)
         case OPT_SIM: o->sim = 1; break;
         case OPT_PRELOAD: o->preload = optarg; break;
         case OPT_PORT: o->master_port = optarg; break;
+        case OPT_FORCE: o->force = 1; break;
         case 'h': usage(stdout); exit(0);
         default: return 0;
         }
@@ -422,11 +427,45 @@ static int parse(int argc, char **argv, struct run_opts *o)
     return 1;
 }
 
+/* *.sprof files under dir (a few levels down), to refuse mixing runs. */
+static int traces_in(const char *dir, int depth)
+{
+    DIR *d = depth < 4 ? opendir(dir) : NULL;
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        size_t l = strlen(e->d_name);
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
+            continue;
+        struct stat st;
+        if (lstat(path, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode))
+            n += traces_in(path, depth + 1);
+        else if (l > 6 && !strcmp(e->d_name + l - 6, ".sprof"))
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct run_opts o;
     if (!parse(argc, argv, &o)) {
         usage(stderr);
+        return EXIT_USAGE;
+    }
+    int old = o.force ? 0 : traces_in(o.dir, 0);
+    if (old) {
+        fprintf(stderr, "scaleprof run: %s already holds %d trace file(s) of an earlier run: a report of it "
+                        "would mix the two runs.  Give another -o DIR, remove the old traces, or --force to "
+                        "add to them\n", o.dir, old);
         return EXIT_USAGE;
     }
     char outdir[PATH_MAX], rdv[PATH_MAX];
@@ -435,6 +474,11 @@ int cmd_run(int argc, char **argv)
     int worst = launch_and_wait(&o);
     if (rdv[0])
         remove_flat_dir(rdv);
+    if (worst == EXIT_LAUNCH && !traces_in(outdir, 0)) {
+        /* the command never started (not found, not executable): said above */
+        fprintf(stderr, "scaleprof run: %s did not start: no traces\n", o.cmd[0]);
+        return worst;
+    }
     fprintf(stderr, "scaleprof: traces in %s\nscaleprof: next: scaleprof report %s\n", outdir,
             outdir);
     return worst;

@@ -544,6 +544,24 @@ def case_paused_recording():
         fail("collectives around the pause called incomplete")
 
 
+def case_run_refuses_mixing():
+    """A second run into the same directory is refused (a report would mix
+    the two runs) unless --force; a command that cannot start is said so,
+    without "next: scaleprof report"."""
+    d = os.path.join(TMP, "mixing")
+    first = subprocess.run([SCALEPROF, "run", "-o", d, "--", "true"], capture_output=True, text=True)
+    again = subprocess.run([SCALEPROF, "run", "-o", d, "--", "true"], capture_output=True, text=True)
+    forced = subprocess.run([SCALEPROF, "run", "-o", d, "--force", "--", "true"], capture_output=True, text=True)
+    print(f"  first {first.returncode}, again {again.returncode}: {again.stderr.strip()}, forced {forced.returncode}")
+    if first.returncode != 0 or again.returncode != 2 or "earlier run" not in again.stderr or forced.returncode != 0:
+        fail("a second run into a directory with traces should be refused, and --force allowed")
+    missing = subprocess.run([SCALEPROF, "run", "-o", os.path.join(TMP, "never"), "--", "/nonexistent/cmd"],
+                             capture_output=True, text=True)
+    print(f"  missing command: {missing.returncode}: {missing.stderr.strip()}")
+    if missing.returncode == 0 or "next:" in missing.stderr or "did not start" not in missing.stderr:
+        fail("a command that cannot start should be said so, with no next step")
+
+
 def case_man_pages_clean():
     """The man pages render cleanly: no control characters in their
     sources (a literal form feed showed as "Bscaleprof reportR"), and every

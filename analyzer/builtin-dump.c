@@ -140,12 +140,23 @@ static void header_json(FILE *out, const char *path, const struct sp_file_info *
     const struct {
         const char *key, *val;
     } texts[] = {{"host", in->host}, {"exe", in->exe}, {"argv", in->argv},
-                 {"source", in->source}, {"cuda_devices", in->cuda_devices}};
+                 {"source", in->source}, {"cuda_devices", in->cuda_devices}, {"run", in->run}};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         fprintf(out, ",\"%s\":", texts[i].key);
         json_string(out, texts[i].val);
     }
     fputs("}\n", out);
+}
+
+/* Header text as recorded, with control bytes (a terminal's escape
+ * sequences in an argv) shown as \xNN, never passed to the terminal. */
+static void text_escaped(FILE *out, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 32 || *p == 127)
+            fprintf(out, "\\x%02x", *p);
+        else
+            fputc(*p, out);
 }
 
 static void header_text(FILE *out, const char *path, const struct sp_file_info *in)
@@ -159,10 +170,24 @@ static void header_text(FILE *out, const char *path, const struct sp_file_info *
     fprintf(out, "#   rank %" PRId32 "  local_rank %" PRId32 "  world_size %" PRId32
                  "  local_world_size %" PRId32 "\n",
             h->rank, h->local_rank, h->world_size, h->local_world_size);
-    if (in->exe[0] || in->argv[0])
-        fprintf(out, "#   exe %s  argv %s\n", in->exe, in->argv);
-    if (in->source[0] || in->cuda_devices[0])
-        fprintf(out, "#   source %s  cuda_devices %s\n", in->source, in->cuda_devices);
+    if (in->exe[0] || in->argv[0]) {
+        fputs("#   exe ", out);
+        text_escaped(out, in->exe);
+        fputs("  argv ", out);
+        text_escaped(out, in->argv);
+        fputc('\n', out);
+    }
+    if (in->source[0] || in->cuda_devices[0] || in->run[0]) {
+        fputs("#   source ", out);
+        text_escaped(out, in->source);
+        fputs("  cuda_devices ", out);
+        text_escaped(out, in->cuda_devices);
+        if (in->run[0]) {
+            fputs("  run ", out);
+            text_escaped(out, in->run);
+        }
+        fputc('\n', out);
+    }
     fprintf(out, "#   start mono %" PRIu64 " real %" PRIu64 "  end mono %" PRIu64 " real %" PRIu64
                  "%s\n",
             h->start_mono, h->start_real, h->end_mono, h->end_real,

@@ -50,6 +50,7 @@ static const char usage_text[] =
     "                          (steps_detail: step time and the seven categories)\n"
     "  --csv                   print that per-step table as CSV instead\n"
     "  --rank R                show only rank R in the per-rank view and breakdown\n"
+    "  --run ID                the traces of run ID only, when DIR holds several runs\n"
     "  --steps A:B             analyze steps A to B, both included (step numbers\n"
     "                          as the report prints them; overrides --skip)\n"
     "  --skip N                drop the first N warm-up steps (default 3)\n"
@@ -565,6 +566,10 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
     sp_json_int(&j, "schema_version", SP_REPORT_SCHEMA_VERSION);
     sp_json_str(&j, "version", SCALEPROF_VERSION);
     sp_json_str(&j, "dir", m->dir);
+    if (m->run[0])
+        sp_json_str(&j, "run", m->run);
+    else
+        sp_json_null(&j, "run");
     sp_json_str(&j, "source", m->source);
     sp_json_int(&j, "ranks", m->nranks);
     sp_json_int(&j, "world_size", m->world_size);
@@ -715,6 +720,7 @@ int cmd_report(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'J'},          {"rank", required_argument, NULL, 'r'},
+        {"run", required_argument, NULL, 'R'},
         {"per-step", no_argument, NULL, 'P'},      {"csv", no_argument, NULL, 'V'},
         {"steps", required_argument, NULL, 's'},   {"skip", required_argument, NULL, 'k'},
         {"step-marker", required_argument, NULL, 'm'},
@@ -765,6 +771,7 @@ int cmd_report(int argc, char **argv)
                 return SP_EXIT_USAGE;
             break;
         case 'C': color = 0; break;
+        case 'R': o.run = optarg; break;
         case 'h': fputs(usage_text, stdout); return 0;
         case '?':
             if (optopt)

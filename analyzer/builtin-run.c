@@ -32,6 +32,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <dirent.h>
 
@@ -212,6 +213,11 @@ static int set_common_env(const struct run_opts *o, char *outdir, size_t outlen,
         return 0;
     prepend_env("LD_PRELOAD", lib, ':');
     setenv("SCALEPROF_DIR", outdir, 1);
+    /* every process of this run writes the same identity into its trace */
+    char run[64], host[64] = "";
+    gethostname(host, sizeof host - 1);
+    snprintf(run, sizeof run, "%s-%d-%lld", host[0] ? host : "host", (int)getpid(), (long long)time(NULL));
+    setenv("SCALEPROF_RUN_ID", run, 1);
     setenv("CUDA_INJECTION64_PATH", lib, 0);
     setenv("NVTX_INJECTION64_PATH", lib, 0);
     if (o->sim) {

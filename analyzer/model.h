@@ -79,6 +79,7 @@ struct sp_model_opts {
     double samples_per_step; /* per GPU, 0 unknown */
     int threads;             /* reader threads, 0 = min(cores, 8) */
     int progress;            /* progress lines on stderr after a second */
+    const char *run;         /* --run ID: only this run's traces; NULL all */
 };
 void sp_model_opts_default(struct sp_model_opts *o);
 
@@ -161,6 +162,7 @@ struct sp_file_rec {
     int ok;                 /* opened as a trace */
     char host[256], source[64];
     int32_t pid, ppid, hdr_rank, comm_rank, world_size, rank; /* rank: resolved */
+    char run[64];           /* the run's identity from the header, "" unknown */
     uint32_t flags;
     int64_t start_mono, start_real, first_t, last_t;
     uint64_t events, dropped, gpu_events;
@@ -327,6 +329,9 @@ struct sp_model {
     uint64_t gpu_events;    /* GPU activity records on the ranks' own files */
     struct sp_file_rec *frecs;
     int nfrecs, files_bad;
+    char run[64];           /* the run analyzed ("" when the traces name none) */
+    int runs_found;         /* distinct runs in the directory (refused when > 1 without --run) */
+    int files_other_runs;   /* files of other runs left out (--run) */
 };
 
 /* Opens the trace set under dir: finds the *.sprof files (recursively),

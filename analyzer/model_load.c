@@ -564,6 +564,7 @@ static int pass1_open(void *ctx, struct sp_reader *r)
     snprintf(f->source, sizeof f->source, "%s", info->source[0] ? info->source : "preload");
     f->pid = info->hdr.pid;
     f->ppid = info->hdr.ppid;
+    snprintf(f->run, sizeof f->run, "%s", info->run);
     f->hdr_rank = info->hdr.rank;
     f->world_size = info->hdr.world_size;
     f->flags = info->hdr.flags;
@@ -1068,6 +1069,66 @@ static void warn_losses(struct sp_model *m)
         sp_model_warn(m, "source %s records no CPU samples: loader CPU saturation is unknown", m->source);
 }
 
+/* One run at a time: the traces name their run (SP_TLV_RUN); a directory
+ * holding several is refused unless --run says which, and files of other
+ * runs are then left out.  Files that name none (older traces, imports)
+ * go with any run. */
+static int choose_run(struct sp_model *m)
+{
+    char runs[8][64];
+    int counts[8] = {0}, n = 0, more = 0;
+    for (int i = 0; i < m->nfrecs; i++) {
+        const struct sp_file_rec *f = &m->frecs[i];
+        if (!f->ok || !f->run[0])
+            continue;
+        int k = 0;
+        while (k < n && strcmp(runs[k], f->run))
+            k++;
+        if (k == n) {
+            if (n == 8) {
+                more++;
+                continue;
+            }
+            snprintf(runs[n++], sizeof runs[0], "%s", f->run);
+        }
+        counts[k]++;
+    }
+    m->runs_found = n + more;
+    if (m->opts.run) {
+        int kept = 0;
+        for (int i = 0; i < m->nfrecs; i++) {
+            struct sp_file_rec *f = &m->frecs[i];
+            if (f->ok && f->run[0] && strcmp(f->run, m->opts.run)) {
+                f->ok = 0; /* another run's: left out, not damaged */
+                m->files_other_runs++;
+            } else if (f->ok) {
+                kept++;
+            }
+        }
+        snprintf(m->run, sizeof m->run, "%s", m->opts.run);
+        if (m->files_other_runs)
+            sp_model_warn(m, "--run %s: %d file(s) of other runs left out", m->opts.run, m->files_other_runs);
+        if (!kept) {
+            sp_model_warn(m, "--run %s: no trace of that run under %s", m->opts.run, m->dir);
+            return -1;
+        }
+        return 0;
+    }
+    if (n + more > 1) {
+        char list[512];
+        size_t used = 0;
+        for (int k = 0; k < n && used < sizeof list - 80; k++)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s (%d files)", k ? ", " : "", runs[k],
+                                     counts[k]);
+        sp_model_warn(m, "%s holds traces of %d runs: %s%s; a report of them together would mix the runs: "
+                         "choose one with --run ID", m->dir, n + more, list, more ? ", ..." : "");
+        return -1;
+    }
+    if (n == 1)
+        snprintf(m->run, sizeof m->run, "%s", runs[0]);
+    return 0;
+}
+
 int sp_model_load(struct sp_model *m)
 {
     char **pv;
@@ -1109,6 +1170,8 @@ int sp_model_load(struct sp_model *m)
     sp_model_parallel(m, m->nfrecs, scan_one, &job);
     pthread_mutex_destroy(&job.lock);
     regfree(&job.re);
+    if (choose_run(m) < 0)
+        return -1;
     group_files(m);
     warn_losses(m);
     if (!m->nranks) {

@@ -225,6 +225,7 @@ static void parse_tlvs(struct sp_reader *r, const uint8_t *page, size_t page_len
         case SP_TLV_CUDA_DEVICES:
             copy_text(in->cuda_devices, sizeof in->cuda_devices, v, len, 0);
             break;
+        case SP_TLV_RUN: copy_text(in->run, sizeof in->run, v, len, 0); break;
         default: break; /* unknown feature: skip */
         }
         at += (SP_TLV_HEAD + (size_t)len + SP_TLV_ALIGN - 1) / SP_TLV_ALIGN * SP_TLV_ALIGN;

@@ -416,6 +416,8 @@ long sp_decode_event(const uint8_t *p, const uint8_t *end, struct sp_event *ev,
 #define SP_TLV_CUDA_DEVICES 4 /* text: visible device list */
 #define SP_TLV_SOURCE 5     /* text: "preload", "import:kineto", ... */
 #define SP_TLV_ENV 6        /* KEY=VALUE\0... of the launcher variables kept */
+#define SP_TLV_RUN 16       /* text: the run's identity, the same in every process
+                               of one job (SCALEPROF_RUN_ID) */
 
 /* The header page.  Little endian; numbers that change after creation are
  * updated in place through the shared mapping (atomically where a reader of
@@ -566,6 +568,7 @@ struct sp_file_info {
     char source[64];
     char cuda_devices[256];
     int closed;            /* SP_FLAG_CLOSED was set */
+    char run[64];          /* SP_TLV_RUN, "" in traces without it */
 };
 
 struct sp_reader_stats {

@@ -91,6 +91,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "interpose.h"
@@ -360,6 +361,28 @@ static void make_dir_absolute(void)
         setenv("SCALEPROF_DIR", g_cfg.dir, 1); /* the exec interposers pass it on */
 }
 
+/* The run's identity: the launcher's (scaleprof run sets it), else the
+ * first process of a plain LD_PRELOAD job makes one (host, pid, time) and
+ * exports it, so that every process of the job - forked, exec'd, spawned
+ * (the exec interposers pass SCALEPROF_* on) - writes the same one into
+ * its header, and a report never mixes two runs written into one
+ * directory. */
+static void run_identity(void)
+{
+    const char *id = getenv("SCALEPROF_RUN_ID");
+    if (id && *id) {
+        snprintf(g_cfg.run, sizeof g_cfg.run, "%s", id);
+        return;
+    }
+    char host[64] = "";
+    gethostname(host, sizeof host - 1);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(g_cfg.run, sizeof g_cfg.run, "%s-%d-%lld", host[0] ? host : "host", (int)getpid(),
+             (long long)ts.tv_sec);
+    setenv("SCALEPROF_RUN_ID", g_cfg.run, 1);
+}
+
 static void load_config(void)
 {
     if (g_cfg_loaded)
@@ -374,6 +397,8 @@ static void load_config(void)
     g_cfg.cupti = env_switch("SCALEPROF_CUPTI", 1);
     g_cfg.follow = env_switch("SCALEPROF_FOLLOW", 1);
     g_cfg.quiet = env_switch("SCALEPROF_QUIET", 0);
+    if (g_cfg.enabled)
+        run_identity();
     g_cfg_loaded = 1;
 }
 
@@ -679,6 +704,7 @@ static void fill_header(struct sp_writer *w, const char *host)
     }
     add_text_tlv(w, SP_TLV_CUDA_DEVICES, getenv("CUDA_VISIBLE_DEVICES"));
     add_text_tlv(w, SP_TLV_SOURCE, "preload");
+    add_text_tlv(w, SP_TLV_RUN, g_cfg.run);
     add_env_tlv(w);
 }
 

@@ -194,6 +194,7 @@ struct sp_config {
     int cupti;            /* SCALEPROF_CUPTI: 0 or 1 (default) */
     int follow;           /* SCALEPROF_FOLLOW: 0 or 1 (default) */
     int quiet;            /* SCALEPROF_QUIET: 0 (default) or 1 */
+    char run[64];         /* SCALEPROF_RUN_ID, else made by the job's first process */
 };
 #define SP_CPU_HZ_MAX 1000 /* samples a second at most */
 const struct sp_config *sp_config(void);

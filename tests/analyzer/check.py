@@ -555,6 +555,16 @@ def case_run_refuses_mixing():
     print(f"  first {first.returncode}, again {again.returncode}: {again.stderr.strip()}, forced {forced.returncode}")
     if first.returncode != 0 or again.returncode != 2 or "earlier run" not in again.stderr or forced.returncode != 0:
         fail("a second run into a directory with traces should be refused, and --force allowed")
+    # the two runs' traces carry different identities: report refuses to mix them
+    mixed = subprocess.run([SCALEPROF, "report", d], capture_output=True, text=True)
+    print(f"  report of both: {mixed.returncode}: {mixed.stderr.strip()[:300]}")
+    ids = re.findall(r"([\w.-]+-\d+-\d+) \(\d+ files?\)", mixed.stderr)
+    if mixed.returncode == 0 or "2 runs" not in mixed.stderr or len(ids) != 2 or "--run" not in mixed.stderr:
+        fail("a directory holding two runs should be refused, naming both")
+    one = subprocess.run([SCALEPROF, "report", d, "--run", ids[0]], capture_output=True, text=True)
+    print(f"  --run {ids[0]}: {one.returncode}: {one.stderr.strip()[:200]}")
+    if "runs:" in one.stderr or "holds traces of" in one.stderr:
+        fail("--run should pick one run")
     missing = subprocess.run([SCALEPROF, "run", "-o", os.path.join(TMP, "never"), "--", "/nonexistent/cmd"],
                              capture_output=True, text=True)
     print(f"  missing command: {missing.returncode}: {missing.stderr.strip()}")

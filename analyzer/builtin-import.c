@@ -65,8 +65,9 @@ static int import_one(const char *path, const struct sp_import_opts *opts, int q
     if (rc) {
         fprintf(stderr, "scaleprof import: %s\n", err);
         if (sum.out_path[0])
-            fprintf(stderr, "scaleprof import: kept the %llu events before the error in %s\n",
-                    (unsigned long long)sum.events, sum.out_path);
+            fprintf(stderr, "scaleprof import: kept the %llu events %s in %s\n",
+                    (unsigned long long)sum.events,
+                    sum.read.err[0] ? "before the error" : "converted", sum.out_path);
     }
     fflush(stdout);
     return rc ? 1 : 0;

@@ -18,6 +18,17 @@
 #define SP_IMPORT_HOST "imported" /* Kineto traces do not name their host */
 #define SP_IMPORT_SKIP_KINDS 16   /* distinct skipped categories counted by name */
 
+/* Bounds on what one input may make (docs/import.md).  Past one, the
+ * conversion goes on without the excess, and fails at the end with a
+ * message naming the bound, how much was left out and the byte of the
+ * JSON text where it began.  The reader's own bounds (depth, token
+ * length) stop the conversion where they are passed. */
+#define SP_IMPORT_NAMES_MAX 49152  /* distinct kernel and step names */
+#define SP_IMPORT_NAME_BYTES (4u << 20) /* their text, in the trace's string arena */
+#define SP_IMPORT_COMMS_MAX 1024   /* communicators (process groups) */
+#define SP_IMPORT_RANKS_MAX 1048576 /* distributedInfo world_size */
+enum sp_import_bound { SP_BOUND_NAMES, SP_BOUND_COMMS, SP_BOUND_RANKS, SP_BOUNDS };
+
 struct sp_import_opts {
     const char *outdir;
     int force; /* replace an existing output file */
@@ -33,6 +44,10 @@ struct sp_import_summary {
         char cat[32];
         uint64_t n;
     } skipped[SP_IMPORT_SKIP_KINDS];
+    struct {
+        uint64_t n;      /* events (names, collectives, headers) left out */
+        uint64_t offset; /* byte of the first, in the JSON text */
+    } bounds[SP_BOUNDS];
     char out_path[4096 + 64]; /* DIR/<host>/<pid>.sprof */
     struct sp_kineto_meta meta;
     struct sp_kineto_result read;

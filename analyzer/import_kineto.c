@@ -593,8 +593,8 @@ static void bound_ranks(struct importer *im, struct sp_kineto_meta *meta)
     meta->rank = meta->world_size = -1;
 }
 
-static int finish_output(struct importer *im, const char *tmp, const char *hostdir,
-                         const struct sp_import_opts *opts, char *err, size_t errlen)
+static int finish_output(struct importer *im, const char *tmp, const char *hostdir, char *err,
+                         size_t errlen)
 {
     struct sp_import_summary *sum = im->sum;
     bound_ranks(im, &sum->meta);
@@ -608,7 +608,18 @@ static int finish_output(struct importer *im, const char *tmp, const char *hostd
     }
     sum->pid = im->main_pid >= 0 ? im->main_pid : 0;
     snprintf(sum->out_path, sizeof sum->out_path, "%s/%lld.sprof", hostdir, (long long)sum->pid);
-    return place_output(tmp, sum->out_path, opts->force, err, errlen);
+    snprintf(sum->tmp_path, sizeof sum->tmp_path, "%s", tmp);
+    return 0;
+}
+
+int sp_import_kineto_place(struct sp_import_summary *sum, const struct sp_import_opts *opts, char *err,
+                           size_t errlen)
+{
+    if (!sum->tmp_path[0])
+        return 0;
+    int rc = place_output(sum->tmp_path, sum->out_path, opts->force, err, errlen);
+    sum->tmp_path[0] = 0;
+    return rc;
 }
 
 /* Append to err one message per bound passed; returns how many. */
@@ -643,7 +654,16 @@ static int format_bounds(const struct sp_import_summary *sum, const char *in, ch
 int sp_import_kineto_file(const char *in, const struct sp_import_opts *opts,
                           struct sp_import_summary *sum, char *err, size_t errlen)
 {
-    static unsigned serial;
+    int rc = sp_import_kineto_convert(in, opts, sum, err, errlen);
+    if (sp_import_kineto_place(sum, opts, err, errlen))
+        return -1;
+    return rc;
+}
+
+int sp_import_kineto_convert(const char *in, const struct sp_import_opts *opts,
+                             struct sp_import_summary *sum, char *err, size_t errlen)
+{
+    static unsigned serial; /* atomic: conversions run in parallel */
     char hostdir[4096], tmp[4096 + 64];
     struct importer im;
     memset(sum, 0, sizeof *sum);
@@ -658,7 +678,8 @@ int sp_import_kineto_file(const char *in, const struct sp_import_opts *opts,
     snprintf(hostdir, sizeof hostdir, "%s/%s", opts->outdir, SP_IMPORT_HOST);
     if (make_dir(opts->outdir, err, errlen) || make_dir(hostdir, err, errlen))
         return -1;
-    snprintf(tmp, sizeof tmp, "%s/.import-%d-%u.tmp", hostdir, (int)getpid(), serial++);
+    snprintf(tmp, sizeof tmp, "%s/.import-%d-%u.tmp", hostdir, (int)getpid(),
+             __atomic_fetch_add(&serial, 1, __ATOMIC_RELAXED));
     unlink(tmp); /* a leftover of a crashed import with our pid */
     im.interned = calloc(INTERN_SLOTS, sizeof *im.interned);
     if (!im.interned) {
@@ -678,7 +699,7 @@ int sp_import_kineto_file(const char *in, const struct sp_import_opts *opts,
         unlink(tmp);
         rc = 0;
     } else {
-        rc = finish_output(&im, tmp, hostdir, opts, err, errlen);
+        rc = finish_output(&im, tmp, hostdir, err, errlen);
     }
     free(im.interned);
     if (rc)

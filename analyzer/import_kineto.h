@@ -49,6 +49,7 @@ struct sp_import_summary {
         uint64_t offset; /* byte of the first, in the JSON text */
     } bounds[SP_BOUNDS];
     char out_path[4096 + 64]; /* DIR/<host>/<pid>.sprof */
+    char tmp_path[4096 + 64]; /* converted, not yet placed there: "" once placed */
     struct sp_kineto_meta meta;
     struct sp_kineto_result read;
     int64_t pid;
@@ -60,6 +61,20 @@ struct sp_import_summary {
  * (sum->out_path says where) and -1 is returned. */
 int sp_import_kineto_file(const char *in, const struct sp_import_opts *opts,
                           struct sp_import_summary *sum, char *err, size_t errlen);
+
+/* The two halves of sp_import_kineto_file, for converting several files
+ * in parallel and placing their outputs in the order given (so that two
+ * inputs of one pid behave as they would one after the other):
+ * sp_import_kineto_convert writes a closed output under a temporary name
+ * (sum->tmp_path, when there is one; same returns and messages), and
+ * sp_import_kineto_place renames it to sum->out_path: 0, or -1 with err
+ * replaced (the name exists without opts->force, or the rename failed).
+ * Conversions share nothing and may run in any threads; placing is done
+ * by one thread. */
+int sp_import_kineto_convert(const char *in, const struct sp_import_opts *opts,
+                             struct sp_import_summary *sum, char *err, size_t errlen);
+int sp_import_kineto_place(struct sp_import_summary *sum, const struct sp_import_opts *opts, char *err,
+                           size_t errlen);
 
 /* Format the one-line summary ("imported N events: ...; skipped ..."). */
 void sp_import_format_summary(const struct sp_import_summary *sum, char *buf, size_t len);

@@ -414,6 +414,36 @@ def case_ddp_report_busbw(tmp):
           "allreduces with bytes and busbw_gbps > 0: %s" % colls)
 
 
+def case_parallel_same_as_sequential(tmp):
+    """Many files at once, one thread each: the same outputs, lines and status as one by one."""
+    inputs = [data(n) for n in sorted(os.listdir(DATA)) if ".json" in n]
+    inputs.append(data("nccl.json"))  # twice: the second finds the first's output
+    bad = os.path.join(tmp, "bad.json")
+    with open(bad, "w") as f:
+        f.write('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2}, {"ph"')
+    inputs.insert(2, bad)
+    results = {}
+    for jobs in (1, 4, 16):
+        out = os.path.join(tmp, "j%d" % jobs)
+        p = import_traces(out, *inputs, expect_rc=1, extra=("--jobs", str(jobs)))
+        files = {}
+        for d, _, names in os.walk(out):
+            for n in names:
+                with open(os.path.join(d, n), "rb") as f:
+                    files[os.path.relpath(os.path.join(d, n), out)] = f.read()
+        results[jobs] = (p.stdout.replace(out, "OUT"), p.stderr.replace(out, "OUT"), files)
+    one = results[1]
+    check(len(one[2]) >= 6, "outputs written: %s" % sorted(one[2]))
+    check("exists (use --force" in one[1], "the repeated input finds its output: %s" % one[1])
+    for jobs in (4, 16):
+        r = results[jobs]
+        check(r[0] == one[0], "-j %d prints the same lines:\n%s\nvs\n%s" % (jobs, r[0], one[0]))
+        check(r[1] == one[1], "-j %d says the same errors:\n%s\nvs\n%s" % (jobs, r[1], one[1]))
+        check(sorted(r[2]) == sorted(one[2]), "-j %d writes the same files" % jobs)
+        for name in one[2]:
+            check(r[2][name] == one[2][name], "-j %d: %s byte for byte" % (jobs, name))
+
+
 # ---- input bounds (docs/import.md, "Bounds") --------------------------------
 
 BOUND_DEPTH, BOUND_TOKEN = 1024, 1 << 20

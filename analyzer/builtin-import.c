@@ -131,7 +131,8 @@ static int finish_one(struct import_job *job, const struct sp_import_opts *opts,
 static int default_jobs(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > JOBS_MAX ? JOBS_MAX : (int)n;
+    return n < 1 ? 1 : n > JOBS_MAX ? JOBS_MAX
+                                    : (int)n;
 }
 
 /* Convert paths[0..n) on up to `jobs` threads; outputs placed and lines
@@ -185,9 +186,12 @@ int cmd_import(int argc, char **argv)
 {
     enum { OPT_STATS = 256 };
     static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'}, {"force", no_argument, NULL, 'f'},
-        {"stats", no_argument, NULL, OPT_STATS},  {"quiet", no_argument, NULL, 'q'},
-        {"jobs", required_argument, NULL, 'j'},   {"help", no_argument, NULL, 'h'},
+        {"output", required_argument, NULL, 'o'},
+        {"force", no_argument, NULL, 'f'},
+        {"stats", no_argument, NULL, OPT_STATS},
+        {"quiet", no_argument, NULL, 'q'},
+        {"jobs", required_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct sp_import_opts opts = {NULL, 0};

@@ -9,7 +9,8 @@
 #
 # Then files in parallel: 1, 2 and 16 files of PARALLEL_MB (default 32)
 # each, one call per count (one thread per file up to the CPUs), total
-# JSON MB/s and peak RSS, which should grow by under 10 MiB a thread.
+# JSON MB/s and peak RSS, which should grow by under 10 MiB a thread
+# (16 files are also run with --jobs 16 where there are fewer CPUs).
 # The files are one generated body behind a first line naming a
 # different pid each, so their outputs do not collide.
 #
@@ -84,4 +85,11 @@ for n in $PARALLEL_FILES; do
     # shellcheck disable=SC2086
     "$SCALEPROF" import kineto --stats -q $files -o "$work/par_$n" | tail -1 | sed "s/^stats:/$n file(s):/"
     rm -rf "$work/par_$n"
+    # More files than CPUs: also one thread per file, for the memory per thread.
+    if [ "$n" -gt "$(getconf _NPROCESSORS_ONLN)" ]; then
+        # shellcheck disable=SC2086
+        "$SCALEPROF" import kineto --stats -q --jobs "$n" $files -o "$work/par_$n" | tail -1 |
+            sed "s/^stats:/$n file(s), --jobs $n:/"
+        rm -rf "$work/par_$n"
+    fi
 done

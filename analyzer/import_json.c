@@ -509,9 +509,9 @@ static size_t scan_tokens(struct parser *p, const unsigned char *buf, size_t len
             if (j == len)
                 break;
             if (buf[j] == '\\') { /* the escaped byte is never the string's end */
-                t->len += 2;
+                t->len += j + 1 < len ? 2 : 1;
                 if (j + 1 == len)
-                    t->escaped = 1;
+                    t->escaped = 1; /* the next chunk's first byte */
                 i = j + 2;
                 continue;
             }

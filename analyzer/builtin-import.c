@@ -18,6 +18,7 @@
  */
 #include <getopt.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,11 +129,15 @@ static int finish_one(struct import_job *job, const struct sp_import_opts *opts,
     return job->rc ? 1 : 0;
 }
 
+/* The CPUs this process may run on (its affinity, as taskset or a
+ * container's cpuset leave it), else those online. */
 static int default_jobs(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > JOBS_MAX ? JOBS_MAX
-                                    : (int)n;
+    cpu_set_t set;
+    long n = sched_getaffinity(0, sizeof set, &set) ? sysconf(_SC_NPROCESSORS_ONLN) : CPU_COUNT(&set);
+    if (n > JOBS_MAX)
+        return JOBS_MAX;
+    return n < 1 ? 1 : (int)n;
 }
 
 /* Convert paths[0..n) on up to `jobs` threads; outputs placed and lines

@@ -14,7 +14,13 @@
 #                          run a job under the preload: suite 'recorded')
 #
 # Debian packages are installed only when missing (root or sudo needed then).
-# CUDA headers come from $CUDA_HOME or /usr/local/cuda (no GPU needed).
+# CUDA headers come from $CUDA_HOME or /usr/local/cuda (no GPU needed);
+# without them only the format, the analyzer and import are built and tested.
+#
+# Environment: SCALEPROF_WERROR=1 builds with -Werror (CI does);
+# SCALEPROF_MESON_OPTIONS adds meson options ("-Dcuda=enabled").  Both
+# apply to a build folder made earlier too: it is reconfigured when one
+# of its options differs.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
 
@@ -39,15 +45,54 @@ install_missing() {
         --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# The options this script asks of meson: werror from SCALEPROF_WERROR
+# (off unless 1: a build folder set up when werror was the default loses
+# it), then SCALEPROF_MESON_OPTIONS.
+meson_options() {
+    local werror=false
+    [ "${SCALEPROF_WERROR:-0}" = 1 ] && werror=true
+    # shellcheck disable=SC2086
+    printf '%s\n' "-Dwerror=$werror" ${SCALEPROF_MESON_OPTIONS:-}
+}
+
+# The options of $1 that differ from its build folder's, one per line.
+changed_options() {
+    meson introspect "$1" --buildoptions | python3 -c '
+import json, sys
+now = {o["name"]: o["value"] for o in json.load(sys.stdin)}
+for arg in sys.argv[1:]:
+    name, _, want = arg[2:].partition("=")
+    have = now.get(name)
+    have = str(have).lower() if isinstance(have, bool) else ",".join(have) if isinstance(have, list) else str(have)
+    if have != want:
+        print(arg)' "${@:2}"
+}
+
+# Set up build folder $1 with the options that follow, or bring one made
+# earlier to them; then build it.  Output only when something fails.
+setup_and_build() {
+    local dir=$1 log changed
+    shift
+    log=$(mktemp)
+    if [ ! -f "$dir/build.ninja" ]; then
+        meson setup "$dir" "$@" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; exit 1; }
+    else
+        changed=$(changed_options "$dir" "$@")
+        if [ -n "$changed" ]; then
+            echo "scaleprof.sh: reconfiguring $dir:" $changed >&2
+            # shellcheck disable=SC2086
+            meson configure "$dir" $changed >"$log" 2>&1 || { cat "$log"; rm -f "$log"; exit 1; }
+        fi
+    fi
+    ninja -C "$dir" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; exit 1; }
+    rm -f "$log"
+}
+
 build() {
     install_missing
-    local log
-    log=$(mktemp)
-    if [ ! -f "$BUILD/build.ninja" ]; then
-        meson setup "$BUILD" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; exit 1; }
-    fi
-    ninja -C "$BUILD" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; exit 1; }
-    rm -f "$log"
+    local opts
+    mapfile -t opts < <(meson_options)
+    setup_and_build "$BUILD" "${opts[@]}"
 }
 
 # Meson prints its own summary block; CI and people read one line.
@@ -78,9 +123,8 @@ test)
 sanitize)
     BUILD=${SCALEPROF_BUILD:-build-asan}
     install_missing
-    [ -f "$BUILD/build.ninja" ] ||
-        meson setup "$BUILD" -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
-    ninja -C "$BUILD" >/dev/null
+    mapfile -t opts < <(meson_options)
+    setup_and_build "$BUILD" -Db_sanitize=address,undefined -Db_lundef=false "${opts[@]}"
     rc=0
     ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         meson test -C "$BUILD" --print-errorlogs --suite format --suite analyzer --suite import \
@@ -93,7 +137,7 @@ demo)
     exec examples/demo.sh "$BUILD" "$@"
     ;;
 *)
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
     [ "$cmd" = "-h" ] || [ "$cmd" = "--help" ] || [ "$cmd" = "help" ]
     ;;
 esac

@@ -102,10 +102,14 @@ static void warn_size(const char *dir, double bytes, int gz)
 int cmd_export(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"output", required_argument, NULL, 'o'}, {"steps", required_argument, NULL, 's'},
-        {"ranks", required_argument, NULL, 'R'},  {"whatif", required_argument, NULL, 'W'},
-        {"skip", required_argument, NULL, 'k'},   {"step-marker", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"output", required_argument, NULL, 'o'},
+        {"steps", required_argument, NULL, 's'},
+        {"ranks", required_argument, NULL, 'R'},
+        {"whatif", required_argument, NULL, 'W'},
+        {"skip", required_argument, NULL, 'k'},
+        {"step-marker", required_argument, NULL, 'm'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     struct sp_model_opts o;
     sp_model_opts_default(&o);

@@ -82,7 +82,8 @@ static void bytes_text(uint64_t b, char *out, size_t len)
 
 static const char *proc_state(int s)
 {
-    return s == SP_HANG_CLOSED ? "closed" : s == SP_HANG_OPEN ? "open" : "killed";
+    return s == SP_HANG_CLOSED ? "closed" : s == SP_HANG_OPEN ? "open"
+                                                              : "killed";
 }
 
 static const char *proc_state_text(int s)

@@ -12,7 +12,9 @@
 /* How a run's work per GPU relates to the baseline's: the same (weak
  * scaling), shrunk as 1/N (strong: a fixed global batch), or the same GPU
  * count (A/B).  sp_scaling_name gives "weak", "strong", "same_gpus". */
-enum sp_scaling { SP_SCALING_WEAK, SP_SCALING_STRONG, SP_SCALING_AB };
+enum sp_scaling { SP_SCALING_WEAK,
+                  SP_SCALING_STRONG,
+                  SP_SCALING_AB };
 extern const char *const sp_scaling_name[];
 
 struct sp_cmp_run {

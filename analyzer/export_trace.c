@@ -38,7 +38,12 @@
 #define BYTES_PER_STEP 400.0
 #define NS_PER_MS 1e6
 
-enum track_kind { TRK_STEPS, TRK_COMM, TRK_STREAM, TRK_THREAD, TRK_IO, TRK_KINDS };
+enum track_kind { TRK_STEPS,
+                  TRK_COMM,
+                  TRK_STREAM,
+                  TRK_THREAD,
+                  TRK_IO,
+                  TRK_KINDS };
 /* Sort order of a track kind; a helper process's tracks follow the rank's. */
 static const int kind_sort[TRK_KINDS] = {0, 100, 1000, 10000, 20000};
 #define HELPER_SORT 100000
@@ -99,7 +104,9 @@ static void put_str(FILE *out, const char *s)
             putc(c, out);
             p++;
         } else {
-            int n = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+            int n = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0           ? 3
+                                            : c >= 0xc2 && c < 0xe0 ? 2
+                                                                    : 0;
             int ok = n > 0;
             for (int i = 1; ok && i < n; i++)
                 ok = (p[i] & 0xc0) == 0x80;
@@ -929,8 +936,8 @@ double sp_export_estimate(const struct sp_model *m, const struct sp_export_opts 
 int sp_export_whatif_cause(const char *name, char *names, size_t len)
 {
     static const int replayable[] = {
-        SP_CAUSE_STRAGGLER, SP_CAUSE_IMBALANCE,     SP_CAUSE_PIPELINE_STAGE, SP_CAUSE_INPUT,
-        SP_CAUSE_HOST,      SP_CAUSE_COMMUNICATION, SP_CAUSE_CROSS_NODE,     SP_CAUSE_UNEXPLAINED};
+        SP_CAUSE_STRAGGLER, SP_CAUSE_IMBALANCE, SP_CAUSE_PIPELINE_STAGE, SP_CAUSE_INPUT,
+        SP_CAUSE_HOST, SP_CAUSE_COMMUNICATION, SP_CAUSE_CROSS_NODE, SP_CAUSE_UNEXPLAINED};
     size_t used = 0;
     int found = -1;
     if (names && len) names[0] = 0;

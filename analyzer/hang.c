@@ -49,7 +49,7 @@
 #define MAX_HOST_VIEW 64    /* (thread, comm, stream) pairs followed per file for completions */
 #define MAX_HELPERS_READ 16 /* helper processes of a missing rank read, at most */
 #define CPU_BUSY 0.5        /* cores: a process this busy is computing or spinning */
-#define CPU_IDLE 0.1 /* below: asleep or blocked (the recorder's threads cost a few percent) */
+#define CPU_IDLE 0.1        /* below: asleep or blocked (the recorder's threads cost a few percent) */
 
 void sp_hang_opts_default(struct sp_hang_opts *o)
 {
@@ -59,8 +59,8 @@ void sp_hang_opts_default(struct sp_hang_opts *o)
 
 const char *sp_hang_dtype_name(uint32_t dtype)
 {
-    static const char *const names[] = {"int8",    "uint8",    "int32",   "uint32",
-                                        "int64",   "uint64",   "float16", "float32",
+    static const char *const names[] = {"int8", "uint8", "int32", "uint32",
+                                        "int64", "uint64", "float16", "float32",
                                         "float64", "bfloat16", "fp8e4m3", "fp8e5m2"};
     return dtype < sizeof names / sizeof names[0] ? names[dtype] : "?";
 }
@@ -808,7 +808,7 @@ static void read_one(int i, void *arg)
     p->end_t = file_global(s->m, s->f, file_end(s->f));
     if (p->gpu_end) p->gpu_end = file_global(s->m, s->f, p->gpu_end);
     p->state = (s->f->flags & SP_FLAG_CLOSED) ? SP_HANG_CLOSED
-               : sp_model_file_open(s->f)             ? SP_HANG_OPEN
+               : sp_model_file_open(s->f)     ? SP_HANG_OPEN
                                               : SP_HANG_KILLED;
     for (int k = 0; k < s->nrings; k++)
         free(s->rings[k].ev);

@@ -43,7 +43,7 @@
 struct sp_hang_opts {
     int events;        /* last events kept per thread (1..SP_HANG_EVENTS_MAX) */
     double min_hang_s; /* > 0: a fixed bar instead of the default rule */
-    int deep; /* read the files of the ranks concerned (the verb); 0: model only (report) */
+    int deep;          /* read the files of the ranks concerned (the verb); 0: model only (report) */
 };
 void sp_hang_opts_default(struct sp_hang_opts *o);
 
@@ -61,7 +61,9 @@ struct sp_hang_thread {
 };
 
 /* A process of a rank as the end of its trace shows it. */
-enum sp_hang_proc_state { SP_HANG_CLOSED, SP_HANG_KILLED, SP_HANG_OPEN };
+enum sp_hang_proc_state { SP_HANG_CLOSED,
+                          SP_HANG_KILLED,
+                          SP_HANG_OPEN };
 struct sp_hang_proc {
     int32_t pid;
     int helper; /* a loader worker or other child of the rank */
@@ -97,9 +99,9 @@ struct sp_hang_inst {
     int hung;   /* pending long enough to be a hang (else: the job was stopped while running) */
     int inside; /* every member entered it: stuck inside the collective */
     int *entered, nentered, *missing, nmissing, *absent, nabsent;
-    int absent_unnamed;  /* members with no trace whose ranks are unknown */
-    uint64_t last_done;  /* last instance of the communicator known complete, 0 none */
-    int64_t last_done_t; /* global end of it, 0 none */
+    int absent_unnamed;                      /* members with no trace whose ranks are unknown */
+    uint64_t last_done;                      /* last instance of the communicator known complete, 0 none */
+    int64_t last_done_t;                     /* global end of it, 0 none */
     uint64_t unconfirmed_lo, unconfirmed_hi; /* entered by all, completion not recorded; 0 none */
     int64_t first_entry_t,
         last_entry_t; /* global: first entry of this instance, last entry of any call on the comm */

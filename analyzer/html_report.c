@@ -30,11 +30,22 @@
 #define TOP_COLLECTIVES 8
 
 static const char *const cat_color[SP_CAT_EXCLUSIVE] = {
-    "#4c9a2a", "#2ab7ca", "#3367d6", "#d63b3b", "#e8a317", "#a64ca6", "#b0b0b0",
+    "#4c9a2a",
+    "#2ab7ca",
+    "#3367d6",
+    "#d63b3b",
+    "#e8a317",
+    "#a64ca6",
+    "#b0b0b0",
 };
 static const char *const cat_label[SP_CAT_EXCLUSIVE] = {
-    "compute",     "memory copy", "collective transfer", "collective wait",
-    "idle: input", "idle: host",  "idle: other",
+    "compute",
+    "memory copy",
+    "collective transfer",
+    "collective wait",
+    "idle: input",
+    "idle: host",
+    "idle: other",
 };
 /* one colour per rank line, cycled */
 static const char *const line_color[] = {
@@ -131,13 +142,17 @@ static double nice_step(double max, int ticks)
 {
     if (max <= 0) return 1;
     double raw = max / ticks, p = pow(10, floor(log10(raw))), f = raw / p;
-    return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p;
+    return (f <= 1 ? 1 : f <= 2 ? 2
+                     : f <= 5   ? 5
+                                : 10) *
+           p;
 }
 
 static int row_height(int n)
 {
     int h = n > 0 ? ROWS_TALL / n : ROW_MAX;
-    return h > ROW_MAX ? ROW_MAX : h < ROW_MIN ? ROW_MIN : h;
+    return h > ROW_MAX ? ROW_MAX : h < ROW_MIN ? ROW_MIN
+                                               : h;
 }
 
 static void svg_open(FILE *out, const char *id, const char *caption, int h)

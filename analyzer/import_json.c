@@ -17,6 +17,13 @@
  * plus yajl's token buffer (bounded by the longest token); an event is
  * delivered only when its map closed, so a truncated file never yields a
  * half-read event.
+ *
+ * Bounds: the depth is checked as maps and arrays open (a callback that
+ * stops yajl).  Token length cannot be: yajl calls back only once a token
+ * is whole, having buffered and re-scanned it at every chunk.  So each
+ * chunk is first scanned here for where strings and other tokens start
+ * and end (memchr for the closing quote, a byte loop outside strings),
+ * and only the bytes before a token passes SP_KINETO_TOKEN_MAX reach yajl.
  */
 #include "import_json.h"
 
@@ -27,7 +34,7 @@
 #include <zlib.h>
 
 #define CHUNK_BYTES (64 * 1024)
-#define MAX_DEPTH 64          /* deeper nesting is skipped, only counted */
+#define MAX_DEPTH 64          /* frames kept; deeper ones (to SP_KINETO_DEPTH_MAX) only counted */
 #define US_TO_NS_POW10 3
 #define GZIP_MAGIC0 0x1f
 #define GZIP_MAGIC1 0x8b
@@ -84,6 +91,14 @@ struct frame {
     enum key_id key; /* maps: the key of the next value */
 };
 
+/* Where the scan of the raw text is, across chunks. */
+struct token_scan {
+    int in_string;
+    uint64_t start; /* byte where the current token began */
+    uint64_t len;   /* its bytes so far; 0 outside any token */
+    int escaped;    /* in a string: the chunk ended on a backslash */
+};
+
 struct parser {
     struct frame stack[MAX_DEPTH];
     int depth; /* frames in use; beyond MAX_DEPTH only counted */
@@ -93,6 +108,11 @@ struct parser {
     sp_kineto_event_fn fn;
     void *ctx;
     int stopped; /* the callback asked to stop */
+    yajl_handle h;
+    uint64_t chunk_start; /* byte of the JSON text where the chunk being parsed begins */
+    char bound[96];       /* the bound that stopped reading, "" if none */
+    uint64_t bound_offset;
+    struct token_scan scan;
     unsigned char chunk[CHUNK_BYTES];
 };
 
@@ -355,17 +375,35 @@ static enum frame_kind child_kind(struct parser *p, int is_map)
     return F_SKIP;
 }
 
-static void push(struct parser *p, enum frame_kind kind)
+/* Byte of the JSON text just past the token being handled. */
+static uint64_t offset_now(const struct parser *p)
 {
+    return p->chunk_start + yajl_get_bytes_consumed(p->h);
+}
+
+/* Returns 0 (stop) when the new level would pass the depth bound. */
+static int push(struct parser *p, enum frame_kind kind)
+{
+    if (p->depth >= SP_KINETO_DEPTH_MAX) {
+        snprintf(p->bound, sizeof p->bound, "nesting deeper than %d maps and arrays",
+                 SP_KINETO_DEPTH_MAX);
+        p->bound_offset = offset_now(p) - 1;
+        return 0;
+    }
     if (p->depth < MAX_DEPTH)
         p->stack[p->depth] = (struct frame){kind, K_OTHER};
     p->depth++;
     if (kind == F_EVENTS)
         p->meta->saw_trace_events = 1;
-    if (kind == F_DIST)
+    if (kind == F_DIST) {
         p->meta->has_dist = 1;
-    if (kind == F_EVENT)
+        p->meta->dist_offset = offset_now(p) - 1;
+    }
+    if (kind == F_EVENT) {
         clear_event(&p->ev);
+        p->ev.offset = offset_now(p) - 1;
+    }
+    return 1;
 }
 
 /* Close a frame; returns 0 to go on, 0 also when the caller stopped us
@@ -405,8 +443,7 @@ static int on_string(void *ctx, const unsigned char *s, size_t len)
 static int on_start_map(void *ctx)
 {
     struct parser *p = ctx;
-    push(p, child_kind(p, 1));
-    return 1;
+    return push(p, child_kind(p, 1));
 }
 
 static int on_map_key(void *ctx, const unsigned char *s, size_t len)
@@ -423,14 +460,90 @@ static int on_end(void *ctx) { return pop(ctx); }
 static int on_start_array(void *ctx)
 {
     struct parser *p = ctx;
-    push(p, child_kind(p, 0));
-    return 1;
+    return push(p, child_kind(p, 0));
 }
 
 static const yajl_callbacks callbacks = {
     on_null, on_bool, NULL, NULL, on_number, on_string,
     on_start_map, on_map_key, on_end, on_start_array, on_end,
 };
+
+/* ---- token lengths ------------------------------------------------------------ */
+
+/* Outside strings: what a byte is to the token scan. */
+enum { B_TOKEN, B_DELIM, B_QUOTE };
+static const unsigned char byte_class[256] = {
+    [','] = B_DELIM, [':'] = B_DELIM, ['['] = B_DELIM, [']'] = B_DELIM, ['{'] = B_DELIM,
+    ['}'] = B_DELIM, [' '] = B_DELIM, ['\n'] = B_DELIM, ['\r'] = B_DELIM, ['\t'] = B_DELIM,
+    ['"'] = B_QUOTE,
+};
+
+static size_t token_too_long(struct parser *p, const char *what, size_t at)
+{
+    snprintf(p->bound, sizeof p->bound, "%s longer than %u bytes", what, SP_KINETO_TOKEN_MAX);
+    p->bound_offset = p->scan.start;
+    return at;
+}
+
+/* Scan buf (the JSON text from byte `base`) for token lengths: one pass,
+ * a tight loop per string and per run outside strings.  Returns len, or
+ * the index at which a token passes SP_KINETO_TOKEN_MAX (then p->bound
+ * says which and where it began). */
+static size_t scan_tokens(struct parser *p, const unsigned char *buf, size_t len, uint64_t base)
+{
+    struct token_scan *t = &p->scan;
+    size_t i = 0;
+    if (t->in_string && t->escaped && len) { /* an escape split across chunks */
+        t->escaped = 0;
+        t->len++;
+        i++;
+    }
+    while (i < len) {
+        size_t j = i;
+        if (t->in_string) {
+            while (j < len && buf[j] != '"' && buf[j] != '\\')
+                j++;
+            if (t->len + (j - i) > SP_KINETO_TOKEN_MAX)
+                return token_too_long(p, "a string", i + (size_t)(SP_KINETO_TOKEN_MAX - t->len));
+            t->len += j - i;
+            if (j == len)
+                break;
+            if (buf[j] == '\\') { /* the escaped byte is never the string's end */
+                t->len += j + 1 < len ? 2 : 1;
+                if (j + 1 == len)
+                    t->escaped = 1; /* the next chunk's first byte */
+                i = j + 2;
+                continue;
+            }
+            t->in_string = 0;
+            t->len = 0;
+            i = j + 1;
+            continue;
+        }
+        while (j < len && byte_class[buf[j]] == B_DELIM)
+            j++;
+        if (j > i)
+            t->len = 0;
+        i = j;
+        while (j < len && byte_class[buf[j]] == B_TOKEN)
+            j++;
+        if (j > i) {
+            if (t->len == 0)
+                t->start = base + i;
+            if (t->len + (j - i) > SP_KINETO_TOKEN_MAX)
+                return token_too_long(p, "a number or literal", i + (size_t)(SP_KINETO_TOKEN_MAX - t->len));
+            t->len += j - i;
+        }
+        if (j < len && byte_class[buf[j]] == B_QUOTE) {
+            t->in_string = 1;
+            t->start = base + j;
+            t->len = 0;
+            j++;
+        }
+        i = j;
+    }
+    return len;
+}
 
 /* ---- driving the parser ------------------------------------------------------ */
 
@@ -473,6 +586,20 @@ static void parse_error(yajl_handle h, const unsigned char *chunk, size_t len, u
         used = len;
     res->err_offset = chunk_start + used;
     locate(chunk, used, line, col, res);
+    if (p->bound[0]) {
+        /* A token holds no newline: its start is on the same line. */
+        if (p->bound_offset >= chunk_start)
+            locate(chunk, (size_t)(p->bound_offset - chunk_start), line, col, res);
+        else
+            res->err_col -= res->err_offset - p->bound_offset;
+        res->err_offset = p->bound_offset;
+        res->bound = 1;
+        snprintf(res->err, sizeof res->err,
+                 "%s: input bound: %s at byte %llu (line %llu, column %llu); see docs/import.md",
+                 path, p->bound, (unsigned long long)res->err_offset,
+                 (unsigned long long)res->err_line, (unsigned long long)res->err_col);
+        return;
+    }
     if (p->stopped) {
         if (!res->err[0])
             snprintf(res->err, sizeof res->err, "%s: stopped by the importer at byte %llu", path,
@@ -535,8 +662,10 @@ static int feed(gzFile in, yajl_handle h, const char *path, struct parser *p)
             }
             break;
         }
-        if (yajl_parse(h, chunk, (size_t)n) != yajl_status_ok) {
-            parse_error(h, chunk, (size_t)n, res->bytes, line, col, path, p);
+        size_t ok = scan_tokens(p, chunk, (size_t)n, res->bytes);
+        p->chunk_start = res->bytes;
+        if (yajl_parse(h, chunk, ok) != yajl_status_ok || ok < (size_t)n) {
+            parse_error(h, chunk, ok, res->bytes, line, col, path, p);
             return -1;
         }
         count_lines(chunk, (size_t)n, &line, &col);
@@ -574,6 +703,7 @@ int sp_kineto_read(const char *path, sp_kineto_event_fn fn, void *ctx,
         snprintf(res->err, sizeof res->err, "%s: out of memory", path);
         return -1;
     }
+    p->h = h;
     p->meta = meta;
     p->res = res;
     p->fn = fn;

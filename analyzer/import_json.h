@@ -17,6 +17,13 @@
  * result carries a message with the byte offset and line:column where
  * reading stopped.  Every event completed before that point has already
  * been delivered.
+ *
+ * Bounds (docs/import.md): nesting deeper than SP_KINETO_DEPTH_MAX, or one
+ * string, number or literal longer than SP_KINETO_TOKEN_MAX bytes, stops
+ * reading there with a message naming the bound.  yajl would otherwise
+ * keep one byte per open level and re-read a token split across chunks
+ * from its start at every chunk: memory linear and time quadratic in the
+ * input.
  */
 #ifndef SP_IMPORT_JSON_H
 #define SP_IMPORT_JSON_H
@@ -27,6 +34,8 @@
 #define SP_KINETO_NAME_MAX 4096 /* kernel names run to a few KiB */
 #define SP_KINETO_SHORT_MAX 128 /* cat, ph, dtype, collective, group names */
 #define SP_KINETO_DIM_MAX 3     /* grid and block are [x, y, z] */
+#define SP_KINETO_DEPTH_MAX 1024 /* open maps and arrays; Kineto writes 6 */
+#define SP_KINETO_TOKEN_MAX (1u << 20) /* bytes of one string or number */
 
 /* One element of traceEvents, flattened.  `has_*` says a field was seen;
  * numbers default to 0 and the signed ids to -1. */
@@ -55,6 +64,7 @@ struct sp_kineto_event {
     int64_t pg_rank;     /* this rank's index in "Process Group Ranks", -1 unknown */
     int has_seq;
     uint64_t seq;        /* args "Seq" */
+    uint64_t offset;     /* byte of the JSON text where the event's map opened */
 };
 
 /* Top-level facts; filled as they are met (Kineto writes distributedInfo
@@ -63,6 +73,7 @@ struct sp_kineto_meta {
     int has_dist;
     int64_t rank, world_size; /* -1 unknown */
     char backend[SP_KINETO_SHORT_MAX];
+    uint64_t dist_offset;     /* byte where distributedInfo opened */
     int has_base;
     uint64_t base_ns;         /* realtime ns = base_ns + ts_ns */
     int saw_trace_events;
@@ -75,6 +86,7 @@ struct sp_kineto_result {
     uint64_t err_offset;   /* byte offset of the error in the JSON text */
     uint64_t err_line, err_col;
     char err[1024];        /* "" when no error */
+    int bound;             /* reading stopped at one of the bounds above */
 };
 
 /* Called once per completed event; return 0 to go on, non-zero to stop

@@ -25,8 +25,10 @@
  * The output is written to a temporary name in DIR/<host>/ and renamed to
  * <pid>.sprof once the trace's pid is known; a failed import still leaves
  * a closed, readable file with the events before the failure.  Memory is
- * bounded: a fixed intern cache (names beyond it are interned again, which
- * only costs arena bytes) and a fixed table of communicators.
+ * bounded: a fixed intern cache, whose size is the bound on distinct names
+ * (a name past it is written as no name, 0), and a fixed table of
+ * communicators, the bound on them (the collectives of one more are not
+ * written: a report over 300k process groups took two minutes).
  */
 #include "import_kineto.h"
 
@@ -41,13 +43,13 @@
 #include "sprof.h"
 
 #define INTERN_SLOTS 65536         /* power of two; 1 MiB of cache */
-#define INTERN_FILL_MAX (INTERN_SLOTS / 4 * 3)
-#define COMMS_MAX 1024             /* communicators tracked for sequence numbers */
+#define INTERN_FILL_MAX SP_IMPORT_NAMES_MAX /* 3/4 of the slots */
+#define COMMS_MAX SP_IMPORT_COMMS_MAX
 #define DTYPE_UNKNOWN 255          /* datatype when the trace does not say */
 #define NS_PER_S 1000000000ull
 #define EPOCH_2000_NS (946684800ull * NS_PER_S)
 #define IMPORT_SLOT_COUNT 8        /* single thread, compression inline */
-#define IMPORT_STRINGS_BYTES (4u << 20) /* fixed file overhead; losses are counted */
+#define IMPORT_STRINGS_BYTES SP_IMPORT_NAME_BYTES /* fixed file overhead */
 #define FNV_OFFSET 0xcbf29ce484222325ull
 #define FNV_PRIME 0x100000001b3ull
 
@@ -80,6 +82,7 @@ struct importer {
     struct comm_seq comms[COMMS_MAX];
     size_t ncomms;
     int64_t main_pid;
+    uint64_t offset;   /* byte of the JSON text where the current event began */
     int lane;          /* the lane of the event being written */
     int have_time;
     uint64_t min_t, max_end;
@@ -220,6 +223,12 @@ static int is_dataloader_wait(const char *name)
 
 /* ---- writing ------------------------------------------------------------------ */
 
+static void over_bound(struct importer *im, enum sp_import_bound b)
+{
+    if (!im->sum->bounds[b].n++)
+        im->sum->bounds[b].offset = im->offset;
+}
+
 static uint32_t intern(struct importer *im, const char *s, size_t len)
 {
     uint64_t h = fnv1a(FNV_OFFSET, s, len) | 1; /* never 0: 0 marks empty */
@@ -229,12 +238,14 @@ static uint32_t intern(struct importer *im, const char *s, size_t len)
             return im->interned[i].id;
         i = (i + 1) & (INTERN_SLOTS - 1);
     }
-    uint32_t id = sp_writer_intern(im->w, s, len);
-    if (id && im->interned_n < INTERN_FILL_MAX) {
-        im->interned[i].hash = h;
-        im->interned[i].id = id;
-        im->interned_n++;
+    uint32_t id = im->interned_n < INTERN_FILL_MAX ? sp_writer_intern(im->w, s, len) : 0;
+    if (!id) {
+        over_bound(im, SP_BOUND_NAMES);
+        return 0;
     }
+    im->interned[i].hash = h;
+    im->interned[i].id = id;
+    im->interned_n++;
     return id;
 }
 
@@ -343,23 +354,19 @@ static uint64_t comm_id(const struct sp_kineto_event *k)
 
 /* Next sequence number on `comm`: the trace's "Seq" when it has one,
  * else a count of this communicator's kernels in trace order. */
-static uint64_t next_seq(struct importer *im, uint64_t comm, const struct sp_kineto_event *k)
+/* The communicator's sequence counter, added when there is room; NULL
+ * past SP_IMPORT_COMMS_MAX communicators. */
+static struct comm_seq *comm_entry(struct importer *im, uint64_t comm)
 {
-    struct comm_seq *c = NULL;
     for (size_t i = 0; i < im->ncomms; i++)
         if (im->comms[i].comm == comm)
-            c = &im->comms[i];
-    if (!c && im->ncomms < COMMS_MAX) {
-        c = &im->comms[im->ncomms++];
-        c->comm = comm;
-        c->last = 0;
-    }
-    if (k->has_seq) {
-        if (c)
-            c->last = k->seq;
-        return k->seq;
-    }
-    return c ? ++c->last : 0;
+            return &im->comms[i];
+    if (im->ncomms == COMMS_MAX)
+        return NULL;
+    struct comm_seq *c = &im->comms[im->ncomms++];
+    c->comm = comm;
+    c->last = 0;
+    return c;
 }
 
 static void write_nccl(struct importer *im, const struct sp_kineto_event *k, const struct sp_kineto_meta *meta)
@@ -369,7 +376,14 @@ static void write_nccl(struct importer *im, const struct sp_kineto_event *k, con
     int dtype = sp_import_dtype(k->dtype, &size);
     ev.nccl.dur = 0; /* the trace has no host-side call to time */
     ev.nccl.comm = comm_id(k);
-    ev.nccl.seq = next_seq(im, ev.nccl.comm, k);
+    struct comm_seq *c = comm_entry(im, ev.nccl.comm);
+    if (!c) {
+        over_bound(im, SP_BOUND_COMMS);
+        return;
+    }
+    /* args "Seq" when the trace has it, else this communicator's count. */
+    c->last = k->has_seq ? k->seq : c->last + 1;
+    ev.nccl.seq = c->last;
     ev.nccl.op = (uint64_t)sp_import_nccl_op(k->collective, k->name);
     ev.nccl.count = k->in_nelems;
     ev.nccl.datatype = dtype >= 0 ? (uint64_t)dtype : DTYPE_UNKNOWN;
@@ -471,6 +485,7 @@ static int on_event(void *ctx, const struct sp_kineto_event *k, const struct sp_
 {
     struct importer *im = ctx;
     int lane = classify(k);
+    im->offset = k->offset;
     if (im->main_pid < 0 && k->pid >= 0 && is_host_category(k->cat))
         im->main_pid = k->pid;
     if (lane < 0) {
@@ -565,10 +580,24 @@ static int place_output(const char *tmp, const char *final, int force, char *err
     return 0;
 }
 
-static int finish_output(struct importer *im, const char *tmp, const char *hostdir,
-                         const struct sp_import_opts *opts, char *err, size_t errlen)
+/* Rank and world size as the header can hold them: 0 <= rank < world_size
+ * <= SP_IMPORT_RANKS_MAX, or both unknown (-1). */
+static void bound_ranks(struct importer *im, struct sp_kineto_meta *meta)
+{
+    int64_t r = meta->rank, n = meta->world_size;
+    if (!meta->has_dist || (r == -1 && n == -1) ||
+        (n >= 1 && n <= SP_IMPORT_RANKS_MAX && r >= 0 && r < n))
+        return;
+    im->offset = meta->dist_offset;
+    over_bound(im, SP_BOUND_RANKS);
+    meta->rank = meta->world_size = -1;
+}
+
+static int finish_output(struct importer *im, const char *tmp, const char *hostdir, char *err,
+                         size_t errlen)
 {
     struct sp_import_summary *sum = im->sum;
+    bound_ranks(im, &sum->meta);
     struct clocks c = trace_clocks(im, &sum->meta);
     fill_header(im->w, im, &sum->meta, &c);
     int rc = sp_writer_close(im->w);
@@ -579,13 +608,62 @@ static int finish_output(struct importer *im, const char *tmp, const char *hostd
     }
     sum->pid = im->main_pid >= 0 ? im->main_pid : 0;
     snprintf(sum->out_path, sizeof sum->out_path, "%s/%lld.sprof", hostdir, (long long)sum->pid);
-    return place_output(tmp, sum->out_path, opts->force, err, errlen);
+    snprintf(sum->tmp_path, sizeof sum->tmp_path, "%s", tmp);
+    return 0;
+}
+
+int sp_import_kineto_place(struct sp_import_summary *sum, const struct sp_import_opts *opts, char *err,
+                           size_t errlen)
+{
+    if (!sum->tmp_path[0])
+        return 0;
+    int rc = place_output(sum->tmp_path, sum->out_path, opts->force, err, errlen);
+    sum->tmp_path[0] = 0;
+    return rc;
+}
+
+/* Append to err one message per bound passed; returns how many. */
+static int format_bounds(const struct sp_import_summary *sum, const char *in, char *err, size_t errlen)
+{
+    int n = 0;
+    for (int b = 0; b < SP_BOUNDS; b++) {
+        unsigned long long count = (unsigned long long)sum->bounds[b].n;
+        char line[256];
+        if (!count)
+            continue;
+        if (b == SP_BOUND_NAMES)
+            snprintf(line, sizeof line,
+                     "more than %d distinct names (or %u bytes of them): %llu events written without their name",
+                     SP_IMPORT_NAMES_MAX, SP_IMPORT_NAME_BYTES, count);
+        else if (b == SP_BOUND_COMMS)
+            snprintf(line, sizeof line,
+                     "more than %d communicators (process groups): %llu collectives not written (their kernels are)",
+                     SP_IMPORT_COMMS_MAX, count);
+        else
+            snprintf(line, sizeof line,
+                     "distributedInfo not within 0 <= rank < world_size <= %d: rank and world size written as unknown",
+                     SP_IMPORT_RANKS_MAX);
+        size_t used = strlen(err);
+        snprintf(err + used, errlen - used, "%s%s: input bound: %s, the first at byte %llu", used ? "; " : "", in,
+                 line, (unsigned long long)sum->bounds[b].offset);
+        n++;
+    }
+    return n;
 }
 
 int sp_import_kineto_file(const char *in, const struct sp_import_opts *opts,
                           struct sp_import_summary *sum, char *err, size_t errlen)
 {
-    static unsigned serial;
+    int rc = sp_import_kineto_convert(in, opts, sum, err, errlen);
+    if (sp_import_kineto_place(sum, opts, err, errlen))
+        return -1;
+    return rc;
+}
+
+int sp_import_kineto_convert(const char *in, const struct sp_import_opts *opts,
+                             struct sp_import_summary *sum, char *err, size_t errlen)
+{
+    static unsigned serial; /* atomic: conversions run in parallel */
     char hostdir[4096], tmp[4096 + 64];
     struct importer im;
     memset(sum, 0, sizeof *sum);
@@ -600,7 +678,8 @@ int sp_import_kineto_file(const char *in, const struct sp_import_opts *opts,
     snprintf(hostdir, sizeof hostdir, "%s/%s", opts->outdir, SP_IMPORT_HOST);
     if (make_dir(opts->outdir, err, errlen) || make_dir(hostdir, err, errlen))
         return -1;
-    snprintf(tmp, sizeof tmp, "%s/.import-%d-%u.tmp", hostdir, (int)getpid(), serial++);
+    snprintf(tmp, sizeof tmp, "%s/.import-%d-%u.tmp", hostdir, (int)getpid(),
+             __atomic_fetch_add(&serial, 1, __ATOMIC_RELAXED));
     unlink(tmp); /* a leftover of a crashed import with our pid */
     im.interned = calloc(INTERN_SLOTS, sizeof *im.interned);
     if (!im.interned) {
@@ -620,16 +699,14 @@ int sp_import_kineto_file(const char *in, const struct sp_import_opts *opts,
         unlink(tmp);
         rc = 0;
     } else {
-        rc = finish_output(&im, tmp, hostdir, opts, err, errlen);
+        rc = finish_output(&im, tmp, hostdir, err, errlen);
     }
     free(im.interned);
     if (rc)
         return -1;
-    if (read_rc) {
+    if (read_rc)
         snprintf(err, errlen, "%s", sum->read.err);
-        return -1;
-    }
-    return 0;
+    return format_bounds(sum, in, err, errlen) || read_rc ? -1 : 0;
 }
 
 void sp_import_format_summary(const struct sp_import_summary *s, char *buf, size_t len)

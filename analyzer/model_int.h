@@ -17,8 +17,8 @@ void sp_model_stragglers(struct sp_model *m);
 int sp_model_classify(struct sp_model *m);
 /* The event types pass 2 classifies; pass 1 counts exactly these per
  * thread, so that pass 2 knows when a thread can add nothing more. */
-#define SP_MODEL_CLASSIFIED_TYPES                                                            \
-    (SP_TYPE_BIT(SP_EV_GPU) | SP_TYPE_BIT(SP_EV_CUDA) | SP_TYPE_BIT(SP_EV_IO) |                \
+#define SP_MODEL_CLASSIFIED_TYPES                                               \
+    (SP_TYPE_BIT(SP_EV_GPU) | SP_TYPE_BIT(SP_EV_CUDA) | SP_TYPE_BIT(SP_EV_IO) | \
      SP_TYPE_BIT(SP_EV_WAIT))
 static inline int sp_model_classified_type(int type)
 {
@@ -31,15 +31,15 @@ void sp_model_progress(const struct sp_model *m, const char *what, int done, int
 /* What-if replay (model_replay.c): the gain of fixing each cause alone. */
 struct sp_replay {
     int ok;
-    double base_ms;             /* mean step of the replay as recorded */
-    double gain[SP_CAUSE_N];    /* share of base_ms saved, 0 when not measured */
-    double ms[SP_CAUSE_N];      /* the mean step then */
-    uint8_t *straggler_set;     /* per rank index: the straggler (or group) fixed */
-    int straggler_rank;         /* its rank index when one rank, else -1 */
-    int stage;                  /* the slowest pipeline stage fixed, -1 none */
-    double bubble_share;        /* waiting share of the balanced pipeline */
-    double cross_scale;         /* spanning bus bandwidth / intra-host, 0 n/a */
-    void *graph;                /* the replay's graph, kept for the ideal */
+    double base_ms;          /* mean step of the replay as recorded */
+    double gain[SP_CAUSE_N]; /* share of base_ms saved, 0 when not measured */
+    double ms[SP_CAUSE_N];   /* the mean step then */
+    uint8_t *straggler_set;  /* per rank index: the straggler (or group) fixed */
+    int straggler_rank;      /* its rank index when one rank, else -1 */
+    int stage;               /* the slowest pipeline stage fixed, -1 none */
+    double bubble_share;     /* waiting share of the balanced pipeline */
+    double cross_scale;      /* spanning bus bandwidth / intra-host, 0 n/a */
+    void *graph;             /* the replay's graph, kept for the ideal */
 };
 /* Replays the analyzed steps once as recorded and once per counterfactual.
  * Returns 0, or -1 when there is nothing to replay (out->ok is 0).  Free
@@ -71,7 +71,10 @@ double sp_model_busbw_factor(uint32_t op, uint32_t nranks);
 void sp_model_parallel(const struct sp_model *m, int n, void (*fn)(int i, void *arg), void *arg);
 double sp_median(double *v, size_t n); /* sorts v */
 /* One collective instance: the calls of every rank that reached (comm, seq). */
-struct sp_coll_ref { int r; size_t c; }; /* rank index, call index */
+struct sp_coll_ref {
+    int r;
+    size_t c;
+}; /* rank index, call index */
 typedef void (*sp_instance_fn)(struct sp_model *m, const struct sp_coll_ref *refs, size_t n, void *arg);
 void sp_model_each_instance(struct sp_model *m, sp_instance_fn fn, void *arg);
 

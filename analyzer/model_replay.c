@@ -54,48 +54,55 @@
 
 #define NS_PER_MS 1e6
 #define NO_WAIT 0.005 /* collective wait share below which no rank holds up another */
-#define MAX_TRIED 4     /* straggler candidates replayed: the ranks, then groups, with most excess */
+#define MAX_TRIED 4   /* straggler candidates replayed: the ranks, then groups, with most excess */
 
 /* ---- the graph ---- */
 
-struct part { int32_t r, node; int64_t tail; };
-struct inst { int32_t first, n; int64_t last; uint8_t spans, p2p; };
+struct part {
+    int32_t r, node;
+    int64_t tail;
+};
+struct inst {
+    int32_t first, n;
+    int64_t last;
+    uint8_t spans, p2p;
+};
 
 struct graph {
     struct sp_model *m;
     struct inst *insts;
     struct part *parts;
     size_t ninsts;
-    size_t *node_base; /* per rank: offset of its nodes in the flat arrays */
-    size_t total;      /* nodes over all ranks */
+    size_t *node_base;             /* per rank: offset of its nodes in the flat arrays */
+    size_t total;                  /* nodes over all ranks */
     uint32_t *peer_first, *peer_n; /* per flat node: its peer group in `peers` */
-    uint32_t *peers;   /* flat node ids grouped by (step, key) */
-    int32_t *peer_rank; /* the rank index of each of peers[] */
-    uint32_t max_peers; /* the largest group */
-    uint32_t *gid;     /* per flat node: its group, in order of peers[] */
+    uint32_t *peers;               /* flat node ids grouped by (step, key) */
+    int32_t *peer_rank;            /* the rank index of each of peers[] */
+    uint32_t max_peers;            /* the largest group */
+    uint32_t *gid;                 /* per flat node: its group, in order of peers[] */
     uint32_t ngroups;
     /* per group, window (gap, under) and component: the median over the
      * group, computed at the first replay that wants it (imbalance) */
     float (*gmed)[2][SP_LOC_N];
-    int64_t *start;    /* per rank: global start of the first analyzed step */
+    int64_t *start; /* per rank: global start of the first analyzed step */
     int nsteps;
 };
 
 /* ---- a counterfactual ---- */
 
 struct cf {
-    const uint8_t *fix;  /* per rank index: local time to the peers' median */
-    int fix_n;           /* how many ranks fix holds */
-    int imbalance;       /* every rank to the per-step median, input aside */
+    const uint8_t *fix;      /* per rank index: local time to the peers' median */
+    int fix_n;               /* how many ranks fix holds */
+    int imbalance;           /* every rank to the per-step median, input aside */
     const float *busy_scale; /* per rank index, NULL: 1 */
-    uint32_t drop;       /* sp_loc components removed (bit per component) */
-    double transfer;     /* transfer scale: 1 as recorded, 0 hidden */
-    double cross;        /* transfer scale of instances spanning hosts */
+    uint32_t drop;           /* sp_loc components removed (bit per component) */
+    double transfer;         /* transfer scale: 1 as recorded, 0 hidden */
+    double cross;            /* transfer scale of instances spanning hosts */
 };
 
 struct result {
-    double step_ms;      /* mean over ranks of the replayed step */
-    double wait_share;   /* replayed time waiting in NCCL kernels / all */
+    double step_ms;    /* mean over ranks of the replayed step */
+    double wait_share; /* replayed time waiting in NCCL kernels / all */
 };
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -167,7 +174,10 @@ static inline const struct sp_rnode *peer_node(const struct graph *g, uint32_t p
 }
 
 /* The key of each node: what op it is, comparable across ranks. */
-struct keyrec { uint64_t key; uint32_t step, flat; };
+struct keyrec {
+    uint64_t key;
+    uint32_t step, flat;
+};
 
 static int cmp_keyrec(const void *a, const void *b)
 {
@@ -203,7 +213,10 @@ static uint64_t comm_class(const struct sp_model *m, uint64_t comm)
 }
 
 #define MAX_COMMS 64
-struct comm_count { uint64_t comm, cls; uint32_t n; };
+struct comm_count {
+    uint64_t comm, cls;
+    uint32_t n;
+};
 
 static uint64_t node_key(const struct sp_model *m, const struct sp_rank *r, const struct sp_rnode *n,
                          struct comm_count *cc, int *ncc, uint32_t *p2p_idx)
@@ -541,7 +554,11 @@ static int graph_build(struct sp_model *m, struct graph *g)
 
 /* ---- one replay ---- */
 
-struct rstate { int64_t a, e; double under; int gated_from; };
+struct rstate {
+    int64_t a, e;
+    double under;
+    int gated_from;
+};
 
 /* Local time of one window of a node under the counterfactual. */
 static double local_time(const struct graph *g, const struct cf *cf, int rank, uint32_t flat, int under,
@@ -583,16 +600,16 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
 struct replay {
     const struct graph *g;
     const struct cf *cf;
-    size_t *cur;          /* per rank: next node */
-    struct rstate *st;    /* per rank: the last node replayed */
-    int64_t *arr, *end;   /* per flat node */
-    int32_t *need;        /* per instance: participants still to arrive */
-    int64_t *last;        /* per instance: replayed last arrival */
-    uint16_t *pending;    /* per flat node: instances not yet complete */
+    size_t *cur;        /* per rank: next node */
+    struct rstate *st;  /* per rank: the last node replayed */
+    int64_t *arr, *end; /* per flat node */
+    int32_t *need;      /* per instance: participants still to arrive */
+    int64_t *last;      /* per instance: replayed last arrival */
+    uint16_t *pending;  /* per flat node: instances not yet complete */
     size_t *queue;
     size_t nq;
-    float *vals;          /* scratch for the peers' medians */
-    double wait;          /* replayed ns waiting in NCCL kernels */
+    float *vals; /* scratch for the peers' medians */
+    double wait; /* replayed ns waiting in NCCL kernels */
 };
 
 static void finish_node(struct replay *rp, int r);
@@ -983,7 +1000,10 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
         out->gain[SP_CAUSE_IMBALANCE] = gain_of(&g, &cf, b, &out->ms[SP_CAUSE_IMBALANCE]);
     }
 
-    static const struct { int cause; uint32_t drop; } drops[] = {
+    static const struct {
+        int cause;
+        uint32_t drop;
+    } drops[] = {
         {SP_CAUSE_INPUT, 1u << SP_LOC_INPUT},
         {SP_CAUSE_HOST, 1u << SP_LOC_HOST},
         {SP_CAUSE_UNEXPLAINED, 1u << SP_LOC_OTHER},

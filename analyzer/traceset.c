@@ -28,7 +28,10 @@
 struct walk {
     char **paths;
     size_t n, cap;
-    struct { dev_t dev; ino_t ino; } *seen;
+    struct {
+        dev_t dev;
+        ino_t ino;
+    } * seen;
     size_t nseen, capseen;
 };
 

@@ -24,8 +24,8 @@
 #define SP_PASS_EVERY 4096
 
 struct sp_pass {
-    uint64_t types;         /* SP_TYPE_BIT()s to read; 0 reads every type */
-    struct sp_tool tool;    /* fed each event read (NULL callbacks skip) */
+    uint64_t types;      /* SP_TYPE_BIT()s to read; 0 reads every type */
+    struct sp_tool tool; /* fed each event read (NULL callbacks skip) */
     /* After the file opened, before any event: set field masks here.
      * Non-zero skips the file (sp_trace_feed returns it). */
     int (*open)(void *ctx, struct sp_reader *r);
@@ -46,8 +46,8 @@ struct sp_pass {
  * callbacks called directly and inlined: the loop costs what a loop
  * written for the pass would. */
 static inline __attribute__((always_inline)) int sp_trace_dispatch(const struct sp_tool *tool, void *ctx,
-                                                                    const struct sp_reader *r,
-                                                                    const struct sp_event *ev)
+                                                                   const struct sp_reader *r,
+                                                                   const struct sp_event *ev)
 {
     if (tool->any) {
         int rc = tool->any(ctx, r, ev);
@@ -55,8 +55,8 @@ static inline __attribute__((always_inline)) int sp_trace_dispatch(const struct 
             return rc;
     }
     switch (ev->type) {
-#define SP_X_DISPATCH(id, NAME, name, FIELDS)                                                      \
-    case id:                                                                                       \
+#define SP_X_DISPATCH(id, NAME, name, FIELDS) \
+    case id:                                  \
         return tool->name ? tool->name(ctx, r, ev) : 0;
         SP_EVENTS(SP_X_DISPATCH)
 #undef SP_X_DISPATCH
@@ -66,7 +66,7 @@ static inline __attribute__((always_inline)) int sp_trace_dispatch(const struct 
 }
 
 static inline __attribute__((always_inline)) int sp_trace_feed(const char *path, const struct sp_pass *p,
-                                                                void *ctx, int *err_out)
+                                                               void *ctx, int *err_out)
 {
     int err = 0;
     struct sp_reader *r = sp_reader_open(path, &err);

@@ -7,7 +7,15 @@
 # peak RSS, and deletes the files.  Peak RSS should be the same for both
 # sizes: the importer streams.
 #
+# Then files in parallel: 1, 2 and 16 files of PARALLEL_MB (default 32)
+# each, one call per count (one thread per file up to the CPUs), total
+# JSON MB/s and peak RSS, which should grow by under 10 MiB a thread
+# (16 files are also run with --jobs 16 where there are fewer CPUs).
+# The files are one generated body behind a first line naming a
+# different pid each, so their outputs do not collide.
+#
 #   SCALEPROF=build/analyzer/scaleprof bench/import_bench.sh [SIZES_MB...]
+#   PARALLEL_FILES="1 2 16" PARALLEL_MB=32 (PARALLEL_FILES= to skip)
 # or `meson test -C build --benchmark import`.
 set -eu
 SCALEPROF=${SCALEPROF:-scaleprof}
@@ -15,14 +23,15 @@ SCALEPROF=${SCALEPROF:-scaleprof}
 work=$(mktemp -d "${TMPDIR:-/tmp}/sprof-import-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
 
-generate() { # $1: target MB, $2: output file
-    python3 - "$1" "$2" <<'PY'
+generate() { # $1: target MB, $2: output file, $3: "body" for the events alone
+    python3 - "$1" "$2" "${3:-}" <<'PY'
 import sys
 target = int(sys.argv[1]) * 1000 * 1000
 STEP_US, KERNELS_PER_STEP = 20000, 400
 with open(sys.argv[2], "w") as f:
-    f.write('{"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 8},\n'
-            ' "traceEvents": [\n')
+    if sys.argv[3] != "body":
+        f.write('{"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 8},\n'
+                ' "traceEvents": [\n')
     written, step, corr = 0, 0, 0
     first = True
     while written < target:
@@ -53,4 +62,34 @@ for mb in "$@"; do
     echo "== ${mb} MB synthetic trace ($size bytes)"
     "$SCALEPROF" import kineto --stats -q "$json" -o "$work/out_$mb"
     rm -rf "$json" "$work/out_$mb"
+done
+
+PARALLEL_FILES=${PARALLEL_FILES-1 2 16}
+PARALLEL_MB=${PARALLEL_MB:-32}
+[ -n "$PARALLEL_FILES" ] || exit 0
+generate "$PARALLEL_MB" "$work/body.json" body
+max=0
+for n in $PARALLEL_FILES; do [ "$n" -gt "$max" ] && max=$n; done
+i=1
+while [ "$i" -le "$max" ]; do
+    { printf '{"distributedInfo": {"backend": "nccl", "rank": %d, "world_size": %d},\n "traceEvents": [\n' \
+          $((i - 1)) "$max"
+      printf '{"ph": "X", "cat": "cpu_op", "name": "start", "pid": %d, "tid": 1, "ts": 1, "dur": 1},\n' $((1000 + i))
+      cat "$work/body.json"; } >"$work/rank$i.json"
+    i=$((i + 1))
+done
+rm -f "$work/body.json"
+echo "== files in parallel, ${PARALLEL_MB} MB each, $(getconf _NPROCESSORS_ONLN) CPUs"
+for n in $PARALLEL_FILES; do
+    files=$(i=1; while [ "$i" -le "$n" ]; do echo "$work/rank$i.json"; i=$((i + 1)); done)
+    # shellcheck disable=SC2086
+    "$SCALEPROF" import kineto --stats -q $files -o "$work/par_$n" | tail -1 | sed "s/^stats:/$n file(s):/"
+    rm -rf "$work/par_$n"
+    # More files than CPUs: also one thread per file, for the memory per thread.
+    if [ "$n" -gt "$(getconf _NPROCESSORS_ONLN)" ]; then
+        # shellcheck disable=SC2086
+        "$SCALEPROF" import kineto --stats -q --jobs "$n" $files -o "$work/par_$n" | tail -1 |
+            sed "s/^stats:/$n file(s), --jobs $n:/"
+        rm -rf "$work/par_$n"
+    fi
 done

@@ -61,7 +61,10 @@
 #define SP_BOX_WAIT_MAX_NS 2000000000ull /* a mailbox held this long is stuck: give up */
 #define SP_CLOSE_LOOP_MAX 65536          /* fallback close loop bound (no close_range) */
 
-enum { SVC_NONE, SVC_STARTING, SVC_READY, SVC_FAILED };
+enum { SVC_NONE,
+       SVC_STARTING,
+       SVC_READY,
+       SVC_FAILED };
 
 static _Atomic uint32_t g_svc_state = SVC_NONE; /* futex word while STARTING */
 static _Atomic int g_box_taken;

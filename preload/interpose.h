@@ -39,17 +39,17 @@ void *sp_resolve(const char *name, void *(*resolve)(const char *), atomic_int *s
 /* Declares `real`, the real `name`, of the function pointer type ptrtype,
  * resolved with `resolve`; when there is none, sets errno = ENOSYS and
  * runs on_missing (a return of the family's error value). */
-#define SP_REAL_AS(name, ptrtype, resolve, on_missing)                                             \
-    static __typeof__(ptrtype) sp_real_##name;                                                    \
-    static atomic_int sp_missing_##name;                                                          \
-    __typeof__(ptrtype) real = __atomic_load_n(&sp_real_##name, __ATOMIC_RELAXED);                \
-    if (SP_UNLIKELY(!real)) {                                                                      \
-        real = (__typeof__(ptrtype))sp_resolve(#name, resolve, &sp_missing_##name);               \
-        if (SP_UNLIKELY(!real)) {                                                                  \
-            errno = ENOSYS;                                                                        \
-            on_missing;                                                                            \
-        }                                                                                          \
-        __atomic_store_n(&sp_real_##name, real, __ATOMIC_RELAXED);                                 \
+#define SP_REAL_AS(name, ptrtype, resolve, on_missing)                              \
+    static __typeof__(ptrtype) sp_real_##name;                                      \
+    static atomic_int sp_missing_##name;                                            \
+    __typeof__(ptrtype) real = __atomic_load_n(&sp_real_##name, __ATOMIC_RELAXED);  \
+    if (SP_UNLIKELY(!real)) {                                                       \
+        real = (__typeof__(ptrtype))sp_resolve(#name, resolve, &sp_missing_##name); \
+        if (SP_UNLIKELY(!real)) {                                                   \
+            errno = ENOSYS;                                                         \
+            on_missing;                                                             \
+        }                                                                           \
+        __atomic_store_n(&sp_real_##name, real, __ATOMIC_RELAXED);                  \
     }
 
 /* The same, from a table's return type and parameter list. */

@@ -498,13 +498,13 @@ static int first_fd_in(int nfds, const fd_set *set)
 
 /* The mode argument of open/openat, present with O_CREAT or O_TMPFILE;
  * `last` is the last named parameter (flags). */
-#define OPEN_MODE(last)                                                                            \
-    mode_t mode = 0;                                                                               \
-    if (((last) & O_CREAT) || ((last) & O_TMPFILE) == O_TMPFILE) {                                \
-        va_list ap;                                                                                \
-        va_start(ap, last);                                                                        \
-        mode = (mode_t)va_arg(ap, int);                                                            \
-        va_end(ap);                                                                                \
+#define OPEN_MODE(last)                                        \
+    mode_t mode = 0;                                           \
+    if (((last)&O_CREAT) || ((last)&O_TMPFILE) == O_TMPFILE) { \
+        va_list ap;                                            \
+        va_start(ap, last);                                    \
+        mode = (mode_t)va_arg(ap, int);                        \
+        va_end(ap);                                            \
     }
 #define NO_PROLOGUE (void)0
 
@@ -561,88 +561,88 @@ static void dup_done(int yielded, int fd, int to, int r)
  *
  * The fortified entry points (__read_chk, __open_2, ...) are listed beside
  * their plain names: binaries built with _FORTIFY_SOURCE call them. */
-#define IO_FUNCTIONS(X)                                                                            \
-    X(READ, read, ssize_t, (int fd, void *buf, size_t n), (fd, buf, n), -1,                      \
-      SP_IO_READ, fd, r, n, 0)                                                                     \
-    X(READ, __read_chk, ssize_t, (int fd, void *buf, size_t n, size_t buflen), (fd, buf, n, buflen), \
-      -1, SP_IO_READ, fd, r, n, 0)                                                                 \
-    X(READ, pread, ssize_t, (int fd, void *buf, size_t n, off_t off), (fd, buf, n, off), -1,      \
-      SP_IO_PREAD, fd, r, n, off)                                                                  \
-    X(READ, pread64, ssize_t, (int fd, void *buf, size_t n, off64_t off), (fd, buf, n, off), -1,  \
-      SP_IO_PREAD, fd, r, n, off)                                                                  \
-    X(READ, __pread_chk, ssize_t, (int fd, void *buf, size_t n, off_t off, size_t buflen),        \
-      (fd, buf, n, off, buflen), -1, SP_IO_PREAD, fd, r, n, off)                                   \
-    X(READ, __pread64_chk, ssize_t, (int fd, void *buf, size_t n, off64_t off, size_t buflen),    \
-      (fd, buf, n, off, buflen), -1, SP_IO_PREAD, fd, r, n, off)                                   \
-    X(READ, readv, ssize_t, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt), -1,       \
-      SP_IO_READV, fd, r, iov_bytes(iov, cnt), 0)                                                  \
-    X(READ, preadv, ssize_t, (int fd, const struct iovec *iov, int cnt, off_t off),               \
-      (fd, iov, cnt, off), -1, SP_IO_PREADV, fd, r, iov_bytes(iov, cnt), off)                      \
-    X(READ, preadv64, ssize_t, (int fd, const struct iovec *iov, int cnt, off64_t off),           \
-      (fd, iov, cnt, off), -1, SP_IO_PREADV, fd, r, iov_bytes(iov, cnt), off)                      \
-    X(READ, preadv2, ssize_t, (int fd, const struct iovec *iov, int cnt, off_t off, int flags),   \
-      (fd, iov, cnt, off, flags), -1, SP_IO_PREADV, fd, r, iov_bytes(iov, cnt), off)               \
-    X(READ, preadv64v2, ssize_t, (int fd, const struct iovec *iov, int cnt, off64_t off, int flags), \
-      (fd, iov, cnt, off, flags), -1, SP_IO_PREADV, fd, r, iov_bytes(iov, cnt), off)               \
-    /* fread's result is items; the event carries bytes, like read's */                           \
-    X(READ, fread, size_t, (void *ptr, size_t size, size_t n, FILE *fp), (ptr, size, n, fp), 0,   \
-      SP_IO_FREAD, stream_fd(fp), r * size, size * n, 0)                                           \
-    X(READ, fread_unlocked, size_t, (void *ptr, size_t size, size_t n, FILE *fp), (ptr, size, n, fp), \
-      0, SP_IO_FREAD, stream_fd(fp), r * size, size * n, 0)                                        \
-    X(READ, __fread_chk, size_t, (void *ptr, size_t ptrlen, size_t size, size_t n, FILE *fp),     \
-      (ptr, ptrlen, size, n, fp), 0, SP_IO_FREAD, stream_fd(fp), r * size, size * n, 0)            \
-    X(READ, recv, ssize_t, (int fd, void *buf, size_t n, int flags), (fd, buf, n, flags), -1,     \
-      SP_IO_RECV, fd, r, n, 0)                                                                     \
-    X(READ, recvfrom, ssize_t,                                                                     \
-      (int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *alen),           \
-      (fd, buf, n, flags, addr, alen), -1, SP_IO_RECV, fd, r, n, 0)                                \
-    X(READ, recvmsg, ssize_t, (int fd, struct msghdr *msg, int flags), (fd, msg, flags), -1,      \
-      SP_IO_RECV, fd, r, msg_bytes(msg), 0)                                                        \
-    X(WAIT, poll, int, (struct pollfd *fds, nfds_t n, int timeout), (fds, n, timeout), -1,        \
-      SP_WAIT_POLL, n, timeout, n ? fds[0].fd : -1)                                                \
-    X(WAIT, __poll_chk, int, (struct pollfd *fds, nfds_t n, int timeout, size_t fdslen),          \
-      (fds, n, timeout, fdslen), -1, SP_WAIT_POLL, n, timeout, n ? fds[0].fd : -1)                 \
-    X(WAIT, ppoll, int, (struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask), \
-      (fds, n, ts, mask), -1, SP_WAIT_PPOLL, n, timespec_ms(ts), n ? fds[0].fd : -1)               \
-    X(WAIT, select, int, (int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv),      \
-      (nfds, rd, wr, ex, tv), -1, SP_WAIT_SELECT, nfds, timeval_ms(tv), first_fd_in(nfds, rd))     \
-    X(WAIT, pselect, int,                                                                          \
-      (int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts, const sigset_t *mask), \
-      (nfds, rd, wr, ex, ts, mask), -1, SP_WAIT_PSELECT, nfds, timespec_ms(ts), first_fd_in(nfds, rd)) \
-    X(WAIT, epoll_wait, int, (int epfd, struct epoll_event *evs, int max, int timeout),           \
-      (epfd, evs, max, timeout), -1, SP_WAIT_EPOLL, max > 0 ? max : 0, timeout, -1)                \
-    X(WAIT, epoll_pwait, int,                                                                      \
-      (int epfd, struct epoll_event *evs, int max, int timeout, const sigset_t *mask),             \
-      (epfd, evs, max, timeout, mask), -1, SP_WAIT_EPOLL, max > 0 ? max : 0, timeout, -1)          \
-    X(OPEN, open, int, (const char *path, int flags, ...), (path, flags, mode), -1,               \
-      SP_IO_OPEN, OPEN_MODE(flags), r)                                                             \
-    X(OPEN, open64, int, (const char *path, int flags, ...), (path, flags, mode), -1,             \
-      SP_IO_OPEN, OPEN_MODE(flags), r)                                                             \
-    X(OPEN, openat, int, (int dirfd, const char *path, int flags, ...), (dirfd, path, flags, mode), \
-      -1, SP_IO_OPEN, OPEN_MODE(flags), r)                                                         \
-    X(OPEN, openat64, int, (int dirfd, const char *path, int flags, ...),                         \
-      (dirfd, path, flags, mode), -1, SP_IO_OPEN, OPEN_MODE(flags), r)                             \
-    /* the fortified opens have no mode: they refuse O_CREAT without one */                       \
-    X(OPEN, __open_2, int, (const char *path, int flags), (path, flags), -1, SP_IO_OPEN,          \
-      NO_PROLOGUE, r)                                                                              \
-    X(OPEN, __open64_2, int, (const char *path, int flags), (path, flags), -1, SP_IO_OPEN,        \
-      NO_PROLOGUE, r)                                                                              \
-    X(OPEN, __openat_2, int, (int dirfd, const char *path, int flags), (dirfd, path, flags), -1,  \
-      SP_IO_OPEN, NO_PROLOGUE, r)                                                                  \
-    X(OPEN, __openat64_2, int, (int dirfd, const char *path, int flags), (dirfd, path, flags), -1, \
-      SP_IO_OPEN, NO_PROLOGUE, r)                                                                  \
-    X(OPEN, fopen, FILE *, (const char *path, const char *mode), (path, mode), NULL, SP_IO_FOPEN, \
-      NO_PROLOGUE, stream_fd(r))                                                                   \
-    X(OPEN, fopen64, FILE *, (const char *path, const char *mode), (path, mode), NULL,            \
-      SP_IO_FOPEN, NO_PROLOGUE, stream_fd(r))                                                      \
-    X(CLOSE, close, int, (int fd), (fd), -1, fd, spares_trace_fd(fd))                              \
-    X(CLOSE, fclose, int, (FILE *fp), (fp), EOF, stream_fd(fp), 0)                                 \
-    X(DUP, dup, int, (int fd), (fd), -1, -1)                                                       \
-    X(DUP, dup2, int, (int fd, int to), (fd, to), -1, to)                                          \
-    X(DUP, dup3, int, (int fd, int to, int flags), (fd, to, flags), -1, to)                        \
-    X(MMAP, mmap, void *, (void *addr, size_t len, int prot, int flags, int fd, off_t off),       \
-      (addr, len, prot, flags, fd, off), MAP_FAILED)                                               \
-    X(MMAP, mmap64, void *, (void *addr, size_t len, int prot, int flags, int fd, off64_t off),   \
+#define IO_FUNCTIONS(X)                                                                                   \
+    X(READ, read, ssize_t, (int fd, void *buf, size_t n), (fd, buf, n), -1,                               \
+      SP_IO_READ, fd, r, n, 0)                                                                            \
+    X(READ, __read_chk, ssize_t, (int fd, void *buf, size_t n, size_t buflen), (fd, buf, n, buflen),      \
+      -1, SP_IO_READ, fd, r, n, 0)                                                                        \
+    X(READ, pread, ssize_t, (int fd, void *buf, size_t n, off_t off), (fd, buf, n, off), -1,              \
+      SP_IO_PREAD, fd, r, n, off)                                                                         \
+    X(READ, pread64, ssize_t, (int fd, void *buf, size_t n, off64_t off), (fd, buf, n, off), -1,          \
+      SP_IO_PREAD, fd, r, n, off)                                                                         \
+    X(READ, __pread_chk, ssize_t, (int fd, void *buf, size_t n, off_t off, size_t buflen),                \
+      (fd, buf, n, off, buflen), -1, SP_IO_PREAD, fd, r, n, off)                                          \
+    X(READ, __pread64_chk, ssize_t, (int fd, void *buf, size_t n, off64_t off, size_t buflen),            \
+      (fd, buf, n, off, buflen), -1, SP_IO_PREAD, fd, r, n, off)                                          \
+    X(READ, readv, ssize_t, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt), -1,               \
+      SP_IO_READV, fd, r, iov_bytes(iov, cnt), 0)                                                         \
+    X(READ, preadv, ssize_t, (int fd, const struct iovec *iov, int cnt, off_t off),                       \
+      (fd, iov, cnt, off), -1, SP_IO_PREADV, fd, r, iov_bytes(iov, cnt), off)                             \
+    X(READ, preadv64, ssize_t, (int fd, const struct iovec *iov, int cnt, off64_t off),                   \
+      (fd, iov, cnt, off), -1, SP_IO_PREADV, fd, r, iov_bytes(iov, cnt), off)                             \
+    X(READ, preadv2, ssize_t, (int fd, const struct iovec *iov, int cnt, off_t off, int flags),           \
+      (fd, iov, cnt, off, flags), -1, SP_IO_PREADV, fd, r, iov_bytes(iov, cnt), off)                      \
+    X(READ, preadv64v2, ssize_t, (int fd, const struct iovec *iov, int cnt, off64_t off, int flags),      \
+      (fd, iov, cnt, off, flags), -1, SP_IO_PREADV, fd, r, iov_bytes(iov, cnt), off)                      \
+    /* fread's result is items; the event carries bytes, like read's */                                   \
+    X(READ, fread, size_t, (void *ptr, size_t size, size_t n, FILE *fp), (ptr, size, n, fp), 0,           \
+      SP_IO_FREAD, stream_fd(fp), r *size, size *n, 0)                                                    \
+    X(READ, fread_unlocked, size_t, (void *ptr, size_t size, size_t n, FILE *fp), (ptr, size, n, fp),     \
+      0, SP_IO_FREAD, stream_fd(fp), r *size, size *n, 0)                                                 \
+    X(READ, __fread_chk, size_t, (void *ptr, size_t ptrlen, size_t size, size_t n, FILE *fp),             \
+      (ptr, ptrlen, size, n, fp), 0, SP_IO_FREAD, stream_fd(fp), r *size, size *n, 0)                     \
+    X(READ, recv, ssize_t, (int fd, void *buf, size_t n, int flags), (fd, buf, n, flags), -1,             \
+      SP_IO_RECV, fd, r, n, 0)                                                                            \
+    X(READ, recvfrom, ssize_t,                                                                            \
+      (int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *alen),                   \
+      (fd, buf, n, flags, addr, alen), -1, SP_IO_RECV, fd, r, n, 0)                                       \
+    X(READ, recvmsg, ssize_t, (int fd, struct msghdr *msg, int flags), (fd, msg, flags), -1,              \
+      SP_IO_RECV, fd, r, msg_bytes(msg), 0)                                                               \
+    X(WAIT, poll, int, (struct pollfd * fds, nfds_t n, int timeout), (fds, n, timeout), -1,               \
+      SP_WAIT_POLL, n, timeout, n ? fds[0].fd : -1)                                                       \
+    X(WAIT, __poll_chk, int, (struct pollfd * fds, nfds_t n, int timeout, size_t fdslen),                 \
+      (fds, n, timeout, fdslen), -1, SP_WAIT_POLL, n, timeout, n ? fds[0].fd : -1)                        \
+    X(WAIT, ppoll, int, (struct pollfd * fds, nfds_t n, const struct timespec *ts, const sigset_t *mask), \
+      (fds, n, ts, mask), -1, SP_WAIT_PPOLL, n, timespec_ms(ts), n ? fds[0].fd : -1)                      \
+    X(WAIT, select, int, (int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv),              \
+      (nfds, rd, wr, ex, tv), -1, SP_WAIT_SELECT, nfds, timeval_ms(tv), first_fd_in(nfds, rd))            \
+    X(WAIT, pselect, int,                                                                                 \
+      (int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts, const sigset_t *mask),    \
+      (nfds, rd, wr, ex, ts, mask), -1, SP_WAIT_PSELECT, nfds, timespec_ms(ts), first_fd_in(nfds, rd))    \
+    X(WAIT, epoll_wait, int, (int epfd, struct epoll_event *evs, int max, int timeout),                   \
+      (epfd, evs, max, timeout), -1, SP_WAIT_EPOLL, max > 0 ? max : 0, timeout, -1)                       \
+    X(WAIT, epoll_pwait, int,                                                                             \
+      (int epfd, struct epoll_event *evs, int max, int timeout, const sigset_t *mask),                    \
+      (epfd, evs, max, timeout, mask), -1, SP_WAIT_EPOLL, max > 0 ? max : 0, timeout, -1)                 \
+    X(OPEN, open, int, (const char *path, int flags, ...), (path, flags, mode), -1,                       \
+      SP_IO_OPEN, OPEN_MODE(flags), r)                                                                    \
+    X(OPEN, open64, int, (const char *path, int flags, ...), (path, flags, mode), -1,                     \
+      SP_IO_OPEN, OPEN_MODE(flags), r)                                                                    \
+    X(OPEN, openat, int, (int dirfd, const char *path, int flags, ...), (dirfd, path, flags, mode),       \
+      -1, SP_IO_OPEN, OPEN_MODE(flags), r)                                                                \
+    X(OPEN, openat64, int, (int dirfd, const char *path, int flags, ...),                                 \
+      (dirfd, path, flags, mode), -1, SP_IO_OPEN, OPEN_MODE(flags), r)                                    \
+    /* the fortified opens have no mode: they refuse O_CREAT without one */                               \
+    X(OPEN, __open_2, int, (const char *path, int flags), (path, flags), -1, SP_IO_OPEN,                  \
+      NO_PROLOGUE, r)                                                                                     \
+    X(OPEN, __open64_2, int, (const char *path, int flags), (path, flags), -1, SP_IO_OPEN,                \
+      NO_PROLOGUE, r)                                                                                     \
+    X(OPEN, __openat_2, int, (int dirfd, const char *path, int flags), (dirfd, path, flags), -1,          \
+      SP_IO_OPEN, NO_PROLOGUE, r)                                                                         \
+    X(OPEN, __openat64_2, int, (int dirfd, const char *path, int flags), (dirfd, path, flags), -1,        \
+      SP_IO_OPEN, NO_PROLOGUE, r)                                                                         \
+    X(OPEN, fopen, FILE *, (const char *path, const char *mode), (path, mode), NULL, SP_IO_FOPEN,         \
+      NO_PROLOGUE, stream_fd(r))                                                                          \
+    X(OPEN, fopen64, FILE *, (const char *path, const char *mode), (path, mode), NULL,                    \
+      SP_IO_FOPEN, NO_PROLOGUE, stream_fd(r))                                                             \
+    X(CLOSE, close, int, (int fd), (fd), -1, fd, spares_trace_fd(fd))                                     \
+    X(CLOSE, fclose, int, (FILE * fp), (fp), EOF, stream_fd(fp), 0)                                       \
+    X(DUP, dup, int, (int fd), (fd), -1, -1)                                                              \
+    X(DUP, dup2, int, (int fd, int to), (fd, to), -1, to)                                                 \
+    X(DUP, dup3, int, (int fd, int to, int flags), (fd, to, flags), -1, to)                               \
+    X(MMAP, mmap, void *, (void *addr, size_t len, int prot, int flags, int fd, off_t off),               \
+      (addr, len, prot, flags, fd, off), MAP_FAILED)                                                      \
+    X(MMAP, mmap64, void *, (void *addr, size_t len, int prot, int flags, int fd, off64_t off),           \
       (addr, len, prot, flags, fd, off), MAP_FAILED)
 
 /* The fortified names have no prototype in the headers once _FORTIFY_SOURCE
@@ -663,78 +663,78 @@ int __openat64_2(int dirfd, const char *path, int flags);
 
 /* What the timed shapes open with: the real function, and straight to it
  * when not recording (`pass`: the shape's own reason to pass through). */
-#define IO_TIMED_PROLOGUE(name, ret, params, args, errval, pass)                                   \
-    IO_REAL(name, ret, params, errval);                                                            \
-    struct io_call c;                                                                              \
-    if ((pass) || !io_enter(&c))                                                                   \
-        return real args
+#define IO_TIMED_PROLOGUE(name, ret, params, args, errval, pass) \
+    IO_REAL(name, ret, params, errval);                          \
+    struct io_call c;                                            \
+    if ((pass) || !io_enter(&c))                                 \
+    return real args
 
-#define IO_SHAPE_READ(name, ret, params, args, errval, op, fd_, result, asked, off)                \
-    SP_EXPORT ret name params                                                                      \
-    {                                                                                              \
-        IO_TIMED_PROLOGUE(name, ret, params, args, errval, 0);                                     \
-        ret r = real args;                                                                         \
-        io_leave(&c, errno, op, fd_, (int64_t)(result), asked, (uint64_t)(off));                   \
-        return r;                                                                                  \
+#define IO_SHAPE_READ(name, ret, params, args, errval, op, fd_, result, asked, off) \
+    SP_EXPORT ret name params                                                       \
+    {                                                                               \
+        IO_TIMED_PROLOGUE(name, ret, params, args, errval, 0);                      \
+        ret r = real args;                                                          \
+        io_leave(&c, errno, op, fd_, (int64_t)(result), asked, (uint64_t)(off));    \
+        return r;                                                                   \
     }
 
-#define IO_SHAPE_WAIT(name, ret, params, args, errval, op, nfds, timeout_ms, first_fd)             \
-    SP_EXPORT ret name params                                                                      \
-    {                                                                                              \
-        IO_TIMED_PROLOGUE(name, ret, params, args, errval, 0);                                     \
-        int64_t timeout_ = (timeout_ms);                                                           \
-        int first_ = (first_fd);                                                                   \
-        ret r = real args;                                                                         \
-        wait_leave(&c, errno, op, (uint64_t)(nfds), r, timeout_, first_);                          \
-        return r;                                                                                  \
+#define IO_SHAPE_WAIT(name, ret, params, args, errval, op, nfds, timeout_ms, first_fd) \
+    SP_EXPORT ret name params                                                          \
+    {                                                                                  \
+        IO_TIMED_PROLOGUE(name, ret, params, args, errval, 0);                         \
+        int64_t timeout_ = (timeout_ms);                                               \
+        int first_ = (first_fd);                                                       \
+        ret r = real args;                                                             \
+        wait_leave(&c, errno, op, (uint64_t)(nfds), r, timeout_, first_);              \
+        return r;                                                                      \
     }
 
-#define IO_SHAPE_OPEN(name, ret, params, args, errval, op, prologue, fd_of_r)                      \
-    SP_EXPORT ret name params                                                                      \
-    {                                                                                              \
-        IO_REAL(name, ret, params, errval);                                                        \
-        prologue;                                                                                  \
-        struct io_call c;                                                                          \
-        int recording = io_enter(&c);                                                              \
-        ret r = real args;                                                                         \
-        open_done(&c, recording, op, fd_of_r, path);                                               \
-        return r;                                                                                  \
+#define IO_SHAPE_OPEN(name, ret, params, args, errval, op, prologue, fd_of_r) \
+    SP_EXPORT ret name params                                                 \
+    {                                                                         \
+        IO_REAL(name, ret, params, errval);                                   \
+        prologue;                                                             \
+        struct io_call c;                                                     \
+        int recording = io_enter(&c);                                         \
+        ret r = real args;                                                    \
+        open_done(&c, recording, op, fd_of_r, path);                          \
+        return r;                                                             \
     }
 
-#define IO_SHAPE_CLOSE(name, ret, params, args, errval, fd_expr, spare)                            \
-    SP_EXPORT ret name params                                                                      \
-    {                                                                                              \
-        IO_REAL(name, ret, params, errval);                                                        \
-        if (spare)                                                                                 \
-            return 0;                                                                              \
-        int fd_ = (fd_expr);                                                                       \
-        struct io_call c;                                                                          \
-        int recording = io_enter(&c);                                                              \
-        uint64_t e = recording ? fd_entry(fd_) : 0;                                                \
-        fd_forget(fd_);                                                                            \
-        ret r = real args;                                                                         \
-        close_done(&c, recording, fd_, e, r);                                                      \
-        return r;                                                                                  \
+#define IO_SHAPE_CLOSE(name, ret, params, args, errval, fd_expr, spare) \
+    SP_EXPORT ret name params                                           \
+    {                                                                   \
+        IO_REAL(name, ret, params, errval);                             \
+        if (spare)                                                      \
+            return 0;                                                   \
+        int fd_ = (fd_expr);                                            \
+        struct io_call c;                                               \
+        int recording = io_enter(&c);                                   \
+        uint64_t e = recording ? fd_entry(fd_) : 0;                     \
+        fd_forget(fd_);                                                 \
+        ret r = real args;                                              \
+        close_done(&c, recording, fd_, e, r);                           \
+        return r;                                                       \
     }
 
-#define IO_SHAPE_DUP(name, ret, params, args, errval, to_)                                         \
-    SP_EXPORT ret name params                                                                      \
-    {                                                                                              \
-        IO_REAL(name, ret, params, errval);                                                        \
-        int yielded = yield_if_trace_fd(fd, to_);                                                  \
-        ret r = real args;                                                                         \
-        dup_done(yielded, fd, (to_) < 0 ? r : (to_), r);                                           \
-        return r;                                                                                  \
+#define IO_SHAPE_DUP(name, ret, params, args, errval, to_) \
+    SP_EXPORT ret name params                              \
+    {                                                      \
+        IO_REAL(name, ret, params, errval);                \
+        int yielded = yield_if_trace_fd(fd, to_);          \
+        ret r = real args;                                 \
+        dup_done(yielded, fd, (to_) < 0 ? r : (to_), r);   \
+        return r;                                          \
     }
 
 /* mmap of a file: bytes mapped (accesses to the mapping are not seen). */
-#define IO_SHAPE_MMAP(name, ret, params, args, errval)                                             \
-    SP_EXPORT ret name params                                                                      \
-    {                                                                                              \
-        IO_TIMED_PROLOGUE(name, ret, params, args, errval, (flags & MAP_ANONYMOUS) || fd < 0);     \
-        ret r = real args;                                                                         \
-        io_leave(&c, errno, SP_IO_MMAP, fd, r == MAP_FAILED ? -1 : 0, len, (uint64_t)off);         \
-        return r;                                                                                  \
+#define IO_SHAPE_MMAP(name, ret, params, args, errval)                                         \
+    SP_EXPORT ret name params                                                                  \
+    {                                                                                          \
+        IO_TIMED_PROLOGUE(name, ret, params, args, errval, (flags & MAP_ANONYMOUS) || fd < 0); \
+        ret r = real args;                                                                     \
+        io_leave(&c, errno, SP_IO_MMAP, fd, r == MAP_FAILED ? -1 : 0, len, (uint64_t)off);     \
+        return r;                                                                              \
     }
 
 #define IO_DEFINE(shape, ...) IO_SHAPE_##shape(__VA_ARGS__)

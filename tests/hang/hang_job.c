@@ -38,13 +38,13 @@
 #define BLOCKS 1000 /* 1 ms per kernel on the stand-in runtime */
 #define COUNT 65536
 
-#define CALL(expr)                                                                                 \
-    do {                                                                                           \
-        int rc_ = (int)(expr);                                                                     \
-        if (rc_ != 0) {                                                                            \
-            fprintf(stderr, "hang_job: %s failed: %d\n", #expr, rc_);                              \
-            exit(1);                                                                               \
-        }                                                                                          \
+#define CALL(expr)                                                    \
+    do {                                                              \
+        int rc_ = (int)(expr);                                        \
+        if (rc_ != 0) {                                               \
+            fprintf(stderr, "hang_job: %s failed: %d\n", #expr, rc_); \
+            exit(1);                                                  \
+        }                                                             \
     } while (0)
 
 void **__cudaRegisterFatBinary(void *fatCubin);

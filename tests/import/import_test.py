@@ -416,6 +416,184 @@ def case_ddp_report_busbw(tmp):
           "allreduces with bytes and busbw_gbps > 0: %s" % colls)
 
 
+def case_parallel_same_as_sequential(tmp):
+    """Many files at once, one thread each: the same outputs, lines and status as one by one."""
+    inputs = [data(n) for n in sorted(os.listdir(DATA)) if ".json" in n]
+    inputs.append(data("nccl.json"))  # twice: the second finds the first's output
+    bad = os.path.join(tmp, "bad.json")
+    with open(bad, "w") as f:
+        f.write('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2}, {"ph"')
+    inputs.insert(2, bad)
+    results = {}
+    for jobs in (1, 4, 16):
+        out = os.path.join(tmp, "j%d" % jobs)
+        p = import_traces(out, *inputs, expect_rc=1, extra=("--jobs", str(jobs)))
+        files = {}
+        for d, _, names in os.walk(out):
+            for n in names:
+                with open(os.path.join(d, n), "rb") as f:
+                    files[os.path.relpath(os.path.join(d, n), out)] = f.read()
+        results[jobs] = (p.stdout.replace(out, "OUT"), p.stderr.replace(out, "OUT"), files)
+    one = results[1]
+    check(len(one[2]) >= 6, "outputs written: %s" % sorted(one[2]))
+    check("exists (use --force" in one[1], "the repeated input finds its output: %s" % one[1])
+    for jobs in (4, 16):
+        r = results[jobs]
+        check(r[0] == one[0], "-j %d prints the same lines:\n%s\nvs\n%s" % (jobs, r[0], one[0]))
+        check(r[1] == one[1], "-j %d says the same errors:\n%s\nvs\n%s" % (jobs, r[1], one[1]))
+        check(sorted(r[2]) == sorted(one[2]), "-j %d writes the same files" % jobs)
+        for name in one[2]:
+            check(r[2][name] == one[2][name], "-j %d: %s byte for byte" % (jobs, name))
+
+
+# ---- input bounds (docs/import.md, "Bounds") --------------------------------
+
+BOUND_DEPTH, BOUND_TOKEN = 1024, 1 << 20
+BOUND_NAMES, BOUND_COMMS, BOUND_RANKS = 49152, 1024, 1 << 20
+ATTACK_RSS_MAX_KB = 200 * 1024   # each attack once took 1 GB or more
+ATTACK_SECONDS_MAX = 20          # and 19 s to an hour; a sanitizer build is slower
+
+
+def kernel(i, **args):
+    return {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10 + i * 10,
+            "dur": 5, "args": dict({"device": 0, "stream": 7, "correlation": i + 1}, **args)}
+
+
+def attack_gz(path, head_events, start, block, blocks, tail=b""):
+    """A gzip whose JSON is a trace opening with head_events, then start,
+    then `blocks` copies of block (the JSON text may be a gigabyte), then
+    tail.  Each piece is a gzip member of its own, the block's compressed
+    once and repeated: zlib reads concatenated members as one stream."""
+    head = b'{"traceEvents": [' + b", ".join(json.dumps(e).encode() for e in head_events) + b", "
+    member = gzip.compress(block)
+    with open(path, "wb") as f:
+        f.write(gzip.compress(head + start))
+        for _ in range(blocks):
+            f.write(member)
+        f.write(gzip.compress(tail))
+    return len(head)
+
+
+def run_bounded(args):
+    """Run, returning (proc, seconds, peak RSS in KiB of the importer)."""
+    import resource
+    import time
+    t0 = time.monotonic()
+    p = subprocess.run(args, capture_output=True, text=True, timeout=ATTACK_SECONDS_MAX * 3)
+    seconds = time.monotonic() - t0
+    return p, seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+
+
+def check_stopped_at_bound(tmp, gz, what, offset, kept):
+    p, seconds, rss = run_bounded([SCALEPROF, "import", "kineto", gz, "-o", tmp])
+    check(p.returncode == 1, "exit 1, got %d: %s" % (p.returncode, p.stderr))
+    check("input bound: %s" % what in p.stderr and "at byte %d " % offset in p.stderr,
+          "the message names the bound (%s) and byte %d: %s" % (what, offset, p.stderr))
+    check(seconds < ATTACK_SECONDS_MAX and rss < ATTACK_RSS_MAX_KB,
+          "bounded: %.1f s (< %d), %d KiB (< %d)" % (seconds, ATTACK_SECONDS_MAX, rss, ATTACK_RSS_MAX_KB))
+    _, events = read_trace(os.path.join(tmp, "imported", "0.sprof"))
+    check(len(of_type(events, "gpu")) == kept, "the %d kernels before the bound kept: %d"
+          % (kept, len(of_type(events, "gpu"))))
+
+
+def case_bound_unclosed_brackets(tmp):
+    """1 MB of gzip holding a gigabyte of '[': stops at the depth bound, at once, small, events kept."""
+    gz = os.path.join(tmp, "deep.json.gz")
+    head = attack_gz(gz, [kernel(0), kernel(1)], b"", b"[" * (1 << 20), 1024)
+    # Two levels are open (the top map, traceEvents): the bound is passed by
+    # the bracket that would open level BOUND_DEPTH + 1.
+    check_stopped_at_bound(tmp, gz, "nesting deeper than %d" % BOUND_DEPTH,
+                           head + BOUND_DEPTH - 2, 2)
+
+
+def case_bound_long_string(tmp):
+    """A gigabyte-long kernel name (1 MB of gzip): stops at the string bound where the string begins."""
+    gz = os.path.join(tmp, "longname.json.gz")
+    start = b'{"ph": "X", "cat": "kernel", "name": "'
+    head = attack_gz(gz, [kernel(0)], start, b"a" * (1 << 20), 1024, b'"}]}')
+    check_stopped_at_bound(tmp, gz, "a string longer than %d bytes" % BOUND_TOKEN,
+                           head + len(start) - 1, 1)
+
+
+def case_bound_long_escaped_string(tmp):
+    """A long string made of escaped quotes is still one string: the same bound."""
+    gz = os.path.join(tmp, "escapes.json.gz")
+    start = b'{"ph": "X", "name": "'
+    head = attack_gz(gz, [kernel(0)], start, b'\\"' * (1 << 19), 1024, b'"}]}')
+    check_stopped_at_bound(tmp, gz, "a string longer than %d bytes" % BOUND_TOKEN,
+                           head + len(start) - 1, 1)
+
+
+def case_bound_long_number(tmp):
+    """A number of a gigabyte of digits: the token bound, at the number's first digit."""
+    gz = os.path.join(tmp, "longnum.json.gz")
+    start = b'{"ph": "X", "ts": '
+    head = attack_gz(gz, [kernel(0)], start, b"1" * (1 << 20), 1024, b"}]}")
+    check_stopped_at_bound(tmp, gz, "a number or literal longer than %d bytes" % BOUND_TOKEN,
+                           head + len(start), 1)
+
+
+def write_trace(path, events, dist=None):
+    with open(path, "w") as f:
+        f.write('{"distributedInfo": %s, "traceEvents": [\n'
+                % json.dumps(dist or {"backend": "nccl", "rank": 0, "world_size": 2}))
+        f.write(",\n".join(json.dumps(e) for e in events))
+        f.write("]}\n")
+
+
+def case_bound_many_process_groups(tmp):
+    """More communicators than the bound: the first ones' collectives kept, the rest named, report quick."""
+    extra = 200
+    kernels = [kernel(i, **{"Collective name": "allreduce", "In msg nelems": 8, "Group size": 2,
+                            "dtype": "Float", "Process Group Name": "pg%d" % i,
+                            "Process Group Ranks": "[0, 1]"}) for i in range(BOUND_COMMS + extra)]
+    for k in kernels:
+        k["name"] = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+    path = os.path.join(tmp, "pgs.json")
+    write_trace(path, kernels)
+    p = import_traces(tmp, path, expect_rc=1)
+    check("input bound: more than %d communicators (process groups): %d collectives not written"
+          % (BOUND_COMMS, extra) in p.stderr, "the message names the bound: %s" % p.stderr)
+    with open(path) as f:
+        first = f.read().index('"pg%d"' % BOUND_COMMS)
+    check("the first at byte " in p.stderr, p.stderr)
+    at = int(re.search(r"the first at byte (\d+)", p.stderr).group(1))
+    check(at < first and first - at < 400, "the offset (%d) is the event's, before its group name at %d"
+          % (at, first))
+    _, events = read_trace(os.path.join(tmp, "imported", "0.sprof"))
+    check(len(of_type(events, "nccl")) == BOUND_COMMS, "one collective per communicator in the bound")
+    check(len(of_type(events, "gpu")) == BOUND_COMMS + extra, "every kernel kept")
+    run([SCALEPROF, "report", tmp], 0)
+
+
+def case_bound_many_names(tmp):
+    """More distinct kernel names than the bound: every kernel kept, the excess without a name, said so."""
+    extra = 100
+    kernels = [kernel(i) for i in range(BOUND_NAMES + extra)]
+    for i, k in enumerate(kernels):
+        k["name"] = "k%d" % i
+    path = os.path.join(tmp, "names.json")
+    write_trace(path, kernels)
+    p = import_traces(tmp, path, expect_rc=1)
+    check("input bound: more than %d distinct names" % BOUND_NAMES in p.stderr and
+          "%d events written without their name" % extra in p.stderr, p.stderr)
+    _, events = read_trace(os.path.join(tmp, "imported", "0.sprof"))
+    check(len(of_type(events, "gpu")) == BOUND_NAMES + extra, "every kernel kept")
+
+
+def case_bound_world_size(tmp):
+    """A world of two billion ranks is not believed: rank unknown, said so, the report quick."""
+    path = os.path.join(tmp, "world.json")
+    write_trace(path, [kernel(0)], {"backend": "nccl", "rank": 1999999999, "world_size": 2000000000})
+    p = import_traces(tmp, path, expect_rc=1)
+    check("input bound: distributedInfo not within 0 <= rank < world_size <= %d" % BOUND_RANKS
+          in p.stderr and "the first at byte 20" in p.stderr, p.stderr)
+    h, _ = read_trace(os.path.join(tmp, "imported", "0.sprof"))
+    check(h["rank"] == -1 and h["world_size"] == -1, "rank and world size unknown: %s" % h)
+    p, seconds, _ = run_bounded([SCALEPROF, "report", tmp])
+    check(p.returncode == 0 and seconds < 5, "report in %.1f s" % seconds)
+
+
 def main():
     case = sys.argv[1]
     fn = globals().get("case_" + case)

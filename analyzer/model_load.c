@@ -469,6 +469,8 @@ static void match_kernels_in(struct sp_coll_call *c, size_t nc, struct kernel *k
                     use_kernel(&c[i], &k[j]);
                     break;
                 }
+    if (!nc)
+        return; /* kernels with no call to match (and qsort must not see NULL) */
     qsort(c, nc, sizeof *c, cmp_call_stream);
     qsort(k, nk, sizeof *k, cmp_kernel);
     int streams_meet = 0;
@@ -522,6 +524,8 @@ static void match_kernels(struct file_scan *s)
         match_kernels_in(c, nc, k, nk);
         return;
     }
+    if (!nc || !nk)
+        return;
     qsort(c, nc, sizeof *c, cmp_call_device);
     qsort(k, nk, sizeof *k, cmp_kernel_device);
     for (size_t i = 0, j = 0; i < nc;) {

@@ -572,6 +572,23 @@ def case_run_refuses_mixing():
         fail("a command that cannot start should be said so, with no next step")
 
 
+def case_symlink_loops():
+    """Links that loop (two links to the directory itself, a link to its
+    parent) inside a trace directory: every directory is entered once, the
+    report ends at once with the traces counted once."""
+    import time
+    d, _ = gen("loops", "--ranks", 2, "--markers")
+    os.symlink(".", os.path.join(d, "self1"))
+    os.symlink(".", os.path.join(d, "self2"))
+    os.symlink("..", os.path.join(d, "host0", "up"))
+    t0 = time.time()
+    rep = report(d)
+    took = time.time() - t0
+    print(f"  report in {took:.2f} s, {rep['events']['files']} files, {rep['ranks']} ranks")
+    if rep["events"]["files"] != 2 or rep["ranks"] != 2 or took > 20:
+        fail("each trace once, and no walk without end")
+
+
 def case_man_pages_clean():
     """The man pages render cleanly: no control characters in their
     sources (a literal form feed showed as "Bscaleprof reportR"), and every

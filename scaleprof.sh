@@ -27,8 +27,9 @@ cd "$(dirname "$(readlink -f "$0")")"
 BUILD=${SCALEPROF_BUILD:-build}
 PACKAGES=(meson ninja-build pkg-config gcc libc6-dev libzstd-dev libunwind-dev
           libyajl-dev zlib1g-dev python3 util-linux)
-# The tests also drive a real PyTorch DataLoader (CPU) through the recorder.
-TEST_PACKAGES=(python3-torch)
+# The tests also drive a real PyTorch DataLoader (CPU) through the recorder,
+# and render the HTML report in headless Chromium.
+TEST_PACKAGES=(python3-torch chromium)
 
 install_missing() {
     local missing=()

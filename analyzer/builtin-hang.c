@@ -65,21 +65,6 @@ static void ranks_text(const int *v, int n, char *out, size_t len)
     snprintf(out, len, "%s %s", n == 1 ? "rank" : "ranks", list);
 }
 
-static void bytes_text(uint64_t b, char *out, size_t len)
-{
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double x = (double)b;
-    int u = 0;
-    while (x >= 1024 && u < 4) {
-        x /= 1024;
-        u++;
-    }
-    if (u == 0)
-        snprintf(out, len, "%llu B", (unsigned long long)b);
-    else
-        snprintf(out, len, "%.1f %s", x, unit[u]);
-}
-
 static const char *proc_state(int s)
 {
     return s == SP_HANG_CLOSED ? "closed" : s == SP_HANG_OPEN ? "open"
@@ -104,7 +89,7 @@ static const struct sp_hang_rank *rank_entry(const struct sp_hang *h, int rank)
 static void text_call(uint32_t op, uint64_t bytes, uint32_t dtype, char *out, size_t len)
 {
     char b[32];
-    bytes_text(bytes, b, sizeof b);
+    sp_text_bytes(bytes, b, sizeof b);
     snprintf(out, len, "%s %s %s", sp_hang_op_name(op), b, sp_hang_dtype_name(dtype));
 }
 

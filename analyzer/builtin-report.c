@@ -445,22 +445,6 @@ static void text_findings(const struct sp_model *m, int cols)
     printf("\n");
 }
 
-/* 4194304 -> "4.0 MiB" */
-static void bytes_text(uint64_t b, char *out, size_t len)
-{
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double x = (double)b;
-    int u = 0;
-    while (x >= 1024 && u < 4) {
-        x /= 1024;
-        u++;
-    }
-    if (u == 0)
-        snprintf(out, len, "%llu B", (unsigned long long)b);
-    else
-        snprintf(out, len, "%.1f %s", x, unit[u]);
-}
-
 static void text_collectives(const struct sp_model *m, int cols)
 {
     if (!m->ncolls)
@@ -473,7 +457,7 @@ static void text_collectives(const struct sp_model *m, int cols)
     for (size_t i = 0; i < m->ncolls && i < TOP_COLLECTIVES; i++) {
         const struct sp_coll_summary *c = &m->colls[i];
         char size[32], comm[32];
-        bytes_text(c->bytes, size, sizeof size);
+        sp_text_bytes(c->bytes, size, sizeof size);
         snprintf(comm, sizeof comm, "%016llx%s", (unsigned long long)c->comm, c->spans_hosts ? "*" : "");
         spans |= c->spans_hosts;
         printf("  %-17s %-13s %9s %6llu %9.3f %8.3f %8.1f\n", comm, op_name(c->op), size,

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "export_trace.h"
+#include "text.h"
 #include "model_int.h"
 #include "traceset.h"
 
@@ -166,22 +167,6 @@ static void meta(struct writer *w, int pid, int tid, const char *what, const cha
             pid, tid, what, sort);
 }
 
-/* 4194304 -> "4.0 MiB" */
-static void bytes_text(uint64_t b, char *out, size_t len)
-{
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double x = (double)b;
-    int u = 0;
-    while (x >= 1024 && u < 4) {
-        x /= 1024;
-        u++;
-    }
-    if (u == 0)
-        snprintf(out, len, "%" PRIu64 " B", b);
-    else
-        snprintf(out, len, "%.1f %s", x, unit[u]);
-}
-
 static const char *enum_name(int type, const char *field, uint64_t v, const char *dflt)
 {
     const char *n = sp_enum_name(type, field, v);
@@ -317,7 +302,7 @@ static void gpu_name(const struct sp_reader *r, const struct sp_ev_gpu *g, char 
 {
     char b[32];
     if (g->kind == SP_GPU_MEMCPY || g->kind == SP_GPU_MEMSET) {
-        bytes_text(g->bytes, b, sizeof b);
+        sp_text_bytes(g->bytes, b, sizeof b);
         snprintf(
             out, len, "%s %s %s", g->kind == SP_GPU_MEMCPY ? "memcpy" : "memset",
             g->kind == SP_GPU_MEMCPY ? enum_name(SP_EV_GPU, "copy_kind", g->copy_kind, "") : "", b);
@@ -394,7 +379,7 @@ static int on_io(void *ctx, const struct sp_reader *r, const struct sp_event *ev
     const char *op = enum_name(SP_EV_IO, "op", io->op, "io");
     if (io->ret > 0 && io->op != SP_IO_OPEN && io->op != SP_IO_FOPEN && io->op != SP_IO_CLOSE) {
         char b[32];
-        bytes_text((uint64_t)io->ret, b, sizeof b);
+        sp_text_bytes((uint64_t)io->ret, b, sizeof b);
         snprintf(name, sizeof name, "%s %s", op, b);
     } else {
         snprintf(name, sizeof name, "%s", op);
@@ -639,7 +624,7 @@ static int call_in_window(const struct writer *w, int ri, const struct sp_coll_c
 static void op_name(const struct sp_coll_call *c, char *out, size_t len)
 {
     char b[32];
-    bytes_text(c->bytes, b, sizeof b);
+    sp_text_bytes(c->bytes, b, sizeof b);
     snprintf(out, len, "%s %s comm %016" PRIx64 " #%" PRIu64,
              enum_name(SP_EV_NCCL, "op", c->op, "op"), b, c->comm,
              sp_op_is_p2p(c->op) ? (uint64_t)(c->key & ((1ULL << 21) - 1)) : c->seq);

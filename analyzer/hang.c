@@ -34,6 +34,7 @@
  * so that its cost per event is one copy.
  */
 #include "hang.h"
+#include "text.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -611,21 +612,6 @@ static int deep_open(void *ctx, struct sp_reader *r)
     return 0;
 }
 
-static void bytes_text(uint64_t b, char *out, size_t len)
-{
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double x = (double)b;
-    int u = 0;
-    while (x >= 1024 && u < 4) {
-        x /= 1024;
-        u++;
-    }
-    if (u == 0)
-        snprintf(out, len, "%llu B", (unsigned long long)b);
-    else
-        snprintf(out, len, "%.1f %s", x, unit[u]);
-}
-
 static void dur_text(int64_t ns, char *out, size_t len)
 {
     if (ns < 1000000)
@@ -648,7 +634,7 @@ static void describe(const struct sp_reader *r, const struct sp_event *ev, char 
     switch (ev->type) {
     case SP_EV_NCCL: {
         const struct sp_ev_nccl *n = &ev->nccl;
-        bytes_text(n->bytes, b, sizeof b);
+        sp_text_bytes(n->bytes, b, sizeof b);
         if (sp_op_is_p2p((uint32_t)n->op))
             snprintf(out, len, "%s %s with peer %lld on %016llx", sp_hang_op_name((uint32_t)n->op),
                      b, (long long)n->peer, (unsigned long long)n->comm);

@@ -43,3 +43,18 @@ void sp_text_wrapped(const char *text, int used, int indent, int cols)
     }
     putchar('\n');
 }
+
+void sp_text_bytes(uint64_t b, char *out, size_t len)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double x = (double)b;
+    int u = 0;
+    while (x >= 1024 && u < 4) {
+        x /= 1024;
+        u++;
+    }
+    if (u == 0)
+        snprintf(out, len, "%llu B", (unsigned long long)b);
+    else
+        snprintf(out, len, "%.1f %s", x, unit[u]);
+}

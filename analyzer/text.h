@@ -1,7 +1,9 @@
-/* text.h - what the verbs' plain-text output shares: the terminal's width
- * and word wrapping. */
+/* text.h - what the verbs' plain-text output shares: the terminal's width,
+ * word wrapping, sizes in words. */
 #ifndef SP_TEXT_H
 #define SP_TEXT_H
+#include <stddef.h>
+#include <stdint.h>
 /* sp_text_columns: the terminal's columns when stdout is one (COLUMNS,
  * else TIOCGWINSZ), 0 when it is a pipe or a file, whose layout stays
  * fixed for scripts.  sp_text_wrapped: prints text word by word to stdout;
@@ -10,4 +12,6 @@
  * as is.  Ends the line. */
 int sp_text_columns(void);
 void sp_text_wrapped(const char *text, int used, int indent, int cols);
+/* 4194304 -> "4.0 MiB", 512 -> "512 B". */
+void sp_text_bytes(uint64_t b, char *out, size_t len);
 #endif

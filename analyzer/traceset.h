@@ -45,26 +45,6 @@ struct sp_pass {
  * Inline, so that a pass given as a constant (pass 1's, pass 2's) has its
  * callbacks called directly and inlined: the loop costs what a loop
  * written for the pass would. */
-static inline __attribute__((always_inline)) int sp_trace_dispatch(const struct sp_tool *tool, void *ctx,
-                                                                   const struct sp_reader *r,
-                                                                   const struct sp_event *ev)
-{
-    if (tool->any) {
-        int rc = tool->any(ctx, r, ev);
-        if (rc)
-            return rc;
-    }
-    switch (ev->type) {
-#define SP_X_DISPATCH(id, NAME, name, FIELDS) \
-    case id:                                  \
-        return tool->name ? tool->name(ctx, r, ev) : 0;
-        SP_EVENTS(SP_X_DISPATCH)
-#undef SP_X_DISPATCH
-    default:
-        return 0;
-    }
-}
-
 static inline __attribute__((always_inline)) int sp_trace_feed(const char *path, const struct sp_pass *p,
                                                                void *ctx, int *err_out)
 {
@@ -84,7 +64,7 @@ static inline __attribute__((always_inline)) int sp_trace_feed(const char *path,
     struct sp_event ev;
     uint64_t n = 0;
     while (sp_reader_next(r, &ev) == 1) {
-        if ((rc = sp_trace_dispatch(&p->tool, ctx, r, &ev)) != 0)
+        if ((rc = sp_tool_dispatch(&p->tool, ctx, r, &ev)) != 0)
             break;
         if (p->every && ++n % SP_PASS_EVERY == 0)
             p->every(ctx, r);

@@ -935,32 +935,13 @@ void sp_reader_close(struct sp_reader *r)
     free(r);
 }
 
-static int dispatch(const struct sp_tool *tool, void *ctx, const struct sp_reader *r,
-                    const struct sp_event *ev)
-{
-    if (tool->any) {
-        int rc = tool->any(ctx, r, ev);
-        if (rc)
-            return rc;
-    }
-    switch (ev->type) {
-#define SP_X_DISPATCH(id, NAME, name, FIELDS)                                  \
-    case id:                                                                   \
-        return tool->name ? tool->name(ctx, r, ev) : 0;
-        SP_EVENTS(SP_X_DISPATCH)
-#undef SP_X_DISPATCH
-    default:
-        return 0;
-    }
-}
-
 int sp_reader_feed(struct sp_reader *r, const struct sp_tool *tool, void *ctx)
 {
     if (!r || !tool)
         return SP_E_ARG;
     struct sp_event ev;
     while (sp_reader_next(r, &ev)) {
-        int rc = dispatch(tool, ctx, r, &ev);
+        int rc = sp_tool_dispatch(tool, ctx, r, &ev);
         if (rc)
             return rc;
     }

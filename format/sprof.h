@@ -629,6 +629,27 @@ struct sp_tool {
     int (*any)(void *ctx, const struct sp_reader *r, const struct sp_event *ev);
 };
 int sp_reader_feed(struct sp_reader *r, const struct sp_tool *tool, void *ctx);
+/* One event to the tool: `any` first, then the event's own callback.
+ * Inline, so that a constant tool's callbacks are called directly. */
+static inline __attribute__((always_inline)) int sp_tool_dispatch(const struct sp_tool *tool, void *ctx,
+                                                                   const struct sp_reader *r,
+                                                                   const struct sp_event *ev)
+{
+    if (tool->any) {
+        int rc = tool->any(ctx, r, ev);
+        if (rc)
+            return rc;
+    }
+    switch (ev->type) {
+#define SP_X_DISPATCH(id, NAME, name, FIELDS)                                  \
+    case id:                                                                   \
+        return tool->name ? tool->name(ctx, r, ev) : 0;
+        SP_EVENTS(SP_X_DISPATCH)
+#undef SP_X_DISPATCH
+    default:
+        return 0;
+    }
+}
 
 /* ---- additions within version 1 ------------------------------------------ */
 

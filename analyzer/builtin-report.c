@@ -456,16 +456,29 @@ static void text_collectives(const struct sp_model *m, int cols)
     printf("  %-17s %-13s %9s %6s %9s %8s %8s\n", "", "", "", "", "ms", "ms", "GB/s");
     for (size_t i = 0; i < m->ncolls && i < TOP_COLLECTIVES; i++) {
         const struct sp_coll_summary *c = &m->colls[i];
-        char size[32], comm[32];
-        sp_text_bytes(c->bytes, size, sizeof size);
+        char size[32], comm[32], tr[16], wait[16], bus[16];
+        /* what the trace cannot say is printed as unknown, not as 0: a size
+         * not recorded, an instance some peer never reached (no last
+         * arrival, so no wait or transfer), hence no bandwidth */
+        int whole = c->missing < c->calls;
+        if (c->bytes)
+            sp_text_bytes(c->bytes, size, sizeof size);
+        else
+            snprintf(size, sizeof size, "?");
+        /* with a peer missing, the kernel's time is an upper bound of the
+         * transfer (>= bandwidth), and the wait unknown */
+        snprintf(tr, sizeof tr, whole ? "%.3f" : "<%.3f", c->transfer_ms);
+        snprintf(wait, sizeof wait, whole ? "%.3f" : "?", c->wait_ms);
+        snprintf(bus, sizeof bus, !c->bytes || c->busbw_gbps <= 0 ? "?" : whole ? "%.1f" : ">%.1f", c->busbw_gbps);
         snprintf(comm, sizeof comm, "%016llx%s", (unsigned long long)c->comm, c->spans_hosts ? "*" : "");
         spans |= c->spans_hosts;
-        printf("  %-17s %-13s %9s %6llu %9.3f %8.3f %8.1f\n", comm, op_name(c->op), size,
-               (unsigned long long)c->calls, c->transfer_ms, c->wait_ms, c->busbw_gbps);
+        printf("  %-17s %-13s %9s %6llu %9s %8s %8s\n", comm, op_name(c->op), size,
+               (unsigned long long)c->calls, tr, wait, bus);
     }
     printf("  ");
     sp_text_wrapped("transfer: data moving once the last rank arrived; wait: time a rank waited for "
-                "late peers; bus: bus bandwidth as nccl-tests counts it", 2, 2, cols);
+                "late peers; bus: bus bandwidth as nccl-tests counts it; ?: unknown (size not recorded, "
+                "or the wait where a peer's trace is missing); < and >: bounds, with a peer missing", 2, 2, cols);
     if (spans)
         printf("  * the communicator spans hosts\n");
     printf("\n");
@@ -628,12 +641,23 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
         sp_json_open(&j, NULL, '{');
         sp_json_str(&j, "comm", comm);
         sp_json_str(&j, "op", op_name(c->op));
-        sp_json_int(&j, "bytes", (long long)c->bytes);
+        int whole = c->missing < c->calls; /* else no instance had all its peers */
+        if (c->bytes)
+            sp_json_int(&j, "bytes", (long long)c->bytes);
+        else
+            sp_json_null(&j, "bytes");
         sp_json_int(&j, "nranks", c->nranks);
         sp_json_int(&j, "calls", (long long)c->calls);
         sp_json_num(&j, "transfer_ms", c->transfer_ms);
-        sp_json_num(&j, "wait_ms", c->wait_ms);
-        sp_json_num(&j, "busbw_gbps", c->busbw_gbps);
+        if (whole)
+            sp_json_num(&j, "wait_ms", c->wait_ms);
+        else
+            sp_json_null(&j, "wait_ms");
+        if (c->bytes && c->busbw_gbps > 0)
+            sp_json_num(&j, "busbw_gbps", c->busbw_gbps);
+        else
+            sp_json_null(&j, "busbw_gbps");
+        sp_json_bool(&j, "bounds", !whole);
         sp_json_bool(&j, "spans_hosts", c->spans_hosts);
         sp_json_int(&j, "incomplete", (long long)c->missing);
         sp_json_close(&j, '}');

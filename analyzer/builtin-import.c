@@ -110,8 +110,10 @@ static int finish_one(struct import_job *job, const struct sp_import_opts *opts,
 {
     struct sp_import_summary *sum = &job->sum;
     char line[SUMMARY_MAX];
-    if (sp_import_kineto_place(sum, opts, job->err, sizeof job->err))
+    if (sp_import_kineto_place(sum, opts, job->err, sizeof job->err)) {
         job->rc = -1;
+        sum->events = 0; /* nothing was placed: no "imported N events" */
+    }
     if (!quiet && (job->rc == 0 || sum->out_path[0])) {
         sp_import_format_summary(sum, line, sizeof line);
         printf("%s -> %s: %s\n", job->path, sum->out_path[0] ? sum->out_path : "(nothing)", line);

@@ -612,12 +612,72 @@ static int finish_output(struct importer *im, const char *tmp, const char *hostd
     return 0;
 }
 
+/* The rank an existing trace holds, -2 when it cannot be read. */
+static int trace_rank(const char *path)
+{
+    int err = 0;
+    struct sp_reader *r = sp_reader_open(path, &err);
+    if (!r)
+        return -2;
+    int rank = sp_reader_info(r)->hdr.rank;
+    sp_reader_close(r);
+    return rank;
+}
+
+/* Two ranks may share a pid (nodes, containers): a trace of another rank
+ * at <pid>.sprof is never replaced, --force or not; this one goes to
+ * <pid>.r<rank>.sprof (or <pid>.<n>.sprof when that is taken too). */
+static int other_rank_name(struct sp_import_summary *sum)
+{
+    char base[sizeof sum->out_path];
+    size_t l = strlen(sum->out_path);
+    if (l < 6 || l >= sizeof base)
+        return -1;
+    memcpy(base, sum->out_path, l - 6); /* without ".sprof" */
+    base[l - 6] = 0;
+    for (int n = 0; n < 1000; n++) {
+        char next[sizeof sum->out_path + 32];
+        if (n == 0 && sum->meta.rank >= 0)
+            snprintf(next, sizeof next, "%s.r%lld.sprof", base, (long long)sum->meta.rank);
+        else
+            snprintf(next, sizeof next, "%s.%d.sprof", base, n + 1);
+        if (strlen(next) >= sizeof sum->out_path)
+            return -1;
+        int held = access(next, F_OK) == 0 ? trace_rank(next) : -3;
+        if (held == -3 || (held == sum->meta.rank && sum->meta.rank >= 0)) {
+            snprintf(sum->out_path, sizeof sum->out_path, "%s", next);
+            return held == -3 ? 0 : 1; /* 1: the same rank's file: replace with --force only */
+        }
+    }
+    return -1;
+}
+
 int sp_import_kineto_place(struct sp_import_summary *sum, const struct sp_import_opts *opts, char *err,
                            size_t errlen)
 {
     if (!sum->tmp_path[0])
         return 0;
-    int rc = place_output(sum->tmp_path, sum->out_path, opts->force, err, errlen);
+    int force = opts->force;
+    if (access(sum->out_path, F_OK) == 0) {
+        int held = trace_rank(sum->out_path);
+        if (held != sum->meta.rank) { /* same rank, or both unknown: a re-import */
+            char was[sizeof sum->out_path];
+            snprintf(was, sizeof was, "%s", sum->out_path);
+            int same = other_rank_name(sum);
+            if (same < 0) {
+                snprintf(err, errlen, "%s holds another rank's trace and no other name is free", was);
+                unlink(sum->tmp_path);
+                sum->tmp_path[0] = 0;
+                sum->out_path[0] = 0;
+                return -1;
+            }
+            if (same == 0)
+                force = 1; /* a fresh name: nothing to replace */
+        }
+    }
+    int rc = place_output(sum->tmp_path, sum->out_path, force, err, errlen);
+    if (rc)
+        sum->out_path[0] = 0; /* nothing was written there */
     sum->tmp_path[0] = 0;
     return rc;
 }

@@ -312,6 +312,29 @@ def case_sampled128_collectives_match(tmp):
     check(len({c for c, _ in keys[0]}) == 2, "two communicators (two NCCL streams)")
 
 
+def case_same_pid_two_ranks(tmp):
+    """Two ranks whose processes had the same pid (two nodes, two
+    containers) are both kept: the second never replaces the first, with
+    --force or without; re-importing the same rank without --force is
+    refused and says nothing was imported."""
+    import gzip
+    with gzip.open(data("sampled128_rank1.json.gz"), "rt") as f:
+        text = f.read()
+    same = os.path.join(tmp, "rank1_same_pid.json")
+    with open(same, "w") as f:
+        f.write(text.replace('"pid": 4045', '"pid": 4037').replace('"pid":4045', '"pid":4037'))
+    out = os.path.join(tmp, "out")
+    import_traces(out, data("sampled128_rank0.json.gz"))
+    import_traces(out, same, extra=("--force",))
+    files = sorted(os.listdir(os.path.join(out, "imported")))
+    ranks = sorted(read_trace(os.path.join(out, "imported", f))[0]["rank"] for f in files)
+    check(ranks == [0, 1], "both ranks kept under one pid: %s -> ranks %s" % (files, ranks))
+    again = import_traces(out, data("sampled128_rank0.json.gz"), expect_rc=1)
+    check("exists" in again.stderr and "imported" not in again.stdout,
+          "re-importing rank 0 without --force is refused and claims no import: %r %r"
+          % (again.stdout, again.stderr))
+
+
 # ---- the answers a user wants (need `scaleprof report --json`) --------------------
 
 

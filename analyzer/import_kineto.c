@@ -637,14 +637,15 @@ static int other_rank_name(struct sp_import_summary *sum)
     base[l - 6] = 0;
     for (int n = 0; n < 1000; n++) {
         char next[sizeof sum->out_path + 32];
-        if (n == 0 && sum->meta.rank >= 0)
-            snprintf(next, sizeof next, "%s.r%lld.sprof", base, (long long)sum->meta.rank);
+        int mine = trace_rank(sum->tmp_path);
+        if (n == 0 && mine >= 0)
+            snprintf(next, sizeof next, "%s.r%d.sprof", base, mine);
         else
             snprintf(next, sizeof next, "%s.%d.sprof", base, n + 1);
         if (strlen(next) >= sizeof sum->out_path)
             return -1;
         int held = access(next, F_OK) == 0 ? trace_rank(next) : -3;
-        if (held == -3 || (held == sum->meta.rank && sum->meta.rank >= 0)) {
+        if (held == -3 || held == mine) {
             snprintf(sum->out_path, sizeof sum->out_path, "%s", next);
             return held == -3 ? 0 : 1; /* 1: the same rank's file: replace with --force only */
         }
@@ -659,8 +660,9 @@ int sp_import_kineto_place(struct sp_import_summary *sum, const struct sp_import
         return 0;
     int force = opts->force;
     if (access(sum->out_path, F_OK) == 0) {
-        int held = trace_rank(sum->out_path);
-        if (held != sum->meta.rank) { /* same rank, or both unknown: a re-import */
+        /* the ranks as the headers say (the converted one's included) */
+        int held = trace_rank(sum->out_path), mine = trace_rank(sum->tmp_path);
+        if (held != mine) { /* the same rank: a re-import */
             char was[sizeof sum->out_path];
             snprintf(was, sizeof was, "%s", sum->out_path);
             int same = other_rank_name(sum);

@@ -111,6 +111,7 @@ enum sp_coll_timing { SP_TIMING_HOST = 0, SP_TIMING_FALLBACK, SP_TIMING_GPU };
  * between them on the communicator).  The top bit keeps it apart from the
  * collectives' sequence numbers; 21 bits each for the two ranks and k. */
 #define SP_P2P_KEY_BIT (1ULL << 63)
+#define SP_P2P_NO_PEER ((1u << 21) - 1) /* the receiver field when the peer is unknown */
 static inline uint64_t sp_p2p_key(uint32_t sender, uint32_t receiver, uint64_t k)
 {
     const uint64_t m = (1ULL << 21) - 1;
@@ -305,6 +306,7 @@ struct sp_model {
     struct sp_coll_summary *colls;
     size_t ncolls;
     uint64_t coll_instances, coll_instances_incomplete;
+    uint64_t coll_doubtful; /* instances whose ends lie far apart: paired wrongly */
     struct sp_straggler *stragglers; /* one per rank, most often last first */
     int nstragglers;
     struct sp_finding findings[SP_CAUSE_N];

@@ -24,6 +24,8 @@
 
 #define TIE_NS 20000.0 /* arrivals closer than 20 us are a tie: nobody was last */
 #define NS_PER_MS 1e6
+#define END_SPREAD_MIN_NS 1e6  /* ends of one collective this far apart ... */
+#define END_SPREAD_SHARE 0.5   /* ... and half its shortest kernel: not one instance */
 #define PAUSE_MARGIN_NS 1000000000LL /* a control-file poll apart, and then some */
 
 struct ref_key { uint64_t comm, seq; struct sp_coll_ref ref; };
@@ -48,7 +50,7 @@ static int cmp_p2p(const void *a, const void *b)
     return (x->c > y->c) - (x->c < y->c);
 }
 
-static void assign_keys(struct sp_rank *r)
+static void assign_keys(struct sp_rank *r, uint32_t rank_index)
 {
     struct p2p_ord *o = malloc((r->ncalls + 1) * sizeof *o);
     size_t n = 0;
@@ -66,7 +68,10 @@ static void assign_keys(struct sp_rank *r)
         struct sp_coll_call *x = &r->calls[o[i].c];
         uint32_t me = (uint32_t)x->crank, peer = (uint32_t)x->peer;
         uint64_t nth = x->peer_seq ? x->peer_seq : k;
-        x->key = x->op == SP_NCCL_SEND ? sp_p2p_key(me, peer, nth) : sp_p2p_key(peer, me, nth);
+        if (x->peer < 0) /* peer unknown (an imported SendRecv kernel): nothing to pair it with */
+            x->key = sp_p2p_key(rank_index, SP_P2P_NO_PEER, nth);
+        else
+            x->key = x->op == SP_NCCL_SEND ? sp_p2p_key(me, peer, nth) : sp_p2p_key(peer, me, nth);
     }
     free(o);
 }
@@ -166,6 +171,24 @@ static void add_to_summary(struct sp_model *m, const struct sp_coll_call *c, dou
         s->missing++;
 }
 
+static int ends_far_apart(struct sp_model *m, const struct sp_coll_ref *refs, size_t n)
+{
+    int64_t lo = INT64_MAX, hi = INT64_MIN, shortest = INT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        const struct sp_coll_call *c = call_of(m, &refs[i]);
+        int64_t e = sp_model_global(m, &m->ranks[refs[i].r], c->end);
+        lo = e < lo ? e : lo;
+        hi = e > hi ? e : hi;
+        if (c->end - c->start < shortest)
+            shortest = c->end - c->start;
+    }
+    double bar = END_SPREAD_MIN_NS > END_SPREAD_SHARE * (double)shortest ? END_SPREAD_MIN_NS
+                                                                          : END_SPREAD_SHARE * (double)shortest;
+    if (bar < 20e3 * m->skew_us) /* 20x the residual clock skew, in ns */
+        bar = 20e3 * m->skew_us;
+    return (double)(hi - lo) > bar;
+}
+
 static void measure_instance(struct sp_model *m, const struct sp_coll_ref *refs, size_t n, void *arg)
 {
     (void)arg;
@@ -199,6 +222,17 @@ static void measure_instance(struct sp_model *m, const struct sp_coll_ref *refs,
         }
     }
     struct sp_coll_call *c0 = call_of(m, &refs[0]);
+    /* A blocking collective's kernels end together on every rank: ends far
+     * apart mean the calls were paired wrongly (imported collectives
+     * without sequence numbers, numbered by their order on a stream, on a
+     * sampled trace).  Their wait is not believed. */
+    if (!sp_op_is_p2p(c0->op) && n >= 2 && ends_far_apart(m, refs, n)) {
+        for (size_t i = 0; i < n; i++)
+            call_of(m, &refs[i])->wait = 0;
+        wait_sum = 0;
+        nlast = 0;
+        m->coll_doubtful++;
+    }
     int complete = sp_op_is_p2p(c0->op) ? n >= 2 : n >= c0->nranks;
     for (size_t i = 0; i < n; i++) {
         call_of(m, &refs[i])->matched = (uint8_t)complete;
@@ -259,8 +293,14 @@ static int cmp_cost(const void *a, const void *b)
 void sp_model_match_collectives(struct sp_model *m)
 {
     for (int i = 0; i < m->nranks; i++)
-        assign_keys(&m->ranks[i]);
+        assign_keys(&m->ranks[i], (uint32_t)i);
     sp_model_each_instance(m, measure_instance, NULL);
+    if (m->coll_doubtful)
+        sp_model_warn(m, "%llu collective instance(s) end far apart on their ranks (a blocking collective ends "
+                         "together everywhere): the calls were likely paired wrongly (collectives without "
+                         "sequence numbers, numbered by their order on a stream, in a sampled trace), so no "
+                         "wait or late rank is drawn from them",
+                      (unsigned long long)m->coll_doubtful);
     finish_summaries(m);
     if (m->ncolls)
         qsort(m->colls, m->ncolls, sizeof *m->colls, cmp_cost);

@@ -446,9 +446,14 @@ static void communication_finding(struct sp_model *m, double gain)
     double share = m->breakdown[SP_CAT_COLL_TRANSFER];
     double coll = share + m->breakdown[SP_CAT_COLL_WAIT] + m->breakdown[SP_CAT_OVERLAP];
     say_gain(m, f, "hiding every transfer under compute");
-    say(f, "; collective transfer not hidden by compute takes %.1f%% of step time; achieved bus bandwidth "
-           "%.1f GB/s; %.0f%% of collective time overlapped with compute",
-        100 * share, sp_model_busbw(m, -1, NULL), coll > 0 ? 100 * m->breakdown[SP_CAT_OVERLAP] / coll : 0);
+    double bw = sp_model_busbw(m, -1, NULL);
+    say(f, "; collective transfer not hidden by compute takes %.1f%% of step time", 100 * share);
+    if (bw > 0)
+        say(f, "; achieved bus bandwidth %.1f GB/s", bw);
+    else
+        say(f, "; bus bandwidth unknown (message sizes not recorded)");
+    say(f, "; %.0f%% of collective time overlapped with compute",
+        coll > 0 ? 100 * m->breakdown[SP_CAT_OVERLAP] / coll : 0);
 }
 
 static void cross_node_finding(struct sp_model *m, const struct sp_replay *rp, double gain)

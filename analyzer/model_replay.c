@@ -66,6 +66,8 @@ struct inst {
     int32_t first, n;
     int64_t last;
     uint8_t spans, p2p;
+    uint8_t pair;  /* a send and its recv */
+    uint8_t sends;
 };
 
 struct graph {
@@ -345,6 +347,7 @@ static int build_instances(struct graph *g)
             if (nd->a > in->last)
                 in->last = nd->a;
             in->p2p = (uint8_t)sp_op_is_p2p(x->op);
+            in->sends += x->op == SP_NCCL_SEND;
         }
     }
     free(fill);
@@ -352,6 +355,7 @@ static int build_instances(struct graph *g)
         struct inst *in = &g->insts[t];
         if (in->n > 1)
             qsort(g->parts + in->first, (size_t)in->n, sizeof *g->parts, cmp_part);
+        in->pair = in->p2p && in->n == 2 && in->sends == 1;
         for (int32_t p = 0; p < in->n; p++) {
             struct part *pt = &g->parts[in->first + p];
             const struct sp_rnode *nd = &m->ranks[pt->r].nodes[pt->node];
@@ -381,8 +385,8 @@ static void find_stages(struct graph *g)
     int chain = 1;
     for (size_t t = 0; t < g->ninsts && chain; t++) {
         const struct inst *in = &g->insts[t];
-        if (!in->p2p || in->n != 2)
-            continue;
+        if (!in->p2p || in->n != 2 || !in->pair)
+            continue; /* a send and its recv, on two ranks */
         int a = g->parts[in->first].r, b = g->parts[in->first + 1].r;
         if (a == b)
             continue;

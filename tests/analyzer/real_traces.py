@@ -128,6 +128,26 @@ def case_resnet_no_workers_input_first():
         fail("host_overhead (9%% of the step) missing: %s" % causes)
 
 
+def case_sampled_ranks_no_false_wait():
+    """Two ranks sampled from a 128-rank job, whose NCCL kernels are
+    SendRecv (peer unknown): nothing pairs them, so the report draws no
+    collective wait, no straggler and no pipeline from them."""
+    d = os.environ["DATA"]
+    with tempfile.TemporaryDirectory(prefix="sprof-real-") as tmp:
+        out = os.path.join(tmp, "t")
+        subprocess.run([os.environ["SCALEPROF"], "import", "kineto", os.path.join(d, "sampled128_rank0.json.gz"),
+                        os.path.join(d, "sampled128_rank1.json.gz"), "-o", out], check=True, stdout=subprocess.DEVNULL)
+        p = subprocess.run([os.environ["SCALEPROF"], "report", out, "--json"], check=True, stdout=subprocess.PIPE,
+                           text=True)
+    rep = json.loads(p.stdout)
+    causes = [f["cause"] for f in rep["findings"]]
+    print("  collective_wait %.3f, findings %s, pipeline stages %s" % (
+        rep["breakdown"]["collective_wait"], causes, rep["whatif"]["pipeline_stages"]))
+    if rep["breakdown"]["collective_wait"] > 0.01 or set(causes) & {"straggler", "imbalance", "pipeline_stage",
+                                                                     "pipeline_bubble"}:
+        fail("a wait, straggler or pipeline the trace cannot support")
+
+
 if __name__ == "__main__":
     fn = globals().get("case_" + sys.argv[1])
     if not fn:

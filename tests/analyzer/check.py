@@ -176,6 +176,34 @@ def case_bad_input():
     scaleprof("compare", empty, foreign, rc=1)
 
 
+def case_messages_name_what_went_wrong():
+    """Every mistake a user makes gets a message that names the bad path or
+    value and what would be valid (exit 2 for usage, 1 for nothing to
+    analyze), never a 0.00 ms step and "healthy"."""
+    d, _ = gen("msgs", "--ranks", 2, "--markers", "--steps", 12)
+    one_file = os.path.join(d, "host0", "1000.sprof")
+    cases = [
+        (("report", "/nonexistent/dir"), 1, "no such file or directory"),
+        (("report", one_file), 1, "not a directory"),
+        (("dump", d), 1, "is a directory"),
+        (("report", d, "--steps", "20:30"), 2, "has steps 0-11 only"),
+        (("report", d, "--rank", "7"), 2, "its traces hold ranks 0-1"),
+        (("report", d, "--rank", "abc"), 2, '"abc" is not an integer'),
+        (("report", d, "--skip", "-1"), 2, '"-1" is out of range'),
+        (("report", d, "--step-marker", "("), 2, "not an extended regular expression"),
+        (("report", d, d), 2, "one trace directory expected, got 2"),
+        (("compare", d), 2, "needs at least two runs"),
+        (("-V",), 0, "scaleprof "),
+        (("help", "report"), 0, "usage: scaleprof report"),
+    ]
+    for args, rc, says in cases:
+        p = subprocess.run([SCALEPROF, *args], capture_output=True, text=True, timeout=60)
+        out = p.stdout + p.stderr
+        print(f"  scaleprof {' '.join(args)[:60]}: exit {p.returncode}: {out.strip().splitlines()[0][:110] if out.strip() else ''}")
+        if p.returncode != rc or says not in out:
+            fail(f"scaleprof {' '.join(args)}: wanted exit {rc} saying {says!r}, got {p.returncode}: {out[:300]}")
+
+
 def case_compare():
     """1/2/4/8 GPUs at a fixed per-GPU batch: efficiencies match the
     generator's throughputs within 2%."""
@@ -565,6 +593,9 @@ def case_run_refuses_mixing():
     print(f"  --run {ids[0]}: {one.returncode}: {one.stderr.strip()[:200]}")
     if "runs:" in one.stderr or "holds traces of" in one.stderr:
         fail("--run should pick one run")
+    # `true` used no GPU: the report refuses it with the reason, not "healthy"
+    if one.returncode != 1 or "no GPU activity" not in one.stderr or "healthy" in one.stdout:
+        fail("a job without GPU activity should be refused with the reason: %r" % one.stderr)
     missing = subprocess.run([SCALEPROF, "run", "-o", os.path.join(TMP, "never"), "--", "/nonexistent/cmd"],
                              capture_output=True, text=True)
     print(f"  missing command: {missing.returncode}: {missing.stderr.strip()}")

@@ -1179,7 +1179,18 @@ int sp_model_load(struct sp_model *m)
     group_files(m);
     warn_losses(m);
     if (!m->nranks) {
-        sp_model_warn(m, "no readable trace of any rank under %s", m->dir);
+        uint64_t gpu = 0;
+        int readable = 0;
+        for (int i = 0; i < m->nfrecs; i++) {
+            gpu += m->frecs[i].ok ? m->frecs[i].gpu_events : 0;
+            readable += m->frecs[i].ok;
+        }
+        if (readable && !gpu)
+            sp_model_warn(m, "no GPU activity was recorded and no process names a rank under %s (%d readable "
+                             "file(s)): a job that ran on CPUs only, or whose CUDA work the recorder did not see",
+                          m->dir, readable);
+        else
+            sp_model_warn(m, "no readable trace of any rank under %s", m->dir);
         return -1;
     }
     return 0;

@@ -66,7 +66,7 @@ struct inst {
     int32_t first, n;
     int64_t last;
     uint8_t spans, p2p;
-    uint8_t pair;  /* a send and its recv */
+    uint8_t pair; /* a send and its recv */
     uint8_t sends;
 };
 

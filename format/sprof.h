@@ -569,6 +569,7 @@ struct sp_file_info {
 
 struct sp_reader_stats {
     uint64_t frames, frames_bad, slots_recovered, events, bytes_skipped;
+    uint64_t frames_skipped; /* not decompressed: no wanted type (summary) */
 };
 
 /* Open and validate the header.  NULL with *err set on failure (not a
@@ -606,6 +607,35 @@ void sp_reader_set_types(struct sp_reader *r, uint32_t mask);
     (UINT64_C(1) << (offsetof(struct sp_ev_##name, field) / sizeof(uint64_t)))
 #define SP_FIELDS_ALL UINT64_MAX
 void sp_reader_set_fields(struct sp_reader *r, unsigned type, uint64_t fields);
+/* Chunk summaries: what a chunk holds, told before its events.  The
+ * writer stores one with every frame (docs/format.md, "Chunk summaries");
+ * for a chunk without one (an older writer, a chunk left in a slot, a
+ * frame in rows) the reader computes the same figures from the events'
+ * times.  With a summary callback set, each chunk's summary is given to
+ * it before the chunk's first event, and a chunk holding none of the types
+ * the type mask asks for is stepped over without being decompressed: a
+ * pass that only counts a type and bounds its times reads the summaries
+ * instead of the events.  Counts cover the event types this reader
+ * knows; times are starts (`t`), in the trace's clock like the events. */
+struct sp_chunk_summary {
+    uint32_t tid;
+    uint32_t types;  /* SP_TYPE_BIT()s of the types present */
+    int stored;      /* 1: read from the file, 0: computed by the reader */
+    uint64_t events; /* events of known types in the chunk */
+    uint64_t count[SP_EV_MAX];
+    uint64_t t_min[SP_EV_MAX], t_max[SP_EV_MAX]; /* earliest, latest start per type */
+    /* lag[a][b]: how far an event of type b started before the latest
+     * start of a type-a event earlier in the chunk (0: never).  The
+     * disorder of any set of types S within the chunk is the largest
+     * lag[a][b] with a and b in S. */
+    uint64_t lag[SP_EV_MAX][SP_EV_MAX];
+};
+typedef void (*sp_summary_fn)(void *ctx, const struct sp_chunk_summary *s);
+/* Set before the first sp_reader_next; NULL turns summaries off.  0, or
+ * SP_E_NOMEM (no summaries then), SP_E_ARG.  Frames stepped over whole
+ * are counted in sp_reader_stats' frames_skipped. */
+int sp_reader_set_summary(struct sp_reader *r, sp_summary_fn fn, void *ctx);
+
 /* Text of string id, or "" when unknown. */
 const char *sp_reader_string(const struct sp_reader *r, uint64_t id);
 /* Human-readable descriptions of damage seen so far, "" when none. */

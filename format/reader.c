@@ -227,6 +227,8 @@ static void parse_tlvs(struct sp_reader *r, const uint8_t *page, size_t page_len
         case SP_TLV_EXE: copy_text(in->exe, sizeof in->exe, v, len, 0); break;
         case SP_TLV_ARGV: copy_text(in->argv, sizeof in->argv, v, len, ' '); break;
         case SP_TLV_SOURCE: copy_text(in->source, sizeof in->source, v, len, 0); break;
+        case SP_TLV_CLOCK: copy_text(in->clock, sizeof in->clock, v, len, 0); break;
+        case SP_TLV_CLOCK_CAL: copy_text(in->clock_cal, sizeof in->clock_cal, v, len, 0); break;
         case SP_TLV_CUDA_DEVICES:
             copy_text(in->cuda_devices, sizeof in->cuda_devices, v, len, 0);
             break;

@@ -415,6 +415,9 @@ long sp_decode_event(const uint8_t *p, const uint8_t *end, struct sp_event *ev,
 #define SP_TLV_CUDA_DEVICES 4 /* text: visible device list */
 #define SP_TLV_SOURCE 5     /* text: "preload", "import:kineto", ... */
 #define SP_TLV_ENV 6        /* KEY=VALUE\0... of the launcher variables kept */
+#define SP_TLV_CLOCK 7      /* text: the clock the times were read from ("tsc (...)",
+                             * "monotonic (...)"); all times are CLOCK_MONOTONIC ns */
+#define SP_TLV_CLOCK_CAL 8  /* text: the TSC calibration's figures, at close */
 
 /* The header page.  Little endian; numbers that change after creation are
  * updated in place through the shared mapping (atomically where a reader of
@@ -503,6 +506,8 @@ struct sp_writer_opts {
     int mode;               /* file mode, default 0600 */
     int background;         /* 1: start the compressor thread (default), 0: compress inline on slot full (single-threaded tools) */
     int flush_interval_ms;  /* how often the compressor looks at slots; default 20 */
+    void (*on_pass)(void);  /* called by the compressor thread after each pass (the
+                             * recorder recalibrates its clock there); NULL: none */
 };
 
 /* Create `path` (O_EXCL, never following a symlink) and map it.  On
@@ -565,6 +570,8 @@ struct sp_file_info {
     char source[64];
     char cuda_devices[256];
     int closed;            /* SP_FLAG_CLOSED was set */
+    char clock[128];       /* SP_TLV_CLOCK, "" when absent (older writers: monotonic) */
+    char clock_cal[128];   /* SP_TLV_CLOCK_CAL */
 };
 
 struct sp_reader_stats {

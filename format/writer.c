@@ -150,6 +150,7 @@ struct sp_writer {
     int sleeping;     /* atomic */
     int stop;         /* atomic */
     pid_t owner;      /* the process that created the writer (and its thread) */
+    void (*on_pass)(void); /* sp_writer_opts.on_pass */
 
     /* Logical threads of sp_writer_append_as (one caller thread at a time). */
     struct logical_thread *logical;
@@ -500,6 +501,8 @@ static void *compressor_main(void *arg)
     while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
         uint32_t seen = __atomic_load_n(&w->nudges, __ATOMIC_SEQ_CST);
         compress_now(w, 0);
+        if (w->on_pass)
+            w->on_pass();
         wait_for_nudge(w, seen);
     }
     return NULL;
@@ -641,6 +644,7 @@ struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts
     w->level = o.zstd_level;
     w->background = opts ? opts->background : 1;
     w->flush_ms = o.flush_interval_ms;
+    w->on_pass = o.on_pass;
     w->cbuf_size = sizeof(struct sp_frame_header) + SP_SUMMARY_MAX + ZSTD_compressBound(w->slot_size);
     w->cbuf = malloc(w->cbuf_size);
     w->colbuf = malloc(w->slot_size + SP_COLUMNS_SLACK);

@@ -140,7 +140,8 @@ static void header_json(FILE *out, const char *path, const struct sp_file_info *
     const struct {
         const char *key, *val;
     } texts[] = {{"host", in->host}, {"exe", in->exe}, {"argv", in->argv},
-                 {"source", in->source}, {"cuda_devices", in->cuda_devices}, {"run", in->run}};
+                 {"source", in->source}, {"cuda_devices", in->cuda_devices},
+                 {"run", in->run}, {"clock", in->clock[0] ? in->clock : "monotonic"}, {"clock_calibration", in->clock_cal}};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         fprintf(out, ",\"%s\":", texts[i].key);
         json_string(out, texts[i].val);
@@ -192,6 +193,10 @@ static void header_text(FILE *out, const char *path, const struct sp_file_info *
                  "%s\n",
             h->start_mono, h->start_real, h->end_mono, h->end_real,
             in->closed ? "" : "  (never closed: the process died or still runs)");
+    /* Times are CLOCK_MONOTONIC ns whichever clock was read; writers
+     * before the clock TLV read clock_gettime. */
+    fprintf(out, "#   clock %s%s%s\n", in->clock[0] ? in->clock : "monotonic",
+            in->clock_cal[0] ? "; " : "", in->clock_cal);
     fprintf(out, "#   events_dropped %" PRIu64 "  strings_dropped %" PRIu64 "  flags %s\n",
             h->events_dropped, h->strings_dropped, flags[0] ? flags : "none");
     fprintf(out, "#   slots %" PRIu32 " x %" PRIu32 " bytes  strings %" PRIu64 " of %" PRIu64

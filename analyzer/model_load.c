@@ -73,6 +73,7 @@ struct file_scan {
     struct sp_file_rec *f;
     const regex_t *re;
     int names_dropped;
+    int summaries; /* counts and times come from chunk summaries */
     struct vec calls, kernels, marks, tids, stacks, kseq, pauses;
     size_t last_tid;
     struct group_state groups[MAX_GROUP_THREADS];
@@ -350,15 +351,70 @@ static void find_devranks(struct file_scan *s)
     s->f->ndevranks = n;
 }
 
+/* What every event adds whatever its type: the file's count and bounds. */
+static void note_file_time(struct sp_file_rec *f, int64_t t_min, int64_t t_max, uint64_t n)
+{
+    if (!f->events || t_min < f->first_t)
+        f->first_t = t_min;
+    if (t_max > f->last_t)
+        f->last_t = t_max;
+    f->events += n;
+}
+
+/* A chunk's summary stands for its events' counts and times: the file's
+ * bounds, and for the types pass 2 classifies, each thread's count,
+ * latest start and disorder - exactly what note_tid makes of the events
+ * one by one (the disorder within the chunk is the largest of the
+ * summary's pair lags among those types; across chunks, how far the
+ * chunk's earliest start falls below the thread's latest before it). */
+static void on_summary(void *ctx, const struct sp_chunk_summary *cs)
+{
+    struct file_scan *s = ctx;
+    struct sp_file_rec *f = s->f;
+    if (!cs->events)
+        return;
+    int64_t lo = INT64_MAX, hi = INT64_MIN, clo = INT64_MAX, chi = INT64_MIN;
+    uint64_t n = 0, lag = 0;
+    uint32_t classified = cs->types & SP_MODEL_CLASSIFIED_TYPES;
+    for (unsigned t = 1; t < SP_EV_MAX; t++) {
+        if (!(cs->types & SP_TYPE_BIT(t)))
+            continue;
+        int64_t a = (int64_t)cs->t_min[t], b = (int64_t)cs->t_max[t];
+        lo = a < lo ? a : lo;
+        hi = b > hi ? b : hi;
+        if (!(classified & SP_TYPE_BIT(t)))
+            continue;
+        clo = a < clo ? a : clo;
+        chi = b > chi ? b : chi;
+        n += cs->count[t];
+        for (unsigned u = 1; u < SP_EV_MAX; u++)
+            if ((classified & SP_TYPE_BIT(u)) && cs->lag[u][t] > lag)
+                lag = cs->lag[u][t];
+    }
+    note_file_time(f, lo, hi, cs->events);
+    f->gpu_events += cs->count[SP_EV_GPU];
+    if (!n)
+        return;
+    struct sp_tid_mark *m = tid_of(s, cs->tid);
+    if (!m)
+        return;
+    m->count += n;
+    if (m->max_t != INT64_MIN && m->max_t - clo > m->lag)
+        m->lag = m->max_t - clo;
+    if ((int64_t)lag > m->lag)
+        m->lag = (int64_t)lag;
+    if (chi > m->max_t)
+        m->max_t = chi;
+    m->last_t = m->max_t;
+}
+
 static void on_event(struct file_scan *s, const struct sp_reader *r, const struct sp_event *ev)
 {
     struct sp_file_rec *f = s->f;
     int64_t t = (int64_t)ev->t;
-    if (!f->events || t < f->first_t)
-        f->first_t = t;
-    if (t > f->last_t)
-        f->last_t = t;
-    f->events++;
+    int counted = s->summaries; /* counts and times came with the chunk's summary */
+    if (!counted)
+        note_file_time(f, t, t, 1);
     switch (ev->type) {
     case SP_EV_NCCL:
         on_nccl(s, ev);
@@ -375,8 +431,10 @@ static void on_event(struct file_scan *s, const struct sp_reader *r, const struc
             f->comm_rank = (int32_t)ev->comm.rank;
         break;
     case SP_EV_GPU:
-        note_tid(s, ev->tid, t);
-        f->gpu_events++;
+        if (!counted) {
+            note_tid(s, ev->tid, t);
+            f->gpu_events++;
+        }
         if (ev->gpu.kind == SP_GPU_NCCL_KERNEL) {
             struct kernel *k = vec_push(&s->kernels, sizeof *k);
             if (k)
@@ -387,12 +445,14 @@ static void on_event(struct file_scan *s, const struct sp_reader *r, const struc
         }
         break;
     case SP_EV_IO:
-        note_tid(s, ev->tid, t);
+        if (!counted)
+            note_tid(s, ev->tid, t);
         on_io(f, ev);
         break;
     case SP_EV_CUDA:
     case SP_EV_WAIT:
-        note_tid(s, ev->tid, t);
+        if (!counted)
+            note_tid(s, ev->tid, t);
         break;
     case SP_EV_CPU:
         on_cpu(f, ev);
@@ -575,6 +635,10 @@ static int pass1_open(void *ctx, struct sp_reader *r)
     f->start_mono = (int64_t)info->hdr.start_mono;
     f->start_real = (int64_t)info->hdr.start_real;
     ask_pass1_fields(r);
+    /* With summaries, the types pass 1 only counts are never decoded. */
+    s->summaries = sp_reader_set_summary(r, on_summary, s) == 0;
+    if (!s->summaries)
+        sp_reader_set_types(r, SP_TYPES_ALL);
     return 0;
 }
 
@@ -607,7 +671,15 @@ static void pass1_close(void *ctx, struct sp_reader *r)
         f->diag = NULL;
 }
 
+/* The types pass 1 reads event by event; the others it only counts, from
+ * the chunks' summaries. */
+#define PASS1_TYPES                                                            \
+    (SP_TYPE_BIT(SP_EV_NCCL) | SP_TYPE_BIT(SP_EV_COMM) | SP_TYPE_BIT(SP_EV_GPU) |          \
+     SP_TYPE_BIT(SP_EV_IO) | SP_TYPE_BIT(SP_EV_MARKER) | SP_TYPE_BIT(SP_EV_CPU) |          \
+     SP_TYPE_BIT(SP_EV_DROPPED) | SP_TYPE_BIT(SP_EV_PROC))
+
 static const struct sp_pass pass1 = {
+    .types = PASS1_TYPES,
     .tool = {.any = pass1_event},
     .open = pass1_open,
     .every = pass1_every,

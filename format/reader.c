@@ -52,6 +52,7 @@
 #include "codec.h"
 #include "columns.h"
 #include "sprof.h"
+#include "summary.h"
 
 #define SP_MIN_SLOT_SIZE 1024u
 #define SP_MAX_SLOT_SIZE (64u * 1024u * 1024u)
@@ -109,6 +110,10 @@ struct sp_reader {
     uint8_t *cbuf;
     size_t cbuf_cap;
     ZSTD_DCtx *dctx;
+
+    sp_summary_fn summary_fn; /* sp_reader_set_summary */
+    void *summary_ctx;
+    struct sp_summary_build *summary; /* the chunk's, stored or computed */
 
     char *diag;
     size_t diag_len;
@@ -222,6 +227,8 @@ static void parse_tlvs(struct sp_reader *r, const uint8_t *page, size_t page_len
         case SP_TLV_EXE: copy_text(in->exe, sizeof in->exe, v, len, 0); break;
         case SP_TLV_ARGV: copy_text(in->argv, sizeof in->argv, v, len, ' '); break;
         case SP_TLV_SOURCE: copy_text(in->source, sizeof in->source, v, len, 0); break;
+        case SP_TLV_CLOCK: copy_text(in->clock, sizeof in->clock, v, len, 0); break;
+        case SP_TLV_CLOCK_CAL: copy_text(in->clock_cal, sizeof in->clock_cal, v, len, 0); break;
         case SP_TLV_CUDA_DEVICES:
             copy_text(in->cuda_devices, sizeof in->cuda_devices, v, len, 0);
             break;
@@ -543,6 +550,33 @@ static void start_chunk(struct sp_reader *r, size_t len, uint64_t id, uint32_t t
     plan_chunk(r);
 }
 
+/* A frame's stored summary, when its payload (r->cbuf, CRC checked)
+ * starts with one: 1, else 0 (the summary is then computed once the chunk
+ * is loaded). */
+static int stored_summary(struct sp_reader *r, const struct sp_frame_header *fh)
+{
+    r->summary->s.tid = fh->tid;
+    return sp_summary_decode(&r->summary->s, r->cbuf, fh->csize) > 0;
+}
+
+/* Hands the loaded chunk's summary to the callback: the stored one, or
+ * one computed from the chunk's times.  A chunk whose times do not walk
+ * (damage) is summarized as far as they do; its events then end at the
+ * same place. */
+static void give_summary(struct sp_reader *r, int stored)
+{
+    if (!r->summary_fn)
+        return;
+    if (!stored) {
+        sp_summary_begin(r->summary, r->tid);
+        if (r->columnar)
+            sp_summary_from_columns(r->summary, &r->cols);
+        else
+            sp_summary_from_rows(r->summary, r->chunk, r->chunk_len);
+    }
+    r->summary_fn(r->summary_ctx, &r->summary->s);
+}
+
 /* Loads the next slot chunk no frame carried; 0 when there is none. */
 static int load_next_slot(struct sp_reader *r)
 {
@@ -562,6 +596,7 @@ static int load_next_slot(struct sp_reader *r)
         }
         r->stats.slots_recovered++;
         start_chunk(r, used, s.chunk_id, s.tid, 1);
+        give_summary(r, 0);
         return 1;
     }
     return 0;
@@ -690,6 +725,15 @@ static int load_next_frame(struct sp_reader *r)
                      (unsigned long long)(end - at));
             continue;
         }
+        int stored = r->summary_fn && stored_summary(r, &fh);
+        if (stored && !(r->summary->s.types & r->types_next)) {
+            /* nothing in it is asked for: its summary is all it gives */
+            r->stats.frames++;
+            r->stats.frames_skipped++;
+            mark_seen(r, fh.chunk_id);
+            r->summary_fn(r->summary_ctx, &r->summary->s);
+            continue;
+        }
         if (!decompress_frame(r, &fh)) {
             r->stats.frames_bad++;
             r->stats.bytes_skipped += end - at;
@@ -702,6 +746,7 @@ static int load_next_frame(struct sp_reader *r)
         start_chunk(r, fh.usize & SP_FRAME_SIZE_MASK, fh.chunk_id, fh.tid, 0);
         if ((fh.usize & SP_FRAME_COLUMNS) && !open_columns(r, at))
             continue;
+        give_summary(r, stored);
         return 1;
     }
     return 0;
@@ -804,6 +849,17 @@ int sp_reader_next(struct sp_reader *r, struct sp_event *ev)
         if (!load_next_chunk(r))
             return 0;
     }
+}
+
+int sp_reader_set_summary(struct sp_reader *r, sp_summary_fn fn, void *ctx)
+{
+    if (!r)
+        return SP_E_ARG;
+    if (fn && !r->summary && !(r->summary = malloc(sizeof *r->summary)))
+        return SP_E_NOMEM;
+    r->summary_fn = fn;
+    r->summary_ctx = ctx;
+    return 0;
 }
 
 void sp_reader_set_types(struct sp_reader *r, uint32_t mask)
@@ -931,6 +987,7 @@ void sp_reader_close(struct sp_reader *r)
     free(r->zeros);
     free(r->cbuf);
     ZSTD_freeDCtx(r->dctx);
+    free(r->summary);
     free(r->diag);
     free(r);
 }

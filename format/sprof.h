@@ -416,6 +416,9 @@ long sp_decode_event(const uint8_t *p, const uint8_t *end, struct sp_event *ev,
 #define SP_TLV_CUDA_DEVICES 4 /* text: visible device list */
 #define SP_TLV_SOURCE 5     /* text: "preload", "import:kineto", ... */
 #define SP_TLV_ENV 6        /* KEY=VALUE\0... of the launcher variables kept */
+#define SP_TLV_CLOCK 7      /* text: the clock the times were read from ("tsc (...)",
+                             * "monotonic (...)"); all times are CLOCK_MONOTONIC ns */
+#define SP_TLV_CLOCK_CAL 8  /* text: the TSC calibration's figures, at close */
 #define SP_TLV_RUN 16       /* text: the run's identity, the same in every process
                                of one job (SCALEPROF_RUN_ID) */
 
@@ -506,6 +509,8 @@ struct sp_writer_opts {
     int mode;               /* file mode, default 0600 */
     int background;         /* 1: start the compressor thread (default), 0: compress inline on slot full (single-threaded tools) */
     int flush_interval_ms;  /* how often the compressor looks at slots; default 20 */
+    void (*on_pass)(void);  /* called by the compressor thread after each pass (the
+                             * recorder recalibrates its clock there); NULL: none */
 };
 
 /* Create `path` (O_EXCL, never following a symlink) and map it.  On
@@ -568,11 +573,14 @@ struct sp_file_info {
     char source[64];
     char cuda_devices[256];
     int closed;            /* SP_FLAG_CLOSED was set */
+    char clock[128];       /* SP_TLV_CLOCK, "" when absent (older writers: monotonic) */
+    char clock_cal[128];   /* SP_TLV_CLOCK_CAL */
     char run[64];          /* SP_TLV_RUN, "" in traces without it */
 };
 
 struct sp_reader_stats {
     uint64_t frames, frames_bad, slots_recovered, events, bytes_skipped;
+    uint64_t frames_skipped; /* not decompressed: no wanted type (summary) */
 };
 
 /* Open and validate the header.  NULL with *err set on failure (not a
@@ -610,6 +618,35 @@ void sp_reader_set_types(struct sp_reader *r, uint32_t mask);
     (UINT64_C(1) << (offsetof(struct sp_ev_##name, field) / sizeof(uint64_t)))
 #define SP_FIELDS_ALL UINT64_MAX
 void sp_reader_set_fields(struct sp_reader *r, unsigned type, uint64_t fields);
+/* Chunk summaries: what a chunk holds, told before its events.  The
+ * writer stores one with every frame (docs/format.md, "Chunk summaries");
+ * for a chunk without one (an older writer, a chunk left in a slot, a
+ * frame in rows) the reader computes the same figures from the events'
+ * times.  With a summary callback set, each chunk's summary is given to
+ * it before the chunk's first event, and a chunk holding none of the types
+ * the type mask asks for is stepped over without being decompressed: a
+ * pass that only counts a type and bounds its times reads the summaries
+ * instead of the events.  Counts cover the event types this reader
+ * knows; times are starts (`t`), in the trace's clock like the events. */
+struct sp_chunk_summary {
+    uint32_t tid;
+    uint32_t types;  /* SP_TYPE_BIT()s of the types present */
+    int stored;      /* 1: read from the file, 0: computed by the reader */
+    uint64_t events; /* events of known types in the chunk */
+    uint64_t count[SP_EV_MAX];
+    uint64_t t_min[SP_EV_MAX], t_max[SP_EV_MAX]; /* earliest, latest start per type */
+    /* lag[a][b]: how far an event of type b started before the latest
+     * start of a type-a event earlier in the chunk (0: never).  The
+     * disorder of any set of types S within the chunk is the largest
+     * lag[a][b] with a and b in S. */
+    uint64_t lag[SP_EV_MAX][SP_EV_MAX];
+};
+typedef void (*sp_summary_fn)(void *ctx, const struct sp_chunk_summary *s);
+/* Set before the first sp_reader_next; NULL turns summaries off.  0, or
+ * SP_E_NOMEM (no summaries then), SP_E_ARG.  Frames stepped over whole
+ * are counted in sp_reader_stats' frames_skipped. */
+int sp_reader_set_summary(struct sp_reader *r, sp_summary_fn fn, void *ctx);
+
 /* Text of string id, or "" when unknown. */
 const char *sp_reader_string(const struct sp_reader *r, uint64_t id);
 /* Human-readable descriptions of damage seen so far, "" when none. */

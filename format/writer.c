@@ -81,6 +81,7 @@
 #include "codec.h"
 #include "columns.h"
 #include "sprof.h"
+#include "summary.h"
 
 #define SP_DEFAULT_SLOT_SIZE (128u * 1024u)
 #define SP_DEFAULT_SLOT_COUNT 128u
@@ -134,6 +135,7 @@ struct sp_writer {
     size_t cbuf_size;
     uint8_t *colbuf;   /* a chunk regrouped into columns: slot capacity + slack */
     uint32_t *scratch; /* the regrouping's per-event offsets */
+    struct sp_summary_build *summary; /* the chunk's, while it is compressed */
     struct pending_slot *pending; /* slot_count entries, for one pass */
     struct chunk_link *links;     /* per slot: the same thread's previous chunk */
     uint64_t frames_end;
@@ -148,6 +150,7 @@ struct sp_writer {
     int sleeping;     /* atomic */
     int stop;         /* atomic */
     pid_t owner;      /* the process that created the writer (and its thread) */
+    void (*on_pass)(void); /* sp_writer_opts.on_pass */
 
     /* Logical threads of sp_writer_append_as (one caller thread at a time). */
     struct logical_thread *logical;
@@ -356,6 +359,18 @@ static void disable_frames(struct sp_writer *w)
     __atomic_store_n(&w->frames_disabled, 1, __ATOMIC_RELEASE);
 }
 
+/* The chunk's summary (summary.h) as a skippable frame at `out`: the
+ * bytes written, 0 when the rows do not walk cleanly (a damaged chunk
+ * gets no summary; readers then compute what they can). */
+static size_t chunk_summary(struct sp_writer *w, const struct sp_slot_header *s,
+                            const uint8_t *rows, uint32_t used, uint8_t *out)
+{
+    sp_summary_begin(w->summary, s->tid);
+    if (sp_summary_from_rows(w->summary, rows, used) < 0)
+        return 0;
+    return sp_summary_encode(&w->summary->s, out);
+}
+
 /* Compresses slot `s` (already FLUSHING, owned by us) into one frame at the
  * end of the file.  0 on success or when empty, SP_E_IO otherwise. */
 static int write_frame(struct sp_writer *w, struct sp_slot_header *s)
@@ -374,12 +389,20 @@ static int write_frame(struct sp_writer *w, struct sp_slot_header *s)
         src = w->colbuf;
     else
         usize = used; /* a chunk that cannot be regrouped stays in rows */
-    size_t csize = ZSTD_compressCCtx(w->cctx, payload, w->cbuf_size - sizeof fh, src, usize,
-                                     w->level);
+    size_t slen = chunk_summary(w, s, (const uint8_t *)(s + 1), used, payload);
+    size_t csize = ZSTD_compressCCtx(w->cctx, payload + slen, w->cbuf_size - sizeof fh - slen,
+                                     src, usize, w->level);
     if (ZSTD_isError(csize)) {
         errno = ENOMEM;
         return SP_E_IO;
     }
+    /* Readers bound a frame by what a slot compresses to at worst: a
+     * summary that would take a frame past it is left out. */
+    if (slen && slen + csize > ZSTD_compressBound(w->slot_size)) {
+        memmove(payload, payload + slen, csize);
+        slen = 0;
+    }
+    csize += slen;
     fh.magic = SP_FRAME_MAGIC;
     fh.csize = (uint32_t)csize;
     fh.usize = (uint32_t)usize | layout;
@@ -478,6 +501,8 @@ static void *compressor_main(void *arg)
     while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
         uint32_t seen = __atomic_load_n(&w->nudges, __ATOMIC_SEQ_CST);
         compress_now(w, 0);
+        if (w->on_pass)
+            w->on_pass();
         wait_for_nudge(w, seen);
     }
     return NULL;
@@ -587,6 +612,7 @@ static void free_writer(struct sp_writer *w)
     free(w->cbuf);
     free(w->colbuf);
     free(w->scratch);
+    free(w->summary);
     free(w->pending);
     free(w->links);
     free(w->logical);
@@ -618,15 +644,18 @@ struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts
     w->level = o.zstd_level;
     w->background = opts ? opts->background : 1;
     w->flush_ms = o.flush_interval_ms;
-    w->cbuf_size = sizeof(struct sp_frame_header) + ZSTD_compressBound(w->slot_size);
+    w->on_pass = o.on_pass;
+    w->cbuf_size = sizeof(struct sp_frame_header) + SP_SUMMARY_MAX + ZSTD_compressBound(w->slot_size);
     w->cbuf = malloc(w->cbuf_size);
     w->colbuf = malloc(w->slot_size + SP_COLUMNS_SLACK);
     w->scratch = malloc(SP_COLUMNS_SCRATCH(w->slot_size) * sizeof *w->scratch);
+    w->summary = malloc(sizeof *w->summary);
     w->cctx = ZSTD_createCCtx();
     w->pending = calloc(w->slot_count ? w->slot_count : 1, sizeof *w->pending);
     w->links = calloc(w->slot_count ? w->slot_count : 1, sizeof *w->links);
     pthread_mutex_init(&w->compress_lock, NULL);
-    if (!w->cbuf || !w->colbuf || !w->scratch || !w->cctx || !w->pending || !w->links) {
+    if (!w->cbuf || !w->colbuf || !w->scratch || !w->summary || !w->cctx || !w->pending ||
+        !w->links) {
         free_writer(w);
         *err = SP_E_NOMEM;
         return NULL;

@@ -208,6 +208,7 @@ static void membarrier_register(void);
 static void append_guarded(const struct sp_event *ev);
 static void thread_exit_handler(void *arg);
 static void close_trace(void);
+static void clock_init_once(void);
 
 void sp_fail(const char *fmt, ...)
 {
@@ -494,6 +495,7 @@ static struct sp_writer *create_writer(int hfd, const char *host, char *shown, s
     memset(&opts, 0, sizeof opts);
     opts.mode = g_cfg.mode;
     opts.background = 1;
+    opts.on_pass = sp_clock_tick; /* the clock's calibration rides on the compressor */
     char via[64], name[64], path[sizeof g_cfg.dir + 320];
     /* thread-self: this thread's descriptor table is not the process's */
     snprintf(via, sizeof via, "/proc/thread-self/fd/%d", hfd);
@@ -705,6 +707,7 @@ static void fill_header(struct sp_writer *w, const char *host)
     add_text_tlv(w, SP_TLV_CUDA_DEVICES, getenv("CUDA_VISIBLE_DEVICES"));
     add_text_tlv(w, SP_TLV_SOURCE, "preload");
     add_text_tlv(w, SP_TLV_RUN, g_cfg.run);
+    add_text_tlv(w, SP_TLV_CLOCK, sp_clock_describe());
     add_env_tlv(w);
 }
 
@@ -797,6 +800,7 @@ static void open_trace_here(void *arg)
     }
     char shown[sizeof g_cfg.dir + 320];
     int err = 0;
+    clock_init_once();
     g_writer = create_writer(hfd, host, shown, sizeof shown, &err);
     int e = errno;
     raw_close(hfd);
@@ -1109,9 +1113,37 @@ static void drain_inflight(void)
     }
 }
 
+/* The clock is chosen once per program: a forked child keeps its
+ * parent's calibration (the TSC is the machine's), an exec starts over. */
+static void clock_init_once(void)
+{
+    static int done;
+    if (!done) {
+        done = 1;
+        sp_clock_init();
+    }
+}
+
+/* The TSC calibration's figures, for `dump`: what the clock's
+ * discipline found and corrected. */
+static void add_clock_cal(struct sp_writer *w)
+{
+    double rate;
+    int64_t err;
+    unsigned segs;
+    sp_clock_stats(&rate, &err, &segs);
+    if (!sp_clock_tsc)
+        return;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%.6f ns per tick (%.3f GHz), %u segments, largest correction %lld ns",
+             rate, rate > 0 ? 1.0 / rate : 0.0, segs, (long long)err);
+    add_text_tlv(w, SP_TLV_CLOCK_CAL, buf);
+}
+
 /* The file work of a close, on the service thread that holds the fd. */
 static void close_trace_here(void *arg)
 {
+    add_clock_cal(arg);
     int r = sp_writer_close(arg);
     if (r < 0)
         sp_log("closing the trace failed: %s", sp_strerror(r));

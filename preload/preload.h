@@ -130,12 +130,70 @@ static inline void sp_guard_forever(void)
  * failed, and inside the SCALEPROF_STEPS window.  A plain load. */
 extern volatile int sp_recording;
 
-static inline uint64_t sp_now(void)
+/* The recorder's clock (clock.c): CLOCK_MONOTONIC ns, from the TSC where
+ * it is invariant and calibrated, else from clock_gettime. */
+struct sp_clock_seg {
+    uint64_t seq; /* odd while being rewritten */
+    uint64_t base_tsc, base_ns;
+    uint64_t mult; /* ns per tick, times 2^32 */
+};
+extern struct sp_clock_seg sp_clock_segs[2];
+extern volatile unsigned sp_clock_cur; /* the segment in use */
+extern volatile int sp_clock_tsc;      /* 1 once the TSC is calibrated */
+
+static inline uint64_t sp_rdtsc(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    uint32_t lo, hi;
+    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+    return (uint64_t)hi << 32 | lo;
+#else
+    return 0;
+#endif
+}
+
+static inline uint64_t sp_clock_gettime_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+/* A TSC reading in ns of the current segment; 0 when the segment was
+ * rewritten while read (the caller reads clock_gettime instead). */
+static inline uint64_t sp_clock_from_tsc(uint64_t tsc)
+{
+    const struct sp_clock_seg *s =
+        &sp_clock_segs[__atomic_load_n(&sp_clock_cur, __ATOMIC_ACQUIRE) & 1u];
+    uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+    uint64_t bt = __atomic_load_n(&s->base_tsc, __ATOMIC_RELAXED);
+    uint64_t bn = __atomic_load_n(&s->base_ns, __ATOMIC_RELAXED);
+    uint64_t m = __atomic_load_n(&s->mult, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (SP_UNLIKELY((seq & 1) || __atomic_load_n(&s->seq, __ATOMIC_RELAXED) != seq))
+        return 0;
+    /* signed: another core's TSC may read a little before the base */
+    __int128 d = (__int128)(int64_t)(tsc - bt) * (__int128)m;
+    return bn + (uint64_t)(int64_t)(d >> 32);
+}
+
+static inline uint64_t sp_now(void)
+{
+    if (SP_LIKELY(sp_clock_tsc)) {
+        uint64_t ns = sp_clock_from_tsc(sp_rdtsc());
+        if (SP_LIKELY(ns))
+            return ns;
+    }
+    return sp_clock_gettime_ns();
+}
+
+/* clock.c: choose the clock (at trace open), recalibrate (background
+ * thread, often: it does work at most once a second), say which in words
+ * (for the header), and the calibration's figures. */
+void sp_clock_init(void);
+void sp_clock_tick(void);
+const char *sp_clock_describe(void);
+void sp_clock_stats(double *ns_per_tick, int64_t *max_err_ns, unsigned *segments);
 
 /* Resolve the next definition of `name` (RTLD_NEXT), once per call site:
  * callers cache the result in a static.  Safe during early init. */

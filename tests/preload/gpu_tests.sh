@@ -35,6 +35,20 @@ gpu_collectives_match_truth)
     "$CHECK_TRACE" cupti "$work/a/trace" "$work/a/truth" 1 || fail "GPU times differ from the truth"
     ;;
 
+gpu_both_clocks)
+    # The same job on each clock: both traces read by the same reader, GPU
+    # times against the truth, and dump says which clock each used.
+    for clk in tsc monotonic; do
+        SCALEPROF_CLOCK=$clk run_job "$work/$clk" 2 --steps 6 ||
+            { show "$work/$clk/stderr"; fail "the job failed on the $clk clock"; }
+        "$CHECK_TRACE" collectives "$work/$clk/trace" 2 || fail "$clk: collectives do not match"
+        "$CHECK_TRACE" cupti "$work/$clk/trace" "$work/$clk/truth" 1 || fail "$clk: GPU times differ from the truth"
+        f=$(find "$work/$clk/trace" -name '*.sprof' | head -1)
+        "$SCALEPROF_BIN" dump "$f" | grep -q "^#   clock $clk (SCALEPROF_CLOCK=$clk)" ||
+            { "$SCALEPROF_BIN" dump "$f" | head -12; fail "dump does not name the $clk clock"; }
+    done
+    ;;
+
 gpu_split_communicators)
     run_job "$work/a" 4 --steps 3 --split || { show "$work/a/stderr"; fail "the job failed"; }
     "$CHECK_TRACE" collectives "$work/a/trace" 4 | tee "$work/check" || fail "split collectives do not match"

@@ -1,0 +1,99 @@
+/*
+ * summary.h - per-chunk summaries, private to format/.
+ *
+ * At a chunk's seal the compressor walks its events once for their times
+ * (no field but the duration is decoded) and stores, ahead of the chunk's
+ * zstd frame and inside the same frame payload, a zstd *skippable frame*
+ * holding the chunk's summary (struct sp_chunk_summary, sprof.h): events
+ * per type, the earliest and latest start per type, and per pair of types
+ * (a, b) how far an event of b started before the latest start of an a
+ * seen earlier in the chunk.  zstd steps over skippable frames when it
+ * decompresses, so a reader that knows nothing of summaries reads the
+ * frame exactly as before; one that does can tell what a chunk holds
+ * without decompressing it.
+ *
+ * Stored form (docs/format.md, "Chunk summaries"), all varints LEB128:
+ *
+ *   u32 SP_SUMMARY_MAGIC   a zstd skippable-frame magic
+ *   u32 size               bytes that follow (zstd's rule)
+ *   u32 SP_SUMMARY_TAG     "SPCS", so other skippable frames are told apart
+ *   ntypes                 varint, then per type in increasing id:
+ *                          id (1 byte), count, t_min, t_max - t_min
+ *   npairs                 varint, then per pair: a (1 byte), b (1 byte), lag
+ *
+ * A summary that does not parse is ignored (the reader computes its own).
+ */
+#ifndef SP_SUMMARY_H
+#define SP_SUMMARY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sprof.h"
+
+#define SP_SUMMARY_MAGIC 0x184D2A53u /* zstd skippable frame, 0x184D2A5? */
+#define SP_SUMMARY_TAG 0x53435053u   /* "SPCS" */
+/* Room for the largest summary: every type and every pair at full width. */
+#define SP_SUMMARY_MAX (12 + 10 + SP_EV_MAX * 31 + 10 + SP_EV_MAX * SP_EV_MAX * 12)
+
+/* A summary being built, in chunk order.  A type's t_max so far is the
+ * latest start of that type before the next event, which is what the
+ * pair lags are measured from. */
+struct sp_summary_build {
+    struct sp_chunk_summary s;
+    uint64_t latest; /* latest start so far, any type */
+};
+
+void sp_summary_begin(struct sp_summary_build *b, uint32_t tid);
+
+/* Adds one event of a known type starting at t, the next in chunk order. */
+static inline void sp_summary_add(struct sp_summary_build *b, unsigned type, uint64_t t)
+{
+    struct sp_chunk_summary *s = &b->s;
+    uint32_t bit = SP_TYPE_BIT(type);
+    s->count[type]++;
+    s->events++;
+    if (t >= b->latest) { /* most events: nothing started after them yet */
+        b->latest = t;
+        if (!(s->types & bit))
+            s->t_min[type] = t;
+        s->t_max[type] = t;
+        s->types |= bit;
+        return;
+    }
+    for (unsigned a = 1; a < SP_EV_MAX; a++)
+        if ((s->types & SP_TYPE_BIT(a)) && s->t_max[a] > t && s->t_max[a] - t > s->lag[a][type])
+            s->lag[a][type] = s->t_max[a] - t;
+    if (!(s->types & bit)) {
+        s->t_min[type] = s->t_max[type] = t;
+        s->types |= bit;
+    } else {
+        if (t < s->t_min[type])
+            s->t_min[type] = t;
+        if (t > s->t_max[type])
+            s->t_max[type] = t;
+    }
+}
+
+/* The summary of the row chunk [rows, rows + len): times only.  Stops at
+ * padding or at a malformed event (the events before it are counted).
+ * Returns 0, or SP_E_CORRUPT when it stopped at damage. */
+int sp_summary_from_rows(struct sp_summary_build *b, const uint8_t *rows, size_t len);
+
+/* The same from an open column chunk, checking the columns it reads (the
+ * delta and the duration of each type).  0, or SP_E_CORRUPT. */
+struct sp_columns;
+int sp_summary_from_columns(struct sp_summary_build *b, struct sp_columns *c);
+
+/* Stores s as a skippable frame at out (room for SP_SUMMARY_MAX bytes);
+ * returns the bytes written. */
+size_t sp_summary_encode(const struct sp_chunk_summary *s, uint8_t *out);
+
+/* Reads a stored summary at the start of a frame payload [p, p + len).
+ * Returns the skippable frame's size in bytes when one is there and
+ * parses (s filled, its tid left as set by the caller), 0 when the payload
+ * does not start with one, SP_E_CORRUPT when it starts with one that does
+ * not parse. */
+long sp_summary_decode(struct sp_chunk_summary *s, const uint8_t *p, size_t len);
+
+#endif

@@ -1,0 +1,200 @@
+/*
+ * clock.c - the recorder's clock: CLOCK_MONOTONIC nanoseconds, read from
+ * the TSC where the CPU keeps it invariant.
+ *
+ * A recorded call reads the clock twice, and clock_gettime costs 25-35 ns
+ * on the VMs we measure on, rdtsc about 10.  Where the CPU says its TSC is
+ * invariant (constant_tsc and nonstop_tsc in /proc/cpuinfo: it ticks at
+ * one rate in every power state and on every core), sp_now() reads the TSC
+ * and converts it at once: ns = base_ns + (tsc - base_tsc) * mult / 2^32.
+ * Every time in a trace is therefore still CLOCK_MONOTONIC ns, for every
+ * field and every reader, and the CUPTI timestamp callback (which must
+ * return nanoseconds: CUPTI and the sim place GPU records on the host
+ * clock with an offset, not a rate) returns the same clock.  Storing raw
+ * ticks instead would put host and GPU times of one trace on two clocks.
+ *
+ * The conversion is disciplined, not fixed: a background thread (the trace
+ * writer's compressor, every pass) calls sp_clock_tick(), which at most
+ * once per SP_CLOCK_PERIOD_NS reads a (tsc, CLOCK_MONOTONIC) pair (the
+ * narrowest of a few bracketed reads), measures the rate over everything
+ * since the first pair (the error of a rate is the pairs' error over the
+ * baseline, so it shrinks as the process runs), and starts a new segment
+ * that begins where the current one is now (no jump) and steers the
+ * difference it found to zero over the next period.  The difference to
+ * CLOCK_MONOTONIC is therefore bounded by what one period's rate error and
+ * one pair's error make, and does not grow with the run: the drift test
+ * (tests/preload/test_clock.c) measures it.
+ *
+ * Until the second pair (one period after start) the TSC's rate is
+ * unknown, so sp_now() reads clock_gettime; so it does where there is no
+ * invariant TSC (VMs that hide it, other architectures), and when
+ * SCALEPROF_CLOCK=monotonic.  SCALEPROF_CLOCK=tsc uses the TSC even
+ * without the flags (for tests).  The trace header says which (TLV
+ * SP_TLV_CLOCK, shown by `scaleprof dump`).
+ *
+ * Hot path: one load of the segment index, three loads, rdtsc, a 128-bit
+ * multiply.  Segments are double-buffered: the thread writes the one not
+ * in use, then publishes its index; a reader that finds its segment
+ * rewritten under it (its sequence number moved) reads clock_gettime
+ * instead of waiting.  No lock, no system call, no allocation.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include "preload.h"
+
+#define SP_CLOCK_PERIOD_NS 1000000000ull /* a new segment at most every second */
+#define SP_CLOCK_FIRST_NS 50000000ull    /* the first rate: after 50 ms */
+#define SP_CLOCK_PAIR_TRIES 5
+#define SP_CLOCK_MAX_SLEW 0.0005 /* steer by at most 500 ppm */
+#define SP_CPUINFO_MAX 65536
+
+struct sp_clock_seg sp_clock_segs[2];
+volatile unsigned sp_clock_cur;
+volatile int sp_clock_tsc;
+
+static struct {
+    int wanted;         /* the TSC will be used once calibrated */
+    const char *why;    /* the header's reason */
+    uint64_t tsc0, ns0; /* the first pair */
+    uint64_t last_ns;   /* CLOCK_MONOTONIC of the last pair */
+    int64_t max_err;    /* largest difference found at a pair, ns */
+    unsigned segments;
+    double rate; /* ns per tick, measured */
+} ck;
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+/* Both flags in the first "flags" line of /proc/cpuinfo (read with raw
+ * system calls: the interposers must not see it). */
+static int cpuinfo_invariant_tsc(void)
+{
+    static char buf[SP_CPUINFO_MAX];
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/cpuinfo", O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    size_t n = 0;
+    long r;
+    while (n < sizeof buf - 1 && (r = syscall(SYS_read, fd, buf + n, sizeof buf - 1 - n)) > 0)
+        n += (size_t)r;
+    syscall(SYS_close, fd);
+    buf[n] = 0;
+    char *flags = strstr(buf, "\nflags");
+    if (!flags)
+        return 0;
+    char *end = strchr(flags + 1, '\n');
+    if (end)
+        *end = 0;
+    return strstr(flags, " constant_tsc") && strstr(flags, " nonstop_tsc");
+}
+#endif
+
+/* A (tsc, CLOCK_MONOTONIC) pair: the TSC read between two clock reads,
+ * the narrowest bracket of a few. */
+static void read_pair(uint64_t *tsc, uint64_t *ns)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < SP_CLOCK_PAIR_TRIES; i++) {
+        uint64_t a = mono_ns(), t = sp_rdtsc(), b = mono_ns();
+        if (b - a < best) {
+            best = b - a;
+            *tsc = t;
+            *ns = a + (b - a) / 2;
+        }
+    }
+}
+
+void sp_clock_init(void)
+{
+    const char *env = getenv("SCALEPROF_CLOCK");
+    sp_clock_tsc = 0;
+    ck.wanted = 0;
+#if defined(__x86_64__) || defined(__i386__)
+    if (env && !strcmp(env, "monotonic"))
+        ck.why = "monotonic (SCALEPROF_CLOCK=monotonic)";
+    else if (env && !strcmp(env, "tsc"))
+        ck.wanted = 1, ck.why = "tsc (SCALEPROF_CLOCK=tsc), calibrated against CLOCK_MONOTONIC";
+    else if (cpuinfo_invariant_tsc())
+        ck.wanted = 1, ck.why = "tsc (invariant: constant_tsc nonstop_tsc), calibrated against CLOCK_MONOTONIC";
+    else
+        ck.why = "monotonic (no invariant TSC: constant_tsc or nonstop_tsc missing)";
+#else
+    (void)env;
+    ck.why = "monotonic (no TSC on this architecture)";
+#endif
+    if (ck.wanted) {
+        read_pair(&ck.tsc0, &ck.ns0);
+        ck.last_ns = ck.ns0;
+    }
+    ck.max_err = 0;
+    ck.segments = 0;
+}
+
+const char *sp_clock_describe(void)
+{
+    return ck.why ? ck.why : "monotonic";
+}
+
+/* Publishes a segment starting at (tsc, ns) with `rate` ns per tick. */
+static void publish(uint64_t tsc, uint64_t ns, double rate)
+{
+    unsigned next = sp_clock_cur ^ 1u;
+    struct sp_clock_seg *s = &sp_clock_segs[next];
+    __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE); /* odd: being written */
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&s->base_tsc, tsc, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->base_ns, ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->mult, (uint64_t)(rate * 4294967296.0), __ATOMIC_RELAXED);
+    __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&sp_clock_cur, next, __ATOMIC_RELEASE);
+    ck.segments++;
+}
+
+void sp_clock_tick(void)
+{
+    if (!ck.wanted)
+        return;
+    uint64_t now = mono_ns();
+    uint64_t wait = sp_clock_tsc ? SP_CLOCK_PERIOD_NS : SP_CLOCK_FIRST_NS;
+    if (now - ck.last_ns < wait)
+        return;
+    uint64_t tsc, ns;
+    read_pair(&tsc, &ns);
+    if (tsc <= ck.tsc0 || ns <= ck.ns0)
+        return; /* a TSC that went back: keep what we have */
+    ck.rate = (double)(ns - ck.ns0) / (double)(tsc - ck.tsc0);
+    ck.last_ns = ns;
+    if (!sp_clock_tsc) {
+        publish(tsc, ns, ck.rate);
+        __atomic_store_n(&sp_clock_tsc, 1, __ATOMIC_RELEASE);
+        return;
+    }
+    /* Continue from where the current segment is now, steering the
+     * difference it shows to zero over the next period. */
+    uint64_t at = sp_clock_from_tsc(tsc);
+    int64_t err = (int64_t)(at - ns);
+    if (err > ck.max_err || -err > ck.max_err)
+        ck.max_err = err < 0 ? -err : err;
+    double slew = -(double)err / (double)SP_CLOCK_PERIOD_NS;
+    if (slew > SP_CLOCK_MAX_SLEW)
+        slew = SP_CLOCK_MAX_SLEW;
+    if (slew < -SP_CLOCK_MAX_SLEW)
+        slew = -SP_CLOCK_MAX_SLEW;
+    publish(tsc, at, ck.rate * (1.0 + slew));
+}
+
+void sp_clock_stats(double *ns_per_tick, int64_t *max_err_ns, unsigned *segments)
+{
+    *ns_per_tick = ck.rate;
+    *max_err_ns = ck.max_err;
+    *segments = ck.segments;
+}

@@ -1,0 +1,159 @@
+/*
+ * test_clock.c - the recorder's clock reads CLOCK_MONOTONIC from the TSC
+ * without drifting from it, and falls back to clock_gettime when told to
+ * or when the CPU has no invariant TSC.
+ *
+ * The drift bound (1 us per minute) is checked on a shorter run, and this
+ * is why that suffices: the clock's discipline (preload/clock.c) does not
+ * keep a fixed rate whose error would add up over the minute; every
+ * period it measures the difference to CLOCK_MONOTONIC and steers it to
+ * zero, with a rate measured over the whole run so far.  The difference
+ * at any instant is therefore what one period can make, whatever the run's
+ * length, and the drift between any two instants (a minute apart or not)
+ * is at most the spread of those differences.  A run of several periods
+ * whose differences all lie within a 1 us band has a drift below 1 us over
+ * any interval, a minute included.  (A line fitted through a few seconds
+ * of a bounded saw-tooth has a slope, but it does not extrapolate: the
+ * next period steers back.)
+ *
+ * Each comparison brackets sp_now() between two clock_gettime reads and
+ * keeps only narrow brackets (a preempted one says nothing).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "preload.h"
+
+#define RUN_NS 3500000000ull /* three and a half calibration periods */
+#define TICK_NS 20000000ull  /* the compressor's pass interval */
+#define BRACKET_MAX_NS 3000
+#define BOUND_NS 1000.0                 /* 1 us */
+#define SP_TEST_SETTLE_NS 1100000000ull /* past the first period: the first rate is from 50 ms */
+
+#define CHECK(c, ...)                                                      \
+    do {                                                                   \
+        if (!(c)) {                                                        \
+            fprintf(stderr, "FAILED %s:%d: %s: ", __FILE__, __LINE__, #c); \
+            fprintf(stderr, __VA_ARGS__);                                  \
+            fprintf(stderr, "\n");                                         \
+            exit(1);                                                       \
+        }                                                                  \
+    } while (0)
+
+static uint64_t mono(void)
+{
+    return sp_clock_gettime_ns();
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+    nanosleep(&ts, NULL);
+}
+
+/* sp_now() minus CLOCK_MONOTONIC at the same instant; 0 with *ok = 0
+ * when no narrow bracket was had. */
+static double difference(int *ok)
+{
+    for (int i = 0; i < 20; i++) {
+        uint64_t a = mono(), t = sp_now(), b = mono();
+        if (b - a <= BRACKET_MAX_NS) {
+            *ok = 1;
+            return (double)(int64_t)(t - (a + (b - a) / 2));
+        }
+    }
+    *ok = 0;
+    return 0;
+}
+
+static int cpuinfo_has_invariant_tsc(void)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[8192];
+    int yes = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "flags", 5)) {
+            yes = strstr(line, " constant_tsc") && strstr(line, " nonstop_tsc");
+            break;
+        }
+    if (f)
+        fclose(f);
+    return yes;
+}
+
+static void tsc_tracks_monotonic(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    setenv("SCALEPROF_CLOCK", "tsc", 1);
+    sp_clock_init();
+    CHECK(!strncmp(sp_clock_describe(), "tsc", 3), "forced: %s", sp_clock_describe());
+    uint64_t start = mono();
+    double n = 0, worst = 0, lo = 1e18, hi = -1e18;
+    while (mono() - start < RUN_NS) {
+        sp_clock_tick();
+        int ok;
+        double d = difference(&ok);
+        if (ok && sp_clock_tsc && mono() - start > SP_TEST_SETTLE_NS) {
+            n++;
+            lo = d < lo ? d : lo;
+            hi = d > hi ? d : hi;
+            if (d > worst || -d > worst)
+                worst = d < 0 ? -d : d;
+        }
+        sleep_ns(TICK_NS);
+    }
+    CHECK(sp_clock_tsc, "the TSC was never calibrated");
+    CHECK(n > 50, "too few narrow brackets (%.0f): machine too loaded", n);
+    double rate;
+    int64_t corr;
+    unsigned segs;
+    sp_clock_stats(&rate, &corr, &segs);
+    printf("tsc: %.0f samples over %.1f s, differences to CLOCK_MONOTONIC within [%.0f, %.0f] ns "
+           "(bracket error included); %.4f ns per tick, %u segments, largest correction %lld ns\n",
+           n, (double)RUN_NS / 1e9, lo, hi, rate, segs, (long long)corr);
+    CHECK(worst < BOUND_NS, "sp_now() was %.0f ns from CLOCK_MONOTONIC", worst);
+    CHECK(hi - lo < BOUND_NS, "the difference moved by %.0f ns: a drift", hi - lo);
+    CHECK(segs >= 3, "the discipline ran %u times", segs);
+#else
+    printf("tsc: not this architecture, skipped\n");
+#endif
+}
+
+static void fallback_is_clock_gettime(void)
+{
+    setenv("SCALEPROF_CLOCK", "monotonic", 1);
+    sp_clock_init();
+    CHECK(!strncmp(sp_clock_describe(), "monotonic", 9), "%s", sp_clock_describe());
+    for (int i = 0; i < 5; i++) {
+        sp_clock_tick();
+        sleep_ns(TICK_NS * 3);
+    }
+    CHECK(!sp_clock_tsc, "the fallback uses the TSC");
+    uint64_t a = mono(), t = sp_now(), b = mono();
+    CHECK(a <= t && t <= b, "fallback reads CLOCK_MONOTONIC");
+    printf("fallback: %s\n", sp_clock_describe());
+}
+
+static void detection_follows_cpuinfo(void)
+{
+    unsetenv("SCALEPROF_CLOCK");
+    sp_clock_init();
+    int tsc = !strncmp(sp_clock_describe(), "tsc", 3);
+#if defined(__x86_64__) || defined(__i386__)
+    CHECK(tsc == cpuinfo_has_invariant_tsc(), "chose %s, cpuinfo says %d", sp_clock_describe(),
+          cpuinfo_has_invariant_tsc());
+#else
+    CHECK(!tsc, "no TSC here");
+#endif
+    printf("this machine: %s\n", sp_clock_describe());
+}
+
+int main(void)
+{
+    detection_follows_cpuinfo();
+    fallback_is_clock_gettime();
+    tsc_tracks_monotonic();
+    return 0;
+}

@@ -361,10 +361,8 @@ static void json_rank(struct sp_json *j, const struct sp_hang *h, const struct s
 
 static void json_inst(struct sp_json *j, const struct sp_hang *h, const struct sp_hang_inst *x)
 {
-    char comm[32];
-    snprintf(comm, sizeof comm, "%016llx", (unsigned long long)x->comm);
     sp_json_open(j, NULL, '{');
-    sp_json_str(j, "comm", comm);
+    sp_json_comm(j, "comm", x->comm);
     sp_json_int(j, "seq", (long long)x->seq);
     sp_json_str(j, "op", sp_hang_op_name(x->op));
     sp_json_int(j, "bytes", (long long)x->bytes);
@@ -429,10 +427,8 @@ static void json_out(const struct sp_model *m, const struct sp_hang *h)
     sp_json_open(&j, "communicators", '[');
     for (int i = 0; i < h->ncomms; i++) {
         const struct sp_hang_comm *c = &h->comms[i];
-        char comm[32];
-        snprintf(comm, sizeof comm, "%016llx", (unsigned long long)c->comm);
         sp_json_open(&j, NULL, '{');
-        sp_json_str(&j, "comm", comm);
+        sp_json_comm(&j, "comm", c->comm);
         sp_json_int(&j, "nranks", c->nranks);
         sp_json_int(&j, "last_completed", (long long)c->last_completed);
         sp_json_open(&j, "ranks", '[');
@@ -459,10 +455,8 @@ static void json_out(const struct sp_model *m, const struct sp_hang *h)
     sp_json_open(&j, "desync", '[');
     for (int i = 0; i < h->ndesyncs; i++) {
         const struct sp_hang_desync *d = &h->desyncs[i];
-        char comm[32];
-        snprintf(comm, sizeof comm, "%016llx", (unsigned long long)d->comm);
         sp_json_open(&j, NULL, '{');
-        sp_json_str(&j, "comm", comm);
+        sp_json_comm(&j, "comm", d->comm);
         sp_json_int(&j, "seq", (long long)d->seq);
         sp_json_open(&j, "calls", '[');
         json_call(&j, &d->a);

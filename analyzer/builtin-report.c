@@ -205,10 +205,8 @@ static void json_hang(struct sp_json *j, const struct sp_model *m, const struct 
         const struct sp_hang_inst *x = &h->insts[i];
         if (!x->hung)
             continue;
-        char comm[32];
-        snprintf(comm, sizeof comm, "%016llx", (unsigned long long)x->comm);
         sp_json_open(j, NULL, '{');
-        sp_json_str(j, "comm", comm);
+        sp_json_comm(j, "comm", x->comm);
         sp_json_int(j, "seq", (long long)x->seq);
         sp_json_str(j, "op", op_name(x->op));
         sp_json_int(j, "bytes", (long long)x->bytes);
@@ -636,10 +634,8 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
     sp_json_open(&j, "collectives", '[');
     for (size_t i = 0; i < m->ncolls; i++) {
         const struct sp_coll_summary *c = &m->colls[i];
-        char comm[32];
-        snprintf(comm, sizeof comm, "%016llx", (unsigned long long)c->comm);
         sp_json_open(&j, NULL, '{');
-        sp_json_str(&j, "comm", comm);
+        sp_json_comm(&j, "comm", c->comm);
         sp_json_str(&j, "op", op_name(c->op));
         int whole = c->missing < c->calls; /* else no instance had all its peers */
         if (c->bytes)

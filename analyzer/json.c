@@ -94,3 +94,10 @@ void sp_json_null(struct sp_json *j, const char *key)
     start(j, key);
     fputs("null", j->out);
 }
+
+void sp_json_comm(struct sp_json *j, const char *key, unsigned long long comm)
+{
+    char hex[32];
+    snprintf(hex, sizeof hex, "%016llx", comm);
+    sp_json_str(j, key, hex);
+}

@@ -485,6 +485,12 @@ int cmd_run(int argc, char **argv)
         fprintf(stderr, "scaleprof run: %s did not start: no traces\n", o.cmd[0]);
         return worst;
     }
+    if (!traces_in(outdir, 0)) {
+        fprintf(stderr, "scaleprof run: the job left no trace in %s: none of its processes made a "
+                        "recorded call, and each ended within 20 ms of its start (libscaleprof(7), "
+                        "\"Quiet short lives\")\n", outdir);
+        return worst;
+    }
     fprintf(stderr, "scaleprof: traces in %s\nscaleprof: next: scaleprof report %s\n", outdir,
             outdir);
     return worst;

@@ -56,6 +56,7 @@ static uint32_t crc_soft(uint32_t crc, const uint8_t *p, size_t len)
 }
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <nmmintrin.h>
 
 __attribute__((target("sse4.2"))) static uint32_t crc_sse42(uint32_t crc, const uint8_t *p,
@@ -80,8 +81,12 @@ static int have_sse42(void)
     static int cached = -1;
     int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
     if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+        /* CPUID leaf 1, ECX bit 20, asked here when first needed:
+         * __builtin_cpu_supports would link libgcc's CPU probe, a
+         * constructor that runs dozens of CPUID instructions (each a trap
+         * to the hypervisor in a VM) in every process the preload is in. */
+        unsigned a, b, c, d;
+        v = __get_cpuid(1, &a, &b, &c, &d) && ((c >> 20) & 1);
         __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
     }
     return v;

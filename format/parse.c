@@ -222,7 +222,8 @@ int sp_parse_duration(const char *s, int64_t default_unit_ns, int64_t lo_ns, int
     if (ns < (double)lo_ns || ns > (double)hi_ns)
         return fail(err, errlen, s, "is out of range (expected %.9g s .. %.9g s)", (double)lo_ns / 1e9,
                     (double)hi_ns / 1e9);
-    *out_ns = (int64_t)llround(ns);
+    /* Rounded to the nearest ns by hand: libm stays out of the preload. */
+    *out_ns = (int64_t)(ns < 0 ? ns - 0.5 : ns + 0.5);
     return 0;
 }
 

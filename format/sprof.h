@@ -511,11 +511,18 @@ struct sp_writer_opts {
     int flush_interval_ms;  /* how often the compressor looks at slots; default 20 */
     void (*on_pass)(void);  /* called by the compressor thread after each pass (the
                              * recorder recalibrates its clock there); NULL: none */
+    int defer_thread;       /* with background: the thread starts when
+                             * sp_writer_start_thread() is called, not at creation
+                             * (full slots wait in the file until then) */
 };
 
 /* Create `path` (O_EXCL, never following a symlink) and map it.  On
  * failure returns NULL and stores an SP_E* in *err. */
 struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts *opts, int *err);
+/* Starts a deferred compressor thread (opts.defer_thread); 0, or SP_E_NOMEM.
+ * The thread shares the caller's descriptor table: call it from a thread
+ * where the writer's fd is valid. */
+int sp_writer_start_thread(struct sp_writer *w);
 /* Fill header numbers and TLVs before events are written or later. */
 struct sp_file_header *sp_writer_header(struct sp_writer *w);
 int sp_writer_add_tlv(struct sp_writer *w, uint16_t id, const void *data, uint32_t len);

@@ -76,10 +76,11 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include <zstd.h>
+#include <zstd.h> /* ZSTD_COMPRESSBOUND only: the library is behind compress.h */
 
 #include "codec.h"
 #include "columns.h"
+#include "compress.h"
 #include "sprof.h"
 #include "summary.h"
 
@@ -89,6 +90,9 @@
 /* Level 1: on trace chunks it compresses as well as 3 (better, measured by
  * bench/format_bench) at twice the speed. */
 #define SP_DEFAULT_ZSTD_LEVEL 1
+/* Before the compressor is loaded (compress.h), a chunk this small is
+ * stored raw rather than load it: a short process's last partial chunks. */
+#define SP_RAW_SMALL (16u * 1024u)
 #define SP_DEFAULT_MODE 0600
 #define SP_DEFAULT_FLUSH_MS 20
 #define SP_PAGE 4096u
@@ -129,7 +133,7 @@ struct sp_writer {
 
     /* Compression: one pass at a time, under compress_lock. */
     pthread_mutex_t compress_lock;
-    ZSTD_CCtx *cctx;
+    struct sp_zc *cctx; /* made with the first compressed frame */
     int level;
     uint8_t *cbuf;
     size_t cbuf_size;
@@ -390,15 +394,19 @@ static int write_frame(struct sp_writer *w, struct sp_slot_header *s)
     else
         usize = used; /* a chunk that cannot be regrouped stays in rows */
     size_t slen = chunk_summary(w, s, (const uint8_t *)(s + 1), used, payload);
-    size_t csize = ZSTD_compressCCtx(w->cctx, payload + slen, w->cbuf_size - sizeof fh - slen,
-                                     src, usize, w->level);
-    if (ZSTD_isError(csize)) {
+    size_t cap = w->cbuf_size - sizeof fh - slen, csize;
+    if (!w->cctx && (sp_zc_loaded() || usize > SP_RAW_SMALL) && sp_zc_load())
+        w->cctx = sp_zc_create();
+    csize = w->cctx ? sp_zc_compress(w->cctx, payload + slen, cap, src, usize, w->level) : 0;
+    if (!csize) /* not loaded, not worth it, or failed: stored as it is */
+        csize = sp_zc_raw_frame(payload + slen, cap, src, usize);
+    if (!csize) {
         errno = ENOMEM;
         return SP_E_IO;
     }
     /* Readers bound a frame by what a slot compresses to at worst: a
      * summary that would take a frame past it is left out. */
-    if (slen && slen + csize > ZSTD_compressBound(w->slot_size)) {
+    if (slen && slen + csize > ZSTD_COMPRESSBOUND(w->slot_size)) {
         memmove(payload, payload + slen, csize);
         slen = 0;
     }
@@ -608,7 +616,7 @@ fail:;
 
 static void free_writer(struct sp_writer *w)
 {
-    ZSTD_freeCCtx(w->cctx);
+    sp_zc_free(w->cctx);
     free(w->cbuf);
     free(w->colbuf);
     free(w->scratch);
@@ -645,16 +653,15 @@ struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts
     w->background = opts ? opts->background : 1;
     w->flush_ms = o.flush_interval_ms;
     w->on_pass = o.on_pass;
-    w->cbuf_size = sizeof(struct sp_frame_header) + SP_SUMMARY_MAX + ZSTD_compressBound(w->slot_size);
+    w->cbuf_size = sizeof(struct sp_frame_header) + SP_SUMMARY_MAX + ZSTD_COMPRESSBOUND(w->slot_size);
     w->cbuf = malloc(w->cbuf_size);
     w->colbuf = malloc(w->slot_size + SP_COLUMNS_SLACK);
     w->scratch = malloc(SP_COLUMNS_SCRATCH(w->slot_size) * sizeof *w->scratch);
     w->summary = malloc(sizeof *w->summary);
-    w->cctx = ZSTD_createCCtx();
     w->pending = calloc(w->slot_count ? w->slot_count : 1, sizeof *w->pending);
     w->links = calloc(w->slot_count ? w->slot_count : 1, sizeof *w->links);
     pthread_mutex_init(&w->compress_lock, NULL);
-    if (!w->cbuf || !w->colbuf || !w->scratch || !w->summary || !w->cctx || !w->pending ||
+    if (!w->cbuf || !w->colbuf || !w->scratch || !w->summary || !w->pending ||
         !w->links) {
         free_writer(w);
         *err = SP_E_NOMEM;
@@ -670,7 +677,7 @@ struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts
     w->gen = __atomic_fetch_add(&next_generation, 1, __ATOMIC_RELAXED);
     w->owner = getpid();
     init_header(w);
-    if (w->background && (*err = start_compressor(w)) < 0) {
+    if (w->background && !o.defer_thread && (*err = start_compressor(w)) < 0) {
         raw_munmap(w->map, w->map_size);
         raw_close(w->fd);
         free_writer(w);
@@ -678,6 +685,13 @@ struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts
     }
     *err = 0;
     return w;
+}
+
+int sp_writer_start_thread(struct sp_writer *w)
+{
+    if (!w || !w->background)
+        return SP_E_ARG;
+    return w->thread_started ? 0 : start_compressor(w);
 }
 
 /* ---- header, TLVs, strings ----------------------------------------------------- */

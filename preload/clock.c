@@ -4,7 +4,7 @@
  *
  * A recorded call reads the clock twice, and clock_gettime costs 25-35 ns
  * on the VMs we measure on, rdtsc about 10.  Where the CPU says its TSC is
- * invariant (constant_tsc and nonstop_tsc in /proc/cpuinfo: it ticks at
+ * invariant (CPUID 80000007h EDX[8], nonstop_tsc in /proc/cpuinfo: it ticks at
  * one rate in every power state and on every core), sp_now() reads the TSC
  * and converts it at once: ns = base_ns + (tsc - base_tsc) * mult / 2^32.
  * Every time in a trace is therefore still CLOCK_MONOTONIC ns, for every
@@ -50,7 +50,6 @@
 #define SP_CLOCK_FIRST_NS 50000000ull    /* the first rate: after 50 ms */
 #define SP_CLOCK_PAIR_TRIES 5
 #define SP_CLOCK_MAX_SLEW 0.0005 /* steer by at most 500 ppm */
-#define SP_CPUINFO_MAX 65536
 
 struct sp_clock_seg sp_clock_segs[2];
 volatile unsigned sp_clock_cur;
@@ -74,27 +73,19 @@ static uint64_t mono_ns(void)
 }
 
 #if defined(__x86_64__) || defined(__i386__)
-/* Both flags in the first "flags" line of /proc/cpuinfo (read with raw
- * system calls: the interposers must not see it). */
-static int cpuinfo_invariant_tsc(void)
+#include <cpuid.h>
+/* CPUID leaf 0x80000007, EDX bit 8: the invariant TSC, which the kernel
+ * shows as nonstop_tsc (and, with it, constant_tsc) in /proc/cpuinfo.
+ * An instruction, where reading /proc/cpuinfo cost every traced process
+ * 30-50 us. */
+static int cpu_invariant_tsc(void)
 {
-    static char buf[SP_CPUINFO_MAX];
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/cpuinfo", O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u)
         return 0;
-    size_t n = 0;
-    long r;
-    while (n < sizeof buf - 1 && (r = syscall(SYS_read, fd, buf + n, sizeof buf - 1 - n)) > 0)
-        n += (size_t)r;
-    syscall(SYS_close, fd);
-    buf[n] = 0;
-    char *flags = strstr(buf, "\nflags");
-    if (!flags)
+    if (!__get_cpuid(0x80000007u, &a, &b, &c, &d))
         return 0;
-    char *end = strchr(flags + 1, '\n');
-    if (end)
-        *end = 0;
-    return strstr(flags, " constant_tsc") && strstr(flags, " nonstop_tsc");
+    return (d >> 8) & 1;
 }
 #endif
 
@@ -123,10 +114,10 @@ void sp_clock_init(void)
         ck.why = "monotonic (SCALEPROF_CLOCK=monotonic)";
     else if (env && !strcmp(env, "tsc"))
         ck.wanted = 1, ck.why = "tsc (SCALEPROF_CLOCK=tsc), calibrated against CLOCK_MONOTONIC";
-    else if (cpuinfo_invariant_tsc())
-        ck.wanted = 1, ck.why = "tsc (invariant: constant_tsc nonstop_tsc), calibrated against CLOCK_MONOTONIC";
+    else if (cpu_invariant_tsc())
+        ck.wanted = 1, ck.why = "tsc (invariant: CPUID 80000007h EDX[8], constant_tsc nonstop_tsc), calibrated against CLOCK_MONOTONIC";
     else
-        ck.why = "monotonic (no invariant TSC: constant_tsc or nonstop_tsc missing)";
+        ck.why = "monotonic (no invariant TSC: CPUID 80000007h EDX[8] clear, no nonstop_tsc)";
 #else
     (void)env;
     ck.why = "monotonic (no TSC on this architecture)";

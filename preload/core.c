@@ -3,10 +3,10 @@
  * process's single trace writer and its lifecycle.
  *
  * Lifecycle.  Load time does only what a constructor can do safely: read
- * the configuration, register the fork and exit handlers, map the shared
- * step counter and start the CPU sampler thread (no dlsym, which may
- * allocate).  The first sp_emit()/sp_intern() - an intercepted call, or
- * the sampler's first sample - opens the trace: creates
+ * the configuration, register the fork and exit handlers and map the
+ * shared step counter (no dlsym, which may allocate; no thread).  The
+ * first sp_emit()/sp_intern() - an intercepted call - opens the trace and
+ * starts the CPU sampler: creates
  * DIR/<host>/<pid>.sprof and writes the header.  One thread wins a CAS and
  * does the work; threads that lose the race wait for it, once per process
  * and bounded by SP_OPEN_WAIT_MAX_NS, rather than lose the first events.
@@ -51,13 +51,21 @@
  * expect open() to return the lowest free number, and never meet ours.
  *
  * Fork.  pthread_atfork's child handler abandons the inherited writer
- * (unmap only) and creates the child's file at once, so every worker has a
- * file even if it records nothing; its header's ppid names the parent.
- * sp_generation is bumped so that ids cached by the interposers (interned
- * paths) are known to belong to the old file.  The CPU sampler thread does
- * not survive fork; it restarts on the child's first event.  The prepare
- * handler lets an open in progress finish first, so a child never inherits
- * a half-made writer.
+ * (unmap only); the child's own file is made on its first event, as at
+ * load, and its header's ppid names the parent.  sp_generation is bumped
+ * so that ids cached by the interposers (interned paths) are known to
+ * belong to the old file.  The CPU sampler thread does not survive fork;
+ * it restarts on the child's first event.  The prepare handler lets an
+ * open in progress finish first, so a child never inherits a half-made
+ * writer.
+ *
+ * Quiet short lives.  A process that has recorded nothing when it exits
+ * or execs still gets its file (start and exit, its place in the process
+ * tree), unless it lived less than SP_QUIET_LIFE_NS: a shell's fork child
+ * on its way to exec, /bin/true, `sed` in a job's script.  Those are most
+ * of a fork-heavy loop's processes, and a file for each (two thread
+ * handoffs, a create and a close) cost ten times the process itself.  A
+ * program it execs gets its own file, whose ppid names the parent.
  *
  * Exit.  atexit, a destructor and the _exit/_Exit interposers all end in
  * sp_core_shutdown(), which is idempotent.  An _exit() from a signal
@@ -114,6 +122,9 @@ enum core_state { ST_UNINIT, ST_OPENING, ST_READY, ST_CLOSING, ST_CLOSED, ST_OFF
 #define SP_DRAIN_MAX_NS 200000000ull /* 200 ms */
 #define SP_DRAIN_FALLBACK_US 10000
 #define SP_OPEN_WAIT_MAX_NS 2000000000ull /* 2 s */
+/* A process that records nothing and ends (exit or exec) sooner than this
+ * after its start (load, or fork) leaves no file: see "Quiet short lives". */
+#define SP_QUIET_LIFE_NS (20ull * 1000 * 1000)
 #define SP_NAME_RETRIES 1000         /* <pid>.<n>.sprof, n < this */
 #define SP_DEFAULT_MODE 0600
 #define SP_DEFAULT_CPU_HZ 10
@@ -141,6 +152,7 @@ static volatile int g_paused;      /* the control file said "stop" */
 static volatile int g_exit_status = SP_EXIT_UNKNOWN;
 static int g_handlers_registered;
 static pid_t g_self_pid; /* this process, as of load or fork */
+static uint64_t g_life_start; /* CLOCK_MONOTONIC ns at load or fork */
 static pthread_key_t g_exit_key;
 static int g_exit_key_ok;
 static __thread unsigned t_exit_watched __attribute__((tls_model("initial-exec")));
@@ -496,6 +508,7 @@ static struct sp_writer *create_writer(int hfd, const char *host, char *shown, s
     opts.mode = g_cfg.mode;
     opts.background = 1;
     opts.on_pass = sp_clock_tick; /* the clock's calibration rides on the compressor */
+    opts.defer_thread = 1;        /* started after the first call has its answer */
     char via[64], name[64], path[sizeof g_cfg.dir + 320];
     /* thread-self: this thread's descriptor table is not the process's */
     snprintf(via, sizeof via, "/proc/thread-self/fd/%d", hfd);
@@ -747,22 +760,22 @@ static void register_handlers_once(void)
 }
 
 /* The only work done at load time: the fork and exit handlers must be in
- * place before the job's threads can race to open the trace and fork, and
- * the CPU sampler starts so that a job that computes before its first I/O
- * is sampled too (the sampler's first sample opens the trace, from its own
- * thread, after the loader is done).  Nothing here resolves symbols
- * through dlsym; libc's constructors have run (it is our dependency). */
+ * place before the job's threads can race to open the trace and fork.  No
+ * thread is started: the service thread (and with it the CPU sampler)
+ * starts with the first event, so a process that records nothing costs
+ * its loader's work and little more (see "Quiet short lives").  Nothing
+ * here resolves symbols through dlsym; libc's constructors have run (it is
+ * our dependency). */
 __attribute__((constructor)) static void core_constructor(void)
 {
     register_handlers_once();
     membarrier_register();
     g_self_pid = (pid_t)syscall(SYS_getpid);
+    g_life_start = sp_now();
     load_config();
     if (g_cfg.step_first >= 0)
         step_counter_map();
-    if (g_cfg.enabled)
-        sp_cpu_start();
-    else
+    if (!g_cfg.enabled)
         sp_recording = 0;
 }
 
@@ -771,6 +784,23 @@ static int is_symlink(const char *path)
     struct stat st;
     return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
 }
+
+/* The writer's compressor thread, started by the service thread once the
+ * call that opened the trace has been let go (it does not wait for a
+ * thread it does not need yet).  A trace closed in between (both run on
+ * the service thread, one after the other) is left alone. */
+static struct sp_writer *g_writer_unstarted;
+
+static void start_compressor_later(void *arg)
+{
+    (void)arg;
+    struct sp_writer *w = g_writer_unstarted;
+    g_writer_unstarted = NULL;
+    if (w && w == g_writer && sp_writer_start_thread(w) < 0)
+        sp_log("no compressor thread: chunks are compressed when the trace closes");
+}
+
+static struct sp_fd_job g_compressor_job = {.fn = start_compressor_later};
 
 /* Create this process's file, on the service thread (fd.c); the caller
  * owns the OPENING state and holds the guard.  Ends in READY or OFF. */
@@ -810,6 +840,8 @@ static void open_trace_here(void *arg)
         return;
     }
     fill_header(g_writer, host);
+    g_writer_unstarted = g_writer;
+    sp_fd_later(&g_compressor_job);
     sp_generation++;
     atomic_store(&g_state, ST_READY);
     emit_clock();
@@ -1201,9 +1233,11 @@ void sp_core_shutdown(int status)
         return;
     int e = errno;
     (void)SP_GUARD_ENTER();
-    /* A process that never recorded still leaves its file: the analyzer
-     * sees every member of the process tree. */
-    ensure_open();
+    /* A process that never recorded still leaves its file, so the analyzer
+     * sees every member of the process tree, unless its life was short
+     * and quiet (see "Quiet short lives"). */
+    if (atomic_load(&g_state) != ST_UNINIT || sp_now() - g_life_start >= SP_QUIET_LIFE_NS)
+        ensure_open();
     if (status == SP_EXIT_UNKNOWN)
         status = g_exit_status;
     final_events(SP_PROC_EXIT, status, NULL);
@@ -1218,6 +1252,8 @@ void sp_core_before_exec_path(const char *path)
         return;
     int e = errno;
     (void)SP_GUARD_ENTER();
+    if (atomic_load(&g_state) == ST_UNINIT && sp_now() - g_life_start >= SP_QUIET_LIFE_NS)
+        ensure_open(); /* a long quiet life still leaves its file */
     if (atomic_load(&g_state) == ST_READY) {
         final_events(SP_PROC_EXEC, 0, path);
         close_trace();
@@ -1275,6 +1311,7 @@ void sp_core_atfork_child(void)
     int e = errno;
     int st = atomic_load(&g_state);
     g_self_pid = (pid_t)syscall(SYS_getpid);
+    g_life_start = sp_now();
     sp_fd_after_fork();
     sp_cpu_after_fork();
     g_step_inherited = 1;
@@ -1299,10 +1336,7 @@ void sp_core_atfork_child(void)
         errno = e;
         return;
     }
-    atomic_store(&g_state, ST_OPENING);
-    (void)SP_GUARD_ENTER();
-    open_trace(0);
-    SP_GUARD_LEAVE();
+    atomic_store(&g_state, ST_UNINIT); /* the first event opens the child's file */
     errno = e;
 }
 

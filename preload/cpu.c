@@ -13,8 +13,11 @@
  * belong to the job.
  *
  * Both run on fd.c's service thread, which wakes at the sampling period:
- * started at load time (so a process that computes before its first I/O
- * is sampled too) and, in a forked child, at its first event.  That
+ * started with the process's first event or its second thread (in a
+ * forked child too), not at load, so that a short process that records
+ * nothing starts no thread; a single-threaded process that computes
+ * without one intercepted call is not sampled (docs/preload.md, "Quiet
+ * short lives").  That
  * thread has a descriptor table of its own, so the /proc files stay open
  * there between samples and the control file is opened there: no number
  * of the job's is ever taken, even for a moment, and nothing the job
@@ -29,6 +32,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +42,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "interpose.h"
 #include "preload.h"
 
 #define SP_NS_PER_SEC 1000000000ull
@@ -225,6 +230,23 @@ void sp_cpu_start(void)
     if (sp_config()->cpu_hz <= 0)
         return;
     sp_fd_start();
+}
+
+/* A second thread is the other sign of a process worth sampling (a pool
+ * burning cores before its first recorded call): the sampler starts with
+ * it, as with the first event.  Our own threads are made under the guard
+ * and start nothing. */
+SP_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    SP_REAL(pthread_create, int, (pthread_t *, const pthread_attr_t *, void *(*)(void *), void *), sp_real,
+            return EAGAIN);
+    int r = real(th, attr, fn, arg);
+    if (r == 0 && !sp_guard_held() && sp_config()->enabled) {
+        int e = errno;
+        sp_cpu_start();
+        errno = e;
+    }
+    return r;
 }
 
 void sp_cpu_after_fork(void)

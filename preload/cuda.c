@@ -40,7 +40,6 @@
 #include <string.h>
 
 #include <cuda_runtime_api.h>
-#include <libunwind.h>
 
 #include "interpose.h"
 #include "preload.h"
@@ -138,11 +137,40 @@ static int is_ours(void *pc)
     return (uintptr_t)pc >= own_lo && (uintptr_t)pc < own_hi;
 }
 
+/* libunwind is loaded on the first call site wanted, not linked: most
+ * traced processes never sync a stream and should not map it.  It is
+ * loaded from the service thread (its open must not take a descriptor of
+ * the job's), waited for at most SP_UNWIND_WAIT_NS: a caller holding the
+ * loader's lock (a sync from a library constructor) goes on without. */
+#define SP_UNWIND_WAIT_NS (50ull * 1000 * 1000)
+static int (*real_unw_backtrace)(void **, int);
+
+static void load_unwind(void *arg)
+{
+    (void)arg;
+    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        h = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
+    if (h)
+        __atomic_store_n(&real_unw_backtrace, (int (*)(void **, int))dlsym(h, "unw_backtrace"),
+                         __ATOMIC_RELEASE);
+}
+
+static struct sp_fd_job unwind_job = {.fn = load_unwind};
+
+static int backtrace_pcs(void **out, int max)
+{
+    int (*bt)(void **, int) = __atomic_load_n(&real_unw_backtrace, __ATOMIC_ACQUIRE);
+    if (!bt && sp_fd_job_run(&unwind_job, SP_UNWIND_WAIT_NS))
+        bt = __atomic_load_n(&real_unw_backtrace, __ATOMIC_ACQUIRE);
+    return bt ? bt(out, max) : 0;
+}
+
 /* The interned call site of the caller of our wrapper; 0 when unknown. */
 static uint32_t call_site(void)
 {
     void *all[STACK_DEPTH + STACK_OURS_MAX];
-    int total = unw_backtrace(all, STACK_DEPTH + STACK_OURS_MAX), skip = 0;
+    int total = backtrace_pcs(all, STACK_DEPTH + STACK_OURS_MAX), skip = 0;
     while (skip < total && skip < STACK_OURS_MAX && is_ours(all[skip]))
         skip++;
     void **pcs = all + skip;

@@ -25,8 +25,13 @@
  * The job's threads hand file work to this thread with sp_fd_run(): one
  * request at a time in a mailbox (a futex word each way), run to
  * completion while the caller waits.  That happens when a trace is
- * created or closed (first event, fork child, exec, exit), never on a hot
- * path.  Between requests the thread sleeps on the mailbox with the CPU
+ * created or closed (first event, exec, exit), never on a hot path.
+ * Loading a library (libunwind for call sites) is a job instead
+ * (sp_fd_job_run): the caller waits for it only so long, because it may
+ * hold the dynamic loader's lock itself (a CUDA call from a library's
+ * constructor) and the thread's dlopen would then wait for the caller.
+ * Either kind of work, and the compressor's nudges, bump one wake-up
+ * word the thread sleeps on.  Between requests the thread sleeps on the mailbox with the CPU
  * sampler's period as timeout and takes a sample when it expires
  * (cpu.c).  It runs with every signal blocked and with the re-entry guard
  * held, so nothing it does is recorded as the job's I/O.  It does not
@@ -53,6 +58,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -70,8 +76,13 @@ static _Atomic uint32_t g_svc_state = SVC_NONE; /* futex word while STARTING */
 static _Atomic int g_box_taken;
 static sp_fd_work g_box_fn;
 static void *g_box_arg;
-static _Atomic uint32_t g_box_posted; /* futex: bumped by a requester */
-static _Atomic uint32_t g_box_done;   /* futex: set to the request served */
+static _Atomic uint32_t g_box_posted;    /* futex: bumped by a requester */
+static _Atomic uint32_t g_box_done;      /* futex: set to the request served */
+static _Atomic uint32_t g_wake;          /* futex: bumped by anyone with work for the thread */
+static struct sp_fd_job *_Atomic g_jobs; /* posted jobs, a stack */
+#define SP_JOBS_MAX 8
+static struct sp_fd_job *g_known_jobs[SP_JOBS_MAX]; /* every job ever posted, for fork */
+static _Atomic unsigned g_njobs;
 static __thread int t_service __attribute__((tls_model("initial-exec")));
 
 static long futex_wait(_Atomic uint32_t *w, uint32_t seen, const struct timespec *timeout)
@@ -106,6 +117,28 @@ static uint64_t next_tick(uint64_t now, uint64_t period)
     return period ? now + period : UINT64_MAX;
 }
 
+static void wake_service(void)
+{
+    atomic_fetch_add(&g_wake, 1);
+    futex_wake_all(&g_wake);
+}
+
+/* Runs every posted job; 1 when there was one. */
+static int run_jobs(void)
+{
+    struct sp_fd_job *j = atomic_exchange(&g_jobs, NULL);
+    if (!j)
+        return 0;
+    while (j) {
+        struct sp_fd_job *next = j->next;
+        j->fn(j->arg);
+        atomic_store(&j->state, SP_JOB_DONE);
+        futex_wake_all(&j->state);
+        j = next;
+    }
+    return 1;
+}
+
 static void *service_main(void *arg)
 {
     (void)arg;
@@ -120,6 +153,7 @@ static void *service_main(void *arg)
     uint64_t due = next_tick(sp_now(), period);
     uint32_t served = 0;
     for (;;) {
+        uint32_t seen = atomic_load(&g_wake);
         uint32_t posted = atomic_load(&g_box_posted);
         if (posted != served) {
             g_box_fn(g_box_arg);
@@ -128,6 +162,8 @@ static void *service_main(void *arg)
             futex_wake_all(&g_box_done);
             continue;
         }
+        if (run_jobs())
+            continue;
         uint64_t now = sp_now();
         if (now >= due) {
             sp_cpu_tick();
@@ -138,14 +174,15 @@ static void *service_main(void *arg)
         }
         uint64_t left = due - now;
         struct timespec ts = {(time_t)(left / SP_NS_PER_SEC), (long)(left % SP_NS_PER_SEC)};
-        futex_wait(&g_box_posted, posted, due == UINT64_MAX ? NULL : &ts);
+        futex_wait(&g_wake, seen, due == UINT64_MAX ? NULL : &ts);
     }
     return NULL;
 }
 
-/* Start the thread once per process (again in a forked child); wait until
- * it has its own table.  1 when it serves. */
-static int service_start(void)
+/* Start the thread once per process (again in a forked child); when
+ * `wait`, until it has its own table.  1 when it serves (or, not waiting,
+ * when it is starting). */
+static int service_start(int wait)
 {
     uint32_t st = atomic_load(&g_svc_state);
     if (st == SVC_NONE) {
@@ -169,14 +206,74 @@ static int service_start(void)
             errno = e;
         }
     }
-    while ((st = atomic_load(&g_svc_state)) == SVC_STARTING)
+    while (wait && (st = atomic_load(&g_svc_state)) == SVC_STARTING)
         futex_wait(&g_svc_state, SVC_STARTING, NULL);
-    return st == SVC_READY;
+    st = atomic_load(&g_svc_state);
+    return st == SVC_READY || (!wait && st == SVC_STARTING);
 }
 
+/* At load: the thread starts while the job goes on (nothing waits for it
+ * until the first request). */
 void sp_fd_start(void)
 {
-    service_start();
+    service_start(0);
+}
+
+static void post_job(struct sp_fd_job *job)
+{
+    unsigned k = atomic_fetch_add(&g_njobs, 1);
+    if (k < SP_JOBS_MAX)
+        g_known_jobs[k] = job;
+    else
+        atomic_store(&g_njobs, SP_JOBS_MAX);
+    job->next = atomic_load(&g_jobs);
+    while (!atomic_compare_exchange_weak(&g_jobs, &job->next, job))
+        ;
+    wake_service();
+}
+
+void sp_fd_later(struct sp_fd_job *job)
+{
+    uint32_t st = atomic_load(&job->state);
+    while (st != SP_JOB_POSTED) {
+        if (atomic_compare_exchange_weak(&job->state, &st, SP_JOB_POSTED)) {
+            post_job(job);
+            return;
+        }
+    }
+}
+
+int sp_fd_job_run(struct sp_fd_job *job, uint64_t max_ns)
+{
+    if (t_service) {
+        if (atomic_load(&job->state) != SP_JOB_DONE) {
+            job->fn(job->arg);
+            atomic_store(&job->state, SP_JOB_DONE);
+        }
+        return 1;
+    }
+    int e = errno;
+    uint32_t st = atomic_load(&job->state);
+    if (st == SP_JOB_IDLE) {
+        if (!service_start(1)) {
+            errno = e;
+            return 0;
+        }
+        uint32_t expect = SP_JOB_IDLE;
+        if (atomic_compare_exchange_strong(&job->state, &expect, SP_JOB_POSTED))
+            post_job(job);
+    }
+    uint64_t deadline = sp_now() + max_ns;
+    while ((st = atomic_load(&job->state)) == SP_JOB_POSTED) {
+        uint64_t now = sp_now();
+        if (now >= deadline)
+            break;
+        uint64_t left = deadline - now;
+        struct timespec ts = {(time_t)(left / SP_NS_PER_SEC), (long)(left % SP_NS_PER_SEC)};
+        futex_wait(&job->state, SP_JOB_POSTED, &ts);
+    }
+    errno = e;
+    return st == SP_JOB_DONE;
 }
 
 int sp_fd_is_service_thread(void)
@@ -191,7 +288,7 @@ int sp_fd_run(sp_fd_work fn, void *arg)
         return 0;
     }
     int e = errno;
-    if (!service_start()) {
+    if (!service_start(1)) {
         errno = e;
         return -1;
     }
@@ -213,7 +310,7 @@ int sp_fd_run(sp_fd_work fn, void *arg)
     g_box_fn = fn;
     g_box_arg = arg;
     uint32_t mine = atomic_fetch_add(&g_box_posted, 1) + 1;
-    futex_wake_all(&g_box_posted);
+    wake_service();
     uint32_t done;
     while ((done = atomic_load(&g_box_done)) != mine)
         futex_wait(&g_box_done, done, NULL);
@@ -229,6 +326,14 @@ void sp_fd_after_fork(void)
     atomic_store(&g_box_taken, 0);
     atomic_store(&g_box_posted, 0);
     atomic_store(&g_box_done, 0);
+    atomic_store(&g_wake, 0);
+    /* A job the parent's thread had not finished is not done here. */
+    atomic_store(&g_jobs, NULL);
+    unsigned n = atomic_load(&g_njobs);
+    for (unsigned i = 0; i < n && i < SP_JOBS_MAX; i++) {
+        uint32_t posted = SP_JOB_POSTED;
+        atomic_compare_exchange_strong(&g_known_jobs[i]->state, &posted, SP_JOB_IDLE);
+    }
 }
 
 /* ---- fcntl ------------------------------------------------------------------ */

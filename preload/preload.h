@@ -319,6 +319,21 @@ void sp_cpu_tick(void);
  * that thread); 0, or -1 when the thread cannot run (fn not called). */
 typedef void (*sp_fd_work)(void *arg);
 int sp_fd_run(sp_fd_work fn, void *arg);
+/* A job: work (loading a library) the caller may stop waiting for.  Static
+ * storage; run once per process (again in a forked child if it had not
+ * finished).  sp_fd_job_run posts it if it is not posted yet and waits at
+ * most max_ns: 1 once it has run. */
+enum { SP_JOB_IDLE, SP_JOB_POSTED, SP_JOB_DONE };
+struct sp_fd_job {
+    sp_fd_work fn;
+    void *arg;
+    _Atomic uint32_t state;
+    struct sp_fd_job *next;
+};
+int sp_fd_job_run(struct sp_fd_job *job, uint64_t max_ns);
+/* Posts the job again (even one that ran) without waiting: the service
+ * thread runs it after the request it is serving, if any. */
+void sp_fd_later(struct sp_fd_job *job);
 void sp_fd_start(void);
 int sp_fd_is_service_thread(void);
 void sp_fd_after_fork(void);

@@ -577,9 +577,10 @@ def case_run_refuses_mixing():
     the two runs) unless --force; a command that cannot start is said so,
     without "next: scaleprof report"."""
     d = os.path.join(TMP, "mixing")
-    first = subprocess.run([SCALEPROF, "run", "-o", d, "--", "true"], capture_output=True, text=True)
-    again = subprocess.run([SCALEPROF, "run", "-o", d, "--", "true"], capture_output=True, text=True)
-    forced = subprocess.run([SCALEPROF, "run", "-o", d, "--force", "--", "true"], capture_output=True, text=True)
+    job = ["cat", "/etc/hostname"]  # records a read: it leaves a trace
+    first = subprocess.run([SCALEPROF, "run", "-o", d, "--"] + job, capture_output=True, text=True)
+    again = subprocess.run([SCALEPROF, "run", "-o", d, "--"] + job, capture_output=True, text=True)
+    forced = subprocess.run([SCALEPROF, "run", "-o", d, "--force", "--"] + job, capture_output=True, text=True)
     print(f"  first {first.returncode}, again {again.returncode}: {again.stderr.strip()}, forced {forced.returncode}")
     if first.returncode != 0 or again.returncode != 2 or "earlier run" not in again.stderr or forced.returncode != 0:
         fail("a second run into a directory with traces should be refused, and --force allowed")
@@ -593,9 +594,16 @@ def case_run_refuses_mixing():
     print(f"  --run {ids[0]}: {one.returncode}: {one.stderr.strip()[:200]}")
     if "runs:" in one.stderr or "holds traces of" in one.stderr:
         fail("--run should pick one run")
-    # `true` used no GPU: the report refuses it with the reason, not "healthy"
+    # `cat` used no GPU: the report refuses it with the reason, not "healthy"
     if one.returncode != 1 or "no GPU activity" not in one.stderr or "healthy" in one.stdout:
         fail("a job without GPU activity should be refused with the reason: %r" % one.stderr)
+    # a job whose processes record nothing and end at once leaves no file:
+    # said so, with its exit status, and no "next: scaleprof report"
+    quiet = subprocess.run([SCALEPROF, "run", "-o", os.path.join(TMP, "quiet"), "--", "true"],
+                           capture_output=True, text=True)
+    print(f"  quiet short job: {quiet.returncode}: {quiet.stderr.strip()}")
+    if quiet.returncode != 0 or "left no trace" not in quiet.stderr or "next:" in quiet.stderr:
+        fail("a job that left no trace should be said so, with its exit status")
     missing = subprocess.run([SCALEPROF, "run", "-o", os.path.join(TMP, "never"), "--", "/nonexistent/cmd"],
                              capture_output=True, text=True)
     print(f"  missing command: {missing.returncode}: {missing.stderr.strip()}")

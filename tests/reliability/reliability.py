@@ -230,8 +230,10 @@ def story_dir_resolved(tmp):
     os.makedirs(os.path.join(tmp, "work", "sub"))
     rel = f"rel-traces-{os.getpid()}"
     env = dict(os.environ, LD_PRELOAD=stories.LIB, SCALEPROF_DIR=rel)
-    r = subprocess.run(["bash", "-c", "cd sub && /bin/true && cd / && /bin/true"], cwd=os.path.join(tmp, "work"),
-                       env=env, capture_output=True, text=True, timeout=30)
+    # programs that record (a read), so each leaves a file (a quiet one
+    # living under 20 ms would leave none: story quiet_short)
+    r = subprocess.run(["bash", "-c", "cd sub && cat /etc/hostname && cd / && cat /etc/hostname"],
+                       cwd=os.path.join(tmp, "work"), env=env, capture_output=True, text=True, timeout=30)
     check(r.returncode == 0, "the job runs")
     here = trace_files(os.path.join(tmp, "work", rel))
     check(len(here) >= 3, f"every process's trace is under the first process's directory ({len(here)})")
@@ -385,6 +387,59 @@ def story_threads(tmp):
         got, dropped = ts[0]["read_calls"].get(data, 0), ts[0]["dropped"]
         print(f"figures: threads {n}, reads recorded {got}, dropped (counted) {dropped}")
         check(got <= n and got + dropped >= n, f"{got} recorded + {dropped} counted as dropped covers {n} reads")
+
+
+def story_quiet_short(tmp):
+    """A process that records nothing and ends within 20 ms (a shell's fork
+    child on its way to exec, /bin/true) leaves no file; a quiet one that
+    lives longer, and every one that records, leaves its file; the shell
+    that forked them all has a fork event for each."""
+    script = "for i in $(seq 20); do /bin/true; done; sleep 0.1; cat /etc/hostname"
+    bare = run(["bash", "-c", script])
+    td = os.path.join(tmp, "t")
+    r = run(["bash", "-c", script], td)
+    check(r.returncode == 0 and r.stdout == bare.stdout, "the job's output is as without the preload")
+    ts = traces(td)
+    names = sorted(os.path.basename(t["exe"]) for t in ts)
+    print(f"figures: traces {len(ts)}: {names}")
+    check(not [t for t in ts if os.path.basename(t["exe"]) == "true"], "no file for the 20 /bin/true")
+    check(len([t for t in ts if os.path.basename(t["exe"]) == "sleep"]) == 1,
+          "sleep (quiet, 100 ms) has its file")
+    cats = [t for t in ts if os.path.basename(t["exe"]) == "cat"]
+    check(len(cats) == 1 and cats[0]["read_calls"].get("/etc/hostname", 0) >= 1, "cat has its file, with its read")
+    shells = [t for t in ts if os.path.basename(t["exe"]) == "bash"]
+    forks = sum(1 for t in shells for p in t["proc"] if p[0] == "fork")
+    check(forks >= 22, f"the shell's trace has a fork event for every child ({forks})")
+    check(all(t["closed"] == 1 for t in ts), "every file reads back closed")
+
+
+def story_lazy_libraries(tmp):
+    """The preload maps no library of its own at load: libzstd is loaded
+    when a chunk is first worth compressing, libunwind when a call site is
+    first wanted.  A short process that records a few reads maps neither,
+    and its trace (stored uncompressed) reads back whole; a long one is
+    compressed and reads back whole too."""
+    td = os.path.join(tmp, "t")
+    text = os.path.join(tmp, "text")
+    with open(text, "w") as f:
+        f.write("some text\n")
+    r = run(["cat", text, "/proc/self/maps"], td)  # a recorded read, then what it maps
+    check(r.returncode == 0 and "libc" in r.stdout, "the job runs")
+    mapped = [m for m in ("libzstd", "libunwind", "liblzma") if m in r.stdout]
+    check(not mapped, f"a short recorded process maps none of libzstd, libunwind, liblzma ({mapped})")
+    ts = traces(td)
+    check(len(ts) == 1 and ts[0]["read_calls"].get(text, 0) >= 1, "its trace reads back with its reads")
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    n = 20000
+    td2 = os.path.join(tmp, "t2")
+    r = run([IO_STORY, "threads", "1", str(n), data], td2)
+    ts = traces(td2)
+    got = ts[0]["read_calls"].get(data, 0) if len(ts) == 1 else 0
+    check(r.returncode == 0 and got == n, f"{n} reads in many chunks: all recorded ({got})")
+    files = trace_files(td2)
+    if files:
+        size = os.stat(files[0]).st_blocks * 512
+        check(size < n * 8, f"and compressed: {size} bytes on disk for {n} reads")
 
 
 def story_fork(tmp):

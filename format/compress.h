@@ -1,0 +1,41 @@
+/*
+ * compress.h - the writer's compressor, behind a seam.
+ *
+ * The tools (scaleprof import, the tests) link libzstd: compress_zstd.c
+ * calls it directly.  The preload must not: every traced process would map
+ * libzstd (and pay for its relocation) at start, most of them short lives
+ * that never fill a chunk.  compress_lazy.c loads it with dlopen the first
+ * time a chunk is worth compressing, from the thread that writes frames
+ * (the recorder's service thread, whose descriptor table is its own, so
+ * the loader's open of the library never takes a number of the job's).
+ *
+ * A chunk written before the compressor is loaded, or when it cannot be,
+ * is stored in a zstd frame of raw blocks (RFC 8878, section 3.1.1.2):
+ * any zstd decoder reads it, so readers see no difference.
+ */
+#ifndef SP_COMPRESS_H
+#define SP_COMPRESS_H
+
+#include <stddef.h>
+
+struct sp_zc; /* a compression context */
+
+/* 1 when compression is possible, loading the library on the first call
+ * (compress_lazy.c) or always (compress_zstd.c).  Not thread-safe against
+ * itself: the writer calls it under its compression lock. */
+int sp_zc_load(void);
+/* 1 when the library is in memory already (sp_zc_load succeeded). */
+int sp_zc_loaded(void);
+struct sp_zc *sp_zc_create(void);
+void sp_zc_free(struct sp_zc *z);
+/* Compresses n bytes of src into dst (cap bytes): the frame's size, or 0
+ * on error. */
+size_t sp_zc_compress(struct sp_zc *z, void *dst, size_t cap, const void *src, size_t n, int level);
+
+/* A zstd frame of raw blocks holding src: its size, or 0 when cap is too
+ * small (sp_zc_raw_bound(n) is always enough, and never more than
+ * ZSTD_COMPRESSBOUND(n)). */
+size_t sp_zc_raw_frame(void *dst, size_t cap, const void *src, size_t n);
+size_t sp_zc_raw_bound(size_t n);
+
+#endif

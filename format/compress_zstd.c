@@ -1,0 +1,33 @@
+/*
+ * compress_zstd.c - compress.h for programs linked with libzstd (the
+ * scaleprof command and the tests).  See compress.h.
+ */
+#include <zstd.h>
+
+#include "compress.h"
+
+int sp_zc_load(void)
+{
+    return 1;
+}
+
+int sp_zc_loaded(void)
+{
+    return 1;
+}
+
+struct sp_zc *sp_zc_create(void)
+{
+    return (struct sp_zc *)ZSTD_createCCtx();
+}
+
+void sp_zc_free(struct sp_zc *z)
+{
+    ZSTD_freeCCtx((ZSTD_CCtx *)z);
+}
+
+size_t sp_zc_compress(struct sp_zc *z, void *dst, size_t cap, const void *src, size_t n, int level)
+{
+    size_t r = ZSTD_compressCCtx((ZSTD_CCtx *)z, dst, cap, src, n, level);
+    return ZSTD_isError(r) ? 0 : r;
+}

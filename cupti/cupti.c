@@ -414,14 +414,37 @@ static int enable_kinds(void)
     return 1;
 }
 
-enum attach_outcome { ATTACHED, NO_CUPTI, CUPTI_BUSY };
+enum attach_outcome { ATTACHED, NO_CUPTI, CUPTI_BUSY, NOT_YET };
+
+/* libcupti is loaded on the recorder's service thread, whose descriptor
+ * table is its own: the loader's open of the library never takes, even
+ * for a moment, a number the job's other threads could meet.  The first
+ * attach waits for it at most LOAD_WAIT_NS (the caller may itself hold
+ * the loader's lock - a CUDA call from a library constructor - and the
+ * load would then wait for it); when it is not done, the call goes on and
+ * a later CUDA or NCCL call attaches, without waiting again. */
+#define LOAD_WAIT_NS (1000ull * 1000 * 1000)
+static void *loaded_lib;
+
+static void load_cupti(void *arg)
+{
+    (void)arg;
+    __atomic_store_n(&loaded_lib, open_cupti(), __ATOMIC_RELEASE);
+}
+
+static struct sp_fd_job load_job = {.fn = load_cupti};
+static int load_waited;
 
 static enum attach_outcome attach(void)
 {
     const struct sp_config *cfg = sp_config();
     if (cfg && !cfg->cupti)
         return NO_CUPTI;
-    void *lib = open_cupti();
+    int done = sp_fd_job_run(&load_job, load_waited ? 0 : LOAD_WAIT_NS);
+    load_waited = 1;
+    if (!done && atomic_load(&load_job.state) == SP_JOB_POSTED)
+        return NOT_YET;
+    void *lib = done ? __atomic_load_n(&loaded_lib, __ATOMIC_ACQUIRE) : open_cupti();
     if (!lib || !resolve_cupti(lib))
         return NO_CUPTI;
     cu.lib = lib;
@@ -449,6 +472,12 @@ void sp_cupti_ensure(void)
     attach_pid = getpid();
     sp_core_flush_hook = flush_hook;
     switch (attach()) {
+    case NOT_YET: /* still loading: a later call attaches */
+        sp_core_flush_hook = NULL;
+        atomic_store_explicit(&attach_state, ATTACH_NONE, memory_order_release);
+        SP_GUARD_LEAVE();
+        errno = saved;
+        return;
     case ATTACHED:
         atomic_store(&active, 1);
         start_flush_thread();

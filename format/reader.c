@@ -16,7 +16,11 @@
  *
  * Damage is skipped, counted and described, never fatal after open:
  *   - a frame header whose CRC fails: scan forward byte by byte for the next
- *     frame magic whose header CRC holds, and say how many bytes were lost;
+ *     frame magic whose header CRC holds, and say how many bytes were lost.
+ *     Holes (SEEK_DATA/SEEK_HOLE, where the file system tells) are stepped
+ *     over unread: they read as zeros, and no frame magic is zero.  The
+ *     data scanned is bounded (scan_limit): past it the frames are given
+ *     up, with the offset and the bytes left unread said;
  *   - a payload whose CRC fails, or that does not decompress to the size
  *     its header claims: skip exactly that frame (its header is trusted);
  *   - a frame cut short by the end of the file: stop reading frames (the
@@ -64,6 +68,7 @@
 #define SP_TLV_ALIGN 8u
 #define DIAG_MAX 65536u   /* bytes of diagnostics kept; later ones counted */
 #define SCAN_WINDOW 65536u /* bytes read at a time while resynchronising */
+#define SCAN_LIMIT_MIN (64u << 20) /* data scanned for the next frame, at least */
 
 enum phase { PHASE_FRAMES, PHASE_SLOTS, PHASE_DONE };
 
@@ -109,6 +114,7 @@ struct sp_reader {
 
     uint8_t *cbuf;
     size_t cbuf_cap;
+    uint64_t scan_limit; /* bytes of data resync reads before giving up */
     ZSTD_DCtx *dctx;
 
     sp_summary_fn summary_fn; /* sp_reader_set_summary */
@@ -612,15 +618,59 @@ static int frame_header_ok(const struct sp_reader *r, const struct sp_frame_head
            usize <= r->slot_cap && fh->csize != 0 && fh->csize <= r->cbuf_cap;
 }
 
+/* The data at or after `from`, as [*start, *end) up to the next hole,
+ * within the file's size; *start is the file's size when only a hole is
+ * left.  Where the file system cannot say (no SEEK_DATA), all is data. */
+static void data_extent(const struct sp_reader *r, uint64_t from, uint64_t *start, uint64_t *end)
+{
+    *start = from;
+    *end = r->file_size;
+    off_t d = lseek(r->fd, (off_t)from, SEEK_DATA);
+    if (d >= 0 && (uint64_t)d < from)
+        d = (off_t)from;
+    if (d < 0) {
+        if (errno == ENXIO) /* a hole to the end */
+            *start = r->file_size;
+        return;
+    }
+    off_t h = lseek(r->fd, d, SEEK_HOLE);
+    *start = (uint64_t)d < r->file_size ? (uint64_t)d : r->file_size;
+    if (h > d && (uint64_t)h < r->file_size)
+        *end = (uint64_t)h;
+}
+
+struct scan {
+    uint64_t data;  /* bytes read looking for a frame */
+    uint64_t holes; /* bytes stepped over unread */
+    int gave_up;    /* scan_limit reached: the offset returned is where */
+};
+
 /* Finds the next offset >= from holding a valid frame header, or the end
- * of the file.  Bounded: reads SCAN_WINDOW bytes at a time. */
-static uint64_t resync(struct sp_reader *r, uint64_t from)
+ * of the file.  Reads SCAN_WINDOW bytes at a time, holes never (a magic
+ * cannot lie in zeros, nor run from data into them); gives up after
+ * scan_limit bytes of data. */
+static uint64_t resync(struct sp_reader *r, uint64_t from, struct scan *sc)
 {
     const uint32_t magic = SP_FRAME_MAGIC;
     uint8_t *win = r->cbuf; /* free while scanning */
     size_t win_cap = r->cbuf_cap < SCAN_WINDOW ? r->cbuf_cap : SCAN_WINDOW;
+    uint64_t data_end = from; /* end of the data extent `from` is in */
+    *sc = (struct scan){0, 0, 0};
     while (from + sizeof(struct sp_frame_header) <= r->file_size) {
-        uint64_t left = r->file_size - from;
+        if (from >= data_end) {
+            uint64_t start;
+            data_extent(r, from, &start, &data_end);
+            sc->holes += start - from;
+            from = start;
+            continue;
+        }
+        if (sc->data >= r->scan_limit) {
+            sc->gave_up = 1;
+            return from;
+        }
+        uint64_t left = data_end - from;
+        if (left > r->scan_limit - sc->data)
+            left = r->scan_limit - sc->data;
         size_t n = left < win_cap ? (size_t)left : win_cap;
         if (read_at(r, win, n, from) < 0)
             break;
@@ -631,20 +681,45 @@ static uint64_t resync(struct sp_reader *r, uint64_t from)
             if (read_at(r, &fh, sizeof fh, from + i) == 0 && frame_header_ok(r, &fh))
                 return from + i;
         }
+        sc->data += n;
+        if (from + n == data_end) { /* a hole (or the end) follows */
+            from = data_end;
+            continue;
+        }
+        if (sc->data >= r->scan_limit) {
+            sc->gave_up = 1;
+            return from + n;
+        }
         if (n <= sizeof magic)
             break;
-        from += n - (sizeof magic - 1); /* overlap: a magic across windows */
+        sc->data -= sizeof magic - 1; /* read again: a magic across windows */
+        from += n - (sizeof magic - 1);
     }
     return r->file_size;
 }
 
 static void skip_damage(struct sp_reader *r, uint64_t at, const char *why)
 {
-    uint64_t next = resync(r, at + 1);
-    r->stats.bytes_skipped += next - at;
+    struct scan sc;
+    uint64_t next = resync(r, at + 1, &sc);
     r->stats.frames_bad++;
-    add_diag(r, "frame at offset %llu: %s, skipped %llu bytes", (unsigned long long)at, why,
-             (unsigned long long)(next - at));
+    if (sc.gave_up) {
+        r->stats.bytes_skipped += r->file_size - at;
+        add_diag(r, "frame at offset %llu: %s, and no frame in the %llu bytes of data after it "
+                    "(to offset %llu): frames no longer read, %llu bytes to the end of the file skipped",
+                 (unsigned long long)at, why, (unsigned long long)sc.data, (unsigned long long)next,
+                 (unsigned long long)(r->file_size - at));
+        r->pos = r->file_size;
+        return;
+    }
+    r->stats.bytes_skipped += next - at;
+    if (sc.holes)
+        add_diag(r, "frame at offset %llu: %s, skipped %llu bytes (%llu of them holes, not read)",
+                 (unsigned long long)at, why, (unsigned long long)(next - at),
+                 (unsigned long long)sc.holes);
+    else
+        add_diag(r, "frame at offset %llu: %s, skipped %llu bytes", (unsigned long long)at, why,
+                 (unsigned long long)(next - at));
     r->pos = next;
 }
 
@@ -899,6 +974,11 @@ static int alloc_buffers(struct sp_reader *r)
     r->zeros = calloc(1, r->slot_cap + SP_WORD);
     r->cbuf_cap = ZSTD_compressBound(r->info.hdr.slot_size);
     r->cbuf = malloc(r->cbuf_cap);
+    /* Two frames of the largest size the slots allow: one damaged frame,
+     * or two side by side, is always stepped over to the next. */
+    r->scan_limit = 2 * (sizeof(struct sp_frame_header) + (uint64_t)r->cbuf_cap);
+    if (r->scan_limit < SCAN_LIMIT_MIN)
+        r->scan_limit = SCAN_LIMIT_MIN;
     r->dctx = ZSTD_createDCtx();
     r->diag = calloc(1, DIAG_MAX);
     return r->chunk && r->zeros && r->cbuf && r->dctx && r->diag ? 0 : SP_E_NOMEM;

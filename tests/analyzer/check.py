@@ -4,7 +4,7 @@ breakdown is known by construction (gen_trace writes both).
 
 usage: check.py CASE   with SCALEPROF_BIN and GEN_TRACE in the environment.
 Each case prints what it checks and exits 1 on the first mismatch."""
-import json, os, re, subprocess, sys, tempfile
+import json, os, re, shutil, subprocess, sys, tempfile
 
 SCALEPROF = os.environ["SCALEPROF_BIN"]
 GEN = os.environ["GEN_TRACE"]
@@ -154,6 +154,151 @@ def case_truncated():
     print(f"  ranks {rep['ranks']}, steps {rep['steps']['count']}, warnings {rep['warnings'][:2]}")
     if not rep["warnings"] or rep["steps"]["count"] < 4:
         fail("a truncated file should warn and still report")
+
+
+def frame_ends(path):
+    """The offsets where each frame of a trace ends (frames_offset at byte
+    56 of the header; a frame is 32 header bytes and csize at byte 4)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    at, ends = int.from_bytes(data[56:64], "little"), []
+    while at + 32 <= len(data) and data[at:at + 4] == b"SPFR":
+        at += 32 + int.from_bytes(data[at + 4:at + 8], "little")
+        ends.append(at)
+    return ends
+
+
+def timed(*args, limit):
+    """scaleprof ARGS, which must exit 0 within `limit` seconds."""
+    import time
+    t0 = time.time()
+    try:
+        p = subprocess.run([SCALEPROF, *map(str, args)], capture_output=True, text=True, timeout=limit * 3)
+    except subprocess.TimeoutExpired:
+        fail(f"scaleprof {' '.join(map(str, args))}: still running after {limit * 3} s")
+    took = time.time() - t0
+    print(f"  scaleprof {args[0]} {os.path.basename(str(args[-1]))}: exit {p.returncode} in {took:.2f} s")
+    if p.returncode != 0 or took > limit:
+        fail(f"wanted exit 0 within {limit} s:\n{p.stderr}")
+    return p
+
+
+def same_report(got, want):
+    """Every figure of the report but its directory, its warnings and the
+    count of files they call damaged."""
+    strip = lambda r: {**{k: v for k, v in r.items() if k not in ("dir", "warnings")},
+                       "events": {**r["events"], "files_damaged": 0}}
+    if strip(got) != strip(want):
+        fail("the report's figures differ from the intact trace set's")
+
+
+def dumped_events(path, limit):
+    p = timed("dump", "--json", path, limit=limit)
+    return [json.loads(l) for l in p.stdout.splitlines()[1:]], p.stderr
+
+
+def case_sparse_tail():
+    """A trace extended to 100 GiB by a hole (os.truncate), and one with a
+    100 GiB hole between two frames: report and dump never read the holes
+    (they end within 5 s, where they took minutes), exit 0, and give every
+    event and every figure of the intact traces; a warning names each file
+    and the offset where its hole starts."""
+    d, _ = gen("sparse", "--ranks", 2, "--markers", "--steps", 40, "--kernels", 50)
+    want = report(d)
+    names = ("1000.sprof", "1001.sprof")  # the first gets a hole at its end, the second between frames
+    want_events = {n: dumped_events(os.path.join(d, "host0", n), 20)[0] for n in names}
+    hole = 100 * 2**30
+    sparse = os.path.join(TMP, "sparse-holes")
+    shutil.copytree(d, sparse)
+    try:
+        tail, mid = (os.path.join(sparse, "host0", n) for n in names)
+        ends = frame_ends(mid)
+        if len(ends) < 2:
+            fail(f"{mid}: {len(ends)} frame(s), two wanted to put a hole between")
+        hole_at = {tail: os.path.getsize(tail), mid: ends[0]}
+        os.truncate(tail, hole)
+        with open(mid, "rb") as f:
+            data = f.read()
+        with open(mid, "wb") as f:
+            f.write(data[:ends[0]])
+            f.seek(ends[0] + hole)
+            f.write(data[ends[0]:])
+        for p in (tail, mid):
+            st = os.stat(p)
+            print(f"  {p}: {st.st_size} bytes, {st.st_blocks * 512} allocated")
+            if st.st_blocks * 512 > 2**30:
+                print("SKIP: this file system does not keep holes")
+                sys.exit(77)
+        rep = json.loads(timed("report", sparse, "--json", limit=5).stdout)
+        same_report(rep, want)
+        # one warning, the second damaged file counted into it ("and 1 more like it")
+        said = [w for w in rep["warnings"] if f"{tail}: frame at offset {hole_at[tail]}:" in w and
+                "holes, not read" in w and "1 more" in w]
+        print(f"  report warns: {said[0].strip() if said else rep['warnings']}")
+        if not said:
+            fail(f"no warning names {tail} and its offset {hole_at[tail]}")
+        for p in (tail, mid):
+            at = hole_at[p]
+            events, err = dumped_events(p, 5)
+            if events != want_events[os.path.basename(p)]:
+                fail(f"dump {p}: {len(events)} events, not the intact trace's {len(want_events[os.path.basename(p)])}")
+            print(f"    {err.strip()}")
+            if f"{p}: frame at offset {at}:" not in err or "holes, not read" not in err:
+                fail(f"dump {p}: the hole at {at} is not said")
+        print(f"  every event and figure as intact: {rep['events']}")
+    finally:
+        shutil.rmtree(sparse)
+
+
+def case_garbage_tail():
+    """A trace followed by 80 MiB of random bytes, then one of its own
+    frames again: the reader looks for the next frame through at most
+    64 MiB of data, then stops with a warning naming the file, the offset
+    where the garbage starts and the bytes skipped; every event before it
+    is kept, and the report's figures are the intact trace's (the frame
+    past the bound is not read).  The same frame after 8 MiB of garbage is
+    still found."""
+    d, _ = gen("garbage", "--ranks", 2, "--markers", "--steps", 40, "--kernels", 50)
+    want = report(d)
+    name = os.path.join("host0", "1001.sprof")
+    with open(os.path.join(d, name), "rb") as f:
+        data = f.read()
+    ends = frame_ends(os.path.join(d, name))
+    first_frame = data[int.from_bytes(data[56:64], "little"):ends[0]]
+    want_events = dumped_events(os.path.join(d, name), 20)[0]
+    for mib in (8, 80):
+        bad = os.path.join(TMP, f"garbage-{mib}")
+        shutil.copytree(d, bad)
+        try:
+            p = os.path.join(bad, name)
+            with open(p, "ab") as f:
+                f.write(os.urandom(mib * 2**20))
+                f.write(first_frame)
+            text = timed("dump", p, limit=10)
+            summary = [l for l in text.stdout.splitlines() if l.startswith("# ") and " events from " in l]
+            print(f"  {mib} MiB: {summary[0] if summary else None}")
+            print(f"    {text.stderr.strip()}")
+            if mib == 8:
+                if not summary or f" from {len(ends) + 1} frames" not in summary[0]:
+                    fail(f"the frame after {mib} MiB of garbage was not found")
+                continue
+            skipped = os.path.getsize(p) - len(data)
+            if (f"{p}: frame at offset {len(data)}: bad header, and no frame in the " not in text.stderr
+                    or f" {skipped} bytes to the end of the file skipped" not in text.stderr):
+                fail("dump does not say where it stopped and what it skipped")
+            if not summary or f" from {len(ends)} frames" not in summary[0]:
+                fail("the frame past the bound was read")
+            events, _ = dumped_events(p, 10)
+            if events != want_events:
+                fail(f"{len(events)} events kept, not the intact trace's {len(want_events)}")
+            rep = json.loads(timed("report", bad, "--json", limit=10).stdout)
+            said = [w for w in rep["warnings"] if f"{p}: frame at offset {len(data)}:" in w and "no frame in the" in w]
+            print(f"  report warns: {said[0].strip() if said else rep['warnings']}")
+            if not said:
+                fail("the report does not warn where the file was given up")
+            same_report(rep, want)
+        finally:
+            shutil.rmtree(bad)
 
 
 def case_bad_input():

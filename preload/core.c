@@ -609,8 +609,10 @@ static void clock_pair(uint64_t *mono, uint64_t *real, uint64_t *uncertainty)
  * "Authorization: Bearer ...") and trace files are shared.  The ARGV TLV
  * keeps every argument but replaces the value of anything that names a
  * secret: "--opt=value" and "NAME=value" keep "--opt=" and "NAME=",
- * "--opt value" loses the next argument, "Header: value" keeps "Header:",
- * "Bearer value" keeps "Bearer".  A name is secret when it contains one of
+ * "--opt value" loses the next argument, "Header: value" keeps "Header:"
+ * (also inside "--header=Authorization: ..."), "Bearer value" keeps
+ * "Bearer", a URL keeps its "?token=" and "user:" but not their values.
+ * A name is secret when it contains one of
  * k_secret_words, in any case; redacting a harmless "--keyboard" too is
  * the price of never missing "--key". */
 
@@ -634,34 +636,113 @@ static int is_name_char(char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
 }
 
-/* How much of `arg` to keep before "<redacted>", or -1 to keep it whole.
- * *next_too: the option's value is the next argument. */
-static long secret_prefix(const char *arg, int *next_too)
+/* Output of redact_one: bytes into out[0, cap), or failure when full. */
+struct redact_out {
+    char *p;
+    size_t n, cap;
+    int full;
+};
+
+static void put(struct redact_out *o, const char *s, size_t len)
+{
+    if (o->full || o->n + len > o->cap) {
+        o->full = 1;
+        return;
+    }
+    memcpy(o->p + o->n, s, len);
+    o->n += len;
+}
+
+static int starts_name(const char *a, size_t i)
+{
+    return i == 0 || strchr("?&;=,: \t\"'", a[i - 1]) != NULL;
+}
+
+/* In a URL's authority (after "://", up to the next '/', '?' or '#'), the
+ * password of "user:password@host": where it starts and ends, 0 if none. */
+static int url_password(const char *a, size_t n, size_t from, size_t *start, size_t *end)
+{
+    size_t stop = from, at = 0, colon = 0;
+    while (stop < n && a[stop] != '/' && a[stop] != '?' && a[stop] != '#')
+        stop++;
+    for (size_t k = from; k < stop; k++)
+        if (a[k] == '@')
+            at = k;
+    for (size_t k = from; at && k < at && !colon; k++)
+        if (a[k] == ':')
+            colon = k;
+    if (!at || !colon)
+        return 0;
+    *start = colon + 1;
+    *end = at;
+    return 1;
+}
+
+/* One argument, every secret value in it replaced: "--opt=value",
+ * "NAME=value", "Header: value" (also inside "--header=Authorization:
+ * ..."), "Bearer value", a URL's "?token=value&..." parameters and its
+ * "user:password@" password.  *next_too: the argument is a bare secret
+ * option ("--password"), whose value is the next argument. */
+static void redact_one(const char *a, size_t n, struct redact_out *o, int *next_too)
 {
     *next_too = 0;
-    size_t n = 0;
-    const char *p = arg;
-    int dashes = 0;
-    while (*p == '-' && dashes < 2) {
-        p++;
+    size_t dashes = 0;
+    while (dashes < n && dashes < 2 && a[dashes] == '-')
         dashes++;
+    size_t name_end = dashes;
+    while (name_end < n && is_name_char(a[name_end]))
+        name_end++;
+    if (dashes && name_end == n && names_secret(a + dashes, n - dashes)) {
+        *next_too = 1;
+        put(o, a, n);
+        return;
     }
-    while (is_name_char(p[n]))
-        n++;
-    if (n == 0 || !names_secret(p, n))
-        return strncasecmp(arg, "bearer ", 7) == 0 ? 7 : -1;
-    char after = p[n];
-    if (after == '=')
-        return (long)(p - arg) + (long)n + 1; /* --opt=value, NAME=value */
-    if (after == ':')
-        return (long)(p - arg) + (long)n + 1; /* Header: value */
-    if (after == 0 && dashes > 0)
-        *next_too = 1; /* --opt value */
-    return -1;
+    if (n >= 7 && strncasecmp(a, "bearer ", 7) == 0) {
+        put(o, a, 7);
+        put(o, k_redacted, sizeof k_redacted - 1);
+        return;
+    }
+    size_t i = 0;
+    while (i < n) {
+        size_t ps, pe;
+        if (i + 3 <= n && memcmp(a + i, "://", 3) == 0 && url_password(a, n, i + 3, &ps, &pe)) {
+            put(o, a + i, ps - i);
+            put(o, k_redacted, sizeof k_redacted - 1);
+            i = pe; /* from the '@' on */
+            continue;
+        }
+        if (!starts_name(a, i) || !is_name_char(a[i])) {
+            put(o, a + i, 1);
+            i++;
+            continue;
+        }
+        size_t k = i;
+        while (k < n && is_name_char(a[k]))
+            k++;
+        if (k == n || (a[k] != '=' && a[k] != ':') || !names_secret(a + i, k - i)) {
+            put(o, a + i, k - i);
+            i = k;
+            continue;
+        }
+        /* a query parameter ends at the next '&' (or '#', ';'); any other
+         * value runs to the end of the argument */
+        int param = i > 0 && (a[i - 1] == '?' || a[i - 1] == '&' || a[i - 1] == ';');
+        size_t v = k + 1;
+        if (a[k] == ':' && v < n && a[v] == ' ')
+            v++;
+        put(o, a + i, v - i);
+        put(o, k_redacted, sizeof k_redacted - 1);
+        size_t end = n;
+        if (param)
+            for (end = v; end < n && a[end] != '&' && a[end] != '#' && a[end] != ';'; end++)
+                ;
+        i = end;
+    }
 }
 
 /* Copy the NUL-separated argv in `in` to `out`, secrets replaced; returns
- * the bytes written (each argument NUL-terminated). */
+ * the bytes written (each argument NUL-terminated).  An argument that does
+ * not fit ends the copy. */
 static size_t redact_argv(const char *in, size_t len, char *out, size_t cap)
 {
     size_t o = 0;
@@ -670,22 +751,17 @@ static size_t redact_argv(const char *in, size_t len, char *out, size_t cap)
         const char *arg = in + i;
         size_t alen = strnlen(arg, len - i);
         i += alen + 1;
+        struct redact_out ro = {out + o, 0, cap - o, 0};
         int next_too = 0;
-        long keep = redact_next ? 0 : secret_prefix(arg, &next_too);
-        if (redact_next && arg[0] == '-')
-            keep = secret_prefix(arg, &next_too); /* "--token --verbose": no value was given */
+        if (redact_next && arg[0] != '-') /* "--token --verbose": no value was given */
+            put(&ro, k_redacted, sizeof k_redacted - 1);
+        else
+            redact_one(arg, alen, &ro, &next_too);
         redact_next = next_too;
-        const char *tail = keep >= 0 ? k_redacted : "";
-        size_t head = keep >= 0 ? (size_t)keep : alen;
-        if (keep >= 0 && (size_t)keep < alen && arg[keep] == ' ')
-            head++; /* "Header: value": keep the space */
-        size_t need = head + strlen(tail) + 1;
-        if (o + need > cap)
+        put(&ro, "", 1);
+        if (ro.full)
             break;
-        memcpy(out + o, arg, head);
-        memcpy(out + o + head, tail, strlen(tail));
-        o += need;
-        out[o - 1] = 0;
+        o += ro.n;
     }
     return o;
 }

@@ -312,16 +312,20 @@ def story_control_fifo(tmp):
 # ---- what the trace reveals ---------------------------------------------------------
 
 
-SECRETS = ["s3cr3t-tok-1", "hunter2pw", "xyzBEARER789", "k3yvalue", "envsecret-42"]
+SECRETS = ["s3cr3t-tok-1", "hunter2pw", "xyzBEARER789", "k3yvalue", "envsecret-42", "hdrS3cret55",
+           "urlPassw0rd6", "qsT0ken77"]
 
 
 def story_argv_secrets(tmp):
     """Secrets on the command line are redacted in the trace header:
-    --opt=value, --opt value, Header: value and NAME=value forms; nor does
-    any environment secret reach a trace."""
+    --opt=value, --opt value, Header: value (also as --header=...),
+    NAME=value, a URL's password and its ?token= parameter; nor does any
+    environment secret reach a trace."""
     td = os.path.join(tmp, "t")
+    url = f"https://alice:{SECRETS[6]}@data.example/shard?page=2&token={SECRETS[7]}&fmt=tar"
     argv = ["/bin/echo", "--api-token=" + SECRETS[0], "--password", SECRETS[1], "-H",
-            "Authorization: Bearer " + SECRETS[2], "API_KEY=" + SECRETS[3], "--epochs", "3", "train.py"]
+            "Authorization: Bearer " + SECRETS[2], "API_KEY=" + SECRETS[3], "--epochs", "3", "train.py",
+            "--header=Authorization: Bearer " + SECRETS[5], url]
     r = run(argv, td, {"MY_SECRET_TOKEN": SECRETS[4]})
     check(r.returncode == 0 and SECRETS[0] in r.stdout, "the job got its arguments unchanged")
     ts = traces(td)
@@ -329,7 +333,8 @@ def story_argv_secrets(tmp):
     shown = ts[0]["argv"] if ts else ""
     check(not any(s in shown for s in SECRETS), f"no secret in the recorded argv: {shown!r}")
     for keep in ("--api-token=<redacted>", "--password", "Authorization: <redacted>", "API_KEY=<redacted>",
-                 "--epochs", "3", "train.py"):
+                 "--epochs", "3", "train.py", "--header=Authorization: <redacted>",
+                 "https://alice:<redacted>@data.example/shard?page=2&token=<redacted>&fmt=tar"):
         check(keep in shown, f"{keep!r} is kept")
     for path in trace_files(td):
         with open(path, "rb") as f:

@@ -1,7 +1,8 @@
 /*
  * builtin-run.c - `scaleprof run`: start a job with the recorder attached.
  *
- *   scaleprof run [-o DIR] [--nproc N] [--nnodes M] [--sim] [--preload LIB] -- CMD...
+ *   scaleprof run [-o DIR] [--nproc N] [--nnodes M] [--sim] [--preload LIB] [--force]
+ *                 [--keep-going] -- CMD...
  *
  * The recorder needs only environment variables, so this verb is a small
  * launcher: LD_PRELOAD gets libscaleprof.so prepended (found beside this
@@ -19,8 +20,15 @@
  * knows about them.  --nnodes M (with --sim) gives each node's ranks their
  * own hostname through `unshare --uts`, which needs root.
  *
- * It waits for every process, forwards SIGINT and SIGTERM to them, and
- * returns the worst status: the highest exit code, or 128+signal.
+ * It forwards SIGINT and SIGTERM to every process and returns the worst
+ * status: the highest exit code, or 128+signal.  As torchrun does, a rank
+ * that fails (a non-zero exit, or a signal) while others still run stops
+ * them: SIGTERM, then SIGKILL after STOP_GRACE_S, since the others would
+ * otherwise wait in their next collective for ever.  A rank ended by that
+ * signal does not count towards the status; the traces of every rank are
+ * kept (the recorder
+ * loses nothing to a kill), so `scaleprof hang` can still say where each
+ * stood.  --keep-going waits for every rank instead.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -45,6 +53,8 @@
 #define EXIT_USAGE 2
 #define EXIT_LAUNCH 127
 #define SIGNAL_EXIT_BASE 128
+#define STOP_GRACE_S 10
+#define STOP_POLL_NS 20000000L
 
 struct run_opts {
     const char *dir;
@@ -54,6 +64,7 @@ struct run_opts {
     int nnodes;
     int sim;
     int force;  /* --force: add to a directory that holds traces already */
+    int keep_going; /* --keep-going: a failed rank does not stop the others */
     char **cmd;
 };
 
@@ -63,7 +74,8 @@ static volatile int nchildren;
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: scaleprof run [-o DIR] [--nproc N] [--nnodes M] [--sim] [--preload LIB] -- CMD...\n"
+            "usage: scaleprof run [-o DIR] [--nproc N] [--nnodes M] [--sim] [--preload LIB] [--force]\n"
+            "                     [--keep-going] -- CMD...\n"
             "\n"
             "Run CMD with the scaleprof recorder attached to every process it starts.\n"
             "\n"
@@ -76,6 +88,8 @@ static void usage(FILE *f)
             "  --preload LIB      the recorder library (default: found beside scaleprof)\n"
             "  --force            record into DIR although it holds traces already (the\n"
             "                     runs then mix in one report)\n"
+            "  --keep-going       when a rank fails, let the others run on (default: stop\n"
+            "                     them, SIGTERM then SIGKILL after 10 s, as torchrun does)\n"
             "  -h, --help         this text\n"
             "\n"
             "Then: scaleprof report DIR\n");
@@ -265,11 +279,21 @@ static void remove_flat_dir(const char *dir)
 
 /* ---- starting and waiting ------------------------------------------------------ */
 
+/* Each rank leads a process group of its own (as torchrun's workers do),
+ * so a signal reaches what the rank started too (a shell's children). */
 static void forward_signal(int sig)
 {
     for (int i = 0; i < nchildren; i++)
         if (children[i] > 0)
-            kill(children[i], sig);
+            kill(-children[i], sig);
+}
+
+static volatile sig_atomic_t interrupted; /* the launcher got SIGINT or SIGTERM */
+
+static void on_signal(int sig)
+{
+    interrupted = sig;
+    forward_signal(sig);
 }
 
 /* In the child: rank variables, then the command (under its own hostname
@@ -328,7 +352,7 @@ static int status_code(int st)
 static int launch_and_wait(const struct run_opts *o)
 {
     struct sigaction sa = {0};
-    sa.sa_handler = forward_signal;
+    sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
@@ -337,6 +361,7 @@ static int launch_and_wait(const struct run_opts *o)
     for (int r = 0; r < n; r++) {
         pid_t pid = fork();
         if (pid == 0) {
+            setpgid(0, 0);
             signal(SIGINT, SIG_DFL);
             signal(SIGTERM, SIG_DFL);
             /* a launcher killed outright (SIGKILL) takes its ranks along */
@@ -349,11 +374,23 @@ static int launch_and_wait(const struct run_opts *o)
             worst = EXIT_LAUNCH;
             break;
         }
+        setpgid(pid, pid); /* also here: no signal may find it not yet moved */
         children[nchildren++] = pid;
     }
+    int failed = -1; /* the first rank that failed */
+    time_t stop_at = 0;
     for (int left = nchildren; left > 0;) {
         int st;
-        pid_t pid = waitpid(-1, &st, 0);
+        pid_t pid = waitpid(-1, &st, stop_at ? WNOHANG : 0);
+        if (pid == 0) { /* stopping: the others get STOP_GRACE_S to leave */
+            if (time(NULL) >= stop_at + STOP_GRACE_S) {
+                forward_signal(SIGKILL);
+                stop_at = time(NULL) + 3600; /* once */
+            }
+            struct timespec ts = {0, STOP_POLL_NS};
+            nanosleep(&ts, NULL);
+            continue;
+        }
         if (pid < 0) {
             if (errno == EINTR)
                 continue;
@@ -364,8 +401,23 @@ static int launch_and_wait(const struct run_opts *o)
                 children[i] = 0;
                 left--;
                 int code = status_code(st);
-                if (code > worst)
+                /* a rank we stopped does not count: its status is our signal */
+                int ours = stop_at && WIFSIGNALED(st) &&
+                           (WTERMSIG(st) == SIGTERM || WTERMSIG(st) == SIGKILL);
+                if (code > worst && !ours)
                     worst = code;
+                if (code && failed < 0 && !interrupted) {
+                    failed = i;
+                    if (!o->keep_going && left > 0) {
+                        fprintf(stderr,
+                                "scaleprof run: rank %d exited with status %d: stopping the %d other "
+                                "rank%s (SIGTERM, then SIGKILL after %d s; --keep-going to let them "
+                                "run)\n", i, code, left, left == 1 ? "" : "s", STOP_GRACE_S);
+                        kill(-pid, SIGTERM); /* what the failed rank left behind */
+                        forward_signal(SIGTERM);
+                        stop_at = time(NULL);
+                    }
+                }
             }
     }
     return worst;
@@ -375,13 +427,13 @@ static int launch_and_wait(const struct run_opts *o)
 
 static int parse(int argc, char **argv, struct run_opts *o)
 {
-    enum { OPT_NPROC = 256, OPT_NNODES, OPT_SIM, OPT_PRELOAD, OPT_PORT, OPT_FORCE };
+    enum { OPT_NPROC = 256, OPT_NNODES, OPT_SIM, OPT_PRELOAD, OPT_PORT, OPT_FORCE, OPT_KEEP_GOING };
     static const struct option longopts[] = {
         {"output", required_argument, 0, 'o'},     {"nproc", required_argument, 0, OPT_NPROC},
         {"nnodes", required_argument, 0, OPT_NNODES}, {"sim", no_argument, 0, OPT_SIM},
         {"preload", required_argument, 0, OPT_PRELOAD},
         {"master-port", required_argument, 0, OPT_PORT}, {"help", no_argument, 0, 'h'},
-        {"force", no_argument, 0, OPT_FORCE},
+        {"force", no_argument, 0, OPT_FORCE}, {"keep-going", no_argument, 0, OPT_KEEP_GOING},
         {0, 0, 0, 0},
     };
     const char *env_dir = getenv("SCALEPROF_DIR");
@@ -404,6 +456,7 @@ static int parse(int argc, char **argv, struct run_opts *o)
         case OPT_PRELOAD: o->preload = optarg; break;
         case OPT_PORT: o->master_port = optarg; break;
         case OPT_FORCE: o->force = 1; break;
+        case OPT_KEEP_GOING: o->keep_going = 1; break;
         case 'h': usage(stdout); exit(0);
         default: return 0;
         }

@@ -150,7 +150,7 @@ gpu_run_two_nodes)
 run_launcher)
     # ranks get torchrun's variables; the worst exit status wins (each rank
     # reads a file: a rank recording nothing for under 20 ms leaves no trace)
-    "$SCALEPROF_BIN" run --nproc 3 -o "$work/t" -- sh -c \
+    "$SCALEPROF_BIN" run --keep-going --nproc 3 -o "$work/t" -- sh -c \
         'read x </etc/hostname; echo "$RANK/$WORLD_SIZE/$LOCAL_RANK/$LOCAL_WORLD_SIZE $MASTER_ADDR:$MASTER_PORT"; [ -d "$SCALEPROF_RENDEZVOUS" ] || exit 9; exit $((RANK + 3))' \
         >"$work/out" 2>"$work/err"
     rc=$?
@@ -158,6 +158,18 @@ run_launcher)
     [ "$(sort "$work/out" | tr '\n' ' ')" = "0/3/0/3 127.0.0.1:29500 1/3/1/3 127.0.0.1:29500 2/3/2/3 127.0.0.1:29500 " ] ||
         { show "$work/out"; fail "rank variables not as torchrun sets them"; }
     grep -q "scaleprof report $work/t" "$work/err" || { show "$work/err"; fail "no pointer to the report command"; }
+    # a failed rank stops the others (which would wait for it for ever), what
+    # they started included; its status is the launcher's
+    start=$(date +%s)
+    "$SCALEPROF_BIN" run --nproc 3 -o "$work/tf" -- sh -c \
+        'read x </etc/hostname; [ "$RANK" = 1 ] && exit 7; sleep 30; echo late' >"$work/out" 2>"$work/err"
+    rc=$?
+    [ "$rc" = 7 ] || { show "$work/err"; fail "status $rc after rank 1 failed, expected its 7"; }
+    [ $(($(date +%s) - start)) -lt 10 ] || fail "the other ranks outlived the failed one by 10 s"
+    grep -q "rank 1 exited with status 7: stopping the 2 other ranks" "$work/err" ||
+        { show "$work/err"; fail "the stop is not said"; }
+    ! grep -q late "$work/out" || fail "a stopped rank ran on"
+    [ "$(ls "$work"/tf/*/*.sprof | wc -l)" -ge 3 ] || fail "a stopped rank's trace is missing"
     # SIGTERM to the launcher reaches the job, and the status says so
     "$SCALEPROF_BIN" run --nproc 2 -o "$work/t2" -- sleep 30 2>/dev/null &
     launcher=$!
@@ -170,7 +182,7 @@ run_launcher)
     [ "$rc" = 143 ] || fail "status $rc after SIGTERM, expected 143"
     "$SCALEPROF_BIN" run -o "$work/t3" 2>/dev/null
     [ $? = 2 ] || fail "no command should be a usage error"
-    echo "worst status returned, torchrun variables set, SIGTERM forwarded"
+    echo "worst status returned, torchrun variables set, a failed rank stops the others, SIGTERM forwarded"
     ;;
 
 gpu_nvcc_versioned_launches)

@@ -82,6 +82,10 @@ struct slot_chunk {
 struct sp_reader {
     int fd;
     uint64_t file_size;
+    uint64_t frames_start, frames_stop; /* SP_TLV_FRAMES, 0 when absent */
+    uint64_t *moved;                    /* chunk ids of the frames in [start, stop) */
+    size_t nmoved, moved_cap;
+    int moved_sorted;
     struct sp_file_info info;
     uint32_t slot_cap; /* event bytes a slot holds */
 
@@ -239,6 +243,12 @@ static void parse_tlvs(struct sp_reader *r, const uint8_t *page, size_t page_len
             copy_text(in->cuda_devices, sizeof in->cuda_devices, v, len, 0);
             break;
         case SP_TLV_RUN: copy_text(in->run, sizeof in->run, v, len, 0); break;
+        case SP_TLV_FRAMES:
+            if (len == 2 * sizeof(uint64_t)) {
+                memcpy(&r->frames_start, v, sizeof(uint64_t));
+                memcpy(&r->frames_stop, v + sizeof(uint64_t), sizeof(uint64_t));
+            }
+            break;
         default: break; /* unknown feature: skip */
         }
         at += (SP_TLV_HEAD + (size_t)len + SP_TLV_ALIGN - 1) / SP_TLV_ALIGN * SP_TLV_ALIGN;
@@ -762,6 +772,41 @@ static void replan_chunk(struct sp_reader *r)
         skip_bad_columns(r);
 }
 
+static int by_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A trace compacted at close (SP_TLV_FRAMES, writer.c) may still hold,
+ * after the frames moved down, the copy they were moved from: a close cut
+ * short between its last two steps.  A frame past the moved ones whose
+ * chunk was read among them is that copy: 1, skip it.  Any other frame
+ * there (a file extended since) is read as usual. */
+static int moved_already(struct sp_reader *r, uint64_t at, uint64_t chunk_id)
+{
+    if (!r->frames_stop || r->frames_start != r->info.hdr.frames_offset)
+        return 0;
+    if (at < r->frames_stop) {
+        if (r->nmoved == r->moved_cap) {
+            size_t cap = r->moved_cap ? r->moved_cap * 2 : 64;
+            uint64_t *p = realloc(r->moved, cap * sizeof *p);
+            if (!p)
+                return 0;
+            r->moved = p;
+            r->moved_cap = cap;
+        }
+        r->moved[r->nmoved++] = chunk_id;
+        r->moved_sorted = 0;
+        return 0;
+    }
+    if (!r->moved_sorted) {
+        qsort(r->moved, r->nmoved, sizeof *r->moved, by_u64);
+        r->moved_sorted = 1;
+    }
+    return r->nmoved && bsearch(&chunk_id, r->moved, r->nmoved, sizeof chunk_id, by_u64) != NULL;
+}
+
 /* Loads the next intact frame into r->chunk; 0 when frames are over. */
 static int load_next_frame(struct sp_reader *r)
 {
@@ -800,6 +845,8 @@ static int load_next_frame(struct sp_reader *r)
                      (unsigned long long)(end - at));
             continue;
         }
+        if (moved_already(r, at, fh.chunk_id))
+            continue;
         int stored = r->summary_fn && stored_summary(r, &fh);
         if (stored && !(r->summary->s.types & r->types_next)) {
             /* nothing in it is asked for: its summary is all it gives */
@@ -1063,6 +1110,7 @@ void sp_reader_close(struct sp_reader *r)
         close(r->fd);
     free(r->strings);
     free(r->chunks);
+    free(r->moved);
     free(r->chunk);
     free(r->zeros);
     free(r->cbuf);

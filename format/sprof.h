@@ -419,6 +419,9 @@ long sp_decode_event(const uint8_t *p, const uint8_t *end, struct sp_event *ev,
 #define SP_TLV_CLOCK 7      /* text: the clock the times were read from ("tsc (...)",
                              * "monotonic (...)"); all times are CLOCK_MONOTONIC ns */
 #define SP_TLV_CLOCK_CAL 8  /* text: the TSC calibration's figures, at close */
+#define SP_TLV_FRAMES 17    /* two u64, start and end: a trace compacted at close
+                             * (writer.c): while frames_offset == start, the frames
+                             * end at `end` and nothing after it is read */
 #define SP_TLV_RUN 16       /* text: the run's identity, the same in every process
                                of one job (SCALEPROF_RUN_ID) */
 

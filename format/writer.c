@@ -1051,6 +1051,52 @@ static void release_unused_blocks(struct sp_writer *w, int slots_too)
     punch_hole(w->fd, SP_HEADER_SIZE + from, w->strings_size - from + slots);
 }
 
+/* At close, a trace whose frames fit in the unused tail of its string
+ * arena is made as small as its content: the frames are copied there, just
+ * after the strings in use, the header is switched over to that layout
+ * (no slots, the arena cut to its pages in use, the frames at the copy),
+ * and the file is cut after the last frame.  So a short process's trace is
+ * a few KiB on disk and in `ls` alike, and copying it (scp, tar, an object
+ * store, which know nothing of holes) moves that much, not the 25 MiB of
+ * the reservation.
+ *
+ * Crash safety, step by step: the copy lands where no reader looks (beyond
+ * strings_used); an SP_TLV_FRAMES naming the copy is added; then the
+ * header's fields are stored one at a time in an order in which every
+ * intermediate header is a valid layout that reads the same events -
+ * slot_count 0 (all slots are free), strings_size, slots_offset, and last
+ * frames_offset, which makes the copy the frames; readers then stop at the
+ * TLV's end, so the old frames, until the file is cut, are never read
+ * twice.  Returns the new file size, or 0 when the trace keeps its layout
+ * (its frames do not fit, or a write failed: the unused blocks are then
+ * punched as before). */
+static uint64_t compact(struct sp_writer *w)
+{
+    struct sp_file_header *h = w->hdr;
+    uint64_t used = __atomic_load_n(&h->strings_used, __ATOMIC_ACQUIRE);
+    if (used > w->strings_size)
+        used = w->strings_size;
+    uint64_t arena = round_up(used, SP_PAGE), from = h->frames_offset;
+    uint64_t len = w->frames_end - from, at = SP_HEADER_SIZE + arena;
+    if (arena + len > w->strings_size || arena == 0)
+        return 0;
+    for (uint64_t done = 0; done < len;) {
+        size_t n = len - done < w->cbuf_size ? (size_t)(len - done) : w->cbuf_size;
+        long got = syscall(SYS_pread64, w->fd, w->cbuf, n, (long)(from + done));
+        if (got <= 0 || raw_pwrite_all(w->fd, w->cbuf, (size_t)got, at + done) < 0)
+            return 0;
+        done += (uint64_t)got;
+    }
+    uint64_t range[2] = {at, at + len};
+    if (sp_writer_add_tlv(w, SP_TLV_FRAMES, range, sizeof range) < 0)
+        return 0;
+    __atomic_store_n(&h->slot_count, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->strings_size, arena, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->slots_offset, at, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->frames_offset, at, __ATOMIC_RELEASE);
+    return at + len;
+}
+
 /* Every logical thread's losses get their DROPPED record; its partial
  * slot stays ACTIVE for the close's final pass. */
 static void flush_logical_threads(struct sp_writer *w)
@@ -1079,8 +1125,12 @@ int sp_writer_close(struct sp_writer *w)
     int rc = compress_now(w, 1);
     stamp_end_clocks(w);
     __atomic_or_fetch(&w->hdr->flags, SP_FLAG_CLOSED, __ATOMIC_RELEASE);
-    release_unused_blocks(w, rc == 0 && all_slots_free(w));
+    uint64_t size = rc == 0 && all_slots_free(w) ? compact(w) : 0;
+    if (!size)
+        release_unused_blocks(w, rc == 0 && all_slots_free(w));
     raw_munmap(w->map, w->map_size);
+    if (size)
+        syscall(SYS_ftruncate, w->fd, (long)size);
     raw_close(w->fd);
     pthread_mutex_destroy(&w->compress_lock);
     free_writer(w);

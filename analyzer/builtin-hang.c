@@ -130,9 +130,15 @@ static void text_inst(const struct sp_model *m, const struct sp_hang *h,
 {
     char call[96], list[300], line[1024];
     text_call(x->op, x->bytes, x->dtype, call, sizeof call);
-    printf("HUNG in %s #%llu on communicator %016llx (%u ranks), for %.2f s\n",
-           sp_hang_op_name(x->op), (unsigned long long)x->seq, (unsigned long long)x->comm,
-           x->nranks, x->hung_s);
+    if (x->stranded)
+        printf("HUNG in %s #%llu on communicator %016llx (%u ranks): it can never complete, a "
+               "member exited before entering it\n",
+               sp_hang_op_name(x->op), (unsigned long long)x->seq, (unsigned long long)x->comm,
+               x->nranks);
+    else
+        printf("HUNG in %s #%llu on communicator %016llx (%u ranks), for %.2f s\n",
+               sp_hang_op_name(x->op), (unsigned long long)x->seq, (unsigned long long)x->comm,
+               x->nranks, x->hung_s);
     if (x->nentered) {
         ranks_text(x->entered, x->nentered, list, sizeof list);
         printf("  entered it, never completed: %s (%s)\n", list, call);
@@ -153,7 +159,13 @@ static void text_inst(const struct sp_model *m, const struct sp_hang *h,
     if (x->inside)
         printf("  every rank entered it: stuck inside the collective (a peer's GPU, the network, "
                "or NCCL itself)\n");
-    if (x->last_done)
+    if (x->stranded)
+        snprintf(line, sizeof line,
+                 "a rank that never entered it had exited (below): it could never complete, "
+                 "however short the others waited (%.2f s before the traces end; they were stopped, "
+                 "or killed, while waiting)",
+                 x->pending_s);
+    else if (x->last_done)
         snprintf(line, sizeof line,
                  "last completed: #%llu, %.2f s before the end of the traces; no call entered "
                  "the communicator in its last %.2f s (a hang needs %.2f s)",
@@ -383,6 +395,7 @@ static void json_inst(struct sp_json *j, const struct sp_hang *h, const struct s
         sp_json_int(j, NULL, (long long)s);
     sp_json_close(j, ']');
     sp_json_num(j, "pending_s", x->pending_s);
+    sp_json_bool(j, "stranded", x->stranded);
     sp_json_num(j, "bar_s", x->bar_s);
     sp_json_num(j, "hung_s", x->hung_s);
     sp_json_open(j, "last", '{');

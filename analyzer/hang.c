@@ -1076,6 +1076,29 @@ static int deep(struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang
     return rc;
 }
 
+static const struct sp_hang_rank *hang_rank(const struct sp_hang *h, int rank)
+{
+    for (int i = 0; i < h->nranks; i++)
+        if (h->ranks[i].rank == rank) return &h->ranks[i];
+    return NULL;
+}
+
+/* A pending collective that a member had left the job before entering
+ * can never complete: a hang, however short the others waited. */
+static void mark_stranded(struct sp_hang *h)
+{
+    for (int i = 0; i < h->ninsts; i++) {
+        struct sp_hang_inst *x = &h->insts[i];
+        for (int k = 0; k < x->nmissing && !x->hung; k++) {
+            const struct sp_hang_rank *r = hang_rank(h, x->missing[k]);
+            if (r && !strcmp(r->state, "exited")) {
+                x->hung = x->stranded = 1;
+                h->nhung++;
+            }
+        }
+    }
+}
+
 int sp_hang_analyze(struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang *h)
 {
     memset(h, 0, sizeof *h);
@@ -1089,6 +1112,7 @@ int sp_hang_analyze(struct sp_model *m, const struct sp_hang_opts *o, struct sp_
     }
     int rc = find_instances(m, o, h, NULL, 0, 1);
     if (rc == 0 && o->deep && h->ninsts) rc = deep(m, o, h);
+    if (rc == 0) mark_stranded(h);
     return rc;
 }
 

@@ -49,7 +49,9 @@ def run_job(name, *args, until=None, after_s=HUNG_FOR_S, while_hung=None):
     Returns (trace dir, state dir)."""
     out, state = os.path.join(TMP, name), os.path.join(TMP, name + "-state")
     os.makedirs(state)
-    cmd = [SCALEPROF, "run", "--sim", "--nproc", str(NPROC), "-o", out, "--", JOB, "--state-dir", state,
+    # --keep-going: the ranks stay hung behind a failed one until killed here
+    # (scaleprof run would stop them at once, as torchrun does)
+    cmd = [SCALEPROF, "run", "--sim", "--keep-going", "--nproc", str(NPROC), "-o", out, "--", JOB, "--state-dir", state,
            *map(str, args)]
     log = open(os.path.join(TMP, name + ".log"), "w")
     p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
@@ -197,6 +199,35 @@ def story_hang_crashed_rank():
     if "exited (status 3)" not in two["doing"]:
         fail(f"rank 2's sentence does not give its exit status: {two['doing']}")
     print(scaleprof("hang", d).stdout)
+
+
+def story_hang_crashed_rank_stopped():
+    """The same crash under a launcher that stops the other ranks at once
+    (scaleprof run without --keep-going, as torchrun does): the others
+    waited in #120 for milliseconds only, yet #120 can never complete - a
+    member exited before entering it - and hang says so, not "nothing
+    hung"."""
+    out, state = os.path.join(TMP, "stopped"), os.path.join(TMP, "stopped-state")
+    os.makedirs(state)
+    p = subprocess.run([SCALEPROF, "run", "--sim", "--nproc", str(NPROC), "-o", out, "--", JOB, "--state-dir",
+                        state, "--steps", "200", "--crash-rank", "2", "--crash-at", "120"],
+                       capture_output=True, text=True, timeout=120)
+    expect("the launcher's status (the crashed rank's)", p.returncode, 3)
+    if "rank 2 exited with status 3: stopping the 3 other ranks" not in p.stderr:
+        fail(f"the launcher did not say it stopped the others: {p.stderr}")
+    h = hang_json(out)
+    if len(h["hung"]) != 1:
+        fail(f"expected one hung collective, got {h['hung']} (pending {h.get('pending')})")
+    x = h["hung"][0]
+    expect("sequence", x["seq"], 120)
+    expect("stranded", x["stranded"], True)
+    expect("missing", x["missing"], [2])
+    expect("entered", x["entered"], [0, 1, 3])
+    expect("rank 2 state", x["last"]["2"]["state"], "exited")
+    text = scaleprof("hang", out).stdout
+    print(text)
+    if "can never complete, a member exited before entering it" not in text or "nothing hung" in text:
+        fail("the text does not say #120 can never complete")
 
 
 def damage(rng, src, dst):

@@ -74,12 +74,27 @@ struct rank_pass {
     int next_open;          /* oldest step not yet reduced */
     int last_touched;       /* newest step that received an interval */
     int hint;               /* step of the previous interval */
+    /* The hint's step when it is one of [lo, hi): its bounds, the next
+     * step's start (INT64_MAX past the last) and its buffer.  An interval
+     * that starts in it and ends by the next one's start goes there and
+     * nowhere else, with no search (add_interval). */
+    int64_t cur_start, cur_end, cur_next;
+    struct step_buf *cur;
+    int cur_k;
+    /* Steps [lo, hi) in order, none overlapping the next: then an interval
+     * that ends by the first one's start or starts at the last one's end
+     * meets none of them. */
+    int ordered;
+    int64_t view_start, view_end;
     int64_t max_call;       /* longest NCCL call, for the call search */
     struct sp_file_rec *f;
     int device;             /* GPU events of this device only (a process of
                                several ranks), -1 all */
     struct thread_seen *th; /* per tid of f, same index as f->tids */
     size_t last_tid;
+    uint32_t cur_tid;          /* the tid of the previous event, and its */
+    struct thread_seen *cur_th; /* th (NULL: not a thread of f), when valid */
+    int cur_tid_ok;
     struct ivec spare[SPARE_MAX];
     int nspare;
     struct ivec ustore[U_N]; /* storage of the step's unions */
@@ -104,7 +119,18 @@ static int grow(struct ivec *v, size_t need)
     return 0;
 }
 
-static void push_ival(struct rank_pass *rp, struct step_buf *b, int64_t s, int64_t e, int cat)
+/* Room for one more interval in v: an emptied list kept from an earlier
+ * step when v has none, else a larger one.  -1 when out of memory. */
+static __attribute__((noinline)) int make_room(struct rank_pass *rp, struct ivec *v)
+{
+    if (!v->v && rp->nspare)
+        *v = rp->spare[--rp->nspare];
+    if (v->n == v->cap && grow(v, v->n + 1) < 0)
+        return -1;
+    return 0;
+}
+
+static inline void push_ival(struct rank_pass *rp, struct step_buf *b, int64_t s, int64_t e, int cat)
 {
     struct ivec *v = &b->c[cat];
     if (v->n) {
@@ -118,9 +144,7 @@ static void push_ival(struct rank_pass *rp, struct step_buf *b, int64_t s, int64
             return;
         }
     }
-    if (!v->v && rp->nspare)
-        *v = rp->spare[--rp->nspare];
-    if (v->n == v->cap && grow(v, v->n + 1) < 0)
+    if (v->n == v->cap && make_room(rp, v) < 0)
         return;
     v->v[v->n++] = (struct sp_span){s, e};
 }
@@ -131,29 +155,47 @@ static int cmp_span_start(const void *a, const void *b)
     return (x->start > y->start) - (x->start < y->start);
 }
 
-/* Clip to the step, sort when needed, merge overlaps in place. */
+/* Clip to the step and merge overlaps in place, in one pass while the
+ * list comes in order; from the first interval that starts before the
+ * last merged one, the rest is clipped, sorted and merged with what was
+ * merged so far (the union, and so the result, is the same). */
 static void normalize(struct ivec *v, struct sp_span st)
 {
-    size_t n = 0;
-    int sorted = 1;
-    for (size_t i = 0; i < v->n; i++) {
-        int64_t s = v->v[i].start > st.start ? v->v[i].start : st.start;
-        int64_t e = v->v[i].end < st.end ? v->v[i].end : st.end;
+    struct sp_span *x = v->v;
+    size_t m = 0, i = 0;
+    for (; i < v->n; i++) {
+        int64_t s = x[i].start > st.start ? x[i].start : st.start;
+        int64_t e = x[i].end < st.end ? x[i].end : st.end;
         if (e <= s)
             continue;
-        if (n && s < v->v[n - 1].start)
-            sorted = 0;
-        v->v[n++] = (struct sp_span){s, e};
-    }
-    if (!sorted)
-        qsort(v->v, n, sizeof *v->v, cmp_span_start);
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (m && v->v[i].start <= v->v[m - 1].end) {
-            if (v->v[i].end > v->v[m - 1].end)
-                v->v[m - 1].end = v->v[i].end;
+        if (m && s < x[m - 1].start)
+            break;
+        if (m && s <= x[m - 1].end) {
+            if (e > x[m - 1].end)
+                x[m - 1].end = e;
         } else {
-            v->v[m++] = v->v[i];
+            x[m++] = (struct sp_span){s, e};
+        }
+    }
+    if (i == v->n) {
+        v->n = m;
+        return;
+    }
+    size_t n = m;
+    for (; i < v->n; i++) {
+        int64_t s = x[i].start > st.start ? x[i].start : st.start;
+        int64_t e = x[i].end < st.end ? x[i].end : st.end;
+        if (e > s)
+            x[n++] = (struct sp_span){s, e};
+    }
+    qsort(x, n, sizeof *x, cmp_span_start);
+    m = 0;
+    for (i = 0; i < n; i++) {
+        if (m && x[i].start <= x[m - 1].end) {
+            if (x[i].end > x[m - 1].end)
+                x[m - 1].end = x[i].end;
+        } else {
+            x[m++] = x[i];
         }
     }
     v->n = m;
@@ -234,32 +276,32 @@ static int first_call_from(const struct sp_rank *r, int64_t t);
 /* Host calls made while the GPU was idle, stretched back to the start of
  * that idle gap: the GPU waited for the host from then on.  `busy` is the
  * union of everything that is not idle (and input waits); the calls come
- * from the n sorted lists (merged here, not united first). */
+ * from the n sorted lists, each walked along busy on its own (out is in
+ * order then only list by list: normalize makes it one union). */
 static void late_host(const struct ivec *const *calls, int n, const struct ivec *busy, struct sp_span st,
                       struct ivec *out)
 {
     out->n = 0;
-    size_t total = 0, at[4] = {0};
+    size_t total = 0;
     for (int k = 0; k < n; k++)
         total += calls[k]->n;
     if (!total || grow(out, total + 1) < 0)
         return;
-    size_t j = 0;
-    for (;;) {
-        int next = -1;
-        for (int k = 0; k < n; k++)
-            if (at[k] < calls[k]->n && (next < 0 || calls[k]->v[at[k]].start < calls[next]->v[at[next]].start))
-                next = k;
-        if (next < 0)
-            break;
-        int64_t h = calls[next]->v[at[next]++].start;
-        while (j < busy->n && busy->v[j].end <= h)
-            j++;
-        if (j < busy->n && busy->v[j].start <= h)
-            continue; /* issued while the GPU was busy: not late */
-        int64_t gap_start = j > 0 ? busy->v[j - 1].end : st.start;
-        if (gap_start < h)
-            out->v[out->n++] = (struct sp_span){gap_start, h};
+    const struct sp_span *b = busy->v;
+    size_t nb = busy->n;
+    for (int k = 0; k < n; k++) {
+        const struct sp_span *c = calls[k]->v;
+        size_t j = 0;
+        for (size_t x = 0; x < calls[k]->n; x++) {
+            int64_t h = c[x].start;
+            while (j < nb && b[j].end <= h)
+                j++;
+            if (j < nb && b[j].start <= h)
+                continue; /* issued while the GPU was busy: not late */
+            int64_t gap_start = j > 0 ? b[j - 1].end : st.start;
+            if (gap_start < h)
+                out->v[out->n++] = (struct sp_span){gap_start, h};
+        }
     }
 }
 
@@ -434,10 +476,10 @@ static int step_at(const struct rank_pass *rp, int64_t t)
     return a;
 }
 
-static void add_interval(struct rank_pass *rp, int64_t s, int64_t e, int cat)
+/* The search for the interval's steps from the hint, for the intervals
+ * the hint's step does not hold alone; then the hint's step is cached. */
+static __attribute__((noinline)) void add_interval_steps(struct rank_pass *rp, int64_t s, int64_t e, int cat)
 {
-    if (e <= s)
-        return;
     const struct sp_span *steps = rp->r->steps;
     int k = rp->hint;
     /* The hint may stand at hi (past the last step): never read steps[hi]. */
@@ -452,6 +494,34 @@ static void add_interval(struct rank_pass *rp, int64_t s, int64_t e, int cat)
         if (k > rp->last_touched)
             rp->last_touched = k;
     }
+    k = rp->hint;
+    if (k < rp->hi) {
+        rp->cur_k = k;
+        rp->cur_start = steps[k].start;
+        rp->cur_end = steps[k].end;
+        rp->cur_next = k + 1 < rp->hi ? steps[k + 1].start : INT64_MAX;
+        rp->cur = &rp->buf[k - rp->lo];
+    }
+}
+
+/* An interval to the steps it meets: those from the hint's step (or, when
+ * s is not in it, from the step s is in) on while they start before e. */
+static inline void add_interval(struct rank_pass *rp, int64_t s, int64_t e, int cat)
+{
+    if (e <= s || (rp->ordered && (e <= rp->view_start || s >= rp->view_end)))
+        return;
+    if (s >= rp->cur_start && s < rp->cur_end && e <= rp->cur_next) {
+        /* in the hint's step, and the next starts at or after e */
+        if (rp->cur->done) {
+            rp->r->late_events++;
+            return;
+        }
+        push_ival(rp, rp->cur, s, e, cat);
+        if (rp->cur_k > rp->last_touched)
+            rp->last_touched = rp->cur_k;
+        return;
+    }
+    add_interval_steps(rp, s, e, cat);
 }
 
 static int first_call_from(const struct sp_rank *r, int64_t t)
@@ -561,7 +631,7 @@ static int is_read(uint64_t op)
            op == SP_IO_FREAD || op == SP_IO_RECV;
 }
 
-static void on_event(struct rank_pass *rp, const struct sp_event *ev)
+static inline __attribute__((always_inline)) void on_event(struct rank_pass *rp, const struct sp_event *ev)
 {
     int64_t t = (int64_t)ev->t;
     switch (ev->type) {
@@ -591,11 +661,17 @@ static void on_event(struct rank_pass *rp, const struct sp_event *ev)
     default:
         return;
     }
-    int i = tid_index(rp, ev->tid);
-    if (i >= 0) {
-        rp->th[i].seen++;
-        if (t > rp->th[i].wm)
-            rp->th[i].wm = t;
+    if (!rp->cur_tid_ok || ev->tid != rp->cur_tid) {
+        int i = tid_index(rp, ev->tid);
+        rp->cur_th = i >= 0 ? &rp->th[i] : NULL;
+        rp->cur_tid = ev->tid;
+        rp->cur_tid_ok = 1;
+    }
+    struct thread_seen *th = rp->cur_th;
+    if (th) {
+        th->seen++;
+        if (t > th->wm)
+            th->wm = t;
     }
 }
 
@@ -613,7 +689,7 @@ static int pass2_open(void *ctx, struct sp_reader *rd)
     return 0;
 }
 
-static int pass2_event(void *ctx, const struct sp_reader *rd, const struct sp_event *ev)
+static inline __attribute__((always_inline)) int pass2_event(void *ctx, const struct sp_reader *rd, const struct sp_event *ev)
 {
     (void)rd;
     on_event(ctx, ev);
@@ -637,6 +713,7 @@ static void read_file(struct rank_pass *rp, struct sp_file_rec *f)
 {
     rp->f = f;
     rp->last_tid = 0;
+    rp->cur_tid_ok = 0;
     rp->th = calloc(f->ntids + 1, sizeof *rp->th);
     if (!rp->th)
         return;
@@ -658,6 +735,14 @@ static void classify_rank(int i, void *arg)
     rp.next_open = rp.lo;
     rp.last_touched = rp.lo - 1;
     rp.hint = rp.lo;
+    rp.cur_start = INT64_MAX; /* no step cached: the first interval searches */
+    rp.cur_end = INT64_MIN;
+    rp.ordered = 1;
+    for (int k = rp.lo; k < rp.hi; k++)
+        if (r->steps[k].end < r->steps[k].start || (k + 1 < rp.hi && r->steps[k].end > r->steps[k + 1].start))
+            rp.ordered = 0;
+    rp.view_start = r->steps[rp.lo].start;
+    rp.view_end = r->steps[rp.hi - 1].end;
     r->cat = calloc((size_t)r->nsteps, sizeof *r->cat);
     r->input_head = calloc((size_t)r->nsteps, sizeof *r->input_head);
     rp.buf = calloc((size_t)(rp.hi - rp.lo), sizeof *rp.buf);

@@ -168,6 +168,8 @@ struct sp_file_rec {
     int64_t start_mono, start_real, first_t, last_t;
     uint64_t events, dropped, gpu_events;
     char *diag;             /* reader damage report, NULL when clean */
+    /* pass 1's calls and markers: copied to the file's rank(s) when the
+     * files are grouped, then freed (NULL, 0) */
     struct sp_coll_call *calls; size_t ncalls;
     struct sp_mark *marks; size_t nmarks;
     struct sp_tid_mark *tids; size_t ntids; /* classified threads */

@@ -757,6 +757,11 @@ static void classify_rank(int i, void *arg)
         read_file(&rp, r->files[f]);
     for (int k = rp.lo; k < rp.hi; k++)
         close_step(&rp, k);
+    if (r->nnodes < rp.nodes_cap) { /* the chain is kept to the end: no room to spare */
+        struct sp_rnode *p = realloc(r->nodes, (r->nnodes ? r->nnodes : 1) * sizeof *p);
+        if (p)
+            r->nodes = p;
+    }
     free(rp.buf);
     for (int i = 0; i < rp.nspare; i++)
         free(rp.spare[i].v);

@@ -1045,6 +1045,16 @@ static void group_files(struct sp_model *m)
     if (unowned)
         sp_model_warn(m, "%d process file(s) belong to no rank (no rank in header, no "
                          "communicator, no ranked parent): not analyzed", unowned);
+    /* The ranks hold their files' calls and markers now: the files' own
+     * copies, as long as the trace, go. */
+    for (int i = 0; i < m->nfrecs; i++) {
+        struct sp_file_rec *f = &m->frecs[i];
+        free(f->calls);
+        free(f->marks);
+        f->calls = NULL;
+        f->marks = NULL;
+        f->ncalls = f->nmarks = 0;
+    }
     m->rank_procs = count_rank_procs(m);
     m->gpus = m->nranks;
     if (m->nranks)

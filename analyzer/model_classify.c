@@ -61,10 +61,19 @@ struct step_buf { struct ivec c[I_N]; int done; };
 struct thread_seen { int64_t wm; uint64_t seen; };
 
 /* The unions of the priority levels, each a superset of the one before:
- * compute+memcpy, +NCCL kernels, +input, +the host's time.  A category's
- * time is what its level adds (transfer and wait, both NCCL, are told
- * apart by measure alone). */
-enum { U_CM, U_CMTW, U_I, U_H, U_N };
+ * compute+memcpy (U_CM), +transfer, +wait (U_CMTW), +input (U_I), +the
+ * host's time (U_H).  A category's time is what its level adds.  Compute
+ * is the long list; the levels below the host's are kept as what each
+ * adds to compute outside it (memcpy, +transfer, +wait, +input: d[]). */
+enum { D_M, D_MT, D_MTW, D_MTWI, D_N };
+
+/* Prefixes of a sorted, disjoint list: |v n (-inf, q)| for q in order
+ * (a q below the last one starts over). */
+struct cursor {
+    const struct ivec *v;
+    size_t j;
+    int64_t acc, last;
+};
 
 struct rank_pass {
     struct sp_model *m;
@@ -97,10 +106,12 @@ struct rank_pass {
     int cur_tid_ok;
     struct ivec spare[SPARE_MAX];
     int nspare;
-    struct ivec ustore[U_N]; /* storage of the step's unions */
-    const struct ivec *u[U_N]; /* each level: its storage, or the level below
-                                  when nothing was added to it */
-    struct ivec ext, tmp, tmp2, tmp3; /* late-host spans; scratch */
+    struct ivec ext, tmp; /* late-host spans; transfer u wait */
+    /* The step's levels as compute plus what each adds (reduce): d[L] the
+     * part of level L outside compute, e what the host adds to U_I */
+    struct ivec small[D_N], d[D_N], ui, e1, e2, e3, e12, e, twc;
+    const struct ivec *dl[D_N], *uil, *el;
+    struct cursor cur_c, cur_d[D_N], cur_e; /* prefixes at the node bounds */
     size_t nodes_cap;
 };
 
@@ -209,27 +220,6 @@ static int64_t measure(const struct ivec *v)
     return t;
 }
 
-/* Measure of v (sorted, disjoint) within [lo, hi). */
-static int64_t measure_within(const struct ivec *v, int64_t lo, int64_t hi)
-{
-    size_t a = 0, b = v->n;
-    while (a < b) { /* first interval ending after lo */
-        size_t mid = (a + b) / 2;
-        if (v->v[mid].end <= lo)
-            a = mid + 1;
-        else
-            b = mid;
-    }
-    int64_t t = 0;
-    for (size_t i = a; i < v->n && v->v[i].start < hi; i++) {
-        int64_t s = v->v[i].start > lo ? v->v[i].start : lo;
-        int64_t e = v->v[i].end < hi ? v->v[i].end : hi;
-        if (e > s)
-            t += e - s;
-    }
-    return t;
-}
-
 /* out = a u b, both sorted and disjoint; out sorted and disjoint. */
 static int unite(const struct ivec *a, const struct ivec *b, struct ivec *out)
 {
@@ -249,26 +239,86 @@ static int unite(const struct ivec *a, const struct ivec *b, struct ivec *out)
     return 0;
 }
 
-/* measure(a u b), both sorted and disjoint, without building the union:
- * for the last level of the priorities and for the overlap, where only
- * the total is used. */
-static int64_t measure_union(const struct ivec *a, const struct ivec *b)
+/* The first interval of v[lo, n) that ends after t (n when none). */
+static size_t first_end_after(const struct sp_span *v, size_t lo, size_t n, int64_t t)
 {
-    size_t i = 0, j = 0;
-    int64_t total = 0, s = 0, e = INT64_MIN;
-    while (i < a->n || j < b->n) {
-        struct sp_span x = j >= b->n || (i < a->n && a->v[i].start <= b->v[j].start) ? a->v[i++] : b->v[j++];
-        if (e != INT64_MIN && x.start <= e) {
-            if (x.end > e)
-                e = x.end;
-        } else {
-            if (e != INT64_MIN)
-                total += e - s;
-            s = x.start;
-            e = x.end;
-        }
+    while (lo < n) {
+        size_t mid = lo + (n - lo) / 2;
+        if (v[mid].end <= t)
+            lo = mid + 1;
+        else
+            n = mid;
     }
-    return e == INT64_MIN ? total : total + (e - s);
+    return lo;
+}
+
+/* out = a \ b, both sorted and disjoint: the parts of a that no interval
+ * of b covers, in order.  b is searched, not walked, between a's
+ * intervals: a small a against a long b costs little.  -1 when out of
+ * memory. */
+static int subtract(const struct ivec *a, const struct ivec *b, struct ivec *out)
+{
+    out->n = 0;
+    if (!a->n)
+        return 0;
+    if (grow(out, a->n + b->n + 1) < 0)
+        return -1;
+    const struct sp_span *x = a->v, *y = b->v;
+    size_t nb = b->n, j = 0, n = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        int64_t cur = x[i].start, e = x[i].end;
+        if (j < nb && y[j].end <= cur && ++j < nb && y[j].end <= cur)
+            j = first_end_after(y, j, nb, cur); /* more than one to step over */
+        for (; j < nb && y[j].start < e; j++) {
+            if (y[j].start > cur)
+                out->v[n++] = (struct sp_span){cur, y[j].start};
+            if (y[j].end > cur)
+                cur = y[j].end;
+            if (y[j].end > e)
+                break; /* it reaches into a's next interval */
+        }
+        if (cur < e)
+            out->v[n++] = (struct sp_span){cur, e};
+    }
+    out->n = n;
+    return 0;
+}
+
+static void cursor_init(struct cursor *c, const struct ivec *v)
+{
+    *c = (struct cursor){v, 0, 0, INT64_MIN};
+}
+
+/* |v n (-inf, q)|: the cursor moves on from the last q. */
+static int64_t prefix(struct cursor *c, int64_t q)
+{
+    const struct sp_span *x = c->v->v;
+    size_t n = c->v->n;
+    if (q < c->last) {
+        c->j = 0;
+        c->acc = 0;
+    }
+    c->last = q;
+    while (c->j < n && x[c->j].end <= q) {
+        c->acc += x[c->j].end - x[c->j].start;
+        c->j++;
+    }
+    return c->j < n && x[c->j].start < q ? c->acc + (q - x[c->j].start) : c->acc;
+}
+
+/* |v n [lo, hi)|, lo <= hi, the cursor moving on from the last window. */
+static int64_t window(struct cursor *c, int64_t lo, int64_t hi)
+{
+    int64_t a = prefix(c, lo);
+    return prefix(c, hi) - a;
+}
+
+/* |v n (-inf, q)| with no cursor. */
+static int64_t prefix_at(const struct ivec *v, int64_t q)
+{
+    struct cursor c;
+    cursor_init(&c, v);
+    return prefix(&c, q);
 }
 
 static int first_call_from(const struct sp_rank *r, int64_t t);
@@ -306,22 +356,25 @@ static void late_host(const struct ivec *const *calls, int n, const struct ivec 
 }
 
 /* Local time of the rank in [lo, hi) by sp_loc: everything but the NCCL
- * kernels' exclusive time. */
-static void local_in(const struct rank_pass *rp, int64_t lo, int64_t hi, float out[SP_LOC_N])
+ * kernels' exclusive time.  Each level's measure in the window is a
+ * difference of prefixes: compute's, plus what the level adds to it; the
+ * windows come in order, so each list is walked once per step. */
+static void local_in(struct rank_pass *rp, int64_t lo, int64_t hi, float out[SP_LOC_N])
 {
     if (hi <= lo) {
         memset(out, 0, sizeof(float) * SP_LOC_N);
         return;
     }
-    const struct ivec *const *u = rp->u;
-    int64_t cm = measure_within(u[U_CM], lo, hi), cmtw = measure_within(u[U_CMTW], lo, hi);
-    int64_t i = u[U_I] == u[U_CMTW] ? cmtw : measure_within(u[U_I], lo, hi);
-    int64_t h = u[U_H] == u[U_I] ? i : measure_within(u[U_H], lo, hi);
+    int64_t c = window(&rp->cur_c, lo, hi), dm = window(&rp->cur_d[D_M], lo, hi);
+    int64_t dmtw = window(&rp->cur_d[D_MTW], lo, hi), dmtwi = window(&rp->cur_d[D_MTWI], lo, hi);
+    int64_t e = window(&rp->cur_e, lo, hi);
+    int64_t cm = c + dm, cmtw = c + dmtw, i = c + dmtwi, h = i + e;
     out[SP_LOC_BUSY] = (float)cm;
     out[SP_LOC_INPUT] = (float)(i - cmtw);
     out[SP_LOC_HOST] = (float)(h - i);
     out[SP_LOC_OTHER] = (float)((hi - lo) - h);
 }
+
 
 static struct sp_rnode *new_node(struct rank_pass *rp)
 {
@@ -409,9 +462,15 @@ static int level(const struct ivec *x, const struct ivec *y, struct ivec *store,
     return 0;
 }
 
-/* Exclusive time by priority: each level's union adds its category's
- * time; idle_other is what no union covers.  *head receives the idle_input
- * time before the step's first compute.  Then the step's replay nodes. */
+/* Exclusive time by priority.  Each level is compute plus what the level
+ * adds outside compute: memcpy, then transfer, wait and input (the
+ * busy-side lists are short beside compute, and only their parts outside
+ * compute are kept: d[]); the host's level is U_I (compute plus d[D_MTWI])
+ * plus what the host's calls and its late time add outside U_I (e).  A
+ * category's time is what its level adds, idle_other what no level
+ * covers.  *head receives the idle_input time before the step's first
+ * compute.  Then the step's replay nodes, whose windows are measured by
+ * prefixes of the same lists. */
 static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[SP_CAT_N], double *head)
 {
     struct sp_span st = rp->r->steps[k];
@@ -419,46 +478,65 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[S
     *head = 0;
     for (int c = 0; c < I_N; c++)
         normalize(&b->c[c], st);
-    const struct ivec **u = rp->u, *tw, *hl, *hle;
-    struct ivec *st_ = rp->ustore;
-    if (level(&b->c[I_COMPUTE], &b->c[I_MEMCPY], &st_[U_CM], &u[U_CM]) < 0 ||
-        level(&b->c[I_TRANSFER], &b->c[I_WAIT], &rp->tmp, &tw) < 0 ||
-        level(u[U_CM], tw, &st_[U_CMTW], &u[U_CMTW]) < 0 ||
-        level(u[U_CMTW], &b->c[I_INPUT], &st_[U_I], &u[U_I]) < 0)
+    const struct ivec *C = &b->c[I_COMPUTE], *sm[D_N], *tw;
+    /* the busy side beyond compute, level by level, and its part outside compute */
+    sm[D_M] = &b->c[I_MEMCPY];
+    if (level(sm[D_M], &b->c[I_TRANSFER], &rp->small[D_MT], &sm[D_MT]) < 0 ||
+        level(sm[D_MT], &b->c[I_WAIT], &rp->small[D_MTW], &sm[D_MTW]) < 0 ||
+        level(sm[D_MTW], &b->c[I_INPUT], &rp->small[D_MTWI], &sm[D_MTWI]) < 0)
         return;
-    /* the host: inside its calls, and late before them while the GPU idled */
+    for (int d = 0; d < D_N; d++) {
+        if (d > 0 && sm[d] == sm[d - 1]) {
+            rp->dl[d] = rp->dl[d - 1];
+            continue;
+        }
+        if (subtract(sm[d], C, &rp->d[d]) < 0)
+            return;
+        rp->dl[d] = &rp->d[d];
+    }
+    /* U_I as one list, for the host's side */
+    if (level(C, rp->dl[D_MTWI], &rp->ui, &rp->uil) < 0)
+        return;
     const struct ivec *calls[] = {&b->c[I_HOST], &b->c[I_LAUNCH], &b->c[I_ISSUE]};
-    late_host(calls, 3, u[U_I], st, &rp->ext);
+    late_host(calls, 3, rp->uil, st, &rp->ext);
     normalize(&rp->ext, st);
-    if (level(&b->c[I_HOST], &b->c[I_LAUNCH], &rp->tmp2, &hl) < 0 ||
-        level(hl, &rp->ext, &rp->tmp3, &hle) < 0 || level(u[U_I], hle, &st_[U_H], &u[U_H]) < 0)
+    const struct ivec *e12;
+    if (subtract(&b->c[I_HOST], rp->uil, &rp->e1) < 0 || subtract(&b->c[I_LAUNCH], rp->uil, &rp->e2) < 0 ||
+        subtract(&rp->ext, rp->uil, &rp->e3) < 0 || level(&rp->e1, &rp->e2, &rp->e12, &e12) < 0 ||
+        level(e12, &rp->e3, &rp->e, &rp->el) < 0)
         return;
-    int64_t c = measure(&b->c[I_COMPUTE]), cm = measure(u[U_CM]);
-    int64_t cmt = b->c[I_TRANSFER].n ? measure_union(u[U_CM], &b->c[I_TRANSFER]) : cm;
-    int64_t cmtw = u[U_CMTW] == u[U_CM] ? cm : measure(u[U_CMTW]);
-    int64_t i = u[U_I] == u[U_CMTW] ? cmtw : measure(u[U_I]);
-    int64_t h = u[U_H] == u[U_I] ? i : measure(u[U_H]);
+    int64_t c = measure(C), cm = c + measure(rp->dl[D_M]), cmt = c + measure(rp->dl[D_MT]);
+    int64_t cmtw = c + measure(rp->dl[D_MTW]), i = c + measure(rp->dl[D_MTWI]);
+    int64_t h = i + measure(rp->el);
     out[SP_CAT_COMPUTE] = (double)c;
     out[SP_CAT_MEMCPY] = (double)(cm - c);
     out[SP_CAT_COLL_TRANSFER] = (double)(cmt - cm);
     out[SP_CAT_COLL_WAIT] = (double)(cmtw - cmt);
     out[SP_CAT_IDLE_INPUT] = (double)(i - cmtw);
     out[SP_CAT_IDLE_HOST] = (double)(h - i);
-    int64_t prev = h;
-    out[SP_CAT_IDLE_OTHER] = (double)(st.end - st.start - prev);
+    out[SP_CAT_IDLE_OTHER] = (double)(st.end - st.start - h);
     /* the step's work starts with its first compute of some length: a
      * tiny kernel before the wait for input does not make the wait late */
     int64_t first_compute = st.end, tiny = (st.end - st.start) / HEAD_TINY_DIV;
-    for (size_t i = 0; i < b->c[I_COMPUTE].n; i++)
-        if (b->c[I_COMPUTE].v[i].end - b->c[I_COMPUTE].v[i].start > tiny) {
-            first_compute = b->c[I_COMPUTE].v[i].start;
+    for (size_t i = 0; i < C->n; i++)
+        if (C->v[i].end - C->v[i].start > tiny) {
+            first_compute = C->v[i].start;
             break;
         }
-    *head = (double)(measure_within(u[U_I], st.start, first_compute) -
-                     measure_within(u[U_CMTW], st.start, first_compute));
+    /* input (U_I) less U_CMTW before it: compute's share cancels */
+    *head = (double)(prefix_at(rp->dl[D_MTWI], first_compute) - prefix_at(rp->dl[D_MTW], first_compute));
     /* overlap: NCCL kernel time under compute */
-    if (b->c[I_COMPUTE].n && tw->n)
-        out[SP_CAT_OVERLAP] = (double)(c + measure(tw) - measure_union(&b->c[I_COMPUTE], tw));
+    if (level(&b->c[I_TRANSFER], &b->c[I_WAIT], &rp->tmp, &tw) < 0)
+        return;
+    if (C->n && tw->n) {
+        if (subtract(tw, C, &rp->twc) < 0)
+            return;
+        out[SP_CAT_OVERLAP] = (double)(measure(tw) - measure(&rp->twc));
+    }
+    cursor_init(&rp->cur_c, C);
+    for (int d = 0; d < D_N; d++)
+        cursor_init(&rp->cur_d[d], rp->dl[d]);
+    cursor_init(&rp->cur_e, rp->el);
     build_nodes(rp, k, st);
 }
 
@@ -765,12 +843,19 @@ static void classify_rank(int i, void *arg)
     free(rp.buf);
     for (int i = 0; i < rp.nspare; i++)
         free(rp.spare[i].v);
-    for (int i = 0; i < U_N; i++)
-        free(rp.ustore[i].v);
     free(rp.ext.v);
     free(rp.tmp.v);
-    free(rp.tmp2.v);
-    free(rp.tmp3.v);
+    for (int d = 0; d < D_N; d++) {
+        free(rp.small[d].v);
+        free(rp.d[d].v);
+    }
+    free(rp.ui.v);
+    free(rp.e1.v);
+    free(rp.e2.v);
+    free(rp.e3.v);
+    free(rp.e12.v);
+    free(rp.e.v);
+    free(rp.twc.v);
 }
 
 struct classify_job { struct sp_model *m; int done; pthread_mutex_t lock; };

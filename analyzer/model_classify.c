@@ -586,9 +586,7 @@ static __attribute__((noinline)) void add_interval_steps(struct rank_pass *rp, i
  * s is not in it, from the step s is in) on while they start before e. */
 static inline void add_interval(struct rank_pass *rp, int64_t s, int64_t e, int cat)
 {
-    if (e <= s || (rp->ordered && (e <= rp->view_start || s >= rp->view_end)))
-        return;
-    if (s >= rp->cur_start && s < rp->cur_end && e <= rp->cur_next) {
+    if (s >= rp->cur_start && s < rp->cur_end && e <= rp->cur_next && s < e) {
         /* in the hint's step, and the next starts at or after e */
         if (rp->cur->done) {
             rp->r->late_events++;
@@ -599,6 +597,8 @@ static inline void add_interval(struct rank_pass *rp, int64_t s, int64_t e, int 
             rp->last_touched = rp->cur_k;
         return;
     }
+    if (e <= s || (rp->ordered && (e <= rp->view_start || s >= rp->view_end)))
+        return;
     add_interval_steps(rp, s, e, cat);
 }
 

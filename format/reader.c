@@ -83,7 +83,7 @@ struct slot_chunk {
 
 /* The decoded events of one type of a column chunk (see fill_block). */
 struct type_block {
-    uint32_t n, next; /* events in the block, and the next to hand out */
+    const struct sp_event *next, *end; /* the next event to hand out, the block's end */
     uint32_t left;    /* the type's events in the chunk not decoded yet */
     uint32_t bad;     /* the type's event after the block is malformed */
     uint64_t dirty;   /* fields written since the block was last cleared */
@@ -125,6 +125,7 @@ struct sp_reader {
     struct blocks *blocks;           /* a column chunk's events, decoded by type */
     struct sp_event row;             /* a row chunk's event */
     struct type_block block[SP_EV_MAX];
+    struct type_block *block_of[SP_TYPE_IDS]; /* per type id: its block, NULL when skipped */
 
     uint8_t *cbuf;
     size_t cbuf_cap;
@@ -418,9 +419,12 @@ static int wanted(uint32_t mask, unsigned type);
 static void plan_chunk(struct sp_reader *r)
 {
     memset(r->act, ACT_SKIP, sizeof r->act);
+    memset(r->block_of, 0, sizeof r->block_of);
     for (unsigned t = 1; t < SP_EV_MAX; t++)
-        if (sp_codec_known(t) && wanted(r->types, t))
+        if (sp_codec_known(t) && wanted(r->types, t)) {
             r->act[t] = !r->partial || r->fields[t] == UINT64_MAX ? ACT_ALL : ACT_SOME;
+            r->block_of[t] = &r->block[t];
+        }
 }
 
 /* The columns of `type` its action reads: none, all, or the delta and
@@ -469,21 +473,39 @@ struct blocks {
 
 /* The type's fields of e[i]: each decoder defines rd_ev as its type. */
 #define RD_EV(i) ((rd_ev *)(base + (size_t)(i) * sizeof(struct sp_event)))
-#define RD_BF_U(f) RD_EV(i)->f = v;
-#define RD_BF_D(f) RD_EV(i)->f = v;
-#define RD_BF_STR(f) RD_EV(i)->f = v;
-#define RD_BF_DUR(f) RD_EV(i)->f = v;
-#define RD_BF_S(f) RD_EV(i)->f = sp_unzigzag(v);
-#define RD_BF_DS(f) RD_EV(i)->f = prev->f += (uint64_t)sp_unzigzag(v);
+#define RD_BF_U(f, i, v) RD_EV(i)->f = (v);
+#define RD_BF_D(f, i, v) RD_EV(i)->f = (v);
+#define RD_BF_STR(f, i, v) RD_EV(i)->f = (v);
+#define RD_BF_DUR(f, i, v) RD_EV(i)->f = (v);
+#define RD_BF_S(f, i, v) RD_EV(i)->f = sp_unzigzag(v);
+#define RD_BF_DS(f, i, v) RD_EV(i)->f = prev->f += (uint64_t)sp_unzigzag(v);
+/* One field's column: eight one-byte varints at a time where a word holds
+ * them (no continuation bit in it), else one by one. */
 #define RD_X_BFIELD(kind, field)                                               \
     if (want & 1) {                                                            \
         const uint8_t *p = *col;                                               \
-        for (i = 0; i < n; i++) {                                              \
-            if (__builtin_expect(sp_column_get(&p, &v) < 0, 0)) {                \
+        for (i = 0; i < n;) {                                                  \
+            uint64_t x;                                                        \
+            memcpy(&x, p, sizeof x);                                           \
+            if (!(x & SP_CONT_BITS) && n - i >= 8) {                           \
+                RD_BF_##kind(field, i, x & 0xff)                               \
+                RD_BF_##kind(field, i + 1, (x >> 8) & 0xff)                    \
+                RD_BF_##kind(field, i + 2, (x >> 16) & 0xff)                   \
+                RD_BF_##kind(field, i + 3, (x >> 24) & 0xff)                   \
+                RD_BF_##kind(field, i + 4, (x >> 32) & 0xff)                   \
+                RD_BF_##kind(field, i + 5, (x >> 40) & 0xff)                   \
+                RD_BF_##kind(field, i + 6, (x >> 48) & 0xff)                   \
+                RD_BF_##kind(field, i + 7, x >> 56)                            \
+                i += 8;                                                        \
+                p += 8;                                                        \
+                continue;                                                      \
+            }                                                                  \
+            if (__builtin_expect(sp_column_get(&p, &v) < 0, 0)) {              \
                 n = i;                                                         \
                 break;                                                         \
             }                                                                  \
-            RD_BF_##kind(field)                                                \
+            RD_BF_##kind(field, i, v)                                          \
+            i++;                                                               \
         }                                                                      \
         *col = p;                                                              \
     }                                                                          \
@@ -516,7 +538,7 @@ struct blocks {
         const uint8_t *p = *delta;                                             \
         uint64_t end = st->end[id];                                            \
         for (i = 0; i < n; i++) {                                              \
-            if (__builtin_expect(sp_column_get(&p, &v) < 0, 0)) {                \
+            if (__builtin_expect(sp_column_get(&p, &v) < 0, 0)) {              \
                 n = i;                                                         \
                 break;                                                         \
             }                                                                  \
@@ -549,9 +571,11 @@ static uint32_t fill_block(struct sp_reader *r, unsigned type)
     uint32_t n = b->left < RD_BLOCK ? b->left : RD_BLOCK;
     uint64_t want = fields_read(r, type);
     struct sp_event *e = r->blocks->ev[type];
-    if (b->dirty & ~want) {
-        for (unsigned i = 0; i < RD_BLOCK; i++)
-            memset(&e[i].nccl, 0, sizeof e[i] - offsetof(struct sp_event, nccl));
+    if (b->dirty & ~want) { /* also the first time: the block is not initialized */
+        for (unsigned i = 0; i < RD_BLOCK; i++) {
+            memset(&e[i], 0, sizeof e[i]);
+            e[i].type = (uint8_t)type;
+        }
         b->dirty = 0;
     }
     b->dirty |= want;
@@ -566,8 +590,8 @@ static uint32_t fill_block(struct sp_reader *r, unsigned type)
     default:
         break;
     }
-    b->n = got;
-    b->next = 0;
+    b->next = e;
+    b->end = e + got;
     b->left -= got;
     b->bad = got < n;
     return got;
@@ -793,7 +817,8 @@ static int open_columns(struct sp_reader *r, uint64_t at)
         r->columnar = 1;
         for (unsigned t = 1; t < SP_EV_MAX; t++) {
             struct type_block *b = &r->block[t];
-            b->n = b->next = b->bad = 0;
+            b->next = b->end = NULL;
+            b->bad = 0;
             b->left = r->cols.count[t];
         }
         if (check_planned_columns(r) == 0)
@@ -952,11 +977,11 @@ static const struct sp_event *next_from_columns(struct sp_reader *r)
         if (r->act[type] == ACT_SKIP)
             continue; /* masked out, or a type from a newer writer */
         struct type_block *b = &r->block[type];
-        if (b->next == b->n && (b->bad || fill_block(r, type) == 0)) {
+        if (b->next == b->end && (b->bad || fill_block(r, type) == 0)) {
             malformed(r, c->next - 1);
             break;
         }
-        return &r->blocks->ev[type][b->next++];
+        return b->next++;
     }
     return NULL;
 }
@@ -985,17 +1010,16 @@ const struct sp_event *sp_reader_next_ref(struct sp_reader *r)
     if (r->columnar) {
         struct sp_columns *c = &r->cols;
         while (c->next < c->n) {
-            unsigned type = c->types[c->next];
-            if (r->act[type] == ACT_SKIP) {
-                c->next++;
+            struct type_block *b = r->block_of[c->types[c->next]];
+            if (!b) {
+                c->next++; /* masked out, or a type from a newer writer */
                 continue;
             }
-            struct type_block *b = &r->block[type];
-            if (b->next == b->n)
+            if (b->next == b->end)
                 break;
             c->next++;
             r->stats.events++;
-            return &r->blocks->ev[type][b->next++];
+            return b->next++;
         }
     }
     return next_slow(r);
@@ -1067,10 +1091,9 @@ static int alloc_buffers(struct sp_reader *r)
         r->scan_limit = SCAN_LIMIT_MIN;
     r->dctx = ZSTD_createDCtx();
     r->diag = calloc(1, DIAG_MAX);
-    r->blocks = calloc(1, sizeof *r->blocks);
-    for (unsigned t = 0; r->blocks && t < SP_EV_MAX; t++)
-        for (unsigned i = 0; i < RD_BLOCK; i++)
-            r->blocks->ev[t][i].type = (uint8_t)t;
+    r->blocks = malloc(sizeof *r->blocks); /* each type's block cleared at its first use */
+    for (unsigned t = 0; t < SP_EV_MAX; t++)
+        r->block[t].dirty = UINT64_MAX;
     return r->chunk && r->zeros && r->cbuf && r->dctx && r->diag && r->blocks ? 0 : SP_E_NOMEM;
 }
 

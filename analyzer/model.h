@@ -86,7 +86,7 @@ void sp_model_opts_default(struct sp_model_opts *o);
 /* One NCCL call of one rank, with the GPU timing matched to it.  Times are
  * the rank's own CLOCK_MONOTONIC ns. */
 struct sp_coll_call {
-    uint64_t comm, seq, bytes, stream, corr;
+    uint64_t comm, seq, bytes;
     uint64_t key;           /* what matches it across ranks: seq for a
                                collective, sp_p2p_key() for a send or recv */
     uint32_t op, nranks;
@@ -94,17 +94,18 @@ struct sp_coll_call {
     int32_t peer;           /* send/recv: the other rank in the communicator */
     uint32_t peer_seq;      /* send/recv: k-th message with that peer, from the
                                recorder; 0 in traces older than the field */
-    uint32_t group;         /* ncclGroupStart..End it was issued in, 0 none */
     int32_t inst;           /* instance index (model_coll.c), -1 unmatched */
     int32_t node;           /* replay node of the rank (model_classify.c), -1 none */
+    uint32_t dtype;         /* ncclDataType_t as recorded (hang.c's desync check) */
     int64_t host_t;         /* host enter */
     int64_t start, end;     /* GPU execution (or host fallback) */
     int64_t wait;           /* ns of [start,end) spent waiting for peers */
     uint8_t timing;         /* enum sp_coll_timing */
     uint8_t matched;        /* found on every participant */
-    uint32_t dtype;         /* ncclDataType_t as recorded (hang.c's desync check) */
     int32_t device;         /* the GPU it ran on, -1 unknown */
 };
+/* (The stream, correlation and group that match a call to its NCCL
+ * kernel are pass 1's alone: model_load.c.) */
 enum sp_coll_timing { SP_TIMING_HOST = 0, SP_TIMING_FALLBACK, SP_TIMING_GPU };
 
 /* A send and its recv meet under one key: (sender, receiver, k-th message

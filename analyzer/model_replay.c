@@ -329,27 +329,54 @@ static int build_peers(struct graph *g)
         free(k);
         return -1;
     }
+    /* Keys per rank and step, each step's run of a rank keyed in order (a
+     * collective's key counts its calls on the communicator in the step).
+     * When every rank's nodes come in step order (they are built so), the
+     * keys are made step by step and each step's are sorted alone: the
+     * same order as one sort of all, without its scratch as large as the
+     * job. */
+    size_t *at = calloc((size_t)m->nranks + 1, sizeof *at);
+    int by_step = at != NULL;
+    uint32_t top = 0;
+    for (int i = 0; by_step && i < m->nranks; i++)
+        for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
+            uint16_t st = m->ranks[i].nodes[j].step;
+            if (j && st < m->ranks[i].nodes[j - 1].step)
+                by_step = 0;
+            if (st > top)
+                top = st;
+        }
     size_t n = 0;
     struct class_memo memo = {0};
-    for (int i = 0; i < m->nranks; i++) {
-        struct sp_rank *r = &m->ranks[i];
-        struct comm_count cc[MAX_COMMS];
-        int ncc = 0, step = -1;
-        uint32_t p2p_idx = 0;
-        for (size_t j = 0; j < r->nnodes; j++) {
-            struct sp_rnode *nd = &r->nodes[j];
-            if (nd->step != step) {
-                step = nd->step;
-                ncc = 0;
-                p2p_idx = 0;
+    for (uint32_t st = 0; st <= (by_step ? top : 0); st++) {
+        size_t from = n;
+        for (int i = 0; i < m->nranks; i++) {
+            struct sp_rank *r = &m->ranks[i];
+            struct comm_count cc[MAX_COMMS];
+            int ncc = 0, step = -1;
+            uint32_t p2p_idx = 0;
+            size_t j = by_step ? at[i] : 0;
+            for (; j < r->nnodes && (!by_step || r->nodes[j].step == st); j++) {
+                struct sp_rnode *nd = &r->nodes[j];
+                if (nd->step != step) {
+                    step = nd->step;
+                    ncc = 0;
+                    p2p_idx = 0;
+                }
+                uint64_t key = node_key(m, r, nd, cc, &ncc, &p2p_idx, &memo);
+                nd->key = (uint32_t)key;
+                k[n++] = (struct keyrec){key, nd->step, (uint32_t)(g->node_base[i] + j)};
             }
-            uint64_t key = node_key(m, r, nd, cc, &ncc, &p2p_idx, &memo);
-            nd->key = (uint32_t)key;
-            k[n++] = (struct keyrec){key, nd->step, (uint32_t)(g->node_base[i] + j)};
+            if (by_step)
+                at[i] = j;
         }
+        if (by_step && n - from > 1)
+            qsort(k + from, n - from, sizeof *k, cmp_keyrec);
     }
     memo_free(&memo);
-    qsort(k, n, sizeof *k, cmp_keyrec);
+    free(at);
+    if (!by_step)
+        qsort(k, n, sizeof *k, cmp_keyrec);
     for (size_t a = 0; a < n;) {
         size_t b = a;
         while (b < n && k[b].step == k[a].step && k[b].key == k[a].key)

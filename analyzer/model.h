@@ -22,9 +22,10 @@
  *                     streamed with a bounded window of open steps
  *   model_findings.c  findings with severity, evidence and first thing to try
  *
- * Memory: per rank the model keeps its collective calls and step table
- * (both grow with steps, not with events) and, during pass 2, the
- * intervals of the steps still open (see model_classify.c).
+ * Memory: per rank the model keeps its collective calls, its step table
+ * and, for the steps in view, their categories and replay nodes (all grow
+ * with steps, not with events) and, during pass 2, the intervals of the
+ * steps still open (see model_classify.c).
  *
  * Errors are values: functions return 0 or a negative SP_E* / -1.
  */

@@ -29,7 +29,12 @@
  * Memory: the intervals of the open steps, which span at most the largest
  * thread lag plus one step (plus FLUSH_EVERY events read between checks):
  * with CUPTI's delivery of about a second, a second of steps.
- * `open_peak` records the most steps held open at once per rank.
+ * `open_peak` records the most steps held open at once per rank.  What
+ * stays is per analyzed step: its categories and its replay nodes.
+ *
+ * Speed: an interval usually falls in the step of the one before, and
+ * goes there without a search (the hint's step is cached with its
+ * bounds); one outside the steps in view is dropped at once.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -50,8 +55,10 @@ enum icat { I_COMPUTE, I_MEMCPY, I_TRANSFER, I_WAIT, I_INPUT, I_HOST, I_LAUNCH, 
 
 /* A step's intervals, one list per category: each list is nearly sorted
  * as it arrives (a thread's events come in time order), so reducing a step
- * is a sortedness check, a merge per category and a union per priority
- * level - no sort of the whole step. */
+ * is one pass per category while it is in order (a sort only from where it
+ * is not), then each priority level measured by what it adds outside
+ * compute (reduce) - no sort of the whole step, and no union of the long
+ * lists but one. */
 struct ivec { struct sp_span *v; size_t n, cap; };
 struct step_buf { struct ivec c[I_N]; int done; };
 

@@ -22,9 +22,10 @@
  *                     streamed with a bounded window of open steps
  *   model_findings.c  findings with severity, evidence and first thing to try
  *
- * Memory: per rank the model keeps its collective calls and step table
- * (both grow with steps, not with events) and, during pass 2, the
- * intervals of the steps still open (see model_classify.c).
+ * Memory: per rank the model keeps its collective calls, its step table
+ * and, for the steps in view, their categories and replay nodes (all grow
+ * with steps, not with events) and, during pass 2, the intervals of the
+ * steps still open (see model_classify.c).
  *
  * Errors are values: functions return 0 or a negative SP_E* / -1.
  */
@@ -86,7 +87,7 @@ void sp_model_opts_default(struct sp_model_opts *o);
 /* One NCCL call of one rank, with the GPU timing matched to it.  Times are
  * the rank's own CLOCK_MONOTONIC ns. */
 struct sp_coll_call {
-    uint64_t comm, seq, bytes, stream, corr;
+    uint64_t comm, seq, bytes;
     uint64_t key;           /* what matches it across ranks: seq for a
                                collective, sp_p2p_key() for a send or recv */
     uint32_t op, nranks;
@@ -94,17 +95,18 @@ struct sp_coll_call {
     int32_t peer;           /* send/recv: the other rank in the communicator */
     uint32_t peer_seq;      /* send/recv: k-th message with that peer, from the
                                recorder; 0 in traces older than the field */
-    uint32_t group;         /* ncclGroupStart..End it was issued in, 0 none */
     int32_t inst;           /* instance index (model_coll.c), -1 unmatched */
     int32_t node;           /* replay node of the rank (model_classify.c), -1 none */
+    uint32_t dtype;         /* ncclDataType_t as recorded (hang.c's desync check) */
     int64_t host_t;         /* host enter */
     int64_t start, end;     /* GPU execution (or host fallback) */
     int64_t wait;           /* ns of [start,end) spent waiting for peers */
     uint8_t timing;         /* enum sp_coll_timing */
     uint8_t matched;        /* found on every participant */
-    uint32_t dtype;         /* ncclDataType_t as recorded (hang.c's desync check) */
     int32_t device;         /* the GPU it ran on, -1 unknown */
 };
+/* (The stream, correlation and group that match a call to its NCCL
+ * kernel are pass 1's alone: model_load.c.) */
 enum sp_coll_timing { SP_TIMING_HOST = 0, SP_TIMING_FALLBACK, SP_TIMING_GPU };
 
 /* A send and its recv meet under one key: (sender, receiver, k-th message
@@ -168,6 +170,8 @@ struct sp_file_rec {
     int64_t start_mono, start_real, first_t, last_t;
     uint64_t events, dropped, gpu_events;
     char *diag;             /* reader damage report, NULL when clean */
+    /* pass 1's calls and markers: copied to the file's rank(s) when the
+     * files are grouped, then freed (NULL, 0) */
     struct sp_coll_call *calls; size_t ncalls;
     struct sp_mark *marks; size_t nmarks;
     struct sp_tid_mark *tids; size_t ntids; /* classified threads */

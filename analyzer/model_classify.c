@@ -29,7 +29,12 @@
  * Memory: the intervals of the open steps, which span at most the largest
  * thread lag plus one step (plus FLUSH_EVERY events read between checks):
  * with CUPTI's delivery of about a second, a second of steps.
- * `open_peak` records the most steps held open at once per rank.
+ * `open_peak` records the most steps held open at once per rank.  What
+ * stays is per analyzed step: its categories and its replay nodes.
+ *
+ * Speed: an interval usually falls in the step of the one before, and
+ * goes there without a search (the hint's step is cached with its
+ * bounds); one outside the steps in view is dropped at once.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -50,8 +55,10 @@ enum icat { I_COMPUTE, I_MEMCPY, I_TRANSFER, I_WAIT, I_INPUT, I_HOST, I_LAUNCH, 
 
 /* A step's intervals, one list per category: each list is nearly sorted
  * as it arrives (a thread's events come in time order), so reducing a step
- * is a sortedness check, a merge per category and a union per priority
- * level - no sort of the whole step. */
+ * is one pass per category while it is in order (a sort only from where it
+ * is not), then each priority level measured by what it adds outside
+ * compute (reduce) - no sort of the whole step, and no union of the long
+ * lists but one. */
 struct ivec { struct sp_span *v; size_t n, cap; };
 struct step_buf { struct ivec c[I_N]; int done; };
 
@@ -61,10 +68,19 @@ struct step_buf { struct ivec c[I_N]; int done; };
 struct thread_seen { int64_t wm; uint64_t seen; };
 
 /* The unions of the priority levels, each a superset of the one before:
- * compute+memcpy, +NCCL kernels, +input, +the host's time.  A category's
- * time is what its level adds (transfer and wait, both NCCL, are told
- * apart by measure alone). */
-enum { U_CM, U_CMTW, U_I, U_H, U_N };
+ * compute+memcpy (U_CM), +transfer, +wait (U_CMTW), +input (U_I), +the
+ * host's time (U_H).  A category's time is what its level adds.  Compute
+ * is the long list; the levels below the host's are kept as what each
+ * adds to compute outside it (memcpy, +transfer, +wait, +input: d[]). */
+enum { D_M, D_MT, D_MTW, D_MTWI, D_N };
+
+/* Prefixes of a sorted, disjoint list: |v n (-inf, q)| for q in order
+ * (a q below the last one starts over). */
+struct cursor {
+    const struct ivec *v;
+    size_t j;
+    int64_t acc, last;
+};
 
 struct rank_pass {
     struct sp_model *m;
@@ -74,18 +90,35 @@ struct rank_pass {
     int next_open;          /* oldest step not yet reduced */
     int last_touched;       /* newest step that received an interval */
     int hint;               /* step of the previous interval */
+    /* The hint's step when it is one of [lo, hi): its bounds, the next
+     * step's start (INT64_MAX past the last) and its buffer.  An interval
+     * that starts in it and ends by the next one's start goes there and
+     * nowhere else, with no search (add_interval). */
+    int64_t cur_start, cur_end, cur_next;
+    struct step_buf *cur;
+    int cur_k;
+    /* Steps [lo, hi) in order, none overlapping the next: then an interval
+     * that ends by the first one's start or starts at the last one's end
+     * meets none of them. */
+    int ordered;
+    int64_t view_start, view_end;
     int64_t max_call;       /* longest NCCL call, for the call search */
     struct sp_file_rec *f;
     int device;             /* GPU events of this device only (a process of
                                several ranks), -1 all */
     struct thread_seen *th; /* per tid of f, same index as f->tids */
     size_t last_tid;
+    uint32_t cur_tid;          /* the tid of the previous event, and its */
+    struct thread_seen *cur_th; /* th (NULL: not a thread of f), when valid */
+    int cur_tid_ok;
     struct ivec spare[SPARE_MAX];
     int nspare;
-    struct ivec ustore[U_N]; /* storage of the step's unions */
-    const struct ivec *u[U_N]; /* each level: its storage, or the level below
-                                  when nothing was added to it */
-    struct ivec ext, tmp, tmp2, tmp3; /* late-host spans; scratch */
+    struct ivec ext, tmp; /* late-host spans; transfer u wait */
+    /* The step's levels as compute plus what each adds (reduce): d[L] the
+     * part of level L outside compute, e what the host adds to U_I */
+    struct ivec small[D_N], d[D_N], ui, e1, e2, e3, e12, e, twc;
+    const struct ivec *dl[D_N], *uil, *el;
+    struct cursor cur_c, cur_d[D_N], cur_e; /* prefixes at the node bounds */
     size_t nodes_cap;
 };
 
@@ -104,7 +137,18 @@ static int grow(struct ivec *v, size_t need)
     return 0;
 }
 
-static void push_ival(struct rank_pass *rp, struct step_buf *b, int64_t s, int64_t e, int cat)
+/* Room for one more interval in v: an emptied list kept from an earlier
+ * step when v has none, else a larger one.  -1 when out of memory. */
+static __attribute__((noinline)) int make_room(struct rank_pass *rp, struct ivec *v)
+{
+    if (!v->v && rp->nspare)
+        *v = rp->spare[--rp->nspare];
+    if (v->n == v->cap && grow(v, v->n + 1) < 0)
+        return -1;
+    return 0;
+}
+
+static inline void push_ival(struct rank_pass *rp, struct step_buf *b, int64_t s, int64_t e, int cat)
 {
     struct ivec *v = &b->c[cat];
     if (v->n) {
@@ -118,9 +162,7 @@ static void push_ival(struct rank_pass *rp, struct step_buf *b, int64_t s, int64
             return;
         }
     }
-    if (!v->v && rp->nspare)
-        *v = rp->spare[--rp->nspare];
-    if (v->n == v->cap && grow(v, v->n + 1) < 0)
+    if (v->n == v->cap && make_room(rp, v) < 0)
         return;
     v->v[v->n++] = (struct sp_span){s, e};
 }
@@ -131,29 +173,47 @@ static int cmp_span_start(const void *a, const void *b)
     return (x->start > y->start) - (x->start < y->start);
 }
 
-/* Clip to the step, sort when needed, merge overlaps in place. */
+/* Clip to the step and merge overlaps in place, in one pass while the
+ * list comes in order; from the first interval that starts before the
+ * last merged one, the rest is clipped, sorted and merged with what was
+ * merged so far (the union, and so the result, is the same). */
 static void normalize(struct ivec *v, struct sp_span st)
 {
-    size_t n = 0;
-    int sorted = 1;
-    for (size_t i = 0; i < v->n; i++) {
-        int64_t s = v->v[i].start > st.start ? v->v[i].start : st.start;
-        int64_t e = v->v[i].end < st.end ? v->v[i].end : st.end;
+    struct sp_span *x = v->v;
+    size_t m = 0, i = 0;
+    for (; i < v->n; i++) {
+        int64_t s = x[i].start > st.start ? x[i].start : st.start;
+        int64_t e = x[i].end < st.end ? x[i].end : st.end;
         if (e <= s)
             continue;
-        if (n && s < v->v[n - 1].start)
-            sorted = 0;
-        v->v[n++] = (struct sp_span){s, e};
-    }
-    if (!sorted)
-        qsort(v->v, n, sizeof *v->v, cmp_span_start);
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (m && v->v[i].start <= v->v[m - 1].end) {
-            if (v->v[i].end > v->v[m - 1].end)
-                v->v[m - 1].end = v->v[i].end;
+        if (m && s < x[m - 1].start)
+            break;
+        if (m && s <= x[m - 1].end) {
+            if (e > x[m - 1].end)
+                x[m - 1].end = e;
         } else {
-            v->v[m++] = v->v[i];
+            x[m++] = (struct sp_span){s, e};
+        }
+    }
+    if (i == v->n) {
+        v->n = m;
+        return;
+    }
+    size_t n = m;
+    for (; i < v->n; i++) {
+        int64_t s = x[i].start > st.start ? x[i].start : st.start;
+        int64_t e = x[i].end < st.end ? x[i].end : st.end;
+        if (e > s)
+            x[n++] = (struct sp_span){s, e};
+    }
+    qsort(x, n, sizeof *x, cmp_span_start);
+    m = 0;
+    for (i = 0; i < n; i++) {
+        if (m && x[i].start <= x[m - 1].end) {
+            if (x[i].end > x[m - 1].end)
+                x[m - 1].end = x[i].end;
+        } else {
+            x[m++] = x[i];
         }
     }
     v->n = m;
@@ -164,27 +224,6 @@ static int64_t measure(const struct ivec *v)
     int64_t t = 0;
     for (size_t i = 0; i < v->n; i++)
         t += v->v[i].end - v->v[i].start;
-    return t;
-}
-
-/* Measure of v (sorted, disjoint) within [lo, hi). */
-static int64_t measure_within(const struct ivec *v, int64_t lo, int64_t hi)
-{
-    size_t a = 0, b = v->n;
-    while (a < b) { /* first interval ending after lo */
-        size_t mid = (a + b) / 2;
-        if (v->v[mid].end <= lo)
-            a = mid + 1;
-        else
-            b = mid;
-    }
-    int64_t t = 0;
-    for (size_t i = a; i < v->n && v->v[i].start < hi; i++) {
-        int64_t s = v->v[i].start > lo ? v->v[i].start : lo;
-        int64_t e = v->v[i].end < hi ? v->v[i].end : hi;
-        if (e > s)
-            t += e - s;
-    }
     return t;
 }
 
@@ -207,26 +246,86 @@ static int unite(const struct ivec *a, const struct ivec *b, struct ivec *out)
     return 0;
 }
 
-/* measure(a u b), both sorted and disjoint, without building the union:
- * for the last level of the priorities and for the overlap, where only
- * the total is used. */
-static int64_t measure_union(const struct ivec *a, const struct ivec *b)
+/* The first interval of v[lo, n) that ends after t (n when none). */
+static size_t first_end_after(const struct sp_span *v, size_t lo, size_t n, int64_t t)
 {
-    size_t i = 0, j = 0;
-    int64_t total = 0, s = 0, e = INT64_MIN;
-    while (i < a->n || j < b->n) {
-        struct sp_span x = j >= b->n || (i < a->n && a->v[i].start <= b->v[j].start) ? a->v[i++] : b->v[j++];
-        if (e != INT64_MIN && x.start <= e) {
-            if (x.end > e)
-                e = x.end;
-        } else {
-            if (e != INT64_MIN)
-                total += e - s;
-            s = x.start;
-            e = x.end;
-        }
+    while (lo < n) {
+        size_t mid = lo + (n - lo) / 2;
+        if (v[mid].end <= t)
+            lo = mid + 1;
+        else
+            n = mid;
     }
-    return e == INT64_MIN ? total : total + (e - s);
+    return lo;
+}
+
+/* out = a \ b, both sorted and disjoint: the parts of a that no interval
+ * of b covers, in order.  b is searched, not walked, between a's
+ * intervals: a small a against a long b costs little.  -1 when out of
+ * memory. */
+static int subtract(const struct ivec *a, const struct ivec *b, struct ivec *out)
+{
+    out->n = 0;
+    if (!a->n)
+        return 0;
+    if (grow(out, a->n + b->n + 1) < 0)
+        return -1;
+    const struct sp_span *x = a->v, *y = b->v;
+    size_t nb = b->n, j = 0, n = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        int64_t cur = x[i].start, e = x[i].end;
+        if (j < nb && y[j].end <= cur && ++j < nb && y[j].end <= cur)
+            j = first_end_after(y, j, nb, cur); /* more than one to step over */
+        for (; j < nb && y[j].start < e; j++) {
+            if (y[j].start > cur)
+                out->v[n++] = (struct sp_span){cur, y[j].start};
+            if (y[j].end > cur)
+                cur = y[j].end;
+            if (y[j].end > e)
+                break; /* it reaches into a's next interval */
+        }
+        if (cur < e)
+            out->v[n++] = (struct sp_span){cur, e};
+    }
+    out->n = n;
+    return 0;
+}
+
+static void cursor_init(struct cursor *c, const struct ivec *v)
+{
+    *c = (struct cursor){v, 0, 0, INT64_MIN};
+}
+
+/* |v n (-inf, q)|: the cursor moves on from the last q. */
+static int64_t prefix(struct cursor *c, int64_t q)
+{
+    const struct sp_span *x = c->v->v;
+    size_t n = c->v->n;
+    if (q < c->last) {
+        c->j = 0;
+        c->acc = 0;
+    }
+    c->last = q;
+    while (c->j < n && x[c->j].end <= q) {
+        c->acc += x[c->j].end - x[c->j].start;
+        c->j++;
+    }
+    return c->j < n && x[c->j].start < q ? c->acc + (q - x[c->j].start) : c->acc;
+}
+
+/* |v n [lo, hi)|, lo <= hi, the cursor moving on from the last window. */
+static int64_t window(struct cursor *c, int64_t lo, int64_t hi)
+{
+    int64_t a = prefix(c, lo);
+    return prefix(c, hi) - a;
+}
+
+/* |v n (-inf, q)| with no cursor. */
+static int64_t prefix_at(const struct ivec *v, int64_t q)
+{
+    struct cursor c;
+    cursor_init(&c, v);
+    return prefix(&c, q);
 }
 
 static int first_call_from(const struct sp_rank *r, int64_t t);
@@ -234,52 +333,55 @@ static int first_call_from(const struct sp_rank *r, int64_t t);
 /* Host calls made while the GPU was idle, stretched back to the start of
  * that idle gap: the GPU waited for the host from then on.  `busy` is the
  * union of everything that is not idle (and input waits); the calls come
- * from the n sorted lists (merged here, not united first). */
+ * from the n sorted lists, each walked along busy on its own (out is in
+ * order then only list by list: normalize makes it one union). */
 static void late_host(const struct ivec *const *calls, int n, const struct ivec *busy, struct sp_span st,
                       struct ivec *out)
 {
     out->n = 0;
-    size_t total = 0, at[4] = {0};
+    size_t total = 0;
     for (int k = 0; k < n; k++)
         total += calls[k]->n;
     if (!total || grow(out, total + 1) < 0)
         return;
-    size_t j = 0;
-    for (;;) {
-        int next = -1;
-        for (int k = 0; k < n; k++)
-            if (at[k] < calls[k]->n && (next < 0 || calls[k]->v[at[k]].start < calls[next]->v[at[next]].start))
-                next = k;
-        if (next < 0)
-            break;
-        int64_t h = calls[next]->v[at[next]++].start;
-        while (j < busy->n && busy->v[j].end <= h)
-            j++;
-        if (j < busy->n && busy->v[j].start <= h)
-            continue; /* issued while the GPU was busy: not late */
-        int64_t gap_start = j > 0 ? busy->v[j - 1].end : st.start;
-        if (gap_start < h)
-            out->v[out->n++] = (struct sp_span){gap_start, h};
+    const struct sp_span *b = busy->v;
+    size_t nb = busy->n;
+    for (int k = 0; k < n; k++) {
+        const struct sp_span *c = calls[k]->v;
+        size_t j = 0;
+        for (size_t x = 0; x < calls[k]->n; x++) {
+            int64_t h = c[x].start;
+            while (j < nb && b[j].end <= h)
+                j++;
+            if (j < nb && b[j].start <= h)
+                continue; /* issued while the GPU was busy: not late */
+            int64_t gap_start = j > 0 ? b[j - 1].end : st.start;
+            if (gap_start < h)
+                out->v[out->n++] = (struct sp_span){gap_start, h};
+        }
     }
 }
 
 /* Local time of the rank in [lo, hi) by sp_loc: everything but the NCCL
- * kernels' exclusive time. */
-static void local_in(const struct rank_pass *rp, int64_t lo, int64_t hi, float out[SP_LOC_N])
+ * kernels' exclusive time.  Each level's measure in the window is a
+ * difference of prefixes: compute's, plus what the level adds to it; the
+ * windows come in order, so each list is walked once per step. */
+static void local_in(struct rank_pass *rp, int64_t lo, int64_t hi, float out[SP_LOC_N])
 {
     if (hi <= lo) {
         memset(out, 0, sizeof(float) * SP_LOC_N);
         return;
     }
-    const struct ivec *const *u = rp->u;
-    int64_t cm = measure_within(u[U_CM], lo, hi), cmtw = measure_within(u[U_CMTW], lo, hi);
-    int64_t i = u[U_I] == u[U_CMTW] ? cmtw : measure_within(u[U_I], lo, hi);
-    int64_t h = u[U_H] == u[U_I] ? i : measure_within(u[U_H], lo, hi);
+    int64_t c = window(&rp->cur_c, lo, hi), dm = window(&rp->cur_d[D_M], lo, hi);
+    int64_t dmtw = window(&rp->cur_d[D_MTW], lo, hi), dmtwi = window(&rp->cur_d[D_MTWI], lo, hi);
+    int64_t e = window(&rp->cur_e, lo, hi);
+    int64_t cm = c + dm, cmtw = c + dmtw, i = c + dmtwi, h = i + e;
     out[SP_LOC_BUSY] = (float)cm;
     out[SP_LOC_INPUT] = (float)(i - cmtw);
     out[SP_LOC_HOST] = (float)(h - i);
     out[SP_LOC_OTHER] = (float)((hi - lo) - h);
 }
+
 
 static struct sp_rnode *new_node(struct rank_pass *rp)
 {
@@ -367,9 +469,15 @@ static int level(const struct ivec *x, const struct ivec *y, struct ivec *store,
     return 0;
 }
 
-/* Exclusive time by priority: each level's union adds its category's
- * time; idle_other is what no union covers.  *head receives the idle_input
- * time before the step's first compute.  Then the step's replay nodes. */
+/* Exclusive time by priority.  Each level is compute plus what the level
+ * adds outside compute: memcpy, then transfer, wait and input (the
+ * busy-side lists are short beside compute, and only their parts outside
+ * compute are kept: d[]); the host's level is U_I (compute plus d[D_MTWI])
+ * plus what the host's calls and its late time add outside U_I (e).  A
+ * category's time is what its level adds, idle_other what no level
+ * covers.  *head receives the idle_input time before the step's first
+ * compute.  Then the step's replay nodes, whose windows are measured by
+ * prefixes of the same lists. */
 static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[SP_CAT_N], double *head)
 {
     struct sp_span st = rp->r->steps[k];
@@ -377,46 +485,65 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[S
     *head = 0;
     for (int c = 0; c < I_N; c++)
         normalize(&b->c[c], st);
-    const struct ivec **u = rp->u, *tw, *hl, *hle;
-    struct ivec *st_ = rp->ustore;
-    if (level(&b->c[I_COMPUTE], &b->c[I_MEMCPY], &st_[U_CM], &u[U_CM]) < 0 ||
-        level(&b->c[I_TRANSFER], &b->c[I_WAIT], &rp->tmp, &tw) < 0 ||
-        level(u[U_CM], tw, &st_[U_CMTW], &u[U_CMTW]) < 0 ||
-        level(u[U_CMTW], &b->c[I_INPUT], &st_[U_I], &u[U_I]) < 0)
+    const struct ivec *C = &b->c[I_COMPUTE], *sm[D_N], *tw;
+    /* the busy side beyond compute, level by level, and its part outside compute */
+    sm[D_M] = &b->c[I_MEMCPY];
+    if (level(sm[D_M], &b->c[I_TRANSFER], &rp->small[D_MT], &sm[D_MT]) < 0 ||
+        level(sm[D_MT], &b->c[I_WAIT], &rp->small[D_MTW], &sm[D_MTW]) < 0 ||
+        level(sm[D_MTW], &b->c[I_INPUT], &rp->small[D_MTWI], &sm[D_MTWI]) < 0)
         return;
-    /* the host: inside its calls, and late before them while the GPU idled */
+    for (int d = 0; d < D_N; d++) {
+        if (d > 0 && sm[d] == sm[d - 1]) {
+            rp->dl[d] = rp->dl[d - 1];
+            continue;
+        }
+        if (subtract(sm[d], C, &rp->d[d]) < 0)
+            return;
+        rp->dl[d] = &rp->d[d];
+    }
+    /* U_I as one list, for the host's side */
+    if (level(C, rp->dl[D_MTWI], &rp->ui, &rp->uil) < 0)
+        return;
     const struct ivec *calls[] = {&b->c[I_HOST], &b->c[I_LAUNCH], &b->c[I_ISSUE]};
-    late_host(calls, 3, u[U_I], st, &rp->ext);
+    late_host(calls, 3, rp->uil, st, &rp->ext);
     normalize(&rp->ext, st);
-    if (level(&b->c[I_HOST], &b->c[I_LAUNCH], &rp->tmp2, &hl) < 0 ||
-        level(hl, &rp->ext, &rp->tmp3, &hle) < 0 || level(u[U_I], hle, &st_[U_H], &u[U_H]) < 0)
+    const struct ivec *e12;
+    if (subtract(&b->c[I_HOST], rp->uil, &rp->e1) < 0 || subtract(&b->c[I_LAUNCH], rp->uil, &rp->e2) < 0 ||
+        subtract(&rp->ext, rp->uil, &rp->e3) < 0 || level(&rp->e1, &rp->e2, &rp->e12, &e12) < 0 ||
+        level(e12, &rp->e3, &rp->e, &rp->el) < 0)
         return;
-    int64_t c = measure(&b->c[I_COMPUTE]), cm = measure(u[U_CM]);
-    int64_t cmt = b->c[I_TRANSFER].n ? measure_union(u[U_CM], &b->c[I_TRANSFER]) : cm;
-    int64_t cmtw = u[U_CMTW] == u[U_CM] ? cm : measure(u[U_CMTW]);
-    int64_t i = u[U_I] == u[U_CMTW] ? cmtw : measure(u[U_I]);
-    int64_t h = u[U_H] == u[U_I] ? i : measure(u[U_H]);
+    int64_t c = measure(C), cm = c + measure(rp->dl[D_M]), cmt = c + measure(rp->dl[D_MT]);
+    int64_t cmtw = c + measure(rp->dl[D_MTW]), i = c + measure(rp->dl[D_MTWI]);
+    int64_t h = i + measure(rp->el);
     out[SP_CAT_COMPUTE] = (double)c;
     out[SP_CAT_MEMCPY] = (double)(cm - c);
     out[SP_CAT_COLL_TRANSFER] = (double)(cmt - cm);
     out[SP_CAT_COLL_WAIT] = (double)(cmtw - cmt);
     out[SP_CAT_IDLE_INPUT] = (double)(i - cmtw);
     out[SP_CAT_IDLE_HOST] = (double)(h - i);
-    int64_t prev = h;
-    out[SP_CAT_IDLE_OTHER] = (double)(st.end - st.start - prev);
+    out[SP_CAT_IDLE_OTHER] = (double)(st.end - st.start - h);
     /* the step's work starts with its first compute of some length: a
      * tiny kernel before the wait for input does not make the wait late */
     int64_t first_compute = st.end, tiny = (st.end - st.start) / HEAD_TINY_DIV;
-    for (size_t i = 0; i < b->c[I_COMPUTE].n; i++)
-        if (b->c[I_COMPUTE].v[i].end - b->c[I_COMPUTE].v[i].start > tiny) {
-            first_compute = b->c[I_COMPUTE].v[i].start;
+    for (size_t i = 0; i < C->n; i++)
+        if (C->v[i].end - C->v[i].start > tiny) {
+            first_compute = C->v[i].start;
             break;
         }
-    *head = (double)(measure_within(u[U_I], st.start, first_compute) -
-                     measure_within(u[U_CMTW], st.start, first_compute));
+    /* input (U_I) less U_CMTW before it: compute's share cancels */
+    *head = (double)(prefix_at(rp->dl[D_MTWI], first_compute) - prefix_at(rp->dl[D_MTW], first_compute));
     /* overlap: NCCL kernel time under compute */
-    if (b->c[I_COMPUTE].n && tw->n)
-        out[SP_CAT_OVERLAP] = (double)(c + measure(tw) - measure_union(&b->c[I_COMPUTE], tw));
+    if (level(&b->c[I_TRANSFER], &b->c[I_WAIT], &rp->tmp, &tw) < 0)
+        return;
+    if (C->n && tw->n) {
+        if (subtract(tw, C, &rp->twc) < 0)
+            return;
+        out[SP_CAT_OVERLAP] = (double)(measure(tw) - measure(&rp->twc));
+    }
+    cursor_init(&rp->cur_c, C);
+    for (int d = 0; d < D_N; d++)
+        cursor_init(&rp->cur_d[d], rp->dl[d]);
+    cursor_init(&rp->cur_e, rp->el);
     build_nodes(rp, k, st);
 }
 
@@ -434,10 +561,10 @@ static int step_at(const struct rank_pass *rp, int64_t t)
     return a;
 }
 
-static void add_interval(struct rank_pass *rp, int64_t s, int64_t e, int cat)
+/* The search for the interval's steps from the hint, for the intervals
+ * the hint's step does not hold alone; then the hint's step is cached. */
+static __attribute__((noinline)) void add_interval_steps(struct rank_pass *rp, int64_t s, int64_t e, int cat)
 {
-    if (e <= s)
-        return;
     const struct sp_span *steps = rp->r->steps;
     int k = rp->hint;
     /* The hint may stand at hi (past the last step): never read steps[hi]. */
@@ -452,6 +579,34 @@ static void add_interval(struct rank_pass *rp, int64_t s, int64_t e, int cat)
         if (k > rp->last_touched)
             rp->last_touched = k;
     }
+    k = rp->hint;
+    if (k < rp->hi) {
+        rp->cur_k = k;
+        rp->cur_start = steps[k].start;
+        rp->cur_end = steps[k].end;
+        rp->cur_next = k + 1 < rp->hi ? steps[k + 1].start : INT64_MAX;
+        rp->cur = &rp->buf[k - rp->lo];
+    }
+}
+
+/* An interval to the steps it meets: those from the hint's step (or, when
+ * s is not in it, from the step s is in) on while they start before e. */
+static inline void add_interval(struct rank_pass *rp, int64_t s, int64_t e, int cat)
+{
+    if (s >= rp->cur_start && s < rp->cur_end && e <= rp->cur_next && s < e) {
+        /* in the hint's step, and the next starts at or after e */
+        if (rp->cur->done) {
+            rp->r->late_events++;
+            return;
+        }
+        push_ival(rp, rp->cur, s, e, cat);
+        if (rp->cur_k > rp->last_touched)
+            rp->last_touched = rp->cur_k;
+        return;
+    }
+    if (e <= s || (rp->ordered && (e <= rp->view_start || s >= rp->view_end)))
+        return;
+    add_interval_steps(rp, s, e, cat);
 }
 
 static int first_call_from(const struct sp_rank *r, int64_t t)
@@ -561,7 +716,7 @@ static int is_read(uint64_t op)
            op == SP_IO_FREAD || op == SP_IO_RECV;
 }
 
-static void on_event(struct rank_pass *rp, const struct sp_event *ev)
+static inline __attribute__((always_inline)) void on_event(struct rank_pass *rp, const struct sp_event *ev)
 {
     int64_t t = (int64_t)ev->t;
     switch (ev->type) {
@@ -591,11 +746,17 @@ static void on_event(struct rank_pass *rp, const struct sp_event *ev)
     default:
         return;
     }
-    int i = tid_index(rp, ev->tid);
-    if (i >= 0) {
-        rp->th[i].seen++;
-        if (t > rp->th[i].wm)
-            rp->th[i].wm = t;
+    if (!rp->cur_tid_ok || ev->tid != rp->cur_tid) {
+        int i = tid_index(rp, ev->tid);
+        rp->cur_th = i >= 0 ? &rp->th[i] : NULL;
+        rp->cur_tid = ev->tid;
+        rp->cur_tid_ok = 1;
+    }
+    struct thread_seen *th = rp->cur_th;
+    if (th) {
+        th->seen++;
+        if (t > th->wm)
+            th->wm = t;
     }
 }
 
@@ -613,7 +774,7 @@ static int pass2_open(void *ctx, struct sp_reader *rd)
     return 0;
 }
 
-static int pass2_event(void *ctx, const struct sp_reader *rd, const struct sp_event *ev)
+static inline __attribute__((always_inline)) int pass2_event(void *ctx, const struct sp_reader *rd, const struct sp_event *ev)
 {
     (void)rd;
     on_event(ctx, ev);
@@ -637,6 +798,7 @@ static void read_file(struct rank_pass *rp, struct sp_file_rec *f)
 {
     rp->f = f;
     rp->last_tid = 0;
+    rp->cur_tid_ok = 0;
     rp->th = calloc(f->ntids + 1, sizeof *rp->th);
     if (!rp->th)
         return;
@@ -658,6 +820,14 @@ static void classify_rank(int i, void *arg)
     rp.next_open = rp.lo;
     rp.last_touched = rp.lo - 1;
     rp.hint = rp.lo;
+    rp.cur_start = INT64_MAX; /* no step cached: the first interval searches */
+    rp.cur_end = INT64_MIN;
+    rp.ordered = 1;
+    for (int k = rp.lo; k < rp.hi; k++)
+        if (r->steps[k].end < r->steps[k].start || (k + 1 < rp.hi && r->steps[k].end > r->steps[k + 1].start))
+            rp.ordered = 0;
+    rp.view_start = r->steps[rp.lo].start;
+    rp.view_end = r->steps[rp.hi - 1].end;
     r->cat = calloc((size_t)r->nsteps, sizeof *r->cat);
     r->input_head = calloc((size_t)r->nsteps, sizeof *r->input_head);
     rp.buf = calloc((size_t)(rp.hi - rp.lo), sizeof *rp.buf);
@@ -672,15 +842,27 @@ static void classify_rank(int i, void *arg)
         read_file(&rp, r->files[f]);
     for (int k = rp.lo; k < rp.hi; k++)
         close_step(&rp, k);
+    if (r->nnodes < rp.nodes_cap) { /* the chain is kept to the end: no room to spare */
+        struct sp_rnode *p = realloc(r->nodes, (r->nnodes ? r->nnodes : 1) * sizeof *p);
+        if (p)
+            r->nodes = p;
+    }
     free(rp.buf);
     for (int i = 0; i < rp.nspare; i++)
         free(rp.spare[i].v);
-    for (int i = 0; i < U_N; i++)
-        free(rp.ustore[i].v);
     free(rp.ext.v);
     free(rp.tmp.v);
-    free(rp.tmp2.v);
-    free(rp.tmp3.v);
+    for (int d = 0; d < D_N; d++) {
+        free(rp.small[d].v);
+        free(rp.d[d].v);
+    }
+    free(rp.ui.v);
+    free(rp.e1.v);
+    free(rp.e2.v);
+    free(rp.e3.v);
+    free(rp.e12.v);
+    free(rp.e.v);
+    free(rp.twc.v);
 }
 
 struct classify_job { struct sp_model *m; int done; pthread_mutex_t lock; };

@@ -70,6 +70,9 @@ double sp_model_busbw_factor(uint32_t op, uint32_t nranks);
 /* Run fn(i, arg) for i in [0, n) on the model's thread pool. */
 void sp_model_parallel(const struct sp_model *m, int n, void (*fn)(int i, void *arg), void *arg);
 double sp_median(double *v, size_t n); /* sorts v */
+/* The same median of values that are not NaN, without sorting: v is
+ * reordered (quickselect, linear on average). */
+double sp_median_select(double *v, size_t n);
 /* One collective instance: the calls of every rank that reached (comm, seq). */
 struct sp_coll_ref {
     int r;

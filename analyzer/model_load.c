@@ -55,6 +55,9 @@ static void *vec_push(struct vec *v, size_t elt)
 /* ---- per-file reading ---- */
 
 struct kernel { int64_t start, end; uint64_t stream, corr; int32_t device; int used; };
+/* A call while its file is read: what matching it to its kernel needs
+ * besides what the model keeps. */
+struct scan_call { struct sp_coll_call c; uint64_t stream, corr; uint32_t group; };
 struct open_mark { int64_t t; int matched; int64_t num; };
 struct tid_stack { uint32_t tid; int depth; struct open_mark m[MAX_MARK_DEPTH]; };
 
@@ -228,22 +231,23 @@ static void on_nccl(struct file_scan *s, const struct sp_event *ev)
     uint32_t group = track_group(s, ev);
     if (!is_collective_op(n->op))
         return;
-    struct sp_coll_call *c = vec_push(&s->calls, sizeof *c);
-    if (!c)
+    struct scan_call *sc = vec_push(&s->calls, sizeof *sc);
+    if (!sc)
         return;
-    memset(c, 0, sizeof *c);
+    memset(sc, 0, sizeof *sc);
+    sc->stream = n->stream;
+    sc->corr = n->correlation;
+    sc->group = group;
+    struct sp_coll_call *c = &sc->c;
     c->comm = n->comm;
     c->seq = n->seq;
     c->bytes = n->bytes;
-    c->stream = n->stream;
-    c->corr = n->correlation;
     c->op = (uint32_t)n->op;
     c->dtype = (uint32_t)n->datatype;
     c->nranks = (uint32_t)n->nranks;
     c->crank = (int32_t)n->rank;
     c->peer = (int32_t)n->peer;
     c->peer_seq = (uint32_t)n->peer_seq;
-    c->group = group;
     c->device = (int32_t)n->device;
     c->inst = c->node = -1;
     c->host_t = (int64_t)ev->t;
@@ -490,10 +494,10 @@ static int cmp_kernel(const void *a, const void *b)
 
 static int cmp_call_stream(const void *a, const void *b)
 {
-    const struct sp_coll_call *x = a, *y = b;
+    const struct scan_call *x = a, *y = b;
     if (x->stream != y->stream)
         return x->stream < y->stream ? -1 : 1;
-    return (x->host_t > y->host_t) - (x->host_t < y->host_t);
+    return (x->c.host_t > y->c.host_t) - (x->c.host_t < y->c.host_t);
 }
 
 static void use_kernel(struct sp_coll_call *c, struct kernel *k)
@@ -506,7 +510,7 @@ static void use_kernel(struct sp_coll_call *c, struct kernel *k)
 
 /* Calls [i, end) that one kernel ran: a group's calls on one stream are
  * launched together at ncclGroupEnd, so they share its kernel. */
-static size_t unit_end(const struct sp_coll_call *c, size_t nc, size_t i)
+static size_t unit_end(const struct scan_call *c, size_t nc, size_t i)
 {
     size_t j = i + 1;
     while (c[i].group && j < nc && c[j].group == c[i].group && c[j].stream == c[i].stream)
@@ -518,7 +522,7 @@ static size_t unit_end(const struct sp_coll_call *c, size_t nc, size_t i)
  * calls taking one kernel.  When the calls' and kernels' stream numbers
  * never meet (a runtime that names streams differently), order over all
  * streams is the best left. */
-static void match_kernels_in(struct sp_coll_call *c, size_t nc, struct kernel *k, size_t nk)
+static void match_kernels_in(struct scan_call *c, size_t nc, struct kernel *k, size_t nk)
 {
     if (!nk)
         return;
@@ -526,7 +530,7 @@ static void match_kernels_in(struct sp_coll_call *c, size_t nc, struct kernel *k
         if (c[i].corr)
             for (size_t j = 0; j < nk; j++)
                 if (!k[j].used && k[j].corr == c[i].corr) {
-                    use_kernel(&c[i], &k[j]);
+                    use_kernel(&c[i].c, &k[j]);
                     break;
                 }
     if (!nc)
@@ -547,13 +551,13 @@ static void match_kernels_in(struct sp_coll_call *c, size_t nc, struct kernel *k
     size_t j = 0;
     for (size_t i = 0; i < nc;) {
         size_t end = unit_end(c, nc, i);
-        if (c[i].timing != SP_TIMING_GPU) {
+        if (c[i].c.timing != SP_TIMING_GPU) {
             while (j < nk && (k[j].used || (streams_meet && k[j].stream < c[i].stream)))
                 j++;
             if (j < nk && (!streams_meet || k[j].stream == c[i].stream)) {
                 for (size_t x = i; x < end; x++)
-                    if (c[x].timing != SP_TIMING_GPU)
-                        use_kernel(&c[x], &k[j]);
+                    if (c[x].c.timing != SP_TIMING_GPU)
+                        use_kernel(&c[x].c, &k[j]);
                 j++;
             }
         }
@@ -563,8 +567,8 @@ static void match_kernels_in(struct sp_coll_call *c, size_t nc, struct kernel *k
 
 static int cmp_call_device(const void *a, const void *b)
 {
-    const struct sp_coll_call *x = a, *y = b;
-    return (x->device > y->device) - (x->device < y->device);
+    const struct scan_call *x = a, *y = b;
+    return (x->c.device > y->c.device) - (x->c.device < y->c.device);
 }
 
 static int cmp_kernel_device(const void *a, const void *b)
@@ -577,7 +581,7 @@ static int cmp_kernel_device(const void *a, const void *b)
  * that device's kernels: stream order means nothing across devices. */
 static void match_kernels(struct file_scan *s)
 {
-    struct sp_coll_call *c = s->calls.p;
+    struct scan_call *c = s->calls.p;
     struct kernel *k = s->kernels.p;
     size_t nc = s->calls.n, nk = s->kernels.n;
     if (!s->f->ndevranks) {
@@ -590,11 +594,11 @@ static void match_kernels(struct file_scan *s)
     qsort(k, nk, sizeof *k, cmp_kernel_device);
     for (size_t i = 0, j = 0; i < nc;) {
         size_t ie = i, je;
-        while (ie < nc && c[ie].device == c[i].device)
+        while (ie < nc && c[ie].c.device == c[i].c.device)
             ie++;
-        while (j < nk && k[j].device < c[i].device)
+        while (j < nk && k[j].device < c[i].c.device)
             j++;
-        for (je = j; je < nk && k[je].device == c[i].device;)
+        for (je = j; je < nk && k[je].device == c[i].c.device;)
             je++;
         match_kernels_in(c + i, ie - i, k + j, je - j);
         i = ie;
@@ -696,8 +700,12 @@ static void scan_file(struct sp_file_rec *f, const regex_t *re)
     }
     find_devranks(&s);
     match_kernels(&s);
-    f->calls = s.calls.p;
-    f->ncalls = s.calls.n;
+    const struct scan_call *sc = s.calls.p;
+    f->calls = malloc((s.calls.n + 1) * sizeof *f->calls);
+    for (size_t i = 0; f->calls && i < s.calls.n; i++)
+        f->calls[i] = sc[i].c;
+    f->ncalls = f->calls ? s.calls.n : 0;
+    free(s.calls.p);
     f->marks = s.marks.p;
     f->nmarks = s.marks.n;
     f->tids = s.tids.p;
@@ -1045,6 +1053,16 @@ static void group_files(struct sp_model *m)
     if (unowned)
         sp_model_warn(m, "%d process file(s) belong to no rank (no rank in header, no "
                          "communicator, no ranked parent): not analyzed", unowned);
+    /* The ranks hold their files' calls and markers now: the files' own
+     * copies, as long as the trace, go. */
+    for (int i = 0; i < m->nfrecs; i++) {
+        struct sp_file_rec *f = &m->frecs[i];
+        free(f->calls);
+        free(f->marks);
+        f->calls = NULL;
+        f->marks = NULL;
+        f->ncalls = f->nmarks = 0;
+    }
     m->rank_procs = count_rank_procs(m);
     m->gpus = m->nranks;
     if (m->nranks)

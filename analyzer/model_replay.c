@@ -214,6 +214,74 @@ static uint64_t comm_class(const struct sp_model *m, uint64_t comm)
     return comm;
 }
 
+/* comm_class() of each communicator, worked out once for the whole graph
+ * (it scans every rank's calls): open addressing on the id. */
+struct class_memo {
+    uint64_t *comm, *cls;
+    uint8_t *used;
+    size_t cap, n; /* cap a power of 2, or 0 */
+};
+
+static int memo_grow(struct class_memo *cm)
+{
+    size_t cap = cm->cap ? 2 * cm->cap : 64;
+    uint64_t *comm = malloc(cap * sizeof *comm), *cls = malloc(cap * sizeof *cls);
+    uint8_t *used = calloc(cap, 1);
+    if (!comm || !cls || !used) {
+        free(comm);
+        free(cls);
+        free(used);
+        return -1;
+    }
+    for (size_t i = 0; i < cm->cap; i++) {
+        if (!cm->used[i])
+            continue;
+        size_t j = mix(cm->comm[i], 0) & (cap - 1);
+        while (used[j])
+            j = (j + 1) & (cap - 1);
+        used[j] = 1;
+        comm[j] = cm->comm[i];
+        cls[j] = cm->cls[i];
+    }
+    free(cm->comm);
+    free(cm->cls);
+    free(cm->used);
+    cm->comm = comm;
+    cm->cls = cls;
+    cm->used = used;
+    cm->cap = cap;
+    return 0;
+}
+
+static uint64_t class_of(struct class_memo *cm, const struct sp_model *m, uint64_t comm)
+{
+    size_t i = 0;
+    if (cm->cap) {
+        for (i = mix(comm, 0) & (cm->cap - 1); cm->used[i]; i = (i + 1) & (cm->cap - 1))
+            if (cm->comm[i] == comm)
+                return cm->cls[i];
+    }
+    uint64_t cls = comm_class(m, comm);
+    if (2 * (cm->n + 1) > cm->cap) {
+        if (memo_grow(cm) < 0)
+            return cls; /* no memory: asked again next time */
+        for (i = mix(comm, 0) & (cm->cap - 1); cm->used[i]; i = (i + 1) & (cm->cap - 1))
+            ;
+    }
+    cm->used[i] = 1;
+    cm->comm[i] = comm;
+    cm->cls[i] = cls;
+    cm->n++;
+    return cls;
+}
+
+static void memo_free(struct class_memo *cm)
+{
+    free(cm->comm);
+    free(cm->cls);
+    free(cm->used);
+}
+
 #define MAX_COMMS 64
 struct comm_count {
     uint64_t comm, cls;
@@ -221,7 +289,7 @@ struct comm_count {
 };
 
 static uint64_t node_key(const struct sp_model *m, const struct sp_rank *r, const struct sp_rnode *n,
-                         struct comm_count *cc, int *ncc, uint32_t *p2p_idx)
+                         struct comm_count *cc, int *ncc, uint32_t *p2p_idx, struct class_memo *memo)
 {
     if (!n->ncalls)
         return mix(0xe4d, (uint64_t)(r->stage + 1));
@@ -241,7 +309,7 @@ static uint64_t node_key(const struct sp_model *m, const struct sp_rank *r, cons
     if (i == *ncc) {
         if (*ncc == MAX_COMMS)
             return mix(c->comm, c->seq);
-        cc[i] = (struct comm_count){c->comm, comm_class(m, c->comm), 0};
+        cc[i] = (struct comm_count){c->comm, class_of(memo, m, c->comm), 0};
         (*ncc)++;
     }
     /* in a pipeline a collective's peers are the ranks of the same stage */
@@ -261,25 +329,54 @@ static int build_peers(struct graph *g)
         free(k);
         return -1;
     }
-    size_t n = 0;
-    for (int i = 0; i < m->nranks; i++) {
-        struct sp_rank *r = &m->ranks[i];
-        struct comm_count cc[MAX_COMMS];
-        int ncc = 0, step = -1;
-        uint32_t p2p_idx = 0;
-        for (size_t j = 0; j < r->nnodes; j++) {
-            struct sp_rnode *nd = &r->nodes[j];
-            if (nd->step != step) {
-                step = nd->step;
-                ncc = 0;
-                p2p_idx = 0;
-            }
-            uint64_t key = node_key(m, r, nd, cc, &ncc, &p2p_idx);
-            nd->key = (uint32_t)key;
-            k[n++] = (struct keyrec){key, nd->step, (uint32_t)(g->node_base[i] + j)};
+    /* Keys per rank and step, each step's run of a rank keyed in order (a
+     * collective's key counts its calls on the communicator in the step).
+     * When every rank's nodes come in step order (they are built so), the
+     * keys are made step by step and each step's are sorted alone: the
+     * same order as one sort of all, without its scratch as large as the
+     * job. */
+    size_t *at = calloc((size_t)m->nranks + 1, sizeof *at);
+    int by_step = at != NULL;
+    uint32_t top = 0;
+    for (int i = 0; by_step && i < m->nranks; i++)
+        for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
+            uint16_t st = m->ranks[i].nodes[j].step;
+            if (j && st < m->ranks[i].nodes[j - 1].step)
+                by_step = 0;
+            if (st > top)
+                top = st;
         }
+    size_t n = 0;
+    struct class_memo memo = {0};
+    for (uint32_t st = 0; st <= (by_step ? top : 0); st++) {
+        size_t from = n;
+        for (int i = 0; i < m->nranks; i++) {
+            struct sp_rank *r = &m->ranks[i];
+            struct comm_count cc[MAX_COMMS];
+            int ncc = 0, step = -1;
+            uint32_t p2p_idx = 0;
+            size_t j = by_step ? at[i] : 0;
+            for (; j < r->nnodes && (!by_step || r->nodes[j].step == st); j++) {
+                struct sp_rnode *nd = &r->nodes[j];
+                if (nd->step != step) {
+                    step = nd->step;
+                    ncc = 0;
+                    p2p_idx = 0;
+                }
+                uint64_t key = node_key(m, r, nd, cc, &ncc, &p2p_idx, &memo);
+                nd->key = (uint32_t)key;
+                k[n++] = (struct keyrec){key, nd->step, (uint32_t)(g->node_base[i] + j)};
+            }
+            if (by_step)
+                at[i] = j;
+        }
+        if (by_step && n - from > 1)
+            qsort(k + from, n - from, sizeof *k, cmp_keyrec);
     }
-    qsort(k, n, sizeof *k, cmp_keyrec);
+    memo_free(&memo);
+    free(at);
+    if (!by_step)
+        qsort(k, n, sizeof *k, cmp_keyrec);
     for (size_t a = 0; a < n;) {
         size_t b = a;
         while (b < n && k[b].step == k[a].step && k[b].key == k[a].key)

@@ -132,7 +132,7 @@ static size_t longest_gap_phase(const double *gap, size_t ngap, size_t p)
         size_t m = 0;
         for (size_t i = j; i < ngap; i += p)
             g[m++] = gap[i];
-        double med = sp_median(g, m);
+        double med = sp_median_select(g, m);
         if (med > best_gap) {
             best_gap = med;
             best = j;
@@ -180,7 +180,7 @@ static long step_pause_phase(const double *gap, const double *span, size_t ngap,
     for (size_t j = 0; j < k; j++) {
         for (size_t q = 0; q < periods; q++)
             v[q] = gap[from + q * k + j];
-        med[j] = sp_median(v, periods);
+        med[j] = sp_median_select(v, periods);
         if (med[j] > med[best])
             best = j;
     }
@@ -188,13 +188,13 @@ static long step_pause_phase(const double *gap, const double *span, size_t ngap,
     for (size_t j = 0; j < k; j++)
         if (j != best)
             v[nv++] = med[j];
-    double rest = sp_median(v, nv), bar = GAP_RATIO * rest;
+    double rest = sp_median_select(v, nv), bar = GAP_RATIO * rest;
     for (size_t q = 0; q < periods; q++) {
         v[q] = 0;
         for (size_t j = 0; j < k; j++)
             v[q] += span[from + q * k + j];
     }
-    double floor = GAP_FLOOR * sp_median(v, periods);
+    double floor = GAP_FLOOR * sp_median_select(v, periods);
     if (bar < floor)
         bar = floor;
     size_t clear = 0;

@@ -61,10 +61,10 @@ static inline __attribute__((always_inline)) int sp_trace_feed(const char *path,
         sp_reader_close(r);
         return rc;
     }
-    struct sp_event ev;
+    const struct sp_event *ev;
     uint64_t n = 0;
-    while (sp_reader_next(r, &ev) == 1) {
-        if ((rc = sp_tool_dispatch(&p->tool, ctx, r, &ev)) != 0)
+    while ((ev = sp_reader_next_ref(r))) {
+        if ((rc = sp_tool_dispatch(&p->tool, ctx, r, ev)) != 0)
             break;
         if (p->every && ++n % SP_PASS_EVERY == 0)
             p->every(ctx, r);

@@ -32,9 +32,10 @@
  * or not, cannot disturb another: each type's codec memory is only read
  * and written by events of that type.
  *
- * The reader decodes straight from the columns (sp_columns_decode): one
- * cursor per column, each bounded by its column's end, so a corrupt
- * payload can end the chunk early but never read outside it.
+ * The reader decodes straight from the columns (reader.c, a block of one
+ * type's events at a time): one cursor per column, each bounded by its
+ * column's end, so a corrupt payload can end the chunk early but never
+ * read outside it.
  */
 #ifndef SP_COLUMNS_H
 #define SP_COLUMNS_H
@@ -115,7 +116,9 @@ int sp_columns_check(struct sp_columns *c, unsigned type, uint64_t cols);
 /* Out of line: a varint longer than a word (SP_E_CORRUPT past 64 bits). */
 int sp_column_get_long(const uint8_t **pp, uint64_t *out);
 
-/* The next varint of a checked column: one byte, else the word's. */
+/* The next varint of a checked column: one byte, two, else the word's,
+ * else the long loop (only varints past 8 bytes).  The cursor is copied
+ * for that call alone, so that a caller's cursor can stay in a register. */
 static inline __attribute__((always_inline)) int sp_column_get(const uint8_t **pp, uint64_t *out)
 {
     const uint8_t *p = *pp;
@@ -127,60 +130,20 @@ static inline __attribute__((always_inline)) int sp_column_get(const uint8_t **p
         *pp = p + 1;
         return 0;
     }
-    *out = sp_varint_from_word(x, &len);
-    if (__builtin_expect(len == 0, 0))
-        return sp_column_get_long(pp, out);
-    *pp = p + len;
-    return 0;
-}
-
-/* ---- generated column decoders ----------------------------------------------- *
- * The same fields, in the same order, with the same codec memory as the
- * row decoders in codec.h; only the source of each varint differs: the
- * next column, instead of the next bytes of the event. */
-
-#define SP_CDEC_GET                                                            \
-    if (sp_column_get(c++, &v) < 0)                                            \
-        return SP_E_CORRUPT;
-#define SP_CDEC_U(f) SP_CDEC_GET e->f = v;
-#define SP_CDEC_D(f) SP_CDEC_GET e->f = v;
-#define SP_CDEC_DUR(f) SP_CDEC_GET e->f = v; stop += v;
-#define SP_CDEC_STR(f) SP_CDEC_GET e->f = v;
-#define SP_CDEC_S(f) SP_CDEC_GET e->f = sp_unzigzag(v);
-#define SP_CDEC_DS(f) SP_CDEC_GET e->f = prev->f += (uint64_t)sp_unzigzag(v);
-#define SP_X_CDEC_FIELD(kind, field) SP_CDEC_##kind(field)
-#define SP_X_CDECODER(id, NAME, name, FIELDS)                                  \
-    static inline int sp_cdecode_##name(const uint8_t **c, uint64_t *t,        \
-                                        struct sp_ev_##name *e,                \
-                                        struct sp_codec_state *st)             \
-    {                                                                          \
-        struct sp_ev_##name *prev = &st->name;                                 \
-        uint64_t v;                                                            \
-        SP_CDEC_GET                                                            \
-        uint64_t stop = *t = st->end[id] + (uint64_t)sp_unzigzag(v);           \
-        (void)prev;                                                            \
-        FIELDS(SP_X_CDEC_FIELD)                                                \
-        st->end[id] = stop;                                                    \
-        return 0;                                                              \
-    }
-SP_EVENTS(SP_X_CDECODER)
-#undef SP_X_CDECODER
-#undef SP_X_CDEC_FIELD
-
-/* Decodes the event of type `type` (known to this build) from its
- * columns.  0, or SP_E_CORRUPT when a column ends early. */
-static inline int sp_columns_decode(struct sp_columns *c, unsigned type, struct sp_event *ev,
-                                    struct sp_codec_state *st)
-{
-    switch (type) {
-#define SP_X_CCASE(id, NAME, name, FIELDS)                                     \
-    case id:                                                                   \
-        return sp_cdecode_##name(c->col[id], &ev->t, &ev->name, st);
-        SP_EVENTS(SP_X_CCASE)
-#undef SP_X_CCASE
-    default:
+    if (!(x & 0x8000)) {
+        *out = (x & 0x7f) | ((x >> 1) & 0x3f80);
+        *pp = p + 2;
         return 0;
     }
+    *out = sp_varint_from_word(x, &len);
+    if (__builtin_expect(len == 0, 0)) {
+        const uint8_t *q = p;
+        int rc = sp_column_get_long(&q, out);
+        *pp = q;
+        return rc;
+    }
+    *pp = p + len;
+    return 0;
 }
 
 #endif

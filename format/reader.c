@@ -30,8 +30,10 @@
  * skipped silently, as the format's compatibility rules promise.
  *
  * A frame in the column layout (columns.h) is decoded straight from its
- * columns, with no rows rebuilt; one whose columns do not hold together is
- * skipped whole.  A type mask (sp_reader_set_types) is fixed for a chunk
+ * columns, with no rows rebuilt: a block of one type's events at a time,
+ * column after column, handed out in the chunk's order (sp_reader_next_ref
+ * in place, sp_reader_next as a copy); one whose columns do not hold
+ * together is skipped whole.  A type mask (sp_reader_set_types) is fixed for a chunk
  * at its start: masked types are stepped over by their length in rows,
  * by one byte of the type stream in columns, and their codec memory is
  * left alone, which is exact because only a type's own events use it.
@@ -79,6 +81,15 @@ struct slot_chunk {
     uint32_t seen;
 };
 
+/* The decoded events of one type of a column chunk (see fill_block). */
+struct type_block {
+    const struct sp_event *next, *end; /* the next event to hand out, the block's end */
+    uint32_t left;    /* the type's events in the chunk not decoded yet */
+    uint32_t bad;     /* the type's event after the block is malformed */
+    uint64_t dirty;   /* fields written since the block was last cleared */
+};
+struct blocks;
+
 struct sp_reader {
     int fd;
     uint64_t file_size;
@@ -115,6 +126,10 @@ struct sp_reader {
     uint64_t fields_next[SP_EV_MAX]; /* sp_reader_set_fields: from the next chunk */
     int partial, partial_next;       /* some type has fields left out */
     uint8_t act[SP_TYPE_IDS];        /* per type id, what this chunk does: enum act */
+    struct blocks *blocks;           /* a column chunk's events, decoded by type */
+    struct sp_event row;             /* a row chunk's event */
+    struct type_block block[SP_EV_MAX];
+    struct type_block *block_of[SP_TYPE_IDS]; /* per type id: its block, NULL when skipped */
 
     uint8_t *cbuf;
     size_t cbuf_cap;
@@ -407,25 +422,19 @@ static void take_fields(struct sp_reader *r)
 
 /* What a column chunk does with each type id, worked out once per chunk
  * from the masks in force so that each event costs one table lookup. */
-enum act { ACT_SKIP, ACT_ALL, ACT_SOME, ACT_TIME };
-
-/* Bytes of each type's fields, to clear those a decoder leaves out. */
-static const uint16_t type_bytes[SP_EV_MAX] = {
-#define RD_X_BYTES(id, NAME, name, FIELDS) [id] = sizeof(struct sp_ev_##name),
-    SP_EVENTS(RD_X_BYTES)
-#undef RD_X_BYTES
-};
+enum act { ACT_SKIP, ACT_ALL, ACT_SOME };
 
 static int wanted(uint32_t mask, unsigned type);
 
 static void plan_chunk(struct sp_reader *r)
 {
     memset(r->act, ACT_SKIP, sizeof r->act);
+    memset(r->block_of, 0, sizeof r->block_of);
     for (unsigned t = 1; t < SP_EV_MAX; t++)
-        if (sp_codec_known(t) && wanted(r->types, t))
-            r->act[t] = !r->partial || r->fields[t] == UINT64_MAX ? ACT_ALL
-                        : r->fields[t] == 1 && dur_fields(t) == 1 ? ACT_TIME
-                                                                  : ACT_SOME;
+        if (sp_codec_known(t) && wanted(r->types, t)) {
+            r->act[t] = !r->partial || r->fields[t] == UINT64_MAX ? ACT_ALL : ACT_SOME;
+            r->block_of[t] = &r->block[t];
+        }
 }
 
 /* The columns of `type` its action reads: none, all, or the delta and
@@ -436,7 +445,6 @@ static uint64_t columns_read(const struct sp_reader *r, unsigned type)
     case ACT_ALL:
         return UINT64_MAX;
     case ACT_SOME:
-    case ACT_TIME:
         return r->fields[type] << 1 | 1;
     default:
         return 0;
@@ -454,88 +462,149 @@ static int check_planned_columns(struct sp_reader *r)
     return 0;
 }
 
-/* Column decoders that fill only the fields in `want` (bit i: the type's
- * i-th field) and clear the others, whose columns stay unread; they stop
- * at the last field wanted.  The same codec memory as columns.h's
- * decoders, for the fields read. */
-#define RD_PGET                                                                \
-    if (sp_column_get(col, &v) < 0)                                            \
-        return SP_E_CORRUPT;
-#define RD_PF_U(f) RD_PGET e->f = v;
-#define RD_PF_D(f) RD_PGET e->f = v;
-#define RD_PF_STR(f) RD_PGET e->f = v;
-#define RD_PF_DUR(f) RD_PGET e->f = v; stop += v;
-#define RD_PF_S(f) RD_PGET e->f = sp_unzigzag(v);
-#define RD_PF_DS(f) RD_PGET e->f = prev->f += (uint64_t)sp_unzigzag(v);
-#define RD_X_PFIELD(kind, field)                                               \
-    if (!want)                                                                 \
-        goto done;                                                             \
+/* Column chunks are decoded a block of events of one type at a time, one
+ * column after the other: each column is a run of varints read in a tight
+ * loop, where decoding event by event would jump between a type's columns
+ * and pay a call and the field mask's tests per event.  The type stream
+ * then hands out the decoded events in the chunk's order.  Only the
+ * columns a plan reads are touched (the same ones, checked the same way,
+ * as event by event), and the codec memory is the same: a type's memory is
+ * only used by the type's own events, which are decoded in their order.
+ * A varint that does not decode (a column's check cannot rule out one
+ * longer than 64 bits) ends the block before the event it belongs to;
+ * that event is then malformed where the type stream reaches it, as it
+ * was when decoded alone. */
+#define RD_BLOCK 64
+
+/* Per type, its block: whole events, handed out in place. */
+struct blocks {
+    struct sp_event ev[SP_EV_MAX][RD_BLOCK];
+};
+
+/* The type's fields of e[i]: each decoder defines rd_ev as its type. */
+#define RD_EV(i) ((rd_ev *)(base + (size_t)(i) * sizeof(struct sp_event)))
+#define RD_BF_U(f, i, v) RD_EV(i)->f = (v);
+#define RD_BF_D(f, i, v) RD_EV(i)->f = (v);
+#define RD_BF_STR(f, i, v) RD_EV(i)->f = (v);
+#define RD_BF_DUR(f, i, v) RD_EV(i)->f = (v);
+#define RD_BF_S(f, i, v) RD_EV(i)->f = sp_unzigzag(v);
+#define RD_BF_DS(f, i, v) RD_EV(i)->f = prev->f += (uint64_t)sp_unzigzag(v);
+/* One field's column: eight one-byte varints at a time where a word holds
+ * them (no continuation bit in it), else one by one. */
+#define RD_X_BFIELD(kind, field)                                               \
     if (want & 1) {                                                            \
-        RD_PF_##kind(field)                                                    \
+        const uint8_t *p = *col;                                               \
+        for (i = 0; i < n;) {                                                  \
+            uint64_t x;                                                        \
+            memcpy(&x, p, sizeof x);                                           \
+            if (!(x & SP_CONT_BITS) && n - i >= 8) {                           \
+                RD_BF_##kind(field, i, x & 0xff)                               \
+                RD_BF_##kind(field, i + 1, (x >> 8) & 0xff)                    \
+                RD_BF_##kind(field, i + 2, (x >> 16) & 0xff)                   \
+                RD_BF_##kind(field, i + 3, (x >> 24) & 0xff)                   \
+                RD_BF_##kind(field, i + 4, (x >> 32) & 0xff)                   \
+                RD_BF_##kind(field, i + 5, (x >> 40) & 0xff)                   \
+                RD_BF_##kind(field, i + 6, (x >> 48) & 0xff)                   \
+                RD_BF_##kind(field, i + 7, x >> 56)                            \
+                i += 8;                                                        \
+                p += 8;                                                        \
+                continue;                                                      \
+            }                                                                  \
+            if (__builtin_expect(sp_column_get(&p, &v) < 0, 0)) {              \
+                n = i;                                                         \
+                break;                                                         \
+            }                                                                  \
+            RD_BF_##kind(field, i, v)                                          \
+            i++;                                                               \
+        }                                                                      \
+        *col = p;                                                              \
     }                                                                          \
     col++;                                                                     \
     want >>= 1;
-#define RD_X_PDECODER(id, NAME, name, FIELDS)                                  \
-    static int pdecode_##name(const uint8_t **col, uint64_t *t,                \
-                              struct sp_ev_##name *e, struct sp_codec_state *st, \
-                              uint64_t want)                                   \
+#define RD_BSTOP_U(f)
+#define RD_BSTOP_D(f)
+#define RD_BSTOP_STR(f)
+#define RD_BSTOP_S(f)
+#define RD_BSTOP_DS(f)
+#define RD_BSTOP_DUR(f) +RD_EV(i)->f
+#define RD_X_BSTOP(kind, field) RD_BSTOP_##kind(field)
+/* Decodes the next n events of the type from its columns into e[]: the
+ * fields in `want` (the others are left as they are), then the times;
+ * returns how many decoded: n, or the index of the first malformed one. */
+#define RD_X_BDECODER(id, NAME, name, FIELDS)                                  \
+    static uint32_t block_##name(const uint8_t **col, struct sp_codec_state *st, uint64_t want, \
+                                 uint32_t n, uint32_t tid, struct sp_event *e) \
     {                                                                          \
+        typedef struct sp_ev_##name rd_ev;                                     \
         struct sp_ev_##name *prev = &st->name;                                 \
+        char *base = (char *)&e->name;                                         \
+        const uint8_t **delta = col++;                                         \
         uint64_t v;                                                            \
-        memset(e, 0, sizeof *e);                                               \
-        RD_PGET                                                                \
-        uint64_t stop = *t = st->end[id] + (uint64_t)sp_unzigzag(v);           \
+        uint32_t i;                                                            \
         (void)prev;                                                            \
-        col++;                                                                 \
-        FIELDS(RD_X_PFIELD)                                                    \
-    done:                                                                      \
-        st->end[id] = stop;                                                    \
-        return 0;                                                              \
+        (void)base;                                                            \
+        FIELDS(RD_X_BFIELD)                                                    \
+        (void)want;                                                            \
+        const uint8_t *p = *delta;                                             \
+        uint64_t end = st->end[id];                                            \
+        for (i = 0; i < n; i++) {                                              \
+            if (__builtin_expect(sp_column_get(&p, &v) < 0, 0)) {              \
+                n = i;                                                         \
+                break;                                                         \
+            }                                                                  \
+            e[i].tid = tid;                                                    \
+            e[i].t = end + (uint64_t)sp_unzigzag(v);                           \
+            end = e[i].t FIELDS(RD_X_BSTOP);                                   \
+        }                                                                      \
+        *delta = p;                                                            \
+        st->end[id] = end;                                                     \
+        return n;                                                              \
     }
-SP_EVENTS(RD_X_PDECODER)
-#undef RD_X_PDECODER
-#undef RD_X_PFIELD
+SP_EVENTS(RD_X_BDECODER)
+#undef RD_X_BDECODER
+#undef RD_X_BFIELD
+#undef RD_X_BSTOP
+#undef RD_EV
 
-/* Out of line, like decode_some_columns, so that sp_reader_next stays a
- * small loop. */
-static __attribute__((noinline)) int decode_all_columns(struct sp_columns *c, unsigned type,
-                                                        struct sp_event *ev,
-                                                        struct sp_codec_state *st)
+/* The fields of `type` its action fills (bit i: field i). */
+static uint64_t fields_read(const struct sp_reader *r, unsigned type)
 {
-    return sp_columns_decode(c, type, ev, st);
+    return r->act[type] == ACT_ALL ? all_fields(type) : r->fields[type];
 }
 
-static int decode_some_columns(struct sp_columns *c, unsigned type, struct sp_event *ev,
-                               struct sp_codec_state *st, uint64_t want)
+/* Decodes the type's next block.  Fields the plan leaves out read 0: the
+ * block's fields are cleared when it holds some written under another
+ * plan. */
+static uint32_t fill_block(struct sp_reader *r, unsigned type)
 {
+    struct type_block *b = &r->block[type];
+    uint32_t n = b->left < RD_BLOCK ? b->left : RD_BLOCK;
+    uint64_t want = fields_read(r, type);
+    struct sp_event *e = r->blocks->ev[type];
+    if (b->dirty & ~want) { /* also the first time: the block is not initialized */
+        for (unsigned i = 0; i < RD_BLOCK; i++) {
+            memset(&e[i], 0, sizeof e[i]);
+            e[i].type = (uint8_t)type;
+        }
+        b->dirty = 0;
+    }
+    b->dirty |= want;
+    uint32_t got = 0;
     switch (type) {
-#define RD_X_PCASE(id, NAME, name, FIELDS)                                     \
+#define RD_X_FILL(id, NAME, name, FIELDS)                                      \
     case id:                                                                   \
-        return pdecode_##name(c->col[id], &ev->t, &ev->name, st, want);
-        SP_EVENTS(RD_X_PCASE)
-#undef RD_X_PCASE
+        got = block_##name(r->cols.col[id], &r->codec, want, n, r->tid, e);    \
+        break;
+        SP_EVENTS(RD_X_FILL)
+#undef RD_X_FILL
     default:
-        return 0;
+        break;
     }
-}
-
-/* ACT_TIME: the start and the duration (the type's first field) of an
- * event whose other fields nobody asked for; one decoder serves every
- * such type, since both are the first two columns and the codec memory
- * of a time is the type's end alone. */
-static inline int decode_time(struct sp_columns *c, unsigned type, struct sp_event *ev,
-                              struct sp_codec_state *st)
-{
-    const uint8_t **col = c->col[type];
-    uint64_t delta, dur;
-    if (sp_column_get(&col[0], &delta) < 0 || sp_column_get(&col[1], &dur) < 0)
-        return SP_E_CORRUPT;
-    uint64_t *fields = (uint64_t *)(void *)&ev->nccl; /* the union's start */
-    memset(fields, 0, type_bytes[type]);
-    fields[0] = dur;
-    ev->t = st->end[type] + (uint64_t)sp_unzigzag(delta);
-    st->end[type] = ev->t + dur;
-    return 0;
+    b->next = e;
+    b->end = e + got;
+    b->left -= got;
+    b->bad = got < n;
+    return got;
 }
 
 /* Rows are decoded whole; the fields left out are cleared so that both
@@ -756,6 +825,12 @@ static int open_columns(struct sp_reader *r, uint64_t at)
     r->chunk_at = at;
     if (sp_columns_open(&r->cols, r->chunk, r->chunk_len, r->zeros) == 0) {
         r->columnar = 1;
+        for (unsigned t = 1; t < SP_EV_MAX; t++) {
+            struct type_block *b = &r->block[t];
+            b->next = b->end = NULL;
+            b->bad = 0;
+            b->left = r->cols.count[t];
+        }
         if (check_planned_columns(r) == 0)
             return 1;
     }
@@ -907,12 +982,15 @@ static void malformed(struct sp_reader *r, uint64_t at)
     r->cols.next = r->cols.n;
 }
 
-/* The next wanted event of a row chunk: 1, or 0 at its end.  A type left
- * out by the mask is stepped over by its length, its fields unread and
- * its codec memory untouched (only its own events use that memory). */
-static int next_from_rows(struct sp_reader *r, struct sp_event *ev)
+/* The next wanted event of a row chunk, decoded into r->row; NULL at
+ * its end.  A type left out by the mask is stepped over by its length,
+ * its fields unread and its codec memory untouched (only its own events
+ * use that memory). */
+static const struct sp_event *next_from_rows(struct sp_reader *r)
 {
+    struct sp_event *ev = &r->row;
     const uint8_t *end = r->chunk + r->chunk_len;
+    ev->tid = r->tid;
     while (r->chunk_pos < r->chunk_len) {
         const uint8_t *p = r->chunk + r->chunk_pos;
         long n = wanted(r->types, *p) ? sp_codec_decode(p, end, ev, &r->codec)
@@ -930,47 +1008,79 @@ static int next_from_rows(struct sp_reader *r, struct sp_event *ev)
             continue; /* masked out, or a type from a newer writer */
         if (r->partial && r->fields[*p] != UINT64_MAX)
             clear_fields(ev, r->fields[*p]);
-        return 1;
+        return ev;
     }
-    return 0;
+    return NULL;
 }
 
 /* The same for a column chunk: a type left out is one byte of the type
- * stream to step over; its columns are never read. */
-static int next_from_columns(struct sp_reader *r, struct sp_event *ev)
+ * stream to step over; its columns are never read.  The others come from
+ * their type's block, decoded when it runs out. */
+static const struct sp_event *next_from_columns(struct sp_reader *r)
 {
     struct sp_columns *c = &r->cols;
     while (c->next < c->n) {
         unsigned type = c->types[c->next++];
-        unsigned act = r->act[type];
-        if (act == ACT_SKIP)
+        if (r->act[type] == ACT_SKIP)
             continue; /* masked out, or a type from a newer writer */
-        ev->type = (uint8_t)type;
-        int rc = act == ACT_TIME   ? decode_time(c, type, ev, &r->codec)
-                 : act == ACT_SOME ? decode_some_columns(c, type, ev, &r->codec, r->fields[type])
-                                   : decode_all_columns(c, type, ev, &r->codec);
-        if (rc < 0) {
+        struct type_block *b = &r->block[type];
+        if (b->next == b->end && (b->bad || fill_block(r, type) == 0)) {
             malformed(r, c->next - 1);
             break;
         }
-        return 1;
+        return b->next++;
     }
-    return 0;
+    return NULL;
+}
+
+/* Everything but the next event of a decoded block: a block to decode,
+ * the next chunk, the rows. */
+static __attribute__((noinline)) const struct sp_event *next_slow(struct sp_reader *r)
+{
+    for (;;) {
+        const struct sp_event *ev = r->columnar ? next_from_columns(r) : next_from_rows(r);
+        if (ev) {
+            r->stats.events++;
+            return ev;
+        }
+        if (!load_next_chunk(r))
+            return NULL;
+    }
+}
+
+/* The common case inline, without a call: the next event of the chunk is
+ * in its type's block already. */
+const struct sp_event *sp_reader_next_ref(struct sp_reader *r)
+{
+    if (!r)
+        return NULL;
+    if (r->columnar) {
+        struct sp_columns *c = &r->cols;
+        while (c->next < c->n) {
+            struct type_block *b = r->block_of[c->types[c->next]];
+            if (!b) {
+                c->next++; /* masked out, or a type from a newer writer */
+                continue;
+            }
+            if (b->next == b->end)
+                break;
+            c->next++;
+            r->stats.events++;
+            return b->next++;
+        }
+    }
+    return next_slow(r);
 }
 
 int sp_reader_next(struct sp_reader *r, struct sp_event *ev)
 {
     if (!r || !ev)
         return 0;
-    for (;;) {
-        ev->tid = r->tid;
-        if (r->columnar ? next_from_columns(r, ev) : next_from_rows(r, ev)) {
-            r->stats.events++;
-            return 1;
-        }
-        if (!load_next_chunk(r))
-            return 0;
-    }
+    const struct sp_event *e = sp_reader_next_ref(r);
+    if (!e)
+        return 0;
+    *ev = *e;
+    return 1;
 }
 
 int sp_reader_set_summary(struct sp_reader *r, sp_summary_fn fn, void *ctx)
@@ -1028,7 +1138,10 @@ static int alloc_buffers(struct sp_reader *r)
         r->scan_limit = SCAN_LIMIT_MIN;
     r->dctx = ZSTD_createDCtx();
     r->diag = calloc(1, DIAG_MAX);
-    return r->chunk && r->zeros && r->cbuf && r->dctx && r->diag ? 0 : SP_E_NOMEM;
+    r->blocks = malloc(sizeof *r->blocks); /* each type's block cleared at its first use */
+    for (unsigned t = 0; t < SP_EV_MAX; t++)
+        r->block[t].dirty = UINT64_MAX;
+    return r->chunk && r->zeros && r->cbuf && r->dctx && r->diag && r->blocks ? 0 : SP_E_NOMEM;
 }
 
 static int open_file(struct sp_reader *r, const char *path)
@@ -1117,6 +1230,7 @@ void sp_reader_close(struct sp_reader *r)
     ZSTD_freeDCtx(r->dctx);
     free(r->summary);
     free(r->diag);
+    free(r->blocks);
     free(r);
 }
 
@@ -1124,9 +1238,9 @@ int sp_reader_feed(struct sp_reader *r, const struct sp_tool *tool, void *ctx)
 {
     if (!r || !tool)
         return SP_E_ARG;
-    struct sp_event ev;
-    while (sp_reader_next(r, &ev)) {
-        int rc = sp_tool_dispatch(tool, ctx, r, &ev);
+    const struct sp_event *ev;
+    while ((ev = sp_reader_next_ref(r))) {
+        int rc = sp_tool_dispatch(tool, ctx, r, ev);
         if (rc)
             return rc;
     }

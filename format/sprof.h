@@ -600,6 +600,9 @@ const struct sp_file_info *sp_reader_info(const struct sp_reader *r);
 /* Next event: 1 when *ev was filled, 0 at end of file.  Damage does not
  * stop the stream; it is counted and described by sp_reader_diag(). */
 int sp_reader_next(struct sp_reader *r, struct sp_event *ev);
+/* The same event in place, without a copy: NULL at the end of the file.
+ * The event is the reader's, valid until the next call on r. */
+const struct sp_event *sp_reader_next_ref(struct sp_reader *r);
 
 /* Which event types sp_reader_next (and sp_reader_feed) deliver: a mask of
  * SP_TYPE_BIT(type), all types by default.  The others are stepped over

@@ -32,9 +32,10 @@
  * without the flags (for tests).  The trace header says which (TLV
  * SP_TLV_CLOCK, shown by `scaleprof dump`).
  *
- * Hot path: one load of the segment index, three loads, rdtsc, a 128-bit
- * multiply.  Segments are double-buffered: the thread writes the one not
- * in use, then publishes its index; a reader that finds its segment
+ * Hot path: one load of the segment's address (NULL: clock_gettime), its
+ * sequence number and three loads, rdtsc, a 128-bit multiply.  Segments
+ * are double-buffered: the thread writes the one not in use, then
+ * publishes its index and address; a reader that finds its segment
  * rewritten under it (its sequence number moved) reads clock_gettime
  * instead of waiting.  No lock, no system call, no allocation.
  */
@@ -54,6 +55,7 @@
 struct sp_clock_seg sp_clock_segs[2];
 volatile unsigned sp_clock_cur;
 volatile int sp_clock_tsc;
+struct sp_clock_seg *volatile sp_clock_seg;
 
 static struct {
     int wanted;         /* the TSC will be used once calibrated */
@@ -108,6 +110,7 @@ void sp_clock_init(void)
 {
     const char *env = getenv("SCALEPROF_CLOCK");
     sp_clock_tsc = 0;
+    sp_clock_seg = NULL;
     ck.wanted = 0;
 #if defined(__x86_64__) || defined(__i386__)
     if (env && !strcmp(env, "monotonic"))
@@ -147,6 +150,7 @@ static void publish(uint64_t tsc, uint64_t ns, double rate)
     __atomic_store_n(&s->mult, (uint64_t)(rate * 4294967296.0), __ATOMIC_RELAXED);
     __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&sp_clock_cur, next, __ATOMIC_RELEASE);
+    __atomic_store_n(&sp_clock_seg, s, __ATOMIC_RELEASE);
     ck.segments++;
 }
 

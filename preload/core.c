@@ -1441,6 +1441,7 @@ void sp_core_atfork_child(void)
     g_life_start = sp_now();
     sp_fd_after_fork();
     sp_cpu_after_fork();
+    sp_clock_after_fork();
     g_step_inherited = 1;
     g_step_counting = 0;
     unsigned used = atomic_load(&g_next_stripe);

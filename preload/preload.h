@@ -208,6 +208,11 @@ static inline __attribute__((always_inline)) uint64_t sp_now(void)
  * (for the header), and the calibration's figures. */
 void sp_clock_init(void);
 void sp_clock_tick(void);
+/* When (CLOCK_MONOTONIC ns) the clock wants sp_clock_tick() from the
+ * service thread while it is first calibrated; UINT64_MAX once the
+ * compressor's passes suffice, or when the TSC is not used. */
+uint64_t sp_clock_due(void);
+void sp_clock_after_fork(void);
 const char *sp_clock_describe(void);
 void sp_clock_stats(double *ns_per_tick, int64_t *max_err_ns, unsigned *segments);
 

@@ -15,6 +15,8 @@
 # of CG_COUNT and 2 x CG_COUNT calls: deterministic where timings are noisy.
 set -eu
 : "${PRELOAD_BENCH:?}" "${SCALEPROF_LIB:?}" "${SIM_LIBDIR:?}"
+PRELOAD_BENCH=$(readlink -f "$PRELOAD_BENCH") SCALEPROF_LIB=$(readlink -f "$SCALEPROF_LIB")
+SIM_LIBDIR=$(readlink -f "$SIM_LIBDIR")
 ROUNDS=${ROUNDS:-5}
 CG_COUNT=${CG_COUNT:-4000}
 work=$(mktemp -d "${TMPDIR:-/tmp}/sp-preload-bench.XXXXXX")
@@ -59,9 +61,12 @@ fi
 # Inclusive instructions of the function NAME in object OBJ in the calling
 # thread's profile (file -01): the interposer includes the real call, so
 # interposer minus real is what the recorder adds, whatever the sim's own
-# timing-dependent work (its queues, its CUPTI records) costs.
+# timing-dependent work (its queues, its CUPTI records) costs.  Annotated
+# from /: from the build directory, callgrind_annotate shows the parts of
+# an interposer inlined from other files (the encoder) under paths relative
+# to it, apart from the interposer, whose inclusive cost then misses them.
 incl() { # profile name obj
-    callgrind_annotate --inclusive=yes --threshold=100 "$1-01" 2>/dev/null |
+    (cd / && callgrind_annotate --inclusive=yes --threshold=100 "$1-01" 2>/dev/null) |
         awk -v f=":$2 [" -v o="$3" 'index($0, f) && index($0, o) { gsub(",", "", $1); print $1; exit }'
 }
 cg() { # mode call n: the added instructions of n calls (interposer minus real)

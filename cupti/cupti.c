@@ -105,7 +105,8 @@ static struct {
 } cu;
 
 enum { ATTACH_NONE, ATTACH_RUNNING, ATTACH_DONE };
-static atomic_int attach_state;
+atomic_int sp_cupti_attach_state; /* sp_gpu.h reads it on every call */
+#define attach_state sp_cupti_attach_state
 static atomic_int active;     /* CUPTI activity is being recorded */
 static pid_t attach_pid;      /* the process that attached (fork check) */
 
@@ -460,10 +461,8 @@ static enum attach_outcome attach(void)
     return ATTACHED;
 }
 
-void sp_cupti_ensure(void)
+void sp_cupti_attach_now(void)
 {
-    if (SP_LIKELY(atomic_load_explicit(&attach_state, memory_order_acquire) != ATTACH_NONE))
-        return;
     int expect = ATTACH_NONE;
     if (!atomic_compare_exchange_strong(&attach_state, &expect, ATTACH_RUNNING))
         return; /* another thread attaches; this call goes on without waiting */

@@ -19,13 +19,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The library's own (preload.h). */
+#pragma GCC visibility push(hidden)
+
 /* CUDA device ordinal the calling thread works on (cudaSetDevice, else
- * asked once from the runtime); -1 when no CUDA runtime is loaded. */
-int sp_gpu_current_device(void);
+ * asked once from the runtime); -1 when no CUDA runtime is loaded.  One
+ * thread-local load once known; the asking is out of line (cuda.c). */
+extern __thread int sp_gpu_tls_device __attribute__((tls_model("initial-exec")));
+int sp_gpu_ask_device(void);
+static inline int sp_gpu_current_device(void)
+{
+    int d = sp_gpu_tls_device;
+    return __builtin_expect(d >= 0, 1) ? d : sp_gpu_ask_device();
+}
 
 /* Attach CUPTI once per process, at the first CUDA or NCCL call seen (or
- * when the driver calls InitializeInjection).  Cheap after the first call. */
-void sp_cupti_ensure(void);
+ * when the driver calls InitializeInjection).  One load after the first
+ * call: the attaching is out of line (cupti.c). */
+extern atomic_int sp_cupti_attach_state; /* 0 until an attach has begun */
+void sp_cupti_attach_now(void);
+static inline void sp_cupti_ensure(void)
+{
+    if (__builtin_expect(atomic_load_explicit(&sp_cupti_attach_state, memory_order_acquire) == 0, 0))
+        sp_cupti_attach_now();
+}
 
 /* Non-zero when CUPTI activity recording is running in this process. */
 int sp_cupti_active(void);
@@ -90,5 +107,7 @@ static inline void sp_id_slot_set(struct sp_id_slot *s, uint32_t generation, uin
 {
     atomic_store_explicit(&s->gen_id, (uint64_t)generation << 32 | id, memory_order_release);
 }
+
+#pragma GCC visibility pop
 
 #endif

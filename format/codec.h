@@ -58,14 +58,35 @@
 #define SP_WORD 8
 
 
+/* The low 56 bits of v as eight 7-bit groups, one per byte of the word
+ * (little endian, continuation bits clear), in three steps. */
+static inline __attribute__((always_inline)) uint64_t sp_varint_spread(uint64_t v)
+{
+    uint64_t x = (v & 0x000000000fffffffull) | ((v & 0x00fffffff0000000ull) << 4);
+    x = (x & 0x00003fff00003fffull) | ((x & 0x0fffc0000fffc000ull) << 2);
+    return (x & 0x007f007f007f007full) | ((x & 0x3f803f803f803f80ull) << 1);
+}
+
+/* For the word path (v >= 2^21, so clz(v) <= 42): the varint's bytes, and
+ * how far SP_CONT_BITS shifts right to leave the continuation bits of all
+ * but its last byte, by clz(v). */
+static const uint8_t sp_varint_len_by_clz[64] = {
+    10, 9, 9, 9, 9, 9, 9, 9, 8, 8, 8, 8, 8, 8, 8, 7, 7, 7, 7, 7, 7, 7,
+    6, 6, 6, 6, 6, 6, 6, 5, 5, 5, 5, 5, 5, 5, 4, 4, 4, 4, 4, 4, 4, 3,
+    3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1};
+static const uint8_t sp_varint_cont_shift_by_clz[64] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 16, 16, 16, 16, 16, 16, 16,
+    24, 24, 24, 24, 24, 24, 24, 32, 32, 32, 32, 32, 32, 32, 40, 40, 40, 40, 40, 40, 40, 48,
+    48, 48, 48, 48, 48, 48, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+
 /* Writes v as a varint at p and returns its end.  May store up to
  * SP_WORD - 1 bytes past that end (callers leave room: see
  * SP_EVENT_MAX_BYTES).  One byte is the common case (kinds, streams,
  * devices, +1 steps of ids); up to 8 bytes (56 bits: durations, gaps,
  * sizes, string ids) the 7-bit groups are spread over a word in three
  * steps, the continuation bits set on all bytes but the last, and the
- * word stored whole, with no branch on the length; the loop handles the
- * rest. */
+ * word stored whole, with no branch on the length; a wider value (a
+ * 64-bit hash) is that word and one or two bytes more, with no loop. */
 static inline __attribute__((always_inline)) uint8_t *sp_put_uvarint(uint8_t *p, uint64_t v)
 {
     if (__builtin_expect(v < (1u << 7), 1)) {
@@ -84,20 +105,23 @@ static inline __attribute__((always_inline)) uint8_t *sp_put_uvarint(uint8_t *p,
         return p + 3;
     }
     if (__builtin_expect(v < (1ull << 56), 1)) {
-        unsigned len = (64 - (unsigned)__builtin_clzll(v) + 6) / 7;
-        uint64_t x = (v & 0x000000000fffffffull) | ((v & 0x00fffffff0000000ull) << 4);
-        x = (x & 0x00003fff00003fffull) | ((x & 0x0fffc0000fffc000ull) << 2);
-        x = (x & 0x007f007f007f007full) | ((x & 0x3f803f803f803f80ull) << 1);
-        x |= SP_CONT_BITS & ((1ull << (8 * (len - 1))) - 1);
+        unsigned clz = (unsigned)__builtin_clzll(v);
+        uint64_t x = sp_varint_spread(v) | SP_CONT_BITS >> sp_varint_cont_shift_by_clz[clz];
         memcpy(p, &x, sizeof x);
-        return p + len;
+        return p + sp_varint_len_by_clz[clz];
     }
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
+    /* 57 to 64 bits (hashes: communicator ids): the low 56 in eight
+     * bytes, all continued, then the top 8 bits in one or two. */
+    uint64_t x = sp_varint_spread(v & ((1ull << 56) - 1)) | SP_CONT_BITS;
+    memcpy(p, &x, sizeof x);
+    uint64_t top = v >> 56;
+    if (top < 0x80) {
+        p[8] = (uint8_t)top;
+        return p + 9;
     }
-    *p++ = (uint8_t)v;
-    return p;
+    p[8] = (uint8_t)(top | 0x80);
+    p[9] = 1;
+    return p + 10;
 }
 
 static inline uint64_t sp_zigzag(int64_t v)

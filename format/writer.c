@@ -51,7 +51,8 @@
  * Hot path (sp_writer_append with room in the slot): one compare of a
  * thread-local word (the writer's generation while the slot has room for
  * another event, else 0) with the writer's, the encoder, one release
- * store.  No lock, no allocation, no system call.
+ * store.  No lock, no allocation, no system call.  It is written once, in
+ * append.h, so that the recorder can inline it where it builds an event.
  * The slow path (slot change) may issue one futex wake to nudge a sleeping
  * compressor.
  *
@@ -78,6 +79,7 @@
 #include <unistd.h>
 #include <zstd.h> /* ZSTD_COMPRESSBOUND only: the library is behind compress.h */
 
+#include "append.h"
 #include "codec.h"
 #include "columns.h"
 #include "compress.h"
@@ -109,15 +111,13 @@
 
 struct pending_slot;
 
-/* Where the claiming thread's previous chunk lives, so that the compressor
- * never writes a thread's chunk before the one it follows (a pass that was
- * preempted mid-scan can see chunk k+1 FULL but have missed chunk k). */
-struct chunk_link {
-    uint64_t chunk_id; /* 0: the thread's first chunk */
-    uint32_t slot;
-};
+/* struct chunk_link (append.h): where the claiming thread's previous chunk
+ * lives, so that the compressor never writes a thread's chunk before the
+ * one it follows (a pass that was preempted mid-scan can see chunk k+1
+ * FULL but have missed chunk k). */
 
 struct sp_writer {
+    struct sp_writer_head head; /* first: append.h reads the generation */
     int fd;
     uint8_t *map;
     size_t map_size;
@@ -126,7 +126,6 @@ struct sp_writer {
     uint64_t strings_size;
     uint8_t *slots;
     uint32_t slot_size, slot_count;
-    uint64_t gen;
 
     uint64_t next_chunk; /* atomic */
     uint32_t touched;    /* atomic: slots [0, touched) were ever claimed */
@@ -166,21 +165,10 @@ struct sp_writer {
     uint64_t end_mono, end_real;
 };
 
-/* The calling thread's current slot, valid only while gen == w->gen. */
-struct sp_tls_slot {
-    uint64_t ready; /* gen while the slot has room for one more event, else 0:
-                     * the fast path's one compare */
-    uint64_t gen;   /* the writer this state belongs to */
-    uint8_t *pos;   /* where the next event goes */
-    uint8_t *limit; /* past this, the next event might not fit: slow path */
-    struct sp_slot_header *slot;
-    uint8_t *data;  /* the slot's first event byte */
-    uint64_t pending_drops;
-    uint32_t drop_reason;
-    struct chunk_link last; /* the chunk this thread retired last */
-    struct sp_codec_state codec; /* the chunk's codec memory: last, it is large */
-};
-static __thread struct sp_tls_slot tls __attribute__((tls_model("initial-exec")));
+/* The calling thread's current slot (struct sp_tls_slot, append.h), valid
+ * only while its gen is the writer's. */
+__thread struct sp_tls_slot sp_writer_tls __attribute__((tls_model("initial-exec")));
+#define tls sp_writer_tls
 
 /* One logical thread of sp_writer_append_as: the same slot state an OS
  * thread keeps in `tls`, held by the writer instead. */
@@ -674,7 +662,7 @@ struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts
     w->hdr = (struct sp_file_header *)w->map;
     w->strings = w->map + SP_HEADER_SIZE;
     w->slots = w->strings + w->strings_size;
-    w->gen = __atomic_fetch_add(&next_generation, 1, __ATOMIC_RELAXED);
+    w->head.gen = __atomic_fetch_add(&next_generation, 1, __ATOMIC_RELAXED);
     w->owner = getpid();
     init_header(w);
     if (w->background && !o.defer_thread && (*err = start_compressor(w)) < 0) {
@@ -754,15 +742,8 @@ static inline __attribute__((always_inline)) void put_event(struct sp_tls_slot *
     ts->pos = pos + sp_codec_encode(pos, ev, &ts->codec);
 }
 
-/* Makes the event visible, and sends the next append down the slow path
- * when the slot may not have room for it. */
-static inline __attribute__((always_inline)) void publish(struct sp_tls_slot *ts)
-{
-    uint8_t *pos = ts->pos;
-    __atomic_store_n(&ts->slot->used, (uint32_t)(pos - ts->data), __ATOMIC_RELEASE);
-    if (__builtin_expect(pos > ts->limit, 0))
-        ts->ready = 0;
-}
+/* Makes the events put so far visible (append.h). */
+#define publish sp_writer_publish
 
 static void count_drop(struct sp_writer *w, struct sp_tls_slot *ts)
 {
@@ -799,12 +780,12 @@ static void retire_slot(struct sp_writer *w, struct sp_tls_slot *ts)
     tls_forget_slot(ts);
 }
 
-static __attribute__((noinline)) int append_slow(struct sp_writer *w, const struct sp_event *ev)
+int sp_writer_reserve_slow(struct sp_writer *w, uint64_t t)
 {
-    if (tls.gen != w->gen) {
+    if (tls.gen != w->head.gen) {
         memset(&tls, 0, sizeof tls);
         tls_forget_slot(&tls);
-        tls.gen = w->gen;
+        tls.gen = w->head.gen;
     } else {
         retire_slot(w, &tls);
     }
@@ -813,27 +794,24 @@ static __attribute__((noinline)) int append_slow(struct sp_writer *w, const stru
         count_drop(w, &tls);
         if (w->background)
             nudge_compressor(w);
-        return SP_E_FULL;
+        return 0;
     }
     tls_use_slot(w, &tls, s);
-    put_pending_drops(&tls, ev->t);
-    put_event(&tls, ev);
-    publish(&tls);
-    return 0;
+    put_pending_drops(&tls, t);
+    return 1;
 }
 
 int sp_writer_append(struct sp_writer *w, const struct sp_event *ev)
 {
-    if (__builtin_expect(tls.ready != w->gen, 0))
-        return append_slow(w, ev);
-    put_event(&tls, ev);
-    publish(&tls);
+    if (__builtin_expect(tls.ready != w->head.gen, 0) && !sp_writer_reserve_slow(w, ev->t))
+        return SP_E_FULL;
+    sp_writer_put(ev);
     return 0;
 }
 
 void sp_writer_thread_exit(struct sp_writer *w)
 {
-    if (!w || tls.gen != w->gen)
+    if (!w || tls.gen != w->head.gen)
         return;
     /* The thread's last losses, if any, go into its last chunk: it will
      * have no next one. */
@@ -899,7 +877,7 @@ static void logical_init(struct sp_writer *w, struct logical_thread *lt, uint32_
 {
     memset(lt, 0, sizeof *lt);
     lt->tid = tid;
-    lt->st.gen = w->gen;
+    lt->st.gen = w->head.gen;
     tls_forget_slot(&lt->st);
 }
 
@@ -985,7 +963,7 @@ int sp_writer_append_as(struct sp_writer *w, const struct sp_event *ev, uint32_t
     }
     lt->used_at = ++w->logical_clock;
     struct sp_tls_slot *ts = &lt->st;
-    if (__builtin_expect(ts->ready != w->gen, 0))
+    if (__builtin_expect(ts->ready != w->head.gen, 0))
         return append_as_slow(w, lt, ev);
     put_event(ts, ev);
     publish(ts);
@@ -1008,7 +986,7 @@ int sp_writer_set_end_clocks(struct sp_writer *w, uint64_t mono, uint64_t real)
  * no next chunk to carry them. */
 static void flush_pending_drops(struct sp_writer *w, struct sp_tls_slot *ts, uint32_t tid)
 {
-    if (ts->gen != w->gen || !ts->pending_drops)
+    if (ts->gen != w->head.gen || !ts->pending_drops)
         return;
     if (!ts->slot || ts->pos > ts->limit) {
         retire_slot(w, ts);
@@ -1119,7 +1097,7 @@ int sp_writer_close(struct sp_writer *w)
     stop_compressor(w);
     compress_now(w, 0); /* frees slots for the closing thread's DROPPED record */
     flush_pending_drops(w, &tls, raw_gettid());
-    if (tls.gen == w->gen)
+    if (tls.gen == w->head.gen)
         tls_forget_slot(&tls);
     flush_logical_threads(w);
     int rc = compress_now(w, 1);

@@ -25,19 +25,29 @@
  * one pair's error make, and does not grow with the run: the drift test
  * (tests/preload/test_clock.c) measures it.
  *
- * Until the second pair (one period after start) the TSC's rate is
- * unknown, so sp_now() reads clock_gettime; so it does where there is no
- * invariant TSC (VMs that hide it, other architectures), and when
- * SCALEPROF_CLOCK=monotonic.  SCALEPROF_CLOCK=tsc uses the TSC even
- * without the flags (for tests).  The trace header says which (TLV
- * SP_TLV_CLOCK, shown by `scaleprof dump`).
+ * Until the second pair the TSC's rate is unknown, so sp_now() reads
+ * clock_gettime; so it does where there is no invariant TSC (VMs that hide
+ * it, other architectures), and when SCALEPROF_CLOCK=monotonic.
+ * SCALEPROF_CLOCK=tsc uses the TSC even without the flags (for tests).
+ * The trace header says which (TLV SP_TLV_CLOCK, shown by `scaleprof
+ * dump`).  The second pair is read SP_CLOCK_FIRST_NS (5 ms) after the
+ * first, and the rate refined SP_CLOCK_SECOND_NS (50 ms) after that, both
+ * on the recorder's service thread (fd.c, which asks sp_clock_due() when
+ * to wake): a process's first 50 ms are when it does most of its I/O
+ * (imports, opening datasets), and each call read clock_gettime twice
+ * while the first rate waited 50 ms.  A 5 ms rate from pairs this narrow
+ * (the vDSO's clock_gettime reads the TSC itself) is within 2 ppm of a
+ * 200 ms one, measured: under 0.1 us by the time the refined rate steers
+ * it out.  From then on the compressor's passes keep the period.
  *
- * Hot path: one load of the segment index, three loads, rdtsc, a 128-bit
- * multiply.  Segments are double-buffered: the thread writes the one not
- * in use, then publishes its index; a reader that finds its segment
+ * Hot path: one load of the segment's address (NULL: clock_gettime), its
+ * sequence number and three loads, rdtsc, a 128-bit multiply.  Segments
+ * are double-buffered: the thread writes the one not in use, then
+ * publishes its index and address; a reader that finds its segment
  * rewritten under it (its sequence number moved) reads clock_gettime
  * instead of waiting.  No lock, no system call, no allocation.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -47,13 +57,16 @@
 #include "preload.h"
 
 #define SP_CLOCK_PERIOD_NS 1000000000ull /* a new segment at most every second */
-#define SP_CLOCK_FIRST_NS 50000000ull    /* the first rate: after 50 ms */
+#define SP_CLOCK_FIRST_NS 5000000ull     /* the first rate: 5 ms after the first pair */
+#define SP_CLOCK_SECOND_NS 50000000ull   /* refined 50 ms later, then every period */
+#define SP_CLOCK_EARLY_SEGMENTS 2        /* the first rate's and the refined one's */
 #define SP_CLOCK_PAIR_TRIES 5
 #define SP_CLOCK_MAX_SLEW 0.0005 /* steer by at most 500 ppm */
 
 struct sp_clock_seg sp_clock_segs[2];
 volatile unsigned sp_clock_cur;
 volatile int sp_clock_tsc;
+struct sp_clock_seg *volatile sp_clock_seg;
 
 static struct {
     int wanted;         /* the TSC will be used once calibrated */
@@ -108,6 +121,7 @@ void sp_clock_init(void)
 {
     const char *env = getenv("SCALEPROF_CLOCK");
     sp_clock_tsc = 0;
+    sp_clock_seg = NULL;
     ck.wanted = 0;
 #if defined(__x86_64__) || defined(__i386__)
     if (env && !strcmp(env, "monotonic"))
@@ -147,23 +161,43 @@ static void publish(uint64_t tsc, uint64_t ns, double rate)
     __atomic_store_n(&s->mult, (uint64_t)(rate * 4294967296.0), __ATOMIC_RELAXED);
     __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&sp_clock_cur, next, __ATOMIC_RELEASE);
-    ck.segments++;
+    __atomic_store_n(&sp_clock_seg, s, __ATOMIC_RELEASE);
+    __atomic_store_n(&ck.segments, ck.segments + 1, __ATOMIC_RELAXED);
 }
 
-void sp_clock_tick(void)
+/* How long after the last pair the next is due. */
+static uint64_t next_wait(void)
 {
-    if (!ck.wanted)
-        return;
+    if (!sp_clock_tsc)
+        return SP_CLOCK_FIRST_NS;
+    unsigned segments = __atomic_load_n(&ck.segments, __ATOMIC_RELAXED);
+    return segments < SP_CLOCK_EARLY_SEGMENTS ? SP_CLOCK_SECOND_NS : SP_CLOCK_PERIOD_NS;
+}
+
+/* Read by the service thread while a tick may be writing: each word is
+ * read whole, and a stale one costs at most an early wake-up. */
+uint64_t sp_clock_due(void)
+{
+    if (!ck.wanted || __atomic_load_n(&ck.segments, __ATOMIC_RELAXED) >= SP_CLOCK_EARLY_SEGMENTS)
+        return UINT64_MAX; /* the compressor's passes keep the period */
+    return __atomic_load_n(&ck.last_ns, __ATOMIC_RELAXED) + next_wait();
+}
+
+/* Two threads may tick (the service thread early on, the compressor);
+ * one at a time does the work, the other goes on. */
+static atomic_flag g_ticking = ATOMIC_FLAG_INIT;
+
+static void tick(void)
+{
     uint64_t now = mono_ns();
-    uint64_t wait = sp_clock_tsc ? SP_CLOCK_PERIOD_NS : SP_CLOCK_FIRST_NS;
-    if (now - ck.last_ns < wait)
+    if (now - ck.last_ns < next_wait())
         return;
     uint64_t tsc, ns;
     read_pair(&tsc, &ns);
     if (tsc <= ck.tsc0 || ns <= ck.ns0)
         return; /* a TSC that went back: keep what we have */
     ck.rate = (double)(ns - ck.ns0) / (double)(tsc - ck.tsc0);
-    ck.last_ns = ns;
+    __atomic_store_n(&ck.last_ns, ns, __ATOMIC_RELAXED);
     if (!sp_clock_tsc) {
         publish(tsc, ns, ck.rate);
         __atomic_store_n(&sp_clock_tsc, 1, __ATOMIC_RELEASE);
@@ -181,6 +215,21 @@ void sp_clock_tick(void)
     if (slew < -SP_CLOCK_MAX_SLEW)
         slew = -SP_CLOCK_MAX_SLEW;
     publish(tsc, at, ck.rate * (1.0 + slew));
+}
+
+/* In a forked child only the forking thread runs: a tick the parent's
+ * compressor was in is nobody's. */
+void sp_clock_after_fork(void)
+{
+    atomic_flag_clear(&g_ticking);
+}
+
+void sp_clock_tick(void)
+{
+    if (!ck.wanted || atomic_flag_test_and_set_explicit(&g_ticking, memory_order_acquire))
+        return;
+    tick();
+    atomic_flag_clear_explicit(&g_ticking, memory_order_release);
 }
 
 void sp_clock_stats(double *ns_per_tick, int64_t *max_err_ns, unsigned *segments)

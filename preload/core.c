@@ -30,6 +30,11 @@
  * full barrier on every running thread of the process.  Where membarrier
  * is unavailable, emitters use a real fence; threads beyond the owned
  * counters share SP_INFLIGHT_STRIPES padded counters with atomic adds.
+ * The emitter's side is written once, in emit.h, and inlined into the
+ * interposers that record on every call: a thread with a counter of its
+ * own and membarrier registered raises it, checks the state and appends
+ * with no call at all (sp_emit_enter); everything else, the first event
+ * that opens the trace included, is sp_emit_enter_slow's, here.
  *
  * Files.  DIR is made absolute once, in the first process (from its cwd
  * at load), and exported so that every child writes into the same DIR
@@ -102,6 +107,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "emit.h"
 #include "interpose.h"
 #include "parse.h"
 #include "preload.h"
@@ -115,7 +121,7 @@ volatile unsigned sp_generation;
 volatile int sp_trace_fd = -1;
 void (*sp_core_flush_hook)(int final);
 
-enum core_state { ST_UNINIT, ST_OPENING, ST_READY, ST_CLOSING, ST_CLOSED, ST_OFF };
+/* The states (SP_CORE_*) are emit.h's, which reads them on the fast path. */
 
 #define SP_INFLIGHT_STRIPES 64
 #define SP_CACHE_LINE 64
@@ -138,8 +144,10 @@ struct inflight_stripe {
 };
 #define SP_OWNED_SLOTS 4096 /* threads with a counter of their own */
 
-static _Atomic int g_state = ST_UNINIT;
-static struct sp_writer *g_writer;
+_Atomic int sp_core_state = SP_CORE_UNINIT;
+struct sp_writer *sp_core_writer;
+volatile int sp_emit_detour;
+__thread _Atomic long *sp_inflight_mine __attribute__((tls_model("initial-exec")));
 static struct sp_config g_cfg;
 static int g_cfg_loaded;
 static struct inflight_stripe g_inflight[SP_OWNED_SLOTS + SP_INFLIGHT_STRIPES];
@@ -215,6 +223,7 @@ void sp_log(const char *fmt, ...)
 }
 
 static void recompute_recording(void);
+static void recompute_detour(void);
 static void step_counter_map(void);
 static void membarrier_register(void);
 static void append_guarded(const struct sp_event *ev);
@@ -226,12 +235,12 @@ void sp_fail(const char *fmt, ...)
 {
     int e = errno;
     sp_recording = 0;
-    if (atomic_load(&g_state) == ST_READY) {
+    if (atomic_load(&sp_core_state) == SP_CORE_READY) {
         (void)SP_GUARD_ENTER();
         close_trace(); /* what was recorded stays readable, and closed */
         SP_GUARD_LEAVE();
     }
-    atomic_store(&g_state, ST_OFF);
+    atomic_store(&sp_core_state, SP_CORE_OFF);
     if (atomic_exchange(&g_failed_once, 1) == 0) {
         char msg[SP_LINE_MAX];
         va_list ap;
@@ -872,7 +881,7 @@ static void start_compressor_later(void *arg)
     (void)arg;
     struct sp_writer *w = g_writer_unstarted;
     g_writer_unstarted = NULL;
-    if (w && w == g_writer && sp_writer_start_thread(w) < 0)
+    if (w && w == sp_core_writer && sp_writer_start_thread(w) < 0)
         sp_log("no compressor thread: chunks are compressed when the trace closes");
 }
 
@@ -886,7 +895,7 @@ static void open_trace_here(void *arg)
     load_config();
     if (!g_cfg.enabled) {
         sp_recording = 0;
-        atomic_store(&g_state, ST_OFF);
+        atomic_store(&sp_core_state, SP_CORE_OFF);
         return;
     }
     char host[256] = "unknown";
@@ -907,19 +916,19 @@ static void open_trace_here(void *arg)
     char shown[sizeof g_cfg.dir + 320];
     int err = 0;
     clock_init_once();
-    g_writer = create_writer(hfd, host, shown, sizeof shown, &err);
+    sp_core_writer = create_writer(hfd, host, shown, sizeof shown, &err);
     int e = errno;
     raw_close(hfd);
-    if (!g_writer) {
+    if (!sp_core_writer) {
         sp_fail("cannot create a trace in %s/%s: %s", g_cfg.dir, host,
                 err == SP_E_IO ? strerror(e) : sp_strerror(err));
         return;
     }
-    fill_header(g_writer, host);
-    g_writer_unstarted = g_writer;
+    fill_header(sp_core_writer, host);
+    g_writer_unstarted = sp_core_writer;
     sp_fd_later(&g_compressor_job);
     sp_generation++;
-    atomic_store(&g_state, ST_READY);
+    atomic_store(&sp_core_state, SP_CORE_READY);
     emit_clock();
     recompute_recording();
     register_handlers_once();
@@ -941,7 +950,7 @@ static int wait_while_opening(void)
 {
     uint64_t deadline = 0;
     int st;
-    while ((st = atomic_load(&g_state)) == ST_OPENING) {
+    while ((st = atomic_load(&sp_core_state)) == SP_CORE_OPENING) {
         uint64_t now = sp_now();
         if (!deadline)
             deadline = now + SP_OPEN_WAIT_MAX_NS;
@@ -956,21 +965,21 @@ static int wait_while_opening(void)
  * when the writer is usable. */
 static int ensure_open(void)
 {
-    int st = atomic_load(&g_state);
-    if (st == ST_OPENING)
+    int st = atomic_load(&sp_core_state);
+    if (st == SP_CORE_OPENING)
         st = wait_while_opening();
-    if (st == ST_UNINIT) {
-        int expect = ST_UNINIT;
-        if (!atomic_compare_exchange_strong(&g_state, &expect, ST_OPENING))
-            return wait_while_opening() == ST_READY;
+    if (st == SP_CORE_UNINIT) {
+        int expect = SP_CORE_UNINIT;
+        if (!atomic_compare_exchange_strong(&sp_core_state, &expect, SP_CORE_OPENING))
+            return wait_while_opening() == SP_CORE_READY;
         int e = errno;
         (void)SP_GUARD_ENTER();
         open_trace(1);
         SP_GUARD_LEAVE();
         errno = e;
-        st = atomic_load(&g_state);
+        st = atomic_load(&sp_core_state);
     }
-    return st == ST_READY;
+    return st == SP_CORE_READY;
 }
 
 /* ---- recording state --------------------------------------------------- *
@@ -1012,7 +1021,7 @@ static int in_step_window(void)
 
 static void recompute_recording(void)
 {
-    sp_recording = atomic_load(&g_state) == ST_READY && !g_paused && (!g_step_counting || in_step_window());
+    sp_recording = atomic_load(&sp_core_state) == SP_CORE_READY && !g_paused && (!g_step_counting || in_step_window());
 }
 
 void sp_core_step_boundary(void)
@@ -1022,10 +1031,11 @@ void sp_core_step_boundary(void)
             step_counter_map();
         g_step_inherited = 0;
         g_step_counting = 1;
+        recompute_detour();
     }
     int before = sp_recording;
     atomic_fetch_add(g_step, 1);
-    if (atomic_load(&g_state) != ST_READY)
+    if (atomic_load(&sp_core_state) != SP_CORE_READY)
         return;
     recompute_recording();
     if (before != sp_recording)
@@ -1034,7 +1044,7 @@ void sp_core_step_boundary(void)
 
 void sp_core_control(int pause)
 {
-    if (!!pause == g_paused || atomic_load(&g_state) != ST_READY)
+    if (!!pause == g_paused || atomic_load(&sp_core_state) != SP_CORE_READY)
         return;
     g_paused = !!pause;
     recompute_recording();
@@ -1094,8 +1104,8 @@ static void thread_exit_handler(void *arg)
     (void)arg;
     (void)SP_GUARD_ENTER();
     inflight_enter();
-    if (atomic_load(&g_state) == ST_READY)
-        sp_writer_thread_exit(g_writer);
+    if (atomic_load(&sp_core_state) == SP_CORE_READY)
+        sp_writer_thread_exit(sp_core_writer);
     inflight_leave();
     SP_GUARD_LEAVE();
 }
@@ -1116,20 +1126,61 @@ static inline __attribute__((always_inline)) void append_guarded(const struct sp
 {
     watch_thread_exit();
     inflight_enter();
-    if (SP_LIKELY(atomic_load_explicit(&g_state, memory_order_relaxed) == ST_READY))
-        sp_writer_append(g_writer, ev);
+    if (SP_LIKELY(atomic_load_explicit(&sp_core_state, memory_order_relaxed) == SP_CORE_READY))
+        sp_writer_append(sp_core_writer, ev);
     inflight_leave();
 }
 
-void sp_emit_raw(const struct sp_event *ev)
+/* inflight_enter as an emit.h ticket: the counter raised, tagged when
+ * it is a shared one. */
+static sp_emit_ticket inflight_ticket(void)
 {
-    if (SP_UNLIKELY(atomic_load_explicit(&g_state, memory_order_relaxed) != ST_READY) && !ensure_open())
-        return;
+    inflight_enter();
+    unsigned i = t_stripe - 1;
+    return (sp_emit_ticket)&g_inflight[i].n | (i >= SP_OWNED_SLOTS ? SP_TICKET_SHARED : 0);
+}
+
+/* Whether events must leave emit.h's fast path for the slow one. */
+static void recompute_detour(void)
+{
+    sp_emit_detour = sp_cpu_pending || (g_cfg.step_first >= 0 && !g_step_counting);
+}
+
+/* The slow path of emit.h's sp_emit_enter: what sp_emit_raw checks before
+ * appending.  The first event opens the trace (and starts the CPU
+ * sampler); a thread's first event in the process gets its counter, and
+ * the fast path from then on when the counter is its own and membarrier
+ * stands in for its fence. */
+sp_emit_ticket sp_emit_enter_slow(void)
+{
+    if (SP_UNLIKELY(atomic_load_explicit(&sp_core_state, memory_order_relaxed) != SP_CORE_READY) && !ensure_open())
+        return 0;
     if (SP_UNLIKELY(sp_cpu_pending))
         sp_cpu_start();
+    recompute_detour();
     if (!sp_recording || (SP_UNLIKELY(g_cfg.step_first >= 0) && !in_step_window()))
+        return 0;
+    watch_thread_exit();
+    unsigned i = my_counter();
+    if (i < SP_OWNED_SLOTS && g_membarrier_ok)
+        sp_inflight_mine = &g_inflight[i].n;
+    sp_emit_ticket ticket = inflight_ticket();
+    if (SP_UNLIKELY(atomic_load_explicit(&sp_core_state, memory_order_acquire) != SP_CORE_READY)) {
+        sp_emit_leave(ticket);
+        return 0;
+    }
+    return ticket;
+}
+
+/* emit.h's path with the writer's own append (one copy of the generic
+ * encoder): for the events that are not on an interposer's hot path. */
+void sp_emit_raw(const struct sp_event *ev)
+{
+    sp_emit_ticket ticket = sp_emit_enter();
+    if (!ticket)
         return;
-    append_guarded(ev);
+    sp_writer_append(sp_core_writer, ev);
+    sp_emit_leave(ticket);
 }
 
 void sp_emit(const struct sp_event *ev)
@@ -1141,13 +1192,13 @@ void sp_emit(const struct sp_event *ev)
 
 uint32_t sp_intern(const char *s)
 {
-    if (SP_UNLIKELY(atomic_load_explicit(&g_state, memory_order_relaxed) != ST_READY) && !ensure_open())
+    if (SP_UNLIKELY(atomic_load_explicit(&sp_core_state, memory_order_relaxed) != SP_CORE_READY) && !ensure_open())
         return 0;
     int e = errno;
     uint32_t id = 0;
     inflight_enter();
-    if (atomic_load_explicit(&g_state, memory_order_relaxed) == ST_READY)
-        id = sp_writer_intern(g_writer, s, strlen(s));
+    if (atomic_load_explicit(&sp_core_state, memory_order_relaxed) == SP_CORE_READY)
+        id = sp_writer_intern(sp_core_writer, s, strlen(s));
     inflight_leave();
     errno = e;
     return id;
@@ -1261,18 +1312,18 @@ static void close_trace_here(void *arg)
  * state CLOSED; safe to call when nothing is open. */
 static void close_trace(void)
 {
-    int expect = ST_READY;
-    if (!atomic_compare_exchange_strong(&g_state, &expect, ST_CLOSING))
+    int expect = SP_CORE_READY;
+    if (!atomic_compare_exchange_strong(&sp_core_state, &expect, SP_CORE_CLOSING))
         return;
     sp_recording = 0;
     drain_inflight();
-    struct sp_writer *w = g_writer;
-    g_writer = NULL;
+    struct sp_writer *w = sp_core_writer;
+    sp_core_writer = NULL;
     sp_writer_thread_exit(w); /* this thread's slot: its TLS is here, not there */
     if (sp_fd_run(close_trace_here, w) != 0)
         sp_log("the trace could not be closed; what was recorded stays in it");
     say_pending();
-    atomic_store(&g_state, ST_CLOSED);
+    atomic_store(&sp_core_state, SP_CORE_CLOSED);
 }
 
 /* Events that must be in the file before it closes. */
@@ -1280,12 +1331,12 @@ static void final_events(int kind, int status, const char *path)
 {
     if (sp_core_flush_hook)
         sp_core_flush_hook(1);
-    if (atomic_load(&g_state) != ST_READY)
+    if (atomic_load(&sp_core_state) != SP_CORE_READY)
         return;
     struct sp_event ev;
     sp_proc_event(&ev, kind, (int)getpid(), status);
     if (path)
-        ev.proc.path = sp_writer_intern(g_writer, path, strlen(path));
+        ev.proc.path = sp_writer_intern(sp_core_writer, path, strlen(path));
     append_guarded(&ev);
     emit_clock();
 }
@@ -1312,7 +1363,7 @@ void sp_core_shutdown(int status)
     /* A process that never recorded still leaves its file, so the analyzer
      * sees every member of the process tree, unless its life was short
      * and quiet (see "Quiet short lives"). */
-    if (atomic_load(&g_state) != ST_UNINIT || sp_now() - g_life_start >= SP_QUIET_LIFE_NS)
+    if (atomic_load(&sp_core_state) != SP_CORE_UNINIT || sp_now() - g_life_start >= SP_QUIET_LIFE_NS)
         ensure_open();
     if (status == SP_EXIT_UNKNOWN)
         status = g_exit_status;
@@ -1328,9 +1379,9 @@ void sp_core_before_exec_path(const char *path)
         return;
     int e = errno;
     (void)SP_GUARD_ENTER();
-    if (atomic_load(&g_state) == ST_UNINIT && sp_now() - g_life_start >= SP_QUIET_LIFE_NS)
+    if (atomic_load(&sp_core_state) == SP_CORE_UNINIT && sp_now() - g_life_start >= SP_QUIET_LIFE_NS)
         ensure_open(); /* a long quiet life still leaves its file */
-    if (atomic_load(&g_state) == ST_READY) {
+    if (atomic_load(&sp_core_state) == SP_CORE_READY) {
         final_events(SP_PROC_EXEC, 0, path);
         close_trace();
     }
@@ -1358,8 +1409,8 @@ void sp_core_exec_failed(void)
     if (in_memory_sharing_child())
         return;
     int e = errno;
-    int expect = ST_CLOSED;
-    if (atomic_load(&g_shutdown_done) || !atomic_compare_exchange_strong(&g_state, &expect, ST_OPENING)) {
+    int expect = SP_CORE_CLOSED;
+    if (atomic_load(&g_shutdown_done) || !atomic_compare_exchange_strong(&sp_core_state, &expect, SP_CORE_OPENING)) {
         errno = e;
         return;
     }
@@ -1385,11 +1436,12 @@ void sp_core_atfork_parent(void)
 void sp_core_atfork_child(void)
 {
     int e = errno;
-    int st = atomic_load(&g_state);
+    int st = atomic_load(&sp_core_state);
     g_self_pid = (pid_t)syscall(SYS_getpid);
     g_life_start = sp_now();
     sp_fd_after_fork();
     sp_cpu_after_fork();
+    sp_clock_after_fork();
     g_step_inherited = 1;
     g_step_counting = 0;
     unsigned used = atomic_load(&g_next_stripe);
@@ -1398,30 +1450,33 @@ void sp_core_atfork_child(void)
     for (unsigned i = SP_OWNED_SLOTS; i < SP_OWNED_SLOTS + SP_INFLIGHT_STRIPES; i++)
         atomic_store(&g_inflight[i].n, 0);
     membarrier_register(); /* a registration does not survive fork */
+    if (!g_membarrier_ok)
+        sp_inflight_mine = NULL; /* this thread's fast path needs it */
+    sp_emit_detour = 1;          /* the first event sees to the sampler and steps */
     atomic_store(&g_shutdown_done, 0);
-    if (st == ST_OFF || st == ST_UNINIT) {
+    if (st == SP_CORE_OFF || st == SP_CORE_UNINIT) {
         errno = e; /* the child decides for itself, lazily */
         return;
     }
-    if (g_writer)
-        sp_writer_abandon(g_writer); /* unmapped; its fd stayed in the parent's service table */
-    g_writer = NULL;
+    if (sp_core_writer)
+        sp_writer_abandon(sp_core_writer); /* unmapped; its fd stayed in the parent's service table */
+    sp_core_writer = NULL;
     sp_generation++;
-    if (st == ST_CLOSED || st == ST_CLOSING) {
-        atomic_store(&g_state, ST_CLOSED); /* forked after exit began */
+    if (st == SP_CORE_CLOSED || st == SP_CORE_CLOSING) {
+        atomic_store(&sp_core_state, SP_CORE_CLOSED); /* forked after exit began */
         errno = e;
         return;
     }
-    atomic_store(&g_state, ST_UNINIT); /* the first event opens the child's file */
+    atomic_store(&sp_core_state, SP_CORE_UNINIT); /* the first event opens the child's file */
     errno = e;
 }
 
 void sp_core_set_rank(int rank, int world_size, int device)
 {
     (void)device;
-    if (atomic_load(&g_state) != ST_READY && !ensure_open())
+    if (atomic_load(&sp_core_state) != SP_CORE_READY && !ensure_open())
         return;
-    struct sp_file_header *h = sp_writer_header(g_writer);
+    struct sp_file_header *h = sp_writer_header(sp_core_writer);
     if (h->rank < 0 && rank >= 0)
         __atomic_store_n(&h->rank, rank, __ATOMIC_RELAXED);
     if (h->world_size < 0 && world_size > 0)

@@ -4,7 +4,9 @@
  * the current device.
  *
  * Launches are the hot path (thousands per step): one clock read before
- * and after the real call, and one event built on the stack.  No CUPTI
+ * and after the real call, and one event encoded straight into the
+ * thread's slot (emit.h), inlined into each interposer of the table so
+ * that its api and its zero fields are constants.  No CUPTI
  * correlation id is fetched per launch - that would cost more than the
  * whole record; the analyzer pairs a launch with its kernel by thread,
  * stream and order, and CUPTI's kernel records carry the names.
@@ -41,6 +43,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "emit.h"
 #include "interpose.h"
 #include "preload.h"
 #include "sp_gpu.h"
@@ -59,9 +62,11 @@
 
 /* ---- current device ------------------------------------------------------- */
 
-static __thread int tls_device __attribute__((tls_model("initial-exec"))) = -1;
+__thread int sp_gpu_tls_device __attribute__((tls_model("initial-exec"))) = -1;
+#define tls_device sp_gpu_tls_device
 
-int sp_gpu_current_device(void)
+/* sp_gpu_current_device's slow path (sp_gpu.h): the runtime is asked. */
+int sp_gpu_ask_device(void)
 {
     if (SP_LIKELY(tls_device >= 0))
         return tls_device;
@@ -218,7 +223,9 @@ struct cuda_call {
     uint32_t stack;
 };
 
-static void emit_cuda(const struct cuda_call *c, cudaError_t res)
+/* Inlined into each interposer of the table, where the api, the copy
+ * kind and which fields are zero are constants. */
+static inline __attribute__((always_inline)) void emit_cuda(const struct cuda_call *c, cudaError_t res)
 {
     uint64_t t1 = sp_now();
     struct sp_event ev = {
@@ -235,7 +242,7 @@ static void emit_cuda(const struct cuda_call *c, cudaError_t res)
             .result = res,
         },
     };
-    sp_emit_raw(&ev); /* both callers restore errno next */
+    sp_emit_inline(&ev); /* both callers restore errno next */
 }
 
 /* Record only outermost calls, only while recording. */

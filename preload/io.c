@@ -39,6 +39,10 @@
  * and closefrom spare it, and a dup2/dup3 onto it first makes the core
  * move the trace elsewhere (see core.c, "File descriptors").
  *
+ * A recorded call's event is encoded straight into the thread's slot
+ * (emit.h): inlined into each interposer of the read shape, whose op and
+ * constant arguments then cost nothing, and into wait_leave for the waits.
+ *
  * The interposers are generated from one table (IO_FUNCTIONS, below):
  * each function is listed once with its parameters, its error value and
  * the shape of its body (a read, a wait, an open, a close, a dup, an
@@ -78,6 +82,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "emit.h"
 #include "interpose.h"
 #include "preload.h"
 
@@ -164,16 +169,22 @@ static uint64_t fd_pack(uint32_t path, int kind, int excluded)
            ((uint64_t)kind << FD_KIND_SHIFT) | FD_CLASSIFIED | (excluded ? FD_EXCLUDED : 0);
 }
 
+/* First sight of an fd we did not see opened: its kind, remembered. */
+static __attribute__((noinline)) uint64_t fd_classify(int fd)
+{
+    uint64_t e = fd_pack(0, kind_of_fd(fd), 0);
+    atomic_store_explicit(&g_fds[fd], e, memory_order_relaxed);
+    return e;
+}
+
 /* The fd's entry, classifying it on first sight. */
-static uint64_t fd_entry(int fd)
+static inline __attribute__((always_inline)) uint64_t fd_entry(int fd)
 {
     if (!fd_in_table(fd))
         return 0;
     uint64_t e = atomic_load_explicit(&g_fds[fd], memory_order_relaxed);
-    if (SP_UNLIKELY(!(e & FD_CLASSIFIED))) {
-        e = fd_pack(0, kind_of_fd(fd), 0);
-        atomic_store_explicit(&g_fds[fd], e, memory_order_relaxed);
-    }
+    if (SP_UNLIKELY(!(e & FD_CLASSIFIED)))
+        e = fd_classify(fd);
     return e;
 }
 
@@ -370,12 +381,14 @@ static inline __attribute__((always_inline)) void emit_io(uint64_t t0, uint64_t 
         .offset = offset,
         .err = ret < 0 ? (uint64_t)err : 0,
     };
-    sp_emit_raw(&ev); /* every caller restores errno next */
+    sp_emit_inline(&ev); /* every caller restores errno next */
 }
 
 /* End a timed call on `fd`: record it unless the fd is excluded.  `err` is
- * errno as the real call left it, restored on return. */
-static void io_leave(struct io_call *c, int err, int op, int fd, int64_t ret, uint64_t bytes, uint64_t offset)
+ * errno as the real call left it, restored on return.  Inlined into each
+ * interposer, whose op and constant arguments then cost nothing. */
+static inline __attribute__((always_inline)) void io_leave(struct io_call *c, int err, int op, int fd, int64_t ret,
+                                                           uint64_t bytes, uint64_t offset)
 {
     uint64_t t1 = sp_now();
     sp_guard_take();
@@ -453,7 +466,7 @@ static void wait_leave(struct io_call *c, int err, int op, uint64_t nfds, int64_
         .timeout_ms = timeout_ms,
         .fd_kind = first_fd >= 0 ? (uint64_t)entry_kind(fd_entry(first_fd)) : SP_FD_UNKNOWN,
     };
-    sp_emit_raw(&ev);
+    sp_emit_inline(&ev);
     sp_guard_drop();
     errno = err;
 }

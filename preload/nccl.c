@@ -28,7 +28,11 @@
  * The collectives and point-to-point calls are generated from one table
  * (NCCL_FUNCTIONS); the lifecycle and group calls, each different, are
  * written out, all on interpose.h's SP_REAL with nccl_resolve (the next
- * ncclX, else NCCL's pncclX alias).
+ * ncclX, else NCCL's pncclX alias).  A collective is the hot path: the
+ * communicator lookup, the numbering, two clock reads and the event,
+ * encoded straight into the thread's slot (emit.h), are inlined into each
+ * interposer of the table, where the op and what follows from it (the
+ * bytes formula, the counter, a collective's peer) are constants.
  *
  * The communicator table maps an ncclComm_t to its identity.  It is a fixed
  * open-addressing array: inserts (communicator creation, rare) take a
@@ -65,6 +69,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "emit.h"
 #include "interpose.h"
 #include "preload.h"
 #include "sp_gpu.h"
@@ -167,7 +172,7 @@ static size_t comm_slot(uintptr_t key)
     return (size_t)((key >> 4) * 0x9e3779b97f4a7c15ull >> 54) & (COMM_TABLE_SIZE - 1);
 }
 
-static struct comm_entry *comm_lookup(ncclComm_t comm)
+static inline struct comm_entry *comm_lookup(ncclComm_t comm)
 {
     uintptr_t key = (uintptr_t)comm;
     size_t i = comm_slot(key);
@@ -601,9 +606,9 @@ static __thread int group_npending __attribute__((tls_model("initial-exec")));
 
 /* Take a pair and record its start event, before the real call.  NULL when
  * timing is off or the pool is exhausted (that call goes untimed). */
-static struct evt_pair *evt_begin(int op, cudaStream_t stream, int device)
+static __attribute__((noinline)) struct evt_pair *evt_begin_timed(int op, cudaStream_t stream, int device)
 {
-    if (SP_LIKELY(!atomic_load_explicit(&evt.wanted, memory_order_relaxed)) || !evt_ready())
+    if (!evt_ready())
         return NULL;
     evt_drain(0);
     if (group_depth > 0 && group_npending >= EVT_GROUP_MAX)
@@ -630,6 +635,13 @@ static struct evt_pair *evt_begin(int op, cudaStream_t stream, int device)
     return p;
 }
 
+static inline __attribute__((always_inline)) struct evt_pair *evt_begin(int op, cudaStream_t stream, int device)
+{
+    if (SP_LIKELY(!atomic_load_explicit(&evt.wanted, memory_order_relaxed)))
+        return NULL;
+    return evt_begin_timed(op, stream, device);
+}
+
 static void evt_record_end(struct evt_pair *p, cudaStream_t stream)
 {
     if (evt.fn.event_record(p->end, stream) == cudaSuccess)
@@ -640,14 +652,18 @@ static void evt_record_end(struct evt_pair *p, cudaStream_t stream)
 
 /* After the real call: outside a group the kernel is enqueued now; inside
  * one it is enqueued at the outermost GroupEnd. */
-static void evt_end(struct evt_pair *p, cudaStream_t stream)
+static __attribute__((noinline)) void evt_end_timed(struct evt_pair *p, cudaStream_t stream)
 {
-    if (!p)
-        return;
     if (group_depth > 0)
         group_pending[group_npending++] = p;
     else
         evt_record_end(p, stream);
+}
+
+static inline __attribute__((always_inline)) void evt_end(struct evt_pair *p, cudaStream_t stream)
+{
+    if (SP_UNLIKELY(p != NULL))
+        evt_end_timed(p, stream);
 }
 
 static void evt_group_closed(void)
@@ -720,7 +736,10 @@ static uint64_t peer_seq_next(struct comm_entry *e, ncclComm_t comm, enum sp_ncc
     return atomic_fetch_add_explicit(&p->seq[i], 1, memory_order_relaxed) + 1;
 }
 
-static void call_begin(struct call *c)
+/* call_begin and call_end are inlined into each interposer of the table,
+ * where the op (and with it the bytes formula, the peer of the
+ * collectives, the counter that numbers the call) is a constant. */
+static inline __attribute__((always_inline)) void call_begin(struct call *c)
 {
     sp_cupti_ensure();
     c->entry = comm_lookup(c->comm);
@@ -752,7 +771,7 @@ static uint64_t p2p_done(const struct call *c, ncclResult_t res)
     return peer_seq_next(c->entry, c->comm, c->op, c->peer);
 }
 
-static void call_end(struct call *c, ncclResult_t res, uint64_t peer_seq)
+static inline __attribute__((always_inline)) void call_end(struct call *c, ncclResult_t res, uint64_t peer_seq)
 {
     uint64_t t1 = sp_now();
     evt_end(c->pair, c->stream);
@@ -780,7 +799,7 @@ static void call_end(struct call *c, ncclResult_t res, uint64_t peer_seq)
         .device = e ? e->device : sp_gpu_current_device(),
         .peer_seq = peer_seq,
     };
-    sp_emit_raw(&ev); /* the interposer restores errno next */
+    sp_emit_inline(&ev); /* the interposer restores errno next */
 }
 
 /* ---- the table -------------------------------------------------------------

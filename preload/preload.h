@@ -29,6 +29,10 @@
 
 #include "sprof.h"
 
+/* Everything declared here is the library's own: hidden, so that its
+ * variables are read directly, not through the GOT. */
+#pragma GCC visibility push(hidden)
+
 #define SP_EXPORT __attribute__((visibility("default")))
 #define SP_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SP_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -140,6 +144,9 @@ struct sp_clock_seg {
 extern struct sp_clock_seg sp_clock_segs[2];
 extern volatile unsigned sp_clock_cur; /* the segment in use */
 extern volatile int sp_clock_tsc;      /* 1 once the TSC is calibrated */
+/* &sp_clock_segs[sp_clock_cur] once the TSC is calibrated, NULL until
+ * then and where clock_gettime is the clock: sp_now's one load. */
+extern struct sp_clock_seg *volatile sp_clock_seg;
 
 static inline uint64_t sp_rdtsc(void)
 {
@@ -159,12 +166,11 @@ static inline uint64_t sp_clock_gettime_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* A TSC reading in ns of the current segment; 0 when the segment was
- * rewritten while read (the caller reads clock_gettime instead). */
-static inline uint64_t sp_clock_from_tsc(uint64_t tsc)
+/* A TSC reading in ns of segment s: 1 with *ns set, 0 when the segment
+ * was rewritten while read (the caller reads clock_gettime instead). */
+static inline __attribute__((always_inline)) int sp_clock_convert(const struct sp_clock_seg *s, uint64_t tsc,
+                                                                   uint64_t *ns)
 {
-    const struct sp_clock_seg *s =
-        &sp_clock_segs[__atomic_load_n(&sp_clock_cur, __ATOMIC_ACQUIRE) & 1u];
     uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
     uint64_t bt = __atomic_load_n(&s->base_tsc, __ATOMIC_RELAXED);
     uint64_t bn = __atomic_load_n(&s->base_ns, __ATOMIC_RELAXED);
@@ -174,16 +180,26 @@ static inline uint64_t sp_clock_from_tsc(uint64_t tsc)
         return 0;
     /* signed: another core's TSC may read a little before the base */
     __int128 d = (__int128)(int64_t)(tsc - bt) * (__int128)m;
-    return bn + (uint64_t)(int64_t)(d >> 32);
+    *ns = bn + (uint64_t)(int64_t)(d >> 32);
+    return 1;
 }
 
-static inline uint64_t sp_now(void)
+/* A TSC reading in ns of the current segment; 0 when the segment was
+ * rewritten while read. */
+static inline uint64_t sp_clock_from_tsc(uint64_t tsc)
 {
-    if (SP_LIKELY(sp_clock_tsc)) {
-        uint64_t ns = sp_clock_from_tsc(sp_rdtsc());
-        if (SP_LIKELY(ns))
-            return ns;
-    }
+    uint64_t ns;
+    const struct sp_clock_seg *s =
+        &sp_clock_segs[__atomic_load_n(&sp_clock_cur, __ATOMIC_ACQUIRE) & 1u];
+    return sp_clock_convert(s, tsc, &ns) ? ns : 0;
+}
+
+static inline __attribute__((always_inline)) uint64_t sp_now(void)
+{
+    const struct sp_clock_seg *s = __atomic_load_n(&sp_clock_seg, __ATOMIC_ACQUIRE);
+    uint64_t ns;
+    if (SP_LIKELY(s != NULL) && SP_LIKELY(sp_clock_convert(s, sp_rdtsc(), &ns)))
+        return ns;
     return sp_clock_gettime_ns();
 }
 
@@ -192,6 +208,11 @@ static inline uint64_t sp_now(void)
  * (for the header), and the calibration's figures. */
 void sp_clock_init(void);
 void sp_clock_tick(void);
+/* When (CLOCK_MONOTONIC ns) the clock wants sp_clock_tick() from the
+ * service thread while it is first calibrated; UINT64_MAX once the
+ * compressor's passes suffice, or when the TSC is not used. */
+uint64_t sp_clock_due(void);
+void sp_clock_after_fork(void);
 const char *sp_clock_describe(void);
 void sp_clock_stats(double *ns_per_tick, int64_t *max_err_ns, unsigned *segments);
 
@@ -340,5 +361,7 @@ void sp_fd_after_fork(void);
 
 /* io.c: fcntl(F_DUPFD...) in fd.c copied `from` to `to`. */
 void sp_io_fd_copied(int from, int to);
+
+#pragma GCC visibility pop
 
 #endif

@@ -96,10 +96,10 @@ struct sp_hang_rank {
 struct sp_hang_inst {
     uint64_t comm, seq, bytes;
     uint32_t op, dtype, nranks;
-    int hung;   /* pending long enough to be a hang, or stranded (else: the job was stopped while running) */
+    int hung;     /* pending long enough to be a hang, or stranded (else: the job was stopped while running) */
     int stranded; /* a member that never entered it had exited: it could never complete, however
                    * short the wait (a launcher stopped the others at once, as torchrun does) */
-    int inside; /* every member entered it: stuck inside the collective */
+    int inside;   /* every member entered it: stuck inside the collective */
     int *entered, nentered, *missing, nmissing, *absent, nabsent;
     int absent_unnamed;                      /* members with no trace whose ranks are unknown */
     uint64_t last_done;                      /* last instance of the communicator known complete, 0 none */

@@ -162,7 +162,7 @@ run_launcher)
     # they started included; its status is the launcher's
     start=$(date +%s)
     "$SCALEPROF_BIN" run --nproc 3 -o "$work/tf" -- sh -c \
-        'read x </etc/hostname; [ "$RANK" = 1 ] && exit 7; sleep 30; echo late' >"$work/out" 2>"$work/err"
+        'read x </etc/hostname; [ "$RANK" = 1 ] && { sleep 0.5; exit 7; }; sleep 30; echo late' >"$work/out" 2>"$work/err"
     rc=$?
     [ "$rc" = 7 ] || { show "$work/err"; fail "status $rc after rank 1 failed, expected its 7"; }
     [ $(($(date +%s) - start)) -lt 10 ] || fail "the other ranks outlived the failed one by 10 s"

@@ -373,7 +373,14 @@ static struct result run_once(const char *dir, int run, int threads, uint64_t ev
     stat(path, &st);
     r.file_bytes = (uint64_t)st.st_size;
     r.disk_bytes = (uint64_t)st.st_blocks * 512u;
-    r.frame_bytes = r.file_bytes - frames_offset;
+    /* a trace compacted at close has its frames elsewhere: the header says */
+    struct sp_file_header closed;
+    FILE *hf = fopen(path, "rb");
+    if (hf && fread(&closed, sizeof closed, 1, hf) == 1)
+        frames_offset = closed.frames_offset;
+    if (hf)
+        fclose(hf);
+    r.frame_bytes = r.file_bytes > frames_offset ? r.file_bytes - frames_offset : 0;
     r.read_ns = read_all_types(path, events);
     r.masked_read_ns = read_typical_types(path, events);
     unlink(path);

@@ -81,4 +81,41 @@ struct sp_coll_ref {
 typedef void (*sp_instance_fn)(struct sp_model *m, const struct sp_coll_ref *refs, size_t n, void *arg);
 void sp_model_each_instance(struct sp_model *m, sp_instance_fn fn, void *arg);
 
+
+/* The k-th smallest of v[0..n) (reorders v), n > 0: Hoare's selection,
+ * linear on average.  With no NaN the k-th smallest is one value, whichever
+ * way it is found.  Defined once per element type (double for the step
+ * search, float for the replay's peer groups). */
+#define SP_KTH_DEFINE(name, T)               \
+    static T name(T *v, size_t n, size_t k)  \
+    {                                        \
+        size_t lo = 0, hi = n - 1;           \
+        while (lo < hi) {                    \
+            T pivot = v[lo + (hi - lo) / 2]; \
+            size_t i = lo, j = hi;           \
+            while (i <= j) {                 \
+                while (v[i] < pivot)         \
+                    i++;                     \
+                while (v[j] > pivot)         \
+                    j--;                     \
+                if (i <= j) {                \
+                    T t = v[i];              \
+                    v[i] = v[j];             \
+                    v[j] = t;                \
+                    i++;                     \
+                    if (j == 0)              \
+                        break;               \
+                    j--;                     \
+                }                            \
+            }                                \
+            if (k <= j)                      \
+                hi = j;                      \
+            else if (k >= i)                 \
+                lo = i;                      \
+            else                             \
+                return v[k];                 \
+        }                                    \
+        return v[k];                         \
+    }
+
 #endif

@@ -384,6 +384,14 @@ static inline __attribute__((always_inline)) void emit_io(uint64_t t0, uint64_t 
     sp_emit_inline(&ev); /* every caller restores errno next */
 }
 
+/* emit_io, once, for the opens and closes: they are not worth a copy of
+ * the encoder each. */
+static __attribute__((noinline)) void emit_io_once(uint64_t t0, uint64_t t1, int op, int fd, uint64_t entry,
+                                                   int64_t ret, uint64_t bytes, uint64_t offset, int err)
+{
+    emit_io(t0, t1, op, fd, entry, ret, bytes, offset, err);
+}
+
 /* End a timed call on `fd`: record it unless the fd is excluded.  `err` is
  * errno as the real call left it, restored on return.  Inlined into each
  * interposer, whose op and constant arguments then cost nothing. */
@@ -414,11 +422,11 @@ static void io_leave_open(struct io_call *c, int err, int op, int fd, const char
                 name_save(fd, path);
         }
         if (!excluded)
-            emit_io(c->t0, t1, op, fd, e, fd, 0, 0, err);
+            emit_io_once(c->t0, t1, op, fd, e, fd, 0, 0, err);
     } else if (path && !path_excluded(path)) {
         /* A failed open: the path is worth seeing (ENOENT on a dataset). */
         uint64_t e = fd_pack(path_id(path), SP_FD_UNKNOWN, 0);
-        emit_io(c->t0, t1, op, fd, e, fd, 0, 0, err);
+        emit_io_once(c->t0, t1, op, fd, e, fd, 0, 0, err);
     }
     sp_guard_drop();
     errno = err;
@@ -445,7 +453,7 @@ static void close_done(struct io_call *c, int recording, int fd, uint64_t e, int
     if (recording && !(e & FD_EXCLUDED) && (fd >= 0 || r < 0)) {
         uint64_t t1 = sp_now();
         sp_guard_take();
-        emit_io(c->t0, t1, SP_IO_CLOSE, fd, e, r, 0, 0, err);
+        emit_io_once(c->t0, t1, SP_IO_CLOSE, fd, e, r, 0, 0, err);
         sp_guard_drop();
     }
     errno = err;

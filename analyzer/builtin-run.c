@@ -533,12 +533,13 @@ int cmd_run(int argc, char **argv)
     int worst = launch_and_wait(&o);
     if (rdv[0])
         remove_flat_dir(rdv);
-    if (worst == EXIT_LAUNCH && !traces_in(outdir, 0)) {
+    int written = traces_in(outdir, 0);
+    if (worst == EXIT_LAUNCH && !written) {
         /* the command never started (not found, not executable): said above */
         fprintf(stderr, "scaleprof run: %s did not start: no traces\n", o.cmd[0]);
         return worst;
     }
-    if (!traces_in(outdir, 0)) {
+    if (!written) {
         fprintf(stderr, "scaleprof run: the job left no trace in %s: none of its processes made a "
                         "recorded call, and each ended within 20 ms of its start (libscaleprof(7), "
                         "\"Quiet short lives\")\n", outdir);

@@ -79,13 +79,6 @@ static const char *proc_state_text(int s)
                : "killed or crashed: its trace was never closed";
 }
 
-static const struct sp_hang_rank *rank_entry(const struct sp_hang *h, int rank)
-{
-    for (int i = 0; i < h->nranks; i++)
-        if (h->ranks[i].rank == rank) return &h->ranks[i];
-    return NULL;
-}
-
 static void text_call(uint32_t op, uint64_t bytes, uint32_t dtype, char *out, size_t len)
 {
     char b[32];
@@ -194,13 +187,13 @@ static void text_inst(const struct sp_model *m, const struct sp_hang *h,
     }
     printf("\nwhat the ranks were doing when the traces end:\n");
     for (int i = 0; i < x->nmissing; i++) {
-        const struct sp_hang_rank *r = rank_entry(h, x->missing[i]);
+        const struct sp_hang_rank *r = sp_hang_rank_of(h, x->missing[i]);
         if (r) text_rank(h, r, 1, cols);
     }
     for (int i = 0; i < x->nabsent; i++)
         printf("  rank %d [no_trace] left no trace: nothing is known of it\n", x->absent[i]);
     for (int i = 0; i < x->nentered; i++) {
-        const struct sp_hang_rank *r = rank_entry(h, x->entered[i]);
+        const struct sp_hang_rank *r = sp_hang_rank_of(h, x->entered[i]);
         if (r) text_rank(h, r, 0, cols);
     }
     printf("\n");

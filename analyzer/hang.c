@@ -1076,7 +1076,7 @@ static int deep(struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang
     return rc;
 }
 
-static const struct sp_hang_rank *hang_rank(const struct sp_hang *h, int rank)
+const struct sp_hang_rank *sp_hang_rank_of(const struct sp_hang *h, int rank)
 {
     for (int i = 0; i < h->nranks; i++)
         if (h->ranks[i].rank == rank) return &h->ranks[i];
@@ -1090,7 +1090,7 @@ static void mark_stranded(struct sp_hang *h)
     for (int i = 0; i < h->ninsts; i++) {
         struct sp_hang_inst *x = &h->insts[i];
         for (int k = 0; k < x->nmissing && !x->hung; k++) {
-            const struct sp_hang_rank *r = hang_rank(h, x->missing[k]);
+            const struct sp_hang_rank *r = sp_hang_rank_of(h, x->missing[k]);
             if (r && !strcmp(r->state, "exited")) {
                 x->hung = x->stranded = 1;
                 h->nhung++;

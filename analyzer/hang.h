@@ -158,6 +158,8 @@ struct sp_hang {
 /* Finds pending and hung instances and desyncs in the model (after
  * SP_STAGE_LOAD); with o->deep, reads the files of the ranks concerned
  * (sp_trace_feed) to say what each was doing.  Free h with sp_hang_free. */
+/* The entry of `rank` in h->ranks (filled with deep analysis), NULL if none. */
+const struct sp_hang_rank *sp_hang_rank_of(const struct sp_hang *h, int rank);
 int sp_hang_analyze(struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang *h);
 void sp_hang_free(struct sp_hang *h);
 /* "float32", "bf16", ... for an ncclDataType_t; "?" unknown. */

@@ -716,13 +716,13 @@ int __openat64_2(int dirfd, const char *path, int flags);
     return real args
 
 /* A write: recorded on the kinds of fd it can block on (write_worth_recording). */
-#define IO_SHAPE_WRITE(name, ret, params, args, errval, op, fd_, result, asked, off) \
-    SP_EXPORT ret name params                                                        \
-    {                                                                                \
+#define IO_SHAPE_WRITE(name, ret, params, args, errval, op, fd_, result, asked, off)     \
+    SP_EXPORT ret name params                                                            \
+    {                                                                                    \
         IO_TIMED_PROLOGUE(name, ret, params, args, errval, !write_worth_recording(fd_)); \
-        ret r = real args;                                                           \
-        io_leave(&c, errno, op, fd_, (int64_t)(result), asked, (uint64_t)(off));     \
-        return r;                                                                    \
+        ret r = real args;                                                               \
+        io_leave(&c, errno, op, fd_, (int64_t)(result), asked, (uint64_t)(off));         \
+        return r;                                                                        \
     }
 
 #define IO_SHAPE_READ(name, ret, params, args, errval, op, fd_, result, asked, off) \

@@ -8,7 +8,11 @@
  * on a pipe or socket, a read of a pipe, socket or regular file, a
  * data-loader wait) > idle_host (GPU idle while the host blocks in a CUDA
  * sync or launches work) > idle_other.  The seven add up to the step.
- * Overlap is the NCCL kernel time that ran under compute.  Helper
+ * Overlap is the NCCL kernel time that ran under compute.  Copies in the
+ * steps in view are also counted by direction and the memory kind of their
+ * host side (pageable, pinned), with their bytes and GPU time, and the time
+ * copies ran at all beside the time they ran outside compute: the memcpy
+ * finding's evidence.  Helper
  * processes (loader workers) are not read here: their reads do not stall
  * the GPU; the rank's wait for their output does.
  *

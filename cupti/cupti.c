@@ -249,6 +249,20 @@ static enum sp_copy_kind copy_kind_of(uint8_t k)
     }
 }
 
+/* CUPTI's memory kinds, as the trace names them. */
+static enum sp_mem_kind mem_kind_of(uint8_t k)
+{
+    switch (k) {
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return SP_MEM_PAGEABLE;
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return SP_MEM_PINNED;
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE: return SP_MEM_DEVICE;
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED:
+    case CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: return SP_MEM_MANAGED;
+    case CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN: return SP_MEM_UNKNOWN;
+    default: return SP_MEM_OTHER;
+    }
+}
+
 static void emit_gpu(uint64_t start, uint64_t end, struct sp_ev_gpu g)
 {
     struct sp_event ev = {.type = SP_EV_GPU, .t = start, .gpu = g};
@@ -283,6 +297,8 @@ static void memcpy_record(const CUpti_ActivityMemcpy6 *m)
                  .bytes = m->bytes,
                  .correlation = m->correlationId,
                  .graph = m->graphId,
+                 .src_mem = mem_kind_of(m->srcKind),
+                 .dst_mem = mem_kind_of(m->dstKind),
              });
 }
 

@@ -32,6 +32,15 @@
  *                     when its step begins (no prefetch: every late batch
  *                     delays its step); --prefetch 1 asks for the next
  *                     batch as soon as the current one is taken
+ *   --shape copy      each step copies a batch of --batch-mb from host memory
+ *                     to the GPU, then computes on it.  By default the host
+ *                     buffer is pageable (malloc) and the copy is issued on
+ *                     the compute stream, so the step waits for it; --pinned
+ *                     takes the buffer from cudaMallocHost (the same copy,
+ *                     faster, still in line with compute); --prefetch 1
+ *                     copies the next step's batch on a side stream while
+ *                     this step computes (double-buffered, an event orders
+ *                     the compute after its batch arrived)
  *
  * GPU work is given in milliseconds at the simulator's default kernel speed
  * (1000 threads per microsecond): a kernel of X ms has X * 10^6 threads.
@@ -83,8 +92,9 @@
 #define RENDEZVOUS_TIMEOUT_S 120
 #define RENDEZVOUS_POLL_US 2000
 
-enum shape { SHAPE_DP, SHAPE_PIPELINE, SHAPE_TPDP, SHAPE_LAUNCH, SHAPE_LOADER };
-static const char *const shape_names[] = {"dp", "pipeline", "tpdp", "launch", "loader"};
+enum shape { SHAPE_DP, SHAPE_PIPELINE, SHAPE_TPDP, SHAPE_LAUNCH, SHAPE_LOADER, SHAPE_COPY };
+static const char *const shape_names[] = {"dp", "pipeline", "tpdp", "launch", "loader", "copy"};
+#define COPY_BUFFERS 2       /* copy --prefetch: one batch in use, the next arriving */
 
 struct options {
     enum shape shape;
@@ -108,6 +118,8 @@ struct options {
     double loader_ms, loader_slow_ms;
     int prefetch;
     int read_kb;
+    double batch_mb;      /* copy: bytes copied to the GPU per step */
+    int pinned;           /* copy: the host buffer is pinned (cudaMallocHost) */
     int kernel_iters;
     int markers;
     int mid_sync;         /* dp: the loss read back (.item()) after the forward */
@@ -128,6 +140,12 @@ struct gpu {
     cudaStream_t stream;
     float *act, *grad, *norm, *tp_buf, *send_buf, *recv_buf;
     unsigned char *pinned, *input_dev;
+    /* copy: host batches (pageable or pinned), their device buffers, the
+     * side stream that prefetches and the events that say a batch arrived */
+    unsigned char *batch_host[COPY_BUFFERS], *batch_dev[COPY_BUFFERS];
+    size_t batch_bytes;
+    cudaStream_t copy_stream;
+    cudaEvent_t batch_ready[COPY_BUFFERS];
     size_t grad_elems, tp_elems, p2p_elems, input_bytes;
     size_t bucket_off[MAX_BUCKETS + 1];
     ncclComm_t world, tp, dp;
@@ -191,7 +209,7 @@ static void spin_ns(uint64_t ns)
 static void usage(FILE *to)
 {
     fprintf(to,
-        "usage: shapes --shape dp|pipeline|tpdp|launch|loader [options]\n"
+        "usage: shapes --shape dp|pipeline|tpdp|launch|loader|copy [options]\n"
         "common:\n"
         "  --steps N             steps (10); --skip N steps left out of the mean (3)\n"
         "  --work-ms X           GPU work per step and rank, ms at 1000 threads/us (20)\n"
@@ -232,6 +250,11 @@ static void usage(FILE *to)
         "  --prefetch N          batches asked for ahead, 0 or 1 (0)\n"
         "  --read-kb N           bytes read from files per batch (64)\n"
         "  --data DIR            dataset directory, created if missing ($TMPDIR/shapes_data)\n"
+        "copy (each step's batch copied host to GPU, then computed on):\n"
+        "  --batch-mb X          batch copied per step, MiB (4)\n"
+        "  --pinned              the host batch is pinned memory (default: pageable)\n"
+        "  --prefetch N          1: the next batch is copied on a side stream during\n"
+        "                        this step's compute (default 0: in line, before it)\n"
         "environment: RANK, WORLD_SIZE, LOCAL_RANK; EXAMPLE_TRUTH=FILE logs host-side facts\n");
 }
 
@@ -241,7 +264,7 @@ enum {
     OPT_ACT, OPT_TP, OPT_LAYERS, OPT_TP_KB, OPT_KERNELS, OPT_KERNEL_US, OPT_HOST_US, OPT_HOST_SLEEP,
     OPT_LOADER_MS, OPT_LOADER_SLOW, OPT_PREFETCH, OPT_READ_KB, OPT_ITERS, OPT_NO_MARKERS, OPT_SEED,
     OPT_DATA, OPT_RENDEZVOUS, OPT_MID_SYNC, OPT_STEP_HOST, OPT_CKPT_EVERY, OPT_CKPT_MB,
-    OPT_CKPT_RANK, OPT_HELP,
+    OPT_CKPT_RANK, OPT_BATCH_MB, OPT_PINNED, OPT_HELP,
 };
 
 static const struct option long_opts[] = {
@@ -280,6 +303,8 @@ static const struct option long_opts[] = {
     {"ckpt-every", required_argument, 0, OPT_CKPT_EVERY},
     {"ckpt-mb", required_argument, 0, OPT_CKPT_MB},
     {"ckpt-rank", required_argument, 0, OPT_CKPT_RANK},
+    {"batch-mb", required_argument, 0, OPT_BATCH_MB},
+    {"pinned", no_argument, 0, OPT_PINNED},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
 };
@@ -327,6 +352,7 @@ static void parse_options(int argc, char **argv, struct options *o)
     o->loader_ms = 2;
     o->loader_slow_ms = 30;
     o->read_kb = 64;
+    o->batch_mb = 4;
     o->kernel_iters = 16;
     o->markers = 1;
     o->ckpt_mb = 64;
@@ -346,7 +372,7 @@ static void parse_options(int argc, char **argv, struct options *o)
                     found = i;
             if (found < 0) {
                 fprintf(stderr, "shapes: --shape: '%s' is not one of dp, pipeline, tpdp, "
-                        "launch, loader\n", optarg);
+                        "launch, loader, copy\n", optarg);
                 exit(2);
             }
             o->shape = (enum shape)found;
@@ -386,6 +412,8 @@ static void parse_options(int argc, char **argv, struct options *o)
         case OPT_CKPT_EVERY: o->ckpt_every = (int)parse_number(n, optarg, 0, 1e6); break;
         case OPT_CKPT_MB: o->ckpt_mb = parse_number(n, optarg, 0.001, 1 << 16); break;
         case OPT_CKPT_RANK: o->ckpt_rank = (int)parse_number(n, optarg, 0, 1 << 20); break;
+        case OPT_BATCH_MB: o->batch_mb = parse_number(n, optarg, 0.001, 1 << 14); break;
+        case OPT_PINNED: o->pinned = 1; break;
         case OPT_HELP: case 'h': usage(stdout); exit(0);
         default: usage(stderr); exit(2);
         }
@@ -756,6 +784,56 @@ static size_t round_down(size_t v, size_t m)
     return v - v % m;
 }
 
+/* copy: the host batches come from malloc (pageable) or cudaMallocHost
+ * (pinned); each is touched once so that its pages exist before the first
+ * step, as a loader's output buffer would. */
+static void copy_setup(struct gpu *g, const struct options *o)
+{
+    g->batch_bytes = (size_t)(o->batch_mb * BYTES_PER_MB);
+    if (g->batch_bytes == 0)
+        g->batch_bytes = 1;
+    int buffers = o->prefetch ? COPY_BUFFERS : 1;
+    for (int b = 0; b < buffers; b++) {
+        if (o->pinned)
+            CUDA_CHECK(cudaMallocHost((void **)&g->batch_host[b], g->batch_bytes));
+        else if (!(g->batch_host[b] = (unsigned char *)malloc(g->batch_bytes)))
+            die("out of memory for a %zu-byte batch", g->batch_bytes);
+        memset(g->batch_host[b], b + 1, g->batch_bytes);
+        CUDA_CHECK(cudaMalloc((void **)&g->batch_dev[b], g->batch_bytes));
+        CUDA_CHECK(cudaEventCreateWithFlags(&g->batch_ready[b], cudaEventDisableTiming));
+    }
+    if (o->prefetch)
+        CUDA_CHECK(cudaStreamCreateWithFlags(&g->copy_stream, cudaStreamNonBlocking));
+}
+
+static void copy_teardown(struct gpu *g, const struct options *o)
+{
+    for (int b = 0; b < COPY_BUFFERS; b++) {
+        if (!g->batch_dev[b])
+            continue;
+        if (o->pinned)
+            CUDA_CHECK(cudaFreeHost(g->batch_host[b]));
+        else
+            free(g->batch_host[b]);
+        CUDA_CHECK(cudaFree(g->batch_dev[b]));
+        CUDA_CHECK(cudaEventDestroy(g->batch_ready[b]));
+    }
+    if (g->copy_stream)
+        CUDA_CHECK(cudaStreamDestroy(g->copy_stream));
+}
+
+/* copy, prefetching: batch STEP goes to buffer STEP % 2 on the side stream;
+ * the compute of that step waits for its event.  The buffer it overwrites
+ * held batch STEP - 2, whose step has ended (each step ends with a sync of
+ * the compute stream). */
+static void copy_prefetch(struct gpu *g, int step)
+{
+    int b = step % COPY_BUFFERS;
+    CUDA_CHECK(cudaMemcpyAsync(g->batch_dev[b], g->batch_host[b], g->batch_bytes,
+                               cudaMemcpyHostToDevice, g->copy_stream));
+    CUDA_CHECK(cudaEventRecord(g->batch_ready[b], g->copy_stream));
+}
+
 static void gpu_setup(struct gpu *g, const struct options *o, const struct rank_env *r)
 {
     int devices = 0;
@@ -807,6 +885,8 @@ static void gpu_setup(struct gpu *g, const struct options *o, const struct rank_
         CUDA_CHECK(cudaMallocHost((void **)&g->pinned, g->input_bytes));
         CUDA_CHECK(cudaMalloc((void **)&g->input_dev, g->input_bytes));
     }
+    if (o->shape == SHAPE_COPY)
+        copy_setup(g, o);
 
     ncclUniqueId id = exchange_unique_id(o, r);
     NCCL_CHECK(ncclCommInitRank(&g->world, r->world, id, r->rank));
@@ -840,6 +920,8 @@ static void gpu_teardown(struct gpu *g, const struct options *o)
         CUDA_CHECK(cudaFreeHost(g->pinned));
         CUDA_CHECK(cudaFree(g->input_dev));
     }
+    if (o->shape == SHAPE_COPY)
+        copy_teardown(g, o);
     CUDA_CHECK(cudaStreamDestroy(g->stream));
 }
 
@@ -953,6 +1035,24 @@ static void step_launch(const struct options *o, struct gpu *g, double scale, in
     truth_launch(step, calls, worked);
 }
 
+/* copy: the step's batch to the GPU, then the data-parallel step on it.
+ * In line, the copy is issued on the compute stream (from pageable memory
+ * the call returns only when the copy is done, as CUDA's does); with
+ * prefetch the step waits for the batch copied during the last step and
+ * starts the next one's copy before computing. */
+static void step_copy(const struct options *o, struct gpu *g, double scale, int step)
+{
+    if (!o->prefetch) {
+        CUDA_CHECK(cudaMemcpyAsync(g->batch_dev[0], g->batch_host[0], g->batch_bytes,
+                                   cudaMemcpyHostToDevice, g->stream));
+    } else {
+        CUDA_CHECK(cudaStreamWaitEvent(g->stream, g->batch_ready[step % COPY_BUFFERS], 0));
+        if (step + 1 < o->steps)
+            copy_prefetch(g, step + 1);
+    }
+    step_dp(o, g, scale, step);
+}
+
 /* --------------------------------------------------------------- main */
 
 /* A synchronous checkpoint, as torch.save + os.fsync from the training
@@ -1013,6 +1113,8 @@ int main(int argc, char **argv)
         if (o.prefetch)
             loader_request(&l, 0);
     }
+    if (o.shape == SHAPE_COPY && o.prefetch)
+        copy_prefetch(&g, 0);
     double scale = rank_scale(&o, &r);
     double *step_ms = (double *)calloc((size_t)o.steps, sizeof(double));
     if (!step_ms)
@@ -1032,6 +1134,7 @@ int main(int argc, char **argv)
         case SHAPE_PIPELINE: step_pipeline(&o, &r, &g, scale); break;
         case SHAPE_TPDP: step_tpdp(&o, &g, scale); break;
         case SHAPE_LAUNCH: step_launch(&o, &g, scale, step); break;
+        case SHAPE_COPY: step_copy(&o, &g, scale, step); break;
         case SHAPE_LOADER: {
             if (!o.prefetch)
                 loader_request(&l, (uint64_t)step);

@@ -140,6 +140,10 @@ static const char *const copy_kinds[] = {
     [SP_COPY_UNKNOWN] = "unknown", [SP_COPY_H2D] = "h2d", [SP_COPY_D2H] = "d2h",
     [SP_COPY_D2D] = "d2d",         [SP_COPY_H2H] = "h2h",
 };
+static const char *const mem_kinds[] = {
+    [SP_MEM_UNKNOWN] = "unknown", [SP_MEM_PAGEABLE] = "pageable", [SP_MEM_PINNED] = "pinned",
+    [SP_MEM_DEVICE] = "device",   [SP_MEM_MANAGED] = "managed",   [SP_MEM_OTHER] = "other",
+};
 static const char *const cuda_apis[] = {
     [SP_CUDA_LAUNCH] = "launch",
     [SP_CUDA_GRAPH_LAUNCH] = "graph_launch",
@@ -196,6 +200,8 @@ static const struct enum_field enum_fields[] = {
     {SP_EV_COMM, "kind", SP_NAMES(comm_kinds)},
     {SP_EV_GPU, "kind", SP_NAMES(gpu_kinds)},
     {SP_EV_GPU, "copy_kind", SP_NAMES(copy_kinds)},
+    {SP_EV_GPU, "src_mem", SP_NAMES(mem_kinds)},
+    {SP_EV_GPU, "dst_mem", SP_NAMES(mem_kinds)},
     {SP_EV_CUDA, "api", SP_NAMES(cuda_apis)},
     {SP_EV_CUDA, "copy_kind", SP_NAMES(copy_kinds)},
     {SP_EV_IO, "op", SP_NAMES(io_ops)},

@@ -98,6 +98,19 @@ enum sp_copy_kind {
     SP_COPY_H2H,
 };
 
+/* Where a copy's source or destination lies (CUPTI's memory kinds): the
+ * host side of an H2D or D2H copy is pageable (the driver stages it through
+ * a pinned buffer, and an asynchronous copy is synchronous for the host) or
+ * pinned (page-locked: cudaMallocHost, cudaHostAlloc, cudaHostRegister). */
+enum sp_mem_kind {
+    SP_MEM_UNKNOWN = 0,
+    SP_MEM_PAGEABLE,
+    SP_MEM_PINNED,
+    SP_MEM_DEVICE,
+    SP_MEM_MANAGED,
+    SP_MEM_OTHER, /* arrays, static allocations */
+};
+
 enum sp_cuda_api {
     SP_CUDA_LAUNCH = 1, /* cudaLaunchKernel*, __cudaLaunchKernel*, cooperative */
     SP_CUDA_GRAPH_LAUNCH,
@@ -235,7 +248,9 @@ enum sp_drop_reason {
     F(STR, name)      /* kernel name (mangled, as CUPTI gives it) */           \
     F(DS, correlation) /* matches the cuda_api event that launched it */       \
     F(U, graph)       /* CUDA graph id, 0 when none */                         \
-    F(U, grid)        /* total threads (grid x block) for kernels */
+    F(U, grid)        /* total threads (grid x block) for kernels */         \
+    F(U, src_mem)     /* enum sp_mem_kind of a copy's source, memcpy only */   \
+    F(U, dst_mem)     /* ... of its destination */
 
 #define SP_FIELDS_CUDA(F)                                                      \
     F(DUR, dur)                                                                \

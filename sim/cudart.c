@@ -276,9 +276,13 @@ static cudaError_t sim_copy(void *dst, const void *src, size_t count, enum cudaM
     op->act.bytes = count;
     op->act.correlation = corr;
     op->act.copy_kind = sim_copy_kind_of(dst, src, kind, &op->act.src_pinned, &op->act.dst_pinned);
-    op->duration_ns = sim_model_copy_ns(count, op->act.copy_kind);
+    enum sim_copy_kind ck = op->act.copy_kind;
+    int host_pinned = ck == SIM_COPY_H2D ? op->act.src_pinned : ck == SIM_COPY_D2H ? op->act.dst_pinned : 1;
+    op->duration_ns = sim_model_copy_ns(count, ck, host_pinned);
     sim_stream_submit(stream, st, op);
-    if (sync)
+    /* as CUDA's: an asynchronous copy to or from pageable memory returns
+     * only when the copy is done (the host's buffer may be reused then) */
+    if (sync || !host_pinned)
         sim_stream_sync(st);
     return cudaSuccess;
 }
@@ -334,7 +338,7 @@ static cudaError_t sim_memset(void *dst, int value, size_t count, cudaStream_t s
     op->act.bytes = count;
     op->act.memset_value = (uint32_t)value;
     op->act.correlation = corr;
-    op->duration_ns = sim_model_copy_ns(count, SIM_COPY_D2D);
+    op->duration_ns = sim_model_copy_ns(count, SIM_COPY_D2D, 1);
     sim_stream_submit(stream, st, op);
     if (sync)
         sim_stream_sync(st);

@@ -77,12 +77,13 @@ extern pthread_cond_t sim_done_cv;
 
 /* model.c: the time model, read once from the environment. */
 struct sim_model {
-    double threads_per_us, launch_latency_us, pcie_gbps, d2d_gbps;
+    double threads_per_us, launch_latency_us, pinned_gbps, pageable_gbps, d2d_gbps;
     int gpus_per_node;
 };
 const struct sim_model *sim_model(void);
 uint64_t sim_model_kernel_ns(dim3 grid, dim3 block);
-uint64_t sim_model_copy_ns(size_t bytes, enum sim_copy_kind kind);
+/* HOST_PINNED: the host side of an H2D or D2H copy is pinned memory. */
+uint64_t sim_model_copy_ns(size_t bytes, enum sim_copy_kind kind, int host_pinned);
 
 /* stream.c */
 struct sim_stream *sim_stream_resolve(cudaStream_t s);

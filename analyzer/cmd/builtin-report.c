@@ -437,7 +437,7 @@ static void text_findings(const struct sp_model *m, int cols)
         snprintf(evidence, sizeof evidence, "%s.", f->evidence);
         sp_text_wrapped(evidence, 3, 3, cols);
         printf("   first try: ");
-        sp_text_wrapped(ci->first_try, 14, 5, cols);
+        sp_text_wrapped(sp_finding_first_try(f), 14, 5, cols);
     }
     if (m->nfindings > 1 && m->ideal_step_ms > 0)
         printf("with all of these fixed: %.2f ms per step (%.0f%% faster than now)\n", m->ideal_step_ms,
@@ -690,7 +690,7 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
         sp_json_int(&j, "last", f->step_last);
         sp_json_close(&j, '}');
         sp_json_str(&j, "evidence", f->evidence);
-        sp_json_str(&j, "first_try", ci->first_try);
+        sp_json_str(&j, "first_try", sp_finding_first_try(f));
         sp_json_str(&j, "docs", ci->anchor);
         if (sp_cause_part_of(f->cause))
             sp_json_str(&j, "part_of", sp_cause_part_of(f->cause));

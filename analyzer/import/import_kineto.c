@@ -120,6 +120,30 @@ int sp_import_copy_kind(const char *name)
     return SP_COPY_UNKNOWN;
 }
 
+/* One side of Kineto's "(Pageable -> Device)". */
+static int mem_kind_word(const char *w, size_t n)
+{
+    static const struct { const char *word; int kind; } words[] = {
+        {"Pageable", SP_MEM_PAGEABLE}, {"Pinned", SP_MEM_PINNED}, {"Device", SP_MEM_DEVICE},
+        {"Managed", SP_MEM_MANAGED},   {"Array", SP_MEM_OTHER},
+    };
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strlen(words[i].word) == n && !strncmp(w, words[i].word, n))
+            return words[i].kind;
+    return SP_MEM_UNKNOWN;
+}
+
+void sp_import_mem_kinds(const char *name, int *src, int *dst)
+{
+    *src = *dst = SP_MEM_UNKNOWN;
+    const char *open = strchr(name, '('), *arrow = open ? strstr(open, " -> ") : NULL;
+    const char *close = arrow ? strchr(arrow, ')') : NULL;
+    if (!close)
+        return;
+    *src = mem_kind_word(open + 1, (size_t)(arrow - open - 1));
+    *dst = mem_kind_word(arrow + 4, (size_t)(close - arrow - 4));
+}
+
 int sp_import_cuda_api(const char *name)
 {
     /* Order matters: the first prefix that matches wins. */
@@ -331,8 +355,13 @@ static void write_gpu(struct importer *im, const struct sp_kineto_event *k, int 
     ev.gpu.stream = k->stream > 0 ? (uint64_t)k->stream : 0;
     ev.gpu.correlation = k->correlation > 0 ? (uint64_t)k->correlation : 0;
     ev.gpu.name = intern(im, k->name, k->name_len);
-    if (kind == SP_GPU_MEMCPY)
+    if (kind == SP_GPU_MEMCPY) {
+        int src, dst;
         ev.gpu.copy_kind = (uint64_t)sp_import_copy_kind(k->name);
+        sp_import_mem_kinds(k->name, &src, &dst);
+        ev.gpu.src_mem = (uint64_t)src;
+        ev.gpu.dst_mem = (uint64_t)dst;
+    }
     if (kind == SP_GPU_MEMCPY || kind == SP_GPU_MEMSET)
         ev.gpu.bytes = k->bytes;
     else

@@ -81,6 +81,8 @@ void sp_import_format_summary(const struct sp_import_summary *sum, char *buf, si
 
 /* The mapping helpers, exposed for their tests. */
 int sp_import_copy_kind(const char *memcpy_name);           /* enum sp_copy_kind */
+/* "Memcpy HtoD (Pageable -> Device)": enum sp_mem_kind of each side, 0 unknown */
+void sp_import_mem_kinds(const char *memcpy_name, int *src, int *dst);
 int sp_import_cuda_api(const char *runtime_name);           /* enum sp_cuda_api, 0 skip */
 int sp_import_nccl_op(const char *collective, const char *kernel_name); /* enum sp_nccl_op, 0 unknown */
 int sp_import_is_nccl_kernel(const char *name);

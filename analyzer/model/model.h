@@ -122,16 +122,17 @@ static inline uint64_t sp_p2p_key(uint32_t sender, uint32_t receiver, uint64_t k
 static inline int sp_op_is_p2p(uint32_t op) { return op == SP_NCCL_SEND || op == SP_NCCL_RECV; }
 
 /* What a rank's local time (everything but waiting in and moving data of
- * NCCL kernels) was spent on, as the replay sees it: GPU busy (kernels,
- * copies), waiting for input, the host (inside CUDA calls while the GPU
- * idled, or late in its own code before issuing work), and unexplained.
+ * NCCL kernels) was spent on, as the replay sees it: GPU busy computing
+ * (kernels), waiting for input, the host (inside CUDA calls while the GPU
+ * idled, or late in its own code before issuing work), unexplained, and
+ * copies (and memsets) while no kernel ran.
  * The host's time comes in parts, each its own counterfactual: blocked in
  * file writes and their flushes (a checkpoint: SP_LOC_WRITE), the GPU idle
  * because a synchronization inside the step stopped the host from issuing
  * work ahead (SP_LOC_SYNC: from the moment the GPU drained under the sync
  * to the host's next call), and the rest (SP_LOC_HOST: the host's own work
  * between CUDA calls, launches, the sync that ends the step). */
-enum sp_loc { SP_LOC_BUSY, SP_LOC_INPUT, SP_LOC_HOST, SP_LOC_OTHER, SP_LOC_SYNC, SP_LOC_WRITE, SP_LOC_N };
+enum sp_loc { SP_LOC_BUSY, SP_LOC_INPUT, SP_LOC_HOST, SP_LOC_OTHER, SP_LOC_COPY, SP_LOC_SYNC, SP_LOC_WRITE, SP_LOC_N };
 
 /* One node of a rank's replay chain (model_replay.c): a communication op
  * (the calls of one kernel: a group's sends and recvs share it) or the end
@@ -196,6 +197,12 @@ struct sp_file_rec {
     int ndevranks;
 };
 
+/* A rank's copies in the steps in view, of one direction from one kind of
+ * host memory (model_classify.c): how many, their bytes and GPU time. */
+struct sp_copy_stat { uint64_t count, bytes; int64_t ns; };
+#define SP_COPY_DIRS (SP_COPY_H2H + 1)   /* enum sp_copy_kind */
+#define SP_MEM_KINDS (SP_MEM_OTHER + 1)  /* enum sp_mem_kind */
+
 struct sp_rank {
     int rank;
     int host;               /* index into model hosts */
@@ -239,6 +246,11 @@ struct sp_rank {
     uint64_t coll_present, coll_last; /* instances reached; arrived last */
     double coll_wait_ns;    /* summed wait over instances reached */
     uint64_t events;
+    /* copies in the steps in view, by direction and the memory kind of
+     * their host side (device for D2D, unknown when not recorded), and the
+     * time copies and memsets ran in those steps, under compute or not */
+    struct sp_copy_stat copies[SP_COPY_DIRS][SP_MEM_KINDS];
+    double copy_ns;
 };
 
 struct sp_coll_summary {
@@ -276,6 +288,7 @@ enum sp_cause {
     SP_CAUSE_FILE_WRITES, /* host_overhead's part: file writes (checkpoints) */
     SP_CAUSE_SCALING,   /* compare: efficiency falls, no single cause */
     SP_CAUSE_HANG,      /* some ranks never reached a collective */
+    SP_CAUSE_MEMCPY,    /* copies on the critical path */
     SP_CAUSE_N
 };
 struct sp_cause_info {
@@ -304,7 +317,10 @@ struct sp_finding {
     int nranks;
     int step_first, step_last; /* steps concerned, inclusive, absolute */
     char evidence[SP_MODEL_TEXT];
+    const char *first_try;  /* what the evidence says to try first; NULL: the cause's */
 };
+/* The finding's first thing to try: its own, else its cause's. */
+const char *sp_finding_first_try(const struct sp_finding *f);
 
 struct sp_model {
     struct sp_model_opts opts;

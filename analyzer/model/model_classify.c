@@ -8,7 +8,11 @@
  * on a pipe or socket, a read of a pipe, socket or regular file, a
  * data-loader wait) > idle_host (GPU idle while the host blocks in a CUDA
  * sync or launches work) > idle_other.  The seven add up to the step.
- * Overlap is the NCCL kernel time that ran under compute.  Helper
+ * Overlap is the NCCL kernel time that ran under compute.  Copies in the
+ * steps in view are also counted by direction and the memory kind of their
+ * host side (pageable, pinned), with their bytes and GPU time, and the time
+ * copies ran at all beside the time they ran outside compute: the memcpy
+ * finding's evidence.  Helper
  * processes (loader workers) are not read here: their reads do not stall
  * the GPU; the rank's wait for their output does.
  *
@@ -397,7 +401,8 @@ static void local_in(struct rank_pass *rp, int64_t lo, int64_t hi, float out[SP_
     int64_t e = window(&rp->cur_e, lo, hi);
     int64_t ew = window(&rp->cur_ew, lo, hi), ews = window(&rp->cur_ews, lo, hi);
     int64_t cm = c + dm, cmtw = c + dmtw, i = c + dmtwi, h = i + e;
-    out[SP_LOC_BUSY] = (float)cm;
+    out[SP_LOC_BUSY] = (float)c;
+    out[SP_LOC_COPY] = (float)(cm - c);
     out[SP_LOC_INPUT] = (float)(i - cmtw);
     out[SP_LOC_WRITE] = (float)ew;
     out[SP_LOC_SYNC] = (float)(ews - ew);
@@ -619,6 +624,7 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[S
     int64_t h = i + measure(rp->el);
     out[SP_CAT_COMPUTE] = (double)c;
     out[SP_CAT_MEMCPY] = (double)(cm - c);
+    rp->r->copy_ns += (double)measure(&b->c[I_MEMCPY]);
     out[SP_CAT_COLL_TRANSFER] = (double)(cmt - cm);
     out[SP_CAT_COLL_WAIT] = (double)(cmtw - cmt);
     out[SP_CAT_IDLE_INPUT] = (double)(i - cmtw);
@@ -881,6 +887,22 @@ static __attribute__((noinline)) void note_write(struct rank_pass *rp, const str
     }
 }
 
+/* A copy in the steps in view, to its direction and the memory kind of
+ * its host side (the memcpy finding's evidence). */
+static void count_copy(struct rank_pass *rp, const struct sp_ev_gpu *g, int64_t t)
+{
+    if (t < rp->view_start || t >= rp->view_end)
+        return;
+    uint64_t dir = g->copy_kind < SP_COPY_DIRS ? g->copy_kind : SP_COPY_UNKNOWN;
+    uint64_t mem = dir == SP_COPY_H2D ? g->src_mem : dir == SP_COPY_D2H ? g->dst_mem : g->src_mem;
+    if (mem >= SP_MEM_KINDS)
+        mem = SP_MEM_OTHER;
+    struct sp_copy_stat *c = &rp->r->copies[dir][mem];
+    c->count++;
+    c->bytes += g->bytes;
+    c->ns += (int64_t)g->dur;
+}
+
 static inline __attribute__((always_inline)) void on_event(struct rank_pass *rp, const struct sp_reader *rd,
                                                            const struct sp_event *ev)
 {
@@ -893,6 +915,8 @@ static inline __attribute__((always_inline)) void on_event(struct rank_pass *rp,
             add_interval(rp, t, t + (int64_t)ev->gpu.dur, I_COMPUTE);
         else if (ev->gpu.kind == SP_GPU_MEMCPY || ev->gpu.kind == SP_GPU_MEMSET)
             add_interval(rp, t, t + (int64_t)ev->gpu.dur, I_MEMCPY);
+        if (ev->gpu.kind == SP_GPU_MEMCPY)
+            count_copy(rp, &ev->gpu, t);
         break;
     case SP_EV_CUDA:
         if (ev->cuda.api == SP_CUDA_LAUNCH || ev->cuda.api == SP_CUDA_GRAPH_LAUNCH)
@@ -941,7 +965,9 @@ static int pass2_open(void *ctx, struct sp_reader *rd)
 {
     const struct rank_pass *rp = ctx;
     sp_reader_set_fields(rd, SP_EV_GPU,
-                         SP_FIELD_BIT(gpu, kind) | (rp->device >= 0 ? SP_FIELD_BIT(gpu, device) : 0));
+                         SP_FIELD_BIT(gpu, kind) | (rp->device >= 0 ? SP_FIELD_BIT(gpu, device) : 0) |
+                             SP_FIELD_BIT(gpu, copy_kind) | SP_FIELD_BIT(gpu, bytes) | SP_FIELD_BIT(gpu, src_mem) |
+                             SP_FIELD_BIT(gpu, dst_mem));
     sp_reader_set_fields(rd, SP_EV_CUDA, SP_FIELD_BIT(cuda, api) | SP_FIELD_BIT(cuda, stack));
     sp_reader_set_fields(rd, SP_EV_IO, SP_FIELD_BIT(io, op) | SP_FIELD_BIT(io, fd_kind) | SP_FIELD_BIT(io, ret));
     sp_reader_set_fields(rd, SP_EV_WAIT, SP_FIELD_BIT(wait, op) | SP_FIELD_BIT(wait, fd_kind));

@@ -80,7 +80,21 @@ static const struct sp_cause_info causes[SP_CAUSE_N] = {
                           "step shrank",
                           "compare"},
     [SP_CAUSE_HANG] = {"hang", "see what the missing rank was doing: scaleprof hang DIR", "hang"},
+    [SP_CAUSE_MEMCPY] = {"memcpy",
+                         "copy from pinned memory (DataLoader pin_memory=True) with non_blocking copies, and prefetch "
+                         "the next batch on a side stream while this step computes",
+                         "memcpy"},
 };
+
+/* The memcpy finding's first try when its copies already come from pinned
+ * memory, or do not cross the host link: pinning would change nothing. */
+#define MEMCPY_TRY_OVERLAP                                                                                   \
+    "the host memory is already page-locked: issue the copies asynchronously (non_blocking) on a side "      \
+    "stream and prefetch the next batch while this step computes, so the copies overlap compute"
+#define MEMCPY_TRY_DEVICE                                                                                    \
+    "copies within the GPU: avoid them (in-place operations, views instead of copies), or overlap them "     \
+    "with compute on a side stream"
+#define COPIES_SHOWN 3 /* (direction, memory) groups named in the evidence */
 
 const struct sp_cause_info *sp_cause_info(int cause)
 {
@@ -91,6 +105,11 @@ const struct sp_cause_info *sp_cause_info(int cause)
 const char *sp_cause_part_of(int cause)
 {
     return cause == SP_CAUSE_HOST_SYNC || cause == SP_CAUSE_FILE_WRITES ? causes[SP_CAUSE_HOST].name : NULL;
+}
+
+const char *sp_finding_first_try(const struct sp_finding *f)
+{
+    return f->first_try ? f->first_try : sp_cause_info(f->cause)->first_try;
 }
 
 int sp_severity_of_gain(double gain)
@@ -642,6 +661,98 @@ static void unexplained_finding(struct sp_model *m, double gain)
         say(f, "; the host's CPUs are %.0f%% busy over the run", 100 * busy / n);
 }
 
+static const char *copy_dir_text(int dir)
+{
+    static const char *const names[SP_COPY_DIRS] = {
+        [SP_COPY_UNKNOWN] = "copies of unknown direction", [SP_COPY_H2D] = "host to device",
+        [SP_COPY_D2H] = "device to host",                  [SP_COPY_D2D] = "device to device",
+        [SP_COPY_H2H] = "host to host",
+    };
+    return names[dir];
+}
+
+static const char *mem_text(int dir, int mem)
+{
+    if (dir == SP_COPY_D2D)
+        return "";
+    switch (mem) {
+    case SP_MEM_PAGEABLE: return " from pageable memory";
+    case SP_MEM_PINNED: return " from pinned memory";
+    case SP_MEM_MANAGED: return " from managed memory";
+    case SP_MEM_UNKNOWN: return " (pageable or pinned: not recorded)";
+    default: return "";
+    }
+}
+
+/* Direction, host memory, bytes, bandwidth and overlap of the copies of
+ * the finding's ranks, the groups with the most GPU time first; and the
+ * first thing to try for the group that weighs most. */
+static void memcpy_evidence(const struct sp_model *m, struct sp_finding *f)
+{
+    struct sp_copy_stat sum[SP_COPY_DIRS][SP_MEM_KINDS];
+    memset(sum, 0, sizeof sum);
+    double copy_ns = 0, exposed_ns = 0, step_ns = 0;
+    int steps = 0;
+    for (int i = 0; i < m->nranks; i++) {
+        const struct sp_rank *r = &m->ranks[i];
+        int concerned = 0;
+        for (int x = 0; x < f->nranks; x++)
+            concerned |= f->ranks[x] == r->rank;
+        if (!concerned || !r->cat)
+            continue;
+        for (int d = 0; d < SP_COPY_DIRS; d++)
+            for (int k = 0; k < SP_MEM_KINDS; k++) {
+                sum[d][k].count += r->copies[d][k].count;
+                sum[d][k].bytes += r->copies[d][k].bytes;
+                sum[d][k].ns += r->copies[d][k].ns;
+            }
+        copy_ns += r->copy_ns;
+        for (int k = m->step_lo; k < m->step_hi && k < r->nsteps; k++, steps++) {
+            exposed_ns += r->cat[k][SP_CAT_MEMCPY];
+            step_ns += (double)(r->steps[k].end - r->steps[k].start);
+        }
+    }
+    if (steps && step_ns > 0)
+        say(f, "; copies and memsets run while no kernel does %.1f%% of step time (%.2f ms of a %.2f ms step)",
+            100 * exposed_ns / step_ns, exposed_ns / steps / NS_PER_MS, step_ns / steps / NS_PER_MS);
+    int top_dir = -1, top_mem = 0;
+    for (int shown = 0; shown < COPIES_SHOWN; shown++) {
+        int bd = -1, bk = 0;
+        for (int d = 0; d < SP_COPY_DIRS; d++)
+            for (int k = 0; k < SP_MEM_KINDS; k++)
+                if (sum[d][k].count && sum[d][k].ns > 0 && (bd < 0 || sum[d][k].ns > sum[bd][bk].ns))
+                    bd = d, bk = k;
+        if (bd < 0)
+            break;
+        const struct sp_copy_stat *c = &sum[bd][bk];
+        if (top_dir < 0)
+            top_dir = bd, top_mem = bk;
+        double per = steps ? (double)c->count / steps : 0;
+        say(f, "; %s%s: %.1f MiB per step per rank in %.3g cop%s, %.2f ms at %.2f GB/s", copy_dir_text(bd),
+            mem_text(bd, bk), steps ? (double)c->bytes / steps / (1 << 20) : 0, per, per == 1 ? "y" : "ies",
+            steps ? (double)c->ns / steps / NS_PER_MS : 0, (double)c->bytes / (double)c->ns);
+        sum[bd][bk].count = 0;
+    }
+    if (top_dir < 0)
+        say(f, "; no copy recorded (the time is memsets)");
+    if (copy_ns > 0)
+        say(f, "; %.0f%% of copy time overlapped with compute", 100 * (1 - exposed_ns / copy_ns));
+    if (top_dir == SP_COPY_D2D)
+        f->first_try = MEMCPY_TRY_DEVICE;
+    else if (top_dir >= 0 && top_mem == SP_MEM_PINNED)
+        f->first_try = MEMCPY_TRY_OVERLAP;
+}
+
+static void memcpy_finding(struct sp_model *m, double gain)
+{
+    struct sp_finding *f = add(m, SP_CAUSE_MEMCPY, gain);
+    if (!f)
+        return;
+    ranks_over(m, SP_CAT_MEMCPY, SP_GAIN_MODERATE, f);
+    say_gain(m, f, "overlapping every copy with compute");
+    memcpy_evidence(m, f);
+}
+
 static int cmp_finding(const void *a, const void *b)
 {
     const struct sp_finding *x = a, *y = b;
@@ -656,6 +767,7 @@ static void shares_as_gains(const struct sp_model *m, struct sp_replay *rp)
     rp->gain[SP_CAUSE_HOST] = m->breakdown[SP_CAT_IDLE_HOST];
     rp->gain[SP_CAUSE_UNEXPLAINED] = m->breakdown[SP_CAT_IDLE_OTHER];
     rp->gain[SP_CAUSE_COMMUNICATION] = m->breakdown[SP_CAT_COLL_TRANSFER];
+    rp->gain[SP_CAUSE_MEMCPY] = m->breakdown[SP_CAT_MEMCPY];
 }
 
 void sp_model_findings(struct sp_model *m)
@@ -701,6 +813,7 @@ void sp_model_findings(struct sp_model *m)
     use[SP_CAUSE_COMMUNICATION] = g[SP_CAUSE_COMMUNICATION] >= REPORT_MIN;
     use[SP_CAUSE_CROSS_NODE] = rp.cross_scale > 0 && rp.cross_scale < CROSS_RATIO && g[SP_CAUSE_CROSS_NODE] >= REPORT_MIN;
     use[SP_CAUSE_UNEXPLAINED] = m->breakdown[SP_CAT_IDLE_OTHER] >= UNEXPLAINED_MIN && g[SP_CAUSE_UNEXPLAINED] >= REPORT_MIN;
+    use[SP_CAUSE_MEMCPY] = g[SP_CAUSE_MEMCPY] >= REPORT_MIN;
     if (use[SP_CAUSE_STRAGGLER])
         straggler_finding(m, &rp, g[SP_CAUSE_STRAGGLER], cause);
     if (use[SP_CAUSE_IMBALANCE])
@@ -723,6 +836,8 @@ void sp_model_findings(struct sp_model *m)
         cross_node_finding(m, &rp, g[SP_CAUSE_CROSS_NODE]);
     if (use[SP_CAUSE_UNEXPLAINED])
         unexplained_finding(m, g[SP_CAUSE_UNEXPLAINED]);
+    if (use[SP_CAUSE_MEMCPY])
+        memcpy_finding(m, g[SP_CAUSE_MEMCPY]);
     for (int i = 0; i < m->nfindings; i++)
         qsort(m->findings[i].ranks, (size_t)m->findings[i].nranks, sizeof(int), cmp_int);
     qsort(m->findings, (size_t)m->nfindings, sizeof m->findings[0], cmp_finding);

@@ -41,6 +41,8 @@
  *   communication   transfers hidden (what full overlap would give)
  *   cross_node      transfers spanning hosts at the intra-host bandwidth
  *   unexplained     idle nothing on the host explains, removed
+ *   memcpy          copies (and memsets) while no kernel ran removed: what
+ *                   prefetching them under compute would give
  * The gain of each is 1 - T'/T, T the replayed mean step time.  Peers of a
  * node are the nodes of other ranks with the same key: a collective's
  * communicator class and its index among the rank's calls on it in the
@@ -663,8 +665,10 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
             if (c != SP_LOC_INPUT) /* each rank keeps its own input */
                 v[c] = g->gmed[g->gid[flat]][under][c];
     }
-    if (cf->busy_scale)
+    if (cf->busy_scale) {
         v[SP_LOC_BUSY] *= cf->busy_scale[rank];
+        v[SP_LOC_COPY] *= cf->busy_scale[rank]; /* a stage's copies go with its work */
+    }
     double t = 0;
     for (int c = 0; c < SP_LOC_N; c++)
         if (!(cf->drop & (1u << c)))
@@ -931,7 +935,8 @@ static int stage_scale(const struct sp_model *m, int s, float *scale)
             if (r->stage < 0 || r->stage >= ns)
                 continue;
             for (size_t j = 0; j < r->nnodes; j++)
-                busy[r->stage] += r->nodes[j].gap[SP_LOC_BUSY] + r->nodes[j].under[SP_LOC_BUSY];
+                busy[r->stage] += r->nodes[j].gap[SP_LOC_BUSY] + r->nodes[j].under[SP_LOC_BUSY] +
+                                  r->nodes[j].gap[SP_LOC_COPY] + r->nodes[j].under[SP_LOC_COPY];
             cnt[r->stage]++;
         }
         int no = 0;
@@ -1084,6 +1089,7 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
         {SP_CAUSE_HOST_SYNC, 1u << SP_LOC_SYNC},
         {SP_CAUSE_FILE_WRITES, 1u << SP_LOC_WRITE},
         {SP_CAUSE_UNEXPLAINED, 1u << SP_LOC_OTHER},
+        {SP_CAUSE_MEMCPY, 1u << SP_LOC_COPY},
     };
     for (size_t i = 0; i < sizeof drops / sizeof drops[0]; i++) {
         cf = recorded;
@@ -1152,7 +1158,8 @@ double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, con
     cf.drop = (use[SP_CAUSE_INPUT] ? 1u << SP_LOC_INPUT : 0) |
               (use[SP_CAUSE_HOST] ? 1u << SP_LOC_HOST : 0) |
               (use[SP_CAUSE_HOST_SYNC] ? 1u << SP_LOC_SYNC : 0) | (use[SP_CAUSE_FILE_WRITES] ? 1u << SP_LOC_WRITE : 0) |
-              (use[SP_CAUSE_UNEXPLAINED] ? 1u << SP_LOC_OTHER : 0);
+              (use[SP_CAUSE_UNEXPLAINED] ? 1u << SP_LOC_OTHER : 0) |
+              (use[SP_CAUSE_MEMCPY] ? 1u << SP_LOC_COPY : 0);
     if (use[SP_CAUSE_COMMUNICATION])
         cf.transfer = 0;
     if (use[SP_CAUSE_CROSS_NODE] && rp->cross_scale > 0)
@@ -1194,6 +1201,7 @@ int sp_model_replay_nodes(struct sp_model *m, const struct sp_replay *rp, int ca
     case SP_CAUSE_HOST_SYNC: cf.drop = 1u << SP_LOC_SYNC; break;
     case SP_CAUSE_FILE_WRITES: cf.drop = 1u << SP_LOC_WRITE; break;
     case SP_CAUSE_UNEXPLAINED: cf.drop = 1u << SP_LOC_OTHER; break;
+    case SP_CAUSE_MEMCPY: cf.drop = 1u << SP_LOC_COPY; break;
     case SP_CAUSE_COMMUNICATION: cf.transfer = 0; break;
     case SP_CAUSE_CROSS_NODE:
         ok = rp->cross_scale > 0;

@@ -568,7 +568,7 @@ static void write_steps(struct writer *w)
                 ci->name, sp_model_severity_name(f->severity), f->gain, f->step_ms_if_fixed,
                 f->step_first, f->step_last);
         kv_str(w->out, "evidence", f->evidence);
-        kv_str(w->out, "first_try", ci->first_try);
+        kv_str(w->out, "first_try", sp_finding_first_try(f));
         fputs("}}", w->out);
     }
 }
@@ -923,7 +923,7 @@ int sp_export_whatif_cause(const char *name, char *names, size_t len)
     static const int replayable[] = {
         SP_CAUSE_STRAGGLER, SP_CAUSE_IMBALANCE, SP_CAUSE_PIPELINE_STAGE, SP_CAUSE_INPUT,
         SP_CAUSE_HOST, SP_CAUSE_HOST_SYNC, SP_CAUSE_FILE_WRITES, SP_CAUSE_COMMUNICATION, SP_CAUSE_CROSS_NODE,
-        SP_CAUSE_UNEXPLAINED};
+        SP_CAUSE_UNEXPLAINED, SP_CAUSE_MEMCPY};
     size_t used = 0;
     int found = -1;
     if (names && len) names[0] = 0;

@@ -459,6 +459,34 @@ def case_late_gpu_records():
     near("memcpy (every copy counted)", rep["breakdown"]["memcpy"], truth["breakdown"]["memcpy"], 0.0005)
 
 
+def case_memcpy_finding():
+    """Each step copies 8 MiB from pageable memory for 2 ms while no kernel
+    runs, on every rank alike: memcpy is named with the copies' share as its
+    gain, and its evidence gives the direction, the memory kind, the bytes,
+    the bandwidth (8 MiB / 2 ms) and no overlap; from pinned memory the
+    first try is not to pin it."""
+    for pinned in (False, True):
+        d, truth = gen("memcpy" + ("_pinned" if pinned else ""), "--ranks", 2, "--markers", "--memcpy-ms", 2,
+                       "--copy-bytes", 8 << 20, *(["--copy-pinned"] if pinned else []))
+        rep = report(d)
+        f = findings(rep).get("memcpy")
+        share = truth["breakdown"]["memcpy"]
+        print(f"  pinned={pinned}: memcpy truth {share:.3f}, finding {f and (f['gain'], f['evidence'], f['first_try'])}")
+        if not f:
+            fail("memcpy not named")
+        near("memcpy gain", f["gain"], share, 0.01)
+        if f["ranks"] != [0, 1]:
+            fail(f"memcpy names ranks {f['ranks']}, both copy alike")
+        kind = "pinned" if pinned else "pageable"
+        want = ["host to device from %s memory" % kind, "8.0 MiB per step per rank in 1 copy",
+                "%.2f GB/s" % ((8 << 20) / 2e6), "0% of copy time overlapped"]
+        for w in want:
+            if w not in f["evidence"]:
+                fail(f"memcpy evidence lacks {w!r}: {f['evidence']}")
+        if pinned == ("pin" in f["first_try"].lower()):
+            fail(f"first try for {kind} copies: {f['first_try']}")
+
+
 def case_loader_workers():
     """Two forked loader workers per rank, whose headers inherit the rank,
     are attached to it as helpers, not analyzed as the rank; the input

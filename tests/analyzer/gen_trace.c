@@ -33,6 +33,8 @@
  * buckets all of one size (--equal-buckets: every collective of a step is
  * the same), and headers that name no rank (--no-rank: a job started
  * without a launcher; with --no-nccl nothing else names one either).
+ * The H2D copy moves --copy-bytes from pageable host memory, or pinned
+ * with --copy-pinned (the memory kinds CUPTI gives).
  *
  * The truth (JSON, --truth FILE) covers steps [skip, steps): breakdown as
  * fractions of step time, per-collective transfer and mean wait, step time,
@@ -221,6 +223,9 @@ static void emit_cuda(int r, int api, double t, double dur)
     emit(r, &ev, t);
 }
 
+static uint64_t copy_bytes;
+static int copy_pinned;
+
 static void emit_gpu(int r, int kind, double t, double dur, uint64_t stream)
 {
     struct sp_event ev = {.type = SP_EV_GPU};
@@ -229,6 +234,11 @@ static void emit_gpu(int r, int kind, double t, double dur, uint64_t stream)
     ev.gpu.stream = stream;
     ev.gpu.name = 0;
     ev.gpu.copy_kind = kind == SP_GPU_MEMCPY ? SP_COPY_H2D : 0;
+    if (kind == SP_GPU_MEMCPY) {
+        ev.gpu.bytes = copy_bytes;
+        ev.gpu.src_mem = copy_pinned ? SP_MEM_PINNED : SP_MEM_PAGEABLE;
+        ev.gpu.dst_mem = SP_MEM_DEVICE;
+    }
     emit(r, &ev, t);
 }
 
@@ -527,7 +537,7 @@ static const char usage[] =
     "  [--jitter F] [--clock-error-us U] [--markers] [--helper] [--slow-rank R]\n"
     "  [--slow-compute-ms X] [--slow-input-ms X] [--missing-rank R] [--truncate-rank R]\n"
     "  [--helpers N] [--no-nccl] [--gpu-thread-lag S] [--equal-buckets] [--no-rank]\n"
-    "  [--one-kernel-name] [--pause-after-step K]\n"
+    "  [--one-kernel-name] [--pause-after-step K] [--copy-bytes N] [--copy-pinned]\n"
     "  [--truth FILE]\n";
 
 int main(int argc, char **argv)
@@ -547,7 +557,7 @@ int main(int argc, char **argv)
         {"missing-rank", 1, 0, 'X'}, {"truncate-rank", 1, 0, 'R'}, {"truth", 1, 0, 'o'},
         {"helpers", 1, 0, 'W'}, {"no-nccl", 0, 0, 'Z'}, {"gpu-thread-lag", 1, 0, 'L'},
         {"equal-buckets", 0, 0, 'E'}, {"no-rank", 0, 0, 'U'}, {"one-kernel-name", 0, 0, 'O'},
-        {"pause-after-step", 1, 0, 'Q'},
+        {"pause-after-step", 1, 0, 'Q'}, {"copy-bytes", 1, 0, 'Y'}, {"copy-pinned", 0, 0, 'V'},
         {0, 0, 0, 0},
     };
     int c;
@@ -585,6 +595,8 @@ int main(int argc, char **argv)
         case 'O': s.one_name = 1; break;
         case 'Q': s.pause_step = atoi(optarg) + 1; break;
         case 'U': s.no_rank = 1; break;
+        case 'Y': copy_bytes = strtoull(optarg, NULL, 0); break;
+        case 'V': copy_pinned = 1; break;
         default: fputs(usage, stderr); return 2;
         }
     }

@@ -27,6 +27,7 @@ SKIP = 77
 SP_FLAG_CLOSED, SP_FLAG_IMPORTED, SP_FLAG_NO_FILE_IO, SP_FLAG_NO_CPU = 1, 2, 4, 8
 GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_NCCL_KERNEL = 1, 2, 3, 4
 COPY_H2D, COPY_D2H, COPY_D2D = 1, 2, 3
+MEM_PAGEABLE, MEM_PINNED, MEM_DEVICE = 1, 2, 3
 NCCL_ALLREDUCE, NCCL_BROADCAST, NCCL_ALLGATHER, NCCL_REDUCESCATTER, NCCL_SEND = 1, 2, 4, 5, 6
 CUDA_LAUNCH, CUDA_DEVICE_SYNC, CUDA_STREAM_SYNC, CUDA_EVENT_SYNC = 1, 3, 4, 5
 CUDA_STREAM_WAIT_EVENT, CUDA_MEMCPY, CUDA_MEMCPY_ASYNC = 6, 7, 8
@@ -110,6 +111,10 @@ def case_kernels_and_copies(tmp):
     check((h2d["t"], h2d["dur"], h2d["bytes"]) == (2000000, 12000, 92928), "HtoD copy time and bytes: %s" % h2d)
     d2h = only(of_type(evs, "gpu", kind=GPU_MEMCPY, copy_kind=COPY_D2H), "DtoH copy")
     check((d2h["device"], d2h["stream"], d2h["bytes"]) == (1, 9, 4), "DtoH copy on device 1: %s" % d2h)
+    check((h2d["src_mem"], h2d["dst_mem"]) == (MEM_PAGEABLE, MEM_DEVICE),
+          "'(Pageable -> Device)' gives the copy's memory kinds: %s" % h2d)
+    check((d2h["src_mem"], d2h["dst_mem"]) == (MEM_DEVICE, MEM_PINNED),
+          "'(Device -> Pinned)' gives the copy's memory kinds: %s" % d2h)
     d2d = only(of_type(evs, "gpu", kind=GPU_MEMCPY, copy_kind=COPY_D2D), "DtoD copy")
     check(d2d["t"] == 2200000 and d2d["dur"] == 5088, "2.2e3 us parses to 2200000 ns: %s" % d2d)
     ms = only(of_type(evs, "gpu", kind=GPU_MEMSET), "memset")

@@ -70,6 +70,10 @@ DP = ["--shape", "dp", "--work-ms", "20", "--grad-mb", "16", "--buckets", "4"]
 SLOW_LINK = {"SIM_NVLINK_GBPS": "20"}
 PIPE_STAGES = 4
 PIPE_FIXED_MICRO = 64
+# Copies over a slow host link: 4 MiB a step at 1 GB/s from pageable memory
+# (4.2 ms), 2.5 GB/s from pinned (1.7 ms), against 8 ms of compute.
+COPY = ["--shape", "copy", "--work-ms", "8", "--batch-mb", "4", "--grad-mb", "1"]
+SLOW_HOST_LINK = {"SIM_PAGEABLE_GBPS": "1", "SIM_PINNED_GBPS": "2.5"}
 
 # A shape: the job (ranks, environment, flags as is and fixed), what the
 # report should name, and the band of gains its sizes give (outside it the
@@ -218,6 +222,31 @@ SHAPES = {
         "cause": "input_pipeline", "ranks": None, "band": (0.35, 0.6),
         "outranks": ["straggler", "imbalance"],
         "premises": ["some_input_asis", "no_input_fixed"],
+    },
+    "copy_pageable": {
+        "story": "2-rank data parallel; each step copies a 4 MiB batch from pageable host "
+                 "memory to the GPU on the compute stream, then computes 8 ms on it; the "
+                 "host link gives 1 GB/s from pageable memory (fix: the batch in pinned "
+                 "memory, the next one copied on a side stream during this step's compute)",
+        "nproc": 2, "env": SLOW_HOST_LINK,
+        "asis": COPY,
+        "fixed": COPY + ["--pinned", "--prefetch", "1"],
+        "cause": "memcpy", "ranks": [0, 1], "band": (0.2, 0.45),
+        "evidence": ["host to device", "pageable", "4.0 MiB", "GB/s", "overlapped"],
+        "first_try": ["pinned"],
+        "premises": ["memcpy_asis", "no_memcpy_fixed"],
+    },
+    "copy_pinned_serial": {
+        "story": "the same job with the batch already in pinned memory, copied on the "
+                 "compute stream before each step's compute (fix: the next batch copied on "
+                 "a side stream during this step's compute)",
+        "nproc": 2, "env": SLOW_HOST_LINK,
+        "asis": COPY + ["--pinned"],
+        "fixed": COPY + ["--pinned", "--prefetch", "1"],
+        "cause": "memcpy", "ranks": [0, 1], "band": (0.08, 0.25),
+        "evidence": ["host to device", "pinned", "4.0 MiB", "GB/s", "overlapped"],
+        "first_try_not": ["pin"],
+        "premises": ["memcpy_asis", "no_memcpy_fixed"],
     },
 }
 
@@ -420,7 +449,23 @@ def premise_loaders_take_turns(pair):
         raise Disturbed("as is: at steps %s the late loader is not rank step %% 2" % wrong)
 
 
+def premise_memcpy_asis(pair):
+    f = pair.frac("asis")[0]["memcpy"]
+    if f < 0.08:
+        raise Disturbed("as is: copies outside compute only %.1f%% of step time in the truth"
+                        % (100 * f))
+
+
+def premise_no_memcpy_fixed(pair):
+    f = pair.frac("fixed")[0]["memcpy"]
+    if f > 0.03:
+        raise Disturbed("fixed: copies outside compute still %.1f%% of step time in the truth"
+                        % (100 * f))
+
+
 PREMISES = {
+    "memcpy_asis": premise_memcpy_asis,
+    "no_memcpy_fixed": premise_no_memcpy_fixed,
     "waits_asis": premise_waits_asis,
     "no_waits_fixed": premise_no_waits_fixed,
     "last_rank_changes": premise_last_rank_changes,
@@ -485,6 +530,18 @@ def judge_report(pair, rep, rep_fixed):
         elif spec["ranks"] is not None and top.get("ranks") != spec["ranks"]:
             bad.append("as is: %s names ranks %s, expected %s" % (spec["cause"], top.get("ranks"),
                                                                   spec["ranks"]))
+        if top.get("cause") == spec["cause"]:
+            ev, first = top.get("evidence", ""), top.get("first_try", "")
+            for word in spec.get("evidence", []):
+                if word not in ev:
+                    bad.append("as is: %s evidence does not say %r: %s" % (spec["cause"], word, ev))
+            for word in spec.get("first_try", []):
+                if word not in first:
+                    bad.append("as is: %s first try does not say %r: %s"
+                               % (spec["cause"], word, first))
+            for word in spec.get("first_try_not", []):
+                if word in first.lower():
+                    bad.append("as is: %s first try says %r: %s" % (spec["cause"], word, first))
         g = gain_of(top)
         tol = max(GAIN_ABS_TOLERANCE, GAIN_REL_TOLERANCE * pair.gain)
         if g is not None and abs(g - pair.gain) > tol:

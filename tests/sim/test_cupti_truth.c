@@ -5,6 +5,8 @@
  * timestamp callback is CLOCK_MONOTONIC, the truth's clock).  Buffers come
  * from the client's request callback; full ones arrive by themselves from
  * CUPTI's thread, the rest on flush.  A second subscriber is refused.
+ * A copy's memory kinds say where its bytes were (pageable, pinned, device)
+ * and its time follows them (SIM_PAGEABLE_GBPS, SIM_PINNED_GBPS defaults).
  */
 #include <cupti.h>
 #include <nccl.h>
@@ -19,7 +21,11 @@ struct rec {
     const char *name;
     uint64_t start, end;
     uint32_t stream, corr;
+    uint8_t copy, src, dst; /* memcpy: copyKind, srcKind, dstKind */
+    uint64_t bytes;
 };
+#define PAGEABLE_GBPS 10 /* the sim's defaults */
+#define PINNED_GBPS 25
 
 static struct rec recs[MAX_RECORDS];
 static int nrecs, deliveries;
@@ -37,13 +43,14 @@ static void keep(CUpti_Activity *r)
     o->kind = r->kind;
     if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
         CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)r;
-        *o = (struct rec){r->kind, k->name, k->start, k->end, k->streamId, k->correlationId};
+        *o = (struct rec){r->kind, k->name, k->start, k->end, k->streamId, k->correlationId, 0, 0, 0, 0};
     } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
         CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)r;
-        *o = (struct rec){r->kind, "memcpy", m->start, m->end, m->streamId, m->correlationId};
+        *o = (struct rec){r->kind, "memcpy", m->start, m->end, m->streamId, m->correlationId,
+                          m->copyKind, m->srcKind, m->dstKind, m->bytes};
     } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
         CUpti_ActivityMemset4 *m = (CUpti_ActivityMemset4 *)r;
-        *o = (struct rec){r->kind, "memset", m->start, m->end, m->streamId, m->correlationId};
+        *o = (struct rec){r->kind, "memset", m->start, m->end, m->streamId, m->correlationId, 0, 0, 0, 0};
     } else {
         nrecs--;
     }
@@ -99,9 +106,12 @@ static void workload(void)
         cudaLaunchConfig_t cfg = {.gridDim = {2, 1, 1}, .blockDim = {64, 1, 1}, .stream = s2};
         SIM_CUDA(cudaLaunchKernelExC(&cfg, (const void *)(uintptr_t)sim_test_other_stub, NULL));
     }
+    float *pinned;
+    SIM_CUDA(cudaMallocHost((void **)&pinned, sizeof host));
     SIM_CUDA(cudaMemcpyAsync(dev, host, sizeof host, cudaMemcpyHostToDevice, s1));
     SIM_CUDA(cudaMemsetAsync(dev, 0, sizeof host, s2));
     SIM_CUDA(cudaMemcpy(host, dev, sizeof host, cudaMemcpyDeviceToHost));
+    SIM_CUDA(cudaMemcpyAsync(dev, pinned, sizeof host, cudaMemcpyHostToDevice, s1));
 
     ncclComm_t comm;
     SIM_CHECK(ncclCommInitAll(&comm, 1, NULL) == ncclSuccess);
@@ -112,6 +122,24 @@ static void workload(void)
     SIM_CHECK(ncclGroupEnd() == ncclSuccess);
     SIM_CUDA(cudaDeviceSynchronize());
     SIM_CHECK(ncclCommDestroy(comm) == ncclSuccess);
+    SIM_CUDA(cudaFreeHost(pinned));
+}
+
+/* The copy of KIND from SRC to DST memory, exactly one, taking BYTES at
+ * GBPS (bytes / GB/s is ns, truncated as the sim does). */
+static void copy_is(uint8_t kind, uint8_t src, uint8_t dst, double gbps)
+{
+    int n = 0;
+    for (int i = 0; i < nrecs; i++) {
+        const struct rec *r = &recs[i];
+        if (r->kind != CUPTI_ACTIVITY_KIND_MEMCPY || r->copy != kind || r->src != src || r->dst != dst)
+            continue;
+        printf("copy kind %u, memory %u -> %u: %llu bytes in %llu ns\n", kind, src, dst,
+               (unsigned long long)r->bytes, (unsigned long long)(r->end - r->start));
+        SIM_CHECK(r->end - r->start == (uint64_t)((double)r->bytes / gbps));
+        n++;
+    }
+    SIM_CHECK(n == 1);
 }
 
 static const struct rec *find(uint32_t corr, int kind)
@@ -192,7 +220,13 @@ int main(void)
     printf("%d records, %d delivered before the flush, %d match the ground truth\n",
            nrecs, early, matched);
     SIM_CHECK(early > 0);
-    SIM_CHECK(matched == nrecs && nrecs == 4 + 4 + 3 + 2);
+    SIM_CHECK(matched == nrecs && nrecs == 4 + 4 + 4 + 2);
+    copy_is(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+            PAGEABLE_GBPS);
+    copy_is(CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+            PAGEABLE_GBPS);
+    copy_is(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+            PINNED_GBPS);
     SIM_CHECK(has_name(SIM_TEST_BUSY_NAME) && has_name(SIM_TEST_OTHER_NAME));
     SIM_CHECK(has_name("ncclDevKernel_AllReduce_Sum_f32_RING_LL"));
     SIM_CHECK(has_name("ncclDevKernel_SendRecv"));

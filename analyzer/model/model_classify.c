@@ -836,10 +836,14 @@ static int is_flush(uint64_t op)
     return op == SP_IO_FSYNC || op == SP_IO_FDATASYNC;
 }
 
+/* Calls that can block the host until the GPU drains: the syncs, and the
+ * copies (a copy to or from pageable memory returns when it is done even
+ * when asked to be asynchronous: what .item() does).  A call that did not
+ * block costs nothing here (sync_caused takes at most its duration). */
 static int is_sync_api(uint64_t api)
 {
     return api == SP_CUDA_DEVICE_SYNC || api == SP_CUDA_STREAM_SYNC || api == SP_CUDA_EVENT_SYNC ||
-           api == SP_CUDA_MEMCPY;
+           api == SP_CUDA_MEMCPY || api == SP_CUDA_MEMCPY_ASYNC;
 }
 
 /* A sync of the rank's host, with its call site (kept for the evidence). */

@@ -264,13 +264,22 @@ static uint64_t node_key(const struct sp_model *m, const struct sp_rank *r, cons
         return mix(0xe4d, (uint64_t)(r->stage + 1));
     const struct sp_coll_call *c = &r->calls[n->call];
     if (sp_op_is_p2p(c->op)) {
-        uint64_t h = mix(0x929, (uint64_t)(r->stage + 1));
+        /* in a pipeline, the stage and its ops in order; elsewhere (an
+         * all-to-all, a ring) the ops with each peer's distance from the
+         * rank, in any order: every rank of an all-to-all has the same */
+        uint64_t h = mix(0x929, (uint64_t)(r->stage + 1)), set = 0;
         for (uint32_t i = 0; i < n->ncalls; i++) {
             const struct sp_coll_call *x = &r->calls[n->call + i];
-            h = mix(h, x->op);
-            h = mix(h, (uint64_t)(r->stage < 0 ? x->peer : 0));
+            if (r->stage >= 0) {
+                h = mix(h, x->op);
+                continue;
+            }
+            int64_t d = x->peer;
+            if (x->peer >= 0 && x->crank >= 0 && x->nranks > 0)
+                d = ((int64_t)x->peer - x->crank + x->nranks) % x->nranks;
+            set += mix(x->op, (uint64_t)d);
         }
-        return mix(h, (*p2p_idx)++);
+        return mix(mix(h, set), (*p2p_idx)++);
     }
     int i = 0;
     while (i < *ncc && cc[i].comm != c->comm)
@@ -417,6 +426,22 @@ static int build_instances(struct graph *g)
         }
     }
     free(fill);
+    /* a node's synchronization point: the latest last arrival over its
+     * instances (a group's pairs end together, when the latest has) */
+    int64_t *sync = malloc((g->total + 1) * sizeof *sync);
+    if (!sync)
+        return -1;
+    for (size_t f = 0; f < g->total; f++)
+        sync[f] = INT64_MIN;
+    for (size_t t = 0; t < g->ninsts; t++) {
+        const struct inst *in = &g->insts[t];
+        for (int32_t p = 0; p < in->n; p++) {
+            const struct part *pt = &g->parts[in->first + p];
+            size_t flat = g->node_base[pt->r] + (size_t)pt->node;
+            if (in->last > sync[flat])
+                sync[flat] = in->last;
+        }
+    }
     for (size_t t = 0; t < g->ninsts; t++) {
         struct inst *in = &g->insts[t];
         if (in->n > 1)
@@ -425,10 +450,12 @@ static int build_instances(struct graph *g)
         for (int32_t p = 0; p < in->n; p++) {
             struct part *pt = &g->parts[in->first + p];
             const struct sp_rnode *nd = &m->ranks[pt->r].nodes[pt->node];
-            pt->tail = nd->e - in->last > 0 ? nd->e - in->last : 0;
+            int64_t s = sync[g->node_base[pt->r] + (size_t)pt->node];
+            pt->tail = nd->e - s > 0 ? nd->e - s : 0;
             in->spans |= m->ranks[pt->r].host != m->ranks[g->parts[in->first].r].host;
         }
     }
+    free(sync);
     return 0;
 }
 
@@ -673,6 +700,7 @@ struct replay {
     size_t *cur;        /* per rank: next node */
     struct rstate *st;  /* per rank: the last node replayed */
     int64_t *arr, *end; /* per flat node */
+    int64_t *sync;      /* per flat node: latest replayed last arrival of its instances */
     int32_t *need;      /* per instance: participants still to arrive */
     int64_t *last;      /* per instance: replayed last arrival */
     uint16_t *pending;  /* per flat node: instances not yet complete */
@@ -747,6 +775,11 @@ static void finish_node(struct replay *rp, int r)
     rp->cur[r] = j + 1;
 }
 
+/* An instance's last participant arrived: each participant's node is
+ * synchronized no earlier than that, and ends its own transfer (its
+ * recorded end - its recorded synchronization point) after the latest of
+ * its instances.  The node waited from its arrival to that latest one,
+ * counted once when its last instance completes. */
 static void complete(struct replay *rp, size_t in_idx)
 {
     const struct graph *g = rp->g;
@@ -760,10 +793,14 @@ static void complete(struct replay *rp, size_t in_idx)
             continue; /* forced before this participant arrived */
         if (e > rp->end[flat])
             rp->end[flat] = e;
-        rp->wait += (double)(rp->last[in_idx] - rp->arr[flat]);
-        if (rp->pending[flat] && --rp->pending[flat] == 0 && rp->cur[pt->r] == (size_t)pt->node) {
-            finish_node(rp, pt->r);
-            advance(rp, pt->r);
+        if (rp->last[in_idx] > rp->sync[flat])
+            rp->sync[flat] = rp->last[in_idx];
+        if (rp->pending[flat] && --rp->pending[flat] == 0) {
+            rp->wait += (double)(rp->sync[flat] - rp->arr[flat]);
+            if (rp->cur[pt->r] == (size_t)pt->node) {
+                finish_node(rp, pt->r);
+                advance(rp, pt->r);
+            }
         }
     }
 }
@@ -805,16 +842,17 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
     rp.st = calloc((size_t)m->nranks + 1, sizeof *rp.st);
     rp.arr = malloc((g->total + 1) * sizeof *rp.arr);
     rp.end = malloc((g->total + 1) * sizeof *rp.end);
+    rp.sync = malloc((g->total + 1) * sizeof *rp.sync);
     rp.pending = calloc(g->total + 1, sizeof *rp.pending);
     rp.need = malloc((g->ninsts + 1) * sizeof *rp.need);
     rp.last = malloc((g->ninsts + 1) * sizeof *rp.last);
     rp.queue = malloc((g->ninsts + 1) * sizeof *rp.queue);
     rp.vals = malloc(((size_t)g->max_peers + 1) * sizeof *rp.vals);
     int rc = -1;
-    if (!rp.cur || !rp.st || !rp.arr || !rp.end || !rp.pending || !rp.need || !rp.last || !rp.queue || !rp.vals)
+    if (!rp.cur || !rp.st || !rp.arr || !rp.end || !rp.sync || !rp.pending || !rp.need || !rp.last || !rp.queue || !rp.vals)
         goto out;
     for (size_t f = 0; f < g->total; f++)
-        rp.arr[f] = rp.end[f] = INT64_MIN;
+        rp.arr[f] = rp.end[f] = rp.sync[f] = INT64_MIN;
     for (size_t t = 0; t < g->ninsts; t++) {
         rp.need[t] = g->insts[t].n;
         rp.last[t] = INT64_MIN;
@@ -858,6 +896,7 @@ out:
     free(rp.st);
     free(rp.arr);
     free(rp.end);
+    free(rp.sync);
     free(rp.pending);
     free(rp.need);
     free(rp.last);

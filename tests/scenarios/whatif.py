@@ -524,6 +524,11 @@ def judge_report(pair, rep, rep_fixed):
         for f in fs:
             if f.get("cause") == cause and (gain_of(f) or 0) >= (max(ours) if ours else 0):
                 bad.append("as is: %s outranks %s" % (describe(f), spec["cause"]))
+    share = float(rep.get("breakdown", {}).get("collective_transfer", 0))
+    for f in fs:
+        if f.get("cause") == "communication" and (gain_of(f) or 0) > share + CATEGORY_TOLERANCE:
+            bad.append("as is: %s, more than the %.1f%% of step time the report gives collective "
+                       "transfer" % (describe(f), 100 * share))
     truth = pair.frac("asis")[0]
     for cat in spec.get("truth_categories", []):
         got = float(rep.get("breakdown", {}).get(cat, 0))

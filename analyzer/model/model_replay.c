@@ -716,9 +716,11 @@ struct replay {
     float *vals; /* scratch for the peers' medians */
     double wait; /* replayed ns waiting in NCCL kernels */
     /* the critical path, when asked: per flat node, the transfer on the
-     * longest path to its arrival and to its end; per instance, the node
-     * that arrived last */
+     * longest path to its arrival and to its end, and whether its end came
+     * from moving data after its synchronization point; per instance, the
+     * node that arrived last */
     double *cp_arr, *cp_end;
+    uint8_t *cp_moved;
     uint32_t *who;
 };
 
@@ -752,8 +754,10 @@ static void advance(struct replay *rp, int r)
                     int64_t e = (a > rp->last[in] ? a : rp->last[in]) + (nd->e - nd->a);
                     if (e > rp->end[flat]) {
                         rp->end[flat] = e;
-                        if (rp->cp_end) /* no transfer of its own counted */
+                        if (rp->cp_end) { /* no transfer of its own counted */
                             rp->cp_end[flat] = rp->cp_arr[flat];
+                            rp->cp_moved[flat] = 0;
+                        }
                     }
                     rp->pending[flat]--;
                     continue;
@@ -793,6 +797,13 @@ static void finish_node(struct replay *rp, int r)
     s->a = rp->arr[flat];
     s->e = rp->end[flat];
     s->under = nd->ncalls ? local_time(g, rp->cf, r, flat, 1, rp->vals) : 0;
+    if (rp->cp_end && rp->cp_moved[flat]) {
+        /* the path's transfer: what of it the rank's own work under the
+         * op leaves exposed (collective_transfer, not overlap) */
+        double from = (double)s->a + s->under, sync = (double)rp->sync[flat];
+        double exposed = (double)s->e - (from > sync ? from : sync);
+        rp->cp_end[flat] += exposed > 0 ? exposed : 0;
+    }
     /* the next op follows this one on its stream when it did so recorded */
     s->gated_from = j + 1 < rk->nnodes && nd->e <= rk->nodes[j + 1].a;
     rp->cur[r] = j + 1;
@@ -816,8 +827,10 @@ static void complete(struct replay *rp, size_t in_idx)
             continue; /* forced before this participant arrived */
         if (e > rp->end[flat]) {
             rp->end[flat] = e;
-            if (rp->cp_end) /* the path comes from the last arrival, then moves the data */
-                rp->cp_end[flat] = rp->cp_arr[rp->who[in_idx]] + (double)tail;
+            if (rp->cp_end) { /* the path comes from the last arrival, then moves the data */
+                rp->cp_end[flat] = rp->cp_arr[rp->who[in_idx]];
+                rp->cp_moved[flat] = 1;
+            }
         }
         if (rp->last[in_idx] > rp->sync[flat])
             rp->sync[flat] = rp->last[in_idx];
@@ -877,10 +890,11 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
     if (critical) {
         rp.cp_arr = malloc((g->total + 1) * sizeof *rp.cp_arr);
         rp.cp_end = malloc((g->total + 1) * sizeof *rp.cp_end);
+        rp.cp_moved = calloc(g->total + 1, 1);
         rp.who = malloc((g->ninsts + 1) * sizeof *rp.who);
     }
     int rc = -1;
-    if (critical && (!rp.cp_arr || !rp.cp_end || !rp.who))
+    if (critical && (!rp.cp_arr || !rp.cp_end || !rp.cp_moved || !rp.who))
         goto out;
     if (!rp.cur || !rp.st || !rp.arr || !rp.end || !rp.sync || !rp.pending || !rp.need || !rp.last || !rp.queue || !rp.vals)
         goto out;
@@ -940,6 +954,7 @@ out:
     free(rp.vals);
     free(rp.cp_arr);
     free(rp.cp_end);
+    free(rp.cp_moved);
     free(rp.who);
     return rc;
 }

@@ -169,6 +169,17 @@ SHAPES = {
         "truth_categories": ["collective_wait", "collective_transfer"],
         "premises": ["waits_asis", "no_waits_fixed"],
     },
+    "alltoall_slow_link": {
+        "story": "the same 4-rank mixture of experts, every rank receiving the same tokens, "
+                 "8 MiB between every two ranks per layer each way over a 5 GB/s link (fix: "
+                 "links so fast the transfer vanishes: what hiding it entirely would give)",
+        "nproc": 4, "env": {"SIM_NVLINK_GBPS": "5"}, "env_fixed": {"SIM_NVLINK_GBPS": "100000"},
+        "asis": ["--shape", "alltoall", "--work-ms", "24", "--layers", "4", "--token-kb", "8192"],
+        "fixed": ["--shape", "alltoall", "--work-ms", "24", "--layers", "4", "--token-kb", "8192"],
+        "cause": "communication", "ranks": None, "band": (0.25, 0.5),
+        "truth_categories": ["collective_wait", "collective_transfer"],
+        "premises": [],
+    },
     "pipeline_1f1b_slow_stage": {
         "story": "4 pipeline stages, one-forward-one-backward with 8 micro-batches: in the "
                  "steady state a stage's send of activations and receive of gradients share "

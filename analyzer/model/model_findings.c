@@ -401,7 +401,8 @@ static void straggler_finding(struct sp_model *m, const struct sp_replay *rp, do
     say(f, "; the other ranks wait %.1f%% of step time in collectives", 100 * others_wait(m, rp->straggler_set));
     for (int i = 0; i < m->nstragglers; i++)
         if (f->nranks == 1 && m->stragglers[i].rank == f->ranks[0])
-            say(f, "; it arrived last at %.0f%% of collectives", 100 * m->stragglers[i].last_fraction);
+            say(f, "; it arrived last at %.0f%% of its collectives and send/receive exchanges",
+                100 * m->stragglers[i].last_fraction);
     if (cause)
         say(f, "; its excess is explained by %s", cause);
 }
@@ -457,7 +458,7 @@ static void host_finding(struct sp_model *m, double gain)
         100 * m->breakdown[SP_CAT_IDLE_HOST], 100 * busy);
 }
 
-static void communication_finding(struct sp_model *m, double gain)
+static void communication_finding(struct sp_model *m, const struct sp_replay *rp, double gain)
 {
     struct sp_finding *f = add(m, SP_CAUSE_COMMUNICATION, gain);
     if (!f)
@@ -467,6 +468,9 @@ static void communication_finding(struct sp_model *m, double gain)
     say_gain(m, f, "hiding every transfer under compute");
     double bw = sp_model_busbw(m, -1, NULL);
     say(f, "; collective transfer not hidden by compute takes %.1f%% of step time", 100 * share);
+    if (rp->ok)
+        say(f, "; moving data takes %.1f%% of the step on its longest path (the most hiding it can save)",
+            100 * rp->path_transfer_share);
     if (bw > 0)
         say(f, "; achieved bus bandwidth %.1f GB/s", bw);
     else
@@ -664,7 +668,7 @@ void sp_model_findings(struct sp_model *m)
     if (use[SP_CAUSE_HOST])
         host_finding(m, g[SP_CAUSE_HOST]);
     if (use[SP_CAUSE_COMMUNICATION])
-        communication_finding(m, g[SP_CAUSE_COMMUNICATION]);
+        communication_finding(m, &rp, g[SP_CAUSE_COMMUNICATION]);
     if (use[SP_CAUSE_CROSS_NODE])
         cross_node_finding(m, &rp, g[SP_CAUSE_CROSS_NODE]);
     if (use[SP_CAUSE_UNEXPLAINED])

@@ -40,6 +40,9 @@ struct sp_replay {
     double bubble_share;     /* waiting share of the balanced pipeline */
     double cross_scale;      /* spanning bus bandwidth / intra-host, 0 n/a */
     void *graph;             /* the replay's graph, kept for the ideal */
+    /* transfer on the recorded longest paths / base_ms: the most hiding
+     * transfers can gain */
+    double path_transfer_share;
 };
 /* Replays the analyzed steps once as recorded and once per counterfactual.
  * Returns 0, or -1 when there is nothing to replay (out->ok is 0).  Free

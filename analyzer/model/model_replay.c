@@ -17,8 +17,10 @@
  * step, so local time is conserved whatever the counterfactual moves.
  * An instance (a collective matched by (comm, seq), a send with its recv
  * by (comm, sender, receiver, k)) completes at its last participant's
- * arrival, and each participant leaves at that time plus what it took
- * after the last arrival in the recording (the transfer).  Replayed
+ * arrival.  A node is synchronized at the latest last arrival of its
+ * instances (a group's pairs all end when the latest has) and leaves at
+ * that time plus what it took after its synchronization point in the
+ * recording (the transfer, as model_coll.c classified it).  Replayed
  * without change the graph gives back the recorded times exactly; the
  * counterfactuals change durations and let the graph move everything else:
  *   straggler       a rank's (or a small communicator's) local time set to
@@ -33,7 +35,9 @@
  *                   launch calls an idle GPU waited through removed: issued
  *                   ahead of the GPU, launches overlap its work (a launch
  *                   into an idle stream also costs more: it wakes it)
- *   communication   transfers hidden (what full overlap would give)
+ *   communication   transfers hidden (what full overlap would give), every
+ *                   synchronization kept; at most the transfer on the
+ *                   recorded longest paths (the base replay follows them)
  *   cross_node      transfers spanning hosts at the intra-host bandwidth
  *   unexplained     idle nothing on the host explains, removed
  *   memcpy          copies (and memsets) while no kernel ran removed: what
@@ -107,6 +111,9 @@ struct cf {
 struct result {
     double step_ms;    /* mean over ranks of the replayed step */
     double wait_share; /* replayed time waiting in NCCL kernels / all */
+    /* when asked: transfer on each rank's longest path to its end, per
+     * step, mean over ranks */
+    double path_transfer_ms;
 };
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -266,13 +273,22 @@ static uint64_t node_key(const struct sp_model *m, const struct sp_rank *r, cons
         return mix(0xe4d, (uint64_t)(r->stage + 1));
     const struct sp_coll_call *c = &r->calls[n->call];
     if (sp_op_is_p2p(c->op)) {
-        uint64_t h = mix(0x929, (uint64_t)(r->stage + 1));
+        /* in a pipeline, the stage and its ops in order; elsewhere (an
+         * all-to-all, a ring) the ops with each peer's distance from the
+         * rank, in any order: every rank of an all-to-all has the same */
+        uint64_t h = mix(0x929, (uint64_t)(r->stage + 1)), set = 0;
         for (uint32_t i = 0; i < n->ncalls; i++) {
             const struct sp_coll_call *x = &r->calls[n->call + i];
-            h = mix(h, x->op);
-            h = mix(h, (uint64_t)(r->stage < 0 ? x->peer : 0));
+            if (r->stage >= 0) {
+                h = mix(h, x->op);
+                continue;
+            }
+            int64_t d = x->peer;
+            if (x->peer >= 0 && x->crank >= 0 && x->nranks > 0)
+                d = ((int64_t)x->peer - x->crank + x->nranks) % x->nranks;
+            set += mix(x->op, (uint64_t)d);
         }
-        return mix(h, (*p2p_idx)++);
+        return mix(mix(h, set), (*p2p_idx)++);
     }
     int i = 0;
     while (i < *ncc && cc[i].comm != c->comm)
@@ -419,6 +435,22 @@ static int build_instances(struct graph *g)
         }
     }
     free(fill);
+    /* a node's synchronization point: the latest last arrival over its
+     * instances (a group's pairs end together, when the latest has) */
+    int64_t *sync = malloc((g->total + 1) * sizeof *sync);
+    if (!sync)
+        return -1;
+    for (size_t f = 0; f < g->total; f++)
+        sync[f] = INT64_MIN;
+    for (size_t t = 0; t < g->ninsts; t++) {
+        const struct inst *in = &g->insts[t];
+        for (int32_t p = 0; p < in->n; p++) {
+            const struct part *pt = &g->parts[in->first + p];
+            size_t flat = g->node_base[pt->r] + (size_t)pt->node;
+            if (in->last > sync[flat])
+                sync[flat] = in->last;
+        }
+    }
     for (size_t t = 0; t < g->ninsts; t++) {
         struct inst *in = &g->insts[t];
         if (in->n > 1)
@@ -427,10 +459,12 @@ static int build_instances(struct graph *g)
         for (int32_t p = 0; p < in->n; p++) {
             struct part *pt = &g->parts[in->first + p];
             const struct sp_rnode *nd = &m->ranks[pt->r].nodes[pt->node];
-            pt->tail = nd->e - in->last > 0 ? nd->e - in->last : 0;
+            int64_t s = sync[g->node_base[pt->r] + (size_t)pt->node];
+            pt->tail = nd->e - s > 0 ? nd->e - s : 0;
             in->spans |= m->ranks[pt->r].host != m->ranks[g->parts[in->first].r].host;
         }
     }
+    free(sync);
     return 0;
 }
 
@@ -677,6 +711,7 @@ struct replay {
     size_t *cur;        /* per rank: next node */
     struct rstate *st;  /* per rank: the last node replayed */
     int64_t *arr, *end; /* per flat node */
+    int64_t *sync;      /* per flat node: latest replayed last arrival of its instances */
     int32_t *need;      /* per instance: participants still to arrive */
     int64_t *last;      /* per instance: replayed last arrival */
     uint16_t *pending;  /* per flat node: instances not yet complete */
@@ -684,6 +719,13 @@ struct replay {
     size_t nq;
     float *vals; /* scratch for the peers' medians */
     double wait; /* replayed ns waiting in NCCL kernels */
+    /* the critical path, when asked: per flat node, the transfer on the
+     * longest path to its arrival and to its end, and whether its end came
+     * from moving data after its synchronization point; per instance, the
+     * node that arrived last */
+    double *cp_arr, *cp_end;
+    uint8_t *cp_moved;
+    uint32_t *who;
 };
 
 static void finish_node(struct replay *rp, int r);
@@ -703,6 +745,8 @@ static void advance(struct replay *rp, int r)
         double by_stream = s->gated_from ? (double)s->e + gap : by_local;
         int64_t a = (int64_t)llround(by_stream > by_local ? by_stream : by_local);
         rp->arr[flat] = a;
+        if (rp->cp_arr) /* a rank's first node starts the path */
+            rp->cp_arr[flat] = j ? (by_stream > by_local ? rp->cp_end[flat - 1] : rp->cp_arr[flat - 1]) : 0;
         if (nd->ncalls) {
             for (uint32_t c = 0; c < nd->ncalls; c++) {
                 int32_t in = rk->calls[nd->call + c].inst;
@@ -712,20 +756,31 @@ static void advance(struct replay *rp, int r)
                     /* completed without this rank (forced): it leaves when it
                      * would have, had it been last */
                     int64_t e = (a > rp->last[in] ? a : rp->last[in]) + (nd->e - nd->a);
-                    if (e > rp->end[flat])
+                    if (e > rp->end[flat]) {
                         rp->end[flat] = e;
+                        if (rp->cp_end) { /* no transfer of its own counted */
+                            rp->cp_end[flat] = rp->cp_arr[flat];
+                            rp->cp_moved[flat] = 0;
+                        }
+                    }
                     rp->pending[flat]--;
                     continue;
                 }
-                if (a > rp->last[in])
+                if (a > rp->last[in]) {
                     rp->last[in] = a;
+                    if (rp->who)
+                        rp->who[in] = flat;
+                }
                 if (--rp->need[in] == 0)
                     rp->queue[rp->nq++] = (size_t)in;
             }
         }
         if (!nd->ncalls || !rp->pending[flat]) {
-            if (rp->end[flat] == INT64_MIN)
+            if (rp->end[flat] == INT64_MIN) {
                 rp->end[flat] = a + (nd->ncalls ? nd->e - nd->a : 0);
+                if (rp->cp_end)
+                    rp->cp_end[flat] = rp->cp_arr[flat];
+            }
             finish_node(rp, r);
             continue;
         }
@@ -746,11 +801,23 @@ static void finish_node(struct replay *rp, int r)
     s->a = rp->arr[flat];
     s->e = rp->end[flat];
     s->under = nd->ncalls ? local_time(g, rp->cf, r, flat, 1, rp->vals) : 0;
+    if (rp->cp_end && rp->cp_moved[flat]) {
+        /* the path's transfer: what of it the rank's own work under the
+         * op leaves exposed (collective_transfer, not overlap) */
+        double from = (double)s->a + s->under, sync = (double)rp->sync[flat];
+        double exposed = (double)s->e - (from > sync ? from : sync);
+        rp->cp_end[flat] += exposed > 0 ? exposed : 0;
+    }
     /* the next op follows this one on its stream when it did so recorded */
     s->gated_from = j + 1 < rk->nnodes && nd->e <= rk->nodes[j + 1].a;
     rp->cur[r] = j + 1;
 }
 
+/* An instance's last participant arrived: each participant's node is
+ * synchronized no earlier than that, and ends its own transfer (its
+ * recorded end - its recorded synchronization point) after the latest of
+ * its instances.  The node waited from its arrival to that latest one,
+ * counted once when its last instance completes. */
 static void complete(struct replay *rp, size_t in_idx)
 {
     const struct graph *g = rp->g;
@@ -759,15 +826,24 @@ static void complete(struct replay *rp, size_t in_idx)
     for (int32_t p = 0; p < in->n; p++) {
         const struct part *pt = &g->parts[in->first + p];
         uint32_t flat = (uint32_t)(g->node_base[pt->r] + (size_t)pt->node);
-        int64_t e = rp->last[in_idx] + (int64_t)llround((double)pt->tail * scale);
+        int64_t tail = (int64_t)llround((double)pt->tail * scale), e = rp->last[in_idx] + tail;
         if (rp->arr[flat] == INT64_MIN)
             continue; /* forced before this participant arrived */
-        if (e > rp->end[flat])
+        if (e > rp->end[flat]) {
             rp->end[flat] = e;
-        rp->wait += (double)(rp->last[in_idx] - rp->arr[flat]);
-        if (rp->pending[flat] && --rp->pending[flat] == 0 && rp->cur[pt->r] == (size_t)pt->node) {
-            finish_node(rp, pt->r);
-            advance(rp, pt->r);
+            if (rp->cp_end) { /* the path comes from the last arrival, then moves the data */
+                rp->cp_end[flat] = rp->cp_arr[rp->who[in_idx]];
+                rp->cp_moved[flat] = 1;
+            }
+        }
+        if (rp->last[in_idx] > rp->sync[flat])
+            rp->sync[flat] = rp->last[in_idx];
+        if (rp->pending[flat] && --rp->pending[flat] == 0) {
+            rp->wait += (double)(rp->sync[flat] - rp->arr[flat]);
+            if (rp->cur[pt->r] == (size_t)pt->node) {
+                finish_node(rp, pt->r);
+                advance(rp, pt->r);
+            }
         }
     }
 }
@@ -801,7 +877,7 @@ static int force_one(struct replay *rp)
 /* The replay; fn (when not NULL) is given every node it placed: rank
  * index, node index, replayed arrival and end. */
 static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct result *res, sp_replay_node_fn fn,
-                            void *arg)
+                            void *arg, int critical)
 {
     struct sp_model *m = g->m;
     struct replay rp = {.g = g, .cf = cf};
@@ -809,16 +885,25 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
     rp.st = calloc((size_t)m->nranks + 1, sizeof *rp.st);
     rp.arr = malloc((g->total + 1) * sizeof *rp.arr);
     rp.end = malloc((g->total + 1) * sizeof *rp.end);
+    rp.sync = malloc((g->total + 1) * sizeof *rp.sync);
     rp.pending = calloc(g->total + 1, sizeof *rp.pending);
     rp.need = malloc((g->ninsts + 1) * sizeof *rp.need);
     rp.last = malloc((g->ninsts + 1) * sizeof *rp.last);
     rp.queue = malloc((g->ninsts + 1) * sizeof *rp.queue);
     rp.vals = malloc(((size_t)g->max_peers + 1) * sizeof *rp.vals);
+    if (critical) {
+        rp.cp_arr = malloc((g->total + 1) * sizeof *rp.cp_arr);
+        rp.cp_end = malloc((g->total + 1) * sizeof *rp.cp_end);
+        rp.cp_moved = calloc(g->total + 1, 1);
+        rp.who = malloc((g->ninsts + 1) * sizeof *rp.who);
+    }
     int rc = -1;
-    if (!rp.cur || !rp.st || !rp.arr || !rp.end || !rp.pending || !rp.need || !rp.last || !rp.queue || !rp.vals)
+    if (critical && (!rp.cp_arr || !rp.cp_end || !rp.cp_moved || !rp.who))
+        goto out;
+    if (!rp.cur || !rp.st || !rp.arr || !rp.end || !rp.sync || !rp.pending || !rp.need || !rp.last || !rp.queue || !rp.vals)
         goto out;
     for (size_t f = 0; f < g->total; f++)
-        rp.arr[f] = rp.end[f] = INT64_MIN;
+        rp.arr[f] = rp.end[f] = rp.sync[f] = INT64_MIN;
     for (size_t t = 0; t < g->ninsts; t++) {
         rp.need[t] = g->insts[t].n;
         rp.last[t] = INT64_MIN;
@@ -837,7 +922,7 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
         if (!force_one(&rp))
             break;
     }
-    double sum = 0, total = 0;
+    double sum = 0, total = 0, path = 0;
     int n = 0;
     for (int r = 0; r < m->nranks; r++) {
         const struct sp_rank *rk = &m->ranks[r];
@@ -845,10 +930,13 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
             continue; /* a rank stuck for good is left out */
         int64_t end = rp.st[r].e;
         sum += (double)(end - g->start[r]);
+        if (rp.cp_end)
+            path += rp.cp_end[g->node_base[r] + rk->nnodes - 1];
         n++;
     }
     total = sum;
     res->step_ms = n ? sum / n / g->nsteps / NS_PER_MS : 0;
+    res->path_transfer_ms = n ? path / n / g->nsteps / NS_PER_MS : 0;
     res->wait_share = total > 0 ? rp.wait / total : 0;
     rc = n ? 0 : -1;
     for (int r = 0; fn && r < m->nranks; r++)
@@ -862,17 +950,22 @@ out:
     free(rp.st);
     free(rp.arr);
     free(rp.end);
+    free(rp.sync);
     free(rp.pending);
     free(rp.need);
     free(rp.last);
     free(rp.queue);
     free(rp.vals);
+    free(rp.cp_arr);
+    free(rp.cp_end);
+    free(rp.cp_moved);
+    free(rp.who);
     return rc;
 }
 
 static int run_replay(const struct graph *g, const struct cf *cf, struct result *res)
 {
-    return run_replay_nodes(g, cf, res, NULL, NULL);
+    return run_replay_nodes(g, cf, res, NULL, NULL, 0);
 }
 
 /* ---- the counterfactuals the findings need ---- */
@@ -992,7 +1085,7 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     out->straggler_set = calloc(nr + 1, 1);
     struct result base;
     if (!fix || !sets || !scale || !out->straggler_set || graph_build(m, &g) < 0 || !g.total ||
-        run_replay(&g, &recorded, &base) < 0 || base.step_ms <= 0) {
+        run_replay_nodes(&g, &recorded, &base, NULL, NULL, 1) < 0 || base.step_ms <= 0) {
         graph_free(&g);
         free(fix);
         free(sets);
@@ -1089,9 +1182,17 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
         cf.drop = drops[i].drop;
         out->gain[drops[i].cause] = gain_of(&g, &cf, b, &out->ms[drops[i].cause]);
     }
+    /* communication: every transfer hidden, every synchronization kept
+     * (a collective or a recv still ends at its last arrival); the gain
+     * is at most the transfer on the recorded longest paths */
     cf = recorded;
     cf.transfer = 0;
     out->gain[SP_CAUSE_COMMUNICATION] = gain_of(&g, &cf, b, &out->ms[SP_CAUSE_COMMUNICATION]);
+    out->path_transfer_share = base.path_transfer_ms / b;
+    if (out->gain[SP_CAUSE_COMMUNICATION] > out->path_transfer_share) {
+        out->gain[SP_CAUSE_COMMUNICATION] = out->path_transfer_share;
+        out->ms[SP_CAUSE_COMMUNICATION] = b * (1 - out->path_transfer_share);
+    }
     if (out->cross_scale > 0) {
         cf = recorded;
         cf.cross = out->cross_scale;
@@ -1204,7 +1305,7 @@ int sp_model_replay_nodes(struct sp_model *m, const struct sp_replay *rp, int ca
     default: ok = 0;
     }
     struct result r;
-    int rc = ok ? run_replay_nodes(&g, &cf, &r, fn, arg) : -1;
+    int rc = ok ? run_replay_nodes(&g, &cf, &r, fn, arg, 0) : -1;
     free(scale);
     graph_free(&g);
     return rc;

@@ -55,6 +55,7 @@ SKIP = 3
 ATTEMPTS = 3
 GAIN_ABS_TOLERANCE = 0.05
 GAIN_REL_TOLERANCE = 0.15
+CATEGORY_TOLERANCE = 0.03  # a category's share, report against truth
 NOT_WORTH = 0.05          # a cause saving less than this is not worth reporting
 RUN_TIMEOUT_S = 120
 SEVERITY = {"low": 0, "moderate": 1, "high": 2}
@@ -69,6 +70,9 @@ def common(spec):
 DP = ["--shape", "dp", "--work-ms", "20", "--grad-mb", "16", "--buckets", "4"]
 SLOW_LINK = {"SIM_NVLINK_GBPS": "20"}
 PIPE_STAGES = 4
+# Mixture of experts: 4 layers of 24 ms per step, 64 KiB of tokens between
+# every two ranks per layer each way (microseconds on the sim's links).
+A2A = ["--shape", "alltoall", "--work-ms", "24", "--layers", "4", "--token-kb", "64"]
 PIPE_FIXED_MICRO = 64
 # Copies over a slow host link: 4 MiB a step at 1 GB/s from pageable memory
 # (4.2 ms), 2.5 GB/s from pinned (1.7 ms), against 8 ms of compute.
@@ -154,6 +158,58 @@ SHAPES = {
         "fixed": ["--shape", "pipeline", "--work-ms", "24", "--micro-batches", "8",
                   "--slow-rank", "2", "--slow-factor", "1"],
         "cause": "pipeline_stage", "ranks": [2], "band": (0.3, 0.55),
+        "premises": [],
+    },
+    "alltoall_hot_rank": {
+        "story": "4-rank mixture of experts: each of 4 layers computes, dispatches tokens to "
+                 "every other rank by grouped ncclSend/ncclRecv (an all-to-all), computes its "
+                 "experts on what it received and sends the results back the same way; rank 2 "
+                 "receives 4x the tokens and its experts compute 4x longer (fix: every rank "
+                 "receives the same tokens)",
+        "nproc": 4, "env": {},
+        "asis": A2A + ["--hot-rank", "2", "--hot-factor", "4"],
+        "fixed": A2A + ["--hot-rank", "2", "--hot-factor", "1"],
+        "cause": "straggler", "ranks": [2], "band": (0.45, 0.7),
+        "truth_categories": ["collective_wait", "collective_transfer"],
+        "premises": ["waits_asis", "no_waits_fixed"],
+    },
+    "alltoall_slow_link": {
+        "story": "the same 4-rank mixture of experts, every rank receiving the same tokens, "
+                 "8 MiB between every two ranks per layer each way over a 5 GB/s link (fix: "
+                 "links so fast the transfer vanishes: what hiding it entirely would give)",
+        "nproc": 4, "env": {"SIM_NVLINK_GBPS": "5"}, "env_fixed": {"SIM_NVLINK_GBPS": "100000"},
+        "asis": ["--shape", "alltoall", "--work-ms", "24", "--layers", "4", "--token-kb", "8192"],
+        "fixed": ["--shape", "alltoall", "--work-ms", "24", "--layers", "4", "--token-kb", "8192"],
+        "cause": "communication", "ranks": None, "band": (0.25, 0.5),
+        "truth_categories": ["collective_wait", "collective_transfer"],
+        "premises": [],
+    },
+    "pipeline_1f1b_slow_stage": {
+        "story": "4 pipeline stages, one-forward-one-backward with 8 micro-batches: in the "
+                 "steady state a stage's send of activations and receive of gradients share "
+                 "one group (and the other way); stage 1 computes 2x slower (fix: stage 1 at "
+                 "the others' speed)",
+        "nproc": PIPE_STAGES, "env": {},
+        "asis": ["--shape", "1f1b", "--work-ms", "24", "--micro-batches", "8",
+                 "--slow-rank", "1", "--slow-factor", "2"],
+        "fixed": ["--shape", "1f1b", "--work-ms", "24", "--micro-batches", "8",
+                  "--slow-rank", "1", "--slow-factor", "1"],
+        "cause": "pipeline_stage", "ranks": [1], "band": (0.3, 0.55),
+        "truth_categories": ["collective_wait", "collective_transfer"],
+        "premises": [],
+    },
+    "pipeline_1f1b_bubble": {
+        "story": "4 pipeline stages, one-forward-one-backward with 4 micro-batches, every "
+                 "stage equal: the warm-up and cool-down bubble (fix: 64 micro-batches, same "
+                 "total work)",
+        "nproc": PIPE_STAGES, "env": {},
+        "asis": ["--shape", "1f1b", "--work-ms", "96", "--micro-batches", "4"],
+        "fixed": ["--shape", "1f1b", "--work-ms", "96",
+                  "--micro-batches", str(PIPE_FIXED_MICRO)],
+        "cause": "pipeline_bubble", "ranks": None, "band": (0.3, 0.45),
+        "forbid": ["straggler", "pipeline_stage"],
+        "fixed_residual": (PIPE_STAGES - 1.0) / (PIPE_FIXED_MICRO + PIPE_STAGES - 1.0),
+        "truth_categories": ["collective_wait", "collective_transfer"],
         "premises": [],
     },
     "tp_dp": {
@@ -536,6 +592,17 @@ def judge_report(pair, rep, rep_fixed):
         for f in fs:
             if f.get("cause") == cause and (gain_of(f) or 0) >= (max(ours) if ours else 0):
                 bad.append("as is: %s outranks %s" % (describe(f), spec["cause"]))
+    share = float(rep.get("breakdown", {}).get("collective_transfer", 0))
+    for f in fs:
+        if f.get("cause") == "communication" and (gain_of(f) or 0) > share + CATEGORY_TOLERANCE:
+            bad.append("as is: %s, more than the %.1f%% of step time the report gives collective "
+                       "transfer" % (describe(f), 100 * share))
+    truth = pair.frac("asis")[0]
+    for cat in spec.get("truth_categories", []):
+        got = float(rep.get("breakdown", {}).get(cat, 0))
+        if abs(got - truth[cat]) > CATEGORY_TOLERANCE:
+            bad.append("as is: %s %.1f%% of step time, truth %.1f%% (tolerance %.0f points)"
+                       % (cat, 100 * got, 100 * truth[cat], 100 * CATEGORY_TOLERANCE))
     limit = NOT_WORTH + spec.get("fixed_residual", 0.0)
     for f in rep_fixed.get("findings", []):
         if f.get("cause") != spec["cause"]:

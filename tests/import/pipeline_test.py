@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""A user brings the torch.profiler traces of a pipeline-parallel job.
+
+Run as `pipeline_test.py SHAPE` (meson registers one test per shape), or
+`pipeline_test.py --show [SHAPE...]` to print what the report says.  Each
+shape is a data-parallel x pipeline-parallel job with one injected fault,
+written by pipegen.py (its own schedule simulation, one Kineto JSON file
+per worker).  The traces are imported with `scaleprof import kineto` and
+`scaleprof report --json` must put the injected cause first, with its
+ranks, priced within max(0.05, 15% of it) of the gain pipegen measures by
+simulating the job again without the fault; no other finding that was
+not injected may be high.
+
+Environment: SCALEPROF (the scaleprof binary).
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pipegen  # noqa: E402
+
+SCALEPROF = os.environ.get("SCALEPROF", "scaleprof")
+HIGH = 0.20
+# what each fault is, as the report names it
+CAUSE = {"slow_rank": "straggler", "slow_stage": "pipeline_stage", "moving": "imbalance"}
+# causes a fault may bring along: the bubble a slow stage widens, the waits
+# a straggler makes its peers do
+ALLOWED_HIGH = {"slow_rank": set(), "slow_stage": {"pipeline_bubble"}, "moving": set()}
+
+
+class Failed(Exception):
+    pass
+
+
+def run(args):
+    p = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise Failed("%s exited %d\nstdout: %s\nstderr: %s" % (" ".join(args[:3]), p.returncode, p.stdout, p.stderr))
+    return p.stdout
+
+
+def report(s, tmp, peer_args=True):
+    paths, _ = pipegen.write_job(s, os.path.join(tmp, "kineto"), peer_args=peer_args)
+    out = os.path.join(tmp, "run")
+    run([SCALEPROF, "import", "kineto", *paths, "-o", out, "--quiet"])
+    return json.loads(run([SCALEPROF, "report", out, "--json", "--skip", str(s["warmup"])]))
+
+
+def expected_ranks(s):
+    if s["fault"] == "slow_rank":
+        return [s["who"]]
+    if s["fault"] == "slow_stage":
+        return [s["who"] * s["dp"] + d for d in range(s["dp"])]
+    return list(range(s["dp"] * s["pp"]))
+
+
+def summary(rep):
+    return "; ".join("%s %.3f ranks %s" % (f["cause"], f["gain"], f["ranks"][:8]) for f in rep["findings"][:4])
+
+
+def check_shape(name):
+    s = pipegen.shape(name)
+    gain = pipegen.measured_gain(s)
+    with tempfile.TemporaryDirectory() as tmp:
+        rep = report(s, tmp)
+    fs = rep["findings"]
+    what = "%s (measured gain %.3f): %s; warnings %s" % (name, gain, summary(rep), rep["warnings"][:3])
+    if not fs:
+        raise Failed("no finding: " + what)
+    first = fs[0]
+    want = CAUSE[s["fault"]]
+    if first["cause"] != want:
+        raise Failed("first finding is %s, not %s: %s" % (first["cause"], want, what))
+    if want != "imbalance" and first["ranks"] != expected_ranks(s):
+        raise Failed("ranks %s, not %s: %s" % (first["ranks"], expected_ranks(s), what))
+    tol = max(0.05, 0.15 * gain)
+    if abs(first["gain"] - gain) > tol:
+        raise Failed("gain %.3f, measured %.3f (tolerance %.3f): %s" % (first["gain"], gain, tol, what))
+    for f in fs[1:]:
+        if f["gain"] >= HIGH and f["cause"] not in ALLOWED_HIGH[s["fault"]] | {want}:
+            raise Failed("a high %s finding that was not injected: %s" % (f["cause"], what))
+    print("ok: " + what)
+
+
+def show(names):
+    for name in names:
+        s = pipegen.shape(name)
+        gain = pipegen.measured_gain(s)
+        with tempfile.TemporaryDirectory() as tmp:
+            rep = report(s, tmp)
+        print("%s: measured %.3f | %s | warnings: %s" % (name, gain, summary(rep), rep["warnings"]))
+
+
+def main():
+    if sys.argv[1:2] == ["--show"]:
+        show(sys.argv[2:] or sorted(pipegen.SHAPES))
+        return 0
+    try:
+        check_shape(sys.argv[1])
+    except Failed as e:
+        print("FAIL: %s" % e)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -71,7 +71,8 @@ struct intern_slot {
 };
 
 struct comm_seq {
-    uint64_t comm, last;
+    uint64_t comm, last; /* last: the collectives' sequence number */
+    uint64_t last_p2p;   /* sends and receives, numbered apart (PyTorch does) */
 };
 
 struct importer {
@@ -365,8 +366,25 @@ static struct comm_seq *comm_entry(struct importer *im, uint64_t comm)
         return NULL;
     struct comm_seq *c = &im->comms[im->ncomms++];
     c->comm = comm;
-    c->last = 0;
+    c->last = c->last_p2p = 0;
     return c;
+}
+
+/* The peer of a send or recv as a rank of its process group: PyTorch
+ * writes the peer's global rank ("Dst Rank" on a send, "Src Rank" on a
+ * recv) beside the group's ranks; -1 when the trace does not say. */
+static int64_t p2p_peer(const struct sp_kineto_event *k, const struct sp_kineto_meta *meta, int op)
+{
+    int64_t global = op == SP_NCCL_SEND ? k->dst_rank : op == SP_NCCL_RECV ? k->src_rank : -1;
+    if (global < 0)
+        return -1;
+    int64_t index = sp_kineto_group_index(k, global);
+    if (index >= 0)
+        return index;
+    /* no ranks listed: only a group of the whole world says who it is */
+    if (!k->group_n && !k->group_elided && k->group_size > 0 && k->group_size == meta->world_size)
+        return global;
+    return -1;
 }
 
 static void write_nccl(struct importer *im, const struct sp_kineto_event *k, const struct sp_kineto_meta *meta)
@@ -381,14 +399,25 @@ static void write_nccl(struct importer *im, const struct sp_kineto_event *k, con
         over_bound(im, SP_BOUND_COMMS);
         return;
     }
-    /* args "Seq" when the trace has it, else this communicator's count. */
-    c->last = k->has_seq ? k->seq : c->last + 1;
-    ev.nccl.seq = c->last;
-    ev.nccl.op = (uint64_t)sp_import_nccl_op(k->collective, k->name);
+    int op = sp_import_nccl_op(k->collective, k->name);
+    int p2p = op == SP_NCCL_SEND || op == SP_NCCL_RECV;
+    /* args "Seq" when the trace has it, else this communicator's count.
+     * PyTorch counts a group's sends and receives apart from its
+     * collectives, each rank its own: a p2p "Seq" is not shared with the
+     * peer (the analyzer pairs p2p by sender, receiver and their k-th
+     * message) and must not move the collectives' count. */
+    if (p2p) {
+        c->last_p2p = k->has_seq ? k->seq : c->last_p2p + 1;
+        ev.nccl.seq = c->last_p2p;
+    } else {
+        c->last = k->has_seq ? k->seq : c->last + 1;
+        ev.nccl.seq = c->last;
+    }
+    ev.nccl.op = (uint64_t)op;
     ev.nccl.count = k->in_nelems;
     ev.nccl.datatype = dtype >= 0 ? (uint64_t)dtype : DTYPE_UNKNOWN;
     ev.nccl.bytes = k->in_nelems * size;
-    ev.nccl.peer = -1;
+    ev.nccl.peer = p2p ? p2p_peer(k, meta, op) : -1;
     ev.nccl.stream = k->stream > 0 ? (uint64_t)k->stream : 0;
     ev.nccl.nranks = k->group_size > 0 ? (uint64_t)k->group_size : 0;
     ev.nccl.rank = k->pg_rank >= 0 ? k->pg_rank
@@ -398,6 +427,8 @@ static void write_nccl(struct importer *im, const struct sp_kineto_event *k, con
     ev.nccl.gpu_dur = event_dur(k);
     ev.nccl.device = gpu_device(k);
     im->sum->nccl++;
+    if (p2p && ev.nccl.peer < 0)
+        im->sum->p2p_no_peer++;
     append(im, &ev, 0);
 }
 
@@ -782,6 +813,9 @@ void sp_import_format_summary(const struct sp_import_summary *s, char *buf, size
         (unsigned long long)s->steps, (unsigned long long)s->dataloader);
     if (s->dropped)
         PUT(", %llu dropped", (unsigned long long)s->dropped);
+    if (s->p2p_no_peer)
+        PUT("; %llu send/recv without their peer (the trace names no Src/Dst Rank)",
+            (unsigned long long)s->p2p_no_peer);
     if (s->skipped_total) {
         PUT("; skipped");
         for (int i = 0; i < SP_IMPORT_SKIP_KINDS && s->skipped[i].n; i++)

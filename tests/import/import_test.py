@@ -27,7 +27,7 @@ SKIP = 77
 SP_FLAG_CLOSED, SP_FLAG_IMPORTED, SP_FLAG_NO_FILE_IO, SP_FLAG_NO_CPU = 1, 2, 4, 8
 GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_NCCL_KERNEL = 1, 2, 3, 4
 COPY_H2D, COPY_D2H, COPY_D2D = 1, 2, 3
-NCCL_ALLREDUCE, NCCL_BROADCAST, NCCL_ALLGATHER, NCCL_REDUCESCATTER, NCCL_SEND = 1, 2, 4, 5, 6
+NCCL_ALLREDUCE, NCCL_BROADCAST, NCCL_ALLGATHER, NCCL_REDUCESCATTER, NCCL_SEND, NCCL_RECV = 1, 2, 4, 5, 6, 7
 CUDA_LAUNCH, CUDA_DEVICE_SYNC, CUDA_STREAM_SYNC, CUDA_EVENT_SYNC = 1, 3, 4, 5
 CUDA_STREAM_WAIT_EVENT, CUDA_MEMCPY, CUDA_MEMCPY_ASYNC = 6, 7, 8
 MARK_RANGE = 4
@@ -615,6 +615,66 @@ def case_bound_world_size(tmp):
     check(h["rank"] == -1 and h["world_size"] == -1, "rank and world size unknown: %s" % h)
     p, seconds, _ = run_bounded([SCALEPROF, "report", tmp])
     check(p.returncode == 0 and seconds < 5, "report in %.1f s" % seconds)
+
+
+def p2p_kernel(i, coll, **args):
+    k = kernel(i, **dict({"Collective name": coll, "In msg nelems": 1024, "Out msg nelems": 1024,
+                          "Group size": 4, "dtype": "BFloat16", "Process Group Name": "pp",
+                          "Process Group Ranks": "[1, 9, 17, 25]"}, **args))
+    k["name"] = "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)"
+    return k
+
+
+def case_p2p_peers_from_args(tmp):
+    """A send's and a recv's peer come from Dst/Src Rank, as ranks of their process group."""
+    ar = kernel(0, **{"Collective name": "allreduce", "In msg nelems": 4, "Group size": 4, "dtype": "Float",
+                      "Process Group Name": "pp", "Process Group Ranks": "[1, 9, 17, 25]", "Seq": 5})
+    ar["name"] = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+    events = [
+        ar,
+        p2p_kernel(1, "send", **{"Dst Rank": 17, "Seq": 1}),      # the next stage
+        p2p_kernel(2, "recv", **{"Src Rank": 1, "Seq": 2}),       # the previous one
+        p2p_kernel(3, "recv", **{"Src Rank": 17, "Seq": 3}),
+        # no list of ranks, a group of the whole world: the global rank is the group rank
+        p2p_kernel(4, "send", **{"Dst Rank": 30, "Group size": 32, "Process Group Ranks": "[]",
+                                 "Process Group Name": "0"}),
+        # the profiler elides a long list: the ranks it shows step by 2, the last is index 31
+        p2p_kernel(5, "recv", **{"Src Rank": 41, "Group size": 32, "Process Group Name": "dp",
+                                 "Process Group Ranks": "[1, 3, 5, 7, 9, ..., 63]"}),
+        p2p_kernel(6, "send", **{"Dst Rank": 63, "Group size": 32, "Process Group Name": "dp",
+                                 "Process Group Ranks": "[1, 3, 5, 7, 9, ..., 63]"}),
+        # a list as a JSON array
+        p2p_kernel(7, "send", **{"Dst Rank": 25, "Process Group Ranks": [1, 9, 17, 25]}),
+        # older PyTorch: no peer named
+        p2p_kernel(8, "recv"),
+        # a peer outside the group is not believed
+        p2p_kernel(9, "send", **{"Dst Rank": 2}),
+    ]
+    path = os.path.join(tmp, "p2p.json")
+    write_trace(path, events, {"backend": "nccl", "rank": 9, "world_size": 32})
+    p = import_traces(tmp, path)
+    check("; 2 send/recv without their peer" in p.stdout, "the summary counts the sends/recvs without a peer: "
+          + p.stdout)
+    _, evs = read_trace(os.path.join(tmp, "imported", "0.sprof"))
+    nccl = sorted(of_type(evs, "nccl"), key=lambda e: e["t"])
+    coll, send, recv, recv2, world, elided, last, arr, old, outside = nccl
+    check((send["op"], send["peer"], send["rank"], send["nranks"]) == (NCCL_SEND, 2, 1, 4),
+          "send to global rank 17 = index 2 of [1, 9, 17, 25], from index 1: %s" % send)
+    check((recv["op"], recv["peer"]) == (NCCL_RECV, 0) and recv2["peer"] == 2, "recvs from 1 and 17: %s %s"
+          % (recv, recv2))
+    check(coll["seq"] == 5 and send["comm"] == coll["comm"] == recv2["comm"],
+          "one communicator; the collective keeps its Seq: %s" % coll)
+    check((send["seq"], recv["seq"], recv2["seq"]) == (1, 2, 3),
+          "a p2p Seq is the group's p2p count, apart from the collectives': %s" % [send, recv, recv2])
+    check(world["peer"] == 30 and world["rank"] == 9, "the world group without a list: %s" % world)
+    check(elided["peer"] == 20 and elided["rank"] == 4 and last["peer"] == 31,
+          "an elided, evenly spaced list: 41 is index 20, 9 index 4, the last 63 index 31: %s %s" % (elided, last))
+    check(arr["peer"] == 3, "a list as an array: %s" % arr)
+    check(old["op"] == NCCL_RECV and old["peer"] == -1, "no Src Rank: the peer unknown: %s" % old)
+    check(outside["peer"] == -1, "a peer not in the group: unknown: %s" % outside)
+    rep = json.loads(run([SCALEPROF, "report", tmp, "--json"], 0).stdout)
+    check(any("2 of 9 send/recv calls name no peer" in w for w in rep["warnings"]),
+          "the report says the waits of unpaired p2p are bounds: %s" % rep["warnings"])
 
 
 def main():

@@ -49,6 +49,7 @@ import sys
 
 US = 1000  # ns per us
 EPOCH_NS = 1_700_000_000_000_000_000  # the job's wall clock at its time 0
+BASE_NS = 1_696_118_400_000_000_000   # 2023-10-01, the quarter it falls in
 
 SHAPES = {
     # name: schedule, DP, PP, microbatches, V, fault, faulty, factor, steps
@@ -60,6 +61,12 @@ SHAPES = {
     "1f1b_slow_stage": dict(sched="1f1b", dp=2, pp=4, mb=16, fault="slow_stage", who=2, factor=1.3),
     "1f1b_64_slow_rank": dict(sched="1f1b", dp=16, pp=4, mb=12, fault="slow_rank", who=37, factor=1.4,
                               steps=8),
+    "interleaved_64_slow_rank": dict(sched="interleaved", dp=16, pp=4, mb=8, v=2, fault="slow_rank", who=45,
+                                     factor=1.4, steps=8),
+    "gpipe_moving": dict(sched="gpipe", dp=4, pp=2, mb=12, fault="moving", who=None, factor=1.6),
+    "interleaved_moving": dict(sched="interleaved", dp=2, pp=4, mb=8, v=2, fault="moving", who=None, factor=1.6),
+    "gpipe_64_slow_stage": dict(sched="gpipe", dp=32, pp=2, mb=8, fault="slow_stage", who=0, factor=1.3,
+                                steps=8),
 }
 DEFAULTS = dict(v=1, steps=10, seed=7, fwd_us=900.0, bwd_us=1800.0, p2p_us=60.0, dp_ar_us=700.0,
                 world_ar_us=25.0, opt_us=300.0, launch_us=6.0, sync_us=15.0, warmup=3)
@@ -369,8 +376,9 @@ def write_worker(s, rank, runs, steps, groups, path, peer_args=True):
     tid = pid
     dev = local
     skew = (host_id * 37_000) % 91_000  # ns: this host's clock against the others'
-    # the profiler's base time: ts counts from it, real time = base + ts
-    base = EPOCH_NS + 1_000_000 * rank
+    # Kineto's base time: the wall clock floored to a quarter, the same on
+    # every rank; ts is the host's wall clock from it
+    base = BASE_NS
     clk = lambda t: ts_us(EPOCH_NS + 50_000_000 + round(t) + skew, base)  # noqa: E731
     host_ev, gpu_ev, rt_ev = [], [], []
     corr = [1000]

@@ -54,8 +54,20 @@ def expected_ranks(s):
     return list(range(s["dp"] * s["pp"]))  # imbalance: every rank
 
 
+def spans(ranks):
+    """[0, 1, 2, 5] -> "0-2,5"."""
+    out, i = [], 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        out.append("%d-%d" % (ranks[i], ranks[j]) if j > i else "%d" % ranks[i])
+        i = j + 1
+    return ",".join(out)
+
+
 def summary(rep):
-    return "; ".join("%s %.3f ranks %s" % (f["cause"], f["gain"], f["ranks"][:8]) for f in rep["findings"][:4])
+    return "; ".join("%s %.3f ranks %s" % (f["cause"], f["gain"], spans(f["ranks"])) for f in rep["findings"][:4])
 
 
 def check_shape(name):

@@ -47,7 +47,7 @@ enum key_id {
     K_PH, K_CAT, K_NAME, K_PID, K_TID, K_TS, K_DUR, K_ARGS,
     K_CORRELATION, K_STREAM, K_DEVICE, K_BYTES, K_GRID, K_BLOCK,
     K_COLLECTIVE, K_IN_NELEMS, K_GROUP_SIZE, K_DTYPE, K_PG_NAME, K_PG_RANKS, K_SEQ,
-    K_SRC_RANK, K_DST_RANK,
+    K_SRC_RANK, K_DST_RANK, K_RANK_ARG, K_EXTERNAL_ID,
     K_RANK, K_WORLD_SIZE, K_BACKEND,
 };
 
@@ -84,6 +84,8 @@ static const struct key_name key_names[] = {
     {F_ARGS, "Seq", K_SEQ},
     {F_ARGS, "Src Rank", K_SRC_RANK},
     {F_ARGS, "Dst Rank", K_DST_RANK},
+    {F_ARGS, "Rank", K_RANK_ARG},
+    {F_ARGS, "External id", K_EXTERNAL_ID},
     {F_DIST, "rank", K_RANK},
     {F_DIST, "world_size", K_WORLD_SIZE},
     {F_DIST, "backend", K_BACKEND},
@@ -314,6 +316,7 @@ static void clear_event(struct sp_kineto_event *ev)
     ev->has_group = ev->group_n = ev->group_elided = 0;
     ev->group_last = -1;
     ev->src_rank = ev->dst_rank = -1;
+    ev->rank_arg = ev->external_id = -1;
 }
 
 static struct frame *top(struct parser *p)
@@ -369,6 +372,8 @@ static void route_number(struct parser *p, const char *s, size_t len)
     case K_SEQ: if (v >= 0) { ev->seq = (uint64_t)v; ev->has_seq = 1; } break;
     case K_SRC_RANK: ev->src_rank = v >= 0 ? v : -1; break;
     case K_DST_RANK: ev->dst_rank = v >= 0 ? v : -1; break;
+    case K_RANK_ARG: ev->rank_arg = v >= 0 ? v : -1; break;
+    case K_EXTERNAL_ID: ev->external_id = v >= 0 ? v : -1; break;
     case K_RANK: if (f->kind == F_DIST) p->meta->rank = v; break;
     case K_WORLD_SIZE: if (f->kind == F_DIST) p->meta->world_size = v; break;
     default: break;

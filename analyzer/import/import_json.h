@@ -72,6 +72,8 @@ struct sp_kineto_event {
     int64_t group_last;        /* the last rank listed, -1 none */
     int64_t group[SP_KINETO_GROUP_MAX];
     int64_t src_rank, dst_rank; /* "Src Rank" (recv), "Dst Rank" (send): global ranks, -1 unknown */
+    int64_t rank_arg;    /* "Rank" (record_param_comms; a send's or recv's peer in the group), -1 */
+    int64_t external_id; /* "External id": links a kernel to the cpu op that launched it, -1 */
     int has_seq;
     uint64_t seq;        /* args "Seq" */
     uint64_t offset;     /* byte of the JSON text where the event's map opened */

@@ -50,6 +50,8 @@
 #define EPOCH_2000_NS (946684800ull * NS_PER_S)
 #define IMPORT_SLOT_COUNT 8        /* single thread, compression inline */
 #define IMPORT_STRINGS_BYTES SP_IMPORT_NAME_BYTES /* fixed file overhead */
+#define P2P_LINK_SLOTS (1u << 17)  /* power of two; 2 MiB, allocated at the first p2p cpu op */
+#define P2P_LINK_FILL_MAX (P2P_LINK_SLOTS / 4 * 3)
 #define FNV_OFFSET 0xcbf29ce484222325ull
 #define FNV_PRIME 0x100000001b3ull
 
@@ -75,6 +77,13 @@ struct comm_seq {
     uint64_t last_p2p;   /* sends and receives, numbered apart (PyTorch does) */
 };
 
+/* A record_param_comms cpu op of a send or recv: its External id, which its
+ * kernel carries too, and the peer it names (a rank of the group). */
+struct p2p_link {
+    int64_t ext_plus1; /* 0: empty */
+    int64_t peer;
+};
+
 struct importer {
     struct sp_writer *w;
     struct sp_import_summary *sum;
@@ -82,6 +91,8 @@ struct importer {
     size_t interned_n;
     struct comm_seq comms[COMMS_MAX];
     size_t ncomms;
+    struct p2p_link *links; /* NULL until a p2p cpu op names its peer */
+    size_t nlinks;
     int64_t main_pid;
     uint64_t offset;   /* byte of the JSON text where the current event began */
     int lane;          /* the lane of the event being written */
@@ -387,6 +398,54 @@ static int64_t p2p_peer(const struct sp_kineto_event *k, const struct sp_kineto_
     return -1;
 }
 
+/* The peer a send's or recv's cpu op names: "Dst Rank"/"Src Rank" when
+ * the profiler wrote them, else "Rank", which for a send or recv is the
+ * peer's rank in the group. */
+static int64_t cpu_op_peer(const struct sp_kineto_event *k, const struct sp_kineto_meta *meta, int op)
+{
+    int64_t peer = p2p_peer(k, meta, op);
+    if (peer < 0 && k->rank_arg >= 0 && (k->group_size <= 0 || k->rank_arg < k->group_size))
+        peer = k->rank_arg;
+    return peer;
+}
+
+static struct p2p_link *link_slot(struct p2p_link *links, int64_t ext)
+{
+    size_t i = (size_t)(fnv1a(FNV_OFFSET, &ext, sizeof ext) & (P2P_LINK_SLOTS - 1));
+    while (links[i].ext_plus1 && links[i].ext_plus1 != ext + 1)
+        i = (i + 1) & (P2P_LINK_SLOTS - 1);
+    return &links[i];
+}
+
+/* Kineto writes the host ops before the GPU activity, so a kernel that
+ * lacks its peer (older Kineto copies no Src/Dst Rank onto kernels) finds
+ * it here by the External id of the cpu op that launched it. */
+static void note_p2p_cpu_op(struct importer *im, const struct sp_kineto_event *k, const struct sp_kineto_meta *meta)
+{
+    if (k->external_id < 0 || strcmp(k->name, "record_param_comms"))
+        return;
+    int op = sp_import_nccl_op(k->collective, "");
+    if (op != SP_NCCL_SEND && op != SP_NCCL_RECV)
+        return;
+    int64_t peer = cpu_op_peer(k, meta, op);
+    if (peer < 0 || im->nlinks >= P2P_LINK_FILL_MAX)
+        return; /* past the table: its kernel is counted as naming no peer */
+    if (!im->links && !(im->links = calloc(P2P_LINK_SLOTS, sizeof *im->links)))
+        return;
+    struct p2p_link *l = link_slot(im->links, k->external_id);
+    if (!l->ext_plus1)
+        im->nlinks++;
+    *l = (struct p2p_link){k->external_id + 1, peer};
+}
+
+static int64_t linked_peer(const struct importer *im, const struct sp_kineto_event *k)
+{
+    if (!im->links || k->external_id < 0)
+        return -1;
+    const struct p2p_link *l = link_slot(im->links, k->external_id);
+    return l->ext_plus1 ? l->peer : -1;
+}
+
 static void write_nccl(struct importer *im, const struct sp_kineto_event *k, const struct sp_kineto_meta *meta)
 {
     struct sp_event ev = new_event(SP_EV_NCCL, k);
@@ -418,6 +477,8 @@ static void write_nccl(struct importer *im, const struct sp_kineto_event *k, con
     ev.nccl.datatype = dtype >= 0 ? (uint64_t)dtype : DTYPE_UNKNOWN;
     ev.nccl.bytes = k->in_nelems * size;
     ev.nccl.peer = p2p ? p2p_peer(k, meta, op) : -1;
+    if (p2p && ev.nccl.peer < 0)
+        ev.nccl.peer = linked_peer(im, k);
     ev.nccl.stream = k->stream > 0 ? (uint64_t)k->stream : 0;
     ev.nccl.nranks = k->group_size > 0 ? (uint64_t)k->group_size : 0;
     ev.nccl.rank = k->pg_rank >= 0 ? k->pg_rank
@@ -520,6 +581,8 @@ static int on_event(void *ctx, const struct sp_kineto_event *k, const struct sp_
     if (im->main_pid < 0 && k->pid >= 0 && is_host_category(k->cat))
         im->main_pid = k->pid;
     if (lane < 0) {
+        if (k->collective[0] && cat_is(k->cat, "cpu_op", "Operator"))
+            note_p2p_cpu_op(im, k, meta);
         count_skipped(im->sum, k);
         return 0;
     }
@@ -795,6 +858,7 @@ int sp_import_kineto_convert(const char *in, const struct sp_import_opts *opts,
         rc = finish_output(&im, tmp, hostdir, err, errlen);
     }
     free(im.interned);
+    free(im.links);
     if (rc)
         return -1;
     if (read_rc)
@@ -814,7 +878,7 @@ void sp_import_format_summary(const struct sp_import_summary *s, char *buf, size
     if (s->dropped)
         PUT(", %llu dropped", (unsigned long long)s->dropped);
     if (s->p2p_no_peer)
-        PUT("; %llu send/recv without their peer (the trace names no Src/Dst Rank)",
+        PUT("; %llu send/recv without their peer (no Src/Dst Rank on the kernel or its record_param_comms)",
             (unsigned long long)s->p2p_no_peer);
     if (s->skipped_total) {
         PUT("; skipped");

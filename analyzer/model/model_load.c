@@ -1179,8 +1179,8 @@ static void warn_unpaired_p2p(struct sp_model *m)
             }
         }
     if (n)
-        sp_model_warn(m, "%llu of %llu send/recv calls name no peer (in a Kineto trace: no Src/Dst Rank in "
-                         "the kernel's args): they are paired with nothing, their waits count as transfer and "
+        sp_model_warn(m, "%llu of %llu send/recv calls name no peer (in a Kineto trace: no Src/Dst Rank on "
+                         "the kernel or its record_param_comms): they are paired with nothing, their waits count as transfer and "
                          "a late rank is not carried to its peers, so communication is an upper bound and "
                          "stragglers and pipeline stages a lower one",
                       (unsigned long long)n, (unsigned long long)all);

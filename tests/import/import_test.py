@@ -630,7 +630,17 @@ def case_p2p_peers_from_args(tmp):
     ar = kernel(0, **{"Collective name": "allreduce", "In msg nelems": 4, "Group size": 4, "dtype": "Float",
                       "Process Group Name": "pp", "Process Group Ranks": "[1, 9, 17, 25]", "Seq": 5})
     ar["name"] = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+    def cpu_op(ext, coll, **args):
+        return {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 5, "tid": 5, "ts": 1, "dur": 1,
+                "args": dict({"External id": ext, "Collective name": coll, "Group size": 4,
+                              "Process Group Ranks": "[1, 9, 17, 25]"}, **args)}
+
     events = [
+        # Kineto writes the host ops first: a kernel without Src/Dst Rank
+        # takes its peer from the op that launched it (the same External id)
+        cpu_op(501, "send", Rank=3),                 # for a send, "Rank" is the peer's
+        cpu_op(502, "recv", **{"Src Rank": 17, "Rank": 2}),
+        cpu_op(503, "allreduce", Rank=1),
         ar,
         p2p_kernel(1, "send", **{"Dst Rank": 17, "Seq": 1}),      # the next stage
         p2p_kernel(2, "recv", **{"Src Rank": 1, "Seq": 2}),       # the previous one
@@ -649,15 +659,17 @@ def case_p2p_peers_from_args(tmp):
         p2p_kernel(8, "recv"),
         # a peer outside the group is not believed
         p2p_kernel(9, "send", **{"Dst Rank": 2}),
+        p2p_kernel(10, "send", **{"External id": 501}),
+        p2p_kernel(11, "recv", **{"External id": 502}),
     ]
     path = os.path.join(tmp, "p2p.json")
     write_trace(path, events, {"backend": "nccl", "rank": 9, "world_size": 32})
     p = import_traces(tmp, path)
     check("; 2 send/recv without their peer" in p.stdout, "the summary counts the sends/recvs without a peer: "
           + p.stdout)
-    _, evs = read_trace(os.path.join(tmp, "imported", "0.sprof"))
+    _, evs = read_trace(os.path.join(tmp, "imported", "5.sprof"))  # the host ops' pid
     nccl = sorted(of_type(evs, "nccl"), key=lambda e: e["t"])
-    coll, send, recv, recv2, world, elided, last, arr, old, outside = nccl
+    coll, send, recv, recv2, world, elided, last, arr, old, outside, linked_send, linked_recv = nccl
     check((send["op"], send["peer"], send["rank"], send["nranks"]) == (NCCL_SEND, 2, 1, 4),
           "send to global rank 17 = index 2 of [1, 9, 17, 25], from index 1: %s" % send)
     check((recv["op"], recv["peer"]) == (NCCL_RECV, 0) and recv2["peer"] == 2, "recvs from 1 and 17: %s %s"
@@ -672,8 +684,10 @@ def case_p2p_peers_from_args(tmp):
     check(arr["peer"] == 3, "a list as an array: %s" % arr)
     check(old["op"] == NCCL_RECV and old["peer"] == -1, "no Src Rank: the peer unknown: %s" % old)
     check(outside["peer"] == -1, "a peer not in the group: unknown: %s" % outside)
+    check((linked_send["peer"], linked_recv["peer"]) == (3, 2),
+          "peers from the record_param_comms ops of the same External id: %s %s" % (linked_send, linked_recv))
     rep = json.loads(run([SCALEPROF, "report", tmp, "--json"], 0).stdout)
-    check(any("2 of 9 send/recv calls name no peer" in w for w in rep["warnings"]),
+    check(any("2 of 11 send/recv calls name no peer" in w for w in rep["warnings"]),
           "the report says the waits of unpaired p2p are bounds: %s" % rep["warnings"])
 
 

@@ -367,8 +367,15 @@ def ts_us(t_ns, base_ns):
     return round(int(t_ns) - base_ns) / US
 
 
-def write_worker(s, rank, runs, steps, groups, path, peer_args=True):
-    """One worker's trace, as torch.profiler's export_chrome_trace writes it."""
+PEER_ARGS = ("kernel", "cpu_op", "none")
+
+
+def write_worker(s, rank, runs, steps, groups, path, peer_args="kernel"):
+    """One worker's trace, as torch.profiler's export_chrome_trace writes it.
+    peer_args: where the peer of a send or recv is written: "kernel" (newer
+    PyTorch: Src/Dst Rank and Seq on the record_param_comms op and copied
+    onto its kernel), "cpu_op" (only the op has them, with Rank; the kernel
+    has the older set), "none" (PyTorch before them: neither)."""
     W = s["dp"] * s["pp"]
     dp, stage, d = s["dp"], rank // s["dp"], rank % s["dp"]
     host_id, local = divmod(rank, GPUS_PER_HOST)
@@ -404,6 +411,7 @@ def write_worker(s, rank, runs, steps, groups, path, peer_args=True):
                        "ts": clk(start), "dur": (round(end) - round(start)) / US, "args": args})
 
     def comm_args(coll, pg, nelems, dtype, peer=None):
+        """(what the kernel carries, what only newer versions add)"""
         name, desc, ranks = pg
         kind = "p2p" if coll in ("send", "recv") else "coll"
         seq[(name, kind)] = seq.get((name, kind), 0) + 1
@@ -411,23 +419,30 @@ def write_worker(s, rank, runs, steps, groups, path, peer_args=True):
              "Group size": len(ranks), "dtype": dtype, "In split size": "[]", "Out split size": "[]",
              "Process Group Name": name, "Process Group Description": desc,
              "Process Group Ranks": fmt_list(ranks)}
-        if peer_args:
-            if coll == "send":
-                a["Dst Rank"] = peer
-            elif coll == "recv":
-                a["Src Rank"] = peer
-            a["Seq"] = seq[(name, kind)]
-        return a
+        extra = {}
+        if coll == "send":
+            extra["Dst Rank"] = peer
+        elif coll == "recv":
+            extra["Src Rank"] = peer
+        extra["Seq"] = seq[(name, kind)]
+        return a, extra
 
-    def record_param_comms(t_ns, a, group_rank):
+    def record_param_comms(t_ns, a, extra, group_rank):
+        """The host op; returns the kernel's args."""
         e = ext[0]
         ext[0] += 1
         args = {"External id": e, "Record function id": e}
         args.update(a)
-        args["Rank"] = group_rank
+        if peer_args != "none":
+            args.update(extra)
+            args["Rank"] = group_rank  # a send's or recv's peer, else this rank, in the group
         host_ev.append({"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": pid, "tid": tid,
                         "ts": clk(t_ns), "dur": 3.1, "args": args})
-        return e
+        k = {"External id": e}
+        k.update(a)
+        if peer_args == "kernel":
+            k.update(extra)
+        return k
 
     for run in runs[rank]:
         c = corr[0]
@@ -447,20 +462,17 @@ def write_worker(s, rank, runs, steps, groups, path, peer_args=True):
             kernel(OPT, run["start"], run["end"], COMPUTE_STREAM, c)
         elif k in ("send", "recv"):
             pg = groups.pp[d]
-            a = comm_args(k, pg, ACT_NELEMS, "BFloat16", run["peer"])
-            e = record_param_comms(run["launch"] - 2000, a, pg[2].index(run["peer"]))
+            a = record_param_comms(run["launch"] - 2000, *comm_args(k, pg, ACT_NELEMS, "BFloat16", run["peer"]),
+                                   pg[2].index(run["peer"]))
             launch(run["launch"], c)
-            a["External id"] = e
             kernel(SENDRECV, run["start"], run["end"], stream_for((k, run["peer"])), c, a,
                    grid=(1, 1, 1), block=(640, 1, 1))
         elif k == "allreduce":
             pg = groups.dp[stage] if run["group"] == "dp" else groups.world
             nel, dt, nm = (GRAD_NELEMS, "BFloat16", ALLREDUCE) if run["group"] == "dp" else (1, "Float",
                                                                                                ALLREDUCE_F32)
-            a = comm_args("allreduce", pg, nel, dt)
-            e = record_param_comms(run["launch"] - 2000, a, pg[2].index(rank))
+            a = record_param_comms(run["launch"] - 2000, *comm_args("allreduce", pg, nel, dt), pg[2].index(rank))
             launch(run["launch"], c)
-            a["External id"] = e
             kernel(nm, run["start"], run["end"], stream_for(("ar", pg[0])), c, a, grid=(16, 1, 1),
                    block=(640, 1, 1))
         elif k == "sync":
@@ -491,7 +503,7 @@ def write_worker(s, rank, runs, steps, groups, path, peer_args=True):
         json.dump(doc, f, separators=(",", ":"))
 
 
-def write_job(s, outdir, fixed=False, peer_args=True):
+def write_job(s, outdir, fixed=False, peer_args="kernel"):
     """Simulate and write one file per worker; returns (paths, mean step ms)."""
     runs, steps = simulate(s, fixed)
     groups = Groups(s)
@@ -509,10 +521,11 @@ def main():
     ap.add_argument("outdir")
     ap.add_argument("--shape", default="1f1b_slow_rank", choices=sorted(SHAPES))
     ap.add_argument("--fixed", action="store_true", help="the same job without its fault")
-    ap.add_argument("--no-peer-args", action="store_true", help="as older PyTorch: no Src/Dst Rank, no Seq")
+    ap.add_argument("--peer-args", default="kernel", choices=PEER_ARGS,
+                    help="where a send's or recv's peer is written (kernel: newer PyTorch; none: before 2.4)")
     a = ap.parse_args()
     s = shape(a.shape)
-    paths, ms = write_job(s, a.outdir, a.fixed, not a.no_peer_args)
+    paths, ms = write_job(s, a.outdir, a.fixed, a.peer_args)
     print("%s: %d files, mean step %.3f ms, measured gain of the fix %.3f"
           % (a.shape, len(paths), ms, measured_gain(s)))
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """A user brings the torch.profiler traces of a pipeline-parallel job.
 
-Run as `pipeline_test.py SHAPE` (meson registers one test per shape), or
+Run as `pipeline_test.py SHAPE[:WHERE]` (meson registers one test per
+shape; WHERE is where the traces name a send's or recv's peer, pipegen's
+--peer-args: kernel, the default, or cpu_op, or none: then the report must
+say that the sends and recvs are paired with nothing), or
 `pipeline_test.py --show [SHAPE...]` to print what the report says.  Each
 shape is a data-parallel x pipeline-parallel job with one injected fault,
 written by pipegen.py (its own schedule simulation, one Kineto JSON file
@@ -39,7 +42,7 @@ def run(args):
     return p.stdout
 
 
-def report(s, tmp, peer_args=True):
+def report(s, tmp, peer_args="kernel"):
     paths, _ = pipegen.write_job(s, os.path.join(tmp, "kineto"), peer_args=peer_args)
     out = os.path.join(tmp, "run")
     run([SCALEPROF, "import", "kineto", *paths, "-o", out, "--quiet"])
@@ -70,11 +73,27 @@ def summary(rep):
     return "; ".join("%s %.3f ranks %s" % (f["cause"], f["gain"], spans(f["ranks"])) for f in rep["findings"][:4])
 
 
-def check_shape(name):
+def check_unpaired(name):
+    """Sends and recvs whose peer the trace does not name: the report says so."""
+    s = pipegen.shape(name)
+    with tempfile.TemporaryDirectory() as tmp:
+        rep = report(s, tmp, "none")
+    said = [w for w in rep["warnings"] if "send/recv calls name no peer" in w]
+    if not said or not said[0].startswith("%d of %d " % (p2p_calls(s), p2p_calls(s))):
+        raise Failed("no warning that every send/recv (%d) names no peer: %s" % (p2p_calls(s), rep["warnings"]))
+    print("ok: %s without peers: %s" % (name, said[0]))
+
+
+def p2p_calls(s):
+    runs, _ = pipegen.simulate(s)
+    return sum(1 for per in runs for r in per if r["kind"] in ("send", "recv"))
+
+
+def check_shape(name, peer_args="kernel"):
     s = pipegen.shape(name)
     gain = pipegen.measured_gain(s)
     with tempfile.TemporaryDirectory() as tmp:
-        rep = report(s, tmp)
+        rep = report(s, tmp, peer_args)
     fs = rep["findings"]
     what = "%s (measured gain %.3f): %s; warnings %s" % (name, gain, summary(rep), rep["warnings"][:3])
     if not fs:
@@ -107,8 +126,12 @@ def main():
     if sys.argv[1:2] == ["--show"]:
         show(sys.argv[2:] or sorted(pipegen.SHAPES))
         return 0
+    name, _, peer_args = sys.argv[1].partition(":")
     try:
-        check_shape(sys.argv[1])
+        if peer_args == "none":
+            check_unpaired(name)
+        else:
+            check_shape(name, peer_args or "kernel")
     except Failed as e:
         print("FAIL: %s" % e)
         return 1

@@ -12,7 +12,8 @@
  *   cuda_runtime/driver -> cuda (launches, syncs, copies; others skipped)
  *   ProfilerStep#N      -> marker range (the analyzer's step boundaries)
  *   DataLoader __next__ -> wait, op dataloader (the host waited for input)
- *   anything else       -> skipped, counted by category
+ *   anything else       -> skipped, counted by category (a send's or recv's
+ *                          record_param_comms op is read for its peer first)
  *
  * Older Kineto versions spell the categories Kernel, Memcpy, Memset,
  * Runtime, Operator; both spellings are accepted.
@@ -28,7 +29,9 @@
  * bounded: a fixed intern cache, whose size is the bound on distinct names
  * (a name past it is written as no name, 0), and a fixed table of
  * communicators, the bound on them (the collectives of one more are not
- * written: a report over 300k process groups took two minutes).
+ * written: a report over 300k process groups took two minutes), and a
+ * fixed table of the peers that send/recv cpu ops name, by External id
+ * (allocated at the first; past it a kernel names no peer, and says so).
  */
 #include "import_kineto.h"
 

@@ -95,6 +95,9 @@ def check_shape(name, peer_args="kernel"):
     with tempfile.TemporaryDirectory() as tmp:
         rep = report(s, tmp, peer_args)
     fs = rep["findings"]
+    unpaired = [w for w in rep["warnings"] if "name no peer" in w or "paired wrongly" in w]
+    if unpaired:
+        raise Failed("%s: sends and recvs not all paired: %s" % (name, unpaired))
     what = "%s (measured gain %.3f): %s; warnings %s" % (name, gain, summary(rep), rep["warnings"][:3])
     if not fs:
         raise Failed("no finding: " + what)

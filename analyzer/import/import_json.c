@@ -260,8 +260,8 @@ static int64_t even_stride(const struct sp_kineto_event *ev, int64_t n)
     int64_t first = ev->group[0], stride = ev->group[1] - ev->group[0];
     if (stride <= 0 || (ev->group_last - first) / stride != n - 1 || (ev->group_last - first) % stride)
         return 0;
-    for (int i = 2; i < ev->group_n; i++)
-        if (ev->group[i] != first + i * stride)
+    for (int i = 2; i < ev->group_n; i++) /* by division: i * stride may not fit */
+        if ((ev->group[i] - first) % stride || (ev->group[i] - first) / stride != i)
             return 0;
     return stride;
 }
@@ -343,7 +343,7 @@ static void route_number(struct parser *p, const char *s, size_t len)
     if (!f)
         return;
     if (f->kind == F_GROUP) {
-        if (!sp_kineto_parse_scaled(s, len, 0, &v) && v >= 0)
+        if (ev->has_group && !sp_kineto_parse_scaled(s, len, 0, &v) && v >= 0)
             add_group_rank(ev, v);
         return;
     }
@@ -448,6 +448,10 @@ static enum frame_kind child_kind(struct parser *p, int is_map)
     if (f->kind == F_ARGS && f->key == K_PG_RANKS && !is_map) {
         p->ev.has_group = 1;
         return F_GROUP;
+    }
+    if (f->kind == F_GROUP) { /* not a list of ranks: it says nothing */
+        p->ev.has_group = p->ev.group_n = 0;
+        p->ev.group_elided = 1;
     }
     return F_SKIP;
 }

@@ -83,7 +83,7 @@ struct comm_seq {
 /* A record_param_comms cpu op of a send or recv: its External id, which its
  * kernel carries too, and the peer it names (a rank of the group). */
 struct p2p_link {
-    int64_t ext_plus1; /* 0: empty */
+    uint64_t ext_plus1; /* 0: empty */
     int64_t peer;
 };
 
@@ -414,8 +414,9 @@ static int64_t cpu_op_peer(const struct sp_kineto_event *k, const struct sp_kine
 
 static struct p2p_link *link_slot(struct p2p_link *links, int64_t ext)
 {
-    size_t i = (size_t)(fnv1a(FNV_OFFSET, &ext, sizeof ext) & (P2P_LINK_SLOTS - 1));
-    while (links[i].ext_plus1 && links[i].ext_plus1 != ext + 1)
+    uint64_t key = (uint64_t)ext + 1; /* ext >= 0: never 0, never overflows */
+    size_t i = (size_t)(fnv1a(FNV_OFFSET, &key, sizeof key) & (P2P_LINK_SLOTS - 1));
+    while (links[i].ext_plus1 && links[i].ext_plus1 != key)
         i = (i + 1) & (P2P_LINK_SLOTS - 1);
     return &links[i];
 }
@@ -438,7 +439,7 @@ static void note_p2p_cpu_op(struct importer *im, const struct sp_kineto_event *k
     struct p2p_link *l = link_slot(im->links, k->external_id);
     if (!l->ext_plus1)
         im->nlinks++;
-    *l = (struct p2p_link){k->external_id + 1, peer};
+    *l = (struct p2p_link){(uint64_t)k->external_id + 1, peer};
 }
 
 static int64_t linked_peer(const struct importer *im, const struct sp_kineto_event *k)

@@ -691,6 +691,36 @@ def case_p2p_peers_from_args(tmp):
           "the report says the waits of unpaired p2p are bounds: %s" % rep["warnings"])
 
 
+def case_p2p_args_malformed(tmp):
+    """Peers, group lists and ids that make no sense leave the peer unknown, never a crash."""
+    big = 9223372036854775807
+    odd = [
+        {"Src Rank": "seventeen"}, {"Dst Rank": -3}, {"Dst Rank": 1e30}, {"Dst Rank": big},
+        {"Dst Rank": 17, "Process Group Ranks": "[,,, ...]"},
+        {"Dst Rank": 17, "Process Group Ranks": "[99999999999999999999999, 17]"},
+        {"Dst Rank": 17, "Group size": -1, "Process Group Ranks": "[1, ..., 25]"},
+        {"Dst Rank": 7, "Group size": 64, "Process Group Ranks": "[5, 5, ..., 5]"},
+        {"Dst Rank": big - 1, "Group size": 3, "Process Group Ranks": "[0, %d, ..., %d]" % (big // 2, big)},
+        {"Dst Rank": 17, "Process Group Ranks": {"a": [1, 9]}},
+        {"Dst Rank": 17, "Process Group Ranks": [[1, 9], 17]},
+        {"External id": big},
+        {"External id": -1},
+    ]
+    events = [{"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 5, "tid": 5, "ts": 1, "dur": 1,
+               "args": {"External id": big, "Collective name": "send", "Rank": big, "Group size": 4}},
+              {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 5, "tid": 5, "ts": 1, "dur": 1,
+               "args": {"External id": 7, "Collective name": "recv", "Rank": 9, "Group size": 4}}]
+    events += [p2p_kernel(i, "send" if "Dst Rank" in a else "recv", **a) for i, a in enumerate(odd)]
+    path = os.path.join(tmp, "odd.json")
+    write_trace(path, events, {"backend": "nccl", "rank": 9, "world_size": 32})
+    p = import_traces(tmp, path)
+    check("; %d send/recv without their peer" % len(odd) in p.stdout, "every one without its peer: " + p.stdout)
+    _, evs = read_trace(os.path.join(tmp, "imported", "5.sprof"))
+    nccl = of_type(evs, "nccl")
+    check(len(nccl) == len(odd) and all(e["peer"] == -1 for e in nccl), "peers unknown: %s" % nccl)
+    run([SCALEPROF, "report", tmp], 0)
+
+
 def main():
     case = sys.argv[1]
     fn = globals().get("case_" + case)

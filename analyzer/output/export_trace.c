@@ -568,7 +568,7 @@ static void write_steps(struct writer *w)
                 ci->name, sp_model_severity_name(f->severity), f->gain, f->step_ms_if_fixed,
                 f->step_first, f->step_last);
         kv_str(w->out, "evidence", f->evidence);
-        kv_str(w->out, "first_try", ci->first_try);
+        kv_str(w->out, "first_try", f->first_try ? f->first_try : ci->first_try);
         fputs("}}", w->out);
     }
 }

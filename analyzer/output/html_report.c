@@ -355,7 +355,7 @@ static void findings(FILE *out, const struct sp_model *m)
                 f->step_first, f->step_last, 100 * f->gain, m->step_mean_ms, f->step_ms_if_fixed);
         esc(out, f->evidence);
         fputs(".</p>\n<p class=\"try\"><b>First try:</b> ", out);
-        esc(out, ci->first_try);
+        esc(out, f->first_try ? f->first_try : ci->first_try);
         fputs("</p></div>\n", out);
     }
 }

@@ -709,8 +709,9 @@ static void unexplained_finding(struct sp_model *m, double gain)
 }
 
 /* A cause whose time on some ranks makes them the straggler (the one
- * finding for both): the others' wait for them. */
-static void say_straggler_made(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
+ * finding for both): their figure for it, what fixing them alone would
+ * save, and the others' wait for them. */
+static void say_straggler_made(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f, int cat)
 {
     char who[96];
     struct sp_finding set = {.ranks = (int[SP_MAX_SAY_RANKS]){0}};
@@ -718,8 +719,16 @@ static void say_straggler_made(const struct sp_model *m, const struct sp_replay 
         if (rp->straggler_set[i])
             set.ranks[set.nranks++] = m->ranks[i].rank;
     rank_list(&set, who, sizeof who);
-    say(f, "; it makes %s the straggler: the other ranks wait %.1f%% of step time in collectives for %s", who,
-        100 * others_wait(m, rp->straggler_set), set.nranks == 1 ? "it" : "them");
+    say(f, "; it makes %s the straggler", who);
+    if (rp->straggler_rank >= 0) {
+        double own, med;
+        rank_vs_others(m, rp->straggler_rank, cat, &own, &med);
+        say(f, " (%.2f ms per step against a median of %.2f ms on the other ranks)", own, med);
+    }
+    say(f, ": fixing %s alone would save %.0f%%, and the other ranks wait %.1f%% of step time in collectives for "
+           "%s",
+        set.nranks == 1 ? "it" : "them", 100 * rp->gain[SP_CAUSE_STRAGGLER], 100 * others_wait(m, rp->straggler_set),
+        set.nranks == 1 ? "it" : "them");
 }
 
 /* The replay's check (sp_model_replay_check): a gain it cannot back is
@@ -822,23 +831,24 @@ void sp_model_findings(struct sp_model *m)
     use[SP_CAUSE_CROSS_NODE] = rp.cross_scale > 0 && rp.cross_scale < CROSS_RATIO && g[SP_CAUSE_CROSS_NODE] >= REPORT_MIN;
     use[SP_CAUSE_UNEXPLAINED] = m->breakdown[SP_CAT_IDLE_OTHER] >= UNEXPLAINED_MIN && g[SP_CAUSE_UNEXPLAINED] >= REPORT_MIN;
     /* One finding per cause: a straggler whose excess is its input (host,
-     * unexplained idle) is that time, named once: a straggler when its
-     * ranks are slow in every step (a fixed culprit), else the cause, which
-     * comes and goes (loaders out of phase); both stay only when removing the
-     * cause everywhere saves clearly more than fixing the straggler (the
-     * rest is on other ranks). */
+     * unexplained idle) is that time, named once.  The cause's finding
+     * holds it when removing the cause everywhere saves clearly more (the
+     * straggler's excess is part of it) or when the straggler is not slow
+     * in every step (the cause comes and goes: loaders out of phase); else
+     * the straggler, a fixed culprit, with that cause. */
     static const struct {
         const char *name;
         int cause;
     } within[] = {{"input", SP_CAUSE_INPUT}, {"host", SP_CAUSE_HOST}, {"other", SP_CAUSE_UNEXPLAINED}};
-    for (size_t k = 0; use[SP_CAUSE_STRAGGLER] && cause && k < sizeof within / sizeof within[0]; k++)
-        if (!strcmp(cause, within[k].name) && use[within[k].cause] &&
-            g[within[k].cause] < g[SP_CAUSE_STRAGGLER] + SP_GAIN_MODERATE) {
-            if (!steady_set(m, &rp))
-                use[SP_CAUSE_STRAGGLER] = 0, held_by = within[k].cause;
-            else
-                use[within[k].cause] = 0;
-        }
+    for (size_t k = 0; use[SP_CAUSE_STRAGGLER] && cause && k < sizeof within / sizeof within[0]; k++) {
+        int c = within[k].cause;
+        if (strcmp(cause, within[k].name) || !use[c])
+            continue;
+        if (g[c] >= g[SP_CAUSE_STRAGGLER] + SP_GAIN_MODERATE || !steady_set(m, &rp))
+            use[SP_CAUSE_STRAGGLER] = 0, held_by = c;
+        else
+            use[c] = 0;
+    }
     if (rp.ok)
         withhold_unbacked(m, &rp, use);
     if (use[SP_CAUSE_STRAGGLER])
@@ -855,13 +865,16 @@ void sp_model_findings(struct sp_model *m)
         host_finding(m, g[SP_CAUSE_HOST]);
     if (use[SP_CAUSE_COMMUNICATION])
         communication_finding(m, g[SP_CAUSE_COMMUNICATION]);
-    for (int i = 0; held_by >= 0 && i < m->nfindings; i++)
-        if (m->findings[i].cause == held_by)
-            say_straggler_made(m, &rp, &m->findings[i]);
     if (use[SP_CAUSE_CROSS_NODE])
         cross_node_finding(m, &rp, g[SP_CAUSE_CROSS_NODE]);
     if (use[SP_CAUSE_UNEXPLAINED])
         unexplained_finding(m, g[SP_CAUSE_UNEXPLAINED]);
+    for (int i = 0; held_by >= 0 && i < m->nfindings; i++)
+        if (m->findings[i].cause == held_by)
+            say_straggler_made(m, &rp, &m->findings[i],
+                               held_by == SP_CAUSE_INPUT  ? SP_CAT_IDLE_INPUT
+                               : held_by == SP_CAUSE_HOST ? SP_CAT_IDLE_HOST
+                                                          : SP_CAT_IDLE_OTHER);
     for (int i = 0; i < m->nfindings; i++)
         qsort(m->findings[i].ranks, (size_t)m->findings[i].nranks, sizeof(int), cmp_int);
     qsort(m->findings, (size_t)m->nfindings, sizeof m->findings[0], cmp_finding);

@@ -601,8 +601,7 @@ static void imbalance_finding(struct sp_model *m, const struct sp_replay *rp, do
         say(f, "; the slowest rank changes from step to step (%d different ranks over %d steps, none slowest in "
                "more than %d)", distinct, steps, top_steps);
     else if (top >= 0)
-        say(f, "; rank %d is the slowest in %d of %d steps, but the work of the others varies too", top, top_steps,
-            steps);
+        say(f, "; rank %d is the slowest in %d of %d steps", top, top_steps, steps);
     say(f, "; no rank or set of ranks alone recovers more than %.0f%%; ranks wait %.1f%% of step time in "
            "collectives",
         100 * rp->gain[SP_CAUSE_STRAGGLER], 100 * m->breakdown[SP_CAT_COLL_WAIT]);

@@ -544,6 +544,33 @@ def case_straggler_input_one_finding():
         fail(f"rank 2's input is listed twice: straggler and {dup}")
 
 
+def case_imbalance_evidence_matches_data():
+    """Work that varies per step and rank (jitter): imbalance says the
+    slowest rank changes from step to step only as the per-step table
+    shows it: the rank with most time outside collectives, step by step."""
+    d, _ = gen("jitter", "--ranks", 4, "--markers", "--jitter", 0.6)
+    rep = report(d, "--per-step")
+    f = findings(rep).get("imbalance")
+    if not f:
+        fail(f"no imbalance finding: {[g['cause'] for g in rep['findings']]}")
+    print(f"  {f['evidence']}")
+    by_step = {}
+    for row in rep["steps_detail"]:
+        local = row["step_ms"] - row["collective_wait"] - row["collective_transfer"]
+        by_step.setdefault(row["step"], []).append((local, row["rank"]))
+    slowest = [max(v)[1] for _, v in sorted(by_step.items())]
+    counts = {r: slowest.count(r) for r in set(slowest)}
+    print(f"  slowest rank per step: {slowest}")
+    m = re.search(r"changes from step to step \((\d+) different ranks over (\d+) steps, none slowest in more than (\d+)\)",
+                  f["evidence"])
+    if len(counts) > 1:
+        if not m or [int(x) for x in m.groups()] != [len(counts), len(slowest), max(counts.values())]:
+            fail(f"the evidence should give {len(counts)} ranks over {len(slowest)} steps, at most "
+                 f"{max(counts.values())}: {f['evidence']}")
+    elif m:
+        fail("the evidence says the slowest rank changes, the table shows one rank")
+
+
 def case_whatif_check_can_fail():
     """The assertion every report here passes (whatif_check.problems) fails
     on a report whose replay drifts, whose cause saves more than its time

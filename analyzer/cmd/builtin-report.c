@@ -402,9 +402,12 @@ static void ranks_text(const struct sp_model *m, const struct sp_finding *f, cha
     }
 }
 
-/* Healthy: no finding would save 5% or more of the step. */
+/* Healthy: no finding would save 5% or more of the step (never said when
+ * the replay's check withheld a gain: what it would save is unknown). */
 static int is_healthy(const struct sp_model *m)
 {
+    if (m->check.withheld)
+        return 0;
     for (int i = 0; i < m->nfindings; i++)
         if (m->findings[i].severity > SP_SEV_LOW)
             return 0;
@@ -415,6 +418,8 @@ static void text_findings(const struct sp_model *m, int cols)
 {
     if (is_healthy(m))
         printf("healthy: no finding would save 5%% or more of the step.\n");
+    else if (!m->nfindings)
+        printf("no finding listed: the what-if replay cannot back their gains.\n");
     else
         printf("findings, by the step time fixing each alone would save (severity in brackets):\n");
     for (int i = 0; i < m->nfindings; i++) {

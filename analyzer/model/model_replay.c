@@ -1358,16 +1358,22 @@ static int cause_cf(struct sp_model *m, const struct sp_replay *rp, int cause, s
 
 /* A cause's own time on the critical path, ms per step: what its fix
  * takes off the local time and transfers of the nodes.  Whichever path
- * through the graph sets a rank's step, it passes each peer group (the
- * same op of the same step on every rank) through one member, so the
- * sum over groups of the largest cut of a member bounds the cut of any
- * path, and a rank's step cannot shrink by more than the cut of the path
- * that set it.  Linear in nodes (a fixed rank's medians aside). */
-static double critical_bound(const struct graph *g, const struct cf *cf, double *tail_cut, float *vals)
+ * through the graph sets a rank's step, it meets a peer group (the same
+ * op of the same step on every rank) at one instance, where it takes the
+ * local time of one member and the transfer of one (the last to arrive
+ * and the one it leaves through), so the sum over groups of the largest
+ * local cut plus the largest transfer cut bounds the cut of any path, and
+ * a rank's step cannot shrink by more than the cut of the path that set
+ * it.  A group that holds k ops of one rank (two communicators of one
+ * class) counts k times.  Linear in nodes (a fixed rank's medians aside). */
+static double critical_bound(const struct graph *g, const struct cf *cf, double *tail_cut, float *vals,
+                             uint32_t *per_rank)
 {
     const struct sp_model *m = g->m;
     for (size_t f = 0; f < g->total; f++)
         tail_cut[f] = 0;
+    for (int r = 0; r < m->nranks; r++)
+        per_rank[r] = 0;
     for (size_t t = 0; t < g->ninsts; t++) {
         const struct inst *in = &g->insts[t];
         double scale = in->spans ? cf->cross * cf->transfer : cf->transfer;
@@ -1381,8 +1387,8 @@ static double critical_bound(const struct graph *g, const struct cf *cf, double 
     }
     double bound = 0;
     for (size_t a = 0; a < g->total;) {
-        uint32_t n = g->peer_n[g->peers[a]];
-        double best = 0;
+        uint32_t n = g->peer_n[g->peers[a]], k = 1;
+        double local = 0, tail = 0;
         for (uint32_t p = 0; p < n; p++) {
             uint32_t flat = g->peers[a + p];
             int r = g->peer_rank[a + p];
@@ -1390,11 +1396,16 @@ static double critical_bound(const struct graph *g, const struct cf *cf, double 
             double cut = local_time(g, &recorded, r, flat, 0, vals) - local_time(g, cf, r, flat, 0, vals);
             if (nd->ncalls)
                 cut += local_time(g, &recorded, r, flat, 1, vals) - local_time(g, cf, r, flat, 1, vals);
-            cut += tail_cut[flat];
-            if (cut > best)
-                best = cut;
+            if (cut > local)
+                local = cut;
+            if (tail_cut[flat] > tail)
+                tail = tail_cut[flat];
+            if (++per_rank[r] > k)
+                k = per_rank[r];
         }
-        bound += best;
+        for (uint32_t p = 0; p < n; p++)
+            per_rank[g->peer_rank[a + p]] = 0;
+        bound += k * (local + tail);
         a += n ? n : 1;
     }
     return bound / g->nsteps / NS_PER_MS;
@@ -1428,17 +1439,19 @@ int sp_model_replay_check(struct sp_model *m, const struct sp_replay *rp, struct
     double *tail_cut = malloc((g->total + 1) * sizeof *tail_cut);
     float *vals = malloc(((size_t)g->max_peers + 1) * sizeof *vals);
     float *scale = malloc(((size_t)m->nranks + 1) * sizeof *scale);
-    for (int c = 0; tail_cut && vals && scale && c < SP_CAUSE_N; c++) {
+    uint32_t *per_rank = malloc(((size_t)m->nranks + 1) * sizeof *per_rank);
+    for (int c = 0; tail_cut && vals && scale && per_rank && c < SP_CAUSE_N; c++) {
         struct cf cf;
         if (rp->gain[c] <= 0 || !cause_cf(m, rp, c, &cf, scale))
             continue;
         out->saved_ms[c] = rp->base_ms - rp->ms[c];
-        out->bound_ms[c] = critical_bound(g, &cf, tail_cut, vals);
+        out->bound_ms[c] = critical_bound(g, &cf, tail_cut, vals, per_rank);
         out->bound_ok[c] = out->saved_ms[c] <= out->bound_ms[c] + CHECK_SLACK * rp->base_ms;
         out->ok &= out->bound_ok[c];
     }
     free(tail_cut);
     free(vals);
     free(scale);
+    free(per_rank);
     return out->ok;
 }

@@ -571,6 +571,36 @@ def case_imbalance_evidence_matches_data():
         fail("the evidence says the slowest rank changes, the table shows one rank")
 
 
+def case_whatif_check_fails_openly():
+    """When the replay fails its check the report says so, in the text and
+    the JSON, lists no gain it withheld and does not call the run healthy.
+    Equal buckets whose steps are told apart by a pause, with the
+    recording paused once, give ranks whose steps disagree today (rank 1's
+    twice the others'): the unchanged replay cannot reproduce them.  Were
+    the steps found alike, the check would pass and the gains be listed:
+    both are asserted, whichever this trace gives."""
+    d, _ = gen("openly", "--ranks", 4, "--steps", 8, "--input-ms", 1, "--jitter", 0.2, "--slow-rank", 1,
+               "--slow-input-ms", 5, "--equal-buckets", "--pause-after-step", 4)
+    rep = json.loads(scaleprof("report", d, "--json").stdout)
+    text = scaleprof("report", d, "--no-color").stdout
+    c = rep["whatif"]["check"]
+    print(f"  {whatif_check.summary(rep)}; withheld {c.get('withheld')}")
+    listed = {f["cause"] for f in rep["findings"]}
+    if c["ok"] is False:
+        if not c["withheld"] or listed & set(c["withheld"]):
+            fail(f"withheld {c['withheld']}, listed {listed}")
+        if rep["healthy"] is not False:
+            fail("a run whose gains were withheld is called healthy")
+        if "fails its check" not in text or not any("what-if replay" in w for w in rep["warnings"]):
+            fail("the text report and the warnings should say the replay fails its check")
+    else:
+        bad = whatif_check.problems(rep)
+        if bad or c["withheld"]:
+            fail(f"the check passes but: {bad} withheld {c['withheld']}")
+        if "fails its check" in text:
+            fail("the text says the check fails; the JSON says it passes")
+
+
 def case_whatif_check_can_fail():
     """The assertion every report here passes (whatif_check.problems) fails
     on a report whose replay drifts, whose cause saves more than its time

@@ -8,10 +8,13 @@
  * Severity follows the gain (sp_severity_of_gain); findings are ordered by
  * gain, and `healthy` means no finding gains 5% or more.  Where two
  * counterfactuals fix the same time, one finding names it: a fixed
- * straggler when fixing that rank alone recovers most of what balancing
- * every rank would (else the work is imbalanced, with no fixed culprit),
- * and a straggler whose excess is its own input only when fixing it alone
- * recovers most of what a faster input pipeline would.
+ * straggler (a rank, or a set of ranks) when fixing it recovers most of
+ * what balancing every rank would (else the work is imbalanced, with no
+ * fixed culprit), and a straggler whose excess is its own input, host or
+ * unexplained idle is one finding with that cause: the straggler when it
+ * is slow in every step, else the cause's finding, which says whom it
+ * makes the straggler.  Evidence quotes the figures of the ranks a
+ * finding names.  Gains the replay's check cannot back are withheld.
  *
  * The arrival table (sp_model_stragglers: who arrives last at collectives
  * and why) stays as evidence; who is named straggler is the replay's

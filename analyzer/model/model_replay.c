@@ -21,8 +21,9 @@
  * after the last arrival in the recording (the transfer).  Replayed
  * without change the graph gives back the recorded times exactly; the
  * counterfactuals change durations and let the graph move everything else:
- *   straggler       a rank's (or a small communicator's) local time set to
- *                   the median of its peers for the same op in the same step
+ *   straggler       a rank's (or a small communicator's, or the ranks slow
+ *                   in every step together) local time set to the median
+ *                   of its peers for the same op in the same step
  *   imbalance       every rank's local time (input aside) at the per-step
  *                   median: work that varies, no fixed culprit
  *   pipeline_stage  one stage's GPU work scaled to the other stages' median
@@ -42,8 +43,12 @@
  * step, a p2p op's pipeline stage and index, a step end's stage.
  *
  * Cost: one replay is linear in nodes (a few per step per rank, never
- * events); the straggler search replays once per candidate rank and small
- * communicator.
+ * events); the straggler search replays once per candidate rank, small
+ * communicator and set of ranks slow in every step.
+ *
+ * The replay checks itself (sp_model_replay_check): replayed unchanged it
+ * must give back each rank's recorded mean step, and no cause may save
+ * more than its own time on the critical path, bounded per peer group.
  */
 #include <math.h>
 #include <stdio.h>

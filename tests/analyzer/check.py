@@ -593,6 +593,12 @@ def case_whatif_check_fails_openly():
             fail("a run whose gains were withheld is called healthy")
         if "fails its check" not in text or not any("what-if replay" in w for w in rep["warnings"]):
             fail("the text report and the warnings should say the replay fails its check")
+        page = os.path.join(TMP, "openly.html")
+        scaleprof("html", d, "-o", page)
+        with open(page) as f:
+            html = f.read()
+        if "fails its check" not in html or 'id="healthy"' in html:
+            fail("the HTML report should say the replay fails its check, and not call the run healthy")
     else:
         bad = whatif_check.problems(rep)
         if bad or c["withheld"]:

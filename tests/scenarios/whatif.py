@@ -610,12 +610,12 @@ def main(argv):
         return 0
     if len(argv) == 3 and argv[1] == "--commands" and argv[2] in SHAPES:
         spec = SHAPES[argv[2]]
-        for which in ("asis", "fixed"):
+        for which in ["asis", "fixed"] + ["alone_%d" % r for r in spec.get("alone", [])]:
             prefix = "".join("%s=%s " % kv for kv in spec.get("env_" + which, spec["env"]).items())
             cmd = ["build/analyzer/scaleprof", "run", "--sim", "-o", "%s-%s" % (argv[2], which),
                    "--nproc",
                    str(spec["nproc"]), "--", "build/examples/shapes"] + common(spec) + spec[which]
-            print("%-5s %s%s" % (which, prefix, " ".join(cmd)))
+            print("%-7s %s%s" % (which, prefix, " ".join(cmd)))
         return 0
     if len(argv) != 2 or argv[1] not in SHAPES:
         sys.stderr.write("usage: whatif.py SHAPE|--list|--commands SHAPE\nshapes: %s\n"

@@ -7,7 +7,7 @@
  *   --shape dp        data parallel: forward, backward, then the gradient
  *                     buckets all-reduced back to back after the backward
  *                     pass (never overlapped); equal or unequal buckets;
- *                     one slow rank (--slow-rank/--slow-factor), or work
+ *                     slow ranks (--slow-rank R[:F], repeatable), or work
  *                     drawn per step and rank from a seeded distribution
  *                     (--imbalance S: variable sequence lengths) that
  *                     --balance evens out to each step's mean
@@ -105,6 +105,8 @@
 #define RENDEZVOUS_TIMEOUT_S 120
 #define RENDEZVOUS_POLL_US 2000
 
+#define MAX_SLOW 8 /* --slow-rank given at most this many times */
+
 enum shape { SHAPE_DP, SHAPE_PIPELINE, SHAPE_TPDP, SHAPE_LAUNCH, SHAPE_LOADER, SHAPE_COPY, SHAPE_ALLTOALL, SHAPE_1F1B };
 static const char *const shape_names[] = {"dp", "pipeline", "tpdp", "launch", "loader", "copy", "alltoall", "1f1b"};
 #define COPY_BUFFERS 2       /* copy --prefetch: one batch in use, the next arriving */
@@ -116,7 +118,9 @@ struct options {
     double grad_mb;
     int buckets;
     int unequal;          /* bucket b holds 2^b parts of the gradient */
-    int slow_rank;
+    int nslow;            /* --slow-rank given this many times */
+    int slow_rank[MAX_SLOW];
+    double slow_rank_factor[MAX_SLOW]; /* 0: --slow-factor */
     int slow_group;
     double slow_factor;
     double imbalance;     /* per-step work factor drawn from [1-S, 1+S] */
@@ -228,6 +232,8 @@ static void usage(FILE *to)
         "  --work-ms X           GPU work per step and rank, ms at 1000 threads/us (20)\n"
         "  --grad-mb X           gradients all-reduced per step, MiB (16)\n"
         "  --slow-rank R --slow-factor F   rank R's kernels take F times longer\n"
+        "  --slow-rank R:F       rank R's kernels take F times longer; repeatable\n"
+        "                        (up to 8 ranks), each R without :F at --slow-factor\n"
         "  --kernel-iters N      arithmetic per GPU thread (real GPUs only) (16)\n"
         "  --no-markers          no NVTX range per step\n"
         "  --rendezvous DIR      where rank 0 publishes the NCCL id\n"
@@ -337,6 +343,25 @@ static const char *default_data_dir(void)
     return dir;
 }
 
+/* --slow-rank R or R:F, appended to the list of slow ranks. */
+static void parse_slow_rank(const char *name, const char *arg, struct options *o)
+{
+    if (o->nslow == MAX_SLOW) {
+        fprintf(stderr, "shapes: --%s: at most %d slow ranks\n", name, MAX_SLOW);
+        exit(2);
+    }
+    char rank[32];
+    const char *colon = strchr(arg, ':');
+    size_t len = colon ? (size_t)(colon - arg) : strlen(arg);
+    if (len >= sizeof rank)
+        len = sizeof rank - 1;
+    memcpy(rank, arg, len);
+    rank[len] = 0;
+    o->slow_rank[o->nslow] = (int)parse_number(name, rank, 0, 1 << 20);
+    o->slow_rank_factor[o->nslow] = colon ? parse_number(name, colon + 1, 0.01, 1000) : 0;
+    o->nslow++;
+}
+
 static void parse_options(int argc, char **argv, struct options *o)
 {
     memset(o, 0, sizeof *o);
@@ -346,7 +371,6 @@ static void parse_options(int argc, char **argv, struct options *o)
     o->work_ms = 20;
     o->grad_mb = 16;
     o->buckets = 4;
-    o->slow_rank = -1;
     o->slow_group = -1;
     o->slow_factor = 1;
     o->micro = 4;
@@ -394,7 +418,7 @@ static void parse_options(int argc, char **argv, struct options *o)
         case OPT_GRAD: o->grad_mb = parse_number(n, optarg, 0.001, 1 << 16); break;
         case OPT_BUCKETS: o->buckets = (int)parse_number(n, optarg, 1, MAX_BUCKETS); break;
         case OPT_UNEQUAL: o->unequal = 1; break;
-        case OPT_SLOW_RANK: o->slow_rank = (int)parse_number(n, optarg, 0, 1 << 20); break;
+        case OPT_SLOW_RANK: parse_slow_rank(n, optarg, o); break;
         case OPT_SLOW_GROUP: o->slow_group = (int)parse_number(n, optarg, 0, 1 << 20); break;
         case OPT_SLOW_FACTOR: o->slow_factor = parse_number(n, optarg, 0.01, 1000); break;
         case OPT_IMBALANCE: o->imbalance = parse_number(n, optarg, 0, 0.95); break;
@@ -755,8 +779,9 @@ static void loader_stop(struct loader *l)
 
 static double rank_scale(const struct options *o, const struct rank_env *r)
 {
-    if (r->rank == o->slow_rank)
-        return o->slow_factor;
+    for (int i = 0; i < o->nslow; i++)
+        if (r->rank == o->slow_rank[i])
+            return o->slow_rank_factor[i] > 0 ? o->slow_rank_factor[i] : o->slow_factor;
     if (o->shape == SHAPE_TPDP && o->slow_group >= 0 && r->rank / o->tp == o->slow_group)
         return o->slow_factor;
     return 1.0;

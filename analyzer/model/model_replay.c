@@ -23,8 +23,9 @@
  * recording (the transfer, as model_coll.c classified it).  Replayed
  * without change the graph gives back the recorded times exactly; the
  * counterfactuals change durations and let the graph move everything else:
- *   straggler       a rank's (or a small communicator's) local time set to
- *                   the median of its peers for the same op in the same step
+ *   straggler       a rank's (or a small communicator's, or the ranks slow
+ *                   in every step together) local time set to the median
+ *                   of its peers for the same op in the same step
  *   imbalance       every rank's local time (input aside) at the per-step
  *                   median: work that varies, no fixed culprit
  *   pipeline_stage  one stage's GPU work scaled to the other stages' median
@@ -48,8 +49,12 @@
  * step, a p2p op's pipeline stage and index, a step end's stage.
  *
  * Cost: one replay is linear in nodes (a few per step per rank, never
- * events); the straggler search replays once per candidate rank and small
- * communicator.
+ * events); the straggler search replays once per candidate rank, small
+ * communicator and set of ranks slow in every step.
+ *
+ * The replay checks itself (sp_model_replay_check): replayed unchanged it
+ * must give back each rank's recorded mean step, and no cause may save
+ * more than its own time on the critical path, bounded per peer group.
  */
 #include <math.h>
 #include <stdio.h>
@@ -61,6 +66,9 @@
 #define NS_PER_MS 1e6
 #define NO_WAIT 0.005 /* collective wait share below which no rank holds up another */
 #define MAX_TRIED 4   /* straggler candidates replayed: the ranks, then groups, with most excess */
+
+#define MAX_SET 4           /* ranks slow in every step priced together, at most */
+#define CONSISTENT_MIN 0.02 /* a rank slow in every step: its excess in each, share of the mean step */
 
 /* ---- the graph ---- */
 
@@ -579,16 +587,19 @@ static float node_total(const struct sp_rnode *n)
 }
 
 /* A rank's excess: the sum over its nodes of its local time beyond the
- * median of its peers' (itself left out) for the same node.  Only a rank
+ * median of its peers' (itself left out) for the same node; by_step (when
+ * not NULL) gets it per rank and step, by_step[rank * nsteps + step].  Only a rank
  * with an excess can gain by being brought to its peers, so the straggler
  * search replays the ranks (and groups) with the largest.  Per group the
  * totals are sorted once; the median without one member is then read off
  * the sorted list. */
-static void rank_excess(const struct graph *g, double *excess, float *vals)
+static void rank_excess(const struct graph *g, double *excess, double *by_step, float *vals)
 {
     const struct sp_model *m = g->m;
     for (int r = 0; r < m->nranks; r++)
         excess[r] = 0;
+    for (size_t x = 0; by_step && x < (size_t)m->nranks * (size_t)g->nsteps; x++)
+        by_step[x] = 0;
     for (size_t a = 0; a < g->total;) {
         uint32_t n = g->peer_n[g->peers[a]];
         if (n >= 2) {
@@ -609,6 +620,9 @@ static void rank_excess(const struct graph *g, double *excess, float *vals)
                     med = 0.5 * ((lo < i ? vals[lo] : vals[lo + 1]) + med_hi);
                 }
                 excess[g->peer_rank[a + p]] += own - med;
+                int st = peer_node(g, (uint32_t)a + p)->step;
+                if (by_step && st < g->nsteps)
+                    by_step[(size_t)g->peer_rank[a + p] * (size_t)g->nsteps + (size_t)st] += own - med;
             }
         }
         a += n ? n : 1;
@@ -1009,6 +1023,36 @@ static int group_candidates(const struct sp_model *m, uint8_t *sets)
     return n;
 }
 
+/* Ranks of consistent excess: each beyond its peers' median by at least
+ * CONSISTENT_MIN of the mean step in every analyzed step (slow every step,
+ * not now and then), ordered by total excess, largest first; at most
+ * MAX_SET.  Several fixed stragglers hold each other's peers back, so only
+ * fixing them together shows what they cost. */
+static int consistent_ranks(const struct graph *g, const double *excess, const double *by_step, double step_ms,
+                            int *out)
+{
+    int n = 0;
+    double bar = CONSISTENT_MIN * step_ms * NS_PER_MS;
+    for (int r = 0; r < g->m->nranks; r++) {
+        int every = g->nsteps > 0 && excess[r] > 0;
+        for (int s = 0; every && s < g->nsteps; s++)
+            every = by_step[(size_t)r * (size_t)g->nsteps + (size_t)s] >= bar;
+        if (!every)
+            continue;
+        int pos = n;
+        while (pos > 0 && excess[r] > excess[out[pos - 1]])
+            pos--;
+        if (pos >= MAX_SET)
+            continue;
+        for (int k = n < MAX_SET ? n : MAX_SET - 1; k > pos; k--)
+            out[k] = out[k - 1];
+        out[pos] = r;
+        if (n < MAX_SET)
+            n++;
+    }
+    return n;
+}
+
 /* Mean GPU work per step of each pipeline stage's ranks; scale[i] then
  * puts stage s at the median of the others (1 elsewhere).  0 when stage s
  * is not slower than that median. */
@@ -1062,6 +1106,12 @@ void sp_model_replay_free(struct sp_replay *rp)
 {
     free(rp->straggler_set);
     rp->straggler_set = NULL;
+    free(rp->alone);
+    rp->alone = NULL;
+    free(rp->excess_ms);
+    rp->excess_ms = NULL;
+    free(rp->steady);
+    rp->steady = NULL;
     if (rp->graph) {
         graph_free(rp->graph);
         free(rp->graph);
@@ -1094,10 +1144,26 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     }
     int waits = m->breakdown[SP_CAT_COLL_WAIT] >= NO_WAIT;
     double *excess = calloc(nr + 1, sizeof *excess);
+    double *by_step = calloc(nr * (size_t)g.nsteps + 1, sizeof *by_step);
     float *vals = malloc(((size_t)g.max_peers + 1) * sizeof *vals);
-    if (waits && excess && vals)
-        rank_excess(&g, excess, vals);
+    int cons[MAX_SET], ncons = 0;
+    out->alone = malloc((nr + 1) * sizeof *out->alone);
+    out->excess_ms = calloc(nr + 1, sizeof *out->excess_ms);
+    if (waits && excess && by_step && vals) {
+        rank_excess(&g, excess, by_step, vals);
+        ncons = consistent_ranks(&g, excess, by_step, base.step_ms, cons);
+    }
+    out->steady = calloc(nr + 1, 1);
+    for (int k = 0; out->steady && k < ncons; k++)
+        out->steady[cons[k]] = 1;
+    for (size_t i = 0; i < nr; i++) {
+        if (out->alone)
+            out->alone[i] = -1;
+        if (out->excess_ms && excess)
+            out->excess_ms[i] = excess[i] / g.nsteps / NS_PER_MS;
+    }
     free(vals);
+    free(by_step);
     out->ok = 1;
     out->base_ms = base.step_ms;
     out->cross_scale = cross_scale(m);
@@ -1120,6 +1186,8 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
         cf.fix = fix;
         cf.fix_n = 1;
         double gain = gain_of(&g, &cf, b, &ms);
+        if (out->alone)
+            out->alone[i] = gain;
         if (gain > out->gain[SP_CAUSE_STRAGGLER]) {
             out->gain[SP_CAUSE_STRAGGLER] = gain;
             out->ms[SP_CAUSE_STRAGGLER] = ms;
@@ -1155,6 +1223,35 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
             memcpy(out->straggler_set, cf.fix, nr);
             out->straggler_rank = -1;
         }
+    }
+    /* the ranks slow in every step: the two with most excess together,
+     * then three, ...; a set is named only when it clearly beats the best
+     * candidate before it, and then each member is priced alone too */
+    for (int k = 2; k <= ncons; k++) {
+        memset(fix, 0, nr);
+        for (int x = 0; x < k; x++)
+            fix[cons[x]] = 1;
+        cf = recorded;
+        cf.fix = fix;
+        cf.fix_n = k;
+        double gain = gain_of(&g, &cf, b, &ms);
+        if (gain > out->gain[SP_CAUSE_STRAGGLER] + SP_GAIN_MODERATE / 2) {
+            out->gain[SP_CAUSE_STRAGGLER] = gain;
+            out->ms[SP_CAUSE_STRAGGLER] = ms;
+            memcpy(out->straggler_set, fix, nr);
+            out->straggler_rank = -1;
+            out->straggler_consistent = 1;
+        }
+    }
+    for (size_t i = 0; out->straggler_consistent && out->alone && i < nr; i++) {
+        if (!out->straggler_set[i] || out->alone[i] >= 0)
+            continue;
+        memset(fix, 0, nr);
+        fix[i] = 1;
+        cf = recorded;
+        cf.fix = fix;
+        cf.fix_n = 1;
+        out->alone[i] = gain_of(&g, &cf, b, &ms);
     }
     free(excess);
 
@@ -1309,4 +1406,166 @@ int sp_model_replay_nodes(struct sp_model *m, const struct sp_replay *rp, int ca
     free(scale);
     graph_free(&g);
     return rc;
+}
+
+/* ---- the replay's check of itself ---- */
+
+#define CHECK_REPLAY_PCT 1.0 /* the unchanged replay within this % of the mean step */
+#define CHECK_SLACK 0.005    /* share of the step a saving may pass its bound by (rounding) */
+
+struct node_dev {
+    int64_t *last; /* per rank: the replayed end of its last node */
+    size_t placed; /* nodes placed */
+};
+
+static void node_dev(void *arg, int rank, size_t node, int64_t a, int64_t e)
+{
+    struct node_dev *d = arg;
+    (void)node;
+    (void)a;
+    if (e > d->last[rank])
+        d->last[rank] = e;
+    d->placed++;
+}
+
+/* The largest difference between a rank's replayed mean step and its
+ * recorded one, ns (the recorded steps in view: a pause of the recording
+ * between two of them is no step time). */
+static double rank_step_dev(const struct graph *g, const int64_t *last)
+{
+    double dev = 0;
+    for (int r = 0; r < g->m->nranks; r++) {
+        const struct sp_rank *rk = &g->m->ranks[r];
+        if (!rk->nnodes || !rk->cat || last[r] == INT64_MIN)
+            continue;
+        double rep = (double)(last[r] - g->start[r]) / g->nsteps;
+        double rec = sp_model_rank_step_ms(g->m, rk) * NS_PER_MS;
+        if (fabs(rep - rec) > dev)
+            dev = fabs(rep - rec);
+    }
+    return dev;
+}
+
+/* The counterfactual that prices cause as sp_model_replay did; 0 when it
+ * has none (pipeline_bubble is a share of the balanced replay's wait). */
+static int cause_cf(struct sp_model *m, const struct sp_replay *rp, int cause, struct cf *cf, float *scale)
+{
+    *cf = recorded;
+    switch (cause) {
+    case SP_CAUSE_STRAGGLER:
+        cf->fix = rp->straggler_set;
+        for (int i = 0; i < m->nranks; i++)
+            cf->fix_n += rp->straggler_set[i];
+        return 1;
+    case SP_CAUSE_IMBALANCE: cf->imbalance = 1; return 1;
+    case SP_CAUSE_INPUT: cf->drop = 1u << SP_LOC_INPUT; return 1;
+    case SP_CAUSE_HOST: cf->drop = 1u << SP_LOC_HOST; return 1;
+    case SP_CAUSE_UNEXPLAINED: cf->drop = 1u << SP_LOC_OTHER; return 1;
+    case SP_CAUSE_COMMUNICATION: cf->transfer = 0; return 1;
+    case SP_CAUSE_CROSS_NODE: cf->cross = rp->cross_scale; return rp->cross_scale > 0;
+    case SP_CAUSE_PIPELINE_STAGE:
+        cf->busy_scale = scale;
+        return rp->stage >= 0 && stage_scale(m, rp->stage, scale);
+    default: return 0;
+    }
+}
+
+/* A cause's own time on the critical path, ms per step: what its fix
+ * takes off the local time and transfers of the nodes.  Whichever path
+ * through the graph sets a rank's step, it meets a peer group (the same
+ * op of the same step on every rank) at one instance, where it takes the
+ * local time of one member and the transfer of one (the last to arrive
+ * and the one it leaves through), so the sum over groups of the largest
+ * local cut plus the largest transfer cut bounds the cut of any path, and
+ * a rank's step cannot shrink by more than the cut of the path that set
+ * it.  A group that holds k ops of one rank (two communicators of one
+ * class) counts k times.  Linear in nodes (a fixed rank's medians aside). */
+static double critical_bound(const struct graph *g, const struct cf *cf, double *tail_cut, float *vals,
+                             uint32_t *per_rank)
+{
+    const struct sp_model *m = g->m;
+    for (size_t f = 0; f < g->total; f++)
+        tail_cut[f] = 0;
+    for (int r = 0; r < m->nranks; r++)
+        per_rank[r] = 0;
+    for (size_t t = 0; t < g->ninsts; t++) {
+        const struct inst *in = &g->insts[t];
+        double scale = in->spans ? cf->cross * cf->transfer : cf->transfer;
+        for (int32_t p = 0; p < in->n; p++) {
+            const struct part *pt = &g->parts[in->first + p];
+            size_t flat = g->node_base[pt->r] + (size_t)pt->node;
+            double cut = (double)pt->tail * (1 - scale);
+            if (cut > tail_cut[flat])
+                tail_cut[flat] = cut;
+        }
+    }
+    double bound = 0;
+    for (size_t a = 0; a < g->total;) {
+        uint32_t n = g->peer_n[g->peers[a]], k = 1;
+        double local = 0, tail = 0;
+        for (uint32_t p = 0; p < n; p++) {
+            uint32_t flat = g->peers[a + p];
+            int r = g->peer_rank[a + p];
+            const struct sp_rnode *nd = &m->ranks[r].nodes[flat - g->node_base[r]];
+            double cut = local_time(g, &recorded, r, flat, 0, vals) - local_time(g, cf, r, flat, 0, vals);
+            if (nd->ncalls)
+                cut += local_time(g, &recorded, r, flat, 1, vals) - local_time(g, cf, r, flat, 1, vals);
+            if (cut > local)
+                local = cut;
+            if (tail_cut[flat] > tail)
+                tail = tail_cut[flat];
+            if (++per_rank[r] > k)
+                k = per_rank[r];
+        }
+        for (uint32_t p = 0; p < n; p++)
+            per_rank[g->peer_rank[a + p]] = 0;
+        bound += k * (local + tail);
+        a += n ? n : 1;
+    }
+    return bound / g->nsteps / NS_PER_MS;
+}
+
+int sp_model_replay_check(struct sp_model *m, const struct sp_replay *rp, struct sp_whatif_check *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int c = 0; c < SP_CAUSE_N; c++) {
+        out->bound_ms[c] = -1;
+        out->bound_ok[c] = 1;
+    }
+    struct graph *g = rp->graph;
+    if (!rp->ok || !g || rp->base_ms <= 0 || m->step_mean_ms <= 0)
+        return 0;
+    out->done = 1;
+    struct node_dev d = {malloc(((size_t)m->nranks + 1) * sizeof *d.last), 0};
+    if (!d.last)
+        return 0;
+    for (int i = 0; i < m->nranks; i++)
+        d.last[i] = INT64_MIN;
+    struct result r;
+    if (run_replay_nodes(g, &recorded, &r, node_dev, &d, 0) < 0)
+        d.placed = 0;
+    out->unplaced = (int)(g->total - d.placed);
+    out->replay_error_pct = 100 * rank_step_dev(g, d.last) / (m->step_mean_ms * NS_PER_MS);
+    free(d.last);
+    out->step_error_pct = 100 * fabs(rp->base_ms - m->step_mean_ms) / m->step_mean_ms;
+    out->replay_ok = out->replay_error_pct <= CHECK_REPLAY_PCT && out->step_error_pct <= CHECK_REPLAY_PCT;
+    out->ok = out->replay_ok;
+    double *tail_cut = malloc((g->total + 1) * sizeof *tail_cut);
+    float *vals = malloc(((size_t)g->max_peers + 1) * sizeof *vals);
+    float *scale = malloc(((size_t)m->nranks + 1) * sizeof *scale);
+    uint32_t *per_rank = malloc(((size_t)m->nranks + 1) * sizeof *per_rank);
+    for (int c = 0; tail_cut && vals && scale && per_rank && c < SP_CAUSE_N; c++) {
+        struct cf cf;
+        if (rp->gain[c] <= 0 || !cause_cf(m, rp, c, &cf, scale))
+            continue;
+        out->saved_ms[c] = rp->base_ms - rp->ms[c];
+        out->bound_ms[c] = critical_bound(g, &cf, tail_cut, vals, per_rank);
+        out->bound_ok[c] = out->saved_ms[c] <= out->bound_ms[c] + CHECK_SLACK * rp->base_ms;
+        out->ok &= out->bound_ok[c];
+    }
+    free(tail_cut);
+    free(vals);
+    free(scale);
+    free(per_rank);
+    return out->ok;
 }

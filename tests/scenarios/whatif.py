@@ -49,6 +49,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import check  # noqa: E402  (the accuracy suite's truth readers)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "analyzer"))
+import whatif_check  # noqa: E402  (the replay's check of itself)
 
 STEPS = 10
 SKIP = 3
@@ -134,6 +136,33 @@ SHAPES = {
         "clean": ["fixed"],      # as is, the GPU idles between launches by design
         # host-bound on two shared cores: other engineers' load moves both runs
         "attempts": 5,
+    },
+    "two_fixed_stragglers": {
+        "story": "8-rank data parallel; rank 5 computes 2x slower and rank 1 1.5x, the "
+                 "same two ranks in every step (fix: both at normal speed; a third run "
+                 "with only rank 5 fixed checks the gain the report gives each)",
+        "nproc": 8, "env": SLOW_LINK,
+        "asis": DP + ["--slow-rank", "5:2", "--slow-rank", "1:1.5"],
+        "fixed": DP,
+        # each rank fixed alone: the gain the finding's rank_gains gives it
+        "alone": [5, 1],
+        "alone_5": DP + ["--slow-rank", "1:1.5"], "alone_1": DP + ["--slow-rank", "5:2"],
+        "cause": "straggler", "ranks": [1, 5], "band": (0.35, 0.6),
+        "premises": ["waits_asis", "no_waits_fixed"],
+    },
+    "three_fixed_stragglers": {
+        "story": "8-rank data parallel; ranks 2, 3 and 6 compute 1.8x, 1.6x and 1.4x "
+                 "slower in every step (fix: all three at normal speed; three more runs, "
+                 "each with one of them fixed, check the gain the report gives each)",
+        "nproc": 8, "env": SLOW_LINK,
+        "asis": DP + ["--slow-rank", "2:1.8", "--slow-rank", "3:1.6", "--slow-rank", "6:1.4"],
+        "fixed": DP,
+        "alone": [2, 3, 6],
+        "alone_2": DP + ["--slow-rank", "3:1.6", "--slow-rank", "6:1.4"],
+        "alone_3": DP + ["--slow-rank", "2:1.8", "--slow-rank", "6:1.4"],
+        "alone_6": DP + ["--slow-rank", "2:1.8", "--slow-rank", "3:1.6"],
+        "cause": "straggler", "ranks": [2, 3, 6], "band": (0.3, 0.55),
+        "premises": ["waits_asis", "no_waits_fixed"],
     },
     "pipeline_bubble": {
         "story": "4 pipeline stages over send/recv, GPipe with 4 micro-batches, every "
@@ -354,9 +383,14 @@ def report(env, run_dir):
         raise Failure("scaleprof report %s exited %d: %s" % (run_dir, p.returncode,
                                                               p.stderr.strip()[-2000:]))
     try:
-        return json.loads(p.stdout)
+        rep = json.loads(p.stdout)
     except ValueError as e:
         raise Failure("scaleprof report --json printed no JSON (%s): %s" % (e, p.stdout[:500]))
+    bad = whatif_check.problems(rep)
+    print("  %s" % whatif_check.summary(rep))
+    if bad:
+        raise Failure("%s: the what-if replay fails its check: %s" % (run_dir, "; ".join(bad)))
+    return rep
 
 
 # ----------------------------------------------------------------- truth
@@ -616,6 +650,37 @@ def judge_report(pair, rep, rep_fixed):
     return bad
 
 
+def measure_alone(env, pair):
+    """Each rank of a straggler set fixed alone, for real: {rank: measured
+    gain}.  A run the machine disturbed (premise_clean) is Disturbed."""
+    out = {}
+    for rank in SHAPES[pair.shape].get("alone", []):
+        which = "alone_%d" % rank
+        pair.dirs[which] = run_job(env, pair.shape, which)
+        premise_clean(pair, which)
+        out[rank] = 1.0 - mean_step_ms(pair.dirs[which]) / pair.step["asis"]
+    return out
+
+
+def judge_alone(alone, rep):
+    """The gain the report gives each rank fixed alone (rank_gains) against
+    the one measured."""
+    bad = []
+    top = top_finding(rep) or {}
+    given = {g.get("rank"): g.get("gain") for g in top.get("rank_gains", [])}
+    for rank, measured in sorted(alone.items()):
+        got = given.get(rank)
+        tol = max(GAIN_ABS_TOLERANCE, GAIN_REL_TOLERANCE * measured)
+        print("  rank %d fixed alone: measured gain %.3f, report %s" % (
+            rank, measured, "%.3f" % got if isinstance(got, (int, float)) else got))
+        if not isinstance(got, (int, float)):
+            bad.append("as is: the finding gives no gain for rank %d fixed alone" % rank)
+        elif abs(got - measured) > tol:
+            bad.append("as is: rank %d alone gain %.3f, measured %.3f (tolerance %.3f)"
+                       % (rank, got, measured, tol))
+    return bad
+
+
 def summary_line(pair, rep, rep_fixed):
     top = top_finding(rep)
     g = gain_of(top) if top else None
@@ -638,6 +703,7 @@ def run_shape(shape):
         pair = Pair(shape, run_job(env, shape, "asis"), run_job(env, shape, "fixed"))
         try:
             judge_pair(pair)
+            alone = measure_alone(env, pair)
         except Disturbed as e:
             print("  disturbed (attempt %d of %d): %s" % (attempt, attempts, e))
             continue
@@ -653,6 +719,7 @@ def run_shape(shape):
                     for k, v in frac.items() if k != "step_ms")))
         print(summary_line(pair, rep, rep_fixed))
         bad = judge_report(pair, rep, rep_fixed)
+        bad += judge_alone(alone, rep)
         for b in bad:
             print("  wrong: " + b)
         if bad:
@@ -667,12 +734,12 @@ def main(argv):
         return 0
     if len(argv) == 3 and argv[1] == "--commands" and argv[2] in SHAPES:
         spec = SHAPES[argv[2]]
-        for which in ("asis", "fixed"):
+        for which in ["asis", "fixed"] + ["alone_%d" % r for r in spec.get("alone", [])]:
             prefix = "".join("%s=%s " % kv for kv in spec.get("env_" + which, spec["env"]).items())
             cmd = ["build/analyzer/scaleprof", "run", "--sim", "-o", "%s-%s" % (argv[2], which),
                    "--nproc",
                    str(spec["nproc"]), "--", "build/examples/shapes"] + common(spec) + spec[which]
-            print("%-5s %s%s" % (which, prefix, " ".join(cmd)))
+            print("%-7s %s%s" % (which, prefix, " ".join(cmd)))
         return 0
     if len(argv) != 2 or argv[1] not in SHAPES:
         sys.stderr.write("usage: whatif.py SHAPE|--list|--commands SHAPE\nshapes: %s\n"

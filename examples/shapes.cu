@@ -7,7 +7,7 @@
  *   --shape dp        data parallel: forward, backward, then the gradient
  *                     buckets all-reduced back to back after the backward
  *                     pass (never overlapped); equal or unequal buckets;
- *                     one slow rank (--slow-rank/--slow-factor), or work
+ *                     slow ranks (--slow-rank R[:F], repeatable), or work
  *                     drawn per step and rank from a seeded distribution
  *                     (--imbalance S: variable sequence lengths) that
  *                     --balance evens out to each step's mean
@@ -24,6 +24,19 @@
  *                     group can be slow (--slow-group)
  *   --shape launch    thousands of tiny kernels per step, the host spending
  *                     --host-us between launches (a launch-bound host)
+ *   --shape alltoall  mixture-of-experts layers: each layer computes, then
+ *                     dispatches tokens to every other rank (grouped
+ *                     ncclSend/ncclRecv inside ncclGroupStart/End, an
+ *                     all-to-all), computes its experts on the tokens it
+ *                     received, and sends the results back the same way;
+ *                     one hot rank (--hot-rank) receives --hot-factor times
+ *                     the tokens and its experts compute as much longer
+ *   --shape 1f1b      one pipeline stage per rank, the one-forward-one-
+ *                     backward schedule over ncclSend/ncclRecv: warm-up
+ *                     forwards, then a steady state whose send of
+ *                     activations and receive of gradients (and the other
+ *                     way) share one group, then cool-down backwards; one
+ *                     stage can be slow
  *   --shape loader    one loader process per rank reading batches from files
  *                     (real read() calls); rank r's batch takes
  *                     --loader-slow-ms on the steps s with s % WORLD_SIZE
@@ -92,8 +105,10 @@
 #define RENDEZVOUS_TIMEOUT_S 120
 #define RENDEZVOUS_POLL_US 2000
 
-enum shape { SHAPE_DP, SHAPE_PIPELINE, SHAPE_TPDP, SHAPE_LAUNCH, SHAPE_LOADER, SHAPE_COPY };
-static const char *const shape_names[] = {"dp", "pipeline", "tpdp", "launch", "loader", "copy"};
+#define MAX_SLOW 8 /* --slow-rank given at most this many times */
+
+enum shape { SHAPE_DP, SHAPE_PIPELINE, SHAPE_TPDP, SHAPE_LAUNCH, SHAPE_LOADER, SHAPE_COPY, SHAPE_ALLTOALL, SHAPE_1F1B };
+static const char *const shape_names[] = {"dp", "pipeline", "tpdp", "launch", "loader", "copy", "alltoall", "1f1b"};
 #define COPY_BUFFERS 2       /* copy --prefetch: one batch in use, the next arriving */
 
 struct options {
@@ -103,7 +118,9 @@ struct options {
     double grad_mb;
     int buckets;
     int unequal;          /* bucket b holds 2^b parts of the gradient */
-    int slow_rank;
+    int nslow;            /* --slow-rank given this many times */
+    int slow_rank[MAX_SLOW];
+    double slow_rank_factor[MAX_SLOW]; /* 0: --slow-factor */
     int slow_group;
     double slow_factor;
     double imbalance;     /* per-step work factor drawn from [1-S, 1+S] */
@@ -112,6 +129,9 @@ struct options {
     double act_kb;        /* pipeline activations per step, split over them */
     int tp, layers;
     double tp_kb;         /* tpdp: bytes of each per-layer all-reduce */
+    double token_kb;      /* alltoall: tokens one rank sends another per layer */
+    int hot_rank;         /* alltoall: the rank that receives more tokens */
+    double hot_factor;    /* ... this many times the others' */
     int kernels;          /* launch: kernels per step */
     double kernel_us, host_us;
     int host_sleep;       /* launch: the host work sleeps instead of spinning */
@@ -139,6 +159,8 @@ struct rank_env {
 struct gpu {
     cudaStream_t stream;
     float *act, *grad, *norm, *tp_buf, *send_buf, *recv_buf;
+    float *a2a_send, *a2a_recv;  /* alltoall: one slot per peer */
+    size_t a2a_slot;             /* elements in a slot (the hot rank's share) */
     unsigned char *pinned, *input_dev;
     /* copy: host batches (pageable or pinned), their device buffers, the
      * side stream that prefetches and the events that say a batch arrived */
@@ -209,12 +231,14 @@ static void spin_ns(uint64_t ns)
 static void usage(FILE *to)
 {
     fprintf(to,
-        "usage: shapes --shape dp|pipeline|tpdp|launch|loader|copy [options]\n"
+        "usage: shapes --shape dp|pipeline|tpdp|launch|loader|copy|alltoall|1f1b [options]\n"
         "common:\n"
         "  --steps N             steps (10); --skip N steps left out of the mean (3)\n"
         "  --work-ms X           GPU work per step and rank, ms at 1000 threads/us (20)\n"
         "  --grad-mb X           gradients all-reduced per step, MiB (16)\n"
         "  --slow-rank R --slow-factor F   rank R's kernels take F times longer\n"
+        "  --slow-rank R:F       rank R's kernels take F times longer; repeatable\n"
+        "                        (up to 8 ranks), each R without :F at --slow-factor\n"
         "  --kernel-iters N      arithmetic per GPU thread (real GPUs only) (16)\n"
         "  --no-markers          no NVTX range per step\n"
         "  --rendezvous DIR      where rank 0 publishes the NCCL id\n"
@@ -231,7 +255,7 @@ static void usage(FILE *to)
         "  --ckpt-every N        every Nth step, --ckpt-rank writes a checkpoint (0: never)\n"
         "  --ckpt-mb X           checkpoint size, MiB, written and fsynced in --data (64)\n"
         "  --ckpt-rank R         the rank that writes it (0)\n"
-        "pipeline (one stage per rank):\n"
+        "pipeline and 1f1b (one stage per rank):\n"
         "  --micro-batches M     micro-batches per step, same total work (4)\n"
         "  --act-kb X            activations per step, KiB, split over them (1024)\n"
         "tpdp:\n"
@@ -239,6 +263,10 @@ static void usage(FILE *to)
         "  --layers N            layers, each with an all-reduce in its group (4)\n"
         "  --tp-kb X             bytes of each per-layer all-reduce, KiB (1024)\n"
         "  --slow-group G        group G's kernels take --slow-factor times longer\n"
+        "alltoall (also --layers):\n"
+        "  --token-kb X          tokens each rank sends each other rank per layer, KiB (64)\n"
+        "  --hot-rank R          the rank that receives --hot-factor times the tokens\n"
+        "  --hot-factor F        ... and computes its experts F times longer (1)\n"
         "launch:\n"
         "  --kernels N           kernels per step (2000)\n"
         "  --kernel-us X         each kernel's GPU time (4)\n"
@@ -264,7 +292,7 @@ enum {
     OPT_ACT, OPT_TP, OPT_LAYERS, OPT_TP_KB, OPT_KERNELS, OPT_KERNEL_US, OPT_HOST_US, OPT_HOST_SLEEP,
     OPT_LOADER_MS, OPT_LOADER_SLOW, OPT_PREFETCH, OPT_READ_KB, OPT_ITERS, OPT_NO_MARKERS, OPT_SEED,
     OPT_DATA, OPT_RENDEZVOUS, OPT_MID_SYNC, OPT_STEP_HOST, OPT_CKPT_EVERY, OPT_CKPT_MB,
-    OPT_CKPT_RANK, OPT_BATCH_MB, OPT_PINNED, OPT_HELP,
+    OPT_CKPT_RANK, OPT_BATCH_MB, OPT_PINNED, OPT_TOKEN_KB, OPT_HOT_RANK, OPT_HOT_FACTOR, OPT_HELP,
 };
 
 static const struct option long_opts[] = {
@@ -305,6 +333,9 @@ static const struct option long_opts[] = {
     {"ckpt-rank", required_argument, 0, OPT_CKPT_RANK},
     {"batch-mb", required_argument, 0, OPT_BATCH_MB},
     {"pinned", no_argument, 0, OPT_PINNED},
+    {"token-kb", required_argument, 0, OPT_TOKEN_KB},
+    {"hot-rank", required_argument, 0, OPT_HOT_RANK},
+    {"hot-factor", required_argument, 0, OPT_HOT_FACTOR},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
 };
@@ -329,6 +360,25 @@ static const char *default_data_dir(void)
     return dir;
 }
 
+/* --slow-rank R or R:F, appended to the list of slow ranks. */
+static void parse_slow_rank(const char *name, const char *arg, struct options *o)
+{
+    if (o->nslow == MAX_SLOW) {
+        fprintf(stderr, "shapes: --%s: at most %d slow ranks\n", name, MAX_SLOW);
+        exit(2);
+    }
+    char rank[32];
+    const char *colon = strchr(arg, ':');
+    size_t len = colon ? (size_t)(colon - arg) : strlen(arg);
+    if (len >= sizeof rank)
+        len = sizeof rank - 1;
+    memcpy(rank, arg, len);
+    rank[len] = 0;
+    o->slow_rank[o->nslow] = (int)parse_number(name, rank, 0, 1 << 20);
+    o->slow_rank_factor[o->nslow] = colon ? parse_number(name, colon + 1, 0.01, 1000) : 0;
+    o->nslow++;
+}
+
 static void parse_options(int argc, char **argv, struct options *o)
 {
     memset(o, 0, sizeof *o);
@@ -338,7 +388,6 @@ static void parse_options(int argc, char **argv, struct options *o)
     o->work_ms = 20;
     o->grad_mb = 16;
     o->buckets = 4;
-    o->slow_rank = -1;
     o->slow_group = -1;
     o->slow_factor = 1;
     o->micro = 4;
@@ -346,6 +395,9 @@ static void parse_options(int argc, char **argv, struct options *o)
     o->tp = 2;
     o->layers = 4;
     o->tp_kb = 1024;
+    o->token_kb = 64;
+    o->hot_rank = -1;
+    o->hot_factor = 1;
     o->kernels = 2000;
     o->kernel_us = 4;
     o->host_us = 40;
@@ -372,7 +424,7 @@ static void parse_options(int argc, char **argv, struct options *o)
                     found = i;
             if (found < 0) {
                 fprintf(stderr, "shapes: --shape: '%s' is not one of dp, pipeline, tpdp, "
-                        "launch, loader, copy\n", optarg);
+                        "launch, loader, copy, alltoall, 1f1b\n", optarg);
                 exit(2);
             }
             o->shape = (enum shape)found;
@@ -384,7 +436,7 @@ static void parse_options(int argc, char **argv, struct options *o)
         case OPT_GRAD: o->grad_mb = parse_number(n, optarg, 0.001, 1 << 16); break;
         case OPT_BUCKETS: o->buckets = (int)parse_number(n, optarg, 1, MAX_BUCKETS); break;
         case OPT_UNEQUAL: o->unequal = 1; break;
-        case OPT_SLOW_RANK: o->slow_rank = (int)parse_number(n, optarg, 0, 1 << 20); break;
+        case OPT_SLOW_RANK: parse_slow_rank(n, optarg, o); break;
         case OPT_SLOW_GROUP: o->slow_group = (int)parse_number(n, optarg, 0, 1 << 20); break;
         case OPT_SLOW_FACTOR: o->slow_factor = parse_number(n, optarg, 0.01, 1000); break;
         case OPT_IMBALANCE: o->imbalance = parse_number(n, optarg, 0, 0.95); break;
@@ -406,6 +458,9 @@ static void parse_options(int argc, char **argv, struct options *o)
         case OPT_NO_MARKERS: o->markers = 0; break;
         case OPT_SEED: o->seed = (unsigned)parse_number(n, optarg, 0, 4294967295.0); break;
         case OPT_DATA: o->data_dir = optarg; break;
+        case OPT_TOKEN_KB: o->token_kb = parse_number(n, optarg, 1, 1 << 20); break;
+        case OPT_HOT_RANK: o->hot_rank = (int)parse_number(n, optarg, 0, 1 << 20); break;
+        case OPT_HOT_FACTOR: o->hot_factor = parse_number(n, optarg, 0.01, 1000); break;
         case OPT_RENDEZVOUS: o->rendezvous = optarg; break;
         case OPT_MID_SYNC: o->mid_sync = 1; break;
         case OPT_STEP_HOST: o->step_host_ms = parse_number(n, optarg, 0, 1e5); break;
@@ -747,8 +802,9 @@ static void loader_stop(struct loader *l)
 
 static double rank_scale(const struct options *o, const struct rank_env *r)
 {
-    if (r->rank == o->slow_rank)
-        return o->slow_factor;
+    for (int i = 0; i < o->nslow; i++)
+        if (r->rank == o->slow_rank[i])
+            return o->slow_rank_factor[i] > 0 ? o->slow_rank_factor[i] : o->slow_factor;
     if (o->shape == SHAPE_TPDP && o->slow_group >= 0 && r->rank / o->tp == o->slow_group)
         return o->slow_factor;
     return 1.0;
@@ -865,13 +921,22 @@ static void gpu_setup(struct gpu *g, const struct options *o, const struct rank_
     CUDA_CHECK(cudaMalloc((void **)&g->norm, NORM_ELEMS * sizeof(float)));
     CUDA_CHECK(cudaMemset(g->norm, 0, NORM_ELEMS * sizeof(float)));
 
-    if (o->shape == SHAPE_PIPELINE) {
+    if (o->shape == SHAPE_PIPELINE || o->shape == SHAPE_1F1B) {
         g->p2p_elems = (size_t)(o->act_kb * BYTES_PER_KB / sizeof(float) / o->micro);
         if (g->p2p_elems == 0)
             g->p2p_elems = 1;
         CUDA_CHECK(cudaMalloc((void **)&g->send_buf, g->p2p_elems * sizeof(float)));
         CUDA_CHECK(cudaMalloc((void **)&g->recv_buf, g->p2p_elems * sizeof(float)));
         CUDA_CHECK(cudaMemset(g->send_buf, 0, g->p2p_elems * sizeof(float)));
+    }
+    if (o->shape == SHAPE_ALLTOALL) {
+        size_t base = (size_t)(o->token_kb * BYTES_PER_KB / sizeof(float));
+        double most = o->hot_factor > 1 ? o->hot_factor : 1;
+        g->a2a_slot = (size_t)((double)(base ? base : 1) * most + 0.5);
+        size_t all = g->a2a_slot * (size_t)r->world;
+        CUDA_CHECK(cudaMalloc((void **)&g->a2a_send, all * sizeof(float)));
+        CUDA_CHECK(cudaMalloc((void **)&g->a2a_recv, all * sizeof(float)));
+        CUDA_CHECK(cudaMemset(g->a2a_send, 0, all * sizeof(float)));
     }
     if (o->shape == SHAPE_TPDP) {
         g->tp_elems = (size_t)(o->tp_kb * BYTES_PER_KB / sizeof(float));
@@ -916,6 +981,10 @@ static void gpu_teardown(struct gpu *g, const struct options *o)
     }
     if (g->tp_buf)
         CUDA_CHECK(cudaFree(g->tp_buf));
+    if (g->a2a_send) {
+        CUDA_CHECK(cudaFree(g->a2a_send));
+        CUDA_CHECK(cudaFree(g->a2a_recv));
+    }
     if (g->pinned) {
         CUDA_CHECK(cudaFreeHost(g->pinned));
         CUDA_CHECK(cudaFree(g->input_dev));
@@ -989,6 +1058,101 @@ static void step_pipeline(const struct options *o, const struct rank_env *r, str
         if (s > 0)
             NCCL_CHECK(ncclSend(g->send_buf, g->p2p_elems, ncclFloat, s - 1, g->world,
                                 g->stream));
+    }
+    allreduce(g, g->norm, NORM_ELEMS, g->world);
+    launch_ms(o, g, OPT_MS * scale);
+}
+
+/* 1f1b: the schedule of one-forward-one-backward pipelines.  Stage s
+ * runs min(S-s-1, M) warm-up forwards; in the steady state each forward
+ * hands its activations on in the same group as it takes the gradients
+ * of an earlier micro-batch back, and each backward hands its gradients
+ * back in the same group as it takes the next micro-batch's activations;
+ * the cool-down runs the remaining backwards. */
+static void p2p_group(struct gpu *g, int send_to, int recv_from)
+{
+    if (send_to < 0 && recv_from < 0)
+        return;
+    NCCL_CHECK(ncclGroupStart());
+    if (send_to >= 0)
+        NCCL_CHECK(ncclSend(g->send_buf, g->p2p_elems, ncclFloat, send_to, g->world, g->stream));
+    if (recv_from >= 0)
+        NCCL_CHECK(ncclRecv(g->recv_buf, g->p2p_elems, ncclFloat, recv_from, g->world, g->stream));
+    NCCL_CHECK(ncclGroupEnd());
+}
+
+static void step_1f1b(const struct options *o, const struct rank_env *r, struct gpu *g, double scale)
+{
+    int s = r->rank, last = r->world - 1;
+    int prev = s > 0 ? s - 1 : -1, next = s < last ? s + 1 : -1;
+    double fwd = o->work_ms * scale / 3.0 / o->micro;
+    double bwd = 2.0 * o->work_ms * scale / 3.0 / o->micro;
+    int warm = last - s < o->micro ? last - s : o->micro, steady = o->micro - warm;
+    for (int m = 0; m < warm; m++) {
+        p2p_group(g, -1, prev);
+        launch_ms(o, g, fwd);
+        p2p_group(g, next, -1);
+    }
+    if (steady > 0)
+        p2p_group(g, -1, prev);
+    for (int m = 0; m < steady; m++) {
+        launch_ms(o, g, fwd);
+        p2p_group(g, next, next); /* activations on, gradients back */
+        launch_ms(o, g, bwd);
+        p2p_group(g, prev, m + 1 < steady ? prev : -1);
+    }
+    for (int m = 0; m < warm; m++) {
+        p2p_group(g, -1, next);
+        launch_ms(o, g, bwd);
+        p2p_group(g, prev, -1);
+    }
+    allreduce(g, g->norm, NORM_ELEMS, g->world);
+    launch_ms(o, g, OPT_MS * scale);
+}
+
+/* alltoall: tokens from rank `from` to rank `to` in one layer: the hot
+ * rank is sent --hot-factor times the others' share. */
+static size_t tokens_to(const struct options *o, const struct gpu *g, int to)
+{
+    size_t base = (size_t)(o->token_kb * BYTES_PER_KB / sizeof(float));
+    if (!base)
+        base = 1;
+    size_t n = to == o->hot_rank ? (size_t)((double)base * o->hot_factor + 0.5) : base;
+    return n < g->a2a_slot ? (n ? n : 1) : g->a2a_slot;
+}
+
+/* One all-to-all as MoE layers write it: a send to and a receive from
+ * every other rank in one group.  Dispatch sends each rank its tokens;
+ * combine returns to each rank the results for the tokens it sent. */
+static void all_to_all(const struct options *o, const struct rank_env *r, struct gpu *g, int combine)
+{
+    NCCL_CHECK(ncclGroupStart());
+    for (int p = 0; p < r->world; p++) {
+        if (p == r->rank)
+            continue;
+        size_t out = combine ? tokens_to(o, g, r->rank) : tokens_to(o, g, p);
+        size_t in = combine ? tokens_to(o, g, p) : tokens_to(o, g, r->rank);
+        NCCL_CHECK(ncclSend(g->a2a_send + (size_t)p * g->a2a_slot, out, ncclFloat, p, g->world,
+                            g->stream));
+        NCCL_CHECK(ncclRecv(g->a2a_recv + (size_t)p * g->a2a_slot, in, ncclFloat, p, g->world,
+                            g->stream));
+    }
+    NCCL_CHECK(ncclGroupEnd());
+}
+
+/* alltoall: each layer's dense part (half the layer's work), the dispatch,
+ * the experts on the tokens received (the other half, times --hot-factor
+ * on the hot rank), the combine; then the gradient norm over all ranks. */
+static void step_alltoall(const struct options *o, const struct rank_env *r, struct gpu *g,
+                          double scale)
+{
+    double dense = o->work_ms * scale / 2.0 / o->layers;
+    double experts = dense * (r->rank == o->hot_rank ? o->hot_factor : 1.0);
+    for (int l = 0; l < o->layers; l++) {
+        launch_ms(o, g, dense);
+        all_to_all(o, r, g, 0);
+        launch_ms(o, g, experts);
+        all_to_all(o, r, g, 1);
     }
     allreduce(g, g->norm, NORM_ELEMS, g->world);
     launch_ms(o, g, OPT_MS * scale);
@@ -1097,8 +1261,10 @@ int main(int argc, char **argv)
     parse_options(argc, argv, &o);
     if (r.world < 1 || r.rank >= r.world)
         die("RANK=%d is not below WORLD_SIZE=%d", r.rank, r.world);
-    if (o.shape == SHAPE_PIPELINE && r.world < 2)
-        die("--shape pipeline needs at least 2 ranks (one stage each)");
+    if ((o.shape == SHAPE_PIPELINE || o.shape == SHAPE_1F1B) && r.world < 2)
+        die("--shape %s needs at least 2 ranks (one stage each)", shape_names[o.shape]);
+    if (o.shape == SHAPE_ALLTOALL && r.world < 2)
+        die("--shape alltoall needs at least 2 ranks");
     truth_open();
     if (o.shape == SHAPE_LOADER)
         make_dataset(&o);
@@ -1133,6 +1299,8 @@ int main(int argc, char **argv)
         case SHAPE_DP: step_dp(&o, &g, scale * factor, step); break;
         case SHAPE_PIPELINE: step_pipeline(&o, &r, &g, scale); break;
         case SHAPE_TPDP: step_tpdp(&o, &g, scale); break;
+        case SHAPE_ALLTOALL: step_alltoall(&o, &r, &g, scale); break;
+        case SHAPE_1F1B: step_1f1b(&o, &r, &g, scale); break;
         case SHAPE_LAUNCH: step_launch(&o, &g, scale, step); break;
         case SHAPE_COPY: step_copy(&o, &g, scale, step); break;
         case SHAPE_LOADER: {

@@ -402,9 +402,12 @@ static void ranks_text(const struct sp_model *m, const struct sp_finding *f, cha
     }
 }
 
-/* Healthy: no finding would save 5% or more of the step. */
+/* Healthy: no finding would save 5% or more of the step (never said when
+ * the replay's check withheld a gain: what it would save is unknown). */
 static int is_healthy(const struct sp_model *m)
 {
+    if (m->check.withheld)
+        return 0;
     for (int i = 0; i < m->nfindings; i++)
         if (m->findings[i].severity > SP_SEV_LOW)
             return 0;
@@ -415,6 +418,8 @@ static void text_findings(const struct sp_model *m, int cols)
 {
     if (is_healthy(m))
         printf("healthy: no finding would save 5%% or more of the step.\n");
+    else if (!m->nfindings)
+        printf("no finding listed: the what-if replay cannot back their gains.\n");
     else
         printf("findings, by the step time fixing each alone would save (severity in brackets):\n");
     for (int i = 0; i < m->nfindings; i++) {
@@ -442,6 +447,8 @@ static void text_findings(const struct sp_model *m, int cols)
     if (m->nfindings > 1 && m->ideal_step_ms > 0)
         printf("with all of these fixed: %.2f ms per step (%.0f%% faster than now)\n", m->ideal_step_ms,
                100 * (1 - m->ideal_step_ms / m->step_mean_ms));
+    if (m->check.done && !m->check.ok)
+        printf("the what-if replay fails its check (see the warnings): the gains it cannot back are withheld\n");
     printf("\n");
 }
 
@@ -553,6 +560,51 @@ static void csv_steps(const struct sp_model *m)
         printf(",%s_ms", sp_model_cat_name(c));
     printf("\n");
     each_step_row(m, csv_step_row, NULL);
+}
+
+
+/* whatif.check: the replay's check of itself (docs/report-json.md). */
+static void json_check(struct sp_json *j, const struct sp_model *m)
+{
+    const struct sp_whatif_check *ck = &m->check;
+    sp_json_open(j, "check", '{');
+    if (!ck->done) {
+        sp_json_null(j, "ok");
+        sp_json_close(j, '}');
+        return;
+    }
+    sp_json_bool(j, "ok", ck->ok);
+    sp_json_bool(j, "replay_ok", ck->replay_ok);
+    sp_json_num(j, "replay_error_pct", ck->replay_error_pct);
+    sp_json_num(j, "step_error_pct", ck->step_error_pct);
+    sp_json_int(j, "unplaced_nodes", ck->unplaced);
+    sp_json_open(j, "causes", '[');
+    for (int c = 0; c < SP_CAUSE_N; c++) {
+        if (ck->bound_ms[c] < 0)
+            continue;
+        sp_json_open(j, NULL, '{');
+        sp_json_str(j, "cause", sp_cause_info(c)->name);
+        sp_json_num(j, "saved_ms", ck->saved_ms[c]);
+        sp_json_num(j, "critical_path_ms", ck->bound_ms[c]);
+        sp_json_bool(j, "ok", ck->bound_ok[c]);
+        sp_json_close(j, '}');
+    }
+    sp_json_close(j, ']');
+    if (ck->ideal_ms > 0) {
+        sp_json_num(j, "ideal_ms", ck->ideal_ms);
+        sp_json_num(j, "best_single_ms", ck->best_ms);
+        sp_json_bool(j, "ideal_ok", ck->ideal_ok);
+    } else {
+        sp_json_null(j, "ideal_ms");
+        sp_json_null(j, "best_single_ms");
+        sp_json_null(j, "ideal_ok");
+    }
+    sp_json_open(j, "withheld", '[');
+    for (int c = 0; c < SP_CAUSE_N; c++)
+        if (ck->withheld & (1u << c))
+            sp_json_str(j, NULL, sp_cause_info(c)->name);
+    sp_json_close(j, ']');
+    sp_json_close(j, '}');
 }
 
 static void json_report(const struct sp_model *m, int per_step, const struct sp_hang *h)
@@ -685,6 +737,16 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
         for (int x = 0; x < f->nranks; x++)
             sp_json_int(&j, NULL, f->ranks[x]);
         sp_json_close(&j, ']');
+        if (f->rank_gains) {
+            sp_json_open(&j, "rank_gains", '[');
+            for (int x = 0; x < f->nranks; x++) {
+                sp_json_open(&j, NULL, '{');
+                sp_json_int(&j, "rank", f->ranks[x]);
+                sp_json_num(&j, "gain", f->rank_gains[x]);
+                sp_json_close(&j, '}');
+            }
+            sp_json_close(&j, ']');
+        }
         sp_json_open(&j, "steps", '{');
         sp_json_int(&j, "first", f->step_first);
         sp_json_int(&j, "last", f->step_last);
@@ -707,6 +769,7 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
         sp_json_null(&j, "ideal_step_ms");
     sp_json_int(&j, "pipeline_stages", m->pipeline_stages);
     sp_json_int(&j, "micro_batches", m->micro_batches);
+    json_check(&j, m);
     sp_json_close(&j, '}');
     sp_json_open(&j, "warnings", '[');
     for (int i = 0; i < m->nwarnings; i++)

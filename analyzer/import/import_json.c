@@ -39,7 +39,7 @@
 #define GZIP_MAGIC0 0x1f
 #define GZIP_MAGIC1 0x8b
 
-enum frame_kind { F_ROOT, F_EVENTS, F_EVENT, F_ARGS, F_DIST, F_GRID, F_BLOCK, F_SKIP };
+enum frame_kind { F_ROOT, F_EVENTS, F_EVENT, F_ARGS, F_DIST, F_GRID, F_BLOCK, F_GROUP, F_SKIP };
 
 /* Keys we route; K_OTHER for the rest. */
 enum key_id {
@@ -47,6 +47,7 @@ enum key_id {
     K_PH, K_CAT, K_NAME, K_PID, K_TID, K_TS, K_DUR, K_ARGS,
     K_CORRELATION, K_STREAM, K_DEVICE, K_BYTES, K_GRID, K_BLOCK,
     K_COLLECTIVE, K_IN_NELEMS, K_GROUP_SIZE, K_DTYPE, K_PG_NAME, K_PG_RANKS, K_SEQ,
+    K_SRC_RANK, K_DST_RANK, K_RANK_ARG, K_EXTERNAL_ID,
     K_RANK, K_WORLD_SIZE, K_BACKEND,
 };
 
@@ -81,6 +82,10 @@ static const struct key_name key_names[] = {
     {F_ARGS, "Process Group Name", K_PG_NAME},
     {F_ARGS, "Process Group Ranks", K_PG_RANKS},
     {F_ARGS, "Seq", K_SEQ},
+    {F_ARGS, "Src Rank", K_SRC_RANK},
+    {F_ARGS, "Dst Rank", K_DST_RANK},
+    {F_ARGS, "Rank", K_RANK_ARG},
+    {F_ARGS, "External id", K_EXTERNAL_ID},
     {F_DIST, "rank", K_RANK},
     {F_DIST, "world_size", K_WORLD_SIZE},
     {F_DIST, "backend", K_BACKEND},
@@ -209,27 +214,75 @@ static int64_t trailing_int(const unsigned char *s, size_t len)
     return v;
 }
 
-/* Index of `rank` in a list written as text, "[0, 1, 2]"; -1 if absent. */
-static int64_t rank_index_in_list(const unsigned char *s, size_t len, int64_t rank)
+/* One more rank of "Process Group Ranks"; past the kept ones only the last
+ * is remembered. */
+static void add_group_rank(struct sp_kineto_event *ev, int64_t v)
 {
-    int64_t index = 0;
+    if (!ev->group_elided && ev->group_n < SP_KINETO_GROUP_MAX)
+        ev->group[ev->group_n++] = v;
+    else
+        ev->group_elided = 1;
+    ev->group_last = v;
+}
+
+/* "Process Group Ranks" as text, "[0, 1, 2]" or, elided by the profiler
+ * past 30 ranks, "[0, 1, ..., 63]": numbers in order, "..." a gap. */
+static void parse_group_text(struct sp_kineto_event *ev, const unsigned char *s, size_t len)
+{
     size_t i = 0;
-    if (rank < 0)
-        return -1;
+    ev->has_group = 1;
     while (i < len) {
-        while (i < len && (s[i] < '0' || s[i] > '9'))
+        if (s[i] == '.') {
+            ev->group_elided = 1;
             i++;
+            continue;
+        }
+        if (s[i] < '0' || s[i] > '9') {
+            i++;
+            continue;
+        }
         size_t start = i;
         while (i < len && s[i] >= '0' && s[i] <= '9')
             i++;
         int64_t v;
-        if (start == i)
-            break;
-        if (!sp_kineto_parse_scaled((const char *)s + start, i - start, 0, &v) && v == rank)
-            return index;
-        index++;
+        if (sp_kineto_parse_scaled((const char *)s + start, i - start, 0, &v))
+            return; /* a rank past int64: the rest of the list says nothing */
+        add_group_rank(ev, v);
     }
-    return -1;
+}
+
+/* Whether the kept ranks step evenly from the first, and the last one listed
+ * continues the step at index n - 1. */
+static int64_t even_stride(const struct sp_kineto_event *ev, int64_t n)
+{
+    if (ev->group_n < 2 || n < 2)
+        return 0;
+    int64_t first = ev->group[0], stride = ev->group[1] - ev->group[0];
+    if (stride <= 0 || (ev->group_last - first) / stride != n - 1 || (ev->group_last - first) % stride)
+        return 0;
+    for (int i = 2; i < ev->group_n; i++) /* by division: i * stride may not fit */
+        if ((ev->group[i] - first) % stride || (ev->group[i] - first) / stride != i)
+            return 0;
+    return stride;
+}
+
+int64_t sp_kineto_group_index(const struct sp_kineto_event *ev, int64_t rank)
+{
+    if (rank < 0 || !ev->has_group)
+        return -1;
+    for (int i = 0; i < ev->group_n; i++)
+        if (ev->group[i] == rank)
+            return i;
+    int64_t n = ev->group_size;
+    if (!ev->group_elided || n <= 0)
+        return -1;
+    if (rank == ev->group_last)
+        return n - 1;
+    int64_t stride = even_stride(ev, n);
+    if (!stride || rank < ev->group[0] || (rank - ev->group[0]) % stride)
+        return -1;
+    int64_t index = (rank - ev->group[0]) / stride;
+    return index < n ? index : -1;
 }
 
 static void copy_text(char *dst, size_t cap, const unsigned char *s, size_t len)
@@ -260,6 +313,10 @@ static void clear_event(struct sp_kineto_event *ev)
     ev->pg_rank = -1;
     ev->has_seq = 0;
     ev->seq = 0;
+    ev->has_group = ev->group_n = ev->group_elided = 0;
+    ev->group_last = -1;
+    ev->src_rank = ev->dst_rank = -1;
+    ev->rank_arg = ev->external_id = -1;
 }
 
 static struct frame *top(struct parser *p)
@@ -285,6 +342,11 @@ static void route_number(struct parser *p, const char *s, size_t len)
     int64_t v = 0;
     if (!f)
         return;
+    if (f->kind == F_GROUP) {
+        if (ev->has_group && !sp_kineto_parse_scaled(s, len, 0, &v) && v >= 0)
+            add_group_rank(ev, v);
+        return;
+    }
     if (f->kind == F_GRID || f->kind == F_BLOCK) {
         uint64_t *dims = f->kind == F_GRID ? ev->grid : ev->block;
         int *n = f->kind == F_GRID ? &ev->grid_n : &ev->block_n;
@@ -307,7 +369,11 @@ static void route_number(struct parser *p, const char *s, size_t len)
     case K_BYTES: ev->bytes = v > 0 ? (uint64_t)v : 0; break;
     case K_IN_NELEMS: ev->in_nelems = v > 0 ? (uint64_t)v : 0; break;
     case K_GROUP_SIZE: ev->group_size = v; break;
-    case K_SEQ: ev->seq = (uint64_t)v; ev->has_seq = 1; break;
+    case K_SEQ: if (v >= 0) { ev->seq = (uint64_t)v; ev->has_seq = 1; } break;
+    case K_SRC_RANK: ev->src_rank = v >= 0 ? v : -1; break;
+    case K_DST_RANK: ev->dst_rank = v >= 0 ? v : -1; break;
+    case K_RANK_ARG: ev->rank_arg = v >= 0 ? v : -1; break;
+    case K_EXTERNAL_ID: ev->external_id = v >= 0 ? v : -1; break;
     case K_RANK: if (f->kind == F_DIST) p->meta->rank = v; break;
     case K_WORLD_SIZE: if (f->kind == F_DIST) p->meta->world_size = v; break;
     default: break;
@@ -318,7 +384,7 @@ static void route_string(struct parser *p, const unsigned char *s, size_t len)
 {
     struct frame *f = top(p);
     struct sp_kineto_event *ev = &p->ev;
-    if (!f || f->kind == F_GRID || f->kind == F_BLOCK)
+    if (!f || f->kind == F_GRID || f->kind == F_BLOCK || f->kind == F_GROUP)
         return;
     switch (f->key) {
     case K_PH: copy_text(ev->ph, sizeof ev->ph, s, len); break;
@@ -338,7 +404,14 @@ static void route_string(struct parser *p, const unsigned char *s, size_t len)
         copy_text(ev->pg_name, sizeof ev->pg_name, s, len);
         ev->has_pg_name = 1;
         break;
-    case K_PG_RANKS: ev->pg_rank = rank_index_in_list(s, len, p->meta->rank); break;
+    case K_PG_RANKS: parse_group_text(ev, s, len); break;
+    case K_SRC_RANK:
+    case K_DST_RANK: {
+        int64_t v;
+        if (!sp_kineto_parse_scaled((const char *)s, len, 0, &v) && v >= 0)
+            *(f->key == K_SRC_RANK ? &ev->src_rank : &ev->dst_rank) = v;
+        break;
+    }
     case K_SEQ: {
         int64_t v;
         if (!sp_kineto_parse_scaled((const char *)s, len, 0, &v) && v >= 0) {
@@ -372,6 +445,14 @@ static enum frame_kind child_kind(struct parser *p, int is_map)
         return F_GRID;
     if (f->kind == F_ARGS && f->key == K_BLOCK && !is_map)
         return F_BLOCK;
+    if (f->kind == F_ARGS && f->key == K_PG_RANKS && !is_map) {
+        p->ev.has_group = 1;
+        return F_GROUP;
+    }
+    if (f->kind == F_GROUP) { /* not a list of ranks: it says nothing */
+        p->ev.has_group = p->ev.group_n = 0;
+        p->ev.group_elided = 1;
+    }
     return F_SKIP;
 }
 
@@ -414,6 +495,7 @@ static int pop(struct parser *p)
     int keep_going = 1;
     if (f && f->kind == F_EVENT) {
         p->res->events++;
+        p->ev.pg_rank = sp_kineto_group_index(&p->ev, p->meta->rank);
         if (p->fn(p->ctx, &p->ev, p->meta)) {
             p->stopped = 1;
             keep_going = 0;

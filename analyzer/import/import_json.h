@@ -36,6 +36,8 @@
 #define SP_KINETO_DIM_MAX 3     /* grid and block are [x, y, z] */
 #define SP_KINETO_DEPTH_MAX 1024 /* open maps and arrays; Kineto writes 6 */
 #define SP_KINETO_TOKEN_MAX (1u << 20) /* bytes of one string or number */
+#define SP_KINETO_GROUP_MAX 64 /* ranks of "Process Group Ranks" kept: PyTorch
+                                  lists 30 at most, then "..., last" */
 
 /* One element of traceEvents, flattened.  `has_*` says a field was seen;
  * numbers default to 0 and the signed ids to -1. */
@@ -62,6 +64,16 @@ struct sp_kineto_event {
     uint64_t in_nelems;
     int64_t group_size;  /* -1 unknown */
     int64_t pg_rank;     /* this rank's index in "Process Group Ranks", -1 unknown */
+    /* "Process Group Ranks" (text "[0, 8, 16]" or an array): the global
+     * ranks of the group, in group-rank order; the first ones are kept. */
+    int has_group;
+    int group_n;               /* entries in group[] */
+    int group_elided;          /* the list goes on past group[] ("..." or longer) */
+    int64_t group_last;        /* the last rank listed, -1 none */
+    int64_t group[SP_KINETO_GROUP_MAX];
+    int64_t src_rank, dst_rank; /* "Src Rank" (recv), "Dst Rank" (send): global ranks, -1 unknown */
+    int64_t rank_arg;    /* "Rank" (record_param_comms; a send's or recv's peer in the group), -1 */
+    int64_t external_id; /* "External id": links a kernel to the cpu op that launched it, -1 */
     int has_seq;
     uint64_t seq;        /* args "Seq" */
     uint64_t offset;     /* byte of the JSON text where the event's map opened */
@@ -100,6 +112,13 @@ typedef int (*sp_kineto_event_fn)(void *ctx, const struct sp_kineto_event *ev,
  * truncated, or not a Kineto trace: no traceEvents array). */
 int sp_kineto_read(const char *path, sp_kineto_event_fn fn, void *ctx,
                    struct sp_kineto_meta *meta, struct sp_kineto_result *res);
+
+/* The index (group rank) of global rank `rank` in the event's "Process
+ * Group Ranks", -1 when the list does not say.  A list elided by the
+ * profiler ("[0, 2, 4, ..., 62]") still places its last rank (index
+ * "Group size" - 1) and, when the ranks it shows are evenly spaced and the
+ * last one continues that spacing, any rank on it. */
+int64_t sp_kineto_group_index(const struct sp_kineto_event *ev, int64_t rank);
 
 /* Parse the decimal text of a JSON number into an integer scaled by
  * 10^pow10 (3: microseconds to nanoseconds), rounding to nearest.

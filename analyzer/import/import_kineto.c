@@ -12,7 +12,8 @@
  *   cuda_runtime/driver -> cuda (launches, syncs, copies; others skipped)
  *   ProfilerStep#N      -> marker range (the analyzer's step boundaries)
  *   DataLoader __next__ -> wait, op dataloader (the host waited for input)
- *   anything else       -> skipped, counted by category
+ *   anything else       -> skipped, counted by category (a send's or recv's
+ *                          record_param_comms op is read for its peer first)
  *
  * Older Kineto versions spell the categories Kernel, Memcpy, Memset,
  * Runtime, Operator; both spellings are accepted.
@@ -28,7 +29,9 @@
  * bounded: a fixed intern cache, whose size is the bound on distinct names
  * (a name past it is written as no name, 0), and a fixed table of
  * communicators, the bound on them (the collectives of one more are not
- * written: a report over 300k process groups took two minutes).
+ * written: a report over 300k process groups took two minutes), and a
+ * fixed table of the peers that send/recv cpu ops name, by External id
+ * (allocated at the first; past it a kernel names no peer, and says so).
  */
 #include "import_kineto.h"
 
@@ -50,6 +53,8 @@
 #define EPOCH_2000_NS (946684800ull * NS_PER_S)
 #define IMPORT_SLOT_COUNT 8        /* single thread, compression inline */
 #define IMPORT_STRINGS_BYTES SP_IMPORT_NAME_BYTES /* fixed file overhead */
+#define P2P_LINK_SLOTS (1u << 17)  /* power of two; 2 MiB, allocated at the first p2p cpu op */
+#define P2P_LINK_FILL_MAX (P2P_LINK_SLOTS / 4 * 3)
 #define FNV_OFFSET 0xcbf29ce484222325ull
 #define FNV_PRIME 0x100000001b3ull
 
@@ -71,7 +76,15 @@ struct intern_slot {
 };
 
 struct comm_seq {
-    uint64_t comm, last;
+    uint64_t comm, last; /* last: the collectives' sequence number */
+    uint64_t last_p2p;   /* sends and receives, numbered apart (PyTorch does) */
+};
+
+/* A record_param_comms cpu op of a send or recv: its External id, which its
+ * kernel carries too, and the peer it names (a rank of the group). */
+struct p2p_link {
+    uint64_t ext_plus1; /* 0: empty */
+    int64_t peer;
 };
 
 struct importer {
@@ -81,6 +94,8 @@ struct importer {
     size_t interned_n;
     struct comm_seq comms[COMMS_MAX];
     size_t ncomms;
+    struct p2p_link *links; /* NULL until a p2p cpu op names its peer */
+    size_t nlinks;
     int64_t main_pid;
     uint64_t offset;   /* byte of the JSON text where the current event began */
     int lane;          /* the lane of the event being written */
@@ -394,8 +409,74 @@ static struct comm_seq *comm_entry(struct importer *im, uint64_t comm)
         return NULL;
     struct comm_seq *c = &im->comms[im->ncomms++];
     c->comm = comm;
-    c->last = 0;
+    c->last = c->last_p2p = 0;
     return c;
+}
+
+/* The peer of a send or recv as a rank of its process group: PyTorch
+ * writes the peer's global rank ("Dst Rank" on a send, "Src Rank" on a
+ * recv) beside the group's ranks; -1 when the trace does not say. */
+static int64_t p2p_peer(const struct sp_kineto_event *k, const struct sp_kineto_meta *meta, int op)
+{
+    int64_t global = op == SP_NCCL_SEND ? k->dst_rank : op == SP_NCCL_RECV ? k->src_rank : -1;
+    if (global < 0)
+        return -1;
+    int64_t index = sp_kineto_group_index(k, global);
+    if (index >= 0)
+        return index;
+    /* no ranks listed: only a group of the whole world says who it is */
+    if (!k->group_n && !k->group_elided && k->group_size > 0 && k->group_size == meta->world_size)
+        return global;
+    return -1;
+}
+
+/* The peer a send's or recv's cpu op names: "Dst Rank"/"Src Rank" when
+ * the profiler wrote them, else "Rank", which for a send or recv is the
+ * peer's rank in the group. */
+static int64_t cpu_op_peer(const struct sp_kineto_event *k, const struct sp_kineto_meta *meta, int op)
+{
+    int64_t peer = p2p_peer(k, meta, op);
+    if (peer < 0 && k->rank_arg >= 0 && (k->group_size <= 0 || k->rank_arg < k->group_size))
+        peer = k->rank_arg;
+    return peer;
+}
+
+static struct p2p_link *link_slot(struct p2p_link *links, int64_t ext)
+{
+    uint64_t key = (uint64_t)ext + 1; /* ext >= 0: never 0, never overflows */
+    size_t i = (size_t)(fnv1a(FNV_OFFSET, &key, sizeof key) & (P2P_LINK_SLOTS - 1));
+    while (links[i].ext_plus1 && links[i].ext_plus1 != key)
+        i = (i + 1) & (P2P_LINK_SLOTS - 1);
+    return &links[i];
+}
+
+/* Kineto writes the host ops before the GPU activity, so a kernel that
+ * lacks its peer (older Kineto copies no Src/Dst Rank onto kernels) finds
+ * it here by the External id of the cpu op that launched it. */
+static void note_p2p_cpu_op(struct importer *im, const struct sp_kineto_event *k, const struct sp_kineto_meta *meta)
+{
+    if (k->external_id < 0 || strcmp(k->name, "record_param_comms"))
+        return;
+    int op = sp_import_nccl_op(k->collective, "");
+    if (op != SP_NCCL_SEND && op != SP_NCCL_RECV)
+        return;
+    int64_t peer = cpu_op_peer(k, meta, op);
+    if (peer < 0 || im->nlinks >= P2P_LINK_FILL_MAX)
+        return; /* past the table: its kernel is counted as naming no peer */
+    if (!im->links && !(im->links = calloc(P2P_LINK_SLOTS, sizeof *im->links)))
+        return;
+    struct p2p_link *l = link_slot(im->links, k->external_id);
+    if (!l->ext_plus1)
+        im->nlinks++;
+    *l = (struct p2p_link){(uint64_t)k->external_id + 1, peer};
+}
+
+static int64_t linked_peer(const struct importer *im, const struct sp_kineto_event *k)
+{
+    if (!im->links || k->external_id < 0)
+        return -1;
+    const struct p2p_link *l = link_slot(im->links, k->external_id);
+    return l->ext_plus1 ? l->peer : -1;
 }
 
 static void write_nccl(struct importer *im, const struct sp_kineto_event *k, const struct sp_kineto_meta *meta)
@@ -410,14 +491,27 @@ static void write_nccl(struct importer *im, const struct sp_kineto_event *k, con
         over_bound(im, SP_BOUND_COMMS);
         return;
     }
-    /* args "Seq" when the trace has it, else this communicator's count. */
-    c->last = k->has_seq ? k->seq : c->last + 1;
-    ev.nccl.seq = c->last;
-    ev.nccl.op = (uint64_t)sp_import_nccl_op(k->collective, k->name);
+    int op = sp_import_nccl_op(k->collective, k->name);
+    int p2p = op == SP_NCCL_SEND || op == SP_NCCL_RECV;
+    /* args "Seq" when the trace has it, else this communicator's count.
+     * PyTorch counts a group's sends and receives apart from its
+     * collectives, each rank its own: a p2p "Seq" is not shared with the
+     * peer (the analyzer pairs p2p by sender, receiver and their k-th
+     * message) and must not move the collectives' count. */
+    if (p2p) {
+        c->last_p2p = k->has_seq ? k->seq : c->last_p2p + 1;
+        ev.nccl.seq = c->last_p2p;
+    } else {
+        c->last = k->has_seq ? k->seq : c->last + 1;
+        ev.nccl.seq = c->last;
+    }
+    ev.nccl.op = (uint64_t)op;
     ev.nccl.count = k->in_nelems;
     ev.nccl.datatype = dtype >= 0 ? (uint64_t)dtype : DTYPE_UNKNOWN;
     ev.nccl.bytes = k->in_nelems * size;
-    ev.nccl.peer = -1;
+    ev.nccl.peer = p2p ? p2p_peer(k, meta, op) : -1;
+    if (p2p && ev.nccl.peer < 0)
+        ev.nccl.peer = linked_peer(im, k);
     ev.nccl.stream = k->stream > 0 ? (uint64_t)k->stream : 0;
     ev.nccl.nranks = k->group_size > 0 ? (uint64_t)k->group_size : 0;
     ev.nccl.rank = k->pg_rank >= 0 ? k->pg_rank
@@ -427,6 +521,8 @@ static void write_nccl(struct importer *im, const struct sp_kineto_event *k, con
     ev.nccl.gpu_dur = event_dur(k);
     ev.nccl.device = gpu_device(k);
     im->sum->nccl++;
+    if (p2p && ev.nccl.peer < 0)
+        im->sum->p2p_no_peer++;
     append(im, &ev, 0);
 }
 
@@ -518,6 +614,8 @@ static int on_event(void *ctx, const struct sp_kineto_event *k, const struct sp_
     if (im->main_pid < 0 && k->pid >= 0 && is_host_category(k->cat))
         im->main_pid = k->pid;
     if (lane < 0) {
+        if (k->collective[0] && cat_is(k->cat, "cpu_op", "Operator"))
+            note_p2p_cpu_op(im, k, meta);
         count_skipped(im->sum, k);
         return 0;
     }
@@ -793,6 +891,7 @@ int sp_import_kineto_convert(const char *in, const struct sp_import_opts *opts,
         rc = finish_output(&im, tmp, hostdir, err, errlen);
     }
     free(im.interned);
+    free(im.links);
     if (rc)
         return -1;
     if (read_rc)
@@ -811,6 +910,9 @@ void sp_import_format_summary(const struct sp_import_summary *s, char *buf, size
         (unsigned long long)s->steps, (unsigned long long)s->dataloader);
     if (s->dropped)
         PUT(", %llu dropped", (unsigned long long)s->dropped);
+    if (s->p2p_no_peer)
+        PUT("; %llu send/recv without their peer (no Src/Dst Rank on the kernel or its record_param_comms)",
+            (unsigned long long)s->p2p_no_peer);
     if (s->skipped_total) {
         PUT("; skipped");
         for (int i = 0; i < SP_IMPORT_SKIP_KINDS && s->skipped[i].n; i++)

@@ -38,6 +38,7 @@ struct sp_import_opts {
 struct sp_import_summary {
     uint64_t events;   /* scaleprof events written */
     uint64_t kernels, nccl, memcpy, memset, cuda, steps, dataloader;
+    uint64_t p2p_no_peer; /* sends and recvs whose peer the trace does not name */
     uint64_t dropped;  /* events the writer could not take */
     uint64_t skipped_total;
     struct {

@@ -447,8 +447,10 @@ void sp_model_free(struct sp_model *m)
         free(r->nodes);
         r->nodes = NULL;
     }
-    for (int i = 0; i < m->nfindings; i++)
+    for (int i = 0; i < m->nfindings; i++) {
         free(m->findings[i].ranks);
+        free(m->findings[i].rank_gains);
+    }
     for (int i = 0; i < m->nfrecs; i++) {
         struct sp_file_rec *f = &m->frecs[i];
         free(f->path);

@@ -317,7 +317,30 @@ struct sp_finding {
     int nranks;
     int step_first, step_last; /* steps concerned, inclusive, absolute */
     char evidence[SP_MODEL_TEXT];
-    const char *first_try;  /* what the evidence says to try first; NULL: the cause's */
+    double *rank_gains;     /* straggler set: per ranks[x], the gain of fixing
+                               that rank alone; NULL otherwise */
+    const char *first_try;  /* what to try first for what the evidence found
+                               (a straggler's input: its input; memcpy from
+                               pinned memory: not to pin it); NULL: the cause's */
+};
+
+/* The replay's check of itself (model_replay.c, docs/analysis.md "What-if"):
+ * replayed unchanged it gives back the recorded times; no cause saves more
+ * than its own time on the critical path; every found cause removed
+ * together saves at least as much as the best one alone.  A gain the check
+ * cannot back is withheld: its finding is not listed. */
+struct sp_whatif_check {
+    int done, ok;
+    double replay_error_pct; /* largest |replayed - recorded| time of a node, % of the mean step */
+    double step_error_pct;   /* replayed mean step against the recorded one, % */
+    int replay_ok;
+    int unplaced;            /* nodes the unchanged replay never placed */
+    double saved_ms[SP_CAUSE_N]; /* per cause: step time its fix saves in the replay */
+    double bound_ms[SP_CAUSE_N]; /* its own time on the critical path; < 0: not bounded */
+    int bound_ok[SP_CAUSE_N];
+    double ideal_ms, best_ms; /* replayed step, all found causes fixed / the best one alone; 0 n/a */
+    int ideal_ok;
+    uint32_t withheld;       /* bit per cause whose gain the check could not back */
 };
 /* The finding's first thing to try: its own, else its cause's. */
 const char *sp_finding_first_try(const struct sp_finding *f);
@@ -354,6 +377,7 @@ struct sp_model {
     int nfindings;          /* by gain, largest first */
     double ideal_step_ms;   /* every found cause removed together; 0 unknown */
     double replay_step_ms;  /* the replay of the job as recorded */
+    struct sp_whatif_check check;
     int pipeline_stages, micro_batches; /* 0 when not pipelined */
     enum sp_stage done;     /* the last pass run */
     /* Warnings, each once: a warning made again from the same message

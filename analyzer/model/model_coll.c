@@ -11,6 +11,20 @@
  * moving the data can have taken.  A rank's wait is stored on its call so
  * that classification can split the kernel at (start + wait).
  *
+ * Sends and receives are matched per (sender, receiver, k-th message),
+ * but a group (ncclGroupStart/End) runs all its calls as one kernel on
+ * each rank, which ends when the last of them has: its calls carry the
+ * kernel's start and end.  So a rank's synchronization point for such a
+ * kernel is the latest last arrival over all its pairs (in an all-to-all,
+ * the latest rank of all), its wait (that - its arrival) and the transfer
+ * (end - that) are the kernel's, and every call of the kernel stores that
+ * wait.  A pair's own last arrival would leave a third rank's lateness in
+ * the transfer of every pair that waited for it.  In the arrival table a
+ * p2p kernel counts when it both sends and receives (an exchange, where
+ * either side can hold the other up); a lone send or receive is a
+ * hand-off along a pipeline, where the receiver waiting for its sender is
+ * the schedule, not a late rank.
+ *
  * An instance with fewer participants than the communicator's size is
  * counted as incomplete and reported, not hidden.  Bus bandwidth uses the
  * nccl-tests factors (sp_model_busbw_factor); allgather's recorded bytes
@@ -29,6 +43,15 @@
 #define PAUSE_MARGIN_NS 1000000000LL /* a control-file poll apart, and then some */
 
 struct ref_key { uint64_t comm, seq; struct sp_coll_ref ref; };
+
+/* Per instance, from the first pass: the last arrival, the latest arrival
+ * of the others (INT64_MIN when none), and how many arrived last. */
+struct inst_arrivals { int64_t last, second; uint32_t nlast, n; };
+struct coll_pass {
+    struct inst_arrivals *in;
+    size_t cap;
+    int failed; /* out of memory: p2p waits stay per pair, out of the arrival table */
+};
 
 /* p2p keys: the k-th message between a sender and a receiver on a
  * communicator.  The recorder numbers them (peer_seq); in traces older
@@ -189,9 +212,21 @@ static int ends_far_apart(struct sp_model *m, const struct sp_coll_ref *refs, si
     return (double)(hi - lo) > bar;
 }
 
+static void keep_arrivals(struct coll_pass *cp, uint64_t idx, int64_t last, int64_t second, size_t nlast,
+                          size_t n)
+{
+    if (!cp->failed && idx < cp->cap)
+        cp->in[idx] = (struct inst_arrivals){last, second, (uint32_t)nlast, (uint32_t)n};
+}
+
+static double tie_ns(const struct sp_model *m)
+{
+    return TIE_NS > 2e3 * m->skew_us ? TIE_NS : 2e3 * m->skew_us;
+}
+
 static void measure_instance(struct sp_model *m, const struct sp_coll_ref *refs, size_t n, void *arg)
 {
-    (void)arg;
+    struct coll_pass *cp = arg;
     int64_t last = arrival(m, &refs[0]);
     for (size_t i = 1; i < n; i++)
         if (arrival(m, &refs[i]) > last)
@@ -238,9 +273,14 @@ static void measure_instance(struct sp_model *m, const struct sp_coll_ref *refs,
         call_of(m, &refs[i])->matched = (uint8_t)complete;
         call_of(m, &refs[i])->inst = (int32_t)m->coll_instances;
     }
+    keep_arrivals(cp, m->coll_instances, last, second, nlast, n);
     m->coll_instances++;
     if (!complete)
         m->coll_instances_incomplete++;
+    /* a p2p call's wait, the transfer and the arrival table wait for its
+     * kernel's other pairs (p2p_sync, summarize_p2p) */
+    if (sp_op_is_p2p(c0->op) && !cp->failed)
+        return;
     if (!in_view(m, &refs[0]))
         return;
     /* a rank that stopped recording a moment before the others (the
@@ -249,11 +289,11 @@ static void measure_instance(struct sp_model *m, const struct sp_coll_ref *refs,
     if (!complete && sp_model_in_pause(m, &m->ranks[refs[0].r], c0->start - PAUSE_MARGIN_NS, c0->end + PAUSE_MARGIN_NS))
         complete = 1;
     add_to_summary(m, c0, (double)transfer, wait_sum / (double)n, complete, spans);
-    /* who arrives last is a collective's question: a send and its recv
-     * are two ranks taking turns along a pipeline */
+    /* a p2p call is one of its kernel's pairs: the kernel, not the pair,
+     * is the synchronization point (sync_kernel) */
     if (sp_op_is_p2p(c0->op))
         return;
-    double tol = TIE_NS > 2e3 * m->skew_us ? TIE_NS : 2e3 * m->skew_us;
+    double tol = tie_ns(m);
     for (size_t i = 0; i < n; i++) {
         struct sp_rank *r = &m->ranks[refs[i].r];
         r->coll_present++;
@@ -261,6 +301,101 @@ static void measure_instance(struct sp_model *m, const struct sp_coll_ref *refs,
     }
     if (n > 1 && nlast == 1 && (second == INT64_MIN || (double)(last - second) > tol))
         m->ranks[refs[late_idx].r].coll_last++;
+}
+
+/* The calls of one kernel: from calls[c], those with its start and end
+ * (a group's calls share both; as model_classify.c builds its nodes). */
+static size_t kernel_end(const struct sp_rank *r, size_t c)
+{
+    const struct sp_coll_call *x = &r->calls[c];
+    size_t j = c + 1;
+    if (x->timing == SP_TIMING_HOST)
+        return j;
+    while (j < r->ncalls && r->calls[j].start == x->start && r->calls[j].end == x->end &&
+           r->calls[j].timing != SP_TIMING_HOST)
+        j++;
+    return j;
+}
+
+/* One kernel's p2p calls [c, e) on rank i: its synchronization point is
+ * the latest last arrival over its pairs; every p2p call of it waits
+ * until then.  An exchange (sends and receives) enters the arrival table. */
+static void sync_kernel(struct sp_model *m, const struct coll_pass *cp, int i, size_t c, size_t e)
+{
+    struct sp_rank *r = &m->ranks[i];
+    int64_t a = sp_model_global(m, r, r->calls[c].start), sync = a;
+    int sends = 0, recvs = 0, last = 1, complete = 0;
+    double tol = tie_ns(m);
+    for (size_t j = c; j < e; j++) {
+        const struct sp_coll_call *x = &r->calls[j];
+        if (!sp_op_is_p2p(x->op) || x->inst < 0 || (uint64_t)x->inst >= m->coll_instances)
+            continue;
+        const struct inst_arrivals *in = &cp->in[x->inst];
+        sync = in->last > sync ? in->last : sync;
+        sends += x->op == SP_NCCL_SEND;
+        recvs += x->op == SP_NCCL_RECV;
+        complete |= in->n >= 2;
+        /* last here: alone, and clear of everyone else in every pair */
+        if (in->n < 2 || in->last != a || in->nlast != 1 ||
+            (in->second != INT64_MIN && (double)(a - in->second) <= tol))
+            last = 0;
+    }
+    for (size_t j = c; j < e; j++) {
+        struct sp_coll_call *x = &r->calls[j];
+        if (!sp_op_is_p2p(x->op) || x->inst < 0)
+            continue;
+        int64_t w = sync - a, dur = x->end - x->start;
+        x->wait = w < 0 ? 0 : w < dur ? w : dur;
+    }
+    struct sp_coll_ref ref = {i, c};
+    if (!sends || !recvs || !complete || !in_view(m, &ref))
+        return;
+    r->coll_present++;
+    r->coll_wait_ns += (double)(sync - a);
+    r->coll_last += (uint64_t)last;
+}
+
+static void p2p_sync(struct sp_model *m, const struct coll_pass *cp)
+{
+    for (int i = 0; i < m->nranks; i++) {
+        const struct sp_rank *r = &m->ranks[i];
+        for (size_t c = 0; c < r->ncalls;) {
+            size_t e = kernel_end(r, c);
+            int any = 0;
+            for (size_t j = c; j < e; j++)
+                any |= sp_op_is_p2p(r->calls[j].op);
+            if (any)
+                sync_kernel(m, cp, i, c, e);
+            c = e;
+        }
+    }
+}
+
+/* A p2p instance's cost once each side's wait is its kernel's: the
+ * transfer is the least, over its sides, of (end - the kernel's
+ * synchronization point). */
+static void summarize_p2p(struct sp_model *m, const struct sp_coll_ref *refs, size_t n, void *arg)
+{
+    (void)arg;
+    const struct sp_coll_call *c0 = call_of(m, &refs[0]);
+    if (!sp_op_is_p2p(c0->op) || !in_view(m, &refs[0]))
+        return;
+    int64_t transfer = -1;
+    double wait_sum = 0;
+    int host0 = m->ranks[refs[0].r].host, spans = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct sp_coll_call *c = call_of(m, &refs[i]);
+        int64_t tr = c->end - c->start - c->wait;
+        tr = tr > 0 ? tr : 0;
+        if (transfer < 0 || tr < transfer)
+            transfer = tr;
+        wait_sum += (double)c->wait;
+        spans |= m->ranks[refs[i].r].host != host0;
+    }
+    int complete = n >= 2;
+    if (!complete && sp_model_in_pause(m, &m->ranks[refs[0].r], c0->start - PAUSE_MARGIN_NS, c0->end + PAUSE_MARGIN_NS))
+        complete = 1;
+    add_to_summary(m, c0, (double)transfer, wait_sum / (double)n, complete, spans);
 }
 
 static void finish_summaries(struct sp_model *m)
@@ -294,7 +429,17 @@ void sp_model_match_collectives(struct sp_model *m)
 {
     for (int i = 0; i < m->nranks; i++)
         assign_keys(&m->ranks[i], (uint32_t)i);
-    sp_model_each_instance(m, measure_instance, NULL);
+    struct coll_pass cp = {0};
+    for (int i = 0; i < m->nranks; i++) /* at most one instance per call */
+        cp.cap += m->ranks[i].ncalls;
+    cp.in = malloc((cp.cap + 1) * sizeof *cp.in);
+    cp.failed = !cp.in;
+    sp_model_each_instance(m, measure_instance, &cp);
+    if (!cp.failed) {
+        p2p_sync(m, &cp);
+        sp_model_each_instance(m, summarize_p2p, NULL);
+    }
+    free(cp.in);
     if (m->coll_doubtful)
         sp_model_warn(m, "%llu collective instance(s) end far apart on their ranks (a blocking collective ends "
                          "together everywhere): the calls were likely paired wrongly (collectives without "

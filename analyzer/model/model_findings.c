@@ -8,10 +8,13 @@
  * Severity follows the gain (sp_severity_of_gain); findings are ordered by
  * gain, and `healthy` means no finding gains 5% or more.  Where two
  * counterfactuals fix the same time, one finding names it: a fixed
- * straggler when fixing that rank alone recovers most of what balancing
- * every rank would (else the work is imbalanced, with no fixed culprit),
- * and a straggler whose excess is its own input only when fixing it alone
- * recovers most of what a faster input pipeline would.
+ * straggler (a rank, or a set of ranks) when fixing it recovers most of
+ * what balancing every rank would (else the work is imbalanced, with no
+ * fixed culprit), and a straggler whose excess is its own input, host or
+ * unexplained idle is one finding with that cause: the straggler when it
+ * is slow in every step, else the cause's finding, which says whom it
+ * makes the straggler.  Evidence quotes the figures of the ranks a
+ * finding names.  Gains the replay's check cannot back are withheld.
  *
  * The arrival table (sp_model_stragglers: who arrives last at collectives
  * and why) stays as evidence; who is named straggler is the replay's
@@ -33,6 +36,8 @@
 #define UNEXPLAINED_MIN 0.10 /* idle nothing explains, said as a finding from here */
 #define CROSS_RATIO 0.5     /* spanning bus bandwidth below half the reference */
 #define NS_PER_MS 1e6
+#define SP_MAX_SAY_RANKS 16 /* ranks a sentence lists */
+#define CHECK_IDEAL_SLACK 0.005 /* share of the step the ideal may lag the best single fix by (rounding) */
 /* a step "dips" when at least 1% of it is input wait before its first kernel */
 #define INPUT_DIP 0.01
 /* host CPU busy fraction called saturated */
@@ -149,6 +154,34 @@ static const char *straggler_cause(const struct sp_model *m, int who)
         if (gap[c] > gap[best])
             best = c;
     return total > 0 && gap[best] >= CAUSE_EXPLAINS * total ? names[best] : "mixed";
+}
+
+/* Whether every rank of the straggler set is slow in every step. */
+static int steady_set(const struct sp_model *m, const struct sp_replay *rp)
+{
+    int n = 0;
+    for (int i = 0; rp->steady && i < m->nranks; i++)
+        if (rp->straggler_set[i]) {
+            if (!rp->steady[i])
+                return 0;
+            n++;
+        }
+    return n > 0;
+}
+
+/* The cause of a set's excess: its members' when they agree, else "mixed". */
+static const char *set_cause(const struct sp_model *m, const uint8_t *set)
+{
+    const char *cause = NULL;
+    for (int i = 0; i < m->nranks; i++) {
+        if (!set[i])
+            continue;
+        const char *c = straggler_cause(m, i);
+        if (cause && strcmp(cause, c))
+            return "mixed";
+        cause = c;
+    }
+    return cause ? cause : "mixed";
 }
 
 static int cmp_straggler(const void *a, const void *b)
@@ -322,6 +355,7 @@ static struct sp_finding *add(struct sp_model *m, int cause, double gain)
     struct sp_finding *f = &m->findings[m->nfindings++];
     memset(f, 0, sizeof *f);
     f->cause = cause;
+    f->first_try = causes[cause].first_try;
     f->gain = gain;
     f->severity = sp_severity_of_gain(gain);
     f->step_ms_if_fixed = m->step_mean_ms * (1 - gain);
@@ -355,16 +389,67 @@ static void ranks_over(const struct sp_model *m, int cat, double min, struct sp_
         set_all_ranks(m, f);
 }
 
+static int names_rank(const struct sp_finding *f, int rank)
+{
+    for (int x = 0; x < f->nranks; x++)
+        if (f->ranks[x] == rank)
+            return 1;
+    return 0;
+}
+
+/* Category cat on the finding's ranks: its share of their step time and
+ * their mean step (ms), and "rank 2's GPU" / "the GPUs of ranks 0,3" /
+ * "GPUs" (all ranks) for the sentence that quotes it. */
+static double named_share(const struct sp_model *m, const struct sp_finding *f, int cat, double *step_ms,
+                          char *who, size_t len)
+{
+    double t = 0, total = 0;
+    int n = 0, analyzed = 0;
+    for (int i = 0; i < m->nranks; i++) {
+        const struct sp_rank *r = &m->ranks[i];
+        if (!r->cat)
+            continue;
+        analyzed++;
+        if (!names_rank(f, r->rank))
+            continue;
+        double b[SP_CAT_N], ms = sp_model_rank_step_ms(m, r);
+        sp_model_rank_breakdown(m, r, b);
+        t += b[cat] * ms;
+        total += ms;
+        n++;
+    }
+    *step_ms = n ? total / n : m->step_mean_ms;
+    if (n == analyzed || !n) {
+        snprintf(who, len, "GPUs");
+        return n ? t / total : m->breakdown[cat];
+    }
+    if (n == 1) {
+        snprintf(who, len, "rank %d's GPU", f->ranks[0]);
+    } else {
+        size_t used = (size_t)snprintf(who, len, "the GPUs of ranks ");
+        for (int x = 0; x < f->nranks && used < len; x++)
+            used += (size_t)snprintf(who + used, len - used, "%s%d", x ? "," : "", f->ranks[x]);
+    }
+    return total > 0 ? t / total : 0;
+}
+
+/* Whether named_share's subject is one GPU (the verb's number). */
+static int one_gpu(const char *who, const struct sp_finding *f)
+{
+    return f->nranks == 1 && strcmp(who, "GPUs") != 0;
+}
+
 static void input_finding(struct sp_model *m, double gain)
 {
     struct sp_finding *f = add(m, SP_CAUSE_INPUT, gain);
     if (!f)
         return;
-    double share = m->breakdown[SP_CAT_IDLE_INPUT];
     ranks_over(m, SP_CAT_IDLE_INPUT, SP_GAIN_MODERATE, f);
+    char who[96];
+    double step, share = named_share(m, f, SP_CAT_IDLE_INPUT, &step, who, sizeof who);
     say_gain(m, f, "removing the waits for input");
-    say(f, "; GPUs sat idle waiting for input %.1f%% of step time (%.2f ms of a %.2f ms step)", 100 * share,
-        share * m->step_mean_ms, m->step_mean_ms);
+    say(f, "; %s sat idle waiting for input %.1f%% of step time (%.2f ms of a %.2f ms step%s)", who, 100 * share,
+        share * step, step, f->nranks == 1 ? "" : " on average");
     int dips, steps;
     double head;
     input_at_start(m, f, &dips, &steps, &head);
@@ -391,6 +476,55 @@ static double others_wait(const struct sp_model *m, const uint8_t *set)
     return n ? wait / n : 0;
 }
 
+/* What a straggler's excess is made of (straggler_cause's names), the
+ * category that measures it, and the first thing to try for it. */
+static const struct {
+    const char *cause;
+    int cat;
+    const char *what, *first_try;
+} excess_causes[] = {
+    {"compute", SP_CAT_COMPUTE, "compute on the GPU", NULL},
+    {"memcpy", SP_CAT_MEMCPY, "copies", "look at this rank's copies: pinned memory, non_blocking copies; then "
+                                            "test that device alone"},
+    {"input", SP_CAT_IDLE_INPUT, "waiting for input", "speed up this rank's input: more loader workers, faster "
+                                                       "storage or caching for its data; check its share of the data"},
+    {"host", SP_CAT_IDLE_HOST, "the GPU waiting for the host", "find what holds this rank's host back (CPU "
+                                                               "contention, syncs, launch calls): CUDA graphs, "
+                                                               "fewer synchronizations"},
+    {"other", SP_CAT_IDLE_OTHER, "GPU idle time nothing in the trace explains", NULL},
+};
+
+static int excess_cause(const char *cause)
+{
+    for (int k = 0; cause && k < (int)(sizeof excess_causes / sizeof excess_causes[0]); k++)
+        if (!strcmp(cause, excess_causes[k].cause))
+            return k;
+    return -1;
+}
+
+/* Category cat on rank index who, ms per step, and the median of the
+ * other ranks'. */
+static void rank_vs_others(const struct sp_model *m, int who, int cat, double *own, double *others_med)
+{
+    double *v = malloc(sizeof *v * ((size_t)m->nranks + 1));
+    size_t n = 0;
+    for (int i = 0; v && i < m->nranks; i++)
+        if (i != who && m->ranks[i].cat)
+            v[n++] = per_step_ms(m, &m->ranks[i], cat);
+    *own = per_step_ms(m, &m->ranks[who], cat);
+    *others_med = v ? sp_median(v, n) : 0;
+    free(v);
+}
+
+/* "rank 5", "ranks 1 and 5", "ranks 2, 3 and 6" */
+static void rank_list(const struct sp_finding *f, char *out, size_t len)
+{
+    size_t used = (size_t)snprintf(out, len, f->nranks == 1 ? "rank " : "ranks ");
+    for (int x = 0; x < f->nranks && used < len; x++)
+        used += (size_t)snprintf(out + used, len - used, "%s%d",
+                                 x == 0 ? "" : x == f->nranks - 1 ? " and " : ", ", f->ranks[x]);
+}
+
 static void straggler_finding(struct sp_model *m, const struct sp_replay *rp, double gain, const char *cause)
 {
     struct sp_finding *f = add(m, SP_CAUSE_STRAGGLER, gain);
@@ -407,19 +541,91 @@ static void straggler_finding(struct sp_model *m, const struct sp_replay *rp, do
             one = &m->ranks[i];
     if (one && one->shared > 1) /* a GPU of a process that drives several */
         snprintf(who, sizeof who, "rank %d (GPU %d)", one->rank, one->device);
-    else if (f->nranks == 1)
-        snprintf(who, sizeof who, "rank %d", f->ranks[0]);
+    else if (f->nranks == 1 || rp->straggler_consistent)
+        rank_list(f, who, sizeof who);
     else
         snprintf(who, sizeof who, "the %d ranks of one communicator", f->nranks);
     char fix[256];
-    snprintf(fix, sizeof fix, "bringing %s to its peers' median time for the same work", who);
+    snprintf(fix, sizeof fix, "bringing %s to %s peers' median time for the same work", who,
+             f->nranks == 1 ? "its" : "their");
     say_gain(m, f, fix);
     say(f, "; the other ranks wait %.1f%% of step time in collectives", 100 * others_wait(m, rp->straggler_set));
-    for (int i = 0; i < m->nstragglers; i++)
-        if (f->nranks == 1 && m->stragglers[i].rank == f->ranks[0])
+    if (rp->straggler_consistent && rp->excess_ms && rp->alone) {
+        say(f, "; %s are slow in every analyzed step, each beyond its peers' median by", who);
+        for (int i = 0, k = 0; i < m->nranks; i++)
+            if (rp->straggler_set[i])
+                say(f, "%s %.2f ms per step (rank %d)", k++ ? "," : "", rp->excess_ms[i], m->ranks[i].rank);
+        say(f, "; fixing one alone would save");
+        f->rank_gains = malloc(sizeof *f->rank_gains * (size_t)f->nranks);
+        for (int i = 0, k = 0; i < m->nranks; i++)
+            if (rp->straggler_set[i]) {
+                double one_gain = rp->alone[i] > 0 ? rp->alone[i] : 0;
+                if (f->rank_gains)
+                    f->rank_gains[k] = one_gain;
+                say(f, "%s %.0f%% (rank %d)", k++ ? "," : "", 100 * one_gain, m->ranks[i].rank);
+            }
+        say(f, ", %s together %.0f%%", f->nranks == 2 ? "both" : "all", 100 * gain);
+    }
+    for (int i = 0; i < m->nstragglers; i++) {
+        if (!names_rank(f, m->stragglers[i].rank))
+            continue;
+        if (f->nranks == 1)
             say(f, "; it arrived last at %.0f%% of collectives", 100 * m->stragglers[i].last_fraction);
-    if (cause)
-        say(f, "; its excess is explained by %s", cause);
+        else
+            say(f, "; rank %d arrived last at %.0f%% of collectives", m->stragglers[i].rank,
+                100 * m->stragglers[i].last_fraction);
+    }
+    int k = excess_cause(cause);
+    if (k >= 0 && f->nranks == 1 && rp->straggler_rank >= 0) {
+        double own, med;
+        rank_vs_others(m, rp->straggler_rank, excess_causes[k].cat, &own, &med);
+        say(f, "; its excess is %s: %.2f ms per step against a median of %.2f ms on the other ranks",
+            excess_causes[k].what, own, med);
+    } else if (cause && strcmp(cause, "mixed")) {
+        say(f, "; their excess is %s", k >= 0 ? excess_causes[k].what : cause);
+    }
+    if (k >= 0 && excess_causes[k].first_try)
+        f->first_try = excess_causes[k].first_try;
+}
+
+/* Per analyzed step, the rank with the most local time (everything but
+ * waiting in and moving data of collectives): the one the others wait
+ * for.  *top gets the rank slowest most often, *top_steps how often;
+ * returns how many different ranks were slowest at some step. */
+static int slowest_ranks(const struct sp_model *m, int *top, int *top_steps, int *steps)
+{
+    int *count = calloc((size_t)m->nranks + 1, sizeof *count), distinct = 0;
+    *top = -1;
+    *top_steps = *steps = 0;
+    if (!count)
+        return 0;
+    for (int k = m->step_lo; k < m->step_hi; k++) {
+        int best = -1;
+        double best_t = 0;
+        for (int i = 0; i < m->nranks; i++) {
+            const struct sp_rank *r = &m->ranks[i];
+            if (!r->cat || k >= r->nsteps)
+                continue;
+            double t = 0;
+            for (int c = 0; c < SP_CAT_EXCLUSIVE; c++)
+                if (c != SP_CAT_COLL_WAIT && c != SP_CAT_COLL_TRANSFER)
+                    t += r->cat[k][c];
+            if (best < 0 || t > best_t)
+                best = i, best_t = t;
+        }
+        if (best < 0)
+            continue;
+        (*steps)++;
+        distinct += count[best]++ == 0;
+        if (*top < 0 || count[best] > count[*top])
+            *top = best;
+    }
+    if (*top >= 0) {
+        *top_steps = count[*top];
+        *top = m->ranks[*top].rank;
+    }
+    free(count);
+    return distinct;
 }
 
 static void imbalance_finding(struct sp_model *m, const struct sp_replay *rp, double gain)
@@ -428,8 +634,14 @@ static void imbalance_finding(struct sp_model *m, const struct sp_replay *rp, do
     if (!f)
         return;
     say_gain(m, f, "giving every rank the median work of each step");
-    say(f, "; the slowest rank changes from step to step (no rank alone recovers more than %.0f%%); ranks wait "
-           "%.1f%% of step time in collectives",
+    int top, top_steps, steps, distinct = slowest_ranks(m, &top, &top_steps, &steps);
+    if (distinct > 1 && top_steps < steps)
+        say(f, "; the slowest rank changes from step to step (%d different ranks over %d steps, none slowest in "
+               "more than %d)", distinct, steps, top_steps);
+    else if (top >= 0)
+        say(f, "; rank %d is the slowest in %d of %d steps", top, top_steps, steps);
+    say(f, "; no rank or set of ranks alone recovers more than %.0f%%; ranks wait %.1f%% of step time in "
+           "collectives",
         100 * rp->gain[SP_CAUSE_STRAGGLER], 100 * m->breakdown[SP_CAT_COLL_WAIT]);
 }
 
@@ -509,28 +721,27 @@ static void host_finding(struct sp_model *m, double gain)
     struct sp_finding *f = add(m, SP_CAUSE_HOST, gain);
     if (!f)
         return;
-    double rest = 0, busy = 0;
-    int n = 0;
     f->nranks = 0;
-    for (int i = 0; i < m->nranks; i++) {
-        const struct sp_rank *r = &m->ranks[i];
-        if (!r->cat)
-            continue;
-        double b[SP_CAT_N], share = host_rest_share(m, r);
-        sp_model_rank_breakdown(m, r, b);
-        if (share >= SP_GAIN_MODERATE)
-            f->ranks[f->nranks++] = r->rank;
-        rest += share;
-        busy += b[SP_CAT_COMPUTE] + b[SP_CAT_MEMCPY];
-        n++;
-    }
+    for (int i = 0; i < m->nranks; i++)
+        if (m->ranks[i].cat && host_rest_share(m, &m->ranks[i]) >= SP_GAIN_MODERATE)
+            f->ranks[f->nranks++] = m->ranks[i].rank;
     if (!f->nranks)
         set_all_ranks(m, f);
+    char who[96];
+    double step, rest = 0;
+    int n = 0;
+    for (int i = 0; i < m->nranks; i++)
+        if (m->ranks[i].cat && names_rank(f, m->ranks[i].rank)) {
+            rest += host_rest_share(m, &m->ranks[i]);
+            n++;
+        }
+    double busy = named_share(m, f, SP_CAT_COMPUTE, &step, who, sizeof who) +
+                  named_share(m, f, SP_CAT_MEMCPY, &step, who, sizeof who);
     say_gain(m, f, "the host issuing work ahead of the GPU (no time between launches, none after the step's "
                    "last sync)");
-    say(f, "; the GPU waits for the host's own work, its launches or the sync ending the step %.1f%% of step time "
-           "and is busy only %.1f%%",
-        n ? 100 * rest / n : 0, n ? 100 * busy / n : 0);
+    say(f, "; %s %s for the host's own work, its launches or the sync ending the step %.1f%% of step time and %s "
+           "busy only %.1f%%",
+        who, one_gpu(who, f) ? "waits" : "wait", n ? 100 * rest / n : 0, one_gpu(who, f) ? "is" : "are", 100 * busy);
 }
 
 
@@ -606,7 +817,7 @@ static void writes_finding(struct sp_model *m, double gain)
             r->flush_ns / NS_PER_MS);
 }
 
-static void communication_finding(struct sp_model *m, double gain)
+static void communication_finding(struct sp_model *m, const struct sp_replay *rp, double gain)
 {
     struct sp_finding *f = add(m, SP_CAUSE_COMMUNICATION, gain);
     if (!f)
@@ -616,6 +827,9 @@ static void communication_finding(struct sp_model *m, double gain)
     say_gain(m, f, "hiding every transfer under compute");
     double bw = sp_model_busbw(m, -1, NULL);
     say(f, "; collective transfer not hidden by compute takes %.1f%% of step time", 100 * share);
+    if (rp->ok)
+        say(f, "; moving data takes %.1f%% of the step on its longest path (the most hiding it can save)",
+            100 * rp->path_transfer_share);
     if (bw > 0)
         say(f, "; achieved bus bandwidth %.1f GB/s", bw);
     else
@@ -646,10 +860,12 @@ static void unexplained_finding(struct sp_model *m, double gain)
     if (!f)
         return;
     ranks_over(m, SP_CAT_IDLE_OTHER, UNEXPLAINED_MIN, f);
+    char who[96];
+    double step, other = named_share(m, f, SP_CAT_IDLE_OTHER, &step, who, sizeof who);
     say_gain(m, f, "removing GPU idle time nothing in the trace explains");
-    say(f, "; the GPU is idle %.1f%% of step time while the host is in none of the calls the trace records "
+    say(f, "; %s %s idle %.1f%% of step time while the host is in none of the calls the trace records "
            "(CUDA, NCCL, input reads or waits)",
-        100 * m->breakdown[SP_CAT_IDLE_OTHER]);
+        who, one_gpu(who, f) ? "is" : "are", 100 * other);
     double busy = 0;
     int n = 0;
     for (int i = 0; i < m->nranks; i++)
@@ -753,6 +969,82 @@ static void memcpy_finding(struct sp_model *m, double gain)
     memcpy_evidence(m, f);
 }
 
+/* A cause whose time on some ranks makes them the straggler (the one
+ * finding for both): their figure for it, what fixing them alone would
+ * save, and the others' wait for them. */
+static void say_straggler_made(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f, int cat)
+{
+    char who[96];
+    struct sp_finding set = {.ranks = (int[SP_MAX_SAY_RANKS]){0}};
+    for (int i = 0; i < m->nranks && set.nranks < SP_MAX_SAY_RANKS; i++)
+        if (rp->straggler_set[i])
+            set.ranks[set.nranks++] = m->ranks[i].rank;
+    rank_list(&set, who, sizeof who);
+    say(f, "; it makes %s the straggler", who);
+    if (rp->straggler_rank >= 0) {
+        double own, med;
+        rank_vs_others(m, rp->straggler_rank, cat, &own, &med);
+        say(f, " (%.2f ms per step against a median of %.2f ms on the other ranks)", own, med);
+    }
+    say(f, ": fixing %s alone would save %.0f%%, and the other ranks wait %.1f%% of step time in collectives for "
+           "%s",
+        set.nranks == 1 ? "it" : "them", 100 * rp->gain[SP_CAUSE_STRAGGLER], 100 * others_wait(m, rp->straggler_set),
+        set.nranks == 1 ? "it" : "them");
+}
+
+/* The replay's check (sp_model_replay_check): a gain it cannot back is
+ * not listed, and the report says so.  When the unchanged replay does not
+ * give back the recorded times, no replayed gain is backed. */
+static void withhold_unbacked(struct sp_model *m, const struct sp_replay *rp, int *use)
+{
+    struct sp_whatif_check *ck = &m->check;
+    sp_model_replay_check(m, rp, ck);
+    if (!ck->done)
+        return;
+    char names[256] = "";
+    size_t used = 0;
+    for (int c = 0; c < SP_CAUSE_N; c++) {
+        if (!use[c] || (ck->replay_ok && ck->bound_ok[c]))
+            continue;
+        use[c] = 0;
+        ck->withheld |= 1u << c;
+        int w = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", sp_cause_info(c)->name);
+        if (w > 0 && (size_t)w < sizeof names - used)
+            used += (size_t)w;
+    }
+    if (!ck->replay_ok)
+        sp_model_warn(m, "the what-if replay does not reproduce the recorded steps (off by up to %.1f%% of the "
+                         "mean step, %d nodes not placed): gains withheld%s%s",
+                      ck->replay_error_pct, ck->unplaced, used ? " for " : "", names);
+    for (int c = 0; c < SP_CAUSE_N; c++)
+        if (ck->replay_ok && !ck->bound_ok[c])
+            sp_model_warn(m, "the what-if replay fails its check: fixing %s would save %.2f ms per step, more "
+                             "than its %.2f ms on the critical path%s",
+                          sp_cause_info(c)->name, ck->saved_ms[c], ck->bound_ms[c],
+                          ck->withheld & (1u << c) ? ": its gain is withheld" : "");
+}
+
+/* All found causes fixed together must save at least what the best one
+ * alone does; otherwise the ideal is withheld. */
+static int check_ideal(struct sp_model *m, const struct sp_replay *rp, const int *use, double ideal)
+{
+    struct sp_whatif_check *ck = &m->check;
+    double best = 0;
+    for (int c = 0; c < SP_CAUSE_N; c++)
+        if (use[c] && rp->gain[c] > 0 && (best == 0 || rp->base_ms * (1 - rp->gain[c]) < best))
+            best = rp->base_ms * (1 - rp->gain[c]);
+    ck->best_ms = best;
+    ck->ideal_ms = ideal;
+    ck->ideal_ok = ideal > 0 && (best == 0 || ideal <= best + CHECK_IDEAL_SLACK * rp->base_ms);
+    if (ideal > 0 && !ck->ideal_ok) {
+        ck->ok = 0;
+        sp_model_warn(m, "the what-if replay fails its check: all found causes fixed give %.2f ms per step, "
+                         "slower than the best one alone (%.2f ms): the combined gain is withheld",
+                      ideal, best);
+    }
+    return ck->ideal_ok;
+}
+
 static int cmp_finding(const void *a, const void *b)
 {
     const struct sp_finding *x = a, *y = b;
@@ -784,23 +1076,12 @@ void sp_model_findings(struct sp_model *m)
     /* one culprit, or work that moves between ranks */
     int culprit = g[SP_CAUSE_STRAGGLER] >= CULPRIT_SHARE * g[SP_CAUSE_IMBALANCE];
     const char *cause = NULL;
-    if (culprit && g[SP_CAUSE_STRAGGLER] >= REPORT_MIN && rp.straggler_rank >= 0) {
-        cause = straggler_cause(m, rp.straggler_rank);
+    int held_by = -1; /* the cause whose finding also says it makes the straggler */
+    if (culprit && g[SP_CAUSE_STRAGGLER] >= REPORT_MIN && rp.straggler_set) {
+        cause = set_cause(m, rp.straggler_set);
         /* its own slow input, when the input pipeline is slow for all */
         if (!strcmp(cause, "input") && g[SP_CAUSE_STRAGGLER] < CULPRIT_SHARE * g[SP_CAUSE_INPUT])
-            culprit = 0, g[SP_CAUSE_IMBALANCE] = 0;
-    }
-    /* a straggler held up by its own host (a checkpoint it alone writes, its
-     * syncs) is that host part's finding, naming the rank: one cost, one
-     * finding */
-    if (culprit && cause && !strcmp(cause, "host")) {
-        double part = g[SP_CAUSE_HOST];
-        if (g[SP_CAUSE_HOST_SYNC] > part)
-            part = g[SP_CAUSE_HOST_SYNC];
-        if (g[SP_CAUSE_FILE_WRITES] > part)
-            part = g[SP_CAUSE_FILE_WRITES];
-        if (part >= CULPRIT_SHARE * g[SP_CAUSE_STRAGGLER])
-            culprit = 0, g[SP_CAUSE_IMBALANCE] = 0;
+            culprit = 0, g[SP_CAUSE_IMBALANCE] = 0, cause = NULL;
     }
     use[SP_CAUSE_STRAGGLER] = culprit && rp.straggler_set && g[SP_CAUSE_STRAGGLER] >= REPORT_MIN;
     use[SP_CAUSE_IMBALANCE] = !culprit && g[SP_CAUSE_IMBALANCE] >= REPORT_MIN;
@@ -814,6 +1095,32 @@ void sp_model_findings(struct sp_model *m)
     use[SP_CAUSE_CROSS_NODE] = rp.cross_scale > 0 && rp.cross_scale < CROSS_RATIO && g[SP_CAUSE_CROSS_NODE] >= REPORT_MIN;
     use[SP_CAUSE_UNEXPLAINED] = m->breakdown[SP_CAT_IDLE_OTHER] >= UNEXPLAINED_MIN && g[SP_CAUSE_UNEXPLAINED] >= REPORT_MIN;
     use[SP_CAUSE_MEMCPY] = g[SP_CAUSE_MEMCPY] >= REPORT_MIN;
+    /* One finding per cause: a straggler whose excess is its input (host,
+     * unexplained idle) is that time, named once.  The cause's finding
+     * holds it when removing the cause everywhere saves clearly more (the
+     * straggler's excess is part of it) or when the straggler is not slow
+     * in every step (the cause comes and goes: loaders out of phase); else
+     * the straggler, a fixed culprit, with that cause. */
+    static const struct {
+        const char *name;
+        int cause;
+    } within[] = {{"input", SP_CAUSE_INPUT}, {"host", SP_CAUSE_HOST}, {"other", SP_CAUSE_UNEXPLAINED}};
+    static const int host_parts[] = {SP_CAUSE_HOST_SYNC, SP_CAUSE_FILE_WRITES};
+    for (size_t k = 0; use[SP_CAUSE_STRAGGLER] && cause && k < sizeof within / sizeof within[0]; k++) {
+        int c = within[k].cause;
+        /* the host's time comes in parts: the one that gains most is it */
+        for (int p = 0; c == SP_CAUSE_HOST && p < (int)(sizeof host_parts / sizeof host_parts[0]); p++)
+            if (use[host_parts[p]] && (!use[c] || g[host_parts[p]] > g[c]))
+                c = host_parts[p];
+        if (strcmp(cause, within[k].name) || !use[c])
+            continue;
+        if (g[c] >= g[SP_CAUSE_STRAGGLER] + SP_GAIN_MODERATE || !steady_set(m, &rp))
+            use[SP_CAUSE_STRAGGLER] = 0, held_by = c;
+        else
+            use[c] = 0;
+    }
+    if (rp.ok)
+        withhold_unbacked(m, &rp, use);
     if (use[SP_CAUSE_STRAGGLER])
         straggler_finding(m, &rp, g[SP_CAUSE_STRAGGLER], cause);
     if (use[SP_CAUSE_IMBALANCE])
@@ -831,19 +1138,25 @@ void sp_model_findings(struct sp_model *m)
     if (use[SP_CAUSE_FILE_WRITES])
         writes_finding(m, g[SP_CAUSE_FILE_WRITES]);
     if (use[SP_CAUSE_COMMUNICATION])
-        communication_finding(m, g[SP_CAUSE_COMMUNICATION]);
+        communication_finding(m, &rp, g[SP_CAUSE_COMMUNICATION]);
     if (use[SP_CAUSE_CROSS_NODE])
         cross_node_finding(m, &rp, g[SP_CAUSE_CROSS_NODE]);
     if (use[SP_CAUSE_UNEXPLAINED])
         unexplained_finding(m, g[SP_CAUSE_UNEXPLAINED]);
     if (use[SP_CAUSE_MEMCPY])
         memcpy_finding(m, g[SP_CAUSE_MEMCPY]);
+    for (int i = 0; held_by >= 0 && i < m->nfindings; i++)
+        if (m->findings[i].cause == held_by)
+            say_straggler_made(m, &rp, &m->findings[i],
+                               held_by == SP_CAUSE_INPUT         ? SP_CAT_IDLE_INPUT
+                               : held_by == SP_CAUSE_UNEXPLAINED ? SP_CAT_IDLE_OTHER
+                                                                 : SP_CAT_IDLE_HOST);
     for (int i = 0; i < m->nfindings; i++)
         qsort(m->findings[i].ranks, (size_t)m->findings[i].nranks, sizeof(int), cmp_int);
     qsort(m->findings, (size_t)m->nfindings, sizeof m->findings[0], cmp_finding);
     if (rp.ok && m->nfindings) {
         double ideal = sp_model_replay_ideal(m, &rp, use);
-        if (ideal > 0 && rp.base_ms > 0)
+        if (check_ideal(m, &rp, use, ideal) && rp.base_ms > 0)
             m->ideal_step_ms = m->step_mean_ms * ideal / rp.base_ms;
     }
     sp_model_replay_free(&rp);

@@ -40,6 +40,14 @@ struct sp_replay {
     double bubble_share;     /* waiting share of the balanced pipeline */
     double cross_scale;      /* spanning bus bandwidth / intra-host, 0 n/a */
     void *graph;             /* the replay's graph, kept for the ideal */
+    /* transfer on the recorded longest paths / base_ms: the most hiding
+     * transfers can gain */
+    double path_transfer_share;
+
+    int straggler_consistent; /* the set is of ranks slow in every step */
+    double *alone;            /* per rank index: gain of fixing it alone, <0 not replayed */
+    double *excess_ms;        /* per rank index: local time per step beyond its peers' median */
+    uint8_t *steady;          /* per rank index: slow in every step (consistent_ranks) */
 };
 /* Replays the analyzed steps once as recorded and once per counterfactual.
  * Returns 0, or -1 when there is nothing to replay (out->ok is 0).  Free
@@ -48,6 +56,11 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out);
 void sp_model_replay_free(struct sp_replay *rp);
 /* The mean step with the causes use[cause] != 0 removed together; 0 unknown. */
 double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, const int *use);
+/* The replay's check of itself (struct sp_whatif_check): the unchanged
+ * replay against the recorded node times, and each cause's saving (gain >
+ * 0) against its own time on the critical path.  The ideal's part is the
+ * caller's (it chooses the causes).  Fills out; returns out->ok. */
+int sp_model_replay_check(struct sp_model *m, const struct sp_replay *rp, struct sp_whatif_check *out);
 /* One counterfactual replayed node by node: the cause's fix as its
  * finding prices it (SP_CAUSE_N: the job as recorded), with fn given each
  * node the replay placed (rank index, node index in the rank's nodes,

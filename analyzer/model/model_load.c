@@ -1163,6 +1163,29 @@ static void warn_losses(struct sp_model *m)
         sp_model_warn(m, "source %s records no CPU samples: loader CPU saturation is unknown", m->source);
 }
 
+/* A send or recv whose peer the trace does not name (a Kineto trace from a
+ * PyTorch that wrote no Src/Dst Rank, a SendRecv kernel without args)
+ * pairs with nothing: its wait for the peer counts as transfer and the
+ * replay cannot carry a late rank to its peers. */
+static void warn_unpaired_p2p(struct sp_model *m)
+{
+    uint64_t n = 0, all = 0;
+    for (int i = 0; i < m->nranks; i++)
+        for (size_t c = 0; c < m->ranks[i].ncalls; c++) {
+            const struct sp_coll_call *x = &m->ranks[i].calls[c];
+            if (sp_op_is_p2p(x->op)) {
+                all++;
+                n += x->peer < 0;
+            }
+        }
+    if (n)
+        sp_model_warn(m, "%llu of %llu send/recv calls name no peer (in a Kineto trace: no Src/Dst Rank on "
+                         "the kernel or its record_param_comms): they are paired with nothing, their waits count as transfer and "
+                         "a late rank is not carried to its peers, so communication is an upper bound and "
+                         "stragglers and pipeline stages a lower one",
+                      (unsigned long long)n, (unsigned long long)all);
+}
+
 /* One run at a time: the traces name their run (SP_TLV_RUN); a directory
  * holding several is refused unless --run says which, and files of other
  * runs are then left out.  Files that name none (older traces, imports)
@@ -1268,6 +1291,7 @@ int sp_model_load(struct sp_model *m)
         return -1;
     group_files(m);
     warn_losses(m);
+    warn_unpaired_p2p(m);
     if (!m->nranks) {
         uint64_t gpu = 0;
         int readable = 0;

@@ -17,12 +17,15 @@
  * step, so local time is conserved whatever the counterfactual moves.
  * An instance (a collective matched by (comm, seq), a send with its recv
  * by (comm, sender, receiver, k)) completes at its last participant's
- * arrival, and each participant leaves at that time plus what it took
- * after the last arrival in the recording (the transfer).  Replayed
+ * arrival.  A node is synchronized at the latest last arrival of its
+ * instances (a group's pairs all end when the latest has) and leaves at
+ * that time plus what it took after its synchronization point in the
+ * recording (the transfer, as model_coll.c classified it).  Replayed
  * without change the graph gives back the recorded times exactly; the
  * counterfactuals change durations and let the graph move everything else:
- *   straggler       a rank's (or a small communicator's) local time set to
- *                   the median of its peers for the same op in the same step
+ *   straggler       a rank's (or a small communicator's, or the ranks slow
+ *                   in every step together) local time set to the median
+ *                   of its peers for the same op in the same step
  *   imbalance       every rank's local time (input aside) at the per-step
  *                   median: work that varies, no fixed culprit
  *   pipeline_stage  one stage's GPU work scaled to the other stages' median
@@ -38,7 +41,9 @@
  *                   step removed (the host issues ahead across it)
  *   file_writes     the host's time blocked in file writes and flushes
  *                   with the GPU idle removed (an asynchronous checkpoint)
- *   communication   transfers hidden (what full overlap would give)
+ *   communication   transfers hidden (what full overlap would give), every
+ *                   synchronization kept; at most the transfer on the
+ *                   recorded longest paths (the base replay follows them)
  *   cross_node      transfers spanning hosts at the intra-host bandwidth
  *   unexplained     idle nothing on the host explains, removed
  *   memcpy          copies (and memsets) while no kernel ran removed: what
@@ -49,8 +54,12 @@
  * step, a p2p op's pipeline stage and index, a step end's stage.
  *
  * Cost: one replay is linear in nodes (a few per step per rank, never
- * events); the straggler search replays once per candidate rank and small
- * communicator.
+ * events); the straggler search replays once per candidate rank, small
+ * communicator and set of ranks slow in every step.
+ *
+ * The replay checks itself (sp_model_replay_check): replayed unchanged it
+ * must give back each rank's recorded mean step, and no cause may save
+ * more than its own time on the critical path, bounded per peer group.
  */
 #include <math.h>
 #include <stdio.h>
@@ -62,6 +71,9 @@
 #define NS_PER_MS 1e6
 #define NO_WAIT 0.005 /* collective wait share below which no rank holds up another */
 #define MAX_TRIED 4   /* straggler candidates replayed: the ranks, then groups, with most excess */
+
+#define MAX_SET 4           /* ranks slow in every step priced together, at most */
+#define CONSISTENT_MIN 0.02 /* a rank slow in every step: its excess in each, share of the mean step */
 
 /* ---- the graph ---- */
 
@@ -112,6 +124,9 @@ struct cf {
 struct result {
     double step_ms;    /* mean over ranks of the replayed step */
     double wait_share; /* replayed time waiting in NCCL kernels / all */
+    /* when asked: transfer on each rank's longest path to its end, per
+     * step, mean over ranks */
+    double path_transfer_ms;
 };
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -271,13 +286,22 @@ static uint64_t node_key(const struct sp_model *m, const struct sp_rank *r, cons
         return mix(0xe4d, (uint64_t)(r->stage + 1));
     const struct sp_coll_call *c = &r->calls[n->call];
     if (sp_op_is_p2p(c->op)) {
-        uint64_t h = mix(0x929, (uint64_t)(r->stage + 1));
+        /* in a pipeline, the stage and its ops in order; elsewhere (an
+         * all-to-all, a ring) the ops with each peer's distance from the
+         * rank, in any order: every rank of an all-to-all has the same */
+        uint64_t h = mix(0x929, (uint64_t)(r->stage + 1)), set = 0;
         for (uint32_t i = 0; i < n->ncalls; i++) {
             const struct sp_coll_call *x = &r->calls[n->call + i];
-            h = mix(h, x->op);
-            h = mix(h, (uint64_t)(r->stage < 0 ? x->peer : 0));
+            if (r->stage >= 0) {
+                h = mix(h, x->op);
+                continue;
+            }
+            int64_t d = x->peer;
+            if (x->peer >= 0 && x->crank >= 0 && x->nranks > 0)
+                d = ((int64_t)x->peer - x->crank + x->nranks) % x->nranks;
+            set += mix(x->op, (uint64_t)d);
         }
-        return mix(h, (*p2p_idx)++);
+        return mix(mix(h, set), (*p2p_idx)++);
     }
     int i = 0;
     while (i < *ncc && cc[i].comm != c->comm)
@@ -424,6 +448,22 @@ static int build_instances(struct graph *g)
         }
     }
     free(fill);
+    /* a node's synchronization point: the latest last arrival over its
+     * instances (a group's pairs end together, when the latest has) */
+    int64_t *sync = malloc((g->total + 1) * sizeof *sync);
+    if (!sync)
+        return -1;
+    for (size_t f = 0; f < g->total; f++)
+        sync[f] = INT64_MIN;
+    for (size_t t = 0; t < g->ninsts; t++) {
+        const struct inst *in = &g->insts[t];
+        for (int32_t p = 0; p < in->n; p++) {
+            const struct part *pt = &g->parts[in->first + p];
+            size_t flat = g->node_base[pt->r] + (size_t)pt->node;
+            if (in->last > sync[flat])
+                sync[flat] = in->last;
+        }
+    }
     for (size_t t = 0; t < g->ninsts; t++) {
         struct inst *in = &g->insts[t];
         if (in->n > 1)
@@ -432,10 +472,12 @@ static int build_instances(struct graph *g)
         for (int32_t p = 0; p < in->n; p++) {
             struct part *pt = &g->parts[in->first + p];
             const struct sp_rnode *nd = &m->ranks[pt->r].nodes[pt->node];
-            pt->tail = nd->e - in->last > 0 ? nd->e - in->last : 0;
+            int64_t s = sync[g->node_base[pt->r] + (size_t)pt->node];
+            pt->tail = nd->e - s > 0 ? nd->e - s : 0;
             in->spans |= m->ranks[pt->r].host != m->ranks[g->parts[in->first].r].host;
         }
     }
+    free(sync);
     return 0;
 }
 
@@ -550,16 +592,19 @@ static float node_total(const struct sp_rnode *n)
 }
 
 /* A rank's excess: the sum over its nodes of its local time beyond the
- * median of its peers' (itself left out) for the same node.  Only a rank
+ * median of its peers' (itself left out) for the same node; by_step (when
+ * not NULL) gets it per rank and step, by_step[rank * nsteps + step].  Only a rank
  * with an excess can gain by being brought to its peers, so the straggler
  * search replays the ranks (and groups) with the largest.  Per group the
  * totals are sorted once; the median without one member is then read off
  * the sorted list. */
-static void rank_excess(const struct graph *g, double *excess, float *vals)
+static void rank_excess(const struct graph *g, double *excess, double *by_step, float *vals)
 {
     const struct sp_model *m = g->m;
     for (int r = 0; r < m->nranks; r++)
         excess[r] = 0;
+    for (size_t x = 0; by_step && x < (size_t)m->nranks * (size_t)g->nsteps; x++)
+        by_step[x] = 0;
     for (size_t a = 0; a < g->total;) {
         uint32_t n = g->peer_n[g->peers[a]];
         if (n >= 2) {
@@ -580,6 +625,9 @@ static void rank_excess(const struct graph *g, double *excess, float *vals)
                     med = 0.5 * ((lo < i ? vals[lo] : vals[lo + 1]) + med_hi);
                 }
                 excess[g->peer_rank[a + p]] += own - med;
+                int st = peer_node(g, (uint32_t)a + p)->step;
+                if (by_step && st < g->nsteps)
+                    by_step[(size_t)g->peer_rank[a + p] * (size_t)g->nsteps + (size_t)st] += own - med;
             }
         }
         a += n ? n : 1;
@@ -682,6 +730,7 @@ struct replay {
     size_t *cur;        /* per rank: next node */
     struct rstate *st;  /* per rank: the last node replayed */
     int64_t *arr, *end; /* per flat node */
+    int64_t *sync;      /* per flat node: latest replayed last arrival of its instances */
     int32_t *need;      /* per instance: participants still to arrive */
     int64_t *last;      /* per instance: replayed last arrival */
     uint16_t *pending;  /* per flat node: instances not yet complete */
@@ -689,6 +738,13 @@ struct replay {
     size_t nq;
     float *vals; /* scratch for the peers' medians */
     double wait; /* replayed ns waiting in NCCL kernels */
+    /* the critical path, when asked: per flat node, the transfer on the
+     * longest path to its arrival and to its end, and whether its end came
+     * from moving data after its synchronization point; per instance, the
+     * node that arrived last */
+    double *cp_arr, *cp_end;
+    uint8_t *cp_moved;
+    uint32_t *who;
 };
 
 static void finish_node(struct replay *rp, int r);
@@ -708,6 +764,8 @@ static void advance(struct replay *rp, int r)
         double by_stream = s->gated_from ? (double)s->e + gap : by_local;
         int64_t a = (int64_t)llround(by_stream > by_local ? by_stream : by_local);
         rp->arr[flat] = a;
+        if (rp->cp_arr) /* a rank's first node starts the path */
+            rp->cp_arr[flat] = j ? (by_stream > by_local ? rp->cp_end[flat - 1] : rp->cp_arr[flat - 1]) : 0;
         if (nd->ncalls) {
             for (uint32_t c = 0; c < nd->ncalls; c++) {
                 int32_t in = rk->calls[nd->call + c].inst;
@@ -717,20 +775,31 @@ static void advance(struct replay *rp, int r)
                     /* completed without this rank (forced): it leaves when it
                      * would have, had it been last */
                     int64_t e = (a > rp->last[in] ? a : rp->last[in]) + (nd->e - nd->a);
-                    if (e > rp->end[flat])
+                    if (e > rp->end[flat]) {
                         rp->end[flat] = e;
+                        if (rp->cp_end) { /* no transfer of its own counted */
+                            rp->cp_end[flat] = rp->cp_arr[flat];
+                            rp->cp_moved[flat] = 0;
+                        }
+                    }
                     rp->pending[flat]--;
                     continue;
                 }
-                if (a > rp->last[in])
+                if (a > rp->last[in]) {
                     rp->last[in] = a;
+                    if (rp->who)
+                        rp->who[in] = flat;
+                }
                 if (--rp->need[in] == 0)
                     rp->queue[rp->nq++] = (size_t)in;
             }
         }
         if (!nd->ncalls || !rp->pending[flat]) {
-            if (rp->end[flat] == INT64_MIN)
+            if (rp->end[flat] == INT64_MIN) {
                 rp->end[flat] = a + (nd->ncalls ? nd->e - nd->a : 0);
+                if (rp->cp_end)
+                    rp->cp_end[flat] = rp->cp_arr[flat];
+            }
             finish_node(rp, r);
             continue;
         }
@@ -751,11 +820,23 @@ static void finish_node(struct replay *rp, int r)
     s->a = rp->arr[flat];
     s->e = rp->end[flat];
     s->under = nd->ncalls ? local_time(g, rp->cf, r, flat, 1, rp->vals) : 0;
+    if (rp->cp_end && rp->cp_moved[flat]) {
+        /* the path's transfer: what of it the rank's own work under the
+         * op leaves exposed (collective_transfer, not overlap) */
+        double from = (double)s->a + s->under, sync = (double)rp->sync[flat];
+        double exposed = (double)s->e - (from > sync ? from : sync);
+        rp->cp_end[flat] += exposed > 0 ? exposed : 0;
+    }
     /* the next op follows this one on its stream when it did so recorded */
     s->gated_from = j + 1 < rk->nnodes && nd->e <= rk->nodes[j + 1].a;
     rp->cur[r] = j + 1;
 }
 
+/* An instance's last participant arrived: each participant's node is
+ * synchronized no earlier than that, and ends its own transfer (its
+ * recorded end - its recorded synchronization point) after the latest of
+ * its instances.  The node waited from its arrival to that latest one,
+ * counted once when its last instance completes. */
 static void complete(struct replay *rp, size_t in_idx)
 {
     const struct graph *g = rp->g;
@@ -764,15 +845,24 @@ static void complete(struct replay *rp, size_t in_idx)
     for (int32_t p = 0; p < in->n; p++) {
         const struct part *pt = &g->parts[in->first + p];
         uint32_t flat = (uint32_t)(g->node_base[pt->r] + (size_t)pt->node);
-        int64_t e = rp->last[in_idx] + (int64_t)llround((double)pt->tail * scale);
+        int64_t tail = (int64_t)llround((double)pt->tail * scale), e = rp->last[in_idx] + tail;
         if (rp->arr[flat] == INT64_MIN)
             continue; /* forced before this participant arrived */
-        if (e > rp->end[flat])
+        if (e > rp->end[flat]) {
             rp->end[flat] = e;
-        rp->wait += (double)(rp->last[in_idx] - rp->arr[flat]);
-        if (rp->pending[flat] && --rp->pending[flat] == 0 && rp->cur[pt->r] == (size_t)pt->node) {
-            finish_node(rp, pt->r);
-            advance(rp, pt->r);
+            if (rp->cp_end) { /* the path comes from the last arrival, then moves the data */
+                rp->cp_end[flat] = rp->cp_arr[rp->who[in_idx]];
+                rp->cp_moved[flat] = 1;
+            }
+        }
+        if (rp->last[in_idx] > rp->sync[flat])
+            rp->sync[flat] = rp->last[in_idx];
+        if (rp->pending[flat] && --rp->pending[flat] == 0) {
+            rp->wait += (double)(rp->sync[flat] - rp->arr[flat]);
+            if (rp->cur[pt->r] == (size_t)pt->node) {
+                finish_node(rp, pt->r);
+                advance(rp, pt->r);
+            }
         }
     }
 }
@@ -806,7 +896,7 @@ static int force_one(struct replay *rp)
 /* The replay; fn (when not NULL) is given every node it placed: rank
  * index, node index, replayed arrival and end. */
 static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct result *res, sp_replay_node_fn fn,
-                            void *arg)
+                            void *arg, int critical)
 {
     struct sp_model *m = g->m;
     struct replay rp = {.g = g, .cf = cf};
@@ -814,16 +904,25 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
     rp.st = calloc((size_t)m->nranks + 1, sizeof *rp.st);
     rp.arr = malloc((g->total + 1) * sizeof *rp.arr);
     rp.end = malloc((g->total + 1) * sizeof *rp.end);
+    rp.sync = malloc((g->total + 1) * sizeof *rp.sync);
     rp.pending = calloc(g->total + 1, sizeof *rp.pending);
     rp.need = malloc((g->ninsts + 1) * sizeof *rp.need);
     rp.last = malloc((g->ninsts + 1) * sizeof *rp.last);
     rp.queue = malloc((g->ninsts + 1) * sizeof *rp.queue);
     rp.vals = malloc(((size_t)g->max_peers + 1) * sizeof *rp.vals);
+    if (critical) {
+        rp.cp_arr = malloc((g->total + 1) * sizeof *rp.cp_arr);
+        rp.cp_end = malloc((g->total + 1) * sizeof *rp.cp_end);
+        rp.cp_moved = calloc(g->total + 1, 1);
+        rp.who = malloc((g->ninsts + 1) * sizeof *rp.who);
+    }
     int rc = -1;
-    if (!rp.cur || !rp.st || !rp.arr || !rp.end || !rp.pending || !rp.need || !rp.last || !rp.queue || !rp.vals)
+    if (critical && (!rp.cp_arr || !rp.cp_end || !rp.cp_moved || !rp.who))
+        goto out;
+    if (!rp.cur || !rp.st || !rp.arr || !rp.end || !rp.sync || !rp.pending || !rp.need || !rp.last || !rp.queue || !rp.vals)
         goto out;
     for (size_t f = 0; f < g->total; f++)
-        rp.arr[f] = rp.end[f] = INT64_MIN;
+        rp.arr[f] = rp.end[f] = rp.sync[f] = INT64_MIN;
     for (size_t t = 0; t < g->ninsts; t++) {
         rp.need[t] = g->insts[t].n;
         rp.last[t] = INT64_MIN;
@@ -842,7 +941,7 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
         if (!force_one(&rp))
             break;
     }
-    double sum = 0, total = 0;
+    double sum = 0, total = 0, path = 0;
     int n = 0;
     for (int r = 0; r < m->nranks; r++) {
         const struct sp_rank *rk = &m->ranks[r];
@@ -850,10 +949,13 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
             continue; /* a rank stuck for good is left out */
         int64_t end = rp.st[r].e;
         sum += (double)(end - g->start[r]);
+        if (rp.cp_end)
+            path += rp.cp_end[g->node_base[r] + rk->nnodes - 1];
         n++;
     }
     total = sum;
     res->step_ms = n ? sum / n / g->nsteps / NS_PER_MS : 0;
+    res->path_transfer_ms = n ? path / n / g->nsteps / NS_PER_MS : 0;
     res->wait_share = total > 0 ? rp.wait / total : 0;
     rc = n ? 0 : -1;
     for (int r = 0; fn && r < m->nranks; r++)
@@ -867,17 +969,22 @@ out:
     free(rp.st);
     free(rp.arr);
     free(rp.end);
+    free(rp.sync);
     free(rp.pending);
     free(rp.need);
     free(rp.last);
     free(rp.queue);
     free(rp.vals);
+    free(rp.cp_arr);
+    free(rp.cp_end);
+    free(rp.cp_moved);
+    free(rp.who);
     return rc;
 }
 
 static int run_replay(const struct graph *g, const struct cf *cf, struct result *res)
 {
-    return run_replay_nodes(g, cf, res, NULL, NULL);
+    return run_replay_nodes(g, cf, res, NULL, NULL, 0);
 }
 
 /* ---- the counterfactuals the findings need ---- */
@@ -918,6 +1025,36 @@ static int group_candidates(const struct sp_model *m, uint8_t *sets)
             }
             sets[(size_t)k * (size_t)m->nranks + (size_t)i] = 1;
         }
+    return n;
+}
+
+/* Ranks of consistent excess: each beyond its peers' median by at least
+ * CONSISTENT_MIN of the mean step in every analyzed step (slow every step,
+ * not now and then), ordered by total excess, largest first; at most
+ * MAX_SET.  Several fixed stragglers hold each other's peers back, so only
+ * fixing them together shows what they cost. */
+static int consistent_ranks(const struct graph *g, const double *excess, const double *by_step, double step_ms,
+                            int *out)
+{
+    int n = 0;
+    double bar = CONSISTENT_MIN * step_ms * NS_PER_MS;
+    for (int r = 0; r < g->m->nranks; r++) {
+        int every = g->nsteps > 0 && excess[r] > 0;
+        for (int s = 0; every && s < g->nsteps; s++)
+            every = by_step[(size_t)r * (size_t)g->nsteps + (size_t)s] >= bar;
+        if (!every)
+            continue;
+        int pos = n;
+        while (pos > 0 && excess[r] > excess[out[pos - 1]])
+            pos--;
+        if (pos >= MAX_SET)
+            continue;
+        for (int k = n < MAX_SET ? n : MAX_SET - 1; k > pos; k--)
+            out[k] = out[k - 1];
+        out[pos] = r;
+        if (n < MAX_SET)
+            n++;
+    }
     return n;
 }
 
@@ -974,6 +1111,12 @@ void sp_model_replay_free(struct sp_replay *rp)
 {
     free(rp->straggler_set);
     rp->straggler_set = NULL;
+    free(rp->alone);
+    rp->alone = NULL;
+    free(rp->excess_ms);
+    rp->excess_ms = NULL;
+    free(rp->steady);
+    rp->steady = NULL;
     if (rp->graph) {
         graph_free(rp->graph);
         free(rp->graph);
@@ -997,7 +1140,7 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     out->straggler_set = calloc(nr + 1, 1);
     struct result base;
     if (!fix || !sets || !scale || !out->straggler_set || graph_build(m, &g) < 0 || !g.total ||
-        run_replay(&g, &recorded, &base) < 0 || base.step_ms <= 0) {
+        run_replay_nodes(&g, &recorded, &base, NULL, NULL, 1) < 0 || base.step_ms <= 0) {
         graph_free(&g);
         free(fix);
         free(sets);
@@ -1006,10 +1149,26 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     }
     int waits = m->breakdown[SP_CAT_COLL_WAIT] >= NO_WAIT;
     double *excess = calloc(nr + 1, sizeof *excess);
+    double *by_step = calloc(nr * (size_t)g.nsteps + 1, sizeof *by_step);
     float *vals = malloc(((size_t)g.max_peers + 1) * sizeof *vals);
-    if (waits && excess && vals)
-        rank_excess(&g, excess, vals);
+    int cons[MAX_SET], ncons = 0;
+    out->alone = malloc((nr + 1) * sizeof *out->alone);
+    out->excess_ms = calloc(nr + 1, sizeof *out->excess_ms);
+    if (waits && excess && by_step && vals) {
+        rank_excess(&g, excess, by_step, vals);
+        ncons = consistent_ranks(&g, excess, by_step, base.step_ms, cons);
+    }
+    out->steady = calloc(nr + 1, 1);
+    for (int k = 0; out->steady && k < ncons; k++)
+        out->steady[cons[k]] = 1;
+    for (size_t i = 0; i < nr; i++) {
+        if (out->alone)
+            out->alone[i] = -1;
+        if (out->excess_ms && excess)
+            out->excess_ms[i] = excess[i] / g.nsteps / NS_PER_MS;
+    }
     free(vals);
+    free(by_step);
     out->ok = 1;
     out->base_ms = base.step_ms;
     out->cross_scale = cross_scale(m);
@@ -1032,6 +1191,8 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
         cf.fix = fix;
         cf.fix_n = 1;
         double gain = gain_of(&g, &cf, b, &ms);
+        if (out->alone)
+            out->alone[i] = gain;
         if (gain > out->gain[SP_CAUSE_STRAGGLER]) {
             out->gain[SP_CAUSE_STRAGGLER] = gain;
             out->ms[SP_CAUSE_STRAGGLER] = ms;
@@ -1068,6 +1229,35 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
             out->straggler_rank = -1;
         }
     }
+    /* the ranks slow in every step: the two with most excess together,
+     * then three, ...; a set is named only when it clearly beats the best
+     * candidate before it, and then each member is priced alone too */
+    for (int k = 2; k <= ncons; k++) {
+        memset(fix, 0, nr);
+        for (int x = 0; x < k; x++)
+            fix[cons[x]] = 1;
+        cf = recorded;
+        cf.fix = fix;
+        cf.fix_n = k;
+        double gain = gain_of(&g, &cf, b, &ms);
+        if (gain > out->gain[SP_CAUSE_STRAGGLER] + SP_GAIN_MODERATE / 2) {
+            out->gain[SP_CAUSE_STRAGGLER] = gain;
+            out->ms[SP_CAUSE_STRAGGLER] = ms;
+            memcpy(out->straggler_set, fix, nr);
+            out->straggler_rank = -1;
+            out->straggler_consistent = 1;
+        }
+    }
+    for (size_t i = 0; out->straggler_consistent && out->alone && i < nr; i++) {
+        if (!out->straggler_set[i] || out->alone[i] >= 0)
+            continue;
+        memset(fix, 0, nr);
+        fix[i] = 1;
+        cf = recorded;
+        cf.fix = fix;
+        cf.fix_n = 1;
+        out->alone[i] = gain_of(&g, &cf, b, &ms);
+    }
     free(excess);
 
     cf = recorded;
@@ -1096,9 +1286,17 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
         cf.drop = drops[i].drop;
         out->gain[drops[i].cause] = gain_of(&g, &cf, b, &out->ms[drops[i].cause]);
     }
+    /* communication: every transfer hidden, every synchronization kept
+     * (a collective or a recv still ends at its last arrival); the gain
+     * is at most the transfer on the recorded longest paths */
     cf = recorded;
     cf.transfer = 0;
     out->gain[SP_CAUSE_COMMUNICATION] = gain_of(&g, &cf, b, &out->ms[SP_CAUSE_COMMUNICATION]);
+    out->path_transfer_share = base.path_transfer_ms / b;
+    if (out->gain[SP_CAUSE_COMMUNICATION] > out->path_transfer_share) {
+        out->gain[SP_CAUSE_COMMUNICATION] = out->path_transfer_share;
+        out->ms[SP_CAUSE_COMMUNICATION] = b * (1 - out->path_transfer_share);
+    }
     if (out->cross_scale > 0) {
         cf = recorded;
         cf.cross = out->cross_scale;
@@ -1214,8 +1412,170 @@ int sp_model_replay_nodes(struct sp_model *m, const struct sp_replay *rp, int ca
     default: ok = 0;
     }
     struct result r;
-    int rc = ok ? run_replay_nodes(&g, &cf, &r, fn, arg) : -1;
+    int rc = ok ? run_replay_nodes(&g, &cf, &r, fn, arg, 0) : -1;
     free(scale);
     graph_free(&g);
     return rc;
+}
+
+/* ---- the replay's check of itself ---- */
+
+#define CHECK_REPLAY_PCT 1.0 /* the unchanged replay within this % of the mean step */
+#define CHECK_SLACK 0.005    /* share of the step a saving may pass its bound by (rounding) */
+
+struct node_dev {
+    int64_t *last; /* per rank: the replayed end of its last node */
+    size_t placed; /* nodes placed */
+};
+
+static void node_dev(void *arg, int rank, size_t node, int64_t a, int64_t e)
+{
+    struct node_dev *d = arg;
+    (void)node;
+    (void)a;
+    if (e > d->last[rank])
+        d->last[rank] = e;
+    d->placed++;
+}
+
+/* The largest difference between a rank's replayed mean step and its
+ * recorded one, ns (the recorded steps in view: a pause of the recording
+ * between two of them is no step time). */
+static double rank_step_dev(const struct graph *g, const int64_t *last)
+{
+    double dev = 0;
+    for (int r = 0; r < g->m->nranks; r++) {
+        const struct sp_rank *rk = &g->m->ranks[r];
+        if (!rk->nnodes || !rk->cat || last[r] == INT64_MIN)
+            continue;
+        double rep = (double)(last[r] - g->start[r]) / g->nsteps;
+        double rec = sp_model_rank_step_ms(g->m, rk) * NS_PER_MS;
+        if (fabs(rep - rec) > dev)
+            dev = fabs(rep - rec);
+    }
+    return dev;
+}
+
+/* The counterfactual that prices cause as sp_model_replay did; 0 when it
+ * has none (pipeline_bubble is a share of the balanced replay's wait). */
+static int cause_cf(struct sp_model *m, const struct sp_replay *rp, int cause, struct cf *cf, float *scale)
+{
+    *cf = recorded;
+    switch (cause) {
+    case SP_CAUSE_STRAGGLER:
+        cf->fix = rp->straggler_set;
+        for (int i = 0; i < m->nranks; i++)
+            cf->fix_n += rp->straggler_set[i];
+        return 1;
+    case SP_CAUSE_IMBALANCE: cf->imbalance = 1; return 1;
+    case SP_CAUSE_INPUT: cf->drop = 1u << SP_LOC_INPUT; return 1;
+    case SP_CAUSE_HOST: cf->drop = 1u << SP_LOC_HOST; return 1;
+    case SP_CAUSE_UNEXPLAINED: cf->drop = 1u << SP_LOC_OTHER; return 1;
+    case SP_CAUSE_COMMUNICATION: cf->transfer = 0; return 1;
+    case SP_CAUSE_CROSS_NODE: cf->cross = rp->cross_scale; return rp->cross_scale > 0;
+    case SP_CAUSE_PIPELINE_STAGE:
+        cf->busy_scale = scale;
+        return rp->stage >= 0 && stage_scale(m, rp->stage, scale);
+    default: return 0;
+    }
+}
+
+/* A cause's own time on the critical path, ms per step: what its fix
+ * takes off the local time and transfers of the nodes.  Whichever path
+ * through the graph sets a rank's step, it meets a peer group (the same
+ * op of the same step on every rank) at one instance, where it takes the
+ * local time of one member and the transfer of one (the last to arrive
+ * and the one it leaves through), so the sum over groups of the largest
+ * local cut plus the largest transfer cut bounds the cut of any path, and
+ * a rank's step cannot shrink by more than the cut of the path that set
+ * it.  A group that holds k ops of one rank (two communicators of one
+ * class) counts k times.  Linear in nodes (a fixed rank's medians aside). */
+static double critical_bound(const struct graph *g, const struct cf *cf, double *tail_cut, float *vals,
+                             uint32_t *per_rank)
+{
+    const struct sp_model *m = g->m;
+    for (size_t f = 0; f < g->total; f++)
+        tail_cut[f] = 0;
+    for (int r = 0; r < m->nranks; r++)
+        per_rank[r] = 0;
+    for (size_t t = 0; t < g->ninsts; t++) {
+        const struct inst *in = &g->insts[t];
+        double scale = in->spans ? cf->cross * cf->transfer : cf->transfer;
+        for (int32_t p = 0; p < in->n; p++) {
+            const struct part *pt = &g->parts[in->first + p];
+            size_t flat = g->node_base[pt->r] + (size_t)pt->node;
+            double cut = (double)pt->tail * (1 - scale);
+            if (cut > tail_cut[flat])
+                tail_cut[flat] = cut;
+        }
+    }
+    double bound = 0;
+    for (size_t a = 0; a < g->total;) {
+        uint32_t n = g->peer_n[g->peers[a]], k = 1;
+        double local = 0, tail = 0;
+        for (uint32_t p = 0; p < n; p++) {
+            uint32_t flat = g->peers[a + p];
+            int r = g->peer_rank[a + p];
+            const struct sp_rnode *nd = &m->ranks[r].nodes[flat - g->node_base[r]];
+            double cut = local_time(g, &recorded, r, flat, 0, vals) - local_time(g, cf, r, flat, 0, vals);
+            if (nd->ncalls)
+                cut += local_time(g, &recorded, r, flat, 1, vals) - local_time(g, cf, r, flat, 1, vals);
+            if (cut > local)
+                local = cut;
+            if (tail_cut[flat] > tail)
+                tail = tail_cut[flat];
+            if (++per_rank[r] > k)
+                k = per_rank[r];
+        }
+        for (uint32_t p = 0; p < n; p++)
+            per_rank[g->peer_rank[a + p]] = 0;
+        bound += k * (local + tail);
+        a += n ? n : 1;
+    }
+    return bound / g->nsteps / NS_PER_MS;
+}
+
+int sp_model_replay_check(struct sp_model *m, const struct sp_replay *rp, struct sp_whatif_check *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int c = 0; c < SP_CAUSE_N; c++) {
+        out->bound_ms[c] = -1;
+        out->bound_ok[c] = 1;
+    }
+    struct graph *g = rp->graph;
+    if (!rp->ok || !g || rp->base_ms <= 0 || m->step_mean_ms <= 0)
+        return 0;
+    out->done = 1;
+    struct node_dev d = {malloc(((size_t)m->nranks + 1) * sizeof *d.last), 0};
+    if (!d.last)
+        return 0;
+    for (int i = 0; i < m->nranks; i++)
+        d.last[i] = INT64_MIN;
+    struct result r;
+    if (run_replay_nodes(g, &recorded, &r, node_dev, &d, 0) < 0)
+        d.placed = 0;
+    out->unplaced = (int)(g->total - d.placed);
+    out->replay_error_pct = 100 * rank_step_dev(g, d.last) / (m->step_mean_ms * NS_PER_MS);
+    free(d.last);
+    out->step_error_pct = 100 * fabs(rp->base_ms - m->step_mean_ms) / m->step_mean_ms;
+    out->replay_ok = out->replay_error_pct <= CHECK_REPLAY_PCT && out->step_error_pct <= CHECK_REPLAY_PCT;
+    out->ok = out->replay_ok;
+    double *tail_cut = malloc((g->total + 1) * sizeof *tail_cut);
+    float *vals = malloc(((size_t)g->max_peers + 1) * sizeof *vals);
+    float *scale = malloc(((size_t)m->nranks + 1) * sizeof *scale);
+    uint32_t *per_rank = malloc(((size_t)m->nranks + 1) * sizeof *per_rank);
+    for (int c = 0; tail_cut && vals && scale && per_rank && c < SP_CAUSE_N; c++) {
+        struct cf cf;
+        if (rp->gain[c] <= 0 || !cause_cf(m, rp, c, &cf, scale))
+            continue;
+        out->saved_ms[c] = rp->base_ms - rp->ms[c];
+        out->bound_ms[c] = critical_bound(g, &cf, tail_cut, vals, per_rank);
+        out->bound_ok[c] = out->saved_ms[c] <= out->bound_ms[c] + CHECK_SLACK * rp->base_ms;
+        out->ok &= out->bound_ok[c];
+    }
+    free(tail_cut);
+    free(vals);
+    free(scale);
+    free(per_rank);
+    return out->ok;
 }

@@ -335,11 +335,15 @@ static void finding_ranks(FILE *out, const struct sp_model *m, const struct sp_f
 static void findings(FILE *out, const struct sp_model *m)
 {
     fputs("<h2 id=\"findings\">Findings</h2>\n", out);
-    int healthy = 1;
+    int healthy = !m->check.withheld; /* a withheld gain is unknown, not small */
     for (int i = 0; i < m->nfindings; i++)
         healthy &= m->findings[i].severity <= SP_SEV_LOW;
     if (healthy)
         fputs("<p id=\"healthy\">Healthy: no finding would save 5% or more of the step.</p>\n",
+              out);
+    if (m->check.done && !m->check.ok)
+        fputs("<p id=\"check\">The what-if replay fails its check (see the warnings): the gains it cannot "
+              "back are withheld.</p>\n",
               out);
     for (int i = 0; i < m->nfindings; i++) {
         const struct sp_finding *f = &m->findings[i];

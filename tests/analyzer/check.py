@@ -6,6 +6,9 @@ usage: check.py CASE   with SCALEPROF_BIN and GEN_TRACE in the environment.
 Each case prints what it checks and exits 1 on the first mismatch."""
 import json, os, re, shutil, subprocess, sys, tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import whatif_check  # noqa: E402
+
 SCALEPROF = os.environ["SCALEPROF_BIN"]
 GEN = os.environ["GEN_TRACE"]
 CATS = ["compute", "memcpy", "collective_transfer", "collective_wait",
@@ -33,7 +36,12 @@ def scaleprof(*args, rc=0):
 
 
 def report(d, *args):
-    return json.loads(scaleprof("report", d, "--json", *args).stdout)
+    """The JSON report; every one must pass the replay's check of itself."""
+    rep = json.loads(scaleprof("report", d, "--json", *args).stdout)
+    bad = whatif_check.problems(rep)
+    if bad:
+        fail(f"{d}: the what-if replay fails its check: {'; '.join(bad)}")
+    return rep
 
 
 def near(what, got, want, tol):
@@ -540,6 +548,116 @@ def case_straggler_not_small_batch():
         fail("rank 2 should be the straggler")
     if "small_batch" in causes:
         fail("small_batch fired on a straggler run")
+
+
+def case_straggler_input_one_finding():
+    """A rank that waits 15 ms per step for its own input holds the others
+    back: one finding, the straggler with its input as the cause and the
+    input's first try, not a second input_pipeline finding for the same
+    time; the evidence quotes rank 2's own wait, not the all-ranks mean."""
+    d, _ = gen("inputstrag", "--ranks", 4, "--markers", "--slow-rank", 2, "--slow-input-ms", 15,
+               "--compute-ms", 10, "--transfer-ms", 1)
+    rep = report(d)
+    for f in rep["findings"]:
+        print(f"  {f['cause']} ranks {f['ranks']} gain {f['gain']:.3f}: {f['evidence'][:60]}...")
+    f = findings(rep).get("straggler")
+    if not f or f["ranks"] != [2]:
+        fail("rank 2 should be named straggler")
+    if "waiting for input: 15.00 ms per step" not in f["evidence"]:
+        fail(f"the straggler's evidence should give rank 2's own input wait: {f['evidence']}")
+    if "input" not in f["first_try"]:
+        fail(f"the first try should be about rank 2's input: {f['first_try']}")
+    dup = [g for g in rep["findings"] if g["cause"] == "input_pipeline" and set(g["ranks"]) <= {2}]
+    if dup:
+        fail(f"rank 2's input is listed twice: straggler and {dup}")
+
+
+def case_imbalance_evidence_matches_data():
+    """Work that varies per step and rank (jitter): imbalance says the
+    slowest rank changes from step to step only as the per-step table
+    shows it: the rank with most time outside collectives, step by step."""
+    d, _ = gen("jitter", "--ranks", 4, "--markers", "--jitter", 0.6)
+    rep = report(d, "--per-step")
+    f = findings(rep).get("imbalance")
+    if not f:
+        fail(f"no imbalance finding: {[g['cause'] for g in rep['findings']]}")
+    print(f"  {f['evidence']}")
+    by_step = {}
+    for row in rep["steps_detail"]:
+        local = row["step_ms"] - row["collective_wait"] - row["collective_transfer"]
+        by_step.setdefault(row["step"], []).append((local, row["rank"]))
+    slowest = [max(v)[1] for _, v in sorted(by_step.items())]
+    counts = {r: slowest.count(r) for r in set(slowest)}
+    print(f"  slowest rank per step: {slowest}")
+    m = re.search(r"changes from step to step \((\d+) different ranks over (\d+) steps, none slowest in more than (\d+)\)",
+                  f["evidence"])
+    if len(counts) > 1:
+        if not m or [int(x) for x in m.groups()] != [len(counts), len(slowest), max(counts.values())]:
+            fail(f"the evidence should give {len(counts)} ranks over {len(slowest)} steps, at most "
+                 f"{max(counts.values())}: {f['evidence']}")
+    elif m:
+        fail("the evidence says the slowest rank changes, the table shows one rank")
+
+
+def case_whatif_check_fails_openly():
+    """When the replay fails its check the report says so, in the text and
+    the JSON, lists no gain it withheld and does not call the run healthy.
+    Equal buckets whose steps are told apart by a pause, with the
+    recording paused once, give ranks whose steps disagree today (rank 1's
+    twice the others'): the unchanged replay cannot reproduce them.  Were
+    the steps found alike, the check would pass and the gains be listed:
+    both are asserted, whichever this trace gives."""
+    d, _ = gen("openly", "--ranks", 4, "--steps", 8, "--input-ms", 1, "--jitter", 0.2, "--slow-rank", 1,
+               "--slow-input-ms", 5, "--equal-buckets", "--pause-after-step", 4)
+    rep = json.loads(scaleprof("report", d, "--json").stdout)
+    text = scaleprof("report", d, "--no-color").stdout
+    c = rep["whatif"]["check"]
+    print(f"  {whatif_check.summary(rep)}; withheld {c.get('withheld')}")
+    listed = {f["cause"] for f in rep["findings"]}
+    if c["ok"] is False:
+        if not c["withheld"] or listed & set(c["withheld"]):
+            fail(f"withheld {c['withheld']}, listed {listed}")
+        if rep["healthy"] is not False:
+            fail("a run whose gains were withheld is called healthy")
+        if "fails its check" not in text or not any("what-if replay" in w for w in rep["warnings"]):
+            fail("the text report and the warnings should say the replay fails its check")
+        page = os.path.join(TMP, "openly.html")
+        scaleprof("html", d, "-o", page)
+        with open(page) as f:
+            html = f.read()
+        if "fails its check" not in html or 'id="healthy"' in html:
+            fail("the HTML report should say the replay fails its check, and not call the run healthy")
+    else:
+        bad = whatif_check.problems(rep)
+        if bad or c["withheld"]:
+            fail(f"the check passes but: {bad} withheld {c['withheld']}")
+        if "fails its check" in text:
+            fail("the text says the check fails; the JSON says it passes")
+
+
+def case_whatif_check_can_fail():
+    """The assertion every report here passes (whatif_check.problems) fails
+    on a report whose replay drifts, whose cause saves more than its time
+    on the critical path, or whose ideal is slower than one fix alone."""
+    d, _ = gen("checkfail", "--ranks", 4, "--markers", "--slow-rank", 1, "--slow-compute-ms", 4)
+    rep = report(d)
+    c = rep["whatif"]["check"]
+    print(f"  {whatif_check.summary(rep)}")
+    if c["ok"] is not True or not c["causes"]:
+        fail(f"the check should pass here, with causes priced: {c}")
+    import copy
+    tampered = []
+    for what, change in (("drift", lambda c: c.update(replay_error_pct=2.0)),
+                         ("over bound", lambda c: c["causes"][0].update(saved_ms=c["causes"][0]["critical_path_ms"] + 1)),
+                         ("ideal", lambda c: c.update(ideal_ms=c["best_single_ms"] + 1))):
+        bad = copy.deepcopy(rep)
+        change(bad["whatif"]["check"])
+        got = whatif_check.problems(bad)
+        print(f"  {what}: {got}")
+        if not got:
+            tampered.append(what)
+    if tampered:
+        fail(f"the assertion does not see: {tampered}")
 
 
 def case_cross_node_report():

@@ -28,7 +28,7 @@ SP_FLAG_CLOSED, SP_FLAG_IMPORTED, SP_FLAG_NO_FILE_IO, SP_FLAG_NO_CPU = 1, 2, 4, 
 GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET, GPU_NCCL_KERNEL = 1, 2, 3, 4
 COPY_H2D, COPY_D2H, COPY_D2D = 1, 2, 3
 MEM_PAGEABLE, MEM_PINNED, MEM_DEVICE = 1, 2, 3
-NCCL_ALLREDUCE, NCCL_BROADCAST, NCCL_ALLGATHER, NCCL_REDUCESCATTER, NCCL_SEND = 1, 2, 4, 5, 6
+NCCL_ALLREDUCE, NCCL_BROADCAST, NCCL_ALLGATHER, NCCL_REDUCESCATTER, NCCL_SEND, NCCL_RECV = 1, 2, 4, 5, 6, 7
 CUDA_LAUNCH, CUDA_DEVICE_SYNC, CUDA_STREAM_SYNC, CUDA_EVENT_SYNC = 1, 3, 4, 5
 CUDA_STREAM_WAIT_EVENT, CUDA_MEMCPY, CUDA_MEMCPY_ASYNC = 6, 7, 8
 MARK_RANGE = 4
@@ -620,6 +620,110 @@ def case_bound_world_size(tmp):
     check(h["rank"] == -1 and h["world_size"] == -1, "rank and world size unknown: %s" % h)
     p, seconds, _ = run_bounded([SCALEPROF, "report", tmp])
     check(p.returncode == 0 and seconds < 5, "report in %.1f s" % seconds)
+
+
+def p2p_kernel(i, coll, **args):
+    k = kernel(i, **dict({"Collective name": coll, "In msg nelems": 1024, "Out msg nelems": 1024,
+                          "Group size": 4, "dtype": "BFloat16", "Process Group Name": "pp",
+                          "Process Group Ranks": "[1, 9, 17, 25]"}, **args))
+    k["name"] = "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)"
+    return k
+
+
+def case_p2p_peers_from_args(tmp):
+    """A send's and a recv's peer come from Dst/Src Rank, as ranks of their process group."""
+    ar = kernel(0, **{"Collective name": "allreduce", "In msg nelems": 4, "Group size": 4, "dtype": "Float",
+                      "Process Group Name": "pp", "Process Group Ranks": "[1, 9, 17, 25]", "Seq": 5})
+    ar["name"] = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+    def cpu_op(ext, coll, **args):
+        return {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 5, "tid": 5, "ts": 1, "dur": 1,
+                "args": dict({"External id": ext, "Collective name": coll, "Group size": 4,
+                              "Process Group Ranks": "[1, 9, 17, 25]"}, **args)}
+
+    events = [
+        # Kineto writes the host ops first: a kernel without Src/Dst Rank
+        # takes its peer from the op that launched it (the same External id)
+        cpu_op(501, "send", Rank=3),                 # for a send, "Rank" is the peer's
+        cpu_op(502, "recv", **{"Src Rank": 17, "Rank": 2}),
+        cpu_op(503, "allreduce", Rank=1),
+        ar,
+        p2p_kernel(1, "send", **{"Dst Rank": 17, "Seq": 1}),      # the next stage
+        p2p_kernel(2, "recv", **{"Src Rank": 1, "Seq": 2}),       # the previous one
+        p2p_kernel(3, "recv", **{"Src Rank": 17, "Seq": 3}),
+        # no list of ranks, a group of the whole world: the global rank is the group rank
+        p2p_kernel(4, "send", **{"Dst Rank": 30, "Group size": 32, "Process Group Ranks": "[]",
+                                 "Process Group Name": "0"}),
+        # the profiler elides a long list: the ranks it shows step by 2, the last is index 31
+        p2p_kernel(5, "recv", **{"Src Rank": 41, "Group size": 32, "Process Group Name": "dp",
+                                 "Process Group Ranks": "[1, 3, 5, 7, 9, ..., 63]"}),
+        p2p_kernel(6, "send", **{"Dst Rank": 63, "Group size": 32, "Process Group Name": "dp",
+                                 "Process Group Ranks": "[1, 3, 5, 7, 9, ..., 63]"}),
+        # a list as a JSON array
+        p2p_kernel(7, "send", **{"Dst Rank": 25, "Process Group Ranks": [1, 9, 17, 25]}),
+        # older PyTorch: no peer named
+        p2p_kernel(8, "recv"),
+        # a peer outside the group is not believed
+        p2p_kernel(9, "send", **{"Dst Rank": 2}),
+        p2p_kernel(10, "send", **{"External id": 501}),
+        p2p_kernel(11, "recv", **{"External id": 502}),
+    ]
+    path = os.path.join(tmp, "p2p.json")
+    write_trace(path, events, {"backend": "nccl", "rank": 9, "world_size": 32})
+    p = import_traces(tmp, path)
+    check("; 2 send/recv without their peer" in p.stdout, "the summary counts the sends/recvs without a peer: "
+          + p.stdout)
+    _, evs = read_trace(os.path.join(tmp, "imported", "5.sprof"))  # the host ops' pid
+    nccl = sorted(of_type(evs, "nccl"), key=lambda e: e["t"])
+    coll, send, recv, recv2, world, elided, last, arr, old, outside, linked_send, linked_recv = nccl
+    check((send["op"], send["peer"], send["rank"], send["nranks"]) == (NCCL_SEND, 2, 1, 4),
+          "send to global rank 17 = index 2 of [1, 9, 17, 25], from index 1: %s" % send)
+    check((recv["op"], recv["peer"]) == (NCCL_RECV, 0) and recv2["peer"] == 2, "recvs from 1 and 17: %s %s"
+          % (recv, recv2))
+    check(coll["seq"] == 5 and send["comm"] == coll["comm"] == recv2["comm"],
+          "one communicator; the collective keeps its Seq: %s" % coll)
+    check((send["seq"], recv["seq"], recv2["seq"]) == (1, 2, 3),
+          "a p2p Seq is the group's p2p count, apart from the collectives': %s" % [send, recv, recv2])
+    check(world["peer"] == 30 and world["rank"] == 9, "the world group without a list: %s" % world)
+    check(elided["peer"] == 20 and elided["rank"] == 4 and last["peer"] == 31,
+          "an elided, evenly spaced list: 41 is index 20, 9 index 4, the last 63 index 31: %s %s" % (elided, last))
+    check(arr["peer"] == 3, "a list as an array: %s" % arr)
+    check(old["op"] == NCCL_RECV and old["peer"] == -1, "no Src Rank: the peer unknown: %s" % old)
+    check(outside["peer"] == -1, "a peer not in the group: unknown: %s" % outside)
+    check((linked_send["peer"], linked_recv["peer"]) == (3, 2),
+          "peers from the record_param_comms ops of the same External id: %s %s" % (linked_send, linked_recv))
+    rep = json.loads(run([SCALEPROF, "report", tmp, "--json"], 0).stdout)
+    check(any("2 of 11 send/recv calls name no peer" in w for w in rep["warnings"]),
+          "the report says the waits of unpaired p2p are bounds: %s" % rep["warnings"])
+
+
+def case_p2p_args_malformed(tmp):
+    """Peers, group lists and ids that make no sense leave the peer unknown, never a crash."""
+    big = 9223372036854775807
+    odd = [
+        {"Src Rank": "seventeen"}, {"Dst Rank": -3}, {"Dst Rank": 1e30}, {"Dst Rank": big},
+        {"Dst Rank": 17, "Process Group Ranks": "[,,, ...]"},
+        {"Dst Rank": 17, "Process Group Ranks": "[99999999999999999999999, 17]"},
+        {"Dst Rank": 17, "Group size": -1, "Process Group Ranks": "[1, ..., 25]"},
+        {"Dst Rank": 7, "Group size": 64, "Process Group Ranks": "[5, 5, ..., 5]"},
+        {"Dst Rank": big - 1, "Group size": 3, "Process Group Ranks": "[0, %d, ..., %d]" % (big // 2, big)},
+        {"Dst Rank": 17, "Process Group Ranks": {"a": [1, 9]}},
+        {"Dst Rank": 17, "Process Group Ranks": [[1, 9], 17]},
+        {"External id": big},
+        {"External id": -1},
+    ]
+    events = [{"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 5, "tid": 5, "ts": 1, "dur": 1,
+               "args": {"External id": big, "Collective name": "send", "Rank": big, "Group size": 4}},
+              {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 5, "tid": 5, "ts": 1, "dur": 1,
+               "args": {"External id": 7, "Collective name": "recv", "Rank": 9, "Group size": 4}}]
+    events += [p2p_kernel(i, "send" if "Dst Rank" in a else "recv", **a) for i, a in enumerate(odd)]
+    path = os.path.join(tmp, "odd.json")
+    write_trace(path, events, {"backend": "nccl", "rank": 9, "world_size": 32})
+    p = import_traces(tmp, path)
+    check("; %d send/recv without their peer" % len(odd) in p.stdout, "every one without its peer: " + p.stdout)
+    _, evs = read_trace(os.path.join(tmp, "imported", "5.sprof"))
+    nccl = of_type(evs, "nccl")
+    check(len(nccl) == len(odd) and all(e["peer"] == -1 for e in nccl), "peers unknown: %s" % nccl)
+    run([SCALEPROF, "report", tmp], 0)
 
 
 def main():

@@ -49,12 +49,15 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import check  # noqa: E402  (the accuracy suite's truth readers)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "analyzer"))
+import whatif_check  # noqa: E402  (the replay's check of itself)
 
 STEPS = 10
 SKIP = 3
 ATTEMPTS = 3
 GAIN_ABS_TOLERANCE = 0.05
 GAIN_REL_TOLERANCE = 0.15
+CATEGORY_TOLERANCE = 0.03  # a category's share, report against truth
 NOT_WORTH = 0.05          # a cause saving less than this is not worth reporting
 RUN_TIMEOUT_S = 120
 SEVERITY = {"low": 0, "moderate": 1, "high": 2}
@@ -69,6 +72,9 @@ def common(spec):
 DP = ["--shape", "dp", "--work-ms", "20", "--grad-mb", "16", "--buckets", "4"]
 SLOW_LINK = {"SIM_NVLINK_GBPS": "20"}
 PIPE_STAGES = 4
+# Mixture of experts: 4 layers of 24 ms per step, 64 KiB of tokens between
+# every two ranks per layer each way (microseconds on the sim's links).
+A2A = ["--shape", "alltoall", "--work-ms", "24", "--layers", "4", "--token-kb", "64"]
 PIPE_FIXED_MICRO = 64
 # Copies over a slow host link: 4 MiB a step at 1 GB/s from pageable memory
 # (4.2 ms), 2.5 GB/s from pinned (1.7 ms), against 8 ms of compute.
@@ -131,6 +137,33 @@ SHAPES = {
         # host-bound on two shared cores: other engineers' load moves both runs
         "attempts": 5,
     },
+    "two_fixed_stragglers": {
+        "story": "8-rank data parallel; rank 5 computes 2x slower and rank 1 1.5x, the "
+                 "same two ranks in every step (fix: both at normal speed; a third run "
+                 "with only rank 5 fixed checks the gain the report gives each)",
+        "nproc": 8, "env": SLOW_LINK,
+        "asis": DP + ["--slow-rank", "5:2", "--slow-rank", "1:1.5"],
+        "fixed": DP,
+        # each rank fixed alone: the gain the finding's rank_gains gives it
+        "alone": [5, 1],
+        "alone_5": DP + ["--slow-rank", "1:1.5"], "alone_1": DP + ["--slow-rank", "5:2"],
+        "cause": "straggler", "ranks": [1, 5], "band": (0.35, 0.6),
+        "premises": ["waits_asis", "no_waits_fixed"],
+    },
+    "three_fixed_stragglers": {
+        "story": "8-rank data parallel; ranks 2, 3 and 6 compute 1.8x, 1.6x and 1.4x "
+                 "slower in every step (fix: all three at normal speed; three more runs, "
+                 "each with one of them fixed, check the gain the report gives each)",
+        "nproc": 8, "env": SLOW_LINK,
+        "asis": DP + ["--slow-rank", "2:1.8", "--slow-rank", "3:1.6", "--slow-rank", "6:1.4"],
+        "fixed": DP,
+        "alone": [2, 3, 6],
+        "alone_2": DP + ["--slow-rank", "3:1.6", "--slow-rank", "6:1.4"],
+        "alone_3": DP + ["--slow-rank", "2:1.8", "--slow-rank", "6:1.4"],
+        "alone_6": DP + ["--slow-rank", "2:1.8", "--slow-rank", "3:1.6"],
+        "cause": "straggler", "ranks": [2, 3, 6], "band": (0.3, 0.55),
+        "premises": ["waits_asis", "no_waits_fixed"],
+    },
     "pipeline_bubble": {
         "story": "4 pipeline stages over send/recv, GPipe with 4 micro-batches, every "
                  "stage equal: the fill and drain bubble (fix: 64 micro-batches, same "
@@ -154,6 +187,58 @@ SHAPES = {
         "fixed": ["--shape", "pipeline", "--work-ms", "24", "--micro-batches", "8",
                   "--slow-rank", "2", "--slow-factor", "1"],
         "cause": "pipeline_stage", "ranks": [2], "band": (0.3, 0.55),
+        "premises": [],
+    },
+    "alltoall_hot_rank": {
+        "story": "4-rank mixture of experts: each of 4 layers computes, dispatches tokens to "
+                 "every other rank by grouped ncclSend/ncclRecv (an all-to-all), computes its "
+                 "experts on what it received and sends the results back the same way; rank 2 "
+                 "receives 4x the tokens and its experts compute 4x longer (fix: every rank "
+                 "receives the same tokens)",
+        "nproc": 4, "env": {},
+        "asis": A2A + ["--hot-rank", "2", "--hot-factor", "4"],
+        "fixed": A2A + ["--hot-rank", "2", "--hot-factor", "1"],
+        "cause": "straggler", "ranks": [2], "band": (0.45, 0.7),
+        "truth_categories": ["collective_wait", "collective_transfer"],
+        "premises": ["waits_asis", "no_waits_fixed"],
+    },
+    "alltoall_slow_link": {
+        "story": "the same 4-rank mixture of experts, every rank receiving the same tokens, "
+                 "8 MiB between every two ranks per layer each way over a 5 GB/s link (fix: "
+                 "links so fast the transfer vanishes: what hiding it entirely would give)",
+        "nproc": 4, "env": {"SIM_NVLINK_GBPS": "5"}, "env_fixed": {"SIM_NVLINK_GBPS": "100000"},
+        "asis": ["--shape", "alltoall", "--work-ms", "24", "--layers", "4", "--token-kb", "8192"],
+        "fixed": ["--shape", "alltoall", "--work-ms", "24", "--layers", "4", "--token-kb", "8192"],
+        "cause": "communication", "ranks": None, "band": (0.25, 0.5),
+        "truth_categories": ["collective_wait", "collective_transfer"],
+        "premises": [],
+    },
+    "pipeline_1f1b_slow_stage": {
+        "story": "4 pipeline stages, one-forward-one-backward with 8 micro-batches: in the "
+                 "steady state a stage's send of activations and receive of gradients share "
+                 "one group (and the other way); stage 1 computes 2x slower (fix: stage 1 at "
+                 "the others' speed)",
+        "nproc": PIPE_STAGES, "env": {},
+        "asis": ["--shape", "1f1b", "--work-ms", "24", "--micro-batches", "8",
+                 "--slow-rank", "1", "--slow-factor", "2"],
+        "fixed": ["--shape", "1f1b", "--work-ms", "24", "--micro-batches", "8",
+                  "--slow-rank", "1", "--slow-factor", "1"],
+        "cause": "pipeline_stage", "ranks": [1], "band": (0.3, 0.55),
+        "truth_categories": ["collective_wait", "collective_transfer"],
+        "premises": [],
+    },
+    "pipeline_1f1b_bubble": {
+        "story": "4 pipeline stages, one-forward-one-backward with 4 micro-batches, every "
+                 "stage equal: the warm-up and cool-down bubble (fix: 64 micro-batches, same "
+                 "total work)",
+        "nproc": PIPE_STAGES, "env": {},
+        "asis": ["--shape", "1f1b", "--work-ms", "96", "--micro-batches", "4"],
+        "fixed": ["--shape", "1f1b", "--work-ms", "96",
+                  "--micro-batches", str(PIPE_FIXED_MICRO)],
+        "cause": "pipeline_bubble", "ranks": None, "band": (0.3, 0.45),
+        "forbid": ["straggler", "pipeline_stage"],
+        "fixed_residual": (PIPE_STAGES - 1.0) / (PIPE_FIXED_MICRO + PIPE_STAGES - 1.0),
+        "truth_categories": ["collective_wait", "collective_transfer"],
         "premises": [],
     },
     "tp_dp": {
@@ -323,9 +408,14 @@ def report(env, run_dir):
         raise Failure("scaleprof report %s exited %d: %s" % (run_dir, p.returncode,
                                                               p.stderr.strip()[-2000:]))
     try:
-        return json.loads(p.stdout)
+        rep = json.loads(p.stdout)
     except ValueError as e:
         raise Failure("scaleprof report --json printed no JSON (%s): %s" % (e, p.stdout[:500]))
+    bad = whatif_check.problems(rep)
+    print("  %s" % whatif_check.summary(rep))
+    if bad:
+        raise Failure("%s: the what-if replay fails its check: %s" % (run_dir, "; ".join(bad)))
+    return rep
 
 
 # ----------------------------------------------------------------- truth
@@ -561,6 +651,17 @@ def judge_report(pair, rep, rep_fixed):
         for f in fs:
             if f.get("cause") == cause and (gain_of(f) or 0) >= (max(ours) if ours else 0):
                 bad.append("as is: %s outranks %s" % (describe(f), spec["cause"]))
+    share = float(rep.get("breakdown", {}).get("collective_transfer", 0))
+    for f in fs:
+        if f.get("cause") == "communication" and (gain_of(f) or 0) > share + CATEGORY_TOLERANCE:
+            bad.append("as is: %s, more than the %.1f%% of step time the report gives collective "
+                       "transfer" % (describe(f), 100 * share))
+    truth = pair.frac("asis")[0]
+    for cat in spec.get("truth_categories", []):
+        got = float(rep.get("breakdown", {}).get(cat, 0))
+        if abs(got - truth[cat]) > CATEGORY_TOLERANCE:
+            bad.append("as is: %s %.1f%% of step time, truth %.1f%% (tolerance %.0f points)"
+                       % (cat, 100 * got, 100 * truth[cat], 100 * CATEGORY_TOLERANCE))
     limit = NOT_WORTH + spec.get("fixed_residual", 0.0)
     for f in rep_fixed.get("findings", []):
         if f.get("cause") != spec["cause"]:
@@ -571,6 +672,37 @@ def judge_report(pair, rep, rep_fixed):
         elif g >= limit:
             bad.append("fixed: %s still named with gain %.3f (limit %.3f)"
                        % (spec["cause"], g, limit))
+    return bad
+
+
+def measure_alone(env, pair):
+    """Each rank of a straggler set fixed alone, for real: {rank: measured
+    gain}.  A run the machine disturbed (premise_clean) is Disturbed."""
+    out = {}
+    for rank in SHAPES[pair.shape].get("alone", []):
+        which = "alone_%d" % rank
+        pair.dirs[which] = run_job(env, pair.shape, which)
+        premise_clean(pair, which)
+        out[rank] = 1.0 - mean_step_ms(pair.dirs[which]) / pair.step["asis"]
+    return out
+
+
+def judge_alone(alone, rep):
+    """The gain the report gives each rank fixed alone (rank_gains) against
+    the one measured."""
+    bad = []
+    top = top_finding(rep) or {}
+    given = {g.get("rank"): g.get("gain") for g in top.get("rank_gains", [])}
+    for rank, measured in sorted(alone.items()):
+        got = given.get(rank)
+        tol = max(GAIN_ABS_TOLERANCE, GAIN_REL_TOLERANCE * measured)
+        print("  rank %d fixed alone: measured gain %.3f, report %s" % (
+            rank, measured, "%.3f" % got if isinstance(got, (int, float)) else got))
+        if not isinstance(got, (int, float)):
+            bad.append("as is: the finding gives no gain for rank %d fixed alone" % rank)
+        elif abs(got - measured) > tol:
+            bad.append("as is: rank %d alone gain %.3f, measured %.3f (tolerance %.3f)"
+                       % (rank, got, measured, tol))
     return bad
 
 
@@ -596,6 +728,7 @@ def run_shape(shape):
         pair = Pair(shape, run_job(env, shape, "asis"), run_job(env, shape, "fixed"))
         try:
             judge_pair(pair)
+            alone = measure_alone(env, pair)
         except Disturbed as e:
             print("  disturbed (attempt %d of %d): %s" % (attempt, attempts, e))
             continue
@@ -611,6 +744,7 @@ def run_shape(shape):
                     for k, v in frac.items() if k != "step_ms")))
         print(summary_line(pair, rep, rep_fixed))
         bad = judge_report(pair, rep, rep_fixed)
+        bad += judge_alone(alone, rep)
         for b in bad:
             print("  wrong: " + b)
         if bad:
@@ -625,12 +759,12 @@ def main(argv):
         return 0
     if len(argv) == 3 and argv[1] == "--commands" and argv[2] in SHAPES:
         spec = SHAPES[argv[2]]
-        for which in ("asis", "fixed"):
+        for which in ["asis", "fixed"] + ["alone_%d" % r for r in spec.get("alone", [])]:
             prefix = "".join("%s=%s " % kv for kv in spec.get("env_" + which, spec["env"]).items())
             cmd = ["build/analyzer/scaleprof", "run", "--sim", "-o", "%s-%s" % (argv[2], which),
                    "--nproc",
                    str(spec["nproc"]), "--", "build/examples/shapes"] + common(spec) + spec[which]
-            print("%-5s %s%s" % (which, prefix, " ".join(cmd)))
+            print("%-7s %s%s" % (which, prefix, " ".join(cmd)))
         return 0
     if len(argv) != 2 or argv[1] not in SHAPES:
         sys.stderr.write("usage: whatif.py SHAPE|--list|--commands SHAPE\nshapes: %s\n"

@@ -142,6 +142,11 @@ struct options {
     int pinned;           /* copy: the host buffer is pinned (cudaMallocHost) */
     int kernel_iters;
     int markers;
+    int mid_sync;         /* dp: the loss read back (.item()) after the forward */
+    double step_host_ms;  /* dp: host work per step (logging, Python) */
+    int ckpt_every;       /* dp: a checkpoint every N steps (0: none) */
+    double ckpt_mb;
+    int ckpt_rank;
     unsigned seed;
     const char *data_dir;
     const char *rendezvous;
@@ -244,6 +249,12 @@ static void usage(FILE *to)
         "  --imbalance S         each step each rank's work is drawn from [1-S, 1+S] (0)\n"
         "  --balance             every rank does the mean of the step's draws\n"
         "  --seed N              seed of the draws and the dataset (1)\n"
+        "  --step-host-ms X      host work per step after the forward is launched (0)\n"
+        "  --mid-sync            read the loss back (a blocking copy, like .item()) after\n"
+        "                        the forward, before that host work and the backward\n"
+        "  --ckpt-every N        every Nth step, --ckpt-rank writes a checkpoint (0: never)\n"
+        "  --ckpt-mb X           checkpoint size, MiB, written and fsynced in --data (64)\n"
+        "  --ckpt-rank R         the rank that writes it (0)\n"
         "pipeline and 1f1b (one stage per rank):\n"
         "  --micro-batches M     micro-batches per step, same total work (4)\n"
         "  --act-kb X            activations per step, KiB, split over them (1024)\n"
@@ -280,7 +291,8 @@ enum {
     OPT_SLOW_RANK, OPT_SLOW_GROUP, OPT_SLOW_FACTOR, OPT_IMBALANCE, OPT_BALANCE, OPT_MICRO,
     OPT_ACT, OPT_TP, OPT_LAYERS, OPT_TP_KB, OPT_KERNELS, OPT_KERNEL_US, OPT_HOST_US, OPT_HOST_SLEEP,
     OPT_LOADER_MS, OPT_LOADER_SLOW, OPT_PREFETCH, OPT_READ_KB, OPT_ITERS, OPT_NO_MARKERS, OPT_SEED,
-    OPT_DATA, OPT_RENDEZVOUS, OPT_BATCH_MB, OPT_PINNED, OPT_TOKEN_KB, OPT_HOT_RANK, OPT_HOT_FACTOR, OPT_HELP,
+    OPT_DATA, OPT_RENDEZVOUS, OPT_MID_SYNC, OPT_STEP_HOST, OPT_CKPT_EVERY, OPT_CKPT_MB,
+    OPT_CKPT_RANK, OPT_BATCH_MB, OPT_PINNED, OPT_TOKEN_KB, OPT_HOT_RANK, OPT_HOT_FACTOR, OPT_HELP,
 };
 
 static const struct option long_opts[] = {
@@ -314,6 +326,11 @@ static const struct option long_opts[] = {
     {"seed", required_argument, 0, OPT_SEED},
     {"data", required_argument, 0, OPT_DATA},
     {"rendezvous", required_argument, 0, OPT_RENDEZVOUS},
+    {"mid-sync", no_argument, 0, OPT_MID_SYNC},
+    {"step-host-ms", required_argument, 0, OPT_STEP_HOST},
+    {"ckpt-every", required_argument, 0, OPT_CKPT_EVERY},
+    {"ckpt-mb", required_argument, 0, OPT_CKPT_MB},
+    {"ckpt-rank", required_argument, 0, OPT_CKPT_RANK},
     {"batch-mb", required_argument, 0, OPT_BATCH_MB},
     {"pinned", no_argument, 0, OPT_PINNED},
     {"token-kb", required_argument, 0, OPT_TOKEN_KB},
@@ -390,6 +407,7 @@ static void parse_options(int argc, char **argv, struct options *o)
     o->batch_mb = 4;
     o->kernel_iters = 16;
     o->markers = 1;
+    o->ckpt_mb = 64;
     o->seed = 1;
     o->data_dir = default_data_dir();
     int c;
@@ -444,6 +462,11 @@ static void parse_options(int argc, char **argv, struct options *o)
         case OPT_HOT_RANK: o->hot_rank = (int)parse_number(n, optarg, 0, 1 << 20); break;
         case OPT_HOT_FACTOR: o->hot_factor = parse_number(n, optarg, 0.01, 1000); break;
         case OPT_RENDEZVOUS: o->rendezvous = optarg; break;
+        case OPT_MID_SYNC: o->mid_sync = 1; break;
+        case OPT_STEP_HOST: o->step_host_ms = parse_number(n, optarg, 0, 1e5); break;
+        case OPT_CKPT_EVERY: o->ckpt_every = (int)parse_number(n, optarg, 0, 1e6); break;
+        case OPT_CKPT_MB: o->ckpt_mb = parse_number(n, optarg, 0.001, 1 << 16); break;
+        case OPT_CKPT_RANK: o->ckpt_rank = (int)parse_number(n, optarg, 0, 1 << 20); break;
         case OPT_BATCH_MB: o->batch_mb = parse_number(n, optarg, 0.001, 1 << 14); break;
         case OPT_PINNED: o->pinned = 1; break;
         case OPT_HELP: case 'h': usage(stdout); exit(0);
@@ -977,12 +1000,28 @@ static void allreduce(struct gpu *g, float *buf, size_t elems, ncclComm_t comm)
 }
 
 /* dp (and loader): forward, backward, then every bucket's all-reduce back
- * to back on the same stream, then the optimizer. */
-static void step_dp(const struct options *o, struct gpu *g, double scale)
+ * to back on the same stream, then the optimizer.  The host's own work of
+ * the step (--step-host-ms) comes after the forward is launched, so the GPU
+ * hides it - unless the loss is read back first (--mid-sync): then the
+ * host waits for the forward, and the GPU for the host. */
+static void step_dp(const struct options *o, struct gpu *g, double scale, int step)
 {
     double fwd = o->work_ms * scale / 3.0, bwd = 2.0 * o->work_ms * scale / 3.0;
     for (int k = 0; k < FWD_KERNELS; k++)
         launch_ms(o, g, fwd / FWD_KERNELS);
+    if (o->mid_sync) {
+        float loss;
+        uint64_t t0 = now_ns();
+        /* as .item() does it: a copy on the compute stream, then its sync */
+        CUDA_CHECK(cudaMemcpyAsync(&loss, g->norm, sizeof loss, cudaMemcpyDeviceToHost, g->stream));
+        CUDA_CHECK(cudaStreamSynchronize(g->stream));
+        truth_interval("mid_sync", step, t0, now_ns());
+    }
+    if (o->step_host_ms > 0) {
+        uint64_t t0 = now_ns();
+        sleep_ns((uint64_t)(o->step_host_ms * NS_PER_MS)); /* slept: the sim shares the CPUs */
+        truth_interval("step_host", step, t0, now_ns());
+    }
     for (int b = 0; b < o->buckets; b++) {
         double share = (double)(g->bucket_off[b + 1] - g->bucket_off[b]) / g->grad_elems;
         launch_ms(o, g, bwd * share);
@@ -1175,10 +1214,36 @@ static void step_copy(const struct options *o, struct gpu *g, double scale, int 
         if (step + 1 < o->steps)
             copy_prefetch(g, step + 1);
     }
-    step_dp(o, g, scale);
+    step_dp(o, g, scale, step);
 }
 
 /* --------------------------------------------------------------- main */
+
+/* A synchronous checkpoint, as torch.save + os.fsync from the training
+ * loop write it: --ckpt-mb MiB in 1 MiB writes, then the flush. */
+static void checkpoint(const struct options *o, const struct rank_env *r, int step)
+{
+    static unsigned char chunk[BYTES_PER_MB];
+    char path[4096];
+    if (mkdir(o->data_dir, 0755) != 0 && errno != EEXIST)
+        die("cannot create %s: %s", o->data_dir, strerror(errno));
+    snprintf(path, sizeof path, "%s/ckpt-%d.bin", o->data_dir, r->rank);
+    uint64_t t0 = now_ns();
+    int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    if (fd < 0)
+        die("cannot create %s: %s", path, strerror(errno));
+    memset(chunk, step & 0xff, sizeof chunk);
+    size_t left = (size_t)(o->ckpt_mb * BYTES_PER_MB);
+    while (left) {
+        size_t n = left < sizeof chunk ? left : sizeof chunk;
+        if (write_all(fd, chunk, n) != 0)
+            die("cannot write %s: %s", path, strerror(errno));
+        left -= n;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0)
+        die("cannot flush %s: %s", path, strerror(errno));
+    truth_interval("checkpoint", step, t0, now_ns());
+}
 
 static int compare_double(const void *a, const void *b)
 {
@@ -1231,7 +1296,7 @@ int main(int argc, char **argv)
         if (o.imbalance > 0)
             truth_work(step, factor);
         switch (o.shape) {
-        case SHAPE_DP: step_dp(&o, &g, scale * factor); break;
+        case SHAPE_DP: step_dp(&o, &g, scale * factor, step); break;
         case SHAPE_PIPELINE: step_pipeline(&o, &r, &g, scale); break;
         case SHAPE_TPDP: step_tpdp(&o, &g, scale); break;
         case SHAPE_ALLTOALL: step_alltoall(&o, &r, &g, scale); break;
@@ -1248,11 +1313,13 @@ int main(int argc, char **argv)
                 loader_request(&l, (uint64_t)step + 1);
             CUDA_CHECK(cudaMemcpyAsync(g.input_dev, g.pinned, g.input_bytes,
                                        cudaMemcpyHostToDevice, g.stream));
-            step_dp(&o, &g, scale);
+            step_dp(&o, &g, scale, step);
             break;
         }
         }
         CUDA_CHECK(cudaStreamSynchronize(g.stream));
+        if (o.ckpt_every && (step + 1) % o.ckpt_every == 0 && r.rank == o.ckpt_rank)
+            checkpoint(&o, &r, step);
         if (o.markers)
             nvtxRangePop();
         uint64_t t1 = now_ns();

@@ -162,7 +162,9 @@ static const char *const io_ops[] = {
     [SP_IO_OPEN] = "open",   [SP_IO_CLOSE] = "close", [SP_IO_READ] = "read",
     [SP_IO_PREAD] = "pread", [SP_IO_READV] = "readv", [SP_IO_PREADV] = "preadv",
     [SP_IO_FREAD] = "fread", [SP_IO_WRITE] = "write", [SP_IO_RECV] = "recv",
-    [SP_IO_MMAP] = "mmap",   [SP_IO_FOPEN] = "fopen",
+    [SP_IO_MMAP] = "mmap",   [SP_IO_FOPEN] = "fopen", [SP_IO_PWRITE] = "pwrite",
+    [SP_IO_WRITEV] = "writev", [SP_IO_FWRITE] = "fwrite", [SP_IO_FSYNC] = "fsync",
+    [SP_IO_FDATASYNC] = "fdatasync",
 };
 static const char *const fd_kinds[] = {
     [SP_FD_UNKNOWN] = "unknown", [SP_FD_FILE] = "file",     [SP_FD_PIPE] = "pipe",

@@ -139,6 +139,11 @@ enum sp_io_op {
     SP_IO_RECV,
     SP_IO_MMAP,
     SP_IO_FOPEN,
+    SP_IO_PWRITE,    /* pwrite, pwritev: bytes written at an offset */
+    SP_IO_WRITEV,
+    SP_IO_FWRITE,
+    SP_IO_FSYNC,     /* fsync: bytes 0; its duration is the flush */
+    SP_IO_FDATASYNC,
     SP_IO_OP_MAX
 };
 

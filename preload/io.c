@@ -6,8 +6,10 @@
  * polling it, and loader workers reading files.  So every read-like call
  * becomes an IO event (duration, op, fd, fd kind, path, return value,
  * bytes asked, offset, errno) and every poll-like call a WAIT event.
- * Writes are recorded only on pipes and sockets (a loader worker blocked
- * pushing a batch into a full queue); writes to regular files cost one
+ * Writes (write, pwrite, writev, fwrite) and flushes (fsync, fdatasync)
+ * are recorded on pipes and sockets (a loader worker blocked pushing a
+ * batch into a full queue) and on regular files (a checkpoint written and
+ * flushed from the training loop); on terminals and devices they cost one
  * table lookup and are not recorded.
  *
  * The fd table.  A static array indexed by fd (SP_FD_TABLE entries; higher
@@ -86,7 +88,8 @@
 #include "interpose.h"
 #include "preload.h"
 
-#undef fread_unlocked /* a macro under -O2; we define the function */
+#undef fread_unlocked /* macros under -O2; we define the functions */
+#undef fwrite_unlocked
 
 #define SP_FD_TABLE 65536
 #define FD_PATH_MASK 0xffffffffull
@@ -529,11 +532,14 @@ static int first_fd_in(int nfds, const fd_set *set)
     }
 #define NO_PROLOGUE (void)0
 
-/* Writes matter only where they can block on a consumer: pipes, sockets. */
+/* Writes matter where they can block: on a consumer (pipes, sockets: a
+ * loader worker pushing into a full queue) or on storage (regular files: a
+ * checkpoint written and flushed from the training loop).  Terminals and
+ * devices are left alone. */
 static int write_worth_recording(int fd)
 {
     int k = entry_kind(fd_entry(fd));
-    return k == SP_FD_PIPE || k == SP_FD_SOCKET;
+    return k == SP_FD_PIPE || k == SP_FD_SOCKET || k == SP_FD_FILE;
 }
 
 /* close of the trace's own fd reports success and keeps it (sp_trace_fd);
@@ -573,6 +579,7 @@ static void dup_done(int yielded, int fd, int to, int r)
  * missing, then the shape's own:
  *
  *   READ   op, fd, bytes returned (from the result r), bytes asked, offset
+ *   WRITE  the same, recorded only on files, pipes and sockets
  *   WAIT   op, number of fds, timeout in ms, first fd (both computed before
  *          the call: select rewrites its sets and its timeout)
  *   OPEN   op, prologue (OPEN_MODE for the variadic ones), fd of the result r
@@ -619,6 +626,24 @@ static void dup_done(int yielded, int fd, int to, int r)
       (fd, buf, n, flags, addr, alen), -1, SP_IO_RECV, fd, r, n, 0)                                       \
     X(READ, recvmsg, ssize_t, (int fd, struct msghdr *msg, int flags), (fd, msg, flags), -1,              \
       SP_IO_RECV, fd, r, msg_bytes(msg), 0)                                                               \
+    X(WRITE, write, ssize_t, (int fd, const void *buf, size_t n), (fd, buf, n), -1, SP_IO_WRITE, fd, r,   \
+      n, 0)                                                                                               \
+    X(WRITE, pwrite, ssize_t, (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off), -1,      \
+      SP_IO_PWRITE, fd, r, n, off)                                                                        \
+    X(WRITE, pwrite64, ssize_t, (int fd, const void *buf, size_t n, off64_t off), (fd, buf, n, off), -1,  \
+      SP_IO_PWRITE, fd, r, n, off)                                                                        \
+    X(WRITE, writev, ssize_t, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt), -1,             \
+      SP_IO_WRITEV, fd, r, iov_bytes(iov, cnt), 0)                                                        \
+    X(WRITE, pwritev, ssize_t, (int fd, const struct iovec *iov, int cnt, off_t off),                     \
+      (fd, iov, cnt, off), -1, SP_IO_PWRITE, fd, r, iov_bytes(iov, cnt), off)                             \
+    X(WRITE, pwritev64, ssize_t, (int fd, const struct iovec *iov, int cnt, off64_t off),                 \
+      (fd, iov, cnt, off), -1, SP_IO_PWRITE, fd, r, iov_bytes(iov, cnt), off)                             \
+    X(WRITE, fwrite, size_t, (const void *ptr, size_t size, size_t n, FILE *fp), (ptr, size, n, fp), 0,   \
+      SP_IO_FWRITE, stream_fd(fp), r *size, size *n, 0)                                                   \
+    X(WRITE, fwrite_unlocked, size_t, (const void *ptr, size_t size, size_t n, FILE *fp),                 \
+      (ptr, size, n, fp), 0, SP_IO_FWRITE, stream_fd(fp), r *size, size *n, 0)                            \
+    X(WRITE, fsync, int, (int fd), (fd), -1, SP_IO_FSYNC, fd, r, 0, 0)                                    \
+    X(WRITE, fdatasync, int, (int fd), (fd), -1, SP_IO_FDATASYNC, fd, r, 0, 0)                            \
     X(WAIT, poll, int, (struct pollfd * fds, nfds_t n, int timeout), (fds, n, timeout), -1,               \
       SP_WAIT_POLL, n, timeout, n ? fds[0].fd : -1)                                                       \
     X(WAIT, __poll_chk, int, (struct pollfd * fds, nfds_t n, int timeout, size_t fdslen),                 \
@@ -689,6 +714,16 @@ int __openat64_2(int dirfd, const char *path, int flags);
     struct io_call c;                                            \
     if ((pass) || !io_enter(&c))                                 \
     return real args
+
+/* A write: recorded on the kinds of fd it can block on (write_worth_recording). */
+#define IO_SHAPE_WRITE(name, ret, params, args, errval, op, fd_, result, asked, off)     \
+    SP_EXPORT ret name params                                                            \
+    {                                                                                    \
+        IO_TIMED_PROLOGUE(name, ret, params, args, errval, !write_worth_recording(fd_)); \
+        ret r = real args;                                                               \
+        io_leave(&c, errno, op, fd_, (int64_t)(result), asked, (uint64_t)(off));         \
+        return r;                                                                        \
+    }
 
 #define IO_SHAPE_READ(name, ret, params, args, errval, op, fd_, result, asked, off) \
     SP_EXPORT ret name params                                                       \
@@ -771,17 +806,6 @@ SP_EXPORT int creat(const char *path, mode_t mode)
 SP_EXPORT int creat64(const char *path, mode_t mode)
 {
     return open64(path, O_CREAT | O_WRONLY | O_TRUNC, mode);
-}
-
-SP_EXPORT ssize_t write(int fd, const void *buf, size_t n)
-{
-    IO_REAL(write, ssize_t, (int fd, const void *buf, size_t n), -1);
-    struct io_call c;
-    if (!sp_recording || sp_guard_held() || !write_worth_recording(fd) || !io_enter(&c))
-        return real(fd, buf, n);
-    ssize_t r = real(fd, buf, n);
-    io_leave(&c, errno, SP_IO_WRITE, fd, r, n, 0);
-    return r;
 }
 
 /* close_range and closefrom (Python's os.closerange, daemons, children

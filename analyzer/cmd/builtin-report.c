@@ -429,7 +429,9 @@ static void text_findings(const struct sp_model *m, int cols)
         ranks_text(m, f, ranks, sizeof ranks);
         int all = !strcmp(ranks, "all");
         char head[256];
-        int w = snprintf(head, sizeof head, "%d. %s [%s] %s%s, steps %d-%d:", i + 1, ci->name,
+        const char *part_of = sp_cause_part_of(f->cause);
+        int w = snprintf(head, sizeof head, "%d. %s%s%s%s [%s] %s%s, steps %d-%d:", i + 1, ci->name,
+                         part_of ? " (part of " : "", part_of ? part_of : "", part_of ? ")" : "",
                          sp_model_severity_name(f->severity), all ? "" : f->nranks == 1 ? "rank " : "ranks ",
                          all ? "all ranks" : ranks, f->step_first, f->step_last);
         if (w > 0 && (size_t)w < sizeof head)
@@ -752,6 +754,8 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
         sp_json_str(&j, "evidence", f->evidence);
         sp_json_str(&j, "first_try", sp_finding_first_try(f));
         sp_json_str(&j, "docs", ci->anchor);
+        if (sp_cause_part_of(f->cause))
+            sp_json_str(&j, "part_of", sp_cause_part_of(f->cause));
         sp_json_close(&j, '}');
     }
     sp_json_close(&j, ']');

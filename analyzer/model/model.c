@@ -442,6 +442,8 @@ void sp_model_free(struct sp_model *m)
         free(r->steps);
         free(r->cat);
         free(r->input_head);
+        free(r->write_idle);
+        free(r->sync_idle);
         free(r->nodes);
         r->nodes = NULL;
     }

@@ -125,8 +125,14 @@ static inline int sp_op_is_p2p(uint32_t op) { return op == SP_NCCL_SEND || op ==
  * NCCL kernels) was spent on, as the replay sees it: GPU busy computing
  * (kernels), waiting for input, the host (inside CUDA calls while the GPU
  * idled, or late in its own code before issuing work), unexplained, and
- * copies (and memsets) while no kernel ran. */
-enum sp_loc { SP_LOC_BUSY, SP_LOC_INPUT, SP_LOC_HOST, SP_LOC_OTHER, SP_LOC_COPY, SP_LOC_N };
+ * copies (and memsets) while no kernel ran.
+ * The host's time comes in parts, each its own counterfactual: blocked in
+ * file writes and their flushes (a checkpoint: SP_LOC_WRITE), the GPU idle
+ * because a synchronization inside the step stopped the host from issuing
+ * work ahead (SP_LOC_SYNC: from the moment the GPU drained under the sync
+ * to the host's next call), and the rest (SP_LOC_HOST: the host's own work
+ * between CUDA calls, launches, the sync that ends the step). */
+enum sp_loc { SP_LOC_BUSY, SP_LOC_INPUT, SP_LOC_HOST, SP_LOC_OTHER, SP_LOC_COPY, SP_LOC_SYNC, SP_LOC_WRITE, SP_LOC_N };
 
 /* One node of a rank's replay chain (model_replay.c): a communication op
  * (the calls of one kernel: a group's sends and recvs share it) or the end
@@ -218,6 +224,16 @@ struct sp_rank {
     size_t nnodes;
     int stage;              /* pipeline stage, -1 when not pipelined */
     double *input_head;     /* per step: idle_input ns before the step's first compute */
+    double *write_idle;     /* per step: idle_host ns blocked in file writes and flushes */
+    double *sync_idle;      /* per step: idle_host ns caused by syncs inside the step */
+    /* file writes and flushes of the rank's own process, over the steps in view */
+    uint64_t write_bytes, writes, flushes;
+    int64_t write_ns, flush_ns;
+    /* the call site (recorded stack) of the sync inside the step that cost
+     * most, "" when none; its calls and the idle they caused */
+    char sync_site[256];
+    uint64_t sync_site_calls;
+    double sync_site_ns;
     uint64_t late_events;   /* events that arrived after their step closed */
     int open_peak;          /* most steps held open at once in pass 2 */
     /* input evidence: the rank's own process and its helpers */
@@ -268,6 +284,8 @@ enum sp_cause {
     SP_CAUSE_CROSS_NODE,
     SP_CAUSE_SMALL_BATCH,
     SP_CAUSE_UNEXPLAINED,
+    SP_CAUSE_HOST_SYNC,   /* host_overhead's part: syncs inside the step */
+    SP_CAUSE_FILE_WRITES, /* host_overhead's part: file writes (checkpoints) */
     SP_CAUSE_SCALING,   /* compare: efficiency falls, no single cause */
     SP_CAUSE_HANG,      /* some ranks never reached a collective */
     SP_CAUSE_MEMCPY,    /* copies on the critical path */
@@ -278,6 +296,9 @@ struct sp_cause_info {
     const char *first_try; /* the seed's first thing to try */
     const char *anchor;    /* docs/analysis.md section */
 };
+/* The cause a cause is a part of ("host_overhead" for host_sync and
+ * file_writes), NULL when none. */
+const char *sp_cause_part_of(int cause);
 /* The row of a cause; never NULL (an out-of-range cause gets a "?" row). */
 const struct sp_cause_info *sp_cause_info(int cause);
 /* Severity from the share of step time fixing a cause would save:

@@ -54,8 +54,21 @@
  * I_LAUNCH: inside launch calls; I_ISSUE: the moment the host enqueued an
  * NCCL call (a list of its own: it is added when the step closes, and
  * kept apart it stays sorted).  All end in idle_host; a GPU idle gap in which the host issued a
- * call is host time from the gap's start (the host was late). */
-enum icat { I_COMPUTE, I_MEMCPY, I_TRANSFER, I_WAIT, I_INPUT, I_HOST, I_LAUNCH, I_ISSUE, I_N };
+ * call is host time from the gap's start (the host was late).  I_SYNC
+ * (the syncs among I_HOST) and I_WRITE (file writes and flushes) say which
+ * part of the host's time it is (enum sp_loc): blocked writing, or idle
+ * because a sync inside the step kept the host from issuing work ahead. */
+enum icat { I_COMPUTE, I_MEMCPY, I_TRANSFER, I_WAIT, I_INPUT, I_HOST, I_LAUNCH, I_ISSUE, I_SYNC, I_WRITE, I_FILE, I_N };
+/* I_FILE: opens and closes of regular files; those next to a write or a
+ * flush (ADJACENT_NS) are the writing's: opening a checkpoint with O_TRUNC
+ * truncates the last one, which can take longer than writing it. */
+#define ADJACENT_NS 1000000
+
+/* Call sites of syncs, for the evidence: a rank's distinct recorded stacks
+ * (the first SYNC_SITES), and each sync call in order with its site. */
+#define SYNC_SITES 16
+struct sync_call { int64_t start, end; int site; };
+struct sync_site { char *stack; uint64_t calls; double idle_ns; };
 
 /* A step's intervals, one list per category: each list is nearly sorted
  * as it arrives (a thread's events come in time order), so reducing a step
@@ -122,7 +135,14 @@ struct rank_pass {
      * part of level L outside compute, e what the host adds to U_I */
     struct ivec small[D_N], d[D_N], ui, e1, e2, e3, e12, e, twc;
     const struct ivec *dl[D_N], *uil, *el;
-    struct cursor cur_c, cur_d[D_N], cur_e; /* prefixes at the node bounds */
+    /* the host level's parts: writes (ew), writes and syncs (ews), all (el) */
+    struct ivec sy, esy, ew, ews, eall;
+    const struct ivec *ewl, *ewsl;
+    struct cursor cur_c, cur_d[D_N], cur_e, cur_ew, cur_ews; /* prefixes at the node bounds */
+    struct sync_call *syncs;
+    size_t nsyncs, syncs_cap, sync_lo;
+    struct sync_site sites[SYNC_SITES];
+    int nsites;
     size_t nodes_cap;
 };
 
@@ -379,11 +399,14 @@ static void local_in(struct rank_pass *rp, int64_t lo, int64_t hi, float out[SP_
     int64_t c = window(&rp->cur_c, lo, hi), dm = window(&rp->cur_d[D_M], lo, hi);
     int64_t dmtw = window(&rp->cur_d[D_MTW], lo, hi), dmtwi = window(&rp->cur_d[D_MTWI], lo, hi);
     int64_t e = window(&rp->cur_e, lo, hi);
+    int64_t ew = window(&rp->cur_ew, lo, hi), ews = window(&rp->cur_ews, lo, hi);
     int64_t cm = c + dm, cmtw = c + dmtw, i = c + dmtwi, h = i + e;
     out[SP_LOC_BUSY] = (float)c;
     out[SP_LOC_COPY] = (float)(cm - c);
     out[SP_LOC_INPUT] = (float)(i - cmtw);
-    out[SP_LOC_HOST] = (float)(h - i);
+    out[SP_LOC_WRITE] = (float)ew;
+    out[SP_LOC_SYNC] = (float)(ews - ew);
+    out[SP_LOC_HOST] = (float)(e - ews);
     out[SP_LOC_OTHER] = (float)((hi - lo) - h);
 }
 
@@ -458,6 +481,73 @@ static void build_nodes(struct rank_pass *rp, int k, struct sp_span st)
     }
 }
 
+/* The time syncs inside the step cost, into rp->sy: each sync the host
+ * made with more work still to issue in the step (a launch or NCCL call
+ * after it: not the sync that ends the step), and every late-host span
+ * (rp->ext) that began while the host was blocked in it - the GPU drained
+ * under the sync, and waited for the host from then to its next call.
+ * Each such span is also added to its sync's call site. */
+static void sync_caused(struct rank_pass *rp, const struct step_buf *b, struct sp_span st)
+{
+    rp->sy.n = 0;
+    const struct ivec *S = &b->c[I_SYNC];
+    if (!S->n || grow(&rp->sy, S->n + rp->ext.n + 1) < 0)
+        return;
+    int64_t last_issue = INT64_MIN; /* the step's last launch or NCCL call */
+    for (int c = I_LAUNCH; c <= I_ISSUE; c++)
+        if (b->c[c].n && b->c[c].v[b->c[c].n - 1].start > last_issue)
+            last_issue = b->c[c].v[b->c[c].n - 1].start;
+    /* the step's sync calls with their sites, for the tally */
+    while (rp->sync_lo < rp->nsyncs && rp->syncs[rp->sync_lo].end <= st.start)
+        rp->sync_lo++;
+    size_t j = 0;
+    for (size_t x = 0; x < S->n; x++) {
+        struct sp_span s = S->v[x];
+        if (s.end > last_issue)
+            continue; /* nothing issued after it: the sync that ends the step */
+        rp->sy.v[rp->sy.n++] = s;
+        while (j < rp->ext.n && rp->ext.v[j].start < s.start)
+            j++;
+        for (; j < rp->ext.n && rp->ext.v[j].start <= s.end; j++) {
+            /* without the sync the host would have started this work when
+             * it entered the sync, while the GPU still had the sync's
+             * length of work queued: that much of the wait is the sync's,
+             * the rest the host's own lateness */
+            struct sp_span x = rp->ext.v[j];
+            if (x.end - x.start > s.end - s.start)
+                x.end = x.start + (s.end - s.start);
+            rp->sy.v[rp->sy.n++] = x;
+            for (size_t q = rp->sync_lo; q < rp->nsyncs && rp->syncs[q].start < st.end; q++)
+                if (rp->syncs[q].start <= rp->ext.v[j].start && rp->ext.v[j].start <= rp->syncs[q].end &&
+                    rp->syncs[q].site >= 0) {
+                    rp->sites[rp->syncs[q].site].idle_ns += (double)(x.end - x.start);
+                    break;
+                }
+        }
+    }
+    normalize(&rp->sy, st);
+}
+
+/* The file opens and closes next to a write or flush join I_WRITE (both
+ * normalized). */
+static void writes_with_opens(struct step_buf *b, struct sp_span st)
+{
+    struct ivec *W = &b->c[I_WRITE];
+    const struct ivec *F = &b->c[I_FILE];
+    size_t nw = W->n, j = 0;
+    if (!nw || !F->n)
+        return;
+    for (size_t x = 0; x < F->n; x++) {
+        struct sp_span o = F->v[x];
+        while (j < nw && W->v[j].end < o.start - ADJACENT_NS)
+            j++;
+        if (j < nw && W->v[j].start <= o.end + ADJACENT_NS && grow(W, W->n + 1) == 0)
+            W->v[W->n++] = o;
+    }
+    if (W->n > nw)
+        normalize(W, st);
+}
+
 /* a = b u c without a copy when either is empty: the union then is the
  * other list itself.  -1 when out of memory. */
 static int level(const struct ivec *x, const struct ivec *y, struct ivec *store, const struct ivec **out)
@@ -512,11 +602,23 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[S
     const struct ivec *calls[] = {&b->c[I_HOST], &b->c[I_LAUNCH], &b->c[I_ISSUE]};
     late_host(calls, 3, rp->uil, st, &rp->ext);
     normalize(&rp->ext, st);
-    const struct ivec *e12;
+    const struct ivec *e12, *eh;
     if (subtract(&b->c[I_HOST], rp->uil, &rp->e1) < 0 || subtract(&b->c[I_LAUNCH], rp->uil, &rp->e2) < 0 ||
         subtract(&rp->ext, rp->uil, &rp->e3) < 0 || level(&rp->e1, &rp->e2, &rp->e12, &e12) < 0 ||
-        level(e12, &rp->e3, &rp->e, &rp->el) < 0)
+        level(e12, &rp->e3, &rp->e, &eh) < 0)
         return;
+    /* the host's parts, by priority: writes, then what syncs inside the
+     * step caused, then the rest; their union is the host's level */
+    sync_caused(rp, b, st);
+    writes_with_opens(b, st);
+    if (subtract(&b->c[I_WRITE], rp->uil, &rp->ew) < 0 || subtract(&rp->sy, rp->uil, &rp->esy) < 0 ||
+        level(&rp->ew, &rp->esy, &rp->ews, &rp->ewsl) < 0 || level(eh, &rp->ew, &rp->eall, &rp->el) < 0)
+        return;
+    rp->ewl = &rp->ew;
+    if (rp->r->write_idle)
+        rp->r->write_idle[k] = (double)measure(rp->ewl);
+    if (rp->r->sync_idle)
+        rp->r->sync_idle[k] = (double)(measure(rp->ewsl) - measure(rp->ewl));
     int64_t c = measure(C), cm = c + measure(rp->dl[D_M]), cmt = c + measure(rp->dl[D_MT]);
     int64_t cmtw = c + measure(rp->dl[D_MTW]), i = c + measure(rp->dl[D_MTWI]);
     int64_t h = i + measure(rp->el);
@@ -550,6 +652,8 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[S
     for (int d = 0; d < D_N; d++)
         cursor_init(&rp->cur_d[d], rp->dl[d]);
     cursor_init(&rp->cur_e, rp->el);
+    cursor_init(&rp->cur_ew, rp->ewl);
+    cursor_init(&rp->cur_ews, rp->ewsl);
     build_nodes(rp, k, st);
 }
 
@@ -722,6 +826,71 @@ static int is_read(uint64_t op)
            op == SP_IO_FREAD || op == SP_IO_RECV;
 }
 
+static int is_write(uint64_t op)
+{
+    return op == SP_IO_WRITE || op == SP_IO_PWRITE || op == SP_IO_WRITEV || op == SP_IO_FWRITE;
+}
+
+static int is_flush(uint64_t op)
+{
+    return op == SP_IO_FSYNC || op == SP_IO_FDATASYNC;
+}
+
+/* Calls that can block the host until the GPU drains: the syncs, and the
+ * copies (a copy to or from pageable memory returns when it is done even
+ * when asked to be asynchronous: what .item() does).  A call that did not
+ * block costs nothing here (sync_caused takes at most its duration). */
+static int is_sync_api(uint64_t api)
+{
+    return api == SP_CUDA_DEVICE_SYNC || api == SP_CUDA_STREAM_SYNC || api == SP_CUDA_EVENT_SYNC ||
+           api == SP_CUDA_MEMCPY || api == SP_CUDA_MEMCPY_ASYNC;
+}
+
+/* A sync of the rank's host, with its call site (kept for the evidence). */
+static __attribute__((noinline)) void note_sync(struct rank_pass *rp, const struct sp_reader *rd, const struct sp_event *ev)
+{
+    int64_t t = (int64_t)ev->t;
+    add_interval(rp, t, t + (int64_t)ev->cuda.dur, I_SYNC);
+    if (t < rp->view_start || t >= rp->view_end)
+        return;
+    const char *stack = ev->cuda.stack ? sp_reader_string(rd, ev->cuda.stack) : NULL;
+    int site = -1;
+    for (int i = 0; stack && *stack && i < rp->nsites; i++)
+        if (strcmp(rp->sites[i].stack, stack) == 0)
+            site = i;
+    if (site < 0 && stack && *stack && rp->nsites < SYNC_SITES && (rp->sites[rp->nsites].stack = strdup(stack)))
+        site = rp->nsites++;
+    if (site >= 0)
+        rp->sites[site].calls++;
+    if (rp->nsyncs == rp->syncs_cap) {
+        size_t cap = rp->syncs_cap ? 2 * rp->syncs_cap : 64;
+        struct sync_call *p = realloc(rp->syncs, cap * sizeof *p);
+        if (!p)
+            return;
+        rp->syncs = p;
+        rp->syncs_cap = cap;
+    }
+    rp->syncs[rp->nsyncs++] = (struct sync_call){t, t + (int64_t)ev->cuda.dur, site};
+}
+
+/* A file write or flush of the rank's host: host time while the GPU idles. */
+static __attribute__((noinline)) void note_write(struct rank_pass *rp, const struct sp_event *ev)
+{
+    int64_t t = (int64_t)ev->t;
+    add_interval(rp, t, t + (int64_t)ev->io.dur, I_WRITE);
+    if (t < rp->view_start || t >= rp->view_end)
+        return;
+    struct sp_rank *r = rp->r;
+    if (is_flush(ev->io.op)) {
+        r->flushes++;
+        r->flush_ns += (int64_t)ev->io.dur;
+    } else {
+        r->writes++;
+        r->write_ns += (int64_t)ev->io.dur;
+        r->write_bytes += ev->io.ret > 0 ? (uint64_t)ev->io.ret : 0;
+    }
+}
+
 /* A copy in the steps in view, to its direction and the memory kind of
  * its host side (the memcpy finding's evidence). */
 static void count_copy(struct rank_pass *rp, const struct sp_ev_gpu *g, int64_t t)
@@ -738,7 +907,8 @@ static void count_copy(struct rank_pass *rp, const struct sp_ev_gpu *g, int64_t 
     c->ns += (int64_t)g->dur;
 }
 
-static inline __attribute__((always_inline)) void on_event(struct rank_pass *rp, const struct sp_event *ev)
+static inline __attribute__((always_inline)) void on_event(struct rank_pass *rp, const struct sp_reader *rd,
+                                                           const struct sp_event *ev)
 {
     int64_t t = (int64_t)ev->t;
     switch (ev->type) {
@@ -756,12 +926,20 @@ static inline __attribute__((always_inline)) void on_event(struct rank_pass *rp,
         if (ev->cuda.api == SP_CUDA_LAUNCH || ev->cuda.api == SP_CUDA_GRAPH_LAUNCH)
             add_interval(rp, t, t + (int64_t)ev->cuda.dur + 1, I_LAUNCH);
         else if (ev->cuda.api != SP_CUDA_SET_DEVICE && ev->cuda.api != SP_CUDA_MALLOC &&
-                 ev->cuda.api != SP_CUDA_FREE)
+                 ev->cuda.api != SP_CUDA_FREE) {
             add_interval(rp, t, t + (int64_t)ev->cuda.dur, I_HOST);
+            if (is_sync_api(ev->cuda.api))
+                note_sync(rp, rd, ev);
+        }
         break;
     case SP_EV_IO:
         if (is_read(ev->io.op) && (is_input_fd(ev->io.fd_kind) || ev->io.fd_kind == SP_FD_FILE))
             add_interval(rp, t, t + (int64_t)ev->io.dur, I_INPUT);
+        else if (ev->io.fd_kind == SP_FD_FILE && (is_write(ev->io.op) || is_flush(ev->io.op)))
+            note_write(rp, ev);
+        else if (ev->io.fd_kind == SP_FD_FILE &&
+                 (ev->io.op == SP_IO_OPEN || ev->io.op == SP_IO_FOPEN || ev->io.op == SP_IO_CLOSE))
+            add_interval(rp, t, t + (int64_t)ev->io.dur, I_FILE);
         break;
     case SP_EV_WAIT:
         if (ev->wait.op == SP_WAIT_DATALOADER || is_input_fd(ev->wait.fd_kind))
@@ -794,16 +972,15 @@ static int pass2_open(void *ctx, struct sp_reader *rd)
                          SP_FIELD_BIT(gpu, kind) | (rp->device >= 0 ? SP_FIELD_BIT(gpu, device) : 0) |
                              SP_FIELD_BIT(gpu, copy_kind) | SP_FIELD_BIT(gpu, bytes) | SP_FIELD_BIT(gpu, src_mem) |
                              SP_FIELD_BIT(gpu, dst_mem));
-    sp_reader_set_fields(rd, SP_EV_CUDA, SP_FIELD_BIT(cuda, api));
-    sp_reader_set_fields(rd, SP_EV_IO, SP_FIELD_BIT(io, op) | SP_FIELD_BIT(io, fd_kind));
+    sp_reader_set_fields(rd, SP_EV_CUDA, SP_FIELD_BIT(cuda, api) | SP_FIELD_BIT(cuda, stack));
+    sp_reader_set_fields(rd, SP_EV_IO, SP_FIELD_BIT(io, op) | SP_FIELD_BIT(io, fd_kind) | SP_FIELD_BIT(io, ret));
     sp_reader_set_fields(rd, SP_EV_WAIT, SP_FIELD_BIT(wait, op) | SP_FIELD_BIT(wait, fd_kind));
     return 0;
 }
 
 static inline __attribute__((always_inline)) int pass2_event(void *ctx, const struct sp_reader *rd, const struct sp_event *ev)
 {
-    (void)rd;
-    on_event(ctx, ev);
+    on_event(ctx, rd, ev);
     return 0;
 }
 
@@ -856,8 +1033,10 @@ static void classify_rank(int i, void *arg)
     rp.view_end = r->steps[rp.hi - 1].end;
     r->cat = calloc((size_t)r->nsteps, sizeof *r->cat);
     r->input_head = calloc((size_t)r->nsteps, sizeof *r->input_head);
+    r->write_idle = calloc((size_t)r->nsteps, sizeof *r->write_idle);
+    r->sync_idle = calloc((size_t)r->nsteps, sizeof *r->sync_idle);
     rp.buf = calloc((size_t)(rp.hi - rp.lo), sizeof *rp.buf);
-    if (!r->cat || !r->input_head || !rp.buf) {
+    if (!r->cat || !r->input_head || !r->write_idle || !r->sync_idle || !rp.buf) {
         free(rp.buf);
         return;
     }
@@ -889,6 +1068,23 @@ static void classify_rank(int i, void *arg)
     free(rp.e12.v);
     free(rp.e.v);
     free(rp.twc.v);
+    free(rp.sy.v);
+    free(rp.esy.v);
+    free(rp.ew.v);
+    free(rp.ews.v);
+    free(rp.eall.v);
+    free(rp.syncs);
+    int best = -1; /* the site whose syncs cost most */
+    for (int s = 0; s < rp.nsites; s++)
+        if (rp.sites[s].idle_ns > 0 && (best < 0 || rp.sites[s].idle_ns > rp.sites[best].idle_ns))
+            best = s;
+    if (best >= 0) {
+        snprintf(r->sync_site, sizeof r->sync_site, "%s", rp.sites[best].stack);
+        r->sync_site_calls = rp.sites[best].calls;
+        r->sync_site_ns = rp.sites[best].idle_ns;
+    }
+    for (int s = 0; s < rp.nsites; s++)
+        free(rp.sites[s].stack);
 }
 
 struct classify_job { struct sp_model *m; int done; pthread_mutex_t lock; };

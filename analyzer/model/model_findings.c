@@ -21,11 +21,13 @@
  * choice: the rank, or small communicator, whose fixing gains most.
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model_int.h"
+#include "text.h"
 
 #define STRAGGLER_LAST 0.5  /* the arrival table lists ranks last at >= half */
 #define CAUSE_EXPLAINS 0.8  /* a component explaining this much of an excess names it */
@@ -59,6 +61,15 @@ static const struct sp_cause_info causes[SP_CAUSE_N] = {
     [SP_CAUSE_HOST] = {"host_overhead",
                        "launch less often: CUDA graphs, larger or fused kernels (torch.compile), fewer synchronizations",
                        "host_overhead"},
+    [SP_CAUSE_HOST_SYNC] = {"host_sync",
+                            "remove the synchronization at its call site (.item(), .cpu(), printing a GPU tensor, "
+                            "torch.cuda.synchronize): keep the value on the GPU, or read it every N steps",
+                            "host_sync"},
+    [SP_CAUSE_FILE_WRITES] = {"file_writes",
+                              "checkpoint asynchronously (a background thread or process, e.g. "
+                              "torch.distributed.checkpoint.async_save), less often, or to faster local storage; "
+                              "keep fsync off the training thread",
+                              "file_writes"},
     [SP_CAUSE_COMMUNICATION] = {"communication",
                                 "check topology; overlap communication with computation; consider gradient accumulation",
                                 "communication"},
@@ -94,6 +105,11 @@ const struct sp_cause_info *sp_cause_info(int cause)
 {
     static const struct sp_cause_info unknown = {"?", "", ""};
     return cause >= 0 && cause < SP_CAUSE_N && causes[cause].name ? &causes[cause] : &unknown;
+}
+
+const char *sp_cause_part_of(int cause)
+{
+    return cause == SP_CAUSE_HOST_SYNC || cause == SP_CAUSE_FILE_WRITES ? causes[SP_CAUSE_HOST].name : NULL;
 }
 
 const char *sp_finding_first_try(const struct sp_finding *f)
@@ -656,20 +672,149 @@ static void bubble_finding(struct sp_model *m, const struct sp_replay *rp, doubl
         say(f, "; %d micro-batches per step now, %d would halve the bubble", m->micro_batches, 2 * m->micro_batches);
 }
 
+/* A rank's share of its step time spent in `per_step` (ns per step). */
+static double rank_share(const struct sp_model *m, const struct sp_rank *r, const double *per_step)
+{
+    double part = 0, len = 0;
+    for (int k = m->step_lo; per_step && k < m->step_hi && k < r->nsteps; k++) {
+        part += per_step[k];
+        len += (double)(r->steps[k].end - r->steps[k].start);
+    }
+    return len > 0 ? part / len : 0;
+}
+
+/* The ranks whose share of `per_step` (a field of sp_rank) reaches min,
+ * the most concerned one into *top. */
+static void ranks_by_share(const struct sp_model *m, size_t field, double min, struct sp_finding *f, int *top)
+{
+    double best = -1;
+    f->nranks = 0;
+    *top = -1;
+    for (int i = 0; i < m->nranks; i++) {
+        const struct sp_rank *r = &m->ranks[i];
+        double share = rank_share(m, r, *(double *const *)((const char *)r + field));
+        if (share > best) {
+            best = share;
+            *top = i;
+        }
+        if (share >= min)
+            f->ranks[f->nranks++] = r->rank;
+    }
+    if (!f->nranks && *top >= 0)
+        f->ranks[f->nranks++] = m->ranks[*top].rank;
+}
+
+#define PART_MIN 0.02 /* a rank is named when the part costs it this share of its step */
+
+/* A rank's idle_host share less its parts of their own (host_sync,
+ * file_writes): the host's own work, its launches, the sync ending a step. */
+static double host_rest_share(const struct sp_model *m, const struct sp_rank *r)
+{
+    double b[SP_CAT_N];
+    sp_model_rank_breakdown(m, r, b);
+    double rest = b[SP_CAT_IDLE_HOST] - rank_share(m, r, r->sync_idle) - rank_share(m, r, r->write_idle);
+    return rest > 0 ? rest : 0;
+}
+
 static void host_finding(struct sp_model *m, double gain)
 {
     struct sp_finding *f = add(m, SP_CAUSE_HOST, gain);
     if (!f)
         return;
-    ranks_over(m, SP_CAT_IDLE_HOST, SP_GAIN_MODERATE, f);
+    f->nranks = 0;
+    for (int i = 0; i < m->nranks; i++)
+        if (m->ranks[i].cat && host_rest_share(m, &m->ranks[i]) >= SP_GAIN_MODERATE)
+            f->ranks[f->nranks++] = m->ranks[i].rank;
+    if (!f->nranks)
+        set_all_ranks(m, f);
     char who[96];
-    double step, host = named_share(m, f, SP_CAT_IDLE_HOST, &step, who, sizeof who);
+    double step, rest = 0;
+    int n = 0;
+    for (int i = 0; i < m->nranks; i++)
+        if (m->ranks[i].cat && names_rank(f, m->ranks[i].rank)) {
+            rest += host_rest_share(m, &m->ranks[i]);
+            n++;
+        }
     double busy = named_share(m, f, SP_CAT_COMPUTE, &step, who, sizeof who) +
                   named_share(m, f, SP_CAT_MEMCPY, &step, who, sizeof who);
-    say_gain(m, f, "the host issuing work ahead of the GPU (no time between launches, no syncs)");
-    say(f, "; %s %s for the host %.1f%% of step time (it launched the next work late, or blocked in "
-           "a sync) and %s busy only %.1f%%",
-        who, one_gpu(who, f) ? "waits" : "wait", 100 * host, one_gpu(who, f) ? "is" : "are", 100 * busy);
+    say_gain(m, f, "the host issuing work ahead of the GPU (no time between launches, none after the step's "
+                   "last sync)");
+    say(f, "; %s %s for the host's own work, its launches or the sync ending the step %.1f%% of step time and %s "
+           "busy only %.1f%%",
+        who, one_gpu(who, f) ? "waits" : "wait", n ? 100 * rest / n : 0, one_gpu(who, f) ? "is" : "are", 100 * busy);
+}
+
+
+static void sync_finding(struct sp_model *m, double gain)
+{
+    struct sp_finding *f = add(m, SP_CAUSE_HOST_SYNC, gain);
+    if (!f)
+        return;
+    int top;
+    ranks_by_share(m, offsetof(struct sp_rank, sync_idle), PART_MIN, f, &top);
+    say_gain(m, f, "the host issuing work ahead of the GPU across the synchronizations inside the step");
+    if (top < 0)
+        return;
+    const struct sp_rank *r = &m->ranks[top];
+    say(f, "; on rank %d the GPU waits %.1f%% of step time after a synchronization inside the step, for the "
+           "host's next call",
+        r->rank, 100 * rank_share(m, r, r->sync_idle));
+    int steps = m->step_hi - m->step_lo;
+    if (r->sync_site[0] && steps > 0)
+        say(f, "; most of it after the sync called at %s (%.1f calls and %.2f ms of GPU idle per step)",
+            r->sync_site, (double)r->sync_site_calls / steps, r->sync_site_ns / steps / NS_PER_MS);
+}
+
+/* "every 4th step (steps 3, 7, 11)", or the steps alone when irregular. */
+static void say_write_steps(const struct sp_model *m, const struct sp_rank *r, struct sp_finding *f)
+{
+    int hit[8], nhit = 0, total = 0, period = 0, regular = 1;
+    for (int k = m->step_lo; k < m->step_hi && k < r->nsteps; k++) {
+        double len = (double)(r->steps[k].end - r->steps[k].start);
+        if (r->write_idle[k] < PART_MIN * len)
+            continue;
+        if (total && period == 0)
+            period = k - hit[0];
+        else if (total >= 2 && k - hit[nhit - 1] != period)
+            regular = 0;
+        if (nhit < (int)(sizeof hit / sizeof hit[0]))
+            hit[nhit++] = k;
+        total++;
+    }
+    if (!total)
+        return;
+    if (total >= 2 && regular && period > 1)
+        say(f, " in %d of %d steps, every %d%s step (steps", total, m->step_hi - m->step_lo, period,
+            period == 2 ? "nd" : period == 3 ? "rd" : "th");
+    else
+        say(f, " in %d of %d steps (steps", total, m->step_hi - m->step_lo);
+    for (int i = 0; i < nhit; i++)
+        say(f, "%s %d", i ? "," : "", hit[i] + m->step_number0);
+    say(f, "%s)", total > nhit ? ", ..." : "");
+}
+
+static void writes_finding(struct sp_model *m, double gain)
+{
+    struct sp_finding *f = add(m, SP_CAUSE_FILE_WRITES, gain);
+    if (!f)
+        return;
+    int top;
+    ranks_by_share(m, offsetof(struct sp_rank, write_idle), PART_MIN, f, &top);
+    say_gain(m, f, "file writes off the training thread");
+    if (top < 0)
+        return;
+    const struct sp_rank *r = &m->ranks[top];
+    say(f, "; rank %d blocks in file writes with its GPU idle %.1f%% of its step time", r->rank,
+        100 * rank_share(m, r, r->write_idle));
+    say_write_steps(m, r, f);
+    char b[32];
+    sp_text_bytes(r->write_bytes, b, sizeof b);
+    say(f, "; it wrote %s in %llu calls taking %.1f ms", b, (unsigned long long)r->writes, r->write_ns / NS_PER_MS);
+    if (r->write_ns > 0)
+        say(f, " (%.0f MB/s)", (double)r->write_bytes / ((double)r->write_ns / 1e9) / 1e6);
+    if (r->flushes)
+        say(f, " and flushed them %llu times (fsync/fdatasync) taking %.1f ms", (unsigned long long)r->flushes,
+            r->flush_ns / NS_PER_MS);
 }
 
 static void communication_finding(struct sp_model *m, const struct sp_replay *rp, double gain)
@@ -944,6 +1089,8 @@ void sp_model_findings(struct sp_model *m)
     use[SP_CAUSE_PIPELINE_BUBBLE] = m->pipeline_stages > 1 && g[SP_CAUSE_PIPELINE_BUBBLE] >= REPORT_MIN;
     use[SP_CAUSE_INPUT] = g[SP_CAUSE_INPUT] >= REPORT_MIN;
     use[SP_CAUSE_HOST] = g[SP_CAUSE_HOST] >= REPORT_MIN;
+    use[SP_CAUSE_HOST_SYNC] = g[SP_CAUSE_HOST_SYNC] >= REPORT_MIN;
+    use[SP_CAUSE_FILE_WRITES] = g[SP_CAUSE_FILE_WRITES] >= REPORT_MIN;
     use[SP_CAUSE_COMMUNICATION] = g[SP_CAUSE_COMMUNICATION] >= REPORT_MIN;
     use[SP_CAUSE_CROSS_NODE] = rp.cross_scale > 0 && rp.cross_scale < CROSS_RATIO && g[SP_CAUSE_CROSS_NODE] >= REPORT_MIN;
     use[SP_CAUSE_UNEXPLAINED] = m->breakdown[SP_CAT_IDLE_OTHER] >= UNEXPLAINED_MIN && g[SP_CAUSE_UNEXPLAINED] >= REPORT_MIN;
@@ -958,8 +1105,13 @@ void sp_model_findings(struct sp_model *m)
         const char *name;
         int cause;
     } within[] = {{"input", SP_CAUSE_INPUT}, {"host", SP_CAUSE_HOST}, {"other", SP_CAUSE_UNEXPLAINED}};
+    static const int host_parts[] = {SP_CAUSE_HOST_SYNC, SP_CAUSE_FILE_WRITES};
     for (size_t k = 0; use[SP_CAUSE_STRAGGLER] && cause && k < sizeof within / sizeof within[0]; k++) {
         int c = within[k].cause;
+        /* the host's time comes in parts: the one that gains most is it */
+        for (int p = 0; c == SP_CAUSE_HOST && p < (int)(sizeof host_parts / sizeof host_parts[0]); p++)
+            if (use[host_parts[p]] && (!use[c] || g[host_parts[p]] > g[c]))
+                c = host_parts[p];
         if (strcmp(cause, within[k].name) || !use[c])
             continue;
         if (g[c] >= g[SP_CAUSE_STRAGGLER] + SP_GAIN_MODERATE || !steady_set(m, &rp))
@@ -981,6 +1133,10 @@ void sp_model_findings(struct sp_model *m)
         input_finding(m, g[SP_CAUSE_INPUT]);
     if (use[SP_CAUSE_HOST])
         host_finding(m, g[SP_CAUSE_HOST]);
+    if (use[SP_CAUSE_HOST_SYNC])
+        sync_finding(m, g[SP_CAUSE_HOST_SYNC]);
+    if (use[SP_CAUSE_FILE_WRITES])
+        writes_finding(m, g[SP_CAUSE_FILE_WRITES]);
     if (use[SP_CAUSE_COMMUNICATION])
         communication_finding(m, &rp, g[SP_CAUSE_COMMUNICATION]);
     if (use[SP_CAUSE_CROSS_NODE])
@@ -992,9 +1148,9 @@ void sp_model_findings(struct sp_model *m)
     for (int i = 0; held_by >= 0 && i < m->nfindings; i++)
         if (m->findings[i].cause == held_by)
             say_straggler_made(m, &rp, &m->findings[i],
-                               held_by == SP_CAUSE_INPUT  ? SP_CAT_IDLE_INPUT
-                               : held_by == SP_CAUSE_HOST ? SP_CAT_IDLE_HOST
-                                                          : SP_CAT_IDLE_OTHER);
+                               held_by == SP_CAUSE_INPUT         ? SP_CAT_IDLE_INPUT
+                               : held_by == SP_CAUSE_UNEXPLAINED ? SP_CAT_IDLE_OTHER
+                                                                 : SP_CAT_IDLE_HOST);
     for (int i = 0; i < m->nfindings; i++)
         qsort(m->findings[i].ranks, (size_t)m->findings[i].nranks, sizeof(int), cmp_int);
     qsort(m->findings, (size_t)m->nfindings, sizeof m->findings[0], cmp_finding);

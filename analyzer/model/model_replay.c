@@ -32,10 +32,15 @@
  *   pipeline_bubble the balanced pipeline's fill-and-drain wait removed (the
  *                   limit of many more micro-batches of the same work)
  *   input_pipeline  waits for input removed
- *   host_overhead   the host's own time before launches, its syncs, and the
- *                   launch calls an idle GPU waited through removed: issued
- *                   ahead of the GPU, launches overlap its work (a launch
- *                   into an idle stream also costs more: it wakes it)
+ *   host_overhead   the host's own time before launches, the sync that
+ *                   ends the step, and the launch calls an idle GPU waited
+ *                   through removed: issued ahead of the GPU, launches
+ *                   overlap its work (a launch into an idle stream also
+ *                   costs more: it wakes it)
+ *   host_sync       the GPU's wait for the host after each sync inside the
+ *                   step removed (the host issues ahead across it)
+ *   file_writes     the host's time blocked in file writes and flushes
+ *                   with the GPU idle removed (an asynchronous checkpoint)
  *   communication   transfers hidden (what full overlap would give), every
  *                   synchronization kept; at most the transfer on the
  *                   recorded longest paths (the base replay follows them)
@@ -1271,6 +1276,8 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     } drops[] = {
         {SP_CAUSE_INPUT, 1u << SP_LOC_INPUT},
         {SP_CAUSE_HOST, 1u << SP_LOC_HOST},
+        {SP_CAUSE_HOST_SYNC, 1u << SP_LOC_SYNC},
+        {SP_CAUSE_FILE_WRITES, 1u << SP_LOC_WRITE},
         {SP_CAUSE_UNEXPLAINED, 1u << SP_LOC_OTHER},
         {SP_CAUSE_MEMCPY, 1u << SP_LOC_COPY},
     };
@@ -1348,6 +1355,7 @@ double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, con
     cf.imbalance = use[SP_CAUSE_IMBALANCE];
     cf.drop = (use[SP_CAUSE_INPUT] ? 1u << SP_LOC_INPUT : 0) |
               (use[SP_CAUSE_HOST] ? 1u << SP_LOC_HOST : 0) |
+              (use[SP_CAUSE_HOST_SYNC] ? 1u << SP_LOC_SYNC : 0) | (use[SP_CAUSE_FILE_WRITES] ? 1u << SP_LOC_WRITE : 0) |
               (use[SP_CAUSE_UNEXPLAINED] ? 1u << SP_LOC_OTHER : 0) |
               (use[SP_CAUSE_MEMCPY] ? 1u << SP_LOC_COPY : 0);
     if (use[SP_CAUSE_COMMUNICATION])
@@ -1388,6 +1396,8 @@ int sp_model_replay_nodes(struct sp_model *m, const struct sp_replay *rp, int ca
     case SP_CAUSE_IMBALANCE: cf.imbalance = 1; break;
     case SP_CAUSE_INPUT: cf.drop = 1u << SP_LOC_INPUT; break;
     case SP_CAUSE_HOST: cf.drop = 1u << SP_LOC_HOST; break;
+    case SP_CAUSE_HOST_SYNC: cf.drop = 1u << SP_LOC_SYNC; break;
+    case SP_CAUSE_FILE_WRITES: cf.drop = 1u << SP_LOC_WRITE; break;
     case SP_CAUSE_UNEXPLAINED: cf.drop = 1u << SP_LOC_OTHER; break;
     case SP_CAUSE_MEMCPY: cf.drop = 1u << SP_LOC_COPY; break;
     case SP_CAUSE_COMMUNICATION: cf.transfer = 0; break;

@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -478,6 +479,37 @@ static int story_timeout(int n, const char *file)
     return 0;
 }
 
+/* checkpoint DIR MB: a training loop's checkpoint, written four ways and
+ * flushed two: write + fsync, pwrite + fdatasync, writev, fwrite (each MB
+ * MiB); then a write that fails (a read-only fd), whose errno must stay. */
+static int checkpoint(const char *dir, long mb)
+{
+    size_t n = (size_t)mb << 20;
+    char *buf = malloc(n), path[4096];
+    if (!buf)
+        return 1;
+    memset(buf, 'c', n);
+    snprintf(path, sizeof path, "%s/ckpt.bin", dir);
+    int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    if (fd < 0 || write(fd, buf, n) != (ssize_t)n || fsync(fd) != 0 ||
+        pwrite(fd, buf, n, (off_t)n) != (ssize_t)n || fdatasync(fd) != 0)
+        return 1;
+    struct iovec iov[2] = {{buf, n / 2}, {buf + n / 2, n - n / 2}};
+    if (writev(fd, iov, 2) != (ssize_t)n || close(fd) != 0)
+        return 1;
+    FILE *fp = fopen(path, "ab");
+    if (!fp || fwrite(buf, 1, n, fp) != n || fclose(fp) != 0)
+        return 1;
+    int ro = open(path, O_RDONLY);
+    errno = 0;
+    ssize_t r = write(ro, buf, 1);
+    int e = errno;
+    printf("failed_write %zd\nerrno %d\n", r, e);
+    close(ro);
+    free(buf);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -511,8 +543,10 @@ int main(int argc, char **argv)
         return story_closeall(atoi(argv[2]), argv[3], argv[4], argv[5]);
     if (argc >= 4 && strcmp(argv[1], "vfork") == 0)
         return story_vfork(atoi(argv[2]), argv[3]);
+    if (argc >= 4 && strcmp(argv[1], "checkpoint") == 0)
+        return checkpoint(argv[2], atol(argv[3]));
     if (argc >= 4 && strcmp(argv[1], "timeout") == 0)
         return story_timeout(atoi(argv[2]), argv[3]);
-    fprintf(stderr, "usage: io_story timeout|threads|waves|reopen|forkbusy|exec|execfail|cloneexec|spawn|exit|sigterm|burn|control|stdfds|closeall ...\n");
+    fprintf(stderr, "usage: io_story checkpoint|timeout|threads|waves|reopen|forkbusy|exec|execfail|cloneexec|spawn|exit|sigterm|burn|control|stdfds|closeall ...\n");
     return 2;
 }

@@ -500,6 +500,33 @@ def story_header(tmp):
     check(len(ts) == 1 and (ts[0]["rank"], ts[0]["world_size"]) == (-1, -1), "no launcher: rank unknown (-1)")
 
 
+def story_checkpoint(tmp):
+    """A checkpoint written from the training loop (write, pwrite, writev,
+    fwrite) and flushed (fsync, fdatasync) is in the trace, each call with
+    its bytes and its path; a failed write keeps its errno."""
+    mb = 2
+    out = os.path.join(tmp, "ckpt")
+    os.mkdir(out)
+    r = run([os.environ["IO_STORY"], "checkpoint", out, str(mb)], os.path.join(tmp, "t"))
+    check(r.returncode == 0, "the checkpointing job succeeds")
+    kv = keyvals(r.stdout)
+    check(kv.get("errno") == ["9"], f"the failed write's errno is EBADF as without us (got {kv.get('errno')})")
+    ts = traces(os.path.join(tmp, "t"), events=True)
+    check(len(ts) == 1, f"one trace (got {len(ts)})")
+    if not ts:
+        return
+    path = os.path.join(out, "ckpt.bin")
+    ev = [e for e in ts[0]["io"] if e[3] == path]
+    ops = [e[0] for e in ev]
+    for op in ("write", "fsync", "pwrite", "fdatasync", "writev", "fwrite"):
+        check(op in ops, f"{op} of the checkpoint is recorded (ops: {sorted(set(ops))})")
+    written = sum(e[4] for e in ev if e[0] in ("write", "pwrite", "writev", "fwrite") and e[4] > 0)
+    check(written == 4 * (mb << 20), f"{4 * mb} MiB written in all (got {written} bytes)")
+    failed = [e for e in ev if e[0] == "write" and e[4] < 0]
+    check(len(failed) == 1 and failed[0][6] == 9, f"the failed write is recorded with EBADF (got {failed})")
+    check(all(e[4] == 0 for e in ev if e[0] in ("fsync", "fdatasync")), "a flush carries no bytes")
+
+
 def story_errno(tmp):
     """Return values, errno and partial reads are those of libc."""
     scratch_a, scratch_b = os.path.join(tmp, "a"), os.path.join(tmp, "b")

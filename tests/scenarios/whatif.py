@@ -253,6 +253,31 @@ SHAPES = {
         "cause": "straggler", "ranks": [2, 3], "band": (0.35, 0.6),
         "premises": ["waits_asis", "no_waits_fixed"],
     },
+    "mid_step_sync": {
+        "story": "4-rank data parallel; after the forward pass each rank reads its loss back "
+                 "(a copy and a stream sync, as .item() does) and then spends 8 ms of host work "
+                 "before launching the backward, besides the sync that ends every step (fix: no "
+                 "read-back: the host work overlaps the forward)",
+        "nproc": 4, "env": {},
+        "asis": ["--shape", "dp", "--work-ms", "20", "--grad-mb", "4", "--step-host-ms", "8",
+                 "--mid-sync"],
+        "fixed": ["--shape", "dp", "--work-ms", "20", "--grad-mb", "4", "--step-host-ms", "8"],
+        "cause": "host_sync", "ranks": [0, 1, 2, 3], "band": (0.12, 0.35),
+        "clean": ["fixed"],      # as is, the GPU idles after the sync by design
+        "premises": [],
+    },
+    "checkpoint": {
+        "story": "4-rank data parallel; every 4th step rank 0 writes a 64 MiB checkpoint and "
+                 "fsyncs it from the training loop while the others wait in the next all-reduce "
+                 "(fix: no checkpoint in the loop: what an asynchronous one would give)",
+        "nproc": 4, "env": {}, "steps": 16,
+        "asis": ["--shape", "dp", "--work-ms", "20", "--grad-mb", "4", "--ckpt-every", "4",
+                 "--ckpt-mb", "64"],
+        "fixed": ["--shape", "dp", "--work-ms", "20", "--grad-mb", "4"],
+        "cause": "file_writes", "ranks": [0], "band": (0.15, 0.7),
+        "clean": ["fixed"],      # as is, rank 0's GPU idles while it writes
+        "premises": [],
+    },
     "loaders_out_of_phase": {
         "story": "2 ranks, one loader process each reading files, no prefetch; rank 0's "
                  "batch takes 30 ms to prepare on even steps, rank 1's on odd steps, nothing "

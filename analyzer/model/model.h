@@ -18,6 +18,7 @@
  *                     of collectives; alignment across ranks
  *   model_coll.c      collectives matched by (comm, seq): arrivals, wait,
  *                     transfer, bus bandwidth; stragglers
+ *   model_pipeline.c  pipeline stages and micro-batches from the p2p order
  *   model_classify.c  pass 2: per step, per GPU, exclusive categories,
  *                     streamed with a bounded window of open steps
  *   model_findings.c  findings with severity, evidence and first thing to try

@@ -1,0 +1,130 @@
+/*
+ * model_pipeline.c - the pipeline, if any: which stage each rank is, and
+ * how many micro-batches a step carries, from the point-to-point traffic
+ * alone, never from configuration.
+ *
+ * Ranks that exchange sends and recvs form chains; a chain's stage 0 is
+ * the end whose first p2p op is a send (the forward pass starts there).
+ * Stages are distances along the chain.  A rank with more than two p2p
+ * neighbours (a ring, an all-to-all by p2p) means no chain: no stages.
+ */
+#include <stdlib.h>
+
+#include "model_int.h"
+
+/* The two ranks of each matched send/recv pair in the analyzed steps:
+ * pair[2 * t], pair[2 * t + 1] for instance t, -1 when t is not one. */
+static int32_t *p2p_pairs(const struct sp_model *m, size_t ninst)
+{
+    int32_t *pair = malloc((2 * ninst + 1) * sizeof *pair);
+    uint8_t *n = calloc(ninst + 1, 1), *sends = calloc(ninst + 1, 1), *p2p = calloc(ninst + 1, 1);
+    if (!pair || !n || !sends || !p2p) {
+        free(pair);
+        pair = NULL;
+        goto out;
+    }
+    for (size_t t = 0; t < 2 * ninst; t++)
+        pair[t] = -1;
+    for (int i = 0; i < m->nranks; i++)
+        for (size_t c = 0; c < m->ranks[i].ncalls; c++) {
+            const struct sp_coll_call *x = &m->ranks[i].calls[c];
+            if (x->node < 0 || x->inst < 0 || (size_t)x->inst >= ninst)
+                continue;
+            size_t t = (size_t)x->inst;
+            if (n[t] < 2)
+                pair[2 * t + n[t]] = i;
+            if (n[t] < UINT8_MAX)
+                n[t]++;
+            p2p[t] = (uint8_t)sp_op_is_p2p(x->op);
+            sends[t] += sends[t] < UINT8_MAX && x->op == SP_NCCL_SEND;
+        }
+    for (size_t t = 0; t < ninst; t++)
+        if (!p2p[t] || n[t] != 2 || sends[t] != 1)
+            pair[2 * t] = pair[2 * t + 1] = -1;
+out:
+    free(n);
+    free(sends);
+    free(p2p);
+    return pair;
+}
+
+void sp_model_find_stages(struct sp_model *m)
+{
+    int n = m->nranks;
+    size_t ninst = m->coll_instances;
+    int *nb = malloc(sizeof *nb * (size_t)(2 * n + 1)); /* up to two neighbours each */
+    int *deg = calloc((size_t)n + 1, sizeof *deg);
+    int32_t *pair = p2p_pairs(m, ninst);
+    for (int i = 0; i < n; i++)
+        m->ranks[i].stage = -1;
+    m->pipeline_stages = m->micro_batches = 0;
+    if (!nb || !deg || !pair)
+        goto out;
+    int chain = 1;
+    for (size_t t = 0; t < ninst && chain; t++) {
+        int a = pair[2 * t], b = pair[2 * t + 1];
+        if (a < 0 || b < 0 || a == b)
+            continue; /* a send and its recv, on two ranks */
+        if (a > b) {
+            int x = a;
+            a = b;
+            b = x;
+        }
+        int known = 0;
+        for (int d = 0; d < deg[a]; d++)
+            known |= nb[2 * a + d] == b;
+        if (known)
+            continue;
+        if (deg[a] == 2 || deg[b] == 2) {
+            chain = 0; /* not a chain (a ring, all-to-all by p2p): no stages */
+            break;
+        }
+        nb[2 * a + deg[a]++] = b;
+        nb[2 * b + deg[b]++] = a;
+    }
+    int stages = 0;
+    for (int i = 0; chain && i < n; i++) {
+        if (deg[i] != 1 || m->ranks[i].stage >= 0)
+            continue;
+        /* an end: is its first p2p op a send? */
+        const struct sp_rank *r = &m->ranks[i];
+        int first_send = 0;
+        for (size_t j = 0; j < r->nnodes; j++)
+            if (r->nodes[j].ncalls && sp_op_is_p2p(r->calls[r->nodes[j].call].op)) {
+                first_send = r->calls[r->nodes[j].call].op == SP_NCCL_SEND;
+                break;
+            }
+        if (!first_send)
+            continue;
+        int prev = -1, cur = i, s = 0;
+        while (cur >= 0 && m->ranks[cur].stage < 0) {
+            m->ranks[cur].stage = s++;
+            int next = -1;
+            for (int d = 0; d < deg[cur]; d++)
+                if (nb[2 * cur + d] != prev)
+                    next = nb[2 * cur + d];
+            prev = cur;
+            cur = next;
+        }
+        if (s > stages)
+            stages = s;
+    }
+    m->pipeline_stages = stages > 1 ? stages : 0;
+    if (!m->pipeline_stages)
+        for (int i = 0; i < n; i++)
+            m->ranks[i].stage = -1;
+    /* micro-batches: sends of a stage-0 rank in the first analyzed step */
+    for (int i = 0; m->pipeline_stages && i < n; i++) {
+        const struct sp_rank *r = &m->ranks[i];
+        if (r->stage != 0)
+            continue;
+        for (size_t j = 0; j < r->nnodes && r->nodes[j].step == 0; j++)
+            for (uint32_t c = 0; c < r->nodes[j].ncalls; c++)
+                m->micro_batches += r->calls[r->nodes[j].call + c].op == SP_NCCL_SEND;
+        break;
+    }
+out:
+    free(nb);
+    free(deg);
+    free(pair);
+}

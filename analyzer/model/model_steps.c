@@ -44,9 +44,11 @@
 #define PERIOD_MAX 1024
 #define PERIOD_WINDOW 2048 /* calls compared per candidate period */
 #define PERIOD_MATCH 0.9
+#define PERIOD_SLACK 0.01 /* a period this close to the best match ratio is as good */
 #define KERNEL_PERIOD_MAX 8192
 #define KERNEL_PERIOD_SLACK 0.005 /* a period this close to the best ratio is as good */
 #define MAX_STREAMS 256
+#define WORLD_PERIODS 8  /* periods looked at for the job-wide collectives */
 #define GAP_RATIO 2.0       /* a step's pause against its collectives' other gaps */
 #define GAP_CONSISTENT 0.8  /* share of periods that must show that pause */
 #define GAP_FLOOR 0.05      /* ... and against the whole period (noise between back-to-back calls) */
@@ -106,22 +108,37 @@ static int cmp_host_t(const void *a, const void *b)
     return (x->host_t > y->host_t) - (x->host_t < y->host_t);
 }
 
+/* The step's period in calls: the smallest p whose shifted match ratio is
+ * within PERIOD_SLACK of the best of any period up to PERIOD_MAX, when
+ * that best reaches PERIOD_MATCH.  The first p past PERIOD_MATCH is not
+ * enough: a pipeline stage's recv, send, recv, send ... matches itself
+ * two calls later almost everywhere. */
 static size_t find_period(const struct key *k, size_t n)
 {
-    for (size_t p = 1; p <= PERIOD_MAX && 2 * p <= n; p++) {
+    size_t pmax = n / 2 < PERIOD_MAX ? n / 2 : PERIOD_MAX;
+    double *ratio = pmax ? malloc((pmax + 1) * sizeof *ratio) : NULL, best = 0;
+    if (!ratio)
+        return 0;
+    for (size_t p = 1; p <= pmax; p++) {
         size_t from = n - p > PERIOD_WINDOW ? n - p - PERIOD_WINDOW : 0, same = 0;
         for (size_t i = from; i + p < n; i++)
             same += same_key(&k[i], &k[i + p]);
-        if ((double)same >= PERIOD_MATCH * (double)(n - p - from))
-            return p;
+        ratio[p] = (double)same / (double)(n - p - from);
+        if (ratio[p] > best)
+            best = ratio[p];
     }
-    return 0;
+    size_t got = 0;
+    for (size_t p = 1; p <= pmax && !got && best >= PERIOD_MATCH; p++)
+        if (ratio[p] >= best - PERIOD_SLACK)
+            got = p;
+    free(ratio);
+    return got;
 }
 
 /* The phase j (0..p-1) whose element is followed by the longest median
  * gap over the periods; gap[i] is the pause after element i.  p - 1 when
  * memory runs out. */
-static size_t longest_gap_phase(const double *gap, size_t ngap, size_t p)
+static size_t longest_gap_phase(const double *gap, size_t ngap, size_t p, const uint8_t *only)
 {
     size_t best = p - 1;
     double best_gap = -1;
@@ -130,6 +147,8 @@ static size_t longest_gap_phase(const double *gap, size_t ngap, size_t p)
         return best;
     for (size_t j = 0; j < p; j++) {
         size_t m = 0;
+        if (only && !only[j])
+            continue;
         for (size_t i = j; i < ngap; i += p)
             g[m++] = gap[i];
         double med = sp_median_select(g, m);
@@ -142,15 +161,16 @@ static size_t longest_gap_phase(const double *gap, size_t ngap, size_t p)
     return best;
 }
 
-/* The residue whose call is followed by the longest median pause. */
-static size_t pattern_end(const struct sp_coll_call *c, size_t n, size_t p)
+/* The residue whose call is followed by the longest median pause (of
+ * those with only[j] set, when only is not NULL). */
+static size_t pattern_end(const struct sp_coll_call *c, size_t n, size_t p, const uint8_t *only)
 {
     double *gap = n >= 2 ? malloc(n * sizeof *gap) : NULL;
     if (!gap)
         return p - 1;
     for (size_t i = 0; i + 1 < n; i++)
         gap[i] = (double)(c[i + 1].host_t - c[i].host_t);
-    size_t j = longest_gap_phase(gap, n - 1, p);
+    size_t j = longest_gap_phase(gap, n - 1, p, only);
     free(gap);
     return j;
 }
@@ -247,8 +267,35 @@ static size_t period_from_gaps(const struct sp_coll_call *c, size_t n, size_t p,
     return got;
 }
 
-/* Steps from the repeating collectives of one rank; 0 when none repeat. */
-static int steps_from_collectives(struct sp_rank *r)
+/* Whether a call is a collective over every rank of the job: in a
+ * pipeline, the one kind of call that every stage makes at the same point
+ * of a step (the data-parallel gradients, the gradient norm). */
+static int job_wide(const struct sp_coll_call *c, int ranks)
+{
+    return !sp_op_is_p2p(c->op) && ranks > 1 && (int)c->nranks >= ranks;
+}
+
+/* Marks in only[0..p) the phases whose calls are job-wide in most of the
+ * last WORLD_PERIODS periods; returns how many are. */
+static size_t job_wide_phases(const struct sp_coll_call *c, size_t n, size_t p, int ranks, uint8_t *only)
+{
+    size_t periods = n / p < WORLD_PERIODS ? n / p : WORLD_PERIODS, marked = 0;
+    for (size_t j = 0; j < p; j++) {
+        size_t yes = 0, seen = 0;
+        for (size_t q = 1; q <= periods; q++) {
+            size_t i = (n / p - q) * p + j;
+            seen++;
+            yes += job_wide(&c[i], ranks);
+        }
+        only[j] = (uint8_t)(2 * yes > seen);
+        marked += only[j];
+    }
+    return marked;
+}
+
+/* Steps from the repeating collectives of one rank; 0 when none repeat.
+ * ranks: the ranks of the job, for what a job-wide collective is. */
+static int steps_from_collectives(struct sp_rank *r, int ranks)
 {
     size_t n = r->ncalls;
     if (n < 2)
@@ -256,6 +303,7 @@ static int steps_from_collectives(struct sp_rank *r)
     struct sp_coll_call *c = malloc(n * sizeof *c);
     struct key *k = malloc(n * sizeof *k);
     int64_t *b = malloc((n + 2) * sizeof *b);
+    uint8_t *only = NULL;
     int got = 0;
     if (!c || !k || !b)
         goto out;
@@ -268,7 +316,21 @@ static int steps_from_collectives(struct sp_rank *r)
         goto out;
     long pause;
     p = period_from_gaps(c, n, p, &pause);
-    size_t j = pause >= 0 ? (size_t)pause : pattern_end(c, n, p), last = j;
+    /* A step ends on every rank at once: where the period holds job-wide
+     * collectives, the step ends after one of them, never inside a
+     * pipeline stage's own traffic (the last stage's longest pause is
+     * between its forward and backward passes). */
+    only = calloc(p, 1);
+    size_t wide = only ? job_wide_phases(c, n, p, ranks, only) : 0;
+    size_t j;
+    if (pause >= 0 && (!wide || only[pause]))
+        j = (size_t)pause;
+    else if (wide == 1)
+        for (j = 0; !only[j]; j++)
+            ;
+    else
+        j = pattern_end(c, n, p, wide ? only : NULL);
+    size_t last = j;
     while (last + p < n)
         last += p;
     size_t count = 0;
@@ -288,6 +350,7 @@ out:
     free(c);
     free(k);
     free(b);
+    free(only);
     return got;
 }
 
@@ -374,7 +437,7 @@ static size_t kernel_pattern_end(const struct sp_kernel_rec *k, size_t n, size_t
         return p - 1;
     for (size_t i = 0; i + 1 < n; i++)
         gap[i] = (double)(k[i + 1].start - k[i].end);
-    size_t j = longest_gap_phase(gap, n - 1, p);
+    size_t j = longest_gap_phase(gap, n - 1, p, NULL);
     free(gap);
     return j;
 }
@@ -494,7 +557,7 @@ int sp_model_find_steps(struct sp_model *m)
     } else {
         int found = 0;
         for (int i = 0; i < m->nranks; i++)
-            found += steps_from_collectives(&m->ranks[i]) > 0;
+            found += steps_from_collectives(&m->ranks[i], m->nranks) > 0;
         if (found)
             how = "collectives";
     }

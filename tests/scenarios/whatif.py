@@ -152,6 +152,32 @@ SHAPES = {
         "cause": "pipeline_stage", "ranks": [2], "band": (0.3, 0.55),
         "premises": [],
     },
+    "pipeline_bubble_no_markers": {
+        "story": "4 pipeline stages over send/recv, GPipe with 4 micro-batches, every stage "
+                 "equal, and no step marker: the steps are the job's only from its traffic "
+                 "(fix: 64 micro-batches, same total work)",
+        "nproc": PIPE_STAGES, "env": {}, "steps": 12,
+        "asis": ["--shape", "pipeline", "--work-ms", "60", "--micro-batches", "4",
+                 "--no-markers"],
+        "fixed": ["--shape", "pipeline", "--work-ms", "60", "--micro-batches", str(PIPE_FIXED_MICRO),
+                  "--no-markers"],
+        "cause": "pipeline_bubble", "ranks": None, "band": (0.3, 0.45),
+        "forbid": ["straggler", "pipeline_stage"],
+        "forbid_high": ["communication", "host_overhead"],
+        "fixed_residual": (PIPE_STAGES - 1.0) / (PIPE_FIXED_MICRO + PIPE_STAGES - 1.0),
+        "premises": [],
+    },
+    "pipeline_slow_stage_no_markers": {
+        "story": "4 pipeline stages, GPipe with 8 micro-batches and no step marker; stage 2 "
+                 "computes 1.8x slower (fix: stage 2 at the others' speed)",
+        "nproc": PIPE_STAGES, "env": {}, "steps": 12,
+        "asis": ["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
+                 "--slow-rank", "2", "--slow-factor", "1.8", "--no-markers"],
+        "fixed": ["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
+                  "--slow-rank", "2", "--slow-factor", "1", "--no-markers"],
+        "cause": "pipeline_stage", "ranks": [2], "band": (0.25, 0.5),
+        "premises": [],
+    },
     "tp_dp": {
         "story": "2 tensor-parallel groups of 2 (all-reduce in the group after every "
                  "layer) x data parallel across them; group 1 (ranks 2, 3) computes 2x "
@@ -474,6 +500,15 @@ def judge_report(pair, rep, rep_fixed):
         for f in fs:
             if f.get("cause") == cause:
                 bad.append("as is: names %s, which this shape does not have" % describe(f))
+    for cause in spec.get("forbid_high", []):
+        for f in fs:
+            if f.get("cause") == cause and f.get("severity") == "high":
+                bad.append("as is: names %s high, which this shape does not have" % describe(f))
+    want_steps = spec.get("steps", STEPS)
+    for which, r in (("as is", rep), ("fixed", rep_fixed)):
+        got = r.get("steps", {}).get("count")
+        if got != want_steps:
+            bad.append("%s: %s steps reported, the job ran %d" % (which, got, want_steps))
     for cause in spec.get("outranks", []):
         ours = [gain_of(f) or 0 for f in fs if f.get("cause") == spec["cause"]]
         for f in fs:

@@ -155,7 +155,7 @@ struct sp_mark { int64_t start, end, num; };
 struct sp_tid_mark { uint32_t tid; int64_t last_t, max_t, lag; uint64_t count; };
 /* A compute kernel of a file with no step marker and no collective yet:
  * the sequence single-GPU step detection looks for a period in. */
-struct sp_kernel_rec { uint32_t name, stream; int64_t start, end; };
+struct sp_kernel_rec { uint32_t name, stream; int64_t start, end; uint64_t grid; /* threads */ };
 /* CPU samples of one process: first and last, for its busy fraction. */
 struct sp_cpu_span { int64_t t0, t1; uint64_t ns0, ns1; uint64_t busy_sum, nsamples; uint32_t ncores; };
 /* One rank a process holds: the device it drives and its rank, both from

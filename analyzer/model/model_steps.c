@@ -48,11 +48,14 @@
 #define KERNEL_PERIOD_MAX 8192
 #define KERNEL_PERIOD_SLACK 0.005 /* a period this close to the best ratio is as good */
 #define MAX_STREAMS 256
+#define KEY_MIX 0x9E3779B1u /* spreads names before the grid is folded in */
 #define WORLD_PERIODS 8  /* periods looked at for the job-wide collectives */
 #define GAP_RATIO 2.0       /* a step's pause against its collectives' other gaps */
 #define GAP_CONSISTENT 0.8  /* share of periods that must show that pause */
 #define GAP_FLOOR 0.05      /* ... and against the whole period (noise between back-to-back calls) */
 #define GAP_MIN_PERIODS 3   /* periods needed to call a gap pattern */
+#define GAP_RANK_PERIODS 6  /* ... by being each period's longest gap */
+#define GAP_MARGIN 1.3      /* ... and this much longer than the runner-up, in median */
 #define GAP_WINDOW 4096     /* gaps looked at per candidate period */
 
 static int set_steps(struct sp_rank *r, const int64_t *bounds, int n)
@@ -217,10 +220,28 @@ static long step_pause_phase(const double *gap, const double *span, size_t ngap,
     double floor = GAP_FLOOR * sp_median_select(v, periods);
     if (bar < floor)
         bar = floor;
-    size_t clear = 0;
-    for (size_t q = 0; q < periods; q++)
-        clear += gap[from + q * k + best] > bar;
-    if (med[best] > bar && (double)clear >= GAP_CONSISTENT * (double)periods)
+    size_t clear = 0, longest = 0;
+    double second = 0;
+    for (size_t j = 0; j < k; j++)
+        if (j != best && med[j] > second)
+            second = med[j];
+    for (size_t q = 0; q < periods; q++) {
+        const double *g = gap + from + q * k;
+        clear += g[best] > bar;
+        size_t top = 0;
+        for (size_t j = 1; j < k; j++)
+            if (g[j] > g[top])
+                top = j;
+        longest += top == best;
+    }
+    /* Clearly longer than the rest in most periods, or, when the step
+     * time drifts (a growing batch) and no one bar fits the whole run,
+     * the longest of its own period in most of them and well ahead of the
+     * runner-up. */
+    int by_bar = med[best] > bar && (double)clear >= GAP_CONSISTENT * (double)periods;
+    int by_rank = periods >= GAP_RANK_PERIODS && med[best] > floor && med[best] > GAP_MARGIN * second &&
+                  (double)longest >= GAP_CONSISTENT * (double)periods;
+    if (by_bar || by_rank)
         phase = (long)((from + best) % k);
 out:
     free(med);
@@ -452,8 +473,10 @@ static int steps_from_kernels(struct sp_model *m, struct sp_rank *r)
     int got = 0;
     if (!k || !key || !b || n < 4)
         goto out;
+    /* A kernel is its name and its thread count: layers of one kernel
+     * (every GEMM alike by name) differ in their grids. */
     for (size_t i = 0; i < n; i++)
-        key[i] = k[i].name;
+        key[i] = k[i].name * KEY_MIX ^ (uint32_t)(k[i].grid ^ k[i].grid >> 32);
     size_t p = kernel_period(key, n);
     if (!p)
         goto out;

@@ -575,6 +575,39 @@ def case_single_gpu_one_kernel_name():
     near("step_ms", rep["steps"]["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
 
 
+def case_single_gpu_layer_grids():
+    """One GPU, no markers, no collectives, every kernel of one name, and
+    no pause between steps to speak of; what repeats is the layers' thread
+    counts: 30 steps of nine kernels are 30 steps, not 270."""
+    d, truth = gen("layergrids", "--ranks", 1, "--no-nccl", "--kernels", 9, "--colls", 1, "--steps", 30,
+                   "--compute-ms", 8.5, "--tail-ms", 0.05, "--one-kernel-name", "--grid-per-layer",
+                   "--jitter", 0.05)
+    rep = report(d)
+    st = rep["steps"]
+    print(f"  detected_by {st['detected_by']}, count {st['count']}, mean {st['mean_ms']:.3f} ms; "
+          f"truth {truth['steps']} steps of {truth['step_ms']:.3f} ms")
+    if st["detected_by"] != "kernels" or st["count"] != truth["steps"]:
+        fail("the steps should come from the kernels' repeating grid sizes, one per training step")
+    near("step_ms", st["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+
+
+def case_batch_ramp():
+    """A batch size that grows over the run, no markers: step 23 takes
+    twice as long as step 0.  The steps stay the job's, with distinct
+    gradient buckets and with four equal ones."""
+    for name, extra in (("ramp", ["--colls", 3]),
+                        ("ramp_equal", ["--colls", 4, "--equal-buckets", "--input-ms", 3])):
+        d, truth = gen(name, "--ranks", 4, "--steps", 24, "--ramp", 1.0, "--jitter", 0.05, *extra)
+        rep = report(d)
+        st = rep["steps"]
+        print(f"  {name}: detected_by {st['detected_by']}, count {st['count']}, mean {st['mean_ms']:.3f} ms; "
+              f"truth {truth['steps']} steps of {truth['step_ms']:.3f} ms")
+        if st["detected_by"] != "collectives" or st["count"] != truth["steps"]:
+            fail("the step count should be the job's while the step time grows")
+        near("step_ms", st["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+        check_breakdown(rep, truth)
+
+
 def case_equal_buckets():
     """A DDP job whose four gradient buckets are the same size, without
     markers: every collective looks alike, and the steps are found from the

@@ -31,8 +31,12 @@
  * GPU records written by a separate thread S steps late, grouped by
  * stream as a CUPTI buffer delivers them (--gpu-thread-lag S), gradient
  * buckets all of one size (--equal-buckets: every collective of a step is
- * the same), and headers that name no rank (--no-rank: a job started
- * without a launcher; with --no-nccl nothing else names one either).
+ * the same), headers that name no rank (--no-rank: a job started
+ * without a launcher; with --no-nccl nothing else names one either),
+ * kernels that differ only in their thread count (--one-kernel-name with
+ * --grid-per-layer: each position of a step has its own grid), and a
+ * batch that grows over the run (--ramp F: step k's compute times
+ * 1 + F k / (steps - 1)).
  *
  * The truth (JSON, --truth FILE) covers steps [skip, steps): breakdown as
  * fractions of step time, per-collective transfer and mean wait, step time,
@@ -61,6 +65,7 @@
 #define COPY_STREAM 8
 #define NCCL_STREAM 9
 #define LAUNCH_NS 2000
+#define GRID_STEP 4096 /* threads of a kernel, per position with --grid-per-layer */
 #define NCCL_CALL_NS 15000
 #define MAX_RANKS 1024
 #define MAX_KERNEL_NAMES 8192
@@ -72,7 +77,8 @@
 struct scenario {
     const char *out, *truth;
     int ranks, hosts, steps, colls, kernels, markers, intra, skip, helper, helpers, no_nccl, gpu_lag;
-    int equal_buckets, no_rank, one_name, pause_step;
+    int equal_buckets, no_rank, one_name, pause_step, grid_per_layer;
+    double ramp;
     double compute, input, sync, memcpy, tail, transfer, inter_transfer, jitter, clock_err_us;
     uint64_t bytes;
     int slow_rank, missing_rank, truncate_rank;
@@ -264,6 +270,9 @@ static void emit_compute(const struct scenario *s, int r, int j, double t, doubl
         ev.gpu.kind = SP_GPU_KERNEL;
         ev.gpu.stream = COMPUTE_STREAM;
         ev.gpu.name = R[r].name_kernel[s->one_name ? 0 : (j * n + i) % MAX_KERNEL_NAMES];
+        /* threads: one size for every kernel, or each position its own
+         * (layers of different widths) */
+        ev.gpu.grid = s->grid_per_layer ? (uint64_t)(j * n + i + 1) * GRID_STEP : GRID_STEP;
         emit(r, &ev, t + i * k);
     }
 }
@@ -301,6 +310,8 @@ static double run_step(const struct scenario *s, int k, double T, int in_view)
             emit_gpu(r, SP_GPU_MEMCPY, T + in + s->sync, s->memcpy, COPY_STREAM);
         t[r] = T + in + s->sync + s->memcpy;
         c[r] = (s->compute + (r == s->slow_rank ? s->slow_compute : 0)) * jitter(s->jitter, k, r);
+        if (s->ramp > 0 && s->steps > 1)
+            c[r] *= 1 + s->ramp * k / (s->steps - 1); /* the batch grows over the run */
         if (in_view) {
             R[r].cat[4] += in;
             R[r].cat[5] += s->sync;
@@ -527,7 +538,7 @@ static const char usage[] =
     "  [--jitter F] [--clock-error-us U] [--markers] [--helper] [--slow-rank R]\n"
     "  [--slow-compute-ms X] [--slow-input-ms X] [--missing-rank R] [--truncate-rank R]\n"
     "  [--helpers N] [--no-nccl] [--gpu-thread-lag S] [--equal-buckets] [--no-rank]\n"
-    "  [--one-kernel-name] [--pause-after-step K]\n"
+    "  [--one-kernel-name] [--grid-per-layer] [--ramp F] [--pause-after-step K]\n"
     "  [--truth FILE]\n";
 
 int main(int argc, char **argv)
@@ -547,7 +558,7 @@ int main(int argc, char **argv)
         {"missing-rank", 1, 0, 'X'}, {"truncate-rank", 1, 0, 'R'}, {"truth", 1, 0, 'o'},
         {"helpers", 1, 0, 'W'}, {"no-nccl", 0, 0, 'Z'}, {"gpu-thread-lag", 1, 0, 'L'},
         {"equal-buckets", 0, 0, 'E'}, {"no-rank", 0, 0, 'U'}, {"one-kernel-name", 0, 0, 'O'},
-        {"pause-after-step", 1, 0, 'Q'},
+        {"pause-after-step", 1, 0, 'Q'}, {"grid-per-layer", 0, 0, 'G'}, {"ramp", 1, 0, 'A'},
         {0, 0, 0, 0},
     };
     int c;
@@ -585,6 +596,8 @@ int main(int argc, char **argv)
         case 'O': s.one_name = 1; break;
         case 'Q': s.pause_step = atoi(optarg) + 1; break;
         case 'U': s.no_rank = 1; break;
+        case 'G': s.grid_per_layer = 1; break;
+        case 'A': s.ramp = atof(optarg); break;
         default: fputs(usage, stderr); return 2;
         }
     }

@@ -17,7 +17,10 @@
  *                     backward (gradients to the previous one), then a
  *                     gradient-norm all-reduce over all stages; more
  *                     --micro-batches at the same total work shrink the
- *                     fill and drain; one stage can be slow
+ *                     fill and drain; one stage can be slow; --1f1b runs
+ *                     the one-forward-one-backward schedule instead (after
+ *                     S-1-s warm-up forwards, stage s alternates a forward
+ *                     and a backward, then drains the backwards)
  *   --shape tpdp      tensor parallel groups of --tp ranks (all-reduce after
  *                     every layer, inside the group) times data parallel
  *                     across groups (gradient all-reduce at the end); one
@@ -99,6 +102,7 @@ struct options {
     double imbalance;     /* per-step work factor drawn from [1-S, 1+S] */
     int balance;          /* every rank does the step's mean work */
     int micro;            /* pipeline micro-batches per step */
+    int one_f_one_b;      /* pipeline: 1F1B schedule instead of GPipe */
     double act_kb;        /* pipeline activations per step, split over them */
     int tp, layers;
     double tp_kb;         /* tpdp: bytes of each per-layer all-reduce */
@@ -205,6 +209,7 @@ static void usage(FILE *to)
         "pipeline (one stage per rank):\n"
         "  --micro-batches M     micro-batches per step, same total work (4)\n"
         "  --act-kb X            activations per step, KiB, split over them (1024)\n"
+        "  --1f1b                one-forward-one-backward schedule instead of GPipe\n"
         "tpdp:\n"
         "  --tp N                ranks per tensor-parallel group (2)\n"
         "  --layers N            layers, each with an all-reduce in its group (4)\n"
@@ -229,7 +234,7 @@ enum {
     OPT_SLOW_RANK, OPT_SLOW_GROUP, OPT_SLOW_FACTOR, OPT_IMBALANCE, OPT_BALANCE, OPT_MICRO,
     OPT_ACT, OPT_TP, OPT_LAYERS, OPT_TP_KB, OPT_KERNELS, OPT_KERNEL_US, OPT_HOST_US, OPT_HOST_SLEEP,
     OPT_LOADER_MS, OPT_LOADER_SLOW, OPT_PREFETCH, OPT_READ_KB, OPT_ITERS, OPT_NO_MARKERS, OPT_SEED,
-    OPT_DATA, OPT_RENDEZVOUS, OPT_HELP,
+    OPT_DATA, OPT_RENDEZVOUS, OPT_1F1B, OPT_HELP,
 };
 
 static const struct option long_opts[] = {
@@ -246,6 +251,7 @@ static const struct option long_opts[] = {
     {"imbalance", required_argument, 0, OPT_IMBALANCE},
     {"balance", no_argument, 0, OPT_BALANCE},
     {"micro-batches", required_argument, 0, OPT_MICRO},
+    {"1f1b", no_argument, 0, OPT_1F1B},
     {"act-kb", required_argument, 0, OPT_ACT},
     {"tp", required_argument, 0, OPT_TP},
     {"layers", required_argument, 0, OPT_LAYERS},
@@ -346,6 +352,7 @@ static void parse_options(int argc, char **argv, struct options *o)
         case OPT_IMBALANCE: o->imbalance = parse_number(n, optarg, 0, 0.95); break;
         case OPT_BALANCE: o->balance = 1; break;
         case OPT_MICRO: o->micro = (int)parse_number(n, optarg, 1, 4096); break;
+        case OPT_1F1B: o->one_f_one_b = 1; break;
         case OPT_ACT: o->act_kb = parse_number(n, optarg, 1, 1 << 20); break;
         case OPT_TP: o->tp = (int)parse_number(n, optarg, 1, 1024); break;
         case OPT_LAYERS: o->layers = (int)parse_number(n, optarg, 1, 4096); break;
@@ -845,9 +852,70 @@ static void step_dp(const struct options *o, struct gpu *g, double scale)
 /* pipeline, GPipe: all forwards (receive activations from the previous
  * stage, compute, send to the next), then all backwards in reverse order
  * (gradients the other way), then the gradient norm over every stage. */
+/* 1F1B's p2p: activations from the previous stage and to the next,
+ * gradients from the next and to the previous; none past either end.  A
+ * send and a recv issued together form one NCCL group, as a 1F1B
+ * schedule must (each blocking alone, neighbours would wait on each
+ * other). */
+enum { RECV_FWD = 1, SEND_FWD = 2, RECV_BWD = 4, SEND_BWD = 8 };
+
+static void pipe_p2p(const struct rank_env *r, struct gpu *g, int what)
+{
+    int s = r->rank, last = r->world - 1;
+    NCCL_CHECK(ncclGroupStart());
+    if ((what & RECV_FWD) && s > 0)
+        NCCL_CHECK(ncclRecv(g->recv_buf, g->p2p_elems, ncclFloat, s - 1, g->world, g->stream));
+    if ((what & SEND_FWD) && s < last)
+        NCCL_CHECK(ncclSend(g->send_buf, g->p2p_elems, ncclFloat, s + 1, g->world, g->stream));
+    if ((what & RECV_BWD) && s < last)
+        NCCL_CHECK(ncclRecv(g->recv_buf, g->p2p_elems, ncclFloat, s + 1, g->world, g->stream));
+    if ((what & SEND_BWD) && s > 0)
+        NCCL_CHECK(ncclSend(g->send_buf, g->p2p_elems, ncclFloat, s - 1, g->world, g->stream));
+    NCCL_CHECK(ncclGroupEnd());
+}
+
+/* pipeline, 1F1B: stage s runs min(S-1-s, M) warm-up forwards, then
+ * alternates one forward and one backward while forwards remain, then
+ * drains the remaining backwards; then the gradient norm over every
+ * stage. */
+static void step_pipeline_1f1b(const struct options *o, const struct rank_env *r, struct gpu *g,
+                               double scale)
+{
+    double fwd = o->work_ms * scale / 3.0 / o->micro;
+    double bwd = 2.0 * o->work_ms * scale / 3.0 / o->micro;
+    int warm = r->world - 1 - r->rank;
+    if (warm > o->micro)
+        warm = o->micro;
+    int steady = o->micro - warm;
+    for (int i = 0; i < warm; i++) {
+        pipe_p2p(r, g, RECV_FWD);
+        launch_ms(o, g, fwd);
+        pipe_p2p(r, g, SEND_FWD);
+    }
+    if (steady > 0)
+        pipe_p2p(r, g, RECV_FWD);
+    for (int i = 0; i < steady; i++) {
+        launch_ms(o, g, fwd);
+        pipe_p2p(r, g, SEND_FWD | RECV_BWD);
+        launch_ms(o, g, bwd);
+        pipe_p2p(r, g, i == steady - 1 ? SEND_BWD : SEND_BWD | RECV_FWD);
+    }
+    for (int i = 0; i < warm; i++) {
+        pipe_p2p(r, g, RECV_BWD);
+        launch_ms(o, g, bwd);
+        pipe_p2p(r, g, SEND_BWD);
+    }
+    allreduce(g, g->norm, NORM_ELEMS, g->world);
+    launch_ms(o, g, OPT_MS * scale);
+}
+
 static void step_pipeline(const struct options *o, const struct rank_env *r, struct gpu *g,
                           double scale)
 {
+    if (o->one_f_one_b) {
+        step_pipeline_1f1b(o, r, g, scale);
+        return;
+    }
     int s = r->rank, last = r->world - 1;
     double fwd = o->work_ms * scale / 3.0 / o->micro;
     double bwd = 2.0 * o->work_ms * scale / 3.0 / o->micro;

@@ -319,6 +319,7 @@ struct sp_model {
     double ideal_step_ms;   /* every found cause removed together; 0 unknown */
     double replay_step_ms;  /* the replay of the job as recorded */
     int pipeline_stages, micro_batches; /* 0 when not pipelined */
+    const char *pipeline_schedule; /* "GPipe", "1F1B"; NULL unknown or not pipelined */
     enum sp_stage done;     /* the last pass run */
     /* Warnings, each once: a warning made again from the same message
      * format is counted into the first ("... (and 3 more like it)"); past

@@ -6,7 +6,13 @@
  * Ranks that exchange sends and recvs form chains; a chain's stage 0 is
  * the end whose first p2p op is a send (the forward pass starts there).
  * Stages are distances along the chain.  A rank with more than two p2p
- * neighbours (a ring, an all-to-all by p2p) means no chain: no stages.
+ * neighbours (a ring, an all-to-all by p2p) means no chain: no stages
+ * (an interleaved schedule, whose last stage sends back to the first, is
+ * such a ring and is not told apart yet).
+ *
+ * The micro-batches are stage 0's sends in a step; the schedule is read
+ * from where its first recv (the first gradient back) falls among them:
+ * after all of them, GPipe; after S of them (S stages), 1F1B.
  */
 #include <stdlib.h>
 
@@ -48,6 +54,19 @@ out:
     return pair;
 }
 
+/* The schedule from stage 0's order: GPipe runs every forward before the
+ * first backward, so all M sends precede the first gradient; 1F1B starts
+ * backwards after S-1 warm-up forwards (its first gradient arrives after
+ * S sends).  With M <= S-1 the two orders are one. */
+static const char *schedule_of(int micro, int sends_before_recv, int stages)
+{
+    if (micro < 2 || sends_before_recv < 1)
+        return NULL;
+    if (sends_before_recv >= micro)
+        return "GPipe";
+    return sends_before_recv <= stages ? "1F1B" : NULL;
+}
+
 void sp_model_find_stages(struct sp_model *m)
 {
     int n = m->nranks;
@@ -58,6 +77,7 @@ void sp_model_find_stages(struct sp_model *m)
     for (int i = 0; i < n; i++)
         m->ranks[i].stage = -1;
     m->pipeline_stages = m->micro_batches = 0;
+    m->pipeline_schedule = NULL;
     if (!nb || !deg || !pair)
         goto out;
     int chain = 1;
@@ -113,14 +133,22 @@ void sp_model_find_stages(struct sp_model *m)
     if (!m->pipeline_stages)
         for (int i = 0; i < n; i++)
             m->ranks[i].stage = -1;
-    /* micro-batches: sends of a stage-0 rank in the first analyzed step */
+    /* micro-batches: sends of a stage-0 rank in the first analyzed step;
+     * the schedule: how many of them precede its first recv (the first
+     * gradient back) */
     for (int i = 0; m->pipeline_stages && i < n; i++) {
         const struct sp_rank *r = &m->ranks[i];
         if (r->stage != 0)
             continue;
+        int before = -1;
         for (size_t j = 0; j < r->nnodes && r->nodes[j].step == 0; j++)
-            for (uint32_t c = 0; c < r->nodes[j].ncalls; c++)
-                m->micro_batches += r->calls[r->nodes[j].call + c].op == SP_NCCL_SEND;
+            for (uint32_t c = 0; c < r->nodes[j].ncalls; c++) {
+                uint32_t op = r->calls[r->nodes[j].call + c].op;
+                if (op == SP_NCCL_RECV && before < 0)
+                    before = m->micro_batches;
+                m->micro_batches += op == SP_NCCL_SEND;
+            }
+        m->pipeline_schedule = schedule_of(m->micro_batches, before, m->pipeline_stages);
         break;
     }
 out:

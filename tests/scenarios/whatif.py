@@ -19,6 +19,9 @@ over the steps after the first SKIP, all ranks.  Then the as-is run's
   * shape-specific: a balanced pipeline names no straggler and no
     pipeline_stage at all; with out-of-phase loaders no straggler or
     imbalance outranks input_pipeline;
+  * the report's step count is the job's, as is and fixed; where the
+    shape says, the top finding's evidence names what it must (the
+    pipeline's schedule); no finding the shape forbids at high severity;
   * the fixed run's report no longer names the fixed cause with gain >=
     0.05 (for the pipeline bubble: 0.05 above the bubble the fixed schedule
     keeps by construction, (S-1)/(M+S-1)).
@@ -176,6 +179,22 @@ SHAPES = {
         "fixed": ["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
                   "--slow-rank", "2", "--slow-factor", "1", "--no-markers"],
         "cause": "pipeline_stage", "ranks": [2], "band": (0.25, 0.5),
+        "premises": [],
+    },
+    "pipeline_1f1b_no_markers": {
+        "story": "4 pipeline stages, 1F1B (each send of the steady state grouped with its "
+                 "recv) with 6 micro-batches, every stage equal, no step marker: the bubble, "
+                 "and the schedule named (fix: 64 micro-batches, same total work)",
+        "nproc": PIPE_STAGES, "env": {}, "steps": 12,
+        "asis": ["--shape", "pipeline", "--work-ms", "50", "--micro-batches", "6", "--1f1b",
+                 "--no-markers"],
+        "fixed": ["--shape", "pipeline", "--work-ms", "50", "--micro-batches",
+                  str(PIPE_FIXED_MICRO), "--1f1b", "--no-markers"],
+        "cause": "pipeline_bubble", "ranks": None, "band": (0.2, 0.4),
+        "forbid": ["straggler", "pipeline_stage"],
+        "forbid_high": ["communication", "host_overhead"],
+        "evidence": "1F1B",
+        "fixed_residual": (PIPE_STAGES - 1.0) / (PIPE_FIXED_MICRO + PIPE_STAGES - 1.0),
         "premises": [],
     },
     "tp_dp": {
@@ -500,6 +519,9 @@ def judge_report(pair, rep, rep_fixed):
         for f in fs:
             if f.get("cause") == cause:
                 bad.append("as is: names %s, which this shape does not have" % describe(f))
+    if "evidence" in spec and top is not None and spec["evidence"] not in top.get("evidence", ""):
+        bad.append("as is: the top finding's evidence does not say %r: %s"
+                   % (spec["evidence"], top.get("evidence")))
     for cause in spec.get("forbid_high", []):
         for f in fs:
             if f.get("cause") == cause and f.get("severity") == "high":

@@ -20,7 +20,11 @@
  *                     fill and drain; one stage can be slow; --1f1b runs
  *                     the one-forward-one-backward schedule instead (after
  *                     S-1-s warm-up forwards, stage s alternates a forward
- *                     and a backward, then drains the backwards)
+ *                     and a backward, then drains the backwards); --pp-dp N
+ *                     runs N copies of the pipeline side by side (ranks
+ *                     d*S .. d*S+S-1 are copy d's stages), each stage's
+ *                     gradients all-reduced over its N copies: no
+ *                     collective then spans every rank
  *   --shape tpdp      tensor parallel groups of --tp ranks (all-reduce after
  *                     every layer, inside the group) times data parallel
  *                     across groups (gradient all-reduce at the end); one
@@ -103,6 +107,8 @@ struct options {
     int balance;          /* every rank does the step's mean work */
     int micro;            /* pipeline micro-batches per step */
     int one_f_one_b;      /* pipeline: 1F1B schedule instead of GPipe */
+    int pp_dp;            /* pipeline: data-parallel replicas of the whole pipeline */
+    int slow_stage;       /* pipeline: this stage's ranks in every copy are slow */
     double act_kb;        /* pipeline activations per step, split over them */
     int tp, layers;
     double tp_kb;         /* tpdp: bytes of each per-layer all-reduce */
@@ -210,6 +216,10 @@ static void usage(FILE *to)
         "  --micro-batches M     micro-batches per step, same total work (4)\n"
         "  --act-kb X            activations per step, KiB, split over them (1024)\n"
         "  --1f1b                one-forward-one-backward schedule instead of GPipe\n"
+        "  --pp-dp N             N data-parallel copies of the pipeline, WORLD_SIZE/N stages\n"
+        "                        each; a stage's gradients (--grad-mb) all-reduced over its\n"
+        "                        copies instead of the gradient norm over every rank (1)\n"
+        "  --slow-stage S        stage S's kernels take --slow-factor times longer, in every copy\n"
         "tpdp:\n"
         "  --tp N                ranks per tensor-parallel group (2)\n"
         "  --layers N            layers, each with an all-reduce in its group (4)\n"
@@ -234,7 +244,7 @@ enum {
     OPT_SLOW_RANK, OPT_SLOW_GROUP, OPT_SLOW_FACTOR, OPT_IMBALANCE, OPT_BALANCE, OPT_MICRO,
     OPT_ACT, OPT_TP, OPT_LAYERS, OPT_TP_KB, OPT_KERNELS, OPT_KERNEL_US, OPT_HOST_US, OPT_HOST_SLEEP,
     OPT_LOADER_MS, OPT_LOADER_SLOW, OPT_PREFETCH, OPT_READ_KB, OPT_ITERS, OPT_NO_MARKERS, OPT_SEED,
-    OPT_DATA, OPT_RENDEZVOUS, OPT_1F1B, OPT_HELP,
+    OPT_DATA, OPT_RENDEZVOUS, OPT_1F1B, OPT_PP_DP, OPT_SLOW_STAGE, OPT_HELP,
 };
 
 static const struct option long_opts[] = {
@@ -252,6 +262,8 @@ static const struct option long_opts[] = {
     {"balance", no_argument, 0, OPT_BALANCE},
     {"micro-batches", required_argument, 0, OPT_MICRO},
     {"1f1b", no_argument, 0, OPT_1F1B},
+    {"pp-dp", required_argument, 0, OPT_PP_DP},
+    {"slow-stage", required_argument, 0, OPT_SLOW_STAGE},
     {"act-kb", required_argument, 0, OPT_ACT},
     {"tp", required_argument, 0, OPT_TP},
     {"layers", required_argument, 0, OPT_LAYERS},
@@ -306,6 +318,8 @@ static void parse_options(int argc, char **argv, struct options *o)
     o->slow_group = -1;
     o->slow_factor = 1;
     o->micro = 4;
+    o->pp_dp = 1;
+    o->slow_stage = -1;
     o->act_kb = 1024;
     o->tp = 2;
     o->layers = 4;
@@ -353,6 +367,8 @@ static void parse_options(int argc, char **argv, struct options *o)
         case OPT_BALANCE: o->balance = 1; break;
         case OPT_MICRO: o->micro = (int)parse_number(n, optarg, 1, 4096); break;
         case OPT_1F1B: o->one_f_one_b = 1; break;
+        case OPT_PP_DP: o->pp_dp = (int)parse_number(n, optarg, 1, 1024); break;
+        case OPT_SLOW_STAGE: o->slow_stage = (int)parse_number(n, optarg, 0, 1024); break;
         case OPT_ACT: o->act_kb = parse_number(n, optarg, 1, 1 << 20); break;
         case OPT_TP: o->tp = (int)parse_number(n, optarg, 1, 1024); break;
         case OPT_LAYERS: o->layers = (int)parse_number(n, optarg, 1, 4096); break;
@@ -707,6 +723,8 @@ static double rank_scale(const struct options *o, const struct rank_env *r)
         return o->slow_factor;
     if (o->shape == SHAPE_TPDP && o->slow_group >= 0 && r->rank / o->tp == o->slow_group)
         return o->slow_factor;
+    if (o->shape == SHAPE_PIPELINE && o->slow_stage >= 0 && r->rank % (r->world / o->pp_dp) == o->slow_stage)
+        return o->slow_factor;
     return 1.0;
 }
 
@@ -802,6 +820,12 @@ static void gpu_setup(struct gpu *g, const struct options *o, const struct rank_
         NCCL_CHECK(ncclCommSplit(g->world, r->rank / o->tp, r->rank, &g->tp, NULL));
         NCCL_CHECK(ncclCommSplit(g->world, r->rank % o->tp, r->rank, &g->dp, NULL));
     }
+    if (o->shape == SHAPE_PIPELINE && o->pp_dp > 1) {
+        if (r->world % o->pp_dp != 0 || r->world / o->pp_dp < 2)
+            die("WORLD_SIZE=%d is not --pp-dp %d copies of 2 or more stages", r->world, o->pp_dp);
+        /* a stage's copies: the ranks with the same place in their pipeline */
+        NCCL_CHECK(ncclCommSplit(g->world, r->rank % (r->world / o->pp_dp), r->rank, &g->dp, NULL));
+    }
 }
 
 static void gpu_teardown(struct gpu *g, const struct options *o)
@@ -810,6 +834,8 @@ static void gpu_teardown(struct gpu *g, const struct options *o)
         NCCL_CHECK(ncclCommDestroy(g->tp));
         NCCL_CHECK(ncclCommDestroy(g->dp));
     }
+    if (o->shape == SHAPE_PIPELINE && o->pp_dp > 1)
+        NCCL_CHECK(ncclCommDestroy(g->dp));
     NCCL_CHECK(ncclCommDestroy(g->world));
     CUDA_CHECK(cudaFree(g->act));
     CUDA_CHECK(cudaFree(g->grad));
@@ -859,19 +885,40 @@ static void step_dp(const struct options *o, struct gpu *g, double scale)
  * other). */
 enum { RECV_FWD = 1, SEND_FWD = 2, RECV_BWD = 4, SEND_BWD = 8 };
 
-static void pipe_p2p(const struct rank_env *r, struct gpu *g, int what)
+/* This rank's stage and the last stage of its pipeline copy. */
+static int pipe_stage(const struct options *o, const struct rank_env *r, int *last)
 {
-    int s = r->rank, last = r->world - 1;
-    NCCL_CHECK(ncclGroupStart());
+    int stages = r->world / o->pp_dp;
+    *last = stages - 1;
+    return r->rank % stages;
+}
+
+/* The end of a pipeline step: the gradient norm over every rank, or, with
+ * copies of the pipeline, each stage's gradients over its copies. */
+static void pipe_reduce(const struct options *o, struct gpu *g)
+{
+    if (o->pp_dp > 1)
+        allreduce(g, g->grad, g->grad_elems, g->dp);
+    else
+        allreduce(g, g->norm, NORM_ELEMS, g->world);
+}
+
+static void pipe_p2p(const struct options *o, const struct rank_env *r, struct gpu *g, int what)
+{
+    int last, s = pipe_stage(o, r, &last), me = r->rank;
+    int group = (what & (what - 1)) != 0; /* a send with a recv */
+    if (group)
+        NCCL_CHECK(ncclGroupStart());
     if ((what & RECV_FWD) && s > 0)
-        NCCL_CHECK(ncclRecv(g->recv_buf, g->p2p_elems, ncclFloat, s - 1, g->world, g->stream));
+        NCCL_CHECK(ncclRecv(g->recv_buf, g->p2p_elems, ncclFloat, me - 1, g->world, g->stream));
     if ((what & SEND_FWD) && s < last)
-        NCCL_CHECK(ncclSend(g->send_buf, g->p2p_elems, ncclFloat, s + 1, g->world, g->stream));
+        NCCL_CHECK(ncclSend(g->send_buf, g->p2p_elems, ncclFloat, me + 1, g->world, g->stream));
     if ((what & RECV_BWD) && s < last)
-        NCCL_CHECK(ncclRecv(g->recv_buf, g->p2p_elems, ncclFloat, s + 1, g->world, g->stream));
+        NCCL_CHECK(ncclRecv(g->recv_buf, g->p2p_elems, ncclFloat, me + 1, g->world, g->stream));
     if ((what & SEND_BWD) && s > 0)
-        NCCL_CHECK(ncclSend(g->send_buf, g->p2p_elems, ncclFloat, s - 1, g->world, g->stream));
-    NCCL_CHECK(ncclGroupEnd());
+        NCCL_CHECK(ncclSend(g->send_buf, g->p2p_elems, ncclFloat, me - 1, g->world, g->stream));
+    if (group)
+        NCCL_CHECK(ncclGroupEnd());
 }
 
 /* pipeline, 1F1B: stage s runs min(S-1-s, M) warm-up forwards, then
@@ -883,29 +930,29 @@ static void step_pipeline_1f1b(const struct options *o, const struct rank_env *r
 {
     double fwd = o->work_ms * scale / 3.0 / o->micro;
     double bwd = 2.0 * o->work_ms * scale / 3.0 / o->micro;
-    int warm = r->world - 1 - r->rank;
+    int last, stage = pipe_stage(o, r, &last), warm = last - stage;
     if (warm > o->micro)
         warm = o->micro;
     int steady = o->micro - warm;
     for (int i = 0; i < warm; i++) {
-        pipe_p2p(r, g, RECV_FWD);
+        pipe_p2p(o, r, g, RECV_FWD);
         launch_ms(o, g, fwd);
-        pipe_p2p(r, g, SEND_FWD);
+        pipe_p2p(o, r, g, SEND_FWD);
     }
     if (steady > 0)
-        pipe_p2p(r, g, RECV_FWD);
+        pipe_p2p(o, r, g, RECV_FWD);
     for (int i = 0; i < steady; i++) {
         launch_ms(o, g, fwd);
-        pipe_p2p(r, g, SEND_FWD | RECV_BWD);
+        pipe_p2p(o, r, g, SEND_FWD | RECV_BWD);
         launch_ms(o, g, bwd);
-        pipe_p2p(r, g, i == steady - 1 ? SEND_BWD : SEND_BWD | RECV_FWD);
+        pipe_p2p(o, r, g, i == steady - 1 ? SEND_BWD : SEND_BWD | RECV_FWD);
     }
     for (int i = 0; i < warm; i++) {
-        pipe_p2p(r, g, RECV_BWD);
+        pipe_p2p(o, r, g, RECV_BWD);
         launch_ms(o, g, bwd);
-        pipe_p2p(r, g, SEND_BWD);
+        pipe_p2p(o, r, g, SEND_BWD);
     }
-    allreduce(g, g->norm, NORM_ELEMS, g->world);
+    pipe_reduce(o, g);
     launch_ms(o, g, OPT_MS * scale);
 }
 
@@ -916,28 +963,19 @@ static void step_pipeline(const struct options *o, const struct rank_env *r, str
         step_pipeline_1f1b(o, r, g, scale);
         return;
     }
-    int s = r->rank, last = r->world - 1;
     double fwd = o->work_ms * scale / 3.0 / o->micro;
     double bwd = 2.0 * o->work_ms * scale / 3.0 / o->micro;
     for (int m = 0; m < o->micro; m++) {
-        if (s > 0)
-            NCCL_CHECK(ncclRecv(g->recv_buf, g->p2p_elems, ncclFloat, s - 1, g->world,
-                                g->stream));
+        pipe_p2p(o, r, g, RECV_FWD);
         launch_ms(o, g, fwd);
-        if (s < last)
-            NCCL_CHECK(ncclSend(g->send_buf, g->p2p_elems, ncclFloat, s + 1, g->world,
-                                g->stream));
+        pipe_p2p(o, r, g, SEND_FWD);
     }
     for (int m = o->micro - 1; m >= 0; m--) {
-        if (s < last)
-            NCCL_CHECK(ncclRecv(g->recv_buf, g->p2p_elems, ncclFloat, s + 1, g->world,
-                                g->stream));
+        pipe_p2p(o, r, g, RECV_BWD);
         launch_ms(o, g, bwd);
-        if (s > 0)
-            NCCL_CHECK(ncclSend(g->send_buf, g->p2p_elems, ncclFloat, s - 1, g->world,
-                                g->stream));
+        pipe_p2p(o, r, g, SEND_BWD);
     }
-    allreduce(g, g->norm, NORM_ELEMS, g->world);
+    pipe_reduce(o, g);
     launch_ms(o, g, OPT_MS * scale);
 }
 

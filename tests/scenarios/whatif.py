@@ -197,6 +197,34 @@ SHAPES = {
         "fixed_residual": (PIPE_STAGES - 1.0) / (PIPE_FIXED_MICRO + PIPE_STAGES - 1.0),
         "premises": [],
     },
+    "pipeline_dp_slow_rank": {
+        "story": "2 data-parallel copies of a 3-stage GPipe pipeline (6 ranks, 8 micro-batches, "
+                 "each stage's gradients all-reduced over its 2 copies, no step marker); rank 1 "
+                 "(copy 0's stage 1) computes 1.8x slower, its copy rank 4 does not: a slow "
+                 "rank, not a slow stage (fix: rank 1 at normal speed)",
+        "nproc": 6, "env": {}, "steps": 12,
+        "asis": ["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
+                 "--pp-dp", "2", "--grad-mb", "4", "--slow-rank", "1", "--slow-factor", "1.8",
+                 "--no-markers"],
+        "fixed": ["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
+                  "--pp-dp", "2", "--grad-mb", "4", "--slow-rank", "1", "--slow-factor", "1",
+                  "--no-markers"],
+        "cause": "straggler", "ranks": [1], "band": (0.2, 0.5),
+        "premises": [],
+    },
+    "pipeline_dp_slow_stage": {
+        "story": "the same 2 copies of the pipeline; stage 1 computes 1.8x slower in both "
+                 "(ranks 1 and 4): a slow stage (fix: stage 1 at the others' speed)",
+        "nproc": 6, "env": {}, "steps": 12,
+        "asis": ["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
+                 "--pp-dp", "2", "--grad-mb", "4", "--slow-stage", "1", "--slow-factor", "1.8",
+                 "--no-markers"],
+        "fixed": ["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
+                  "--pp-dp", "2", "--grad-mb", "4", "--slow-stage", "1", "--slow-factor", "1",
+                  "--no-markers"],
+        "cause": "pipeline_stage", "ranks": [1, 4], "band": (0.2, 0.5),
+        "premises": [],
+    },
     "tp_dp": {
         "story": "2 tensor-parallel groups of 2 (all-reduce in the group after every "
                  "layer) x data parallel across them; group 1 (ranks 2, 3) computes 2x "

@@ -207,6 +207,7 @@ struct sp_rank {
     size_t nmarks;
     struct sp_span *steps;  /* local time */
     int nsteps;
+    int passes_aside;       /* passes between steps (evaluation) left out of them */
     double (*cat)[SP_CAT_N]; /* ns per step and category */
     struct sp_rnode *nodes; /* replay chain over the analyzed steps, in order */
     size_t nnodes;
@@ -305,6 +306,7 @@ struct sp_model {
     int steps_total;        /* aligned steps found on every rank */
     int step_number0;       /* the user's number of step 0 (its marker's), 0 when none */
     int steps_paused;       /* steps left out: recording was paused during them */
+    int steps_set_aside;    /* passes between steps (evaluation) kept out of every step */
     int step_lo, step_hi;   /* steps in view [lo, hi) */
     double step_mean_ms, step_median_ms;
     double breakdown[SP_CAT_N]; /* fractions of step time over ranks in view */

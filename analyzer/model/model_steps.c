@@ -48,6 +48,7 @@
 #define KERNEL_PERIOD_MAX 8192
 #define KERNEL_PERIOD_SLACK 0.005 /* a period this close to the best ratio is as good */
 #define MAX_STREAMS 256
+#define ASIDE_MIN 0.1 /* a pass between steps this share of the median step is set aside */
 #define KEY_MIX 0x9E3779B1u /* spreads names before the grid is folded in */
 #define WORLD_PERIODS 8  /* periods looked at for the job-wide collectives */
 #define GAP_RATIO 2.0       /* a step's pause against its collectives' other gaps */
@@ -268,8 +269,12 @@ static size_t period_by_pause(const double *gap, const double *span, size_t ngap
 
 /* When every collective of a step is the same (equal gradient buckets),
  * the key period p is shorter than the step: period_by_pause over the
- * collectives' gaps. */
-static size_t period_from_gaps(const struct sp_coll_call *c, size_t n, size_t p, long *end)
+ * collectives' gaps.  cut[i] (NULL: none) says a pass set aside lay
+ * between calls i and i+1: that gap holds the pass, so it counts as the
+ * nearest one a key period before (or after) that holds none - a pass
+ * every few steps would otherwise make its own pause. */
+static size_t period_from_gaps(const struct sp_coll_call *c, size_t n, size_t p, const uint8_t *cut,
+                               long *end)
 {
     *end = -1;
     double *gap = n > 1 ? malloc((n - 1) * sizeof *gap) : NULL;
@@ -280,6 +285,17 @@ static size_t period_from_gaps(const struct sp_coll_call *c, size_t n, size_t p,
             int64_t idle = c[i + 1].start - c[i].end;
             gap[i] = idle > 0 ? (double)idle : 0;
             span[i] = (double)(c[i + 1].start - c[i].start);
+        }
+        for (size_t i = 0; cut && i + 1 < n; i++) {
+            if (!cut[i])
+                continue;
+            size_t at = i;
+            while (at >= p && cut[at])
+                at -= p;
+            while (cut[at] && at + p + 1 < n)
+                at += p;
+            gap[i] = gap[at];
+            span[i] = span[at];
         }
         got = period_by_pause(gap, span, n - 1, p, end);
     }
@@ -314,6 +330,85 @@ static size_t job_wide_phases(const struct sp_coll_call *c, size_t n, size_t p, 
     return marked;
 }
 
+/* Interleaved passes (evaluation): a pass between training steps issues
+ * collectives of its own (a metric all-reduce) and none of the step's, so
+ * the key period spans several steps and the pass.  Read over the last
+ * period: when no call is p2p (a pipeline's stage traffic repeats within
+ * the step and is left alone), the most frequent key comes r >= 2 times,
+ * and some keys come at most r / 2 times on a communicator that a key of
+ * r times also uses, those rare calls are set apart: out[i] = 1.  Returns
+ * how many calls of c[0..n) are set apart (0: none). */
+static size_t rare_calls(const struct sp_coll_call *c, const struct key *k, size_t n, size_t p, uint8_t *out)
+{
+    size_t from = n - p, *cnt = malloc(p * sizeof *cnt), rare = 0, r = 0;
+    if (!cnt)
+        return 0;
+    for (size_t i = 0; i < p; i++) {
+        cnt[i] = 0;
+        for (size_t x = from; x < n; x++)
+            cnt[i] += same_key(&k[from + i], &k[x]);
+        if (cnt[i] > r)
+            r = cnt[i];
+        if (sp_op_is_p2p(c[from + i].op))
+            r = SIZE_MAX / 4; /* a pipeline: no pass to set apart */
+    }
+    memset(out, 0, n);
+    for (size_t i = 0; r >= 2 && r < SIZE_MAX / 4 && i < p; i++) {
+        if (2 * cnt[i] > r)
+            continue;
+        int shared = 0;
+        for (size_t x = 0; x < p && !shared; x++)
+            shared = cnt[x] == r && k[from + x].comm == k[from + i].comm;
+        if (!shared)
+            continue;
+        for (size_t x = 0; x < n; x++)
+            if (!out[x] && same_key(&k[x], &k[from + i])) {
+                out[x] = 1;
+                rare++;
+            }
+    }
+    free(cnt);
+    return rare < n ? rare : 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The rare calls that open step s (1 <= s < nsteps: after its start,
+ * before its first regular call first[s]) mark a pass between steps: the
+ * step starts when the last of them ends, when the pass is at least
+ * ASIDE_MIN of the median step; the pass is counted in *aside. */
+static void set_aside_passes(struct sp_rank *r, const struct sp_coll_call *rare, size_t nrare,
+                             const int64_t *first)
+{
+    if (r->nsteps < 2 || !nrare)
+        return;
+    int64_t *len = malloc((size_t)r->nsteps * sizeof *len);
+    if (!len)
+        return;
+    for (int s = 0; s < r->nsteps; s++)
+        len[s] = r->steps[s].end - r->steps[s].start;
+    qsort(len, (size_t)r->nsteps, sizeof *len, cmp_i64);
+    double bar = ASIDE_MIN * (double)len[r->nsteps / 2];
+    free(len);
+    size_t x = 0;
+    for (int s = 1; s < r->nsteps; s++) {
+        int64_t start = r->steps[s].start, end = INT64_MIN;
+        while (x < nrare && rare[x].end <= start)
+            x++;
+        for (; x < nrare && rare[x].start < first[s]; x++)
+            if (rare[x].end > end && rare[x].end <= first[s])
+                end = rare[x].end;
+        if (end > start && (double)(end - start) >= bar) {
+            r->steps[s].start = end;
+            r->passes_aside++;
+        }
+    }
+}
+
 /* Steps from the repeating collectives of one rank; 0 when none repeat.
  * ranks: the ranks of the job, for what a job-wide collective is. */
 static int steps_from_collectives(struct sp_rank *r, int ranks)
@@ -324,7 +419,9 @@ static int steps_from_collectives(struct sp_rank *r, int ranks)
     struct sp_coll_call *c = malloc(n * sizeof *c);
     struct key *k = malloc(n * sizeof *k);
     int64_t *b = malloc((n + 2) * sizeof *b);
-    uint8_t *only = NULL;
+    uint8_t *only = NULL, *rare_mark = NULL;
+    struct sp_coll_call *rare = NULL;
+    size_t nrare = 0;
     int got = 0;
     if (!c || !k || !b)
         goto out;
@@ -335,8 +432,35 @@ static int steps_from_collectives(struct sp_rank *r, int ranks)
     size_t p = find_period(k, n);
     if (!p)
         goto out;
+    /* passes between steps set apart, the steps found in what is left */
+    rare_mark = malloc(n);
+    nrare = rare_mark ? rare_calls(c, k, n, p, rare_mark) : 0;
+    if (nrare) {
+        rare = malloc(nrare * sizeof *rare);
+        if (!rare)
+            goto out;
+        size_t kept = 0, got_rare = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (rare_mark[i]) {
+                rare[got_rare++] = c[i];
+                if (kept)
+                    rare_mark[kept - 1] |= 2; /* a pass after the kept call */
+            } else {
+                c[kept] = c[i];
+                k[kept] = k[i];
+                rare_mark[kept] = (uint8_t)(rare_mark[kept] & 2);
+                kept++;
+            }
+        }
+        for (size_t i = 0; i < kept; i++)
+            rare_mark[i] >>= 1; /* now cut[i]: a pass between kept calls i and i+1 */
+        n = kept;
+        p = find_period(k, n);
+        if (!p)
+            goto out;
+    }
     long pause;
-    p = period_from_gaps(c, n, p, &pause);
+    p = period_from_gaps(c, n, p, nrare ? rare_mark : NULL, &pause);
     /* A step ends on every rank at once: where the period holds job-wide
      * collectives, the step ends after one of them, never inside a
      * pipeline stage's own traffic (the last stage's longest pause is
@@ -367,11 +491,20 @@ static int steps_from_collectives(struct sp_rank *r, int ranks)
     for (size_t s = 0; s < count; s++)
         b[s + 1] = c[last - (count - 1 - s) * p].end;
     got = set_steps(r, b, (int)count);
+    r->passes_aside = 0;
+    if (nrare && got > 1) {
+        /* each step's first regular call, for the passes that open it */
+        for (size_t s = 1; s < count; s++)
+            b[s] = c[last - (count - 1 - s) * p - p + 1].start;
+        set_aside_passes(r, rare, nrare, b);
+    }
 out:
     free(c);
     free(k);
     free(b);
     free(only);
+    free(rare_mark);
+    free(rare);
     return got;
 }
 
@@ -608,6 +741,12 @@ int sp_model_find_steps(struct sp_model *m)
     }
     m->detected_by = how;
     m->steps_total = total;
+    m->steps_set_aside = -1;
+    for (int i = 0; i < m->nranks; i++)
+        if (m->ranks[i].nsteps > 0 && (m->steps_set_aside < 0 || m->ranks[i].passes_aside < m->steps_set_aside))
+            m->steps_set_aside = m->ranks[i].passes_aside;
+    if (m->steps_set_aside < 0 || strcmp(how, "collectives"))
+        m->steps_set_aside = 0;
     leave_out_paused(m);
     return m->steps_total;
 }

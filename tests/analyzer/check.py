@@ -608,6 +608,30 @@ def case_batch_ramp():
         check_breakdown(rep, truth)
 
 
+def case_eval_passes():
+    """Data parallel without markers, an evaluation pass (forward kernels, a
+    metric all-reduce, no gradients) after every 5th training step: the
+    steps are the 24 training steps at their own length, the evaluations
+    set aside and counted, in JSON and in the text report."""
+    for name, extra in (("eval", ["--colls", 3]),
+                        ("eval_equal", ["--colls", 4, "--equal-buckets", "--input-ms", 4])):
+        d, truth = gen(name, "--ranks", 4, "--steps", 24, "--eval-every", 5, "--eval-ms", 6,
+                       "--jitter", 0.03, *extra)
+        rep = report(d)
+        st = rep["steps"]
+        print(f"  {name}: detected_by {st['detected_by']}, count {st['count']}, mean {st['mean_ms']:.3f} ms, "
+              f"set aside {st.get('set_aside')}; truth {truth['steps']} steps of {truth['step_ms']:.3f} ms, "
+              f"{truth['evals']} evaluations")
+        if st["count"] != truth["steps"]:
+            fail("the step count should be the training steps the job ran")
+        near("step_ms", st["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+        if st.get("set_aside") != truth["evals"]:
+            fail("the evaluation passes should be set aside and counted")
+        text = scaleprof("report", d).stdout
+        if f"{truth['evals']} passes between steps set aside" not in text:
+            fail("the text report should say how many passes were set aside:\n" + text[:600])
+
+
 def case_equal_buckets():
     """A DDP job whose four gradient buckets are the same size, without
     markers: every collective looks alike, and the steps are found from the

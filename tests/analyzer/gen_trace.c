@@ -36,7 +36,10 @@
  * kernels that differ only in their thread count (--one-kernel-name with
  * --grid-per-layer: each position of a step has its own grid), and a
  * batch that grows over the run (--ramp F: step k's compute times
- * 1 + F k / (steps - 1)).
+ * 1 + F k / (steps - 1)), and evaluation passes between training
+ * steps (--eval-every N --eval-ms X: after every N-th step, X ms of
+ * forward kernels and a metric all-reduce of 8 bytes; in no step of the
+ * truth, counted as "evals").
  *
  * The truth (JSON, --truth FILE) covers steps [skip, steps): breakdown as
  * fractions of step time, per-collective transfer and mean wait, step time,
@@ -77,8 +80,8 @@
 struct scenario {
     const char *out, *truth;
     int ranks, hosts, steps, colls, kernels, markers, intra, skip, helper, helpers, no_nccl, gpu_lag;
-    int equal_buckets, no_rank, one_name, pause_step, grid_per_layer;
-    double ramp;
+    int equal_buckets, no_rank, one_name, pause_step, grid_per_layer, eval_every;
+    double ramp, eval_ms;
     double compute, input, sync, memcpy, tail, transfer, inter_transfer, jitter, clock_err_us;
     uint64_t bytes;
     int slow_rank, missing_rank, truncate_rank;
@@ -382,6 +385,29 @@ static double run_step(const struct scenario *s, int k, double T, int in_view)
     return end;
 }
 
+#define EVAL_BYTES 8ull        /* --eval-every: the metric all-reduce */
+#define EVAL_TRANSFER (0.05 * MS)
+
+/* An evaluation pass between two training steps, from global time T:
+ * forward kernels only (the first chunk's names), then one small
+ * all-reduce of the metric on the global communicator; no gradients.
+ * Returns its end. */
+static double run_eval(const struct scenario *s, double T)
+{
+    double last = T;
+    for (int r = 0; r < s->ranks; r++) {
+        emit_compute(s, r, 0, T, s->eval_ms);
+        if (T + s->eval_ms > last)
+            last = T + s->eval_ms;
+    }
+    if (s->no_nccl)
+        return last;
+    for (int r = 0; r < s->ranks; r++)
+        emit_nccl(r, GLOBAL_COMM, ++R[r].seq_global, s->ranks, r, EVAL_BYTES, T + s->eval_ms,
+                  last + EVAL_TRANSFER);
+    return last + EVAL_TRANSFER;
+}
+
 static int open_rank(const struct scenario *s, int r)
 {
     char dir[4096], path[4200];
@@ -527,7 +553,8 @@ static void write_truth(const struct scenario *s, double step_ms)
         fprintf(f, "%s{\"comm\": \"%llx\", \"bytes\": %llu, \"nranks\": %d, \"calls\": %ld, \"transfer_ms\": %.6f, \"wait_ms\": %.6f}",
                 i ? ", " : "", (unsigned long long)tcoll[i].comm, (unsigned long long)tcoll[i].bytes, tcoll[i].nranks, tcoll[i].n,
                 tcoll[i].transfer / tcoll[i].n / MS, tcoll[i].wait / tcoll[i].n / MS);
-    fprintf(f, "],\n \"straggler\": %d, \"missing_rank\": %d}\n", s->slow_rank, s->missing_rank);
+    fprintf(f, "],\n \"straggler\": %d, \"missing_rank\": %d, \"evals\": %d}\n", s->slow_rank,
+            s->missing_rank, s->eval_every > 0 ? (s->steps - 1) / s->eval_every : 0);
     fclose(f);
 }
 
@@ -539,6 +566,7 @@ static const char usage[] =
     "  [--slow-compute-ms X] [--slow-input-ms X] [--missing-rank R] [--truncate-rank R]\n"
     "  [--helpers N] [--no-nccl] [--gpu-thread-lag S] [--equal-buckets] [--no-rank]\n"
     "  [--one-kernel-name] [--grid-per-layer] [--ramp F] [--pause-after-step K]\n"
+    "  [--eval-every N --eval-ms X]\n"
     "  [--truth FILE]\n";
 
 int main(int argc, char **argv)
@@ -559,6 +587,7 @@ int main(int argc, char **argv)
         {"helpers", 1, 0, 'W'}, {"no-nccl", 0, 0, 'Z'}, {"gpu-thread-lag", 1, 0, 'L'},
         {"equal-buckets", 0, 0, 'E'}, {"no-rank", 0, 0, 'U'}, {"one-kernel-name", 0, 0, 'O'},
         {"pause-after-step", 1, 0, 'Q'}, {"grid-per-layer", 0, 0, 'G'}, {"ramp", 1, 0, 'A'},
+        {"eval-every", 1, 0, 'V'}, {"eval-ms", 1, 0, 'v'},
         {0, 0, 0, 0},
     };
     int c;
@@ -598,6 +627,8 @@ int main(int argc, char **argv)
         case 'U': s.no_rank = 1; break;
         case 'G': s.grid_per_layer = 1; break;
         case 'A': s.ramp = atof(optarg); break;
+        case 'V': s.eval_every = atoi(optarg); break;
+        case 'v': s.eval_ms = atof(optarg); break;
         default: fputs(usage, stderr); return 2;
         }
     }
@@ -609,8 +640,8 @@ int main(int argc, char **argv)
     if (s.inter_transfer < 0)
         s.inter_transfer = s.transfer;
     s.compute *= MS, s.input *= MS, s.sync *= MS, s.memcpy *= MS, s.tail *= MS, s.transfer *= MS;
-    s.inter_transfer *= MS, s.slow_compute *= MS, s.slow_input *= MS;
-    double t0 = GLOBAL_START + 1 * MS, first = 0, T = 0, step_ms;
+    s.inter_transfer *= MS, s.slow_compute *= MS, s.slow_input *= MS, s.eval_ms *= MS;
+    double t0 = GLOBAL_START + 1 * MS, first = 0, T = 0, step_ms, eval_in_view = 0;
     for (emit_rank = -1; emit_rank < s.ranks; emit_rank++) {
         collect_truth = emit_rank < 0;
         if (emit_rank >= 0 && open_rank(&s, emit_rank) < 0)
@@ -625,6 +656,12 @@ int main(int argc, char **argv)
             if (gput.w)
                 deliver_gpu(k - s.gpu_lag);
             T = run_step(&s, k, T, k >= s.skip);
+            if (s.eval_every > 0 && (k + 1) % s.eval_every == 0 && k + 1 < s.steps) {
+                double e = run_eval(&s, T);
+                if (k >= s.skip && collect_truth)
+                    eval_in_view += e - T; /* between steps: in none of them */
+                T = e;
+            }
             if (s.pause_step && k == s.pause_step - 1) {
                 /* recording paused through the control file, for PAUSE_MS */
                 for (int r = 0; r < s.ranks; r++) {
@@ -653,7 +690,7 @@ int main(int argc, char **argv)
                 write_helper(&s, emit_rank, 1 + i, 1, t0, T);
         }
     }
-    step_ms = (T - first) / (s.steps - s.skip) / MS;
+    step_ms = (T - first - eval_in_view) / (s.steps - s.skip) / MS;
     if (s.truncate_rank >= 0)
         truncate_file(&s, s.truncate_rank);
     if (s.truth)

@@ -23,8 +23,22 @@
  * so an irregular start (parameter broadcast) falls into the first step,
  * which is warm-up anyway.
  *
+ * The period is the smallest within PERIOD_SLACK of the best match of any
+ * period, not the first past PERIOD_MATCH: a pipeline stage's recv, send,
+ * recv, send ... matches itself two calls later almost everywhere.  A
+ * step is a job-wide event: when the period holds collectives over every
+ * rank (a pipeline's gradient norm), the step ends after one of them on
+ * every rank, never inside a stage's own p2p traffic.  Passes between
+ * steps (evaluation) that bring collectives of their own and none of a
+ * step's are set apart (rare_calls) before the period is looked for
+ * again, and a step opened by one starts where it ends (set aside,
+ * counted).  Ranks that disagree on the count by more than one step make
+ * the report say it is unsure.
+ *
  * Neither markers nor collectives (one GPU): the compute kernels on the
- * main stream (the one with most kernels) repeat their names every step.
+ * main stream (the one with most kernels) repeat every step, a kernel
+ * known by its name and thread count (one GEMM kernel serves layers of
+ * different widths).
  * Layers repeat inside a step too (50 identical GEMMs), so the smallest
  * period reaching 90% is not enough: the period is the smallest whose
  * match ratio is within half a point of the best ratio of any period up
@@ -724,10 +738,20 @@ int sp_model_find_steps(struct sp_model *m)
         if (found)
             how = "kernels";
     }
-    int total = -1;
-    for (int i = 0; i < m->nranks; i++)
+    int total = -1, most = 0;
+    for (int i = 0; i < m->nranks; i++) {
         if (m->ranks[i].nsteps > 0 && (total < 0 || m->ranks[i].nsteps < total))
             total = m->ranks[i].nsteps;
+        if (m->ranks[i].nsteps > most)
+            most = m->ranks[i].nsteps;
+    }
+    /* Every rank runs the job's steps: found without markers, counts that
+     * differ by more than the step a trace cut short mean the pattern was
+     * read differently on some rank. */
+    if (total > 0 && most > total + 1 && strcmp(how, "markers"))
+        sp_model_warn(m, "step count unsure: the ranks' %s give %d to %d steps; the first %d are "
+                         "analyzed on every rank (use --step-marker, or NVTX ranges per step)",
+                      how, total, most, total);
     if (total < 0) {
         /* No steps: the whole trace as one window, said plainly. */
         how = "none";

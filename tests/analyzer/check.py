@@ -154,6 +154,15 @@ def case_truncated():
     print(f"  ranks {rep['ranks']}, steps {rep['steps']['count']}, warnings {rep['warnings'][:2]}")
     if not rep["warnings"] or rep["steps"]["count"] < 4:
         fail("a truncated file should warn and still report")
+    # without markers, a rank whose recording stopped halfway has half the
+    # steps of the others: the report says it is unsure of the count
+    # instead of passing it off
+    d, _ = gen("short_nomark", "--ranks", 4, "--short-rank", 1, "--steps", 40, "--kernels", 50)
+    rep = report(d)
+    unsure = [w for w in rep["warnings"] if "step count unsure" in w]
+    print(f"  no markers: steps {rep['steps']['count']}, {unsure[:1]}")
+    if not unsure:
+        fail("ranks that disagree on the step count should make the report say it is unsure")
 
 
 def crc32c(data, crc=0):
@@ -604,6 +613,8 @@ def case_batch_ramp():
               f"truth {truth['steps']} steps of {truth['step_ms']:.3f} ms")
         if st["detected_by"] != "collectives" or st["count"] != truth["steps"]:
             fail("the step count should be the job's while the step time grows")
+        if any("step count unsure" in w for w in rep["warnings"]):
+            fail("every rank found the same steps: nothing to be unsure of")
         near("step_ms", st["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
         check_breakdown(rep, truth)
 

@@ -39,7 +39,8 @@
  * 1 + F k / (steps - 1)), and evaluation passes between training
  * steps (--eval-every N --eval-ms X: after every N-th step, X ms of
  * forward kernels and a metric all-reduce of 8 bytes; in no step of the
- * truth, counted as "evals").
+ * truth, counted as "evals"), and a rank whose recording stops halfway
+ * through the run while its file stays whole (--short-rank R).
  *
  * The truth (JSON, --truth FILE) covers steps [skip, steps): breakdown as
  * fractions of step time, per-collective transfer and mean wait, step time,
@@ -84,7 +85,7 @@ struct scenario {
     double ramp, eval_ms;
     double compute, input, sync, memcpy, tail, transfer, inter_transfer, jitter, clock_err_us;
     uint64_t bytes;
-    int slow_rank, missing_rank, truncate_rank;
+    int slow_rank, missing_rank, truncate_rank, short_rank;
     double slow_compute, slow_input;
 };
 
@@ -189,9 +190,13 @@ static int per_host(const struct scenario *s, int h)
     return n;
 }
 
+static int short_rank = -1, short_after = -1; /* --short-rank: its recording stops early */
+
 static void emit(int r, struct sp_event *ev, double global_t)
 {
     if (r != emit_rank || !R[r].w)
+        return;
+    if (r == short_rank && cur_step >= short_after)
         return;
     ev->t = (uint64_t)((int64_t)global_t + R[r].mono_base);
     if (gput.w && ev->type == SP_EV_GPU)
@@ -566,7 +571,7 @@ static const char usage[] =
     "  [--slow-compute-ms X] [--slow-input-ms X] [--missing-rank R] [--truncate-rank R]\n"
     "  [--helpers N] [--no-nccl] [--gpu-thread-lag S] [--equal-buckets] [--no-rank]\n"
     "  [--one-kernel-name] [--grid-per-layer] [--ramp F] [--pause-after-step K]\n"
-    "  [--eval-every N --eval-ms X]\n"
+    "  [--eval-every N --eval-ms X] [--short-rank R]\n"
     "  [--truth FILE]\n";
 
 int main(int argc, char **argv)
@@ -587,7 +592,7 @@ int main(int argc, char **argv)
         {"helpers", 1, 0, 'W'}, {"no-nccl", 0, 0, 'Z'}, {"gpu-thread-lag", 1, 0, 'L'},
         {"equal-buckets", 0, 0, 'E'}, {"no-rank", 0, 0, 'U'}, {"one-kernel-name", 0, 0, 'O'},
         {"pause-after-step", 1, 0, 'Q'}, {"grid-per-layer", 0, 0, 'G'}, {"ramp", 1, 0, 'A'},
-        {"eval-every", 1, 0, 'V'}, {"eval-ms", 1, 0, 'v'},
+        {"eval-every", 1, 0, 'V'}, {"eval-ms", 1, 0, 'v'}, {"short-rank", 1, 0, 'h'},
         {0, 0, 0, 0},
     };
     int c;
@@ -629,6 +634,7 @@ int main(int argc, char **argv)
         case 'A': s.ramp = atof(optarg); break;
         case 'V': s.eval_every = atoi(optarg); break;
         case 'v': s.eval_ms = atof(optarg); break;
+        case 'h': short_rank = atoi(optarg); break;
         default: fputs(usage, stderr); return 2;
         }
     }
@@ -637,6 +643,7 @@ int main(int argc, char **argv)
         return 2;
     }
     s.out = argv[optind];
+    short_after = s.steps / 2;
     if (s.inter_transfer < 0)
         s.inter_transfer = s.transfer;
     s.compute *= MS, s.input *= MS, s.sync *= MS, s.memcpy *= MS, s.tail *= MS, s.transfer *= MS;

@@ -707,6 +707,10 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
         sp_json_null(&j, "ideal_step_ms");
     sp_json_int(&j, "pipeline_stages", m->pipeline_stages);
     sp_json_int(&j, "micro_batches", m->micro_batches);
+    if (m->pipeline_schedule)
+        sp_json_str(&j, "pipeline_schedule", m->pipeline_schedule);
+    else
+        sp_json_null(&j, "pipeline_schedule");
     sp_json_close(&j, '}');
     sp_json_open(&j, "warnings", '[');
     for (int i = 0; i < m->nwarnings; i++)

@@ -168,6 +168,7 @@ SHAPES = {
         "forbid": ["straggler", "pipeline_stage"],
         "forbid_high": ["communication", "host_overhead"],
         "fixed_residual": (PIPE_STAGES - 1.0) / (PIPE_FIXED_MICRO + PIPE_STAGES - 1.0),
+        "pipeline": (PIPE_STAGES, 4, "GPipe"),
         "premises": [],
     },
     "pipeline_slow_stage_no_markers": {
@@ -179,6 +180,7 @@ SHAPES = {
         "fixed": ["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
                   "--slow-rank", "2", "--slow-factor", "1", "--no-markers"],
         "cause": "pipeline_stage", "ranks": [2], "band": (0.25, 0.5),
+        "pipeline": (PIPE_STAGES, 8, "GPipe"),
         "premises": [],
     },
     "pipeline_1f1b_no_markers": {
@@ -194,6 +196,7 @@ SHAPES = {
         "forbid": ["straggler", "pipeline_stage"],
         "forbid_high": ["communication", "host_overhead"],
         "evidence": "1F1B",
+        "pipeline": (PIPE_STAGES, 6, "1F1B"),
         "fixed_residual": (PIPE_STAGES - 1.0) / (PIPE_FIXED_MICRO + PIPE_STAGES - 1.0),
         "premises": [],
     },
@@ -223,6 +226,7 @@ SHAPES = {
                   "--pp-dp", "2", "--grad-mb", "4", "--slow-stage", "1", "--slow-factor", "1",
                   "--no-markers"],
         "cause": "pipeline_stage", "ranks": [1, 4], "band": (0.2, 0.5),
+        "pipeline": (3, 8, "GPipe"),
         "premises": [],
     },
     "tp_dp": {
@@ -550,6 +554,12 @@ def judge_report(pair, rep, rep_fixed):
     if "evidence" in spec and top is not None and spec["evidence"] not in top.get("evidence", ""):
         bad.append("as is: the top finding's evidence does not say %r: %s"
                    % (spec["evidence"], top.get("evidence")))
+    if "pipeline" in spec:
+        w = rep.get("whatif", {})
+        got = (w.get("pipeline_stages"), w.get("micro_batches"), w.get("pipeline_schedule"))
+        if got != spec["pipeline"]:
+            bad.append("as is: pipeline (stages, micro-batches, schedule) %s, the job's %s"
+                       % (got, spec["pipeline"]))
     for cause in spec.get("forbid_high", []):
         for f in fs:
             if f.get("cause") == cause and f.get("severity") == "high":

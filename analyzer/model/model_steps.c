@@ -28,7 +28,8 @@
  * recv, send ... matches itself two calls later almost everywhere.  A
  * step is a job-wide event: when the period holds collectives over every
  * rank (a pipeline's gradient norm), the step ends after one of them on
- * every rank, never inside a stage's own p2p traffic.  Passes between
+ * every rank, never inside a stage's own p2p traffic; with none, but p2p
+ * and collectives mixed (copies of a pipeline), after a collective.  Passes between
  * steps (evaluation) that bring collectives of their own and none of a
  * step's are set apart (rare_calls) before the period is looked for
  * again, and a step opened by one starts where it ends (set aside,
@@ -327,20 +328,32 @@ static int job_wide(const struct sp_coll_call *c, int ranks)
 }
 
 /* Marks in only[0..p) the phases whose calls are job-wide in most of the
- * last WORLD_PERIODS periods; returns how many are. */
+ * last WORLD_PERIODS periods; when none are but the period mixes p2p and
+ * collectives (pipeline copies, each stage's gradients all-reduced over
+ * its copies), the collectives' phases: a data-parallel all-reduce ends
+ * a stage's step, its p2p traffic does not.  Returns how many are
+ * marked. */
 static size_t job_wide_phases(const struct sp_coll_call *c, size_t n, size_t p, int ranks, uint8_t *only)
 {
     size_t periods = n / p < WORLD_PERIODS ? n / p : WORLD_PERIODS, marked = 0;
-    for (size_t j = 0; j < p; j++) {
-        size_t yes = 0, seen = 0;
-        for (size_t q = 1; q <= periods; q++) {
-            size_t i = (n / p - q) * p + j;
-            seen++;
-            yes += job_wide(&c[i], ranks);
+    for (int pass = 0; pass < 2 && !marked; pass++) {
+        size_t p2p = 0;
+        for (size_t j = 0; j < p; j++) {
+            size_t yes = 0, seen = 0;
+            for (size_t q = 1; q <= periods; q++) {
+                const struct sp_coll_call *x = &c[(n / p - q) * p + j];
+                seen++;
+                yes += pass ? !sp_op_is_p2p(x->op) : job_wide(x, ranks);
+                p2p += sp_op_is_p2p(x->op);
+            }
+            only[j] = (uint8_t)(2 * yes > seen);
+            marked += only[j];
         }
-        only[j] = (uint8_t)(2 * yes > seen);
-        marked += only[j];
+        if (pass && !p2p)
+            marked = 0; /* no p2p: every phase a collective, nothing to prefer */
     }
+    if (!marked)
+        memset(only, 0, p);
     return marked;
 }
 

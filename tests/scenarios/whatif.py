@@ -213,6 +213,7 @@ SHAPES = {
                   "--pp-dp", "2", "--grad-mb", "4", "--slow-rank", "1", "--slow-factor", "1",
                   "--no-markers"],
         "cause": "straggler", "ranks": [1], "band": (0.2, 0.5),
+        "pipeline": (3, 8, "GPipe"),
         "premises": [],
     },
     "pipeline_dp_slow_stage": {

@@ -284,12 +284,8 @@ static size_t period_by_pause(const double *gap, const double *span, size_t ngap
 
 /* When every collective of a step is the same (equal gradient buckets),
  * the key period p is shorter than the step: period_by_pause over the
- * collectives' gaps.  cut[i] (NULL: none) says a pass set aside lay
- * between calls i and i+1: that gap holds the pass, so it counts as the
- * nearest one a key period before (or after) that holds none - a pass
- * every few steps would otherwise make its own pause. */
-static size_t period_from_gaps(const struct sp_coll_call *c, size_t n, size_t p, const uint8_t *cut,
-                               long *end)
+ * collectives' gaps. */
+static size_t period_from_gaps(const struct sp_coll_call *c, size_t n, size_t p, long *end)
 {
     *end = -1;
     double *gap = n > 1 ? malloc((n - 1) * sizeof *gap) : NULL;
@@ -300,17 +296,6 @@ static size_t period_from_gaps(const struct sp_coll_call *c, size_t n, size_t p,
             int64_t idle = c[i + 1].start - c[i].end;
             gap[i] = idle > 0 ? (double)idle : 0;
             span[i] = (double)(c[i + 1].start - c[i].start);
-        }
-        for (size_t i = 0; cut && i + 1 < n; i++) {
-            if (!cut[i])
-                continue;
-            size_t at = i;
-            while (at >= p && cut[at])
-                at -= p;
-            while (cut[at] && at + p + 1 < n)
-                at += p;
-            gap[i] = gap[at];
-            span[i] = span[at];
         }
         got = period_by_pause(gap, span, n - 1, p, end);
     }
@@ -365,9 +350,11 @@ static size_t job_wide_phases(const struct sp_coll_call *c, size_t n, size_t p, 
  * and some keys come at most r / 2 times on a communicator that a key of
  * r times also uses, those rare calls are set apart: out[i] = 1.  Returns
  * how many calls of c[0..n) are set apart (0: none). */
-static size_t rare_calls(const struct sp_coll_call *c, const struct key *k, size_t n, size_t p, uint8_t *out)
+static size_t rare_calls(const struct sp_coll_call *c, const struct key *k, size_t n, size_t p, uint8_t *out,
+                         size_t *most, size_t *in_period)
 {
     size_t from = n - p, *cnt = malloc(p * sizeof *cnt), rare = 0, r = 0;
+    *most = *in_period = 0;
     if (!cnt)
         return 0;
     for (size_t i = 0; i < p; i++) {
@@ -388,6 +375,11 @@ static size_t rare_calls(const struct sp_coll_call *c, const struct key *k, size
             shared = cnt[x] == r && k[from + x].comm == k[from + i].comm;
         if (!shared)
             continue;
+        (*in_period)++;
+        if (cnt[i] > *most)
+            *most = cnt[i];
+        if (out[from + i])
+            continue; /* its key is set apart already */
         for (size_t x = 0; x < n; x++)
             if (!out[x] && same_key(&k[x], &k[from + i])) {
                 out[x] = 1;
@@ -450,18 +442,23 @@ static int steps_from_collectives(struct sp_rank *r, int ranks)
     struct sp_coll_call *rare = NULL;
     size_t nrare = 0;
     int got = 0;
+    int keep_rare = 0;
+    size_t most_rare = 0, rare_in_period = 0, p0 = 0;
     if (!c || !k || !b)
         goto out;
+again:
+    n = r->ncalls;
     memcpy(c, r->calls, n * sizeof *c);
     qsort(c, n, sizeof *c, cmp_host_t);
     for (size_t i = 0; i < n; i++)
         k[i] = (struct key){c[i].comm, c[i].bytes, c[i].op};
-    size_t p = find_period(k, n);
+    size_t p = p0 = find_period(k, n);
     if (!p)
         goto out;
     /* passes between steps set apart, the steps found in what is left */
-    rare_mark = malloc(n);
-    nrare = rare_mark ? rare_calls(c, k, n, p, rare_mark) : 0;
+    if (!keep_rare && !rare_mark)
+        rare_mark = malloc(n);
+    nrare = rare_mark && !keep_rare ? rare_calls(c, k, n, p, rare_mark, &most_rare, &rare_in_period) : 0;
     if (nrare) {
         rare = malloc(nrare * sizeof *rare);
         if (!rare)
@@ -470,24 +467,31 @@ static int steps_from_collectives(struct sp_rank *r, int ranks)
         for (size_t i = 0; i < n; i++) {
             if (rare_mark[i]) {
                 rare[got_rare++] = c[i];
-                if (kept)
-                    rare_mark[kept - 1] |= 2; /* a pass after the kept call */
             } else {
                 c[kept] = c[i];
-                k[kept] = k[i];
-                rare_mark[kept] = (uint8_t)(rare_mark[kept] & 2);
-                kept++;
+                k[kept++] = k[i];
             }
         }
-        for (size_t i = 0; i < kept; i++)
-            rare_mark[i] >>= 1; /* now cut[i]: a pass between kept calls i and i+1 */
         n = kept;
         p = find_period(k, n);
         if (!p)
             goto out;
     }
-    long pause;
-    p = period_from_gaps(c, n, p, nrare ? rare_mark : NULL, &pause);
+    long pause = -1;
+    /* Without the passes, steps whose collectives differ are the key
+     * period itself (a pass every few steps would make a pause of its
+     * own at a multiple); steps of equal collectives are told by their
+     * pause as ever. */
+    if (!nrare || p == 1)
+        p = period_from_gaps(c, n, p, &pause);
+    if (nrare && most_rare * p >= p0 - rare_in_period) {
+        /* a rare key as often as the steps are (a metric all-reduce in
+         * every step): part of the step, no pass; look again with it */
+        keep_rare = 1;
+        free(rare);
+        rare = NULL;
+        goto again;
+    }
     /* A step ends on every rank at once: where the period holds job-wide
      * collectives, the step ends after one of them, never inside a
      * pipeline stage's own traffic (the last stage's longest pause is

@@ -641,6 +641,17 @@ def case_eval_passes():
         text = scaleprof("report", d).stdout
         if f"{truth['evals']} passes between steps set aside" not in text:
             fail("the text report should say how many passes were set aside:\n" + text[:600])
+    # a small all-reduce in every step (the loss, after the forward pass)
+    # is part of the step, not a pass to set aside
+    d, truth = gen("step_metric", "--ranks", 4, "--steps", 24, "--colls", 4, "--equal-buckets",
+                   "--input-ms", 4, "--step-metric", "--jitter", 0.03)
+    rep = report(d)
+    st = rep["steps"]
+    print(f"  step_metric: count {st['count']}, mean {st['mean_ms']:.3f} ms, set aside {st.get('set_aside')}; "
+          f"truth {truth['steps']} steps of {truth['step_ms']:.3f} ms")
+    if st["count"] != truth["steps"] or st.get("set_aside") != 0:
+        fail("a collective in every step is the step's: nothing to set aside")
+    near("step_ms", st["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
 
 
 def case_equal_buckets():

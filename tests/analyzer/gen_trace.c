@@ -39,7 +39,9 @@
  * 1 + F k / (steps - 1)), and evaluation passes between training
  * steps (--eval-every N --eval-ms X: after every N-th step, X ms of
  * forward kernels and a metric all-reduce of 8 bytes; in no step of the
- * truth, counted as "evals"), and a rank whose recording stops halfway
+ * truth, counted as "evals"), a small metric all-reduce after the
+ * first compute chunk of every step (--step-metric: the loss), and a rank
+ * whose recording stops halfway
  * through the run while its file stays whole (--short-rank R).
  *
  * The truth (JSON, --truth FILE) covers steps [skip, steps): breakdown as
@@ -81,7 +83,7 @@
 struct scenario {
     const char *out, *truth;
     int ranks, hosts, steps, colls, kernels, markers, intra, skip, helper, helpers, no_nccl, gpu_lag;
-    int equal_buckets, no_rank, one_name, pause_step, grid_per_layer, eval_every;
+    int equal_buckets, no_rank, one_name, pause_step, grid_per_layer, eval_every, step_metric;
     double ramp, eval_ms;
     double compute, input, sync, memcpy, tail, transfer, inter_transfer, jitter, clock_err_us;
     uint64_t bytes;
@@ -286,6 +288,8 @@ static void emit_compute(const struct scenario *s, int r, int j, double t, doubl
 }
 
 #define PAUSE_MS 2000.0 /* --pause-after-step: recording off this long */
+#define EVAL_BYTES 8ull        /* --eval-every, --step-metric: the metric all-reduce */
+#define EVAL_TRANSFER (0.05 * MS)
 
 struct truth_coll { uint64_t comm, bytes; int nranks; double transfer, wait; long n; };
 static struct truth_coll tcoll[64];
@@ -340,6 +344,19 @@ static double run_step(const struct scenario *s, int k, double T, int in_view)
         }
         if (s->no_nccl)
             continue;
+        if (j == 0 && s->step_metric) {
+            /* the loss all-reduced after the forward pass, every step */
+            double mend = last + EVAL_TRANSFER;
+            for (int r = 0; r < n; r++) {
+                emit_nccl(r, GLOBAL_COMM, ++R[r].seq_global, n, r, EVAL_BYTES, t[r], mend);
+                if (in_view) {
+                    R[r].cat[3] += last - t[r];
+                    R[r].cat[2] += EVAL_TRANSFER;
+                }
+                t[r] = mend;
+            }
+            last = mend;
+        }
         /* gradient buckets differ in size, as DDP's often do */
         uint64_t bytes = s->equal_buckets ? s->bytes : s->bytes >> j;
         double end = last + transfer, wsum = 0;
@@ -390,8 +407,6 @@ static double run_step(const struct scenario *s, int k, double T, int in_view)
     return end;
 }
 
-#define EVAL_BYTES 8ull        /* --eval-every: the metric all-reduce */
-#define EVAL_TRANSFER (0.05 * MS)
 
 /* An evaluation pass between two training steps, from global time T:
  * forward kernels only (the first chunk's names), then one small
@@ -571,7 +586,7 @@ static const char usage[] =
     "  [--slow-compute-ms X] [--slow-input-ms X] [--missing-rank R] [--truncate-rank R]\n"
     "  [--helpers N] [--no-nccl] [--gpu-thread-lag S] [--equal-buckets] [--no-rank]\n"
     "  [--one-kernel-name] [--grid-per-layer] [--ramp F] [--pause-after-step K]\n"
-    "  [--eval-every N --eval-ms X] [--short-rank R]\n"
+    "  [--eval-every N --eval-ms X] [--short-rank R] [--step-metric]\n"
     "  [--truth FILE]\n";
 
 int main(int argc, char **argv)
@@ -593,6 +608,7 @@ int main(int argc, char **argv)
         {"equal-buckets", 0, 0, 'E'}, {"no-rank", 0, 0, 'U'}, {"one-kernel-name", 0, 0, 'O'},
         {"pause-after-step", 1, 0, 'Q'}, {"grid-per-layer", 0, 0, 'G'}, {"ramp", 1, 0, 'A'},
         {"eval-every", 1, 0, 'V'}, {"eval-ms", 1, 0, 'v'}, {"short-rank", 1, 0, 'h'},
+        {"step-metric", 0, 0, 'g'},
         {0, 0, 0, 0},
     };
     int c;
@@ -635,6 +651,7 @@ int main(int argc, char **argv)
         case 'V': s.eval_every = atoi(optarg); break;
         case 'v': s.eval_ms = atof(optarg); break;
         case 'h': short_rank = atoi(optarg); break;
+        case 'g': s.step_metric = 1; break;
         default: fputs(usage, stderr); return 2;
         }
     }

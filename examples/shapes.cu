@@ -24,7 +24,9 @@
  *                     runs N copies of the pipeline side by side (ranks
  *                     d*S .. d*S+S-1 are copy d's stages), each stage's
  *                     gradients all-reduced over its N copies: no
- *                     collective then spans every rank
+ *                     collective then spans every rank; --interleave V
+ *                     gives each rank V model chunks, looped (the ranks
+ *                     form a ring)
  *   --shape tpdp      tensor parallel groups of --tp ranks (all-reduce after
  *                     every layer, inside the group) times data parallel
  *                     across groups (gradient all-reduce at the end); one
@@ -109,6 +111,7 @@ struct options {
     int one_f_one_b;      /* pipeline: 1F1B schedule instead of GPipe */
     int pp_dp;            /* pipeline: data-parallel replicas of the whole pipeline */
     int slow_stage;       /* pipeline: this stage's ranks in every copy are slow */
+    int interleave;       /* pipeline: model chunks per rank (virtual stages), 1 none */
     double act_kb;        /* pipeline activations per step, split over them */
     int tp, layers;
     double tp_kb;         /* tpdp: bytes of each per-layer all-reduce */
@@ -220,6 +223,9 @@ static void usage(FILE *to)
         "                        each; a stage's gradients (--grad-mb) all-reduced over its\n"
         "                        copies instead of the gradient norm over every rank (1)\n"
         "  --slow-stage S        stage S's kernels take --slow-factor times longer, in every copy\n"
+        "  --interleave V        V model chunks per rank (virtual stages), looped: the last\n"
+        "                        rank's chunk c feeds rank 0's chunk c+1; micro-batches a\n"
+        "                        multiple of the stages (1)\n"
         "tpdp:\n"
         "  --tp N                ranks per tensor-parallel group (2)\n"
         "  --layers N            layers, each with an all-reduce in its group (4)\n"
@@ -244,7 +250,7 @@ enum {
     OPT_SLOW_RANK, OPT_SLOW_GROUP, OPT_SLOW_FACTOR, OPT_IMBALANCE, OPT_BALANCE, OPT_MICRO,
     OPT_ACT, OPT_TP, OPT_LAYERS, OPT_TP_KB, OPT_KERNELS, OPT_KERNEL_US, OPT_HOST_US, OPT_HOST_SLEEP,
     OPT_LOADER_MS, OPT_LOADER_SLOW, OPT_PREFETCH, OPT_READ_KB, OPT_ITERS, OPT_NO_MARKERS, OPT_SEED,
-    OPT_DATA, OPT_RENDEZVOUS, OPT_1F1B, OPT_PP_DP, OPT_SLOW_STAGE, OPT_HELP,
+    OPT_DATA, OPT_RENDEZVOUS, OPT_1F1B, OPT_PP_DP, OPT_SLOW_STAGE, OPT_INTERLEAVE, OPT_HELP,
 };
 
 static const struct option long_opts[] = {
@@ -264,6 +270,7 @@ static const struct option long_opts[] = {
     {"1f1b", no_argument, 0, OPT_1F1B},
     {"pp-dp", required_argument, 0, OPT_PP_DP},
     {"slow-stage", required_argument, 0, OPT_SLOW_STAGE},
+    {"interleave", required_argument, 0, OPT_INTERLEAVE},
     {"act-kb", required_argument, 0, OPT_ACT},
     {"tp", required_argument, 0, OPT_TP},
     {"layers", required_argument, 0, OPT_LAYERS},
@@ -320,6 +327,7 @@ static void parse_options(int argc, char **argv, struct options *o)
     o->micro = 4;
     o->pp_dp = 1;
     o->slow_stage = -1;
+    o->interleave = 1;
     o->act_kb = 1024;
     o->tp = 2;
     o->layers = 4;
@@ -369,6 +377,7 @@ static void parse_options(int argc, char **argv, struct options *o)
         case OPT_1F1B: o->one_f_one_b = 1; break;
         case OPT_PP_DP: o->pp_dp = (int)parse_number(n, optarg, 1, 1024); break;
         case OPT_SLOW_STAGE: o->slow_stage = (int)parse_number(n, optarg, 0, 1024); break;
+        case OPT_INTERLEAVE: o->interleave = (int)parse_number(n, optarg, 1, 64); break;
         case OPT_ACT: o->act_kb = parse_number(n, optarg, 1, 1 << 20); break;
         case OPT_TP: o->tp = (int)parse_number(n, optarg, 1, 1024); break;
         case OPT_LAYERS: o->layers = (int)parse_number(n, optarg, 1, 4096); break;
@@ -956,9 +965,60 @@ static void step_pipeline_1f1b(const struct options *o, const struct rank_env *r
     launch_ms(o, g, OPT_MS * scale);
 }
 
+/* pipeline, interleaved (V chunks per rank): virtual stage c*S + s is
+ * rank s's chunk c.  Micro-batches go in groups of S: a group's forwards
+ * through chunk 0, then chunk 1 (the last rank feeding rank 0), ..., then
+ * the next group; then the backwards the other way (S-sized groups keep
+ * the ring from filling up: each rank holds at most one message in
+ * flight).  After each unit its output goes out together with the next
+ * unit's input coming in (one NCCL group), as interleaved schedules must,
+ * the ranks forming a ring. */
+static int loop_chunk(int u, int S, int V, int backward)
+{
+    int c = (u % (S * V)) / S;
+    return backward ? V - 1 - c : c;
+}
+
+static void pipe_loop(const struct options *o, const struct rank_env *r, struct gpu *g, double ms,
+                      int backward)
+{
+    int last, s = pipe_stage(o, r, &last), S = last + 1, V = o->interleave, U = V * o->micro;
+    int next = r->rank + (s == last ? -last : 1), prev = r->rank + (s == 0 ? last : -1);
+    if (backward) {
+        int t = next;
+        next = prev;
+        prev = t;
+    }
+    /* virtual stage of unit u; input wanted unless first, output unless last */
+    for (int u = -1; u < U; u++) {
+        if (u >= 0)
+            launch_ms(o, g, ms);
+        int vs = u < 0 ? 0 : loop_chunk(u, S, V, backward) * S + s;
+        int vsn = loop_chunk(u + 1, S, V, backward) * S + s;
+        int send = u >= 0 && (backward ? vs > 0 : vs < V * S - 1);
+        int recv = u + 1 < U && (backward ? vsn < V * S - 1 : vsn > 0);
+        if (send && recv)
+            NCCL_CHECK(ncclGroupStart());
+        if (send)
+            NCCL_CHECK(ncclSend(g->send_buf, g->p2p_elems, ncclFloat, next, g->world, g->stream));
+        if (recv)
+            NCCL_CHECK(ncclRecv(g->recv_buf, g->p2p_elems, ncclFloat, prev, g->world, g->stream));
+        if (send && recv)
+            NCCL_CHECK(ncclGroupEnd());
+    }
+}
+
 static void step_pipeline(const struct options *o, const struct rank_env *r, struct gpu *g,
                           double scale)
 {
+    if (o->interleave > 1) {
+        double units = (double)o->micro * o->interleave;
+        pipe_loop(o, r, g, o->work_ms * scale / 3.0 / units, 0);
+        pipe_loop(o, r, g, 2.0 * o->work_ms * scale / 3.0 / units, 1);
+        pipe_reduce(o, g);
+        launch_ms(o, g, OPT_MS * scale);
+        return;
+    }
     if (o->one_f_one_b) {
         step_pipeline_1f1b(o, r, g, scale);
         return;
@@ -1040,6 +1100,8 @@ int main(int argc, char **argv)
         die("RANK=%d is not below WORLD_SIZE=%d", r.rank, r.world);
     if (o.shape == SHAPE_PIPELINE && r.world < 2)
         die("--shape pipeline needs at least 2 ranks (one stage each)");
+    if (o.shape == SHAPE_PIPELINE && o.interleave > 1 && o.micro % (r.world / o.pp_dp) != 0)
+        die("--interleave needs --micro-batches a multiple of the stages (%d)", r.world / o.pp_dp);
     truth_open();
     if (o.shape == SHAPE_LOADER)
         make_dataset(&o);

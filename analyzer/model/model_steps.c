@@ -23,9 +23,10 @@
  * so an irregular start (parameter broadcast) falls into the first step,
  * which is warm-up anyway.
  *
- * The period is the smallest within PERIOD_SLACK of the best match of any
- * period, not the first past PERIOD_MATCH: a pipeline stage's recv, send,
- * recv, send ... matches itself two calls later almost everywhere.  A
+ * The period is the smallest whose mismatches are at most twice the best
+ * period's (give or take PERIOD_SLACK), not the first past PERIOD_MATCH:
+ * a pipeline stage's recv, send, recv, send ... matches itself two calls
+ * later almost everywhere.  A
  * step is a job-wide event: when the period holds collectives over every
  * rank (a pipeline's gradient norm), the step ends after one of them on
  * every rank, never inside a stage's own p2p traffic; with none, but p2p
@@ -59,7 +60,7 @@
 #define PERIOD_MAX 1024
 #define PERIOD_WINDOW 2048 /* calls compared per candidate period */
 #define PERIOD_MATCH 0.9
-#define PERIOD_SLACK 0.01 /* a period this close to the best match ratio is as good */
+#define PERIOD_SLACK 0.001 /* a period mismatching this much more than twice the best is as good */
 #define KERNEL_PERIOD_MAX 8192
 #define KERNEL_PERIOD_SLACK 0.005 /* a period this close to the best ratio is as good */
 #define MAX_STREAMS 256
@@ -127,9 +128,9 @@ static int cmp_host_t(const void *a, const void *b)
     return (x->host_t > y->host_t) - (x->host_t < y->host_t);
 }
 
-/* The step's period in calls: the smallest p whose shifted match ratio is
- * within PERIOD_SLACK of the best of any period up to PERIOD_MAX, when
- * that best reaches PERIOD_MATCH.  The first p past PERIOD_MATCH is not
+/* The step's period in calls: the smallest p whose shifted mismatch ratio
+ * is at most twice (plus PERIOD_SLACK) the best of any period up to
+ * PERIOD_MAX, when that best matches PERIOD_MATCH.  The first p past PERIOD_MATCH is not
  * enough: a pipeline stage's recv, send, recv, send ... matches itself
  * two calls later almost everywhere. */
 static size_t find_period(const struct key *k, size_t n)
@@ -146,9 +147,14 @@ static size_t find_period(const struct key *k, size_t n)
         if (ratio[p] > best)
             best = ratio[p];
     }
+    /* as good: mismatching at most twice as often as the best, give or
+     * take PERIOD_SLACK (a multiple of the step matches as well as the
+     * step; a send, recv, send ... of hundreds of calls per step misses
+     * once per step at period 2, far more often than the step itself) */
     size_t got = 0;
+    double bar = 1 - (2 * (1 - best) + PERIOD_SLACK);
     for (size_t p = 1; p <= pmax && !got && best >= PERIOD_MATCH; p++)
-        if (ratio[p] >= best - PERIOD_SLACK)
+        if (ratio[p] >= bar)
             got = p;
     free(ratio);
     return got;

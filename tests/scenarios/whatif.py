@@ -200,6 +200,24 @@ SHAPES = {
         "fixed_residual": (PIPE_STAGES - 1.0) / (PIPE_FIXED_MICRO + PIPE_STAGES - 1.0),
         "premises": [],
     },
+    "pipeline_interleaved_no_markers": {
+        "story": "4 pipeline stages, 2 model chunks per rank looped (the last stage feeds "
+                 "the first stage's second chunk: the ranks form a ring), 4 micro-batches, "
+                 "every stage equal, no step marker: the bubble of the interleaved schedule "
+                 "(fix: 32 micro-batches, same total work)",
+        "nproc": PIPE_STAGES, "env": {}, "steps": 12,
+        "asis": ["--shape", "pipeline", "--work-ms", "96", "--micro-batches", "4",
+                 "--interleave", "2", "--no-markers"],
+        "fixed": ["--shape", "pipeline", "--work-ms", "96", "--micro-batches", "32",
+                  "--interleave", "2", "--no-markers"],
+        "cause": "pipeline_bubble", "ranks": None, "band": (0.15, 0.35),
+        "forbid": ["straggler", "pipeline_stage"],
+        "forbid_high": ["communication", "host_overhead"],
+        "evidence": "interleaved",
+        "pipeline": (PIPE_STAGES, 4, "interleaved"),
+        "fixed_residual": (PIPE_STAGES - 1.0) / (2 * 32 + PIPE_STAGES - 1.0),
+        "premises": [],
+    },
     "pipeline_dp_slow_rank": {
         "story": "2 data-parallel copies of a 3-stage GPipe pipeline (6 ranks, 8 micro-batches, "
                  "each stage's gradients all-reduced over its 2 copies, no step marker); rank 1 "

@@ -669,7 +669,9 @@ static void bubble_finding(struct sp_model *m, const struct sp_replay *rp, doubl
     say(f, "; %d stages wait %.1f%% of step time for each other in the pipeline's fill and drain%s", m->pipeline_stages,
         100 * rp->bubble_share, rp->stage >= 0 ? " once the stages are balanced" : "");
     if (m->micro_batches > 0)
-        say(f, "; %d micro-batches per step now, %d would halve the bubble", m->micro_batches, 2 * m->micro_batches);
+        say(f, "; %d micro-batches per step now%s%s%s, %d would halve the bubble", m->micro_batches,
+            m->pipeline_schedule ? " (" : "", m->pipeline_schedule ? m->pipeline_schedule : "",
+            m->pipeline_schedule ? " schedule)" : "", 2 * m->micro_batches);
 }
 
 /* A rank's share of its step time spent in `per_step` (ns per step). */

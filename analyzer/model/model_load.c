@@ -280,7 +280,7 @@ static void on_kernel(struct file_scan *s, const struct sp_event *ev)
     struct sp_kernel_rec *k = vec_push(&s->kseq, sizeof *k);
     if (k)
         *k = (struct sp_kernel_rec){(uint32_t)ev->gpu.name, (uint32_t)ev->gpu.stream, (int64_t)ev->t,
-                                    (int64_t)(ev->t + ev->gpu.dur)};
+                                    (int64_t)(ev->t + ev->gpu.dur), ev->gpu.grid};
 }
 
 static void on_io(struct sp_file_rec *f, const struct sp_event *ev)
@@ -612,7 +612,7 @@ static void match_kernels(struct file_scan *s)
  * the rest of those types unread (their columns are never touched). */
 #define PASS1_GPU_FIELDS                                                       \
     (SP_FIELD_BIT(gpu, kind) | SP_FIELD_BIT(gpu, stream) | SP_FIELD_BIT(gpu, name) |       \
-     SP_FIELD_BIT(gpu, correlation) | SP_FIELD_BIT(gpu, device))
+     SP_FIELD_BIT(gpu, correlation) | SP_FIELD_BIT(gpu, device) | SP_FIELD_BIT(gpu, grid))
 static void ask_pass1_fields(struct sp_reader *r)
 {
     sp_reader_set_fields(r, SP_EV_CUDA, 0);
@@ -652,13 +652,14 @@ static int pass1_event(void *ctx, const struct sp_reader *r, const struct sp_eve
     return 0;
 }
 
-/* Once the kernel-name sequence is gone for good, kernels' names are no
- * longer needed: the reader leaves them unread from the next chunk on. */
+/* Once the kernel sequence is gone for good, kernels' names and thread
+ * counts are no longer needed: the reader leaves them unread from the
+ * next chunk on. */
 static void pass1_every(void *ctx, struct sp_reader *r)
 {
     struct file_scan *s = ctx;
     if (!s->names_dropped && s->f->kseq_full != 0) {
-        sp_reader_set_fields(r, SP_EV_GPU, PASS1_GPU_FIELDS & ~SP_FIELD_BIT(gpu, name));
+        sp_reader_set_fields(r, SP_EV_GPU, PASS1_GPU_FIELDS & ~(SP_FIELD_BIT(gpu, name) | SP_FIELD_BIT(gpu, grid)));
         s->names_dropped = 1;
     }
 }

@@ -481,88 +481,6 @@ static int build_instances(struct graph *g)
     return 0;
 }
 
-/* The pipeline, if any: ranks that exchange sends and recvs form chains;
- * a chain's stage 0 is the end whose first p2p op is a send (the forward
- * pass starts there).  Stages are distances along the chain. */
-static void find_stages(struct graph *g)
-{
-    struct sp_model *m = g->m;
-    int n = m->nranks;
-    int *nb = malloc(sizeof *nb * (size_t)(2 * n + 1)); /* up to two neighbours each */
-    int *deg = calloc((size_t)n + 1, sizeof *deg);
-    for (int i = 0; i < n; i++)
-        m->ranks[i].stage = -1;
-    if (!nb || !deg) {
-        free(nb);
-        free(deg);
-        return;
-    }
-    int chain = 1;
-    for (size_t t = 0; t < g->ninsts && chain; t++) {
-        const struct inst *in = &g->insts[t];
-        if (!in->p2p || in->n != 2 || !in->pair)
-            continue; /* a send and its recv, on two ranks */
-        int a = g->parts[in->first].r, b = g->parts[in->first + 1].r;
-        if (a == b)
-            continue;
-        int known = 0;
-        for (int d = 0; d < deg[a]; d++)
-            known |= nb[2 * a + d] == b;
-        if (known)
-            continue;
-        if (deg[a] == 2 || deg[b] == 2) {
-            chain = 0; /* not a chain (a ring, all-to-all by p2p): no stages */
-            break;
-        }
-        nb[2 * a + deg[a]++] = b;
-        nb[2 * b + deg[b]++] = a;
-    }
-    int stages = 0;
-    for (int i = 0; chain && i < n; i++) {
-        if (deg[i] != 1 || m->ranks[i].stage >= 0)
-            continue;
-        /* an end: is its first p2p op a send? */
-        const struct sp_rank *r = &m->ranks[i];
-        int first_send = 0;
-        for (size_t j = 0; j < r->nnodes; j++)
-            if (r->nodes[j].ncalls && sp_op_is_p2p(r->calls[r->nodes[j].call].op)) {
-                first_send = r->calls[r->nodes[j].call].op == SP_NCCL_SEND;
-                break;
-            }
-        if (!first_send)
-            continue;
-        int prev = -1, cur = i, s = 0;
-        while (cur >= 0 && m->ranks[cur].stage < 0) {
-            m->ranks[cur].stage = s++;
-            int next = -1;
-            for (int d = 0; d < deg[cur]; d++)
-                if (nb[2 * cur + d] != prev)
-                    next = nb[2 * cur + d];
-            prev = cur;
-            cur = next;
-        }
-        if (s > stages)
-            stages = s;
-    }
-    m->pipeline_stages = stages > 1 ? stages : 0;
-    if (!m->pipeline_stages)
-        for (int i = 0; i < n; i++)
-            m->ranks[i].stage = -1;
-    /* micro-batches: sends of a stage-0 rank in the first analyzed step */
-    m->micro_batches = 0;
-    for (int i = 0; m->pipeline_stages && i < n; i++) {
-        const struct sp_rank *r = &m->ranks[i];
-        if (r->stage != 0)
-            continue;
-        for (size_t j = 0; j < r->nnodes && r->nodes[j].step == 0; j++)
-            for (uint32_t c = 0; c < r->nodes[j].ncalls; c++)
-                m->micro_batches += r->calls[r->nodes[j].call + c].op == SP_NCCL_SEND;
-        break;
-    }
-    free(nb);
-    free(deg);
-}
-
 static void graph_free(struct graph *g)
 {
     free(g->peer_rank);
@@ -673,7 +591,7 @@ static int graph_build(struct sp_model *m, struct graph *g)
     }
     if (build_instances(g) < 0)
         return -1;
-    find_stages(g);
+    sp_model_find_stages(m);
     return build_peers(g);
 }
 

@@ -234,10 +234,13 @@ static uint32_t raw_gettid(void)
     return (uint32_t)syscall(SYS_gettid);
 }
 
+/* The system call, not the vDSO: these reads are rare (a header, a
+ * close, a thread's last drops), and the vDSO reads the TSC, which the
+ * writer's user may have made trap (prctl PR_SET_TSC). */
 static uint64_t clock_ns(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(id, &ts);
+    syscall(SYS_clock_gettime, id, &ts);
     return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 

@@ -398,10 +398,8 @@ static void run_identity(void)
     }
     char host[64] = "";
     gethostname(host, sizeof host - 1);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
     snprintf(g_cfg.run, sizeof g_cfg.run, "%s-%d-%lld", host[0] ? host : "host", (int)getpid(),
-             (long long)ts.tv_sec);
+             (long long)(sp_clock_read_ns(CLOCK_REALTIME) / 1000000000u));
     setenv("SCALEPROF_RUN_ID", g_cfg.run, 1);
 }
 
@@ -603,12 +601,10 @@ static void add_env_tlv(struct sp_writer *w)
 
 static void clock_pair(uint64_t *mono, uint64_t *real, uint64_t *uncertainty)
 {
-    struct timespec ts;
     uint64_t a = sp_now();
-    clock_gettime(CLOCK_REALTIME, &ts);
+    *real = sp_clock_read_ns(CLOCK_REALTIME);
     uint64_t b = sp_now();
     *mono = a;
-    *real = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
     *uncertainty = b - a;
 }
 
@@ -853,6 +849,7 @@ static void register_handlers_once(void)
  * our dependency). */
 __attribute__((constructor)) static void core_constructor(void)
 {
+    sp_clock_check_tsc(); /* before the first clock read: rdtsc may trap */
     register_handlers_once();
     membarrier_register();
     g_self_pid = (pid_t)syscall(SYS_getpid);

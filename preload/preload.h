@@ -25,7 +25,9 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sprof.h"
 
@@ -147,6 +149,11 @@ extern volatile int sp_clock_tsc;      /* 1 once the TSC is calibrated */
 /* &sp_clock_segs[sp_clock_cur] once the TSC is calibrated, NULL until
  * then and where clock_gettime is the clock: sp_now's one load. */
 extern struct sp_clock_seg *volatile sp_clock_seg;
+/* 1 when rdtsc may trap in this process (prctl(PR_SET_TSC,
+ * PR_TSC_SIGSEGV) by the job, or inherited): no rdtsc from then on, and
+ * the clock is read with the system call, since the vDSO's clock_gettime
+ * reads the TSC itself where the TSC is the kernel's clocksource. */
+extern volatile int sp_clock_notsc;
 
 static inline uint64_t sp_rdtsc(void)
 {
@@ -159,11 +166,20 @@ static inline uint64_t sp_rdtsc(void)
 #endif
 }
 
-static inline uint64_t sp_clock_gettime_ns(void)
+/* clock_gettime(id), through the system call when rdtsc traps. */
+static inline uint64_t sp_clock_read_ns(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (SP_UNLIKELY(sp_clock_notsc))
+        syscall(SYS_clock_gettime, id, &ts);
+    else
+        clock_gettime(id, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t sp_clock_gettime_ns(void)
+{
+    return sp_clock_read_ns(CLOCK_MONOTONIC);
 }
 
 /* A TSC reading in ns of segment s: 1 with *ns set, 0 when the segment
@@ -208,6 +224,14 @@ static inline __attribute__((always_inline)) uint64_t sp_now(void)
  * (for the header), and the calibration's figures. */
 void sp_clock_init(void);
 void sp_clock_tick(void);
+/* Asks the kernel whether rdtsc traps for the calling thread (PR_GET_TSC)
+ * and, when it does, turns the TSC off for the process (sp_clock_notsc).
+ * At load, before the first clock read, and in sp_clock_init before the
+ * first rdtsc. */
+void sp_clock_check_tsc(void);
+/* No rdtsc from now on, in any thread (proc.c's prctl, before the job's
+ * PR_SET_TSC to PR_TSC_SIGSEGV). */
+void sp_clock_tsc_off(void);
 /* When (CLOCK_MONOTONIC ns) the clock wants sp_clock_tick() from the
  * service thread while it is first calibrated; UINT64_MAX once the
  * compressor's passes suffice, or when the TSC is not used. */

@@ -35,6 +35,9 @@
  * atexit, so they close the trace themselves - Python's DataLoader workers
  * leave through os._exit.
  *
+ * prctl: a PR_SET_TSC that makes rdtsc trap turns the recorder's TSC off
+ * first (clock.c); everything else passes through.
+ *
  * spawn, exec and exit are generated from one table (PROC_FUNCTIONS) on
  * interpose.h's SP_REAL; a missing real exit ends the process with the
  * system call.  The parent's PROC events are written with the guard held
@@ -49,6 +52,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -339,4 +343,23 @@ SP_EXPORT int execle(const char *path, const char *arg, ...)
     char *const *envp = n < 0 ? NULL : va_arg(ap, char *const *);
     va_end(ap);
     return n < 0 ? -1 : execve(path, argv, envp);
+}
+
+/* ---- prctl ------------------------------------------------------------------ */
+
+/* The job's prctl: a PR_SET_TSC that makes rdtsc trap turns the
+ * recorder's TSC off before the mode changes (clock.c).  Every option
+ * passes through untouched, with the four arguments prctl takes (read as
+ * glibc's own wrapper reads them). */
+SP_EXPORT int prctl(int option, ...)
+{
+    va_list ap;
+    va_start(ap, option);
+    unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
+    unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
+    va_end(ap);
+    if (option == PR_SET_TSC && a2 == PR_TSC_SIGSEGV)
+        sp_clock_tsc_off();
+    SP_REAL(prctl, int, (int, ...), sp_real, return -1);
+    return real(option, a2, a3, a4, a5);
 }

@@ -18,6 +18,14 @@
  *                       1 ms (for SIGKILL runs)
  *   threads N FILE      N threads alive at once each read FILE once
  *   touch FILE SECS     reads FILE for SECS seconds (a job to truncate under)
+ *   notsc FILE WHEN     makes rdtsc trap (prctl PR_SET_TSC, PR_TSC_SIGSEGV)
+ *                       and reads FILE 200 times over 80 ms, reading no clock
+ *                       but through the system call (the vDSO's reads the
+ *                       TSC too): WHEN "first" before any recorded call,
+ *                       "later" after 100 ms of recording; prints the mode
+ *                       and the reads done (no "exec": the mode survives
+ *                       exec, and the dynamic loader's own start-up timer
+ *                       reads the TSC, so no dynamic program starts so)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <time.h>
@@ -215,8 +224,36 @@ static int job_touch(const char *file, double secs)
     return 0;
 }
 
+#define NOTSC_READS 200
+#define NOTSC_PAUSE_EVERY 50
+#define NOTSC_PAUSE_US 20000
+#define NOTSC_LATER_US 100000
+
+static int job_notsc(const char *file, const char *when)
+{
+    if (strcmp(when, "later") == 0) {
+        read_once(file);
+        usleep(NOTSC_LATER_US); /* the recorder's clock is calibrated by now */
+    }
+    if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) {
+        printf("prctl failed %d\n", errno);
+        return 1;
+    }
+    int reads = 0;
+    for (int i = 0; i < NOTSC_READS; i++) {
+        reads += read_once(file) == 0;
+        if (i % NOTSC_PAUSE_EVERY == 0)
+            usleep(NOTSC_PAUSE_US);
+    }
+    int mode = -1;
+    prctl(PR_GET_TSC, &mode, 0, 0, 0);
+    printf("tsc_mode %d\nreads %d\n", mode, reads);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 4 && strcmp(argv[1], "notsc") == 0) return job_notsc(argv[2], argv[3]);
     if (argc >= 3 && strcmp(argv[1], "pipes") == 0) return job_pipes(argv[2]);
     if (argc >= 4 && strcmp(argv[1], "lowest") == 0) return job_lowest(argv[2], atof(argv[3]));
     if (argc >= 4 && strcmp(argv[1], "rlimit") == 0) return job_rlimit(atoi(argv[2]), argv[3]);

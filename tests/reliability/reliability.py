@@ -309,6 +309,30 @@ def story_control_fifo(tmp):
     check(ts and len(ts[0]["cpu"]) >= 10, f"CPU samples kept coming ({len(ts[0]['cpu']) if ts else 0} in 1 s at 50 Hz)")
 
 
+# ---- the clock -------------------------------------------------------------------
+
+
+def story_notsc(tmp):
+    """A job that makes rdtsc trap (prctl(PR_SET_TSC, PR_TSC_SIGSEGV), as
+    record-and-replay tools and sandboxes do) before its first recorded
+    call or after 100 ms of recording: the recorder reads CLOCK_MONOTONIC through the system call from
+    then on; the job runs as bare and every read is recorded."""
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    for when in ("first", "later"):
+        cmd = [JOB, "notsc", data, when]
+        bare = run(cmd)
+        td = os.path.join(tmp, when)
+        r = run(cmd, td, {"SCALEPROF_CLOCK": "tsc"} if when == "later" else None)
+        check(bare.returncode == 0 and "tsc_mode 2" in bare.stdout, f"{when}: bare, rdtsc traps ({bare.stdout!r})")
+        check(r.returncode == bare.returncode and r.stdout == bare.stdout,
+              f"{when}: the job runs as bare (exit {r.returncode}, {r.stdout!r})")
+        ts = traces(td)
+        got = sum(t["read_calls"].get(data, 0) for t in ts)
+        want = 200 + (1 if when == "later" else 0)
+        check(got == want, f"{when}: every read recorded ({got} of {want})")
+        check(all(t["closed"] == 1 for t in ts), f"{when}: every trace closed ({len(ts)})")
+
+
 # ---- what the trace reveals ---------------------------------------------------------
 
 

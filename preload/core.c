@@ -1351,6 +1351,11 @@ static int in_memory_sharing_child(void)
     return g_self_pid && (pid_t)syscall(SYS_getpid) != g_self_pid;
 }
 
+int sp_core_in_memory_sharing_child(void)
+{
+    return in_memory_sharing_child();
+}
+
 void sp_core_shutdown(int status)
 {
     if (in_memory_sharing_child() || atomic_exchange(&g_shutdown_done, 1))

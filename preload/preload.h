@@ -309,6 +309,9 @@ void sp_core_atfork_child(void);
 void sp_core_before_exec(void);     /* close (flush) the trace: exec replaces us */
 void sp_core_exec_failed(void);     /* exec returned: reopen a trace */
 void sp_core_shutdown(int status);  /* flush and close; idempotent */
+/* 1 in a child that shares our memory (vfork, clone(CLONE_VM)) until it
+ * execs: it must change nothing the parent would see. */
+int sp_core_in_memory_sharing_child(void);
 
 /* Rank and world size learned late (from an NCCL communicator); the first
  * communicator of a process sets them when the environment did not. */

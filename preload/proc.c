@@ -26,8 +26,9 @@
  * tree stays profiled: when the caller's environment lacks LD_PRELOAD or
  * a SCALEPROF_* variable we have, it is added back (SCALEPROF_FOLLOW=0
  * passes the caller's environment untouched).  The new environment is
- * built on the stack: after fork in a threaded process, malloc is best
- * avoided.  execv/execvp/execl* are interposed separately because glibc
+ * built in bounded room on the stack, or in mapped scratch when larger
+ * (child_env_make): after fork in a threaded process, malloc is best
+ * avoided, and no alloca grows with the environment.  execv/execvp/execl* are interposed separately because glibc
  * calls its internal execve, not ours.
  *
  * exit: exit() records the status and lets atexit close the trace (other
@@ -43,7 +44,6 @@
  * system call.  The parent's PROC events are written with the guard held
  * only around the event, never across fork or exec.
  */
-#include <alloca.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -52,6 +52,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -152,22 +153,31 @@ static int preload_has_us(const char *v, const char *self)
     return v && *base && strstr(v, base) != NULL;
 }
 
-/* Room needed for the rebuilt LD_PRELOAD entry. */
-static size_t preload_entry_len(char *const *envp)
+/* What a child needs added to envp to stay profiled: the LD_PRELOAD
+ * entry (*need_preload) and how many SCALEPROF_* variables of ours. */
+static size_t env_missing(char *const *envp, int *need_preload)
 {
-    const char *v = env_find(envp, "LD_PRELOAD", 10);
-    return sizeof "LD_PRELOAD=" + strlen(self_path()) + 1 + (v ? strlen(v) : 0);
+    const char *self = self_path();
+    *need_preload = self[0] && !preload_has_us(env_find(envp, "LD_PRELOAD", 10), self);
+    size_t n = 0;
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "SCALEPROF_", 10) != 0)
+            continue;
+        size_t len = (size_t)(strchr(*e, '=') ? strchr(*e, '=') - *e : 0);
+        if (len && !env_find(envp, *e, len))
+            n++;
+    }
+    return n;
 }
 
-/* Fill `out` (room for env_count(envp) + env_count(environ) + 2 entries)
- * with envp plus what the child needs to stay profiled.  `pre` receives
- * the new LD_PRELOAD entry when one is needed. */
-static char **env_with_preload(char *const *envp, char **out, char *pre, size_t pre_len)
+/* Fill `out` (room for env_count(envp) + the missing variables + 2
+ * entries) with envp plus what the child needs to stay profiled.  `pre`
+ * receives the new LD_PRELOAD entry when one is needed. */
+static char **env_with_preload(char *const *envp, char **out, char *pre, size_t pre_len, int need_preload)
 {
     const char *self = self_path();
     size_t n = 0;
     const char *old = env_find(envp, "LD_PRELOAD", 10);
-    int need_preload = self[0] && !preload_has_us(old, self);
     for (char *const *e = envp; e && *e; e++) {
         if (need_preload && strncmp(*e, "LD_PRELOAD=", 11) == 0)
             continue;
@@ -191,17 +201,89 @@ static char **env_with_preload(char *const *envp, char **out, char *pre, size_t 
     return out;
 }
 
-/* The environment a child should get: envp itself, or envp plus what
- * keeps it profiled, built in the caller's stack frame (hence a macro:
- * alloca'd memory must outlive this expression's function). */
-#define CHILD_ENV_DECLARE(env, envp)                                                                 \
-    char **env = (char **)(envp);                                                                    \
-    if (follow_children()) {                                                                         \
-        size_t pre_len_ = preload_entry_len(envp);                                                   \
-        char *pre_ = alloca(pre_len_);                                                               \
-        char **out_ = alloca((env_count(envp) + env_count(environ) + 2) * sizeof(char *));          \
-        env = env_with_preload((envp), out_, pre_, pre_len_);                                        \
+/* The environment a child should get: envp itself when it already keeps
+ * the child profiled (the usual case: the job's own environ) or when
+ * SCALEPROF_FOLLOW=0, else a copy with what is missing added.  The copy
+ * is built in room of bounded size in the caller's frame (struct
+ * child_env: 2 KiB of pointers), never alloca'd to the environment's
+ * size: exec with 40,000 variables from a thread with a 256 KiB stack
+ * overflowed it.  A larger copy goes into scratch memory mapped for it
+ * (no malloc: this runs after fork in a threaded process and in a vfork
+ * child), unmapped by child_env_done when the exec returns or the spawn
+ * is made.  A vfork child shares its parent's memory, where a mapping
+ * would outlive a successful exec: there a large environment is passed
+ * on unchanged (its program then runs unrecorded when it lacked the
+ * preload). */
+#define SP_ENV_ROOM 256 /* pointers in the caller's frame */
+#define SP_ENV_PRE_ROOM 512
+
+struct child_env {
+    char **env;
+    void *map;
+    size_t map_len;
+    char pre[SP_ENV_PRE_ROOM];
+    char *room[SP_ENV_ROOM];
+};
+
+static void *scratch_map(size_t len)
+{
+    long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0L);
+    return p < 0 && p > -4096 ? NULL : (void *)p;
+}
+
+static void child_env_make(struct child_env *ce, char *const *envp)
+{
+    ce->env = (char **)envp;
+    ce->map = NULL;
+    if (!follow_children())
+        return;
+    int e = errno;
+    int need_preload;
+    size_t missing = env_missing(envp, &need_preload);
+    if (!need_preload && !missing) {
+        errno = e;
+        return; /* nothing to add: envp as it is */
     }
+    const char *old = env_find(envp, "LD_PRELOAD", 10);
+    size_t pre_len = need_preload ? sizeof "LD_PRELOAD=" + strlen(self_path()) + 1 + (old ? strlen(old) : 0) : 1;
+    size_t entries = env_count(envp) + missing + 2;
+    char **out = ce->room;
+    char *pre = ce->pre;
+    if (entries > SP_ENV_ROOM || pre_len > sizeof ce->pre) {
+        if (sp_core_in_memory_sharing_child()) {
+            errno = e;
+            return; /* see above: passed on unchanged */
+        }
+        size_t len = entries * sizeof(char *) + pre_len;
+        void *map = scratch_map(len);
+        if (!map) {
+            errno = e;
+            return;
+        }
+        ce->map = map;
+        ce->map_len = len;
+        out = map;
+        pre = (char *)map + entries * sizeof(char *);
+    }
+    ce->env = env_with_preload(envp, out, pre, pre_len, need_preload);
+    errno = e;
+}
+
+static void child_env_done(struct child_env *ce)
+{
+    if (ce->map) {
+        int e = errno;
+        syscall(SYS_munmap, ce->map, ce->map_len);
+        ce->map = NULL;
+        errno = e;
+    }
+}
+
+/* In the interposer's frame: `env` is the environment to pass on. */
+#define CHILD_ENV_DECLARE(env, envp)                                                               \
+    struct child_env ce_;                                                                          \
+    child_env_make(&ce_, (envp));                                                                  \
+    char **env = ce_.env
 
 /* ---- spawn, exec and the ways out: the table ---------------------------------
  *
@@ -237,6 +319,7 @@ static char **env_with_preload(char *const *envp, char **out, char *pre, size_t 
         pid_t child = 0;                                                                           \
         CHILD_ENV_DECLARE(env, envp);                                                              \
         int r = real args;                                                                         \
+        child_env_done(&ce_);                                                                      \
         if (pid)                                                                                   \
             *pid = child;                                                                          \
         if (r == 0)                                                                                \
@@ -252,10 +335,14 @@ static char **env_with_preload(char *const *envp, char **out, char *pre, size_t 
     {                                                                                              \
         SP_REAL(name, ret, params, sp_real, return errval);                                        \
         CHILD_ENV_DECLARE(env, envp);                                                              \
-        if (!(can_succeed))                                                                        \
-            return real args; /* fails as it would have; the trace stays open */                   \
+        if (!(can_succeed)) {                                                                      \
+            int r_ = real args; /* fails as it would have; the trace stays open */                 \
+            child_env_done(&ce_);                                                                  \
+            return r_;                                                                             \
+        }                                                                                          \
         sp_core_before_exec_path(prog);                                                            \
         int r = real args;                                                                         \
+        child_env_done(&ce_);                                                                      \
         sp_core_exec_failed();                                                                     \
         return r;                                                                                  \
     }
@@ -298,51 +385,93 @@ SP_EXPORT int execvp(const char *file, char *const argv[])
     return execvpe(file, argv, environ);
 }
 
-/* Collect execl-style arguments (up to and including the NULL) on the
- * stack; returns the count, or -1 with E2BIG. */
-static int collect_args(const char *arg0, va_list ap, char **argv)
+/* execl-style arguments as an argv: in room of 256 pointers in the
+ * caller's frame, or in mapped scratch for more (at most
+ * SP_EXECL_MAX_ARGS, else E2BIG), unmapped when the exec returns.  A
+ * vfork child execl'ing more than 256 arguments leaves that mapping in
+ * its parent's memory (the one case where it cannot be given back). */
+#define SP_EXECL_ROOM 256
+
+struct execl_args {
+    char **argv;
+    void *map;
+    size_t map_len;
+    char *room[SP_EXECL_ROOM];
+};
+
+/* Count the arguments after arg0 up to the NULL, then store them; 0, or
+ * -1 with errno set. */
+static int execl_collect(struct execl_args *a, const char *arg0, va_list ap)
 {
-    int n = 0;
-    argv[n++] = (char *)arg0;
-    while (argv[n - 1]) {
-        if (n >= SP_EXECL_MAX_ARGS) {
-            errno = E2BIG;
+    va_list count;
+    va_copy(count, ap);
+    size_t n = 1;
+    if (arg0)
+        while (va_arg(count, char *) && n < SP_EXECL_MAX_ARGS)
+            n++;
+    va_end(count);
+    if (n >= SP_EXECL_MAX_ARGS) {
+        errno = E2BIG;
+        return -1;
+    }
+    a->argv = a->room;
+    a->map = NULL;
+    if (n + 1 > SP_EXECL_ROOM) {
+        a->map_len = (n + 1) * sizeof(char *);
+        a->argv = a->map = scratch_map(a->map_len);
+        if (!a->map) {
+            errno = ENOMEM;
             return -1;
         }
-        argv[n++] = va_arg(ap, char *);
     }
-    return n;
+    a->argv[0] = (char *)arg0;
+    for (size_t i = 1; arg0 && i < n; i++)
+        a->argv[i] = va_arg(ap, char *);
+    a->argv[arg0 ? n : 1] = NULL;
+    if (arg0)
+        (void)va_arg(ap, char *); /* the NULL: execle's envp follows it */
+    return 0;
+}
+
+static int execl_done(struct execl_args *a, int r)
+{
+    if (a->map) {
+        int e = errno;
+        syscall(SYS_munmap, a->map, a->map_len);
+        errno = e;
+    }
+    return r;
 }
 
 SP_EXPORT int execl(const char *path, const char *arg, ...)
 {
-    char **argv = alloca(SP_EXECL_MAX_ARGS * sizeof(char *));
+    struct execl_args a;
     va_list ap;
     va_start(ap, arg);
-    int n = collect_args(arg, ap, argv);
+    int n = execl_collect(&a, arg, ap);
     va_end(ap);
-    return n < 0 ? -1 : execve(path, argv, environ);
+    return n < 0 ? -1 : execl_done(&a, execve(path, a.argv, environ));
 }
 
 SP_EXPORT int execlp(const char *file, const char *arg, ...)
 {
-    char **argv = alloca(SP_EXECL_MAX_ARGS * sizeof(char *));
+    struct execl_args a;
     va_list ap;
     va_start(ap, arg);
-    int n = collect_args(arg, ap, argv);
+    int n = execl_collect(&a, arg, ap);
     va_end(ap);
-    return n < 0 ? -1 : execvpe(file, argv, environ);
+    return n < 0 ? -1 : execl_done(&a, execvpe(file, a.argv, environ));
 }
 
 SP_EXPORT int execle(const char *path, const char *arg, ...)
 {
-    char **argv = alloca(SP_EXECL_MAX_ARGS * sizeof(char *));
+    struct execl_args a;
     va_list ap;
     va_start(ap, arg);
-    int n = collect_args(arg, ap, argv);
+    int n = execl_collect(&a, arg, ap);
     char *const *envp = n < 0 ? NULL : va_arg(ap, char *const *);
     va_end(ap);
-    return n < 0 ? -1 : execve(path, argv, envp);
+    return n < 0 ? -1 : execl_done(&a, execve(path, a.argv, envp));
 }
 
 /* ---- prctl ------------------------------------------------------------------ */

@@ -26,6 +26,12 @@
  *                       and the reads done (no "exec": the mode survives
  *                       exec, and the dynamic loader's own start-up timer
  *                       reads the TSC, so no dynamic program starts so)
+ *   bigenv FILE N KEEP  a thread with a 256 KiB stack execs this program
+ *                       ("envcount FILE") with N more environment variables
+ *                       (BIGENV_i=x): after the job's own (KEEP 1) or alone
+ *                       (KEEP 0: no LD_PRELOAD in it)
+ *   envcount FILE       reads FILE once; prints how many BIGENV_ variables
+ *                       it got and whether LD_PRELOAD is set
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -251,8 +257,67 @@ static int job_notsc(const char *file, const char *when)
     return 0;
 }
 
+extern char **environ;
+
+#define BIGENV_STACK (256 * 1024)
+#define BIGENV_ENTRY 32
+
+struct bigenv {
+    const char *self, *file;
+    int n, keep;
+};
+
+static void *bigenv_exec(void *arg)
+{
+    struct bigenv *b = arg;
+    size_t base = 0;
+    while (b->keep && environ[base])
+        base++;
+    char **env = calloc(base + (size_t)b->n + 1, sizeof *env);
+    char *text = malloc((size_t)b->n * BIGENV_ENTRY);
+    size_t k = 0;
+    for (size_t i = 0; i < base; i++)
+        env[k++] = environ[i];
+    for (int i = 0; i < b->n; i++) {
+        char *v = text + (size_t)i * BIGENV_ENTRY;
+        snprintf(v, BIGENV_ENTRY, "BIGENV_%d=x", i);
+        env[k++] = v;
+    }
+    env[k] = NULL;
+    char *argv[] = {(char *)b->self, "envcount", (char *)b->file, NULL};
+    execve(b->self, argv, env);
+    printf("exec_failed %d\n", errno);
+    return NULL;
+}
+
+static int job_bigenv(const char *self, const char *file, int n, int keep)
+{
+    struct bigenv b = {self, file, n, keep};
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, BIGENV_STACK);
+    pthread_t th;
+    if (pthread_create(&th, &attr, bigenv_exec, &b) != 0)
+        return 1;
+    pthread_join(th, NULL);
+    return 1;
+}
+
+static int job_envcount(const char *file)
+{
+    read_once(file);
+    int n = 0;
+    for (char **e = environ; *e; e++)
+        n += strncmp(*e, "BIGENV_", 7) == 0;
+    printf("bigenv %d\npreload %d\n", n, getenv("LD_PRELOAD") != NULL);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 5 && strcmp(argv[1], "bigenv") == 0)
+        return job_bigenv(argv[0], argv[2], atoi(argv[3]), atoi(argv[4]));
+    if (argc >= 3 && strcmp(argv[1], "envcount") == 0) return job_envcount(argv[2]);
     if (argc >= 4 && strcmp(argv[1], "notsc") == 0) return job_notsc(argv[2], argv[3]);
     if (argc >= 3 && strcmp(argv[1], "pipes") == 0) return job_pipes(argv[2]);
     if (argc >= 4 && strcmp(argv[1], "lowest") == 0) return job_lowest(argv[2], atof(argv[3]));

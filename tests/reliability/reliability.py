@@ -333,6 +333,31 @@ def story_notsc(tmp):
         check(all(t["closed"] == 1 for t in ts), f"{when}: every trace closed ({len(ts)})")
 
 
+# ---- exec, vfork, spawn -------------------------------------------------------------
+
+
+def story_bigenv(tmp):
+    """exec with 40,000 environment variables from a thread with a 256 KiB
+    stack (the child's environment was built with alloca: SIGSEGV): the
+    exec happens, the child gets every variable and, when the caller's
+    environment lacked LD_PRELOAD, the preload back, and is recorded."""
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    n = 40000
+    for keep in ("1", "0"):
+        cmd = [JOB, "bigenv", data, str(n), keep]
+        bare = run(cmd)
+        check(bare.returncode == 0 and f"bigenv {n}" in bare.stdout, f"keep={keep}: bare, the exec works ({bare.stdout!r})")
+        td = os.path.join(tmp, "t" + keep)
+        r = run(cmd, td)
+        kv = keyvals(r.stdout)
+        check(r.returncode == 0 and kv.get("bigenv") == [str(n)],
+              f"keep={keep}: the exec happens with every variable (exit {r.returncode}, {r.stdout!r})")
+        check(kv.get("preload") == ["1"], f"keep={keep}: and the child is preloaded ({kv.get('preload')})")
+        ts = traces(td)
+        got = sum(t["read_calls"].get(data, 0) for t in ts)
+        check(got == 1, f"keep={keep}: the child's read is recorded ({got})")
+
+
 # ---- what the trace reveals ---------------------------------------------------------
 
 

@@ -312,6 +312,10 @@ void sp_core_shutdown(int status);  /* flush and close; idempotent */
 /* 1 in a child that shares our memory (vfork, clone(CLONE_VM)) until it
  * execs: it must change nothing the parent would see. */
 int sp_core_in_memory_sharing_child(void);
+/* 1 in a vfork child (set by proc.c's vfork on the thread whose memory,
+ * TLS included, the child borrows; the parent's other threads see 0):
+ * nothing of the recorder's shared state (io.c's fd table) is changed. */
+extern __thread int sp_in_vfork __attribute__((tls_model("initial-exec")));
 
 /* Rank and world size learned late (from an NCCL communicator); the first
  * communicator of a process sets them when the environment did not. */

@@ -6,16 +6,10 @@
  * interposer here only adds the parent's PROC FORK event, because only the
  * caller of fork() learns the child's pid.
  *
- * vfork is implemented as fork.  A vfork child borrows the parent's memory
- * until it execs: anything it did to our state would be done to the
- * parent's - its exec or _exit closing the writer (the core guards against
- * that by pid, for clone(CLONE_VM) helpers), but also every close or
- * close_range it makes before exec clearing the parent's fd table, and its
- * reads landing in the parent's trace.  Nor can a wrapper call the real
- * vfork: returning from the function that called vfork is undefined, and
- * the wrapper must return.  fork gives the same observable behaviour to
- * every program that uses vfork as POSIX allows (exec or _exit at once), at
- * the price of copying page tables (Python's subprocess uses vfork).
+ * vfork stays vfork (x86-64; see "vfork" below): the system call is made
+ * by a few instructions with no frame of their own, the child records
+ * nothing and changes nothing of ours in the memory it borrows, and the
+ * parent records PROC VFORK once the child has exec'd or exited.
  * posix_spawn, which glibc implements with its own CLONE_VFORK and internal
  * calls, is not affected and stays fast.
  *
@@ -102,6 +96,111 @@ SP_EXPORT pid_t fork(void)
     return pid;
 }
 
+static const char *self_path(void);
+static int follow_children(void);
+
+/* ---- vfork ----------------------------------------------------------------- *
+ *
+ * vfork stays vfork.  Run as fork, a spawn from a process with 4 GiB
+ * touched cost 360-397 ms instead of 1 (the page tables copied), and a
+ * vfork child's stores before its exec (errno after a failed exec, a flag)
+ * no longer reached its parent.  A wrapper cannot call the real vfork and
+ * return: the child would return through the wrapper's frame, and its
+ * next calls overwrite that frame before the parent, resumed, returns
+ * through it.  So vfork is written in assembly and makes the system call
+ * itself with no frame of its own, as libc does: the return address is
+ * popped into a register the kernel keeps, and pushed back after the call
+ * in both processes.  Around it, in C, with the stack free:
+ *
+ *   - before (sp_vfork_prepare): the calling thread takes the re-entry
+ *     guard for good and marks itself (sp_in_vfork).  The child runs on
+ *     this thread's memory, TLS included, so nothing it calls is recorded
+ *     and io.c leaves the fd table alone (its closes, dup2s and
+ *     close_range are its own, not the parent's); its exec and _exit leave
+ *     the trace alone (told apart by pid, core.c).  The parent's other
+ *     threads record on as before.
+ *   - after, in the parent only (sp_vfork_done): the guard and the mark
+ *     are put back and PROC VFORK is recorded with the child's pid.  The
+ *     child has exec'd or exited by then, and whatever it stored (errno)
+ *     is kept.
+ *
+ * With a shadow stack (CET) in use, the child leaves with an indirect jump
+ * instead of a return, so that it pops nothing of the stack it shares
+ * with its parent (libc's vfork does the same).  Other architectures run
+ * vfork as fork. */
+__thread int sp_in_vfork __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t t_vfork_guard __attribute__((tls_model("initial-exec")));
+static __thread int t_vfork_nested __attribute__((tls_model("initial-exec")));
+
+#if defined(__x86_64__)
+void sp_vfork_prepare(void);
+long sp_vfork_done(long r);
+
+void sp_vfork_prepare(void)
+{
+    int e = errno;
+    if (follow_children())
+        (void)self_path(); /* found here, not by the child (dladdr) */
+    t_vfork_guard = sp_guard_frame;
+    t_vfork_nested = sp_guard_nested;
+    sp_guard_forever();
+    sp_in_vfork = 1;
+    errno = e;
+}
+
+long sp_vfork_done(long r)
+{
+    sp_in_vfork = 0;
+    sp_guard_frame = t_vfork_guard;
+    sp_guard_nested = t_vfork_nested;
+    if (r < 0) {
+        errno = (int)-r;
+        return -1;
+    }
+    note_child(SP_PROC_VFORK, (pid_t)r, NULL);
+    return r;
+}
+
+#define SP_STR_(x) #x
+#define SP_STR(x) SP_STR_(x)
+__asm__(".text\n"
+        ".globl vfork\n"
+        ".type vfork, @function\n"
+        "vfork:\n"
+        "    .cfi_startproc\n"
+        "    endbr64\n"
+        "    subq $8, %rsp\n"
+        "    .cfi_adjust_cfa_offset 8\n"
+        "    call sp_vfork_prepare@PLT\n"
+        "    addq $8, %rsp\n"
+        "    .cfi_adjust_cfa_offset -8\n"
+        "    popq %rdi\n" /* the return address, kept by the kernel in rdi */
+        "    .cfi_adjust_cfa_offset -8\n"
+        "    .cfi_register rip, rdi\n"
+        "    movl $" SP_STR(SYS_vfork) ", %eax\n"
+        "    syscall\n"
+        "    pushq %rdi\n"
+        "    .cfi_adjust_cfa_offset 8\n"
+        "    .cfi_rel_offset rip, 0\n"
+        "    testq %rax, %rax\n"
+        "    jnz 2f\n"
+        "    xorl %esi, %esi\n" /* the child: is a shadow stack in use? */
+        "    rdsspq %rsi\n"
+        "    testq %rsi, %rsi\n"
+        "    jnz 1f\n"
+        "    ret\n"
+        "1:  popq %rdi\n"
+        "    jmp *%rdi\n"
+        "2:  subq $8, %rsp\n" /* the parent, the child gone from our memory */
+        "    .cfi_adjust_cfa_offset 8\n"
+        "    movq %rax, %rdi\n"
+        "    call sp_vfork_done@PLT\n"
+        "    addq $8, %rsp\n"
+        "    .cfi_adjust_cfa_offset -8\n"
+        "    ret\n"
+        "    .cfi_endproc\n"
+        ".size vfork, .-vfork\n");
+#else
 /* One child, one event: vfork is not also recorded as a fork. */
 SP_EXPORT pid_t vfork(void)
 {
@@ -110,6 +209,7 @@ SP_EXPORT pid_t vfork(void)
         note_child(SP_PROC_VFORK, pid, NULL);
     return pid;
 }
+#endif
 
 /* ---- keeping the tree profiled ------------------------------------------ */
 
@@ -303,7 +403,7 @@ static void child_env_done(struct child_env *ce)
       (path, argv, env), -1, path, may_exec(path))                                                 \
     X(EXEC, execvpe, int, (const char *path, char *const argv[], char *const envp[]),              \
       (path, argv, env), -1, path, 1)                                                              \
-    X(EXIT, exit, void, (int status), (status), sp_core_note_exit_status(status))                  \
+    X(EXIT, exit, void, (int status), (status), if (!sp_in_vfork) sp_core_note_exit_status(status))                  \
     X(EXIT, _exit, void, (int status), (status), sp_core_shutdown(status))                         \
     X(EXIT, _Exit, void, (int status), (status), sp_core_shutdown(status))
 

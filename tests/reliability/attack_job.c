@@ -32,6 +32,14 @@
  *                       (KEEP 0: no LD_PRELOAD in it)
  *   envcount FILE       reads FILE once; prints how many BIGENV_ variables
  *                       it got and whether LD_PRELOAD is set
+ *   vfork FILE          reads FILE, then vfork()s a child that fails to exec
+ *                       a missing program, stores errno in a global and
+ *                       _exits: prints what the parent saw of the store and
+ *                       of errno (a vfork child shares its parent's memory)
+ *   spawntime FILE MB N touches MB MiB of heap, reads FILE, then spawns
+ *                       /bin/true N times with vfork+exec and N times with
+ *                       posix_spawn, each waited for: prints the medians in
+ *                       ms
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +51,8 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <spawn.h>
 #include <sys/time.h>
 #include <time.h>
 #include <dirent.h>
@@ -313,8 +323,81 @@ static int job_envcount(const char *file)
     return 0;
 }
 
+static volatile int g_child_store;
+
+static int job_vfork(const char *file)
+{
+    read_once(file);
+    errno = 0;
+    pid_t pid = vfork();
+    if (pid == 0) {
+        char *argv[] = {"/nonexistent/program", NULL};
+        execv(argv[0], argv);
+        g_child_store = errno; /* in the parent's memory: vfork shares it */
+        _exit(127);
+    }
+    int seen_errno = errno;
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid)
+        return 1;
+    printf("child_store %d\nerrno_after %d\nstatus %d\n", g_child_store, seen_errno, WEXITSTATUS(st));
+    return 0;
+}
+
+#define SPAWN_MAX 64
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median_ms(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2] * 1e3;
+}
+
+static int job_spawntime(const char *file, long mb, int n)
+{
+    size_t len = (size_t)mb << 20;
+    char *heap = malloc(len);
+    if (!heap || n < 1 || n > SPAWN_MAX)
+        return 1;
+    memset(heap, 1, len);
+    read_once(file);
+    char *argv[] = {"/bin/true", NULL};
+    double took[SPAWN_MAX];
+    for (int i = 0; i < n; i++) {
+        double t0 = now_s();
+        pid_t pid = vfork();
+        if (pid == 0) {
+            execv(argv[0], argv);
+            _exit(127);
+        }
+        int st;
+        waitpid(pid, &st, 0);
+        took[i] = now_s() - t0;
+    }
+    printf("vfork_ms %.3f\n", median_ms(took, n));
+    for (int i = 0; i < n; i++) {
+        double t0 = now_s();
+        pid_t pid;
+        if (posix_spawn(&pid, argv[0], NULL, NULL, argv, environ) != 0)
+            return 1;
+        int st;
+        waitpid(pid, &st, 0);
+        took[i] = now_s() - t0;
+    }
+    printf("spawn_ms %.3f\nheap %d\n", median_ms(took, n), heap[len - 1]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 3 && strcmp(argv[1], "vfork") == 0) return job_vfork(argv[2]);
+    if (argc >= 5 && strcmp(argv[1], "spawntime") == 0)
+        return job_spawntime(argv[2], atol(argv[3]), atoi(argv[4]));
     if (argc >= 5 && strcmp(argv[1], "bigenv") == 0)
         return job_bigenv(argv[0], argv[2], atoi(argv[3]), atoi(argv[4]));
     if (argc >= 3 && strcmp(argv[1], "envcount") == 0) return job_envcount(argv[2]);

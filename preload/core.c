@@ -131,7 +131,8 @@ void (*sp_core_flush_hook)(int final);
 /* A process that records nothing and ends (exit or exec) sooner than this
  * after its start (load, or fork) leaves no file: see "Quiet short lives". */
 #define SP_QUIET_LIFE_NS (20ull * 1000 * 1000)
-#define SP_NAME_RETRIES 1000         /* <pid>.<n>.sprof, n < this */
+#define SP_NAME_RACES 1000           /* names taken under us, one after another, before giving up */
+#define SP_NAME_MAX_N 0x40000000u    /* <pid>.<n>.sprof, n below this */
 #define SP_DEFAULT_MODE 0600
 #define SP_DEFAULT_CPU_HZ 10
 #define SP_LINE_MAX 512
@@ -507,6 +508,39 @@ static void file_name(char *out, size_t len, int n)
         snprintf(out, len, "%d.%d.sprof", (int)getpid(), n);
 }
 
+static int name_taken(int hfd, unsigned n)
+{
+    char name[64];
+    file_name(name, sizeof name, (int)n);
+    return faccessat(hfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
+}
+
+/* The first free name's n.  Names are taken in order (0, 1, 2, ...: a
+ * process that execs itself, pids reused), so the taken ones are found
+ * by doubling n, then the first free one by halving the gap: 2 log2(n)
+ * probes, not n (a process that execs itself 10,000 times made 50
+ * million), and no bound: <pid>.1000.sprof follows <pid>.999.sprof.  A
+ * name deleted in the middle may be found and reused; creation with
+ * O_EXCL keeps every file whole either way. */
+static unsigned first_free_name(int hfd)
+{
+    if (!name_taken(hfd, 0))
+        return 0;
+    unsigned lo = 0, hi = 1; /* lo taken */
+    while (hi < SP_NAME_MAX_N && name_taken(hfd, hi)) {
+        lo = hi;
+        hi *= 2;
+    }
+    while (hi - lo > 1) { /* lo taken, hi free (or the bound) */
+        unsigned mid = lo + (hi - lo) / 2;
+        if (name_taken(hfd, mid))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
+
 /* Create the writer in the checked directory under the first free name. */
 static struct sp_writer *create_writer(int hfd, const char *host, char *shown, size_t shown_len, int *err)
 {
@@ -520,10 +554,9 @@ static struct sp_writer *create_writer(int hfd, const char *host, char *shown, s
     /* thread-self: this thread's descriptor table is not the process's */
     snprintf(via, sizeof via, "/proc/thread-self/fd/%d", hfd);
     int use_proc = access(via, X_OK) == 0;
-    for (int n = 0; n < SP_NAME_RETRIES; n++) {
-        file_name(name, sizeof name, n);
-        if (faccessat(hfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
-            continue;
+    unsigned n = first_free_name(hfd);
+    for (int tries = 0; tries < SP_NAME_RACES && n < SP_NAME_MAX_N; tries++, n++) {
+        file_name(name, sizeof name, (int)n);
         if (use_proc)
             snprintf(path, sizeof path, "%s/%s", via, name);
         else

@@ -40,6 +40,8 @@
  *                       /bin/true N times with vfork+exec and N times with
  *                       posix_spawn, each waited for: prints the medians in
  *                       ms
+ *   reexec FILE N       reads FILE once, then execs itself with N-1 until
+ *                       N is 0 (one pid, N+1 program images)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -393,8 +395,23 @@ static int job_spawntime(const char *file, long mb, int n)
     return 0;
 }
 
+static int job_reexec(const char *self, const char *file, long n)
+{
+    read_once(file);
+    if (n <= 0) {
+        printf("images done\n");
+        return 0;
+    }
+    char left[32];
+    snprintf(left, sizeof left, "%ld", n - 1);
+    execl(self, self, "reexec", file, left, (char *)NULL);
+    printf("exec_failed %d\n", errno);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 4 && strcmp(argv[1], "reexec") == 0) return job_reexec(argv[0], argv[2], atol(argv[3]));
     if (argc >= 3 && strcmp(argv[1], "vfork") == 0) return job_vfork(argv[2]);
     if (argc >= 5 && strcmp(argv[1], "spawntime") == 0)
         return job_spawntime(argv[2], atol(argv[3]), atoi(argv[4]));

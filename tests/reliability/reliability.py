@@ -404,6 +404,27 @@ def story_vfork(tmp):
         check(p <= 1.5 * b + SPAWN_SLACK_MS, f"{k}: {p:.2f} ms preloaded, {b:.2f} ms bare")
 
 
+def story_reexec(tmp):
+    """A process that execs itself 1100 times (one pid, 1101 program
+    images, each with a read): every image has its file (<pid>.sprof,
+    <pid>.1.sprof, ...); from image 1001 on they were refused ("cannot
+    create a trace ... File exists")."""
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    n = 1100
+    td = os.path.join(tmp, "t")
+    t0 = time.monotonic()
+    r = run([JOB, "reexec", data, str(n)], td, {"SCALEPROF_QUIET": "0", "SCALEPROF_CPU_HZ": "0"}, timeout=240)
+    took = time.monotonic() - t0
+    check(r.returncode == 0 and r.stdout == "images done\n", f"the job runs ({r.returncode}, {r.stdout[-80:]!r})")
+    check(r.stderr == "", f"no line from the recorder ({r.stderr[:200]!r})")
+    files = trace_files(td)
+    ts = traces(td)
+    got = sum(t["read_calls"].get(data, 0) for t in ts)
+    print(f"figures: {n + 1} images in {took:.1f} s, {len(files)} files")
+    check(len(files) == n + 1 and got == n + 1, f"a file for every image ({len(files)}), every read recorded ({got})")
+    check(len({t["pid"] for t in ts}) == 1, "all of one pid")
+
+
 # ---- what the trace reveals ---------------------------------------------------------
 
 

@@ -38,15 +38,20 @@
  *
  * Files.  DIR is made absolute once, in the first process (from its cwd
  * at load), and exported so that every child writes into the same DIR
- * wherever it runs.  DIR is created if missing (mode 0700, or 0755 when
- * the file mode grants others read) and opened without following a
- * symlink: a link put in its place is refused.  DIR/<host> is created with mkdirat and opened with
+ * wherever it runs; a DIR (or cwd and DIR) longer than SP_DIR_MAX - 1
+ * bytes is refused with a line, never cut.  DIR is walked a component at
+ * a time from its parent's fd ("the way to DIR" below): an existing
+ * symlink on the way is followed only when root's or the job's user's,
+ * the components we create are created (mode 0700, or 0755 when the file
+ * mode grants others read) and opened with O_NOFOLLOW, and DIR itself is
+ * never a symlink.  DIR/<host> (the host name made a safe file name:
+ * ".." is "_.") is created with mkdirat and opened with
  * O_NOFOLLOW|O_DIRECTORY; a symlink there, or a directory owned by someone
  * else, is refused (another user could otherwise steer our writes).  The
  * trace is created through /proc/thread-self/fd/<that directory> so the checked
  * directory is the one written into.  A name already taken (pid reuse, or
  * this very process after an exec, which keeps its pid) moves on to
- * <pid>.<n>.sprof.
+ * <pid>.<n>.sprof, with no bound on n.
  *
  * File descriptors.  None of the job's.  All the file work above - the
  * directories, the trace's creation, the header's reads of /proc, and the
@@ -92,6 +97,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -357,17 +363,28 @@ static void env_steps(const char *name, long *first, long *last)
  * environment (the exec interposers add it back when a child's
  * environment lacks it).  Called from the constructor, before the job's
  * main() and its threads. */
+static char g_dir_refused[SP_LINE_MAX]; /* why SCALEPROF_DIR is not used; said at the first event */
+
 static void make_dir_absolute(void)
 {
     if (g_cfg.dir[0] == '/')
         return;
-    char cwd[sizeof g_cfg.dir];
-    if (!getcwd(cwd, sizeof cwd))
-        return; /* an unreachable cwd: relative it stays */
+    char cwd[SP_DIR_MAX];
+    if (!getcwd(cwd, sizeof cwd)) {
+        if (errno == ERANGE || errno == ENAMETOOLONG)
+            snprintf(g_dir_refused, sizeof g_dir_refused,
+                     "cannot make SCALEPROF_DIR=%.200s absolute: the working directory is longer than %d bytes",
+                     g_cfg.dir, SP_DIR_MAX - 1);
+        return; /* an unreachable cwd (removed): relative it stays */
+    }
     const char *rel = g_cfg.dir[0] == '.' && g_cfg.dir[1] == '/' ? g_cfg.dir + 2 : g_cfg.dir;
     char abs[sizeof g_cfg.dir];
-    if (snprintf(abs, sizeof abs, "%s/%s", strcmp(cwd, "/") ? cwd : "", rel) >= (int)sizeof abs)
+    if (snprintf(abs, sizeof abs, "%s/%s", strcmp(cwd, "/") ? cwd : "", rel) >= (int)sizeof abs) {
+        snprintf(g_dir_refused, sizeof g_dir_refused,
+                 "cannot make SCALEPROF_DIR=%.200s absolute: with the working directory it is longer than %d bytes",
+                 g_cfg.dir, SP_DIR_MAX - 1);
         return;
+    }
     memcpy(g_cfg.dir, abs, sizeof abs);
     /* In place where the variable is: a shell builds its children's
      * environment from main's envp, the very array environ points to now,
@@ -409,8 +426,13 @@ static void load_config(void)
     if (g_cfg_loaded)
         return;
     const char *dir = env_value("SCALEPROF_DIR");
-    snprintf(g_cfg.dir, sizeof g_cfg.dir, "%s", dir ? dir : "./scaleprof-out");
-    make_dir_absolute();
+    if (dir && strlen(dir) >= sizeof g_cfg.dir) /* never cut: refused, said at the first event */
+        snprintf(g_dir_refused, sizeof g_dir_refused, "SCALEPROF_DIR is %zu bytes long, longer than the %d a path may have",
+                 strlen(dir), SP_DIR_MAX - 1);
+    else {
+        snprintf(g_cfg.dir, sizeof g_cfg.dir, "%s", dir ? dir : "./scaleprof-out");
+        make_dir_absolute();
+    }
     g_cfg.enabled = env_switch("SCALEPROF_ENABLE", 1);
     g_cfg.mode = env_mode("SCALEPROF_MODE", SP_DEFAULT_MODE);
     env_steps("SCALEPROF_STEPS", &g_cfg.step_first, &g_cfg.step_last);
@@ -442,24 +464,6 @@ static mode_t dir_mode(void)
     return m & 0755;
 }
 
-/* mkdir -p, tolerant of components that exist already. */
-static int make_dirs(const char *path, mode_t mode)
-{
-    char buf[sizeof g_cfg.dir];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(buf, mode) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    if (mkdir(buf, mode) != 0 && errno != EEXIST)
-        return -1;
-    return 0;
-}
-
 /* The service thread's fds are numbers of its own table: they must not
  * pass through io.c's interposers, whose fd table describes the job's. */
 static int raw_openat(int dirfd, const char *path, int flags)
@@ -472,29 +476,159 @@ static void raw_close(int fd)
     syscall(SYS_close, fd);
 }
 
-/* Open DIR/<host> as a directory we own, creating it; -1 with errno. */
-static int open_host_dir(const char *host)
+/* ---- the way to DIR ----------------------------------------------------------- *
+ *
+ * DIR is walked one component at a time, each opened from its parent's
+ * fd, so that what was checked is what is used, whatever the path's
+ * length.  The components that exist are the user's (/scratch may well be
+ * a link to /lustre/...): a symlink among them is followed only when it
+ * is root's or the job's user's; one owned by another user, who could
+ * point it anywhere, is refused.  From the first component that does not
+ * exist on, every one is created by us (mkdirat, mode as DIR's) and
+ * opened with O_NOFOLLOW, and must be a directory of the job's user: a
+ * symlink raced into its place is refused.  DIR itself is never a
+ * symlink (as before).  `why` receives the line's reason on failure. */
+
+static int open_component(int at, const char *name, int follow)
+{
+    return raw_openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+}
+
+static int walk_dir(const char *path, int create, char *why, size_t why_len)
 {
     mode_t dmode = dir_mode();
-    if (make_dirs(g_cfg.dir, dmode) != 0)
+    int fd = raw_openat(AT_FDCWD, path[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int creating = 0;
+    const char *p = path;
+    while (fd >= 0) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            return fd;
+        const char *end = strchr(p, '/');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *rest = p + len;
+        while (*rest == '/')
+            rest++;
+        int last = !*rest;
+        char name[NAME_MAX + 1];
+        if (len > NAME_MAX) {
+            snprintf(why, why_len, "cannot use %.300s: a component is longer than %d bytes", path, NAME_MAX);
+            break;
+        }
+        memcpy(name, p, len);
+        name[len] = 0;
+        int next = -1;
+        struct stat st;
+        if (!creating && fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (errno != ENOENT || !create) {
+                snprintf(why, why_len, "cannot use %.300s: %s", path, strerror(errno));
+                break;
+            }
+            creating = 1;
+        }
+        if (!creating && S_ISLNK(st.st_mode)) {
+            if (last) {
+                snprintf(why, why_len, "refusing %.300s: it is a symbolic link", path);
+                break;
+            }
+            if (st.st_uid != 0 && st.st_uid != geteuid()) {
+                snprintf(why, why_len, "refusing %.300s: %.*s on the way is a symbolic link of another user (uid %u)",
+                         path, (int)(p - path + (ptrdiff_t)len), path, (unsigned)st.st_uid);
+                break;
+            }
+            next = open_component(fd, name, 1);
+        } else if (!creating && !S_ISDIR(st.st_mode)) {
+            snprintf(why, why_len, "cannot use %.300s: %.*s is not a directory", path,
+                     (int)(p - path + (ptrdiff_t)len), path);
+            break;
+        } else if (!creating) {
+            next = open_component(fd, name, 0);
+        } else {
+            if (mkdirat(fd, name, dmode) != 0 && errno != EEXIST) {
+                snprintf(why, why_len, "cannot use %.300s: %s", path, strerror(errno));
+                break;
+            }
+            next = open_component(fd, name, 0);
+            struct stat made;
+            if (next >= 0 && (fstat(next, &made) != 0 || made.st_uid != geteuid())) {
+                raw_close(next);
+                snprintf(why, why_len, "refusing %.300s: %.*s is not the job's user's", path,
+                         (int)(p - path + (ptrdiff_t)len), path);
+                break;
+            }
+        }
+        if (next < 0) {
+            if (errno == ELOOP || errno == ENOTDIR)
+                snprintf(why, why_len, "refusing %.300s: %.*s is a symbolic link or not a directory", path,
+                         (int)(p - path + (ptrdiff_t)len), path);
+            else
+                snprintf(why, why_len, "cannot use %.300s: %s", path, strerror(errno));
+            break;
+        }
+        raw_close(fd);
+        fd = next;
+        p = rest;
+    }
+    if (fd >= 0)
+        raw_close(fd);
+    return -1;
+}
+
+int sp_core_open_dir(void)
+{
+    char why[SP_LINE_MAX];
+    return g_dir_refused[0] ? -1 : walk_dir(g_cfg.dir, 0, why, sizeof why);
+}
+
+/* A host name as a file name: bytes other than letters, digits, '-',
+ * '_' and '.' become '_', and so does a leading '.' ("..", ".", ".x"
+ * would be DIR's parent, DIR itself, a hidden name).  The header keeps
+ * the name as it is. */
+static void host_file_name(const char *host, char *out, size_t len)
+{
+    size_t n = 0;
+    for (; host[n] && n + 1 < len; n++) {
+        char c = host[n];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                 c == '_' || (c == '.' && n > 0);
+        out[n] = ok ? c : '_';
+    }
+    out[n] = 0;
+    if (!n)
+        snprintf(out, len, "unknown");
+}
+
+/* Open DIR/<host> as a directory we own, creating it; -1 with `why`. */
+static int open_host_dir(const char *host, char *why, size_t why_len)
+{
+    mode_t dmode = dir_mode();
+    if (g_dir_refused[0]) {
+        snprintf(why, why_len, "%s", g_dir_refused);
         return -1;
-    int dfd = raw_openat(AT_FDCWD, g_cfg.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }
+    int dfd = walk_dir(g_cfg.dir, 1, why, why_len);
     if (dfd < 0)
         return -1;
     if (mkdirat(dfd, host, dmode) != 0 && errno != EEXIST) {
+        snprintf(why, why_len, "cannot use %.300s/%s: %s", g_cfg.dir, host, strerror(errno));
         raw_close(dfd);
         return -1;
     }
     int hfd = raw_openat(dfd, host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     int e = errno;
     raw_close(dfd);
-    errno = e;
-    if (hfd < 0)
+    if (hfd < 0) {
+        if (e == ELOOP || e == ENOTDIR)
+            snprintf(why, why_len, "refusing %.300s/%s: it is a symbolic link", g_cfg.dir, host);
+        else
+            snprintf(why, why_len, "cannot use %.300s/%s: %s", g_cfg.dir, host, strerror(e));
         return -1;
+    }
     struct stat st;
     if (fstat(hfd, &st) != 0 || st.st_uid != geteuid()) {
         raw_close(hfd);
-        errno = EPERM;
+        snprintf(why, why_len, "cannot use %.300s/%s: %s", g_cfg.dir, host, strerror(EPERM));
         return -1;
     }
     return hfd;
@@ -894,12 +1028,6 @@ __attribute__((constructor)) static void core_constructor(void)
         sp_recording = 0;
 }
 
-static int is_symlink(const char *path)
-{
-    struct stat st;
-    return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
-}
-
 /* The writer's compressor thread, started by the service thread once the
  * call that opened the trace has been let go (it does not wait for a
  * thread it does not need yet).  A trace closed in between (both run on
@@ -928,29 +1056,23 @@ static void open_trace_here(void *arg)
         atomic_store(&sp_core_state, SP_CORE_OFF);
         return;
     }
-    char host[256] = "unknown";
+    char host[256] = "unknown", hname[256], why[SP_LINE_MAX];
     gethostname(host, sizeof host - 1);
     host[sizeof host - 1] = 0;
-    int hfd = open_host_dir(host);
+    host_file_name(host, hname, sizeof hname);
+    int hfd = open_host_dir(hname, why, sizeof why);
     if (hfd < 0) {
-        char hpath[sizeof g_cfg.dir + 320];
-        snprintf(hpath, sizeof hpath, "%s/%s", g_cfg.dir, host);
-        if ((errno == ELOOP || errno == ENOTDIR) && is_symlink(g_cfg.dir))
-            sp_fail("refusing %s: it is a symbolic link", g_cfg.dir);
-        else if ((errno == ELOOP || errno == ENOTDIR) && is_symlink(hpath))
-            sp_fail("refusing %s: it is a symbolic link", hpath);
-        else
-            sp_fail("cannot use %s/%s: %s", g_cfg.dir, host, strerror(errno));
+        sp_fail("%s", why);
         return;
     }
     char shown[sizeof g_cfg.dir + 320];
     int err = 0;
     clock_init_once();
-    sp_core_writer = create_writer(hfd, host, shown, sizeof shown, &err);
+    sp_core_writer = create_writer(hfd, hname, shown, sizeof shown, &err);
     int e = errno;
     raw_close(hfd);
     if (!sp_core_writer) {
-        sp_fail("cannot create a trace in %s/%s: %s", g_cfg.dir, host,
+        sp_fail("cannot create a trace in %.300s/%s: %s", g_cfg.dir, hname,
                 err == SP_E_IO ? strerror(e) : sp_strerror(err));
         return;
     }

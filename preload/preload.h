@@ -285,10 +285,14 @@ void sp_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* One line on stderr prefixed "scaleprof: ", unless SCALEPROF_QUIET=1. */
 void sp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The longest SCALEPROF_DIR used, with its NUL (PATH_MAX): a longer one,
+ * or one that cannot be made absolute within it, is refused with a line. */
+#define SP_DIR_MAX 4096
+
 /* Configuration from the environment, read once at init (a bad value:
  * one line on stderr, the default used; see core.c). */
 struct sp_config {
-    char dir[1024];       /* SCALEPROF_DIR, default ./scaleprof-out */
+    char dir[SP_DIR_MAX]; /* SCALEPROF_DIR made absolute, default ./scaleprof-out */
     int enabled;          /* SCALEPROF_ENABLE: 0 or 1 (default) */
     int mode;             /* SCALEPROF_MODE, octal, default 0600 */
     long step_first;      /* SCALEPROF_STEPS=A:B, B included; -1 when unset */
@@ -312,6 +316,10 @@ void sp_core_shutdown(int status);  /* flush and close; idempotent */
 /* 1 in a child that shares our memory (vfork, clone(CLONE_VM)) until it
  * execs: it must change nothing the parent would see. */
 int sp_core_in_memory_sharing_child(void);
+/* SCALEPROF_DIR opened (as core.c opens it for the trace: no symlink of
+ * another user's followed, none at all below what exists), without
+ * creating anything; an fd of the calling (service) thread's table, or -1. */
+int sp_core_open_dir(void);
 /* 1 in a vfork child (set by proc.c's vfork on the thread whose memory,
  * TLS included, the child borrows; the parent's other threads see 0):
  * nothing of the recorder's shared state (io.c's fd table) is changed. */

@@ -9,6 +9,7 @@ reliability.py STORY.  The helpers (run, traces, check) are tests/io's.
 """
 import os
 import random
+import shutil
 import signal
 import stat
 import subprocess
@@ -256,6 +257,118 @@ def story_dir_symlink(tmp):
     lines = r.stderr.splitlines()
     check(len(lines) == 1 and "symbolic link" in lines[0], f"one line says why: {lines}")
     check(os.listdir(target) == [], "nothing was written through the link")
+
+
+def deep_dir(base, length):
+    """base/d123456789/d123456789/... made at least `length` bytes long."""
+    path = base
+    while len(path) < length:
+        path = os.path.join(path, "d123456789")
+    return path
+
+
+def story_dir_long(tmp):
+    """A SCALEPROF_DIR of 1500 bytes (it was cut at 1023, silently, and the
+    traces went to the directory named by the first 1023 bytes) is used
+    whole; one of 5000 bytes (past PATH_MAX) is refused with one line, the
+    job unchanged."""
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    cmd = [JOB, "touch", data, "0.05"]
+    long_dir = deep_dir(os.path.join(tmp, "a"), 1500)
+    r = run(cmd, long_dir, {"SCALEPROF_QUIET": "0"})
+    check(r.returncode == 0 and r.stderr == "", f"a 1500-byte DIR: the job runs, no line ({r.stderr[:200]!r})")
+    here = trace_files(long_dir)
+    everywhere = trace_files(os.path.join(tmp, "a"))
+    check(len(here) == 1 and len(everywhere) == 1, f"its trace is in DIR itself ({len(here)} there, {len(everywhere)} in all)")
+    too_long = deep_dir(os.path.join(tmp, "b"), 5000)
+    r = run(cmd, too_long, {"SCALEPROF_QUIET": "0"})
+    lines = r.stderr.splitlines()
+    check(r.returncode == 0 and len(lines) == 1 and "SCALEPROF_DIR" in lines[0] and "job continues" in lines[0],
+          f"a 5000-byte DIR: refused with one line ({[ln[:120] for ln in lines]})")
+    check(not trace_files(os.path.join(tmp, "b")), "and nothing written under it")
+
+
+def story_dir_long_cwd(tmp):
+    """A relative SCALEPROF_DIR under a working directory of 1500 bytes
+    is made absolute (it stayed relative when the working directory did
+    not fit in 1024 bytes, and the traces of a job that changes directory
+    scattered): all traces under the first process's directory."""
+    work = deep_dir(os.path.join(tmp, "w"), 1500)
+    os.makedirs(os.path.join(work, "sub"))
+    rel = f"rel-traces-{os.getpid()}"
+    env = dict(os.environ, LD_PRELOAD=stories.LIB, SCALEPROF_DIR=rel, SCALEPROF_QUIET="0")
+    r = subprocess.run(["bash", "-c", "cd sub && cat /etc/hostname && cd / && cat /etc/hostname"],
+                       cwd=work, env=env, capture_output=True, text=True, timeout=30)
+    scattered = os.path.exists("/" + rel)
+    if scattered:
+        shutil.rmtree("/" + rel)
+    check(r.returncode == 0 and r.stderr == "", f"the job runs, no line ({r.stderr[:200]!r})")
+    here = trace_files(os.path.join(work, rel))
+    check(len(here) >= 3, f"every process's trace is under the first process's directory ({len(here)})")
+    check(not os.path.exists(os.path.join(work, "sub", rel)), "none under the directory it moved to")
+    check(not scattered, "none under /")
+
+
+def story_dir_symlink_middle(tmp):
+    """A symlink owned by another user in the middle of SCALEPROF_DIR's
+    path (shared/link -> that user's directory, DIR = shared/link/a/b) is
+    refused with one line, nothing written through it; a link of the
+    job's own user (or root's) on the way is followed (needs root: a link
+    owned by another user)."""
+    if os.geteuid() != 0:
+        print("skipped (needs root)")
+        sys.exit(SKIP)
+    shared = os.path.join(tmp, "shared")
+    theirs = os.path.join(tmp, "theirs")
+    os.makedirs(shared)
+    os.makedirs(theirs)
+    os.chmod(shared, 0o777)
+    os.chmod(theirs, 0o777)
+    os.chmod(tmp, 0o755)
+    os.chown(theirs, 65534, 65534)
+    link = os.path.join(shared, "link")
+    os.symlink(theirs, link)
+    os.lchown(link, 65534, 65534)
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    cmd = [JOB, "touch", data, "0.05"]
+    plain = run(cmd)
+    r = run(cmd, os.path.join(link, "a", "b"), {"SCALEPROF_QUIET": "0"})
+    lines = r.stderr.splitlines()
+    check(r.returncode == plain.returncode and r.stdout.split()[0] == plain.stdout.split()[0], "the job is unchanged")
+    check(len(lines) == 1 and "symbolic link" in lines[0], f"one line says why ({lines})")
+    check(os.listdir(theirs) == [], f"nothing was written through the link ({os.listdir(theirs)})")
+    mine = os.path.join(tmp, "mine")
+    os.makedirs(mine)
+    os.symlink(mine, os.path.join(tmp, "mylink"))
+    r = run(cmd, os.path.join(tmp, "mylink", "a"), {"SCALEPROF_QUIET": "0"})
+    check(r.returncode == 0 and r.stderr == "" and len(trace_files(mine)) == 1,
+          f"a link of the job's own user on the way is followed ({r.stderr!r})")
+
+
+def story_host_dotdot(tmp):
+    """A host name of '..' (or with a '/') wrote traces outside
+    SCALEPROF_DIR (DIR/../<pid>.sprof): host names are made safe file
+    names (needs root: a UTS namespace of its own, unshare -u)."""
+    if os.geteuid() != 0 or run(["unshare", "-u", "true"]).returncode != 0:
+        print("skipped (needs root)")
+        sys.exit(SKIP)
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    # the name is set by Python (hostname(1) refuses these), which then
+    # execs the job with the preload
+    become = ("import os, socket, sys; socket.sethostname(sys.argv[1]); "
+              "os.environ.update(LD_PRELOAD=sys.argv[2], SCALEPROF_DIR=sys.argv[3]); os.execv(sys.argv[4], sys.argv[4:])")
+    for i, host in enumerate(("..", "a/../../b", ".")):
+        top = os.path.join(tmp, f"top{i}")
+        td = os.path.join(top, "t")
+        r = run(["unshare", "-u", sys.executable, "-c", become, host, stories.LIB, td, JOB, "touch", data, "0.05"],
+                None, {"SCALEPROF_QUIET": "0"})
+        check(r.returncode == 0 and r.stderr == "", f"host {host!r}: the job runs ({r.stderr[:200]!r})")
+        inside = trace_files(td)
+        everywhere = trace_files(top)
+        check(len(inside) == 1 and len(everywhere) == 1 and os.path.dirname(os.path.dirname(inside[0])) == td,
+              f"host {host!r}: the trace is in a directory of DIR ({[os.path.relpath(f, top) for f in everywhere]})")
+        ts = traces(td)
+        check(len(ts) == 1 and ts[0].get("host", host) == host, f"host {host!r}: the header keeps the name")
 
 
 def control_story(tmp, setup):

@@ -517,6 +517,7 @@ struct sp_writer_opts {
     int defer_thread;       /* with background: the thread starts when
                              * sp_writer_start_thread() is called, not at creation
                              * (full slots wait in the file until then) */
+    size_t thread_stack;    /* the compressor thread's stack size; 0: the libc default (8 MiB) */
 };
 
 /* Create `path` (O_EXCL, never following a symlink) and map it.  On

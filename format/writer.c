@@ -118,6 +118,8 @@ struct pending_slot;
 
 struct sp_writer {
     struct sp_writer_head head; /* first: append.h reads the generation */
+    size_t mem_size;            /* the mapping this struct and its buffers live in */
+    size_t thread_stack;        /* the compressor's stack size, 0: the default */
     int fd;
     uint8_t *map;
     size_t map_size;
@@ -514,7 +516,14 @@ static int start_compressor(struct sp_writer *w)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&w->thread, NULL, compressor_main, w);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    if (w->thread_stack)
+        pthread_attr_setstacksize(&attr, w->thread_stack);
+    int rc = pthread_create(&w->thread, &attr, compressor_main, w);
+    if (rc != 0 && w->thread_stack) /* a size this libc refuses: its default */
+        rc = pthread_create(&w->thread, NULL, compressor_main, w);
+    pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0)
         return SP_E_NOMEM;
@@ -605,17 +614,26 @@ fail:;
     return SP_E_IO;
 }
 
+/* The writer and its buffers live in one private anonymous mapping, not
+ * in malloc'd memory: the recorder creates and closes writers on a thread
+ * of its own, and a thread's first malloc (or free: glibc sets up the
+ * thread's cache first) gives it an arena of its own, 64 MiB of address
+ * space that RLIMIT_AS counts.  (Only the logical-thread table of
+ * single-threaded tools grows with realloc.) */
+#define SP_MEM_ALIGN 64u
+
+static size_t mem_take(size_t *at, size_t len)
+{
+    size_t off = *at;
+    *at = round_up(off + len, SP_MEM_ALIGN);
+    return off;
+}
+
 static void free_writer(struct sp_writer *w)
 {
     sp_zc_free(w->cctx);
-    free(w->cbuf);
-    free(w->colbuf);
-    free(w->scratch);
-    free(w->summary);
-    free(w->pending);
-    free(w->links);
     free(w->logical);
-    free(w);
+    raw_munmap(w, w->mem_size);
 }
 
 struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts *opts, int *err)
@@ -630,11 +648,25 @@ struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts
         *err = SP_E_ARG;
         return NULL;
     }
-    struct sp_writer *w = calloc(1, sizeof *w);
-    if (!w) {
+    size_t cbuf_size = sizeof(struct sp_frame_header) + SP_SUMMARY_MAX + ZSTD_COMPRESSBOUND(o.slot_size);
+    size_t count = o.slot_count ? o.slot_count : 1;
+    size_t at = 0;
+    size_t w_off = mem_take(&at, sizeof(struct sp_writer));
+    size_t cbuf_off = mem_take(&at, cbuf_size);
+    size_t colbuf_off = mem_take(&at, o.slot_size + SP_COLUMNS_SLACK);
+    size_t scratch_off = mem_take(&at, SP_COLUMNS_SCRATCH(o.slot_size) * sizeof *((struct sp_writer *)0)->scratch);
+    size_t summary_off = mem_take(&at, sizeof *((struct sp_writer *)0)->summary);
+    size_t pending_off = mem_take(&at, count * sizeof *((struct sp_writer *)0)->pending);
+    size_t links_off = mem_take(&at, count * sizeof *((struct sp_writer *)0)->links);
+    size_t mem_size = round_up(at, SP_PAGE);
+    long mem = syscall(SYS_mmap, NULL, mem_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0L);
+    if (mem < 0 && mem > -4096) {
         *err = SP_E_NOMEM;
         return NULL;
     }
+    uint8_t *base = (uint8_t *)mem; /* zero-filled, as calloc's was */
+    struct sp_writer *w = (struct sp_writer *)(void *)(base + w_off);
+    w->mem_size = mem_size;
     w->slot_size = o.slot_size;
     w->slot_count = o.slot_count;
     w->strings_size = round_up(o.strings_size, SP_PAGE);
@@ -644,20 +676,15 @@ struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts
     w->background = opts ? opts->background : 1;
     w->flush_ms = o.flush_interval_ms;
     w->on_pass = o.on_pass;
-    w->cbuf_size = sizeof(struct sp_frame_header) + SP_SUMMARY_MAX + ZSTD_COMPRESSBOUND(w->slot_size);
-    w->cbuf = malloc(w->cbuf_size);
-    w->colbuf = malloc(w->slot_size + SP_COLUMNS_SLACK);
-    w->scratch = malloc(SP_COLUMNS_SCRATCH(w->slot_size) * sizeof *w->scratch);
-    w->summary = malloc(sizeof *w->summary);
-    w->pending = calloc(w->slot_count ? w->slot_count : 1, sizeof *w->pending);
-    w->links = calloc(w->slot_count ? w->slot_count : 1, sizeof *w->links);
+    w->thread_stack = o.thread_stack;
+    w->cbuf_size = cbuf_size;
+    w->cbuf = (void *)(base + cbuf_off);
+    w->colbuf = (void *)(base + colbuf_off);
+    w->scratch = (void *)(base + scratch_off);
+    w->summary = (void *)(base + summary_off);
+    w->pending = (void *)(base + pending_off);
+    w->links = (void *)(base + links_off);
     pthread_mutex_init(&w->compress_lock, NULL);
-    if (!w->cbuf || !w->colbuf || !w->scratch || !w->summary || !w->pending ||
-        !w->links) {
-        free_writer(w);
-        *err = SP_E_NOMEM;
-        return NULL;
-    }
     if ((*err = open_file(w, path, o.mode)) < 0) {
         free_writer(w);
         return NULL;

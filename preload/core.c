@@ -140,6 +140,9 @@ void (*sp_core_flush_hook)(int final);
 #define SP_NAME_RACES 1000           /* names taken under us, one after another, before giving up */
 #define SP_NAME_MAX_N 0x40000000u    /* <pid>.<n>.sprof, n below this */
 #define SP_DEFAULT_MODE 0600
+/* The compressor's own stack (its TLS comes on top): zstd's compression
+ * at level 1, libzstd's loading, the clock's calibration. */
+#define SP_COMPRESSOR_STACK (256u << 10)
 #define SP_DEFAULT_CPU_HZ 10
 #define SP_LINE_MAX 512
 #define SP_CMDLINE_MAX 3800 /* leaves room for the other TLVs in the header page */
@@ -684,6 +687,7 @@ static struct sp_writer *create_writer(int hfd, const char *host, char *shown, s
     opts.background = 1;
     opts.on_pass = sp_clock_tick; /* the clock's calibration rides on the compressor */
     opts.defer_thread = 1;        /* started after the first call has its answer */
+    opts.thread_stack = sp_fd_thread_stack(SP_COMPRESSOR_STACK);
     char via[64], name[64], path[sizeof g_cfg.dir + 320];
     /* thread-self: this thread's descriptor table is not the process's */
     snprintf(via, sizeof via, "/proc/thread-self/fd/%d", hfd);

@@ -47,6 +47,7 @@
 #undef _FILE_OFFSET_BITS
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <limits.h>
 #include <linux/close_range.h>
 #include <linux/futex.h>
@@ -68,6 +69,11 @@
 #define SP_BOX_WAIT_MAX_NS 2000000000ull /* a mailbox held this long is stuck: give up */
 #define SP_CLOSE_LOOP_MAX 65536          /* fallback close loop bound (no close_range) */
 #define SP_CLOCK_RETRY_NS 1000000ull     /* the clock's ticks here, at most this often */
+/* The service thread's own stack (its TLS comes on top): it creates and
+ * closes traces (a few 4 KiB path buffers), samples /proc and loads
+ * libraries (libunwind, libcupti: the loader and their constructors run
+ * here). */
+#define SP_SERVICE_STACK (512u << 10)
 
 enum { SVC_NONE,
        SVC_STARTING,
@@ -112,6 +118,36 @@ static int private_fd_table(void)
     for (long fd = 0; fd < top; fd++)
         syscall(SYS_close, (int)fd);
     return 0;
+}
+
+/* ---- the recorder's thread stacks ----------------------------------------------
+ *
+ * Small and explicit: the libc default is 8 MiB of address space per
+ * thread (RLIMIT_AS counts it; ulimit -v jobs felt 16 MiB of ours).  glibc
+ * carves the thread's static TLS out of the stack size asked for, and a
+ * job's libraries may hold much of it, so their TLS segments are added on
+ * top (dl_iterate_phdr: every PT_TLS loaded, an upper bound), with room
+ * for libc's surplus. */
+#define SP_TLS_SURPLUS (64u << 10)
+#define SP_STACK_PAGE 4096u
+
+static int add_tls(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_TLS)
+            *(size_t *)data += info->dlpi_phdr[i].p_memsz + info->dlpi_phdr[i].p_align;
+    return 0;
+}
+
+size_t sp_fd_thread_stack(size_t want)
+{
+    size_t tls = 0;
+    dl_iterate_phdr(add_tls, &tls);
+    size_t n = want + tls + SP_TLS_SURPLUS;
+    if (n < (size_t)PTHREAD_STACK_MIN)
+        n = (size_t)PTHREAD_STACK_MIN;
+    return (n + SP_STACK_PAGE - 1) / SP_STACK_PAGE * SP_STACK_PAGE;
 }
 
 static uint64_t next_tick(uint64_t now, uint64_t period)
@@ -210,8 +246,16 @@ static int service_start(int wait)
             pthread_attr_t attr;
             pthread_attr_init(&attr);
             pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            pthread_attr_setstacksize(&attr, sp_fd_thread_stack(SP_SERVICE_STACK));
             pthread_t th;
             int r = pthread_create(&th, &attr, service_main, NULL);
+            if (r != 0) { /* a size this libc refuses: its default */
+                pthread_attr_setstacksize(&attr, 0);
+                pthread_attr_destroy(&attr);
+                pthread_attr_init(&attr);
+                pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+                r = pthread_create(&th, &attr, service_main, NULL);
+            }
             pthread_attr_destroy(&attr);
             pthread_sigmask(SIG_SETMASK, &old, NULL);
             if (r != 0) {

@@ -395,6 +395,9 @@ int sp_fd_job_run(struct sp_fd_job *job, uint64_t max_ns);
  * thread runs it after the request it is serving, if any. */
 void sp_fd_later(struct sp_fd_job *job);
 void sp_fd_start(void);
+/* A recorder thread's stack size: `want` for its own use plus room for the
+ * static TLS of every library loaded (glibc carves it out of the stack). */
+size_t sp_fd_thread_stack(size_t want);
 int sp_fd_is_service_thread(void);
 void sp_fd_after_fork(void);
 

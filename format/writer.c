@@ -120,6 +120,7 @@ struct sp_writer {
     struct sp_writer_head head; /* first: append.h reads the generation */
     size_t mem_size;            /* the mapping this struct and its buffers live in */
     size_t thread_stack;        /* the compressor's stack size, 0: the default */
+    void (*wake)(void);         /* opts.wake: no thread, the caller's passes */
     int fd;
     uint8_t *map;
     size_t map_size;
@@ -347,7 +348,9 @@ static void tls_forget_slot(struct sp_tls_slot *ts)
 static void nudge_compressor(struct sp_writer *w)
 {
     __atomic_add_fetch(&w->nudges, 1, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&w->sleeping, __ATOMIC_SEQ_CST))
+    if (w->wake) /* driven by the caller's thread (opts.wake) */
+        w->wake();
+    else if (__atomic_load_n(&w->sleeping, __ATOMIC_SEQ_CST))
         syscall(SYS_futex, &w->nudges, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
@@ -677,6 +680,7 @@ struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts
     w->flush_ms = o.flush_interval_ms;
     w->on_pass = o.on_pass;
     w->thread_stack = o.thread_stack;
+    w->wake = o.wake;
     w->cbuf_size = cbuf_size;
     w->cbuf = (void *)(base + cbuf_off);
     w->colbuf = (void *)(base + colbuf_off);
@@ -695,7 +699,7 @@ struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts
     w->head.gen = __atomic_fetch_add(&next_generation, 1, __ATOMIC_RELAXED);
     w->owner = getpid();
     init_header(w);
-    if (w->background && !o.defer_thread && (*err = start_compressor(w)) < 0) {
+    if (w->background && !o.defer_thread && !w->wake && (*err = start_compressor(w)) < 0) {
         raw_munmap(w->map, w->map_size);
         raw_close(w->fd);
         free_writer(w);
@@ -707,9 +711,19 @@ struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts
 
 int sp_writer_start_thread(struct sp_writer *w)
 {
-    if (!w || !w->background)
+    if (!w || !w->background || w->wake)
         return SP_E_ARG;
     return w->thread_started ? 0 : start_compressor(w);
+}
+
+int sp_writer_pass(struct sp_writer *w)
+{
+    if (!w)
+        return SP_E_ARG;
+    int rc = compress_now(w, 0);
+    if (w->on_pass)
+        w->on_pass();
+    return rc;
 }
 
 /* ---- header, TLVs, strings ----------------------------------------------------- */

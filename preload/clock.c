@@ -14,7 +14,7 @@
  * ticks instead would put host and GPU times of one trace on two clocks.
  *
  * The conversion is disciplined, not fixed: a background thread (the trace
- * writer's compressor, every pass) calls sp_clock_tick(), which at most
+ * service thread, after each compression pass) calls sp_clock_tick(), which at most
  * once per SP_CLOCK_PERIOD_NS reads a (tsc, CLOCK_MONOTONIC) pair (the
  * narrowest of a few bracketed reads), measures the rate over everything
  * since the first pair (the error of a rate is the pairs' error over the

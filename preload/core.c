@@ -140,9 +140,6 @@ void (*sp_core_flush_hook)(int final);
 #define SP_NAME_RACES 1000           /* names taken under us, one after another, before giving up */
 #define SP_NAME_MAX_N 0x40000000u    /* <pid>.<n>.sprof, n below this */
 #define SP_DEFAULT_MODE 0600
-/* The compressor's own stack (its TLS comes on top): zstd's compression
- * at level 1, libzstd's loading, the clock's calibration. */
-#define SP_COMPRESSOR_STACK (256u << 10)
 #define SP_DEFAULT_CPU_HZ 10
 #define SP_LINE_MAX 512
 #define SP_CMDLINE_MAX 3800 /* leaves room for the other TLVs in the header page */
@@ -685,9 +682,8 @@ static struct sp_writer *create_writer(int hfd, const char *host, char *shown, s
     memset(&opts, 0, sizeof opts);
     opts.mode = g_cfg.mode;
     opts.background = 1;
-    opts.on_pass = sp_clock_tick; /* the clock's calibration rides on the compressor */
-    opts.defer_thread = 1;        /* started after the first call has its answer */
-    opts.thread_stack = sp_fd_thread_stack(SP_COMPRESSOR_STACK);
+    opts.on_pass = sp_clock_tick; /* the clock's calibration rides on each pass */
+    opts.wake = sp_fd_wake;       /* compressed by the service thread: no thread of its own */
     char via[64], name[64], path[sizeof g_cfg.dir + 320];
     /* thread-self: this thread's descriptor table is not the process's */
     snprintf(via, sizeof via, "/proc/thread-self/fd/%d", hfd);
@@ -1032,22 +1028,20 @@ __attribute__((constructor)) static void core_constructor(void)
         sp_recording = 0;
 }
 
-/* The writer's compressor thread, started by the service thread once the
- * call that opened the trace has been let go (it does not wait for a
- * thread it does not need yet).  A trace closed in between (both run on
- * the service thread, one after the other) is left alone. */
-static struct sp_writer *g_writer_unstarted;
+/* The trace's compression runs on the service thread (fd.c): no thread
+ * of its own.  A slot filled by an appender wakes the service thread
+ * (sp_fd_wake), which calls sp_core_service_pass() then and every
+ * SP_PASS_NS.  g_driven is the writer it passes over, set and cleared
+ * on that thread only (the trace is created and closed there). */
+static struct sp_writer *g_driven;
 
-static void start_compressor_later(void *arg)
+int sp_core_service_pass(void)
 {
-    (void)arg;
-    struct sp_writer *w = g_writer_unstarted;
-    g_writer_unstarted = NULL;
-    if (w && w == sp_core_writer && sp_writer_start_thread(w) < 0)
-        sp_log("no compressor thread: chunks are compressed when the trace closes");
+    if (!g_driven)
+        return 0;
+    sp_writer_pass(g_driven);
+    return 1;
 }
-
-static struct sp_fd_job g_compressor_job = {.fn = start_compressor_later};
 
 /* Create this process's file, on the service thread (fd.c); the caller
  * owns the OPENING state and holds the guard.  Ends in READY or OFF. */
@@ -1081,8 +1075,7 @@ static void open_trace_here(void *arg)
         return;
     }
     fill_header(sp_core_writer, host);
-    g_writer_unstarted = sp_core_writer;
-    sp_fd_later(&g_compressor_job);
+    g_driven = sp_core_writer;
     sp_generation++;
     atomic_store(&sp_core_state, SP_CORE_READY);
     emit_clock();
@@ -1458,6 +1451,8 @@ static void add_clock_cal(struct sp_writer *w)
 /* The file work of a close, on the service thread that holds the fd. */
 static void close_trace_here(void *arg)
 {
+    if (g_driven == arg)
+        g_driven = NULL;
     add_clock_cal(arg);
     int r = sp_writer_close(arg);
     if (r < 0)

@@ -16,9 +16,11 @@
  * everything in the copy (close_range(CLOSE_RANGE_UNSHARE), which copies
  * nothing it would close).  Every descriptor the recorder opens - the
  * trace directory, the trace itself, /proc files, the control file - is
- * opened by this thread, in its table; the compressor thread of a writer
- * is created by it and shares that table, so its pwrite()s see the trace
- * fd too.  The job's threads touch the trace only through the MAP_SHARED
+ * opened by this thread, in its table, and the trace's chunks are
+ * compressed and written by it too (no compressor thread: the writer's
+ * opts.wake calls sp_fd_wake when a slot fills, and the loop below runs a
+ * pass then and every SP_PASS_NS; sp_core_service_pass).  One thread per
+ * recorded process, with a stack of SP_SERVICE_STACK plus TLS.  The job's threads touch the trace only through the MAP_SHARED
  * mapping, which is process-wide.  Closing our copy of a job's descriptor
  * cannot release the job's POSIX locks: those belong to the job's table.
  *
@@ -74,6 +76,7 @@
  * libraries (libunwind, libcupti: the loader and their constructors run
  * here). */
 #define SP_SERVICE_STACK (512u << 10)
+#define SP_PASS_NS 20000000ull /* a compression pass at least this often while a trace is open */
 
 enum { SVC_NONE,
        SVC_STARTING,
@@ -161,6 +164,13 @@ static void wake_service(void)
     futex_wake_all(&g_wake);
 }
 
+void sp_fd_wake(void)
+{
+    int e = errno;
+    wake_service();
+    errno = e;
+}
+
 /* Runs every posted job; 1 when there was one. */
 static int run_jobs(void)
 {
@@ -190,7 +200,8 @@ static void *service_main(void *arg)
     uint64_t period = sp_cpu_period_ns();
     uint64_t due = next_tick(sp_now(), period);
     uint64_t clock_ticked = 0;
-    uint32_t served = 0;
+    uint64_t pass_due = UINT64_MAX;
+    uint32_t served = 0, passed = 0;
     for (;;) {
         uint32_t seen = atomic_load(&g_wake);
         uint32_t posted = atomic_load(&g_box_posted);
@@ -204,6 +215,12 @@ static void *service_main(void *arg)
         if (run_jobs())
             continue;
         uint64_t now = sp_now();
+        if (seen != passed || now >= pass_due) {
+            /* the trace's compression: woken by a filled slot, or its period */
+            passed = seen;
+            pass_due = sp_core_service_pass() ? now + SP_PASS_NS : UINT64_MAX;
+            continue;
+        }
         if (now >= due) {
             sp_cpu_tick();
             due = next_tick(due, period);
@@ -223,6 +240,8 @@ static void *service_main(void *arg)
         }
         if (due < wake)
             wake = due;
+        if (pass_due < wake)
+            wake = pass_due;
         uint64_t left = wake - now;
         struct timespec ts = {(time_t)(left / SP_NS_PER_SEC), (long)(left % SP_NS_PER_SEC)};
         futex_wait(&g_wake, seen, wake == UINT64_MAX ? NULL : &ts);

@@ -398,6 +398,12 @@ void sp_fd_start(void);
 /* A recorder thread's stack size: `want` for its own use plus room for the
  * static TLS of every library loaded (glibc carves it out of the stack). */
 size_t sp_fd_thread_stack(size_t want);
+/* Wake the service thread for a compression pass (a slot filled): an
+ * atomic add and a futex wake, safe from any thread and signal handler. */
+void sp_fd_wake(void);
+/* core.c, on the service thread: one compression pass over the trace;
+ * 0 when there is none. */
+int sp_core_service_pass(void);
 int sp_fd_is_service_thread(void);
 void sp_fd_after_fork(void);
 

@@ -40,9 +40,9 @@
  *                       /bin/true N times with vfork+exec and N times with
  *                       posix_spawn, each waited for: prints the medians in
  *                       ms
- *   idle FILE SECS      reads FILE 64 KiB worth of times (a compressed
- *                       chunk), prints "ready", then sleeps SECS (a process
- *                       whose footprint is measured)
+ *   idle FILE SECS N    reads FILE N times (4000 fill a chunk, which is
+ *                       compressed), prints "ready", then sleeps SECS (a
+ *                       process whose footprint is measured)
  *   reexec FILE N       reads FILE once, then execs itself with N-1 until
  *                       N is 0 (one pid, N+1 program images)
  */
@@ -398,11 +398,9 @@ static int job_spawntime(const char *file, long mb, int n)
     return 0;
 }
 
-#define IDLE_READS 4000
-
-static int job_idle(const char *file, double secs)
+static int job_idle(const char *file, double secs, int reads)
 {
-    for (int i = 0; i < IDLE_READS; i++)
+    for (int i = 0; i < reads; i++)
         read_once(file);
     printf("ready\n");
     fflush(stdout);
@@ -426,7 +424,7 @@ static int job_reexec(const char *self, const char *file, long n)
 
 int main(int argc, char **argv)
 {
-    if (argc >= 4 && strcmp(argv[1], "idle") == 0) return job_idle(argv[2], atof(argv[3]));
+    if (argc >= 5 && strcmp(argv[1], "idle") == 0) return job_idle(argv[2], atof(argv[3]), atoi(argv[4]));
     if (argc >= 4 && strcmp(argv[1], "reexec") == 0) return job_reexec(argv[0], argv[2], atol(argv[3]));
     if (argc >= 3 && strcmp(argv[1], "vfork") == 0) return job_vfork(argv[2]);
     if (argc >= 5 && strcmp(argv[1], "spawntime") == 0)

@@ -538,6 +538,65 @@ def story_reexec(tmp):
     check(len({t["pid"] for t in ts}) == 1, "all of one pid")
 
 
+# ---- what a recorded process costs: the footprint budget (docs/reliability.md) ----
+
+# Per recorded process, over the same process bare, for a light one (10
+# reads: nothing compressed, no library loaded) and a busy one (4000
+# reads: libzstd loaded, chunks compressed), while it sleeps after:
+BUDGET = {
+    "threads": (1, 1),  # the service thread, which also compresses
+    # the trace mapping (24 MiB), fd names (16 MiB, reserved), code, bss,
+    # the stack; busy: + the service thread's malloc arena (64 MiB of
+    # address space: glibc's dlopen of libzstd and zstd's context)
+    "vmsize_kib": (46 << 10, 114 << 10),
+    "vmrss_kib": (4 << 10, 4 << 10),
+    "disk_kib": (25 << 10, 25 << 10),  # the trace's reservation while it lives
+}
+FOOTPRINT_READS = (10, 4000)
+
+
+def status_of(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return {k: v.split()[0] for k, v in (ln.split(":", 1) for ln in f if ":" in ln) if v.split()}
+
+
+def footprint(tmp, td, reads):
+    """Threads, VmSize and VmRSS (KiB) of the idle job, and the KiB its
+    trace holds on disk, while it sleeps."""
+    data = os.path.join(tmp, "data")
+    if not os.path.exists(data):
+        make_file(data, 4096)
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    if td:
+        env.update(LD_PRELOAD=stories.LIB, SCALEPROF_DIR=td)
+    p = subprocess.Popen([JOB, "idle", data, "1", str(reads)], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        p.stdout.readline()
+        time.sleep(0.3)  # the compressor has had its pass
+        st = status_of(p.pid)
+        disk = sum(os.stat(f).st_blocks // 2 for f in trace_files(td)) if td else 0
+    finally:
+        p.wait(timeout=30)
+        p.stdout.close()
+    return {"threads": int(st["Threads"]), "vmsize_kib": int(st["VmSize"]), "vmrss_kib": int(st["VmRSS"]),
+            "disk_kib": disk}
+
+
+def story_footprint(tmp):
+    """What a recorded process costs over the same process bare, read
+    from /proc/PID/status while it sleeps after recording: threads,
+    virtual size (RLIMIT_AS counts it), resident size, disk held by its
+    live trace - each within the budget of docs/reliability.md."""
+    for i, reads in enumerate(FOOTPRINT_READS):
+        bare = footprint(tmp, None, reads)
+        rec = footprint(tmp, os.path.join(tmp, f"t{reads}"), reads)
+        added = {k: rec[k] - bare[k] for k in BUDGET}
+        print(f"figures: {reads} reads: bare {bare}, recorded {rec}, added {added}")
+        for k, limits in BUDGET.items():
+            check(added[k] <= limits[i], f"{reads} reads: {k} +{added[k]} (budget {limits[i]})")
+
+
 # ---- what the trace reveals ---------------------------------------------------------
 
 

@@ -169,6 +169,7 @@ static int g_handlers_registered;
 static pid_t g_self_pid; /* this process, as of load or fork */
 static uint64_t g_life_start; /* CLOCK_MONOTONIC ns at load or fork */
 static pthread_key_t g_exit_key;
+static struct sp_writer *g_driven; /* the writer the service thread compresses */
 static int g_exit_key_ok;
 static __thread unsigned t_exit_watched __attribute__((tls_model("initial-exec")));
 
@@ -1032,8 +1033,8 @@ __attribute__((constructor)) static void core_constructor(void)
  * of its own.  A slot filled by an appender wakes the service thread
  * (sp_fd_wake), which calls sp_core_service_pass() then and every
  * SP_PASS_NS.  g_driven is the writer it passes over, set and cleared
- * on that thread only (the trace is created and closed there). */
-static struct sp_writer *g_driven;
+ * on that thread only (the trace is created and closed there; a forked
+ * child forgets its parent's). */
 
 int sp_core_service_pass(void)
 {
@@ -1614,6 +1615,7 @@ void sp_core_atfork_child(void)
         errno = e; /* the child decides for itself, lazily */
         return;
     }
+    g_driven = NULL; /* the child's service thread must not pass over the parent's writer */
     if (sp_core_writer)
         sp_writer_abandon(sp_core_writer); /* unmapped; its fd stayed in the parent's service table */
     sp_core_writer = NULL;

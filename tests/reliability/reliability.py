@@ -597,6 +597,34 @@ def story_footprint(tmp):
             check(added[k] <= limits[i], f"{reads} reads: {k} +{added[k]} (budget {limits[i]})")
 
 
+# ---- the analyzer's input -----------------------------------------------------------
+
+
+def story_analyzer_fifo(tmp):
+    """A FIFO named like a trace (x.sprof) given to dump, or lying in a
+    trace directory given to report: opening it blocked forever (waiting
+    for a writer); now it is refused as not a trace file, at once."""
+    exe = os.environ["SCALEPROF_BIN"]
+    td = os.path.join(tmp, "t")
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    r = run([JOB, "touch", data, "0.05"], td)
+    check(r.returncode == 0 and len(trace_files(td)) == 1, "a real trace to go with it")
+    fifo = os.path.join(td, "x.sprof")
+    os.mkfifo(fifo)
+    for cmd in ([exe, "dump", fifo], [exe, "report", td]):
+        t0 = time.monotonic()
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+            took = time.monotonic() - t0
+            check(took < 5, f"{cmd[1]}: returns ({took:.2f} s, exit {r.returncode})")
+            if cmd[1] == "dump":
+                check(r.returncode != 0 and "x.sprof" in r.stderr, f"dump: a message naming the file ({r.stderr.strip()[:200]!r})")
+            else:
+                check(r.returncode in (0, 1), f"report: exit {r.returncode} ({r.stderr.strip()[:200]!r})")
+        except subprocess.TimeoutExpired:
+            check(False, f"{cmd[1]}: returns (blocked for 10 s on the FIFO)")
+
+
 # ---- what the trace reveals ---------------------------------------------------------
 
 

@@ -685,6 +685,7 @@ static struct sp_writer *create_writer(int hfd, const char *host, char *shown, s
     opts.background = 1;
     opts.on_pass = sp_clock_tick; /* the clock's calibration rides on each pass */
     opts.wake = sp_fd_wake;       /* compressed by the service thread: no thread of its own */
+    opts.grow = 1;                /* blocks reserved as used, not 24 MiB at creation */
     char via[64], name[64], path[sizeof g_cfg.dir + 320];
     /* thread-self: this thread's descriptor table is not the process's */
     snprintf(via, sizeof via, "/proc/thread-self/fd/%d", hfd);
@@ -1038,9 +1039,14 @@ __attribute__((constructor)) static void core_constructor(void)
 
 int sp_core_service_pass(void)
 {
+    static int said;
     if (!g_driven)
         return 0;
     sp_writer_pass(g_driven);
+    if (!said && sp_writer_reserve_failed(g_driven)) {
+        said = 1;
+        sp_log("the trace's file system is full: what does not fit in the trace is counted as dropped");
+    }
     return 1;
 }
 

@@ -43,6 +43,9 @@
  *   idle FILE SECS N    reads FILE N times (4000 fill a chunk, which is
  *                       compressed), prints "ready", then sleeps SECS (a
  *                       process whose footprint is measured)
+ *   fillwrite FILE OUT MB SECS  reads FILE, sleeps SECS (its siblings start),
+ *                       then writes MB MiB to OUT, 1 MiB at a time; prints
+ *                       how many writes failed and the first errno
  *   reexec FILE N       reads FILE once, then execs itself with N-1 until
  *                       N is 0 (one pid, N+1 program images)
  */
@@ -408,6 +411,29 @@ static int job_idle(const char *file, double secs, int reads)
     return 0;
 }
 
+#define FILL_CHUNK (1 << 20)
+
+static int job_fillwrite(const char *file, const char *out, int mb, double secs)
+{
+    read_once(file);
+    usleep((useconds_t)(secs * 1e6));
+    static char buf[FILL_CHUNK];
+    memset(buf, 'x', sizeof buf);
+    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int failed = 0, first = 0;
+    for (int i = 0; i < mb; i++)
+        if (fd < 0 || write(fd, buf, sizeof buf) != (ssize_t)sizeof buf) {
+            if (!failed++)
+                first = errno;
+        }
+    if (fd >= 0 && fsync(fd) != 0 && !failed++)
+        first = errno;
+    if (fd >= 0)
+        close(fd);
+    printf("write_failed %d\nerrno %d\n", failed, first);
+    return 0;
+}
+
 static int job_reexec(const char *self, const char *file, long n)
 {
     read_once(file);
@@ -424,6 +450,8 @@ static int job_reexec(const char *self, const char *file, long n)
 
 int main(int argc, char **argv)
 {
+    if (argc >= 6 && strcmp(argv[1], "fillwrite") == 0)
+        return job_fillwrite(argv[2], argv[3], atoi(argv[4]), atof(argv[5]));
     if (argc >= 5 && strcmp(argv[1], "idle") == 0) return job_idle(argv[2], atof(argv[3]), atoi(argv[4]));
     if (argc >= 4 && strcmp(argv[1], "reexec") == 0) return job_reexec(argv[0], argv[2], atol(argv[3]));
     if (argc >= 3 && strcmp(argv[1], "vfork") == 0) return job_vfork(argv[2]);

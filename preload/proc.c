@@ -129,10 +129,11 @@ static int follow_children(void);
  * with its parent (libc's vfork does the same).  Other architectures run
  * vfork as fork. */
 __thread int sp_in_vfork __attribute__((tls_model("initial-exec")));
+
+#if defined(__x86_64__)
 static __thread uintptr_t t_vfork_guard __attribute__((tls_model("initial-exec")));
 static __thread int t_vfork_nested __attribute__((tls_model("initial-exec")));
 
-#if defined(__x86_64__)
 void sp_vfork_prepare(void);
 long sp_vfork_done(long r);
 

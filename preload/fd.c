@@ -20,8 +20,9 @@
  * compressed and written by it too (no compressor thread: the writer's
  * opts.wake calls sp_fd_wake when a slot fills, and the loop below runs a
  * pass then and every SP_PASS_NS; sp_core_service_pass).  One thread per
- * recorded process, with a stack of SP_SERVICE_STACK plus TLS.  The job's threads touch the trace only through the MAP_SHARED
- * mapping, which is process-wide.  Closing our copy of a job's descriptor
+ * recorded process, with a stack of SP_SERVICE_STACK plus TLS.  The job's
+ * threads touch the trace only through the MAP_SHARED mapping, which is
+ * process-wide.  Closing our copy of a job's descriptor
  * cannot release the job's POSIX locks: those belong to the job's table.
  *
  * The job's threads hand file work to this thread with sp_fd_run(): one

@@ -471,7 +471,7 @@ def story_bigenv(tmp):
         check(got == 1, f"keep={keep}: the child's read is recorded ({got})")
 
 
-SPAWN_SLACK_MS = 3.0  # the preloaded /bin/true's own start and exit, and a loaded machine
+SPAWN_SLACK_MS = 5.0  # the preloaded /bin/true's own start and exit, and a loaded machine (fork: 40+ ms)
 PY_SPAWN = """
 import subprocess, sys, time
 heap = bytearray(b"\\1") * (int(sys.argv[1]) << 20)

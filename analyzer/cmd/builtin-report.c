@@ -119,8 +119,7 @@ static void print_bar(const double *b, int width, int color)
 
 static const char *op_name(uint32_t op)
 {
-    const char *n = sp_enum_name(SP_EV_NCCL, "op", op);
-    return n ? n : "op";
+    return sp_text_nccl_op(op);
 }
 
 /* "rank 2", "ranks 0,1,3" */

@@ -39,7 +39,9 @@
  *                   median: work that varies, no fixed culprit
  *   pipeline_stage  one stage's GPU work scaled to the other stages' median
  *   pipeline_bubble the balanced pipeline's fill-and-drain wait removed (the
- *                   limit of many more micro-batches of the same work)
+ *                   limit of many more micro-batches of the same work):
+ *                   balanced is the slowest stage at the others' median
+ *                   and every rank at its peers' (as for imbalance)
  *   input_pipeline  waits for input removed
  *   host_overhead   the host's own time before launches, its syncs, and the
  *                   launch calls an idle GPU waited through removed: issued
@@ -1431,9 +1433,12 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     }
 
     /* pipeline: the slowest stage at the others' median GPU work; then the
-     * bubble of the pipeline so balanced: the stages' wait for each other
-     * in fill and drain, which many more micro-batches of the same total
-     * work shrink towards nothing (twice as many halve it) */
+     * bubble of the pipeline so balanced, and with every rank at its
+     * peers' median (a straggler fixed, work that moves from rank to rank
+     * evened out): the stages' wait for each other in fill and drain,
+     * which many more micro-batches of the same total work shrink towards
+     * nothing (twice as many halve it).  A straggler's peers wait for it
+     * too, and more micro-batches would not take that wait away. */
     if (m->pipeline_stages > 1) {
         for (int s = 0; s < m->pipeline_stages; s++) {
             if (!stage_scale(m, s, scale))
@@ -1450,6 +1455,7 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
         cf = recorded;
         if (out->stage >= 0 && stage_scale(m, out->stage, scale))
             cf.busy_scale = scale;
+        cf.imbalance = g.gmed != NULL;
         struct result bal;
         if (run_replay(&g, &cf, &bal) == 0 && bal.step_ms > 0) {
             out->bubble_share = bal.wait_share;

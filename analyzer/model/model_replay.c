@@ -57,7 +57,8 @@
  * The gain of each is 1 - T'/T, T the replayed mean step time.  Peers of a
  * node are the nodes of other ranks with the same key: a collective's
  * communicator class and its index among the rank's calls on it in the
- * step, a p2p op's pipeline stage and index, a step end's stage.
+ * step, a p2p op's pipeline stage, op and the rank's p2p calls before it
+ * in the step, a step end's stage.
  *
  * Cost: one replay is linear in nodes (a few per step per rank, never
  * events); the straggler search replays once per candidate rank, small
@@ -299,14 +300,20 @@ static uint64_t node_key(const struct sp_model *m, const struct sp_rank *r, cons
         return mix(0xe4d, (uint64_t)(r->stage + 1));
     const struct sp_coll_call *c = &r->calls[n->call];
     if (sp_op_is_p2p(c->op)) {
-        /* in a pipeline, the stage and its ops in order; elsewhere (an
+        /* in a pipeline, the stage and its first op; elsewhere (an
          * all-to-all, a ring) the ops with each peer's distance from the
-         * rank, in any order: every rank of an all-to-all has the same */
+         * rank, in any order: every rank of an all-to-all has the same;
+         * then how many p2p calls the rank made before it in the step.
+         * Calls, not nodes: a send and a recv of one communicate call are
+         * one node on a rank where they ended together (it arrived last in
+         * both pairs) and two on its peer, and counting nodes would put
+         * every later op of the step out of step with its peers'. */
         uint64_t h = mix(0x929, (uint64_t)(r->stage + 1)), set = 0;
         for (uint32_t i = 0; i < n->ncalls; i++) {
             const struct sp_coll_call *x = &r->calls[n->call + i];
             if (r->stage >= 0) {
-                h = mix(h, x->op);
+                if (!i)
+                    h = mix(h, x->op);
                 continue;
             }
             int64_t d = x->peer;
@@ -314,7 +321,9 @@ static uint64_t node_key(const struct sp_model *m, const struct sp_rank *r, cons
                 d = ((int64_t)x->peer - x->crank + x->nranks) % x->nranks;
             set += mix(x->op, (uint64_t)d);
         }
-        return mix(mix(h, set), (*p2p_idx)++);
+        uint64_t k = mix(mix(h, set), *p2p_idx);
+        *p2p_idx += n->ncalls;
+        return k;
     }
     int i = 0;
     while (i < *ncc && cc[i].comm != c->comm)

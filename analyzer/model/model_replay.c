@@ -968,8 +968,9 @@ static void complete(struct replay *rp, size_t in_idx)
 
 /* A rank waits on an instance some participant never reaches (steps cut
  * differently, ops in a different order on two ranks): of the instances
- * the ranks' pending nodes wait on, the one recorded first is completed
- * with the arrivals it has. */
+ * the ranks' oldest pending nodes wait on, the one recorded first is
+ * completed with the arrivals it has.  (Each rank's oldest only, so that
+ * a force costs the ranks, not the nodes pending.) */
 static int force_one(struct replay *rp)
 {
     const struct graph *g = rp->g;
@@ -979,16 +980,14 @@ static int force_one(struct replay *rp)
         size_t base = g->node_base[r];
         while (rp->lo[r] < rp->cur[r] && rp->done[base + rp->lo[r]])
             rp->lo[r]++;
-        for (size_t j = rp->lo[r]; j < rp->cur[r]; j++) {
-            const struct sp_rnode *nd = &rk->nodes[j];
-            if (rp->done[base + j])
-                continue;
-            for (uint32_t c = 0; c < nd->ncalls; c++) {
-                int32_t in = rk->calls[nd->call + c].inst;
-                if (in >= 0 && (size_t)in < g->ninsts && rp->need[in] > 0 &&
-                    (best == SIZE_MAX || g->insts[in].last < g->insts[best].last))
-                    best = (size_t)in;
-            }
+        if (rp->lo[r] == rp->cur[r])
+            continue;
+        const struct sp_rnode *nd = &rk->nodes[rp->lo[r]];
+        for (uint32_t c = 0; c < nd->ncalls; c++) {
+            int32_t in = rk->calls[nd->call + c].inst;
+            if (in >= 0 && (size_t)in < g->ninsts && rp->need[in] > 0 &&
+                (best == SIZE_MAX || g->insts[in].last < g->insts[best].last))
+                best = (size_t)in;
         }
     }
     if (best == SIZE_MAX)

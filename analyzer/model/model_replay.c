@@ -61,7 +61,8 @@
  * in the step, a step end's stage.
  *
  * Cost: one replay is linear in nodes (a few per step per rank, never
- * events); the straggler search replays once per candidate rank, small
+ * events); the gates are found once per graph (a binary search per
+ * node); the straggler search replays once per candidate rank, small
  * communicator and set of ranks slow in every step.
  *
  * The replay checks itself (sp_model_replay_check): replayed unchanged it

@@ -666,8 +666,12 @@ static void bubble_finding(struct sp_model *m, const struct sp_replay *rp, doubl
     if (!f)
         return;
     say_gain(m, f, "removing the pipeline's bubble (many more, smaller micro-batches)");
-    say(f, "; %d stages wait %.1f%% of step time for each other in the pipeline's fill and drain%s", m->pipeline_stages,
-        100 * rp->bubble_share, rp->stage >= 0 ? " once the stages are balanced" : "");
+    say(f, "; %d stages wait %.1f%% of step time for each other in the pipeline's fill and drain", m->pipeline_stages,
+        100 * rp->bubble_share);
+    /* the balanced pipeline's wait: a slow rank's or stage's is not bubble */
+    say(f, " once every rank does its peers' median work");
+    if (rp->stage >= 0)
+        say(f, " and stage %d the other stages' median", rp->stage);
     if (m->micro_batches > 0)
         say(f, "; %d micro-batches per step now%s%s%s, %d would halve the bubble", m->micro_batches,
             m->pipeline_schedule ? " (" : "", m->pipeline_schedule ? m->pipeline_schedule : "",

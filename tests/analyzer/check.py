@@ -173,6 +173,25 @@ def case_truncated():
         fail("ranks that disagree on the step count should make the report say it is unsure")
 
 
+def case_duplicate_rank():
+    """Two jobs' traces copied into one directory, both claiming ranks 0 and
+    1 at the same time: the report says so, naming both processes, rather
+    than analyzing two processes as one rank in silence."""
+    d = os.path.join(TMP, "dup")
+    os.makedirs(d, exist_ok=True)
+    gen(os.path.join("dup", "a"), "--ranks", 2, "--steps", 10)
+    gen(os.path.join("dup", "b"), "--ranks", 2, "--steps", 10, "--pid-base", 3000)
+    rep = json.loads(scaleprof("report", d, "--json").stdout)
+    claims = [w for w in rep["warnings"] if "claimed by two processes" in w]
+    print(f"  {claims[:1]}")
+    if not claims or "pid 1000" not in claims[0] or "pid 3000" not in claims[0]:
+        fail(f"a rank claimed by two processes at once should be a warning naming both: {rep['warnings']}")
+    # one job alone: no such warning
+    rep = json.loads(scaleprof("report", os.path.join(d, "a"), "--json").stdout)
+    if any("claimed by two processes" in w for w in rep["warnings"]):
+        fail(f"one job's traces claim no rank twice: {rep['warnings']}")
+
+
 def crc32c(data, crc=0):
     """CRC-32C (Castagnoli), as format/crc32c.c computes it."""
     crc ^= 0xFFFFFFFF

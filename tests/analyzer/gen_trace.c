@@ -195,6 +195,7 @@ static int per_host(const struct scenario *s, int h)
 }
 
 static int short_rank = -1, short_after = -1; /* --short-rank: its recording stops early */
+static int pid_base = 1000; /* --pid-base: rank r's process is pid_base + r */
 
 static void emit(int r, struct sp_event *ev, double global_t)
 {
@@ -445,7 +446,7 @@ static int open_rank(const struct scenario *s, int r)
     snprintf(dir, sizeof dir, "%s/host%d", s->out, h);
     mkdir(s->out, 0755);
     mkdir(dir, 0755);
-    snprintf(path, sizeof path, "%s/%d.sprof", dir, 1000 + r);
+    snprintf(path, sizeof path, "%s/%d.sprof", dir, pid_base + r);
     unlink(path);
     struct sp_writer_opts o = {.slot_count = 8, .strings_size = 1 << 18, .background = 0,
                                .slot_size = s->gpu_lag ? LAG_SLOT_SIZE : 0};
@@ -459,7 +460,7 @@ static int open_rank(const struct scenario *s, int r)
         return -1;
     }
     struct sp_file_header *hd = sp_writer_header(R[r].w);
-    hd->pid = 1000 + r;
+    hd->pid = pid_base + r;
     hd->ppid = 1;
     hd->rank = s->no_rank ? -1 : r;
     hd->local_rank = s->no_rank ? -1 : r - h * ((s->ranks + s->hosts - 1) / s->hosts);
@@ -510,7 +511,7 @@ static void write_helper(const struct scenario *s, int r, int idx, int inherit, 
         return;
     struct sp_file_header *hd = sp_writer_header(w);
     hd->pid = pid;
-    hd->ppid = 1000 + r;
+    hd->ppid = pid_base + r;
     hd->rank = inherit && !s->no_rank ? r : -1;
     hd->world_size = inherit && !s->no_rank ? s->ranks : -1;
     hd->start_mono = (uint64_t)(R[r].mono_base + (int64_t)GLOBAL_START);
@@ -544,7 +545,7 @@ static void write_helper(const struct scenario *s, int r, int idx, int inherit, 
 static void truncate_file(const struct scenario *s, int r)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/host%d/%d.sprof", s->out, host_of(s, r), 1000 + r);
+    snprintf(path, sizeof path, "%s/host%d/%d.sprof", s->out, host_of(s, r), pid_base + r);
     struct stat st;
     if (stat(path, &st) == 0 && truncate(path, st.st_size * 6 / 10) != 0)
         perror(path);
@@ -597,6 +598,7 @@ static const char usage[] =
     "  [--helpers N] [--no-nccl] [--gpu-thread-lag S] [--equal-buckets] [--no-rank]\n"
     "  [--one-kernel-name] [--grid-per-layer] [--ramp F] [--pause-after-step K]\n"
     "  [--eval-every N --eval-ms X] [--short-rank R] [--step-metric] [--copy-bytes N] [--copy-pinned]\n"
+    "  [--pid-base N]\n"
     "  [--truth FILE]\n";
 
 int main(int argc, char **argv)
@@ -619,7 +621,7 @@ int main(int argc, char **argv)
         {"pause-after-step", 1, 0, 'Q'}, {"copy-bytes", 1, 0, 'Y'}, {"copy-pinned", 0, 0, 'V'},
         {"grid-per-layer", 0, 0, 'G'}, {"ramp", 1, 0, 'A'},
         {"eval-every", 1, 0, 'F'}, {"eval-ms", 1, 0, 'v'}, {"short-rank", 1, 0, 'h'},
-        {"step-metric", 0, 0, 'g'},
+        {"step-metric", 0, 0, 'g'}, {"pid-base", 1, 0, 'J'},
         {0, 0, 0, 0},
     };
     int c;
@@ -665,6 +667,7 @@ int main(int argc, char **argv)
         case 'v': s.eval_ms = atof(optarg); break;
         case 'h': short_rank = atoi(optarg); break;
         case 'g': s.step_metric = 1; break;
+        case 'J': pid_base = atoi(optarg); break;
         default: fputs(usage, stderr); return 2;
         }
     }

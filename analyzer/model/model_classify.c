@@ -56,8 +56,9 @@
  * kept apart it stays sorted).  All end in idle_host; a GPU idle gap in which the host issued a
  * call is host time from the gap's start (the host was late).  I_SYNC
  * (the syncs among I_HOST) and I_WRITE (file writes and flushes) say which
- * part of the host's time it is (enum sp_loc): blocked writing, or idle
- * because a sync inside the step kept the host from issuing work ahead. */
+ * part of the host's time it is (enum sp_loc): blocked writing, idle
+ * because a sync inside the step kept the host from issuing work ahead, or
+ * (I_LAUNCH) idle while the host was inside a launch call. */
 enum icat { I_COMPUTE, I_MEMCPY, I_TRANSFER, I_WAIT, I_INPUT, I_HOST, I_LAUNCH, I_ISSUE, I_SYNC, I_WRITE, I_FILE, I_N };
 /* I_FILE: opens and closes of regular files; those next to a write or a
  * flush (ADJACENT_NS) are the writing's: opening a checkpoint with O_TRUNC

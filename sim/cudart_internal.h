@@ -77,7 +77,7 @@ extern pthread_cond_t sim_done_cv;
 
 /* model.c: the time model, read once from the environment. */
 struct sim_model {
-    double threads_per_us, launch_latency_us, pinned_gbps, pageable_gbps, d2d_gbps;
+    double threads_per_us, launch_latency_us, launch_call_us, pinned_gbps, pageable_gbps, d2d_gbps;
     int gpus_per_node;
 };
 const struct sim_model *sim_model(void);

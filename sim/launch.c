@@ -13,7 +13,9 @@
  *
  * Kernels do not run (there is no device code to run); they take the time
  * of the model: threads / SIM_THREADS_PER_US, starting no earlier than the
- * launch + SIM_LAUNCH_LATENCY_US.
+ * launch + SIM_LAUNCH_LATENCY_US.  Each launch call keeps the host
+ * SIM_LAUNCH_CALL_US on the CPU before it queues the kernel (a slow launch
+ * path: the kernel is queued when the call is nearly done).
  */
 #include "cudart_internal.h"
 
@@ -144,6 +146,12 @@ static cudaError_t sim_launch(struct sim_kernel *k, dim3 grid, dim3 block, size_
     struct sim_stream *st = sim_stream_resolve(stream);
     if (!st)
         return sim_set_error(cudaErrorInvalidResourceHandle);
+    double call_us = sim_model()->launch_call_us;
+    if (call_us > 0) {
+        uint64_t until = sim_now_ns() + (uint64_t)(call_us * SIM_NS_PER_US);
+        while (sim_now_ns() < until)
+            ;
+    }
     struct sim_op *op = sim_op_new(SIM_OP_KERNEL);
     op->ready_ns += (uint64_t)(sim_model()->launch_latency_us * SIM_NS_PER_US);
     op->duration_ns = sim_model_kernel_ns(grid, block);

@@ -3,7 +3,9 @@
  *
  * The numbers come from the environment once per process (see docs/sim.md):
  *   kernel  = total threads / SIM_THREADS_PER_US microseconds; it cannot start
- *             before its launch call + SIM_LAUNCH_LATENCY_US
+ *             before its launch call + SIM_LAUNCH_LATENCY_US; the launch
+ *             call itself keeps the host SIM_LAUNCH_CALL_US (0: returns at
+ *             once), spinning, as a slow launch path does
  *   copy    = bytes / bandwidth: H2D and D2H at SIM_PINNED_GBPS when the
  *             host side is pinned memory, SIM_PAGEABLE_GBPS when it is
  *             pageable (the driver stages it through a pinned buffer, as
@@ -23,6 +25,7 @@ static void sim_model_load(void)
 {
     sim_model_values.threads_per_us = sim_env_double("SIM_THREADS_PER_US", 1000);
     sim_model_values.launch_latency_us = sim_env_double("SIM_LAUNCH_LATENCY_US", 5);
+    sim_model_values.launch_call_us = sim_env_double("SIM_LAUNCH_CALL_US", 0);
     double pcie = sim_env_double("SIM_PCIE_GBPS", 25);
     sim_model_values.pinned_gbps = sim_env_double("SIM_PINNED_GBPS", pcie);
     sim_model_values.pageable_gbps = sim_env_double("SIM_PAGEABLE_GBPS", SIM_PAGEABLE_DEFAULT_GBPS);

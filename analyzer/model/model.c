@@ -444,6 +444,7 @@ void sp_model_free(struct sp_model *m)
         free(r->input_head);
         free(r->write_idle);
         free(r->sync_idle);
+        free(r->launch_idle);
         free(r->nodes);
         r->nodes = NULL;
     }

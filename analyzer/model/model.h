@@ -131,9 +131,21 @@ static inline int sp_op_is_p2p(uint32_t op) { return op == SP_NCCL_SEND || op ==
  * file writes and their flushes (a checkpoint: SP_LOC_WRITE), the GPU idle
  * because a synchronization inside the step stopped the host from issuing
  * work ahead (SP_LOC_SYNC: from the moment the GPU drained under the sync
- * to the host's next call), and the rest (SP_LOC_HOST: the host's own work
- * between CUDA calls, launches, the sync that ends the step). */
-enum sp_loc { SP_LOC_BUSY, SP_LOC_INPUT, SP_LOC_HOST, SP_LOC_OTHER, SP_LOC_COPY, SP_LOC_SYNC, SP_LOC_WRITE, SP_LOC_N };
+ * to the host's next call), the GPU idle while the host is inside launch
+ * calls (SP_LOC_LAUNCH: the launch API's own cost), and the rest
+ * (SP_LOC_HOST: the host's own work between CUDA calls, the sync that ends
+ * the step). */
+enum sp_loc {
+    SP_LOC_BUSY,
+    SP_LOC_INPUT,
+    SP_LOC_HOST,
+    SP_LOC_OTHER,
+    SP_LOC_COPY,
+    SP_LOC_SYNC,
+    SP_LOC_WRITE,
+    SP_LOC_LAUNCH,
+    SP_LOC_N
+};
 
 /* One node of a rank's replay chain (model_replay.c): a communication op
  * (the calls of one kernel: a group's sends and recvs share it) or the end
@@ -228,6 +240,10 @@ struct sp_rank {
     double *input_head;     /* per step: idle_input ns before the step's first compute */
     double *write_idle;     /* per step: idle_host ns blocked in file writes and flushes */
     double *sync_idle;      /* per step: idle_host ns caused by syncs inside the step */
+    double *launch_idle;    /* per step: idle_host ns inside launch calls (not in the above) */
+    /* launch calls of the rank over the steps in view, and the time inside them */
+    uint64_t launches;
+    int64_t launch_ns;
     /* file writes and flushes of the rank's own process, over the steps in view */
     uint64_t write_bytes, writes, flushes;
     int64_t write_ns, flush_ns;
@@ -291,6 +307,7 @@ enum sp_cause {
     SP_CAUSE_SCALING,   /* compare: efficiency falls, no single cause */
     SP_CAUSE_HANG,      /* some ranks never reached a collective */
     SP_CAUSE_MEMCPY,    /* copies on the critical path */
+    SP_CAUSE_LAUNCH_API, /* host_overhead's part: the GPU idle inside launch calls */
     SP_CAUSE_N
 };
 struct sp_cause_info {
@@ -298,8 +315,8 @@ struct sp_cause_info {
     const char *first_try; /* the seed's first thing to try */
     const char *anchor;    /* docs/analysis.md section */
 };
-/* The cause a cause is a part of ("host_overhead" for host_sync and
- * file_writes), NULL when none. */
+/* The cause a cause is a part of ("host_overhead" for host_sync,
+ * file_writes and launch_api), NULL when none. */
 const char *sp_cause_part_of(int cause);
 /* The row of a cause; never NULL (an out-of-range cause gets a "?" row). */
 const struct sp_cause_info *sp_cause_info(int cause);

@@ -56,8 +56,9 @@
  * kept apart it stays sorted).  All end in idle_host; a GPU idle gap in which the host issued a
  * call is host time from the gap's start (the host was late).  I_SYNC
  * (the syncs among I_HOST) and I_WRITE (file writes and flushes) say which
- * part of the host's time it is (enum sp_loc): blocked writing, or idle
- * because a sync inside the step kept the host from issuing work ahead. */
+ * part of the host's time it is (enum sp_loc): blocked writing, idle
+ * because a sync inside the step kept the host from issuing work ahead, or
+ * (I_LAUNCH) idle while the host was inside a launch call. */
 enum icat { I_COMPUTE, I_MEMCPY, I_TRANSFER, I_WAIT, I_INPUT, I_HOST, I_LAUNCH, I_ISSUE, I_SYNC, I_WRITE, I_FILE, I_N };
 /* I_FILE: opens and closes of regular files; those next to a write or a
  * flush (ADJACENT_NS) are the writing's: opening a checkpoint with O_TRUNC
@@ -135,10 +136,11 @@ struct rank_pass {
      * part of level L outside compute, e what the host adds to U_I */
     struct ivec small[D_N], d[D_N], ui, e1, e2, e3, e12, e, twc;
     const struct ivec *dl[D_N], *uil, *el;
-    /* the host level's parts: writes (ew), writes and syncs (ews), all (el) */
-    struct ivec sy, esy, ew, ews, eall;
-    const struct ivec *ewl, *ewsl;
-    struct cursor cur_c, cur_d[D_N], cur_e, cur_ew, cur_ews; /* prefixes at the node bounds */
+    /* the host level's parts: writes (ew), writes and syncs (ews), those
+     * and launch calls (ewsk), all (el) */
+    struct ivec sy, esy, ew, ews, ewsk, eall;
+    const struct ivec *ewl, *ewsl, *ewskl;
+    struct cursor cur_c, cur_d[D_N], cur_e, cur_ew, cur_ews, cur_ewsk; /* prefixes at the node bounds */
     struct sync_call *syncs;
     size_t nsyncs, syncs_cap, sync_lo;
     struct sync_site sites[SYNC_SITES];
@@ -400,13 +402,15 @@ static void local_in(struct rank_pass *rp, int64_t lo, int64_t hi, float out[SP_
     int64_t dmtw = window(&rp->cur_d[D_MTW], lo, hi), dmtwi = window(&rp->cur_d[D_MTWI], lo, hi);
     int64_t e = window(&rp->cur_e, lo, hi);
     int64_t ew = window(&rp->cur_ew, lo, hi), ews = window(&rp->cur_ews, lo, hi);
+    int64_t ewsk = window(&rp->cur_ewsk, lo, hi);
     int64_t cm = c + dm, cmtw = c + dmtw, i = c + dmtwi, h = i + e;
     out[SP_LOC_BUSY] = (float)c;
     out[SP_LOC_COPY] = (float)(cm - c);
     out[SP_LOC_INPUT] = (float)(i - cmtw);
     out[SP_LOC_WRITE] = (float)ew;
     out[SP_LOC_SYNC] = (float)(ews - ew);
-    out[SP_LOC_HOST] = (float)(e - ews);
+    out[SP_LOC_LAUNCH] = (float)(ewsk - ews);
+    out[SP_LOC_HOST] = (float)(e - ewsk);
     out[SP_LOC_OTHER] = (float)((hi - lo) - h);
 }
 
@@ -608,17 +612,21 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[S
         level(e12, &rp->e3, &rp->e, &eh) < 0)
         return;
     /* the host's parts, by priority: writes, then what syncs inside the
-     * step caused, then the rest; their union is the host's level */
+     * step caused, then the launch calls (e2: inside them with the GPU
+     * idle), then the rest; their union is the host's level */
     sync_caused(rp, b, st);
     writes_with_opens(b, st);
     if (subtract(&b->c[I_WRITE], rp->uil, &rp->ew) < 0 || subtract(&rp->sy, rp->uil, &rp->esy) < 0 ||
-        level(&rp->ew, &rp->esy, &rp->ews, &rp->ewsl) < 0 || level(eh, &rp->ew, &rp->eall, &rp->el) < 0)
+        level(&rp->ew, &rp->esy, &rp->ews, &rp->ewsl) < 0 || level(rp->ewsl, &rp->e2, &rp->ewsk, &rp->ewskl) < 0 ||
+        level(eh, &rp->ew, &rp->eall, &rp->el) < 0)
         return;
     rp->ewl = &rp->ew;
     if (rp->r->write_idle)
         rp->r->write_idle[k] = (double)measure(rp->ewl);
     if (rp->r->sync_idle)
         rp->r->sync_idle[k] = (double)(measure(rp->ewsl) - measure(rp->ewl));
+    if (rp->r->launch_idle)
+        rp->r->launch_idle[k] = (double)(measure(rp->ewskl) - measure(rp->ewsl));
     int64_t c = measure(C), cm = c + measure(rp->dl[D_M]), cmt = c + measure(rp->dl[D_MT]);
     int64_t cmtw = c + measure(rp->dl[D_MTW]), i = c + measure(rp->dl[D_MTWI]);
     int64_t h = i + measure(rp->el);
@@ -654,6 +662,7 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[S
     cursor_init(&rp->cur_e, rp->el);
     cursor_init(&rp->cur_ew, rp->ewl);
     cursor_init(&rp->cur_ews, rp->ewsl);
+    cursor_init(&rp->cur_ewsk, rp->ewskl);
     build_nodes(rp, k, st);
 }
 
@@ -923,9 +932,13 @@ static inline __attribute__((always_inline)) void on_event(struct rank_pass *rp,
             count_copy(rp, &ev->gpu, t);
         break;
     case SP_EV_CUDA:
-        if (ev->cuda.api == SP_CUDA_LAUNCH || ev->cuda.api == SP_CUDA_GRAPH_LAUNCH)
+        if (ev->cuda.api == SP_CUDA_LAUNCH || ev->cuda.api == SP_CUDA_GRAPH_LAUNCH) {
             add_interval(rp, t, t + (int64_t)ev->cuda.dur + 1, I_LAUNCH);
-        else if (ev->cuda.api != SP_CUDA_SET_DEVICE && ev->cuda.api != SP_CUDA_MALLOC &&
+            if (t >= rp->view_start && t < rp->view_end) {
+                rp->r->launches++;
+                rp->r->launch_ns += (int64_t)ev->cuda.dur;
+            }
+        } else if (ev->cuda.api != SP_CUDA_SET_DEVICE && ev->cuda.api != SP_CUDA_MALLOC &&
                  ev->cuda.api != SP_CUDA_FREE) {
             add_interval(rp, t, t + (int64_t)ev->cuda.dur, I_HOST);
             if (is_sync_api(ev->cuda.api))
@@ -1035,8 +1048,9 @@ static void classify_rank(int i, void *arg)
     r->input_head = calloc((size_t)r->nsteps, sizeof *r->input_head);
     r->write_idle = calloc((size_t)r->nsteps, sizeof *r->write_idle);
     r->sync_idle = calloc((size_t)r->nsteps, sizeof *r->sync_idle);
+    r->launch_idle = calloc((size_t)r->nsteps, sizeof *r->launch_idle);
     rp.buf = calloc((size_t)(rp.hi - rp.lo), sizeof *rp.buf);
-    if (!r->cat || !r->input_head || !r->write_idle || !r->sync_idle || !rp.buf) {
+    if (!r->cat || !r->input_head || !r->write_idle || !r->sync_idle || !r->launch_idle || !rp.buf) {
         free(rp.buf);
         return;
     }
@@ -1072,6 +1086,7 @@ static void classify_rank(int i, void *arg)
     free(rp.esy.v);
     free(rp.ew.v);
     free(rp.ews.v);
+    free(rp.ewsk.v);
     free(rp.eall.v);
     free(rp.syncs);
     int best = -1; /* the site whose syncs cost most */

@@ -59,8 +59,14 @@ static const struct sp_cause_info causes[SP_CAUSE_N] = {
                         "more loader workers, faster storage, caching; move preprocessing off the critical path",
                         "input_pipeline"},
     [SP_CAUSE_HOST] = {"host_overhead",
-                       "launch less often: CUDA graphs, larger or fused kernels (torch.compile), fewer synchronizations",
+                       "less host work between CUDA calls: CUDA graphs, larger or fused kernels (torch.compile), "
+                       "fewer synchronizations",
                        "host_overhead"},
+    [SP_CAUSE_LAUNCH_API] = {"launch_api",
+                             "fewer, larger launches: CUDA graphs replay a step in one call, fused kernels "
+                             "(torch.compile); check for a slow launch path: CUDA_LAUNCH_BLOCKING set, lazy module "
+                             "loading, a profiler or debugger hooked into launches",
+                             "launch_api"},
     [SP_CAUSE_HOST_SYNC] = {"host_sync",
                             "remove the synchronization at its call site (.item(), .cpu(), printing a GPU tensor, "
                             "torch.cuda.synchronize): keep the value on the GPU, or read it every N steps",
@@ -109,7 +115,9 @@ const struct sp_cause_info *sp_cause_info(int cause)
 
 const char *sp_cause_part_of(int cause)
 {
-    return cause == SP_CAUSE_HOST_SYNC || cause == SP_CAUSE_FILE_WRITES ? causes[SP_CAUSE_HOST].name : NULL;
+    return cause == SP_CAUSE_HOST_SYNC || cause == SP_CAUSE_FILE_WRITES || cause == SP_CAUSE_LAUNCH_API
+               ? causes[SP_CAUSE_HOST].name
+               : NULL;
 }
 
 const char *sp_finding_first_try(const struct sp_finding *f)
@@ -713,12 +721,13 @@ static void ranks_by_share(const struct sp_model *m, size_t field, double min, s
 #define PART_MIN 0.02 /* a rank is named when the part costs it this share of its step */
 
 /* A rank's idle_host share less its parts of their own (host_sync,
- * file_writes): the host's own work, its launches, the sync ending a step. */
+ * file_writes, launch_api): the host's own work, the sync ending a step. */
 static double host_rest_share(const struct sp_model *m, const struct sp_rank *r)
 {
     double b[SP_CAT_N];
     sp_model_rank_breakdown(m, r, b);
-    double rest = b[SP_CAT_IDLE_HOST] - rank_share(m, r, r->sync_idle) - rank_share(m, r, r->write_idle);
+    double rest = b[SP_CAT_IDLE_HOST] - rank_share(m, r, r->sync_idle) - rank_share(m, r, r->write_idle) -
+                  rank_share(m, r, r->launch_idle);
     return rest > 0 ? rest : 0;
 }
 
@@ -745,8 +754,8 @@ static void host_finding(struct sp_model *m, double gain)
                   named_share(m, f, SP_CAT_MEMCPY, &step, who, sizeof who);
     say_gain(m, f, "the host issuing work ahead of the GPU (no time between launches, none after the step's "
                    "last sync)");
-    say(f, "; %s %s for the host's own work, its launches or the sync ending the step %.1f%% of step time and %s "
-           "busy only %.1f%%",
+    say(f, "; %s %s for the host's own work between CUDA calls or the sync ending the step %.1f%% of step time "
+           "and %s busy only %.1f%%",
         who, one_gpu(who, f) ? "waits" : "wait", n ? 100 * rest / n : 0, one_gpu(who, f) ? "is" : "are", 100 * busy);
 }
 
@@ -769,6 +778,33 @@ static void sync_finding(struct sp_model *m, double gain)
     if (r->sync_site[0] && steps > 0)
         say(f, "; most of it after the sync called at %s (%.1f calls and %.2f ms of GPU idle per step)",
             r->sync_site, (double)r->sync_site_calls / steps, r->sync_site_ns / steps / NS_PER_MS);
+}
+
+#define LAUNCH_RANKS_SAID 4 /* ranks the launch_api evidence gives figures for */
+
+static void launch_finding(struct sp_model *m, double gain)
+{
+    struct sp_finding *f = add(m, SP_CAUSE_LAUNCH_API, gain);
+    if (!f)
+        return;
+    int top;
+    ranks_by_share(m, offsetof(struct sp_rank, launch_idle), PART_MIN, f, &top);
+    say_gain(m, f, "launch calls that return at once (the GPU idle inside none of them)");
+    int steps = m->step_hi - m->step_lo, said = 0;
+    for (int i = 0; steps > 0 && i < m->nranks; i++) {
+        const struct sp_rank *r = &m->ranks[i];
+        if (!r->cat || !names_rank(f, r->rank))
+            continue;
+        if (said == LAUNCH_RANKS_SAID) {
+            say(f, "; ...");
+            break;
+        }
+        say(f, "; rank %d: %.0f launches per step, %.1f us inside each on average, its GPU waiting inside launch "
+               "calls %.1f%% of step time",
+            r->rank, (double)r->launches / steps, r->launches ? (double)r->launch_ns / r->launches / 1e3 : 0,
+            100 * rank_share(m, r, r->launch_idle));
+        said++;
+    }
 }
 
 /* "every 4th step (steps 3, 7, 11)", or the steps alone when irregular. */
@@ -1185,6 +1221,7 @@ void sp_model_findings(struct sp_model *m)
     use[SP_CAUSE_HOST] = g[SP_CAUSE_HOST] >= REPORT_MIN;
     use[SP_CAUSE_HOST_SYNC] = g[SP_CAUSE_HOST_SYNC] >= REPORT_MIN;
     use[SP_CAUSE_FILE_WRITES] = g[SP_CAUSE_FILE_WRITES] >= REPORT_MIN;
+    use[SP_CAUSE_LAUNCH_API] = g[SP_CAUSE_LAUNCH_API] >= REPORT_MIN;
     use[SP_CAUSE_COMMUNICATION] = g[SP_CAUSE_COMMUNICATION] >= REPORT_MIN;
     use[SP_CAUSE_CROSS_NODE] = rp.cross_scale > 0 && rp.cross_scale < CROSS_RATIO && g[SP_CAUSE_CROSS_NODE] >= REPORT_MIN;
     use[SP_CAUSE_UNEXPLAINED] = m->breakdown[SP_CAT_IDLE_OTHER] >= UNEXPLAINED_MIN && g[SP_CAUSE_UNEXPLAINED] >= REPORT_MIN;
@@ -1199,13 +1236,14 @@ void sp_model_findings(struct sp_model *m)
         const char *name;
         int cause;
     } within[] = {{"input", SP_CAUSE_INPUT}, {"host", SP_CAUSE_HOST}, {"other", SP_CAUSE_UNEXPLAINED}};
-    static const int host_parts[] = {SP_CAUSE_HOST_SYNC, SP_CAUSE_FILE_WRITES};
+    static const int host_parts[] = {SP_CAUSE_HOST_SYNC, SP_CAUSE_FILE_WRITES, SP_CAUSE_LAUNCH_API};
     for (size_t k = 0; use[SP_CAUSE_STRAGGLER] && cause && k < sizeof within / sizeof within[0]; k++) {
-        int c = within[k].cause;
+        int c = within[k].cause, best = c;
         /* the host's time comes in parts: the one that gains most is it */
         for (int p = 0; c == SP_CAUSE_HOST && p < (int)(sizeof host_parts / sizeof host_parts[0]); p++)
-            if (use[host_parts[p]] && (!use[c] || g[host_parts[p]] > g[c]))
-                c = host_parts[p];
+            if (use[host_parts[p]] && (!use[best] || g[host_parts[p]] > g[best]))
+                best = host_parts[p];
+        c = best;
         if (strcmp(cause, within[k].name) || !use[c])
             continue;
         if (g[c] >= g[SP_CAUSE_STRAGGLER] + SP_GAIN_MODERATE || !steady_set(m, &rp))
@@ -1231,6 +1269,8 @@ void sp_model_findings(struct sp_model *m)
         sync_finding(m, g[SP_CAUSE_HOST_SYNC]);
     if (use[SP_CAUSE_FILE_WRITES])
         writes_finding(m, g[SP_CAUSE_FILE_WRITES]);
+    if (use[SP_CAUSE_LAUNCH_API])
+        launch_finding(m, g[SP_CAUSE_LAUNCH_API]);
     if (use[SP_CAUSE_COMMUNICATION])
         communication_finding(m, &rp, g[SP_CAUSE_COMMUNICATION]);
     if (use[SP_CAUSE_CROSS_NODE])

@@ -43,11 +43,13 @@
  *                   balanced is the slowest stage at the others' median
  *                   and every rank at its peers' (as for imbalance)
  *   input_pipeline  waits for input removed
- *   host_overhead   the host's own time before launches, the sync that
- *                   ends the step, and the launch calls an idle GPU waited
- *                   through removed: issued ahead of the GPU, launches
+ *   host_overhead   the host's own time before launches and the sync that
+ *                   ends the step removed: issued ahead of the GPU, launches
  *                   overlap its work (a launch into an idle stream also
  *                   costs more: it wakes it)
+ *   launch_api      the launch calls an idle GPU waited through removed
+ *                   (launches that cost what they should, or one graph
+ *                   launch for many)
  *   host_sync       the GPU's wait for the host after each sync inside the
  *                   step removed (the host issues ahead across it)
  *   file_writes     the host's time blocked in file writes and flushes
@@ -1341,6 +1343,7 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
         {SP_CAUSE_HOST, 1u << SP_LOC_HOST},
         {SP_CAUSE_HOST_SYNC, 1u << SP_LOC_SYNC},
         {SP_CAUSE_FILE_WRITES, 1u << SP_LOC_WRITE},
+        {SP_CAUSE_LAUNCH_API, 1u << SP_LOC_LAUNCH},
         {SP_CAUSE_UNEXPLAINED, 1u << SP_LOC_OTHER},
         {SP_CAUSE_MEMCPY, 1u << SP_LOC_COPY},
     };
@@ -1423,6 +1426,7 @@ double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, con
     cf.drop = (use[SP_CAUSE_INPUT] ? 1u << SP_LOC_INPUT : 0) |
               (use[SP_CAUSE_HOST] ? 1u << SP_LOC_HOST : 0) |
               (use[SP_CAUSE_HOST_SYNC] ? 1u << SP_LOC_SYNC : 0) | (use[SP_CAUSE_FILE_WRITES] ? 1u << SP_LOC_WRITE : 0) |
+              (use[SP_CAUSE_LAUNCH_API] ? 1u << SP_LOC_LAUNCH : 0) |
               (use[SP_CAUSE_UNEXPLAINED] ? 1u << SP_LOC_OTHER : 0) |
               (use[SP_CAUSE_MEMCPY] ? 1u << SP_LOC_COPY : 0);
     if (use[SP_CAUSE_COMMUNICATION])
@@ -1465,6 +1469,7 @@ int sp_model_replay_nodes(struct sp_model *m, const struct sp_replay *rp, int ca
     case SP_CAUSE_HOST: cf.drop = 1u << SP_LOC_HOST; break;
     case SP_CAUSE_HOST_SYNC: cf.drop = 1u << SP_LOC_SYNC; break;
     case SP_CAUSE_FILE_WRITES: cf.drop = 1u << SP_LOC_WRITE; break;
+    case SP_CAUSE_LAUNCH_API: cf.drop = 1u << SP_LOC_LAUNCH; break;
     case SP_CAUSE_UNEXPLAINED: cf.drop = 1u << SP_LOC_OTHER; break;
     case SP_CAUSE_MEMCPY: cf.drop = 1u << SP_LOC_COPY; break;
     case SP_CAUSE_COMMUNICATION: cf.transfer = 0; break;
@@ -1537,6 +1542,7 @@ static int cause_cf(struct sp_model *m, const struct sp_replay *rp, int cause, s
     case SP_CAUSE_IMBALANCE: cf->imbalance = 1; return 1;
     case SP_CAUSE_INPUT: cf->drop = 1u << SP_LOC_INPUT; return 1;
     case SP_CAUSE_HOST: cf->drop = 1u << SP_LOC_HOST; return 1;
+    case SP_CAUSE_LAUNCH_API: cf->drop = 1u << SP_LOC_LAUNCH; return 1;
     case SP_CAUSE_UNEXPLAINED: cf->drop = 1u << SP_LOC_OTHER; return 1;
     case SP_CAUSE_COMMUNICATION: cf->transfer = 0; return 1;
     case SP_CAUSE_CROSS_NODE: cf->cross = rp->cross_scale; return rp->cross_scale > 0;

@@ -922,8 +922,8 @@ int sp_export_whatif_cause(const char *name, char *names, size_t len)
 {
     static const int replayable[] = {
         SP_CAUSE_STRAGGLER, SP_CAUSE_IMBALANCE, SP_CAUSE_PIPELINE_STAGE, SP_CAUSE_INPUT,
-        SP_CAUSE_HOST, SP_CAUSE_HOST_SYNC, SP_CAUSE_FILE_WRITES, SP_CAUSE_COMMUNICATION, SP_CAUSE_CROSS_NODE,
-        SP_CAUSE_UNEXPLAINED, SP_CAUSE_MEMCPY};
+        SP_CAUSE_HOST, SP_CAUSE_HOST_SYNC, SP_CAUSE_FILE_WRITES, SP_CAUSE_LAUNCH_API,
+        SP_CAUSE_COMMUNICATION, SP_CAUSE_CROSS_NODE, SP_CAUSE_UNEXPLAINED, SP_CAUSE_MEMCPY};
     size_t used = 0;
     int found = -1;
     if (names && len) names[0] = 0;

@@ -140,6 +140,21 @@ SHAPES = {
         # host-bound on two shared cores: other engineers' load moves both runs
         "attempts": 5,
     },
+    "slow_launch_api": {
+        "story": "2 ranks, 1000 kernels of 10 us per step, no host work between launches, but "
+                 "each launch call keeps the host 40 us (a slow launch path) (fix: launch calls "
+                 "that return in what they should)",
+        "nproc": 2, "env": {"SIM_LAUNCH_CALL_US": "40"}, "env_fixed": {"SIM_LAUNCH_CALL_US": "0"},
+        "asis": ["--shape", "launch", "--kernels", "1000", "--kernel-us", "10",
+                 "--host-us", "0", "--grad-mb", "1"],
+        "fixed": ["--shape", "launch", "--kernels", "1000", "--kernel-us", "10",
+                  "--host-us", "0", "--grad-mb", "1"],
+        "cause": "launch_api", "ranks": [0, 1], "band": (0.5, 0.95),
+        "premises": ["in_launch_calls_asis", "gpu_busy_fixed"],
+        "clean": ["fixed"],      # as is, the GPU idles inside the launch calls by design
+        # host-bound on two shared cores: other engineers' load moves both runs
+        "attempts": 5,
+    },
     "two_fixed_stragglers": {
         "story": "8-rank data parallel; rank 5 computes 2x slower and rank 1 1.5x, the "
                  "same two ranks in every step (fix: both at normal speed; a third run "
@@ -606,6 +621,22 @@ def premise_gpu_busy_fixed(pair):
         raise Disturbed("fixed: GPU computes only %.1f%% of the step" % (100 * f))
 
 
+def premise_in_launch_calls_asis(pair):
+    """As is, the host spends most of each kept step inside launch calls
+    (the shape's own clock around them, on every rank)."""
+    path = os.path.join(pair.dirs["asis"], "example.jsonl")
+    steps, _ = check.load_example_truth(path)
+    calls = {(ev["rank"], ev["step"]): ev["calls_ns"] for ev in check.read_jsonl(path)
+             if ev["type"] == "launch"}
+    for rank, windows in sorted(steps.items()):
+        kept = [(s, hi - lo) for s, (lo, hi) in windows.items() if s >= SKIP]
+        inside = sum(calls.get((rank, s), 0) for s, _ in kept)
+        total = sum(n for _, n in kept)
+        if not total or inside < 0.6 * total:
+            raise Disturbed("as is: rank %d inside launch calls only %.1f%% of its steps"
+                            % (rank, 100 * inside / max(total, 1)))
+
+
 def premise_input_asis(pair):
     f = pair.frac("asis")[0]["idle_input"]
     if f < 0.25:
@@ -657,6 +688,7 @@ PREMISES = {
     "last_rank_changes": premise_last_rank_changes,
     "gpu_mostly_idle_asis": premise_gpu_mostly_idle_asis,
     "gpu_busy_fixed": premise_gpu_busy_fixed,
+    "in_launch_calls_asis": premise_in_launch_calls_asis,
     "input_asis": premise_input_asis,
     "some_input_asis": premise_some_input_asis,
     "no_input_fixed": premise_no_input_fixed,

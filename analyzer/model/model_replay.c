@@ -1056,6 +1056,16 @@ static int run_replay(const struct graph *g, const struct cf *cf, struct result 
 
 static const struct cf recorded = {.transfer = 1, .cross = 1};
 
+/* The causes whose counterfactual removes a part of the ranks' local time
+ * (enum sp_loc): the local time each drops.  One table for the gains, the
+ * ideal, the check and the export's what-if timeline. */
+static const uint32_t drop_of[SP_CAUSE_N] = {
+    [SP_CAUSE_INPUT] = 1u << SP_LOC_INPUT,       [SP_CAUSE_HOST] = 1u << SP_LOC_HOST,
+    [SP_CAUSE_HOST_SYNC] = 1u << SP_LOC_SYNC,    [SP_CAUSE_FILE_WRITES] = 1u << SP_LOC_WRITE,
+    [SP_CAUSE_LAUNCH_API] = 1u << SP_LOC_LAUNCH, [SP_CAUSE_UNEXPLAINED] = 1u << SP_LOC_OTHER,
+    [SP_CAUSE_MEMCPY] = 1u << SP_LOC_COPY,
+};
+
 static double gain_of(const struct graph *g, const struct cf *cf, double base_ms, double *step_ms)
 {
     struct result r;
@@ -1335,22 +1345,12 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
         out->gain[SP_CAUSE_IMBALANCE] = gain_of(&g, &cf, b, &out->ms[SP_CAUSE_IMBALANCE]);
     }
 
-    static const struct {
-        int cause;
-        uint32_t drop;
-    } drops[] = {
-        {SP_CAUSE_INPUT, 1u << SP_LOC_INPUT},
-        {SP_CAUSE_HOST, 1u << SP_LOC_HOST},
-        {SP_CAUSE_HOST_SYNC, 1u << SP_LOC_SYNC},
-        {SP_CAUSE_FILE_WRITES, 1u << SP_LOC_WRITE},
-        {SP_CAUSE_LAUNCH_API, 1u << SP_LOC_LAUNCH},
-        {SP_CAUSE_UNEXPLAINED, 1u << SP_LOC_OTHER},
-        {SP_CAUSE_MEMCPY, 1u << SP_LOC_COPY},
-    };
-    for (size_t i = 0; i < sizeof drops / sizeof drops[0]; i++) {
+    for (int c = 0; c < SP_CAUSE_N; c++) {
+        if (!drop_of[c])
+            continue;
         cf = recorded;
-        cf.drop = drops[i].drop;
-        out->gain[drops[i].cause] = gain_of(&g, &cf, b, &out->ms[drops[i].cause]);
+        cf.drop = drop_of[c];
+        out->gain[c] = gain_of(&g, &cf, b, &out->ms[c]);
     }
     /* communication: every transfer hidden, every synchronization kept
      * (a collective or a recv still ends at its last arrival); the gain
@@ -1423,12 +1423,9 @@ double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, con
             cf.fix_n += rp->straggler_set[i];
     }
     cf.imbalance = use[SP_CAUSE_IMBALANCE];
-    cf.drop = (use[SP_CAUSE_INPUT] ? 1u << SP_LOC_INPUT : 0) |
-              (use[SP_CAUSE_HOST] ? 1u << SP_LOC_HOST : 0) |
-              (use[SP_CAUSE_HOST_SYNC] ? 1u << SP_LOC_SYNC : 0) | (use[SP_CAUSE_FILE_WRITES] ? 1u << SP_LOC_WRITE : 0) |
-              (use[SP_CAUSE_LAUNCH_API] ? 1u << SP_LOC_LAUNCH : 0) |
-              (use[SP_CAUSE_UNEXPLAINED] ? 1u << SP_LOC_OTHER : 0) |
-              (use[SP_CAUSE_MEMCPY] ? 1u << SP_LOC_COPY : 0);
+    for (int c = 0; c < SP_CAUSE_N; c++)
+        if (use[c])
+            cf.drop |= drop_of[c];
     if (use[SP_CAUSE_COMMUNICATION])
         cf.transfer = 0;
     if (use[SP_CAUSE_CROSS_NODE] && rp->cross_scale > 0)
@@ -1449,6 +1446,8 @@ double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, con
     return ms;
 }
 
+static int cause_cf(struct sp_model *m, const struct sp_replay *rp, int cause, struct cf *cf, float *scale);
+
 int sp_model_replay_nodes(struct sp_model *m, const struct sp_replay *rp, int cause, sp_replay_node_fn fn,
                           void *arg)
 {
@@ -1460,28 +1459,12 @@ int sp_model_replay_nodes(struct sp_model *m, const struct sp_replay *rp, int ca
         return -1;
     }
     struct cf cf = recorded;
-    int ok = 1;
-    switch (cause) {
-    case SP_CAUSE_N: break;
-    case SP_CAUSE_STRAGGLER: cf.fix = rp->straggler_set; break;
-    case SP_CAUSE_IMBALANCE: cf.imbalance = 1; break;
-    case SP_CAUSE_INPUT: cf.drop = 1u << SP_LOC_INPUT; break;
-    case SP_CAUSE_HOST: cf.drop = 1u << SP_LOC_HOST; break;
-    case SP_CAUSE_HOST_SYNC: cf.drop = 1u << SP_LOC_SYNC; break;
-    case SP_CAUSE_FILE_WRITES: cf.drop = 1u << SP_LOC_WRITE; break;
-    case SP_CAUSE_LAUNCH_API: cf.drop = 1u << SP_LOC_LAUNCH; break;
-    case SP_CAUSE_UNEXPLAINED: cf.drop = 1u << SP_LOC_OTHER; break;
-    case SP_CAUSE_MEMCPY: cf.drop = 1u << SP_LOC_COPY; break;
-    case SP_CAUSE_COMMUNICATION: cf.transfer = 0; break;
-    case SP_CAUSE_CROSS_NODE:
-        ok = rp->cross_scale > 0;
-        cf.cross = rp->cross_scale;
-        break;
-    case SP_CAUSE_PIPELINE_STAGE:
-        ok = rp->stage >= 0 && stage_scale(m, rp->stage, scale);
-        cf.busy_scale = scale;
-        break;
-    default: ok = 0;
+    int ok = cause == SP_CAUSE_N || cause_cf(m, rp, cause, &cf, scale);
+    if (ok && cf.imbalance) { /* the per-step medians the counterfactual reads */
+        float *buf = malloc(((size_t)g.max_peers + 1) * sizeof *buf);
+        if (buf)
+            group_medians(&g, buf);
+        free(buf);
     }
     struct result r;
     int rc = ok ? run_replay_nodes(&g, &cf, &r, fn, arg, 0) : -1;
@@ -1540,16 +1523,14 @@ static int cause_cf(struct sp_model *m, const struct sp_replay *rp, int cause, s
             cf->fix_n += rp->straggler_set[i];
         return 1;
     case SP_CAUSE_IMBALANCE: cf->imbalance = 1; return 1;
-    case SP_CAUSE_INPUT: cf->drop = 1u << SP_LOC_INPUT; return 1;
-    case SP_CAUSE_HOST: cf->drop = 1u << SP_LOC_HOST; return 1;
-    case SP_CAUSE_LAUNCH_API: cf->drop = 1u << SP_LOC_LAUNCH; return 1;
-    case SP_CAUSE_UNEXPLAINED: cf->drop = 1u << SP_LOC_OTHER; return 1;
     case SP_CAUSE_COMMUNICATION: cf->transfer = 0; return 1;
     case SP_CAUSE_CROSS_NODE: cf->cross = rp->cross_scale; return rp->cross_scale > 0;
     case SP_CAUSE_PIPELINE_STAGE:
         cf->busy_scale = scale;
         return rp->stage >= 0 && stage_scale(m, rp->stage, scale);
-    default: return 0;
+    default:
+        cf->drop = cause >= 0 && cause < SP_CAUSE_N ? drop_of[cause] : 0;
+        return cf->drop != 0;
     }
 }
 

@@ -36,8 +36,10 @@
 #define RANK_LABEL 12     /* "  rank 123 |" */
 #define TOP_COLLECTIVES 8
 #define SHOWN_SHARE 0.005 /* categories under half a percent are left out of the summary */
-/* 2: findings carry gain and step_ms_if_fixed, `whatif`, comm ids padded */
-#define SP_REPORT_SCHEMA_VERSION 2
+/* 2: findings carry gain and step_ms_if_fixed, `whatif`, comm ids padded;
+ * 3: `stragglers` are the straggler finding's ranks, the arrival table is
+ * `last_arrivals`, `view` says which rank --rank shows */
+#define SP_REPORT_SCHEMA_VERSION 3
 
 static const char usage_text[] =
     "usage: scaleprof report DIR [options]\n"
@@ -50,6 +52,7 @@ static const char usage_text[] =
     "                          (steps_detail: step time and the seven categories)\n"
     "  --csv                   print that per-step table as CSV instead\n"
     "  --rank R                show only rank R in the per-rank view and breakdown\n"
+    "                          (the analysis and its findings stay over all ranks)\n"
     "  --run ID                the traces of run ID only, when DIR holds several runs\n"
     "  --steps A:B             analyze steps A to B, both included (step numbers\n"
     "                          as the report prints them; overrides --skip)\n"
@@ -71,6 +74,11 @@ static const char cat_letter[SP_CAT_EXCLUSIVE] = {'C', 'M', 'T', 'W', 'I', 'H', 
 static const char *const cat_color[SP_CAT_EXCLUSIVE] = {
     "\033[30;42m", "\033[30;46m", "\033[97;44m", "\033[97;41m", "\033[30;43m", "\033[30;45m", "\033[30;47m",
 };
+
+/* The rank --rank shows, -1 all.  It narrows what is printed per rank,
+ * never what is analyzed: the model always sees every rank, so findings,
+ * gains and the "all" line are those of the whole job. */
+static int view_rank = -1;
 
 static int has_rank(const struct sp_model *m, int rank)
 {
@@ -244,6 +252,9 @@ static void text_overview(const struct sp_model *m)
     if (m->step_hi > m->step_lo)
         printf("  analyzed: steps %d-%d (%d); %d skipped as warm-up\n", m->step_lo + base, m->step_hi - 1 + base,
                m->step_hi - m->step_lo, m->step_lo);
+    if (view_rank >= 0)
+        printf("  view: rank %d shown; the \"all\" line, findings and collectives are over all %d ranks\n",
+               view_rank, m->nranks);
     printf("  step time: mean %.2f ms, median %.2f ms", m->step_mean_ms, m->step_median_ms);
     if (m->step_mean_ms > 0) {
         printf(" = %.2f steps/s", 1000 / m->step_mean_ms);
@@ -256,7 +267,8 @@ static void text_overview(const struct sp_model *m)
 
 static int shown(const struct sp_model *m, const struct sp_rank *r)
 {
-    return (m->opts.rank < 0 || r->rank == m->opts.rank) && r->cat;
+    (void)m;
+    return (view_rank < 0 || r->rank == view_rank) && r->cat;
 }
 
 /* What follows a rank's bar: step time, host, helper processes. */
@@ -414,6 +426,14 @@ static int is_healthy(const struct sp_model *m)
     return 1;
 }
 
+static int finding_names(const struct sp_finding *f, int rank)
+{
+    for (int x = 0; x < f->nranks; x++)
+        if (f->ranks[x] == rank)
+            return 1;
+    return 0;
+}
+
 static void text_findings(const struct sp_model *m, int cols)
 {
     if (is_healthy(m))
@@ -435,8 +455,10 @@ static void text_findings(const struct sp_model *m, int cols)
                          sp_model_severity_name(f->severity), all ? "" : f->nranks == 1 ? "rank " : "ranks ",
                          all ? "all ranks" : ranks, f->step_first, f->step_last);
         if (w > 0 && (size_t)w < sizeof head)
-            snprintf(head + w, sizeof head - (size_t)w, " saves %.0f%% (%.2f -> %.2f ms per step)", 100 * f->gain,
-                     m->step_mean_ms, f->step_ms_if_fixed);
+            w += snprintf(head + w, sizeof head - (size_t)w, " saves %.0f%% (%.2f -> %.2f ms per step)",
+                          100 * f->gain, m->step_mean_ms, f->step_ms_if_fixed);
+        if (w > 0 && (size_t)w < sizeof head && view_rank >= 0 && finding_names(f, view_rank))
+            snprintf(head + w, sizeof head - (size_t)w, "; concerns rank %d (shown)", view_rank);
         sp_text_wrapped(head, 0, 3, cols);
         printf("   ");
         snprintf(evidence, sizeof evidence, "%s.", f->evidence);
@@ -607,6 +629,37 @@ static void json_check(struct sp_json *j, const struct sp_model *m)
     sp_json_close(j, '}');
 }
 
+/* `stragglers`: the ranks the straggler finding names (none without
+ * one), each with its arrivals and the component of its excess: the one
+ * answer the findings give, where the arrival table (`last_arrivals`)
+ * can list a rank late at half the collectives that the replay does not
+ * find costly, or miss a set of ranks that take turns arriving last. */
+static void json_stragglers(struct sp_json *j, const struct sp_model *m)
+{
+    const struct sp_finding *f = NULL;
+    for (int i = 0; i < m->nfindings; i++)
+        if (m->findings[i].cause == SP_CAUSE_STRAGGLER)
+            f = &m->findings[i];
+    sp_json_open(j, "stragglers", '[');
+    for (int i = 0; f && i < m->nranks; i++) {
+        const struct sp_rank *r = &m->ranks[i];
+        if (!finding_names(f, r->rank))
+            continue;
+        sp_json_open(j, NULL, '{');
+        sp_json_int(j, "rank", r->rank);
+        if (r->coll_present) {
+            sp_json_num(j, "last_arrival_fraction", (double)r->coll_last / (double)r->coll_present);
+            sp_json_num(j, "mean_wait_ms", r->coll_wait_ns / (double)r->coll_present / 1e6);
+        } else {
+            sp_json_null(j, "last_arrival_fraction");
+            sp_json_null(j, "mean_wait_ms");
+        }
+        sp_json_str(j, "cause", sp_model_straggler_cause(m, i));
+        sp_json_close(j, '}');
+    }
+    sp_json_close(j, ']');
+}
+
 static void json_report(const struct sp_model *m, int per_step, const struct sp_hang *h)
 {
     struct sp_json j;
@@ -620,6 +673,12 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
     else
         sp_json_null(&j, "run");
     sp_json_str(&j, "source", m->source);
+    sp_json_open(&j, "view", '{');
+    if (view_rank >= 0)
+        sp_json_int(&j, "rank", view_rank);
+    else
+        sp_json_null(&j, "rank");
+    sp_json_close(&j, '}');
     sp_json_int(&j, "ranks", m->nranks);
     sp_json_int(&j, "world_size", m->world_size);
     sp_json_open(&j, "hosts", '[');
@@ -713,7 +772,8 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
         sp_json_close(&j, '}');
     }
     sp_json_close(&j, ']');
-    sp_json_open(&j, "stragglers", '[');
+    json_stragglers(&j, m);
+    sp_json_open(&j, "last_arrivals", '[');
     for (int i = 0; i < m->nstragglers; i++) {
         sp_json_open(&j, NULL, '{');
         sp_json_int(&j, "rank", m->stragglers[i].rank);
@@ -811,7 +871,7 @@ int cmd_report(int argc, char **argv)
         case 'P': per_step = 1; break;
         case 'V': csv = 1; break;
         case 'r':
-            if (sp_opt_int(VERB, "--rank", optarg, 0, INT32_MAX, &o.rank) < 0)
+            if (sp_opt_int(VERB, "--rank", optarg, 0, INT32_MAX, &view_rank) < 0)
                 return SP_EXIT_USAGE;
             break;
         case 's':
@@ -864,10 +924,10 @@ int cmd_report(int argc, char **argv)
     const char *dir = argv[optind];
     struct sp_model m;
     int rc = sp_model_open(dir, &o, &m);
-    if (rc == 0 && o.rank >= 0 && !has_rank(&m, o.rank)) {
+    if (rc == 0 && view_rank >= 0 && !has_rank(&m, view_rank)) {
         char list[256];
         rank_list(&m, list, sizeof list);
-        fprintf(stderr, "scaleprof report: --rank %d: no such rank in %s (its traces hold rank%s %s)\n", o.rank,
+        fprintf(stderr, "scaleprof report: --rank %d: no such rank in %s (its traces hold rank%s %s)\n", view_rank,
                 dir, m.nranks == 1 ? "" : "s", list);
         sp_model_free(&m);
         return SP_EXIT_USAGE;

@@ -536,6 +536,62 @@ def case_findings_shape():
         fail("the scenario should give at least two findings")
 
 
+def straggler_ranks(rep):
+    """The ranks of the straggler finding, [] without one."""
+    f = findings(rep).get("straggler")
+    return f["ranks"] if f else []
+
+
+def case_rank_narrows_view():
+    """--rank R narrows the view, never the analysis: on 8 ranks whose
+    straggler is rank 5, `report --rank 5` keeps the straggler finding and
+    every other finding of the whole report, with the same gains; only
+    per_rank and steps_detail keep rank 5 alone, and the text says which
+    rank is shown and marks the findings that concern it."""
+    d, _ = gen("viewrank", "--ranks", 8, "--markers", "--slow-rank", 5, "--slow-compute-ms", 4, "--jitter", 0.05)
+    whole = report(d)
+    for r in (5, 0):
+        view = report(d, "--rank", r, "--per-step")
+        got = [(f["cause"], f["ranks"], round(f["gain"], 4)) for f in view["findings"]]
+        want = [(f["cause"], f["ranks"], round(f["gain"], 4)) for f in whole["findings"]]
+        print(f"  --rank {r}: findings {got}; whole {want}; stragglers {view['stragglers']}")
+        if got != want:
+            fail(f"--rank {r} changed the findings")
+        if straggler_ranks(view) != [5] or [s["rank"] for s in view["stragglers"]] != [5]:
+            fail(f"--rank {r}: the straggler (rank 5) is lost")
+        if abs(view["steps"]["mean_ms"] - whole["steps"]["mean_ms"]) > 1e-6 or view["breakdown"] != whole["breakdown"]:
+            fail(f"--rank {r} changed the step time or the breakdown of all ranks")
+        if [x["rank"] for x in view["per_rank"]] != [r] or {x["rank"] for x in view["steps_detail"]} != {r}:
+            fail(f"--rank {r}: per_rank/steps_detail should hold rank {r} alone")
+        if view.get("view", {}).get("rank") != r:
+            fail(f"--rank {r}: the JSON does not say which rank is shown: {view.get('view')}")
+    text = scaleprof("report", d, "--rank", 5).stdout
+    line = next((l for l in text.splitlines() if ". straggler" in l), "")
+    print(f"  text: {line.strip()}")
+    if "rank 5 shown" not in text or "concerns rank 5" not in line:
+        fail("the text report should say rank 5 is shown and mark the straggler finding as concerning it")
+
+
+def case_stragglers_one_answer():
+    """`stragglers` in the JSON and the straggler finding give one answer:
+    the same ranks, or none in both; the arrival table is `last_arrivals`."""
+    for name, args in (("oneans_small", ("--slow-compute-ms", 2, "--jitter", 0.3)),
+                       ("oneans_big", ("--slow-compute-ms", 6, "--jitter", 0.3)),
+                       ("oneans_jitter", ("--slow-compute-ms", 4, "--jitter", 0.6))):
+        d, _ = gen(name, "--ranks", 8, "--markers", "--slow-rank", 5, *args)
+        rep = report(d)
+        got = [s["rank"] for s in rep["stragglers"]]
+        print(f"  {name}: stragglers {got}, straggler finding {straggler_ranks(rep)}, "
+              f"last arrivals {[(a['rank'], a['last_arrival_fraction']) for a in rep.get('last_arrivals', [])]}")
+        if got != straggler_ranks(rep):
+            fail(f"{name}: stragglers {got} but the straggler finding names {straggler_ranks(rep)}")
+        if rep["schema_version"] < 3 or "last_arrivals" not in rep:
+            fail("the arrival table should be last_arrivals, schema_version 3")
+        for s in rep["stragglers"]:
+            if s["cause"] not in ("compute", "memcpy", "input", "host", "other", "mixed"):
+                fail(f"straggler cause {s['cause']!r}")
+
+
 def case_straggler_not_small_batch():
     """Uneven data makes rank 2 late; the others' wait is the straggler's
     doing, not a batch too small to hide the collectives."""

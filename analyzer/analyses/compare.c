@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "compare.h"
+#include "seen.h"
 
 #define SMALL_BATCH_COMPUTE_DROP 0.8   /* compute per step fell below 80% of baseline */
 #define SMALL_BATCH_COLL_KEPT 0.9      /* while collective time stayed >= 90% */
@@ -197,7 +198,7 @@ int sp_compare_runs(char *const *dirs, int n, const struct sp_model_opts *o, str
     for (int i = 0; i < n; i++) {
         struct sp_cmp_run *r = &runs[i];
         r->dir = dirs[i];
-        if (sp_model_analyze(r->dir, o, &r->m) < 0 || r->m.step_mean_ms <= 0 || !r->m.gpu_events) {
+        if (sp_model_analyze(r->dir, o, &r->m) < 0 || r->m.step_mean_ms <= 0 || !sp_seen_gpu(&r->m)) {
             failed = 1;
             continue;
         }

@@ -18,6 +18,7 @@
 #include "text.h"
 #include "compare.h"
 #include "model.h"
+#include "seen.h"
 
 #define VERB "compare"
 #define MAX_RUNS 32
@@ -120,9 +121,10 @@ int cmd_compare(int argc, char **argv)
         for (int i = 0; i < cmp.n; i++)
             if (!cmp.runs[i].ok) {
                 const struct sp_model *m = &cmp.runs[i].m;
+                if (m->nranks && sp_seen_no_gpu(VERB, m, "efficiency and cost are per GPU, so there "
+                                                              "is nothing to compare"))
+                    continue;
                 const char *why = m->nwarnings ? m->warnings[0] : "no step time measured";
-                if (m->nranks && !m->gpu_events)
-                    why = "no GPU activity recorded (a CPU-only job, or CUDA work the recorder did not see)";
                 fprintf(stderr, "scaleprof compare: %s: nothing to analyze: %s\n", cmp.runs[i].dir, why);
             }
         sp_compare_free(&cmp);

@@ -22,6 +22,7 @@
 #include "model.h"
 #include "opt.h"
 #include "parse.h"
+#include "seen.h"
 
 #define VERB "export"
 #define MAX_SKIP 1000000
@@ -195,6 +196,15 @@ int cmd_export(int argc, char **argv)
     const char *dir = argv[optind];
     struct sp_model m;
     int mrc = sp_model_open(dir, &o, &m);
+    if (mrc == 0 && eo.whatif >= 0 &&
+        sp_seen_no_gpu(VERB, &m, "the what-if replay is of GPU time, so there is nothing to replay")) {
+        sp_model_free(&m);
+        rc = 1;
+        goto out;
+    }
+    if (mrc == 0)
+        eo.host_only = sp_seen_no_gpu(VERB, &m, "the timeline holds the host's events and steps only: no "
+                                                "breakdown, no finding");
     if (mrc == 0) mrc = sp_model_run(&m, SP_STAGE_STEPS);
     if (mrc == 0 && eo.step_first >= 0 &&
         (eo.step_first >= m.steps_total + m.step_number0 || eo.step_last < m.step_number0)) {

@@ -20,6 +20,7 @@
 #include "html_report.h"
 #include "model.h"
 #include "opt.h"
+#include "seen.h"
 
 #define VERB "html"
 #define MAX_SKIP 1000000
@@ -65,6 +66,10 @@ static int one_run(const char *dir, const struct sp_model_opts *o, const char *p
 {
     struct sp_model m;
     int rc = sp_model_open(dir, o, &m);
+    if (rc == 0 && sp_seen_no_gpu(VERB, &m, "the page is about GPU step time, so none was written")) {
+        sp_model_free(&m);
+        return 1;
+    }
     if (rc == 0) rc = sp_model_run(&m, SP_STAGE_STEPS);
     if (rc == 0 && o->step_first >= 0 &&
         (o->step_first >= m.steps_total + m.step_number0 || o->step_last <= m.step_number0)) {
@@ -98,7 +103,10 @@ static int several_runs(char *const *dirs, int n, const struct sp_model_opts *o,
     struct sp_cmp cmp;
     if (sp_compare_runs(dirs, n, o, &cmp) < 0) {
         for (int i = 0; i < cmp.n; i++)
-            if (!cmp.runs[i].ok)
+            if (!cmp.runs[i].ok &&
+                !(cmp.runs[i].m.nranks &&
+                  sp_seen_no_gpu(VERB, &cmp.runs[i].m,
+                                 "the comparison is per GPU, so no page was written")))
                 fprintf(stderr, "scaleprof html: %s: nothing to analyze\n", cmp.runs[i].dir);
         sp_compare_free(&cmp);
         return 1;

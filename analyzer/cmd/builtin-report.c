@@ -22,6 +22,7 @@
 
 #include "builtin.h"
 #include "hang.h"
+#include "seen.h"
 #include "opt.h"
 #include "json.h"
 #include "text.h"
@@ -941,13 +942,9 @@ int cmd_report(int argc, char **argv)
         sp_hang_analyze(&m, &ho, &hang);
     if (rc == 0 && !json && !csv)
         text_hang(&m, &hang, sp_text_columns());
-    if (rc == 0 && !m.gpu_events) {
-        /* a CPU-only job, or one whose GPU work was not seen: every number
-         * below is about GPUs, so none is printed */
-        fprintf(stderr, "scaleprof report: %s: no GPU activity was recorded in any of its %d rank(s) (%d "
-                        "file(s)): a job that ran on CPUs only, or whose CUDA work the recorder did not see "
-                        "(CUPTI held by another tool, a static CUDA runtime); the breakdown is per GPU, so "
-                        "there is nothing to report\n", dir, m.nranks, m.nfrecs);
+    /* a CPU-only job, or one whose GPU work was not seen: every number
+     * below is about GPUs, so none is printed */
+    if (rc == 0 && sp_seen_no_gpu(VERB, &m, "the breakdown is per GPU, so there is nothing to report")) {
         sp_hang_free(&hang);
         sp_model_free(&m);
         return 1;

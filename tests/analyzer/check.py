@@ -592,6 +592,47 @@ def case_stragglers_one_answer():
                 fail(f"straggler cause {s['cause']!r}")
 
 
+NO_GPU_WORDS = "no GPU activity was recorded in any of its 2 rank(s)"
+
+
+def case_no_gpu_every_verb():
+    """A job with no GPU (a CPU-only gloo job: markers, loader waits and
+    workers, no CUDA, NCCL or GPU record): report, compare and html refuse
+    with the same words, and export writes the host's timeline with no
+    breakdown and no finding, saying why; none claims a GPU was idle."""
+    d, _ = gen("nogpu", "--ranks", 2, "--markers", "--input-ms", 3, "--helper", "--no-gpu")
+    page = os.path.join(TMP, "nogpu.html")
+    timeline = os.path.join(TMP, "nogpu.json")
+    runs = [("report", ("report", d), 1), ("compare", ("compare", d, d), 1),
+            ("html", ("html", d, "-o", page), 1), ("html compare", ("html", d, d, "-o", page), 1),
+            ("export", ("export", d, "-o", timeline), 0)]
+    for name, args, rc in runs:
+        p = scaleprof(*args, rc=rc)
+        said = next((l for l in p.stderr.splitlines() if "GPU" in l), "")
+        print(f"  {name}: exit {p.returncode}: {said[:150]}")
+        if NO_GPU_WORDS not in p.stderr or "a job that ran on CPUs only" not in p.stderr:
+            fail(f"scaleprof {name} should say {NO_GPU_WORDS!r} as report does:\n{p.stderr}")
+    if os.path.exists(page):
+        fail("html wrote a page about GPUs for a job with no GPU")
+    with open(timeline) as f:
+        tl = json.load(f)
+    evs = tl["traceEvents"]
+    claims = [e for e in evs if e.get("cat") == "finding" or "GPU" in e.get("name", "") or
+              any(k.endswith("_ms") and k != "step_ms" for k in e.get("args", {}))]
+    steps = [e for e in evs if e.get("cat") == "step"]
+    waits = [e for e in evs if e.get("ph") == "X" and "poll" in e.get("name", "")]
+    print(f"  export: {len(evs)} events, {len(steps)} steps, {len(waits)} waits, {len(claims)} GPU claims, "
+          f"host_only {tl['otherData'].get('host_only')}")
+    if claims:
+        fail(f"export makes GPU claims for a job with no GPU: {claims[:2]}")
+    if not steps or not waits or tl["otherData"].get("host_only") is not True:
+        fail("export should still hold the host's timeline (steps, input waits), marked host_only")
+    p = scaleprof("export", d, "-o", timeline, "--whatif", "input_pipeline", rc=1)
+    print(f"  export --whatif: exit 1: {p.stderr.strip()[:120]}")
+    if NO_GPU_WORDS not in p.stderr:
+        fail("export --whatif on a job with no GPU should refuse with report's words")
+
+
 def case_straggler_not_small_batch():
     """Uneven data makes rank 2 late; the others' wait is the straggler's
     doing, not a batch too small to hide the collectives."""

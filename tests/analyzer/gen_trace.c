@@ -34,7 +34,9 @@
  * the same), and headers that name no rank (--no-rank: a job started
  * without a launcher; with --no-nccl nothing else names one either).
  * The H2D copy moves --copy-bytes from pageable host memory, or pinned
- * with --copy-pinned (the memory kinds CUPTI gives).
+ * with --copy-pinned (the memory kinds CUPTI gives).  --no-gpu writes the
+ * same job as a CPU-only one would be recorded: markers, input waits and
+ * the helpers, but no CUDA call, NCCL call or GPU record (a gloo job).
  *
  * The truth (JSON, --truth FILE) covers steps [skip, steps): breakdown as
  * fractions of step time, per-collective transfer and mean wait, step time,
@@ -93,7 +95,7 @@ static struct rank_out R[MAX_RANKS];
 /* The writer keeps one open chunk per thread and writer, so the timeline is
  * replayed once per rank, emitting only that rank's events (emit_rank), and
  * once more without emitting to add up the truth (collect_truth). */
-static int emit_rank = -1, collect_truth;
+static int emit_rank = -1, collect_truth, no_gpu;
 
 /* --gpu-thread-lag: GPU records wait here, tagged with their step, until a
  * separate "CUPTI" thread writes them, S steps later, grouped by stream. */
@@ -185,6 +187,8 @@ static int per_host(const struct scenario *s, int h)
 static void emit(int r, struct sp_event *ev, double global_t)
 {
     if (r != emit_rank || !R[r].w)
+        return;
+    if (no_gpu && (ev->type == SP_EV_GPU || ev->type == SP_EV_CUDA || ev->type == SP_EV_NCCL))
         return;
     ev->t = (uint64_t)((int64_t)global_t + R[r].mono_base);
     if (gput.w && ev->type == SP_EV_GPU)
@@ -537,7 +541,7 @@ static const char usage[] =
     "  [--jitter F] [--clock-error-us U] [--markers] [--helper] [--slow-rank R]\n"
     "  [--slow-compute-ms X] [--slow-input-ms X] [--missing-rank R] [--truncate-rank R]\n"
     "  [--helpers N] [--no-nccl] [--gpu-thread-lag S] [--equal-buckets] [--no-rank]\n"
-    "  [--one-kernel-name] [--pause-after-step K] [--copy-bytes N] [--copy-pinned]\n"
+    "  [--one-kernel-name] [--pause-after-step K] [--copy-bytes N] [--copy-pinned] [--no-gpu]\n"
     "  [--truth FILE]\n";
 
 int main(int argc, char **argv)
@@ -558,6 +562,7 @@ int main(int argc, char **argv)
         {"helpers", 1, 0, 'W'}, {"no-nccl", 0, 0, 'Z'}, {"gpu-thread-lag", 1, 0, 'L'},
         {"equal-buckets", 0, 0, 'E'}, {"no-rank", 0, 0, 'U'}, {"one-kernel-name", 0, 0, 'O'},
         {"pause-after-step", 1, 0, 'Q'}, {"copy-bytes", 1, 0, 'Y'}, {"copy-pinned", 0, 0, 'V'},
+        {"no-gpu", 0, 0, 'G'},
         {0, 0, 0, 0},
     };
     int c;
@@ -597,6 +602,7 @@ int main(int argc, char **argv)
         case 'U': s.no_rank = 1; break;
         case 'Y': copy_bytes = strtoull(optarg, NULL, 0); break;
         case 'V': copy_pinned = 1; break;
+        case 'G': no_gpu = 1; break;
         default: fputs(usage, stderr); return 2;
         }
     }

@@ -39,6 +39,8 @@ static const char usage_text[] =
     "  --skip N                 warm-up steps to drop (default 3)\n"
     "  --step-marker RE         step markers are ranges whose name matches RE\n"
     "  --samples-per-step S     samples per GPU per step (samples/s, cost)\n"
+    "  --global-batch S         several DIRs: samples per step over all GPUs, the\n"
+    "                           same in every run (instead of --samples-per-step)\n"
     "  --price-per-gpu-hour P   price of one GPU hour, for cost per 1k samples\n"
     "  -h, --help               this text\n"
     "\n"
@@ -97,11 +99,11 @@ static int one_run(const char *dir, const struct sp_model_opts *o, const char *p
     return rc;
 }
 
-static int several_runs(char *const *dirs, int n, const struct sp_model_opts *o, double price,
-                        const char *path)
+static int several_runs(char *const *dirs, int n, const struct sp_model_opts *o,
+                        const struct sp_cmp_batch *batch, double price, const char *path)
 {
     struct sp_cmp cmp;
-    if (sp_compare_runs(dirs, n, o, &cmp) < 0) {
+    if (sp_compare_runs(dirs, n, o, batch, &cmp) < 0) {
         for (int i = 0; i < cmp.n; i++)
             if (!cmp.runs[i].ok &&
                 !(cmp.runs[i].m.nranks &&
@@ -117,7 +119,7 @@ static int several_runs(char *const *dirs, int n, const struct sp_model_opts *o,
         sp_compare_free(&cmp);
         return 1;
     }
-    int rc = finish(f, path, sp_html_compare(f, &cmp, o->samples_per_step, price));
+    int rc = finish(f, path, sp_html_compare(f, &cmp, price));
     sp_compare_free(&cmp);
     return rc;
 }
@@ -131,6 +133,7 @@ int cmd_html(int argc, char **argv)
         {"step-marker", required_argument, NULL, 'm'},
         {"samples-per-step", required_argument, NULL, 'S'},
         {"price-per-gpu-hour", required_argument, NULL, 'P'},
+        {"global-batch", required_argument, NULL, 'G'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -139,6 +142,7 @@ int cmd_html(int argc, char **argv)
     o.progress = 1;
     const char *path = NULL;
     double price = 0;
+    struct sp_cmp_batch batch = {0, 0};
     int c, a, b;
     optind = 1;
     opterr = 0;
@@ -174,6 +178,10 @@ int cmd_html(int argc, char **argv)
             if (sp_opt_double(VERB, "--price-per-gpu-hour", optarg, 0, 1e9, &price) < 0)
                 return SP_EXIT_USAGE;
             break;
+        case 'G':
+            if (sp_opt_double(VERB, "--global-batch", optarg, 1e-9, 1e15, &batch.global) < 0)
+                return SP_EXIT_USAGE;
+            break;
         case 'h':
             fputs(usage_text, stdout);
             return 0;
@@ -191,6 +199,13 @@ int cmd_html(int argc, char **argv)
     if (n > 1 && o.step_first >= 0)
         return sp_usage_error(
             VERB, "--steps applies to one run; a comparison analyzes each run's own steps");
+    batch.per_gpu = o.samples_per_step;
+    if (batch.per_gpu > 0 && batch.global > 0)
+        return sp_usage_error(VERB, "--samples-per-step (per GPU) and --global-batch (over all GPUs) "
+                                    "say the same thing two ways: give one of them");
+    if (n == 1 && batch.global > 0)
+        return sp_usage_error(VERB, "--global-batch is for a comparison; one run takes "
+                                    "--samples-per-step (samples per GPU per step)");
     if (n == 1) return one_run(argv[optind], &o, path);
-    return several_runs(argv + optind, n, &o, price, path);
+    return several_runs(argv + optind, n, &o, &batch, price, path);
 }

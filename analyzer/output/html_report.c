@@ -693,27 +693,34 @@ int sp_html_report(FILE *out, const struct sp_model *m)
 
 /* ---- the comparison ---- */
 
-static void cmp_table(FILE *out, const struct sp_cmp *c, double samples, double price)
+static int has_samples(const struct sp_cmp *c)
+{
+    return c->batch.per_gpu > 0 || c->batch.global > 0;
+}
+
+static void cmp_table(FILE *out, const struct sp_cmp *c, double price)
 {
     fprintf(out,
             "<h2 id=\"runs\">Runs</h2>\n<table "
             "id=\"runs-table\"><tr><th>run</th><th>GPUs</th><th>hosts</th>"
             "<th>ms/step</th><th>%s</th><th>efficiency</th><th>cost per sample</th></tr>\n",
-            samples > 0 ? "samples/s" : "GPU-steps/s");
+            has_samples(c) ? "samples/s" : "speedup");
     for (int i = 0; i < c->n; i++) {
         const struct sp_cmp_run *r = &c->runs[i];
         fputs("<tr><td>", out);
         esc(out, r->dir);
         fprintf(out,
-                "%s</td><td>%d</td><td>%d</td><td>%.2f</td><td>%.1f</td><td>%.0f%%</td><td>%.2fx",
+                has_samples(c)
+                    ? "%s</td><td>%d</td><td>%d</td><td>%.2f</td><td>%.1f</td><td>%.0f%%</td><td>%.2fx"
+                    : "%s</td><td>%d</td><td>%d</td><td>%.2f</td><td>%.2fx</td><td>%.0f%%</td><td>%.2fx",
                 i == c->base                      ? " (baseline)"
                 : r->scaling == SP_SCALING_STRONG ? " (fixed global batch)"
                 : r->scaling == SP_SCALING_AB     ? " (same GPUs: A/B)"
                                                   : "",
-                r->m.nranks, r->m.nhosts, r->m.step_mean_ms, r->thr, 100 * r->eff,
-                sp_cmp_cost_ratio(r, &c->runs[c->base]));
-        if (price > 0 && samples > 0)
-            fprintf(out, " (%.3g per 1k samples)", sp_cmp_cost_per_1k(r, price, samples));
+                r->m.nranks, r->m.nhosts, r->m.step_mean_ms, has_samples(c) ? r->thr : r->speedup,
+                100 * r->eff, r->cost_x);
+        if (price > 0 && has_samples(c))
+            fprintf(out, " (%.3g per 1k samples)", sp_cmp_cost_per_1k(r, price));
         fputs("</td></tr>\n", out);
     }
     fputs("</table>\n", out);
@@ -837,14 +844,13 @@ static void lost_chart(FILE *out, const struct sp_cmp *c)
     legend(out);
 }
 
-static void cost_chart(FILE *out, const struct sp_cmp *c, double samples, double price)
+static void cost_chart(FILE *out, const struct sp_cmp *c, double price)
 {
     struct hbar rows[64];
-    int n = 0, abs_cost = price > 0 && samples > 0;
+    int n = 0, abs_cost = price > 0 && has_samples(c);
     for (int i = 0; i < c->n && n < 64; i++, n++) {
         const struct sp_cmp_run *r = &c->runs[i];
-        double v = abs_cost ? sp_cmp_cost_per_1k(r, price, samples)
-                            : sp_cmp_cost_ratio(r, &c->runs[c->base]);
+        double v = abs_cost ? sp_cmp_cost_per_1k(r, price) : r->cost_x;
         snprintf(rows[n].label, sizeof rows[n].label, "%d GPU%s%s", r->m.nranks,
                  r->m.nranks == 1 ? "" : "s", i == c->base ? " (base)" : "");
         rows[n].value = v;
@@ -883,13 +889,13 @@ static void runs_chart(FILE *out, const struct sp_cmp *c)
                   attrs, n);
 }
 
-int sp_html_compare(FILE *out, const struct sp_cmp *c, double samples, double price)
+int sp_html_compare(FILE *out, const struct sp_cmp *c, double price)
 {
     page_head(out, "scaleprof compare");
     fprintf(out, "<h1>scaleprof compare</h1>\n<p class=\"sub\">%d runs, baseline ", c->n);
     esc(out, c->runs[c->base].dir);
     fputs("</p>\n", out);
-    cmp_table(out, c, samples, price);
+    cmp_table(out, c, price);
     fputs("<h2 id=\"findings\">Findings</h2>\n", out);
     if (!c->nf) fputs("<p id=\"healthy\">No finding across these runs.</p>\n", out);
     for (int i = 0; i < c->nf; i++) {
@@ -911,7 +917,7 @@ int sp_html_compare(FILE *out, const struct sp_cmp *c, double samples, double pr
     runs_chart(out, c);
     lost_chart(out, c);
     fputs("<h2 id=\"cost\">Cost per sample</h2>\n", out);
-    cost_chart(out, c, samples, price);
+    cost_chart(out, c, price);
     for (int i = 0; i < c->n; i++) {
         if (!c->runs[i].m.nfindings) continue;
         const struct sp_finding *f = &c->runs[i].m.findings[0];

@@ -15,8 +15,8 @@
  * when out failed. */
 int sp_html_report(FILE *out, const struct sp_model *m);
 
-/* The comparison c (sp_compare_runs), with the options compare takes for
- * cost: samples per GPU per step and price per GPU hour, 0 unknown. */
-int sp_html_compare(FILE *out, const struct sp_cmp *c, double samples, double price);
+/* The comparison c (sp_compare_runs, which holds the batch given), with
+ * the price per GPU hour for cost per sample, 0 unknown. */
+int sp_html_compare(FILE *out, const struct sp_cmp *c, double price);
 
 #endif

@@ -438,6 +438,101 @@ def case_compare():
         fail("cost line missing:\n" + text)
 
 
+def cost_series(name, computes, transfers):
+    """1, 2 and 4 GPUs with no jitter: a step is compute + 2 x transfer +
+    0.3 ms of tail (gen_trace's layout), so every number is known."""
+    dirs = []
+    for n, c, t in zip((1, 2, 4), computes, transfers):
+        d, _ = gen(f"{name}{n}", "--ranks", n, "--markers", "--compute-ms", c, "--transfer-ms", t, "--jitter", 0)
+        dirs.append(d)
+    return dirs
+
+
+def check_cost(out, text, want):
+    """want: per GPU count (step ms, samples/s, speedup, cost x, cost per 1k)."""
+    for run in out["runs"]:
+        step, sps, speed, cost_x, per_1k = want[run["gpus"]]
+        print(f"  {run['gpus']} GPUs: step {run['step_ms']:.3f} (hand {step}), samples/s {run['throughput']:.1f} "
+              f"(hand {sps:.1f}), speedup {run['speedup']:.4f} (hand {speed:.4f}), cost per sample "
+              f"{run['cost_per_sample_x']:.4f}x (hand {cost_x:.4f}), per 1k {run['cost_per_1k_samples']:.6g} "
+              f"(hand {per_1k:.6g})")
+        for what, got, hand in (("step_ms", run["step_ms"], step), ("samples/s", run["throughput"], sps),
+                                ("speedup", run["speedup"], speed), ("cost x", run["cost_per_sample_x"], cost_x),
+                                ("cost per 1k", run["cost_per_1k_samples"], per_1k)):
+            if abs(got - hand) > 0.01 * hand:
+                fail(f"{run['gpus']} GPUs: {what} {got}, by hand {hand}")
+    if out["throughput_unit"] != "samples/s":
+        fail(f"throughput_unit {out['throughput_unit']!r}")
+    step, sps, speed, cost_x, per_1k = want[4]
+    line = (f"4 GPUs: {per_1k:.3g} per 1k samples; {speed:.2f}x the speed at 4x the price per hour: "
+            f"each sample costs {cost_x:.2f}x")
+    print(f"  text: {line}")
+    if line not in text:
+        fail(f"text should say {line!r}:\n{text}")
+
+
+def case_compare_cost_global_batch():
+    """A fixed global batch of 64 samples on 1, 2 and 4 GPUs (compute 24,
+    12, 6 ms, transfers 0.5 ms): steps 25.3, 13.3, 7.3 ms by hand, so 4
+    GPUs give 25.3/7.3 = 3.47x the samples/s at 4x the price: each sample
+    costs 4/3.47 = 1.15x the baseline's (not 0.29x, the per-GPU reading)."""
+    dirs = cost_series("gb", (24, 12, 6), (0.5, 0.5, 0.5))
+    price, batch = 2.5, 64
+    want = {}
+    for n, step in ((1, 25.3), (2, 13.3), (4, 7.3)):
+        sps = batch / (step / 1e3)
+        speed = 25.3 / step
+        want[n] = (step, sps, speed, n / speed, price * n / 3600 / sps * 1000)
+    args = ("--global-batch", batch, "--price-per-gpu-hour", price)
+    out = json.loads(scaleprof("compare", *dirs, "--json", *args).stdout)
+    check_cost(out, scaleprof("compare", *dirs, *args).stdout, want)
+    for run in out["runs"][1:]:
+        if run["scaling"] != "strong":
+            fail(f"{run['gpus']} GPUs: a fixed global batch is strong scaling, got {run['scaling']}")
+    near("4 GPUs efficiency", out["runs"][2]["efficiency"], 25.3 / 7.3 / 4, 0.005)
+    text = scaleprof("compare", *dirs, "--samples-per-step", batch).stdout
+    note = next((l for l in text.splitlines() if l.startswith("note:")), "")
+    print(f"  the same series with --samples-per-step {batch}: {note}")
+    if "give --global-batch" not in note:
+        fail("a per-GPU batch given for a series whose compute per GPU shrank as 1/N should be noted")
+    p = scaleprof("compare", *dirs, "--global-batch", 64, "--samples-per-step", 16, rc=2)
+    if "one of" not in p.stderr:
+        fail("--global-batch with --samples-per-step should be refused: say one of them")
+
+
+def case_compare_cost_per_gpu_batch():
+    """A fixed per-GPU batch of 32 samples (compute 10 ms on every GPU,
+    transfers 0.5, 1 and 2 ms): steps 11.3, 12.3, 14.3 ms; 4 GPUs process
+    128 samples per 14.3 ms, 4 x 11.3/14.3 = 3.16x the baseline's samples/s
+    at 4x the price: each sample costs 1.27x."""
+    dirs = cost_series("pg", (10, 10, 10), (0.5, 1, 2))
+    price, per_gpu = 2.5, 32
+    want = {}
+    for n, step in ((1, 11.3), (2, 12.3), (4, 14.3)):
+        sps = per_gpu * n / (step / 1e3)
+        speed = sps / (per_gpu / 0.0113)
+        want[n] = (step, sps, speed, n / speed, price * n / 3600 / sps * 1000)
+    args = ("--samples-per-step", per_gpu, "--price-per-gpu-hour", price)
+    out = json.loads(scaleprof("compare", *dirs, "--json", *args).stdout)
+    check_cost(out, scaleprof("compare", *dirs, *args).stdout, want)
+
+
+def case_compare_columns_documented():
+    """Every column compare prints is named in the man page's list of
+    columns, and the throughput column without a batch is the speedup."""
+    dirs = cost_series("cols", (24, 12, 6), (0.5, 0.5, 0.5))
+    with open(os.path.join(os.environ["MAN_DIR"], "scaleprof-compare.1")) as f:
+        man = f.read().replace("\\-", "-")
+    for args in ((), ("--global-batch", 64)):
+        header = scaleprof("compare", *dirs, *args).stdout.splitlines()[0].split()
+        print(f"  compare {' '.join(map(str, args))}: columns {header}")
+        for col in header:
+            if f".B {col}" not in man and f'.B "{col}"' not in man:
+                fail(f"column {col!r} is not documented in scaleprof-compare.1 (COLUMNS)")
+        if "GPU-steps/s" in header:
+            fail("GPU-steps/s is no unit anyone documents")
+
+
 def case_compare_small_batch():
     """Fixed global batch: per-GPU compute shrinks while collectives stay,
     and compare names small_batch."""

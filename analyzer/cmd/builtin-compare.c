@@ -38,6 +38,7 @@ static const char usage_text[] =
     "                          run (a fixed global batch); instead of the above\n"
     "  --price-per-gpu-hour P   price of one GPU hour, for cost per 1k samples\n"
     "  --skip N                 warm-up steps to drop in every run (default 3)\n"
+    SP_COLOR_HELP
     "  -h, --help               this text\n"
     "\n"
     "\n"
@@ -151,7 +152,7 @@ int cmd_compare(int argc, char **argv)
             break;
         case 'h': fputs(usage_text, stdout); return 0;
         default:
-            return sp_usage_error(VERB, "option %s is unknown or needs a value", argv[optind - 1]);
+            return sp_opt_unknown(VERB, opts, argv[optind - 1]);
         }
     }
     int n = argc - optind;

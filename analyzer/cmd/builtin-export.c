@@ -50,7 +50,7 @@ static const char usage_text[] =
     "                          cross_node, unexplained, memcpy; none: replayed\n"
     "                          as is)\n"
     "  --skip N                warm-up steps left out of the analysis (default 3)\n"
-    "  --step-marker RE        step markers are ranges whose name matches RE\n"
+    "  --step-marker RE        step markers are ranges whose name matches RE\n" SP_COLOR_HELP
     "  -h, --help              this text\n"
     "\n"
     "Exit status: 0 written, 1 nothing analyzable or the file could not be\n"
@@ -177,7 +177,7 @@ int cmd_export(int argc, char **argv)
             rc = 0;
             goto out;
         default:
-            rc = sp_usage_error(VERB, "option %s is unknown or needs a value", argv[optind - 1]);
+            rc = sp_opt_unknown(VERB, opts, argv[optind - 1]);
             goto out;
         }
     }

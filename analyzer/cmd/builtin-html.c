@@ -41,7 +41,7 @@ static const char usage_text[] =
     "  --samples-per-step S     samples per GPU per step (samples/s, cost)\n"
     "  --global-batch S         several DIRs: samples per step over all GPUs, the\n"
     "                           same in every run (instead of --samples-per-step)\n"
-    "  --price-per-gpu-hour P   price of one GPU hour, for cost per 1k samples\n"
+    "  --price-per-gpu-hour P   price of one GPU hour, for cost per 1k samples\n" SP_COLOR_HELP
     "  -h, --help               this text\n"
     "\n"
     "Exit status: 0 written, 1 nothing analyzable or the file could not be\n"
@@ -186,7 +186,7 @@ int cmd_html(int argc, char **argv)
             fputs(usage_text, stdout);
             return 0;
         default:
-            return sp_usage_error(VERB, "option %s is unknown or needs a value", argv[optind - 1]);
+            return sp_opt_unknown(VERB, opts, argv[optind - 1]);
         }
     }
     int n = argc - optind;

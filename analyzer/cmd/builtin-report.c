@@ -61,7 +61,7 @@ static const char usage_text[] =
     "  --step-marker RE        step markers are ranges whose name matches RE\n"
     "                          (default: step|iteration|ProfilerStep, any case)\n"
     "  --samples-per-step S    samples per GPU per step, to print samples/s\n"
-    "  --no-color              no colour even on a terminal (also NO_COLOR)\n"
+    SP_COLOR_HELP
     "  -h, --help              this text\n"
     "\n"
     "On a terminal the bars and text fit its width (COLUMNS, else the window\n"
@@ -857,13 +857,13 @@ int cmd_report(int argc, char **argv)
         {"steps", required_argument, NULL, 's'},   {"skip", required_argument, NULL, 'k'},
         {"step-marker", required_argument, NULL, 'm'},
         {"samples-per-step", required_argument, NULL, 'S'},
-        {"no-color", no_argument, NULL, 'C'},      {"help", no_argument, NULL, 'h'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct sp_model_opts o;
     sp_model_opts_default(&o);
     o.progress = 1;
-    int json = 0, per_step = 0, csv = 0, color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR"), c, a, b;
+    int json = 0, per_step = 0, csv = 0, color = sp_color_on(stdout), c, a, b;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -902,13 +902,12 @@ int cmd_report(int argc, char **argv)
             if (sp_opt_double(VERB, "--samples-per-step", optarg, 1e-9, 1e12, &o.samples_per_step) < 0)
                 return SP_EXIT_USAGE;
             break;
-        case 'C': color = 0; break;
         case 'R': o.run = optarg; break;
         case 'h': fputs(usage_text, stdout); return 0;
         case '?':
-            if (optopt)
+            if (strncmp(argv[optind - 1], "--", 2) && optopt)
                 return sp_usage_error(VERB, "option -%c is unknown or needs a value", optopt);
-            return sp_usage_error(VERB, "option %s is unknown or needs a value", argv[optind - 1]);
+            return sp_opt_unknown(VERB, opts, argv[optind - 1]);
         default: return sp_usage_error(VERB, "unexpected option");
         }
     }

@@ -728,6 +728,63 @@ def case_no_gpu_every_verb():
         fail("export --whatif on a job with no GPU should refuse with report's words")
 
 
+def case_color_every_verb():
+    """Every verb takes --color and --no-color (and --color=WHEN), and its
+    --help says so: compare rejected --no-color while report took it."""
+    d, _ = gen("colorall", "--ranks", 2, "--markers")
+    out = os.path.join(TMP, "colorall-out")
+    runs = {
+        "report": ("report", d), "compare": ("compare", d, d), "hang": ("hang", d),
+        "export": ("export", d, "-o", out + ".json"), "html": ("html", d, "-o", out + ".html"),
+        "dump": ("dump", os.path.join(d, "host0", "1000.sprof")),
+    }
+    for verb, args in runs.items():
+        for flag in ("--no-color", "--color", "--color=never"):
+            p = subprocess.run([SCALEPROF, *args, flag], capture_output=True, text=True)
+            if p.returncode not in (0, 1) or "unknown" in p.stderr:
+                fail(f"scaleprof {verb} {flag}: exit {p.returncode}: {p.stderr.strip()[:200]}")
+        helptext = scaleprof(verb, "--help").stdout
+        print(f"  {verb}: --color, --no-color and --color=never accepted; help says so: "
+              f"{'--no-color' in helptext and '--color' in helptext}")
+        if "--no-color" not in helptext:
+            fail(f"scaleprof {verb} --help does not say --no-color")
+    for verb in ("run", "import"):
+        if "--no-color" not in scaleprof(verb, "--help").stdout:
+            fail(f"scaleprof {verb} --help does not say --no-color")
+    forced = scaleprof("report", d, "--color").stdout
+    plain = scaleprof("report", d, "--no-color").stdout
+    print(f"  report --color into a pipe: {forced.count(chr(27))} escapes; --no-color: {plain.count(chr(27))}")
+    if "\033[" not in forced or "\033[" in plain:
+        fail("--color should colour even into a pipe, --no-color never")
+    p = scaleprof("report", d, "--color=sometimes", rc=2)
+    if "always, never or auto" not in p.stderr:
+        fail(f"--color=sometimes: {p.stderr}")
+
+
+def case_did_you_mean():
+    """A mistyped verb or option is answered with the nearest name, and an
+    option missing its value is said so, not 'unknown'."""
+    d, _ = gen("dym", "--ranks", 2, "--markers")
+    cases = [
+        (("reprot", d), "did you mean 'report'?"),
+        (("compre", d, d), "did you mean 'compare'?"),
+        (("report", d, "--samples-per-stp", "4"), "did you mean --samples-per-step?"),
+        (("compare", d, d, "--globl-batch", "64"), "did you mean --global-batch?"),
+        (("export", d, "-o", os.path.join(TMP, "dym.json"), "--rnaks", "0"), "did you mean --ranks?"),
+        (("report", d, "--rank"), "--rank needs a value"),
+        (("run", "-o", os.path.join(TMP, "dym-run"), "--nproc_pre_node", "2", "--", "true"), "did you mean --nproc_per_node?"),
+    ]
+    for args, says in cases:
+        p = subprocess.run([SCALEPROF, *args], capture_output=True, text=True)
+        first = p.stderr.strip().splitlines()[0] if p.stderr.strip() else ""
+        print(f"  scaleprof {' '.join(a if not a.startswith(TMP) else '...' for a in args)}: exit {p.returncode}: {first}")
+        if p.returncode != 2 or says not in p.stderr:
+            fail(f"wanted exit 2 saying {says!r}")
+    p = subprocess.run([SCALEPROF, "frobnicate"], capture_output=True, text=True)
+    if p.returncode != 2 or "did you mean" in p.stderr or "unknown verb" not in p.stderr:
+        fail(f"a verb nothing like any: no suggestion, the list: {p.stderr}")
+
+
 def case_straggler_not_small_batch():
     """Uneven data makes rank 2 late; the others' wait is the straggler's
     doing, not a batch too small to hide the collectives."""
@@ -1151,6 +1208,35 @@ def case_run_refuses_mixing():
     print(f"  missing command: {missing.returncode}: {missing.stderr.strip()}")
     if missing.returncode == 0 or "next:" in missing.stderr or "did not start" not in missing.stderr:
         fail("a command that cannot start should be said so, with no next step")
+
+
+def case_run_torchrun_spellings():
+    """scaleprof run takes torchrun's spellings: --nproc_per_node or
+    --nproc-per-node, --nnodes and --node_rank (or --node-rank): node 1 of
+    2 with 2 processes per node starts ranks 2 and 3 of 4, LOCAL_RANK 0
+    and 1, as torchrun would on that node."""
+    job = ["sh", "-c", 'echo "$RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $NODE_RANK" > "$0/rank$RANK"']
+    for name, flags, want in (
+            ("one_node", ["--nproc_per_node", "2"], {"0 0 2 2 0", "1 1 2 2 0"}),
+            ("dashes", ["--nproc-per-node=2"], {"0 0 2 2 0", "1 1 2 2 0"}),
+            ("node1", ["--nnodes", "2", "--node_rank", "1", "--nproc_per_node", "2"], {"2 0 4 2 1", "3 1 4 2 1"}),
+            ("node1b", ["--nnodes=2", "--node-rank=1", "--nproc-per-node", "2", "--master_addr", "10.0.0.1"],
+             {"2 0 4 2 1", "3 1 4 2 1"})):
+        out = os.path.join(TMP, "torchrun-" + name)
+        os.makedirs(out + "-env")
+        p = subprocess.run([SCALEPROF, "run", "-o", out, *flags, "--", job[0], job[1], job[2], out + "-env"],
+                           capture_output=True, text=True, timeout=60)
+        got = set()
+        for f in os.listdir(out + "-env"):
+            with open(os.path.join(out + "-env", f)) as fh:
+                got.add(fh.read().strip())
+        print(f"  run {' '.join(flags)}: exit {p.returncode}; RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE "
+              f"NODE_RANK: {sorted(got)}")
+        if p.returncode != 0 or got != want:
+            fail(f"wanted {sorted(want)}: {p.stderr}")
+    p = scaleprof("run", "--node_rank", "2", "--nnodes", "2", "--nproc_per_node", "1", "--", "true", rc=2)
+    if "--node_rank" not in p.stderr:
+        fail(f"--node_rank past --nnodes should be refused: {p.stderr}")
 
 
 def case_symlink_loops():

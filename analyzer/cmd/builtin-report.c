@@ -23,6 +23,7 @@
 #include "builtin.h"
 #include "hang.h"
 #include "seen.h"
+#include "kernels.h"
 #include "opt.h"
 #include "json.h"
 #include "text.h"
@@ -36,6 +37,8 @@
 #define BAR_MAX 100       /* wider gains no precision worth reading */
 #define RANK_LABEL 12     /* "  rank 123 |" */
 #define TOP_COLLECTIVES 8
+#define TOP_KERNELS 10    /* --kernels without N */
+#define KERNEL_NAME_W 48  /* a kernel's name in the text table; JSON has it whole */
 #define SHOWN_SHARE 0.005 /* categories under half a percent are left out of the summary */
 /* 2: findings carry gain and step_ms_if_fixed, `whatif`, comm ids padded;
  * 3: `stragglers` are the straggler finding's ranks, the arrival table is
@@ -61,6 +64,9 @@ static const char usage_text[] =
     "  --step-marker RE        step markers are ranges whose name matches RE\n"
     "                          (default: step|iteration|ProfilerStep, any case)\n"
     "  --samples-per-step S    samples per GPU per step, to print samples/s\n"
+    "  --kernels [N]           also the top N kernels by GPU time over the analyzed\n"
+    "                          steps (default 10): calls, mean/p50/p99, share, per\n"
+    "                          rank, and the rank where each runs slowest\n"
     SP_COLOR_HELP
     "  -h, --help              this text\n"
     "\n"
@@ -630,6 +636,78 @@ static void json_check(struct sp_json *j, const struct sp_model *m)
     sp_json_close(j, '}');
 }
 
+/* The kernel view's text: one line per kernel, the slowest rank with its
+ * mean against the median rank's. */
+static void text_kernels(const struct sp_model *m, const struct sp_kernels *k, int top, int cols)
+{
+    size_t n = (size_t)top < k->n ? (size_t)top : k->n;
+    printf("top %zu kernels by GPU time over steps %d-%d (%zu kernel names, %.2f ms on %d rank%s):\n", n,
+           m->step_lo + m->step_number0, m->step_hi - 1 + m->step_number0, k->n, k->ns / 1e6, m->nranks,
+           m->nranks == 1 ? "" : "s");
+    printf("  %6s %10s %7s %9s %9s %9s  %-17s %s\n", "share", "total ms", "calls", "mean us", "p50 us", "p99 us",
+           "slowest rank", "kernel");
+    for (size_t i = 0; i < n; i++) {
+        const struct sp_kernel_stat *s = &k->k[i];
+        char slow[32] = "-";
+        if (s->slowest >= 0)
+            snprintf(slow, sizeof slow, "%d (%.2fx)", m->ranks[s->slowest].rank, s->slowest_x);
+        printf("  %5.1f%% %10.3f %7llu %9.1f %9.1f %9.1f  %-17s %.*s%s%s\n", k->ns > 0 ? 100 * s->ns / k->ns : 0,
+               s->ns / 1e6, (unsigned long long)s->calls, s->mean_ns / 1e3, s->p50_ns / 1e3, s->p99_ns / 1e3, slow,
+               KERNEL_NAME_W, s->name, strlen(s->name) > KERNEL_NAME_W ? "..." : "", s->nccl ? " [nccl]" : "");
+    }
+    printf("  ");
+    sp_text_wrapped("share: of all kernel time on all ranks; slowest rank: the rank whose calls of that kernel "
+                    "take longest on average, against the median rank's mean (--json: every rank's calls, "
+                    "time and share, and whole names)", 2, 2, cols);
+    printf("\n");
+}
+
+static void json_kernels(struct sp_json *j, const struct sp_model *m, const struct sp_kernels *k, int top)
+{
+    size_t n = (size_t)top < k->n ? (size_t)top : k->n;
+    sp_json_open(j, "kernels", '{');
+    sp_json_int(j, "first_step", m->step_lo + m->step_number0);
+    sp_json_int(j, "last_step", m->step_hi - 1 + m->step_number0);
+    sp_json_num(j, "total_ms", k->ns / 1e6);
+    sp_json_int(j, "names", (long long)k->n);
+    sp_json_open(j, "top", '[');
+    for (size_t i = 0; i < n; i++) {
+        const struct sp_kernel_stat *s = &k->k[i];
+        sp_json_open(j, NULL, '{');
+        sp_json_str(j, "name", s->name);
+        sp_json_bool(j, "nccl", s->nccl);
+        sp_json_int(j, "calls", (long long)s->calls);
+        sp_json_num(j, "total_ms", s->ns / 1e6);
+        sp_json_num(j, "share", k->ns > 0 ? s->ns / k->ns : 0);
+        sp_json_num(j, "mean_us", s->mean_ns / 1e3);
+        sp_json_num(j, "p50_us", s->p50_ns / 1e3);
+        sp_json_num(j, "p99_us", s->p99_ns / 1e3);
+        if (s->slowest >= 0) {
+            sp_json_int(j, "slowest_rank", m->ranks[s->slowest].rank);
+            sp_json_num(j, "slowest_x_median", s->slowest_x);
+        } else {
+            sp_json_null(j, "slowest_rank");
+            sp_json_null(j, "slowest_x_median");
+        }
+        sp_json_open(j, "per_rank", '[');
+        for (int r = 0; r < m->nranks; r++) {
+            if (!s->ranks[r].calls)
+                continue;
+            sp_json_open(j, NULL, '{');
+            sp_json_int(j, "rank", m->ranks[r].rank);
+            sp_json_int(j, "calls", (long long)s->ranks[r].calls);
+            sp_json_num(j, "total_ms", s->ranks[r].ns / 1e6);
+            sp_json_num(j, "mean_us", s->ranks[r].ns / (double)s->ranks[r].calls / 1e3);
+            sp_json_num(j, "share", k->rank_ns[r] > 0 ? s->ranks[r].ns / k->rank_ns[r] : 0);
+            sp_json_close(j, '}');
+        }
+        sp_json_close(j, ']');
+        sp_json_close(j, '}');
+    }
+    sp_json_close(j, ']');
+    sp_json_close(j, '}');
+}
+
 /* `stragglers`: the ranks the straggler finding names (none without
  * one), each with its arrivals and the component of its excess: the one
  * answer the findings give, where the arrival table (`last_arrivals`)
@@ -661,7 +739,8 @@ static void json_stragglers(struct sp_json *j, const struct sp_model *m)
     sp_json_close(j, ']');
 }
 
-static void json_report(const struct sp_model *m, int per_step, const struct sp_hang *h)
+static void json_report(const struct sp_model *m, int per_step, const struct sp_hang *h,
+                        const struct sp_kernels *kernels, int top_kernels)
 {
     struct sp_json j;
     sp_json_init(&j, stdout);
@@ -832,6 +911,8 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
     sp_json_int(&j, "micro_batches", m->micro_batches);
     json_check(&j, m);
     sp_json_close(&j, '}');
+    if (kernels)
+        json_kernels(&j, m, kernels, top_kernels);
     sp_json_open(&j, "warnings", '[');
     for (int i = 0; i < m->nwarnings; i++)
         sp_json_str(&j, NULL, m->warnings[i]);
@@ -848,6 +929,26 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
     sp_json_close(&j, '}');
 }
 
+/* `--kernels N` (a separate word) as `--kernels=N`: getopt takes an
+ * optional value only after "=", and N would otherwise read as a second
+ * trace directory.  buf holds the joined word; returns the new argc. */
+static int kernels_value(int argc, char **argv, char *buf, size_t len)
+{
+    for (int i = 1; i + 1 < argc; i++) {
+        if (!strcmp(argv[i], "--"))
+            return argc;
+        const char *v = argv[i + 1];
+        if (strcmp(argv[i], "--kernels") || !*v || strspn(v, "0123456789") != strlen(v))
+            continue;
+        snprintf(buf, len, "--kernels=%s", v);
+        argv[i] = buf;
+        for (int j = i + 1; j + 1 <= argc; j++)
+            argv[j] = argv[j + 1];
+        return argc - 1;
+    }
+    return argc;
+}
+
 int cmd_report(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -857,12 +958,16 @@ int cmd_report(int argc, char **argv)
         {"steps", required_argument, NULL, 's'},   {"skip", required_argument, NULL, 'k'},
         {"step-marker", required_argument, NULL, 'm'},
         {"samples-per-step", required_argument, NULL, 'S'},
+        {"kernels", optional_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct sp_model_opts o;
     sp_model_opts_default(&o);
     o.progress = 1;
+    int top_kernels = 0;
+    char kernels_arg[64];
+    argc = kernels_value(argc, argv, kernels_arg, sizeof kernels_arg);
     int json = 0, per_step = 0, csv = 0, color = sp_color_on(stdout), c, a, b;
     optind = 1;
     opterr = 0;
@@ -903,6 +1008,11 @@ int cmd_report(int argc, char **argv)
                 return SP_EXIT_USAGE;
             break;
         case 'R': o.run = optarg; break;
+        case 'K':
+            top_kernels = TOP_KERNELS;
+            if (optarg && sp_opt_int(VERB, "--kernels", optarg, 1, INT32_MAX, &top_kernels) < 0)
+                return SP_EXIT_USAGE;
+            break;
         case 'h': fputs(usage_text, stdout); return 0;
         case '?':
             if (strncmp(argv[optind - 1], "--", 2) && optopt)
@@ -980,18 +1090,30 @@ int cmd_report(int argc, char **argv)
         sp_model_free(&m);
         return 1;
     }
+    struct sp_kernels kernels;
+    memset(&kernels, 0, sizeof kernels);
+    if (top_kernels && !csv && sp_kernels_analyze(&m, &kernels) < 0) {
+        fprintf(stderr, "scaleprof report: the kernel view ran out of memory\n");
+        sp_kernels_free(&kernels);
+        sp_hang_free(&hang);
+        sp_model_free(&m);
+        return 1;
+    }
     if (csv) {
         csv_steps(&m);
     } else if (json) {
-        json_report(&m, per_step, &hang);
+        json_report(&m, per_step, &hang, top_kernels ? &kernels : NULL, top_kernels);
     } else {
         int cols = sp_text_columns();
         text_overview(&m);
         text_breakdown(&m, color, cols);
         text_findings(&m, cols);
         text_collectives(&m, cols);
+        if (top_kernels)
+            text_kernels(&m, &kernels, top_kernels, cols);
         text_warnings(&m, cols);
     }
+    sp_kernels_free(&kernels);
     sp_hang_free(&hang);
     sp_model_free(&m);
     return 0;

@@ -667,6 +667,32 @@ def case_rank_narrows_view():
         fail("the text report should say rank 5 is shown and mark the straggler finding as concerning it")
 
 
+def case_kernels_slowest_rank():
+    """The kernel view of a straggler: rank 2 computes 14 ms a step where
+    the others compute 10 (no jitter), so each of its compute kernels runs
+    1.4x the median rank's, and the view names rank 2 for every one; each
+    name has one call per analyzed step per rank; NCCL kernels are marked."""
+    d, _ = gen("kslow", "--ranks", 4, "--markers", "--slow-rank", 2, "--slow-compute-ms", 4, "--jitter", 0)
+    rep = report(d, "--kernels", "1000")
+    ks = rep["kernels"]["top"]
+    compute = [k for k in ks if not k["nccl"]]
+    nccl = [k for k in ks if k["nccl"]]
+    steps = rep["steps"]["analyzed"]
+    print(f"  {len(compute)} compute kernel names, {len(nccl)} NCCL; slowest ranks "
+          f"{sorted({k['slowest_rank'] for k in compute})}, x {sorted({round(k['slowest_x_median'], 3) for k in compute})}; "
+          f"calls {sorted({k['calls'] for k in ks})} for {steps} steps x 4 ranks")
+    if not compute or not nccl:
+        fail("compute and NCCL kernels should both be listed")
+    for k in compute:
+        if k["slowest_rank"] != 2 or abs(k["slowest_x_median"] - 1.4) > 0.01:
+            fail(f"{k['name']}: slowest rank {k['slowest_rank']} at {k['slowest_x_median']}x, want rank 2 at 1.4x")
+        if k["calls"] != steps * 4 or len(k["per_rank"]) != 4:
+            fail(f"{k['name']}: {k['calls']} calls, want {steps} steps x 4 ranks")
+    text = scaleprof("report", d, "--kernels").stdout
+    if "top 9 kernels by GPU time" not in text or "2 (1.40x)" not in text:
+        fail("the text should list the 9 kernels (fewer than 10), rank 2 slowest at 1.40x:\n" + text)
+
+
 def case_stragglers_one_answer():
     """`stragglers` in the JSON and the straggler finding give one answer:
     the same ranks, or none in both; the arrival table is `last_arrivals`."""

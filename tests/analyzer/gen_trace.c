@@ -73,6 +73,7 @@
 #define HOST_BUSY_PERMILLE 950
 #define HOST_CORES 8
 #define LAG_SLOT_SIZE 1024 /* small chunks, so host frames reach the file in step order */
+#define OPT_NO_GPU 1000   /* long-only options: codes past every letter */
 struct scenario {
     const char *out, *truth;
     int ranks, hosts, steps, colls, kernels, markers, intra, skip, helper, helpers, no_nccl, gpu_lag;
@@ -562,7 +563,7 @@ int main(int argc, char **argv)
         {"helpers", 1, 0, 'W'}, {"no-nccl", 0, 0, 'Z'}, {"gpu-thread-lag", 1, 0, 'L'},
         {"equal-buckets", 0, 0, 'E'}, {"no-rank", 0, 0, 'U'}, {"one-kernel-name", 0, 0, 'O'},
         {"pause-after-step", 1, 0, 'Q'}, {"copy-bytes", 1, 0, 'Y'}, {"copy-pinned", 0, 0, 'V'},
-        {"no-gpu", 0, 0, 'G'},
+        {"no-gpu", 0, 0, OPT_NO_GPU},
         {0, 0, 0, 0},
     };
     int c;
@@ -602,7 +603,7 @@ int main(int argc, char **argv)
         case 'U': s.no_rank = 1; break;
         case 'Y': copy_bytes = strtoull(optarg, NULL, 0); break;
         case 'V': copy_pinned = 1; break;
-        case 'G': no_gpu = 1; break;
+        case OPT_NO_GPU: no_gpu = 1; break;
         default: fputs(usage, stderr); return 2;
         }
     }

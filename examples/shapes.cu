@@ -17,7 +17,16 @@
  *                     backward (gradients to the previous one), then a
  *                     gradient-norm all-reduce over all stages; more
  *                     --micro-batches at the same total work shrink the
- *                     fill and drain; one stage can be slow
+ *                     fill and drain; one stage can be slow; --1f1b runs
+ *                     the one-forward-one-backward schedule instead (after
+ *                     S-1-s warm-up forwards, stage s alternates a forward
+ *                     and a backward, then drains the backwards); --pp-dp N
+ *                     runs N copies of the pipeline side by side (ranks
+ *                     d*S .. d*S+S-1 are copy d's stages), each stage's
+ *                     gradients all-reduced over its N copies: no
+ *                     collective then spans every rank; --interleave V
+ *                     gives each rank V model chunks, looped (the ranks
+ *                     form a ring)
  *   --shape tpdp      tensor parallel groups of --tp ranks (all-reduce after
  *                     every layer, inside the group) times data parallel
  *                     across groups (gradient all-reduce at the end); one
@@ -126,6 +135,10 @@ struct options {
     double imbalance;     /* per-step work factor drawn from [1-S, 1+S] */
     int balance;          /* every rank does the step's mean work */
     int micro;            /* pipeline micro-batches per step */
+    int one_f_one_b;      /* pipeline: 1F1B schedule instead of GPipe */
+    int pp_dp;            /* pipeline: data-parallel replicas of the whole pipeline */
+    int slow_stage;       /* pipeline: this stage's ranks in every copy are slow */
+    int interleave;       /* pipeline: model chunks per rank (virtual stages), 1 none */
     double act_kb;        /* pipeline activations per step, split over them */
     int tp, layers;
     double tp_kb;         /* tpdp: bytes of each per-layer all-reduce */
@@ -258,6 +271,14 @@ static void usage(FILE *to)
         "pipeline and 1f1b (one stage per rank):\n"
         "  --micro-batches M     micro-batches per step, same total work (4)\n"
         "  --act-kb X            activations per step, KiB, split over them (1024)\n"
+        "  --1f1b                one-forward-one-backward schedule instead of GPipe\n"
+        "  --pp-dp N             N data-parallel copies of the pipeline, WORLD_SIZE/N stages\n"
+        "                        each; a stage's gradients (--grad-mb) all-reduced over its\n"
+        "                        copies instead of the gradient norm over every rank (1)\n"
+        "  --slow-stage S        stage S's kernels take --slow-factor times longer, in every copy\n"
+        "  --interleave V        V model chunks per rank (virtual stages), looped: the last\n"
+        "                        rank's chunk c feeds rank 0's chunk c+1; micro-batches a\n"
+        "                        multiple of the stages (1)\n"
         "tpdp:\n"
         "  --tp N                ranks per tensor-parallel group (2)\n"
         "  --layers N            layers, each with an all-reduce in its group (4)\n"
@@ -292,7 +313,8 @@ enum {
     OPT_ACT, OPT_TP, OPT_LAYERS, OPT_TP_KB, OPT_KERNELS, OPT_KERNEL_US, OPT_HOST_US, OPT_HOST_SLEEP,
     OPT_LOADER_MS, OPT_LOADER_SLOW, OPT_PREFETCH, OPT_READ_KB, OPT_ITERS, OPT_NO_MARKERS, OPT_SEED,
     OPT_DATA, OPT_RENDEZVOUS, OPT_MID_SYNC, OPT_STEP_HOST, OPT_CKPT_EVERY, OPT_CKPT_MB,
-    OPT_CKPT_RANK, OPT_BATCH_MB, OPT_PINNED, OPT_TOKEN_KB, OPT_HOT_RANK, OPT_HOT_FACTOR, OPT_HELP,
+    OPT_CKPT_RANK, OPT_BATCH_MB, OPT_PINNED, OPT_TOKEN_KB, OPT_HOT_RANK, OPT_HOT_FACTOR, OPT_1F1B, OPT_PP_DP,
+    OPT_SLOW_STAGE, OPT_INTERLEAVE, OPT_HELP,
 };
 
 static const struct option long_opts[] = {
@@ -309,6 +331,10 @@ static const struct option long_opts[] = {
     {"imbalance", required_argument, 0, OPT_IMBALANCE},
     {"balance", no_argument, 0, OPT_BALANCE},
     {"micro-batches", required_argument, 0, OPT_MICRO},
+    {"1f1b", no_argument, 0, OPT_1F1B},
+    {"pp-dp", required_argument, 0, OPT_PP_DP},
+    {"slow-stage", required_argument, 0, OPT_SLOW_STAGE},
+    {"interleave", required_argument, 0, OPT_INTERLEAVE},
     {"act-kb", required_argument, 0, OPT_ACT},
     {"tp", required_argument, 0, OPT_TP},
     {"layers", required_argument, 0, OPT_LAYERS},
@@ -391,6 +417,9 @@ static void parse_options(int argc, char **argv, struct options *o)
     o->slow_group = -1;
     o->slow_factor = 1;
     o->micro = 4;
+    o->pp_dp = 1;
+    o->slow_stage = -1;
+    o->interleave = 1;
     o->act_kb = 1024;
     o->tp = 2;
     o->layers = 4;
@@ -442,6 +471,10 @@ static void parse_options(int argc, char **argv, struct options *o)
         case OPT_IMBALANCE: o->imbalance = parse_number(n, optarg, 0, 0.95); break;
         case OPT_BALANCE: o->balance = 1; break;
         case OPT_MICRO: o->micro = (int)parse_number(n, optarg, 1, 4096); break;
+        case OPT_1F1B: o->one_f_one_b = 1; break;
+        case OPT_PP_DP: o->pp_dp = (int)parse_number(n, optarg, 1, 1024); break;
+        case OPT_SLOW_STAGE: o->slow_stage = (int)parse_number(n, optarg, 0, 1024); break;
+        case OPT_INTERLEAVE: o->interleave = (int)parse_number(n, optarg, 1, 64); break;
         case OPT_ACT: o->act_kb = parse_number(n, optarg, 1, 1 << 20); break;
         case OPT_TP: o->tp = (int)parse_number(n, optarg, 1, 1024); break;
         case OPT_LAYERS: o->layers = (int)parse_number(n, optarg, 1, 4096); break;
@@ -807,6 +840,8 @@ static double rank_scale(const struct options *o, const struct rank_env *r)
             return o->slow_rank_factor[i] > 0 ? o->slow_rank_factor[i] : o->slow_factor;
     if (o->shape == SHAPE_TPDP && o->slow_group >= 0 && r->rank / o->tp == o->slow_group)
         return o->slow_factor;
+    if (o->shape == SHAPE_PIPELINE && o->slow_stage >= 0 && r->rank % (r->world / o->pp_dp) == o->slow_stage)
+        return o->slow_factor;
     return 1.0;
 }
 
@@ -963,6 +998,12 @@ static void gpu_setup(struct gpu *g, const struct options *o, const struct rank_
         NCCL_CHECK(ncclCommSplit(g->world, r->rank / o->tp, r->rank, &g->tp, NULL));
         NCCL_CHECK(ncclCommSplit(g->world, r->rank % o->tp, r->rank, &g->dp, NULL));
     }
+    if (o->shape == SHAPE_PIPELINE && o->pp_dp > 1) {
+        if (r->world % o->pp_dp != 0 || r->world / o->pp_dp < 2)
+            die("WORLD_SIZE=%d is not --pp-dp %d copies of 2 or more stages", r->world, o->pp_dp);
+        /* a stage's copies: the ranks with the same place in their pipeline */
+        NCCL_CHECK(ncclCommSplit(g->world, r->rank % (r->world / o->pp_dp), r->rank, &g->dp, NULL));
+    }
 }
 
 static void gpu_teardown(struct gpu *g, const struct options *o)
@@ -971,6 +1012,8 @@ static void gpu_teardown(struct gpu *g, const struct options *o)
         NCCL_CHECK(ncclCommDestroy(g->tp));
         NCCL_CHECK(ncclCommDestroy(g->dp));
     }
+    if (o->shape == SHAPE_PIPELINE && o->pp_dp > 1)
+        NCCL_CHECK(ncclCommDestroy(g->dp));
     NCCL_CHECK(ncclCommDestroy(g->world));
     CUDA_CHECK(cudaFree(g->act));
     CUDA_CHECK(cudaFree(g->grad));
@@ -1035,31 +1078,155 @@ static void step_dp(const struct options *o, struct gpu *g, double scale, int st
 /* pipeline, GPipe: all forwards (receive activations from the previous
  * stage, compute, send to the next), then all backwards in reverse order
  * (gradients the other way), then the gradient norm over every stage. */
+/* 1F1B's p2p: activations from the previous stage and to the next,
+ * gradients from the next and to the previous; none past either end.  A
+ * send and a recv issued together form one NCCL group, as a 1F1B
+ * schedule must (each blocking alone, neighbours would wait on each
+ * other). */
+enum { RECV_FWD = 1, SEND_FWD = 2, RECV_BWD = 4, SEND_BWD = 8 };
+
+/* This rank's stage and the last stage of its pipeline copy. */
+static int pipe_stage(const struct options *o, const struct rank_env *r, int *last)
+{
+    int stages = r->world / o->pp_dp;
+    *last = stages - 1;
+    return r->rank % stages;
+}
+
+/* The end of a pipeline step: the gradient norm over every rank, or, with
+ * copies of the pipeline, each stage's gradients over its copies. */
+static void pipe_reduce(const struct options *o, struct gpu *g)
+{
+    if (o->pp_dp > 1)
+        allreduce(g, g->grad, g->grad_elems, g->dp);
+    else
+        allreduce(g, g->norm, NORM_ELEMS, g->world);
+}
+
+static void pipe_p2p(const struct options *o, const struct rank_env *r, struct gpu *g, int what)
+{
+    int last, s = pipe_stage(o, r, &last), me = r->rank;
+    int group = (what & (what - 1)) != 0; /* a send with a recv */
+    if (group)
+        NCCL_CHECK(ncclGroupStart());
+    if ((what & RECV_FWD) && s > 0)
+        NCCL_CHECK(ncclRecv(g->recv_buf, g->p2p_elems, ncclFloat, me - 1, g->world, g->stream));
+    if ((what & SEND_FWD) && s < last)
+        NCCL_CHECK(ncclSend(g->send_buf, g->p2p_elems, ncclFloat, me + 1, g->world, g->stream));
+    if ((what & RECV_BWD) && s < last)
+        NCCL_CHECK(ncclRecv(g->recv_buf, g->p2p_elems, ncclFloat, me + 1, g->world, g->stream));
+    if ((what & SEND_BWD) && s > 0)
+        NCCL_CHECK(ncclSend(g->send_buf, g->p2p_elems, ncclFloat, me - 1, g->world, g->stream));
+    if (group)
+        NCCL_CHECK(ncclGroupEnd());
+}
+
+/* pipeline, 1F1B: stage s runs min(S-1-s, M) warm-up forwards, then
+ * alternates one forward and one backward while forwards remain, then
+ * drains the remaining backwards; then the gradient norm over every
+ * stage. */
+static void step_pipeline_1f1b(const struct options *o, const struct rank_env *r, struct gpu *g,
+                               double scale)
+{
+    double fwd = o->work_ms * scale / 3.0 / o->micro;
+    double bwd = 2.0 * o->work_ms * scale / 3.0 / o->micro;
+    int last, stage = pipe_stage(o, r, &last), warm = last - stage;
+    if (warm > o->micro)
+        warm = o->micro;
+    int steady = o->micro - warm;
+    for (int i = 0; i < warm; i++) {
+        pipe_p2p(o, r, g, RECV_FWD);
+        launch_ms(o, g, fwd);
+        pipe_p2p(o, r, g, SEND_FWD);
+    }
+    if (steady > 0)
+        pipe_p2p(o, r, g, RECV_FWD);
+    for (int i = 0; i < steady; i++) {
+        launch_ms(o, g, fwd);
+        pipe_p2p(o, r, g, SEND_FWD | RECV_BWD);
+        launch_ms(o, g, bwd);
+        pipe_p2p(o, r, g, i == steady - 1 ? SEND_BWD : SEND_BWD | RECV_FWD);
+    }
+    for (int i = 0; i < warm; i++) {
+        pipe_p2p(o, r, g, RECV_BWD);
+        launch_ms(o, g, bwd);
+        pipe_p2p(o, r, g, SEND_BWD);
+    }
+    pipe_reduce(o, g);
+    launch_ms(o, g, OPT_MS * scale);
+}
+
+/* pipeline, interleaved (V chunks per rank): virtual stage c*S + s is
+ * rank s's chunk c.  Micro-batches go in groups of S: a group's forwards
+ * through chunk 0, then chunk 1 (the last rank feeding rank 0), ..., then
+ * the next group; then the backwards the other way (S-sized groups keep
+ * the ring from filling up: each rank holds at most one message in
+ * flight).  After each unit its output goes out together with the next
+ * unit's input coming in (one NCCL group), as interleaved schedules must,
+ * the ranks forming a ring. */
+static int loop_chunk(int u, int S, int V, int backward)
+{
+    int c = (u % (S * V)) / S;
+    return backward ? V - 1 - c : c;
+}
+
+static void pipe_loop(const struct options *o, const struct rank_env *r, struct gpu *g, double ms,
+                      int backward)
+{
+    int last, s = pipe_stage(o, r, &last), S = last + 1, V = o->interleave, U = V * o->micro;
+    int next = r->rank + (s == last ? -last : 1), prev = r->rank + (s == 0 ? last : -1);
+    if (backward) {
+        int t = next;
+        next = prev;
+        prev = t;
+    }
+    /* virtual stage of unit u; input wanted unless first, output unless last */
+    for (int u = -1; u < U; u++) {
+        if (u >= 0)
+            launch_ms(o, g, ms);
+        int vs = u < 0 ? 0 : loop_chunk(u, S, V, backward) * S + s;
+        int vsn = loop_chunk(u + 1, S, V, backward) * S + s;
+        int send = u >= 0 && (backward ? vs > 0 : vs < V * S - 1);
+        int recv = u + 1 < U && (backward ? vsn < V * S - 1 : vsn > 0);
+        if (send && recv)
+            NCCL_CHECK(ncclGroupStart());
+        if (send)
+            NCCL_CHECK(ncclSend(g->send_buf, g->p2p_elems, ncclFloat, next, g->world, g->stream));
+        if (recv)
+            NCCL_CHECK(ncclRecv(g->recv_buf, g->p2p_elems, ncclFloat, prev, g->world, g->stream));
+        if (send && recv)
+            NCCL_CHECK(ncclGroupEnd());
+    }
+}
+
 static void step_pipeline(const struct options *o, const struct rank_env *r, struct gpu *g,
                           double scale)
 {
-    int s = r->rank, last = r->world - 1;
+    if (o->interleave > 1) {
+        double units = (double)o->micro * o->interleave;
+        pipe_loop(o, r, g, o->work_ms * scale / 3.0 / units, 0);
+        pipe_loop(o, r, g, 2.0 * o->work_ms * scale / 3.0 / units, 1);
+        pipe_reduce(o, g);
+        launch_ms(o, g, OPT_MS * scale);
+        return;
+    }
+    if (o->one_f_one_b) {
+        step_pipeline_1f1b(o, r, g, scale);
+        return;
+    }
     double fwd = o->work_ms * scale / 3.0 / o->micro;
     double bwd = 2.0 * o->work_ms * scale / 3.0 / o->micro;
     for (int m = 0; m < o->micro; m++) {
-        if (s > 0)
-            NCCL_CHECK(ncclRecv(g->recv_buf, g->p2p_elems, ncclFloat, s - 1, g->world,
-                                g->stream));
+        pipe_p2p(o, r, g, RECV_FWD);
         launch_ms(o, g, fwd);
-        if (s < last)
-            NCCL_CHECK(ncclSend(g->send_buf, g->p2p_elems, ncclFloat, s + 1, g->world,
-                                g->stream));
+        pipe_p2p(o, r, g, SEND_FWD);
     }
     for (int m = o->micro - 1; m >= 0; m--) {
-        if (s < last)
-            NCCL_CHECK(ncclRecv(g->recv_buf, g->p2p_elems, ncclFloat, s + 1, g->world,
-                                g->stream));
+        pipe_p2p(o, r, g, RECV_BWD);
         launch_ms(o, g, bwd);
-        if (s > 0)
-            NCCL_CHECK(ncclSend(g->send_buf, g->p2p_elems, ncclFloat, s - 1, g->world,
-                                g->stream));
+        pipe_p2p(o, r, g, SEND_BWD);
     }
-    allreduce(g, g->norm, NORM_ELEMS, g->world);
+    pipe_reduce(o, g);
     launch_ms(o, g, OPT_MS * scale);
 }
 
@@ -1265,6 +1432,8 @@ int main(int argc, char **argv)
         die("--shape %s needs at least 2 ranks (one stage each)", shape_names[o.shape]);
     if (o.shape == SHAPE_ALLTOALL && r.world < 2)
         die("--shape alltoall needs at least 2 ranks");
+    if (o.shape == SHAPE_PIPELINE && o.interleave > 1 && o.micro % (r.world / o.pp_dp) != 0)
+        die("--interleave needs --micro-batches a multiple of the stages (%d)", r.world / o.pp_dp);
     truth_open();
     if (o.shape == SHAPE_LOADER)
         make_dataset(&o);

@@ -1146,7 +1146,10 @@ static int alloc_buffers(struct sp_reader *r)
 
 static int open_file(struct sp_reader *r, const char *path)
 {
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* Non-blocking: a FIFO named like a trace would otherwise wait for a
+     * writer for ever (dump x.sprof).  Only a regular file is read, and
+     * for one the flag changes nothing. */
+    r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (r->fd < 0)
         return SP_E_IO;
     struct stat st;

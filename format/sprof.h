@@ -537,6 +537,17 @@ struct sp_writer_opts {
     int defer_thread;       /* with background: the thread starts when
                              * sp_writer_start_thread() is called, not at creation
                              * (full slots wait in the file until then) */
+    size_t thread_stack;    /* the compressor thread's stack size; 0: the libc default (8 MiB) */
+    void (*wake)(void);     /* with background: no compressor thread at all; a slot
+                             * filled calls wake() (from the appending thread:
+                             * it must be async-signal-safe and not block), and the
+                             * caller's own thread runs sp_writer_pass() soon
+                             * after, and every flush_interval_ms */
+    int grow;               /* with wake: the file's blocks are reserved as they are
+                             * needed, by the passes, not all at creation: the header
+                             * page, 256 KiB of the arena and 32 slots at first, and
+                             * ahead of use from then on; what does not fit while a
+                             * pass catches up is counted as dropped */
 };
 
 /* Create `path` (O_EXCL, never following a symlink) and map it.  On
@@ -546,6 +557,10 @@ struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts
  * The thread shares the caller's descriptor table: call it from a thread
  * where the writer's fd is valid. */
 int sp_writer_start_thread(struct sp_writer *w);
+/* One compression pass, then opts.on_pass (opts.wake's driver thread). */
+int sp_writer_pass(struct sp_writer *w);
+/* 1 once a growing reservation (opts.grow) failed: a full disk. */
+int sp_writer_reserve_failed(const struct sp_writer *w);
 /* Fill header numbers and TLVs before events are written or later. */
 struct sp_file_header *sp_writer_header(struct sp_writer *w);
 int sp_writer_add_tlv(struct sp_writer *w, uint16_t id, const void *data, uint32_t len);

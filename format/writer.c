@@ -67,6 +67,7 @@
  * SP_DROP_WRITE.  Nothing here prints, aborts or blocks the caller.
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -118,6 +119,16 @@ struct pending_slot;
 
 struct sp_writer {
     struct sp_writer_head head; /* first: append.h reads the generation */
+    size_t mem_size;            /* the mapping this struct and its buffers live in */
+    size_t thread_stack;        /* the compressor's stack size, 0: the default */
+    void (*wake)(void);         /* opts.wake: no thread, the caller's passes */
+    /* opts.grow: the blocks reserved so far (atomic), grown by passes */
+    int grow;
+    uint32_t slots_reserved; /* slots [0, n) have their blocks */
+    uint64_t strings_reserved; /* arena bytes [0, n) have theirs */
+    int reserve_failed;      /* atomic: a reservation failed (a full disk) */
+    uint32_t reserve_gen;    /* atomic futex word: bumped when slots are added */
+    uint32_t driver_tid;     /* atomic: the thread that runs sp_writer_pass */
     int fd;
     uint8_t *map;
     size_t map_size;
@@ -234,10 +245,13 @@ static uint32_t raw_gettid(void)
     return (uint32_t)syscall(SYS_gettid);
 }
 
+/* The system call, not the vDSO: these reads are rare (a header, a
+ * close, a thread's last drops), and the vDSO reads the TSC, which the
+ * writer's user may have made trap (prctl PR_SET_TSC). */
 static uint64_t clock_ns(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(id, &ts);
+    syscall(SYS_clock_gettime, id, &ts);
     return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
@@ -299,7 +313,8 @@ static void note_touched(struct sp_writer *w, uint32_t i)
 static struct sp_slot_header *claim_slot(struct sp_writer *w, struct sp_tls_slot *ts,
                                          uint32_t tid)
 {
-    for (uint32_t i = 0; i < w->slot_count; i++) {
+    uint32_t n = w->grow ? __atomic_load_n(&w->slots_reserved, __ATOMIC_ACQUIRE) : w->slot_count;
+    for (uint32_t i = 0; i < n; i++) {
         struct sp_slot_header *s = slot_at(w, i);
         if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) != SP_SLOT_FREE ||
             !slot_cas(s, SP_SLOT_FREE, SP_SLOT_ACTIVE))
@@ -342,7 +357,9 @@ static void tls_forget_slot(struct sp_tls_slot *ts)
 static void nudge_compressor(struct sp_writer *w)
 {
     __atomic_add_fetch(&w->nudges, 1, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&w->sleeping, __ATOMIC_SEQ_CST))
+    if (w->wake) /* driven by the caller's thread (opts.wake) */
+        w->wake();
+    else if (__atomic_load_n(&w->sleeping, __ATOMIC_SEQ_CST))
         syscall(SYS_futex, &w->nudges, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
@@ -511,7 +528,14 @@ static int start_compressor(struct sp_writer *w)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&w->thread, NULL, compressor_main, w);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    if (w->thread_stack)
+        pthread_attr_setstacksize(&attr, w->thread_stack);
+    int rc = pthread_create(&w->thread, &attr, compressor_main, w);
+    if (rc != 0 && w->thread_stack) /* a size this libc refuses: its default */
+        rc = pthread_create(&w->thread, NULL, compressor_main, w);
+    pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0)
         return SP_E_NOMEM;
@@ -582,14 +606,76 @@ static int reserve_blocks(int fd, uint64_t size)
     return errno == EOPNOTSUPP || errno == ENOSYS ? 0 : -1;
 }
 
+/* Blocks for [off, off + len) of the file; 0, or -1 (a full disk). */
+static int reserve_range(int fd, uint64_t off, uint64_t len)
+{
+    if (!len || syscall(SYS_fallocate, fd, 0, (long)off, (long)len) == 0)
+        return 0;
+    return errno == EOPNOTSUPP || errno == ENOSYS ? 0 : -1;
+}
+
+/* opts.grow: what is reserved at creation, and how far ahead of use each
+ * pass keeps the reservation (the header page, then a little of the
+ * arena and a few slots; doubling as they are used). */
+#define SP_GROW_STRINGS (256u * 1024u)
+#define SP_GROW_SLOTS 32u /* 32 threads recording at once from the start drop nothing */
+
+static uint64_t slots_file_offset(const struct sp_writer *w, uint32_t i)
+{
+    return SP_HEADER_SIZE + w->strings_size + (uint64_t)i * w->slot_size;
+}
+
+/* Keeps the reservation ahead of use (the driver's thread, each pass):
+ * the arena doubled once less than half of SP_GROW_STRINGS is left, the
+ * slots doubled once fewer than SP_GROW_SLOTS / 2 are left unclaimed.  A
+ * reservation that fails leaves things as they are: appenders then
+ * count what does not fit as dropped, and never store into a page
+ * without blocks. */
+static void grow_reservation(struct sp_writer *w)
+{
+    uint64_t used = __atomic_load_n(&w->hdr->strings_used, __ATOMIC_RELAXED);
+    uint64_t have = w->strings_reserved;
+    if (used + SP_GROW_STRINGS / 2 > have && have < w->strings_size) {
+        uint64_t want = round_up(have * 2 > used + SP_GROW_STRINGS ? have * 2 : used + SP_GROW_STRINGS, SP_PAGE);
+        if (want > w->strings_size)
+            want = w->strings_size;
+        if (reserve_range(w->fd, SP_HEADER_SIZE + have, want - have) == 0)
+            __atomic_store_n(&w->strings_reserved, want, __ATOMIC_RELEASE);
+        else
+            __atomic_store_n(&w->reserve_failed, 1, __ATOMIC_RELAXED);
+    }
+    uint32_t slots = w->slots_reserved, touched = slots_touched(w);
+    if (touched + SP_GROW_SLOTS / 2 > slots && slots < w->slot_count) {
+        uint32_t want = slots * 2 > touched + SP_GROW_SLOTS ? slots * 2 : touched + SP_GROW_SLOTS;
+        if (want > w->slot_count)
+            want = w->slot_count;
+        if (reserve_range(w->fd, slots_file_offset(w, slots), (uint64_t)(want - slots) * w->slot_size) == 0)
+            __atomic_store_n(&w->slots_reserved, want, __ATOMIC_RELEASE);
+        else
+            __atomic_store_n(&w->reserve_failed, 1, __ATOMIC_RELAXED);
+    }
+    if (__atomic_load_n(&w->slots_reserved, __ATOMIC_RELAXED) != slots || w->reserve_failed) {
+        __atomic_add_fetch(&w->reserve_gen, 1, __ATOMIC_SEQ_CST); /* waiters: look again */
+        syscall(SYS_futex, &w->reserve_gen, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+    }
+}
+
 static int open_file(struct sp_writer *w, const char *path, int mode)
 {
     w->fd = raw_open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (w->fd < 0)
         return SP_E_IO;
-    if (syscall(SYS_ftruncate, w->fd, (long)w->map_size) < 0 ||
-        reserve_blocks(w->fd, w->map_size) < 0)
+    if (syscall(SYS_ftruncate, w->fd, (long)w->map_size) < 0)
         goto fail;
+    if (w->grow) {
+        w->strings_reserved = w->strings_size < SP_GROW_STRINGS ? w->strings_size : SP_GROW_STRINGS;
+        w->slots_reserved = w->slot_count < SP_GROW_SLOTS ? w->slot_count : SP_GROW_SLOTS;
+        if (reserve_range(w->fd, 0, SP_HEADER_SIZE + w->strings_reserved) < 0 ||
+            reserve_range(w->fd, slots_file_offset(w, 0), (uint64_t)w->slots_reserved * w->slot_size) < 0)
+            goto fail;
+    } else if (reserve_blocks(w->fd, w->map_size) < 0) {
+        goto fail;
+    }
     w->map = raw_mmap_shared(w->fd, w->map_size);
     if (!w->map)
         goto fail;
@@ -602,17 +688,26 @@ fail:;
     return SP_E_IO;
 }
 
+/* The writer and its buffers live in one private anonymous mapping, not
+ * in malloc'd memory: the recorder creates and closes writers on a thread
+ * of its own, and a thread's first malloc (or free: glibc sets up the
+ * thread's cache first) gives it an arena of its own, 64 MiB of address
+ * space that RLIMIT_AS counts.  (Only the logical-thread table of
+ * single-threaded tools grows with realloc.) */
+#define SP_MEM_ALIGN 64u
+
+static size_t mem_take(size_t *at, size_t len)
+{
+    size_t off = *at;
+    *at = round_up(off + len, SP_MEM_ALIGN);
+    return off;
+}
+
 static void free_writer(struct sp_writer *w)
 {
     sp_zc_free(w->cctx);
-    free(w->cbuf);
-    free(w->colbuf);
-    free(w->scratch);
-    free(w->summary);
-    free(w->pending);
-    free(w->links);
     free(w->logical);
-    free(w);
+    raw_munmap(w, w->mem_size);
 }
 
 struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts *opts, int *err)
@@ -627,11 +722,25 @@ struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts
         *err = SP_E_ARG;
         return NULL;
     }
-    struct sp_writer *w = calloc(1, sizeof *w);
-    if (!w) {
+    size_t cbuf_size = sizeof(struct sp_frame_header) + SP_SUMMARY_MAX + ZSTD_COMPRESSBOUND(o.slot_size);
+    size_t count = o.slot_count ? o.slot_count : 1;
+    size_t at = 0;
+    size_t w_off = mem_take(&at, sizeof(struct sp_writer));
+    size_t cbuf_off = mem_take(&at, cbuf_size);
+    size_t colbuf_off = mem_take(&at, o.slot_size + SP_COLUMNS_SLACK);
+    size_t scratch_off = mem_take(&at, SP_COLUMNS_SCRATCH(o.slot_size) * sizeof *((struct sp_writer *)0)->scratch);
+    size_t summary_off = mem_take(&at, sizeof *((struct sp_writer *)0)->summary);
+    size_t pending_off = mem_take(&at, count * sizeof *((struct sp_writer *)0)->pending);
+    size_t links_off = mem_take(&at, count * sizeof *((struct sp_writer *)0)->links);
+    size_t mem_size = round_up(at, SP_PAGE);
+    long mem = syscall(SYS_mmap, NULL, mem_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0L);
+    if (mem < 0 && mem > -4096) {
         *err = SP_E_NOMEM;
         return NULL;
     }
+    uint8_t *base = (uint8_t *)mem; /* zero-filled, as calloc's was */
+    struct sp_writer *w = (struct sp_writer *)(void *)(base + w_off);
+    w->mem_size = mem_size;
     w->slot_size = o.slot_size;
     w->slot_count = o.slot_count;
     w->strings_size = round_up(o.strings_size, SP_PAGE);
@@ -641,20 +750,17 @@ struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts
     w->background = opts ? opts->background : 1;
     w->flush_ms = o.flush_interval_ms;
     w->on_pass = o.on_pass;
-    w->cbuf_size = sizeof(struct sp_frame_header) + SP_SUMMARY_MAX + ZSTD_COMPRESSBOUND(w->slot_size);
-    w->cbuf = malloc(w->cbuf_size);
-    w->colbuf = malloc(w->slot_size + SP_COLUMNS_SLACK);
-    w->scratch = malloc(SP_COLUMNS_SCRATCH(w->slot_size) * sizeof *w->scratch);
-    w->summary = malloc(sizeof *w->summary);
-    w->pending = calloc(w->slot_count ? w->slot_count : 1, sizeof *w->pending);
-    w->links = calloc(w->slot_count ? w->slot_count : 1, sizeof *w->links);
+    w->thread_stack = o.thread_stack;
+    w->wake = o.wake;
+    w->grow = o.grow && o.wake;
+    w->cbuf_size = cbuf_size;
+    w->cbuf = (void *)(base + cbuf_off);
+    w->colbuf = (void *)(base + colbuf_off);
+    w->scratch = (void *)(base + scratch_off);
+    w->summary = (void *)(base + summary_off);
+    w->pending = (void *)(base + pending_off);
+    w->links = (void *)(base + links_off);
     pthread_mutex_init(&w->compress_lock, NULL);
-    if (!w->cbuf || !w->colbuf || !w->scratch || !w->summary || !w->pending ||
-        !w->links) {
-        free_writer(w);
-        *err = SP_E_NOMEM;
-        return NULL;
-    }
     if ((*err = open_file(w, path, o.mode)) < 0) {
         free_writer(w);
         return NULL;
@@ -665,7 +771,7 @@ struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts
     w->head.gen = __atomic_fetch_add(&next_generation, 1, __ATOMIC_RELAXED);
     w->owner = getpid();
     init_header(w);
-    if (w->background && !o.defer_thread && (*err = start_compressor(w)) < 0) {
+    if (w->background && !o.defer_thread && !w->wake && (*err = start_compressor(w)) < 0) {
         raw_munmap(w->map, w->map_size);
         raw_close(w->fd);
         free_writer(w);
@@ -677,9 +783,23 @@ struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts
 
 int sp_writer_start_thread(struct sp_writer *w)
 {
-    if (!w || !w->background)
+    if (!w || !w->background || w->wake)
         return SP_E_ARG;
     return w->thread_started ? 0 : start_compressor(w);
+}
+
+int sp_writer_pass(struct sp_writer *w)
+{
+    if (!w)
+        return SP_E_ARG;
+    if (w->grow) {
+        __atomic_store_n(&w->driver_tid, raw_gettid(), __ATOMIC_RELAXED);
+        grow_reservation(w);
+    }
+    int rc = compress_now(w, 0);
+    if (w->on_pass)
+        w->on_pass();
+    return rc;
 }
 
 /* ---- header, TLVs, strings ----------------------------------------------------- */
@@ -718,10 +838,25 @@ uint32_t sp_writer_intern(struct sp_writer *w, const char *s, size_t len)
     if (!w || (!s && len))
         return 0;
     uint64_t need = round_up(sizeof(uint32_t) + len + 1, SP_STRING_ALIGN);
-    uint64_t off = __atomic_fetch_add(&w->hdr->strings_used, need, __ATOMIC_RELAXED);
-    if (off + need > w->strings_size) {
-        __atomic_add_fetch(&w->hdr->strings_dropped, 1, __ATOMIC_RELAXED);
-        return 0;
+    uint64_t off;
+    if (w->grow) {
+        /* Within the blocks reserved so far, and never past them: a gap
+         * in the arena's middle would end a reader's walk of it. */
+        off = __atomic_load_n(&w->hdr->strings_used, __ATOMIC_RELAXED);
+        do {
+            if (off + need > __atomic_load_n(&w->strings_reserved, __ATOMIC_ACQUIRE)) {
+                __atomic_add_fetch(&w->hdr->strings_dropped, 1, __ATOMIC_RELAXED);
+                nudge_compressor(w);
+                return 0;
+            }
+        } while (!__atomic_compare_exchange_n(&w->hdr->strings_used, &off, off + need, 1, __ATOMIC_RELAXED,
+                                              __ATOMIC_RELAXED));
+    } else {
+        off = __atomic_fetch_add(&w->hdr->strings_used, need, __ATOMIC_RELAXED);
+        if (off + need > w->strings_size) {
+            __atomic_add_fetch(&w->hdr->strings_dropped, 1, __ATOMIC_RELAXED);
+            return 0;
+        }
     }
     uint8_t *p = w->strings + off;
     if (len)
@@ -780,6 +915,33 @@ static void retire_slot(struct sp_writer *w, struct sp_tls_slot *ts)
     tls_forget_slot(ts);
 }
 
+/* opts.grow: every reserved slot is taken (more threads recording at once
+ * than the reservation had room for).  Rather than drop this thread's
+ * events, wake the driver, whose pass reserves more, and wait for it -
+ * bounded (SP_GROW_WAIT_NS), once per claim that finds the reservation
+ * short, which doubling makes rare - then claim again.  Not when the
+ * reservation failed (a full disk) or has every slot already. */
+#define SP_GROW_WAIT_NS 5000000L
+
+static struct sp_slot_header *claim_after_growth(struct sp_writer *w, struct sp_tls_slot *ts)
+{
+    uint32_t seen = __atomic_load_n(&w->reserve_gen, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&w->reserve_failed, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&w->slots_reserved, __ATOMIC_ACQUIRE) >= w->slot_count)
+        return NULL;
+    int e = errno;
+    if (raw_gettid() == __atomic_load_n(&w->driver_tid, __ATOMIC_RELAXED)) {
+        grow_reservation(w); /* the driver itself (its CPU samples): no one to wait for */
+        errno = e;
+        return claim_slot(w, ts, raw_gettid());
+    }
+    nudge_compressor(w);
+    struct timespec ts_wait = {0, SP_GROW_WAIT_NS};
+    syscall(SYS_futex, &w->reserve_gen, FUTEX_WAIT_PRIVATE, seen, &ts_wait, NULL, 0);
+    errno = e;
+    return claim_slot(w, ts, raw_gettid());
+}
+
 int sp_writer_reserve_slow(struct sp_writer *w, uint64_t t)
 {
     if (tls.gen != w->head.gen) {
@@ -790,6 +952,8 @@ int sp_writer_reserve_slow(struct sp_writer *w, uint64_t t)
         retire_slot(w, &tls);
     }
     struct sp_slot_header *s = claim_slot(w, &tls, raw_gettid());
+    if (!s && w->grow)
+        s = claim_after_growth(w, &tls);
     if (!s) {
         count_drop(w, &tls);
         if (w->background)
@@ -1113,6 +1277,11 @@ int sp_writer_close(struct sp_writer *w)
     pthread_mutex_destroy(&w->compress_lock);
     free_writer(w);
     return rc;
+}
+
+int sp_writer_reserve_failed(const struct sp_writer *w)
+{
+    return w && __atomic_load_n(&w->reserve_failed, __ATOMIC_RELAXED);
 }
 
 int sp_writer_fd(const struct sp_writer *w)

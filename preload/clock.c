@@ -14,7 +14,7 @@
  * ticks instead would put host and GPU times of one trace on two clocks.
  *
  * The conversion is disciplined, not fixed: a background thread (the trace
- * writer's compressor, every pass) calls sp_clock_tick(), which at most
+ * service thread, after each compression pass) calls sp_clock_tick(), which at most
  * once per SP_CLOCK_PERIOD_NS reads a (tsc, CLOCK_MONOTONIC) pair (the
  * narrowest of a few bracketed reads), measures the rate over everything
  * since the first pair (the error of a rate is the pairs' error over the
@@ -46,6 +46,21 @@
  * publishes its index and address; a reader that finds its segment
  * rewritten under it (its sequence number moved) reads clock_gettime
  * instead of waiting.  No lock, no system call, no allocation.
+ *
+ * Where rdtsc traps.  A job may turn the TSC off for itself:
+ * prctl(PR_SET_TSC, PR_TSC_SIGSEGV) (record-and-replay tools, sandboxes),
+ * and the next rdtsc is a SIGSEGV.  That signal is the job's, not ours to
+ * catch, so the mode is tested instead: PR_GET_TSC at load (before the
+ * first clock read) and before the first rdtsc of a calibration (on the
+ * service thread, which inherits the mode of the thread that started
+ * it), and prctl is interposed (proc.c), so that a PR_SET_TSC to PR_TSC_SIGSEGV
+ * from any thread turns the TSC off for the whole process before the
+ * mode changes (the mode is per thread and inherited by the threads
+ * created after; one flag for all is simpler and costs only speed).  From
+ * then on sp_now() reads CLOCK_MONOTONIC with the system call: the vDSO's
+ * clock_gettime reads the TSC too where it is the kernel's clocksource,
+ * and traps the same way.  A job that changes the mode with a raw system
+ * call is not seen.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -53,6 +68,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <sys/prctl.h>
 
 #include "preload.h"
 
@@ -67,6 +83,7 @@ struct sp_clock_seg sp_clock_segs[2];
 volatile unsigned sp_clock_cur;
 volatile int sp_clock_tsc;
 struct sp_clock_seg *volatile sp_clock_seg;
+volatile int sp_clock_notsc;
 
 static struct {
     int wanted;         /* the TSC will be used once calibrated */
@@ -80,10 +97,30 @@ static struct {
 
 static uint64_t mono_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return sp_clock_gettime_ns();
 }
+
+static const char k_why_notsc[] = "monotonic (rdtsc traps: prctl PR_SET_TSC, PR_TSC_SIGSEGV), read with the system call";
+
+/* No rdtsc from now on, in any thread: a segment published concurrently
+ * is withdrawn by its publisher (publish() checks the flag after). */
+void sp_clock_tsc_off(void)
+{
+    __atomic_store_n(&sp_clock_notsc, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&ck.wanted, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&sp_clock_seg, NULL, __ATOMIC_SEQ_CST);
+    ck.why = k_why_notsc;
+}
+
+void sp_clock_check_tsc(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    int mode = 0;
+    if (syscall(SYS_prctl, PR_GET_TSC, &mode, 0L, 0L, 0L) == 0 && mode == PR_TSC_SIGSEGV)
+        sp_clock_tsc_off();
+#endif
+}
+
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -123,6 +160,11 @@ void sp_clock_init(void)
     sp_clock_tsc = 0;
     sp_clock_seg = NULL;
     ck.wanted = 0;
+    sp_clock_check_tsc(); /* this thread's mode is the one it was started with */
+    if (sp_clock_notsc) {
+        ck.why = k_why_notsc;
+        return;
+    }
 #if defined(__x86_64__) || defined(__i386__)
     if (env && !strcmp(env, "monotonic"))
         ck.why = "monotonic (SCALEPROF_CLOCK=monotonic)";
@@ -161,7 +203,9 @@ static void publish(uint64_t tsc, uint64_t ns, double rate)
     __atomic_store_n(&s->mult, (uint64_t)(rate * 4294967296.0), __ATOMIC_RELAXED);
     __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&sp_clock_cur, next, __ATOMIC_RELEASE);
-    __atomic_store_n(&sp_clock_seg, s, __ATOMIC_RELEASE);
+    __atomic_store_n(&sp_clock_seg, s, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&sp_clock_notsc, __ATOMIC_SEQ_CST))
+        __atomic_store_n(&sp_clock_seg, NULL, __ATOMIC_SEQ_CST); /* turned off meanwhile */
     __atomic_store_n(&ck.segments, ck.segments + 1, __ATOMIC_RELAXED);
 }
 
@@ -189,6 +233,8 @@ static atomic_flag g_ticking = ATOMIC_FLAG_INIT;
 
 static void tick(void)
 {
+    if (sp_clock_notsc)
+        return;
     uint64_t now = mono_ns();
     if (now - ck.last_ns < next_wait())
         return;
@@ -226,7 +272,7 @@ void sp_clock_after_fork(void)
 
 void sp_clock_tick(void)
 {
-    if (!ck.wanted || atomic_flag_test_and_set_explicit(&g_ticking, memory_order_acquire))
+    if (!__atomic_load_n(&ck.wanted, __ATOMIC_ACQUIRE) || atomic_flag_test_and_set_explicit(&g_ticking, memory_order_acquire))
         return;
     tick();
     atomic_flag_clear_explicit(&g_ticking, memory_order_release);

@@ -38,15 +38,20 @@
  *
  * Files.  DIR is made absolute once, in the first process (from its cwd
  * at load), and exported so that every child writes into the same DIR
- * wherever it runs.  DIR is created if missing (mode 0700, or 0755 when
- * the file mode grants others read) and opened without following a
- * symlink: a link put in its place is refused.  DIR/<host> is created with mkdirat and opened with
+ * wherever it runs; a DIR (or cwd and DIR) longer than SP_DIR_MAX - 1
+ * bytes is refused with a line, never cut.  DIR is walked a component at
+ * a time from its parent's fd ("the way to DIR" below): an existing
+ * symlink on the way is followed only when root's or the job's user's,
+ * the components we create are created (mode 0700, or 0755 when the file
+ * mode grants others read) and opened with O_NOFOLLOW, and DIR itself is
+ * never a symlink.  DIR/<host> (the host name made a safe file name:
+ * ".." is "_.") is created with mkdirat and opened with
  * O_NOFOLLOW|O_DIRECTORY; a symlink there, or a directory owned by someone
  * else, is refused (another user could otherwise steer our writes).  The
  * trace is created through /proc/thread-self/fd/<that directory> so the checked
  * directory is the one written into.  A name already taken (pid reuse, or
  * this very process after an exec, which keeps its pid) moves on to
- * <pid>.<n>.sprof.
+ * <pid>.<n>.sprof, with no bound on n.
  *
  * File descriptors.  None of the job's.  All the file work above - the
  * directories, the trace's creation, the header's reads of /proc, and the
@@ -92,6 +97,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -131,7 +137,8 @@ void (*sp_core_flush_hook)(int final);
 /* A process that records nothing and ends (exit or exec) sooner than this
  * after its start (load, or fork) leaves no file: see "Quiet short lives". */
 #define SP_QUIET_LIFE_NS (20ull * 1000 * 1000)
-#define SP_NAME_RETRIES 1000         /* <pid>.<n>.sprof, n < this */
+#define SP_NAME_RACES 1000           /* names taken under us, one after another, before giving up */
+#define SP_NAME_MAX_N 0x40000000u    /* <pid>.<n>.sprof, n below this */
 #define SP_DEFAULT_MODE 0600
 #define SP_DEFAULT_CPU_HZ 10
 #define SP_LINE_MAX 512
@@ -162,6 +169,7 @@ static int g_handlers_registered;
 static pid_t g_self_pid; /* this process, as of load or fork */
 static uint64_t g_life_start; /* CLOCK_MONOTONIC ns at load or fork */
 static pthread_key_t g_exit_key;
+static struct sp_writer *g_driven; /* the writer the service thread compresses */
 static int g_exit_key_ok;
 static __thread unsigned t_exit_watched __attribute__((tls_model("initial-exec")));
 
@@ -356,17 +364,28 @@ static void env_steps(const char *name, long *first, long *last)
  * environment (the exec interposers add it back when a child's
  * environment lacks it).  Called from the constructor, before the job's
  * main() and its threads. */
+static char g_dir_refused[SP_LINE_MAX]; /* why SCALEPROF_DIR is not used; said at the first event */
+
 static void make_dir_absolute(void)
 {
     if (g_cfg.dir[0] == '/')
         return;
-    char cwd[sizeof g_cfg.dir];
-    if (!getcwd(cwd, sizeof cwd))
-        return; /* an unreachable cwd: relative it stays */
+    char cwd[SP_DIR_MAX];
+    if (!getcwd(cwd, sizeof cwd)) {
+        if (errno == ERANGE || errno == ENAMETOOLONG)
+            snprintf(g_dir_refused, sizeof g_dir_refused,
+                     "cannot make SCALEPROF_DIR=%.200s absolute: the working directory is longer than %d bytes",
+                     g_cfg.dir, SP_DIR_MAX - 1);
+        return; /* an unreachable cwd (removed): relative it stays */
+    }
     const char *rel = g_cfg.dir[0] == '.' && g_cfg.dir[1] == '/' ? g_cfg.dir + 2 : g_cfg.dir;
     char abs[sizeof g_cfg.dir];
-    if (snprintf(abs, sizeof abs, "%s/%s", strcmp(cwd, "/") ? cwd : "", rel) >= (int)sizeof abs)
+    if (snprintf(abs, sizeof abs, "%s/%s", strcmp(cwd, "/") ? cwd : "", rel) >= (int)sizeof abs) {
+        snprintf(g_dir_refused, sizeof g_dir_refused,
+                 "cannot make SCALEPROF_DIR=%.200s absolute: with the working directory it is longer than %d bytes",
+                 g_cfg.dir, SP_DIR_MAX - 1);
         return;
+    }
     memcpy(g_cfg.dir, abs, sizeof abs);
     /* In place where the variable is: a shell builds its children's
      * environment from main's envp, the very array environ points to now,
@@ -398,10 +417,8 @@ static void run_identity(void)
     }
     char host[64] = "";
     gethostname(host, sizeof host - 1);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
     snprintf(g_cfg.run, sizeof g_cfg.run, "%s-%d-%lld", host[0] ? host : "host", (int)getpid(),
-             (long long)ts.tv_sec);
+             (long long)(sp_clock_read_ns(CLOCK_REALTIME) / 1000000000u));
     setenv("SCALEPROF_RUN_ID", g_cfg.run, 1);
 }
 
@@ -410,8 +427,13 @@ static void load_config(void)
     if (g_cfg_loaded)
         return;
     const char *dir = env_value("SCALEPROF_DIR");
-    snprintf(g_cfg.dir, sizeof g_cfg.dir, "%s", dir ? dir : "./scaleprof-out");
-    make_dir_absolute();
+    if (dir && strlen(dir) >= sizeof g_cfg.dir) /* never cut: refused, said at the first event */
+        snprintf(g_dir_refused, sizeof g_dir_refused, "SCALEPROF_DIR is %zu bytes long, longer than the %d a path may have",
+                 strlen(dir), SP_DIR_MAX - 1);
+    else {
+        snprintf(g_cfg.dir, sizeof g_cfg.dir, "%s", dir ? dir : "./scaleprof-out");
+        make_dir_absolute();
+    }
     g_cfg.enabled = env_switch("SCALEPROF_ENABLE", 1);
     g_cfg.mode = env_mode("SCALEPROF_MODE", SP_DEFAULT_MODE);
     env_steps("SCALEPROF_STEPS", &g_cfg.step_first, &g_cfg.step_last);
@@ -443,24 +465,6 @@ static mode_t dir_mode(void)
     return m & 0755;
 }
 
-/* mkdir -p, tolerant of components that exist already. */
-static int make_dirs(const char *path, mode_t mode)
-{
-    char buf[sizeof g_cfg.dir];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(buf, mode) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    if (mkdir(buf, mode) != 0 && errno != EEXIST)
-        return -1;
-    return 0;
-}
-
 /* The service thread's fds are numbers of its own table: they must not
  * pass through io.c's interposers, whose fd table describes the job's. */
 static int raw_openat(int dirfd, const char *path, int flags)
@@ -473,29 +477,159 @@ static void raw_close(int fd)
     syscall(SYS_close, fd);
 }
 
-/* Open DIR/<host> as a directory we own, creating it; -1 with errno. */
-static int open_host_dir(const char *host)
+/* ---- the way to DIR ----------------------------------------------------------- *
+ *
+ * DIR is walked one component at a time, each opened from its parent's
+ * fd, so that what was checked is what is used, whatever the path's
+ * length.  The components that exist are the user's (/scratch may well be
+ * a link to /lustre/...): a symlink among them is followed only when it
+ * is root's or the job's user's; one owned by another user, who could
+ * point it anywhere, is refused.  From the first component that does not
+ * exist on, every one is created by us (mkdirat, mode as DIR's) and
+ * opened with O_NOFOLLOW, and must be a directory of the job's user: a
+ * symlink raced into its place is refused.  DIR itself is never a
+ * symlink (as before).  `why` receives the line's reason on failure. */
+
+static int open_component(int at, const char *name, int follow)
+{
+    return raw_openat(at, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+}
+
+static int walk_dir(const char *path, int create, char *why, size_t why_len)
 {
     mode_t dmode = dir_mode();
-    if (make_dirs(g_cfg.dir, dmode) != 0)
+    int fd = raw_openat(AT_FDCWD, path[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int creating = 0;
+    const char *p = path;
+    while (fd >= 0) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            return fd;
+        const char *end = strchr(p, '/');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *rest = p + len;
+        while (*rest == '/')
+            rest++;
+        int last = !*rest;
+        char name[NAME_MAX + 1];
+        if (len > NAME_MAX) {
+            snprintf(why, why_len, "cannot use %.300s: a component is longer than %d bytes", path, NAME_MAX);
+            break;
+        }
+        memcpy(name, p, len);
+        name[len] = 0;
+        int next = -1;
+        struct stat st;
+        if (!creating && fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (errno != ENOENT || !create) {
+                snprintf(why, why_len, "cannot use %.300s: %s", path, strerror(errno));
+                break;
+            }
+            creating = 1;
+        }
+        if (!creating && S_ISLNK(st.st_mode)) {
+            if (last) {
+                snprintf(why, why_len, "refusing %.300s: it is a symbolic link", path);
+                break;
+            }
+            if (st.st_uid != 0 && st.st_uid != geteuid()) {
+                snprintf(why, why_len, "refusing %.300s: %.*s on the way is a symbolic link of another user (uid %u)",
+                         path, (int)(p - path + (ptrdiff_t)len), path, (unsigned)st.st_uid);
+                break;
+            }
+            next = open_component(fd, name, 1);
+        } else if (!creating && !S_ISDIR(st.st_mode)) {
+            snprintf(why, why_len, "cannot use %.300s: %.*s is not a directory", path,
+                     (int)(p - path + (ptrdiff_t)len), path);
+            break;
+        } else if (!creating) {
+            next = open_component(fd, name, 0);
+        } else {
+            if (mkdirat(fd, name, dmode) != 0 && errno != EEXIST) {
+                snprintf(why, why_len, "cannot use %.300s: %s", path, strerror(errno));
+                break;
+            }
+            next = open_component(fd, name, 0);
+            struct stat made;
+            if (next >= 0 && (fstat(next, &made) != 0 || made.st_uid != geteuid())) {
+                raw_close(next);
+                snprintf(why, why_len, "refusing %.300s: %.*s is not the job's user's", path,
+                         (int)(p - path + (ptrdiff_t)len), path);
+                break;
+            }
+        }
+        if (next < 0) {
+            if (errno == ELOOP || errno == ENOTDIR)
+                snprintf(why, why_len, "refusing %.300s: %.*s is a symbolic link or not a directory", path,
+                         (int)(p - path + (ptrdiff_t)len), path);
+            else
+                snprintf(why, why_len, "cannot use %.300s: %s", path, strerror(errno));
+            break;
+        }
+        raw_close(fd);
+        fd = next;
+        p = rest;
+    }
+    if (fd >= 0)
+        raw_close(fd);
+    return -1;
+}
+
+int sp_core_open_dir(void)
+{
+    char why[SP_LINE_MAX];
+    return g_dir_refused[0] ? -1 : walk_dir(g_cfg.dir, 0, why, sizeof why);
+}
+
+/* A host name as a file name: bytes other than letters, digits, '-',
+ * '_' and '.' become '_', and so does a leading '.' ("..", ".", ".x"
+ * would be DIR's parent, DIR itself, a hidden name).  The header keeps
+ * the name as it is. */
+static void host_file_name(const char *host, char *out, size_t len)
+{
+    size_t n = 0;
+    for (; host[n] && n + 1 < len; n++) {
+        char c = host[n];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                 c == '_' || (c == '.' && n > 0);
+        out[n] = ok ? c : '_';
+    }
+    out[n] = 0;
+    if (!n)
+        snprintf(out, len, "unknown");
+}
+
+/* Open DIR/<host> as a directory we own, creating it; -1 with `why`. */
+static int open_host_dir(const char *host, char *why, size_t why_len)
+{
+    mode_t dmode = dir_mode();
+    if (g_dir_refused[0]) {
+        snprintf(why, why_len, "%s", g_dir_refused);
         return -1;
-    int dfd = raw_openat(AT_FDCWD, g_cfg.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }
+    int dfd = walk_dir(g_cfg.dir, 1, why, why_len);
     if (dfd < 0)
         return -1;
     if (mkdirat(dfd, host, dmode) != 0 && errno != EEXIST) {
+        snprintf(why, why_len, "cannot use %.300s/%s: %s", g_cfg.dir, host, strerror(errno));
         raw_close(dfd);
         return -1;
     }
     int hfd = raw_openat(dfd, host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     int e = errno;
     raw_close(dfd);
-    errno = e;
-    if (hfd < 0)
+    if (hfd < 0) {
+        if (e == ELOOP || e == ENOTDIR)
+            snprintf(why, why_len, "refusing %.300s/%s: it is a symbolic link", g_cfg.dir, host);
+        else
+            snprintf(why, why_len, "cannot use %.300s/%s: %s", g_cfg.dir, host, strerror(e));
         return -1;
+    }
     struct stat st;
     if (fstat(hfd, &st) != 0 || st.st_uid != geteuid()) {
         raw_close(hfd);
-        errno = EPERM;
+        snprintf(why, why_len, "cannot use %.300s/%s: %s", g_cfg.dir, host, strerror(EPERM));
         return -1;
     }
     return hfd;
@@ -509,6 +643,39 @@ static void file_name(char *out, size_t len, int n)
         snprintf(out, len, "%d.%d.sprof", (int)getpid(), n);
 }
 
+static int name_taken(int hfd, unsigned n)
+{
+    char name[64];
+    file_name(name, sizeof name, (int)n);
+    return faccessat(hfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
+}
+
+/* The first free name's n.  Names are taken in order (0, 1, 2, ...: a
+ * process that execs itself, pids reused), so the taken ones are found
+ * by doubling n, then the first free one by halving the gap: 2 log2(n)
+ * probes, not n (a process that execs itself 10,000 times made 50
+ * million), and no bound: <pid>.1000.sprof follows <pid>.999.sprof.  A
+ * name deleted in the middle may be found and reused; creation with
+ * O_EXCL keeps every file whole either way. */
+static unsigned first_free_name(int hfd)
+{
+    if (!name_taken(hfd, 0))
+        return 0;
+    unsigned lo = 0, hi = 1; /* lo taken */
+    while (hi < SP_NAME_MAX_N && name_taken(hfd, hi)) {
+        lo = hi;
+        hi *= 2;
+    }
+    while (hi - lo > 1) { /* lo taken, hi free (or the bound) */
+        unsigned mid = lo + (hi - lo) / 2;
+        if (name_taken(hfd, mid))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
+
 /* Create the writer in the checked directory under the first free name. */
 static struct sp_writer *create_writer(int hfd, const char *host, char *shown, size_t shown_len, int *err)
 {
@@ -516,16 +683,16 @@ static struct sp_writer *create_writer(int hfd, const char *host, char *shown, s
     memset(&opts, 0, sizeof opts);
     opts.mode = g_cfg.mode;
     opts.background = 1;
-    opts.on_pass = sp_clock_tick; /* the clock's calibration rides on the compressor */
-    opts.defer_thread = 1;        /* started after the first call has its answer */
+    opts.on_pass = sp_clock_tick; /* the clock's calibration rides on each pass */
+    opts.wake = sp_fd_wake;       /* compressed by the service thread: no thread of its own */
+    opts.grow = 1;                /* blocks reserved as used, not 24 MiB at creation */
     char via[64], name[64], path[sizeof g_cfg.dir + 320];
     /* thread-self: this thread's descriptor table is not the process's */
     snprintf(via, sizeof via, "/proc/thread-self/fd/%d", hfd);
     int use_proc = access(via, X_OK) == 0;
-    for (int n = 0; n < SP_NAME_RETRIES; n++) {
-        file_name(name, sizeof name, n);
-        if (faccessat(hfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
-            continue;
+    unsigned n = first_free_name(hfd);
+    for (int tries = 0; tries < SP_NAME_RACES && n < SP_NAME_MAX_N; tries++, n++) {
+        file_name(name, sizeof name, (int)n);
         if (use_proc)
             snprintf(path, sizeof path, "%s/%s", via, name);
         else
@@ -603,12 +770,10 @@ static void add_env_tlv(struct sp_writer *w)
 
 static void clock_pair(uint64_t *mono, uint64_t *real, uint64_t *uncertainty)
 {
-    struct timespec ts;
     uint64_t a = sp_now();
-    clock_gettime(CLOCK_REALTIME, &ts);
+    *real = sp_clock_read_ns(CLOCK_REALTIME);
     uint64_t b = sp_now();
     *mono = a;
-    *real = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
     *uncertainty = b - a;
 }
 
@@ -853,6 +1018,7 @@ static void register_handlers_once(void)
  * our dependency). */
 __attribute__((constructor)) static void core_constructor(void)
 {
+    sp_clock_check_tsc(); /* before the first clock read: rdtsc may trap */
     register_handlers_once();
     membarrier_register();
     g_self_pid = (pid_t)syscall(SYS_getpid);
@@ -864,28 +1030,25 @@ __attribute__((constructor)) static void core_constructor(void)
         sp_recording = 0;
 }
 
-static int is_symlink(const char *path)
+/* The trace's compression runs on the service thread (fd.c): no thread
+ * of its own.  A slot filled by an appender wakes the service thread
+ * (sp_fd_wake), which calls sp_core_service_pass() then and every
+ * SP_PASS_NS.  g_driven is the writer it passes over, set and cleared
+ * on that thread only (the trace is created and closed there; a forked
+ * child forgets its parent's). */
+
+int sp_core_service_pass(void)
 {
-    struct stat st;
-    return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+    static int said;
+    if (!g_driven)
+        return 0;
+    sp_writer_pass(g_driven);
+    if (!said && sp_writer_reserve_failed(g_driven)) {
+        said = 1;
+        sp_log("the trace's file system is full: what does not fit in the trace is counted as dropped");
+    }
+    return 1;
 }
-
-/* The writer's compressor thread, started by the service thread once the
- * call that opened the trace has been let go (it does not wait for a
- * thread it does not need yet).  A trace closed in between (both run on
- * the service thread, one after the other) is left alone. */
-static struct sp_writer *g_writer_unstarted;
-
-static void start_compressor_later(void *arg)
-{
-    (void)arg;
-    struct sp_writer *w = g_writer_unstarted;
-    g_writer_unstarted = NULL;
-    if (w && w == sp_core_writer && sp_writer_start_thread(w) < 0)
-        sp_log("no compressor thread: chunks are compressed when the trace closes");
-}
-
-static struct sp_fd_job g_compressor_job = {.fn = start_compressor_later};
 
 /* Create this process's file, on the service thread (fd.c); the caller
  * owns the OPENING state and holds the guard.  Ends in READY or OFF. */
@@ -898,35 +1061,28 @@ static void open_trace_here(void *arg)
         atomic_store(&sp_core_state, SP_CORE_OFF);
         return;
     }
-    char host[256] = "unknown";
+    char host[256] = "unknown", hname[256], why[SP_LINE_MAX];
     gethostname(host, sizeof host - 1);
     host[sizeof host - 1] = 0;
-    int hfd = open_host_dir(host);
+    host_file_name(host, hname, sizeof hname);
+    int hfd = open_host_dir(hname, why, sizeof why);
     if (hfd < 0) {
-        char hpath[sizeof g_cfg.dir + 320];
-        snprintf(hpath, sizeof hpath, "%s/%s", g_cfg.dir, host);
-        if ((errno == ELOOP || errno == ENOTDIR) && is_symlink(g_cfg.dir))
-            sp_fail("refusing %s: it is a symbolic link", g_cfg.dir);
-        else if ((errno == ELOOP || errno == ENOTDIR) && is_symlink(hpath))
-            sp_fail("refusing %s: it is a symbolic link", hpath);
-        else
-            sp_fail("cannot use %s/%s: %s", g_cfg.dir, host, strerror(errno));
+        sp_fail("%s", why);
         return;
     }
     char shown[sizeof g_cfg.dir + 320];
     int err = 0;
     clock_init_once();
-    sp_core_writer = create_writer(hfd, host, shown, sizeof shown, &err);
+    sp_core_writer = create_writer(hfd, hname, shown, sizeof shown, &err);
     int e = errno;
     raw_close(hfd);
     if (!sp_core_writer) {
-        sp_fail("cannot create a trace in %s/%s: %s", g_cfg.dir, host,
+        sp_fail("cannot create a trace in %.300s/%s: %s", g_cfg.dir, hname,
                 err == SP_E_IO ? strerror(e) : sp_strerror(err));
         return;
     }
     fill_header(sp_core_writer, host);
-    g_writer_unstarted = sp_core_writer;
-    sp_fd_later(&g_compressor_job);
+    g_driven = sp_core_writer;
     sp_generation++;
     atomic_store(&sp_core_state, SP_CORE_READY);
     emit_clock();
@@ -1302,6 +1458,8 @@ static void add_clock_cal(struct sp_writer *w)
 /* The file work of a close, on the service thread that holds the fd. */
 static void close_trace_here(void *arg)
 {
+    if (g_driven == arg)
+        g_driven = NULL;
     add_clock_cal(arg);
     int r = sp_writer_close(arg);
     if (r < 0)
@@ -1352,6 +1510,11 @@ void sp_core_note_exit_status(int status)
 static int in_memory_sharing_child(void)
 {
     return g_self_pid && (pid_t)syscall(SYS_getpid) != g_self_pid;
+}
+
+int sp_core_in_memory_sharing_child(void)
+{
+    return in_memory_sharing_child();
 }
 
 void sp_core_shutdown(int status)
@@ -1458,6 +1621,7 @@ void sp_core_atfork_child(void)
         errno = e; /* the child decides for itself, lazily */
         return;
     }
+    g_driven = NULL; /* the child's service thread must not pass over the parent's writer */
     if (sp_core_writer)
         sp_writer_abandon(sp_core_writer); /* unmapped; its fd stayed in the parent's service table */
     sp_core_writer = NULL;

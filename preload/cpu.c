@@ -175,8 +175,9 @@ static void poll_control(const char *dir, struct control_seen *seen)
 {
     char buf[SP_CONTROL_MAX];
     struct stat st;
+    (void)dir;
     if (g_dir_fd < 0)
-        g_dir_fd = raw_openat(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        g_dir_fd = sp_core_open_dir(); /* walked as the trace's way is (core.c) */
     if (g_dir_fd < 0 || fstatat(g_dir_fd, "control", &st, AT_SYMLINK_NOFOLLOW) != 0 || !control_trusted(&st) ||
         !control_changed(&st, seen))
         return;

@@ -16,10 +16,13 @@
  * everything in the copy (close_range(CLOSE_RANGE_UNSHARE), which copies
  * nothing it would close).  Every descriptor the recorder opens - the
  * trace directory, the trace itself, /proc files, the control file - is
- * opened by this thread, in its table; the compressor thread of a writer
- * is created by it and shares that table, so its pwrite()s see the trace
- * fd too.  The job's threads touch the trace only through the MAP_SHARED
- * mapping, which is process-wide.  Closing our copy of a job's descriptor
+ * opened by this thread, in its table, and the trace's chunks are
+ * compressed and written by it too (no compressor thread: the writer's
+ * opts.wake calls sp_fd_wake when a slot fills, and the loop below runs a
+ * pass then and every SP_PASS_NS; sp_core_service_pass).  One thread per
+ * recorded process, with a stack of SP_SERVICE_STACK plus TLS.  The job's
+ * threads touch the trace only through the MAP_SHARED mapping, which is
+ * process-wide.  Closing our copy of a job's descriptor
  * cannot release the job's POSIX locks: those belong to the job's table.
  *
  * The job's threads hand file work to this thread with sp_fd_run(): one
@@ -47,6 +50,7 @@
 #undef _FILE_OFFSET_BITS
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <limits.h>
 #include <linux/close_range.h>
 #include <linux/futex.h>
@@ -68,6 +72,12 @@
 #define SP_BOX_WAIT_MAX_NS 2000000000ull /* a mailbox held this long is stuck: give up */
 #define SP_CLOSE_LOOP_MAX 65536          /* fallback close loop bound (no close_range) */
 #define SP_CLOCK_RETRY_NS 1000000ull     /* the clock's ticks here, at most this often */
+/* The service thread's own stack (its TLS comes on top): it creates and
+ * closes traces (a few 4 KiB path buffers), samples /proc and loads
+ * libraries (libunwind, libcupti: the loader and their constructors run
+ * here). */
+#define SP_SERVICE_STACK (512u << 10)
+#define SP_PASS_NS 20000000ull /* a compression pass at least this often while a trace is open */
 
 enum { SVC_NONE,
        SVC_STARTING,
@@ -114,6 +124,36 @@ static int private_fd_table(void)
     return 0;
 }
 
+/* ---- the recorder's thread stacks ----------------------------------------------
+ *
+ * Small and explicit: the libc default is 8 MiB of address space per
+ * thread (RLIMIT_AS counts it; ulimit -v jobs felt 16 MiB of ours).  glibc
+ * carves the thread's static TLS out of the stack size asked for, and a
+ * job's libraries may hold much of it, so their TLS segments are added on
+ * top (dl_iterate_phdr: every PT_TLS loaded, an upper bound), with room
+ * for libc's surplus. */
+#define SP_TLS_SURPLUS (64u << 10)
+#define SP_STACK_PAGE 4096u
+
+static int add_tls(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_TLS)
+            *(size_t *)data += info->dlpi_phdr[i].p_memsz + info->dlpi_phdr[i].p_align;
+    return 0;
+}
+
+size_t sp_fd_thread_stack(size_t want)
+{
+    size_t tls = 0;
+    dl_iterate_phdr(add_tls, &tls);
+    size_t n = want + tls + SP_TLS_SURPLUS;
+    if (n < (size_t)PTHREAD_STACK_MIN)
+        n = (size_t)PTHREAD_STACK_MIN;
+    return (n + SP_STACK_PAGE - 1) / SP_STACK_PAGE * SP_STACK_PAGE;
+}
+
 static uint64_t next_tick(uint64_t now, uint64_t period)
 {
     return period ? now + period : UINT64_MAX;
@@ -123,6 +163,13 @@ static void wake_service(void)
 {
     atomic_fetch_add(&g_wake, 1);
     futex_wake_all(&g_wake);
+}
+
+void sp_fd_wake(void)
+{
+    int e = errno;
+    wake_service();
+    errno = e;
 }
 
 /* Runs every posted job; 1 when there was one. */
@@ -154,7 +201,8 @@ static void *service_main(void *arg)
     uint64_t period = sp_cpu_period_ns();
     uint64_t due = next_tick(sp_now(), period);
     uint64_t clock_ticked = 0;
-    uint32_t served = 0;
+    uint64_t pass_due = UINT64_MAX;
+    uint32_t served = 0, passed = 0;
     for (;;) {
         uint32_t seen = atomic_load(&g_wake);
         uint32_t posted = atomic_load(&g_box_posted);
@@ -168,6 +216,12 @@ static void *service_main(void *arg)
         if (run_jobs())
             continue;
         uint64_t now = sp_now();
+        if (seen != passed || now >= pass_due) {
+            /* the trace's compression: woken by a filled slot, or its period */
+            passed = seen;
+            pass_due = sp_core_service_pass() ? now + SP_PASS_NS : UINT64_MAX;
+            continue;
+        }
         if (now >= due) {
             sp_cpu_tick();
             due = next_tick(due, period);
@@ -187,6 +241,8 @@ static void *service_main(void *arg)
         }
         if (due < wake)
             wake = due;
+        if (pass_due < wake)
+            wake = pass_due;
         uint64_t left = wake - now;
         struct timespec ts = {(time_t)(left / SP_NS_PER_SEC), (long)(left % SP_NS_PER_SEC)};
         futex_wait(&g_wake, seen, wake == UINT64_MAX ? NULL : &ts);
@@ -210,8 +266,16 @@ static int service_start(int wait)
             pthread_attr_t attr;
             pthread_attr_init(&attr);
             pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            pthread_attr_setstacksize(&attr, sp_fd_thread_stack(SP_SERVICE_STACK));
             pthread_t th;
             int r = pthread_create(&th, &attr, service_main, NULL);
+            if (r != 0) { /* a size this libc refuses: its default */
+                pthread_attr_setstacksize(&attr, 0);
+                pthread_attr_destroy(&attr);
+                pthread_attr_init(&attr);
+                pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+                r = pthread_create(&th, &attr, service_main, NULL);
+            }
             pthread_attr_destroy(&attr);
             pthread_sigmask(SIG_SETMASK, &old, NULL);
             if (r != 0) {

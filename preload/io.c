@@ -223,6 +223,8 @@ static uint32_t entry_path_stale(int fd, uint64_t e)
 
 static void fd_forget(int fd)
 {
+    if (SP_UNLIKELY(sp_in_vfork))
+        return; /* a vfork child's closes are not its parent's */
     if (fd_in_table(fd)) {
         atomic_store_explicit(&g_fds[fd], 0, memory_order_relaxed);
         atomic_store_explicit(&g_fd_name[fd], 0, memory_order_relaxed);
@@ -231,7 +233,7 @@ static void fd_forget(int fd)
 
 static void fd_copy(int from, int to)
 {
-    if (!fd_in_table(to))
+    if (!fd_in_table(to) || SP_UNLIKELY(sp_in_vfork))
         return;
     int known = fd_in_table(from);
     atomic_store_explicit(&g_fds[to], known ? atomic_load(&g_fds[from]) : 0, memory_order_relaxed);

@@ -25,7 +25,9 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sprof.h"
 
@@ -147,6 +149,11 @@ extern volatile int sp_clock_tsc;      /* 1 once the TSC is calibrated */
 /* &sp_clock_segs[sp_clock_cur] once the TSC is calibrated, NULL until
  * then and where clock_gettime is the clock: sp_now's one load. */
 extern struct sp_clock_seg *volatile sp_clock_seg;
+/* 1 when rdtsc may trap in this process (prctl(PR_SET_TSC,
+ * PR_TSC_SIGSEGV) by the job, or inherited): no rdtsc from then on, and
+ * the clock is read with the system call, since the vDSO's clock_gettime
+ * reads the TSC itself where the TSC is the kernel's clocksource. */
+extern volatile int sp_clock_notsc;
 
 static inline uint64_t sp_rdtsc(void)
 {
@@ -159,11 +166,20 @@ static inline uint64_t sp_rdtsc(void)
 #endif
 }
 
-static inline uint64_t sp_clock_gettime_ns(void)
+/* clock_gettime(id), through the system call when rdtsc traps. */
+static inline uint64_t sp_clock_read_ns(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if (SP_UNLIKELY(sp_clock_notsc))
+        syscall(SYS_clock_gettime, id, &ts);
+    else
+        clock_gettime(id, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t sp_clock_gettime_ns(void)
+{
+    return sp_clock_read_ns(CLOCK_MONOTONIC);
 }
 
 /* A TSC reading in ns of segment s: 1 with *ns set, 0 when the segment
@@ -208,6 +224,14 @@ static inline __attribute__((always_inline)) uint64_t sp_now(void)
  * (for the header), and the calibration's figures. */
 void sp_clock_init(void);
 void sp_clock_tick(void);
+/* Asks the kernel whether rdtsc traps for the calling thread (PR_GET_TSC)
+ * and, when it does, turns the TSC off for the process (sp_clock_notsc).
+ * At load, before the first clock read, and in sp_clock_init before the
+ * first rdtsc. */
+void sp_clock_check_tsc(void);
+/* No rdtsc from now on, in any thread (proc.c's prctl, before the job's
+ * PR_SET_TSC to PR_TSC_SIGSEGV). */
+void sp_clock_tsc_off(void);
 /* When (CLOCK_MONOTONIC ns) the clock wants sp_clock_tick() from the
  * service thread while it is first calibrated; UINT64_MAX once the
  * compressor's passes suffice, or when the TSC is not used. */
@@ -261,10 +285,14 @@ void sp_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* One line on stderr prefixed "scaleprof: ", unless SCALEPROF_QUIET=1. */
 void sp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The longest SCALEPROF_DIR used, with its NUL (PATH_MAX): a longer one,
+ * or one that cannot be made absolute within it, is refused with a line. */
+#define SP_DIR_MAX 4096
+
 /* Configuration from the environment, read once at init (a bad value:
  * one line on stderr, the default used; see core.c). */
 struct sp_config {
-    char dir[1024];       /* SCALEPROF_DIR, default ./scaleprof-out */
+    char dir[SP_DIR_MAX]; /* SCALEPROF_DIR made absolute, default ./scaleprof-out */
     int enabled;          /* SCALEPROF_ENABLE: 0 or 1 (default) */
     int mode;             /* SCALEPROF_MODE, octal, default 0600 */
     long step_first;      /* SCALEPROF_STEPS=A:B, B included; -1 when unset */
@@ -285,6 +313,17 @@ void sp_core_atfork_child(void);
 void sp_core_before_exec(void);     /* close (flush) the trace: exec replaces us */
 void sp_core_exec_failed(void);     /* exec returned: reopen a trace */
 void sp_core_shutdown(int status);  /* flush and close; idempotent */
+/* 1 in a child that shares our memory (vfork, clone(CLONE_VM)) until it
+ * execs: it must change nothing the parent would see. */
+int sp_core_in_memory_sharing_child(void);
+/* SCALEPROF_DIR opened (as core.c opens it for the trace: no symlink of
+ * another user's followed, none at all below what exists), without
+ * creating anything; an fd of the calling (service) thread's table, or -1. */
+int sp_core_open_dir(void);
+/* 1 in a vfork child (set by proc.c's vfork on the thread whose memory,
+ * TLS included, the child borrows; the parent's other threads see 0):
+ * nothing of the recorder's shared state (io.c's fd table) is changed. */
+extern __thread int sp_in_vfork __attribute__((tls_model("initial-exec")));
 
 /* Rank and world size learned late (from an NCCL communicator); the first
  * communicator of a process sets them when the environment did not. */
@@ -356,6 +395,15 @@ int sp_fd_job_run(struct sp_fd_job *job, uint64_t max_ns);
  * thread runs it after the request it is serving, if any. */
 void sp_fd_later(struct sp_fd_job *job);
 void sp_fd_start(void);
+/* A recorder thread's stack size: `want` for its own use plus room for the
+ * static TLS of every library loaded (glibc carves it out of the stack). */
+size_t sp_fd_thread_stack(size_t want);
+/* Wake the service thread for a compression pass (a slot filled): an
+ * atomic add and a futex wake, safe from any thread and signal handler. */
+void sp_fd_wake(void);
+/* core.c, on the service thread: one compression pass over the trace;
+ * 0 when there is none. */
+int sp_core_service_pass(void);
 int sp_fd_is_service_thread(void);
 void sp_fd_after_fork(void);
 

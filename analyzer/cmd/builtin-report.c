@@ -134,8 +134,7 @@ static void print_bar(const double *b, int width, int color)
 
 static const char *op_name(uint32_t op)
 {
-    const char *n = sp_enum_name(SP_EV_NCCL, "op", op);
-    return n ? n : "op";
+    return sp_text_nccl_op(op);
 }
 
 /* "rank 2", "ranks 0,1,3" */
@@ -256,6 +255,9 @@ static void text_overview(const struct sp_model *m)
                base + m->steps_total - 1, detected_by_text(m->detected_by));
     else
         printf("\n  steps: %d, %s\n", m->steps_total, detected_by_text(m->detected_by));
+    if (m->steps_set_aside > 0)
+        printf("  %d passes between steps set aside (collectives of their own, none of a step's: "
+               "evaluation?), in no step's time\n", m->steps_set_aside);
     if (m->step_hi > m->step_lo)
         printf("  analyzed: steps %d-%d (%d); %d skipped as warm-up\n", m->step_lo + base, m->step_hi - 1 + base,
                m->step_hi - m->step_lo, m->step_lo);
@@ -781,6 +783,7 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
     sp_json_open(&j, "steps", '{');
     sp_json_str(&j, "detected_by", m->detected_by);
     sp_json_int(&j, "count", m->steps_total);
+    sp_json_int(&j, "set_aside", m->steps_set_aside);
     sp_json_int(&j, "skipped", m->step_lo);
     sp_json_int(&j, "first_number", m->step_number0);
     sp_json_int(&j, "analyzed_first", m->step_lo + m->step_number0);
@@ -909,6 +912,10 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
         sp_json_null(&j, "ideal_step_ms");
     sp_json_int(&j, "pipeline_stages", m->pipeline_stages);
     sp_json_int(&j, "micro_batches", m->micro_batches);
+    if (m->pipeline_schedule)
+        sp_json_str(&j, "pipeline_schedule", m->pipeline_schedule);
+    else
+        sp_json_null(&j, "pipeline_schedule");
     json_check(&j, m);
     sp_json_close(&j, '}');
     if (kernels)

@@ -18,6 +18,7 @@
  *                     of collectives; alignment across ranks
  *   model_coll.c      collectives matched by (comm, seq): arrivals, wait,
  *                     transfer, bus bandwidth; stragglers
+ *   model_pipeline.c  pipeline stages and micro-batches from the p2p order
  *   model_classify.c  pass 2: per step, per GPU, exclusive categories,
  *                     streamed with a bounded window of open steps
  *   model_findings.c  findings with severity, evidence and first thing to try
@@ -161,7 +162,7 @@ struct sp_mark { int64_t start, end, num; };
 struct sp_tid_mark { uint32_t tid; int64_t last_t, max_t, lag; uint64_t count; };
 /* A compute kernel of a file with no step marker and no collective yet:
  * the sequence single-GPU step detection looks for a period in. */
-struct sp_kernel_rec { uint32_t name, stream; int64_t start, end; };
+struct sp_kernel_rec { uint32_t name, stream; int64_t start, end; uint64_t grid; /* threads */ };
 /* CPU samples of one process: first and last, for its busy fraction. */
 struct sp_cpu_span { int64_t t0, t1; uint64_t ns0, ns1; uint64_t busy_sum, nsamples; uint32_t ncores; };
 /* One rank a process holds: the device it drives and its rank, both from
@@ -219,6 +220,7 @@ struct sp_rank {
     size_t nmarks;
     struct sp_span *steps;  /* local time */
     int nsteps;
+    int passes_aside;       /* passes between steps (evaluation) left out of them */
     double (*cat)[SP_CAT_N]; /* ns per step and category */
     struct sp_rnode *nodes; /* replay chain over the analyzed steps, in order */
     size_t nnodes;
@@ -364,6 +366,7 @@ struct sp_model {
     int steps_total;        /* aligned steps found on every rank */
     int step_number0;       /* the user's number of step 0 (its marker's), 0 when none */
     int steps_paused;       /* steps left out: recording was paused during them */
+    int steps_set_aside;    /* passes between steps (evaluation) kept out of every step */
     int step_lo, step_hi;   /* steps in view [lo, hi) */
     double step_mean_ms, step_median_ms;
     double breakdown[SP_CAT_N]; /* fractions of step time over ranks in view */
@@ -379,6 +382,7 @@ struct sp_model {
     double replay_step_ms;  /* the replay of the job as recorded */
     struct sp_whatif_check check;
     int pipeline_stages, micro_batches; /* 0 when not pipelined */
+    const char *pipeline_schedule; /* "GPipe", "1F1B"; NULL unknown or not pipelined */
     enum sp_stage done;     /* the last pass run */
     /* Warnings, each once: a warning made again from the same message
      * format is counted into the first ("... (and 3 more like it)"); past

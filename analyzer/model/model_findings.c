@@ -671,10 +671,16 @@ static void bubble_finding(struct sp_model *m, const struct sp_replay *rp, doubl
     if (!f)
         return;
     say_gain(m, f, "removing the pipeline's bubble (many more, smaller micro-batches)");
-    say(f, "; %d stages wait %.1f%% of step time for each other in the pipeline's fill and drain%s", m->pipeline_stages,
-        100 * rp->bubble_share, rp->stage >= 0 ? " once the stages are balanced" : "");
+    say(f, "; %d stages wait %.1f%% of step time for each other in the pipeline's fill and drain", m->pipeline_stages,
+        100 * rp->bubble_share);
+    /* the balanced pipeline's wait: a slow rank's or stage's is not bubble */
+    say(f, " once every rank does its peers' median work");
+    if (rp->stage >= 0)
+        say(f, " and stage %d the other stages' median", rp->stage);
     if (m->micro_batches > 0)
-        say(f, "; %d micro-batches per step now, %d would halve the bubble", m->micro_batches, 2 * m->micro_batches);
+        say(f, "; %d micro-batches per step now%s%s%s, %d would halve the bubble", m->micro_batches,
+            m->pipeline_schedule ? " (" : "", m->pipeline_schedule ? m->pipeline_schedule : "",
+            m->pipeline_schedule ? " schedule)" : "", 2 * m->micro_batches);
 }
 
 /* A rank's share of its step time spent in `per_step` (ns per step). */
@@ -822,11 +828,94 @@ static void writes_finding(struct sp_model *m, double gain)
             r->flush_ns / NS_PER_MS);
 }
 
+/* The collective (communicator, op, size) whose transfers take most time,
+ * spanning hosts or not (spans -1: either); NULL when none moved data. */
+static const struct sp_coll_summary *costliest_transfer(const struct sp_model *m, int spans)
+{
+    const struct sp_coll_summary *best = NULL;
+    for (size_t i = 0; i < m->ncolls; i++) {
+        const struct sp_coll_summary *c = &m->colls[i];
+        if ((spans >= 0 && c->spans_hosts != spans) || c->transfer_ms <= 0)
+            continue;
+        if (!best || c->calls * c->transfer_ms > best->calls * best->transfer_ms)
+            best = c;
+    }
+    return best;
+}
+
+/* Into f->ranks: the ranks that called on communicator comm; the hosts
+ * they are on into *nhosts. */
+static void ranks_of_comm(const struct sp_model *m, uint64_t comm, struct sp_finding *f, int *nhosts)
+{
+    f->nranks = 0;
+    *nhosts = 0;
+    uint8_t *host_seen = calloc((size_t)m->nhosts + 1, 1);
+    for (int i = 0; i < m->nranks; i++) {
+        const struct sp_rank *r = &m->ranks[i];
+        for (size_t c = 0; c < r->ncalls; c++)
+            if (r->calls[c].comm == comm) {
+                f->ranks[f->nranks++] = r->rank;
+                if (host_seen && r->host >= 0 && r->host < m->nhosts && !host_seen[r->host]) {
+                    host_seen[r->host] = 1;
+                    (*nhosts)++;
+                }
+                break;
+            }
+    }
+    free(host_seen);
+    if (!f->nranks)
+        set_all_ranks(m, f);
+}
+
+/* "communicator 3f2a... (ranks 0-7 on 2 hosts): allreduce of 16.0 MiB, 4
+ * calls per step, 1.20 ms of transfer each at 12.3 GB/s bus bandwidth",
+ * and the other communicators' bandwidth beside it. */
+static void say_communicator(const struct sp_model *m, struct sp_finding *f, const struct sp_coll_summary *c)
+{
+    char bytes[32], who[128];
+    sp_text_bytes(c->bytes, bytes, sizeof bytes);
+    int nhosts = 0;
+    struct sp_finding members = {.ranks = malloc(((size_t)m->nranks + 1) * sizeof(int))};
+    if (!members.ranks)
+        return;
+    ranks_of_comm(m, c->comm, &members, &nhosts);
+    if (members.nranks == m->nranks)
+        snprintf(who, sizeof who, "all %d ranks", members.nranks);
+    else if (members.nranks <= SP_MAX_SAY_RANKS)
+        rank_list(&members, who, sizeof who);
+    else
+        snprintf(who, sizeof who, "%d ranks", members.nranks);
+    free(members.ranks);
+    int steps = m->step_hi - m->step_lo;
+    double all = 0;
+    for (size_t i = 0; i < m->ncolls; i++)
+        all += m->colls[i].calls * m->colls[i].transfer_ms;
+    say(f, "; the largest part of the transfer time (%.0f%%) is on communicator %016llx (%s on %d host%s): %s of "
+           "%s, %.1f calls per step, %.2f ms of transfer each",
+        all > 0 ? 100 * c->calls * c->transfer_ms / all : 0, (unsigned long long)c->comm, who, nhosts,
+        nhosts == 1 ? "" : "s", sp_text_nccl_op(c->op), bytes, steps > 0 ? (double)c->calls / steps : 0,
+        c->transfer_ms);
+    if (c->busbw_gbps > 0)
+        say(f, " at %.1f GB/s bus bandwidth", c->busbw_gbps);
+    /* the job's other communicators, for comparison */
+    double t = 0, moved = 0;
+    for (size_t i = 0; i < m->ncolls; i++) {
+        const struct sp_coll_summary *o = &m->colls[i];
+        if (o->comm == c->comm || o->busbw_gbps <= 0 || o->transfer_ms <= 0)
+            continue;
+        t += o->calls * o->transfer_ms;
+        moved += o->calls * o->transfer_ms * o->busbw_gbps;
+    }
+    if (t > 0 && c->busbw_gbps > 0)
+        say(f, ", against %.1f GB/s on the job's other communicators", moved / t);
+}
+
 static void communication_finding(struct sp_model *m, const struct sp_replay *rp, double gain)
 {
     struct sp_finding *f = add(m, SP_CAUSE_COMMUNICATION, gain);
     if (!f)
         return;
+    const struct sp_coll_summary *top = costliest_transfer(m, -1);
     double share = m->breakdown[SP_CAT_COLL_TRANSFER];
     double coll = share + m->breakdown[SP_CAT_COLL_WAIT] + m->breakdown[SP_CAT_OVERLAP];
     say_gain(m, f, "hiding every transfer under compute");
@@ -841,6 +930,8 @@ static void communication_finding(struct sp_model *m, const struct sp_replay *rp
         say(f, "; bus bandwidth unknown (message sizes not recorded)");
     say(f, "; %.0f%% of collective time overlapped with compute",
         coll > 0 ? 100 * m->breakdown[SP_CAT_OVERLAP] / coll : 0);
+    if (top)
+        say_communicator(m, f, top);
 }
 
 static void cross_node_finding(struct sp_model *m, const struct sp_replay *rp, double gain)
@@ -849,6 +940,7 @@ static void cross_node_finding(struct sp_model *m, const struct sp_replay *rp, d
     if (!f)
         return;
     double intra_t, intra = sp_model_busbw(m, 0, &intra_t), inter = sp_model_busbw(m, 1, NULL);
+    const struct sp_coll_summary *top = costliest_transfer(m, 1);
     say_gain(m, f, "collectives spanning hosts at the bandwidth within a host");
     if (intra_t > 0 && intra > 0)
         say(f, "; collectives spanning hosts reach %.1f GB/s bus bandwidth, %.0f%% of the %.1f GB/s within a host",
@@ -857,6 +949,8 @@ static void cross_node_finding(struct sp_model *m, const struct sp_replay *rp, d
         say(f, "; every collective spans %d hosts and reaches %.1f GB/s bus bandwidth, below the %.0f GB/s that "
                "links within a host give (NVLink)",
             m->nhosts, inter, inter / rp->cross_scale);
+    if (top)
+        say_communicator(m, f, top);
 }
 
 static void unexplained_finding(struct sp_model *m, double gain)

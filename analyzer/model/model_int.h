@@ -28,6 +28,10 @@ static inline int sp_model_classified_type(int type)
 /* Progress on stderr: at most once a second on a terminal (one line
  * rewritten with \r), at most every 5 s otherwise; done == total ends it. */
 void sp_model_progress(const struct sp_model *m, const char *what, int done, int total);
+/* The pipeline (model_pipeline.c): each rank's stage (-1 when the job is
+ * not pipelined), m->pipeline_stages and m->micro_batches, from the p2p
+ * sends and recvs matched in the analyzed steps. */
+void sp_model_find_stages(struct sp_model *m);
 /* What-if replay (model_replay.c): the gain of fixing each cause alone. */
 struct sp_replay {
     int ok;

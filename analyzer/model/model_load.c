@@ -280,7 +280,7 @@ static void on_kernel(struct file_scan *s, const struct sp_event *ev)
     struct sp_kernel_rec *k = vec_push(&s->kseq, sizeof *k);
     if (k)
         *k = (struct sp_kernel_rec){(uint32_t)ev->gpu.name, (uint32_t)ev->gpu.stream, (int64_t)ev->t,
-                                    (int64_t)(ev->t + ev->gpu.dur)};
+                                    (int64_t)(ev->t + ev->gpu.dur), ev->gpu.grid};
 }
 
 static void on_io(struct sp_file_rec *f, const struct sp_event *ev)
@@ -612,7 +612,7 @@ static void match_kernels(struct file_scan *s)
  * the rest of those types unread (their columns are never touched). */
 #define PASS1_GPU_FIELDS                                                       \
     (SP_FIELD_BIT(gpu, kind) | SP_FIELD_BIT(gpu, stream) | SP_FIELD_BIT(gpu, name) |       \
-     SP_FIELD_BIT(gpu, correlation) | SP_FIELD_BIT(gpu, device))
+     SP_FIELD_BIT(gpu, correlation) | SP_FIELD_BIT(gpu, device) | SP_FIELD_BIT(gpu, grid))
 static void ask_pass1_fields(struct sp_reader *r)
 {
     sp_reader_set_fields(r, SP_EV_CUDA, 0);
@@ -652,13 +652,14 @@ static int pass1_event(void *ctx, const struct sp_reader *r, const struct sp_eve
     return 0;
 }
 
-/* Once the kernel-name sequence is gone for good, kernels' names are no
- * longer needed: the reader leaves them unread from the next chunk on. */
+/* Once the kernel sequence is gone for good, kernels' names and thread
+ * counts are no longer needed: the reader leaves them unread from the
+ * next chunk on. */
 static void pass1_every(void *ctx, struct sp_reader *r)
 {
     struct file_scan *s = ctx;
     if (!s->names_dropped && s->f->kseq_full != 0) {
-        sp_reader_set_fields(r, SP_EV_GPU, PASS1_GPU_FIELDS & ~SP_FIELD_BIT(gpu, name));
+        sp_reader_set_fields(r, SP_EV_GPU, PASS1_GPU_FIELDS & ~(SP_FIELD_BIT(gpu, name) | SP_FIELD_BIT(gpu, grid)));
         s->names_dropped = 1;
     }
 }
@@ -1076,6 +1077,63 @@ static void group_files(struct sp_model *m)
     }
 }
 
+/* Whether a is b or one of b's ancestors (same host, ppid chain). */
+static int is_ancestor(struct sp_model *m, const struct sp_file_rec *a, const struct sp_file_rec *b)
+{
+    const struct sp_file_rec *p = b;
+    for (int hops = 0; p && hops <= MAX_PARENT_HOPS; hops++, p = parent_of(m, p))
+        if (p->pid == a->pid && !strcmp(p->host, a->host))
+            return 1;
+    return 0;
+}
+
+/* A process that works as the rank: it opened a communicator or its GPU ran work. */
+static int drives_gpu(const struct sp_file_rec *f)
+{
+    return f->comm_rank >= 0 || f->gpu_events > 0;
+}
+
+/* The wall-clock span of a file's events, ns. */
+static void real_span(const struct sp_file_rec *f, int64_t *lo, int64_t *hi)
+{
+    *lo = f->start_real + (f->first_t - f->start_mono);
+    *hi = f->start_real + (f->last_t - f->start_mono);
+}
+
+/* Two processes that drive a GPU as the same rank, at the same
+ * time, neither the other's ancestor nor the same process (an exec keeps
+ * the pid): two jobs' traces in one directory, or a launcher that gave two
+ * processes one RANK.  Their calls are analyzed as one rank's: said once
+ * per rank, with both processes. */
+static void warn_duplicate_ranks(struct sp_model *m)
+{
+    for (int i = 0; i < m->nranks; i++) {
+        const struct sp_rank *r = &m->ranks[i];
+        for (int a = 0; a < r->nfiles; a++) {
+            const struct sp_file_rec *x = r->files[a];
+            int found = 0;
+            for (int b = a + 1; !found && b < r->nfiles; b++) {
+                const struct sp_file_rec *y = r->files[b];
+                if (!drives_gpu(x) || !drives_gpu(y) || (x->pid == y->pid && !strcmp(x->host, y->host)) ||
+                    is_ancestor(m, x, y) || is_ancestor(m, y, x))
+                    continue;
+                int64_t xl, xh, yl, yh;
+                real_span(x, &xl, &xh);
+                real_span(y, &yl, &yh);
+                if (xl >= yh || yl >= xh)
+                    continue; /* one after the other: a restarted job */
+                sp_model_warn(m, "rank %d is claimed by two processes that ran at the same time, pid %d on %s and "
+                                 "pid %d on %s (two jobs' traces in one directory, or two processes given one "
+                                 "RANK): their calls are analyzed as one rank's",
+                              r->rank, (int)x->pid, x->host, (int)y->pid, y->host);
+                found = 1;
+            }
+            if (found)
+                break;
+        }
+    }
+}
+
 int sp_model_file_open(const struct sp_file_rec *f)
 {
     char host[256] = "", path[PATH_MAX], maps[64], line[PATH_MAX + 256];
@@ -1290,6 +1348,7 @@ int sp_model_load(struct sp_model *m)
     if (choose_run(m) < 0)
         return -1;
     group_files(m);
+    warn_duplicate_ranks(m);
     warn_losses(m);
     warn_unpaired_p2p(m);
     if (!m->nranks) {

@@ -10,11 +10,20 @@
  * rank spends local time (GPU busy, input, host, unexplained idle, by
  * sp_loc); waiting in NCCL kernels and moving their data are not local.
  * Replaying a node:
- *   arrival a' = max(e'_prev + gap, a'_prev + under_prev + gap)
- * the first term when the op followed the previous one on its stream
- * (recorded e_prev <= a), the second the rank's local work, which goes on
- * while an op runs (overlap).  Under and gap of consecutive nodes tile the
- * step, so local time is conserved whatever the counterfactual moves.
+ *   arrival a' = max(E' + off - (gap - gap'), a'_prev + under'_prev + gap')
+ * (primes: replayed, or under the counterfactual).  The second term is
+ * the rank's local work, which goes on while an op runs (overlap).  The
+ * first is the ends the node waited for: each op is waited for by the
+ * first later node of its rank that started at or after its recorded end
+ * (the op after it on its stream; after a communicate call whose send and
+ * recv ran concurrently on their own streams, the first op after the
+ * compute that waited for both), E' is the latest replayed end among the
+ * ops a node waited for and off its recorded distance from the latest
+ * recorded one, less the local time the counterfactual takes off the gap.
+ * An op that started while an earlier one ran did not wait for it: it
+ * arrives while that one is pending.  Under and gap of consecutive nodes
+ * tile the step, so local time is conserved whatever the counterfactual
+ * moves, and a step's end waits for every op that ended before it.
  * An instance (a collective matched by (comm, seq), a send with its recv
  * by (comm, sender, receiver, k)) completes at its last participant's
  * arrival.  A node is synchronized at the latest last arrival of its
@@ -30,7 +39,9 @@
  *                   median: work that varies, no fixed culprit
  *   pipeline_stage  one stage's GPU work scaled to the other stages' median
  *   pipeline_bubble the balanced pipeline's fill-and-drain wait removed (the
- *                   limit of many more micro-batches of the same work)
+ *                   limit of many more micro-batches of the same work):
+ *                   balanced is the slowest stage at the others' median
+ *                   and every rank at its peers' (as for imbalance)
  *   input_pipeline  waits for input removed
  *   host_overhead   the host's own time before launches, the sync that
  *                   ends the step, and the launch calls an idle GPU waited
@@ -51,10 +62,12 @@
  * The gain of each is 1 - T'/T, T the replayed mean step time.  Peers of a
  * node are the nodes of other ranks with the same key: a collective's
  * communicator class and its index among the rank's calls on it in the
- * step, a p2p op's pipeline stage and index, a step end's stage.
+ * step, a p2p op's pipeline stage, op and the rank's p2p calls before it
+ * in the step, a step end's stage.
  *
  * Cost: one replay is linear in nodes (a few per step per rank, never
- * events); the straggler search replays once per candidate rank, small
+ * events); the gates are found once per graph (a binary search per
+ * node); the straggler search replays once per candidate rank, small
  * communicator and set of ranks slow in every step.
  *
  * The replay checks itself (sp_model_replay_check): replayed unchanged it
@@ -107,6 +120,13 @@ struct graph {
     float (*gmed)[2][SP_LOC_N];
     int64_t *start; /* per rank: global start of the first analyzed step */
     int nsteps;
+    /* the ends each node waited for (gates): per flat node, the later node
+     * of its rank that started first after its recorded end (-1: none);
+     * how many nodes name it so; and its recorded arrival minus the latest
+     * recorded end among them */
+    int32_t *waiter;
+    uint32_t *gate_n;
+    int64_t *gate_off;
 };
 
 /* ---- a counterfactual ---- */
@@ -286,14 +306,20 @@ static uint64_t node_key(const struct sp_model *m, const struct sp_rank *r, cons
         return mix(0xe4d, (uint64_t)(r->stage + 1));
     const struct sp_coll_call *c = &r->calls[n->call];
     if (sp_op_is_p2p(c->op)) {
-        /* in a pipeline, the stage and its ops in order; elsewhere (an
+        /* in a pipeline, the stage and its first op; elsewhere (an
          * all-to-all, a ring) the ops with each peer's distance from the
-         * rank, in any order: every rank of an all-to-all has the same */
+         * rank, in any order: every rank of an all-to-all has the same;
+         * then how many p2p calls the rank made before it in the step.
+         * Calls, not nodes: a send and a recv of one communicate call are
+         * one node on a rank where they ended together (it arrived last in
+         * both pairs) and two on its peer, and counting nodes would put
+         * every later op of the step out of step with its peers'. */
         uint64_t h = mix(0x929, (uint64_t)(r->stage + 1)), set = 0;
         for (uint32_t i = 0; i < n->ncalls; i++) {
             const struct sp_coll_call *x = &r->calls[n->call + i];
             if (r->stage >= 0) {
-                h = mix(h, x->op);
+                if (!i)
+                    h = mix(h, x->op);
                 continue;
             }
             int64_t d = x->peer;
@@ -301,7 +327,9 @@ static uint64_t node_key(const struct sp_model *m, const struct sp_rank *r, cons
                 d = ((int64_t)x->peer - x->crank + x->nranks) % x->nranks;
             set += mix(x->op, (uint64_t)d);
         }
-        return mix(mix(h, set), (*p2p_idx)++);
+        uint64_t k = mix(mix(h, set), *p2p_idx);
+        *p2p_idx += n->ncalls;
+        return k;
     }
     int i = 0;
     while (i < *ncc && cc[i].comm != c->comm)
@@ -481,90 +509,76 @@ static int build_instances(struct graph *g)
     return 0;
 }
 
-/* The pipeline, if any: ranks that exchange sends and recvs form chains;
- * a chain's stage 0 is the end whose first p2p op is a send (the forward
- * pass starts there).  Stages are distances along the chain. */
-static void find_stages(struct graph *g)
+/* Which node waited for each node's end.  In the recording a node that
+ * started after an op of its rank had ended may have waited for it (the
+ * op before it on its stream, or the compute stream's wait for every op of
+ * a communicate call); one that started while the op ran did not.  Each
+ * node is waited for by the first later node that started at or after its
+ * end: the node-to-node order is kept, and ops that ran concurrently (a
+ * send and a recv of one call on their own streams) are not ordered.
+ * Arrivals come in time order within a rank (calls are sorted by start),
+ * so a binary search over the prefix maximum of arrivals finds it. */
+static int build_gates(struct graph *g)
 {
-    struct sp_model *m = g->m;
-    int n = m->nranks;
-    int *nb = malloc(sizeof *nb * (size_t)(2 * n + 1)); /* up to two neighbours each */
-    int *deg = calloc((size_t)n + 1, sizeof *deg);
-    for (int i = 0; i < n; i++)
-        m->ranks[i].stage = -1;
-    if (!nb || !deg) {
-        free(nb);
-        free(deg);
-        return;
+    g->waiter = malloc((g->total + 1) * sizeof *g->waiter);
+    g->gate_n = calloc(g->total + 1, sizeof *g->gate_n);
+    g->gate_off = malloc((g->total + 1) * sizeof *g->gate_off);
+    int64_t *pm = malloc((g->total + 1) * sizeof *pm);
+    if (!g->waiter || !g->gate_n || !g->gate_off || !pm) {
+        free(pm);
+        return -1;
     }
-    int chain = 1;
-    for (size_t t = 0; t < g->ninsts && chain; t++) {
-        const struct inst *in = &g->insts[t];
-        if (!in->p2p || in->n != 2 || !in->pair)
-            continue; /* a send and its recv, on two ranks */
-        int a = g->parts[in->first].r, b = g->parts[in->first + 1].r;
-        if (a == b)
-            continue;
-        int known = 0;
-        for (int d = 0; d < deg[a]; d++)
-            known |= nb[2 * a + d] == b;
-        if (known)
-            continue;
-        if (deg[a] == 2 || deg[b] == 2) {
-            chain = 0; /* not a chain (a ring, all-to-all by p2p): no stages */
-            break;
-        }
-        nb[2 * a + deg[a]++] = b;
-        nb[2 * b + deg[b]++] = a;
-    }
-    int stages = 0;
-    for (int i = 0; chain && i < n; i++) {
-        if (deg[i] != 1 || m->ranks[i].stage >= 0)
-            continue;
-        /* an end: is its first p2p op a send? */
-        const struct sp_rank *r = &m->ranks[i];
-        int first_send = 0;
-        for (size_t j = 0; j < r->nnodes; j++)
-            if (r->nodes[j].ncalls && sp_op_is_p2p(r->calls[r->nodes[j].call].op)) {
-                first_send = r->calls[r->nodes[j].call].op == SP_NCCL_SEND;
-                break;
+    /* a rank's part of pm is read only while its waiters are found; it
+     * then holds the latest end each of its nodes waited for */
+    int64_t *latest = pm;
+    for (int r = 0; r < g->m->nranks; r++) {
+        const struct sp_rank *rk = &g->m->ranks[r];
+        size_t base = g->node_base[r], n = rk->nnodes;
+        for (size_t j = 0; j < n; j++)
+            pm[base + j] = j && pm[base + j - 1] > rk->nodes[j].a ? pm[base + j - 1] : rk->nodes[j].a;
+        for (size_t j = 0; j < n; j++) {
+            int64_t e = rk->nodes[j].e;
+            size_t lo = j + 1, hi = n; /* the first k > j with pm[k] >= e */
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (pm[base + mid] >= e)
+                    hi = mid;
+                else
+                    lo = mid + 1;
             }
-        if (!first_send)
-            continue;
-        int prev = -1, cur = i, s = 0;
-        while (cur >= 0 && m->ranks[cur].stage < 0) {
-            m->ranks[cur].stage = s++;
-            int next = -1;
-            for (int d = 0; d < deg[cur]; d++)
-                if (nb[2 * cur + d] != prev)
-                    next = nb[2 * cur + d];
-            prev = cur;
-            cur = next;
+            g->waiter[base + j] = lo < n && rk->nodes[lo].a >= e ? (int32_t)(base + lo) : -1;
         }
-        if (s > stages)
-            stages = s;
+        for (size_t j = 0; j < n; j++)
+            latest[base + j] = INT64_MIN;
+        for (size_t j = 0; j < n; j++) {
+            int32_t w = g->waiter[base + j];
+            if (w < 0)
+                continue;
+            g->gate_n[w]++;
+            /* the time between two steps (a pause of the recording) is no
+             * step's: a gate into the next step counts from its start */
+            int64_t e = rk->nodes[j].e;
+            const struct sp_rnode *wn = &rk->nodes[(size_t)w - base];
+            size_t ws = (size_t)g->m->step_lo + wn->step;
+            if (wn->step != rk->nodes[j].step && ws < (size_t)rk->nsteps) {
+                int64_t from = sp_model_global(g->m, rk, rk->steps[ws].start);
+                e = from > e ? from : e;
+            }
+            if (e > latest[w])
+                latest[w] = e;
+        }
+        for (size_t j = 0; j < n; j++)
+            g->gate_off[base + j] = g->gate_n[base + j] ? rk->nodes[j].a - latest[base + j] : 0;
     }
-    m->pipeline_stages = stages > 1 ? stages : 0;
-    if (!m->pipeline_stages)
-        for (int i = 0; i < n; i++)
-            m->ranks[i].stage = -1;
-    /* micro-batches: sends of a stage-0 rank in the first analyzed step */
-    m->micro_batches = 0;
-    for (int i = 0; m->pipeline_stages && i < n; i++) {
-        const struct sp_rank *r = &m->ranks[i];
-        if (r->stage != 0)
-            continue;
-        for (size_t j = 0; j < r->nnodes && r->nodes[j].step == 0; j++)
-            for (uint32_t c = 0; c < r->nodes[j].ncalls; c++)
-                m->micro_batches += r->calls[r->nodes[j].call + c].op == SP_NCCL_SEND;
-        break;
-    }
-    free(nb);
-    free(deg);
+    free(pm);
+    return 0;
 }
 
 static void graph_free(struct graph *g)
 {
+    free(g->waiter);
+    free(g->gate_n);
+    free(g->gate_off);
     free(g->peer_rank);
     free(g->gid);
     free(g->gmed);
@@ -671,18 +685,19 @@ static int graph_build(struct sp_model *m, struct graph *g)
         if (r->nnodes && r->nsteps > m->step_lo)
             g->start[i] = sp_model_global(m, r, r->steps[m->step_lo].start);
     }
-    if (build_instances(g) < 0)
+    if (build_instances(g) < 0 || build_gates(g) < 0)
         return -1;
-    find_stages(g);
+    sp_model_find_stages(m);
     return build_peers(g);
 }
 
 /* ---- one replay ---- */
 
+static const struct cf recorded;
+
 struct rstate {
-    int64_t a, e;
-    double under;
-    int gated_from;
+    int64_t a;    /* the replayed arrival of the rank's last node */
+    double under; /* its local time while it ran */
 };
 
 /* Local time of one window of a node under the counterfactual. */
@@ -727,29 +742,60 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
 struct replay {
     const struct graph *g;
     const struct cf *cf;
-    size_t *cur;        /* per rank: next node */
-    struct rstate *st;  /* per rank: the last node replayed */
-    int64_t *arr, *end; /* per flat node */
-    int64_t *sync;      /* per flat node: latest replayed last arrival of its instances */
-    int32_t *need;      /* per instance: participants still to arrive */
-    int64_t *last;      /* per instance: replayed last arrival */
-    uint16_t *pending;  /* per flat node: instances not yet complete */
+    size_t *cur;         /* per rank: next node to arrive */
+    size_t *lo;          /* per rank: no node before it still pending */
+    struct rstate *st;   /* per rank: the last node that arrived */
+    int64_t *arr, *end;  /* per flat node */
+    int64_t *sync;       /* per flat node: latest replayed last arrival of its instances */
+    int32_t *need;       /* per instance: participants still to arrive */
+    int64_t *last;       /* per instance: replayed last arrival */
+    uint16_t *pending;   /* per flat node: instances not yet complete */
+    uint8_t *done;       /* per flat node: its end is final */
+    uint32_t *gate_left; /* per flat node: ends it waits for, still to come */
+    int64_t *gate_max;   /* per flat node: the latest replayed end among them */
     size_t *queue;
     size_t nq;
     float *vals; /* scratch for the peers' medians */
-    double wait; /* replayed ns waiting in NCCL kernels */
     /* the critical path, when asked: per flat node, the transfer on the
      * longest path to its arrival and to its end, and whether its end came
      * from moving data after its synchronization point; per instance, the
-     * node that arrived last */
+     * node that arrived last; per flat node, the node whose end set its
+     * gate */
     double *cp_arr, *cp_end;
     uint8_t *cp_moved;
-    uint32_t *who;
+    uint32_t *who, *gate_who;
 };
 
-static void finish_node(struct replay *rp, int r);
+/* Node flat of rank r has its final end: the critical path's transfer,
+ * and the node that waited for it is one end nearer to arriving.  1 when
+ * that node is rank r's next and waits for nothing more. */
+static int node_done(struct replay *rp, int r, uint32_t flat)
+{
+    const struct graph *g = rp->g;
+    rp->done[flat] = 1;
+    if (rp->cp_end && rp->cp_moved[flat]) {
+        /* the path's transfer: what of it the rank's own work under the
+         * op leaves exposed (collective_transfer, not overlap) */
+        double from = (double)rp->arr[flat] + local_time(g, rp->cf, r, flat, 1, rp->vals);
+        double sync = (double)rp->sync[flat];
+        double exposed = (double)rp->end[flat] - (from > sync ? from : sync);
+        rp->cp_end[flat] += exposed > 0 ? exposed : 0;
+    }
+    int32_t w = g->waiter[flat];
+    if (w < 0)
+        return 0;
+    if (rp->end[flat] > rp->gate_max[w]) {
+        rp->gate_max[w] = rp->end[flat];
+        if (rp->gate_who)
+            rp->gate_who[w] = flat;
+    }
+    return --rp->gate_left[w] == 0 && g->node_base[r] + rp->cur[r] == (size_t)w;
+}
 
-/* Replays rank r's nodes up to the next one that waits for peers. */
+/* Replays rank r's nodes up to the next one that waits for the end of an
+ * op still pending.  Ops that started while an earlier op ran arrive
+ * without waiting for it; the rank's local time runs from arrival to
+ * arrival, so it is conserved whatever the counterfactual moves. */
 static void advance(struct replay *rp, int r)
 {
     const struct graph *g = rp->g;
@@ -758,41 +804,51 @@ static void advance(struct replay *rp, int r)
         size_t j = rp->cur[r];
         const struct sp_rnode *nd = &rk->nodes[j];
         uint32_t flat = (uint32_t)(g->node_base[r] + j);
+        if (rp->gate_left[flat])
+            return;
         struct rstate *s = &rp->st[r];
         double gap = local_time(g, rp->cf, r, flat, 0, rp->vals);
-        double by_local = (double)s->a + s->under + gap;
-        double by_stream = s->gated_from ? (double)s->e + gap : by_local;
-        int64_t a = (int64_t)llround(by_stream > by_local ? by_stream : by_local);
+        double by_local = (double)s->a + s->under + gap, by_gate = by_local;
+        if (g->gate_n[flat]) {
+            /* its recorded distance from the latest end it waited for,
+             * less the local time the counterfactual takes off its gap */
+            double off = (double)g->gate_off[flat] + gap - local_time(g, &recorded, r, flat, 0, rp->vals);
+            by_gate = (double)rp->gate_max[flat] + (off > 0 ? off : 0);
+        }
+        int64_t a = (int64_t)llround(by_gate > by_local ? by_gate : by_local);
         rp->arr[flat] = a;
-        if (rp->cp_arr) /* a rank's first node starts the path */
-            rp->cp_arr[flat] = j ? (by_stream > by_local ? rp->cp_end[flat - 1] : rp->cp_arr[flat - 1]) : 0;
-        if (nd->ncalls) {
-            for (uint32_t c = 0; c < nd->ncalls; c++) {
-                int32_t in = rk->calls[nd->call + c].inst;
-                if (in < 0 || (size_t)in >= g->ninsts)
-                    continue;
-                if (rp->need[in] <= 0) {
-                    /* completed without this rank (forced): it leaves when it
-                     * would have, had it been last */
-                    int64_t e = (a > rp->last[in] ? a : rp->last[in]) + (nd->e - nd->a);
-                    if (e > rp->end[flat]) {
-                        rp->end[flat] = e;
-                        if (rp->cp_end) { /* no transfer of its own counted */
-                            rp->cp_end[flat] = rp->cp_arr[flat];
-                            rp->cp_moved[flat] = 0;
-                        }
+        if (rp->cp_arr && by_gate > by_local)
+            rp->cp_arr[flat] = rp->cp_end[rp->gate_who[flat]];
+        else if (rp->cp_arr) /* a rank's first node starts the path */
+            rp->cp_arr[flat] = j ? rp->cp_arr[flat - 1] : 0;
+        s->a = a;
+        s->under = nd->ncalls ? local_time(g, rp->cf, r, flat, 1, rp->vals) : 0;
+        rp->cur[r] = j + 1;
+        for (uint32_t c = 0; c < nd->ncalls; c++) {
+            int32_t in = rk->calls[nd->call + c].inst;
+            if (in < 0 || (size_t)in >= g->ninsts)
+                continue;
+            if (rp->need[in] <= 0) {
+                /* completed without this rank (forced): it leaves when it
+                 * would have, had it been last */
+                int64_t e = (a > rp->last[in] ? a : rp->last[in]) + (nd->e - nd->a);
+                if (e > rp->end[flat]) {
+                    rp->end[flat] = e;
+                    if (rp->cp_end) { /* no transfer of its own counted */
+                        rp->cp_end[flat] = rp->cp_arr[flat];
+                        rp->cp_moved[flat] = 0;
                     }
-                    rp->pending[flat]--;
-                    continue;
                 }
-                if (a > rp->last[in]) {
-                    rp->last[in] = a;
-                    if (rp->who)
-                        rp->who[in] = flat;
-                }
-                if (--rp->need[in] == 0)
-                    rp->queue[rp->nq++] = (size_t)in;
+                rp->pending[flat]--;
+                continue;
             }
+            if (a > rp->last[in]) {
+                rp->last[in] = a;
+                if (rp->who)
+                    rp->who[in] = flat;
+            }
+            if (--rp->need[in] == 0)
+                rp->queue[rp->nq++] = (size_t)in;
         }
         if (!nd->ncalls || !rp->pending[flat]) {
             if (rp->end[flat] == INT64_MIN) {
@@ -800,43 +856,15 @@ static void advance(struct replay *rp, int r)
                 if (rp->cp_end)
                     rp->cp_end[flat] = rp->cp_arr[flat];
             }
-            finish_node(rp, r);
-            continue;
+            node_done(rp, r, flat); /* the loop goes on to its waiter */
         }
-        return;
     }
-}
-
-/* Rank r's current node is done (arr and end set): it becomes the
- * previous node, and the rank goes on. */
-static void finish_node(struct replay *rp, int r)
-{
-    const struct graph *g = rp->g;
-    const struct sp_rank *rk = &g->m->ranks[r];
-    size_t j = rp->cur[r];
-    const struct sp_rnode *nd = &rk->nodes[j];
-    uint32_t flat = (uint32_t)(g->node_base[r] + j);
-    struct rstate *s = &rp->st[r];
-    s->a = rp->arr[flat];
-    s->e = rp->end[flat];
-    s->under = nd->ncalls ? local_time(g, rp->cf, r, flat, 1, rp->vals) : 0;
-    if (rp->cp_end && rp->cp_moved[flat]) {
-        /* the path's transfer: what of it the rank's own work under the
-         * op leaves exposed (collective_transfer, not overlap) */
-        double from = (double)s->a + s->under, sync = (double)rp->sync[flat];
-        double exposed = (double)s->e - (from > sync ? from : sync);
-        rp->cp_end[flat] += exposed > 0 ? exposed : 0;
-    }
-    /* the next op follows this one on its stream when it did so recorded */
-    s->gated_from = j + 1 < rk->nnodes && nd->e <= rk->nodes[j + 1].a;
-    rp->cur[r] = j + 1;
 }
 
 /* An instance's last participant arrived: each participant's node is
  * synchronized no earlier than that, and ends its own transfer (its
  * recorded end - its recorded synchronization point) after the latest of
- * its instances.  The node waited from its arrival to that latest one,
- * counted once when its last instance completes. */
+ * its instances. */
 static void complete(struct replay *rp, size_t in_idx)
 {
     const struct graph *g = rp->g;
@@ -857,28 +885,28 @@ static void complete(struct replay *rp, size_t in_idx)
         }
         if (rp->last[in_idx] > rp->sync[flat])
             rp->sync[flat] = rp->last[in_idx];
-        if (rp->pending[flat] && --rp->pending[flat] == 0) {
-            rp->wait += (double)(rp->sync[flat] - rp->arr[flat]);
-            if (rp->cur[pt->r] == (size_t)pt->node) {
-                finish_node(rp, pt->r);
-                advance(rp, pt->r);
-            }
-        }
+        if (rp->pending[flat] && --rp->pending[flat] == 0 && node_done(rp, pt->r, flat))
+            advance(rp, pt->r);
     }
 }
 
 /* A rank waits on an instance some participant never reaches (steps cut
- * differently, ops in a different order on two ranks): the waiting
- * instance recorded first is completed with the arrivals it has. */
+ * differently, ops in a different order on two ranks): of the instances
+ * the ranks' oldest pending nodes wait on, the one recorded first is
+ * completed with the arrivals it has.  (Each rank's oldest only, so that
+ * a force costs the ranks, not the nodes pending.) */
 static int force_one(struct replay *rp)
 {
     const struct graph *g = rp->g;
     size_t best = SIZE_MAX;
     for (int r = 0; r < g->m->nranks; r++) {
         const struct sp_rank *rk = &g->m->ranks[r];
-        if (rp->cur[r] >= rk->nnodes)
+        size_t base = g->node_base[r];
+        while (rp->lo[r] < rp->cur[r] && rp->done[base + rp->lo[r]])
+            rp->lo[r]++;
+        if (rp->lo[r] == rp->cur[r])
             continue;
-        const struct sp_rnode *nd = &rk->nodes[rp->cur[r]];
+        const struct sp_rnode *nd = &rk->nodes[rp->lo[r]];
         for (uint32_t c = 0; c < nd->ncalls; c++) {
             int32_t in = rk->calls[nd->call + c].inst;
             if (in >= 0 && (size_t)in < g->ninsts && rp->need[in] > 0 &&
@@ -893,6 +921,28 @@ static int force_one(struct replay *rp)
     return 1;
 }
 
+/* Time rank r spent waiting for peers: the union of its nodes' waits
+ * (arrival to synchronization point), which overlap when its ops ran
+ * concurrently.  Arrivals come in order. */
+static double rank_wait(const struct replay *rp, int r)
+{
+    const struct graph *g = rp->g;
+    double wait = 0;
+    int64_t cover = INT64_MIN;
+    for (size_t j = 0; j < g->m->ranks[r].nnodes; j++) {
+        size_t flat = g->node_base[r] + j;
+        int64_t a = rp->arr[flat], s = rp->sync[flat];
+        if (a == INT64_MIN || s == INT64_MIN || s <= a)
+            continue;
+        int64_t from = a > cover ? a : cover;
+        if (s > from)
+            wait += (double)(s - from);
+        if (s > cover)
+            cover = s;
+    }
+    return wait;
+}
+
 /* The replay; fn (when not NULL) is given every node it placed: rank
  * index, node index, replayed arrival and end. */
 static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct result *res, sp_replay_node_fn fn,
@@ -901,11 +951,15 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
     struct sp_model *m = g->m;
     struct replay rp = {.g = g, .cf = cf};
     rp.cur = calloc((size_t)m->nranks + 1, sizeof *rp.cur);
+    rp.lo = calloc((size_t)m->nranks + 1, sizeof *rp.lo);
     rp.st = calloc((size_t)m->nranks + 1, sizeof *rp.st);
     rp.arr = malloc((g->total + 1) * sizeof *rp.arr);
     rp.end = malloc((g->total + 1) * sizeof *rp.end);
     rp.sync = malloc((g->total + 1) * sizeof *rp.sync);
     rp.pending = calloc(g->total + 1, sizeof *rp.pending);
+    rp.done = calloc(g->total + 1, 1);
+    rp.gate_left = malloc((g->total + 1) * sizeof *rp.gate_left);
+    rp.gate_max = malloc((g->total + 1) * sizeof *rp.gate_max);
     rp.need = malloc((g->ninsts + 1) * sizeof *rp.need);
     rp.last = malloc((g->ninsts + 1) * sizeof *rp.last);
     rp.queue = malloc((g->ninsts + 1) * sizeof *rp.queue);
@@ -915,14 +969,18 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
         rp.cp_end = malloc((g->total + 1) * sizeof *rp.cp_end);
         rp.cp_moved = calloc(g->total + 1, 1);
         rp.who = malloc((g->ninsts + 1) * sizeof *rp.who);
+        rp.gate_who = malloc((g->total + 1) * sizeof *rp.gate_who);
     }
     int rc = -1;
-    if (critical && (!rp.cp_arr || !rp.cp_end || !rp.cp_moved || !rp.who))
+    if (critical && (!rp.cp_arr || !rp.cp_end || !rp.cp_moved || !rp.who || !rp.gate_who))
         goto out;
-    if (!rp.cur || !rp.st || !rp.arr || !rp.end || !rp.sync || !rp.pending || !rp.need || !rp.last || !rp.queue || !rp.vals)
+    if (!rp.cur || !rp.lo || !rp.st || !rp.arr || !rp.end || !rp.sync || !rp.pending || !rp.done ||
+        !rp.gate_left || !rp.gate_max || !rp.need || !rp.last || !rp.queue || !rp.vals)
         goto out;
-    for (size_t f = 0; f < g->total; f++)
-        rp.arr[f] = rp.end[f] = rp.sync[f] = INT64_MIN;
+    for (size_t f = 0; f < g->total; f++) {
+        rp.arr[f] = rp.end[f] = rp.sync[f] = rp.gate_max[f] = INT64_MIN;
+        rp.gate_left[f] = g->gate_n[f];
+    }
     for (size_t t = 0; t < g->ninsts; t++) {
         rp.need[t] = g->insts[t].n;
         rp.last[t] = INT64_MIN;
@@ -932,7 +990,7 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
         }
     }
     for (int r = 0; r < m->nranks; r++) {
-        rp.st[r] = (struct rstate){g->start[r], g->start[r], 0, 1};
+        rp.st[r] = (struct rstate){g->start[r], 0};
         advance(&rp, r);
     }
     for (;;) {
@@ -941,22 +999,22 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
         if (!force_one(&rp))
             break;
     }
-    double sum = 0, total = 0, path = 0;
+    double sum = 0, wait = 0, path = 0;
     int n = 0;
     for (int r = 0; r < m->nranks; r++) {
         const struct sp_rank *rk = &m->ranks[r];
-        if (!rk->nnodes || rp.cur[r] < rk->nnodes)
+        size_t lastf = g->node_base[r] + rk->nnodes - 1;
+        if (!rk->nnodes || rp.cur[r] < rk->nnodes || !rp.done[lastf])
             continue; /* a rank stuck for good is left out */
-        int64_t end = rp.st[r].e;
-        sum += (double)(end - g->start[r]);
+        sum += (double)(rp.end[lastf] - g->start[r]);
+        wait += rank_wait(&rp, r);
         if (rp.cp_end)
-            path += rp.cp_end[g->node_base[r] + rk->nnodes - 1];
+            path += rp.cp_end[lastf];
         n++;
     }
-    total = sum;
     res->step_ms = n ? sum / n / g->nsteps / NS_PER_MS : 0;
     res->path_transfer_ms = n ? path / n / g->nsteps / NS_PER_MS : 0;
-    res->wait_share = total > 0 ? rp.wait / total : 0;
+    res->wait_share = sum > 0 ? wait / sum : 0;
     rc = n ? 0 : -1;
     for (int r = 0; fn && r < m->nranks; r++)
         for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
@@ -966,11 +1024,15 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
         }
 out:
     free(rp.cur);
+    free(rp.lo);
     free(rp.st);
     free(rp.arr);
     free(rp.end);
     free(rp.sync);
     free(rp.pending);
+    free(rp.done);
+    free(rp.gate_left);
+    free(rp.gate_max);
     free(rp.need);
     free(rp.last);
     free(rp.queue);
@@ -979,6 +1041,7 @@ out:
     free(rp.cp_end);
     free(rp.cp_moved);
     free(rp.who);
+    free(rp.gate_who);
     return rc;
 }
 
@@ -1304,9 +1367,12 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     }
 
     /* pipeline: the slowest stage at the others' median GPU work; then the
-     * bubble of the pipeline so balanced: the stages' wait for each other
-     * in fill and drain, which many more micro-batches of the same total
-     * work shrink towards nothing (twice as many halve it) */
+     * bubble of the pipeline so balanced, and with every rank at its
+     * peers' median (a straggler fixed, work that moves from rank to rank
+     * evened out): the stages' wait for each other in fill and drain,
+     * which many more micro-batches of the same total work shrink towards
+     * nothing (twice as many halve it).  A straggler's peers wait for it
+     * too, and more micro-batches would not take that wait away. */
     if (m->pipeline_stages > 1) {
         for (int s = 0; s < m->pipeline_stages; s++) {
             if (!stage_scale(m, s, scale))
@@ -1323,6 +1389,7 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
         cf = recorded;
         if (out->stage >= 0 && stage_scale(m, out->stage, scale))
             cf.busy_scale = scale;
+        cf.imbalance = g.gmed != NULL;
         struct result bal;
         if (run_replay(&g, &cf, &bal) == 0 && bal.step_ms > 0) {
             out->bubble_share = bal.wait_share;

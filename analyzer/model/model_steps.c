@@ -23,8 +23,24 @@
  * so an irregular start (parameter broadcast) falls into the first step,
  * which is warm-up anyway.
  *
+ * The period is the smallest whose mismatches are at most twice the best
+ * period's (give or take PERIOD_SLACK), not the first past PERIOD_MATCH:
+ * a pipeline stage's recv, send, recv, send ... matches itself two calls
+ * later almost everywhere.  A
+ * step is a job-wide event: when the period holds collectives over every
+ * rank (a pipeline's gradient norm), the step ends after one of them on
+ * every rank, never inside a stage's own p2p traffic; with none, but p2p
+ * and collectives mixed (copies of a pipeline), after a collective.  Passes between
+ * steps (evaluation) that bring collectives of their own and none of a
+ * step's are set apart (rare_calls) before the period is looked for
+ * again, and a step opened by one starts where it ends (set aside,
+ * counted).  Ranks that disagree on the count by more than one step make
+ * the report say it is unsure.
+ *
  * Neither markers nor collectives (one GPU): the compute kernels on the
- * main stream (the one with most kernels) repeat their names every step.
+ * main stream (the one with most kernels) repeat every step, a kernel
+ * known by its name and thread count (one GEMM kernel serves layers of
+ * different widths).
  * Layers repeat inside a step too (50 identical GEMMs), so the smallest
  * period reaching 90% is not enough: the period is the smallest whose
  * match ratio is within half a point of the best ratio of any period up
@@ -44,13 +60,19 @@
 #define PERIOD_MAX 1024
 #define PERIOD_WINDOW 2048 /* calls compared per candidate period */
 #define PERIOD_MATCH 0.9
+#define PERIOD_SLACK 0.001 /* a period mismatching this much more than twice the best is as good */
 #define KERNEL_PERIOD_MAX 8192
 #define KERNEL_PERIOD_SLACK 0.005 /* a period this close to the best ratio is as good */
 #define MAX_STREAMS 256
+#define ASIDE_MIN 0.1 /* a pass between steps this share of the median step is set aside */
+#define KEY_MIX 0x9E3779B1u /* spreads names before the grid is folded in */
+#define WORLD_PERIODS 8  /* periods looked at for the job-wide collectives */
 #define GAP_RATIO 2.0       /* a step's pause against its collectives' other gaps */
 #define GAP_CONSISTENT 0.8  /* share of periods that must show that pause */
 #define GAP_FLOOR 0.05      /* ... and against the whole period (noise between back-to-back calls) */
 #define GAP_MIN_PERIODS 3   /* periods needed to call a gap pattern */
+#define GAP_RANK_PERIODS 6  /* ... by being each period's longest gap */
+#define GAP_MARGIN 1.3      /* ... and this much longer than the runner-up, in median */
 #define GAP_WINDOW 4096     /* gaps looked at per candidate period */
 
 static int set_steps(struct sp_rank *r, const int64_t *bounds, int n)
@@ -106,22 +128,42 @@ static int cmp_host_t(const void *a, const void *b)
     return (x->host_t > y->host_t) - (x->host_t < y->host_t);
 }
 
+/* The step's period in calls: the smallest p whose shifted mismatch ratio
+ * is at most twice (plus PERIOD_SLACK) the best of any period up to
+ * PERIOD_MAX, when that best matches PERIOD_MATCH.  The first p past PERIOD_MATCH is not
+ * enough: a pipeline stage's recv, send, recv, send ... matches itself
+ * two calls later almost everywhere. */
 static size_t find_period(const struct key *k, size_t n)
 {
-    for (size_t p = 1; p <= PERIOD_MAX && 2 * p <= n; p++) {
+    size_t pmax = n / 2 < PERIOD_MAX ? n / 2 : PERIOD_MAX;
+    double *ratio = pmax ? malloc((pmax + 1) * sizeof *ratio) : NULL, best = 0;
+    if (!ratio)
+        return 0;
+    for (size_t p = 1; p <= pmax; p++) {
         size_t from = n - p > PERIOD_WINDOW ? n - p - PERIOD_WINDOW : 0, same = 0;
         for (size_t i = from; i + p < n; i++)
             same += same_key(&k[i], &k[i + p]);
-        if ((double)same >= PERIOD_MATCH * (double)(n - p - from))
-            return p;
+        ratio[p] = (double)same / (double)(n - p - from);
+        if (ratio[p] > best)
+            best = ratio[p];
     }
-    return 0;
+    /* as good: mismatching at most twice as often as the best, give or
+     * take PERIOD_SLACK (a multiple of the step matches as well as the
+     * step; a send, recv, send ... of hundreds of calls per step misses
+     * once per step at period 2, far more often than the step itself) */
+    size_t got = 0;
+    double bar = 1 - (2 * (1 - best) + PERIOD_SLACK);
+    for (size_t p = 1; p <= pmax && !got && best >= PERIOD_MATCH; p++)
+        if (ratio[p] >= bar)
+            got = p;
+    free(ratio);
+    return got;
 }
 
 /* The phase j (0..p-1) whose element is followed by the longest median
  * gap over the periods; gap[i] is the pause after element i.  p - 1 when
  * memory runs out. */
-static size_t longest_gap_phase(const double *gap, size_t ngap, size_t p)
+static size_t longest_gap_phase(const double *gap, size_t ngap, size_t p, const uint8_t *only)
 {
     size_t best = p - 1;
     double best_gap = -1;
@@ -130,6 +172,8 @@ static size_t longest_gap_phase(const double *gap, size_t ngap, size_t p)
         return best;
     for (size_t j = 0; j < p; j++) {
         size_t m = 0;
+        if (only && !only[j])
+            continue;
         for (size_t i = j; i < ngap; i += p)
             g[m++] = gap[i];
         double med = sp_median_select(g, m);
@@ -142,15 +186,16 @@ static size_t longest_gap_phase(const double *gap, size_t ngap, size_t p)
     return best;
 }
 
-/* The residue whose call is followed by the longest median pause. */
-static size_t pattern_end(const struct sp_coll_call *c, size_t n, size_t p)
+/* The residue whose call is followed by the longest median pause (of
+ * those with only[j] set, when only is not NULL). */
+static size_t pattern_end(const struct sp_coll_call *c, size_t n, size_t p, const uint8_t *only)
 {
     double *gap = n >= 2 ? malloc(n * sizeof *gap) : NULL;
     if (!gap)
         return p - 1;
     for (size_t i = 0; i + 1 < n; i++)
         gap[i] = (double)(c[i + 1].host_t - c[i].host_t);
-    size_t j = longest_gap_phase(gap, n - 1, p);
+    size_t j = longest_gap_phase(gap, n - 1, p, only);
     free(gap);
     return j;
 }
@@ -197,10 +242,28 @@ static long step_pause_phase(const double *gap, const double *span, size_t ngap,
     double floor = GAP_FLOOR * sp_median_select(v, periods);
     if (bar < floor)
         bar = floor;
-    size_t clear = 0;
-    for (size_t q = 0; q < periods; q++)
-        clear += gap[from + q * k + best] > bar;
-    if (med[best] > bar && (double)clear >= GAP_CONSISTENT * (double)periods)
+    size_t clear = 0, longest = 0;
+    double second = 0;
+    for (size_t j = 0; j < k; j++)
+        if (j != best && med[j] > second)
+            second = med[j];
+    for (size_t q = 0; q < periods; q++) {
+        const double *g = gap + from + q * k;
+        clear += g[best] > bar;
+        size_t top = 0;
+        for (size_t j = 1; j < k; j++)
+            if (g[j] > g[top])
+                top = j;
+        longest += top == best;
+    }
+    /* Clearly longer than the rest in most periods, or, when the step
+     * time drifts (a growing batch) and no one bar fits the whole run,
+     * the longest of its own period in most of them and well ahead of the
+     * runner-up. */
+    int by_bar = med[best] > bar && (double)clear >= GAP_CONSISTENT * (double)periods;
+    int by_rank = periods >= GAP_RANK_PERIODS && med[best] > floor && med[best] > GAP_MARGIN * second &&
+                  (double)longest >= GAP_CONSISTENT * (double)periods;
+    if (by_bar || by_rank)
         phase = (long)((from + best) % k);
 out:
     free(med);
@@ -247,8 +310,133 @@ static size_t period_from_gaps(const struct sp_coll_call *c, size_t n, size_t p,
     return got;
 }
 
-/* Steps from the repeating collectives of one rank; 0 when none repeat. */
-static int steps_from_collectives(struct sp_rank *r)
+/* Whether a call is a collective over every rank of the job: in a
+ * pipeline, the one kind of call that every stage makes at the same point
+ * of a step (the data-parallel gradients, the gradient norm). */
+static int job_wide(const struct sp_coll_call *c, int ranks)
+{
+    return !sp_op_is_p2p(c->op) && ranks > 1 && (int)c->nranks >= ranks;
+}
+
+/* Marks in only[0..p) the phases whose calls are job-wide in most of the
+ * last WORLD_PERIODS periods; when none are but the period mixes p2p and
+ * collectives (pipeline copies, each stage's gradients all-reduced over
+ * its copies), the collectives' phases: a data-parallel all-reduce ends
+ * a stage's step, its p2p traffic does not.  Returns how many are
+ * marked. */
+static size_t job_wide_phases(const struct sp_coll_call *c, size_t n, size_t p, int ranks, uint8_t *only)
+{
+    size_t periods = n / p < WORLD_PERIODS ? n / p : WORLD_PERIODS, marked = 0;
+    for (int pass = 0; pass < 2 && !marked; pass++) {
+        size_t p2p = 0;
+        for (size_t j = 0; j < p; j++) {
+            size_t yes = 0, seen = 0;
+            for (size_t q = 1; q <= periods; q++) {
+                const struct sp_coll_call *x = &c[(n / p - q) * p + j];
+                seen++;
+                yes += pass ? !sp_op_is_p2p(x->op) : job_wide(x, ranks);
+                p2p += sp_op_is_p2p(x->op);
+            }
+            only[j] = (uint8_t)(2 * yes > seen);
+            marked += only[j];
+        }
+        if (pass && !p2p)
+            marked = 0; /* no p2p: every phase a collective, nothing to prefer */
+    }
+    if (!marked)
+        memset(only, 0, p);
+    return marked;
+}
+
+/* Interleaved passes (evaluation): a pass between training steps issues
+ * collectives of its own (a metric all-reduce) and none of the step's, so
+ * the key period spans several steps and the pass.  Read over the last
+ * period: when no call is p2p (a pipeline's stage traffic repeats within
+ * the step and is left alone), the most frequent key comes r >= 2 times,
+ * and some keys come at most r / 2 times on a communicator that a key of
+ * r times also uses, those rare calls are set apart: out[i] = 1.  Returns
+ * how many calls of c[0..n) are set apart (0: none). */
+static size_t rare_calls(const struct sp_coll_call *c, const struct key *k, size_t n, size_t p, uint8_t *out,
+                         size_t *most, size_t *in_period)
+{
+    size_t from = n - p, *cnt = malloc(p * sizeof *cnt), rare = 0, r = 0;
+    *most = *in_period = 0;
+    if (!cnt)
+        return 0;
+    for (size_t i = 0; i < p; i++) {
+        cnt[i] = 0;
+        for (size_t x = from; x < n; x++)
+            cnt[i] += same_key(&k[from + i], &k[x]);
+        if (cnt[i] > r)
+            r = cnt[i];
+        if (sp_op_is_p2p(c[from + i].op))
+            r = SIZE_MAX / 4; /* a pipeline: no pass to set apart */
+    }
+    memset(out, 0, n);
+    for (size_t i = 0; r >= 2 && r < SIZE_MAX / 4 && i < p; i++) {
+        if (2 * cnt[i] > r)
+            continue;
+        int shared = 0;
+        for (size_t x = 0; x < p && !shared; x++)
+            shared = cnt[x] == r && k[from + x].comm == k[from + i].comm;
+        if (!shared)
+            continue;
+        (*in_period)++;
+        if (cnt[i] > *most)
+            *most = cnt[i];
+        if (out[from + i])
+            continue; /* its key is set apart already */
+        for (size_t x = 0; x < n; x++)
+            if (!out[x] && same_key(&k[x], &k[from + i])) {
+                out[x] = 1;
+                rare++;
+            }
+    }
+    free(cnt);
+    return rare < n ? rare : 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The rare calls that open step s (1 <= s < nsteps: after its start,
+ * before its first regular call first[s]) mark a pass between steps: the
+ * step starts when the last of them ends, when the pass is at least
+ * ASIDE_MIN of the median step; the pass is counted in *aside. */
+static void set_aside_passes(struct sp_rank *r, const struct sp_coll_call *rare, size_t nrare,
+                             const int64_t *first)
+{
+    if (r->nsteps < 2 || !nrare)
+        return;
+    int64_t *len = malloc((size_t)r->nsteps * sizeof *len);
+    if (!len)
+        return;
+    for (int s = 0; s < r->nsteps; s++)
+        len[s] = r->steps[s].end - r->steps[s].start;
+    qsort(len, (size_t)r->nsteps, sizeof *len, cmp_i64);
+    double bar = ASIDE_MIN * (double)len[r->nsteps / 2];
+    free(len);
+    size_t x = 0;
+    for (int s = 1; s < r->nsteps; s++) {
+        int64_t start = r->steps[s].start, end = INT64_MIN;
+        while (x < nrare && rare[x].end <= start)
+            x++;
+        for (; x < nrare && rare[x].start < first[s]; x++)
+            if (rare[x].end > end && rare[x].end <= first[s])
+                end = rare[x].end;
+        if (end > start && (double)(end - start) >= bar) {
+            r->steps[s].start = end;
+            r->passes_aside++;
+        }
+    }
+}
+
+/* Steps from the repeating collectives of one rank; 0 when none repeat.
+ * ranks: the ranks of the job, for what a job-wide collective is. */
+static int steps_from_collectives(struct sp_rank *r, int ranks)
 {
     size_t n = r->ncalls;
     if (n < 2)
@@ -256,19 +444,75 @@ static int steps_from_collectives(struct sp_rank *r)
     struct sp_coll_call *c = malloc(n * sizeof *c);
     struct key *k = malloc(n * sizeof *k);
     int64_t *b = malloc((n + 2) * sizeof *b);
+    uint8_t *only = NULL, *rare_mark = NULL;
+    struct sp_coll_call *rare = NULL;
+    size_t nrare = 0;
     int got = 0;
+    int keep_rare = 0;
+    size_t most_rare = 0, rare_in_period = 0, p0 = 0;
     if (!c || !k || !b)
         goto out;
+again:
+    n = r->ncalls;
     memcpy(c, r->calls, n * sizeof *c);
     qsort(c, n, sizeof *c, cmp_host_t);
     for (size_t i = 0; i < n; i++)
         k[i] = (struct key){c[i].comm, c[i].bytes, c[i].op};
-    size_t p = find_period(k, n);
+    size_t p = p0 = find_period(k, n);
     if (!p)
         goto out;
-    long pause;
-    p = period_from_gaps(c, n, p, &pause);
-    size_t j = pause >= 0 ? (size_t)pause : pattern_end(c, n, p), last = j;
+    /* passes between steps set apart, the steps found in what is left */
+    if (!keep_rare && !rare_mark)
+        rare_mark = malloc(n);
+    nrare = rare_mark && !keep_rare ? rare_calls(c, k, n, p, rare_mark, &most_rare, &rare_in_period) : 0;
+    if (nrare) {
+        rare = malloc(nrare * sizeof *rare);
+        if (!rare)
+            goto out;
+        size_t kept = 0, got_rare = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (rare_mark[i]) {
+                rare[got_rare++] = c[i];
+            } else {
+                c[kept] = c[i];
+                k[kept++] = k[i];
+            }
+        }
+        n = kept;
+        p = find_period(k, n);
+        if (!p)
+            goto out;
+    }
+    long pause = -1;
+    /* Without the passes, steps whose collectives differ are the key
+     * period itself (a pass every few steps would make a pause of its
+     * own at a multiple); steps of equal collectives are told by their
+     * pause as ever. */
+    if (!nrare || p == 1)
+        p = period_from_gaps(c, n, p, &pause);
+    if (nrare && most_rare * p >= p0 - rare_in_period) {
+        /* a rare key as often as the steps are (a metric all-reduce in
+         * every step): part of the step, no pass; look again with it */
+        keep_rare = 1;
+        free(rare);
+        rare = NULL;
+        goto again;
+    }
+    /* A step ends on every rank at once: where the period holds job-wide
+     * collectives, the step ends after one of them, never inside a
+     * pipeline stage's own traffic (the last stage's longest pause is
+     * between its forward and backward passes). */
+    only = calloc(p, 1);
+    size_t wide = only ? job_wide_phases(c, n, p, ranks, only) : 0;
+    size_t j;
+    if (pause >= 0 && (!wide || only[pause]))
+        j = (size_t)pause;
+    else if (wide == 1)
+        for (j = 0; !only[j]; j++)
+            ;
+    else
+        j = pattern_end(c, n, p, wide ? only : NULL);
+    size_t last = j;
     while (last + p < n)
         last += p;
     size_t count = 0;
@@ -284,10 +528,20 @@ static int steps_from_collectives(struct sp_rank *r)
     for (size_t s = 0; s < count; s++)
         b[s + 1] = c[last - (count - 1 - s) * p].end;
     got = set_steps(r, b, (int)count);
+    r->passes_aside = 0;
+    if (nrare && got > 1) {
+        /* each step's first regular call, for the passes that open it */
+        for (size_t s = 1; s < count; s++)
+            b[s] = c[last - (count - 1 - s) * p - p + 1].start;
+        set_aside_passes(r, rare, nrare, b);
+    }
 out:
     free(c);
     free(k);
     free(b);
+    free(only);
+    free(rare_mark);
+    free(rare);
     return got;
 }
 
@@ -374,7 +628,7 @@ static size_t kernel_pattern_end(const struct sp_kernel_rec *k, size_t n, size_t
         return p - 1;
     for (size_t i = 0; i + 1 < n; i++)
         gap[i] = (double)(k[i + 1].start - k[i].end);
-    size_t j = longest_gap_phase(gap, n - 1, p);
+    size_t j = longest_gap_phase(gap, n - 1, p, NULL);
     free(gap);
     return j;
 }
@@ -389,8 +643,10 @@ static int steps_from_kernels(struct sp_model *m, struct sp_rank *r)
     int got = 0;
     if (!k || !key || !b || n < 4)
         goto out;
+    /* A kernel is its name and its thread count: layers of one kernel
+     * (every GEMM alike by name) differ in their grids. */
     for (size_t i = 0; i < n; i++)
-        key[i] = k[i].name;
+        key[i] = k[i].name * KEY_MIX ^ (uint32_t)(k[i].grid ^ k[i].grid >> 32);
     size_t p = kernel_period(key, n);
     if (!p)
         goto out;
@@ -494,7 +750,7 @@ int sp_model_find_steps(struct sp_model *m)
     } else {
         int found = 0;
         for (int i = 0; i < m->nranks; i++)
-            found += steps_from_collectives(&m->ranks[i]) > 0;
+            found += steps_from_collectives(&m->ranks[i], m->nranks) > 0;
         if (found)
             how = "collectives";
     }
@@ -505,10 +761,20 @@ int sp_model_find_steps(struct sp_model *m)
         if (found)
             how = "kernels";
     }
-    int total = -1;
-    for (int i = 0; i < m->nranks; i++)
+    int total = -1, most = 0;
+    for (int i = 0; i < m->nranks; i++) {
         if (m->ranks[i].nsteps > 0 && (total < 0 || m->ranks[i].nsteps < total))
             total = m->ranks[i].nsteps;
+        if (m->ranks[i].nsteps > most)
+            most = m->ranks[i].nsteps;
+    }
+    /* Every rank runs the job's steps: found without markers, counts that
+     * differ by more than the step a trace cut short mean the pattern was
+     * read differently on some rank. */
+    if (total > 0 && most > total + 1 && strcmp(how, "markers"))
+        sp_model_warn(m, "step count unsure: the ranks' %s give %d to %d steps; the first %d are "
+                         "analyzed on every rank (use --step-marker, or NVTX ranges per step)",
+                      how, total, most, total);
     if (total < 0) {
         /* No steps: the whole trace as one window, said plainly. */
         how = "none";
@@ -522,6 +788,12 @@ int sp_model_find_steps(struct sp_model *m)
     }
     m->detected_by = how;
     m->steps_total = total;
+    m->steps_set_aside = -1;
+    for (int i = 0; i < m->nranks; i++)
+        if (m->ranks[i].nsteps > 0 && (m->steps_set_aside < 0 || m->ranks[i].passes_aside < m->steps_set_aside))
+            m->steps_set_aside = m->ranks[i].passes_aside;
+    if (m->steps_set_aside < 0 || strcmp(how, "collectives"))
+        m->steps_set_aside = 0;
     leave_out_paused(m);
     return m->steps_total;
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "html_report.h"
+#include "text.h"
 
 #define NS_PER_MS 1e6
 #define CHART_W 900      /* px: every chart's width */
@@ -94,8 +95,7 @@ static void bytes_text(uint64_t b, char *out, size_t len)
 
 static const char *op_name(uint32_t op)
 {
-    const char *n = sp_enum_name(SP_EV_NCCL, "op", op);
-    return n ? n : "op";
+    return sp_text_nccl_op(op);
 }
 
 static void page_head(FILE *out, const char *title)

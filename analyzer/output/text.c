@@ -8,6 +8,8 @@
 
 #include "text.h"
 
+#include "sprof.h"
+
 int sp_text_columns(void)
 {
     if (!isatty(STDOUT_FILENO))
@@ -57,4 +59,10 @@ void sp_text_bytes(uint64_t b, char *out, size_t len)
         snprintf(out, len, "%llu B", (unsigned long long)b);
     else
         snprintf(out, len, "%.1f %s", x, unit[u]);
+}
+
+const char *sp_text_nccl_op(uint32_t op)
+{
+    const char *n = sp_enum_name(SP_EV_NCCL, "op", op);
+    return n ? n : "op";
 }

@@ -14,4 +14,7 @@ int sp_text_columns(void);
 void sp_text_wrapped(const char *text, int used, int indent, int cols);
 /* 4194304 -> "4.0 MiB", 512 -> "512 B". */
 void sp_text_bytes(uint64_t b, char *out, size_t len);
+/* An NCCL op's name as the trace format spells it ("allreduce"), "op"
+ * when unknown. */
+const char *sp_text_nccl_op(uint32_t op);
 #endif

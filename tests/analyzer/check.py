@@ -162,6 +162,34 @@ def case_truncated():
     print(f"  ranks {rep['ranks']}, steps {rep['steps']['count']}, warnings {rep['warnings'][:2]}")
     if not rep["warnings"] or rep["steps"]["count"] < 4:
         fail("a truncated file should warn and still report")
+    # without markers, a rank whose recording stopped halfway has half the
+    # steps of the others: the report says it is unsure of the count
+    # instead of passing it off
+    d, _ = gen("short_nomark", "--ranks", 4, "--short-rank", 1, "--steps", 40, "--kernels", 50)
+    rep = report(d)
+    unsure = [w for w in rep["warnings"] if "step count unsure" in w]
+    print(f"  no markers: steps {rep['steps']['count']}, {unsure[:1]}")
+    if not unsure:
+        fail("ranks that disagree on the step count should make the report say it is unsure")
+
+
+def case_duplicate_rank():
+    """Two jobs' traces copied into one directory, both claiming ranks 0 and
+    1 at the same time: the report says so, naming both processes, rather
+    than analyzing two processes as one rank in silence."""
+    d = os.path.join(TMP, "dup")
+    os.makedirs(d, exist_ok=True)
+    gen(os.path.join("dup", "a"), "--ranks", 2, "--steps", 10)
+    gen(os.path.join("dup", "b"), "--ranks", 2, "--steps", 10, "--pid-base", 3000)
+    rep = json.loads(scaleprof("report", d, "--json").stdout)
+    claims = [w for w in rep["warnings"] if "claimed by two processes" in w]
+    print(f"  {claims[:1]}")
+    if not claims or "pid 1000" not in claims[0] or "pid 3000" not in claims[0]:
+        fail(f"a rank claimed by two processes at once should be a warning naming both: {rep['warnings']}")
+    # one job alone: no such warning
+    rep = json.loads(scaleprof("report", os.path.join(d, "a"), "--json").stdout)
+    if any("claimed by two processes" in w for w in rep["warnings"]):
+        fail(f"one job's traces claim no rank twice: {rep['warnings']}")
 
 
 def crc32c(data, crc=0):
@@ -994,6 +1022,76 @@ def case_single_gpu_one_kernel_name():
     if rep["steps"]["count"] != truth["steps"]:
         fail("one step per training step expected, not one per kernel")
     near("step_ms", rep["steps"]["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+
+
+def case_single_gpu_layer_grids():
+    """One GPU, no markers, no collectives, every kernel of one name, and
+    no pause between steps to speak of; what repeats is the layers' thread
+    counts: 30 steps of nine kernels are 30 steps, not 270."""
+    d, truth = gen("layergrids", "--ranks", 1, "--no-nccl", "--kernels", 9, "--colls", 1, "--steps", 30,
+                   "--compute-ms", 8.5, "--tail-ms", 0.05, "--one-kernel-name", "--grid-per-layer",
+                   "--jitter", 0.05)
+    rep = report(d)
+    st = rep["steps"]
+    print(f"  detected_by {st['detected_by']}, count {st['count']}, mean {st['mean_ms']:.3f} ms; "
+          f"truth {truth['steps']} steps of {truth['step_ms']:.3f} ms")
+    if st["detected_by"] != "kernels" or st["count"] != truth["steps"]:
+        fail("the steps should come from the kernels' repeating grid sizes, one per training step")
+    near("step_ms", st["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+
+
+def case_batch_ramp():
+    """A batch size that grows over the run, no markers: step 23 takes
+    twice as long as step 0.  The steps stay the job's, with distinct
+    gradient buckets and with four equal ones."""
+    for name, extra in (("ramp", ["--colls", 3]),
+                        ("ramp_equal", ["--colls", 4, "--equal-buckets", "--input-ms", 3])):
+        d, truth = gen(name, "--ranks", 4, "--steps", 24, "--ramp", 1.0, "--jitter", 0.05, *extra)
+        rep = report(d)
+        st = rep["steps"]
+        print(f"  {name}: detected_by {st['detected_by']}, count {st['count']}, mean {st['mean_ms']:.3f} ms; "
+              f"truth {truth['steps']} steps of {truth['step_ms']:.3f} ms")
+        if st["detected_by"] != "collectives" or st["count"] != truth["steps"]:
+            fail("the step count should be the job's while the step time grows")
+        if any("step count unsure" in w for w in rep["warnings"]):
+            fail("every rank found the same steps: nothing to be unsure of")
+        near("step_ms", st["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+        check_breakdown(rep, truth)
+
+
+def case_eval_passes():
+    """Data parallel without markers, an evaluation pass (forward kernels, a
+    metric all-reduce, no gradients) after every 5th training step: the
+    steps are the 24 training steps at their own length, the evaluations
+    set aside and counted, in JSON and in the text report."""
+    for name, extra in (("eval", ["--colls", 3]),
+                        ("eval_equal", ["--colls", 4, "--equal-buckets", "--input-ms", 4])):
+        d, truth = gen(name, "--ranks", 4, "--steps", 24, "--eval-every", 5, "--eval-ms", 6,
+                       "--jitter", 0.03, *extra)
+        rep = report(d)
+        st = rep["steps"]
+        print(f"  {name}: detected_by {st['detected_by']}, count {st['count']}, mean {st['mean_ms']:.3f} ms, "
+              f"set aside {st.get('set_aside')}; truth {truth['steps']} steps of {truth['step_ms']:.3f} ms, "
+              f"{truth['evals']} evaluations")
+        if st["count"] != truth["steps"]:
+            fail("the step count should be the training steps the job ran")
+        near("step_ms", st["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+        if st.get("set_aside") != truth["evals"]:
+            fail("the evaluation passes should be set aside and counted")
+        text = scaleprof("report", d).stdout
+        if f"{truth['evals']} passes between steps set aside" not in text:
+            fail("the text report should say how many passes were set aside:\n" + text[:600])
+    # a small all-reduce in every step (the loss, after the forward pass)
+    # is part of the step, not a pass to set aside
+    d, truth = gen("step_metric", "--ranks", 4, "--steps", 24, "--colls", 4, "--equal-buckets",
+                   "--input-ms", 4, "--step-metric", "--jitter", 0.03)
+    rep = report(d)
+    st = rep["steps"]
+    print(f"  step_metric: count {st['count']}, mean {st['mean_ms']:.3f} ms, set aside {st.get('set_aside')}; "
+          f"truth {truth['steps']} steps of {truth['step_ms']:.3f} ms")
+    if st["count"] != truth["steps"] or st.get("set_aside") != 0:
+        fail("a collective in every step is the step's: nothing to set aside")
+    near("step_ms", st["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
 
 
 def case_equal_buckets():

@@ -31,8 +31,18 @@
  * GPU records written by a separate thread S steps late, grouped by
  * stream as a CUPTI buffer delivers them (--gpu-thread-lag S), gradient
  * buckets all of one size (--equal-buckets: every collective of a step is
- * the same), and headers that name no rank (--no-rank: a job started
- * without a launcher; with --no-nccl nothing else names one either).
+ * the same), headers that name no rank (--no-rank: a job started
+ * without a launcher; with --no-nccl nothing else names one either),
+ * kernels that differ only in their thread count (--one-kernel-name with
+ * --grid-per-layer: each position of a step has its own grid), and a
+ * batch that grows over the run (--ramp F: step k's compute times
+ * 1 + F k / (steps - 1)), and evaluation passes between training
+ * steps (--eval-every N --eval-ms X: after every N-th step, X ms of
+ * forward kernels and a metric all-reduce of 8 bytes; in no step of the
+ * truth, counted as "evals"), a small metric all-reduce after the
+ * first compute chunk of every step (--step-metric: the loss), and a rank
+ * whose recording stops halfway
+ * through the run while its file stays whole (--short-rank R).
  * The H2D copy moves --copy-bytes from pageable host memory, or pinned
  * with --copy-pinned (the memory kinds CUPTI gives).  --no-gpu writes the
  * same job as a CPU-only one would be recorded: markers, input waits and
@@ -65,6 +75,7 @@
 #define COPY_STREAM 8
 #define NCCL_STREAM 9
 #define LAUNCH_NS 2000
+#define GRID_STEP 4096 /* threads of a kernel, per position with --grid-per-layer */
 #define NCCL_CALL_NS 15000
 #define MAX_RANKS 1024
 #define MAX_KERNEL_NAMES 8192
@@ -77,10 +88,11 @@
 struct scenario {
     const char *out, *truth;
     int ranks, hosts, steps, colls, kernels, markers, intra, skip, helper, helpers, no_nccl, gpu_lag;
-    int equal_buckets, no_rank, one_name, pause_step;
+    int equal_buckets, no_rank, one_name, pause_step, grid_per_layer, eval_every, step_metric;
+    double ramp, eval_ms;
     double compute, input, sync, memcpy, tail, transfer, inter_transfer, jitter, clock_err_us;
     uint64_t bytes;
-    int slow_rank, missing_rank, truncate_rank;
+    int slow_rank, missing_rank, truncate_rank, short_rank;
     double slow_compute, slow_input;
 };
 
@@ -185,11 +197,16 @@ static int per_host(const struct scenario *s, int h)
     return n;
 }
 
+static int short_rank = -1, short_after = -1; /* --short-rank: its recording stops early */
+static int pid_base = 1000; /* --pid-base: rank r's process is pid_base + r */
+
 static void emit(int r, struct sp_event *ev, double global_t)
 {
     if (r != emit_rank || !R[r].w)
         return;
     if (no_gpu && (ev->type == SP_EV_GPU || ev->type == SP_EV_CUDA || ev->type == SP_EV_NCCL))
+        return;
+    if (r == short_rank && cur_step >= short_after)
         return;
     ev->t = (uint64_t)((int64_t)global_t + R[r].mono_base);
     if (gput.w && ev->type == SP_EV_GPU)
@@ -279,11 +296,16 @@ static void emit_compute(const struct scenario *s, int r, int j, double t, doubl
         ev.gpu.kind = SP_GPU_KERNEL;
         ev.gpu.stream = COMPUTE_STREAM;
         ev.gpu.name = R[r].name_kernel[s->one_name ? 0 : (j * n + i) % MAX_KERNEL_NAMES];
+        /* threads: one size for every kernel, or each position its own
+         * (layers of different widths) */
+        ev.gpu.grid = s->grid_per_layer ? (uint64_t)(j * n + i + 1) * GRID_STEP : GRID_STEP;
         emit(r, &ev, t + i * k);
     }
 }
 
 #define PAUSE_MS 2000.0 /* --pause-after-step: recording off this long */
+#define EVAL_BYTES 8ull        /* --eval-every, --step-metric: the metric all-reduce */
+#define EVAL_TRANSFER (0.05 * MS)
 
 struct truth_coll { uint64_t comm, bytes; int nranks; double transfer, wait; long n; };
 static struct truth_coll tcoll[64];
@@ -316,6 +338,8 @@ static double run_step(const struct scenario *s, int k, double T, int in_view)
             emit_gpu(r, SP_GPU_MEMCPY, T + in + s->sync, s->memcpy, COPY_STREAM);
         t[r] = T + in + s->sync + s->memcpy;
         c[r] = (s->compute + (r == s->slow_rank ? s->slow_compute : 0)) * jitter(s->jitter, k, r);
+        if (s->ramp > 0 && s->steps > 1)
+            c[r] *= 1 + s->ramp * k / (s->steps - 1); /* the batch grows over the run */
         if (in_view) {
             R[r].cat[4] += in;
             R[r].cat[5] += s->sync;
@@ -336,6 +360,19 @@ static double run_step(const struct scenario *s, int k, double T, int in_view)
         }
         if (s->no_nccl)
             continue;
+        if (j == 0 && s->step_metric) {
+            /* the loss all-reduced after the forward pass, every step */
+            double mend = last + EVAL_TRANSFER;
+            for (int r = 0; r < n; r++) {
+                emit_nccl(r, GLOBAL_COMM, ++R[r].seq_global, n, r, EVAL_BYTES, t[r], mend);
+                if (in_view) {
+                    R[r].cat[3] += last - t[r];
+                    R[r].cat[2] += EVAL_TRANSFER;
+                }
+                t[r] = mend;
+            }
+            last = mend;
+        }
         /* gradient buckets differ in size, as DDP's often do */
         uint64_t bytes = s->equal_buckets ? s->bytes : s->bytes >> j;
         double end = last + transfer, wsum = 0;
@@ -386,6 +423,27 @@ static double run_step(const struct scenario *s, int k, double T, int in_view)
     return end;
 }
 
+
+/* An evaluation pass between two training steps, from global time T:
+ * forward kernels only (the first chunk's names), then one small
+ * all-reduce of the metric on the global communicator; no gradients.
+ * Returns its end. */
+static double run_eval(const struct scenario *s, double T)
+{
+    double last = T;
+    for (int r = 0; r < s->ranks; r++) {
+        emit_compute(s, r, 0, T, s->eval_ms);
+        if (T + s->eval_ms > last)
+            last = T + s->eval_ms;
+    }
+    if (s->no_nccl)
+        return last;
+    for (int r = 0; r < s->ranks; r++)
+        emit_nccl(r, GLOBAL_COMM, ++R[r].seq_global, s->ranks, r, EVAL_BYTES, T + s->eval_ms,
+                  last + EVAL_TRANSFER);
+    return last + EVAL_TRANSFER;
+}
+
 static int open_rank(const struct scenario *s, int r)
 {
     char dir[4096], path[4200];
@@ -393,7 +451,7 @@ static int open_rank(const struct scenario *s, int r)
     snprintf(dir, sizeof dir, "%s/host%d", s->out, h);
     mkdir(s->out, 0755);
     mkdir(dir, 0755);
-    snprintf(path, sizeof path, "%s/%d.sprof", dir, 1000 + r);
+    snprintf(path, sizeof path, "%s/%d.sprof", dir, pid_base + r);
     unlink(path);
     struct sp_writer_opts o = {.slot_count = 8, .strings_size = 1 << 18, .background = 0,
                                .slot_size = s->gpu_lag ? LAG_SLOT_SIZE : 0};
@@ -407,7 +465,7 @@ static int open_rank(const struct scenario *s, int r)
         return -1;
     }
     struct sp_file_header *hd = sp_writer_header(R[r].w);
-    hd->pid = 1000 + r;
+    hd->pid = pid_base + r;
     hd->ppid = 1;
     hd->rank = s->no_rank ? -1 : r;
     hd->local_rank = s->no_rank ? -1 : r - h * ((s->ranks + s->hosts - 1) / s->hosts);
@@ -458,7 +516,7 @@ static void write_helper(const struct scenario *s, int r, int idx, int inherit, 
         return;
     struct sp_file_header *hd = sp_writer_header(w);
     hd->pid = pid;
-    hd->ppid = 1000 + r;
+    hd->ppid = pid_base + r;
     hd->rank = inherit && !s->no_rank ? r : -1;
     hd->world_size = inherit && !s->no_rank ? s->ranks : -1;
     hd->start_mono = (uint64_t)(R[r].mono_base + (int64_t)GLOBAL_START);
@@ -492,7 +550,7 @@ static void write_helper(const struct scenario *s, int r, int idx, int inherit, 
 static void truncate_file(const struct scenario *s, int r)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/host%d/%d.sprof", s->out, host_of(s, r), 1000 + r);
+    snprintf(path, sizeof path, "%s/host%d/%d.sprof", s->out, host_of(s, r), pid_base + r);
     struct stat st;
     if (stat(path, &st) == 0 && truncate(path, st.st_size * 6 / 10) != 0)
         perror(path);
@@ -531,7 +589,8 @@ static void write_truth(const struct scenario *s, double step_ms)
         fprintf(f, "%s{\"comm\": \"%llx\", \"bytes\": %llu, \"nranks\": %d, \"calls\": %ld, \"transfer_ms\": %.6f, \"wait_ms\": %.6f}",
                 i ? ", " : "", (unsigned long long)tcoll[i].comm, (unsigned long long)tcoll[i].bytes, tcoll[i].nranks, tcoll[i].n,
                 tcoll[i].transfer / tcoll[i].n / MS, tcoll[i].wait / tcoll[i].n / MS);
-    fprintf(f, "],\n \"straggler\": %d, \"missing_rank\": %d}\n", s->slow_rank, s->missing_rank);
+    fprintf(f, "],\n \"straggler\": %d, \"missing_rank\": %d, \"evals\": %d}\n", s->slow_rank,
+            s->missing_rank, s->eval_every > 0 ? (s->steps - 1) / s->eval_every : 0);
     fclose(f);
 }
 
@@ -542,7 +601,9 @@ static const char usage[] =
     "  [--jitter F] [--clock-error-us U] [--markers] [--helper] [--slow-rank R]\n"
     "  [--slow-compute-ms X] [--slow-input-ms X] [--missing-rank R] [--truncate-rank R]\n"
     "  [--helpers N] [--no-nccl] [--gpu-thread-lag S] [--equal-buckets] [--no-rank]\n"
-    "  [--one-kernel-name] [--pause-after-step K] [--copy-bytes N] [--copy-pinned] [--no-gpu]\n"
+    "  [--one-kernel-name] [--grid-per-layer] [--ramp F] [--pause-after-step K]\n"
+    "  [--eval-every N --eval-ms X] [--short-rank R] [--step-metric] [--copy-bytes N] [--copy-pinned]\n"
+    "  [--pid-base N] [--no-gpu]\n"
     "  [--truth FILE]\n";
 
 int main(int argc, char **argv)
@@ -563,6 +624,9 @@ int main(int argc, char **argv)
         {"helpers", 1, 0, 'W'}, {"no-nccl", 0, 0, 'Z'}, {"gpu-thread-lag", 1, 0, 'L'},
         {"equal-buckets", 0, 0, 'E'}, {"no-rank", 0, 0, 'U'}, {"one-kernel-name", 0, 0, 'O'},
         {"pause-after-step", 1, 0, 'Q'}, {"copy-bytes", 1, 0, 'Y'}, {"copy-pinned", 0, 0, 'V'},
+        {"grid-per-layer", 0, 0, 'G'}, {"ramp", 1, 0, 'A'},
+        {"eval-every", 1, 0, 'F'}, {"eval-ms", 1, 0, 'v'}, {"short-rank", 1, 0, 'h'},
+        {"step-metric", 0, 0, 'g'}, {"pid-base", 1, 0, 'J'},
         {"no-gpu", 0, 0, OPT_NO_GPU},
         {0, 0, 0, 0},
     };
@@ -603,6 +667,13 @@ int main(int argc, char **argv)
         case 'U': s.no_rank = 1; break;
         case 'Y': copy_bytes = strtoull(optarg, NULL, 0); break;
         case 'V': copy_pinned = 1; break;
+        case 'G': s.grid_per_layer = 1; break;
+        case 'A': s.ramp = atof(optarg); break;
+        case 'F': s.eval_every = atoi(optarg); break;
+        case 'v': s.eval_ms = atof(optarg); break;
+        case 'h': short_rank = atoi(optarg); break;
+        case 'g': s.step_metric = 1; break;
+        case 'J': pid_base = atoi(optarg); break;
         case OPT_NO_GPU: no_gpu = 1; break;
         default: fputs(usage, stderr); return 2;
         }
@@ -612,11 +683,12 @@ int main(int argc, char **argv)
         return 2;
     }
     s.out = argv[optind];
+    short_after = s.steps / 2;
     if (s.inter_transfer < 0)
         s.inter_transfer = s.transfer;
     s.compute *= MS, s.input *= MS, s.sync *= MS, s.memcpy *= MS, s.tail *= MS, s.transfer *= MS;
-    s.inter_transfer *= MS, s.slow_compute *= MS, s.slow_input *= MS;
-    double t0 = GLOBAL_START + 1 * MS, first = 0, T = 0, step_ms;
+    s.inter_transfer *= MS, s.slow_compute *= MS, s.slow_input *= MS, s.eval_ms *= MS;
+    double t0 = GLOBAL_START + 1 * MS, first = 0, T = 0, step_ms, eval_in_view = 0;
     for (emit_rank = -1; emit_rank < s.ranks; emit_rank++) {
         collect_truth = emit_rank < 0;
         if (emit_rank >= 0 && open_rank(&s, emit_rank) < 0)
@@ -631,6 +703,12 @@ int main(int argc, char **argv)
             if (gput.w)
                 deliver_gpu(k - s.gpu_lag);
             T = run_step(&s, k, T, k >= s.skip);
+            if (s.eval_every > 0 && (k + 1) % s.eval_every == 0 && k + 1 < s.steps) {
+                double e = run_eval(&s, T);
+                if (k >= s.skip && collect_truth)
+                    eval_in_view += e - T; /* between steps: in none of them */
+                T = e;
+            }
             if (s.pause_step && k == s.pause_step - 1) {
                 /* recording paused through the control file, for PAUSE_MS */
                 for (int r = 0; r < s.ranks; r++) {
@@ -659,7 +737,7 @@ int main(int argc, char **argv)
                 write_helper(&s, emit_rank, 1 + i, 1, t0, T);
         }
     }
-    step_ms = (T - first) / (s.steps - s.skip) / MS;
+    step_ms = (T - first - eval_in_view) / (s.steps - s.skip) / MS;
     if (s.truncate_rank >= 0)
         truncate_file(&s, s.truncate_rank);
     if (s.truth)

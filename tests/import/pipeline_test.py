@@ -22,8 +22,11 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 import pipegen  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "analyzer"))
+import whatif_check  # noqa: E402  (the replay's check of itself)
 
 SCALEPROF = os.environ.get("SCALEPROF", "scaleprof")
 HIGH = 0.20
@@ -99,6 +102,9 @@ def check_shape(name, peer_args="kernel"):
     if unpaired:
         raise Failed("%s: sends and recvs not all paired: %s" % (name, unpaired))
     what = "%s (measured gain %.3f): %s; warnings %s" % (name, gain, summary(rep), rep["warnings"][:3])
+    bad = whatif_check.problems(rep)
+    if bad:
+        raise Failed("the replay fails its check (%s): %s" % ("; ".join(bad), what))
     if not fs:
         raise Failed("no finding: " + what)
     first = fs[0]
@@ -122,7 +128,8 @@ def show(names):
         gain = pipegen.measured_gain(s)
         with tempfile.TemporaryDirectory() as tmp:
             rep = report(s, tmp)
-        print("%s: measured %.3f | %s | warnings: %s" % (name, gain, summary(rep), rep["warnings"]))
+        print("%s: measured %.3f | %s | %s | warnings: %s" % (name, gain, summary(rep), whatif_check.summary(rep),
+                                                               rep["warnings"]))
 
 
 def main():

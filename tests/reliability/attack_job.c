@@ -18,6 +18,36 @@
  *                       1 ms (for SIGKILL runs)
  *   threads N FILE      N threads alive at once each read FILE once
  *   touch FILE SECS     reads FILE for SECS seconds (a job to truncate under)
+ *   notsc FILE WHEN     makes rdtsc trap (prctl PR_SET_TSC, PR_TSC_SIGSEGV)
+ *                       and reads FILE 200 times over 80 ms, reading no clock
+ *                       but through the system call (the vDSO's reads the
+ *                       TSC too): WHEN "first" before any recorded call,
+ *                       "later" after 100 ms of recording; prints the mode
+ *                       and the reads done (no "exec": the mode survives
+ *                       exec, and the dynamic loader's own start-up timer
+ *                       reads the TSC, so no dynamic program starts so)
+ *   bigenv FILE N KEEP  a thread with a 256 KiB stack execs this program
+ *                       ("envcount FILE") with N more environment variables
+ *                       (BIGENV_i=x): after the job's own (KEEP 1) or alone
+ *                       (KEEP 0: no LD_PRELOAD in it)
+ *   envcount FILE       reads FILE once; prints how many BIGENV_ variables
+ *                       it got and whether LD_PRELOAD is set
+ *   vfork FILE          reads FILE, then vfork()s a child that fails to exec
+ *                       a missing program, stores errno in a global and
+ *                       _exits: prints what the parent saw of the store and
+ *                       of errno (a vfork child shares its parent's memory)
+ *   spawntime FILE MB N touches MB MiB of heap, reads FILE, then spawns
+ *                       /bin/true N times with vfork+exec and N times with
+ *                       posix_spawn, each waited for: prints the medians in
+ *                       ms
+ *   idle FILE SECS N    reads FILE N times (4000 fill a chunk, which is
+ *                       compressed), prints "ready", then sleeps SECS (a
+ *                       process whose footprint is measured)
+ *   fillwrite FILE OUT MB SECS  reads FILE, sleeps SECS (its siblings start),
+ *                       then writes MB MiB to OUT, 1 MiB at a time; prints
+ *                       how many writes failed and the first errno
+ *   reexec FILE N       reads FILE once, then execs itself with N-1 until
+ *                       N is 0 (one pid, N+1 program images)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +57,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <spawn.h>
 #include <sys/time.h>
 #include <time.h>
 #include <dirent.h>
@@ -215,8 +248,219 @@ static int job_touch(const char *file, double secs)
     return 0;
 }
 
+#define NOTSC_READS 200
+#define NOTSC_PAUSE_EVERY 50
+#define NOTSC_PAUSE_US 20000
+#define NOTSC_LATER_US 100000
+
+static int job_notsc(const char *file, const char *when)
+{
+    if (strcmp(when, "later") == 0) {
+        read_once(file);
+        usleep(NOTSC_LATER_US); /* the recorder's clock is calibrated by now */
+    }
+    if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) {
+        printf("prctl failed %d\n", errno);
+        return 1;
+    }
+    int reads = 0;
+    for (int i = 0; i < NOTSC_READS; i++) {
+        reads += read_once(file) == 0;
+        if (i % NOTSC_PAUSE_EVERY == 0)
+            usleep(NOTSC_PAUSE_US);
+    }
+    int mode = -1;
+    prctl(PR_GET_TSC, &mode, 0, 0, 0);
+    printf("tsc_mode %d\nreads %d\n", mode, reads);
+    return 0;
+}
+
+extern char **environ;
+
+#define BIGENV_STACK (256 * 1024)
+#define BIGENV_ENTRY 32
+
+struct bigenv {
+    const char *self, *file;
+    int n, keep;
+};
+
+static void *bigenv_exec(void *arg)
+{
+    struct bigenv *b = arg;
+    size_t base = 0;
+    while (b->keep && environ[base])
+        base++;
+    char **env = calloc(base + (size_t)b->n + 1, sizeof *env);
+    char *text = malloc((size_t)b->n * BIGENV_ENTRY);
+    size_t k = 0;
+    for (size_t i = 0; i < base; i++)
+        env[k++] = environ[i];
+    for (int i = 0; i < b->n; i++) {
+        char *v = text + (size_t)i * BIGENV_ENTRY;
+        snprintf(v, BIGENV_ENTRY, "BIGENV_%d=x", i);
+        env[k++] = v;
+    }
+    env[k] = NULL;
+    char *argv[] = {(char *)b->self, "envcount", (char *)b->file, NULL};
+    execve(b->self, argv, env);
+    printf("exec_failed %d\n", errno);
+    return NULL;
+}
+
+static int job_bigenv(const char *self, const char *file, int n, int keep)
+{
+    struct bigenv b = {self, file, n, keep};
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, BIGENV_STACK);
+    pthread_t th;
+    if (pthread_create(&th, &attr, bigenv_exec, &b) != 0)
+        return 1;
+    pthread_join(th, NULL);
+    return 1;
+}
+
+static int job_envcount(const char *file)
+{
+    read_once(file);
+    int n = 0;
+    for (char **e = environ; *e; e++)
+        n += strncmp(*e, "BIGENV_", 7) == 0;
+    printf("bigenv %d\npreload %d\n", n, getenv("LD_PRELOAD") != NULL);
+    return 0;
+}
+
+static volatile int g_child_store;
+
+static int job_vfork(const char *file)
+{
+    read_once(file);
+    errno = 0;
+    pid_t pid = vfork();
+    if (pid == 0) {
+        char *argv[] = {"/nonexistent/program", NULL};
+        execv(argv[0], argv);
+        g_child_store = errno; /* in the parent's memory: vfork shares it */
+        _exit(127);
+    }
+    int seen_errno = errno;
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid)
+        return 1;
+    printf("child_store %d\nerrno_after %d\nstatus %d\n", g_child_store, seen_errno, WEXITSTATUS(st));
+    return 0;
+}
+
+#define SPAWN_MAX 64
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median_ms(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2] * 1e3;
+}
+
+static int job_spawntime(const char *file, long mb, int n)
+{
+    size_t len = (size_t)mb << 20;
+    char *heap = malloc(len);
+    if (!heap || n < 1 || n > SPAWN_MAX)
+        return 1;
+    memset(heap, 1, len);
+    read_once(file);
+    char *argv[] = {"/bin/true", NULL};
+    double took[SPAWN_MAX];
+    for (int i = 0; i < n; i++) {
+        double t0 = now_s();
+        pid_t pid = vfork();
+        if (pid == 0) {
+            execv(argv[0], argv);
+            _exit(127);
+        }
+        int st;
+        waitpid(pid, &st, 0);
+        took[i] = now_s() - t0;
+    }
+    printf("vfork_ms %.3f\n", median_ms(took, n));
+    for (int i = 0; i < n; i++) {
+        double t0 = now_s();
+        pid_t pid;
+        if (posix_spawn(&pid, argv[0], NULL, NULL, argv, environ) != 0)
+            return 1;
+        int st;
+        waitpid(pid, &st, 0);
+        took[i] = now_s() - t0;
+    }
+    printf("spawn_ms %.3f\nheap %d\n", median_ms(took, n), heap[len - 1]);
+    return 0;
+}
+
+static int job_idle(const char *file, double secs, int reads)
+{
+    for (int i = 0; i < reads; i++)
+        read_once(file);
+    printf("ready\n");
+    fflush(stdout);
+    usleep((useconds_t)(secs * 1e6));
+    return 0;
+}
+
+#define FILL_CHUNK (1 << 20)
+
+static int job_fillwrite(const char *file, const char *out, int mb, double secs)
+{
+    read_once(file);
+    usleep((useconds_t)(secs * 1e6));
+    static char buf[FILL_CHUNK];
+    memset(buf, 'x', sizeof buf);
+    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int failed = 0, first = 0;
+    for (int i = 0; i < mb; i++)
+        if (fd < 0 || write(fd, buf, sizeof buf) != (ssize_t)sizeof buf) {
+            if (!failed++)
+                first = errno;
+        }
+    if (fd >= 0 && fsync(fd) != 0 && !failed++)
+        first = errno;
+    if (fd >= 0)
+        close(fd);
+    printf("write_failed %d\nerrno %d\n", failed, first);
+    return 0;
+}
+
+static int job_reexec(const char *self, const char *file, long n)
+{
+    read_once(file);
+    if (n <= 0) {
+        printf("images done\n");
+        return 0;
+    }
+    char left[32];
+    snprintf(left, sizeof left, "%ld", n - 1);
+    execl(self, self, "reexec", file, left, (char *)NULL);
+    printf("exec_failed %d\n", errno);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 6 && strcmp(argv[1], "fillwrite") == 0)
+        return job_fillwrite(argv[2], argv[3], atoi(argv[4]), atof(argv[5]));
+    if (argc >= 5 && strcmp(argv[1], "idle") == 0) return job_idle(argv[2], atof(argv[3]), atoi(argv[4]));
+    if (argc >= 4 && strcmp(argv[1], "reexec") == 0) return job_reexec(argv[0], argv[2], atol(argv[3]));
+    if (argc >= 3 && strcmp(argv[1], "vfork") == 0) return job_vfork(argv[2]);
+    if (argc >= 5 && strcmp(argv[1], "spawntime") == 0)
+        return job_spawntime(argv[2], atol(argv[3]), atoi(argv[4]));
+    if (argc >= 5 && strcmp(argv[1], "bigenv") == 0)
+        return job_bigenv(argv[0], argv[2], atoi(argv[3]), atoi(argv[4]));
+    if (argc >= 3 && strcmp(argv[1], "envcount") == 0) return job_envcount(argv[2]);
+    if (argc >= 4 && strcmp(argv[1], "notsc") == 0) return job_notsc(argv[2], argv[3]);
     if (argc >= 3 && strcmp(argv[1], "pipes") == 0) return job_pipes(argv[2]);
     if (argc >= 4 && strcmp(argv[1], "lowest") == 0) return job_lowest(argv[2], atof(argv[3]));
     if (argc >= 4 && strcmp(argv[1], "rlimit") == 0) return job_rlimit(atoi(argv[2]), argv[3]);

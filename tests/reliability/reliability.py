@@ -9,6 +9,7 @@ reliability.py STORY.  The helpers (run, traces, check) are tests/io's.
 """
 import os
 import random
+import shutil
 import signal
 import stat
 import subprocess
@@ -258,6 +259,118 @@ def story_dir_symlink(tmp):
     check(os.listdir(target) == [], "nothing was written through the link")
 
 
+def deep_dir(base, length):
+    """base/d123456789/d123456789/... made at least `length` bytes long."""
+    path = base
+    while len(path) < length:
+        path = os.path.join(path, "d123456789")
+    return path
+
+
+def story_dir_long(tmp):
+    """A SCALEPROF_DIR of 1500 bytes (it was cut at 1023, silently, and the
+    traces went to the directory named by the first 1023 bytes) is used
+    whole; one of 5000 bytes (past PATH_MAX) is refused with one line, the
+    job unchanged."""
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    cmd = [JOB, "touch", data, "0.05"]
+    long_dir = deep_dir(os.path.join(tmp, "a"), 1500)
+    r = run(cmd, long_dir, {"SCALEPROF_QUIET": "0"})
+    check(r.returncode == 0 and r.stderr == "", f"a 1500-byte DIR: the job runs, no line ({r.stderr[:200]!r})")
+    here = trace_files(long_dir)
+    everywhere = trace_files(os.path.join(tmp, "a"))
+    check(len(here) == 1 and len(everywhere) == 1, f"its trace is in DIR itself ({len(here)} there, {len(everywhere)} in all)")
+    too_long = deep_dir(os.path.join(tmp, "b"), 5000)
+    r = run(cmd, too_long, {"SCALEPROF_QUIET": "0"})
+    lines = r.stderr.splitlines()
+    check(r.returncode == 0 and len(lines) == 1 and "SCALEPROF_DIR" in lines[0] and "job continues" in lines[0],
+          f"a 5000-byte DIR: refused with one line ({[ln[:120] for ln in lines]})")
+    check(not trace_files(os.path.join(tmp, "b")), "and nothing written under it")
+
+
+def story_dir_long_cwd(tmp):
+    """A relative SCALEPROF_DIR under a working directory of 1500 bytes
+    is made absolute (it stayed relative when the working directory did
+    not fit in 1024 bytes, and the traces of a job that changes directory
+    scattered): all traces under the first process's directory."""
+    work = deep_dir(os.path.join(tmp, "w"), 1500)
+    os.makedirs(os.path.join(work, "sub"))
+    rel = f"rel-traces-{os.getpid()}"
+    env = dict(os.environ, LD_PRELOAD=stories.LIB, SCALEPROF_DIR=rel, SCALEPROF_QUIET="0")
+    r = subprocess.run(["bash", "-c", "cd sub && cat /etc/hostname && cd / && cat /etc/hostname"],
+                       cwd=work, env=env, capture_output=True, text=True, timeout=30)
+    scattered = os.path.exists("/" + rel)
+    if scattered:
+        shutil.rmtree("/" + rel)
+    check(r.returncode == 0 and r.stderr == "", f"the job runs, no line ({r.stderr[:200]!r})")
+    here = trace_files(os.path.join(work, rel))
+    check(len(here) >= 3, f"every process's trace is under the first process's directory ({len(here)})")
+    check(not os.path.exists(os.path.join(work, "sub", rel)), "none under the directory it moved to")
+    check(not scattered, "none under /")
+
+
+def story_dir_symlink_middle(tmp):
+    """A symlink owned by another user in the middle of SCALEPROF_DIR's
+    path (shared/link -> that user's directory, DIR = shared/link/a/b) is
+    refused with one line, nothing written through it; a link of the
+    job's own user (or root's) on the way is followed (needs root: a link
+    owned by another user)."""
+    if os.geteuid() != 0:
+        print("skipped (needs root)")
+        sys.exit(SKIP)
+    shared = os.path.join(tmp, "shared")
+    theirs = os.path.join(tmp, "theirs")
+    os.makedirs(shared)
+    os.makedirs(theirs)
+    os.chmod(shared, 0o777)
+    os.chmod(theirs, 0o777)
+    os.chmod(tmp, 0o755)
+    os.chown(theirs, 65534, 65534)
+    link = os.path.join(shared, "link")
+    os.symlink(theirs, link)
+    os.lchown(link, 65534, 65534)
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    cmd = [JOB, "touch", data, "0.05"]
+    plain = run(cmd)
+    r = run(cmd, os.path.join(link, "a", "b"), {"SCALEPROF_QUIET": "0"})
+    lines = r.stderr.splitlines()
+    check(r.returncode == plain.returncode and r.stdout.split()[0] == plain.stdout.split()[0], "the job is unchanged")
+    check(len(lines) == 1 and "symbolic link" in lines[0], f"one line says why ({lines})")
+    check(os.listdir(theirs) == [], f"nothing was written through the link ({os.listdir(theirs)})")
+    mine = os.path.join(tmp, "mine")
+    os.makedirs(mine)
+    os.symlink(mine, os.path.join(tmp, "mylink"))
+    r = run(cmd, os.path.join(tmp, "mylink", "a"), {"SCALEPROF_QUIET": "0"})
+    check(r.returncode == 0 and r.stderr == "" and len(trace_files(mine)) == 1,
+          f"a link of the job's own user on the way is followed ({r.stderr!r})")
+
+
+def story_host_dotdot(tmp):
+    """A host name of '..' (or with a '/') wrote traces outside
+    SCALEPROF_DIR (DIR/../<pid>.sprof): host names are made safe file
+    names (needs root: a UTS namespace of its own, unshare -u)."""
+    if os.geteuid() != 0 or run(["unshare", "-u", "true"]).returncode != 0:
+        print("skipped (needs root)")
+        sys.exit(SKIP)
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    # the name is set by Python (hostname(1) refuses these), which then
+    # execs the job with the preload
+    become = ("import os, socket, sys; socket.sethostname(sys.argv[1]); "
+              "os.environ.update(LD_PRELOAD=sys.argv[2], SCALEPROF_DIR=sys.argv[3]); os.execv(sys.argv[4], sys.argv[4:])")
+    for i, host in enumerate(("..", "a/../../b", ".")):
+        top = os.path.join(tmp, f"top{i}")
+        td = os.path.join(top, "t")
+        r = run(["unshare", "-u", sys.executable, "-c", become, host, stories.LIB, td, JOB, "touch", data, "0.05"],
+                None, {"SCALEPROF_QUIET": "0"})
+        check(r.returncode == 0 and r.stderr == "", f"host {host!r}: the job runs ({r.stderr[:200]!r})")
+        inside = trace_files(td)
+        everywhere = trace_files(top)
+        check(len(inside) == 1 and len(everywhere) == 1 and os.path.dirname(os.path.dirname(inside[0])) == td,
+              f"host {host!r}: the trace is in a directory of DIR ({[os.path.relpath(f, top) for f in everywhere]})")
+        ts = traces(td)
+        check(len(ts) == 1 and ts[0].get("host", host) == host, f"host {host!r}: the header keeps the name")
+
+
 def control_story(tmp, setup):
     """Runs a job that pauses for 1 s while `setup` plants a control file;
     returns the number of reads recorded out of those made."""
@@ -307,6 +420,238 @@ def story_control_fifo(tmp):
     check(r.returncode == 0 and got == made and made > 0, f"the job ran and was recorded ({got} of {made} reads)")
     ts = traces(os.path.join(tmp, "t"))
     check(ts and len(ts[0]["cpu"]) >= 10, f"CPU samples kept coming ({len(ts[0]['cpu']) if ts else 0} in 1 s at 50 Hz)")
+
+
+# ---- the clock -------------------------------------------------------------------
+
+
+def story_notsc(tmp):
+    """A job that makes rdtsc trap (prctl(PR_SET_TSC, PR_TSC_SIGSEGV), as
+    record-and-replay tools and sandboxes do) before its first recorded
+    call or after 100 ms of recording: the recorder reads CLOCK_MONOTONIC through the system call from
+    then on; the job runs as bare and every read is recorded."""
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    for when in ("first", "later"):
+        cmd = [JOB, "notsc", data, when]
+        bare = run(cmd)
+        td = os.path.join(tmp, when)
+        r = run(cmd, td, {"SCALEPROF_CLOCK": "tsc"} if when == "later" else None)
+        check(bare.returncode == 0 and "tsc_mode 2" in bare.stdout, f"{when}: bare, rdtsc traps ({bare.stdout!r})")
+        check(r.returncode == bare.returncode and r.stdout == bare.stdout,
+              f"{when}: the job runs as bare (exit {r.returncode}, {r.stdout!r})")
+        ts = traces(td)
+        got = sum(t["read_calls"].get(data, 0) for t in ts)
+        want = 200 + (1 if when == "later" else 0)
+        check(got == want, f"{when}: every read recorded ({got} of {want})")
+        check(all(t["closed"] == 1 for t in ts), f"{when}: every trace closed ({len(ts)})")
+
+
+# ---- exec, vfork, spawn -------------------------------------------------------------
+
+
+def story_bigenv(tmp):
+    """exec with 40,000 environment variables from a thread with a 256 KiB
+    stack (the child's environment was built with alloca: SIGSEGV): the
+    exec happens, the child gets every variable and, when the caller's
+    environment lacked LD_PRELOAD, the preload back, and is recorded."""
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    n = 40000
+    for keep in ("1", "0"):
+        cmd = [JOB, "bigenv", data, str(n), keep]
+        bare = run(cmd)
+        check(bare.returncode == 0 and f"bigenv {n}" in bare.stdout, f"keep={keep}: bare, the exec works ({bare.stdout!r})")
+        td = os.path.join(tmp, "t" + keep)
+        r = run(cmd, td)
+        kv = keyvals(r.stdout)
+        check(r.returncode == 0 and kv.get("bigenv") == [str(n)],
+              f"keep={keep}: the exec happens with every variable (exit {r.returncode}, {r.stdout!r})")
+        check(kv.get("preload") == ["1"], f"keep={keep}: and the child is preloaded ({kv.get('preload')})")
+        ts = traces(td)
+        got = sum(t["read_calls"].get(data, 0) for t in ts)
+        check(got == 1, f"keep={keep}: the child's read is recorded ({got})")
+
+
+SPAWN_SLACK_MS = 5.0  # the preloaded /bin/true's own start and exit, and a loaded machine (fork: 40+ ms)
+PY_SPAWN = """
+import subprocess, sys, time
+heap = bytearray(b"\\1") * (int(sys.argv[1]) << 20)
+open(sys.argv[2], "rb").read()
+took = []
+for _ in range(15):
+    t0 = time.monotonic()
+    subprocess.run(["/bin/true"], check=True)
+    took.append(time.monotonic() - t0)
+print("subprocess_ms %.3f" % (sorted(took)[len(took) // 2] * 1e3))
+"""
+
+
+def story_vfork(tmp):
+    """vfork stays vfork: a vfork child's store before its exit (errno
+    after a failed exec) reaches the parent, as it does bare; and spawning
+    from a process with 1 GiB touched (vfork+exec, posix_spawn, Python's
+    subprocess.run) costs what it costs bare, within 1.5x and a few ms
+    (vfork run as fork copied the page tables: 1 -> 125 ms)."""
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    bare = run([JOB, "vfork", data])
+    td = os.path.join(tmp, "v")
+    r = run([JOB, "vfork", data], td)
+    check(bare.stdout.startswith("child_store 2\n"), f"bare: the child's store reaches the parent ({bare.stdout!r})")
+    check(r.returncode == bare.returncode and r.stdout == bare.stdout,
+          f"preloaded: the same ({r.stdout!r})")
+    ts = traces(td)
+    vforks = [p for t in ts for p in t["proc"] if p[0] == "vfork"]
+    check(len(ts) == 1 and len(vforks) == 1, f"the parent's trace has its PROC vfork ({len(ts)} traces, {vforks})")
+    mb = os.environ.get("RELIABILITY_SPAWN_MB", "1024")
+    figures = {}
+    for mode in ("bare", "preloaded"):
+        td = os.path.join(tmp, "s" + mode) if mode == "preloaded" else None
+        kv = keyvals(run([JOB, "spawntime", data, mb, "15"], td, timeout=120).stdout)
+        pr = run(["/usr/bin/python3", "-c", PY_SPAWN, mb, data], td, timeout=120)
+        check(pr.returncode == 0, f"{mode}: Python's subprocess.run works ({pr.stderr.strip()[-300:]!r})")
+        py = keyvals(pr.stdout)
+        figures[mode] = {k: float((kv.get(k) or py.get(k) or ["nan"])[0])
+                         for k in ("vfork_ms", "spawn_ms", "subprocess_ms")}
+    print(f"figures: {mb} MiB touched, median ms per spawn: {figures}")
+    for k in ("vfork_ms", "spawn_ms", "subprocess_ms"):
+        b, p = figures["bare"][k], figures["preloaded"][k]
+        check(p <= 1.5 * b + SPAWN_SLACK_MS, f"{k}: {p:.2f} ms preloaded, {b:.2f} ms bare")
+
+
+def story_reexec(tmp):
+    """A process that execs itself 1100 times (one pid, 1101 program
+    images, each with a read): every image has its file (<pid>.sprof,
+    <pid>.1.sprof, ...); from image 1001 on they were refused ("cannot
+    create a trace ... File exists")."""
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    n = 1100
+    td = os.path.join(tmp, "t")
+    t0 = time.monotonic()
+    r = run([JOB, "reexec", data, str(n)], td, {"SCALEPROF_QUIET": "0", "SCALEPROF_CPU_HZ": "0"}, timeout=240)
+    took = time.monotonic() - t0
+    check(r.returncode == 0 and r.stdout == "images done\n", f"the job runs ({r.returncode}, {r.stdout[-80:]!r})")
+    check(r.stderr == "", f"no line from the recorder ({r.stderr[:200]!r})")
+    files = trace_files(td)
+    ts = traces(td)
+    got = sum(t["read_calls"].get(data, 0) for t in ts)
+    print(f"figures: {n + 1} images in {took:.1f} s, {len(files)} files")
+    check(len(files) == n + 1 and got == n + 1, f"a file for every image ({len(files)}), every read recorded ({got})")
+    check(len({t["pid"] for t in ts}) == 1, "all of one pid")
+
+
+# ---- what a recorded process costs: the footprint budget (docs/reliability.md) ----
+
+# Per recorded process, over the same process bare, for a light one (10
+# reads: nothing compressed, no library loaded) and a busy one (4000
+# reads: libzstd loaded, chunks compressed), while it sleeps after:
+BUDGET = {
+    "threads": (1, 1),  # the service thread, which also compresses
+    # the trace mapping (24 MiB), fd names (16 MiB, reserved), code, bss,
+    # the stack; busy: + the service thread's malloc arena (64 MiB of
+    # address space: glibc's dlopen of libzstd and zstd's context)
+    "vmsize_kib": (46 << 10, 114 << 10),
+    "vmrss_kib": (4 << 10, 4 << 10),
+    # the trace's blocks while it lives: the header page, 256 KiB of the
+    # string arena and 32 slots of 128 KiB, reserved ahead of use
+    "disk_kib": (5 << 10, 5 << 10),
+}
+FOOTPRINT_READS = (10, 4000)
+
+
+def status_of(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return {k: v.split()[0] for k, v in (ln.split(":", 1) for ln in f if ":" in ln) if v.split()}
+
+
+def footprint(tmp, td, reads):
+    """Threads, VmSize and VmRSS (KiB) of the idle job, and the KiB its
+    trace holds on disk, while it sleeps."""
+    data = os.path.join(tmp, "data")
+    if not os.path.exists(data):
+        make_file(data, 4096)
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    if td:
+        env.update(LD_PRELOAD=stories.LIB, SCALEPROF_DIR=td)
+    p = subprocess.Popen([JOB, "idle", data, "1", str(reads)], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        p.stdout.readline()
+        time.sleep(0.3)  # the compressor has had its pass
+        st = status_of(p.pid)
+        disk = sum(os.stat(f).st_blocks // 2 for f in trace_files(td)) if td else 0
+    finally:
+        p.wait(timeout=30)
+        p.stdout.close()
+    return {"threads": int(st["Threads"]), "vmsize_kib": int(st["VmSize"]), "vmrss_kib": int(st["VmRSS"]),
+            "disk_kib": disk}
+
+
+def story_disk_beside(tmp):
+    """10 workers, alive together, each writing 12 MiB to a 200 MiB file
+    system that also holds their traces: every write succeeds, as bare
+    (each live trace reserved 24 MiB: 6-9 of 10 failed with ENOSPC); needs
+    root (a tmpfs of that size)."""
+    mnt = os.path.join(tmp, "fs")
+    os.makedirs(mnt)
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200m", "tmpfs", mnt],
+                                           capture_output=True).returncode != 0:
+        print("skipped (needs root)")
+        sys.exit(SKIP)
+    try:
+        data = make_file(os.path.join(tmp, "data"), 4096)
+        env = dict(os.environ, LD_PRELOAD=stories.LIB, SCALEPROF_DIR=os.path.join(mnt, "t"), SCALEPROF_QUIET="0")
+        procs = [subprocess.Popen([JOB, "fillwrite", data, os.path.join(mnt, f"out{i}"), "12", "0.5"], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(10)]
+        outs = [p.communicate(timeout=60) for p in procs]
+        failed = [keyvals(o)["write_failed"][0] if "write_failed" in o else "?" for o, _ in outs]
+        print(f"figures: writes failed per worker {failed}; df: {shutil.disk_usage(mnt)}")
+        check(all(f == "0" for f in failed), f"every worker's 12 writes succeed ({failed})")
+        check(all(p.returncode == 0 for p in procs) and all(e == "" for _, e in outs),
+              f"no worker harmed, no line ({[e.strip()[:100] for _, e in outs if e]})")
+        check(len(trace_files(os.path.join(mnt, "t"))) == 10, "and each has its trace")
+    finally:
+        subprocess.run(["umount", mnt])
+
+
+def story_footprint(tmp):
+    """What a recorded process costs over the same process bare, read
+    from /proc/PID/status while it sleeps after recording: threads,
+    virtual size (RLIMIT_AS counts it), resident size, disk held by its
+    live trace - each within the budget of docs/reliability.md."""
+    for i, reads in enumerate(FOOTPRINT_READS):
+        bare = footprint(tmp, None, reads)
+        rec = footprint(tmp, os.path.join(tmp, f"t{reads}"), reads)
+        added = {k: rec[k] - bare[k] for k in BUDGET}
+        print(f"figures: {reads} reads: bare {bare}, recorded {rec}, added {added}")
+        for k, limits in BUDGET.items():
+            check(added[k] <= limits[i], f"{reads} reads: {k} +{added[k]} (budget {limits[i]})")
+
+
+# ---- the analyzer's input -----------------------------------------------------------
+
+
+def story_analyzer_fifo(tmp):
+    """A FIFO named like a trace (x.sprof) given to dump, or lying in a
+    trace directory given to report: opening it blocked forever (waiting
+    for a writer); now it is refused as not a trace file, at once."""
+    exe = os.environ["SCALEPROF_BIN"]
+    td = os.path.join(tmp, "t")
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    r = run([JOB, "touch", data, "0.05"], td)
+    check(r.returncode == 0 and len(trace_files(td)) == 1, "a real trace to go with it")
+    fifo = os.path.join(td, "x.sprof")
+    os.mkfifo(fifo)
+    for cmd in ([exe, "dump", fifo], [exe, "report", td]):
+        t0 = time.monotonic()
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+            took = time.monotonic() - t0
+            check(took < 5, f"{cmd[1]}: returns ({took:.2f} s, exit {r.returncode})")
+            if cmd[1] == "dump":
+                check(r.returncode != 0 and "x.sprof" in r.stderr, f"dump: a message naming the file ({r.stderr.strip()[:200]!r})")
+            else:
+                check(r.returncode in (0, 1), f"report: exit {r.returncode} ({r.stderr.strip()[:200]!r})")
+        except subprocess.TimeoutExpired:
+            check(False, f"{cmd[1]}: returns (blocked for 10 s on the FIFO)")
 
 
 # ---- what the trace reveals ---------------------------------------------------------

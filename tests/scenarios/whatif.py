@@ -19,6 +19,9 @@ over the steps after the first SKIP, all ranks.  Then the as-is run's
   * shape-specific: a balanced pipeline names no straggler and no
     pipeline_stage at all; with out-of-phase loaders no straggler or
     imbalance outranks input_pipeline;
+  * the report's step count is the job's, as is and fixed; where the
+    shape says, the top finding's evidence names what it must (the
+    pipeline's schedule); no finding the shape forbids at high severity;
   * the fixed run's report no longer names the fixed cause with gain >=
     0.05 (for the pipeline bubble: 0.05 above the bubble the fixed schedule
     keeps by construction, (S-1)/(M+S-1)).
@@ -239,6 +242,99 @@ SHAPES = {
         "forbid": ["straggler", "pipeline_stage"],
         "fixed_residual": (PIPE_STAGES - 1.0) / (PIPE_FIXED_MICRO + PIPE_STAGES - 1.0),
         "truth_categories": ["collective_wait", "collective_transfer"],
+        "premises": [],
+    },
+    "pipeline_bubble_no_markers": {
+        "story": "4 pipeline stages over send/recv, GPipe with 4 micro-batches, every stage "
+                 "equal, and no step marker: the steps are the job's only from its traffic "
+                 "(fix: 64 micro-batches, same total work)",
+        "nproc": PIPE_STAGES, "env": {}, "steps": 12,
+        "asis": ["--shape", "pipeline", "--work-ms", "60", "--micro-batches", "4",
+                 "--no-markers"],
+        "fixed": ["--shape", "pipeline", "--work-ms", "60", "--micro-batches", str(PIPE_FIXED_MICRO),
+                  "--no-markers"],
+        "cause": "pipeline_bubble", "ranks": None, "band": (0.3, 0.45),
+        "forbid": ["straggler", "pipeline_stage"],
+        "forbid_high": ["communication", "host_overhead"],
+        "fixed_residual": (PIPE_STAGES - 1.0) / (PIPE_FIXED_MICRO + PIPE_STAGES - 1.0),
+        "pipeline": (PIPE_STAGES, 4, "GPipe"),
+        "premises": [],
+    },
+    "pipeline_slow_stage_no_markers": {
+        "story": "4 pipeline stages, GPipe with 8 micro-batches and no step marker; stage 2 "
+                 "computes 1.8x slower (fix: stage 2 at the others' speed)",
+        "nproc": PIPE_STAGES, "env": {}, "steps": 12,
+        "asis": ["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
+                 "--slow-rank", "2", "--slow-factor", "1.8", "--no-markers"],
+        "fixed": ["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
+                  "--slow-rank", "2", "--slow-factor", "1", "--no-markers"],
+        "cause": "pipeline_stage", "ranks": [2], "band": (0.25, 0.5),
+        "pipeline": (PIPE_STAGES, 8, "GPipe"),
+        "premises": [],
+    },
+    "pipeline_1f1b_no_markers": {
+        "story": "4 pipeline stages, 1F1B (each send of the steady state grouped with its "
+                 "recv) with 6 micro-batches, every stage equal, no step marker: the bubble, "
+                 "and the schedule named (fix: 64 micro-batches, same total work)",
+        "nproc": PIPE_STAGES, "env": {}, "steps": 12,
+        "asis": ["--shape", "pipeline", "--work-ms", "50", "--micro-batches", "6", "--1f1b",
+                 "--no-markers"],
+        "fixed": ["--shape", "pipeline", "--work-ms", "50", "--micro-batches",
+                  str(PIPE_FIXED_MICRO), "--1f1b", "--no-markers"],
+        "cause": "pipeline_bubble", "ranks": None, "band": (0.2, 0.4),
+        "forbid": ["straggler", "pipeline_stage"],
+        "forbid_high": ["communication", "host_overhead"],
+        "evidence": ["1F1B"],
+        "pipeline": (PIPE_STAGES, 6, "1F1B"),
+        "fixed_residual": (PIPE_STAGES - 1.0) / (PIPE_FIXED_MICRO + PIPE_STAGES - 1.0),
+        "premises": [],
+    },
+    "pipeline_interleaved_no_markers": {
+        "story": "4 pipeline stages, 2 model chunks per rank looped (the last stage feeds "
+                 "the first stage's second chunk: the ranks form a ring), 4 micro-batches, "
+                 "every stage equal, no step marker: the bubble of the interleaved schedule "
+                 "(fix: 32 micro-batches, same total work)",
+        "nproc": PIPE_STAGES, "env": {}, "steps": 12,
+        "asis": ["--shape", "pipeline", "--work-ms", "96", "--micro-batches", "4",
+                 "--interleave", "2", "--no-markers"],
+        "fixed": ["--shape", "pipeline", "--work-ms", "96", "--micro-batches", "32",
+                  "--interleave", "2", "--no-markers"],
+        "cause": "pipeline_bubble", "ranks": None, "band": (0.15, 0.35),
+        "forbid": ["straggler", "pipeline_stage"],
+        "forbid_high": ["communication", "host_overhead"],
+        "evidence": ["interleaved"],
+        "pipeline": (PIPE_STAGES, 4, "interleaved"),
+        "fixed_residual": (PIPE_STAGES - 1.0) / (2 * 32 + PIPE_STAGES - 1.0),
+        "premises": [],
+    },
+    "pipeline_dp_slow_rank": {
+        "story": "2 data-parallel copies of a 3-stage GPipe pipeline (6 ranks, 8 micro-batches, "
+                 "each stage's gradients all-reduced over its 2 copies, no step marker); rank 1 "
+                 "(copy 0's stage 1) computes 1.8x slower, its copy rank 4 does not: a slow "
+                 "rank, not a slow stage (fix: rank 1 at normal speed)",
+        "nproc": 6, "env": {}, "steps": 12,
+        "asis": ["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
+                 "--pp-dp", "2", "--grad-mb", "4", "--slow-rank", "1", "--slow-factor", "1.8",
+                 "--no-markers"],
+        "fixed": ["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
+                  "--pp-dp", "2", "--grad-mb", "4", "--slow-rank", "1", "--slow-factor", "1",
+                  "--no-markers"],
+        "cause": "straggler", "ranks": [1], "band": (0.2, 0.5),
+        "pipeline": (3, 8, "GPipe"),
+        "premises": [],
+    },
+    "pipeline_dp_slow_stage": {
+        "story": "the same 2 copies of the pipeline; stage 1 computes 1.8x slower in both "
+                 "(ranks 1 and 4): a slow stage (fix: stage 1 at the others' speed)",
+        "nproc": 6, "env": {}, "steps": 12,
+        "asis": ["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
+                 "--pp-dp", "2", "--grad-mb", "4", "--slow-stage", "1", "--slow-factor", "1.8",
+                 "--no-markers"],
+        "fixed": ["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
+                  "--pp-dp", "2", "--grad-mb", "4", "--slow-stage", "1", "--slow-factor", "1",
+                  "--no-markers"],
+        "cause": "pipeline_stage", "ranks": [1, 4], "band": (0.2, 0.5),
+        "pipeline": (3, 8, "GPipe"),
         "premises": [],
     },
     "tp_dp": {
@@ -646,6 +742,21 @@ def judge_report(pair, rep, rep_fixed):
         for f in fs:
             if f.get("cause") == cause:
                 bad.append("as is: names %s, which this shape does not have" % describe(f))
+    if "pipeline" in spec:
+        w = rep.get("whatif", {})
+        got = (w.get("pipeline_stages"), w.get("micro_batches"), w.get("pipeline_schedule"))
+        if got != spec["pipeline"]:
+            bad.append("as is: pipeline (stages, micro-batches, schedule) %s, the job's %s"
+                       % (got, spec["pipeline"]))
+    for cause in spec.get("forbid_high", []):
+        for f in fs:
+            if f.get("cause") == cause and f.get("severity") == "high":
+                bad.append("as is: names %s high, which this shape does not have" % describe(f))
+    want_steps = spec.get("steps", STEPS)
+    for which, r in (("as is", rep), ("fixed", rep_fixed)):
+        got = r.get("steps", {}).get("count")
+        if got != want_steps:
+            bad.append("%s: %s steps reported, the job ran %d" % (which, got, want_steps))
     for cause in spec.get("outranks", []):
         ours = [gain_of(f) or 0 for f in fs if f.get("cause") == spec["cause"]]
         for f in fs:

@@ -52,7 +52,9 @@
 #include <dirent.h>
 
 #include "builtin.h"
+#include "model.h"
 #include "opt.h"
+#include "seen.h"
 
 #define MAX_PROCS 1024
 #define DEFAULT_MASTER_PORT "29500"
@@ -110,7 +112,8 @@ static void usage(FILE *f)
             SP_COLOR_HELP
             "  -h, --help         this text\n"
             "\n"
-            "Then: scaleprof report DIR\n");
+            "Then: scaleprof report DIR (run names the next step that works: the host's\n"
+            "timeline instead when no GPU activity was recorded)\n");
 }
 
 /* ---- finding our libraries ---------------------------------------------------- */
@@ -576,6 +579,29 @@ static int traces_in(const char *dir, int depth)
     return n;
 }
 
+/* The next step that will work: report, unless the traces saw no GPU
+ * (report, compare and html would refuse them): then the host timeline,
+ * or with no rank either (nothing export can group) a file's events. */
+static void suggest_next(const char *outdir)
+{
+    struct sp_model_opts mo;
+    struct sp_model m;
+    sp_model_opts_default(&mo);
+    int rc = sp_model_open(outdir, &mo, &m);
+    int none = rc == 0 ? sp_seen_no_gpu("run", &m, "report, compare and html need GPU activity")
+                       : m.nfrecs > 0 && !sp_seen_gpu(&m);
+    for (int i = 0; rc != 0 && none && i < m.nwarnings; i++) /* what the model could not analyze, and why */
+        fprintf(stderr, "scaleprof run: %s\n", m.warnings[i]);
+    if (none && rc == 0)
+        fprintf(stderr, "scaleprof: next: scaleprof export %s -o timeline.json (the host's timeline: steps, "
+                        "waits, reads, loader workers)\n", outdir);
+    else if (none) /* no rank either: nothing to put on a timeline, the events are still there */
+        fprintf(stderr, "scaleprof: next: scaleprof dump %s (its events)\n", m.frecs[0].path);
+    else
+        fprintf(stderr, "scaleprof: next: scaleprof report %s\n", outdir);
+    sp_model_free(&m);
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct run_opts o;
@@ -608,7 +634,7 @@ int cmd_run(int argc, char **argv)
                         "\"Quiet short lives\")\n", outdir);
         return worst;
     }
-    fprintf(stderr, "scaleprof: traces in %s\nscaleprof: next: scaleprof report %s\n", outdir,
-            outdir);
+    fprintf(stderr, "scaleprof: traces in %s\n", outdir);
+    suggest_next(outdir);
     return worst;
 }

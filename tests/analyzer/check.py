@@ -1125,6 +1125,8 @@ def case_equal_buckets_sim():
                         "--data", os.path.join(TMP, "data")], capture_output=True, text=True)
     if p.returncode != 0:
         fail(f"scaleprof run failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    if f"next: scaleprof report {d}" not in p.stderr:
+        fail(f"a run on (simulated) GPUs should suggest the report: {p.stderr}")
     rep = report(d)
     st = rep["steps"]
     allreduces = [c for c in rep["collectives"] if c["op"] == "allreduce" and c["bytes"] == 4 << 20]
@@ -1317,6 +1319,22 @@ def case_run_refuses_mixing():
     print(f"  --run {ids[0]}: {one.returncode}: {one.stderr.strip()[:200]}")
     if "runs:" in one.stderr or "holds traces of" in one.stderr:
         fail("--run should pick one run")
+    # `cat` used no GPU: run does not send the user to a report that refuses
+    nxt = next((l.split("next: ", 1)[1].split(" (")[0] for l in first.stderr.splitlines() if "next: " in l), "")
+    print(f"  run of a job with no GPU suggests: {nxt}")
+    if "scaleprof report" in nxt or "no GPU activity was recorded" not in first.stderr or not nxt:
+        fail("run of a job with no GPU should say so and suggest what works, not report: %r" % first.stderr)
+    tried = subprocess.run([SCALEPROF] + nxt.split()[1:], capture_output=True, text=True, cwd=TMP)
+    print(f"  {nxt}: exit {tried.returncode}")
+    if tried.returncode != 0:
+        fail(f"the suggested next step fails: {tried.stderr}")
+    ranked = subprocess.run([SCALEPROF, "run", "-o", os.path.join(TMP, "mixing2"), "--nproc", "2", "--"] + job,
+                            capture_output=True, text=True)
+    nxt = next((l.split("next: ", 1)[1].split(" (")[0] for l in ranked.stderr.splitlines() if "next: " in l), "")
+    tried = subprocess.run([SCALEPROF] + nxt.split()[1:], capture_output=True, text=True, cwd=TMP)
+    print(f"  two ranks, no GPU: suggests {nxt}: exit {tried.returncode}")
+    if "scaleprof export" not in nxt or tried.returncode != 0:
+        fail(f"two ranks with no GPU: the host timeline should be suggested, and work: {ranked.stderr}")
     # `cat` used no GPU: the report refuses it with the reason, not "healthy"
     if one.returncode != 1 or "no GPU activity" not in one.stderr or "healthy" in one.stdout:
         fail("a job without GPU activity should be refused with the reason: %r" % one.stderr)

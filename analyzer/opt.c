@@ -135,6 +135,23 @@ int sp_opt_unknown(const char *verb, const struct option *opts, const char *arg)
     return sp_usage_error(verb, "option --%s is unknown", name);
 }
 
+int sp_opt_join_number(int argc, char **argv, const char *opt, char *buf, size_t len)
+{
+    for (int i = 1; i + 1 < argc; i++) {
+        if (!strcmp(argv[i], "--"))
+            return argc;
+        const char *v = argv[i + 1];
+        if (strcmp(argv[i], opt) || !*v || strspn(v, "0123456789") != strlen(v))
+            continue;
+        snprintf(buf, len, "%s=%s", opt, v);
+        argv[i] = buf;
+        for (int j = i + 1; j < argc; j++)
+            argv[j] = argv[j + 1];
+        return argc - 1;
+    }
+    return argc;
+}
+
 int sp_opt_take_color(const char *verb, int *argc, char **argv, int operands_end)
 {
     int out = 1;

@@ -33,6 +33,11 @@ int sp_opt_unknown(const char *verb, const struct option *opts, const char *arg)
  * otherwise.  For "did you mean". */
 const char *sp_opt_nearest(const char *word, const char *const *names, size_t n);
 
+/* `OPT N` (N a separate word of digits) joined into `OPT=N` in buf, for
+ * an option whose value is optional: getopt takes one only after "=", and
+ * N would otherwise read as an operand.  Returns the new argc. */
+int sp_opt_join_number(int argc, char **argv, const char *opt, char *buf, size_t len);
+
 /* Colour, the same for every verb: --color[=always|never|auto] and
  * --no-color are taken out of argv (up to "--", and with operands_end up
  * to the first operand, for a verb whose operands are a command) before

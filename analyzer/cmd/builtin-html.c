@@ -18,6 +18,7 @@
 #include "builtin.h"
 #include "compare.h"
 #include "html_report.h"
+#include "kernels.h"
 #include "model.h"
 #include "opt.h"
 #include "seen.h"
@@ -25,6 +26,7 @@
 #define VERB "html"
 #define MAX_SKIP 1000000
 #define MAX_RUNS 32
+#define TOP_KERNELS 10
 
 static const char usage_text[] =
     "usage: scaleprof html DIR -o FILE [options]\n"
@@ -39,6 +41,8 @@ static const char usage_text[] =
     "  --skip N                 warm-up steps to drop (default 3)\n"
     "  --step-marker RE         step markers are ranges whose name matches RE\n"
     "  --samples-per-step S     samples per GPU per step (samples/s, cost)\n"
+    "  --kernels [N]            one DIR: also the top N kernels by GPU time (default\n"
+    "                           10), as scaleprof report --kernels\n"
     "  --global-batch S         several DIRs: samples per step over all GPUs, the\n"
     "                           same in every run (instead of --samples-per-step)\n"
     "  --price-per-gpu-hour P   price of one GPU hour, for cost per 1k samples\n" SP_COLOR_HELP
@@ -64,7 +68,7 @@ static int finish(FILE *f, const char *path, int wrc)
     return 0;
 }
 
-static int one_run(const char *dir, const struct sp_model_opts *o, const char *path)
+static int one_run(const char *dir, const struct sp_model_opts *o, const char *path, int top_kernels)
 {
     struct sp_model m;
     int rc = sp_model_open(dir, o, &m);
@@ -88,13 +92,23 @@ static int one_run(const char *dir, const struct sp_model_opts *o, const char *p
         sp_model_free(&m);
         return 1;
     }
-    FILE *f = open_output(path);
-    if (!f) {
-        fprintf(stderr, "scaleprof html: %s: %s\n", path, strerror(errno));
+    struct sp_kernels k;
+    memset(&k, 0, sizeof k);
+    if (top_kernels && sp_kernels_analyze(&m, &k) < 0) {
+        fprintf(stderr, "scaleprof html: the kernel view ran out of memory\n");
+        sp_kernels_free(&k);
         sp_model_free(&m);
         return 1;
     }
-    rc = finish(f, path, sp_html_report(f, &m));
+    FILE *f = open_output(path);
+    if (!f) {
+        fprintf(stderr, "scaleprof html: %s: %s\n", path, strerror(errno));
+        sp_kernels_free(&k);
+        sp_model_free(&m);
+        return 1;
+    }
+    rc = finish(f, path, sp_html_report(f, &m, top_kernels ? &k : NULL, top_kernels));
+    sp_kernels_free(&k);
     sp_model_free(&m);
     return rc;
 }
@@ -134,6 +148,7 @@ int cmd_html(int argc, char **argv)
         {"samples-per-step", required_argument, NULL, 'S'},
         {"price-per-gpu-hour", required_argument, NULL, 'P'},
         {"global-batch", required_argument, NULL, 'G'},
+        {"kernels", optional_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -143,7 +158,9 @@ int cmd_html(int argc, char **argv)
     const char *path = NULL;
     double price = 0;
     struct sp_cmp_batch batch = {0, 0};
-    int c, a, b;
+    int c, a, b, top_kernels = 0;
+    char kernels_arg[64];
+    argc = sp_opt_join_number(argc, argv, "--kernels", kernels_arg, sizeof kernels_arg);
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
@@ -182,6 +199,11 @@ int cmd_html(int argc, char **argv)
             if (sp_opt_double(VERB, "--global-batch", optarg, 1e-9, 1e15, &batch.global) < 0)
                 return SP_EXIT_USAGE;
             break;
+        case 'K':
+            top_kernels = TOP_KERNELS;
+            if (optarg && sp_opt_int(VERB, "--kernels", optarg, 1, INT32_MAX, &top_kernels) < 0)
+                return SP_EXIT_USAGE;
+            break;
         case 'h':
             fputs(usage_text, stdout);
             return 0;
@@ -206,6 +228,8 @@ int cmd_html(int argc, char **argv)
     if (n == 1 && batch.global > 0)
         return sp_usage_error(VERB, "--global-batch is for a comparison; one run takes "
                                     "--samples-per-step (samples per GPU per step)");
-    if (n == 1) return one_run(argv[optind], &o, path);
+    if (n > 1 && top_kernels)
+        return sp_usage_error(VERB, "--kernels is the kernel view of one run (scaleprof html DIR --kernels)");
+    if (n == 1) return one_run(argv[optind], &o, path, top_kernels);
     return several_runs(argv + optind, n, &o, &batch, price, path);
 }

@@ -936,26 +936,6 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
     sp_json_close(&j, '}');
 }
 
-/* `--kernels N` (a separate word) as `--kernels=N`: getopt takes an
- * optional value only after "=", and N would otherwise read as a second
- * trace directory.  buf holds the joined word; returns the new argc. */
-static int kernels_value(int argc, char **argv, char *buf, size_t len)
-{
-    for (int i = 1; i + 1 < argc; i++) {
-        if (!strcmp(argv[i], "--"))
-            return argc;
-        const char *v = argv[i + 1];
-        if (strcmp(argv[i], "--kernels") || !*v || strspn(v, "0123456789") != strlen(v))
-            continue;
-        snprintf(buf, len, "--kernels=%s", v);
-        argv[i] = buf;
-        for (int j = i + 1; j + 1 <= argc; j++)
-            argv[j] = argv[j + 1];
-        return argc - 1;
-    }
-    return argc;
-}
-
 int cmd_report(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -974,7 +954,7 @@ int cmd_report(int argc, char **argv)
     o.progress = 1;
     int top_kernels = 0;
     char kernels_arg[64];
-    argc = kernels_value(argc, argv, kernels_arg, sizeof kernels_arg);
+    argc = sp_opt_join_number(argc, argv, "--kernels", kernels_arg, sizeof kernels_arg);
     int json = 0, per_step = 0, csv = 0, color = sp_color_on(stdout), c, a, b;
     optind = 1;
     opterr = 0;

@@ -654,6 +654,42 @@ static void collectives(FILE *out, const struct sp_model *m)
           out);
 }
 
+/* The kernel view (report --kernels): one row per kernel, its numbers in
+ * data- attributes as report --json gives them. */
+static void kernels(FILE *out, const struct sp_model *m, const struct sp_kernels *k, int top)
+{
+    size_t n = (size_t)top < k->n ? (size_t)top : k->n;
+    fprintf(out,
+            "<h2 id=\"kernels\">Top kernels</h2>\n<p>The %zu kernels that take the most GPU time over "
+            "steps %d-%d, of %zu kernel names (%.2f ms on %d rank%s).</p>\n",
+            n, m->step_lo + m->step_number0, m->step_hi - 1 + m->step_number0, k->n, k->ns / 1e6,
+            m->nranks, m->nranks == 1 ? "" : "s");
+    fputs("<table id=\"kernels-table\"><tr><th>share</th><th>total ms</th><th>calls</th>"
+          "<th>mean us</th><th>p50 us</th><th>p99 us</th><th>slowest rank</th><th>kernel</th></tr>\n",
+          out);
+    for (size_t i = 0; i < n; i++) {
+        const struct sp_kernel_stat *s = &k->k[i];
+        int slow = s->slowest >= 0 ? m->ranks[s->slowest].rank : -1;
+        fputs("<tr class=\"kernel\" data-name=\"", out);
+        esc(out, s->name);
+        fprintf(out,
+                "\" data-calls=\"%" PRIu64 "\" data-total-ms=\"%.6f\" data-slowest-rank=\"%d\">"
+                "<td>%.1f%%</td><td>%.3f</td><td>%" PRIu64 "</td><td>%.1f</td><td>%.1f</td><td>%.1f</td>",
+                s->calls, s->ns / 1e6, slow, k->ns > 0 ? 100 * s->ns / k->ns : 0, s->ns / 1e6, s->calls,
+                s->mean_ns / 1e3, s->p50_ns / 1e3, s->p99_ns / 1e3);
+        if (slow >= 0)
+            fprintf(out, "<td>%d (%.2fx)</td><td>", slow, s->slowest_x);
+        else
+            fputs("<td>-</td><td>", out);
+        esc(out, s->name);
+        fputs(s->nccl ? " [nccl]</td></tr>\n" : "</td></tr>\n", out);
+    }
+    fputs("</table>\n<p class=\"note\">share: of all kernel time on all ranks; slowest rank: the "
+          "rank whose calls of that kernel take longest on average, against the median rank's "
+          "mean.</p>\n",
+          out);
+}
+
 static void warnings(FILE *out, const struct sp_model *m)
 {
     if (!m->nwarnings) return;
@@ -675,7 +711,7 @@ static void page_foot(FILE *out)
             SCALEPROF_VERSION);
 }
 
-int sp_html_report(FILE *out, const struct sp_model *m)
+int sp_html_report(FILE *out, const struct sp_model *m, const struct sp_kernels *k, int top_kernels)
 {
     char title[512];
     snprintf(title, sizeof title, "scaleprof report: %s", m->dir);
@@ -686,6 +722,7 @@ int sp_html_report(FILE *out, const struct sp_model *m)
     step_series(out, m);
     input_picture(out, m);
     collectives(out, m);
+    if (k) kernels(out, m, k, top_kernels);
     warnings(out, m);
     page_foot(out);
     return ferror(out) ? -1 : 0;

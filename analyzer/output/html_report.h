@@ -9,11 +9,13 @@
 #include <stdio.h>
 
 #include "compare.h"
+#include "kernels.h"
 #include "model.h"
 
-/* The report of one analyzed model (SP_STAGE_FINDINGS).  Returns 0, or -1
- * when out failed. */
-int sp_html_report(FILE *out, const struct sp_model *m);
+/* The report of one analyzed model (SP_STAGE_FINDINGS), with the top
+ * top_kernels kernels of k when k is not NULL.  Returns 0, or -1 when out
+ * failed. */
+int sp_html_report(FILE *out, const struct sp_model *m, const struct sp_kernels *k, int top_kernels);
 
 /* The comparison c (sp_compare_runs, which holds the batch given), with
  * the price per GPU hour for cost per sample, 0 unknown. */

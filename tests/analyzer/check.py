@@ -721,6 +721,31 @@ def case_kernels_slowest_rank():
         fail("the text should list the 9 kernels (fewer than 10), rank 2 slowest at 1.40x:\n" + text)
 
 
+def case_html_kernels():
+    """html --kernels N: the page holds the kernel view, one row per kernel
+    with the numbers of report --json --kernels N (names, calls, total,
+    slowest rank); without --kernels the page has none."""
+    import html as htmllib
+    d, _ = gen("hkern", "--ranks", 4, "--markers", "--slow-rank", 1, "--slow-compute-ms", 4, "--jitter", 0)
+    page = os.path.join(TMP, "hkern.html")
+    scaleprof("html", d, "-o", page, "--kernels", 5)
+    text = open(page).read()
+    rows = re.findall(r'<tr class="kernel" data-name="([^"]*)" data-calls="(\d+)" data-total-ms="([\d.]+)" '
+                      r'data-slowest-rank="(-?\d+)"', text)
+    want = report(d, "--kernels", 5)["kernels"]["top"]
+    print(f"  page rows {[(htmllib.unescape(n)[:24], c, t, s) for n, c, t, s in rows]}")
+    if len(rows) != len(want) or len(rows) != 5:
+        fail(f"{len(rows)} kernel rows on the page, report lists {len(want)}")
+    for (name, calls, total, slow), k in zip(rows, want):
+        if htmllib.unescape(name) != k["name"] or int(calls) != k["calls"] or \
+                abs(float(total) - k["total_ms"]) > 1e-3 * k["total_ms"] or \
+                int(slow) != (k["slowest_rank"] if k["slowest_rank"] is not None else -1):
+            fail(f"page row {name, calls, total, slow} is not report's {k}")
+    scaleprof("html", d, "-o", page)
+    if 'id="kernels"' in open(page).read():
+        fail("without --kernels the page should have no kernel view")
+
+
 def case_stragglers_one_answer():
     """`stragglers` in the JSON and the straggler finding give one answer:
     the same ranks, or none in both; the arrival table is `last_arrivals`."""

@@ -3,12 +3,15 @@
  * (builtin-<verb>.c), in the manner of perf.
  *
  * Every verb takes its own options and prints its own --help; this file
- * only knows their names and one line about each.
+ * only knows their names and one line about each, takes the options every
+ * verb shares (--color, --no-color) out of argv before the verb sees it,
+ * and answers a mistyped verb with the nearest name.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "builtin.h"
+#include "opt.h"
 
 struct verb {
     const char *name;
@@ -61,10 +64,23 @@ int main(int argc, char **argv)
         printf("scaleprof %s\n", SCALEPROF_VERSION);
         return 0;
     }
-    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
-        if (!strcmp(argv[1], verbs[i].name))
-            return verbs[i].fn(argc - 1, argv + 1);
+    const char *names[sizeof verbs / sizeof verbs[0]];
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
+        names[i] = verbs[i].name;
+        if (strcmp(argv[1], verbs[i].name))
+            continue;
+        int vargc = argc - 1;
+        /* run's operands are the job's command: its options are not ours */
+        if (sp_opt_take_color(verbs[i].name, &vargc, argv + 1, verbs[i].fn == cmd_run))
+            return SP_EXIT_USAGE;
+        return verbs[i].fn(vargc, argv + 1);
+    }
+    const char *near = sp_opt_nearest(argv[1], names, sizeof names / sizeof names[0]);
+    if (near) {
+        fprintf(stderr, "scaleprof: unknown verb '%s'; did you mean '%s'?\n", argv[1], near);
+        return SP_EXIT_USAGE;
+    }
     fprintf(stderr, "scaleprof: unknown verb '%s'\n", argv[1]);
     usage(stderr);
-    return 2;
+    return SP_EXIT_USAGE;
 }

@@ -4,9 +4,16 @@
  * fewest GPUs), each run's kind of scaling and efficiency, and the
  * findings of the series.
  *
- * Global throughput is gpus / step time (x samples per GPU per step when
- * given), so efficiency = (thr_N / thr_0) / (N / N_0).  Lost time is the
- * step-time difference to the baseline split by category.
+ * Throughput is measured, never assumed from a batch the runs may not
+ * share: with --samples-per-step S (per GPU) a run of N GPUs processes
+ * S x N samples per step, with --global-batch S it processes S, so its
+ * samples/s is that over its step time; a fixed global batch is strong
+ * scaling, a fixed per-GPU batch weak.  Without either, the kind is
+ * inferred from compute per GPU and throughput counts per-GPU batches of
+ * the baseline's size (N per step, or N_0 when strong).  Efficiency =
+ * (thr_N / thr_0) / (N / N_0); each sample costs (N / N_0) / (thr_N /
+ * thr_0) of the baseline's.  Lost time is the step-time difference to the
+ * baseline split by category.
  *
  * cross_node ("fine on one node, poor on two"): a multi-host run whose
  * efficiency falls below 80% of the best single-host run's (high), or,
@@ -19,6 +26,7 @@
 #include <string.h>
 
 #include "compare.h"
+#include "seen.h"
 
 #define SMALL_BATCH_COMPUTE_DROP 0.8   /* compute per step fell below 80% of baseline */
 #define SMALL_BATCH_COLL_KEPT 0.9      /* while collective time stayed >= 90% */
@@ -158,26 +166,45 @@ static int series_findings(struct sp_cmp_run *runs, int n, int base, struct sp_c
     return nf;
 }
 
-/* Which kind of comparison a run is against the baseline (see enum
- * scaling), and its efficiency: weak, throughput per GPU against the
- * baseline's; strong, the speedup against the growth in GPUs; A/B, the
- * speedup alone. */
-static void judge_scaling(struct sp_cmp_run *r, const struct sp_cmp_run *b, double samples)
+/* What compute per GPU suggests of a run against the baseline: the same
+ * GPU count (A/B), strong (compute shrank as N_0/N) or weak. */
+static enum sp_scaling infer_scaling(const struct sp_cmp_run *r, const struct sp_cmp_run *b)
 {
     double nr = r->m.nranks, nb = b->m.nranks;
-    if (r->m.nranks == b->m.nranks) {
-        r->scaling = SP_SCALING_AB;
-    } else {
-        double ratio = sp_cmp_compute_ms(b) > 0 ? sp_cmp_compute_ms(r) / sp_cmp_compute_ms(b) : 1;
-        double d_weak = ratio > 1 ? ratio - 1 : 1 - ratio, d_strong = ratio - nb / nr;
-        d_strong = d_strong < 0 ? -d_strong : d_strong;
-        r->scaling = d_strong < STRONG_NEARER * d_weak ? SP_SCALING_STRONG : SP_SCALING_WEAK;
-    }
-    /* global throughput: a strong-scaled run processes the baseline's batch per step */
-    double gpus_of_work = r->scaling == SP_SCALING_STRONG ? nb : nr;
-    r->thr = gpus_of_work / r->step_s * (samples > 0 ? samples : 1);
-    double base_thr = nb / b->step_s * (samples > 0 ? samples : 1);
-    r->eff = r->scaling == SP_SCALING_AB ? r->thr / base_thr : (r->thr / base_thr) / (nr / nb);
+    if (r->m.nranks == b->m.nranks)
+        return SP_SCALING_AB;
+    double ratio = sp_cmp_compute_ms(b) > 0 ? sp_cmp_compute_ms(r) / sp_cmp_compute_ms(b) : 1;
+    double d_weak = ratio > 1 ? ratio - 1 : 1 - ratio, d_strong = ratio - nb / nr;
+    d_strong = d_strong < 0 ? -d_strong : d_strong;
+    return d_strong < STRONG_NEARER * d_weak ? SP_SCALING_STRONG : SP_SCALING_WEAK;
+}
+
+/* A run's kind of scaling (the batch given says it; else inferred), its
+ * samples per step and its throughput (see the top comment). */
+static void judge_scaling(struct sp_cmp_run *r, const struct sp_cmp_run *b, const struct sp_cmp_batch *batch)
+{
+    double nr = r->m.nranks, nb = b->m.nranks;
+    r->inferred = infer_scaling(r, b);
+    r->scaling = r->inferred;
+    if (r->scaling != SP_SCALING_AB && batch->global > 0)
+        r->scaling = SP_SCALING_STRONG;
+    else if (r->scaling != SP_SCALING_AB && batch->per_gpu > 0)
+        r->scaling = SP_SCALING_WEAK;
+    r->samples_per_step = batch->global > 0 ? batch->global : batch->per_gpu * nr; /* 0: neither */
+    if (r->samples_per_step > 0)
+        r->thr = r->samples_per_step / r->step_s;
+    else /* a strong-scaled run processes the baseline's per-GPU batches, N_0 of them, per step */
+        r->thr = (r->scaling == SP_SCALING_STRONG ? nb : nr) / r->step_s;
+}
+
+/* Efficiency: weak, throughput per GPU against the baseline's; strong,
+ * the speedup against the growth in GPUs; A/B, the speedup alone. */
+static void judge_efficiency(struct sp_cmp_run *r, const struct sp_cmp_run *b)
+{
+    double nr = r->m.nranks, nb = b->m.nranks;
+    r->speedup = b->thr > 0 ? r->thr / b->thr : 0;
+    r->eff = r->scaling == SP_SCALING_AB ? r->speedup : r->speedup / (nr / nb);
+    r->cost_x = r->speedup > 0 ? (nr / nb) / r->speedup : 0;
 }
 
 static int cmp_gain(const void *a, const void *b)
@@ -186,9 +213,12 @@ static int cmp_gain(const void *a, const void *b)
     return (x->gain < y->gain) - (x->gain > y->gain);
 }
 
-int sp_compare_runs(char *const *dirs, int n, const struct sp_model_opts *o, struct sp_cmp *c)
+int sp_compare_runs(char *const *dirs, int n, const struct sp_model_opts *o,
+                    const struct sp_cmp_batch *batch, struct sp_cmp *c)
 {
     memset(c, 0, sizeof *c);
+    if (batch)
+        c->batch = *batch;
     c->runs = calloc((size_t)n + 1, sizeof *c->runs);
     if (!c->runs) return -1;
     c->n = n;
@@ -197,7 +227,7 @@ int sp_compare_runs(char *const *dirs, int n, const struct sp_model_opts *o, str
     for (int i = 0; i < n; i++) {
         struct sp_cmp_run *r = &runs[i];
         r->dir = dirs[i];
-        if (sp_model_analyze(r->dir, o, &r->m) < 0 || r->m.step_mean_ms <= 0 || !r->m.gpu_events) {
+        if (sp_model_analyze(r->dir, o, &r->m) < 0 || r->m.step_mean_ms <= 0 || !sp_seen_gpu(&r->m)) {
             failed = 1;
             continue;
         }
@@ -211,8 +241,10 @@ int sp_compare_runs(char *const *dirs, int n, const struct sp_model_opts *o, str
     if (failed) return -1;
     const struct sp_cmp_run *b = &runs[base];
     for (int i = 0; i < n; i++)
-        judge_scaling(&runs[i], b, o->samples_per_step);
-    runs[base].scaling = SP_SCALING_WEAK; /* the baseline against itself */
+        judge_scaling(&runs[i], b, &c->batch);
+    for (int i = 0; i < n; i++)
+        judge_efficiency(&runs[i], b);
+    runs[base].scaling = runs[base].inferred = SP_SCALING_WEAK; /* the baseline against itself */
     runs[base].eff = 1;
     c->nf = series_findings(runs, n, base, c->f);
     qsort(c->f, (size_t)c->nf, sizeof c->f[0], cmp_gain);
@@ -227,17 +259,13 @@ void sp_compare_free(struct sp_cmp *c)
     c->runs = NULL;
 }
 
-double sp_cmp_cost_per_1k(const struct sp_cmp_run *r, double price, double samples)
+double sp_cmp_cost_per_1k(const struct sp_cmp_run *r, double price)
 {
-    if (price <= 0 || samples <= 0) return 0;
-    return price * r->m.nranks * r->step_s / SP_CMP_SECONDS_PER_HOUR / (samples * r->m.nranks) *
-           1000;
+    if (price <= 0 || r->samples_per_step <= 0) return 0;
+    return price * r->m.nranks * r->step_s / SP_CMP_SECONDS_PER_HOUR / r->samples_per_step * 1000;
 }
 
-double sp_cmp_cost_ratio(const struct sp_cmp_run *r, const struct sp_cmp_run *b)
+const char *sp_cmp_throughput_unit(const struct sp_cmp *c)
 {
-    double speed = b->step_s / r->step_s; /* steps per time, same per-GPU batch */
-    double gthr = speed * r->m.nranks / b->m.nranks;
-    double price_x = (double)r->m.nranks / b->m.nranks;
-    return price_x / gthr;
+    return c->batch.per_gpu > 0 || c->batch.global > 0 ? "samples/s" : "batches/s";
 }

@@ -18,6 +18,7 @@
 #include "text.h"
 #include "compare.h"
 #include "model.h"
+#include "seen.h"
 
 #define VERB "compare"
 #define MAX_RUNS 32
@@ -27,14 +28,22 @@
 static const char usage_text[] =
     "usage: scaleprof compare DIR1 DIR2 [DIR...] [options]\n"
     "\n"
-    "Scaling efficiency across runs (same job, same per-GPU batch, different\n"
-    "GPU counts), where the lost step time went, and cost per sample.\n"
+    "Scaling efficiency across runs (same job, different GPU counts), where\n"
+    "the lost step time went, and cost per sample.\n"
     "\n"
     "  --json                   print the comparison as JSON\n"
-    "  --samples-per-step S     samples per GPU per step (for samples/s)\n"
+    "  --samples-per-step S     samples per GPU per step, the same in every run\n"
+    "                          (a fixed per-GPU batch): samples/s and cost\n"
+    "  --global-batch S         samples per step over all GPUs, the same in every\n"
+    "                          run (a fixed global batch); instead of the above\n"
     "  --price-per-gpu-hour P   price of one GPU hour, for cost per 1k samples\n"
     "  --skip N                 warm-up steps to drop in every run (default 3)\n"
+    SP_COLOR_HELP
     "  -h, --help               this text\n"
+    "\n"
+    "\n"
+    "Without a batch the kind of scaling is inferred from compute per GPU and\n"
+    "the table gives the speedup only.  Columns: man scaleprof-compare.\n"
     "\n"
     "Exit status: 0 comparison printed, 1 a run had nothing analyzable, 2 usage.\n";
 
@@ -61,6 +70,37 @@ static const char *gpus_word(int n)
     return n == 1 ? "GPU" : "GPUs";
 }
 
+/* A batch given that compute per GPU contradicts: said, not overridden
+ * (the user knows the batch; the trace only suggests it). */
+static void text_batch_notes(const struct sp_cmp *c, int cols)
+{
+    for (int i = 0; i < c->n; i++) {
+        const struct sp_cmp_run *r = &c->runs[i];
+        if (i == c->base || r->scaling == r->inferred || r->scaling == SP_SCALING_AB)
+            continue;
+        char text[512];
+        if (r->inferred == SP_SCALING_STRONG)
+            snprintf(text, sizeof text, "%s: compute per GPU shrank as with a fixed global batch, but "
+                     "--samples-per-step says each GPU keeps its batch; if the global batch is fixed, "
+                     "give --global-batch (samples per step over all GPUs) instead", r->dir);
+        else
+            snprintf(text, sizeof text, "%s: compute per GPU stayed as with a fixed per-GPU batch, but "
+                     "--global-batch says the global batch is fixed; if each GPU keeps its batch, give "
+                     "--samples-per-step (samples per GPU) instead", r->dir);
+        printf("note: ");
+        sp_text_wrapped(text, 6, 2, cols);
+        return; /* once: the same advice for every run */
+    }
+}
+
+static void json_num_or_null(struct sp_json *j, const char *key, double v)
+{
+    if (v > 0)
+        sp_json_num(j, key, v);
+    else
+        sp_json_null(j, key);
+}
+
 /* A run's warnings are its report's business; compare says there are some. */
 static void text_run_notes(const struct sp_cmp_run *runs, int n, int cols)
 {
@@ -79,6 +119,7 @@ int cmd_compare(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'J'}, {"samples-per-step", required_argument, NULL, 'S'},
+        {"global-batch", required_argument, NULL, 'G'},
         {"price-per-gpu-hour", required_argument, NULL, 'P'}, {"skip", required_argument, NULL, 'k'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
@@ -87,6 +128,7 @@ int cmd_compare(int argc, char **argv)
     o.progress = 1;
     int json = 0, c;
     double price = 0;
+    struct sp_cmp_batch batch = {0, 0};
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -94,6 +136,10 @@ int cmd_compare(int argc, char **argv)
         case 'J': json = 1; break;
         case 'S':
             if (sp_opt_double(VERB, "--samples-per-step", optarg, 1e-9, 1e12, &o.samples_per_step) < 0)
+                return SP_EXIT_USAGE;
+            break;
+        case 'G':
+            if (sp_opt_double(VERB, "--global-batch", optarg, 1e-9, 1e15, &batch.global) < 0)
                 return SP_EXIT_USAGE;
             break;
         case 'P':
@@ -106,23 +152,28 @@ int cmd_compare(int argc, char **argv)
             break;
         case 'h': fputs(usage_text, stdout); return 0;
         default:
-            return sp_usage_error(VERB, "option %s is unknown or needs a value", argv[optind - 1]);
+            return sp_opt_unknown(VERB, opts, argv[optind - 1]);
         }
     }
     int n = argc - optind;
+    batch.per_gpu = o.samples_per_step;
+    if (batch.per_gpu > 0 && batch.global > 0)
+        return sp_usage_error(VERB, "--samples-per-step (per GPU) and --global-batch (over all GPUs) say the "
+                              "same thing two ways: give one of them");
     if (n < 2)
         return sp_usage_error(VERB, "%s: compare needs at least two runs (scaleprof report DIR reads one)",
                               n ? argv[optind] : "no run given");
     if (n > MAX_RUNS)
         return sp_usage_error(VERB, "%d runs given, at most %d can be compared at once", n, MAX_RUNS);
     struct sp_cmp cmp;
-    if (sp_compare_runs(argv + optind, n, &o, &cmp) < 0) {
+    if (sp_compare_runs(argv + optind, n, &o, &batch, &cmp) < 0) {
         for (int i = 0; i < cmp.n; i++)
             if (!cmp.runs[i].ok) {
                 const struct sp_model *m = &cmp.runs[i].m;
+                if (m->nranks && sp_seen_no_gpu(VERB, m, "efficiency and cost are per GPU, so there "
+                                                              "is nothing to compare"))
+                    continue;
                 const char *why = m->nwarnings ? m->warnings[0] : "no step time measured";
-                if (m->nranks && !m->gpu_events)
-                    why = "no GPU activity recorded (a CPU-only job, or CUDA work the recorder did not see)";
                 fprintf(stderr, "scaleprof compare: %s: nothing to analyze: %s\n", cmp.runs[i].dir, why);
             }
         sp_compare_free(&cmp);
@@ -132,13 +183,18 @@ int cmd_compare(int argc, char **argv)
     int base = cmp.base, nf = cmp.nf;
     const struct sp_cmp_run *b = &runs[base];
     const struct sp_cmp_finding *f = cmp.f;
-    const char *unit = o.samples_per_step > 0 ? "samples/s" : "GPU-steps/s";
+    const char *unit = sp_cmp_throughput_unit(&cmp);
+    int samples = batch.per_gpu > 0 || batch.global > 0;
     if (json) {
         struct sp_json j;
         sp_json_init(&j, stdout);
         sp_json_open(&j, NULL, '{');
         sp_json_int(&j, "baseline", base);
         sp_json_str(&j, "throughput_unit", unit);
+        sp_json_open(&j, "batch", '{');
+        json_num_or_null(&j, "per_gpu", batch.per_gpu);
+        json_num_or_null(&j, "global", batch.global);
+        sp_json_close(&j, '}');
         sp_json_open(&j, "runs", '[');
         for (int i = 0; i < n; i++) {
             const struct sp_cmp_run *r = &runs[i];
@@ -149,10 +205,15 @@ int cmd_compare(int argc, char **argv)
             sp_json_num(&j, "step_ms", r->m.step_mean_ms);
             sp_json_num(&j, "steps_per_s", 1 / r->step_s);
             sp_json_num(&j, "throughput", r->thr);
+            json_num_or_null(&j, "samples_per_step", r->samples_per_step);
+            json_num_or_null(&j, "samples_per_s", samples ? r->thr : 0);
+            sp_json_num(&j, "speedup", r->speedup);
             sp_json_num(&j, "efficiency", r->eff);
             sp_json_str(&j, "scaling", i == base ? "baseline" : sp_scaling_name[r->scaling]);
-            if (price > 0 && o.samples_per_step > 0)
-                sp_json_num(&j, "cost_per_1k_samples", sp_cmp_cost_per_1k(r, price, o.samples_per_step));
+            sp_json_str(&j, "inferred_scaling", i == base ? "baseline" : sp_scaling_name[r->inferred]);
+            sp_json_num(&j, "cost_per_sample_x", r->cost_x);
+            if (price > 0 && samples)
+                sp_json_num(&j, "cost_per_1k_samples", sp_cmp_cost_per_1k(r, price));
             sp_json_open(&j, "lost_ms", '{');
             for (int k = 0; k < SP_CAT_N; k++)
                 sp_json_num(&j, sp_model_cat_name(k), r->cat_ms[k] - b->cat_ms[k]);
@@ -183,11 +244,16 @@ int cmd_compare(int argc, char **argv)
         sp_json_close(&j, '}');
     } else {
         int cols = sp_text_columns();
-        printf("%-5s %-5s %9s %14s %10s  %s\n", "GPUs", "hosts", "ms/step", unit, "efficiency", "run");
+        printf("%-5s %-5s %9s", "GPUs", "hosts", "ms/step");
+        if (samples)
+            printf(" %12s", "samples/s");
+        printf(" %8s %10s  %s\n", "speedup", "efficiency", "run");
         for (int i = 0; i < n; i++) {
             const struct sp_cmp_run *r = &runs[i];
-            printf("%-5d %-5d %9.2f %14.1f %9.0f%%  %s%s\n", r->m.nranks, r->m.nhosts, r->m.step_mean_ms, r->thr,
-                   100 * r->eff, r->dir,
+            printf("%-5d %-5d %9.2f", r->m.nranks, r->m.nhosts, r->m.step_mean_ms);
+            if (samples)
+                printf(" %12.1f", r->thr);
+            printf(" %7.2fx %9.0f%%  %s%s\n", r->speedup, 100 * r->eff, r->dir,
                    i == base ? " (baseline)" : r->scaling == SP_SCALING_STRONG ? " (fixed global batch)"
                                              : r->scaling == SP_SCALING_AB   ? " (same GPUs: A/B)" : "");
         }
@@ -198,8 +264,14 @@ int cmd_compare(int argc, char **argv)
             super |= i != base && runs[i].scaling != SP_SCALING_AB && runs[i].eff > 1.005;
         }
         printf("  ");
-        sp_text_wrapped("efficiency: the speedup over the baseline divided by the growth in GPUs "
-                        "(100%: N times the GPUs give N times the throughput)", 2, 2, cols);
+        sp_text_wrapped(samples ? "speedup: samples/s against the baseline's; efficiency: the speedup "
+                                  "divided by the growth in GPUs (100%: N times the GPUs give N times "
+                                  "the throughput)"
+                                : "speedup: throughput against the baseline's, at the baseline's "
+                                  "per-GPU batch (none given: the kind of scaling is inferred from "
+                                  "compute per GPU); efficiency: the speedup divided by the growth in "
+                                  "GPUs (100%: N times the GPUs give N times the throughput)",
+                        2, 2, cols);
         if (strong) {
             printf("  ");
             sp_text_wrapped("fixed global batch: compute per GPU shrank as 1/N, so a step does the baseline's "
@@ -216,6 +288,7 @@ int cmd_compare(int argc, char **argv)
                             "fits caches better, or a baseline slowed by something the larger run avoids; "
                             "compare the runs' reports", 2, 2, cols);
         }
+        text_batch_notes(&cmp, cols);
         printf("\nstep time against the baseline, by category (ms per step):\n");
         for (int i = 0; i < n; i++) {
             if (i == base)
@@ -229,20 +302,18 @@ int cmd_compare(int argc, char **argv)
             printf("\ncost (in the unit of --price-per-gpu-hour):\n");
             for (int i = 0; i < n; i++) {
                 const struct sp_cmp_run *r = &runs[i];
-                double gthr = b->step_s / r->step_s * r->m.nranks / b->m.nranks;
                 double price_x = (double)r->m.nranks / b->m.nranks;
                 char text[512];
                 int w;
-                if (o.samples_per_step > 0)
-                    w = snprintf(text, sizeof text, "%.3g per 1k samples; ",
-                                 price * r->step_s / SECONDS_PER_HOUR / o.samples_per_step * 1000);
+                if (samples)
+                    w = snprintf(text, sizeof text, "%.3g per 1k samples; ", sp_cmp_cost_per_1k(r, price));
                 else
                     w = snprintf(text, sizeof text, "%.3g per step; ",
                                  price * r->m.nranks * r->step_s / SECONDS_PER_HOUR);
                 if (w > 0 && (size_t)w < sizeof text)
                     snprintf(text + w, sizeof text - (size_t)w,
-                             "%.1fx the speed at %.0fx the price per hour: each sample costs %.2fx", gthr, price_x,
-                             sp_cmp_cost_ratio(r, b));
+                             "%.2fx the speed at %.0fx the price per hour: each sample costs %.2fx", r->speedup,
+                             price_x, r->cost_x);
                 printf("  %d %s: ", r->m.nranks, gpus_word(r->m.nranks));
                 sp_text_wrapped(text, 9, 4, cols);
             }

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "builtin.h"
+#include "opt.h"
 #include "sprof.h"
 #include "traceset.h"
 
@@ -40,6 +41,7 @@ static void usage(FILE *out)
             "                 one object per event with \"type\", \"t\" (ns), \"tid\" and every\n"
             "                 field by name; strings resolved; enum fields also as NAME_name\n"
             "  --header-only  print the headers only\n"
+            SP_COLOR_HELP
             "  -h, --help     this text\n"
             "\n"
             "Damage (truncated or corrupt frames) is described on stderr; the intact\n"

@@ -22,6 +22,7 @@
 #include "model.h"
 #include "opt.h"
 #include "parse.h"
+#include "seen.h"
 
 #define VERB "export"
 #define MAX_SKIP 1000000
@@ -49,7 +50,7 @@ static const char usage_text[] =
     "                          cross_node, unexplained, memcpy; none: replayed\n"
     "                          as is)\n"
     "  --skip N                warm-up steps left out of the analysis (default 3)\n"
-    "  --step-marker RE        step markers are ranges whose name matches RE\n"
+    "  --step-marker RE        step markers are ranges whose name matches RE\n" SP_COLOR_HELP
     "  -h, --help              this text\n"
     "\n"
     "Exit status: 0 written, 1 nothing analyzable or the file could not be\n"
@@ -176,7 +177,7 @@ int cmd_export(int argc, char **argv)
             rc = 0;
             goto out;
         default:
-            rc = sp_usage_error(VERB, "option %s is unknown or needs a value", argv[optind - 1]);
+            rc = sp_opt_unknown(VERB, opts, argv[optind - 1]);
             goto out;
         }
     }
@@ -195,6 +196,15 @@ int cmd_export(int argc, char **argv)
     const char *dir = argv[optind];
     struct sp_model m;
     int mrc = sp_model_open(dir, &o, &m);
+    if (mrc == 0 && eo.whatif >= 0 &&
+        sp_seen_no_gpu(VERB, &m, "the what-if replay is of GPU time, so there is nothing to replay")) {
+        sp_model_free(&m);
+        rc = 1;
+        goto out;
+    }
+    if (mrc == 0)
+        eo.host_only = sp_seen_no_gpu(VERB, &m, "the timeline holds the host's events and steps only: no "
+                                                "breakdown, no finding");
     if (mrc == 0) mrc = sp_model_run(&m, SP_STAGE_STEPS);
     if (mrc == 0 && eo.step_first >= 0 &&
         (eo.step_first >= m.steps_total + m.step_number0 || eo.step_last < m.step_number0)) {

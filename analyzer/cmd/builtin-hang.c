@@ -35,7 +35,7 @@ static const char usage_text[] =
     "  --events N        last events shown per thread (default 4, 1 to 64)\n"
     "  --min-hang S      call a pending collective hung when nothing entered its\n"
     "                    communicator for S seconds before the traces end\n"
-    "                    (default: 1 s or 10 times its usual gap, the longer)\n"
+    "                    (default: 1 s or 10 times its usual gap, the longer)\n" SP_COLOR_HELP
     "  -h, --help        this text\n"
     "\n"
     "Exit status: 0 a hang or a desync found and explained, 1 nothing hung or\n"
@@ -517,9 +517,9 @@ int cmd_hang(int argc, char **argv)
             fputs(usage_text, stdout);
             return 0;
         case '?':
-            if (optopt)
+            if (strncmp(argv[optind - 1], "--", 2) && optopt)
                 return sp_usage_error(VERB, "option -%c is unknown or needs a value", optopt);
-            return sp_usage_error(VERB, "option %s is unknown or needs a value", argv[optind - 1]);
+            return sp_opt_unknown(VERB, opts, argv[optind - 1]);
         default:
             return sp_usage_error(VERB, "unexpected option");
         }

@@ -18,12 +18,15 @@
 #include "builtin.h"
 #include "compare.h"
 #include "html_report.h"
+#include "kernels.h"
 #include "model.h"
 #include "opt.h"
+#include "seen.h"
 
 #define VERB "html"
 #define MAX_SKIP 1000000
 #define MAX_RUNS 32
+#define TOP_KERNELS 10
 
 static const char usage_text[] =
     "usage: scaleprof html DIR -o FILE [options]\n"
@@ -38,7 +41,11 @@ static const char usage_text[] =
     "  --skip N                 warm-up steps to drop (default 3)\n"
     "  --step-marker RE         step markers are ranges whose name matches RE\n"
     "  --samples-per-step S     samples per GPU per step (samples/s, cost)\n"
-    "  --price-per-gpu-hour P   price of one GPU hour, for cost per 1k samples\n"
+    "  --kernels [N]            one DIR: also the top N kernels by GPU time (default\n"
+    "                           10), as scaleprof report --kernels\n"
+    "  --global-batch S         several DIRs: samples per step over all GPUs, the\n"
+    "                           same in every run (instead of --samples-per-step)\n"
+    "  --price-per-gpu-hour P   price of one GPU hour, for cost per 1k samples\n" SP_COLOR_HELP
     "  -h, --help               this text\n"
     "\n"
     "Exit status: 0 written, 1 nothing analyzable or the file could not be\n"
@@ -61,10 +68,14 @@ static int finish(FILE *f, const char *path, int wrc)
     return 0;
 }
 
-static int one_run(const char *dir, const struct sp_model_opts *o, const char *path)
+static int one_run(const char *dir, const struct sp_model_opts *o, const char *path, int top_kernels)
 {
     struct sp_model m;
     int rc = sp_model_open(dir, o, &m);
+    if (rc == 0 && sp_seen_no_gpu(VERB, &m, "the page is about GPU step time, so none was written")) {
+        sp_model_free(&m);
+        return 1;
+    }
     if (rc == 0) rc = sp_model_run(&m, SP_STAGE_STEPS);
     if (rc == 0 && o->step_first >= 0 &&
         (o->step_first >= m.steps_total + m.step_number0 || o->step_last <= m.step_number0)) {
@@ -81,24 +92,37 @@ static int one_run(const char *dir, const struct sp_model_opts *o, const char *p
         sp_model_free(&m);
         return 1;
     }
-    FILE *f = open_output(path);
-    if (!f) {
-        fprintf(stderr, "scaleprof html: %s: %s\n", path, strerror(errno));
+    struct sp_kernels k;
+    memset(&k, 0, sizeof k);
+    if (top_kernels && sp_kernels_analyze(&m, &k) < 0) {
+        fprintf(stderr, "scaleprof html: the kernel view ran out of memory\n");
+        sp_kernels_free(&k);
         sp_model_free(&m);
         return 1;
     }
-    rc = finish(f, path, sp_html_report(f, &m));
+    FILE *f = open_output(path);
+    if (!f) {
+        fprintf(stderr, "scaleprof html: %s: %s\n", path, strerror(errno));
+        sp_kernels_free(&k);
+        sp_model_free(&m);
+        return 1;
+    }
+    rc = finish(f, path, sp_html_report(f, &m, top_kernels ? &k : NULL, top_kernels));
+    sp_kernels_free(&k);
     sp_model_free(&m);
     return rc;
 }
 
-static int several_runs(char *const *dirs, int n, const struct sp_model_opts *o, double price,
-                        const char *path)
+static int several_runs(char *const *dirs, int n, const struct sp_model_opts *o,
+                        const struct sp_cmp_batch *batch, double price, const char *path)
 {
     struct sp_cmp cmp;
-    if (sp_compare_runs(dirs, n, o, &cmp) < 0) {
+    if (sp_compare_runs(dirs, n, o, batch, &cmp) < 0) {
         for (int i = 0; i < cmp.n; i++)
-            if (!cmp.runs[i].ok)
+            if (!cmp.runs[i].ok &&
+                !(cmp.runs[i].m.nranks &&
+                  sp_seen_no_gpu(VERB, &cmp.runs[i].m,
+                                 "the comparison is per GPU, so no page was written")))
                 fprintf(stderr, "scaleprof html: %s: nothing to analyze\n", cmp.runs[i].dir);
         sp_compare_free(&cmp);
         return 1;
@@ -109,7 +133,7 @@ static int several_runs(char *const *dirs, int n, const struct sp_model_opts *o,
         sp_compare_free(&cmp);
         return 1;
     }
-    int rc = finish(f, path, sp_html_compare(f, &cmp, o->samples_per_step, price));
+    int rc = finish(f, path, sp_html_compare(f, &cmp, price));
     sp_compare_free(&cmp);
     return rc;
 }
@@ -123,6 +147,8 @@ int cmd_html(int argc, char **argv)
         {"step-marker", required_argument, NULL, 'm'},
         {"samples-per-step", required_argument, NULL, 'S'},
         {"price-per-gpu-hour", required_argument, NULL, 'P'},
+        {"global-batch", required_argument, NULL, 'G'},
+        {"kernels", optional_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -131,7 +157,10 @@ int cmd_html(int argc, char **argv)
     o.progress = 1;
     const char *path = NULL;
     double price = 0;
-    int c, a, b;
+    struct sp_cmp_batch batch = {0, 0};
+    int c, a, b, top_kernels = 0;
+    char kernels_arg[64];
+    argc = sp_opt_join_number(argc, argv, "--kernels", kernels_arg, sizeof kernels_arg);
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
@@ -166,11 +195,20 @@ int cmd_html(int argc, char **argv)
             if (sp_opt_double(VERB, "--price-per-gpu-hour", optarg, 0, 1e9, &price) < 0)
                 return SP_EXIT_USAGE;
             break;
+        case 'G':
+            if (sp_opt_double(VERB, "--global-batch", optarg, 1e-9, 1e15, &batch.global) < 0)
+                return SP_EXIT_USAGE;
+            break;
+        case 'K':
+            top_kernels = TOP_KERNELS;
+            if (optarg && sp_opt_int(VERB, "--kernels", optarg, 1, INT32_MAX, &top_kernels) < 0)
+                return SP_EXIT_USAGE;
+            break;
         case 'h':
             fputs(usage_text, stdout);
             return 0;
         default:
-            return sp_usage_error(VERB, "option %s is unknown or needs a value", argv[optind - 1]);
+            return sp_opt_unknown(VERB, opts, argv[optind - 1]);
         }
     }
     int n = argc - optind;
@@ -183,6 +221,15 @@ int cmd_html(int argc, char **argv)
     if (n > 1 && o.step_first >= 0)
         return sp_usage_error(
             VERB, "--steps applies to one run; a comparison analyzes each run's own steps");
-    if (n == 1) return one_run(argv[optind], &o, path);
-    return several_runs(argv + optind, n, &o, price, path);
+    batch.per_gpu = o.samples_per_step;
+    if (batch.per_gpu > 0 && batch.global > 0)
+        return sp_usage_error(VERB, "--samples-per-step (per GPU) and --global-batch (over all GPUs) "
+                                    "say the same thing two ways: give one of them");
+    if (n == 1 && batch.global > 0)
+        return sp_usage_error(VERB, "--global-batch is for a comparison; one run takes "
+                                    "--samples-per-step (samples per GPU per step)");
+    if (n > 1 && top_kernels)
+        return sp_usage_error(VERB, "--kernels is the kernel view of one run (scaleprof html DIR --kernels)");
+    if (n == 1) return one_run(argv[optind], &o, path, top_kernels);
+    return several_runs(argv + optind, n, &o, &batch, price, path);
 }

@@ -28,6 +28,7 @@
 
 #include "builtin.h"
 #include "import_kineto.h"
+#include "opt.h"
 #include "parse.h"
 
 #define EXIT_USAGE 2
@@ -48,7 +49,7 @@ static void usage(FILE *out)
             "  -f, --force       replace output files that exist\n"
             "      --stats       print throughput (MB/s of JSON) and peak memory\n"
             "  -j, --jobs N      convert N files at a time (default: one per CPU)\n"
-            "  -q, --quiet       no summary lines\n");
+            "  -q, --quiet       no summary lines\n" SP_COLOR_HELP);
 }
 
 static double now_s(void)
@@ -205,6 +206,7 @@ int cmd_import(int argc, char **argv)
     int quiet = 0, stats = 0, jobs = default_jobs(), c;
     long long n;
     char perr[SP_PARSE_ERR];
+    opterr = 0;
     while ((c = getopt_long(argc, argv, "o:fqj:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'o': opts.outdir = optarg; break;
@@ -219,7 +221,7 @@ int cmd_import(int argc, char **argv)
         case 'q': quiet = 1; break;
         case OPT_STATS: stats = 1; break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return EXIT_USAGE;
+        default: return sp_opt_unknown("import", longopts, argv[optind - 1]);
         }
     }
     if (optind >= argc || strcmp(argv[optind], "kineto")) {

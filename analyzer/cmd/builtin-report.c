@@ -22,6 +22,8 @@
 
 #include "builtin.h"
 #include "hang.h"
+#include "seen.h"
+#include "kernels.h"
 #include "opt.h"
 #include "json.h"
 #include "text.h"
@@ -35,9 +37,13 @@
 #define BAR_MAX 100       /* wider gains no precision worth reading */
 #define RANK_LABEL 12     /* "  rank 123 |" */
 #define TOP_COLLECTIVES 8
+#define TOP_KERNELS 10    /* --kernels without N */
+#define KERNEL_NAME_W 48  /* a kernel's name in the text table; JSON has it whole */
 #define SHOWN_SHARE 0.005 /* categories under half a percent are left out of the summary */
-/* 2: findings carry gain and step_ms_if_fixed, `whatif`, comm ids padded */
-#define SP_REPORT_SCHEMA_VERSION 2
+/* 2: findings carry gain and step_ms_if_fixed, `whatif`, comm ids padded;
+ * 3: `stragglers` are the straggler finding's ranks, the arrival table is
+ * `last_arrivals`, `view` says which rank --rank shows */
+#define SP_REPORT_SCHEMA_VERSION 3
 
 static const char usage_text[] =
     "usage: scaleprof report DIR [options]\n"
@@ -50,6 +56,7 @@ static const char usage_text[] =
     "                          (steps_detail: step time and the seven categories)\n"
     "  --csv                   print that per-step table as CSV instead\n"
     "  --rank R                show only rank R in the per-rank view and breakdown\n"
+    "                          (the analysis and its findings stay over all ranks)\n"
     "  --run ID                the traces of run ID only, when DIR holds several runs\n"
     "  --steps A:B             analyze steps A to B, both included (step numbers\n"
     "                          as the report prints them; overrides --skip)\n"
@@ -57,7 +64,10 @@ static const char usage_text[] =
     "  --step-marker RE        step markers are ranges whose name matches RE\n"
     "                          (default: step|iteration|ProfilerStep, any case)\n"
     "  --samples-per-step S    samples per GPU per step, to print samples/s\n"
-    "  --no-color              no colour even on a terminal (also NO_COLOR)\n"
+    "  --kernels [N]           also the top N kernels by GPU time over the analyzed\n"
+    "                          steps (default 10): calls, mean/p50/p99, share, per\n"
+    "                          rank, and the rank where each runs slowest\n"
+    SP_COLOR_HELP
     "  -h, --help              this text\n"
     "\n"
     "On a terminal the bars and text fit its width (COLUMNS, else the window\n"
@@ -71,6 +81,11 @@ static const char cat_letter[SP_CAT_EXCLUSIVE] = {'C', 'M', 'T', 'W', 'I', 'H', 
 static const char *const cat_color[SP_CAT_EXCLUSIVE] = {
     "\033[30;42m", "\033[30;46m", "\033[97;44m", "\033[97;41m", "\033[30;43m", "\033[30;45m", "\033[30;47m",
 };
+
+/* The rank --rank shows, -1 all.  It narrows what is printed per rank,
+ * never what is analyzed: the model always sees every rank, so findings,
+ * gains and the "all" line are those of the whole job. */
+static int view_rank = -1;
 
 static int has_rank(const struct sp_model *m, int rank)
 {
@@ -246,6 +261,9 @@ static void text_overview(const struct sp_model *m)
     if (m->step_hi > m->step_lo)
         printf("  analyzed: steps %d-%d (%d); %d skipped as warm-up\n", m->step_lo + base, m->step_hi - 1 + base,
                m->step_hi - m->step_lo, m->step_lo);
+    if (view_rank >= 0)
+        printf("  view: rank %d shown; the \"all\" line, findings and collectives are over all %d ranks\n",
+               view_rank, m->nranks);
     printf("  step time: mean %.2f ms, median %.2f ms", m->step_mean_ms, m->step_median_ms);
     if (m->step_mean_ms > 0) {
         printf(" = %.2f steps/s", 1000 / m->step_mean_ms);
@@ -258,7 +276,8 @@ static void text_overview(const struct sp_model *m)
 
 static int shown(const struct sp_model *m, const struct sp_rank *r)
 {
-    return (m->opts.rank < 0 || r->rank == m->opts.rank) && r->cat;
+    (void)m;
+    return (view_rank < 0 || r->rank == view_rank) && r->cat;
 }
 
 /* What follows a rank's bar: step time, host, helper processes. */
@@ -416,6 +435,14 @@ static int is_healthy(const struct sp_model *m)
     return 1;
 }
 
+static int finding_names(const struct sp_finding *f, int rank)
+{
+    for (int x = 0; x < f->nranks; x++)
+        if (f->ranks[x] == rank)
+            return 1;
+    return 0;
+}
+
 static void text_findings(const struct sp_model *m, int cols)
 {
     if (is_healthy(m))
@@ -437,8 +464,10 @@ static void text_findings(const struct sp_model *m, int cols)
                          sp_model_severity_name(f->severity), all ? "" : f->nranks == 1 ? "rank " : "ranks ",
                          all ? "all ranks" : ranks, f->step_first, f->step_last);
         if (w > 0 && (size_t)w < sizeof head)
-            snprintf(head + w, sizeof head - (size_t)w, " saves %.0f%% (%.2f -> %.2f ms per step)", 100 * f->gain,
-                     m->step_mean_ms, f->step_ms_if_fixed);
+            w += snprintf(head + w, sizeof head - (size_t)w, " saves %.0f%% (%.2f -> %.2f ms per step)",
+                          100 * f->gain, m->step_mean_ms, f->step_ms_if_fixed);
+        if (w > 0 && (size_t)w < sizeof head && view_rank >= 0 && finding_names(f, view_rank))
+            snprintf(head + w, sizeof head - (size_t)w, "; concerns rank %d (shown)", view_rank);
         sp_text_wrapped(head, 0, 3, cols);
         printf("   ");
         snprintf(evidence, sizeof evidence, "%s.", f->evidence);
@@ -609,7 +638,111 @@ static void json_check(struct sp_json *j, const struct sp_model *m)
     sp_json_close(j, '}');
 }
 
-static void json_report(const struct sp_model *m, int per_step, const struct sp_hang *h)
+/* The kernel view's text: one line per kernel, the slowest rank with its
+ * mean against the median rank's. */
+static void text_kernels(const struct sp_model *m, const struct sp_kernels *k, int top, int cols)
+{
+    size_t n = (size_t)top < k->n ? (size_t)top : k->n;
+    printf("top %zu kernels by GPU time over steps %d-%d (%zu kernel names, %.2f ms on %d rank%s):\n", n,
+           m->step_lo + m->step_number0, m->step_hi - 1 + m->step_number0, k->n, k->ns / 1e6, m->nranks,
+           m->nranks == 1 ? "" : "s");
+    printf("  %6s %10s %7s %9s %9s %9s  %-17s %s\n", "share", "total ms", "calls", "mean us", "p50 us", "p99 us",
+           "slowest rank", "kernel");
+    for (size_t i = 0; i < n; i++) {
+        const struct sp_kernel_stat *s = &k->k[i];
+        char slow[32] = "-";
+        if (s->slowest >= 0)
+            snprintf(slow, sizeof slow, "%d (%.2fx)", m->ranks[s->slowest].rank, s->slowest_x);
+        printf("  %5.1f%% %10.3f %7llu %9.1f %9.1f %9.1f  %-17s %.*s%s%s\n", k->ns > 0 ? 100 * s->ns / k->ns : 0,
+               s->ns / 1e6, (unsigned long long)s->calls, s->mean_ns / 1e3, s->p50_ns / 1e3, s->p99_ns / 1e3, slow,
+               KERNEL_NAME_W, s->name, strlen(s->name) > KERNEL_NAME_W ? "..." : "", s->nccl ? " [nccl]" : "");
+    }
+    printf("  ");
+    sp_text_wrapped("share: of all kernel time on all ranks; slowest rank: the rank whose calls of that kernel "
+                    "take longest on average, against the median rank's mean (--json: every rank's calls, "
+                    "time and share, and whole names)", 2, 2, cols);
+    printf("\n");
+}
+
+static void json_kernels(struct sp_json *j, const struct sp_model *m, const struct sp_kernels *k, int top)
+{
+    size_t n = (size_t)top < k->n ? (size_t)top : k->n;
+    sp_json_open(j, "kernels", '{');
+    sp_json_int(j, "first_step", m->step_lo + m->step_number0);
+    sp_json_int(j, "last_step", m->step_hi - 1 + m->step_number0);
+    sp_json_num(j, "total_ms", k->ns / 1e6);
+    sp_json_int(j, "names", (long long)k->n);
+    sp_json_open(j, "top", '[');
+    for (size_t i = 0; i < n; i++) {
+        const struct sp_kernel_stat *s = &k->k[i];
+        sp_json_open(j, NULL, '{');
+        sp_json_str(j, "name", s->name);
+        sp_json_bool(j, "nccl", s->nccl);
+        sp_json_int(j, "calls", (long long)s->calls);
+        sp_json_num(j, "total_ms", s->ns / 1e6);
+        sp_json_num(j, "share", k->ns > 0 ? s->ns / k->ns : 0);
+        sp_json_num(j, "mean_us", s->mean_ns / 1e3);
+        sp_json_num(j, "p50_us", s->p50_ns / 1e3);
+        sp_json_num(j, "p99_us", s->p99_ns / 1e3);
+        if (s->slowest >= 0) {
+            sp_json_int(j, "slowest_rank", m->ranks[s->slowest].rank);
+            sp_json_num(j, "slowest_x_median", s->slowest_x);
+        } else {
+            sp_json_null(j, "slowest_rank");
+            sp_json_null(j, "slowest_x_median");
+        }
+        sp_json_open(j, "per_rank", '[');
+        for (int r = 0; r < m->nranks; r++) {
+            if (!s->ranks[r].calls)
+                continue;
+            sp_json_open(j, NULL, '{');
+            sp_json_int(j, "rank", m->ranks[r].rank);
+            sp_json_int(j, "calls", (long long)s->ranks[r].calls);
+            sp_json_num(j, "total_ms", s->ranks[r].ns / 1e6);
+            sp_json_num(j, "mean_us", s->ranks[r].ns / (double)s->ranks[r].calls / 1e3);
+            sp_json_num(j, "share", k->rank_ns[r] > 0 ? s->ranks[r].ns / k->rank_ns[r] : 0);
+            sp_json_close(j, '}');
+        }
+        sp_json_close(j, ']');
+        sp_json_close(j, '}');
+    }
+    sp_json_close(j, ']');
+    sp_json_close(j, '}');
+}
+
+/* `stragglers`: the ranks the straggler finding names (none without
+ * one), each with its arrivals and the component of its excess: the one
+ * answer the findings give, where the arrival table (`last_arrivals`)
+ * can list a rank late at half the collectives that the replay does not
+ * find costly, or miss a set of ranks that take turns arriving last. */
+static void json_stragglers(struct sp_json *j, const struct sp_model *m)
+{
+    const struct sp_finding *f = NULL;
+    for (int i = 0; i < m->nfindings; i++)
+        if (m->findings[i].cause == SP_CAUSE_STRAGGLER)
+            f = &m->findings[i];
+    sp_json_open(j, "stragglers", '[');
+    for (int i = 0; f && i < m->nranks; i++) {
+        const struct sp_rank *r = &m->ranks[i];
+        if (!finding_names(f, r->rank))
+            continue;
+        sp_json_open(j, NULL, '{');
+        sp_json_int(j, "rank", r->rank);
+        if (r->coll_present) {
+            sp_json_num(j, "last_arrival_fraction", (double)r->coll_last / (double)r->coll_present);
+            sp_json_num(j, "mean_wait_ms", r->coll_wait_ns / (double)r->coll_present / 1e6);
+        } else {
+            sp_json_null(j, "last_arrival_fraction");
+            sp_json_null(j, "mean_wait_ms");
+        }
+        sp_json_str(j, "cause", sp_model_straggler_cause(m, i));
+        sp_json_close(j, '}');
+    }
+    sp_json_close(j, ']');
+}
+
+static void json_report(const struct sp_model *m, int per_step, const struct sp_hang *h,
+                        const struct sp_kernels *kernels, int top_kernels)
 {
     struct sp_json j;
     sp_json_init(&j, stdout);
@@ -622,6 +755,12 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
     else
         sp_json_null(&j, "run");
     sp_json_str(&j, "source", m->source);
+    sp_json_open(&j, "view", '{');
+    if (view_rank >= 0)
+        sp_json_int(&j, "rank", view_rank);
+    else
+        sp_json_null(&j, "rank");
+    sp_json_close(&j, '}');
     sp_json_int(&j, "ranks", m->nranks);
     sp_json_int(&j, "world_size", m->world_size);
     sp_json_open(&j, "hosts", '[');
@@ -716,7 +855,8 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
         sp_json_close(&j, '}');
     }
     sp_json_close(&j, ']');
-    sp_json_open(&j, "stragglers", '[');
+    json_stragglers(&j, m);
+    sp_json_open(&j, "last_arrivals", '[');
     for (int i = 0; i < m->nstragglers; i++) {
         sp_json_open(&j, NULL, '{');
         sp_json_int(&j, "rank", m->stragglers[i].rank);
@@ -778,6 +918,8 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
         sp_json_null(&j, "pipeline_schedule");
     json_check(&j, m);
     sp_json_close(&j, '}');
+    if (kernels)
+        json_kernels(&j, m, kernels, top_kernels);
     sp_json_open(&j, "warnings", '[');
     for (int i = 0; i < m->nwarnings; i++)
         sp_json_str(&j, NULL, m->warnings[i]);
@@ -803,13 +945,17 @@ int cmd_report(int argc, char **argv)
         {"steps", required_argument, NULL, 's'},   {"skip", required_argument, NULL, 'k'},
         {"step-marker", required_argument, NULL, 'm'},
         {"samples-per-step", required_argument, NULL, 'S'},
-        {"no-color", no_argument, NULL, 'C'},      {"help", no_argument, NULL, 'h'},
+        {"kernels", optional_argument, NULL, 'K'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct sp_model_opts o;
     sp_model_opts_default(&o);
     o.progress = 1;
-    int json = 0, per_step = 0, csv = 0, color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR"), c, a, b;
+    int top_kernels = 0;
+    char kernels_arg[64];
+    argc = sp_opt_join_number(argc, argv, "--kernels", kernels_arg, sizeof kernels_arg);
+    int json = 0, per_step = 0, csv = 0, color = sp_color_on(stdout), c, a, b;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -818,7 +964,7 @@ int cmd_report(int argc, char **argv)
         case 'P': per_step = 1; break;
         case 'V': csv = 1; break;
         case 'r':
-            if (sp_opt_int(VERB, "--rank", optarg, 0, INT32_MAX, &o.rank) < 0)
+            if (sp_opt_int(VERB, "--rank", optarg, 0, INT32_MAX, &view_rank) < 0)
                 return SP_EXIT_USAGE;
             break;
         case 's':
@@ -848,13 +994,17 @@ int cmd_report(int argc, char **argv)
             if (sp_opt_double(VERB, "--samples-per-step", optarg, 1e-9, 1e12, &o.samples_per_step) < 0)
                 return SP_EXIT_USAGE;
             break;
-        case 'C': color = 0; break;
         case 'R': o.run = optarg; break;
+        case 'K':
+            top_kernels = TOP_KERNELS;
+            if (optarg && sp_opt_int(VERB, "--kernels", optarg, 1, INT32_MAX, &top_kernels) < 0)
+                return SP_EXIT_USAGE;
+            break;
         case 'h': fputs(usage_text, stdout); return 0;
         case '?':
-            if (optopt)
+            if (strncmp(argv[optind - 1], "--", 2) && optopt)
                 return sp_usage_error(VERB, "option -%c is unknown or needs a value", optopt);
-            return sp_usage_error(VERB, "option %s is unknown or needs a value", argv[optind - 1]);
+            return sp_opt_unknown(VERB, opts, argv[optind - 1]);
         default: return sp_usage_error(VERB, "unexpected option");
         }
     }
@@ -871,10 +1021,10 @@ int cmd_report(int argc, char **argv)
     const char *dir = argv[optind];
     struct sp_model m;
     int rc = sp_model_open(dir, &o, &m);
-    if (rc == 0 && o.rank >= 0 && !has_rank(&m, o.rank)) {
+    if (rc == 0 && view_rank >= 0 && !has_rank(&m, view_rank)) {
         char list[256];
         rank_list(&m, list, sizeof list);
-        fprintf(stderr, "scaleprof report: --rank %d: no such rank in %s (its traces hold rank%s %s)\n", o.rank,
+        fprintf(stderr, "scaleprof report: --rank %d: no such rank in %s (its traces hold rank%s %s)\n", view_rank,
                 dir, m.nranks == 1 ? "" : "s", list);
         sp_model_free(&m);
         return SP_EXIT_USAGE;
@@ -888,13 +1038,9 @@ int cmd_report(int argc, char **argv)
         sp_hang_analyze(&m, &ho, &hang);
     if (rc == 0 && !json && !csv)
         text_hang(&m, &hang, sp_text_columns());
-    if (rc == 0 && !m.gpu_events) {
-        /* a CPU-only job, or one whose GPU work was not seen: every number
-         * below is about GPUs, so none is printed */
-        fprintf(stderr, "scaleprof report: %s: no GPU activity was recorded in any of its %d rank(s) (%d "
-                        "file(s)): a job that ran on CPUs only, or whose CUDA work the recorder did not see "
-                        "(CUPTI held by another tool, a static CUDA runtime); the breakdown is per GPU, so "
-                        "there is nothing to report\n", dir, m.nranks, m.nfrecs);
+    /* a CPU-only job, or one whose GPU work was not seen: every number
+     * below is about GPUs, so none is printed */
+    if (rc == 0 && sp_seen_no_gpu(VERB, &m, "the breakdown is per GPU, so there is nothing to report")) {
         sp_hang_free(&hang);
         sp_model_free(&m);
         return 1;
@@ -931,18 +1077,30 @@ int cmd_report(int argc, char **argv)
         sp_model_free(&m);
         return 1;
     }
+    struct sp_kernels kernels;
+    memset(&kernels, 0, sizeof kernels);
+    if (top_kernels && !csv && sp_kernels_analyze(&m, &kernels) < 0) {
+        fprintf(stderr, "scaleprof report: the kernel view ran out of memory\n");
+        sp_kernels_free(&kernels);
+        sp_hang_free(&hang);
+        sp_model_free(&m);
+        return 1;
+    }
     if (csv) {
         csv_steps(&m);
     } else if (json) {
-        json_report(&m, per_step, &hang);
+        json_report(&m, per_step, &hang, top_kernels ? &kernels : NULL, top_kernels);
     } else {
         int cols = sp_text_columns();
         text_overview(&m);
         text_breakdown(&m, color, cols);
         text_findings(&m, cols);
         text_collectives(&m, cols);
+        if (top_kernels)
+            text_kernels(&m, &kernels, top_kernels, cols);
         text_warnings(&m, cols);
     }
+    sp_kernels_free(&kernels);
     sp_hang_free(&hang);
     sp_model_free(&m);
     return 0;

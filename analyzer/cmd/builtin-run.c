@@ -3,6 +3,13 @@
  *
  *   scaleprof run [-o DIR] [--nproc N] [--nnodes M] [--sim] [--preload LIB] [--force]
  *                 [--keep-going] -- CMD...
+ *   scaleprof run --nproc_per_node P [--nnodes M --node_rank R] [--master_addr A] -- CMD...
+ *
+ * torchrun's spellings are taken as torchrun means them: --nproc_per_node
+ * (or --nproc-per-node) is per node, so without --node_rank it starts
+ * P x M ranks here (M simulated nodes, as --nnodes does); with --node_rank
+ * R it starts node R's P ranks of a job of M x P (RANK R x P + i), one
+ * such launcher per real node, as torchrun runs on each.
  *
  * The recorder needs only environment variables, so this verb is a small
  * launcher: LD_PRELOAD gets libscaleprof.so prepended (found beside this
@@ -45,7 +52,9 @@
 #include <dirent.h>
 
 #include "builtin.h"
+#include "model.h"
 #include "opt.h"
+#include "seen.h"
 
 #define MAX_PROCS 1024
 #define DEFAULT_MASTER_PORT "29500"
@@ -60,8 +69,11 @@ struct run_opts {
     const char *dir;
     const char *preload;
     const char *master_port;
-    int nproc;  /* 0: one process, no rank variables */
+    int nproc;  /* ranks started here; 0: one process, no rank variables */
     int nnodes;
+    int node_rank; /* --node_rank: this launcher starts that real node's ranks; -1 all nodes here */
+    int world;     /* WORLD_SIZE: nproc, or nnodes x nproc for one real node */
+    const char *master_addr; /* NULL: 127.0.0.1 unless MASTER_ADDR is set */
     int sim;
     int force;  /* --force: add to a directory that holds traces already */
     int keep_going; /* --keep-going: a failed rank does not stop the others */
@@ -90,9 +102,18 @@ static void usage(FILE *f)
             "                     runs then mix in one report)\n"
             "  --keep-going       when a rank fails, let the others run on (default: stop\n"
             "                     them, SIGTERM then SIGKILL after 10 s, as torchrun does)\n"
+            "  --nproc_per_node P torchrun's spelling (also --nproc-per-node): P ranks per\n"
+            "                     node, P x M in all with --nnodes M\n"
+            "  --node_rank R      with --nnodes M (also --node-rank): start only node R's\n"
+            "                     ranks (R x P .. R x P + P - 1 of M x P), one launcher per\n"
+            "                     real node as torchrun; no --sim or root needed\n"
+            "  --master_addr A    MASTER_ADDR for the ranks (also --master-addr,\n"
+            "                     --master_port)\n"
+            SP_COLOR_HELP
             "  -h, --help         this text\n"
             "\n"
-            "Then: scaleprof report DIR\n");
+            "Then: scaleprof report DIR (run names the next step that works: the host's\n"
+            "timeline instead when no GPU activity was recorded)\n");
 }
 
 /* ---- finding our libraries ---------------------------------------------------- */
@@ -254,8 +275,8 @@ static int set_common_env(const struct run_opts *o, char *outdir, size_t outlen,
         setenv("SCALEPROF_RENDEZVOUS", rdv, 1);
         if (o->sim)
             setenv("SIM_RENDEZVOUS", rdv, 1);
-        setenv_int("WORLD_SIZE", o->nproc);
-        setenv("MASTER_ADDR", "127.0.0.1", 0);
+        setenv_int("WORLD_SIZE", o->world);
+        setenv("MASTER_ADDR", o->master_addr ? o->master_addr : "127.0.0.1", o->master_addr != NULL);
         setenv("MASTER_PORT", o->master_port, 1);
     }
     return 1;
@@ -300,7 +321,13 @@ static void on_signal(int sig)
  * for a simulated node). */
 static void exec_rank(const struct run_opts *o, int rank)
 {
-    if (o->nproc > 0) {
+    if (o->nproc > 0 && o->node_rank >= 0) { /* one real node of several */
+        setenv_int("RANK", o->node_rank * o->nproc + rank);
+        setenv_int("LOCAL_RANK", rank);
+        setenv_int("LOCAL_WORLD_SIZE", o->nproc);
+        setenv_int("GROUP_RANK", o->node_rank);
+        setenv_int("NODE_RANK", o->node_rank);
+    } else if (o->nproc > 0) {
         int per_node = o->nproc / o->nnodes;
         setenv_int("RANK", rank);
         setenv_int("LOCAL_RANK", rank % per_node);
@@ -308,7 +335,7 @@ static void exec_rank(const struct run_opts *o, int rank)
         setenv_int("GROUP_RANK", rank / per_node);
         setenv_int("NODE_RANK", rank / per_node);
     }
-    if (o->nnodes > 1) {
+    if (o->nnodes > 1 && o->node_rank < 0) {
         char host[64];
         snprintf(host, sizeof host, "node%d", rank / (o->nproc / o->nnodes));
         int n = 0;
@@ -412,7 +439,8 @@ static int launch_and_wait(const struct run_opts *o)
                         fprintf(stderr,
                                 "scaleprof run: rank %d exited with status %d: stopping the %d other "
                                 "rank%s (SIGTERM, then SIGKILL after %d s; --keep-going to let them "
-                                "run)\n", i, code, left, left == 1 ? "" : "s", STOP_GRACE_S);
+                                "run)\n", o->node_rank >= 0 ? o->node_rank * o->nproc + i : i, code, left,
+                                left == 1 ? "" : "s", STOP_GRACE_S);
                         kill(-pid, SIGTERM); /* what the failed rank left behind */
                         forward_signal(SIGTERM);
                         stop_at = time(NULL);
@@ -427,19 +455,30 @@ static int launch_and_wait(const struct run_opts *o)
 
 static int parse(int argc, char **argv, struct run_opts *o)
 {
-    enum { OPT_NPROC = 256, OPT_NNODES, OPT_SIM, OPT_PRELOAD, OPT_PORT, OPT_FORCE, OPT_KEEP_GOING };
+    enum { OPT_NPROC = 256, OPT_NNODES, OPT_SIM, OPT_PRELOAD, OPT_PORT, OPT_FORCE, OPT_KEEP_GOING,
+           OPT_PER_NODE, OPT_NODE_RANK, OPT_ADDR };
     static const struct option longopts[] = {
         {"output", required_argument, 0, 'o'},     {"nproc", required_argument, 0, OPT_NPROC},
         {"nnodes", required_argument, 0, OPT_NNODES}, {"sim", no_argument, 0, OPT_SIM},
         {"preload", required_argument, 0, OPT_PRELOAD},
         {"master-port", required_argument, 0, OPT_PORT}, {"help", no_argument, 0, 'h'},
         {"force", no_argument, 0, OPT_FORCE}, {"keep-going", no_argument, 0, OPT_KEEP_GOING},
+        /* torchrun's spellings */
+        {"nproc_per_node", required_argument, 0, OPT_PER_NODE},
+        {"nproc-per-node", required_argument, 0, OPT_PER_NODE},
+        {"node_rank", required_argument, 0, OPT_NODE_RANK},
+        {"node-rank", required_argument, 0, OPT_NODE_RANK},
+        {"master_port", required_argument, 0, OPT_PORT},
+        {"master_addr", required_argument, 0, OPT_ADDR},
+        {"master-addr", required_argument, 0, OPT_ADDR},
         {0, 0, 0, 0},
     };
+    int per_node = 0;
     const char *env_dir = getenv("SCALEPROF_DIR");
     *o = (struct run_opts){.dir = env_dir && *env_dir ? env_dir : DEFAULT_DIR,
-                           .master_port = DEFAULT_MASTER_PORT, .nnodes = 1};
+                           .master_port = DEFAULT_MASTER_PORT, .nnodes = 1, .node_rank = -1};
     optind = 1;
+    opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
         switch (c) {
@@ -457,9 +496,34 @@ static int parse(int argc, char **argv, struct run_opts *o)
         case OPT_PORT: o->master_port = optarg; break;
         case OPT_FORCE: o->force = 1; break;
         case OPT_KEEP_GOING: o->keep_going = 1; break;
+        case OPT_PER_NODE:
+            if (sp_opt_int("run", "--nproc_per_node", optarg, 1, MAX_PROCS, &per_node) < 0)
+                exit(EXIT_USAGE);
+            break;
+        case OPT_NODE_RANK:
+            if (sp_opt_int("run", "--node_rank", optarg, 0, MAX_PROCS - 1, &o->node_rank) < 0)
+                exit(EXIT_USAGE);
+            break;
+        case OPT_ADDR: o->master_addr = optarg; break;
         case 'h': usage(stdout); exit(0);
-        default: return 0;
+        default: exit(sp_opt_unknown("run", longopts, argv[optind - 1]));
         }
+    }
+    if (per_node && o->nproc) {
+        fprintf(stderr, "scaleprof run: --nproc (all ranks) and --nproc_per_node (ranks per node) say "
+                        "the same thing two ways: give one of them\n");
+        return 0;
+    }
+    if (o->node_rank >= 0 && o->node_rank >= o->nnodes) {
+        fprintf(stderr, "scaleprof run: --node_rank %d: the nodes are 0..%d (--nnodes %d)\n", o->node_rank,
+                o->nnodes - 1, o->nnodes);
+        return 0;
+    }
+    if (o->node_rank >= 0) { /* one real node: its ranks only, no simulated hostnames */
+        o->nproc = per_node ? per_node : o->nproc ? o->nproc : 1;
+        o->world = o->nproc * o->nnodes;
+    } else if (per_node) {
+        o->nproc = per_node * o->nnodes;
     }
     o->cmd = argv + optind;
     if (!o->cmd[0]) {
@@ -470,7 +534,7 @@ static int parse(int argc, char **argv, struct run_opts *o)
         fprintf(stderr, "scaleprof run: --nproc must be 1..%d and --nnodes at least 1\n", MAX_PROCS);
         return 0;
     }
-    if (o->nnodes > 1) {
+    if (o->nnodes > 1 && o->node_rank < 0) {
         if (!o->sim || o->nproc % o->nnodes) {
             fprintf(stderr, "scaleprof run: --nnodes needs --sim and --nproc divisible by it\n");
             return 0;
@@ -483,6 +547,8 @@ static int parse(int argc, char **argv, struct run_opts *o)
     }
     if (o->nnodes > 1 && o->nproc == 0)
         o->nproc = o->nnodes;
+    if (o->node_rank < 0)
+        o->world = o->nproc;
     return 1;
 }
 
@@ -511,6 +577,29 @@ static int traces_in(const char *dir, int depth)
     }
     closedir(d);
     return n;
+}
+
+/* The next step that will work: report, unless the traces saw no GPU
+ * (report, compare and html would refuse them): then the host timeline,
+ * or with no rank either (nothing export can group) a file's events. */
+static void suggest_next(const char *outdir)
+{
+    struct sp_model_opts mo;
+    struct sp_model m;
+    sp_model_opts_default(&mo);
+    int rc = sp_model_open(outdir, &mo, &m);
+    int none = rc == 0 ? sp_seen_no_gpu("run", &m, "report, compare and html need GPU activity")
+                       : m.nfrecs > 0 && !sp_seen_gpu(&m);
+    for (int i = 0; rc != 0 && none && i < m.nwarnings; i++) /* what the model could not analyze, and why */
+        fprintf(stderr, "scaleprof run: %s\n", m.warnings[i]);
+    if (none && rc == 0)
+        fprintf(stderr, "scaleprof: next: scaleprof export %s -o timeline.json (the host's timeline: steps, "
+                        "waits, reads, loader workers)\n", outdir);
+    else if (none) /* no rank either: nothing to put on a timeline, the events are still there */
+        fprintf(stderr, "scaleprof: next: scaleprof dump %s (its events)\n", m.frecs[0].path);
+    else
+        fprintf(stderr, "scaleprof: next: scaleprof report %s\n", outdir);
+    sp_model_free(&m);
 }
 
 int cmd_run(int argc, char **argv)
@@ -545,7 +634,7 @@ int cmd_run(int argc, char **argv)
                         "\"Quiet short lives\")\n", outdir);
         return worst;
     }
-    fprintf(stderr, "scaleprof: traces in %s\nscaleprof: next: scaleprof report %s\n", outdir,
-            outdir);
+    fprintf(stderr, "scaleprof: traces in %s\n", outdir);
+    suggest_next(outdir);
     return worst;
 }

@@ -7,7 +7,9 @@
  * parser would hold the whole document.
  *
  * Design: the parser keeps a stack of frames, one per open map or array,
- * each knowing what it is (the root, the traceEvents array, one event, the
+ * each knowing what it is (the root, the traceEvents array - or the whole
+ * document, in the Trace Event Format's JSON Array Format that PyTorch
+ * without Kineto writes - one event, the
  * event's args, distributedInfo, a grid/block array, or something we skip)
  * and, for maps, which key the next value belongs to.  Values are routed by
  * (frame, key); everything else only moves the depth.  When an event's map
@@ -429,8 +431,10 @@ static void route_string(struct parser *p, const unsigned char *s, size_t len)
 static enum frame_kind child_kind(struct parser *p, int is_map)
 {
     struct frame *f = top(p);
-    if (p->depth == 0)
-        return is_map ? F_ROOT : F_SKIP;
+    if (p->depth == 0) { /* an array at the top: the events themselves */
+        p->meta->bare_array = !is_map;
+        return is_map ? F_ROOT : F_EVENTS;
+    }
     if (!f)
         return F_SKIP;
     if (f->kind == F_ROOT && f->key == K_TRACE_EVENTS && !is_map)
@@ -797,9 +801,9 @@ int sp_kineto_read(const char *path, sp_kineto_event_fn fn, void *ctx,
     gzclose(in);
     if (rc == 0 && !meta->saw_trace_events) {
         snprintf(res->err, sizeof res->err,
-                 "%s: not a Kineto trace: no \"traceEvents\" array at the top level "
-                 "(expected a PyTorch profiler JSON, as written by export_chrome_trace or "
-                 "tensorboard_trace_handler)", path);
+                 "%s: not a Kineto trace: no \"traceEvents\" array at the top level, nor an "
+                 "array of events (expected a PyTorch profiler JSON, as written by "
+                 "export_chrome_trace or tensorboard_trace_handler)", path);
         return -1;
     }
     return rc;

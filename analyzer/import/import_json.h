@@ -89,6 +89,7 @@ struct sp_kineto_meta {
     int has_base;
     uint64_t base_ns;         /* realtime ns = base_ns + ts_ns */
     int saw_trace_events;
+    int bare_array;           /* the document is the array of events (no "traceEvents") */
 };
 
 struct sp_kineto_result {

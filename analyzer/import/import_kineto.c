@@ -16,7 +16,14 @@
  *                          record_param_comms op is read for its peer first)
  *
  * Older Kineto versions spell the categories Kernel, Memcpy, Memset,
- * Runtime, Operator; both spellings are accepted.
+ * Runtime, Operator; both spellings are accepted.  PyTorch's profiler
+ * without Kineto writes a bare array of events with no category at all
+ * (and "pid": "CPU functions"): an event with no category is a host
+ * event, so its ProfilerStep and DataLoader ranges are taken by name.
+ *
+ * A trace of which nothing maps (operators only, or no event) is an
+ * error naming what was skipped, and leaves no output: an empty trace in
+ * DIR would make every verb say less clearly what is missing.
  *
  * Time stays on the trace's own clock, converted to integer ns: a Kineto
  * trace is one process's view, so only its internal order matters; the
@@ -566,6 +573,14 @@ static int is_host_category(const char *cat)
            cat_is(cat, "cuda_driver", NULL);
 }
 
+/* A complete event with no category: the host's ranges as PyTorch's
+ * profiler without Kineto writes them (Kineto's own uncategorized events
+ * are metadata, instants and flows, never "X"). */
+static int is_uncategorized_range(const struct sp_kineto_event *k)
+{
+    return !k->cat[0] && !strcmp(k->ph, "X");
+}
+
 /* Which lane a Kineto event belongs to, or -1 when it is not mapped. */
 static int classify(const struct sp_kineto_event *k)
 {
@@ -577,7 +592,8 @@ static int classify(const struct sp_kineto_event *k)
         return LANE_GPU;
     if (cat_is(cat, "cuda_runtime", "Runtime") || cat_is(cat, "cuda_driver", NULL))
         return sp_import_cuda_api(k->name) ? LANE_CUDA : -1;
-    if (is_host_category(cat) && (starts_with(k->name, "ProfilerStep#") || is_dataloader_wait(k->name)))
+    if ((is_host_category(cat) || is_uncategorized_range(k)) &&
+        (starts_with(k->name, "ProfilerStep#") || is_dataloader_wait(k->name)))
         return LANE_HOST_RANGES;
     return -1;
 }
@@ -611,7 +627,7 @@ static int on_event(void *ctx, const struct sp_kineto_event *k, const struct sp_
     struct importer *im = ctx;
     int lane = classify(k);
     im->offset = k->offset;
-    if (im->main_pid < 0 && k->pid >= 0 && is_host_category(k->cat))
+    if (im->main_pid < 0 && k->pid >= 0 && (is_host_category(k->cat) || is_uncategorized_range(k)))
         im->main_pid = k->pid;
     if (lane < 0) {
         if (k->collective[0] && cat_is(k->cat, "cpu_op", "Operator"))
@@ -849,6 +865,26 @@ int sp_import_kineto_file(const char *in, const struct sp_import_opts *opts,
     return rc;
 }
 
+/* The reason for a trace of which no event maps; returns -1. */
+static int nothing_imported(const struct sp_import_summary *sum, const char *in, char *err, size_t errlen)
+{
+    if (!sum->read.events) {
+        snprintf(err, errlen, "%s: nothing could be imported: the trace holds no event", in);
+        return -1;
+    }
+    size_t n = (size_t)snprintf(err, errlen,
+                                "%s: nothing could be imported: %llu trace event%s read, none a GPU kernel, "
+                                "copy or memset, a CUDA runtime call, a ProfilerStep#N range or a DataLoader "
+                                "__next__ wait",
+                                in, (unsigned long long)sum->read.events, sum->read.events == 1 ? "" : "s");
+    for (int i = 0; i < SP_IMPORT_SKIP_KINDS && sum->skipped[i].n && n < errlen; i++)
+        n += (size_t)snprintf(err + n, errlen - n, "%s %llu %s", i ? "," : " (skipped:",
+                              (unsigned long long)sum->skipped[i].n, sum->skipped[i].cat);
+    if (sum->skipped_total && n < errlen)
+        snprintf(err + n, errlen - n, ")");
+    return -1;
+}
+
 int sp_import_kineto_convert(const char *in, const struct sp_import_opts *opts,
                              struct sp_import_summary *sum, char *err, size_t errlen)
 {
@@ -881,12 +917,12 @@ int sp_import_kineto_convert(const char *in, const struct sp_import_opts *opts,
         return -1;
     }
     int read_rc = sp_kineto_read(in, on_event, &im, &sum->meta, &sum->read);
-    int rc;
-    if (!sum->meta.saw_trace_events) {
-        /* Not a Kineto trace: nothing worth keeping. */
+    int rc, nothing = !read_rc && sum->meta.saw_trace_events && !sum->events;
+    if (!sum->meta.saw_trace_events || nothing) {
+        /* Not a Kineto trace, or nothing in it maps: nothing worth keeping. */
         sp_writer_close(im.w);
         unlink(tmp);
-        rc = 0;
+        rc = nothing ? nothing_imported(sum, in, err, errlen) : 0;
     } else {
         rc = finish_output(&im, tmp, hostdir, err, errlen);
     }

@@ -446,6 +446,10 @@ void sp_model_layout_text(const struct sp_model *m, char *out, size_t len);
 
 /* Per-rank view helpers for the verbs. */
 double sp_model_rank_step_ms(const struct sp_model *m, const struct sp_rank *r);
+/* The component ("compute", "memcpy", "input", "host", "other", "mixed")
+ * whose excess over the other ranks' median explains rank index i's
+ * excess, as the arrival table and the straggler finding say it. */
+const char *sp_model_straggler_cause(const struct sp_model *m, int i);
 void sp_model_rank_breakdown(const struct sp_model *m, const struct sp_rank *r, double out[SP_CAT_N]);
 
 #endif

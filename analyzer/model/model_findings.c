@@ -164,6 +164,11 @@ static const char *straggler_cause(const struct sp_model *m, int who)
     return total > 0 && gap[best] >= CAUSE_EXPLAINS * total ? names[best] : "mixed";
 }
 
+const char *sp_model_straggler_cause(const struct sp_model *m, int i)
+{
+    return i >= 0 && i < m->nranks && m->nranks > 1 ? straggler_cause(m, i) : "mixed";
+}
+
 /* Whether every rank of the straggler set is slow in every step. */
 static int steady_set(const struct sp_model *m, const struct sp_replay *rp)
 {

@@ -14,6 +14,8 @@
  * flow arrow goes from the last-arriving rank's transfer to every other
  * participant's, so the late rank is one click away.  Findings are
  * instant events on the steps track at the first step they concern.
+ * A trace set with no GPU record (host_only) keeps its host events and
+ * steps, without the breakdown or findings, which are shares of GPU time.
  *
  * Streaming: the model holds what it always holds (calls, steps, nodes);
  * the timeline is written while each file of a rank is fed through
@@ -536,11 +538,11 @@ static void write_steps(struct writer *w)
         fprintf(w->out, ",\"cat\":\"step\",\"args\":{\"step\":%d,\"step_ms\":%.3f,\"analyzed\":%s",
                 num, (double)(r->steps[k].end - r->steps[k].start) / NS_PER_MS,
                 k >= m->step_lo && k < m->step_hi && r->cat ? "true" : "false");
-        if (k >= m->step_lo && k < m->step_hi && r->cat)
+        if (k >= m->step_lo && k < m->step_hi && r->cat && !w->o->host_only)
             for (int c = 0; c < SP_CAT_N; c++)
                 fprintf(w->out, ",\"%s_ms\":%.3f", sp_model_cat_name(c), r->cat[k][c] / NS_PER_MS);
         const char *sep = "";
-        for (int i = 0; i < m->nfindings; i++) {
+        for (int i = 0; i < m->nfindings && !w->o->host_only; i++) {
             const struct sp_finding *f = &m->findings[i];
             if (num < f->step_first || num > f->step_last || !finding_has_rank(f, r->rank))
                 continue;
@@ -551,7 +553,7 @@ static void write_steps(struct writer *w)
         fputs("}}", w->out);
     }
     /* findings: an instant at the first step each concerns, on each rank it names */
-    for (int i = 0; i < m->nfindings; i++) {
+    for (int i = 0; i < m->nfindings && !w->o->host_only; i++) {
         const struct sp_finding *f = &m->findings[i];
         int k = f->step_first - m->step_number0;
         if (!finding_has_rank(f, r->rank) || k < k0 || k > k1 || k < 0 || k >= r->nsteps) continue;
@@ -871,8 +873,8 @@ int sp_export_trace(struct sp_model *m, const struct sp_export_opts *o, FILE *ou
         kv_str(out, "dir", m->dir);
         fprintf(out,
                 ",\"ranks\":%d,\"steps\":%d,\"step_number0\":%d,\"origin_ns\":%" PRId64
-                "},\n\"traceEvents\":[",
-                m->nranks, m->steps_total, m->step_number0, w.origin);
+                ",\"host_only\":%s},\n\"traceEvents\":[",
+                m->nranks, m->steps_total, m->step_number0, w.origin, o->host_only ? "true" : "false");
         for (int i = 0; i < m->nranks; i++) {
             if (!rank_wanted(m, o, i)) continue;
             w.ri = i;

@@ -20,7 +20,9 @@ struct sp_export_opts {
                                   included; -1: every step */
     const long long *ranks;    /* ranks to write, ascending; NULL: all */
     size_t nranks;
-    int whatif; /* enum sp_cause replayed beside, -1 none */
+    int whatif;    /* enum sp_cause replayed beside, -1 none */
+    int host_only; /* no GPU was seen: steps without their breakdown, no
+                      finding (every one is a share of GPU time) */
 };
 
 struct sp_export_stats {

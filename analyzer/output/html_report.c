@@ -654,6 +654,42 @@ static void collectives(FILE *out, const struct sp_model *m)
           out);
 }
 
+/* The kernel view (report --kernels): one row per kernel, its numbers in
+ * data- attributes as report --json gives them. */
+static void kernels(FILE *out, const struct sp_model *m, const struct sp_kernels *k, int top)
+{
+    size_t n = (size_t)top < k->n ? (size_t)top : k->n;
+    fprintf(out,
+            "<h2 id=\"kernels\">Top kernels</h2>\n<p>The %zu kernels that take the most GPU time over "
+            "steps %d-%d, of %zu kernel names (%.2f ms on %d rank%s).</p>\n",
+            n, m->step_lo + m->step_number0, m->step_hi - 1 + m->step_number0, k->n, k->ns / 1e6,
+            m->nranks, m->nranks == 1 ? "" : "s");
+    fputs("<table id=\"kernels-table\"><tr><th>share</th><th>total ms</th><th>calls</th>"
+          "<th>mean us</th><th>p50 us</th><th>p99 us</th><th>slowest rank</th><th>kernel</th></tr>\n",
+          out);
+    for (size_t i = 0; i < n; i++) {
+        const struct sp_kernel_stat *s = &k->k[i];
+        int slow = s->slowest >= 0 ? m->ranks[s->slowest].rank : -1;
+        fputs("<tr class=\"kernel\" data-name=\"", out);
+        esc(out, s->name);
+        fprintf(out,
+                "\" data-calls=\"%" PRIu64 "\" data-total-ms=\"%.6f\" data-slowest-rank=\"%d\">"
+                "<td>%.1f%%</td><td>%.3f</td><td>%" PRIu64 "</td><td>%.1f</td><td>%.1f</td><td>%.1f</td>",
+                s->calls, s->ns / 1e6, slow, k->ns > 0 ? 100 * s->ns / k->ns : 0, s->ns / 1e6, s->calls,
+                s->mean_ns / 1e3, s->p50_ns / 1e3, s->p99_ns / 1e3);
+        if (slow >= 0)
+            fprintf(out, "<td>%d (%.2fx)</td><td>", slow, s->slowest_x);
+        else
+            fputs("<td>-</td><td>", out);
+        esc(out, s->name);
+        fputs(s->nccl ? " [nccl]</td></tr>\n" : "</td></tr>\n", out);
+    }
+    fputs("</table>\n<p class=\"note\">share: of all kernel time on all ranks; slowest rank: the "
+          "rank whose calls of that kernel take longest on average, against the median rank's "
+          "mean.</p>\n",
+          out);
+}
+
 static void warnings(FILE *out, const struct sp_model *m)
 {
     if (!m->nwarnings) return;
@@ -675,7 +711,7 @@ static void page_foot(FILE *out)
             SCALEPROF_VERSION);
 }
 
-int sp_html_report(FILE *out, const struct sp_model *m)
+int sp_html_report(FILE *out, const struct sp_model *m, const struct sp_kernels *k, int top_kernels)
 {
     char title[512];
     snprintf(title, sizeof title, "scaleprof report: %s", m->dir);
@@ -686,6 +722,7 @@ int sp_html_report(FILE *out, const struct sp_model *m)
     step_series(out, m);
     input_picture(out, m);
     collectives(out, m);
+    if (k) kernels(out, m, k, top_kernels);
     warnings(out, m);
     page_foot(out);
     return ferror(out) ? -1 : 0;
@@ -693,27 +730,34 @@ int sp_html_report(FILE *out, const struct sp_model *m)
 
 /* ---- the comparison ---- */
 
-static void cmp_table(FILE *out, const struct sp_cmp *c, double samples, double price)
+static int has_samples(const struct sp_cmp *c)
+{
+    return c->batch.per_gpu > 0 || c->batch.global > 0;
+}
+
+static void cmp_table(FILE *out, const struct sp_cmp *c, double price)
 {
     fprintf(out,
             "<h2 id=\"runs\">Runs</h2>\n<table "
             "id=\"runs-table\"><tr><th>run</th><th>GPUs</th><th>hosts</th>"
             "<th>ms/step</th><th>%s</th><th>efficiency</th><th>cost per sample</th></tr>\n",
-            samples > 0 ? "samples/s" : "GPU-steps/s");
+            has_samples(c) ? "samples/s" : "speedup");
     for (int i = 0; i < c->n; i++) {
         const struct sp_cmp_run *r = &c->runs[i];
         fputs("<tr><td>", out);
         esc(out, r->dir);
         fprintf(out,
-                "%s</td><td>%d</td><td>%d</td><td>%.2f</td><td>%.1f</td><td>%.0f%%</td><td>%.2fx",
+                has_samples(c)
+                    ? "%s</td><td>%d</td><td>%d</td><td>%.2f</td><td>%.1f</td><td>%.0f%%</td><td>%.2fx"
+                    : "%s</td><td>%d</td><td>%d</td><td>%.2f</td><td>%.2fx</td><td>%.0f%%</td><td>%.2fx",
                 i == c->base                      ? " (baseline)"
                 : r->scaling == SP_SCALING_STRONG ? " (fixed global batch)"
                 : r->scaling == SP_SCALING_AB     ? " (same GPUs: A/B)"
                                                   : "",
-                r->m.nranks, r->m.nhosts, r->m.step_mean_ms, r->thr, 100 * r->eff,
-                sp_cmp_cost_ratio(r, &c->runs[c->base]));
-        if (price > 0 && samples > 0)
-            fprintf(out, " (%.3g per 1k samples)", sp_cmp_cost_per_1k(r, price, samples));
+                r->m.nranks, r->m.nhosts, r->m.step_mean_ms, has_samples(c) ? r->thr : r->speedup,
+                100 * r->eff, r->cost_x);
+        if (price > 0 && has_samples(c))
+            fprintf(out, " (%.3g per 1k samples)", sp_cmp_cost_per_1k(r, price));
         fputs("</td></tr>\n", out);
     }
     fputs("</table>\n", out);
@@ -837,14 +881,13 @@ static void lost_chart(FILE *out, const struct sp_cmp *c)
     legend(out);
 }
 
-static void cost_chart(FILE *out, const struct sp_cmp *c, double samples, double price)
+static void cost_chart(FILE *out, const struct sp_cmp *c, double price)
 {
     struct hbar rows[64];
-    int n = 0, abs_cost = price > 0 && samples > 0;
+    int n = 0, abs_cost = price > 0 && has_samples(c);
     for (int i = 0; i < c->n && n < 64; i++, n++) {
         const struct sp_cmp_run *r = &c->runs[i];
-        double v = abs_cost ? sp_cmp_cost_per_1k(r, price, samples)
-                            : sp_cmp_cost_ratio(r, &c->runs[c->base]);
+        double v = abs_cost ? sp_cmp_cost_per_1k(r, price) : r->cost_x;
         snprintf(rows[n].label, sizeof rows[n].label, "%d GPU%s%s", r->m.nranks,
                  r->m.nranks == 1 ? "" : "s", i == c->base ? " (base)" : "");
         rows[n].value = v;
@@ -883,13 +926,13 @@ static void runs_chart(FILE *out, const struct sp_cmp *c)
                   attrs, n);
 }
 
-int sp_html_compare(FILE *out, const struct sp_cmp *c, double samples, double price)
+int sp_html_compare(FILE *out, const struct sp_cmp *c, double price)
 {
     page_head(out, "scaleprof compare");
     fprintf(out, "<h1>scaleprof compare</h1>\n<p class=\"sub\">%d runs, baseline ", c->n);
     esc(out, c->runs[c->base].dir);
     fputs("</p>\n", out);
-    cmp_table(out, c, samples, price);
+    cmp_table(out, c, price);
     fputs("<h2 id=\"findings\">Findings</h2>\n", out);
     if (!c->nf) fputs("<p id=\"healthy\">No finding across these runs.</p>\n", out);
     for (int i = 0; i < c->nf; i++) {
@@ -911,7 +954,7 @@ int sp_html_compare(FILE *out, const struct sp_cmp *c, double samples, double pr
     runs_chart(out, c);
     lost_chart(out, c);
     fputs("<h2 id=\"cost\">Cost per sample</h2>\n", out);
-    cost_chart(out, c, samples, price);
+    cost_chart(out, c, price);
     for (int i = 0; i < c->n; i++) {
         if (!c->runs[i].m.nfindings) continue;
         const struct sp_finding *f = &c->runs[i].m.findings[0];

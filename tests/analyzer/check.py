@@ -466,6 +466,101 @@ def case_compare():
         fail("cost line missing:\n" + text)
 
 
+def cost_series(name, computes, transfers):
+    """1, 2 and 4 GPUs with no jitter: a step is compute + 2 x transfer +
+    0.3 ms of tail (gen_trace's layout), so every number is known."""
+    dirs = []
+    for n, c, t in zip((1, 2, 4), computes, transfers):
+        d, _ = gen(f"{name}{n}", "--ranks", n, "--markers", "--compute-ms", c, "--transfer-ms", t, "--jitter", 0)
+        dirs.append(d)
+    return dirs
+
+
+def check_cost(out, text, want):
+    """want: per GPU count (step ms, samples/s, speedup, cost x, cost per 1k)."""
+    for run in out["runs"]:
+        step, sps, speed, cost_x, per_1k = want[run["gpus"]]
+        print(f"  {run['gpus']} GPUs: step {run['step_ms']:.3f} (hand {step}), samples/s {run['throughput']:.1f} "
+              f"(hand {sps:.1f}), speedup {run['speedup']:.4f} (hand {speed:.4f}), cost per sample "
+              f"{run['cost_per_sample_x']:.4f}x (hand {cost_x:.4f}), per 1k {run['cost_per_1k_samples']:.6g} "
+              f"(hand {per_1k:.6g})")
+        for what, got, hand in (("step_ms", run["step_ms"], step), ("samples/s", run["throughput"], sps),
+                                ("speedup", run["speedup"], speed), ("cost x", run["cost_per_sample_x"], cost_x),
+                                ("cost per 1k", run["cost_per_1k_samples"], per_1k)):
+            if abs(got - hand) > 0.01 * hand:
+                fail(f"{run['gpus']} GPUs: {what} {got}, by hand {hand}")
+    if out["throughput_unit"] != "samples/s":
+        fail(f"throughput_unit {out['throughput_unit']!r}")
+    step, sps, speed, cost_x, per_1k = want[4]
+    line = (f"4 GPUs: {per_1k:.3g} per 1k samples; {speed:.2f}x the speed at 4x the price per hour: "
+            f"each sample costs {cost_x:.2f}x")
+    print(f"  text: {line}")
+    if line not in text:
+        fail(f"text should say {line!r}:\n{text}")
+
+
+def case_compare_cost_global_batch():
+    """A fixed global batch of 64 samples on 1, 2 and 4 GPUs (compute 24,
+    12, 6 ms, transfers 0.5 ms): steps 25.3, 13.3, 7.3 ms by hand, so 4
+    GPUs give 25.3/7.3 = 3.47x the samples/s at 4x the price: each sample
+    costs 4/3.47 = 1.15x the baseline's (not 0.29x, the per-GPU reading)."""
+    dirs = cost_series("gb", (24, 12, 6), (0.5, 0.5, 0.5))
+    price, batch = 2.5, 64
+    want = {}
+    for n, step in ((1, 25.3), (2, 13.3), (4, 7.3)):
+        sps = batch / (step / 1e3)
+        speed = 25.3 / step
+        want[n] = (step, sps, speed, n / speed, price * n / 3600 / sps * 1000)
+    args = ("--global-batch", batch, "--price-per-gpu-hour", price)
+    out = json.loads(scaleprof("compare", *dirs, "--json", *args).stdout)
+    check_cost(out, scaleprof("compare", *dirs, *args).stdout, want)
+    for run in out["runs"][1:]:
+        if run["scaling"] != "strong":
+            fail(f"{run['gpus']} GPUs: a fixed global batch is strong scaling, got {run['scaling']}")
+    near("4 GPUs efficiency", out["runs"][2]["efficiency"], 25.3 / 7.3 / 4, 0.005)
+    text = scaleprof("compare", *dirs, "--samples-per-step", batch).stdout
+    note = next((l for l in text.splitlines() if l.startswith("note:")), "")
+    print(f"  the same series with --samples-per-step {batch}: {note}")
+    if "give --global-batch" not in note:
+        fail("a per-GPU batch given for a series whose compute per GPU shrank as 1/N should be noted")
+    p = scaleprof("compare", *dirs, "--global-batch", 64, "--samples-per-step", 16, rc=2)
+    if "one of" not in p.stderr:
+        fail("--global-batch with --samples-per-step should be refused: say one of them")
+
+
+def case_compare_cost_per_gpu_batch():
+    """A fixed per-GPU batch of 32 samples (compute 10 ms on every GPU,
+    transfers 0.5, 1 and 2 ms): steps 11.3, 12.3, 14.3 ms; 4 GPUs process
+    128 samples per 14.3 ms, 4 x 11.3/14.3 = 3.16x the baseline's samples/s
+    at 4x the price: each sample costs 1.27x."""
+    dirs = cost_series("pg", (10, 10, 10), (0.5, 1, 2))
+    price, per_gpu = 2.5, 32
+    want = {}
+    for n, step in ((1, 11.3), (2, 12.3), (4, 14.3)):
+        sps = per_gpu * n / (step / 1e3)
+        speed = sps / (per_gpu / 0.0113)
+        want[n] = (step, sps, speed, n / speed, price * n / 3600 / sps * 1000)
+    args = ("--samples-per-step", per_gpu, "--price-per-gpu-hour", price)
+    out = json.loads(scaleprof("compare", *dirs, "--json", *args).stdout)
+    check_cost(out, scaleprof("compare", *dirs, *args).stdout, want)
+
+
+def case_compare_columns_documented():
+    """Every column compare prints is named in the man page's list of
+    columns, and the throughput column without a batch is the speedup."""
+    dirs = cost_series("cols", (24, 12, 6), (0.5, 0.5, 0.5))
+    with open(os.path.join(os.environ["MAN_DIR"], "scaleprof-compare.1")) as f:
+        man = f.read().replace("\\-", "-")
+    for args in ((), ("--global-batch", 64)):
+        header = scaleprof("compare", *dirs, *args).stdout.splitlines()[0].split()
+        print(f"  compare {' '.join(map(str, args))}: columns {header}")
+        for col in header:
+            if f".B {col}" not in man and f'.B "{col}"' not in man:
+                fail(f"column {col!r} is not documented in scaleprof-compare.1 (COLUMNS)")
+        if "GPU-steps/s" in header:
+            fail("GPU-steps/s is no unit anyone documents")
+
+
 def case_compare_small_batch():
     """Fixed global batch: per-GPU compute shrinks while collectives stay,
     and compare names small_batch."""
@@ -562,6 +657,211 @@ def case_findings_shape():
             fail(f"steps of {f['cause']} is not {{first, last}}")
     if len(rep["findings"]) < 2:
         fail("the scenario should give at least two findings")
+
+
+def straggler_ranks(rep):
+    """The ranks of the straggler finding, [] without one."""
+    f = findings(rep).get("straggler")
+    return f["ranks"] if f else []
+
+
+def case_rank_narrows_view():
+    """--rank R narrows the view, never the analysis: on 8 ranks whose
+    straggler is rank 5, `report --rank 5` keeps the straggler finding and
+    every other finding of the whole report, with the same gains; only
+    per_rank and steps_detail keep rank 5 alone, and the text says which
+    rank is shown and marks the findings that concern it."""
+    d, _ = gen("viewrank", "--ranks", 8, "--markers", "--slow-rank", 5, "--slow-compute-ms", 4, "--jitter", 0.05)
+    whole = report(d)
+    for r in (5, 0):
+        view = report(d, "--rank", r, "--per-step")
+        got = [(f["cause"], f["ranks"], round(f["gain"], 4)) for f in view["findings"]]
+        want = [(f["cause"], f["ranks"], round(f["gain"], 4)) for f in whole["findings"]]
+        print(f"  --rank {r}: findings {got}; whole {want}; stragglers {view['stragglers']}")
+        if got != want:
+            fail(f"--rank {r} changed the findings")
+        if straggler_ranks(view) != [5] or [s["rank"] for s in view["stragglers"]] != [5]:
+            fail(f"--rank {r}: the straggler (rank 5) is lost")
+        if abs(view["steps"]["mean_ms"] - whole["steps"]["mean_ms"]) > 1e-6 or view["breakdown"] != whole["breakdown"]:
+            fail(f"--rank {r} changed the step time or the breakdown of all ranks")
+        if [x["rank"] for x in view["per_rank"]] != [r] or {x["rank"] for x in view["steps_detail"]} != {r}:
+            fail(f"--rank {r}: per_rank/steps_detail should hold rank {r} alone")
+        if view.get("view", {}).get("rank") != r:
+            fail(f"--rank {r}: the JSON does not say which rank is shown: {view.get('view')}")
+    text = scaleprof("report", d, "--rank", 5).stdout
+    line = next((l for l in text.splitlines() if ". straggler" in l), "")
+    print(f"  text: {line.strip()}")
+    if "rank 5 shown" not in text or "concerns rank 5" not in line:
+        fail("the text report should say rank 5 is shown and mark the straggler finding as concerning it")
+
+
+def case_kernels_slowest_rank():
+    """The kernel view of a straggler: rank 2 computes 14 ms a step where
+    the others compute 10 (no jitter), so each of its compute kernels runs
+    1.4x the median rank's, and the view names rank 2 for every one; each
+    name has one call per analyzed step per rank; NCCL kernels are marked."""
+    d, _ = gen("kslow", "--ranks", 4, "--markers", "--slow-rank", 2, "--slow-compute-ms", 4, "--jitter", 0)
+    rep = report(d, "--kernels", "1000")
+    ks = rep["kernels"]["top"]
+    compute = [k for k in ks if not k["nccl"]]
+    nccl = [k for k in ks if k["nccl"]]
+    steps = rep["steps"]["analyzed"]
+    print(f"  {len(compute)} compute kernel names, {len(nccl)} NCCL; slowest ranks "
+          f"{sorted({k['slowest_rank'] for k in compute})}, x {sorted({round(k['slowest_x_median'], 3) for k in compute})}; "
+          f"calls {sorted({k['calls'] for k in ks})} for {steps} steps x 4 ranks")
+    if not compute or not nccl:
+        fail("compute and NCCL kernels should both be listed")
+    for k in compute:
+        if k["slowest_rank"] != 2 or abs(k["slowest_x_median"] - 1.4) > 0.01:
+            fail(f"{k['name']}: slowest rank {k['slowest_rank']} at {k['slowest_x_median']}x, want rank 2 at 1.4x")
+        if k["calls"] != steps * 4 or len(k["per_rank"]) != 4:
+            fail(f"{k['name']}: {k['calls']} calls, want {steps} steps x 4 ranks")
+    text = scaleprof("report", d, "--kernels").stdout
+    if "top 9 kernels by GPU time" not in text or "2 (1.40x)" not in text:
+        fail("the text should list the 9 kernels (fewer than 10), rank 2 slowest at 1.40x:\n" + text)
+
+
+def case_html_kernels():
+    """html --kernels N: the page holds the kernel view, one row per kernel
+    with the numbers of report --json --kernels N (names, calls, total,
+    slowest rank); without --kernels the page has none."""
+    import html as htmllib
+    d, _ = gen("hkern", "--ranks", 4, "--markers", "--slow-rank", 1, "--slow-compute-ms", 4, "--jitter", 0)
+    page = os.path.join(TMP, "hkern.html")
+    scaleprof("html", d, "-o", page, "--kernels", 5)
+    text = open(page).read()
+    rows = re.findall(r'<tr class="kernel" data-name="([^"]*)" data-calls="(\d+)" data-total-ms="([\d.]+)" '
+                      r'data-slowest-rank="(-?\d+)"', text)
+    want = report(d, "--kernels", 5)["kernels"]["top"]
+    print(f"  page rows {[(htmllib.unescape(n)[:24], c, t, s) for n, c, t, s in rows]}")
+    if len(rows) != len(want) or len(rows) != 5:
+        fail(f"{len(rows)} kernel rows on the page, report lists {len(want)}")
+    for (name, calls, total, slow), k in zip(rows, want):
+        if htmllib.unescape(name) != k["name"] or int(calls) != k["calls"] or \
+                abs(float(total) - k["total_ms"]) > 1e-3 * k["total_ms"] or \
+                int(slow) != (k["slowest_rank"] if k["slowest_rank"] is not None else -1):
+            fail(f"page row {name, calls, total, slow} is not report's {k}")
+    scaleprof("html", d, "-o", page)
+    if 'id="kernels"' in open(page).read():
+        fail("without --kernels the page should have no kernel view")
+
+
+def case_stragglers_one_answer():
+    """`stragglers` in the JSON and the straggler finding give one answer:
+    the same ranks, or none in both; the arrival table is `last_arrivals`."""
+    for name, args in (("oneans_small", ("--slow-compute-ms", 2, "--jitter", 0.3)),
+                       ("oneans_big", ("--slow-compute-ms", 6, "--jitter", 0.3)),
+                       ("oneans_jitter", ("--slow-compute-ms", 4, "--jitter", 0.6))):
+        d, _ = gen(name, "--ranks", 8, "--markers", "--slow-rank", 5, *args)
+        rep = report(d)
+        got = [s["rank"] for s in rep["stragglers"]]
+        print(f"  {name}: stragglers {got}, straggler finding {straggler_ranks(rep)}, "
+              f"last arrivals {[(a['rank'], a['last_arrival_fraction']) for a in rep.get('last_arrivals', [])]}")
+        if got != straggler_ranks(rep):
+            fail(f"{name}: stragglers {got} but the straggler finding names {straggler_ranks(rep)}")
+        if rep["schema_version"] < 3 or "last_arrivals" not in rep:
+            fail("the arrival table should be last_arrivals, schema_version 3")
+        for s in rep["stragglers"]:
+            if s["cause"] not in ("compute", "memcpy", "input", "host", "other", "mixed"):
+                fail(f"straggler cause {s['cause']!r}")
+
+
+NO_GPU_WORDS = "no GPU activity was recorded in any of its 2 rank(s)"
+
+
+def case_no_gpu_every_verb():
+    """A job with no GPU (a CPU-only gloo job: markers, loader waits and
+    workers, no CUDA, NCCL or GPU record): report, compare and html refuse
+    with the same words, and export writes the host's timeline with no
+    breakdown and no finding, saying why; none claims a GPU was idle."""
+    d, _ = gen("nogpu", "--ranks", 2, "--markers", "--input-ms", 3, "--helper", "--no-gpu")
+    page = os.path.join(TMP, "nogpu.html")
+    timeline = os.path.join(TMP, "nogpu.json")
+    runs = [("report", ("report", d), 1), ("compare", ("compare", d, d), 1),
+            ("html", ("html", d, "-o", page), 1), ("html compare", ("html", d, d, "-o", page), 1),
+            ("export", ("export", d, "-o", timeline), 0)]
+    for name, args, rc in runs:
+        p = scaleprof(*args, rc=rc)
+        said = next((l for l in p.stderr.splitlines() if "GPU" in l), "")
+        print(f"  {name}: exit {p.returncode}: {said[:150]}")
+        if NO_GPU_WORDS not in p.stderr or "a job that ran on CPUs only" not in p.stderr:
+            fail(f"scaleprof {name} should say {NO_GPU_WORDS!r} as report does:\n{p.stderr}")
+    if os.path.exists(page):
+        fail("html wrote a page about GPUs for a job with no GPU")
+    with open(timeline) as f:
+        tl = json.load(f)
+    evs = tl["traceEvents"]
+    claims = [e for e in evs if e.get("cat") == "finding" or "GPU" in e.get("name", "") or
+              any(k.endswith("_ms") and k != "step_ms" for k in e.get("args", {}))]
+    steps = [e for e in evs if e.get("cat") == "step"]
+    waits = [e for e in evs if e.get("ph") == "X" and "poll" in e.get("name", "")]
+    print(f"  export: {len(evs)} events, {len(steps)} steps, {len(waits)} waits, {len(claims)} GPU claims, "
+          f"host_only {tl['otherData'].get('host_only')}")
+    if claims:
+        fail(f"export makes GPU claims for a job with no GPU: {claims[:2]}")
+    if not steps or not waits or tl["otherData"].get("host_only") is not True:
+        fail("export should still hold the host's timeline (steps, input waits), marked host_only")
+    p = scaleprof("export", d, "-o", timeline, "--whatif", "input_pipeline", rc=1)
+    print(f"  export --whatif: exit 1: {p.stderr.strip()[:120]}")
+    if NO_GPU_WORDS not in p.stderr:
+        fail("export --whatif on a job with no GPU should refuse with report's words")
+
+
+def case_color_every_verb():
+    """Every verb takes --color and --no-color (and --color=WHEN), and its
+    --help says so: compare rejected --no-color while report took it."""
+    d, _ = gen("colorall", "--ranks", 2, "--markers")
+    out = os.path.join(TMP, "colorall-out")
+    runs = {
+        "report": ("report", d), "compare": ("compare", d, d), "hang": ("hang", d),
+        "export": ("export", d, "-o", out + ".json"), "html": ("html", d, "-o", out + ".html"),
+        "dump": ("dump", os.path.join(d, "host0", "1000.sprof")),
+    }
+    for verb, args in runs.items():
+        for flag in ("--no-color", "--color", "--color=never"):
+            p = subprocess.run([SCALEPROF, *args, flag], capture_output=True, text=True)
+            if p.returncode not in (0, 1) or "unknown" in p.stderr:
+                fail(f"scaleprof {verb} {flag}: exit {p.returncode}: {p.stderr.strip()[:200]}")
+        helptext = scaleprof(verb, "--help").stdout
+        print(f"  {verb}: --color, --no-color and --color=never accepted; help says so: "
+              f"{'--no-color' in helptext and '--color' in helptext}")
+        if "--no-color" not in helptext:
+            fail(f"scaleprof {verb} --help does not say --no-color")
+    for verb in ("run", "import"):
+        if "--no-color" not in scaleprof(verb, "--help").stdout:
+            fail(f"scaleprof {verb} --help does not say --no-color")
+    forced = scaleprof("report", d, "--color").stdout
+    plain = scaleprof("report", d, "--no-color").stdout
+    print(f"  report --color into a pipe: {forced.count(chr(27))} escapes; --no-color: {plain.count(chr(27))}")
+    if "\033[" not in forced or "\033[" in plain:
+        fail("--color should colour even into a pipe, --no-color never")
+    p = scaleprof("report", d, "--color=sometimes", rc=2)
+    if "always, never or auto" not in p.stderr:
+        fail(f"--color=sometimes: {p.stderr}")
+
+
+def case_did_you_mean():
+    """A mistyped verb or option is answered with the nearest name, and an
+    option missing its value is said so, not 'unknown'."""
+    d, _ = gen("dym", "--ranks", 2, "--markers")
+    cases = [
+        (("reprot", d), "did you mean 'report'?"),
+        (("compre", d, d), "did you mean 'compare'?"),
+        (("report", d, "--samples-per-stp", "4"), "did you mean --samples-per-step?"),
+        (("compare", d, d, "--globl-batch", "64"), "did you mean --global-batch?"),
+        (("export", d, "-o", os.path.join(TMP, "dym.json"), "--rnaks", "0"), "did you mean --ranks?"),
+        (("report", d, "--rank"), "--rank needs a value"),
+        (("run", "-o", os.path.join(TMP, "dym-run"), "--nproc_pre_node", "2", "--", "true"), "did you mean --nproc_per_node?"),
+    ]
+    for args, says in cases:
+        p = subprocess.run([SCALEPROF, *args], capture_output=True, text=True)
+        first = p.stderr.strip().splitlines()[0] if p.stderr.strip() else ""
+        print(f"  scaleprof {' '.join(a if not a.startswith(TMP) else '...' for a in args)}: exit {p.returncode}: {first}")
+        if p.returncode != 2 or says not in p.stderr:
+            fail(f"wanted exit 2 saying {says!r}")
+    p = subprocess.run([SCALEPROF, "frobnicate"], capture_output=True, text=True)
+    if p.returncode != 2 or "did you mean" in p.stderr or "unknown verb" not in p.stderr:
+        fail(f"a verb nothing like any: no suggestion, the list: {p.stderr}")
 
 
 def case_straggler_not_small_batch():
@@ -850,6 +1150,8 @@ def case_equal_buckets_sim():
                         "--data", os.path.join(TMP, "data")], capture_output=True, text=True)
     if p.returncode != 0:
         fail(f"scaleprof run failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    if f"next: scaleprof report {d}" not in p.stderr:
+        fail(f"a run on (simulated) GPUs should suggest the report: {p.stderr}")
     rep = report(d)
     st = rep["steps"]
     allreduces = [c for c in rep["collectives"] if c["op"] == "allreduce" and c["bytes"] == 4 << 20]
@@ -1042,6 +1344,22 @@ def case_run_refuses_mixing():
     print(f"  --run {ids[0]}: {one.returncode}: {one.stderr.strip()[:200]}")
     if "runs:" in one.stderr or "holds traces of" in one.stderr:
         fail("--run should pick one run")
+    # `cat` used no GPU: run does not send the user to a report that refuses
+    nxt = next((l.split("next: ", 1)[1].split(" (")[0] for l in first.stderr.splitlines() if "next: " in l), "")
+    print(f"  run of a job with no GPU suggests: {nxt}")
+    if "scaleprof report" in nxt or "no GPU activity was recorded" not in first.stderr or not nxt:
+        fail("run of a job with no GPU should say so and suggest what works, not report: %r" % first.stderr)
+    tried = subprocess.run([SCALEPROF] + nxt.split()[1:], capture_output=True, text=True, cwd=TMP)
+    print(f"  {nxt}: exit {tried.returncode}")
+    if tried.returncode != 0:
+        fail(f"the suggested next step fails: {tried.stderr}")
+    ranked = subprocess.run([SCALEPROF, "run", "-o", os.path.join(TMP, "mixing2"), "--nproc", "2", "--"] + job,
+                            capture_output=True, text=True)
+    nxt = next((l.split("next: ", 1)[1].split(" (")[0] for l in ranked.stderr.splitlines() if "next: " in l), "")
+    tried = subprocess.run([SCALEPROF] + nxt.split()[1:], capture_output=True, text=True, cwd=TMP)
+    print(f"  two ranks, no GPU: suggests {nxt}: exit {tried.returncode}")
+    if "scaleprof export" not in nxt or tried.returncode != 0:
+        fail(f"two ranks with no GPU: the host timeline should be suggested, and work: {ranked.stderr}")
     # `cat` used no GPU: the report refuses it with the reason, not "healthy"
     if one.returncode != 1 or "no GPU activity" not in one.stderr or "healthy" in one.stdout:
         fail("a job without GPU activity should be refused with the reason: %r" % one.stderr)
@@ -1057,6 +1375,35 @@ def case_run_refuses_mixing():
     print(f"  missing command: {missing.returncode}: {missing.stderr.strip()}")
     if missing.returncode == 0 or "next:" in missing.stderr or "did not start" not in missing.stderr:
         fail("a command that cannot start should be said so, with no next step")
+
+
+def case_run_torchrun_spellings():
+    """scaleprof run takes torchrun's spellings: --nproc_per_node or
+    --nproc-per-node, --nnodes and --node_rank (or --node-rank): node 1 of
+    2 with 2 processes per node starts ranks 2 and 3 of 4, LOCAL_RANK 0
+    and 1, as torchrun would on that node."""
+    job = ["sh", "-c", 'echo "$RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $NODE_RANK" > "$0/rank$RANK"']
+    for name, flags, want in (
+            ("one_node", ["--nproc_per_node", "2"], {"0 0 2 2 0", "1 1 2 2 0"}),
+            ("dashes", ["--nproc-per-node=2"], {"0 0 2 2 0", "1 1 2 2 0"}),
+            ("node1", ["--nnodes", "2", "--node_rank", "1", "--nproc_per_node", "2"], {"2 0 4 2 1", "3 1 4 2 1"}),
+            ("node1b", ["--nnodes=2", "--node-rank=1", "--nproc-per-node", "2", "--master_addr", "10.0.0.1"],
+             {"2 0 4 2 1", "3 1 4 2 1"})):
+        out = os.path.join(TMP, "torchrun-" + name)
+        os.makedirs(out + "-env")
+        p = subprocess.run([SCALEPROF, "run", "-o", out, *flags, "--", job[0], job[1], job[2], out + "-env"],
+                           capture_output=True, text=True, timeout=60)
+        got = set()
+        for f in os.listdir(out + "-env"):
+            with open(os.path.join(out + "-env", f)) as fh:
+                got.add(fh.read().strip())
+        print(f"  run {' '.join(flags)}: exit {p.returncode}; RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE "
+              f"NODE_RANK: {sorted(got)}")
+        if p.returncode != 0 or got != want:
+            fail(f"wanted {sorted(want)}: {p.stderr}")
+    p = scaleprof("run", "--node_rank", "2", "--nnodes", "2", "--nproc_per_node", "1", "--", "true", rc=2)
+    if "--node_rank" not in p.stderr:
+        fail(f"--node_rank past --nnodes should be refused: {p.stderr}")
 
 
 def case_symlink_loops():

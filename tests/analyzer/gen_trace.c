@@ -44,7 +44,9 @@
  * whose recording stops halfway
  * through the run while its file stays whole (--short-rank R).
  * The H2D copy moves --copy-bytes from pageable host memory, or pinned
- * with --copy-pinned (the memory kinds CUPTI gives).
+ * with --copy-pinned (the memory kinds CUPTI gives).  --no-gpu writes the
+ * same job as a CPU-only one would be recorded: markers, input waits and
+ * the helpers, but no CUDA call, NCCL call or GPU record (a gloo job).
  *
  * The truth (JSON, --truth FILE) covers steps [skip, steps): breakdown as
  * fractions of step time, per-collective transfer and mean wait, step time,
@@ -82,6 +84,7 @@
 #define HOST_BUSY_PERMILLE 950
 #define HOST_CORES 8
 #define LAG_SLOT_SIZE 1024 /* small chunks, so host frames reach the file in step order */
+#define OPT_NO_GPU 1000   /* long-only options: codes past every letter */
 struct scenario {
     const char *out, *truth;
     int ranks, hosts, steps, colls, kernels, markers, intra, skip, helper, helpers, no_nccl, gpu_lag;
@@ -105,7 +108,7 @@ static struct rank_out R[MAX_RANKS];
 /* The writer keeps one open chunk per thread and writer, so the timeline is
  * replayed once per rank, emitting only that rank's events (emit_rank), and
  * once more without emitting to add up the truth (collect_truth). */
-static int emit_rank = -1, collect_truth;
+static int emit_rank = -1, collect_truth, no_gpu;
 
 /* --gpu-thread-lag: GPU records wait here, tagged with their step, until a
  * separate "CUPTI" thread writes them, S steps later, grouped by stream. */
@@ -200,6 +203,8 @@ static int pid_base = 1000; /* --pid-base: rank r's process is pid_base + r */
 static void emit(int r, struct sp_event *ev, double global_t)
 {
     if (r != emit_rank || !R[r].w)
+        return;
+    if (no_gpu && (ev->type == SP_EV_GPU || ev->type == SP_EV_CUDA || ev->type == SP_EV_NCCL))
         return;
     if (r == short_rank && cur_step >= short_after)
         return;
@@ -598,7 +603,7 @@ static const char usage[] =
     "  [--helpers N] [--no-nccl] [--gpu-thread-lag S] [--equal-buckets] [--no-rank]\n"
     "  [--one-kernel-name] [--grid-per-layer] [--ramp F] [--pause-after-step K]\n"
     "  [--eval-every N --eval-ms X] [--short-rank R] [--step-metric] [--copy-bytes N] [--copy-pinned]\n"
-    "  [--pid-base N]\n"
+    "  [--pid-base N] [--no-gpu]\n"
     "  [--truth FILE]\n";
 
 int main(int argc, char **argv)
@@ -622,6 +627,7 @@ int main(int argc, char **argv)
         {"grid-per-layer", 0, 0, 'G'}, {"ramp", 1, 0, 'A'},
         {"eval-every", 1, 0, 'F'}, {"eval-ms", 1, 0, 'v'}, {"short-rank", 1, 0, 'h'},
         {"step-metric", 0, 0, 'g'}, {"pid-base", 1, 0, 'J'},
+        {"no-gpu", 0, 0, OPT_NO_GPU},
         {0, 0, 0, 0},
     };
     int c;
@@ -668,6 +674,7 @@ int main(int argc, char **argv)
         case 'h': short_rank = atoi(optarg); break;
         case 'g': s.step_metric = 1; break;
         case 'J': pid_base = atoi(optarg); break;
+        case OPT_NO_GPU: no_gpu = 1; break;
         default: fputs(usage, stderr); return 2;
         }
     }

@@ -182,6 +182,98 @@ def case_whatif_check_every_trace():
             fail("%s: %s" % (" + ".join(names), "; ".join(bad)))
 
 
+def raw_kernels(path, first, last):
+    """Per kernel name over steps first..last (the markers' numbers): calls
+    and the durations of the kernels starting in them, step k running from
+    ProfilerStep#k's start to the next one's (ns, exact decimals)."""
+    import decimal
+    ev = json.load(gzip.open(path, "rt"), parse_float=decimal.Decimal)
+    rank = (ev.get("distributedInfo") or {}).get("rank", 0)
+    x = [e for e in ev["traceEvents"] if e.get("ph") == "X" and "ts" in e]
+    marks = sorted((e["ts"], e["ts"] + e.get("dur", 0), int(e["name"].split("#")[1])) for e in x
+                   if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("cat") != "gpu_user_annotation")
+    nums = [m[2] for m in marks]
+    k0, k1 = nums.index(first), nums.index(last)
+    lo = marks[k0][0]
+    hi = marks[k1 + 1][0] if k1 + 1 < len(marks) else marks[k1][1]
+    out = {}
+    for e in x:
+        if str(e.get("cat", "")).lower() == "kernel" and lo <= e["ts"] < hi:
+            out.setdefault(e["name"], []).append(int(e.get("dur", 0) * 1000))
+    return rank, out
+
+
+def nearest_rank(v, q):
+    v = sorted(v)
+    import math
+    return v[max(0, math.ceil(q * len(v)) - 1)]
+
+
+def case_kernels_match_raw_json():
+    """report --kernels on the shipped real traces: per kernel name, calls,
+    total time, mean, p50 and p99 (nearest rank) over the analyzed steps
+    are the raw JSON's, per rank and in all; the shares add up; with two
+    ranks the slowest one per name is the one whose mean is highest."""
+    d = os.environ["DATA"]
+    scaleprof = os.environ["SCALEPROF"]
+    for names in (["resnet50_num_workers_0.pt.trace.json.gz"], ["ddp2_rank0_nccl.json.gz"],
+                  ["sampled128_rank0.json.gz", "sampled128_rank1.json.gz"]):
+        with tempfile.TemporaryDirectory(prefix="sprof-real-") as tmp:
+            out = os.path.join(tmp, "t")
+            subprocess.run([scaleprof, "import", "kineto"] + [os.path.join(d, n) for n in names] + ["-o", out],
+                           check=True, stdout=subprocess.DEVNULL)
+            rep = json.loads(subprocess.run([scaleprof, "report", out, "--json", "--kernels", "100000"],
+                                            check=True, stdout=subprocess.PIPE, text=True).stdout)
+            text = subprocess.run([scaleprof, "report", out, "--kernels", "5"], check=True,
+                                  stdout=subprocess.PIPE, text=True).stdout
+        st = rep["steps"]
+        raw = dict(raw_kernels(os.path.join(d, n), st["analyzed_first"], st["analyzed_last"]) for n in names)
+        want = {}
+        for rank, per in raw.items():
+            for name, durs in per.items():
+                want.setdefault(name, {})[rank] = durs
+        got = {k["name"]: k for k in rep["kernels"]["top"]}
+        if set(got) != set(want):
+            fail("%s: kernel names differ: %d reported, %d in the JSON; e.g. %s" % (
+                names, len(got), len(want), sorted(set(got) ^ set(want))[:3]))
+        total = sum(sum(sum(v) for v in r.values()) for r in want.values())
+        worst = 0.0
+        for name, ranks in want.items():
+            k = got[name]
+            durs = [x for v in ranks.values() for x in v]
+            if k["calls"] != len(durs):
+                fail("%s: %d calls, the JSON has %d" % (name[:60], k["calls"], len(durs)))
+            for what, g, w in (("total_ms", k["total_ms"], sum(durs) / 1e6),
+                               ("mean_us", k["mean_us"], sum(durs) / len(durs) / 1e3),
+                               ("p50_us", k["p50_us"], nearest_rank(durs, 0.5) / 1e3),
+                               ("p99_us", k["p99_us"], nearest_rank(durs, 0.99) / 1e3),
+                               ("share", k["share"], sum(durs) / total)):
+                err = abs(g - w) / (abs(w) or 1)
+                worst = max(worst, err)
+                if err > 1e-5:  # the JSON prints 6 significant digits
+                    fail("%s: %s %s, the JSON's %s" % (name[:60], what, g, w))
+            for pr in k["per_rank"]:
+                v = ranks.get(pr["rank"], [])
+                if pr["calls"] != len(v) or abs(pr["total_ms"] - sum(v) / 1e6) > 1e-5 * max(1, sum(v) / 1e6):
+                    fail("%s rank %d: %d calls %.6f ms, the JSON %d, %.6f" % (
+                        name[:60], pr["rank"], pr["calls"], pr["total_ms"], len(v), sum(v) / 1e6))
+            if len(ranks) > 1:
+                means = {r: sum(v) / len(v) for r, v in ranks.items() if v}
+                if k["slowest_rank"] != max(means, key=means.get):
+                    fail("%s: slowest rank %s, the JSON's means %s" % (name[:60], k["slowest_rank"], means))
+        shares = sum(k["share"] for k in rep["kernels"]["top"])
+        print("  %s: %d kernel names, %d calls, %.2f ms over steps %d-%d; largest relative error %.1e; "
+              "shares sum %.6f" % (" + ".join(names), len(want), sum(k["calls"] for k in got.values()),
+                                   total / 1e6, st["analyzed_first"], st["analyzed_last"], worst, shares))
+        if abs(shares - 1) > 1e-4:
+            fail("the shares of every kernel should sum to 1")
+        lines = [l for l in text.splitlines() if l.startswith("top ") or l.startswith("  ")]
+        head = next((i for i, l in enumerate(text.splitlines()) if l.startswith("top 5 kernels")), None)
+        if head is None:
+            fail("the text report has no 'top 5 kernels' section:\n" + text)
+        print("  " + "\n  ".join(text.splitlines()[head:head + 4]))
+
+
 if __name__ == "__main__":
     fn = globals().get("case_" + sys.argv[1])
     if not fn:

@@ -260,9 +260,58 @@ def case_truncated_gzip_keeps_events(tmp):
           "the events of the first half (all 6 steps, some kernels) kept: %d steps" % len(steps))
 
 
+def case_bare_array_debian_torch(tmp):
+    """A PyTorch built without Kineto (Debian's 1.13) writes a bare JSON
+    array from export_chrome_trace, events without a category: its
+    ProfilerStep ranges and DataLoader waits are imported by name, each
+    with its time; the report then says the job saw no GPU."""
+    name = "torch_cpu_bare_array.json.gz"
+    trace = load_kineto(name)
+    check(isinstance(trace, list) and not any("cat" in e for e in trace), "the fixture is the bare-array format")
+    p = import_traces(tmp, data(name))
+    print("  " + p.stdout.strip())
+    h, evs = read_trace(os.path.join(tmp, "imported", "0.sprof"))
+    want_steps = sorted((e["name"], int(e["ts"] * 1000), int(e["dur"] * 1000)) for e in trace
+                        if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#"))
+    got_steps = sorted((s["name"], s["t"], s["dur"]) for s in of_type(evs, "marker", kind=MARK_RANGE))
+    check(len(want_steps) == 8 and got_steps == want_steps,
+          "every ProfilerStep range: %d of %d" % (len(got_steps), len(want_steps)))
+    want_waits = sorted((int(e["ts"] * 1000), int(e["dur"] * 1000)) for e in trace
+                        if e.get("ph") == "X" and "DataLoader" in e["name"] and "__next__" in e["name"])
+    got_waits = sorted((w["t"], w["dur"]) for w in of_type(evs, "wait", op=WAIT_DATALOADER))
+    check(len(want_waits) == 8 and got_waits == want_waits,
+          "every DataLoader __next__ as an input wait: %d of %d" % (len(got_waits), len(want_waits)))
+    check("imported 16 events" in p.stdout and "8 steps, 8 dataloader" in p.stdout, "summary: " + p.stdout)
+    rep = run([SCALEPROF, "report", tmp], 1)
+    check("no GPU activity was recorded" in rep.stderr, "report on a CPU-only trace says so: " + rep.stderr)
+
+
+def case_nothing_imported_is_an_error(tmp):
+    """A trace of which nothing can be imported (no kernel, copy, CUDA call,
+    step or loader range: only operators, or no event at all) is an error
+    that says so and leaves no empty trace behind, wrapped or bare."""
+    texts = {
+        "ops_only": '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 5, "tid": 5, '
+                    '"ts": 1, "dur": 2}]}',
+        "empty": '{"traceEvents": []}',
+        "bare": '[{"ph": "X", "ts": 1}]',
+    }
+    for what, text in texts.items():
+        f = os.path.join(tmp, what + ".json")
+        open(f, "w").write(text)
+        out = os.path.join(tmp, "out-" + what)
+        p = import_traces(out, f, expect_rc=1)
+        print("  %s: exit 1: %s" % (what, p.stderr.strip()))
+        check("nothing could be imported" in p.stderr, "%s: the reason: %s" % (what, p.stderr))
+        left = [n for _, _, names in os.walk(out) for n in names if n.endswith(".sprof")]
+        check(not left, "%s: no empty trace left behind: %s" % (what, left))
+    p = import_traces(os.path.join(tmp, "out-ops_only"), os.path.join(tmp, "ops_only.json"), expect_rc=1)
+    check("1 cpu_op" in p.stderr, "the skipped events are counted in the reason: " + p.stderr)
+
+
 def case_not_kineto(tmp):
     """JSON that is not a Kineto trace is refused with a clear message."""
-    for text in ('{"foo": [1, 2, 3]}', '[{"ph": "X", "ts": 1}]'):
+    for text in ('{"foo": [1, 2, 3]}', '{"traceEvents": {"ph": "X"}}'):
         f = os.path.join(tmp, "foreign.json")
         open(f, "w").write(text)
         p = import_traces(os.path.join(tmp, "out"), f, expect_rc=1, extra=("--force",))

@@ -1060,9 +1060,12 @@ static const struct cf recorded = {.transfer = 1, .cross = 1};
  * (enum sp_loc): the local time each drops.  One table for the gains, the
  * ideal, the check and the export's what-if timeline. */
 static const uint32_t drop_of[SP_CAUSE_N] = {
-    [SP_CAUSE_INPUT] = 1u << SP_LOC_INPUT,       [SP_CAUSE_HOST] = 1u << SP_LOC_HOST,
-    [SP_CAUSE_HOST_SYNC] = 1u << SP_LOC_SYNC,    [SP_CAUSE_FILE_WRITES] = 1u << SP_LOC_WRITE,
-    [SP_CAUSE_LAUNCH_API] = 1u << SP_LOC_LAUNCH, [SP_CAUSE_UNEXPLAINED] = 1u << SP_LOC_OTHER,
+    [SP_CAUSE_INPUT] = 1u << SP_LOC_INPUT,
+    [SP_CAUSE_HOST] = 1u << SP_LOC_HOST,
+    [SP_CAUSE_HOST_SYNC] = 1u << SP_LOC_SYNC,
+    [SP_CAUSE_FILE_WRITES] = 1u << SP_LOC_WRITE,
+    [SP_CAUSE_LAUNCH_API] = 1u << SP_LOC_LAUNCH,
+    [SP_CAUSE_UNEXPLAINED] = 1u << SP_LOC_OTHER,
     [SP_CAUSE_MEMCPY] = 1u << SP_LOC_COPY,
 };
 

@@ -214,8 +214,17 @@ static enum sp_copy_kind copy_kind_of(enum cudaMemcpyKind k)
     }
 }
 
+/* The table's last column: whether a call carries its call site.  An
+ * asynchronous copy returns at once, unless its host memory is pageable:
+ * then it waits for the copy, and the GPU's queue before it, like a sync
+ * (what .item() does); it carries the site when it took BLOCKED_NS. */
+#define SITE_NEVER 0
+#define SITE_ALWAYS 1
+#define SITE_IF_BLOCKED 2
+#define BLOCKED_NS 50000
+
 struct cuda_call {
-    uint64_t t0;
+    uint64_t t0, t1; /* t1: the call's end when read already, else 0 */
     enum sp_cuda_api api;
     cudaStream_t stream;
     uint64_t bytes;
@@ -227,7 +236,7 @@ struct cuda_call {
  * kind and which fields are zero are constants. */
 static inline __attribute__((always_inline)) void emit_cuda(const struct cuda_call *c, cudaError_t res)
 {
-    uint64_t t1 = sp_now();
+    uint64_t t1 = c->t1 ? c->t1 : sp_now();
     struct sp_event ev = {
         .type = SP_EV_CUDA,
         .t = c->t0,
@@ -297,9 +306,9 @@ static inline __attribute__((always_inline)) int want_record(void)
     X(cudaMemcpy_ptds, (MEMCPY_PARAMS), (dst, src, count, kind), SP_CUDA_MEMCPY, NULL, count,      \
       copy_kind_of(kind), 1)                                                                        \
     X(cudaMemcpyAsync, (MEMCPY_ASYNC_PARAMS), (dst, src, count, kind, stream), SP_CUDA_MEMCPY_ASYNC, \
-      stream, count, copy_kind_of(kind), 0)                                                         \
+      stream, count, copy_kind_of(kind), SITE_IF_BLOCKED)                                           \
     X(cudaMemcpyAsync_ptsz, (MEMCPY_ASYNC_PARAMS), (dst, src, count, kind, stream),                 \
-      SP_CUDA_MEMCPY_ASYNC, stream, count, copy_kind_of(kind), 0)                                   \
+      SP_CUDA_MEMCPY_ASYNC, stream, count, copy_kind_of(kind), SITE_IF_BLOCKED)                     \
     X(cudaMemset, (void *dst, int value, size_t count), (dst, value, count), SP_CUDA_MEMSET, NULL,  \
       count, NONE, 0)                                                                               \
     X(cudaMemset_ptds, (void *dst, int value, size_t count), (dst, value, count), SP_CUDA_MEMSET,   \
@@ -323,7 +332,7 @@ static inline __attribute__((always_inline)) int want_record(void)
             return real fwd;                                                                       \
         }                                                                                          \
         struct cuda_call c = {.api = API, .stream = STREAM, .bytes = BYTES, .copy_kind = KIND};    \
-        if (STACK)                                                                                 \
+        if (STACK == SITE_ALWAYS)                                                                  \
             c.stack = call_site();                                                                 \
         c.t0 = sp_now();                                                                           \
         sp_guard_take(); /* want_record() saw it free; call_site()'s guards are balanced */      \
@@ -331,6 +340,8 @@ static inline __attribute__((always_inline)) int want_record(void)
         cudaError_t res = real fwd;                                                                \
         int saved = errno;                                                                         \
         sp_guard_drop();                                                                           \
+        if (STACK == SITE_IF_BLOCKED && (c.t1 = sp_now()) - c.t0 > BLOCKED_NS)                     \
+            c.stack = call_site();                                                                 \
         emit_cuda(&c, res);                                                                        \
         errno = saved;                                                                             \
         return res;                                                                                \

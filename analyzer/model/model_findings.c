@@ -780,9 +780,20 @@ static void sync_finding(struct sp_model *m, double gain)
            "host's next call",
         r->rank, 100 * rank_share(m, r, r->sync_idle));
     int steps = m->step_hi - m->step_lo;
-    if (r->sync_site[0] && steps > 0)
-        say(f, "; most of it after the sync called at %s (%.1f calls and %.2f ms of GPU idle per step)",
-            r->sync_site, (double)r->sync_site_calls / steps, r->sync_site_ns / steps / NS_PER_MS);
+    double part_ns = 0;
+    for (int k = m->step_lo; k < m->step_hi && k < r->nsteps; k++)
+        part_ns += r->sync_idle[k];
+    if (r->sync_site[0] && steps > 0) {
+        /* the call sites are those of the syncs' recorded stacks; a copy
+         * that blocked (to pageable memory) carries none */
+        double share = part_ns > 0 ? r->sync_site_ns / part_ns : 0;
+        say(f, "; %s the sync called at %s (%.1f calls and %.2f ms of GPU idle per step, %.0f%% of it)",
+            share >= 0.5 ? "most of it after" : "of the syncs with a recorded call site, most after", r->sync_site,
+            (double)r->sync_site_calls / steps, r->sync_site_ns / steps / NS_PER_MS, 100 * share);
+        if (share < 0.5)
+            say(f, "; the rest after calls with no recorded call site (a copy to or from pageable memory, which "
+                   "blocks like a sync)");
+    }
 }
 
 #define LAUNCH_RANKS_SAID 4 /* ranks the launch_api evidence gives figures for */

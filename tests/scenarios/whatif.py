@@ -13,7 +13,10 @@ over the steps after the first SKIP, all ranks.  Then the as-is run's
 
   * the finding with the largest `gain` has the expected cause, and, where
     the shape says, exactly the expected ranks;
-  * its gain is within max(0.05, 15% of measured_gain) of measured_gain;
+  * its gain is within max(0.05, 15% of measured_gain) of measured_gain
+    (for the pipeline bubble, whose fixed run keeps (S-1)/(M+S-1) of its
+    step as bubble by construction, measured_gain takes that share out of
+    the fixed step: the report prices the bubble removed entirely);
   * findings are ordered by gain; `healthy` is false when measured_gain
     >= 0.05;
   * shape-specific: a balanced pipeline names no straggler and no
@@ -550,6 +553,12 @@ class Pair:
         self.shape, self.dirs = shape, {"asis": asis, "fixed": fixed}
         self.step = {k: mean_step_ms(d) for k, d in self.dirs.items()}
         self.gain = 1.0 - self.step["fixed"] / self.step["asis"]
+        # A fixed run that keeps a known share of its cause by construction
+        # (the bubble of 64 micro-batches, (S-1)/(M+S-1)) measures less than
+        # the cause removed entirely, which is what the report prices: the
+        # predicted gain is judged against the fixed step less that share.
+        residual = SHAPES[shape].get("fixed_residual", 0.0)
+        self.gain_whole = 1.0 - self.step["fixed"] * (1.0 - residual) / self.step["asis"]
         self._frac = {}
 
     def frac(self, which):
@@ -761,10 +770,12 @@ def judge_report(pair, rep, rep_fixed):
                 if word in first.lower():
                     bad.append("as is: %s first try says %r: %s" % (spec["cause"], word, first))
         g = gain_of(top)
-        tol = max(GAIN_ABS_TOLERANCE, GAIN_REL_TOLERANCE * pair.gain)
-        if g is not None and abs(g - pair.gain) > tol:
-            bad.append("as is: %s gain %.3f, measured %.3f (tolerance %.3f)"
-                       % (top.get("cause"), g, pair.gain, tol))
+        tol = max(GAIN_ABS_TOLERANCE, GAIN_REL_TOLERANCE * pair.gain_whole)
+        if g is not None and abs(g - pair.gain_whole) > tol:
+            bad.append("as is: %s gain %.3f, measured %.3f%s (tolerance %.3f)"
+                       % (top.get("cause"), g, pair.gain_whole,
+                          "" if pair.gain_whole == pair.gain else
+                          " with the fixed run's residual taken out (%.3f as run)" % pair.gain, tol))
     gains = [gain_of(f) for f in fs]
     if None not in gains and gains != sorted(gains, reverse=True):
         bad.append("as is: findings not ordered by gain: %s" % gains)

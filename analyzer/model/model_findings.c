@@ -981,6 +981,63 @@ static void communication_finding(struct sp_model *m, const struct sp_replay *rp
         say_communicator(m, f, top);
 }
 
+#define HOSTS_MASKED 64   /* hosts a communicator's host set is kept for */
+#define SLOW_HOST_RATIO 0.5 /* a host whose spanning links reach under half the others' */
+
+/* Which host's links are slow: per host, the transfer-weighted bus
+ * bandwidth of the collectives spanning hosts that include it, against
+ * those that do not.  Only collectives on different host sets can tell
+ * hosts apart (one communicator over every host cannot): -1 then, *told
+ * 0.  Else the host whose own is below SLOW_HOST_RATIO of the rest, or -1. */
+static int slow_host(const struct sp_model *m, double *own_gbps, double *rest_gbps, int *told)
+{
+    *told = 0;
+    if (m->nhosts < 3 || m->nhosts > HOSTS_MASKED)
+        return -1;
+    uint64_t *mask = calloc(m->ncolls + 1, sizeof *mask);
+    if (!mask)
+        return -1;
+    for (int i = 0; i < m->nranks; i++) {
+        const struct sp_rank *r = &m->ranks[i];
+        for (size_t c = 0; c < r->ncalls; c++)
+            for (size_t k = 0; k < m->ncolls; k++)
+                if (m->colls[k].comm == r->calls[c].comm && r->host >= 0 && r->host < HOSTS_MASKED)
+                    mask[k] |= 1ull << r->host;
+    }
+    uint64_t first = 0;
+    for (size_t k = 0; k < m->ncolls; k++)
+        if (m->colls[k].spans_hosts && m->colls[k].busbw_gbps > 0) {
+            if (!first)
+                first = mask[k];
+            else if (mask[k] != first)
+                *told = 1;
+        }
+    int best = -1;
+    for (int h = 0; *told && h < m->nhosts; h++) {
+        double in_t = 0, in_b = 0, out_t = 0, out_b = 0;
+        for (size_t k = 0; k < m->ncolls; k++) {
+            const struct sp_coll_summary *c = &m->colls[k];
+            if (!c->spans_hosts || c->busbw_gbps <= 0)
+                continue;
+            double t = c->calls * c->transfer_ms;
+            if (mask[k] >> h & 1)
+                in_t += t, in_b += t * c->busbw_gbps;
+            else
+                out_t += t, out_b += t * c->busbw_gbps;
+        }
+        if (in_t <= 0 || out_t <= 0)
+            continue;
+        double own = in_b / in_t, rest = out_b / out_t;
+        if (own < SLOW_HOST_RATIO * rest && (best < 0 || own / rest < *own_gbps / *rest_gbps)) {
+            best = h;
+            *own_gbps = own;
+            *rest_gbps = rest;
+        }
+    }
+    free(mask);
+    return best;
+}
+
 static void cross_node_finding(struct sp_model *m, const struct sp_replay *rp, double gain)
 {
     struct sp_finding *f = add(m, SP_CAUSE_CROSS_NODE, gain);
@@ -993,11 +1050,28 @@ static void cross_node_finding(struct sp_model *m, const struct sp_replay *rp, d
         say(f, "; collectives spanning hosts reach %.1f GB/s bus bandwidth, %.0f%% of the %.1f GB/s within a host",
             inter, 100 * rp->cross_scale, intra);
     else
-        say(f, "; every collective spans %d hosts and reaches %.1f GB/s bus bandwidth, below the %.0f GB/s that "
-               "links within a host give (NVLink)",
-            m->nhosts, inter, inter / rp->cross_scale);
+        say(f, "; no collective runs within a host, and those spanning hosts reach %.1f GB/s bus bandwidth, below "
+               "the %.0f GB/s that links within a host give (NVLink)",
+            inter, inter / rp->cross_scale);
     if (top)
         say_communicator(m, f, top);
+    double own = 0, rest = 0;
+    int told, h = slow_host(m, &own, &rest, &told);
+    if (h >= 0) {
+        f->nranks = 0;
+        for (int i = 0; i < m->nranks; i++)
+            if (m->ranks[i].cat && m->ranks[i].host == h)
+                f->ranks[f->nranks++] = m->ranks[i].rank;
+        if (!f->nranks)
+            set_all_ranks(m, f);
+        say(f, "; the slow links are host %s's: collectives spanning hosts that include it reach %.1f GB/s, "
+               "those without it %.1f GB/s",
+            m->hosts[h], own, rest);
+    } else if (!told && m->nhosts > 2) {
+        say(f, "; every collective spanning hosts includes the same %d hosts, so which host's link is slow cannot "
+               "be told from these traces (nccl-tests between two hosts at a time can)",
+            m->nhosts);
+    }
 }
 
 static void unexplained_finding(struct sp_model *m, double gain)

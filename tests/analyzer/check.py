@@ -192,6 +192,27 @@ def case_duplicate_rank():
         fail(f"one job's traces claim no rank twice: {rep['warnings']}")
 
 
+def case_slow_host():
+    """Four hosts whose neighbours all-reduce in pairs, host 2's links four
+    times slower: cross_node names host 2 and its ranks.  With every host
+    as fast, no host is named; with one communicator over every host the
+    report says the slow link cannot be told apart."""
+    d, _ = gen("slowhost", "--ranks", 8, "--hosts", 4, "--steps", 12, "--pair-colls", "--slow-host", 2,
+               "--inter-transfer-ms", 4)
+    f = findings(report(d)).get("cross_node")
+    print(f"  slow host 2: {f and (f['ranks'], f['evidence'][-140:])}")
+    if not f or f["ranks"] != [4, 5] or "host host2's" not in f["evidence"]:
+        fail(f"cross_node should name host2 (ranks 4, 5): {f}")
+    d, _ = gen("evenhosts", "--ranks", 8, "--hosts", 4, "--steps", 12, "--pair-colls", "--inter-transfer-ms", 4)
+    f = findings(report(d)).get("cross_node")
+    if f and "the slow links are host" in f["evidence"]:
+        fail(f"no host is slower than the others: {f['evidence']}")
+    d, _ = gen("onecomm", "--ranks", 8, "--hosts", 4, "--steps", 12, "--inter-transfer-ms", 4)
+    f = findings(report(d)).get("cross_node")
+    if not f or "cannot be told" not in f["evidence"]:
+        fail(f"one communicator over every host cannot tell which link is slow, and should say so: {f}")
+
+
 def crc32c(data, crc=0):
     """CRC-32C (Castagnoli), as format/crc32c.c computes it."""
     crc ^= 0xFFFFFFFF

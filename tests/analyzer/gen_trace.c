@@ -71,6 +71,8 @@
 #define HOST_MONO_STEP 1000000000000LL /* each host's monotonic clock starts elsewhere */
 #define GLOBAL_COMM 0xC0FFEEull
 #define INTRA_COMM_BASE 0x1000ull
+#define PAIR_COMM_BASE 0x2000ull /* --pair-colls: neighbouring hosts h, h+1 */
+#define SLOW_HOST_FACTOR 4.0     /* --slow-host: its pairs' transfers take this much longer */
 #define COMPUTE_STREAM 7
 #define COPY_STREAM 8
 #define NCCL_STREAM 9
@@ -88,6 +90,7 @@
 struct scenario {
     const char *out, *truth;
     int ranks, hosts, steps, colls, kernels, markers, intra, skip, helper, helpers, no_nccl, gpu_lag;
+    int pair_colls, slow_host; /* --pair-colls, --slow-host H (-1: none) */
     int equal_buckets, no_rank, one_name, pause_step, grid_per_layer, eval_every, step_metric;
     double ramp, eval_ms;
     double compute, input, sync, memcpy, tail, transfer, inter_transfer, jitter, clock_err_us;
@@ -100,7 +103,7 @@ struct rank_out {
     struct sp_writer *w;
     int64_t mono_base;
     uint32_t name_step, *name_kernel;
-    uint64_t seq_global, seq_intra;
+    uint64_t seq_global, seq_intra, seq_pair[2];
     double cat[8]; /* truth accumulated over steps in view */
 };
 
@@ -391,6 +394,30 @@ static double run_step(const struct scenario *s, int k, double T, int in_view)
             x->wait += wsum / n;
             x->n++;
         }
+        /* each pair of neighbouring hosts all-reduces over its ranks, one
+         * pair after another; a pair with the slow host moves its data at a
+         * quarter of the speed */
+        for (int p = 0; s->pair_colls && s->hosts > 2 && p < s->hosts; p++) {
+            int a = p, b = (p + 1) % s->hosts, members = per_host(s, a) + per_host(s, b);
+            double tr = s->inter_transfer * (a == s->slow_host || b == s->slow_host ? SLOW_HOST_FACTOR : 1);
+            double plast = 0;
+            for (int r = 0; r < n; r++)
+                if ((host_of(s, r) == a || host_of(s, r) == b) && t[r] > plast)
+                    plast = t[r];
+            int crank = 0;
+            for (int r = 0; r < n; r++) {
+                if (host_of(s, r) != a && host_of(s, r) != b)
+                    continue;
+                int which = host_of(s, r) == a ? 0 : 1; /* a rank is in two pairs */
+                emit_nccl(r, PAIR_COMM_BASE + (uint64_t)p, ++R[r].seq_pair[which], members, crank++, bytes, t[r],
+                          plast + tr);
+                if (in_view) {
+                    R[r].cat[3] += plast - t[r];
+                    R[r].cat[2] += tr;
+                }
+                t[r] = plast + tr;
+            }
+        }
         if (s->intra) {
             for (int r = 0; r < n; r++) {
                 int h = host_of(s, r), first = h * ((n + s->hosts - 1) / s->hosts);
@@ -603,13 +630,13 @@ static const char usage[] =
     "  [--helpers N] [--no-nccl] [--gpu-thread-lag S] [--equal-buckets] [--no-rank]\n"
     "  [--one-kernel-name] [--grid-per-layer] [--ramp F] [--pause-after-step K]\n"
     "  [--eval-every N --eval-ms X] [--short-rank R] [--step-metric] [--copy-bytes N] [--copy-pinned]\n"
-    "  [--pid-base N] [--no-gpu]\n"
+    "  [--pid-base N] [--no-gpu] [--pair-colls [--slow-host H]]\n"
     "  [--truth FILE]\n";
 
 int main(int argc, char **argv)
 {
     struct scenario s = {.ranks = 4, .hosts = 1, .steps = 20, .colls = 2, .kernels = 4, .skip = 3,
-                         .compute = 10, .tail = 0.3, .transfer = 2, .inter_transfer = -1,
+                         .compute = 10, .tail = 0.3, .transfer = 2, .inter_transfer = -1, .slow_host = -1,
                          .jitter = 0.02, .clock_err_us = 300, .bytes = 64u << 20,
                          .slow_rank = -1, .missing_rank = -1, .truncate_rank = -1};
     static const struct option opts[] = {
@@ -626,7 +653,8 @@ int main(int argc, char **argv)
         {"pause-after-step", 1, 0, 'Q'}, {"copy-bytes", 1, 0, 'Y'}, {"copy-pinned", 0, 0, 'V'},
         {"grid-per-layer", 0, 0, 'G'}, {"ramp", 1, 0, 'A'},
         {"eval-every", 1, 0, 'F'}, {"eval-ms", 1, 0, 'v'}, {"short-rank", 1, 0, 'h'},
-        {"step-metric", 0, 0, 'g'}, {"pid-base", 1, 0, 'J'},
+        {"step-metric", 0, 0, 'g'}, {"pid-base", 1, 0, 'J'}, {"pair-colls", 0, 0, 'p'},
+        {"slow-host", 1, 0, 'q'},
         {"no-gpu", 0, 0, OPT_NO_GPU},
         {0, 0, 0, 0},
     };
@@ -674,6 +702,8 @@ int main(int argc, char **argv)
         case 'h': short_rank = atoi(optarg); break;
         case 'g': s.step_metric = 1; break;
         case 'J': pid_base = atoi(optarg); break;
+        case 'p': s.pair_colls = 1; break;
+        case 'q': s.slow_host = atoi(optarg); break;
         case OPT_NO_GPU: no_gpu = 1; break;
         default: fputs(usage, stderr); return 2;
         }
@@ -694,7 +724,7 @@ int main(int argc, char **argv)
         if (emit_rank >= 0 && open_rank(&s, emit_rank) < 0)
             return 1;
         for (int r = 0; r < s.ranks; r++)
-            R[r].seq_global = R[r].seq_intra = 0;
+            R[r].seq_global = R[r].seq_intra = R[r].seq_pair[0] = R[r].seq_pair[1] = 0;
         T = t0;
         for (int k = 0; k < s.steps; k++) {
             if (k == s.skip)

@@ -156,6 +156,7 @@ struct options {
     int kernel_iters;
     int markers;
     int mid_sync;         /* dp: the loss read back (.item()) after the forward */
+    int no_nccl;          /* one GPU and no communicator: no collective at all */
     double step_host_ms;  /* dp: host work per step (logging, Python) */
     int ckpt_every;       /* dp: a checkpoint every N steps (0: none) */
     double ckpt_mb;
@@ -254,6 +255,7 @@ static void usage(FILE *to)
         "                        (up to 8 ranks), each R without :F at --slow-factor\n"
         "  --kernel-iters N      arithmetic per GPU thread (real GPUs only) (16)\n"
         "  --no-markers          no NVTX range per step\n"
+        "  --no-nccl             one GPU and no communicator (WORLD_SIZE 1; dp, launch, copy)\n"
         "  --rendezvous DIR      where rank 0 publishes the NCCL id\n"
         "                        (default $SCALEPROF_RENDEZVOUS, then $SIM_RENDEZVOUS)\n"
         "dp:\n"
@@ -312,7 +314,7 @@ enum {
     OPT_SLOW_RANK, OPT_SLOW_GROUP, OPT_SLOW_FACTOR, OPT_IMBALANCE, OPT_BALANCE, OPT_MICRO,
     OPT_ACT, OPT_TP, OPT_LAYERS, OPT_TP_KB, OPT_KERNELS, OPT_KERNEL_US, OPT_HOST_US, OPT_HOST_SLEEP,
     OPT_LOADER_MS, OPT_LOADER_SLOW, OPT_PREFETCH, OPT_READ_KB, OPT_ITERS, OPT_NO_MARKERS, OPT_SEED,
-    OPT_DATA, OPT_RENDEZVOUS, OPT_MID_SYNC, OPT_STEP_HOST, OPT_CKPT_EVERY, OPT_CKPT_MB,
+    OPT_DATA, OPT_RENDEZVOUS, OPT_NO_NCCL, OPT_MID_SYNC, OPT_STEP_HOST, OPT_CKPT_EVERY, OPT_CKPT_MB,
     OPT_CKPT_RANK, OPT_BATCH_MB, OPT_PINNED, OPT_TOKEN_KB, OPT_HOT_RANK, OPT_HOT_FACTOR, OPT_1F1B, OPT_PP_DP,
     OPT_SLOW_STAGE, OPT_INTERLEAVE, OPT_HELP,
 };
@@ -353,6 +355,7 @@ static const struct option long_opts[] = {
     {"data", required_argument, 0, OPT_DATA},
     {"rendezvous", required_argument, 0, OPT_RENDEZVOUS},
     {"mid-sync", no_argument, 0, OPT_MID_SYNC},
+    {"no-nccl", no_argument, 0, OPT_NO_NCCL},
     {"step-host-ms", required_argument, 0, OPT_STEP_HOST},
     {"ckpt-every", required_argument, 0, OPT_CKPT_EVERY},
     {"ckpt-mb", required_argument, 0, OPT_CKPT_MB},
@@ -496,6 +499,7 @@ static void parse_options(int argc, char **argv, struct options *o)
         case OPT_HOT_FACTOR: o->hot_factor = parse_number(n, optarg, 0.01, 1000); break;
         case OPT_RENDEZVOUS: o->rendezvous = optarg; break;
         case OPT_MID_SYNC: o->mid_sync = 1; break;
+        case OPT_NO_NCCL: o->no_nccl = 1; break;
         case OPT_STEP_HOST: o->step_host_ms = parse_number(n, optarg, 0, 1e5); break;
         case OPT_CKPT_EVERY: o->ckpt_every = (int)parse_number(n, optarg, 0, 1e6); break;
         case OPT_CKPT_MB: o->ckpt_mb = parse_number(n, optarg, 0.001, 1 << 16); break;
@@ -988,6 +992,8 @@ static void gpu_setup(struct gpu *g, const struct options *o, const struct rank_
     if (o->shape == SHAPE_COPY)
         copy_setup(g, o);
 
+    if (o->no_nccl)
+        return; /* a job of one GPU with no communicator */
     ncclUniqueId id = exchange_unique_id(o, r);
     NCCL_CHECK(ncclCommInitRank(&g->world, r->world, id, r->rank));
     if (o->shape == SHAPE_TPDP) {
@@ -1014,7 +1020,8 @@ static void gpu_teardown(struct gpu *g, const struct options *o)
     }
     if (o->shape == SHAPE_PIPELINE && o->pp_dp > 1)
         NCCL_CHECK(ncclCommDestroy(g->dp));
-    NCCL_CHECK(ncclCommDestroy(g->world));
+    if (g->world)
+        NCCL_CHECK(ncclCommDestroy(g->world));
     CUDA_CHECK(cudaFree(g->act));
     CUDA_CHECK(cudaFree(g->grad));
     CUDA_CHECK(cudaFree(g->norm));
@@ -1039,6 +1046,8 @@ static void gpu_teardown(struct gpu *g, const struct options *o)
 
 static void allreduce(struct gpu *g, float *buf, size_t elems, ncclComm_t comm)
 {
+    if (!comm)
+        return; /* --no-nccl: one GPU, nothing to reduce with */
     NCCL_CHECK(ncclAllReduce(buf, buf, elems, ncclFloat, ncclSum, comm, g->stream));
 }
 
@@ -1428,6 +1437,8 @@ int main(int argc, char **argv)
     parse_options(argc, argv, &o);
     if (r.world < 1 || r.rank >= r.world)
         die("RANK=%d is not below WORLD_SIZE=%d", r.rank, r.world);
+    if (o.no_nccl && (r.world != 1 || (o.shape != SHAPE_DP && o.shape != SHAPE_LAUNCH && o.shape != SHAPE_COPY)))
+        die("--no-nccl is for one GPU (WORLD_SIZE=1) and --shape dp, launch or copy");
     if ((o.shape == SHAPE_PIPELINE || o.shape == SHAPE_1F1B) && r.world < 2)
         die("--shape %s needs at least 2 ranks (one stage each)", shape_names[o.shape]);
     if (o.shape == SHAPE_ALLTOALL && r.world < 2)

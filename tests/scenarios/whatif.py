@@ -435,6 +435,19 @@ SHAPES = {
         "first_try": ["pinned"],
         "premises": ["memcpy_asis", "no_memcpy_fixed"],
     },
+    "single_gpu_copy": {
+        "story": "one GPU, no communicator and no step marker: every kernel of the job has "
+                 "the same name and only the grid differs per layer; each step copies a 4 MiB "
+                 "batch from pageable memory before computing on it (fix: pinned, the next "
+                 "batch copied on a side stream during this step's compute); the steps are "
+                 "the job's only from what repeats in its kernels",
+        "nproc": 1, "env": SLOW_HOST_LINK, "steps": 20,
+        "asis": COPY + ["--no-nccl", "--no-markers"],
+        "fixed": COPY + ["--no-nccl", "--no-markers", "--pinned", "--prefetch", "1"],
+        "cause": "memcpy", "ranks": [0], "band": (0.2, 0.45),
+        "evidence": ["host to device", "pageable"],
+        "premises": ["memcpy_asis", "no_memcpy_fixed"],
+    },
     "copy_pinned_serial": {
         "story": "the same job with the batch already in pinned memory, copied on the "
                  "compute stream before each step's compute (fix: the next batch copied on "

@@ -49,6 +49,26 @@ void sp_model_opts_default(struct sp_model_opts *o)
     o->step_first = o->step_last = -1;
 }
 
+/* s with its control bytes (a terminal's escape sequences in a run ID, a
+ * host name or a path from a trace) written as \xNN: a warning reaches
+ * terminals, JSON and HTML alike, and none of them may act on it.  Frees s;
+ * NULL when out of memory. */
+static char *controls_escaped(char *s)
+{
+    size_t n = 0, len = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++, len++)
+        n += *p < 32 || *p == 127;
+    if (!n)
+        return s;
+    char *out = malloc(len + 3 * n + 1), *o = out;
+    for (const unsigned char *p = (const unsigned char *)s; out && *p; p++)
+        o += *p < 32 || *p == 127 ? sprintf(o, "\\x%02x", *p) : (*o = (char)*p, 1);
+    if (out)
+        *o = 0;
+    free(s);
+    return out;
+}
+
 void sp_model_warn(struct sp_model *m, const char *fmt, ...)
 {
     for (int i = 0; i < m->nwarnings; i++) {
@@ -82,7 +102,7 @@ void sp_model_warn(struct sp_model *m, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     char *s = NULL;
-    if (vasprintf(&s, fmt, ap) >= 0) {
+    if (vasprintf(&s, fmt, ap) >= 0 && (s = controls_escaped(s))) {
         m->warn_fmt[m->nwarnings] = fmt;
         m->warn_base[m->nwarnings] = s;
         m->warn_more[m->nwarnings] = 0;

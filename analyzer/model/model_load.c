@@ -794,6 +794,11 @@ static int host_index(struct sp_model *m, const char *host)
         return 0;
     m->hosts = p;
     snprintf(m->hosts[m->nhosts], sizeof m->hosts[0], "%s", host);
+    /* a host name is printed in every verb's output: no control byte of it
+     * reaches a terminal (it stays the key the files are grouped by, above) */
+    for (char *c = m->hosts[m->nhosts]; *c; c++)
+        if ((unsigned char)*c < 32 || *c == 127)
+            *c = '?';
     return m->nhosts++;
 }
 

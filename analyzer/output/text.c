@@ -23,10 +23,24 @@ int sp_text_columns(void)
     return 0;
 }
 
+/* n bytes of s to stdout, control bytes (an escape sequence from a trace's
+ * strings) as \xNN: no terminal acts on them. */
+static void put_text(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 32 || c == 127)
+            printf("\\x%02x", c);
+        else
+            putchar(c);
+    }
+}
+
 void sp_text_wrapped(const char *text, int used, int indent, int cols)
 {
     if (cols <= 0) {
-        printf("%s\n", text);
+        put_text(text, strlen(text));
+        putchar('\n');
         return;
     }
     int line_start = used;
@@ -39,7 +53,8 @@ void sp_text_wrapped(const char *text, int used, int indent, int cols)
             used = line_start = indent;
             sp = 0;
         }
-        printf("%*s%.*s", (int)sp, "", (int)len, text + strspn(text, " "));
+        printf("%*s", (int)sp, "");
+        put_text(text + strspn(text, " "), len);
         used += (int)sp + (int)len;
         text += strspn(text, " ") + len;
     }

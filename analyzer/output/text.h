@@ -9,7 +9,7 @@
  * fixed for scripts.  sp_text_wrapped: prints text word by word to stdout;
  * a word that would pass column `cols` starts a new line indented by
  * `indent`; `used` is the column the cursor is at; cols 0 prints the text
- * as is.  Ends the line. */
+ * as is.  Control bytes are printed as \xNN.  Ends the line. */
 int sp_text_columns(void);
 void sp_text_wrapped(const char *text, int used, int indent, int cols);
 /* 4194304 -> "4.0 MiB", 512 -> "512 B". */

@@ -654,6 +654,25 @@ def story_analyzer_fifo(tmp):
             check(False, f"{cmd[1]}: returns (blocked for 10 s on the FIFO)")
 
 
+def story_analyzer_escapes(tmp):
+    """A run ID holding terminal escapes (a title change and a screen
+    clear) was printed raw by report and hang: every string from a trace
+    reaches the terminal with its control bytes shown as \\xNN."""
+    exe = os.environ["SCALEPROF_BIN"]
+    td = os.path.join(tmp, "t")
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    evil = "\x1b]0;owned\x07\x1b[2J"
+    for run_id in (evil, "second-run"):
+        r = run([JOB, "touch", data, "0.05"], td, {"SCALEPROF_RUN_ID": run_id})
+        check(r.returncode == 0, f"the job with run ID {run_id!r} succeeds")
+    check(len(trace_files(td)) == 2, "two traces, one per run")
+    for verb in ("report", "hang"):
+        r = subprocess.run([exe, verb, td], capture_output=True, text=True, timeout=30)
+        out = r.stdout + r.stderr
+        check("\x1b" not in out and "\x07" not in out, f"{verb}: no control byte reaches the terminal")
+        check("\\x1b]0;owned" in out, f"{verb}: the run ID is shown, escaped ({out.strip()[:160]!r})")
+
+
 # ---- what the trace reveals ---------------------------------------------------------
 
 

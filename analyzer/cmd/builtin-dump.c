@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "builtin.h"
+#include "json.h"
 #include "opt.h"
 #include "sprof.h"
 #include "traceset.h"
@@ -50,55 +51,10 @@ static void usage(FILE *out)
 
 /* ---- JSON strings ---------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 when invalid. */
-static int utf8_len(const unsigned char *p)
-{
-    int n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
-    if (p[0] >= 0xf5)
-        return 0;
-    for (int i = 1; i < n; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    return n;
-}
-
-/* Writes s as a JSON string.  Bytes that are not UTF-8 (a path can hold
- * anything) are written as the code point of the same value, so the
- * output always parses. */
+/* s as a JSON string, always valid UTF-8 (json.h). */
 static void json_string(FILE *out, const char *s)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    fputc('"', out);
-    while (*p) {
-        unsigned char c = *p;
-        if (c == '"' || c == '\\') {
-            fputc('\\', out);
-            fputc(c, out);
-            p++;
-        } else if (c == '\n') {
-            fputs("\\n", out);
-            p++;
-        } else if (c == '\t') {
-            fputs("\\t", out);
-            p++;
-        } else if (c < 0x20 || c == 0x7f) {
-            fprintf(out, "\\u%04x", c);
-            p++;
-        } else if (c < 0x80) {
-            fputc(c, out);
-            p++;
-        } else {
-            int n = utf8_len(p);
-            if (n) {
-                fwrite(p, 1, (size_t)n, out);
-                p += n;
-            } else {
-                fprintf(out, "\\u%04x", c);
-                p++;
-            }
-        }
-    }
-    fputc('"', out);
+    sp_json_put_string(out, s);
 }
 
 /* ---- header ------------------------------------------------------------------ */

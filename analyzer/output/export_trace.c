@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "export_trace.h"
+#include "json.h"
 #include "text.h"
 #include "model_int.h"
 #include "traceset.h"
@@ -92,37 +93,7 @@ struct writer {
  * that any name from a trace (mangled kernels, paths) keeps the file valid. */
 static void put_str(FILE *out, const char *s)
 {
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    putc('"', out);
-    while (*p) {
-        unsigned char c = *p;
-        if (c == '"' || c == '\\') {
-            putc('\\', out);
-            putc(c, out);
-            p++;
-        } else if (c < 0x20) {
-            fprintf(out, "\\u%04x", c);
-            p++;
-        } else if (c < 0x80) {
-            putc(c, out);
-            p++;
-        } else {
-            int n = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0           ? 3
-                                            : c >= 0xc2 && c < 0xe0 ? 2
-                                                                    : 0;
-            int ok = n > 0;
-            for (int i = 1; ok && i < n; i++)
-                ok = (p[i] & 0xc0) == 0x80;
-            if (ok) {
-                fwrite(p, 1, (size_t)n, out);
-                p += n;
-            } else {
-                fputs("\\ufffd", out);
-                p++;
-            }
-        }
-    }
-    putc('"', out);
+    sp_json_put_string(out, s);
 }
 
 /* ns as microseconds with three decimals: exact, whatever the magnitude. */

@@ -12,21 +12,54 @@ void sp_json_init(struct sp_json *j, FILE *out)
     j->out = out;
 }
 
-static void string(FILE *out, const char *s)
+/* Length of the well-formed UTF-8 sequence at p (2..4), 0 when there is
+ * none (RFC 3629, table 3-7 of Unicode: the second byte's range depends on
+ * the first). */
+static int utf8_len(const unsigned char *p)
 {
+    unsigned char c = p[0], lo = 0x80, hi = 0xbf;
+    int n;
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2;
+    else if (c >= 0xe0 && c <= 0xef)
+        n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+    else if (c >= 0xf0 && c <= 0xf4)
+        n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+    else
+        return 0;
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    for (int i = 2; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    return n;
+}
+
+void sp_json_put_string(FILE *out, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
     fputc('"', out);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
+    while (*p) {
+        unsigned char c = *p;
+        int n = c >= 0x80 ? utf8_len(p) : 1;
         if (c == '"' || c == '\\')
             fprintf(out, "\\%c", c);
         else if (c == '\n')
             fputs("\\n", out);
-        else if (c < 0x20)
+        else if (c == '\t')
+            fputs("\\t", out);
+        else if (c < 0x20 || c == 0x7f || n == 0)
             fprintf(out, "\\u%04x", c);
         else
-            fputc(c, out);
+            fwrite(p, 1, (size_t)n, out);
+        p += n ? n : 1;
     }
     fputc('"', out);
+}
+
+static void string(FILE *out, const char *s)
+{
+    sp_json_put_string(out, s);
 }
 
 static void start(struct sp_json *j, const char *key)

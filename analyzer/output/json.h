@@ -13,6 +13,11 @@ struct sp_json {
     int count[SP_JSON_DEPTH];
 };
 void sp_json_init(struct sp_json *j, FILE *out);
+/* s as a JSON string, quotes included, always valid UTF-8: a byte that does
+ * not begin a well-formed sequence (RFC 3629: no overlong form, no
+ * surrogate, nothing above U+10FFFF) is written as the code point of the
+ * same value (\u00XX), and control characters escaped.  NULL as "". */
+void sp_json_put_string(FILE *out, const char *s);
 void sp_json_open(struct sp_json *j, const char *key, char bracket); /* '{' or '[' */
 void sp_json_close(struct sp_json *j, char bracket);
 void sp_json_str(struct sp_json *j, const char *key, const char *v);

@@ -7,6 +7,7 @@ truncate its trace, plant a FIFO or a symlink, pass secrets on its command
 line - and checks that the job is unharmed and the trace honest.  Usage:
 reliability.py STORY.  The helpers (run, traces, check) are tests/io's.
 """
+import json
 import os
 import random
 import shutil
@@ -671,6 +672,41 @@ def story_analyzer_escapes(tmp):
         out = r.stdout + r.stderr
         check("\x1b" not in out and "\x07" not in out, f"{verb}: no control byte reaches the terminal")
         check("\\x1b]0;owned" in out, f"{verb}: the run ID is shown, escaped ({out.strip()[:160]!r})")
+
+
+def story_analyzer_utf8(tmp):
+    """A file whose name is not UTF-8 (an overlong '/', an encoded
+    surrogate, a code point above U+10FFFF) was copied byte for byte into
+    `export` and `dump --json`, and a strict JSON reader rejected the
+    output: every JSON the analyzer writes is valid UTF-8."""
+    exe = os.environ["SCALEPROF_BIN"]
+    td = os.path.join(tmp, "t")
+    bad = os.path.join(tmp.encode(), b"data-\xc0\xaf-\xed\xa0\x80-\xf4\x90\x80\x80-\xe2\x82\xac")
+    with open(bad, "wb") as f:
+        f.write(b"x" * 4096)
+    r = run([JOB, "touch", os.fsdecode(bad), "0.05"], td, {"RANK": "0", "WORLD_SIZE": "1"})
+    check(r.returncode == 0 and len(trace_files(td)) == 1, "the job reads the file and leaves a trace")
+    out = os.path.join(tmp, "timeline.json")
+    outputs = []
+    p = subprocess.run([exe, "dump", "--json", trace_files(td)[0]], capture_output=True, timeout=30)
+    outputs.append(("dump --json", p.stdout))
+    subprocess.run([exe, "export", td, "-o", out], capture_output=True, timeout=30)
+    if os.path.exists(out):
+        with open(out, "rb") as f:
+            outputs.append(("export", f.read()))
+    check(len(outputs) == 2, f"dump --json and export both wrote their JSON ({[w for w, _ in outputs]})")
+    for what, data in outputs:
+        try:
+            text = data.decode("utf-8")  # strict: no surrogate, overlong or out-of-range form
+            docs = [json.loads(line) for line in text.splitlines() if line.strip()] if what.startswith("dump") \
+                else [json.loads(text)]
+            ok = bool(docs)
+        except (UnicodeDecodeError, ValueError) as e:
+            ok = False
+            print(f"  {what}: {e}")
+        check(ok, f"{what}: valid UTF-8 JSON")
+    check(any("\u20ac" in d.decode("utf-8", "replace") for _, d in outputs),
+          "the valid part of the name (a euro sign) is kept")
 
 
 # ---- what the trace reveals ---------------------------------------------------------

@@ -148,6 +148,22 @@ static double nice_step(double max, int ticks)
            p;
 }
 
+/* A chart's horizontal grid lines from 0 to end, one every step, each
+ * labelled with its value and unit at the left of the plot area
+ * (x0, y0, w, h). */
+static void y_gridlines(FILE *out, double x0, double w, double y0, double h, double end, double step,
+                        const char *unit)
+{
+    for (double v = 0; v <= end + step / 2; v += step) {
+        double y = y0 + h - h * v / end;
+        fprintf(out,
+                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/><text "
+                "x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g%s</text>\n",
+                x0, y, x0 + w, y, x0 - 4, y + 4, v, unit);
+    }
+}
+
+
 static int row_height(int n)
 {
     int h = n > 0 ? ROWS_TALL / n : ROW_MAX;
@@ -415,15 +431,7 @@ static void step_lines(FILE *out, const struct sp_model *m)
     double end = axis_end(max), x0 = 60, w = CHART_W - x0 - 20, y0 = 10, h = LINE_H - 50;
     svg_open(out, "chart-steps", "Step time of every analyzed step, one line per rank (ms)",
              LINE_H);
-    double step = nice_step(max, 5);
-    for (double v = 0; v <= end + step / 2; v += step) {
-        double y = y0 + h - h * v / end;
-        fprintf(out,
-                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/><text "
-                "x=\"%.1f\" "
-                "y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
-                x0, y, x0 + w, y, x0 - 4, y + 4, v);
-    }
+    y_gridlines(out, x0, w, y0, h, end, nice_step(max, 5), "");
     int label_every = ns > 20 ? (ns + 19) / 20 : 1;
     for (int k = 0; k < ns; k++)
         if (k % label_every == 0)
@@ -781,15 +789,7 @@ static void efficiency_chart(FILE *out, const struct sp_cmp *c)
     double end = axis_end(max * 100), x0 = 60, w = CHART_W - x0 - 40, y0 = 24, h = LINE_H - 64;
     svg_open(out, "chart-efficiency",
              "Scaling efficiency against GPU count (%; 100% is N times the throughput)", LINE_H);
-    double step = nice_step(end, 5);
-    for (double v = 0; v <= end + step / 2; v += step) {
-        double y = y0 + h - h * v / end;
-        fprintf(out,
-                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/><text "
-                "x=\"%.1f\" "
-                "y=\"%.1f\" text-anchor=\"end\">%g%%</text>\n",
-                x0, y, x0 + w, y, x0 - 4, y + 4, v);
-    }
+    y_gridlines(out, x0, w, y0, h, end, nice_step(end, 5), "%");
     double y100 = y0 + h - h * 100 / end;
     fprintf(
         out,

@@ -370,13 +370,16 @@ static void disable_frames(struct sp_writer *w)
 
 /* The chunk's summary (summary.h) as a skippable frame at `out`: the
  * bytes written, 0 when the rows do not walk cleanly (a damaged chunk
- * gets no summary; readers then compute what they can). */
+ * gets no summary; readers then compute what they can).  `built`: the
+ * column transform's first pass already made it (w->summary). */
 static size_t chunk_summary(struct sp_writer *w, const struct sp_slot_header *s,
-                            const uint8_t *rows, uint32_t used, uint8_t *out)
+                            const uint8_t *rows, uint32_t used, uint8_t *out, int built)
 {
-    sp_summary_begin(w->summary, s->tid);
-    if (sp_summary_from_rows(w->summary, rows, used) < 0)
-        return 0;
+    if (!built) {
+        sp_summary_begin(w->summary, s->tid);
+        if (sp_summary_from_rows(w->summary, rows, used) < 0)
+            return 0;
+    }
     return sp_summary_encode(&w->summary->s, out);
 }
 
@@ -392,13 +395,14 @@ static int write_frame(struct sp_writer *w, struct sp_slot_header *s)
     struct sp_frame_header fh;
     uint8_t *payload = w->cbuf + sizeof fh;
     const uint8_t *src = (const uint8_t *)(s + 1);
-    size_t usize = sp_columns_from_rows(w->colbuf, slot_capacity(w), src, used, w->scratch);
+    sp_summary_begin(w->summary, s->tid); /* built by the transform's first pass */
+    size_t usize = sp_columns_from_rows(w->colbuf, slot_capacity(w), src, used, w->scratch, w->summary);
     uint32_t layout = usize ? SP_FRAME_COLUMNS : 0;
     if (usize)
         src = w->colbuf;
     else
         usize = used; /* a chunk that cannot be regrouped stays in rows */
-    size_t slen = chunk_summary(w, s, (const uint8_t *)(s + 1), used, payload);
+    size_t slen = chunk_summary(w, s, (const uint8_t *)(s + 1), used, payload, layout != 0);
     size_t cap = w->cbuf_size - sizeof fh - slen, csize;
     if (!w->cctx && (sp_zc_loaded() || usize > SP_RAW_SMALL) && sp_zc_load())
         w->cctx = sp_zc_create();

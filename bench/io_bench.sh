@@ -7,8 +7,9 @@
 # machine disturbs less); then counts instructions under callgrind (when
 # valgrind is installed) and prints the instructions added per read: in the
 # calling thread (the cost the job pays inline; deterministic), and in all
-# threads (compression included; under valgrind's slowdown the compressor,
-# which looks at slots every 20 ms, does more work than at native speed).
+# threads (compression included, the CPU sampler off; under valgrind's
+# slowdown the compressor, which looks at slots every 20 ms, does a little
+# more work than at native speed).
 # The target is under 30 ns per call.
 #
 # Usage: io_bench.sh [BUILD_DIR]   (or IO_BENCH=... SCALEPROF_LIB=... from meson)
@@ -55,8 +56,11 @@ if command -v valgrind >/dev/null 2>&1; then
             --callgrind-out-file="$tmp/cg.$name" "$bench" "$tmp/data" "$n" >/dev/null 2>&1
     }
     ir_main() { grep -E '^(summary|totals):' "$tmp/cg.$1-01" | head -1 | awk '{print $2}'; }
-    ir_all() { cat "$tmp"/cg."$1"-* | grep -E '^(summary|totals):' | awk '{s += $2} END {print s}'; }
-    traced_env="LD_PRELOAD=$lib SCALEPROF_QUIET=1"
+    # one line per file: callgrind writes both summary: and totals:
+    ir_all() { for f in "$tmp"/cg."$1"-*; do grep -m1 -E '^(summary|totals):' "$f"; done | awk '{s += $2} END {print s}'; }
+    # The CPU sampler off: its /proc reads follow the run's time, not its
+    # calls, and valgrind's slowdown multiplies them into a per-read cost.
+    traced_env="LD_PRELOAD=$lib SCALEPROF_QUIET=1 SCALEPROF_CPU_HZ=0"
     cg plain1 "$cg_count"
     cg plain2 $((cg_count * 2))
     cg traced1 "$cg_count" $traced_env SCALEPROF_DIR="$tmp/traces.cg1"

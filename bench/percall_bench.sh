@@ -12,8 +12,9 @@
 # median of batches, timed after a warm-up past the clock's calibration),
 # wall clock and the calling thread's CPU time, and their differences; then,
 # with valgrind, the instructions the recorder adds per call in the calling
-# thread: the whole thread's count for CG_COUNT and 2 x CG_COUNT calls,
-# recorded minus bare (the stubs' own few instructions cancel out).
+# thread and in the whole process (its service thread compresses): each
+# count for CG_COUNT and 2 x CG_COUNT calls, recorded minus bare (the
+# stubs' own few instructions cancel out).
 # preload_bench.sh measures the same calls on the sim.
 set -eu
 : "${PERCALL_BENCH:?}" "${SCALEPROF_LIB:?}" "${STUB_LIBDIR:?}"
@@ -54,9 +55,11 @@ if ! command -v valgrind >/dev/null 2>&1; then
     echo "callgrind: valgrind not installed, skipped"
     exit 0
 fi
-# The calling thread's total (file -01): the whole run, set-up included,
-# which the difference between N and 2N calls takes away.
-ir() { # mode call n
+# The calling thread's total (file -01) and the whole process's (every
+# thread's file: the recorder's service thread compresses there): the
+# whole run, set-up included, which the difference between N and 2N calls
+# takes away.
+ir() { # mode call n -> "calling_thread all_threads"
     local out="$work/cg.$1.$2.$3"
     case $1 in
     bare) valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$out" \
@@ -64,13 +67,15 @@ ir() { # mode call n
     recorded) SCALEPROF_DIR="$work/cg-t" LD_PRELOAD="$SCALEPROF_LIB" valgrind --tool=callgrind \
         --separate-threads=yes --callgrind-out-file="$out" "$PERCALL_BENCH" "$2" "$3" >/dev/null 2>&1 ;;
     esac
-    grep -E '^(summary|totals):' "$out-01" | head -1 | awk '{print $2}'
+    rm -rf "$work/cg-t"
+    echo "$(grep -E '^(summary|totals):' "$out-01" | head -1 | awk '{print $2}')" \
+        "$(for f in "$out"-*; do grep -m1 -E '^(summary|totals):' "$f"; done | awk '{s += $2} END {print s}')"
 }
-echo "callgrind, instructions the recorder adds per call in the calling thread"
-echo "(from $CG_COUNT extra calls, recorded minus bare):"
+echo "callgrind, instructions the recorder adds per call (from $CG_COUNT extra calls,"
+echo "recorded minus bare): in the calling thread, and in the whole process"
+printf '  %-12s %16s %16s\n' call "calling thread" "whole process"
 for call in launch allreduce; do
     n=$CG_COUNT
-    added=$(( ( ($(ir recorded "$call" $((n * 2))) - $(ir recorded "$call" "$n")) -
-                ($(ir bare "$call" $((n * 2))) - $(ir bare "$call" "$n")) ) / n ))
-    printf '  %-12s %6s\n' "$call" "$added"
+    set -- $(ir recorded "$call" $((n * 2))) $(ir recorded "$call" "$n") $(ir bare "$call" $((n * 2))) $(ir bare "$call" "$n")
+    printf '  %-12s %16s %16s\n' "$call" $(( (($1 - $3) - ($5 - $7)) / n )) $(( (($2 - $4) - ($6 - $8)) / n ))
 done

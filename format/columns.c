@@ -11,13 +11,15 @@
  * events a reader decodes are therefore the same from both layouts.
  *
  * Two passes over the rows: the first checks every event and sizes every
- * column, the second copies.  Both run in the compressor thread, off the
+ * column (and adds the event to the chunk's summary, summary.h, so that
+ * the compressor walks the rows once for both), the second copies.  Both run in the compressor thread, off the
  * job's path; a 128 KiB chunk takes a few tens of microseconds.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "columns.h"
+#include "summary.h"
 
 _Static_assert(sizeof(struct sp_ev_nccl) / sizeof(uint64_t) + 1 <= SP_MAX_COLUMNS,
                "SP_MAX_COLUMNS must cover the widest type");
@@ -47,23 +49,6 @@ static size_t varint_size(uint64_t v)
     return n;
 }
 
-/* Bytes of the varint at p, which ends by `bend` (pass 1 checked that
- * p < bend), read a word at a time where the rows allow; 0 when it runs
- * past bend or past SP_VARINT_MAX bytes. */
-static inline size_t field_bytes(const uint8_t *p, const uint8_t *bend, const uint8_t *rows_end)
-{
-    if (__builtin_expect(rows_end - p >= (long)SP_WORD, 1)) {
-        uint64_t x;
-        memcpy(&x, p, sizeof x);
-        uint64_t stops = ~x & SP_CONT_BITS;
-        if (__builtin_expect(stops != 0, 1)) {
-            size_t b = (size_t)__builtin_ctzll(stops) / 8 + 1;
-            return b <= (size_t)(bend - p) ? b : 0;
-        }
-    }
-    return varint_bytes(p, bend);
-}
-
 /* What pass 1 learns.  Offsets are from the start of the rows. */
 struct plan {
     uint32_t n;                 /* events */
@@ -77,7 +62,7 @@ struct plan {
 /* Pass 1: every event of a known type with a canonical length; the type
  * stream goes to `types`.  0, or -1 when the chunk must stay in rows. */
 static int plan_events(struct plan *pl, const uint8_t *rows, size_t len, uint8_t *types,
-                       uint32_t max_events)
+                       uint32_t max_events, struct sp_summary_build *sb)
 {
     const uint8_t *p = rows, *end = rows + len;
     while (p < end && *p != 0) {
@@ -88,6 +73,8 @@ static int plan_events(struct plan *pl, const uint8_t *rows, size_t len, uint8_t
             return -1;
         if (sp_get_uvarint(&q, end, &blen) < 0 || blen > (uint64_t)(end - q) ||
             (size_t)(q - p - 1) != varint_size(blen) || blen == 0)
+            return -1;
+        if (sb && sp_summary_event(sb, type, q, q + blen) < 0)
             return -1;
         types[pl->n] = (uint8_t)type;
         pl->cur[pl->n] = (uint32_t)(q + blen - rows); /* its end, for now */
@@ -112,37 +99,79 @@ static int plan_events(struct plan *pl, const uint8_t *rows, size_t len, uint8_t
     return 0;
 }
 
+/* One field the word path cannot take (near the rows' end, or longer
+ * than a word): copied byte by byte, within its event.  The output's new
+ * end, or NULL when the field is not a varint within its event. */
+static __attribute__((noinline)) uint8_t *copy_field_slow(const uint8_t *rows, uint32_t o, uint32_t end,
+                                                          uint8_t *d, const uint8_t *dlimit, uint32_t *cur)
+{
+    if (o >= end)
+        return NULL;
+    size_t b = varint_bytes(rows + o, rows + end);
+    if (!b || d + b > dlimit)
+        return NULL;
+    memcpy(d, rows + o, b);
+    *cur = o + (uint32_t)b;
+    return d + b;
+}
+
 /* Pass 2, one type: column after column, every event's next varint.  A
  * word is stored for each (up to SP_WORD bytes past the column's end,
  * which the next column or the slack overwrites).  Returns the end of
  * the type's data, with each column's size in `size`, or NULL when an
- * event's bytes are not exactly its fields. */
+ * event's bytes are not exactly its fields.
+ *
+ * The common field (a varint of up to SP_WORD bytes, a word's read from
+ * the rows' end) is a load, a count of its bytes and a store, with no
+ * check against its event's end: an event whose fields run past its end
+ * leaves its cursor past its end for good (cursors only grow), which the
+ * check after the last column refuses, as it refuses bytes left over;
+ * meanwhile `dlimit` (the end of all the bodies' bytes) keeps the
+ * stores within the output. */
 static uint8_t *copy_type(const struct plan *pl, unsigned t, const uint8_t *rows, size_t len,
-                          uint8_t *d, uint32_t *size)
+                          uint8_t *d, const uint8_t *dlimit, uint32_t *size)
 {
-    const uint8_t *rows_end = rows + len;
     uint32_t *cur = pl->cur + pl->first[t], *end = pl->end + pl->first[t];
     uint32_t count = pl->count[t];
     unsigned k = sp_columns_of(t);
-    for (unsigned c = 0; c < k; c++) {
+    /* A word can be read at o when o <= word_ok (none when len < SP_WORD). */
+    const uint64_t word_ok = len >= SP_WORD ? len - SP_WORD : 0;
+    const int words = len >= SP_WORD;
+    for (unsigned c = 0; c < k && words; c++) {
         uint8_t *start = d;
         for (uint32_t i = 0; i < count; i++) {
-            const uint8_t *v = rows + cur[i];
-            size_t b = field_bytes(v, rows + end[i], rows_end);
-            if (!b)
+            uint32_t o = cur[i];
+            if (__builtin_expect(o <= word_ok, 1)) {
+                uint64_t x;
+                memcpy(&x, rows + o, sizeof x);
+                uint64_t stops = ~x & SP_CONT_BITS;
+                if (__builtin_expect(stops != 0, 1)) {
+                    uint32_t b = (uint32_t)__builtin_ctzll(stops) / 8 + 1;
+                    if (__builtin_expect(d + b > dlimit, 0))
+                        return NULL; /* more than the bodies hold: fields past an event */
+                    memcpy(d, &x, sizeof x);
+                    d += b;
+                    cur[i] = o + b;
+                    continue;
+                }
+            }
+            d = copy_field_slow(rows, o, end[i], d, dlimit, &cur[i]);
+            if (!d)
                 return NULL;
-            if (b <= SP_WORD && rows_end - v >= (long)SP_WORD)
-                memcpy(d, v, SP_WORD);
-            else
-                memcpy(d, v, b);
-            d += b;
-            cur[i] += (uint32_t)b;
         }
+        size[c] = (uint32_t)(d - start);
+    }
+    for (unsigned c = 0; c < k && !words; c++) { /* rows shorter than a word */
+        uint8_t *start = d;
+        for (uint32_t i = 0; i < count && d; i++)
+            d = copy_field_slow(rows, cur[i], end[i], d, dlimit, &cur[i]);
+        if (!d)
+            return NULL;
         size[c] = (uint32_t)(d - start);
     }
     for (uint32_t i = 0; i < count; i++)
         if (cur[i] != end[i])
-            return NULL; /* bytes beyond the fields this build knows */
+            return NULL; /* bytes beyond the fields this build knows, or fields past the event */
     return d;
 }
 
@@ -179,13 +208,13 @@ static uint8_t *put_table(uint8_t *p, const struct plan *pl,
  * varint is not known yet), the columns after room for the largest
  * table; both move down once n and the table are written. */
 size_t sp_columns_from_rows(uint8_t *out, size_t cap, const uint8_t *rows, size_t len,
-                            uint32_t *scratch)
+                            uint32_t *scratch, struct sp_summary_build *sb)
 {
     uint32_t max_events = (uint32_t)(len / SP_COLUMNS_MIN_EVENT + 1);
     struct plan pl = {.body = scratch, .cur = scratch + max_events,
                       .end = scratch + 2 * (size_t)max_events};
     uint8_t *types = out + SP_VARINT_MAX;
-    if (len + SP_VARINT_MAX > cap || plan_events(&pl, rows, len, types, max_events) < 0 ||
+    if (len + SP_VARINT_MAX > cap || plan_events(&pl, rows, len, types, max_events, sb) < 0 ||
         pl.n == 0)
         return 0;
     size_t head = SP_VARINT_MAX + pl.n + table_bound(&pl, len);
@@ -195,7 +224,7 @@ size_t sp_columns_from_rows(uint8_t *out, size_t cap, const uint8_t *rows, size_
     uint8_t *data = out + head, *d = data;
     for (unsigned t = 1; t < SP_EV_MAX && d; t++)
         if (pl.count[t])
-            d = copy_type(&pl, t, rows, len, d, size[t]);
+            d = copy_type(&pl, t, rows, len, d, data + pl.data, size[t]);
     if (!d)
         return 0;
     /* n, the type stream and the table, then the columns right after. */

@@ -74,12 +74,16 @@ static inline unsigned sp_columns_of(unsigned type)
  * exactly its fields), or the payload would exceed `cap`.  `out` must
  * have SP_COLUMNS_SLACK bytes of room past `cap` (varints are moved a
  * word at a time), and `scratch` room for SP_COLUMNS_SCRATCH(len)
- * entries. */
+ * entries.  With `sb` (begun by the caller, summary.h), the first pass
+ * over the rows also adds each event to that summary: when the result is
+ * not 0, `sb` holds the chunk's summary (else it is incomplete, and the
+ * caller builds it from the rows). */
+struct sp_summary_build;
 #define SP_COLUMNS_MIN_EVENT 3 /* type, length, delta */
 #define SP_COLUMNS_SCRATCH(len) (3 * ((len) / SP_COLUMNS_MIN_EVENT + 1))
 #define SP_COLUMNS_SLACK 8
 size_t sp_columns_from_rows(uint8_t *out, size_t cap, const uint8_t *rows, size_t len,
-                            uint32_t *scratch);
+                            uint32_t *scratch, struct sp_summary_build *sb);
 
 /* The columns of one chunk, being read.  A cursor reads a column only
  * once sp_columns_check has found that it holds exactly one varint per

@@ -43,7 +43,7 @@ static int dur_index(unsigned type)
 }
 #undef SM_X_FIND
 
-static int dur_at[SP_EV_MAX];
+int sp_summary_dur_at[SP_EV_MAX];
 static int dur_at_ready; /* benign race: every thread computes the same */
 
 static void init_dur_at(void)
@@ -51,7 +51,7 @@ static void init_dur_at(void)
     if (__atomic_load_n(&dur_at_ready, __ATOMIC_ACQUIRE))
         return;
     for (unsigned t = 0; t < SP_EV_MAX; t++)
-        dur_at[t] = dur_index(t);
+        sp_summary_dur_at[t] = dur_index(t);
     __atomic_store_n(&dur_at_ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -65,32 +65,15 @@ void sp_summary_begin(struct sp_summary_build *b, uint32_t tid)
 int sp_summary_from_rows(struct sp_summary_build *b, const uint8_t *rows, size_t len)
 {
     const uint8_t *p = rows, *end = rows + len;
-    uint64_t last_end[SP_EV_MAX] = {0};
     while (p < end && *p) {
         unsigned type = *p;
         const uint8_t *q = p + 1;
-        uint64_t elen, delta, v = 0;
+        uint64_t elen;
         if (sp_get_uvarint(&q, end, &elen) < 0 || elen > (uint64_t)(end - q))
             return SP_E_CORRUPT;
-        const uint8_t *bend = q + elen;
-        p = bend;
-        if (!sp_codec_known(type))
-            continue;
-        if (sp_get_uvarint(&q, bend, &delta) < 0)
+        p = q + elen;
+        if (sp_codec_known(type) && sp_summary_event(b, type, q, p) < 0)
             return SP_E_CORRUPT;
-        uint64_t t = last_end[type] + (uint64_t)sp_unzigzag(delta), dur = 0;
-        for (int i = 0; i <= dur_at[type]; i++) {
-            if (q >= bend) { /* a missing field reads as 0 */
-                v = 0;
-                break;
-            }
-            if (sp_get_uvarint(&q, bend, &v) < 0)
-                return SP_E_CORRUPT;
-        }
-        if (dur_at[type] >= 0)
-            dur = v;
-        last_end[type] = t + dur;
-        sp_summary_add(b, type, t);
     }
     return 0;
 }
@@ -192,13 +175,13 @@ int sp_summary_from_columns(struct sp_summary_build *b, struct sp_columns *c)
         if (!c->count[t] || !sp_codec_known(t))
             continue;
         uint64_t want = 1;
-        if (dur_at[t] >= 0)
-            want |= UINT64_C(1) << (dur_at[t] + 1);
+        if (sp_summary_dur_at[t] >= 0)
+            want |= UINT64_C(1) << (sp_summary_dur_at[t] + 1);
         if (sp_columns_check(c, t, want) < 0)
             return SP_E_CORRUPT;
         delta[t] = c->col[t][0];
-        if (dur_at[t] >= 0)
-            dur[t] = c->col[t][dur_at[t] + 1];
+        if (sp_summary_dur_at[t] >= 0)
+            dur[t] = c->col[t][sp_summary_dur_at[t] + 1];
     }
     for (uint32_t i = 0; i < c->n; i++) {
         unsigned t = c->types[i];

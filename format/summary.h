@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "codec.h"
 #include "sprof.h"
 
 #define SP_SUMMARY_MAGIC 0x184D2A53u /* zstd skippable frame, 0x184D2A5? */
@@ -41,8 +42,13 @@
  * pair lags are measured from. */
 struct sp_summary_build {
     struct sp_chunk_summary s;
-    uint64_t latest; /* latest start so far, any type */
+    uint64_t latest;              /* latest start so far, any type */
+    uint64_t last_end[SP_EV_MAX]; /* per type, where its last event ended (the codec's end[]) */
 };
+
+/* Per type, the position of its DUR field among its fields, -1 when it
+ * has none (summary.c; set by sp_summary_begin). */
+extern int sp_summary_dur_at[SP_EV_MAX];
 
 void sp_summary_begin(struct sp_summary_build *b, uint32_t tid);
 
@@ -73,6 +79,32 @@ static inline void sp_summary_add(struct sp_summary_build *b, unsigned type, uin
         if (t > s->t_max[type])
             s->t_max[type] = t;
     }
+}
+
+/* Adds the event of a known `type` whose body (delta, then fields) is
+ * [q, bend), the next in chunk order: its delta and duration are
+ * decoded, nothing else.  0, or SP_E_CORRUPT.  The row walk below and
+ * the column transform's first pass (columns.c) both call it, so that
+ * the compressor walks a chunk's rows once for both. */
+static inline int sp_summary_event(struct sp_summary_build *b, unsigned type, const uint8_t *q,
+                                   const uint8_t *bend)
+{
+    uint64_t delta, v = 0;
+    if (sp_get_uvarint(&q, bend, &delta) < 0)
+        return SP_E_CORRUPT;
+    uint64_t t = b->last_end[type] + (uint64_t)sp_unzigzag(delta);
+    int at = sp_summary_dur_at[type];
+    for (int i = 0; i <= at; i++) {
+        if (q >= bend) { /* a missing field reads as 0 */
+            v = 0;
+            break;
+        }
+        if (sp_get_uvarint(&q, bend, &v) < 0)
+            return SP_E_CORRUPT;
+    }
+    b->last_end[type] = t + (at >= 0 ? v : 0);
+    sp_summary_add(b, type, t);
+    return 0;
 }
 
 /* The summary of the row chunk [rows, rows + len): times only.  Stops at

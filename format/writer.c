@@ -370,13 +370,16 @@ static void disable_frames(struct sp_writer *w)
 
 /* The chunk's summary (summary.h) as a skippable frame at `out`: the
  * bytes written, 0 when the rows do not walk cleanly (a damaged chunk
- * gets no summary; readers then compute what they can). */
+ * gets no summary; readers then compute what they can).  `built`: the
+ * column transform's first pass already made it (w->summary). */
 static size_t chunk_summary(struct sp_writer *w, const struct sp_slot_header *s,
-                            const uint8_t *rows, uint32_t used, uint8_t *out)
+                            const uint8_t *rows, uint32_t used, uint8_t *out, int built)
 {
-    sp_summary_begin(w->summary, s->tid);
-    if (sp_summary_from_rows(w->summary, rows, used) < 0)
-        return 0;
+    if (!built) {
+        sp_summary_begin(w->summary, s->tid);
+        if (sp_summary_from_rows(w->summary, rows, used) < 0)
+            return 0;
+    }
     return sp_summary_encode(&w->summary->s, out);
 }
 
@@ -392,13 +395,14 @@ static int write_frame(struct sp_writer *w, struct sp_slot_header *s)
     struct sp_frame_header fh;
     uint8_t *payload = w->cbuf + sizeof fh;
     const uint8_t *src = (const uint8_t *)(s + 1);
-    size_t usize = sp_columns_from_rows(w->colbuf, slot_capacity(w), src, used, w->scratch);
+    sp_summary_begin(w->summary, s->tid); /* built by the transform's first pass */
+    size_t usize = sp_columns_from_rows(w->colbuf, slot_capacity(w), src, used, w->scratch, w->summary);
     uint32_t layout = usize ? SP_FRAME_COLUMNS : 0;
     if (usize)
         src = w->colbuf;
     else
         usize = used; /* a chunk that cannot be regrouped stays in rows */
-    size_t slen = chunk_summary(w, s, (const uint8_t *)(s + 1), used, payload);
+    size_t slen = chunk_summary(w, s, (const uint8_t *)(s + 1), used, payload, layout != 0);
     size_t cap = w->cbuf_size - sizeof fh - slen, csize;
     if (!w->cctx && (sp_zc_loaded() || usize > SP_RAW_SMALL) && sp_zc_load())
         w->cctx = sp_zc_create();
@@ -1193,25 +1197,30 @@ static void release_unused_blocks(struct sp_writer *w, int slots_too)
     punch_hole(w->fd, SP_HEADER_SIZE + from, w->strings_size - from + slots);
 }
 
-/* At close, a trace whose frames fit in the unused tail of its string
- * arena is made as small as its content: the frames are copied there, just
- * after the strings in use, the header is switched over to that layout
- * (no slots, the arena cut to its pages in use, the frames at the copy),
- * and the file is cut after the last frame.  So a short process's trace is
- * a few KiB on disk and in `ls` alike, and copying it (scp, tar, an object
- * store, which know nothing of holes) moves that much, not the 25 MiB of
- * the reservation.
+/* At close, a trace is made as small as its content when its frames fit
+ * in the space that the arena's unused tail and the slots (all FREE by
+ * then) leave before the frames: the frames are copied there, just after
+ * the strings in use (at the arena's start when there are none: a
+ * process that read only pipes), the header is switched over to that
+ * layout (no slots, the arena cut to its pages in use, the frames at the
+ * copy), and the file is cut after the last frame.  So a short process's
+ * trace is a few KiB on disk and in `ls` alike, and copying it (scp, tar,
+ * an object store, which know nothing of holes) moves that much, not the
+ * 24 MiB of the reservation.
  *
- * Crash safety, step by step: the copy lands where no reader looks (beyond
- * strings_used); an SP_TLV_FRAMES naming the copy is added; then the
- * header's fields are stored one at a time in an order in which every
+ * Crash safety, step by step: slot_count 0 first (every slot is FREE, so
+ * the header reads the same events without them, and a reader never
+ * takes the copy's bytes in the slot region for a slot); the copy lands
+ * where no reader looks (beyond strings_used, in slots no longer
+ * counted); an SP_TLV_FRAMES naming the copy is added; then the header's
+ * fields are stored one at a time in an order in which every
  * intermediate header is a valid layout that reads the same events -
- * slot_count 0 (all slots are free), strings_size, slots_offset, and last
- * frames_offset, which makes the copy the frames; readers then stop at the
- * TLV's end, so the old frames, until the file is cut, are never read
- * twice.  Returns the new file size, or 0 when the trace keeps its layout
- * (its frames do not fit, or a write failed: the unused blocks are then
- * punched as before). */
+ * strings_size, slots_offset, and last frames_offset, which makes the
+ * copy the frames; readers then stop at the TLV's end, so the old frames,
+ * until the file is cut, are never read twice.  Returns the new file
+ * size, or 0 when the trace keeps its layout (its frames are more than
+ * that space, or a write failed: the unused blocks are then punched as
+ * before). */
 static uint64_t compact(struct sp_writer *w)
 {
     struct sp_file_header *h = w->hdr;
@@ -1220,8 +1229,9 @@ static uint64_t compact(struct sp_writer *w)
         used = w->strings_size;
     uint64_t arena = round_up(used, SP_PAGE), from = h->frames_offset;
     uint64_t len = w->frames_end - from, at = SP_HEADER_SIZE + arena;
-    if (arena + len > w->strings_size || arena == 0)
-        return 0;
+    if (at + len > from)
+        return 0; /* the copy would overwrite the frames it copies */
+    __atomic_store_n(&h->slot_count, 0, __ATOMIC_RELEASE);
     for (uint64_t done = 0; done < len;) {
         size_t n = len - done < w->cbuf_size ? (size_t)(len - done) : w->cbuf_size;
         long got = syscall(SYS_pread64, w->fd, w->cbuf, n, (long)(from + done));
@@ -1232,7 +1242,6 @@ static uint64_t compact(struct sp_writer *w)
     uint64_t range[2] = {at, at + len};
     if (sp_writer_add_tlv(w, SP_TLV_FRAMES, range, sizeof range) < 0)
         return 0;
-    __atomic_store_n(&h->slot_count, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&h->strings_size, arena, __ATOMIC_RELEASE);
     __atomic_store_n(&h->slots_offset, at, __ATOMIC_RELEASE);
     __atomic_store_n(&h->frames_offset, at, __ATOMIC_RELEASE);

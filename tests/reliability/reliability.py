@@ -818,6 +818,39 @@ def story_quiet_short(tmp):
     check(all(t["closed"] == 1 for t in ts), "every file reads back closed")
 
 
+def story_compact_short(tmp):
+    """Every cleanly closed trace ends at its content: a /bin/cat that
+    reads a pipe (it interns no string), one that reads a file (it
+    interns its path) and a process of 20000 reads each leave a file whose
+    size (st_size, what tar, scp and object stores copy) is what it holds,
+    not the reservation of a live trace; each reads back closed, with its
+    reads."""
+    text = os.path.join(tmp, "text")
+    with open(text, "w") as f:
+        f.write("some text\n" * 10)
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    cases = [("cat of a pipe", ["sh", "-c", f"cat <{text} | cat >/dev/null"], None, 16 << 10),
+             ("cat of a file", ["cat", text], text, 16 << 10),
+             ("20000 reads", [IO_STORY, "threads", "1", "20000", data], data, 256 << 10)]
+    for i, (what, cmd, path, limit) in enumerate(cases):
+        td = os.path.join(tmp, f"t{i}")
+        r = run(cmd, td)
+        check(r.returncode == 0, f"{what}: the job runs ({r.stderr.strip()[:200]})")
+        ts = {os.path.realpath(t["file"]): t for t in traces(td)}
+        for f in trace_files(td):
+            st = os.stat(f)
+            t = ts.get(os.path.realpath(f), {})
+            reads = t.get("io_ops", {}).get("read", 0)
+            print(f"figures: {what}: {os.path.basename(t.get('exe', '?'))} {f}: {st.st_size} bytes "
+                  f"({st.st_blocks * 512} on disk), {reads} reads, closed {t.get('closed')}")
+            if os.path.basename(t.get("exe", "")) not in ("cat", "io_story"):
+                continue  # the shell of the pipe case: its forks only
+            check(st.st_size < limit, f"{what}: the trace is {st.st_size} bytes (under {limit})")
+            check(t.get("closed") == 1 and reads >= 1, f"{what}: it reads back closed, with its reads ({reads})")
+            if path:
+                check(t["read_calls"].get(path, 0) >= 1, f"{what}: its reads name {path}")
+
+
 def story_lazy_libraries(tmp):
     """The preload maps no library of its own at load: libzstd is loaded
     when a chunk is first worth compressing, libunwind when a call site is

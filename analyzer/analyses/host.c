@@ -1,0 +1,364 @@
+/*
+ * host.c - the host-side view of a job that used no GPU.
+ *
+ * The GPU breakdown is a share of GPU time; a loop on CPUs has none, but
+ * its traces still hold what an input problem is made of: the training
+ * process blocking on its DataLoader's result pipe (poll, then the read
+ * of the pickled batch), its workers' CPU, the files they read.  This
+ * view is built from those alone and says nothing of GPUs.
+ *
+ * Iterations.  Step markers, when the loop has them, are its iterations.
+ * Otherwise the loop's repeating pattern: the training process fetches
+ * one batch per iteration from the loader's pipe, a burst of events (the
+ * poll that waits, the reads of the length and the batch) a few
+ * microseconds apart, and then computes until the next fetch.  The pipe
+ * events are split into bursts at the natural break of their gaps (the
+ * largest ratio between consecutive sorted gaps, above BURST_GAP_MIN_NS),
+ * and an iteration runs from one burst's start to the next.  The first
+ * `skip` iterations (warm-up: the workers start) and the last (shutdown)
+ * are left out.  A loop without workers reads its input itself, between
+ * no pipe events: its iterations are not found without markers, and the
+ * view says so rather than guess them from file reads.
+ *
+ * Input wait is the time inside those pipe waits and reads in each
+ * iteration: what the loop would not spend if the batch were ready
+ * (the ground truth of a loop timing next(iterator) itself).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host.h"
+#include "model_int.h"
+#include "traceset.h"
+
+#define FETCH_JOIN_NS 1000000  /* a batch's reads and hand-over follow each other closer than 1 ms */
+#define INPUT_SHARE_SHOWN 0.05 /* below this the wait is no finding */
+#define NS_PER_MS 1e6
+
+/* pipe: PIPE_READ or PIPE_WAIT on the loader's pipe, 0 a socket */
+enum { PIPE_READ = 1,
+       PIPE_WAIT = 2 };
+struct pipe_ev {
+    int64_t t, end;
+    int pipe;
+};
+struct burst {
+    int64_t start, end;
+    int batches;
+};
+
+struct collect {
+    struct pipe_ev *ev;
+    size_t n, cap;
+    uint32_t main_tid; /* the process's first thread: the loop's */
+    int oom;
+};
+
+static int add_ev(struct collect *c, int64_t t, int64_t dur, int pipe)
+{
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 256;
+        void *p = realloc(c->ev, cap * sizeof *c->ev);
+        if (!p) {
+            c->oom = 1;
+            return 1;
+        }
+        c->ev = p;
+        c->cap = cap;
+    }
+    c->ev[c->n++] = (struct pipe_ev){t, t + dur, pipe};
+    return 0;
+}
+
+static int on_io(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
+{
+    (void)r;
+    const struct sp_ev_io *io = &ev->io;
+    int read = io->op == SP_IO_READ || io->op == SP_IO_READV || io->op == SP_IO_RECV;
+    struct collect *c = ctx;
+    if (!read || ev->tid != c->main_tid || (io->fd_kind != SP_FD_PIPE && io->fd_kind != SP_FD_SOCKET))
+        return 0;
+    return add_ev(c, (int64_t)ev->t, (int64_t)io->dur, io->fd_kind == SP_FD_PIPE ? PIPE_READ : 0);
+}
+
+static int on_wait(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
+{
+    (void)r;
+    struct collect *c = ctx;
+    if (ev->tid != c->main_tid || (ev->wait.fd_kind != SP_FD_PIPE && ev->wait.fd_kind != SP_FD_SOCKET))
+        return 0;
+    return add_ev(c, (int64_t)ev->t, (int64_t)ev->wait.dur, ev->wait.fd_kind == SP_FD_PIPE ? PIPE_WAIT : 0);
+}
+
+static const struct sp_pass pipe_pass = {
+    .types = SP_TYPE_BIT(SP_EV_IO) | SP_TYPE_BIT(SP_EV_WAIT),
+    .tool = {.io = on_io, .wait = on_wait},
+};
+
+static int cmp_ev(const void *a, const void *b)
+{
+    const struct pipe_ev *x = a, *y = b;
+    return (x->t > y->t) - (x->t < y->t);
+}
+
+
+/* Iterations from spans (marker ranges or burst starts), skipping warm-up
+ * and the last; the wait inside each from the pipe events. */
+static void measure(struct sp_host_rank *hr, const int64_t *start, size_t nstart, const struct pipe_ev *ev,
+                    size_t nev, int skip, int drop_last)
+{
+    /* iteration k runs [start[k], start[k+1]); with drop_last the last
+     * one, which ends in shutdown, is left out */
+    if (nstart < (size_t)skip + 2 + (size_t)drop_last)
+        return;
+    size_t lo = (size_t)skip, hi = nstart - 2 - (size_t)drop_last;
+    double *len = malloc((hi - lo + 1) * sizeof *len);
+    if (!len)
+        return;
+    double sum = 0, wait = 0;
+    size_t e = 0, k;
+    for (k = lo; k <= hi; k++) {
+        int64_t a = start[k], b = start[k + 1];
+        len[k - lo] = (double)(b - a);
+        sum += (double)(b - a);
+        while (e < nev && ev[e].end <= a)
+            e++;
+        for (size_t j = e; j < nev && ev[j].t < b; j++) {
+            int64_t s = ev[j].t > a ? ev[j].t : a, t = ev[j].end < b ? ev[j].end : b;
+            if (t > s)
+                wait += (double)(t - s);
+        }
+    }
+    size_t n = hi - lo + 1;
+    hr->iterations = (int)n;
+    hr->iter_ms = sum / (double)n / NS_PER_MS;
+    hr->iter_median_ms = sp_median(len, n) / NS_PER_MS;
+    hr->wait_ms = wait / (double)n / NS_PER_MS;
+    free(len);
+}
+
+static void iterations_from_pipe(struct sp_host_rank *hr, struct collect *c, int skip)
+{
+    qsort(c->ev, c->n, sizeof *c->ev, cmp_ev);
+    /* A fetch: one wait on the pipe (one queue get), the reads of the
+     * batch that follow it and the exchanges on the main thread right
+     * after (the batch's tensors handed over through sockets), each
+     * within FETCH_JOIN_NS of the one before; start to end, the time the
+     * loop spent getting that batch.  A wait that no read of the pipe
+     * follows is for a worker to exit, no batch.  Two workers finishing
+     * together deliver two batches in one next(), and the next iteration
+     * takes the second without a call the trace sees: so the iterations
+     * are counted as batches, and their time is a mean.  A trace with
+     * reads of the pipe but no waits starts a fetch at a read that is not
+     * joined to the one before. */
+    int waits = 0;
+    for (size_t i = 0; i < c->n; i++)
+        waits += c->ev[i].pipe == PIPE_WAIT;
+    struct burst *bu = malloc((c->n + 1) * sizeof *bu);
+    if (!bu)
+        return;
+    size_t nb = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        const struct pipe_ev *e = &c->ev[i];
+        int joins = nb > 0 && e->t - bu[nb - 1].end <= FETCH_JOIN_NS;
+        int starts = waits ? e->pipe == PIPE_WAIT : e->pipe == PIPE_READ && !joins;
+        if (starts) {
+            bu[nb++] = (struct burst){e->t, e->end, 0};
+        } else if (joins) {
+            struct burst *cur = &bu[nb - 1];
+            if (e->end > cur->end)
+                cur->end = e->end;
+        } else {
+            continue;
+        }
+        if (e->pipe == PIPE_READ)
+            bu[nb - 1].batches = 1;
+    }
+    size_t keep = 0;
+    for (size_t k = 0; k < nb; k++)
+        if (bu[k].batches)
+            bu[keep++] = bu[k];
+    nb = keep;
+    /* warm-up: the first `skip` batches; the last one's iteration ends
+     * in shutdown, which no event marks */
+    size_t lo = (size_t)skip, hi = nb ? nb - 1 : 0;
+    double wait = 0;
+    for (size_t k = lo; k < hi; k++)
+        wait += (double)(bu[k].end - bu[k].start);
+    if (lo < hi) {
+        size_t n = hi - lo;
+        hr->iterations = (int)n;
+        hr->iter_ms = (double)(bu[hi].start - bu[lo].start) / (double)n / NS_PER_MS;
+        hr->wait_ms = wait / (double)n / NS_PER_MS;
+        hr->iter_from = "loader pipe";
+    }
+    free(bu);
+}
+
+static void iterations_from_marks(struct sp_host_rank *hr, const struct sp_rank *r, struct collect *c, int skip)
+{
+    int64_t *start = malloc((r->nmarks + 1) * sizeof *start);
+    if (!start)
+        return;
+    size_t ns = 0;
+    for (size_t i = 0; i < r->nmarks; i++)
+        start[ns++] = r->marks[i].start;
+    /* the end of the last marked iteration closes it */
+    if (ns && r->marks[r->nmarks - 1].end > start[ns - 1])
+        start[ns++] = r->marks[r->nmarks - 1].end;
+    qsort(c->ev, c->n, sizeof *c->ev, cmp_ev);
+    /* markers bound every iteration: none is shutdown, so keep the last */
+    measure(hr, start, ns, c->ev, c->n, skip, 0);
+    if (hr->iterations)
+        hr->iter_from = "step markers";
+    free(start);
+}
+
+static double file_cores(const struct sp_file_rec *f)
+{
+    const struct sp_cpu_span *c = &f->cpu;
+    if (c->nsamples < 2 || c->t1 <= c->t0)
+        return -1;
+    return (double)(c->ns1 - c->ns0) / (double)(c->t1 - c->t0);
+}
+
+double sp_host_job_cores(const struct sp_model *m, int host, int *ncores)
+{
+    double cores = -1;
+    *ncores = 0;
+    for (int i = 0; i < m->nfrecs; i++) {
+        const struct sp_file_rec *f = &m->frecs[i];
+        if (!f->ok || f->rank < 0 || host < 0 || host >= m->nhosts || strcmp(f->host, m->hosts[host]))
+            continue;
+        double c = file_cores(f);
+        if (c < 0)
+            continue;
+        cores = (cores < 0 ? 0 : cores) + c;
+        if (f->cpu.ncores)
+            *ncores = (int)f->cpu.ncores;
+    }
+    return cores;
+}
+
+static void host_cpu(const struct sp_model *m, struct sp_host *h)
+{
+    h->cpu = calloc((size_t)m->nhosts + 1, sizeof *h->cpu);
+    if (!h->cpu)
+        return;
+    for (int i = 0; i < m->nhosts; i++) {
+        struct sp_host_cpu *c = &h->cpu[h->ncpu];
+        c->host = i;
+        c->job_cores = sp_host_job_cores(m, i, &c->ncores);
+        c->host_busy = -1;
+        for (int k = 0; k < m->nranks; k++)
+            if (m->ranks[k].host == i && m->ranks[k].machine_busy >= 0)
+                c->host_busy = m->ranks[k].machine_busy;
+        if (c->job_cores >= 0)
+            h->ncpu++;
+    }
+}
+
+static void rank_view(struct sp_model *m, int i, struct sp_host_rank *hr)
+{
+    struct sp_rank *r = &m->ranks[i];
+    hr->rank = r->rank;
+    hr->workers = r->nhelpers;
+    hr->main_cpu = -1;
+    hr->worker_cpu = r->helper_sampled ? r->helper_cpu / r->helper_sampled : -1;
+    hr->read_bytes = r->read_bytes;
+    hr->read_s = (double)r->read_ns / 1e9;
+    hr->span_s = (double)(r->last_t - r->first_t) / 1e9;
+    if (r->nfiles)
+        hr->main_cpu = file_cores(r->files[0]);
+    struct collect c = {0};
+    for (int f = 0; f < r->nfiles && !c.oom; f++) {
+        c.main_tid = (uint32_t)r->files[f]->pid;
+        int err = 0;
+        if (sp_trace_feed(r->files[f]->path, &pipe_pass, &c, &err) < 0 && err)
+            sp_model_warn(m, "%s: could not be read again for the host-side view (%s)", r->files[f]->path,
+                          sp_strerror(err));
+    }
+    int pipes = 0;
+    for (size_t k = 0; k < c.n; k++)
+        pipes += c.ev[k].pipe;
+    for (size_t k = 0; k < c.n; k++)
+        hr->wait_total_ms += (double)(c.ev[k].end - c.ev[k].t) / NS_PER_MS;
+    if (r->nmarks >= 2)
+        iterations_from_marks(hr, r, &c, m->opts.skip);
+    if (!hr->iterations && pipes)
+        iterations_from_pipe(hr, &c, m->opts.skip);
+    free(c.ev);
+}
+
+/* input_pipeline without a GPU: the share of each iteration the loop
+ * waits for its batch, with what tells a slow loader from slow storage. */
+static void input_finding(const struct sp_model *m, struct sp_host *h)
+{
+    double share = 0, wait = 0, iter = 0;
+    int n = 0, workers_lo = -1, workers_hi = 0, wsampled = 0;
+    double wcpu = 0;
+    for (int i = 0; i < h->nranks; i++) {
+        const struct sp_host_rank *hr = &h->r[i];
+        if (!hr->iterations || hr->iter_ms <= 0)
+            continue;
+        share += hr->wait_ms / hr->iter_ms;
+        wait += hr->wait_ms;
+        iter += hr->iter_ms;
+        n++;
+        workers_lo = workers_lo < 0 || hr->workers < workers_lo ? hr->workers : workers_lo;
+        workers_hi = hr->workers > workers_hi ? hr->workers : workers_hi;
+        if (hr->worker_cpu >= 0) {
+            wcpu += hr->worker_cpu;
+            wsampled++;
+        }
+    }
+    if (!n)
+        return;
+    h->input_share = share / n;
+    if (h->input_share < INPUT_SHARE_SHOWN)
+        return;
+    h->input_finding = 1;
+    size_t len = sizeof h->evidence;
+    int used = snprintf(h->evidence, len,
+                        "the training loop waits for input %.0f%% of each iteration (%.1f ms of %.1f ms, "
+                        "blocked on its DataLoader's result pipe%s); ",
+                        100 * h->input_share, wait / n, iter / n, n > 1 ? ", mean over ranks" : "");
+    if (workers_lo == workers_hi)
+        used += snprintf(h->evidence + used, len - (size_t)used, "%d loader worker process%s per rank", workers_lo,
+                         workers_lo == 1 ? "" : "es");
+    else
+        used += snprintf(h->evidence + used, len - (size_t)used, "%d to %d loader worker processes per rank",
+                         workers_lo, workers_hi);
+    if (wsampled && used < (int)len)
+        used += snprintf(h->evidence + used, len - (size_t)used, ", each keeping %.0f%% of a CPU core busy",
+                         100 * wcpu / wsampled);
+    for (int i = 0; i < h->ncpu && used < (int)len; i++) {
+        const struct sp_host_cpu *c = &h->cpu[i];
+        if (c->ncores > 0)
+            used += snprintf(h->evidence + used, len - (size_t)used,
+                             "; on %s the job's processes keep %.1f of its %d CPU cores busy (%.0f%%)",
+                             m->hosts[c->host], c->job_cores, c->ncores, 100 * c->job_cores / c->ncores);
+    }
+}
+
+int sp_host_analyze(struct sp_model *m, struct sp_host *h)
+{
+    memset(h, 0, sizeof *h);
+    h->r = calloc((size_t)m->nranks + 1, sizeof *h->r);
+    if (!h->r)
+        return -1;
+    h->nranks = m->nranks;
+    for (int i = 0; i < m->nranks; i++)
+        rank_view(m, i, &h->r[i]);
+    host_cpu(m, h);
+    input_finding(m, h);
+    return 0;
+}
+
+void sp_host_free(struct sp_host *h)
+{
+    free(h->r);
+    free(h->cpu);
+    memset(h, 0, sizeof *h);
+}

@@ -42,20 +42,21 @@ enum { PIPE_READ = 1,
 struct pipe_ev {
     int64_t t, end;
     int pipe;
+    uint32_t tid;
 };
 struct burst {
     int64_t start, end;
     int batches;
+    uint32_t tid;
 };
 
 struct collect {
     struct pipe_ev *ev;
     size_t n, cap;
-    uint32_t main_tid; /* the process's first thread: the loop's */
     int oom;
 };
 
-static int add_ev(struct collect *c, int64_t t, int64_t dur, int pipe)
+static int add_ev(struct collect *c, uint32_t tid, int64_t t, int64_t dur, int pipe)
 {
     if (c->n == c->cap) {
         size_t cap = c->cap ? 2 * c->cap : 256;
@@ -67,7 +68,7 @@ static int add_ev(struct collect *c, int64_t t, int64_t dur, int pipe)
         c->ev = p;
         c->cap = cap;
     }
-    c->ev[c->n++] = (struct pipe_ev){t, t + dur, pipe};
+    c->ev[c->n++] = (struct pipe_ev){t, t + dur, pipe, tid};
     return 0;
 }
 
@@ -77,18 +78,21 @@ static int on_io(void *ctx, const struct sp_reader *r, const struct sp_event *ev
     const struct sp_ev_io *io = &ev->io;
     int read = io->op == SP_IO_READ || io->op == SP_IO_READV || io->op == SP_IO_RECV;
     struct collect *c = ctx;
-    if (!read || ev->tid != c->main_tid || (io->fd_kind != SP_FD_PIPE && io->fd_kind != SP_FD_SOCKET))
+    if (!read || (io->fd_kind != SP_FD_PIPE && io->fd_kind != SP_FD_SOCKET))
         return 0;
-    return add_ev(c, (int64_t)ev->t, (int64_t)io->dur, io->fd_kind == SP_FD_PIPE ? PIPE_READ : 0);
+    return add_ev(c, ev->tid, (int64_t)ev->t, (int64_t)io->dur, io->fd_kind == SP_FD_PIPE ? PIPE_READ : 0);
 }
 
 static int on_wait(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
 {
     (void)r;
     struct collect *c = ctx;
-    if (ev->tid != c->main_tid || (ev->wait.fd_kind != SP_FD_PIPE && ev->wait.fd_kind != SP_FD_SOCKET))
+    /* an imported trace's data-loader wait is an input wait on any thread */
+    if (ev->wait.op == SP_WAIT_DATALOADER)
+        return add_ev(c, ev->tid, (int64_t)ev->t, (int64_t)ev->wait.dur, PIPE_WAIT);
+    if (ev->wait.fd_kind != SP_FD_PIPE && ev->wait.fd_kind != SP_FD_SOCKET)
         return 0;
-    return add_ev(c, (int64_t)ev->t, (int64_t)ev->wait.dur, ev->wait.fd_kind == SP_FD_PIPE ? PIPE_WAIT : 0);
+    return add_ev(c, ev->tid, (int64_t)ev->t, (int64_t)ev->wait.dur, ev->wait.fd_kind == SP_FD_PIPE ? PIPE_WAIT : 0);
 }
 
 static const struct sp_pass pipe_pass = {
@@ -103,8 +107,8 @@ static int cmp_ev(const void *a, const void *b)
 }
 
 
-/* Iterations from spans (marker ranges or burst starts), skipping warm-up
- * and the last; the wait inside each from the pipe events. */
+/* Iterations from the marked ranges' starts, skipping warm-up (and with
+ * drop_last the last); the wait inside each from the fetches. */
 static void measure(struct sp_host_rank *hr, const int64_t *start, size_t nstart, const struct pipe_ev *ev,
                     size_t nev, int skip, int drop_last)
 {
@@ -138,33 +142,35 @@ static void measure(struct sp_host_rank *hr, const int64_t *start, size_t nstart
     free(len);
 }
 
-static void iterations_from_pipe(struct sp_host_rank *hr, struct collect *c, int skip)
+/* The loader fetches among c's events, in time order, into *out (free
+ * it); returns how many, -1 when memory ran out.
+ *
+ * A fetch: one wait on the pipe (one queue get), the reads of the batch
+ * that follow it and the exchanges on the same thread right after (the
+ * batch's tensors handed over through sockets), each within
+ * FETCH_JOIN_NS of the one before; start to end, the time the loop spent
+ * getting that batch.  It holds a batch when a read of the pipe follows
+ * the wait (a wait that no read follows is for a worker to exit).  A
+ * trace with reads of the pipe but no waits starts a fetch at a read not
+ * joined to the one before.  Socket events join a fetch only: on their
+ * own they are the job's communication (gloo), not its input. */
+static long fetches(struct collect *c, struct burst **out)
 {
     qsort(c->ev, c->n, sizeof *c->ev, cmp_ev);
-    /* A fetch: one wait on the pipe (one queue get), the reads of the
-     * batch that follow it and the exchanges on the main thread right
-     * after (the batch's tensors handed over through sockets), each
-     * within FETCH_JOIN_NS of the one before; start to end, the time the
-     * loop spent getting that batch.  A wait that no read of the pipe
-     * follows is for a worker to exit, no batch.  Two workers finishing
-     * together deliver two batches in one next(), and the next iteration
-     * takes the second without a call the trace sees: so the iterations
-     * are counted as batches, and their time is a mean.  A trace with
-     * reads of the pipe but no waits starts a fetch at a read that is not
-     * joined to the one before. */
     int waits = 0;
     for (size_t i = 0; i < c->n; i++)
         waits += c->ev[i].pipe == PIPE_WAIT;
     struct burst *bu = malloc((c->n + 1) * sizeof *bu);
+    *out = bu;
     if (!bu)
-        return;
+        return -1;
     size_t nb = 0;
     for (size_t i = 0; i < c->n; i++) {
         const struct pipe_ev *e = &c->ev[i];
-        int joins = nb > 0 && e->t - bu[nb - 1].end <= FETCH_JOIN_NS;
+        int joins = nb > 0 && e->t - bu[nb - 1].end <= FETCH_JOIN_NS && (e->pipe || e->tid == bu[nb - 1].tid);
         int starts = waits ? e->pipe == PIPE_WAIT : e->pipe == PIPE_READ && !joins;
         if (starts) {
-            bu[nb++] = (struct burst){e->t, e->end, 0};
+            bu[nb++] = (struct burst){e->t, e->end, 0, e->tid};
         } else if (joins) {
             struct burst *cur = &bu[nb - 1];
             if (e->end > cur->end)
@@ -175,7 +181,18 @@ static void iterations_from_pipe(struct sp_host_rank *hr, struct collect *c, int
         if (e->pipe == PIPE_READ)
             bu[nb - 1].batches = 1;
     }
-    size_t keep = 0;
+    return (long)nb;
+}
+
+/* Without markers: one iteration per batch fetched.  Two workers
+ * finishing together deliver two batches in one next(), and the next
+ * iteration takes the second without a call the trace sees: so the
+ * iterations are counted as batches, and their time is a mean. */
+static void iterations_from_pipe(struct sp_host_rank *hr, struct collect *c, int skip)
+{
+    struct burst *bu;
+    long got = fetches(c, &bu);
+    size_t nb = got > 0 ? (size_t)got : 0, keep = 0;
     for (size_t k = 0; k < nb; k++)
         if (bu[k].batches)
             bu[keep++] = bu[k];
@@ -196,22 +213,38 @@ static void iterations_from_pipe(struct sp_host_rank *hr, struct collect *c, int
     free(bu);
 }
 
+/* With markers: each marked range an iteration, the fetches inside it
+ * its wait. */
 static void iterations_from_marks(struct sp_host_rank *hr, const struct sp_rank *r, struct collect *c, int skip)
 {
     int64_t *start = malloc((r->nmarks + 1) * sizeof *start);
-    if (!start)
+    struct burst *bu;
+    long got = fetches(c, &bu);
+    if (!start || got < 0) {
+        free(start);
+        free(bu);
         return;
+    }
+    struct pipe_ev *ev = malloc(((size_t)got + 1) * sizeof *ev);
+    if (!ev) {
+        free(start);
+        free(bu);
+        return;
+    }
+    for (long k = 0; k < got; k++)
+        ev[k] = (struct pipe_ev){bu[k].start, bu[k].end, 1, bu[k].tid};
     size_t ns = 0;
     for (size_t i = 0; i < r->nmarks; i++)
         start[ns++] = r->marks[i].start;
     /* the end of the last marked iteration closes it */
     if (ns && r->marks[r->nmarks - 1].end > start[ns - 1])
         start[ns++] = r->marks[r->nmarks - 1].end;
-    qsort(c->ev, c->n, sizeof *c->ev, cmp_ev);
     /* markers bound every iteration: none is shutdown, so keep the last */
-    measure(hr, start, ns, c->ev, c->n, skip, 0);
+    measure(hr, start, ns, ev, (size_t)got, skip, 0);
     if (hr->iterations)
         hr->iter_from = "step markers";
+    free(ev);
+    free(bu);
     free(start);
 }
 
@@ -273,7 +306,6 @@ static void rank_view(struct sp_model *m, int i, struct sp_host_rank *hr)
         hr->main_cpu = file_cores(r->files[0]);
     struct collect c = {0};
     for (int f = 0; f < r->nfiles && !c.oom; f++) {
-        c.main_tid = (uint32_t)r->files[f]->pid;
         int err = 0;
         if (sp_trace_feed(r->files[f]->path, &pipe_pass, &c, &err) < 0 && err)
             sp_model_warn(m, "%s: could not be read again for the host-side view (%s)", r->files[f]->path,

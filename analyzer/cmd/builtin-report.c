@@ -752,6 +752,8 @@ static int host_report(struct sp_model *m, int json, int csv)
                                 "report shows the host-side view");
         return 1;
     }
+    sp_seen_no_gpu(VERB, m, "what follows is the host-side view (iterations, input wait, loader workers, "
+                            "reads), with no GPU claim");
     struct sp_host h;
     if (sp_host_analyze(m, &h) < 0) {
         fprintf(stderr, "scaleprof report: the host-side view ran out of memory\n");

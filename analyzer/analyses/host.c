@@ -256,24 +256,6 @@ static double file_cores(const struct sp_file_rec *f)
     return (double)(c->ns1 - c->ns0) / (double)(c->t1 - c->t0);
 }
 
-double sp_host_job_cores(const struct sp_model *m, int host, int *ncores)
-{
-    double cores = -1;
-    *ncores = 0;
-    for (int i = 0; i < m->nfrecs; i++) {
-        const struct sp_file_rec *f = &m->frecs[i];
-        if (!f->ok || f->rank < 0 || host < 0 || host >= m->nhosts || strcmp(f->host, m->hosts[host]))
-            continue;
-        double c = file_cores(f);
-        if (c < 0)
-            continue;
-        cores = (cores < 0 ? 0 : cores) + c;
-        if (f->cpu.ncores)
-            *ncores = (int)f->cpu.ncores;
-    }
-    return cores;
-}
-
 static void host_cpu(const struct sp_model *m, struct sp_host *h)
 {
     h->cpu = calloc((size_t)m->nhosts + 1, sizeof *h->cpu);
@@ -282,7 +264,7 @@ static void host_cpu(const struct sp_model *m, struct sp_host *h)
     for (int i = 0; i < m->nhosts; i++) {
         struct sp_host_cpu *c = &h->cpu[h->ncpu];
         c->host = i;
-        c->job_cores = sp_host_job_cores(m, i, &c->ncores);
+        c->job_cores = sp_model_job_cores(m, i, &c->ncores);
         c->host_busy = -1;
         for (int k = 0; k < m->nranks; k++)
             if (m->ranks[k].host == i && m->ranks[k].machine_busy >= 0)

@@ -51,9 +51,4 @@ struct sp_host {
 int sp_host_analyze(struct sp_model *m, struct sp_host *h);
 void sp_host_free(struct sp_host *h);
 
-/* The cores the job's own processes on host index `host` kept busy, from
- * their CPU samples (process CPU time over wall time), summed; *ncores
- * gets the host's cores (0 unknown).  -1 when none of them was sampled. */
-double sp_host_job_cores(const struct sp_model *m, int host, int *ncores);
-
 #endif

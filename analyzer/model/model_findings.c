@@ -35,6 +35,7 @@
 #define CULPRIT_SHARE 0.6   /* one rank recovers this much of all: it is the culprit */
 #define UNEXPLAINED_MIN 0.10 /* idle nothing explains, said as a finding from here */
 #define CROSS_RATIO 0.5     /* spanning bus bandwidth below half the reference */
+#define CROSS_FAR 0.25      /* ... below a quarter: listed whatever its gain */
 #define NS_PER_MS 1e6
 #define SP_MAX_SAY_RANKS 16 /* ranks a sentence lists */
 #define CHECK_IDEAL_SLACK 0.005 /* share of the step the ideal may lag the best single fix by (rounding) */
@@ -1105,6 +1106,9 @@ static void cross_node_finding(struct sp_model *m, const struct sp_replay *rp, d
         say(f, "; no collective runs within a host, and those spanning hosts reach %.1f GB/s bus bandwidth, below "
                "the %.0f GB/s that links within a host give (NVLink)",
             inter, inter / rp->cross_scale);
+    if (gain < REPORT_MIN)
+        say(f, "; this run pays little for it (the exposed transfer of those collectives is a small part of the "
+               "step), but every collective spanning hosts runs at that rate");
     if (top)
         say_communicator(m, f, top);
     double own = 0, rest = 0;
@@ -1358,7 +1362,10 @@ void sp_model_findings(struct sp_model *m)
     use[SP_CAUSE_FILE_WRITES] = g[SP_CAUSE_FILE_WRITES] >= REPORT_MIN;
     use[SP_CAUSE_LAUNCH_API] = g[SP_CAUSE_LAUNCH_API] >= REPORT_MIN;
     use[SP_CAUSE_COMMUNICATION] = g[SP_CAUSE_COMMUNICATION] >= REPORT_MIN;
-    use[SP_CAUSE_CROSS_NODE] = rp.cross_scale > 0 && rp.cross_scale < CROSS_RATIO && g[SP_CAUSE_CROSS_NODE] >= REPORT_MIN;
+    /* a link far slower than those within a host is a finding even where
+     * this run pays little for it (said so, priced as it is) */
+    use[SP_CAUSE_CROSS_NODE] = rp.cross_scale > 0 && rp.cross_scale < CROSS_RATIO &&
+                               (g[SP_CAUSE_CROSS_NODE] >= REPORT_MIN || rp.cross_scale <= CROSS_FAR);
     use[SP_CAUSE_UNEXPLAINED] = m->breakdown[SP_CAT_IDLE_OTHER] >= UNEXPLAINED_MIN && g[SP_CAUSE_UNEXPLAINED] >= REPORT_MIN;
     use[SP_CAUSE_MEMCPY] = g[SP_CAUSE_MEMCPY] >= REPORT_MIN;
     /* One finding per cause: a straggler whose excess is its input (host,

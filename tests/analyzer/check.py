@@ -1048,6 +1048,30 @@ def case_cross_node_report():
             fail(f"no cross_node expected on {name}")
 
 
+def case_cross_node_far_below():
+    """Two hosts of four ranks, an all-reduce within each host and one over
+    both: the one spanning hosts gets about a fifth of the bus bandwidth
+    of those within a host, though this job pays only about 1% of its step
+    for it.  cross_node is listed (low, priced as it is, saying the cost is
+    small here); with the link at half the rate within a host and the same
+    small cost, it is not."""
+    common = ("--ranks", 8, "--hosts", 2, "--markers", "--intra-coll", "--bytes", 1 << 20, "--transfer-ms", 0.01)
+    far, _ = gen("xfar", *common, "--inter-transfer-ms", 0.06)
+    near_, _ = gen("xnear", *common, "--inter-transfer-ms", 0.025)
+    rep = report(far)
+    f = findings(rep).get("cross_node")
+    print(f"  cross_node: {f and (f['severity'], f['gain'], f['evidence'][150:260])}")
+    if not f or f["severity"] != "low" or f["gain"] >= 0.02 or "pays little" not in f["evidence"]:
+        fail(f"a link at a fifth of the bandwidth within a host should be named, priced as it is: {f}")
+    m = re.search(r"reach ([\d.]+) GB/s bus bandwidth, (\d+)% of the ([\d.]+) GB/s within a host", f["evidence"])
+    if not m or not 0.1 <= float(m[1]) / float(m[3]) <= 0.25:
+        fail(f"the evidence should give both bandwidths: {f['evidence']}")
+    got = findings(report(near_)).get("cross_node")
+    print(f"  link at half the rate, same small cost: {got and got['severity']}")
+    if got:
+        fail(f"a link at half the rate within a host, costing ~1%, is no finding: {got}")
+
+
 def case_compare_cross_node():
     """Eight GPUs on one node, then on two: efficiency holds above 80% but
     the collective transfer per step grows fourfold: compare says

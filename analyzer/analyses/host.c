@@ -9,20 +9,20 @@
  *
  * Iterations.  Step markers, when the loop has them, are its iterations.
  * Otherwise the loop's repeating pattern: the training process fetches
- * one batch per iteration from the loader's pipe, a burst of events (the
- * poll that waits, the reads of the length and the batch) a few
- * microseconds apart, and then computes until the next fetch.  The pipe
- * events are split into bursts at the natural break of their gaps (the
- * largest ratio between consecutive sorted gaps, above BURST_GAP_MIN_NS),
- * and an iteration runs from one burst's start to the next.  The first
- * `skip` iterations (warm-up: the workers start) and the last (shutdown)
- * are left out.  A loop without workers reads its input itself, between
- * no pipe events: its iterations are not found without markers, and the
- * view says so rather than guess them from file reads.
+ * its batches from the loader's pipe, each a burst of events (the poll
+ * that waits, the reads of the length and the batch, the hand-over of
+ * its tensors) a few microseconds apart, and computes between them.  The
+ * events are grouped into fetches (fetches()), one batch each; the
+ * iterations are the batches after the first `skip` (warm-up: the
+ * workers start), over the time to the loop's end.  A loop without
+ * workers reads its input itself, between no pipe events: its
+ * iterations are not found without markers, and the view says so rather
+ * than guess them from file reads.
  *
- * Input wait is the time inside those pipe waits and reads in each
- * iteration: what the loop would not spend if the batch were ready
- * (the ground truth of a loop timing next(iterator) itself).
+ * Input wait is the time inside the fetches: what the loop would not
+ * spend if the batch were ready.  The loop's own time inside next()
+ * beyond it (the host too busy to run it) is not in it, so it reads a
+ * little below what a loop timing next(iterator) itself measures.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,20 +193,30 @@ static void iterations_from_pipe(struct sp_host_rank *hr, struct collect *c, int
     struct burst *bu;
     long got = fetches(c, &bu);
     size_t nb = got > 0 ? (size_t)got : 0, keep = 0;
+    /* the loop's end: the first wait for a worker to exit after the last
+     * batch (the loader shutting down), when the trace holds one */
+    int64_t end = -1;
+    for (size_t k = nb; k-- > 0 && bu[k].batches == 0;)
+        end = bu[k].start;
     for (size_t k = 0; k < nb; k++)
         if (bu[k].batches)
             bu[keep++] = bu[k];
     nb = keep;
-    /* warm-up: the first `skip` batches; the last one's iteration ends
-     * in shutdown, which no event marks */
-    size_t lo = (size_t)skip, hi = nb ? nb - 1 : 0;
+    /* warm-up: the first `skip` batches.  Without the loop's end, the
+     * last batch's iteration is left out: it ends in shutdown, which then
+     * no event marks.  A next() may fetch several batches ahead (out of
+     * order from several workers), so the span runs to the loop's end
+     * when known rather than to the last fetch. */
+    size_t lo = (size_t)skip, hi = nb;
+    if (end < 0 && nb)
+        end = bu[--hi].start;
     double wait = 0;
     for (size_t k = lo; k < hi; k++)
         wait += (double)(bu[k].end - bu[k].start);
-    if (lo < hi) {
+    if (lo < hi && end > bu[lo].start) {
         size_t n = hi - lo;
         hr->iterations = (int)n;
-        hr->iter_ms = (double)(bu[hi].start - bu[lo].start) / (double)n / NS_PER_MS;
+        hr->iter_ms = (double)(end - bu[lo].start) / (double)n / NS_PER_MS;
         hr->wait_ms = wait / (double)n / NS_PER_MS;
         hr->iter_from = "loader pipe";
     }

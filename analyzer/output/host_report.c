@@ -43,9 +43,8 @@ static void text_rank(const struct sp_model *m, const struct sp_host_rank *hr, i
         if (used < (int)sizeof line)
             snprintf(line + used, sizeof line - (size_t)used, "; file reads unknown");
     } else if (used < (int)sizeof line) {
-        snprintf(line + used, sizeof line - (size_t)used, "; file reads %.1f MB (%.1f MB/s over the run%s)",
-                 (double)hr->read_bytes / MIB, hr->span_s > 0 ? (double)hr->read_bytes / MIB / hr->span_s : 0,
-                 "");
+        snprintf(line + used, sizeof line - (size_t)used, "; file reads %.1f MB (%.1f MB/s over the run)",
+                 (double)hr->read_bytes / MIB, hr->span_s > 0 ? (double)hr->read_bytes / MIB / hr->span_s : 0);
     }
     fputs("  ", stdout);
     sp_text_wrapped(line, 2, 4, cols);
@@ -58,8 +57,6 @@ void sp_host_text(const struct sp_model *m, const struct sp_host *h, int cols)
     printf("Host-side report of %s (no GPU claims):\n", m->dir);
     fputs("  ", stdout);
     sp_text_wrapped(why, 2, 4, cols);
-    char layout[128];
-    sp_model_layout_text(m, layout, sizeof layout);
     printf("  %d rank(s) on %d host(s)\n\n", m->nranks, m->nhosts);
     for (int i = 0; i < h->nranks; i++)
         text_rank(m, &h->r[i], cols);
@@ -99,6 +96,14 @@ void sp_host_text(const struct sp_model *m, const struct sp_host *h, int cols)
     }
 }
 
+static void put_num_or_null(struct sp_json *j, const char *key, double v, int known)
+{
+    if (known)
+        sp_json_num(j, key, v);
+    else
+        sp_json_null(j, key);
+}
+
 void sp_host_json(const struct sp_model *m, const struct sp_host *h, int schema_version, const char *version)
 {
     struct sp_json j;
@@ -133,13 +138,14 @@ void sp_host_json(const struct sp_model *m, const struct sp_host *h, int schema_
         else
             sp_json_null(&j, "iterations_from");
         sp_json_int(&j, "iterations", hr->iterations);
-        sp_json_num(&j, "iteration_ms", hr->iterations ? hr->iter_ms : 0);
+        put_num_or_null(&j, "iteration_ms", hr->iter_ms, hr->iterations);
         if (hr->iter_median_ms > 0)
             sp_json_num(&j, "iteration_median_ms", hr->iter_median_ms);
         else
             sp_json_null(&j, "iteration_median_ms");
-        sp_json_num(&j, "input_wait_ms", hr->iterations ? hr->wait_ms : 0);
-        sp_json_num(&j, "input_wait_share", hr->iterations && hr->iter_ms > 0 ? hr->wait_ms / hr->iter_ms : 0);
+        put_num_or_null(&j, "input_wait_ms", hr->wait_ms, hr->iterations);
+        put_num_or_null(&j, "input_wait_share", hr->iter_ms > 0 ? hr->wait_ms / hr->iter_ms : 0,
+                        hr->iterations && hr->iter_ms > 0);
         sp_json_num(&j, "input_wait_total_ms", hr->wait_total_ms);
         if (hr->main_cpu >= 0)
             sp_json_num(&j, "main_cpu_cores", hr->main_cpu);

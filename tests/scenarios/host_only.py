@@ -99,16 +99,17 @@ def case_loop():
         truth = truth_of(out)
         rep = no_gpu_claims(name, d)
         r = rep["per_rank"][0]
-        print(f"  {name}: report {r['iterations']} iterations of {r['iteration_ms']:.1f} ms, input wait "
-              f"{r['input_wait_share']:.3f} of each; the loop measured {truth['iterations']} of "
-              f"{truth['iter_ms']:.1f} ms, {truth['share']:.3f}")
+        got = (f"{r['iterations']} iterations of {r['iteration_ms']:.1f} ms, input wait "
+               f"{r['input_wait_share']:.3f} of each" if r["iterations"] else "no iteration")
+        print(f"  {name}: report {got}; the loop measured {truth['iterations']} of {truth['iter_ms']:.1f} ms, "
+              f"{truth['share']:.3f}")
         if r["loader_workers"] != workers:
             fail(f"{name}: {r['loader_workers']} loader workers found, the loop has {workers}")
         finding = [f for f in rep["findings"] if f["cause"] == "input_pipeline"]
         if workers == 0:
             # its input is read inside the loop, between no call the trace
             # times as a wait: no share is claimed
-            if r["iterations"] or finding or r["input_wait_share"]:
+            if r["iterations"] or finding or r["input_wait_share"] is not None:
                 fail(f"{name}: without workers or markers no iteration or input share can be claimed: {r}")
             continue
         if r["iterations_from"] != "loader pipe" or abs(r["iterations"] - truth["iterations"]) > 2:

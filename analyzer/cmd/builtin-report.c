@@ -22,6 +22,8 @@
 
 #include "builtin.h"
 #include "hang.h"
+#include "host.h"
+#include "host_report.h"
 #include "seen.h"
 #include "kernels.h"
 #include "opt.h"
@@ -741,6 +743,31 @@ static void json_stragglers(struct sp_json *j, const struct sp_model *m)
     sp_json_close(j, ']');
 }
 
+/* A job with no GPU record: the host-side view (analyses/host.c) in
+ * place of the GPU breakdown, labelled as such. */
+static int host_report(struct sp_model *m, int json, int csv)
+{
+    if (csv) {
+        sp_seen_no_gpu(VERB, m, "the per-step table is per GPU, so there is none; without --csv the "
+                                "report shows the host-side view");
+        return 1;
+    }
+    sp_seen_no_gpu(VERB, m, "what follows is the host-side view (iterations, input wait, loader workers, "
+                            "reads), with no GPU claim");
+    struct sp_host h;
+    if (sp_host_analyze(m, &h) < 0) {
+        fprintf(stderr, "scaleprof report: the host-side view ran out of memory\n");
+        sp_host_free(&h);
+        return 1;
+    }
+    if (json)
+        sp_host_json(m, &h, SP_REPORT_SCHEMA_VERSION, SCALEPROF_VERSION);
+    else
+        sp_host_text(m, &h, sp_text_columns());
+    sp_host_free(&h);
+    return 0;
+}
+
 static void json_report(const struct sp_model *m, int per_step, const struct sp_hang *h,
                         const struct sp_kernels *kernels, int top_kernels)
 {
@@ -1040,10 +1067,11 @@ int cmd_report(int argc, char **argv)
         text_hang(&m, &hang, sp_text_columns());
     /* a CPU-only job, or one whose GPU work was not seen: every number
      * below is about GPUs, so none is printed */
-    if (rc == 0 && sp_seen_no_gpu(VERB, &m, "the breakdown is per GPU, so there is nothing to report")) {
+    if (rc == 0 && !sp_seen_gpu(&m)) {
+        int hrc = host_report(&m, json, csv);
         sp_hang_free(&hang);
         sp_model_free(&m);
-        return 1;
+        return hrc;
     }
     if (rc == 0)
         rc = sp_model_run(&m, SP_STAGE_STEPS);

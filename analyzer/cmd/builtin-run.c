@@ -580,7 +580,8 @@ static int traces_in(const char *dir, int depth)
 }
 
 /* The next step that will work: report, unless the traces saw no GPU
- * (report, compare and html would refuse them): then the host timeline,
+ * (compare and html would refuse them): then report's host-side view and
+ * the host timeline,
  * or with no rank either (nothing export can group) a file's events. */
 static void suggest_next(const char *outdir)
 {
@@ -588,13 +589,15 @@ static void suggest_next(const char *outdir)
     struct sp_model m;
     sp_model_opts_default(&mo);
     int rc = sp_model_open(outdir, &mo, &m);
-    int none = rc == 0 ? sp_seen_no_gpu("run", &m, "report, compare and html need GPU activity")
+    int none = rc == 0 ? sp_seen_no_gpu("run", &m, "report shows the host-side view only; compare and html "
+                                                   "need GPU activity")
                        : m.nfrecs > 0 && !sp_seen_gpu(&m);
     for (int i = 0; rc != 0 && none && i < m.nwarnings; i++) /* what the model could not analyze, and why */
         fprintf(stderr, "scaleprof run: %s\n", m.warnings[i]);
     if (none && rc == 0)
-        fprintf(stderr, "scaleprof: next: scaleprof export %s -o timeline.json (the host's timeline: steps, "
-                        "waits, reads, loader workers)\n", outdir);
+        fprintf(stderr, "scaleprof: next: scaleprof report %s (host side: iterations, input wait, loader "
+                        "workers, reads), scaleprof export %s -o timeline.json (the host's timeline)\n",
+                outdir, outdir);
     else if (none) /* no rank either: nothing to put on a timeline, the events are still there */
         fprintf(stderr, "scaleprof: next: scaleprof dump %s (its events)\n", m.frecs[0].path);
     else

@@ -440,6 +440,13 @@ void sp_model_free(struct sp_model *m);
  * *transfer_ms (when not NULL) receives their summed transfer time. */
 double sp_model_busbw(const struct sp_model *m, int spans, double *transfer_ms);
 
+/* The CPU cores the job's own processes (those of its ranks and their
+ * helpers) on host index `host` kept busy, from their CPU samples: each
+ * process's CPU time over its sampled life, summed.  *ncores gets the
+ * host's cores (0 unknown).  -1 when none of them was sampled.  Unlike
+ * the host's busy figure, other users' processes are not in it. */
+double sp_model_job_cores(const struct sp_model *m, int host, int *ncores);
+
 /* How the job was laid out, for people: "4 ranks in 1 process (4 GPUs)",
  * "8 ranks in 8 processes (one GPU each)". */
 void sp_model_layout_text(const struct sp_model *m, char *out, size_t len);

@@ -35,6 +35,7 @@
 #define CULPRIT_SHARE 0.6   /* one rank recovers this much of all: it is the culprit */
 #define UNEXPLAINED_MIN 0.10 /* idle nothing explains, said as a finding from here */
 #define CROSS_RATIO 0.5     /* spanning bus bandwidth below half the reference */
+#define CROSS_FAR 0.25      /* ... below a quarter: listed whatever its gain */
 #define NS_PER_MS 1e6
 #define SP_MAX_SAY_RANKS 16 /* ranks a sentence lists */
 #define CHECK_IDEAL_SLACK 0.005 /* share of the step the ideal may lag the best single fix by (rounding) */
@@ -42,6 +43,7 @@
 #define INPUT_DIP 0.01
 /* host CPU busy fraction called saturated */
 #define CPU_SATURATED 0.9
+#define OTHERS_SHOWN 0.10 /* the host's load beyond the job's, said when this much */
 /* reads below this per rank are rendezvous and config files, not input */
 #define READS_SHOWN_BYTES (64 << 10)
 
@@ -283,12 +285,70 @@ static void say(struct sp_finding *f, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Loader workers per rank, their CPU use, the host's CPU load and the read
+static double file_cores(const struct sp_file_rec *f)
+{
+    const struct sp_cpu_span *c = &f->cpu;
+    if (c->nsamples < 2 || c->t1 <= c->t0)
+        return -1;
+    return (double)(c->ns1 - c->ns0) / (double)(c->t1 - c->t0);
+}
+
+double sp_model_job_cores(const struct sp_model *m, int host, int *ncores)
+{
+    double cores = -1;
+    *ncores = 0;
+    for (int i = 0; i < m->nfrecs; i++) {
+        const struct sp_file_rec *f = &m->frecs[i];
+        if (!f->ok || f->rank < 0 || host < 0 || host >= m->nhosts || strcmp(f->host, m->hosts[host]))
+            continue;
+        double c = file_cores(f);
+        if (c < 0)
+            continue;
+        cores = (cores < 0 ? 0 : cores) + c;
+        if (f->cpu.ncores)
+            *ncores = (int)f->cpu.ncores;
+    }
+    return cores;
+}
+
+/* The job's own CPU use on its busiest host, and that host's whole load,
+ * as the evidence says them: "the job's processes keep 4.0 of the host's
+ * 8 CPU cores busy (50%); the host as a whole is 95% busy (saturated:
+ * other processes hold the rest)". */
+static void say_job_cpu(const struct sp_model *m, struct sp_finding *f)
+{
+    int best = -1, best_cores = 0;
+    double best_job = -1;
+    for (int h = 0; h < m->nhosts; h++) {
+        int ncores;
+        double job = sp_model_job_cores(m, h, &ncores);
+        if (job >= 0 && ncores > 0 && (best < 0 || job / ncores > best_job / best_cores)) {
+            best = h;
+            best_job = job;
+            best_cores = ncores;
+        }
+    }
+    double busy = -1;
+    for (int i = 0; i < m->nranks; i++)
+        if (m->ranks[i].host == best && m->ranks[i].machine_busy >= 0)
+            busy = m->ranks[i].machine_busy;
+    if (best < 0)
+        return;
+    double share = best_job / best_cores;
+    say(f, "; the job's processes keep %.1f of %s%d CPU cores busy (%.0f%%%s)", best_job,
+        m->nhosts > 1 ? "its busiest host's " : "the host's ", best_cores, 100 * share,
+        share >= CPU_SATURATED ? ", saturated" : "");
+    if (busy >= 0 && busy - share >= OTHERS_SHOWN)
+        say(f, "; the host as a whole is %.0f%% busy%s", 100 * busy,
+            busy >= CPU_SATURATED ? " (saturated: other processes hold the rest)" : "");
+}
+
+/* Loader workers per rank, their CPU use, the job's CPU load and the read
  * throughput: what tells a slow loader from slow storage. */
 static void input_resources(const struct sp_model *m, struct sp_finding *f)
 {
-    int helpers = 0, lo = -1, hi = 0, sampled = 0, ncores = 0, busy_n = 0;
-    double cpu = 0, busy = 0, read_ns = 0, span_ns = 0;
+    int helpers = 0, lo = -1, hi = 0, sampled = 0;
+    double cpu = 0, read_ns = 0, span_ns = 0;
     uint64_t bytes = 0;
     for (int i = 0; i < m->nranks; i++) {
         const struct sp_rank *r = &m->ranks[i];
@@ -297,11 +357,6 @@ static void input_resources(const struct sp_model *m, struct sp_finding *f)
         hi = r->nhelpers > hi ? r->nhelpers : hi;
         cpu += r->helper_cpu;
         sampled += r->helper_sampled;
-        if (r->machine_busy >= 0) {
-            busy += r->machine_busy;
-            busy_n++;
-            ncores = r->ncores;
-        }
         bytes += r->read_bytes;
         read_ns += (double)r->read_ns;
         span_ns += (double)(r->last_t - r->first_t);
@@ -317,9 +372,7 @@ static void input_resources(const struct sp_model *m, struct sp_finding *f)
     else {
         if (sampled)
             say(f, "; each worker keeps %.0f%% of a CPU core busy", 100 * cpu / sampled);
-        if (busy_n)
-            say(f, "; the host's %d CPU cores are %.0f%% busy%s", ncores, 100 * busy / busy_n,
-                busy / busy_n >= CPU_SATURATED ? " (saturated)" : "");
+        say_job_cpu(m, f);
     }
     if (m->flags_any & SP_FLAG_NO_FILE_IO)
         say(f, "; file reads unknown (source records no file I/O)");
@@ -1053,6 +1106,9 @@ static void cross_node_finding(struct sp_model *m, const struct sp_replay *rp, d
         say(f, "; no collective runs within a host, and those spanning hosts reach %.1f GB/s bus bandwidth, below "
                "the %.0f GB/s that links within a host give (NVLink)",
             inter, inter / rp->cross_scale);
+    if (gain < REPORT_MIN)
+        say(f, "; this run pays little for it (the exposed transfer of those collectives is a small part of the "
+               "step), but every collective spanning hosts runs at that rate");
     if (top)
         say_communicator(m, f, top);
     double own = 0, rest = 0;
@@ -1086,15 +1142,8 @@ static void unexplained_finding(struct sp_model *m, double gain)
     say(f, "; %s %s idle %.1f%% of step time while the host is in none of the calls the trace records "
            "(CUDA, NCCL, input reads or waits)",
         who, one_gpu(who, f) ? "is" : "are", 100 * other);
-    double busy = 0;
-    int n = 0;
-    for (int i = 0; i < m->nranks; i++)
-        if (m->ranks[i].machine_busy >= 0) {
-            busy += m->ranks[i].machine_busy;
-            n++;
-        }
-    if (n)
-        say(f, "; the host's CPUs are %.0f%% busy over the run", 100 * busy / n);
+    if (!(m->flags_any & SP_FLAG_NO_CPU))
+        say_job_cpu(m, f);
 }
 
 static const char *copy_dir_text(int dir)
@@ -1313,7 +1362,10 @@ void sp_model_findings(struct sp_model *m)
     use[SP_CAUSE_FILE_WRITES] = g[SP_CAUSE_FILE_WRITES] >= REPORT_MIN;
     use[SP_CAUSE_LAUNCH_API] = g[SP_CAUSE_LAUNCH_API] >= REPORT_MIN;
     use[SP_CAUSE_COMMUNICATION] = g[SP_CAUSE_COMMUNICATION] >= REPORT_MIN;
-    use[SP_CAUSE_CROSS_NODE] = rp.cross_scale > 0 && rp.cross_scale < CROSS_RATIO && g[SP_CAUSE_CROSS_NODE] >= REPORT_MIN;
+    /* a link far slower than those within a host is a finding even where
+     * this run pays little for it (said so, priced as it is) */
+    use[SP_CAUSE_CROSS_NODE] = rp.cross_scale > 0 && rp.cross_scale < CROSS_RATIO &&
+                               (g[SP_CAUSE_CROSS_NODE] >= REPORT_MIN || rp.cross_scale <= CROSS_FAR);
     use[SP_CAUSE_UNEXPLAINED] = m->breakdown[SP_CAT_IDLE_OTHER] >= UNEXPLAINED_MIN && g[SP_CAUSE_UNEXPLAINED] >= REPORT_MIN;
     use[SP_CAUSE_MEMCPY] = g[SP_CAUSE_MEMCPY] >= REPORT_MIN;
     /* One finding per cause: a straggler whose excess is its input (host,

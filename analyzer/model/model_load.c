@@ -914,6 +914,43 @@ static int has_gpu_ancestor(struct sp_model *m, const struct sp_file_rec *f)
     return 0;
 }
 
+/* A job that used no GPU and names no rank - a training loop on CPUs,
+ * started by hand - still has a process that is the job: the first one
+ * recorded whose parent was not (its DataLoader workers are its children
+ * and attach to it as helpers).  It becomes rank 0, so that the host-side
+ * report (analyses/host.c) has a loop to look at; said in a warning.  A
+ * job of several unrelated top processes (a shell that started two) is
+ * left unranked: which of them is the loop is a guess too far. */
+static void rank_unranked_cpu_processes(struct sp_model *m)
+{
+    struct sp_file_rec *root = NULL;
+    int roots = 0;
+    for (int i = 0; i < m->nfrecs; i++) {
+        struct sp_file_rec *f = &m->frecs[i];
+        if (!f->ok)
+            continue;
+        if (f->gpu_events)
+            return;
+        if (parent_of(m, f))
+            continue;
+        if (!root || f->pid != root->pid || strcmp(f->host, root->host))
+            roots++;
+        if (!root || f->start_mono < root->start_mono)
+            root = f;
+    }
+    if (roots != 1)
+        return;
+    for (int i = 0; i < m->nfrecs; i++) {
+        struct sp_file_rec *f = &m->frecs[i];
+        if (f->ok && f->pid == root->pid && !strcmp(f->host, root->host)) {
+            f->hdr_rank = 0;
+            f->world_size = 1;
+        }
+    }
+    sp_model_warn(m, "no rank named in any trace and no GPU used: process %d, the one the others "
+                     "descend from, is taken as the job's only rank (a CPU-only job)", (int)root->pid);
+}
+
 /* A job started without torchrun, MPI or Slurm - the usual single-GPU run,
  * the baseline of every `compare` - names no rank anywhere, and without
  * NCCL no communicator names one either.  Its processes that used a GPU
@@ -941,6 +978,11 @@ static void rank_unranked_gpu_processes(struct sp_model *m)
     for (int i = 0; i < n; i++) {
         gpu[i]->hdr_rank = i;
         gpu[i]->world_size = n;
+    }
+    if (n == 0) {
+        free(gpu);
+        rank_unranked_cpu_processes(m);
+        return;
     }
     if (n == 1)
         sp_model_warn(m, "no rank named in any trace: the one process that used a GPU "

@@ -656,7 +656,12 @@ def case_loader_workers():
         fail("no input_pipeline finding")
     ev = f["evidence"]
     print(f"  evidence: {ev}")
-    for want in ("2 loader worker processes per rank", "50% of a CPU core", "95% busy (saturated)",
+    # the CPU the job's own processes use (8 workers at half a core each,
+    # of the host's 8 cores), told apart from the host's whole load (95%,
+    # other users' processes included)
+    for want in ("2 loader worker processes per rank", "50% of a CPU core",
+                 "the job's processes keep 4.0 of the host's 8 CPU cores busy (50%)",
+                 "the host as a whole is 95% busy (saturated: other processes hold the rest)",
                  "MB/s", "periodic dips at step start"):
         if want not in ev:
             fail(f"input_pipeline evidence lacks {want!r}")
@@ -792,13 +797,14 @@ NO_GPU_WORDS = "no GPU activity was recorded in any of its 2 rank(s)"
 
 def case_no_gpu_every_verb():
     """A job with no GPU (a CPU-only gloo job: markers, loader waits and
-    workers, no CUDA, NCCL or GPU record): report, compare and html refuse
-    with the same words, and export writes the host's timeline with no
-    breakdown and no finding, saying why; none claims a GPU was idle."""
-    d, _ = gen("nogpu", "--ranks", 2, "--markers", "--input-ms", 3, "--helper", "--no-gpu")
+    workers, no CUDA, NCCL or GPU record): compare and html refuse with the
+    same words, report says them too and shows the host-side view only,
+    and export writes the host's timeline with no breakdown and no
+    finding, saying why; none claims a GPU was idle."""
+    d, truth = gen("nogpu", "--ranks", 2, "--markers", "--input-ms", 3, "--helper", "--no-gpu")
     page = os.path.join(TMP, "nogpu.html")
     timeline = os.path.join(TMP, "nogpu.json")
-    runs = [("report", ("report", d), 1), ("compare", ("compare", d, d), 1),
+    runs = [("report", ("report", d), 0), ("compare", ("compare", d, d), 1),
             ("html", ("html", d, "-o", page), 1), ("html compare", ("html", d, d, "-o", page), 1),
             ("export", ("export", d, "-o", timeline), 0)]
     for name, args, rc in runs:
@@ -807,8 +813,23 @@ def case_no_gpu_every_verb():
         print(f"  {name}: exit {p.returncode}: {said[:150]}")
         if NO_GPU_WORDS not in p.stderr or "a job that ran on CPUs only" not in p.stderr:
             fail(f"scaleprof {name} should say {NO_GPU_WORDS!r} as report does:\n{p.stderr}")
+        if name == "report" and ("Host-side report" not in p.stdout or
+                                 re.search(r"GPU (is |are )?idle|breakdown|idle_", p.stdout)):
+            fail(f"report of a job with no GPU should show the host side only:\n{p.stdout}")
     if os.path.exists(page):
         fail("html wrote a page about GPUs for a job with no GPU")
+    # the host-side view: the marked iterations and the input wait the
+    # generator put in each (truth: idle_input of the step)
+    host = json.loads(scaleprof("report", d, "--json").stdout)
+    if host.get("kind") != "host" or host.get("gpu") is not False or "breakdown" in host:
+        fail(f"report --json of a job with no GPU should be the host-side view: {list(host)}")
+    for r in host["per_rank"]:
+        near(f"rank {r['rank']} input wait share", r["input_wait_share"], truth["breakdown"]["idle_input"], 0.02)
+        near(f"rank {r['rank']} iteration ms", r["iteration_ms"], truth["step_ms"], 0.05 * truth["step_ms"])
+        if r["iterations_from"] != "step markers":
+            fail(f"iterations should come from the step markers, not {r['iterations_from']}")
+    if [f["cause"] for f in host["findings"]] != ["input_pipeline"]:
+        fail(f"the host-side findings should be input_pipeline: {host['findings']}")
     with open(timeline) as f:
         tl = json.load(f)
     evs = tl["traceEvents"]
@@ -1025,6 +1046,30 @@ def case_cross_node_report():
         print(f"  {name}: {got}")
         if got:
             fail(f"no cross_node expected on {name}")
+
+
+def case_cross_node_far_below():
+    """Two hosts of four ranks, an all-reduce within each host and one over
+    both: the one spanning hosts gets about a fifth of the bus bandwidth
+    of those within a host, though this job pays only about 1% of its step
+    for it.  cross_node is listed (low, priced as it is, saying the cost is
+    small here); with the link at half the rate within a host and the same
+    small cost, it is not."""
+    common = ("--ranks", 8, "--hosts", 2, "--markers", "--intra-coll", "--bytes", 1 << 20, "--transfer-ms", 0.01)
+    far, _ = gen("xfar", *common, "--inter-transfer-ms", 0.06)
+    near_, _ = gen("xnear", *common, "--inter-transfer-ms", 0.025)
+    rep = report(far)
+    f = findings(rep).get("cross_node")
+    print(f"  cross_node: {f and (f['severity'], f['gain'], f['evidence'][150:260])}")
+    if not f or f["severity"] != "low" or f["gain"] >= 0.02 or "pays little" not in f["evidence"]:
+        fail(f"a link at a fifth of the bandwidth within a host should be named, priced as it is: {f}")
+    m = re.search(r"reach ([\d.]+) GB/s bus bandwidth, (\d+)% of the ([\d.]+) GB/s within a host", f["evidence"])
+    if not m or not 0.1 <= float(m[1]) / float(m[3]) <= 0.25:
+        fail(f"the evidence should give both bandwidths: {f['evidence']}")
+    got = findings(report(near_)).get("cross_node")
+    print(f"  link at half the rate, same small cost: {got and got['severity']}")
+    if got:
+        fail(f"a link at half the rate within a host, costing ~1%, is no finding: {got}")
 
 
 def case_compare_cross_node():
@@ -1365,13 +1410,17 @@ def case_run_refuses_mixing():
     print(f"  --run {ids[0]}: {one.returncode}: {one.stderr.strip()[:200]}")
     if "runs:" in one.stderr or "holds traces of" in one.stderr:
         fail("--run should pick one run")
-    # `cat` used no GPU: run does not send the user to a report that refuses
+    # `cat` used no GPU: run says so and suggests only what works (report's
+    # host-side view, export), never html or compare
     nxt = next((l.split("next: ", 1)[1].split(" (")[0] for l in first.stderr.splitlines() if "next: " in l), "")
     print(f"  run of a job with no GPU suggests: {nxt}")
-    if "scaleprof report" in nxt or "no GPU activity was recorded" not in first.stderr or not nxt:
-        fail("run of a job with no GPU should say so and suggest what works, not report: %r" % first.stderr)
-    tried = subprocess.run([SCALEPROF] + nxt.split()[1:], capture_output=True, text=True, cwd=TMP)
-    print(f"  {nxt}: exit {tried.returncode}")
+    if ("no GPU activity was recorded" not in first.stderr or not nxt or
+            re.search(r"next: .*scaleprof (html|compare)", first.stderr)):
+        fail("run of a job with no GPU should say so and suggest what works: %r" % first.stderr)
+    # (the directory holds the forced second run by now: the first is named)
+    tried = subprocess.run([SCALEPROF] + nxt.split()[1:] + ["--run", ids[0]], capture_output=True, text=True,
+                           cwd=TMP)
+    print(f"  {nxt} --run {ids[0]}: exit {tried.returncode}")
     if tried.returncode != 0:
         fail(f"the suggested next step fails: {tried.stderr}")
     ranked = subprocess.run([SCALEPROF, "run", "-o", os.path.join(TMP, "mixing2"), "--nproc", "2", "--"] + job,
@@ -1379,11 +1428,12 @@ def case_run_refuses_mixing():
     nxt = next((l.split("next: ", 1)[1].split(" (")[0] for l in ranked.stderr.splitlines() if "next: " in l), "")
     tried = subprocess.run([SCALEPROF] + nxt.split()[1:], capture_output=True, text=True, cwd=TMP)
     print(f"  two ranks, no GPU: suggests {nxt}: exit {tried.returncode}")
-    if "scaleprof export" not in nxt or tried.returncode != 0:
+    if "scaleprof export" not in ranked.stderr or tried.returncode != 0:
         fail(f"two ranks with no GPU: the host timeline should be suggested, and work: {ranked.stderr}")
-    # `cat` used no GPU: the report refuses it with the reason, not "healthy"
-    if one.returncode != 1 or "no GPU activity" not in one.stderr or "healthy" in one.stdout:
-        fail("a job without GPU activity should be refused with the reason: %r" % one.stderr)
+    # `cat` used no GPU: the report says so and shows the host side only, not "healthy"
+    if (one.returncode != 0 or "no GPU activity" not in one.stderr or "healthy" in one.stdout or
+            "Host-side report" not in one.stdout):
+        fail("a job without GPU activity should get the host-side view, with the reason: %r" % one.stderr)
     # a job whose processes record nothing and end at once leaves no file:
     # said so, with its exit status, and no "next: scaleprof report"
     quiet = subprocess.run([SCALEPROF, "run", "-o", os.path.join(TMP, "quiet"), "--", "true"],

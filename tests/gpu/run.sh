@@ -200,9 +200,13 @@ if [ "$torch_ok" = 1 ]; then
     json_of "$OUT/torch-1" >"$OUT/torch-report.json"
     "$PY" - "$OUT/torch-report.json" "$OUT/torch-1" "$SCALEPROF" >"$OUT/torch-check.txt" <<'EOF'
 import json, subprocess, sys, glob
-# On the CPU (--sim) the report refuses a job with no GPU activity: no JSON.
+# On the CPU (--sim) a job with no GPU activity gets the host-side view
+# ("kind": "host"), which has iterations, not steps.
 text = open(sys.argv[1]).read()
 rep = json.loads(text) if text.strip() else {"steps": {"count": 0, "detected_by": "no-GPU-refused"}}
+if rep.get("kind") == "host":
+    r = rep["per_rank"][0] if rep["per_rank"] else {"iterations": 0, "iterations_from": None}
+    rep = {"steps": {"count": r["iterations"], "detected_by": "host:" + str(r["iterations_from"]).replace(" ", "_")}}
 # Processes that recorded file reads of the dataset are the loader workers.
 readers = 0
 for f in glob.glob(sys.argv[2] + "/*/*.sprof"):

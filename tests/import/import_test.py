@@ -282,8 +282,21 @@ def case_bare_array_debian_torch(tmp):
     check(len(want_waits) == 8 and got_waits == want_waits,
           "every DataLoader __next__ as an input wait: %d of %d" % (len(got_waits), len(want_waits)))
     check("imported 16 events" in p.stdout and "8 steps, 8 dataloader" in p.stdout, "summary: " + p.stdout)
-    rep = run([SCALEPROF, "report", tmp], 1)
+    rep = run([SCALEPROF, "report", tmp], 0)
     check("no GPU activity was recorded" in rep.stderr, "report on a CPU-only trace says so: " + rep.stderr)
+    # what it shows instead: the host side, each ProfilerStep an iteration
+    # and the loader's __next__ ranges inside them its input wait
+    host = json.loads(run([SCALEPROF, "report", tmp, "--json"], 0).stdout)
+    steps = sorted(want_steps, key=lambda s: s[1])[3:]  # after the 3 warm-up steps
+    wait = sum(min(t + d, s[1] + s[2]) - max(t, s[1]) for s in steps for t, d in want_waits
+               if t < s[1] + s[2] and t + d > s[1])
+    share = wait / sum(s[2] for s in steps)
+    r = host["per_rank"][0]
+    print("  host-side: %d iterations from %s, input wait %.3f of each (truth %.3f)"
+          % (r["iterations"], r["iterations_from"], r["input_wait_share"], share))
+    check(host["kind"] == "host" and r["iterations_from"] == "step markers" and r["iterations"] == 5,
+          "the host-side view's iterations are the ProfilerSteps after warm-up: %r" % r)
+    check(abs(r["input_wait_share"] - share) < 0.01, "its input wait is the loader's __next__ time")
 
 
 def case_nothing_imported_is_an_error(tmp):

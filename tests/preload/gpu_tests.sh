@@ -157,8 +157,12 @@ run_launcher)
     [ "$rc" = 5 ] || { show "$work/err"; fail "exit status $rc, expected the worst rank's 5"; }
     [ "$(sort "$work/out" | tr '\n' ' ')" = "0/3/0/3 127.0.0.1:29500 1/3/1/3 127.0.0.1:29500 2/3/2/3 127.0.0.1:29500 " ] ||
         { show "$work/out"; fail "rank variables not as torchrun sets them"; }
-    # the shell ranks used no GPU: the next step named is the host timeline, not a report that refuses
-    grep -q "next: scaleprof export $work/t" "$work/err" || { show "$work/err"; fail "no pointer to the next step that works"; }
+    # the shell ranks used no GPU: the next steps named are report's host-side
+    # view and the host timeline, never html or compare (they refuse), and the report works
+    grep -q "next: scaleprof report $work/t (host side.*scaleprof export $work/t" "$work/err" &&
+        ! grep "next:" "$work/err" | grep -q "scaleprof html\|scaleprof compare" &&
+        "$SCALEPROF_BIN" report "$work/t" 2>/dev/null | grep -q "^Host-side report" ||
+        { show "$work/err"; fail "no pointer to the next steps that work"; }
     # a failed rank stops the others (which would wait for it for ever), what
     # they started included; its status is the launcher's
     start=$(date +%s)

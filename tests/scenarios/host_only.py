@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Jobs without a GPU, as a user without one runs them under `scaleprof run`:
+a PyTorch CPU loop with a DataLoader of 0, 2 and 4 workers (cpu_loop.py:
+its dataset reads a file and sleeps per sample, the loop times its own
+next(iterator)), and a CPU-only gloo DDP job of 2 processes
+(examples/pytorch/train_ddp.py --cpu).
+
+For each: run suggests only verbs that work; report shows the host-side
+view and makes no GPU claim, nor do html (which refuses) and export; the
+loop's report names its input wait with its share of each iteration,
+against the share the loop measured itself.
+
+usage: host_only.py CASE (loop | ddp), with SCALEPROF_BIN, CPU_LOOP,
+TRAIN_DDP, PYTHON and SCENARIO_WORKDIR in the environment.  Exits 77 when
+PYTHON has no torch."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+SCALEPROF = os.environ["SCALEPROF_BIN"]
+PY = os.environ.get("PYTHON", "/usr/bin/python3")
+WORK = os.path.join(os.environ.get("SCENARIO_WORKDIR", "."), "host_only")
+SLEEP_MS, COMPUTE_MS, ITERS = 40, 40, 12
+SHARE_TOL = 0.12     # a busy 2-core machine stalls the loop inside next() beyond its pipe waits
+ITER_TOL = 0.20      # relative
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def sp(*args, rc=None):
+    p = subprocess.run([SCALEPROF, *map(str, args)], capture_output=True, text=True, timeout=120)
+    if rc is not None and p.returncode != rc:
+        fail(f"scaleprof {' '.join(map(str, args))}: exit {p.returncode}, wanted {rc}\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def run_job(name, cmd, nproc=0):
+    out = os.path.join(WORK, name)
+    shutil.rmtree(out, ignore_errors=True)
+    extra = ["--nproc", str(nproc)] if nproc else []
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
+    p = subprocess.run([SCALEPROF, "run", "-o", out, *extra, "--", *cmd], capture_output=True, text=True,
+                       timeout=120, env=env)
+    if p.returncode != 0:
+        fail(f"{name}: the job failed under scaleprof run ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    nxt = [l for l in p.stderr.splitlines() if "next:" in l]
+    print(f"  {name}: {nxt[0] if nxt else '(no next step)'}")
+    if not nxt or re.search(r"scaleprof (html|compare)", nxt[0]) or "scaleprof report" not in nxt[0]:
+        fail(f"{name}: run should suggest report's host-side view and nothing that refuses: {p.stderr}")
+    return out, p.stdout
+
+
+def no_gpu_claims(name, d):
+    """report (text, JSON), html and export of d make no GPU claim."""
+    text = sp("report", d, rc=0)
+    claims = [l for l in text.stdout.splitlines() if "GPU" in l and "no GPU" not in l]
+    if not text.stdout.startswith("Host-side report") or claims:
+        fail(f"{name}: report should be the host-side view, with no GPU claim: {claims or text.stdout[:300]}")
+    if "no GPU activity was recorded" not in text.stderr:
+        fail(f"{name}: report should say why it shows the host side only: {text.stderr}")
+    rep = json.loads(sp("report", d, "--json", rc=0).stdout)
+    if rep.get("kind") != "host" or rep.get("gpu") is not False or "breakdown" in rep or "steps" in rep:
+        fail(f"{name}: report --json should be the host-side view: {sorted(rep)}")
+    page = os.path.join(WORK, name + ".html")
+    html = sp("html", d, "-o", page)
+    if html.returncode != 1 or os.path.exists(page) or "no GPU activity was recorded" not in html.stderr:
+        fail(f"{name}: html should refuse, with report's words, and write no page: {html.stderr}")
+    tl = os.path.join(WORK, name + ".json")
+    sp("export", d, "-o", tl, rc=0)
+    with open(tl) as f:
+        evs = json.load(f)["traceEvents"]
+    bad = [e for e in evs if e.get("cat") == "finding" or "GPU" in e.get("name", "") or
+           any(k.startswith("idle_") or k in ("compute", "breakdown") for k in e.get("args", {}))]
+    if bad:
+        fail(f"{name}: export claims GPU time: {bad[:2]}")
+    print(f"  {name}: report, report --json, html (refused), export ({len(evs)} events): no GPU claim")
+    return rep
+
+
+def truth_of(stdout):
+    m = re.search(r"truth: iterations (\d+) iter_ms ([\d.]+) wait_ms ([\d.]+) wait_share ([\d.]+)", stdout)
+    if not m:
+        fail("the loop printed no truth line:\n" + stdout)
+    return {"iterations": int(m[1]), "iter_ms": float(m[2]), "wait_ms": float(m[3]), "share": float(m[4])}
+
+
+def case_loop():
+    data = os.path.join(WORK, "data")
+    for workers in (0, 2, 4):
+        name = f"loop{workers}"
+        cmd = [PY, os.environ["CPU_LOOP"], data, workers, ITERS, SLEEP_MS, COMPUTE_MS]
+        d, out = run_job(name, list(map(str, cmd)))
+        truth = truth_of(out)
+        rep = no_gpu_claims(name, d)
+        r = rep["per_rank"][0]
+        got = (f"{r['iterations']} iterations of {r['iteration_ms']:.1f} ms, input wait "
+               f"{r['input_wait_share']:.3f} of each" if r["iterations"] else "no iteration")
+        print(f"  {name}: report {got}; the loop measured {truth['iterations']} of {truth['iter_ms']:.1f} ms, "
+              f"{truth['share']:.3f}")
+        if r["loader_workers"] != workers:
+            fail(f"{name}: {r['loader_workers']} loader workers found, the loop has {workers}")
+        finding = [f for f in rep["findings"] if f["cause"] == "input_pipeline"]
+        if workers == 0:
+            # its input is read inside the loop, between no call the trace
+            # times as a wait: no share is claimed
+            if r["iterations"] or finding or r["input_wait_share"] is not None:
+                fail(f"{name}: without workers or markers no iteration or input share can be claimed: {r}")
+            continue
+        if r["iterations_from"] != "loader pipe" or abs(r["iterations"] - truth["iterations"]) > 2:
+            fail(f"{name}: the iterations should be found from the loader's pipe, about {truth['iterations']}")
+        if abs(r["iteration_ms"] - truth["iter_ms"]) > ITER_TOL * truth["iter_ms"]:
+            fail(f"{name}: iteration {r['iteration_ms']:.1f} ms, the loop measured {truth['iter_ms']:.1f}")
+        if abs(r["input_wait_share"] - truth["share"]) > SHARE_TOL:
+            fail(f"{name}: input wait {r['input_wait_share']:.3f} of each iteration, the loop measured "
+                 f"{truth['share']:.3f}")
+        if workers == 2:
+            # two workers cannot keep up: the wait is a large part of each iteration, and said so
+            said = re.search(r"waits for input (\d+)% of each iteration", finding[0]["evidence"]) if finding else None
+            if not said or abs(int(said[1]) / 100 - truth["share"]) > SHARE_TOL:
+                fail(f"{name}: input_pipeline should name the wait's share of each iteration: {rep['findings']}")
+            print(f"  {name}: {finding[0]['evidence'][:110]}...")
+
+
+def case_ddp():
+    cmd = [PY, os.environ["TRAIN_DDP"], "--cpu", "--steps", 8, "--width", 128, "--layers", 2, "--files", 4,
+           "--batch", 16, "--workers", 1, "--worker-cost-ms", 10, "--data", os.path.join(WORK, "ddpdata")]
+    d, out = run_job("ddp", list(map(str, cmd)), nproc=2)
+    m = re.search(r"train_ddp: 2 ranks.*?: ([\d.]+) ms/step", out)
+    if not m:
+        fail("train_ddp printed no step time:\n" + out)
+    rep = no_gpu_claims("ddp", d)
+    ranks = [r["rank"] for r in rep["per_rank"]]
+    if ranks != [0, 1]:
+        fail(f"the report should hold ranks 0 and 1: {ranks}")
+    for r in rep["per_rank"]:
+        print(f"  ddp rank {r['rank']}: {r['iterations']} iterations of {r['iteration_ms']:.1f} ms "
+              f"(train_ddp: {m[1]} ms/step), input wait {r['input_wait_share']:.3f}, "
+              f"{r['loader_workers']} worker")
+        if r["loader_workers"] != 1 or not r["iterations"]:
+            fail(f"rank {r['rank']}: its loader worker and iterations should be found: {r}")
+        if abs(r["iteration_ms"] - float(m[1])) > 0.3 * float(m[1]):
+            fail(f"rank {r['rank']}: iteration {r['iteration_ms']:.1f} ms, train_ddp measured {m[1]} ms/step")
+
+
+if __name__ == "__main__":
+    if subprocess.run([PY, "-c", "import torch"], capture_output=True).returncode != 0:
+        print(f"SKIP: {PY} has no torch module (Debian: apt-get install python3-torch)")
+        sys.exit(77)
+    os.makedirs(WORK, exist_ok=True)
+    fn = globals().get("case_" + sys.argv[1]) if len(sys.argv) > 1 else None
+    if not fn:
+        fail("usage: host_only.py loop|ddp")
+    print(__doc__.strip().split("\n\n")[0])
+    fn()
+    print("ok")

@@ -331,12 +331,18 @@ int cmd_reduce(int argc, char **argv)
     const char *out = NULL;
     int part = 0, parts = 1, part_given = 0, parts_given = 0, own_all = 0, wait_s = DEFAULT_WAIT_S, a, b;
     static const struct option opts[] = {
-        {"output", required_argument, 0, 'o'}, {"part", required_argument, 0, 'p'},
-        {"parts", required_argument, 0, 'P'},  {"own", no_argument, 0, 'O'},
-        {"wait", required_argument, 0, 'w'},   {"steps", required_argument, 0, 's'},
-        {"skip", required_argument, 0, 'k'},   {"step-marker", required_argument, 0, 'm'},
-        {"run", required_argument, 0, 'R'},    {"threads", required_argument, 0, 't'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
+        {"output", required_argument, 0, 'o'},
+        {"part", required_argument, 0, 'p'},
+        {"parts", required_argument, 0, 'P'},
+        {"own", no_argument, 0, 'O'},
+        {"wait", required_argument, 0, 'w'},
+        {"steps", required_argument, 0, 's'},
+        {"skip", required_argument, 0, 'k'},
+        {"step-marker", required_argument, 0, 'm'},
+        {"run", required_argument, 0, 'R'},
+        {"threads", required_argument, 0, 't'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
     };
     opterr = 0;
     optind = 1;
@@ -425,6 +431,13 @@ int cmd_reduce(int argc, char **argv)
     sp_summary_put_header(&p1, &mine, token);
     sp_summary_put_frecs(&p1, &mine, NULL);
     sp_model_free(&mine);
+    /* A summary of ours from before goes first: a part past the meeting
+     * then knows that every summary it sees is of this reduce. */
+    char *old;
+    if (asprintf(&old, "%s/part-%06d%s", out, part, SP_SUMMARY_SUFFIX) >= 0) {
+        unlink(old);
+        free(old);
+    }
     char *p1_path;
     if (asprintf(&p1_path, "%s/%d.p1", parts_dir, part) < 0 || write_atomic(p1_path, &p1) < 0) {
         fprintf(stderr, "scaleprof reduce: %s/%d.p1: could not be written (%s)\n", parts_dir, part, strerror(errno));

@@ -25,7 +25,8 @@
 static const char summary_magic[8] = {'S', 'P', 'S', 'U', 'M', '0', '1', '\n'};
 #define SUMMARY_VERSION 1
 /* Sections after the header. */
-enum { SEC_FRECS = 1, SEC_RANKS = 2 };
+enum { SEC_FRECS = 1,
+       SEC_RANKS = 2 };
 
 /* One rank's pass-2 results, as read, until the classify pass takes them. */
 struct rank_res {
@@ -49,6 +50,9 @@ struct reduced {
     size_t n, cap;
     char **names; /* summary names, kept for rank_res.from */
     size_t nnames;
+    /* the steps pass 2 ran over: the view the classify pass must ask for */
+    int have_view;
+    int32_t skip, first, last;
 };
 
 /* ---- writing ---- */
@@ -462,15 +466,25 @@ int sp_summary_read(struct sp_model *m, const char *name, const unsigned char *p
         rc = -1;
     } else if (token && strcmp(token, tok)) {
         rc = -2; /* another job's part: not ours (yet) */
-    } else if (skip != m->opts.skip || first != m->opts.step_first || last != m->opts.step_last ||
-               strcmp(marker, marker_of(m)) || strcmp(run, m->opts.run ? m->opts.run : "")) {
-        char steps[64] = "";
-        if (first >= 0 || last >= 0)
-            snprintf(steps, sizeof steps, " --steps %d:%d", first, last);
-        sp_model_warn(m, "%s was reduced with --skip %d%s --step-marker '%s'%s%s: the analysis of summaries "
-                         "takes the options pass 1 and 2 ran with; give the same ones, or reduce again",
-                      name, (int)skip, steps, marker, run[0] ? " --run " : "", run);
+    } else if (strcmp(marker, marker_of(m)) || strcmp(run, m->opts.run ? m->opts.run : "")) {
+        sp_model_warn(m, "%s was reduced with --step-marker '%s'%s%s: give the same, or reduce again", name,
+                      marker, run[0] ? " --run " : "", run);
         rc = -1;
+    } else if (token == NULL) { /* loading summaries to analyze: the steps they were reduced over */
+        struct reduced *red = reduced_of(m);
+        if (!red)
+            rc = -1;
+        else if (!red->have_view) {
+            red->have_view = 1;
+            red->skip = skip;
+            red->first = first;
+            red->last = last;
+        } else if (red->skip != skip || red->first != first || red->last != last) {
+            sp_model_warn(m, "%s was reduced with other --skip or --steps than the summaries before it: "
+                             "reduce them again together",
+                          name);
+            rc = -1;
+        }
     }
     free(tok);
     free(marker);
@@ -676,7 +690,8 @@ int sp_summary_load(struct sp_model *m)
     }
     if (used < n) {
         sp_model_warn(m, "%d of %d summaries under %s could not be used: a report of the rest would leave "
-                         "ranks out", n - used, n, m->dir);
+                         "ranks out",
+                      n - used, n, m->dir);
         return -1;
     }
     sp_summary_sort_frecs(m, NULL);
@@ -690,6 +705,16 @@ int sp_summary_load(struct sp_model *m)
 int sp_summary_classified(struct sp_model *m)
 {
     struct reduced *red = m->reduced;
+    if (red->have_view &&
+        (red->skip != m->opts.skip || red->first != m->opts.step_first || red->last != m->opts.step_last)) {
+        char steps[64] = "";
+        if (red->first >= 0 || red->last >= 0)
+            snprintf(steps, sizeof steps, " --steps %d:%d", (int)red->first, (int)red->last - 1);
+        sp_model_warn(m, "%s was reduced with --skip %d%s: the step breakdown of summaries is that of the steps "
+                         "reduced; give the same options, or reduce again",
+                      m->dir, (int)red->skip, steps);
+        return -1;
+    }
     int missing = 0, first_missing = -1;
     for (int i = 0; i < m->nranks; i++) {
         struct sp_rank *r = &m->ranks[i];

@@ -195,12 +195,18 @@ static int own_paths(const char *dir, int part, int parts, int own_all, char ***
     return n;
 }
 
-/* Writes b to path through a temporary name, so a reader sees all or none. */
-static int write_atomic(const char *path, const struct sp_sbuf *b)
+/* Writes b, compressed, to path through a temporary name, so a reader
+ * sees all or none; *written gets the bytes on disk. */
+static int write_atomic(const char *path, const struct sp_sbuf *raw, size_t *written)
 {
     char *tmp;
-    if (b->err || asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0)
+    struct sp_sbuf packed, *b = &packed;
+    if (sp_summary_pack(raw, &packed) < 0)
         return -1;
+    if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0) {
+        sp_sbuf_free(&packed);
+        return -1;
+    }
     FILE *f = fopen(tmp, "wb");
     int ok = f && fwrite(b->p, 1, b->n, f) == b->n;
     if (f && fclose(f) != 0)
@@ -210,6 +216,9 @@ static int write_atomic(const char *path, const struct sp_sbuf *b)
     if (!ok)
         unlink(tmp);
     free(tmp);
+    if (written)
+        *written = b->n;
+    sp_sbuf_free(&packed);
     return ok ? 0 : -1;
 }
 
@@ -439,13 +448,12 @@ int cmd_reduce(int argc, char **argv)
         free(old);
     }
     char *p1_path;
-    if (asprintf(&p1_path, "%s/%d.p1", parts_dir, part) < 0 || write_atomic(p1_path, &p1) < 0) {
+    if (asprintf(&p1_path, "%s/%d.p1", parts_dir, part) < 0 || write_atomic(p1_path, &p1, NULL) < 0) {
         fprintf(stderr, "scaleprof reduce: %s/%d.p1: could not be written (%s)\n", parts_dir, part, strerror(errno));
         sp_sbuf_free(&p1);
         free(parts_dir);
         return 1;
     }
-    sp_sbuf_free(&p1);
 
     /* every part's records: the job-wide passes, then pass 2 on our ranks */
     struct sp_model m;
@@ -483,21 +491,14 @@ int cmd_reduce(int argc, char **argv)
     if (rc < 0)
         print_warnings(&m);
     char *sum_path = NULL;
-    struct sp_sbuf s = {0};
+    struct sp_sbuf *s = &p1;
+    size_t written = 0;
     if (rc == 0) {
         /* the records as pass 1 left them (the grouping since took the
-         * calls and markers): this part's pass-1 file, then its ranks */
-        unsigned char *b;
-        size_t bn;
-        if (sp_summary_slurp(p1_path, &b, &bn) < 0) {
-            rc = -1;
-        } else {
-            s.p = b;
-            s.n = s.cap = bn;
-            sp_summary_put_ranks(&s, &m, which);
-        }
-        if (rc == 0 && (asprintf(&sum_path, "%s/part-%06d%s", out, part, SP_SUMMARY_SUFFIX) < 0 ||
-                        write_atomic(sum_path, &s) < 0)) {
+         * calls and markers): this part's pass-1 record, then its ranks */
+        sp_summary_put_ranks(s, &m, which);
+        if (asprintf(&sum_path, "%s/part-%06d%s", out, part, SP_SUMMARY_SUFFIX) < 0 ||
+            write_atomic(sum_path, s, &written) < 0) {
             fprintf(stderr, "scaleprof reduce: %s: could not be written (%s)\n", sum_path ? sum_path : out,
                     strerror(errno));
             rc = -1;
@@ -507,13 +508,13 @@ int cmd_reduce(int argc, char **argv)
         int steps = m.step_hi - m.step_lo;
         printf("scaleprof reduce: part %d of %d: %d host director%s, %d trace file(s), %d rank(s), %d step(s) "
                "in view -> %s (%.1f KiB)\n",
-               part, parts, nhostdirs, nhostdirs == 1 ? "y" : "ies", n, nmine, steps, sum_path, s.n / 1024.0);
+               part, parts, nhostdirs, nhostdirs == 1 ? "y" : "ies", n, nmine, steps, sum_path, written / 1024.0);
         fflush(stdout);
         wait_summaries(out, parts, wait_s);
         unlink(p1_path);
         rmdir(parts_dir); /* the last part's succeeds */
     }
-    sp_sbuf_free(&s);
+    sp_sbuf_free(&p1);
     free(sum_path);
     free(p1_path);
     free(parts_dir);

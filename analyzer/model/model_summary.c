@@ -20,9 +20,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <zstd.h>
+
 #include "model_int.h"
 
 static const char summary_magic[8] = {'S', 'P', 'S', 'U', 'M', '0', '1', '\n'};
+/* The same, compressed: this magic, the length of the whole, a zstd frame. */
+static const char packed_magic[8] = {'S', 'P', 'S', 'U', 'M', 'Z', '1', '\n'};
+#define PACK_LEVEL 3
+#define UNPACK_MAX ((size_t)1 << 40) /* a length beyond this is damage */
 #define SUMMARY_VERSION 1
 /* Sections after the header. */
 enum { SEC_FRECS = 1,
@@ -205,6 +211,34 @@ void sp_summary_put_ranks(struct sp_sbuf *b, const struct sp_model *m, const uin
     }
 }
 
+int sp_summary_pack(const struct sp_sbuf *in, struct sp_sbuf *out)
+{
+    memset(out, 0, sizeof *out);
+    if (in->err)
+        return -1;
+    size_t bound = ZSTD_compressBound(in->n), head = sizeof packed_magic + sizeof(uint64_t);
+    out->p = malloc(head + bound);
+    if (!out->p)
+        return -1;
+    memcpy(out->p, packed_magic, sizeof packed_magic);
+    uint64_t n = in->n;
+    memcpy(out->p + sizeof packed_magic, &n, sizeof n);
+    /* with its checksum: damage is found before any record is believed */
+    ZSTD_CCtx *cc = ZSTD_createCCtx();
+    size_t z = cc ? ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, PACK_LEVEL) : 1;
+    if (cc && !ZSTD_isError(z))
+        z = ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
+    if (cc && !ZSTD_isError(z))
+        z = ZSTD_compress2(cc, out->p + head, bound, in->p, in->n);
+    ZSTD_freeCCtx(cc);
+    if (!cc || ZSTD_isError(z)) {
+        sp_sbuf_free(out);
+        return -1;
+    }
+    out->n = out->cap = head + z;
+    return 0;
+}
+
 /* ---- reading ---- */
 
 struct rd {
@@ -368,6 +402,9 @@ static int read_frec(struct rd *r, struct sp_file_rec *f)
         free(f->pauses);
         f->pauses = NULL;
     }
+    f->host[sizeof f->host - 1] = 0;
+    f->source[sizeof f->source - 1] = 0;
+    f->run[sizeof f->run - 1] = 0;
     if (!ok || r->bad || !f->path)
         return -1;
     return 0;
@@ -436,8 +473,32 @@ static int push_frec(struct sp_model *m, uint8_t **own)
     return 0;
 }
 
+static int read_plain(struct sp_model *m, const char *name, const unsigned char *p, size_t n, const char *token,
+                      uint8_t **own);
+
 int sp_summary_read(struct sp_model *m, const char *name, const unsigned char *p, size_t n, const char *token,
                     uint8_t **own)
+{
+    size_t head = sizeof packed_magic + sizeof(uint64_t);
+    if (n < head || memcmp(p, packed_magic, sizeof packed_magic))
+        return read_plain(m, name, p, n, token, own);
+    uint64_t len;
+    memcpy(&len, p + sizeof packed_magic, sizeof len);
+    unsigned long long frame = ZSTD_getFrameContentSize(p + head, n - head);
+    unsigned char *raw = len <= UNPACK_MAX && frame == len ? malloc(len ? len : 1) : NULL;
+    size_t got = raw ? ZSTD_decompress(raw, len, p + head, n - head) : 0;
+    if (!raw || ZSTD_isError(got) || got != len) {
+        sp_model_warn(m, "%s: damaged or cut short (its compressed data does not decompress): not used", name);
+        free(raw);
+        return -1;
+    }
+    int rc = read_plain(m, name, raw, len, token, own);
+    free(raw);
+    return rc;
+}
+
+static int read_plain(struct sp_model *m, const char *name, const unsigned char *p, size_t n, const char *token,
+                      uint8_t **own)
 {
     struct rd r = {.p = p, .n = n};
     char magic[sizeof summary_magic];
@@ -724,7 +785,12 @@ int sp_summary_classified(struct sp_model *m)
                 x = &red->res[k];
                 break;
             }
-        if (!x || x->nsteps != r->nsteps || x->ncalls != r->ncalls) {
+        int fits = x && x->nsteps == r->nsteps && x->ncalls == r->ncalls;
+        for (uint64_t k = 0; fits && k < x->nnodes; k++)
+            fits = x->nodes[k].call + (uint64_t)x->nodes[k].ncalls <= r->ncalls;
+        for (uint64_t c = 0; fits && c < x->ncalls; c++)
+            fits = x->call_node[c] >= -1 && x->call_node[c] < (int64_t)x->nnodes;
+        if (!fits) {
             if (x)
                 sp_model_warn(m, "%s: rank %d's steps or calls differ from what the summaries' file records "
                                  "give (%d steps, %llu calls against %d, %zu): rank left out",

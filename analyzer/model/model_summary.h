@@ -17,7 +17,8 @@
  * its summary instead of reading events.  Everything after (stragglers,
  * replay, findings, the renderers) cannot tell the difference.
  *
- * Stored form (docs/scale.md): the magic "SPSUM01\n", the sizes of the
+ * Stored form (docs/scale.md): a zstd frame after the magic "SPSUMZ1\n"
+ * and the length it decompresses to; inside, the magic "SPSUM01\n", the sizes of the
  * records (a summary is read back by the scaleprof build that wrote it, or
  * refused), the options pass 1 and 2 depend on (warm-up skip, --steps,
  * the step-marker pattern, --run), then length-prefixed sections.  Every
@@ -43,6 +44,9 @@ struct sp_sbuf {
     int err;
 };
 void sp_sbuf_free(struct sp_sbuf *b);
+/* in, compressed (zstd) into out as a summary file holds it; sp_summary_read
+ * takes either.  0, or -1 (out empty) when memory ran out. */
+int sp_summary_pack(const struct sp_sbuf *in, struct sp_sbuf *out);
 
 /* Whether dir directly holds *.spsum files (and so is read as summaries). */
 int sp_summary_is_dir(const char *dir);

@@ -193,6 +193,15 @@ def case_refusals():
         if "part-000001.spsum" not in p.stderr or "could not be used" not in p.stderr:
             fail(f"a summary cut at byte {cut} is not named:\n{p.stderr}")
     print("  summaries cut at 4 points: each named, the report refused")
+    for at in (20, len(data) // 2, len(data) - 8):
+        flipped = bytearray(data)
+        flipped[at] ^= 0x5A
+        with open(os.path.join(bad, "part-000001.spsum"), "wb") as f:
+            f.write(bytes(flipped))
+        p = scaleprof("report", bad, rc=1)
+        if "part-000001.spsum" not in p.stderr or "could not be used" not in p.stderr:
+            fail(f"a summary with byte {at} flipped is not named:\n{p.stderr}")
+    print("  a byte flipped at 3 points: each named, the report refused")
     os.remove(os.path.join(bad, "part-000001.spsum"))
     p = scaleprof("report", bad, "--json")
     rep = json.loads(p.stdout)

@@ -35,7 +35,6 @@
 
 #include "builtin.h"
 #include "model.h"
-#include "model_int.h"
 #include "model_summary.h"
 #include "opt.h"
 #include "traceset.h"
@@ -428,7 +427,7 @@ int cmd_reduce(int argc, char **argv)
     memset(&mine, 0, sizeof mine);
     mine.opts = o;
     mine.dir = dir;
-    if (n > 0 && sp_model_scan(&mine, paths, n) < 0) {
+    if (n > 0 && sp_summary_scan(&mine, paths, n) < 0) {
         print_warnings(&mine);
         sp_model_free(&mine);
         free(parts_dir);
@@ -465,15 +464,13 @@ int cmd_reduce(int argc, char **argv)
     int rc = gather(&m, parts_dir, parts, token, wait_s, &own, part);
     if (rc == 0) {
         sp_summary_sort_frecs(&m, own);
-        rc = m.nfrecs ? sp_model_group(&m) : -1;
+        rc = m.nfrecs ? sp_summary_open(&m) : -1;
         if (!m.nfrecs)
             fprintf(stderr, "scaleprof reduce: no *.sprof trace files under %s\n", dir);
     }
     uint8_t *which = NULL;
     int nmine = 0;
     if (rc == 0) {
-        sp_model_align_clocks(&m);
-        m.done = SP_STAGE_LOAD;
         which = calloc((size_t)m.nranks + 1, 1);
         for (int i = 0; which && i < m.nranks; i++) {
             const struct sp_rank *r = &m.ranks[i];

@@ -70,6 +70,13 @@ int sp_summary_read(struct sp_model *m, const char *name, const unsigned char *p
  * follows when not NULL); a path found twice is kept once, with a warning. */
 void sp_summary_sort_frecs(struct sp_model *m, uint8_t *own);
 
+/* For reduce, the two halves of sp_model_open around the meeting: pass 1
+ * alone over this part's trace paths (taken and freed), and, once every
+ * part's records are in m->frecs (sorted), the rest of loading (run,
+ * ranks, warnings, clocks): m is then at SP_STAGE_LOAD. */
+int sp_summary_scan(struct sp_model *m, char **paths, int n);
+int sp_summary_open(struct sp_model *m);
+
 /* sp_model_load's part on summaries: every *.spsum under m->dir. */
 int sp_summary_load(struct sp_model *m);
 /* The classify pass on summaries: each rank's results from its summary;

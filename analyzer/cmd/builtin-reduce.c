@@ -251,23 +251,25 @@ static int gather(struct sp_model *m, const char *parts_dir, int parts, const ch
     struct timespec t0, now, nap = {0, POLL_NS};
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int have = 0, rc = 0;
+    /* in order, from the first part not yet seen: each process opens each
+     * part's file about once, not once per look (thousands of hosts poll
+     * one shared directory) */
     while (have < parts) {
-        for (int i = 0; i < parts; i++) {
-            if (blobs[i])
-                continue;
+        for (int i = have; i < parts; i++) {
             char *p;
             if (asprintf(&p, "%s/%d.p1", parts_dir, i) < 0)
-                continue;
+                break;
             unsigned char *b;
             size_t n;
-            if (sp_summary_slurp(p, &b, &n) == 0) {
+            int found = sp_summary_slurp(p, &b, &n) == 0;
+            if (found) {
                 struct sp_model probe;
                 memset(&probe, 0, sizeof probe);
                 probe.opts = m->opts;
-                int r = sp_summary_read(&probe, p, b, n, token, NULL);
                 /* a part of another job (left from before): wait for this job's */
-                if (r == -2) {
+                if (sp_summary_read(&probe, p, b, n, token, NULL) == -2) {
                     free(b);
+                    found = 0;
                 } else {
                     blobs[i] = b;
                     lens[i] = n;
@@ -276,12 +278,14 @@ static int gather(struct sp_model *m, const char *parts_dir, int parts, const ch
                 sp_model_free(&probe);
             }
             free(p);
+            if (!found)
+                break;
         }
         if (have == parts)
             break;
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (now.tv_sec - t0.tv_sec >= wait_s) {
-            fprintf(stderr, "scaleprof reduce: %d of %d parts in %s after %d s (is every process started, and "
+            fprintf(stderr, "scaleprof reduce: part %d of %d not in %s after %d s (is every process started, and "
                             "%s on a filesystem all of them see?)\n",
                     have, parts, parts_dir, wait_s, parts_dir);
             rc = -1;

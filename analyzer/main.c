@@ -26,6 +26,7 @@ static const struct verb verbs[] = {
     {"hang", cmd_hang, "post-mortem of a hung or crashed job: the collective, who never arrived, why"},
     {"import", cmd_import, "convert PyTorch profiler (Kineto) traces to scaleprof traces"},
     {"export", cmd_export, "the timeline for ui.perfetto.dev / chrome://tracing, with the analysis on it"},
+    {"reduce", cmd_reduce, "per-host summaries of the traces, run through the job's launcher (mpirun, srun)"},
     {"html", cmd_html, "one self-contained HTML page of the report (or of a comparison)"},
     {"dump", cmd_dump, "print a trace file's header and events (text or JSON lines)"},
 };

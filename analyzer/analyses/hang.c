@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "model_int.h"
+#include "model_summary.h"
 #include "sprof.h"
 #include "traceset.h"
 
@@ -998,6 +999,22 @@ static int cmp_rank_entry(const void *a, const void *b)
     return x->rank - y->rank;
 }
 
+/* Summaries hold no events: the deep pass reads the few traces of the
+ * ranks concerned where the summaries recorded them; one this machine
+ * cannot read is said, not guessed at. */
+static void warn_unreachable(struct sp_model *m, const struct file_read *reads, int nreads)
+{
+    int n = 0;
+    const char *first = NULL;
+    for (int i = 0; i < nreads; i++)
+        if (access(reads[i].f->path, R_OK) != 0 && n++ == 0) first = reads[i].f->path;
+    if (n)
+        sp_model_warn(m, "%d trace file(s) of the ranks concerned (%s first) are not readable here: the summaries "
+                         "hold no events, so what those processes did last is not shown; run scaleprof hang on "
+                         "their host's traces for it",
+                      n, first);
+}
+
 static int deep(struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang *h)
 {
     /* the ranks concerned: members of a pending instance */
@@ -1017,6 +1034,7 @@ static int deep(struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang
     }
     for (int r = 0; r < m->nranks && rc == 0; r++)
         if (concerned[r]) rc = add_reads(m, o, r, concerned[r] == 2, &reads, &nreads);
+    if (sp_model_from_summaries(m)) warn_unreachable(m, reads, nreads);
     if (rc == 0 && nreads) {
         struct deep_job job = {reads};
         sp_model_parallel(m, nreads, read_one, &job);

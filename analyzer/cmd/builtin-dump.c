@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "model_summary.h"
 #include "builtin.h"
 #include "json.h"
 #include "opt.h"
@@ -279,6 +280,12 @@ static int dump_file(const char *path, const struct dump_opts *o)
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         fprintf(stderr, "scaleprof dump: %s is a directory: dump reads trace files (%s/<host>/<pid>.sprof); "
                         "scaleprof report reads a directory\n", path, path);
+        return 1;
+    }
+    size_t len = strlen(path), sl = strlen(SP_SUMMARY_SUFFIX);
+    if (len >= sl && !strcmp(path + len - sl, SP_SUMMARY_SUFFIX)) {
+        fprintf(stderr, "scaleprof dump: %s is a summary (scaleprof reduce), which holds no events: dump the "
+                        "trace files it was made from\n", path);
         return 1;
     }
     struct sp_pass pass = {.tool = {.any = dump_event}, .open = dump_open, .close = dump_close};

@@ -20,6 +20,7 @@
 #include "builtin.h"
 #include "export_trace.h"
 #include "model.h"
+#include "model_summary.h"
 #include "opt.h"
 #include "parse.h"
 #include "seen.h"
@@ -194,6 +195,13 @@ int cmd_export(int argc, char **argv)
         goto out;
     }
     const char *dir = argv[optind];
+    if (sp_summary_is_dir(dir)) { /* scaleprof reduce's: no events to draw */
+        fprintf(stderr, "scaleprof export: %s holds summaries (scaleprof reduce): the timeline needs the "
+                        "events themselves; export the traces of the hosts or ranks to look at\n",
+                dir);
+        rc = 1;
+        goto out;
+    }
     struct sp_model m;
     int mrc = sp_model_open(dir, &o, &m);
     if (mrc == 0 && eo.whatif >= 0 &&

@@ -20,6 +20,7 @@
 #include "html_report.h"
 #include "kernels.h"
 #include "model.h"
+#include "model_summary.h"
 #include "opt.h"
 #include "seen.h"
 
@@ -94,6 +95,12 @@ static int one_run(const char *dir, const struct sp_model_opts *o, const char *p
     }
     struct sp_kernels k;
     memset(&k, 0, sizeof k);
+    if (top_kernels && sp_model_from_summaries(&m)) {
+        fprintf(stderr, "scaleprof html: --kernels needs every kernel's name and time, which summaries (scaleprof "
+                        "reduce) do not hold: run it on the traces\n");
+        sp_model_free(&m);
+        return 1;
+    }
     if (top_kernels && sp_kernels_analyze(&m, &k) < 0) {
         fprintf(stderr, "scaleprof html: the kernel view ran out of memory\n");
         sp_kernels_free(&k);

@@ -30,6 +30,7 @@
 #include "json.h"
 #include "text.h"
 #include "model.h"
+#include "model_summary.h"
 #include "sprof.h"
 
 #define VERB "report"
@@ -1107,6 +1108,13 @@ int cmd_report(int argc, char **argv)
     }
     struct sp_kernels kernels;
     memset(&kernels, 0, sizeof kernels);
+    if (top_kernels && sp_model_from_summaries(&m)) {
+        fprintf(stderr, "scaleprof report: --kernels needs every kernel's name and time, which summaries (scaleprof "
+                        "reduce) do not hold: run it on the traces\n");
+        sp_hang_free(&hang);
+        sp_model_free(&m);
+        return 1;
+    }
     if (top_kernels && !csv && sp_kernels_analyze(&m, &kernels) < 0) {
         fprintf(stderr, "scaleprof report: the kernel view ran out of memory\n");
         sp_kernels_free(&kernels);

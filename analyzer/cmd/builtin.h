@@ -11,4 +11,5 @@ int cmd_import(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_html(int argc, char **argv);
+int cmd_reduce(int argc, char **argv);
 #endif

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "model_int.h"
+#include "model_summary.h"
 
 #define DEFAULT_SKIP 3
 #define TAIL_FACTOR 2.0  /* a last step this much longer than any other is the profiler's tail */
@@ -488,6 +489,7 @@ void sp_model_free(struct sp_model *m)
             free(m->warnings[i]);
         free(m->warn_base[i]);
     }
+    sp_summary_free(m);
     free(m->frecs);
     free(m->ranks);
     free(m->hosts);

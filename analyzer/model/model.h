@@ -420,6 +420,11 @@ struct sp_model {
     char run[64];           /* the run analyzed ("" when the traces name none) */
     int runs_found;         /* distinct runs in the directory (refused when > 1 without --run) */
     int files_other_runs;   /* files of other runs left out (--run) */
+    /* Summaries (scaleprof reduce, model_summary.c): what they hold for
+     * pass 2, NULL when the model reads traces; and in reduce, the ranks
+     * pass 2 classifies here (the others are other hosts'), NULL all. */
+    void *reduced;
+    const uint8_t *classify_only;
 };
 
 /* Opens the trace set under dir: finds the *.sprof files (recursively),

@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "model_int.h"
+#include "model_summary.h"
 #include "sprof.h"
 #include "traceset.h"
 
@@ -1107,7 +1108,8 @@ struct classify_job { struct sp_model *m; int done; pthread_mutex_t lock; };
 static void classify_one(int i, void *arg)
 {
     struct classify_job *j = arg;
-    classify_rank(i, j->m);
+    if (!j->m->classify_only || j->m->classify_only[i])
+        classify_rank(i, j->m);
     pthread_mutex_lock(&j->lock);
     j->done++;
     sp_model_progress(j->m, "classified ranks", j->done, j->m->nranks);
@@ -1116,10 +1118,17 @@ static void classify_one(int i, void *arg)
 
 int sp_model_classify(struct sp_model *m)
 {
+    if (m->reduced) /* summaries: pass 2 ran where the traces are */
+        return sp_summary_classified(m) < 0 ? -1 : sp_model_classify_done(m);
     struct classify_job job = {.m = m};
     pthread_mutex_init(&job.lock, NULL);
     sp_model_parallel(m, m->nranks, classify_one, &job);
     pthread_mutex_destroy(&job.lock);
+    return sp_model_classify_done(m);
+}
+
+int sp_model_classify_done(struct sp_model *m)
+{
     uint64_t late = 0;
     int classified = 0;
     for (int i = 0; i < m->nranks; i++) {

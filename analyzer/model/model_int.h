@@ -10,6 +10,14 @@
 
 void sp_model_warn(struct sp_model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int sp_model_load(struct sp_model *m);
+/* Pass 1 alone over the given trace paths (taken, freed by the model):
+ * m->frecs as read, not yet grouped (scaleprof reduce writes them out). */
+int sp_model_scan(struct sp_model *m, char **paths, int n);
+/* The rest of loading over m->frecs: the run, ranks, warnings. */
+int sp_model_group(struct sp_model *m);
+/* Classify's last step (warnings, whether any rank has a step), shared
+ * with the summaries' stand-in for pass 2 (model_summary.c). */
+int sp_model_classify_done(struct sp_model *m);
 void sp_model_align_clocks(struct sp_model *m);
 int sp_model_find_steps(struct sp_model *m);
 void sp_model_match_collectives(struct sp_model *m);

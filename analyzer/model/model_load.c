@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "model_int.h"
+#include "model_summary.h"
 #include "sprof.h"
 #include "traceset.h"
 
@@ -1351,20 +1352,8 @@ static int choose_run(struct sp_model *m)
     return 0;
 }
 
-int sp_model_load(struct sp_model *m)
+int sp_model_scan(struct sp_model *m, char **pv, int n)
 {
-    char **pv;
-    const char *why = "";
-    int n = sp_trace_find(m->dir, &pv, &why);
-    if (n < 0) {
-        sp_model_warn(m, "%s: %s", m->dir, why);
-        return -1;
-    }
-    if (n == 0) {
-        sp_model_warn(m, "no *.sprof trace files under %s", m->dir);
-        free(pv);
-        return -1;
-    }
     struct scan_job job = {.m = m};
     const char *re = m->opts.step_marker ? m->opts.step_marker : SP_MODEL_DEFAULT_STEP_RE;
     int rc = regcomp(&job.re, re, REG_EXTENDED | REG_ICASE | REG_NOSUB);
@@ -1392,6 +1381,35 @@ int sp_model_load(struct sp_model *m)
     sp_model_parallel(m, m->nfrecs, scan_one, &job);
     pthread_mutex_destroy(&job.lock);
     regfree(&job.re);
+    return 0;
+}
+
+int sp_model_load(struct sp_model *m)
+{
+    if (sp_summary_is_dir(m->dir)) {
+        if (sp_summary_load(m) < 0)
+            return -1;
+        return sp_model_group(m);
+    }
+    char **pv;
+    const char *why = "";
+    int n = sp_trace_find(m->dir, &pv, &why);
+    if (n < 0) {
+        sp_model_warn(m, "%s: %s", m->dir, why);
+        return -1;
+    }
+    if (n == 0) {
+        sp_model_warn(m, "no *.sprof trace files under %s", m->dir);
+        free(pv);
+        return -1;
+    }
+    if (sp_model_scan(m, pv, n) < 0)
+        return -1;
+    return sp_model_group(m);
+}
+
+int sp_model_group(struct sp_model *m)
+{
     if (choose_run(m) < 0)
         return -1;
     group_files(m);

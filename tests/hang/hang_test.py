@@ -424,6 +424,38 @@ def story_hang_usage():
         fail("--help does not list --min-hang")
 
 
+def story_hang_summaries():
+    """The crashed rank's job reduced (scaleprof reduce, two processes
+    started by hand): hang on the summaries gives the post-mortem hang
+    gives on the traces; with the traces gone, it still names #120, who
+    entered it and who never did, and says what it cannot show."""
+    d, _ = run_job("summarized", "--steps", 200, "--crash-rank", 2, "--crash-at", 120, until="crashed")
+    out = os.path.join(TMP, "summarized-summary")
+    ps = [subprocess.Popen([SCALEPROF, "reduce", d, "-o", out, "--part", str(i), "--parts", "2", "--wait", "60"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    for p in ps:
+        so, se = p.communicate(timeout=120)
+        if p.returncode != 0:
+            fail(f"reduce: exit {p.returncode}\n{so}\n{se}")
+        print("  " + so.strip())
+
+    def strip(text):
+        h = json.loads(text)
+        h.pop("dir", None)
+        return json.dumps(h, indent=1)
+    a = strip(scaleprof("hang", d, "--json").stdout)
+    b = strip(scaleprof("hang", out, "--json").stdout)
+    if a != b:
+        fail(f"hang --json differs on the summaries:\n{a[:2000]}\n---\n{b[:2000]}")
+    print(f"  hang --json on the summaries: identical ({len(a)} bytes)")
+    os.rename(d, d + "-gone")
+    h = hang_json(out)
+    check_hung_120(h, missing=[2], absent=[], entered=[0, 1, 3])
+    if not any("not readable here" in w for w in h["warnings"]):
+        fail(f"the summaries' hang does not say the traces are out of reach: {h['warnings']}")
+    print("  traces gone: #120 still named; " + [w for w in h["warnings"] if "not readable" in w][0][:90] + "...")
+
+
 if __name__ == "__main__":
     fn = globals().get("story_" + sys.argv[1])
     if not fn:

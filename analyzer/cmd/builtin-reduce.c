@@ -1,0 +1,527 @@
+/*
+ * builtin-reduce.c - `scaleprof reduce DIR -o SUMMARY`: one process per
+ * host, started by the job's own launcher (mpirun, srun, torchrun, pdsh),
+ * reads the traces of its host and writes their summary: pass 1's file
+ * records and, per rank, pass 2's step results (model_summary.h).  Every
+ * verb that analyzes (report, compare, html, hang) reads SUMMARY as it
+ * reads DIR, with the same answers.
+ *
+ * Which traces are a process's own: DIR's subdirectories (one per host,
+ * as the recorder writes them), sorted by name; process I of N (from the
+ * launcher: OMPI_COMM_WORLD_RANK/SIZE, SLURM_PROCID/NTASKS, RANK/
+ * WORLD_SIZE, PMI_RANK/SIZE; or --part/--parts) takes the J-th for every
+ * J = I mod N, and traces directly in DIR go to process 0.  With --own,
+ * DIR is this host's alone (a local disk) and all of it is read.
+ *
+ * Pass 2 needs what only the whole job gives (step boundaries agreed by
+ * every rank, collective arrivals, host clock offsets), so the processes
+ * meet once, through SUMMARY (a directory every host sees): each writes
+ * its pass-1 records to SUMMARY/.parts/I.p1, waits until all N are there,
+ * reads them (kilobytes per rank-step), runs the job-wide passes, and
+ * classifies its own ranks' events.  No process talks to another and no
+ * service runs: the launcher starts them, a shared directory joins them.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <dirent.h>
+
+#include "builtin.h"
+#include "model.h"
+#include "model_summary.h"
+#include "opt.h"
+#include "traceset.h"
+
+#define VERB "reduce"
+#define MAX_SKIP 1000000
+#define MAX_PARTS 1000000
+#define DEFAULT_WAIT_S 600
+#define POLL_NS 50000000L /* 50 ms between looks at the shared directory */
+
+static const char usage_text[] =
+    "usage: scaleprof reduce DIR -o SUMMARY [options]\n"
+    "\n"
+    "Run once per host through the job's launcher (mpirun, srun, torchrun,\n"
+    "pdsh): each process reads its host's traces under DIR and writes\n"
+    "SUMMARY/part-I.spsum, a few KB per rank and step.  Then report, compare,\n"
+    "html and hang take SUMMARY in place of DIR and give the same answers.\n"
+    "\n"
+    "Process I of N (from OMPI_COMM_WORLD_RANK/SIZE, SLURM_PROCID/NTASKS,\n"
+    "RANK/WORLD_SIZE or PMI_RANK/SIZE) reads DIR's host subdirectories J with\n"
+    "J mod N = I, in name order.  SUMMARY must be one directory every\n"
+    "process sees: the processes meet there once, to agree on the steps.\n"
+    "\n"
+    "  -o, --output SUMMARY     the summary directory (required)\n"
+    "  --part I --parts N       this process's index and their number, when\n"
+    "                           no launcher says (default 0 of 1)\n"
+    "  --own                    DIR holds this host's traces only (a local disk):\n"
+    "                           read all of it\n"
+    "  --wait S                 seconds to wait for the other processes (default 600)\n"
+    "  --steps A:B              analyze steps A to B, both included\n"
+    "  --skip N                 warm-up steps to drop (default 3)\n"
+    "  --step-marker RE         step markers are ranges whose name matches RE\n"
+    "  --run ID                 only the traces of run ID\n"
+    "  --threads N              reader threads (default: cores, at most 8)\n"
+    "  -h, --help               this text\n"
+    "\n"
+    "The analysis of SUMMARY must be given the same --steps, --skip,\n"
+    "--step-marker and --run (they shape the steps reduced).  dump, export\n"
+    "and report --kernels need the events themselves: run them on DIR.\n"
+    "\n"
+    "Exit status: 0 written, 1 nothing to reduce, a peer missing or a write\n"
+    "failed, 2 usage.\n";
+
+/* The launcher's word for this process's index and count. */
+static void launcher_part(int *part, int *parts)
+{
+    static const char *const vars[][2] = {
+        {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+        {"SLURM_PROCID", "SLURM_NTASKS"},
+        {"PMI_RANK", "PMI_SIZE"},
+        {"RANK", "WORLD_SIZE"},
+    };
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *a = getenv(vars[i][0]), *b = getenv(vars[i][1]);
+        if (a && b && *a && *b) {
+            long x = strtol(a, NULL, 10), y = strtol(b, NULL, 10);
+            if (y > 0 && x >= 0 && x < y && y <= MAX_PARTS) {
+                *part = (int)x;
+                *parts = (int)y;
+                return;
+            }
+        }
+    }
+}
+
+/* What tells this job's parts from a former reduce's left in SUMMARY. */
+static void job_token(char *out, size_t len, int parts, const char *dir)
+{
+    static const char *const ids[] = {"OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "SLURM_JOB_ID",
+                                      "SLURM_STEP_ID", "TORCHELASTIC_RUN_ID"};
+    size_t n = (size_t)snprintf(out, len, "%d:%s", parts, dir);
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0] && n < len; i++) {
+        const char *v = getenv(ids[i]);
+        if (v)
+            n += (size_t)snprintf(out + n, len - n, ":%s", v);
+    }
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The trace paths this part reads: the host subdirectories of dir it
+ * owns, in name order, and (part 0) the traces directly in dir. */
+static int own_paths(const char *dir, int part, int parts, int own_all, char ***out, int *nhostdirs)
+{
+    *out = NULL;
+    *nhostdirs = 0;
+    if (own_all) {
+        const char *why = "";
+        int n = sp_trace_find(dir, out, &why);
+        if (n < 0)
+            fprintf(stderr, "scaleprof reduce: %s: %s\n", dir, why);
+        *nhostdirs = n > 0;
+        return n;
+    }
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "scaleprof reduce: %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    char **subs = NULL, **paths = NULL;
+    int nsubs = 0, n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char *p;
+        struct stat st;
+        if (asprintf(&p, "%s/%s", dir, e->d_name) < 0)
+            break;
+        if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+            char **q = realloc(subs, ((size_t)nsubs + 1) * sizeof *q);
+            if (!q) {
+                free(p);
+                break;
+            }
+            subs = q;
+            subs[nsubs++] = p;
+        } else if (part == 0 && S_ISREG(st.st_mode) && strlen(p) > 6 && !strcmp(p + strlen(p) - 6, ".sprof")) {
+            char **q = realloc(paths, ((size_t)n + 1) * sizeof *q);
+            if (!q) {
+                free(p);
+                break;
+            }
+            paths = q;
+            paths[n++] = p;
+        } else {
+            free(p);
+        }
+    }
+    closedir(d);
+    if (nsubs)
+        qsort(subs, (size_t)nsubs, sizeof *subs, cmp_str);
+    for (int j = 0; j < nsubs; j++) {
+        if (j % parts == part) {
+            char **v;
+            const char *why = "";
+            int k = sp_trace_find(subs[j], &v, &why);
+            if (k > 0) {
+                char **q = realloc(paths, ((size_t)n + (size_t)k) * sizeof *q);
+                if (q) {
+                    paths = q;
+                    memcpy(paths + n, v, (size_t)k * sizeof *v);
+                    n += k;
+                    free(v);
+                } else {
+                    sp_trace_paths_free(v, k);
+                }
+            } else {
+                free(v);
+            }
+            ++*nhostdirs;
+        }
+        free(subs[j]);
+    }
+    free(subs);
+    *out = paths;
+    return n;
+}
+
+/* Writes b, compressed, to path through a temporary name, so a reader
+ * sees all or none; *written gets the bytes on disk. */
+static int write_atomic(const char *path, const struct sp_sbuf *raw, size_t *written)
+{
+    char *tmp;
+    struct sp_sbuf packed, *b = &packed;
+    if (sp_summary_pack(raw, &packed) < 0)
+        return -1;
+    if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0) {
+        sp_sbuf_free(&packed);
+        return -1;
+    }
+    FILE *f = fopen(tmp, "wb");
+    int ok = f && fwrite(b->p, 1, b->n, f) == b->n;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (ok && rename(tmp, path) != 0)
+        ok = 0;
+    if (!ok)
+        unlink(tmp);
+    free(tmp);
+    if (written)
+        *written = b->n;
+    sp_sbuf_free(&packed);
+    return ok ? 0 : -1;
+}
+
+static int make_dir(const char *path)
+{
+    if (mkdir(path, 0777) == 0 || errno == EEXIST)
+        return 0;
+    fprintf(stderr, "scaleprof reduce: %s: %s\n", path, strerror(errno));
+    return -1;
+}
+
+static void print_warnings(const struct sp_model *m)
+{
+    for (int i = 0; i < m->nwarnings; i++)
+        fprintf(stderr, "scaleprof reduce: warning: %s\n", m->warnings[i]);
+}
+
+/* Waits until every part's pass-1 record of this job is in parts_dir and
+ * reads them all into m (own[] marks this part's files).  0, or -1 when
+ * one did not come within wait_s or could not be read. */
+static int gather(struct sp_model *m, const char *parts_dir, int parts, const char *token, int wait_s,
+                  uint8_t **own, int part)
+{
+    unsigned char **blobs = calloc((size_t)parts, sizeof *blobs);
+    size_t *lens = calloc((size_t)parts, sizeof *lens);
+    if (!blobs || !lens) {
+        free(blobs);
+        free(lens);
+        return -1;
+    }
+    struct timespec t0, now, nap = {0, POLL_NS};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int have = 0, rc = 0;
+    /* in order, from the first part not yet seen: each process opens each
+     * part's file about once, not once per look (thousands of hosts poll
+     * one shared directory) */
+    while (have < parts) {
+        for (int i = have; i < parts; i++) {
+            char *p;
+            if (asprintf(&p, "%s/%d.p1", parts_dir, i) < 0)
+                break;
+            unsigned char *b;
+            size_t n;
+            int found = sp_summary_slurp(p, &b, &n) == 0;
+            if (found) {
+                struct sp_model probe;
+                memset(&probe, 0, sizeof probe);
+                probe.opts = m->opts;
+                /* a part of another job (left from before): wait for this job's */
+                if (sp_summary_read(&probe, p, b, n, token, NULL) == -2) {
+                    free(b);
+                    found = 0;
+                } else {
+                    blobs[i] = b;
+                    lens[i] = n;
+                    have++;
+                }
+                sp_model_free(&probe);
+            }
+            free(p);
+            if (!found)
+                break;
+        }
+        if (have == parts)
+            break;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - t0.tv_sec >= wait_s) {
+            fprintf(stderr, "scaleprof reduce: part %d of %d not in %s after %d s (is every process started, and "
+                            "%s on a filesystem all of them see?)\n",
+                    have, parts, parts_dir, wait_s, parts_dir);
+            rc = -1;
+            break;
+        }
+        nanosleep(&nap, NULL);
+    }
+    for (int i = 0; i < parts && rc == 0; i++) {
+        char *name;
+        if (asprintf(&name, "%s/%d.p1", parts_dir, i) < 0) {
+            rc = -1;
+            break;
+        }
+        int from = m->nfrecs;
+        if (sp_summary_read(m, name, blobs[i], lens[i], token, own) < 0)
+            rc = -1;
+        for (int k = from; own && *own && k < m->nfrecs; k++)
+            (*own)[k] = i == part;
+        free(name);
+    }
+    for (int i = 0; i < parts; i++)
+        free(blobs[i]);
+    free(blobs);
+    free(lens);
+    return rc;
+}
+
+/* Waits for every part's summary, so that no part's pass-1 record is
+ * removed while another part still reads it. */
+static void wait_summaries(const char *out, int parts, int wait_s)
+{
+    struct timespec t0, now, nap = {0, POLL_NS};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < parts;) {
+        char *p;
+        if (asprintf(&p, "%s/part-%06d%s", out, i, SP_SUMMARY_SUFFIX) < 0)
+            return;
+        int there = access(p, F_OK) == 0;
+        free(p);
+        if (there) {
+            i++;
+            continue;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - t0.tv_sec >= wait_s)
+            return;
+        nanosleep(&nap, NULL);
+    }
+}
+
+int cmd_reduce(int argc, char **argv)
+{
+    struct sp_model_opts o;
+    sp_model_opts_default(&o);
+    const char *out = NULL;
+    int part = 0, parts = 1, part_given = 0, parts_given = 0, own_all = 0, wait_s = DEFAULT_WAIT_S, a, b;
+    static const struct option opts[] = {
+        {"output", required_argument, 0, 'o'},
+        {"part", required_argument, 0, 'p'},
+        {"parts", required_argument, 0, 'P'},
+        {"own", no_argument, 0, 'O'},
+        {"wait", required_argument, 0, 'w'},
+        {"steps", required_argument, 0, 's'},
+        {"skip", required_argument, 0, 'k'},
+        {"step-marker", required_argument, 0, 'm'},
+        {"run", required_argument, 0, 'R'},
+        {"threads", required_argument, 0, 't'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'p':
+            if (sp_opt_int(VERB, "--part", optarg, 0, MAX_PARTS - 1, &part) < 0)
+                return SP_EXIT_USAGE;
+            part_given = 1;
+            break;
+        case 'P':
+            if (sp_opt_int(VERB, "--parts", optarg, 1, MAX_PARTS, &parts) < 0)
+                return SP_EXIT_USAGE;
+            parts_given = 1;
+            break;
+        case 'O': own_all = 1; break;
+        case 'w':
+            if (sp_opt_int(VERB, "--wait", optarg, 0, 86400 * 7, &wait_s) < 0)
+                return SP_EXIT_USAGE;
+            break;
+        case 's':
+            if (sp_opt_range(VERB, "--steps", optarg, 0, INT32_MAX - 1, &a, &b) < 0)
+                return SP_EXIT_USAGE;
+            o.step_first = a;
+            o.step_last = b + 1;
+            break;
+        case 'k':
+            if (sp_opt_int(VERB, "--skip", optarg, 0, MAX_SKIP, &o.skip) < 0)
+                return SP_EXIT_USAGE;
+            break;
+        case 'm': o.step_marker = optarg; break;
+        case 'R': o.run = optarg; break;
+        case 't':
+            if (sp_opt_int(VERB, "--threads", optarg, 1, 256, &o.threads) < 0)
+                return SP_EXIT_USAGE;
+            break;
+        case 'h': fputs(usage_text, stdout); return 0;
+        default: return sp_opt_unknown(VERB, opts, argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return sp_usage_error(VERB, optind >= argc ? "give the trace directory" : "one trace directory only");
+    if (!out)
+        return sp_usage_error(VERB, "-o SUMMARY is required");
+    if (part_given != parts_given)
+        return sp_usage_error(VERB, "--part and --parts go together");
+    if (!part_given)
+        launcher_part(&part, &parts);
+    if (part >= parts)
+        return sp_usage_error(VERB, "--part %d of --parts %d: the part is 0 to %d", part, parts, parts - 1);
+    const char *dir = argv[optind];
+
+    char *parts_dir;
+    if (make_dir(out) < 0 || asprintf(&parts_dir, "%s/.parts", out) < 0)
+        return 1;
+    if (make_dir(parts_dir) < 0) {
+        free(parts_dir);
+        return 1;
+    }
+    char token[1024];
+    job_token(token, sizeof token, parts, dir);
+
+    /* pass 1 over this part's own traces */
+    char **paths;
+    int nhostdirs;
+    int n = own_paths(dir, part, parts, own_all, &paths, &nhostdirs);
+    if (n < 0) {
+        free(parts_dir);
+        return 1;
+    }
+    struct sp_model mine;
+    memset(&mine, 0, sizeof mine);
+    mine.opts = o;
+    mine.dir = dir;
+    if (n > 0 && sp_summary_scan(&mine, paths, n) < 0) {
+        print_warnings(&mine);
+        sp_model_free(&mine);
+        free(parts_dir);
+        return 1;
+    }
+    if (n == 0)
+        free(paths);
+    struct sp_sbuf p1 = {0};
+    sp_summary_put_header(&p1, &mine, token);
+    sp_summary_put_frecs(&p1, &mine, NULL);
+    sp_model_free(&mine);
+    /* A summary of ours from before goes first: a part past the meeting
+     * then knows that every summary it sees is of this reduce. */
+    char *old;
+    if (asprintf(&old, "%s/part-%06d%s", out, part, SP_SUMMARY_SUFFIX) >= 0) {
+        unlink(old);
+        free(old);
+    }
+    char *p1_path;
+    if (asprintf(&p1_path, "%s/%d.p1", parts_dir, part) < 0 || write_atomic(p1_path, &p1, NULL) < 0) {
+        fprintf(stderr, "scaleprof reduce: %s/%d.p1: could not be written (%s)\n", parts_dir, part, strerror(errno));
+        sp_sbuf_free(&p1);
+        free(parts_dir);
+        return 1;
+    }
+
+    /* every part's records: the job-wide passes, then pass 2 on our ranks */
+    struct sp_model m;
+    memset(&m, 0, sizeof m);
+    m.opts = o;
+    m.dir = dir;
+    m.detected_by = "none";
+    uint8_t *own = malloc(1);
+    int rc = gather(&m, parts_dir, parts, token, wait_s, &own, part);
+    if (rc == 0) {
+        sp_summary_sort_frecs(&m, own);
+        rc = m.nfrecs ? sp_summary_open(&m) : -1;
+        if (!m.nfrecs)
+            fprintf(stderr, "scaleprof reduce: no *.sprof trace files under %s\n", dir);
+    }
+    uint8_t *which = NULL;
+    int nmine = 0;
+    if (rc == 0) {
+        which = calloc((size_t)m.nranks + 1, 1);
+        for (int i = 0; which && i < m.nranks; i++) {
+            const struct sp_rank *r = &m.ranks[i];
+            which[i] = r->nfiles > 0;
+            for (int f = 0; f < r->nfiles; f++)
+                which[i] &= own[r->files[f] - m.frecs];
+            nmine += which[i];
+        }
+        m.classify_only = which;
+        if (!which || sp_model_run(&m, SP_STAGE_COLLECTIVES) < 0)
+            rc = -1;
+        else
+            sp_model_run(&m, SP_STAGE_CLASSIFY); /* no step on our ranks: their summary says so */
+    }
+    if (rc < 0)
+        print_warnings(&m);
+    char *sum_path = NULL;
+    struct sp_sbuf *s = &p1;
+    size_t written = 0;
+    if (rc == 0) {
+        /* the records as pass 1 left them (the grouping since took the
+         * calls and markers): this part's pass-1 record, then its ranks */
+        sp_summary_put_ranks(s, &m, which);
+        if (asprintf(&sum_path, "%s/part-%06d%s", out, part, SP_SUMMARY_SUFFIX) < 0 ||
+            write_atomic(sum_path, s, &written) < 0) {
+            fprintf(stderr, "scaleprof reduce: %s: could not be written (%s)\n", sum_path ? sum_path : out,
+                    strerror(errno));
+            rc = -1;
+        }
+    }
+    if (rc == 0) {
+        int steps = m.step_hi - m.step_lo;
+        printf("scaleprof reduce: part %d of %d: %d host director%s, %d trace file(s), %d rank(s), %d step(s) "
+               "in view -> %s (%.1f KiB)\n",
+               part, parts, nhostdirs, nhostdirs == 1 ? "y" : "ies", n, nmine, steps, sum_path, written / 1024.0);
+        fflush(stdout);
+        wait_summaries(out, parts, wait_s);
+        unlink(p1_path);
+        rmdir(parts_dir); /* the last part's succeeds */
+    }
+    sp_sbuf_free(&p1);
+    free(sum_path);
+    free(p1_path);
+    free(parts_dir);
+    free(which);
+    free(own);
+    m.classify_only = NULL;
+    sp_model_free(&m);
+    return rc == 0 ? 0 : 1;
+}

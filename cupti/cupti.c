@@ -267,7 +267,7 @@ static void emit_gpu(uint64_t start, uint64_t end, struct sp_ev_gpu g)
 {
     struct sp_event ev = {.type = SP_EV_GPU, .t = start, .gpu = g};
     ev.gpu.dur = end > start ? end - start : 0;
-    sp_emit(&ev);
+    sp_emit_gpu(&ev); /* by when it ran, not when CUPTI delivered it */
 }
 
 static void kernel_record(const CUpti_ActivityKernel10 *k)

@@ -81,7 +81,7 @@ static void record_push(const char *name, uint64_t domain)
     if (!name)
         name = "";
     if (domain == 0 && names_a_step(name))
-        sp_core_step_boundary();
+        sp_core_step_boundary(name);
     uint32_t id = sp_recording ? sp_gpu_intern(name) : 0;
     if (depth >= 0 && depth < MAX_DEPTH)
         open_names[depth] = id;

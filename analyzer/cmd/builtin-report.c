@@ -21,6 +21,7 @@
 #include <regex.h>
 
 #include "builtin.h"
+#include "ended.h"
 #include "hang.h"
 #include "seen.h"
 #include "kernels.h"
@@ -180,6 +181,10 @@ static void text_hang(const struct sp_model *m, const struct sp_hang *h, int col
         rank_ints(x->absent, x->nabsent, c, sizeof c);
         int w = snprintf(line, sizeof line, "HUNG: the job appears hung in %s #%llu on communicator %016llx: ",
                          op_name(x->op), (unsigned long long)x->seq, (unsigned long long)x->comm);
+        if (w > 0 && (size_t)w < sizeof line && x->stalled_rank >= 0)
+            w += snprintf(line + w, sizeof line - (size_t)w, "rank %d stopped making progress first (its trace ends "
+                          "%.2f s before any other member's: stopped, frozen or died) and the others wait for it; ",
+                          x->stalled_rank, x->stalled_s);
         if (w > 0 && (size_t)w < sizeof line && x->inside)
             w += snprintf(line + w, sizeof line - (size_t)w, "every rank entered it and none completed it");
         else if (w > 0 && (size_t)w < sizeof line)
@@ -206,6 +211,28 @@ static void text_hang(const struct sp_model *m, const struct sp_hang *h, int col
         printf("\n");
 }
 
+/* The first lines of a report on a job whose ranks did not all end well:
+ * each rank that failed (signal, exit status or an unclosed trace), with
+ * its last activity; the ranks the launcher stopped after it, in one line. */
+static struct sp_ended_set ended; /* the ranks that did not end well (ended.h) */
+
+static void ended_line(const char *text, void *arg)
+{
+    char line[2 * SP_ENDED_TEXT + 16];
+    snprintf(line, sizeof line, "ENDED: %s", text);
+    sp_text_wrapped(line, 0, 2, *(int *)arg);
+}
+
+/* The first lines of a report on a job whose ranks did not all end well:
+ * each rank that failed (signal, exit status or an unclosed trace), with
+ * its last activity, the first to end first. */
+static void text_ended(const struct sp_ended_set *s, int cols)
+{
+    sp_ended_text(s, ended_line, &cols);
+    if (s->n)
+        printf("\n");
+}
+
 static void json_hang(struct sp_json *j, const struct sp_model *m, const struct sp_hang *h)
 {
     char see[4200];
@@ -228,6 +255,10 @@ static void json_hang(struct sp_json *j, const struct sp_model *m, const struct 
         json_int_list(j, "entered", x->entered, x->nentered);
         json_int_list(j, "missing", x->missing, x->nmissing);
         json_int_list(j, "absent", x->absent, x->nabsent);
+        if (x->stalled_rank >= 0)
+            sp_json_int(j, "stalled_rank", x->stalled_rank);
+        else
+            sp_json_null(j, "stalled_rank");
         sp_json_num(j, "hung_s", x->hung_s);
         sp_json_close(j, '}');
     }
@@ -905,6 +936,7 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
     sp_json_close(&j, ']');
     sp_json_bool(&j, "healthy", is_healthy(m));
     json_hang(&j, m, h);
+    sp_ended_json(&j, &ended);
     sp_json_open(&j, "whatif", '{');
     sp_json_num(&j, "replayed_step_ms", m->replay_step_ms);
     if (m->ideal_step_ms > 0)
@@ -1035,14 +1067,23 @@ int cmd_report(int argc, char **argv)
     struct sp_hang_opts ho;
     sp_hang_opts_default(&ho);
     memset(&hang, 0, sizeof hang);
+    memset(&ended, 0, sizeof ended);
     if (rc == 0)
+        sp_ended_analyze(&m, &ended);
+    if (rc == 0) {
+        int failed[64];
         sp_hang_analyze(&m, &ho, &hang);
+        sp_hang_mark_failed(&hang, failed, sp_ended_failed(&ended, failed, 64));
+    }
     if (rc == 0 && !json && !csv)
         text_hang(&m, &hang, sp_text_columns());
+    if (rc == 0 && !json && !csv)
+        text_ended(&ended, sp_text_columns());
     /* a CPU-only job, or one whose GPU work was not seen: every number
      * below is about GPUs, so none is printed */
     if (rc == 0 && sp_seen_no_gpu(VERB, &m, "the breakdown is per GPU, so there is nothing to report")) {
         sp_hang_free(&hang);
+        sp_ended_free(&ended);
         sp_model_free(&m);
         return 1;
     }
@@ -1057,6 +1098,7 @@ int cmd_report(int argc, char **argv)
             fprintf(stderr, "scaleprof report: --steps %d:%d: no step found in %s\n", o.step_first,
                     o.step_last - 1, dir);
         sp_hang_free(&hang);
+        sp_ended_free(&ended);
         sp_model_free(&m);
         return SP_EXIT_USAGE;
     }
@@ -1067,6 +1109,7 @@ int cmd_report(int argc, char **argv)
                         "completes: a job that crashed at start?)%s\n", dir,
                 hang.nhung ? "; it appears hung: scaleprof hang DIR says where" : "");
         sp_hang_free(&hang);
+        sp_ended_free(&ended);
         sp_model_free(&m);
         return 1;
     }
@@ -1075,6 +1118,7 @@ int cmd_report(int argc, char **argv)
             fprintf(stderr, "scaleprof report: %s\n", m.warnings[i]);
         fprintf(stderr, "scaleprof report: nothing to analyze in %s\n", dir);
         sp_hang_free(&hang);
+        sp_ended_free(&ended);
         sp_model_free(&m);
         return 1;
     }
@@ -1084,6 +1128,7 @@ int cmd_report(int argc, char **argv)
         fprintf(stderr, "scaleprof report: the kernel view ran out of memory\n");
         sp_kernels_free(&kernels);
         sp_hang_free(&hang);
+        sp_ended_free(&ended);
         sp_model_free(&m);
         return 1;
     }
@@ -1103,6 +1148,7 @@ int cmd_report(int argc, char **argv)
     }
     sp_kernels_free(&kernels);
     sp_hang_free(&hang);
+    sp_ended_free(&ended);
     sp_model_free(&m);
     return 0;
 }

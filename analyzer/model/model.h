@@ -206,6 +206,8 @@ struct sp_file_rec {
     int64_t pause_status;   /* pass 1: that stop's status (> 0: a step window's edge) */
     int64_t window_step;    /* the step a step window (SCALEPROF_STEPS) opened at, else -1 */
     int64_t window_t;       /* ... and when, on this file's clock */
+    int exited;             /* its process's own EXIT event was read ... */
+    int32_t exit_status;    /* ... with this status (-1: not known) */
     int helper;             /* attached to its rank through the ppid chain */
     /* A process that drives several GPUs (one thread and group calls, a
      * thread per GPU, JAX): the ranks it holds, one per device, ascending

@@ -480,6 +480,10 @@ static void on_event(struct file_scan *s, const struct sp_reader *r, const struc
          * the step number as status; a pause (the control file) has status
          * 0 or -1 and may fall inside one.  A START with a step number
          * closes a window's gap, not a pause. */
+        if (ev->proc.kind == SP_PROC_EXIT && (ev->proc.pid == (int64_t)f->pid || ev->proc.pid == 0)) {
+            f->exited = 1;
+            f->exit_status = (int32_t)ev->proc.status;
+        }
         if (ev->proc.kind == SP_PROC_STOP && f->pause_open < 0) {
             f->pause_open = t;
             f->pause_status = ev->proc.status;

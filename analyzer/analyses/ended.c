@@ -209,9 +209,12 @@ void sp_ended_free(struct sp_ended_set *s)
 int sp_ended_failed(const struct sp_ended_set *s, int *out, int max)
 {
     int n = 0;
-    for (int i = 0; i < s->n && n < max; i++)
-        if (!s->v[i].stopped && s->v[i].how != SP_ENDED_UNCLOSED)
-            out[n++] = s->v[i].rank;
+    for (int i = 0; i < s->n && n < max; i++) {
+        const struct sp_ended *e = &s->v[i];
+        int sent = e->how == SP_ENDED_SIGNAL && (e->code == SIGKILL || e->code == SIGTERM || e->code == SIGINT);
+        if (!e->stopped && e->how != SP_ENDED_UNCLOSED && !sent)
+            out[n++] = e->rank;
+    }
     return n;
 }
 

@@ -72,8 +72,9 @@ void sp_ended_how_text(const struct sp_ended *e, char *out, size_t len);
 #define SP_ENDED_GROUP_S 1.0
 void sp_ended_text(const struct sp_ended_set *s, void (*line)(const char *text, void *arg), void *arg);
 
-/* The ranks of s that failed by a launcher's record (a signal or a
- * non-zero exit, not stopped by it), into out (at most max); how many. */
+/* The ranks of s that failed by a launcher's record (a non-zero exit, or
+ * a signal other than SIGKILL, SIGTERM and SIGINT, which a job killed
+ * whole gets too; not stopped by it), into out (at most max); how many. */
 int sp_ended_failed(const struct sp_ended_set *s, int *out, int max);
 
 /* The set as the JSON array "ended" (docs/report-json.md). */

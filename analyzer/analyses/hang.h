@@ -169,7 +169,7 @@ struct sp_hang {
 const struct sp_hang_rank *sp_hang_rank_of(const struct sp_hang *h, int rank);
 int sp_hang_analyze(struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang *h);
 /* A pending instance that a rank which failed (a fatal signal or a
- * non-zero exit the launcher recorded, ended.h) never entered can never
+ * non-zero exit the launcher recorded, sp_ended_failed) never entered can never
  * complete: marked hung and stranded, as mark_stranded does for a rank
  * whose trace shows it exited. */
 void sp_hang_mark_failed(struct sp_hang *h, const int *ranks, int n);

@@ -113,6 +113,10 @@ static void usage(FILE *f)
             SP_COLOR_HELP
             "  -h, --help         this text\n"
             "\n"
+            "A rank that fails is named with its pid, its signal or exit status and its last\n"
+            "recorded activity; how every rank ended goes into DIR/exit-status.HOST, where\n"
+            "report and hang read it.\n"
+            "\n"
             "Then: scaleprof report DIR (run names the next step that works: the host's\n"
             "timeline instead when no GPU activity was recorded)\n");
 }

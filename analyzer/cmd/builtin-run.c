@@ -466,9 +466,9 @@ static int launch_and_wait(const struct run_opts *o, const char *outdir, int *an
                         char how[64];
                         ended_text(st, how, sizeof how);
                         fprintf(stderr,
-                                "scaleprof run: rank %d (pid %d) %s: stopping the %d other "
+                                "scaleprof run: rank %d %s: stopping the %d other "
                                 "rank%s (SIGTERM, then SIGKILL after %d s; --keep-going to let them "
-                                "run)\n", rank_of(o, i) >= 0 ? rank_of(o, i) : i, (int)pid, how, left,
+                                "run)\n", rank_of(o, i) >= 0 ? rank_of(o, i) : i, how, left,
                                 left == 1 ? "" : "s", STOP_GRACE_S);
                         kill(-pid, SIGTERM); /* what the failed rank left behind */
                         forward_signal(SIGTERM);

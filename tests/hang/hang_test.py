@@ -213,7 +213,7 @@ def story_hang_crashed_rank_stopped():
                         state, "--steps", "200", "--crash-rank", "2", "--crash-at", "120"],
                        capture_output=True, text=True, timeout=120)
     expect("the launcher's status (the crashed rank's)", p.returncode, 3)
-    if not re.search(r"rank 2 \(pid \d+\) exited with status 3: stopping the 3 other ranks", p.stderr):
+    if "rank 2 exited with status 3: stopping the 3 other ranks" not in p.stderr:
         fail(f"the launcher did not say it stopped the others: {p.stderr}")
     h = hang_json(out)
     if len(h["hung"]) != 1:
@@ -438,7 +438,7 @@ def story_hang_segv_rank():
     print(p.stderr)
     expect("the launcher's status (128 + SIGSEGV)", p.returncode, 139)
     pid = int(open(os.path.join(state, "pid.2")).read())
-    if f"rank 2 (pid {pid}) was killed by signal 11 (SIGSEGV): stopping the 3 other ranks" not in p.stderr:
+    if "rank 2 was killed by signal 11 (SIGSEGV): stopping the 3 other ranks" not in p.stderr:
         fail("run does not name the rank and the signal as it stops the others")
     if not re.search(rf"scaleprof run: rank 2 \(pid {pid} on \S+\) killed by signal 11 \(SIGSEGV\);.*its last "
                      r"recorded activity: allreduce #599 ", p.stderr):

@@ -22,7 +22,10 @@
  * (SP_DROP_CUPTI).  Completed buffers are turned into GPU events: kernels
  * whose name says NCCL ("ncclKernel*", "ncclDevKernel*") as
  * SP_GPU_NCCL_KERNEL, the rest as SP_GPU_KERNEL; names are interned once
- * per trace file through a content-hash cache (sp_gpu_intern).
+ * per trace file through a content-hash cache (sp_gpu_intern).  They are
+ * appended through sp_emit_gpu, which keeps or drops a record by when the
+ * GPU ran it against the step window (core.c), not by when its buffer
+ * arrived: buffers come late, usually after a window has closed.
  *
  * Conflict.  Before CUDA 13.3 CUPTI takes one subscriber.  If cuptiSubscribe
  * answers CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, or enabling a
@@ -267,7 +270,7 @@ static void emit_gpu(uint64_t start, uint64_t end, struct sp_ev_gpu g)
 {
     struct sp_event ev = {.type = SP_EV_GPU, .t = start, .gpu = g};
     ev.gpu.dur = end > start ? end - start : 0;
-    sp_emit(&ev);
+    sp_emit_gpu(&ev); /* by when it ran, not when CUPTI delivered it */
 }
 
 static void kernel_record(const CUpti_ActivityKernel10 *k)

@@ -1148,15 +1148,45 @@ static int ensure_open(void)
  * inherited page (a rank forked by its launcher) moves to a page of its
  * own first.  The counting process decides sp_recording at each boundary;
  * followers keep sp_recording on and filter in sp_emit, since nothing
- * would tell them when their parent's count moves.  Step 0, before the
- * first marker, is always recorded: a job without markers is recorded
- * whole. */
+ * would tell them when their parent's count moves.  Time before the
+ * first marker is always recorded: a job without markers is recorded
+ * whole.
+ *
+ * Step numbers are the markers': a step marker whose name ends in a
+ * number ("step 12", "ProfilerStep#12") is that step; one without is the
+ * step after the previous one, the first being step 0.  These are the
+ * numbers the analyzer's report shows, so SCALEPROF_STEPS=5:8 is the
+ * report's steps 5 to 8.  The page holds the step number plus one (0:
+ * before the first marker).
+ *
+ * GPU activity and the window.  CUPTI delivers its records late, in
+ * buffers, often after the window has closed; whether a record is kept
+ * is decided by when the GPU ran it, never by when it arrived.  Every
+ * time sp_recording turns off or on (a step boundary, the control file)
+ * the time is written in g_edges (SP_EDGES_MAX of them; once full, the
+ * recording stays "on" for the GPU: more is kept, never less).  A record
+ * is kept when its run overlaps a stretch where recording was on, or -
+ * work launched inside the window that the GPU ran only after it closed -
+ * when it starts in the stretch right after one, and its correlation id
+ * is at most the highest seen among records that started inside that
+ * window (CUPTI numbers API calls in call order, so it was launched before
+ * one of them) and above the highest among those that started before the
+ * window opened.  "Seen" means delivered so far: a record delivered ahead
+ * of the in-window records that would vouch for it is dropped. */
 
 static _Atomic long g_step_local;
 static _Atomic long *g_step = &g_step_local;
 static int g_step_inherited; /* g_step is the page of the process we forked from */
 static int g_step_counting;  /* this process has seen a step boundary */
 #define SP_STEP_PAGE 4096
+#define SP_EDGES_MAX 128 /* even: once full, the last edge turned recording on */
+#define SP_STEP_NUMBER_DIGITS 15
+
+static _Atomic uint64_t g_edges[SP_EDGES_MAX];
+static _Atomic int g_nedges;
+/* Highest correlation id among records that started in stretch i (stretch
+ * 0 up to the first edge, even stretches recorded). */
+static _Atomic uint64_t g_stretch_corr[SP_EDGES_MAX + 1];
 
 static void step_counter_map(void)
 {
@@ -1171,16 +1201,82 @@ static int in_step_window(void)
 {
     if (g_cfg.step_first < 0)
         return 1;
-    long s = atomic_load_explicit(g_step, memory_order_relaxed);
-    return s == 0 || (s >= g_cfg.step_first && s <= g_cfg.step_last);
+    long s = atomic_load_explicit(g_step, memory_order_relaxed) - 1;
+    return s < 0 || (s >= g_cfg.step_first && s <= g_cfg.step_last);
+}
+
+/* A turn of sp_recording, at time t: one edge more (see above). */
+static void window_edge(uint64_t t)
+{
+    int n = atomic_load_explicit(&g_nedges, memory_order_relaxed);
+    if (n >= SP_EDGES_MAX)
+        return;
+    atomic_store_explicit(&g_edges[n], t, memory_order_relaxed);
+    atomic_store_explicit(&g_nedges, n + 1, memory_order_release);
 }
 
 static void recompute_recording(void)
 {
+    int before = sp_recording;
     sp_recording = atomic_load(&sp_core_state) == SP_CORE_READY && !g_paused && (!g_step_counting || in_step_window());
+    if (before != sp_recording && atomic_load(&sp_core_state) == SP_CORE_READY)
+        window_edge(sp_now());
 }
 
-void sp_core_step_boundary(void)
+/* The stretch (between edges) time t falls in. */
+static int stretch_of(uint64_t t, const uint64_t *edges, int n)
+{
+    int i = 0;
+    while (i < n && t >= edges[i])
+        i++;
+    return i;
+}
+
+static void corr_max(_Atomic uint64_t *m, uint64_t corr)
+{
+    uint64_t old = atomic_load_explicit(m, memory_order_relaxed);
+    while (corr > old && !atomic_compare_exchange_weak_explicit(m, &old, corr, memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
+/* Whether GPU work that ran from start to end, with this CUPTI
+ * correlation id (0: none), belongs to the recording (see above). */
+static int gpu_in_window(uint64_t start, uint64_t end, uint64_t corr)
+{
+    if (g_cfg.step_first >= 0 && !g_step_counting)
+        return in_step_window(); /* a follower: its window is live only */
+    int n = atomic_load_explicit(&g_nedges, memory_order_acquire);
+    if (n == 0)
+        return sp_recording; /* never turned: as the host side */
+    uint64_t edges[SP_EDGES_MAX];
+    for (int i = 0; i < n; i++)
+        edges[i] = atomic_load_explicit(&g_edges[i], memory_order_relaxed);
+    if (end < start)
+        end = start;
+    int a = stretch_of(start, edges, n), b = stretch_of(end, edges, n);
+    if (corr)
+        corr_max(&g_stretch_corr[a], corr);
+    if (!(a & 1) || a < b)
+        return 1; /* started while recording, or ran into a stretch that was */
+    /* started after a window closed: launched inside it? */
+    uint64_t hi = atomic_load_explicit(&g_stretch_corr[a - 1], memory_order_relaxed);
+    uint64_t lo = a >= 2 ? atomic_load_explicit(&g_stretch_corr[a - 2], memory_order_relaxed) : 0;
+    return corr && corr <= hi && (a < 2 || corr > lo);
+}
+
+/* The number a step marker's name ends with, else the step after prev. */
+static long step_number(const char *name, long prev)
+{
+    size_t n = name ? strlen(name) : 0, i = n;
+    while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
+        i--;
+    if (i == n || n - i > SP_STEP_NUMBER_DIGITS)
+        return prev + 1;
+    long long v = strtoll(name + i, NULL, 10);
+    return v < SP_STEPS_MAX ? (long)v : prev + 1;
+}
+
+void sp_core_step_boundary(const char *name)
 {
     if (SP_UNLIKELY(!g_step_counting)) {
         if (g_step_inherited)
@@ -1190,12 +1286,13 @@ void sp_core_step_boundary(void)
         recompute_detour();
     }
     int before = sp_recording;
-    atomic_fetch_add(g_step, 1);
+    long step = step_number(name, atomic_load(g_step) - 1);
+    atomic_store(g_step, step + 1);
     if (atomic_load(&sp_core_state) != SP_CORE_READY)
         return;
     recompute_recording();
     if (before != sp_recording)
-        emit_proc_always(sp_recording ? SP_PROC_START : SP_PROC_STOP, 0, (int)atomic_load(g_step));
+        emit_proc_always(sp_recording ? SP_PROC_START : SP_PROC_STOP, 0, (int)step);
 }
 
 void sp_core_control(int pause)
@@ -1343,6 +1440,22 @@ void sp_emit(const struct sp_event *ev)
 {
     int e = errno;
     sp_emit_raw(ev);
+    errno = e;
+}
+
+/* A GPU record from CUPTI: kept by when the GPU ran it, not by when it
+ * was delivered ("GPU activity and the window" above). */
+void sp_emit_gpu(const struct sp_event *ev)
+{
+    int e = errno;
+    if ((atomic_load_explicit(&sp_core_state, memory_order_relaxed) == SP_CORE_READY || ensure_open()) &&
+        gpu_in_window(ev->t, ev->t + ev->gpu.dur, ev->gpu.correlation)) {
+        watch_thread_exit();
+        sp_emit_ticket ticket = inflight_ticket();
+        if (atomic_load_explicit(&sp_core_state, memory_order_acquire) == SP_CORE_READY)
+            sp_writer_append(sp_core_writer, ev);
+        sp_emit_leave(ticket);
+    }
     errno = e;
 }
 

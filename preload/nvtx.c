@@ -23,8 +23,9 @@
  *
  * Steps: a push whose name starts, ignoring case, with "step",
  * "iteration" or "ProfilerStep" (PyTorch's "ProfilerStep#12") is a step
- * boundary: sp_core_step_boundary() is called before the push is recorded,
- * so the push belongs to the step it opens.  Without such markers,
+ * boundary: sp_core_step_boundary() is called with its name (a number
+ * ending it is the step's) before the push is recorded, so the push
+ * belongs to the step it opens.  Without such markers,
  * SCALEPROF_STEPS has nothing to count and records everything.
  */
 #define NVTX_NO_IMPL
@@ -81,7 +82,7 @@ static void record_push(const char *name, uint64_t domain)
     if (!name)
         name = "";
     if (domain == 0 && names_a_step(name))
-        sp_core_step_boundary();
+        sp_core_step_boundary(name);
     uint32_t id = sp_recording ? sp_gpu_intern(name) : 0;
     if (depth >= 0 && depth < MAX_DEPTH)
         open_names[depth] = id;

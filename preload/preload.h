@@ -330,8 +330,13 @@ extern __thread int sp_in_vfork __attribute__((tls_model("initial-exec")));
 void sp_core_set_rank(int rank, int world_size, int device);
 
 /* Step counting for SCALEPROF_STEPS: nvtx.c calls this at each step-marker
- * push.  Without markers there are no steps to count (docs/preload.md). */
-void sp_core_step_boundary(void);
+ * push, with the marker's name (its number, when it ends in one, is the
+ * step's).  Without markers there are no steps to count (docs/preload.md). */
+void sp_core_step_boundary(const char *name);
+
+/* sp_emit for CUPTI's GPU records: inside or outside the step window by
+ * when the GPU ran the work, not by when the record arrives (core.c). */
+void sp_emit_gpu(const struct sp_event *ev);
 
 /* Called by the CUPTI part when its background flush must run before the
  * file is closed (exit, exec).  Registered by cupti.c; NULL when absent. */

@@ -1117,6 +1117,54 @@ static void mark_stranded(struct sp_hang *h)
     }
 }
 
+/* A rank's trace end (global), over its own files; *sampled when they
+ * carry CPU samples (the trace then runs as long as its process did),
+ * *closed when its last file was closed (it exited). */
+static int64_t rank_trace_end(const struct sp_model *m, int r, int *sampled, int *closed)
+{
+    const struct sp_rank *q = &m->ranks[r];
+    int64_t end = INT64_MIN;
+    *sampled = *closed = 0;
+    for (int f = 0; f < q->nfiles; f++) {
+        int64_t e = file_global(m, q->files[f], file_end(q->files[f]));
+        end = e > end ? e : end;
+        *sampled |= q->files[f]->cpu.nsamples > 1;
+    }
+    if (q->nfiles)
+        *closed = (q->files[q->nfiles - 1]->flags & SP_FLAG_CLOSED) != 0;
+    return end;
+}
+
+/* Each hung instance's member whose trace ended first, far ahead of the
+ * others': the rank that stopped making progress (see stalled_rank). */
+static void find_stalled(const struct sp_model *m, struct sp_hang *h)
+{
+    for (int i = 0; i < h->ninsts; i++) {
+        struct sp_hang_inst *x = &h->insts[i];
+        x->stalled_rank = -1;
+        int64_t first = INT64_MAX, second = INT64_MAX;
+        int who = -1, who_ok = 0;
+        for (int k = 0; k < x->nentered + x->nmissing; k++) {
+            int rank = k < x->nentered ? x->entered[k] : x->missing[k - x->nentered];
+            int r = rank_index(m, rank), sampled, closed;
+            if (r < 0) continue;
+            int64_t e = rank_trace_end(m, r, &sampled, &closed);
+            if (e < first) {
+                second = first;
+                first = e;
+                who = rank;
+                who_ok = sampled && !closed;
+            } else if (e < second) {
+                second = e;
+            }
+        }
+        if (who >= 0 && who_ok && second != INT64_MAX && (double)(second - first) / NS_PER_S >= SP_HANG_MIN_S) {
+            x->stalled_rank = who;
+            x->stalled_s = (double)(second - first) / NS_PER_S;
+        }
+    }
+}
+
 int sp_hang_analyze(struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang *h)
 {
     memset(h, 0, sizeof *h);
@@ -1131,7 +1179,22 @@ int sp_hang_analyze(struct sp_model *m, const struct sp_hang_opts *o, struct sp_
     int rc = find_instances(m, o, h, NULL, 0, 1);
     if (rc == 0 && o->deep && h->ninsts) rc = deep(m, o, h);
     if (rc == 0) mark_stranded(h);
+    find_stalled(m, h);
     return rc;
+}
+
+void sp_hang_mark_failed(struct sp_hang *h, const int *ranks, int n)
+{
+    for (int i = 0; i < h->ninsts; i++) {
+        struct sp_hang_inst *x = &h->insts[i];
+        for (int k = 0; k < x->nmissing && !x->hung; k++)
+            for (int f = 0; f < n && !x->hung; f++)
+                if (ranks[f] == x->missing[k]) {
+                    x->hung = x->stranded = 1;
+                    h->nhung++;
+                    if (h->hung_s < 0 || x->hung_s < h->hung_s) h->hung_s = x->hung_s;
+                }
+    }
 }
 
 void sp_hang_free(struct sp_hang *h)

@@ -110,6 +110,13 @@ struct sp_hang_inst {
     double pending_s; /* from the last entry on the comm to the end of the traces */
     double bar_s;     /* the bar pending_s had to pass */
     double hung_s;    /* from last_done_t (else first_entry_t) to the end */
+    /* The member that stopped making progress first: its trace (CPU
+     * samples included, so it ran until its process stopped) ends
+     * stalled_s before any other member's, by SP_HANG_MIN_S or more, and
+     * was not closed (stopped, frozen, killed or crashed, not exited);
+     * -1 none. */
+    int stalled_rank;
+    double stalled_s;
 };
 
 /* Ranks that called different collectives at the same (comm, seq). */
@@ -161,6 +168,12 @@ struct sp_hang {
 /* The entry of `rank` in h->ranks (filled with deep analysis), NULL if none. */
 const struct sp_hang_rank *sp_hang_rank_of(const struct sp_hang *h, int rank);
 int sp_hang_analyze(struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang *h);
+/* A pending instance that a rank which failed (a fatal signal or a
+ * non-zero exit the launcher recorded, sp_ended_failed) never entered can never
+ * complete: marked hung and stranded, as mark_stranded does for a rank
+ * whose trace shows it exited. */
+void sp_hang_mark_failed(struct sp_hang *h, const int *ranks, int n);
+
 void sp_hang_free(struct sp_hang *h);
 /* "float32", "bf16", ... for an ncclDataType_t; "?" unknown. */
 const char *sp_hang_dtype_name(uint32_t dtype);

@@ -20,6 +20,14 @@ int sp_seen_gpu(const struct sp_model *m)
 
 void sp_seen_no_gpu_text(const struct sp_model *m, char *out, size_t len)
 {
+    if (m->api_events > 0) { /* the job used the GPU: its activity was lost */
+        snprintf(out, len,
+                 "no GPU activity was recorded in any of its %d rank(s) (%d file(s)), though they hold %llu "
+                 "CUDA and NCCL call(s): the job used its GPUs, but their activity records (CUPTI) did not "
+                 "reach the traces (CUPTI held by another tool, disabled with SCALEPROF_CUPTI=0, or lost)",
+                 m->nranks, m->nfrecs, (unsigned long long)m->api_events);
+        return;
+    }
     snprintf(out, len,
              "no GPU activity was recorded in any of its %d rank(s) (%d file(s)): a job that ran on "
              "CPUs only, or whose CUDA work the recorder did not see (CUPTI held by another tool, a "

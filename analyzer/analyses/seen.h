@@ -17,7 +17,9 @@ int sp_seen_gpu(const struct sp_model *m);
 
 /* Why there is no GPU claim to make, for a trace set sp_seen_gpu refuses:
  * "no GPU activity was recorded in any of its N rank(s) (F file(s)): a
- * job that ran on CPUs only, or ...".  Always NUL-terminated. */
+ * job that ran on CPUs only, or ..."; when the traces hold CUDA or NCCL
+ * calls, it says the GPUs' records were lost instead.  Always
+ * NUL-terminated. */
 void sp_seen_no_gpu_text(const struct sp_model *m, char *out, size_t len);
 
 /* For a verb about to make GPU claims: 0 when m has GPU activity;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "builtin.h"
+#include "ended.h"
 #include "hang.h"
 #include "json.h"
 #include "model.h"
@@ -29,7 +30,10 @@ static const char usage_text[] =
     "communicator, the collective some ranks entered and never completed, the\n"
     "ranks that never entered it (or left no trace), what each of them was doing\n"
     "last, how long the job was hung, and ranks that called different\n"
-    "collectives at the same sequence number (desync).\n"
+    "collectives at the same sequence number (desync).  It leads with the rank\n"
+    "that stopped making progress first (its trace ends a second or more before\n"
+    "the others'), and names ranks killed by a signal or exiting non-zero as\n"
+    "scaleprof run recorded them (DIR/exit-status.HOST).\n"
     "\n"
     "  --json            print the result as JSON (man scaleprof-hang)\n"
     "  --events N        last events shown per thread (default 4, 1 to 64)\n"
@@ -57,6 +61,8 @@ static void rank_list(const int *v, int n, char *out, size_t len)
         if (used + 16 >= len && i + 1 < n) snprintf(out + used, len - used, ",...");
     }
 }
+
+static struct sp_ended_set hang_ended; /* ranks that did not end well (ended.h) */
 
 static void ranks_text(const int *v, int n, char *out, size_t len)
 {
@@ -132,6 +138,26 @@ static void text_inst(const struct sp_model *m, const struct sp_hang *h,
         printf("HUNG in %s #%llu on communicator %016llx (%u ranks), for %.2f s\n",
                sp_hang_op_name(x->op), (unsigned long long)x->seq, (unsigned long long)x->comm,
                x->nranks, x->hung_s);
+    if (x->stalled_rank >= 0) {
+        const struct sp_ended *e = NULL;
+        char how[256] = "";
+        for (int i = 0; i < hang_ended.n; i++)
+            if (hang_ended.v[i].rank == x->stalled_rank && !hang_ended.v[i].stopped)
+                e = &hang_ended.v[i];
+        if (e && e->how != SP_ENDED_UNCLOSED) {
+            size_t w = (size_t)snprintf(how, sizeof how, " (its process: ");
+            sp_ended_how_text(e, how + w, sizeof how - w);
+            w = strlen(how);
+            snprintf(how + w, sizeof how - w, ", the launcher recorded)");
+        }
+        snprintf(line, sizeof line,
+                 "stopped making progress first: rank %d, whose trace (CPU samples included) ends %.2f s "
+                 "before any other member's%s; its process was stopped (SIGSTOP), frozen or died there, "
+                 "and the others wait for it: look at it before the network or NCCL",
+                 x->stalled_rank, x->stalled_s, how);
+        printf("  ");
+        sp_text_wrapped(line, 2, 4, cols);
+    }
     if (x->nentered) {
         ranks_text(x->entered, x->nentered, list, sizeof list);
         printf("  entered it, never completed: %s (%s)\n", list, call);
@@ -139,6 +165,17 @@ static void text_inst(const struct sp_model *m, const struct sp_hang *h,
     if (x->nmissing) {
         ranks_text(x->missing, x->nmissing, list, sizeof list);
         printf("  never entered it:            %s\n", list);
+        for (int k = 0; k < x->nmissing; k++)
+            for (int i = 0; i < hang_ended.n; i++) {
+                const struct sp_ended *e = &hang_ended.v[i];
+                char how[256];
+                if (e->rank != x->missing[k] || e->stopped) continue;
+                sp_ended_how_text(e, how, sizeof how);
+                snprintf(line, sizeof line, "rank %d %s, its trace ending %.2f s before the job's", e->rank, how,
+                         e->before_s);
+                printf("    ");
+                sp_text_wrapped(line, 4, 6, cols);
+            }
     }
     if (x->nabsent) {
         ranks_text(x->absent, x->nabsent, list, sizeof list);
@@ -149,7 +186,10 @@ static void text_inst(const struct sp_model *m, const struct sp_hang *h,
     if (x->absent_unnamed)
         printf("  left no trace:               %d member%s of the communicator (ranks unknown)\n",
                x->absent_unnamed, x->absent_unnamed == 1 ? "" : "s");
-    if (x->inside)
+    if (x->inside && x->stalled_rank >= 0)
+        printf("  every rank entered it: stuck inside the collective, waiting for rank %d (above)\n",
+               x->stalled_rank);
+    else if (x->inside)
         printf("  every rank entered it: stuck inside the collective (a peer's GPU, the network, "
                "or NCCL itself)\n");
     if (x->stranded)
@@ -389,6 +429,13 @@ static void json_inst(struct sp_json *j, const struct sp_hang *h, const struct s
     sp_json_close(j, ']');
     sp_json_num(j, "pending_s", x->pending_s);
     sp_json_bool(j, "stranded", x->stranded);
+    if (x->stalled_rank >= 0) {
+        sp_json_int(j, "stalled_rank", x->stalled_rank);
+        sp_json_num(j, "stalled_s", x->stalled_s);
+    } else {
+        sp_json_null(j, "stalled_rank");
+        sp_json_null(j, "stalled_s");
+    }
     sp_json_num(j, "bar_s", x->bar_s);
     sp_json_num(j, "hung_s", x->hung_s);
     sp_json_open(j, "last", '{');
@@ -450,6 +497,7 @@ static void json_out(const struct sp_model *m, const struct sp_hang *h)
     }
     sp_json_close(&j, ']');
     sp_json_bool(&j, "cpu_sampled", h->cpu_sampled);
+    sp_ended_json(&j, &hang_ended);
     sp_json_open(&j, "hung", '[');
     for (int i = 0; i < h->ninsts; i++)
         if (h->insts[i].hung) json_inst(&j, h, &h->insts[i]);
@@ -543,14 +591,18 @@ int cmd_hang(int argc, char **argv)
         return 1;
     }
     struct sp_hang h;
+    sp_ended_analyze(&m, &hang_ended);
     if (sp_hang_analyze(&m, &ho, &h) < 0)
         fprintf(stderr, "scaleprof hang: out of memory: what was found so far is shown\n");
+    int failed[64];
+    sp_hang_mark_failed(&h, failed, sp_ended_failed(&hang_ended, failed, 64));
     if (json)
         json_out(&m, &h);
     else
         text_out(&m, &h, sp_text_columns());
     int rc = h.nhung || h.ndesyncs ? 0 : 1;
     sp_hang_free(&h);
+    sp_ended_free(&hang_ended);
     sp_model_free(&m);
     return rc;
 }

@@ -21,6 +21,7 @@
 #include <regex.h>
 
 #include "builtin.h"
+#include "ended.h"
 #include "hang.h"
 #include "host.h"
 #include "host_report.h"
@@ -52,7 +53,9 @@ static const char usage_text[] =
     "usage: scaleprof report DIR [options]\n"
     "\n"
     "Per-step breakdown per GPU, collectives, stragglers and findings for the\n"
-    "traces under DIR (searched recursively).\n"
+    "traces under DIR (searched recursively).  First, a hang, and the ranks that\n"
+    "did not end well: signal or exit status (scaleprof run's DIR/exit-status.HOST),\n"
+    "or a trace that ended without closing, with their last recorded activity.\n"
     "\n"
     "  --json                  print the report as JSON (docs/report-json.md)\n"
     "  --per-step              with --json: each analyzed step of each rank too\n"
@@ -63,7 +66,8 @@ static const char usage_text[] =
     "  --run ID                the traces of run ID only, when DIR holds several runs\n"
     "  --steps A:B             analyze steps A to B, both included (step numbers\n"
     "                          as the report prints them; overrides --skip)\n"
-    "  --skip N                drop the first N warm-up steps (default 3)\n"
+    "  --skip N                drop the first N warm-up steps (default 3; 0 for traces\n"
+    "                          recorded with a SCALEPROF_STEPS window)\n"
     "  --step-marker RE        step markers are ranges whose name matches RE\n"
     "                          (default: step|iteration|ProfilerStep, any case)\n"
     "  --samples-per-step S    samples per GPU per step, to print samples/s\n"
@@ -182,6 +186,10 @@ static void text_hang(const struct sp_model *m, const struct sp_hang *h, int col
         rank_ints(x->absent, x->nabsent, c, sizeof c);
         int w = snprintf(line, sizeof line, "HUNG: the job appears hung in %s #%llu on communicator %016llx: ",
                          op_name(x->op), (unsigned long long)x->seq, (unsigned long long)x->comm);
+        if (w > 0 && (size_t)w < sizeof line && x->stalled_rank >= 0)
+            w += snprintf(line + w, sizeof line - (size_t)w, "rank %d stopped making progress first (its trace ends "
+                          "%.2f s before any other member's: stopped, frozen or died) and the others wait for it; ",
+                          x->stalled_rank, x->stalled_s);
         if (w > 0 && (size_t)w < sizeof line && x->inside)
             w += snprintf(line + w, sizeof line - (size_t)w, "every rank entered it and none completed it");
         else if (w > 0 && (size_t)w < sizeof line)
@@ -208,6 +216,28 @@ static void text_hang(const struct sp_model *m, const struct sp_hang *h, int col
         printf("\n");
 }
 
+/* The first lines of a report on a job whose ranks did not all end well:
+ * each rank that failed (signal, exit status or an unclosed trace), with
+ * its last activity; the ranks the launcher stopped after it, in one line. */
+static struct sp_ended_set ended; /* the ranks that did not end well (ended.h) */
+
+static void ended_line(const char *text, void *arg)
+{
+    char line[2 * SP_ENDED_TEXT + 16];
+    snprintf(line, sizeof line, "ENDED: %s", text);
+    sp_text_wrapped(line, 0, 2, *(int *)arg);
+}
+
+/* The first lines of a report on a job whose ranks did not all end well:
+ * each rank that failed (signal, exit status or an unclosed trace), with
+ * its last activity, the first to end first. */
+static void text_ended(const struct sp_ended_set *s, int cols)
+{
+    sp_ended_text(s, ended_line, &cols);
+    if (s->n)
+        printf("\n");
+}
+
 static void json_hang(struct sp_json *j, const struct sp_model *m, const struct sp_hang *h)
 {
     char see[4200];
@@ -230,6 +260,10 @@ static void json_hang(struct sp_json *j, const struct sp_model *m, const struct 
         json_int_list(j, "entered", x->entered, x->nentered);
         json_int_list(j, "missing", x->missing, x->nmissing);
         json_int_list(j, "absent", x->absent, x->nabsent);
+        if (x->stalled_rank >= 0)
+            sp_json_int(j, "stalled_rank", x->stalled_rank);
+        else
+            sp_json_null(j, "stalled_rank");
         sp_json_num(j, "hung_s", x->hung_s);
         sp_json_close(j, '}');
     }
@@ -932,6 +966,7 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
     sp_json_close(&j, ']');
     sp_json_bool(&j, "healthy", is_healthy(m));
     json_hang(&j, m, h);
+    sp_ended_json(&j, &ended);
     sp_json_open(&j, "whatif", '{');
     sp_json_num(&j, "replayed_step_ms", m->replay_step_ms);
     if (m->ideal_step_ms > 0)
@@ -1062,15 +1097,24 @@ int cmd_report(int argc, char **argv)
     struct sp_hang_opts ho;
     sp_hang_opts_default(&ho);
     memset(&hang, 0, sizeof hang);
+    memset(&ended, 0, sizeof ended);
     if (rc == 0)
+        sp_ended_analyze(&m, &ended);
+    if (rc == 0) {
+        int failed[64];
         sp_hang_analyze(&m, &ho, &hang);
+        sp_hang_mark_failed(&hang, failed, sp_ended_failed(&ended, failed, 64));
+    }
     if (rc == 0 && !json && !csv)
         text_hang(&m, &hang, sp_text_columns());
+    if (rc == 0 && !json && !csv)
+        text_ended(&ended, sp_text_columns());
     /* a CPU-only job, or one whose GPU work was not seen: every number
      * below is about GPUs, so none is printed */
     if (rc == 0 && !sp_seen_gpu(&m)) {
         int hrc = host_report(&m, json, csv);
         sp_hang_free(&hang);
+        sp_ended_free(&ended);
         sp_model_free(&m);
         return hrc;
     }
@@ -1085,6 +1129,7 @@ int cmd_report(int argc, char **argv)
             fprintf(stderr, "scaleprof report: --steps %d:%d: no step found in %s\n", o.step_first,
                     o.step_last - 1, dir);
         sp_hang_free(&hang);
+        sp_ended_free(&ended);
         sp_model_free(&m);
         return SP_EXIT_USAGE;
     }
@@ -1095,6 +1140,7 @@ int cmd_report(int argc, char **argv)
                         "completes: a job that crashed at start?)%s\n", dir,
                 hang.nhung ? "; it appears hung: scaleprof hang DIR says where" : "");
         sp_hang_free(&hang);
+        sp_ended_free(&ended);
         sp_model_free(&m);
         return 1;
     }
@@ -1103,6 +1149,7 @@ int cmd_report(int argc, char **argv)
             fprintf(stderr, "scaleprof report: %s\n", m.warnings[i]);
         fprintf(stderr, "scaleprof report: nothing to analyze in %s\n", dir);
         sp_hang_free(&hang);
+        sp_ended_free(&ended);
         sp_model_free(&m);
         return 1;
     }
@@ -1119,6 +1166,7 @@ int cmd_report(int argc, char **argv)
         fprintf(stderr, "scaleprof report: the kernel view ran out of memory\n");
         sp_kernels_free(&kernels);
         sp_hang_free(&hang);
+        sp_ended_free(&ended);
         sp_model_free(&m);
         return 1;
     }
@@ -1138,6 +1186,7 @@ int cmd_report(int argc, char **argv)
     }
     sp_kernels_free(&kernels);
     sp_hang_free(&hang);
+    sp_ended_free(&ended);
     sp_model_free(&m);
     return 0;
 }

@@ -52,6 +52,7 @@
 #include <dirent.h>
 
 #include "builtin.h"
+#include "ended.h"
 #include "model.h"
 #include "opt.h"
 #include "seen.h"
@@ -111,6 +112,10 @@ static void usage(FILE *f)
             "                     --master_port)\n"
             SP_COLOR_HELP
             "  -h, --help         this text\n"
+            "\n"
+            "A rank that fails is named with its pid, its signal or exit status and its last\n"
+            "recorded activity; how every rank ended goes into DIR/exit-status.HOST, where\n"
+            "report and hang read it.\n"
             "\n"
             "Then: scaleprof report DIR (run names the next step that works: the host's\n"
             "timeline instead when no GPU activity was recorded)\n");
@@ -376,7 +381,25 @@ static int status_code(int st)
     return EXIT_LAUNCH;
 }
 
-static int launch_and_wait(const struct run_opts *o)
+/* The rank number of the i-th process started here; -1 without ranks. */
+static int rank_of(const struct run_opts *o, int i)
+{
+    if (o->nproc <= 0)
+        return -1;
+    return o->node_rank >= 0 ? o->node_rank * o->nproc + i : i;
+}
+
+/* "exited with status 3", "was killed by signal 11 (SIGSEGV)". */
+static void ended_text(int st, char *out, size_t len)
+{
+    char name[32];
+    if (WIFSIGNALED(st))
+        snprintf(out, len, "was killed by signal %d (%s)", WTERMSIG(st), sp_signal_name(WTERMSIG(st), name, sizeof name));
+    else
+        snprintf(out, len, "exited with status %d", status_code(st));
+}
+
+static int launch_and_wait(const struct run_opts *o, const char *outdir, int *any_failed)
 {
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
@@ -433,13 +456,19 @@ static int launch_and_wait(const struct run_opts *o)
                            (WTERMSIG(st) == SIGTERM || WTERMSIG(st) == SIGKILL);
                 if (code > worst && !ours)
                     worst = code;
+                /* how each ended, for report and hang (ended.h) */
+                sp_ended_record(outdir, rank_of(o, i), (int)pid, st, ours);
+                if (code && !ours && !interrupted)
+                    *any_failed = 1;
                 if (code && failed < 0 && !interrupted) {
                     failed = i;
                     if (!o->keep_going && left > 0) {
+                        char how[64];
+                        ended_text(st, how, sizeof how);
                         fprintf(stderr,
-                                "scaleprof run: rank %d exited with status %d: stopping the %d other "
+                                "scaleprof run: rank %d %s: stopping the %d other "
                                 "rank%s (SIGTERM, then SIGKILL after %d s; --keep-going to let them "
-                                "run)\n", o->node_rank >= 0 ? o->node_rank * o->nproc + i : i, code, left,
+                                "run)\n", rank_of(o, i) >= 0 ? rank_of(o, i) : i, how, left,
                                 left == 1 ? "" : "s", STOP_GRACE_S);
                         kill(-pid, SIGTERM); /* what the failed rank left behind */
                         forward_signal(SIGTERM);
@@ -579,16 +608,27 @@ static int traces_in(const char *dir, int depth)
     return n;
 }
 
+static void ended_line(const char *text, void *arg)
+{
+    (void)arg;
+    fprintf(stderr, "scaleprof run: %s\n", text);
+}
+
 /* The next step that will work: report, unless the traces saw no GPU
  * (compare and html would refuse them): then report's host-side view and
  * the host timeline,
  * or with no rank either (nothing export can group) a file's events. */
-static void suggest_next(const char *outdir)
+static void suggest_next(const char *outdir, int failed)
 {
     struct sp_model_opts mo;
     struct sp_model m;
     sp_model_opts_default(&mo);
     int rc = sp_model_open(outdir, &mo, &m);
+    struct sp_ended_set ended;
+    if (failed && rc == 0 && sp_ended_analyze(&m, &ended) == 0) {
+        sp_ended_text(&ended, ended_line, NULL);
+        sp_ended_free(&ended);
+    }
     int none = rc == 0 ? sp_seen_no_gpu("run", &m, "report shows the host-side view only; compare and html "
                                                    "need GPU activity")
                        : m.nfrecs > 0 && !sp_seen_gpu(&m);
@@ -622,7 +662,8 @@ int cmd_run(int argc, char **argv)
     char outdir[PATH_MAX], rdv[PATH_MAX];
     if (!set_common_env(&o, outdir, sizeof outdir, rdv, sizeof rdv))
         return EXIT_USAGE;
-    int worst = launch_and_wait(&o);
+    int failed = 0;
+    int worst = launch_and_wait(&o, outdir, &failed);
     if (rdv[0])
         remove_flat_dir(rdv);
     int written = traces_in(outdir, 0);
@@ -638,6 +679,6 @@ int cmd_run(int argc, char **argv)
         return worst;
     }
     fprintf(stderr, "scaleprof: traces in %s\n", outdir);
-    suggest_next(outdir);
+    suggest_next(outdir, failed);
     return worst;
 }

@@ -45,7 +45,7 @@ const char *sp_model_severity_name(int sev)
 void sp_model_opts_default(struct sp_model_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->skip = DEFAULT_SKIP;
+    o->skip = -1; /* DEFAULT_SKIP, or none in a step window (choose_view) */
     o->rank = -1;
     o->step_first = o->step_last = -1;
 }
@@ -367,13 +367,27 @@ static int last_step_is_tail(const struct sp_model *m, int lo, int hi)
     return longest > 0 && step_len(m, hi - 1) > TAIL_FACTOR * longest;
 }
 
+/* Whether some rank's trace was recorded with a step window that opened
+ * after step 0 (SCALEPROF_STEPS=A:B). */
+static int recorded_in_window(const struct sp_model *m)
+{
+    for (int i = 0; i < m->nranks; i++)
+        for (int f = 0; f < m->ranks[i].nfiles; f++)
+            if (m->ranks[i].files[f]->window_step > 0)
+                return 1;
+    return 0;
+}
+
 /* The steps in view, as indices.  The user's numbers (--steps, and the
  * warm-up --skip counts) are the markers' when they carry any: a trace
- * recorded from step 5 on has no warm-up step left in it. */
+ * recorded from step 5 on has no warm-up step left in it.  A trace
+ * recorded with a step window skips none by default: the window is the
+ * user's choice of steps. */
 static void choose_view(struct sp_model *m)
 {
     int base = m->step_number0;
-    int lo = m->opts.skip > base ? m->opts.skip - base : 0, hi = m->steps_total;
+    int skip = m->opts.skip >= 0 ? m->opts.skip : recorded_in_window(m) ? 0 : DEFAULT_SKIP;
+    int lo = skip > base ? skip - base : 0, hi = m->steps_total;
     if (m->opts.step_first >= 0)
         lo = m->opts.step_first > base ? m->opts.step_first - base : 0;
     if (m->opts.step_last >= 0 && m->opts.step_last - base < hi)
@@ -388,7 +402,7 @@ static void choose_view(struct sp_model *m)
         lo = hi;
     if (lo == hi && m->steps_total > 0 && m->opts.step_first < 0) {
         sp_model_warn(m, "only %d step(s) found, all within the %d warm-up steps skipped: "
-                         "using them anyway", m->steps_total, m->opts.skip);
+                         "using them anyway", m->steps_total, skip);
         lo = 0;
     }
     m->step_lo = lo;

@@ -74,7 +74,7 @@ const char *sp_model_severity_name(int sev);
 #define SP_MODEL_DEFAULT_STEP_RE "step|iteration|ProfilerStep"
 
 struct sp_model_opts {
-    int skip;                /* warm-up steps dropped (default 3) */
+    int skip;                /* warm-up steps dropped; -1: 3, or 0 in a step window */
     const char *step_marker; /* extended regex for step markers, NULL: default */
     int rank;                /* only this rank in per-rank views, -1 all */
     int step_first, step_last; /* --steps A:B (absolute, B exclusive); -1 unset */
@@ -189,6 +189,7 @@ struct sp_file_rec {
     uint32_t flags;
     int64_t start_mono, start_real, first_t, last_t;
     uint64_t events, dropped, gpu_events;
+    uint64_t api_events;    /* CUDA runtime and NCCL calls */
     char *diag;             /* reader damage report, NULL when clean */
     /* pass 1's calls and markers: copied to the file's rank(s) when the
      * files are grouped, then freed (NULL, 0) */
@@ -202,6 +203,11 @@ struct sp_file_rec {
     struct sp_cpu_span cpu;
     struct sp_span *pauses; size_t npauses; /* recording paused (control file) */
     int64_t pause_open;     /* pass 1: a stop not yet followed by a start, else -1 */
+    int64_t pause_status;   /* pass 1: that stop's status (> 0: a step window's edge) */
+    int64_t window_step;    /* the step a step window (SCALEPROF_STEPS) opened at, else -1 */
+    int64_t window_t;       /* ... and when, on this file's clock */
+    int exited;             /* its process's own EXIT event was read ... */
+    int32_t exit_status;    /* ... with this status (-1: not known) */
     int helper;             /* attached to its rank through the ppid chain */
     /* A process that drives several GPUs (one thread and group calls, a
      * thread per GPU, JAX): the ranks it holds, one per device, ascending
@@ -415,6 +421,7 @@ struct sp_model {
     int nmissing;
     uint64_t events, dropped;
     uint64_t gpu_events;    /* GPU activity records on the ranks' own files */
+    uint64_t api_events;    /* CUDA runtime and NCCL calls on them */
     struct sp_file_rec *frecs;
     int nfrecs, files_bad;
     char run[64];           /* the run analyzed ("" when the traces name none) */

@@ -398,6 +398,7 @@ static void on_summary(void *ctx, const struct sp_chunk_summary *cs)
     }
     note_file_time(f, lo, hi, cs->events);
     f->gpu_events += cs->count[SP_EV_GPU];
+    f->api_events += cs->count[SP_EV_CUDA] + cs->count[SP_EV_NCCL];
     if (!n)
         return;
     struct sp_tid_mark *m = tid_of(s, cs->tid);
@@ -422,6 +423,8 @@ static void on_event(struct file_scan *s, const struct sp_reader *r, const struc
         note_file_time(f, t, t, 1);
     switch (ev->type) {
     case SP_EV_NCCL:
+        if (!counted)
+            f->api_events++;
         on_nccl(s, ev);
         if (s->f->kseq_full >= 0 && is_collective_op(ev->nccl.op))
             drop_kernel_seq(s);
@@ -455,6 +458,9 @@ static void on_event(struct file_scan *s, const struct sp_reader *r, const struc
         on_io(f, ev);
         break;
     case SP_EV_CUDA:
+        if (!counted)
+            f->api_events++;
+        /* fall through */
     case SP_EV_WAIT:
         if (!counted)
             note_tid(s, ev->tid, t);
@@ -471,8 +477,23 @@ static void on_event(struct file_scan *s, const struct sp_reader *r, const struc
         f->dropped += ev->dropped.count;
         break;
     case SP_EV_PROC:
+        /* A step window's edges (SCALEPROF_STEPS) fall between steps, with
+         * the step number as status; a pause (the control file) has status
+         * 0 or -1 and may fall inside one.  A START with a step number
+         * closes a window's gap, not a pause. */
+        if (ev->proc.kind == SP_PROC_EXIT && (ev->proc.pid == (int64_t)f->pid || ev->proc.pid == 0)) {
+            f->exited = 1;
+            f->exit_status = (int32_t)ev->proc.status;
+        }
         if (ev->proc.kind == SP_PROC_STOP && f->pause_open < 0) {
             f->pause_open = t;
+            f->pause_status = ev->proc.status;
+        } else if (ev->proc.kind == SP_PROC_START && ev->proc.status > 0) {
+            if (f->window_step < 0) {
+                f->window_step = ev->proc.status;
+                f->window_t = t;
+            }
+            f->pause_open = -1;
         } else if (ev->proc.kind == SP_PROC_START && f->pause_open >= 0) {
             struct sp_span *p = vec_push(&s->pauses, sizeof *p);
             if (p)
@@ -714,7 +735,7 @@ static void scan_file(struct sp_file_rec *f, const regex_t *re)
     f->ntids = s.tids.n;
     f->kseq = s.kseq.p;
     f->nkseq = s.kseq.n;
-    if (f->pause_open >= 0) { /* paused to the end */
+    if (f->pause_open >= 0 && f->pause_status <= 0) { /* paused to the end (not a window's close) */
         struct sp_span *p = vec_push(&s.pauses, sizeof *p);
         if (p)
             *p = (struct sp_span){f->pause_open, f->last_t + 1};
@@ -1065,6 +1086,7 @@ static void group_files(struct sp_model *m)
         if (f->ndevranks > 1 && !helper) {
             f->rank = f->devranks[0].rank;
             m->gpu_events += f->gpu_events;
+            m->api_events += f->api_events;
             attach_shared(m, f);
             continue;
         }
@@ -1079,6 +1101,7 @@ static void group_files(struct sp_model *m)
         }
         add_input_evidence(r, f);
         m->gpu_events += f->gpu_events;
+        m->api_events += f->api_events;
         if (r->host < 0)
             r->host = host_index(m, f->host);
         m->flags_any |= f->flags;
@@ -1375,6 +1398,7 @@ int sp_model_scan(struct sp_model *m, char **pv, int n)
         m->frecs[i].path = pv[i];
         m->frecs[i].hdr_rank = m->frecs[i].comm_rank = m->frecs[i].rank = -1;
         m->frecs[i].pause_open = -1;
+        m->frecs[i].window_step = -1;
     }
     free(pv);
     pthread_mutex_init(&job.lock, NULL);

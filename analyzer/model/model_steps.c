@@ -115,6 +115,19 @@ static void steps_from_markers(struct sp_rank *r, int64_t *num0)
     free(b);
 }
 
+/* Markers without numbers in a trace recorded with a step window
+ * (SCALEPROF_STEPS): the first recorded one is the step the window opened
+ * at, which the recorder wrote as its START event's status; else -1. */
+static int64_t window_first_step(const struct sp_rank *r)
+{
+    for (int f = 0; f < r->nfiles; f++) {
+        const struct sp_file_rec *fr = r->files[f];
+        if (fr->window_step > 0 && r->nmarks && fr->window_t <= r->marks[0].start)
+            return fr->window_step;
+    }
+    return -1;
+}
+
 struct key { uint64_t comm, bytes; uint32_t op; };
 
 static int same_key(const struct key *a, const struct key *b)
@@ -739,6 +752,8 @@ int sp_model_find_steps(struct sp_model *m)
         for (int i = 0; i < m->nranks; i++) {
             int64_t num0;
             steps_from_markers(&m->ranks[i], &num0);
+            if (num0 < 0 && m->ranks[i].nsteps > 0)
+                num0 = window_first_step(&m->ranks[i]);
             if (m->ranks[i].nsteps > 0)
                 first = first == -2 || first == num0 ? num0 : -1;
         }

@@ -13,6 +13,8 @@
  *                        calling all-reduce #K; the others wait in #K
  *   --crash-rank R       rank R, at step --crash-at K, exits with status 3
  *   --crash-at K         after its launches instead of calling all-reduce #K
+ *   --crash-signal S     ... and dies of signal S (11: SIGSEGV) instead of
+ *                        exiting
  *   --desync-rank R      rank R calls all-gather instead of all-reduce at
  *   --desync-at K        step K (same buffers, a quarter of the elements)
  *   --state-dir DIR      each rank writes DIR/pid.<rank>; the blocking rank
@@ -25,6 +27,7 @@
  */
 #include <cuda_runtime_api.h>
 #include <nccl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,7 +137,7 @@ static void launch(void (*stub)(void), int blocks, cudaStream_t s)
 int main(int argc, char **argv)
 {
     int steps = 20, hang_rank = -1, hang_at = -1, desync_rank = -1, desync_at = -1, crash_rank = -1,
-        crash_at = -1;
+        crash_at = -1, crash_signal = 0;
     const char *state = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--steps") && i + 1 < argc)
@@ -147,6 +150,8 @@ int main(int argc, char **argv)
             crash_rank = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--crash-at") && i + 1 < argc)
             crash_at = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--crash-signal") && i + 1 < argc)
+            crash_signal = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--desync-rank") && i + 1 < argc)
             desync_rank = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--desync-at") && i + 1 < argc)
@@ -198,6 +203,10 @@ int main(int argc, char **argv)
         if (rank == crash_rank && step == crash_at) {
             fprintf(stderr, "hang_job: rank %d: giving up at step %d\n", rank, step);
             write_state(state, "crashed", step);
+            if (crash_signal > 0) {
+                signal(crash_signal, SIG_DFL);
+                raise(crash_signal);
+            }
             exit(3);
         }
         if (rank == desync_rank && step == desync_at)

@@ -5,7 +5,7 @@ a scheduler kills a job that ran out of time.
 
 usage: hang_test.py STORY   with SCALEPROF_BIN and HANG_JOB in the environment.
 Each story prints what it checks and exits 1 on the first mismatch."""
-import glob, json, os, shutil, signal, subprocess, sys, tempfile, time
+import glob, json, os, re, shutil, signal, subprocess, sys, tempfile, time
 
 SCALEPROF = os.environ["SCALEPROF_BIN"]
 JOB = os.environ["HANG_JOB"]
@@ -454,6 +454,111 @@ def story_hang_summaries():
     if not any("not readable here" in w for w in h["warnings"]):
         fail(f"the summaries' hang does not say the traces are out of reach: {h['warnings']}")
     print("  traces gone: #120 still named; " + [w for w in h["warnings"] if "not readable" in w][0][:90] + "...")
+
+
+def story_hang_segv_rank():
+    """A rank killed by SIGSEGV instead of entering all-reduce #600, the
+    others stopped by the launcher (as torchrun does): run names the rank,
+    the signal and its last recorded activity, and writes how every rank
+    ended into the output directory; report's first lines and hang say the
+    same, and hang knows #600 can never complete."""
+    out, state = os.path.join(TMP, "segv"), os.path.join(TMP, "segv-state")
+    os.makedirs(state)
+    p = subprocess.run([SCALEPROF, "run", "--sim", "--nproc", str(NPROC), "-o", out, "--", JOB, "--state-dir",
+                        state, "--steps", "800", "--crash-rank", "2", "--crash-at", "600", "--crash-signal", "11"],
+                       capture_output=True, text=True, timeout=120)
+    print(p.stderr)
+    expect("the launcher's status (128 + SIGSEGV)", p.returncode, 139)
+    pid = int(open(os.path.join(state, "pid.2")).read())
+    if "rank 2 was killed by signal 11 (SIGSEGV): stopping the 3 other ranks" not in p.stderr:
+        fail("run does not name the rank and the signal as it stops the others")
+    if not re.search(rf"scaleprof run: rank 2 \(pid {pid} on \S+\) killed by signal 11 \(SIGSEGV\);.*its last "
+                     r"recorded activity: allreduce #599 ", p.stderr):
+        fail("run does not give the crashed rank's last recorded activity (allreduce #599)")
+    records = "".join(open(f).read() for f in glob.glob(os.path.join(out, "exit-status.*")))
+    expect("run's record of rank 2", f"rank 2 pid {pid} signal 11\n" in records, True)
+    expect("ranks the launcher stopped", len(re.findall(r"^rank [013] pid \d+ signal (15|9) stopped$", records, re.M)), 3)
+    text = scaleprof("report", out).stdout
+    print(text[:1500])
+    first = [l for l in text.splitlines() if l.startswith("ENDED:")]
+    expect("report's first ENDED line names rank 2 and SIGSEGV",
+           bool(first) and first[0].startswith(f"ENDED: rank 2 (pid {pid} ") and "SIGSEGV" in first[0], True)
+    if "last recorded activity: allreduce #599" not in text:
+        fail("report does not give rank 2's last recorded activity")
+    if text.index("ENDED:") > text.index("where each GPU's step time went"):
+        fail("the crash is not among the report's first lines")
+    rep = json.loads(scaleprof("report", out, "--json").stdout)
+    e = rep["ended"]
+    expect("report --json: the first ended rank", (e[0]["rank"], e[0]["how"], e[0]["signal"], e[0]["signal_name"],
+                                                   e[0]["stopped_by_launcher"]), (2, "signal", 11, "SIGSEGV", False))
+    expect("report --json: the others stopped by the launcher",
+           sorted(x["rank"] for x in e if x["stopped_by_launcher"]), [0, 1, 3])
+    h = hang_json(out)
+    x = h["hung"][0] if h["hung"] else {}
+    expect("hang: stranded in #600, rank 2 missing", (x.get("seq"), x.get("stranded"), x.get("missing")),
+           (600, True, [2]))
+    expect("hang --json ended[0]", (h["ended"][0]["rank"], h["ended"][0]["signal_name"]), (2, "SIGSEGV"))
+    htext = scaleprof("hang", out).stdout
+    if "rank 2 killed by signal 11 (SIGSEGV)" not in htext:
+        fail(f"hang's text does not say rank 2 was killed by SIGSEGV: {htext}")
+
+
+def frozen_job(name, resume):
+    """The job, rank 1 stopped with SIGSTOP once the job runs, for
+    HUNG_FOR_S; with resume, then sent SIGCONT and left to run a second;
+    then every rank is killed.  Returns the trace dir and rank 1's pid."""
+    pids = {}
+
+    def freeze(out):
+        pid = int(open(os.path.join(TMP, name + "-state", "pid.1")).read())
+        pids[1] = pid
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(HUNG_FOR_S)
+        if resume:
+            os.kill(pid, signal.SIGCONT)
+            time.sleep(1.0)
+
+    d, _ = run_job(name, "--steps", 1000000, until="pid.3", after_s=1.5, while_hung=freeze)
+    return d, pids[1]
+
+
+def story_hang_frozen_rank():
+    """A rank frozen with SIGSTOP while the others run on into the next
+    all-reduce, then the job killed: every rank entered the all-reduce, but
+    hang leads with the rank whose trace (its CPU samples too) ends first,
+    before it blames the network or NCCL; report's first line names it."""
+    d, pid = frozen_job("frozen", resume=False)
+    h = hang_json(d)
+    if len(h["hung"]) != 1:
+        fail(f"expected one hung collective, got {h['hung']}")
+    x = h["hung"][0]
+    expect("stalled rank", x["stalled_rank"], 1)
+    if not HUNG_FOR_S * 0.7 <= x["stalled_s"] <= HUNG_FOR_S + 2:
+        fail(f"stalled_s {x['stalled_s']} is not about the {HUNG_FOR_S} s rank 1 was stopped")
+    text = scaleprof("hang", d).stdout
+    print(text[:2000])
+    lines = text.splitlines()
+    head = next(i for i, l in enumerate(lines) if l.startswith("HUNG in"))
+    if "stopped making progress first: rank 1" not in lines[head + 1]:
+        fail("the line after HUNG does not lead with rank 1")
+    if "a peer's GPU, the network" in text:
+        fail("hang still blames a peer's GPU or the network")
+    rtext = scaleprof("report", d).stdout
+    if not rtext.startswith("HUNG:") or "rank 1 stopped making progress first" not in rtext.splitlines()[0]:
+        fail(f"report's first line does not name rank 1: {rtext[:600]}")
+
+
+def story_hang_frozen_resumed():
+    """The same rank stopped with SIGSTOP, then sent SIGCONT: the job ran
+    on, so nothing hung and no rank is said to have stopped making
+    progress."""
+    d, pid = frozen_job("resumed", resume=True)
+    p = scaleprof("hang", d, rc=1)
+    print(p.stdout[:1200])
+    if "stopped making progress" in p.stdout or "HUNG" in p.stdout:
+        fail("a resumed rank is blamed")
+    if "stopped making progress" in scaleprof("report", d).stdout:
+        fail("report blames a resumed rank")
 
 
 if __name__ == "__main__":

@@ -139,7 +139,8 @@ gpu_run_two_nodes)
     fi
     NODES=2 run_job "$work/a" 4 --steps 4 ||
         { show "$work/a/stderr"; fail "the two-node job failed"; }
-    hosts=$(ls "$work/a/trace" | tr '\n' ' ')
+    # directories only: beside them, the launcher's exit-status.<host>
+    hosts=$(find "$work/a/trace" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort | tr '\n' ' ')
     [ "$hosts" = "node0 node1 " ] || fail "expected traces under node0 and node1 only, got: $hosts"
     [ "$(ls "$work/a/trace"/node0 | wc -l)" = 2 ] && [ "$(ls "$work/a/trace"/node1 | wc -l)" = 2 ] ||
         fail "expected two ranks per node"

@@ -101,6 +101,48 @@ static struct record *read_records(const char *dir, int *n)
     return v;
 }
 
+/* The launcher's records under from copied into to (scaleprof reduce: the
+ * summaries' directory then tells how each rank ended, as the traces'
+ * does).  Each file is written whole under a temporary name and renamed,
+ * so parts copying the same record at once leave one whole copy.
+ * Returns the number of files that could not be copied. */
+int sp_ended_copy_records(const char *from, const char *to)
+{
+    DIR *d = opendir(from);
+    if (!d)
+        return 0;
+    int bad = 0;
+    size_t pl = strlen(SP_ENDED_FILE);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, SP_ENDED_FILE, pl) || de->d_name[pl] != '.')
+            continue;
+        char src[4096], dst[4096], tmp[4200];
+        snprintf(src, sizeof src, "%s/%s", from, de->d_name);
+        snprintf(dst, sizeof dst, "%s/%s", to, de->d_name);
+        snprintf(tmp, sizeof tmp, "%s/.%s.%d", to, de->d_name, (int)getpid());
+        FILE *in = fopen(src, "r"), *out = in ? fopen(tmp, "w") : NULL;
+        char buf[4096];
+        size_t got, total = 0;
+        int ok = in && out;
+        while (ok && (got = fread(buf, 1, sizeof buf, in)) > 0 && (total += got) <= (1u << 20))
+            ok = fwrite(buf, 1, got, out) == got;
+        if (total > (1u << 20)) /* not a launcher's record */
+            ok = 0;
+        if (in)
+            fclose(in);
+        if (out && fclose(out) != 0)
+            ok = 0;
+        if (ok && rename(tmp, dst) == 0)
+            continue;
+        if (out)
+            unlink(tmp);
+        bad++;
+    }
+    closedir(d);
+    return bad;
+}
+
 static const struct record *record_of(const struct record *v, int n, int rank, int pid)
 {
     const struct record *found = NULL;

@@ -87,4 +87,8 @@ const char *sp_signal_name(int sig, char *buf, size_t len);
 /* Appends one line to dir's record (SP_ENDED_FILE.<host>); for run. */
 int sp_ended_record(const char *dir, int rank, int pid, int wait_status, int stopped);
 
+/* The launcher's records (SP_ENDED_FILE.*) under from copied into to;
+ * returns how many could not be. */
+int sp_ended_copy_records(const char *from, const char *to);
+
 #endif

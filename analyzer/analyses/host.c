@@ -309,9 +309,9 @@ static void rank_view(struct sp_model *m, int i, struct sp_host_rank *hr)
     for (size_t k = 0; k < c.n; k++)
         hr->wait_total_ms += (double)(c.ev[k].end - c.ev[k].t) / NS_PER_MS;
     if (r->nmarks >= 2)
-        iterations_from_marks(hr, r, &c, m->opts.skip);
+        iterations_from_marks(hr, r, &c, sp_model_skip(m));
     if (!hr->iterations && pipes)
-        iterations_from_pipe(hr, &c, m->opts.skip);
+        iterations_from_pipe(hr, &c, sp_model_skip(m));
     free(c.ev);
 }
 

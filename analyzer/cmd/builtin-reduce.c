@@ -34,6 +34,7 @@
 #include <dirent.h>
 
 #include "builtin.h"
+#include "ended.h"
 #include "model.h"
 #include "model_summary.h"
 #include "opt.h"
@@ -505,6 +506,10 @@ int cmd_reduce(int argc, char **argv)
             rc = -1;
         }
     }
+    if (rc == 0 && sp_ended_copy_records(dir, out) > 0) /* how the ranks ended, as scaleprof run wrote it */
+        fprintf(stderr, "scaleprof reduce: warning: %s: the launcher's exit records (%s.*) could not all be "
+                        "copied beside the summaries\n",
+                dir, SP_ENDED_FILE);
     if (rc == 0) {
         int steps = m.step_hi - m.step_lo;
         printf("scaleprof reduce: part %d of %d: %d host director%s, %d trace file(s), %d rank(s), %d step(s) "

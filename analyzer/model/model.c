@@ -378,6 +378,14 @@ static int recorded_in_window(const struct sp_model *m)
     return 0;
 }
 
+/* The warm-up steps skipped: --skip, or none in a trace recorded with a
+ * step window (the window is the user's choice of steps), else
+ * DEFAULT_SKIP. */
+int sp_model_skip(const struct sp_model *m)
+{
+    return m->opts.skip >= 0 ? m->opts.skip : recorded_in_window(m) ? 0 : DEFAULT_SKIP;
+}
+
 /* The steps in view, as indices.  The user's numbers (--steps, and the
  * warm-up --skip counts) are the markers' when they carry any: a trace
  * recorded from step 5 on has no warm-up step left in it.  A trace
@@ -386,7 +394,7 @@ static int recorded_in_window(const struct sp_model *m)
 static void choose_view(struct sp_model *m)
 {
     int base = m->step_number0;
-    int skip = m->opts.skip >= 0 ? m->opts.skip : recorded_in_window(m) ? 0 : DEFAULT_SKIP;
+    int skip = sp_model_skip(m);
     int lo = skip > base ? skip - base : 0, hi = m->steps_total;
     if (m->opts.step_first >= 0)
         lo = m->opts.step_first > base ? m->opts.step_first - base : 0;

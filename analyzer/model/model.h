@@ -445,6 +445,9 @@ int sp_model_open(const char *dir, const struct sp_model_opts *o, struct sp_mode
 int sp_model_run(struct sp_model *m, enum sp_stage until);
 /* sp_model_open, then every pass. */
 int sp_model_analyze(const char *dir, const struct sp_model_opts *o, struct sp_model *m);
+/* The warm-up steps skipped: opts.skip when given (>= 0), else the
+ * default for these traces (none in a step window). */
+int sp_model_skip(const struct sp_model *m);
 void sp_model_free(struct sp_model *m);
 
 /* Transfer-weighted mean bus bandwidth of the collectives in view, GB/s:

@@ -136,7 +136,7 @@ void sp_summary_put_header(struct sp_sbuf *b, const struct sp_model *m, const ch
     put_i32(b, SUMMARY_VERSION);
     put(b, sizes, sizeof sizes);
     put_str(b, token ? token : "");
-    put_i32(b, m->opts.skip);
+    put_i32(b, sp_model_skip(m)); /* what was skipped, default or not */
     put_i32(b, m->opts.step_first);
     put_i32(b, m->opts.step_last);
     put_str(b, marker_of(m));
@@ -538,6 +538,8 @@ static int read_plain(struct sp_model *m, const char *name, const unsigned char 
         else if (!red->have_view) {
             red->have_view = 1;
             red->skip = skip;
+            if (m->opts.skip < 0) /* no --skip given: the summaries' own */
+                m->opts.skip = skip;
             red->first = first;
             red->last = last;
         } else if (red->skip != skip || red->first != first || red->last != last) {

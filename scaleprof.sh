@@ -70,7 +70,8 @@ for arg in sys.argv[1:]:
 }
 
 # Set up build folder $1 with the options that follow, or bring one made
-# earlier to them; then build it.  Output only when something fails.
+# earlier to them; then build it.  Output only when something fails, or
+# with SHOW_PROGRESS=1 (the demo) ninja's progress on stderr.
 setup_and_build() {
     local dir=$1 log changed
     shift
@@ -85,7 +86,14 @@ setup_and_build() {
             meson configure "$dir" $changed >"$log" 2>&1 || { cat "$log"; rm -f "$log"; exit 1; }
         fi
     fi
-    ninja -C "$dir" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; exit 1; }
+    if [ "${SHOW_PROGRESS:-0}" = 1 ]; then
+        # the first build takes minutes: ninja's [N/M] lines show it moving
+        # (on a terminal ninja keeps them to one line)
+        echo "scaleprof.sh: building into $dir (the first build takes a few minutes)" >&2
+        ninja -C "$dir" >&2 || { rm -f "$log"; exit 1; }
+    else
+        ninja -C "$dir" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; exit 1; }
+    fi
     rm -f "$log"
 }
 
@@ -134,7 +142,7 @@ sanitize)
     exit $rc
     ;;
 demo)
-    build
+    SHOW_PROGRESS=1 build
     exec examples/demo.sh "$BUILD" "$@"
     ;;
 *)

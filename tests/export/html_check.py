@@ -258,6 +258,79 @@ def browser(exe, page, *args):
     return p.stdout
 
 
+def layout(exe, page, width):
+    """The page laid out by Chromium in a window WIDTH px wide: how far it
+    overflows, the charts past the edge, the labels that overlap
+    (layout.js, injected into a copy of the page)."""
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "layout.js")) as f:
+        js = f.read()
+    probe = page + ".layout.html"
+    with open(probe, "w", encoding="utf-8") as f:
+        f.write(text.replace("</body>", "<script>" + js + "</script></body>"))
+    dom = browser(exe, probe, "--window-size=%d,1200" % width, "--dump-dom")
+    start = dom.rfind('<pre id="layout-result">')
+    if start < 0:
+        fail("layout.js left no result in %s at %d px" % (page, width))
+    import html as htmlmod
+    res = json.loads(htmlmod.unescape(dom[start + len('<pre id="layout-result">'):dom.index("</pre>", start)]))
+    if res["width"] != width:
+        fail("the window is %d px wide, not %d" % (res["width"], width))
+    return res
+
+
+def check_layout(exe, page, what):
+    """At 1000 and 700 px: nothing wider than the window, no chart label
+    on another; at 700 px the screenshot is a 700-pixel-wide picture."""
+    for width in (1000, 700):
+        res = layout(exe, page, width)
+        if res["overflow"] > 0 or res["wide"]:
+            fail("%s at %d px: the page is %d px too wide (charts past the edge: %s)" %
+                 (what, width, res["overflow"], res["wide"]))
+        if res["collisions"]:
+            fail("%s at %d px: labels collide: %s" % (what, width, res["collisions"][:8]))
+        if res["texts"] < 20:
+            fail("%s at %d px: only %d chart labels measured" % (what, width, res["texts"]))
+    shot = page + ".png"
+    browser(exe, page, "--window-size=700,2400", "--screenshot=" + shot)
+    with open(shot, "rb") as f:
+        head = f.read(24)
+    if head[:8] != b"\x89PNG\r\n\x1a\n" or int.from_bytes(head[16:20], "big") != 700:
+        fail("%s: the 700 px screenshot is not a 700-pixel-wide PNG" % what)
+    print("  %s: fits 1000 and 700 px, %d labels, none on another" % (what, res["texts"]))
+
+
+def case_layout():
+    """Pages of 4, 8, 48 and 300 ranks and a comparison of five runs, laid out
+    by headless Chromium at 1000 and 700 px: nothing overflows the window
+    and no label of a chart overlaps another (an efficiency label the axis,
+    step numbers each other); the 8-rank page's per-step view is the heat
+    map, the 300-rank page's the binned one."""
+    exe = chromium()
+    tmp = tempfile.mkdtemp(prefix="html-layout-")
+    try:
+        for n, flags in ((4, ["--input-ms", "3", "--helper", "--markers"]),
+                         (8, ["--slow-rank", "5", "--slow-compute-ms", "2"]),
+                         (48, ["--hosts", "6", "--helper"]),
+                         (300, ["--hosts", "38", "--slow-rank", "123", "--slow-compute-ms", "2"])):
+            d = gen(os.path.join(tmp, "t%d" % n), "--ranks", str(n), "--steps", "40", "--kernels", "2", *flags)
+            page = os.path.join(tmp, "r%d.html" % n)
+            html_of(d, page)
+            want = "chart-steps" if n <= 4 else "chart-wait-bins" if n > 64 else "chart-wait-heatmap"
+            Page(open(page, encoding="utf-8").read()).chart(want)
+            check_layout(exe, page, "%d ranks" % n)
+        dirs = []
+        for n in (1, 2, 4, 8, 16):
+            flags = ["--ranks", str(n), "--steps", "10", "--kernels", "2", "--transfer-ms", str(n / 4)]
+            dirs.append(gen(os.path.join(tmp, "c%d" % n), *(flags + (["--no-nccl"] if n == 1 else []))))
+        page = os.path.join(tmp, "compare.html")
+        html_of(dirs[0], page, *dirs[1:], "--samples-per-step", "8")
+        check_layout(exe, page, "compare of 5 runs")
+    finally:
+        shutil.rmtree(tmp)
+
+
 def case_browser():
     """The demo's run and a compare series rendered by headless Chromium:
     every chart is in the DOM it builds, with its numbers, and the

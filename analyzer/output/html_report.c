@@ -34,6 +34,7 @@
 #define STEP_LABEL_W 32     /* px a step number's label takes, with room either side */
 #define STEP_RANGE_H 200    /* the step-time chart above a heat map */
 #define STEP_POINTS_MAX 500 /* more steps: that chart's lines without a point per step */
+#define BIN_LABEL_W 130     /* the binned heat map's label column: "ranks 65472-65535" */
 #define ROW_LABEL_H 14      /* px a row label takes, leading included */
 #define EFF_PAD 34          /* px between the efficiency chart's axis and its first point */
 #define EFF_LABEL_W 52      /* px an efficiency chart's "64 GPUs" label takes */
@@ -786,7 +787,7 @@ static void wait_bins(FILE *out, const struct sp_model *m, const struct rank_vie
         }
     }
     int rh = row_height(nrow), h = 20 + nrow * rh + 50, every_label = label_every(rh);
-    double x0 = 90, w = CHART_W - x0 - 20, cw = ncol > 0 ? w / ncol : w;
+    double x0 = BIN_LABEL_W, w = CHART_W - x0 - 20, cw = ncol > 0 ? w / ncol : w;
     char caption[160];
     snprintf(caption, sizeof caption,
              "Collective wait of all %d ranks, %d ranks to a row (ms: each cell the least of its "

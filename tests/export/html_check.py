@@ -436,6 +436,8 @@ def check_layout(exe, page, what):
                  (what, width, res["overflow"], res["wide"]))
         if res["collisions"]:
             fail("%s at %d px: labels collide: %s" % (what, width, res["collisions"][:8]))
+        if res["clipped"]:
+            fail("%s at %d px: labels cut off at their chart's edge: %s" % (what, width, res["clipped"][:8]))
         if res["texts"] < 20:
             fail("%s at %d px: only %d chart labels measured" % (what, width, res["texts"]))
     shot = page + ".png"
@@ -448,19 +450,21 @@ def check_layout(exe, page, what):
 
 
 def case_layout():
-    """Pages of 4, 8, 48 and 300 ranks and a comparison of five runs, laid out
+    """Pages of 4, 8, 48 and 1024 ranks and a comparison of five runs, laid out
     by headless Chromium at 1000 and 700 px: nothing overflows the window
     and no label of a chart overlaps another (an efficiency label the axis,
     step numbers each other); the 8-rank page's per-step view is the heat
-    map, the 300-rank page's the binned one."""
+    map, the 1024-rank page's the binned one (labels "ranks 960-1023"
+    inside the chart)."""
     exe = chromium()
     tmp = tempfile.mkdtemp(prefix="html-layout-")
     try:
         for n, flags in ((4, ["--input-ms", "3", "--helper", "--markers"]),
                          (8, ["--slow-rank", "5", "--slow-compute-ms", "2"]),
                          (48, ["--hosts", "6", "--helper"]),
-                         (300, ["--hosts", "38", "--slow-rank", "123", "--slow-compute-ms", "2"])):
-            d = gen(os.path.join(tmp, "t%d" % n), "--ranks", str(n), "--steps", "40", "--kernels", "2", *flags)
+                         (1024, ["--hosts", "128", "--slow-rank", "1023", "--slow-compute-ms", "2"])):
+            d = gen(os.path.join(tmp, "t%d" % n), "--ranks", str(n), "--steps", "40" if n < 1024 else "8",
+                    "--kernels", "2", *flags)
             page = os.path.join(tmp, "r%d.html" % n)
             html_of(d, page)
             want = "chart-steps" if n <= 4 else "chart-wait-bins" if n > 64 else "chart-wait-heatmap"

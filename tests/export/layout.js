@@ -4,8 +4,9 @@
 //   overflow: how far the page is wider than the window (px)
 //   wide: charts (svg ids) that reach past the window's right edge
 //   collisions: pairs of chart labels whose boxes overlap, per chart
+//   clipped: labels that reach out of their chart (cut off there)
 (function () {
-  var tol = 0.5, out = { width: window.innerWidth, collisions: [], wide: [], texts: 0 };
+  var tol = 0.5, out = { width: window.innerWidth, collisions: [], clipped: [], wide: [], texts: 0 };
   out.overflow = document.documentElement.scrollWidth - window.innerWidth;
   var svgs = document.querySelectorAll("svg");
   for (var s = 0; s < svgs.length; s++) {
@@ -15,6 +16,9 @@
     for (var i = 0; i < texts.length; i++) {
       var b = texts[i].getBoundingClientRect();
       if (b.width > 0 && b.height > 0) boxes.push([b, texts[i].textContent]);
+      if (b.width > 0 && (b.left < sr.left - 1 || b.right > sr.right + 1 || b.top < sr.top - 1 ||
+                          b.bottom > sr.bottom + 1))
+        out.clipped.push(svgs[s].id + ": '" + texts[i].textContent + "'");
     }
     out.texts += boxes.length;
     for (var i = 0; i < boxes.length; i++)

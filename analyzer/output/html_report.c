@@ -30,7 +30,7 @@
 #define ALL_RANKS_MAX 64    /* more: detail ranks and the mean, binned heat map */
 #define DETAIL_RANKS 16     /* the ranks those charts show */
 #define HEAT_ROWS 64        /* at most this many rows (groups of ranks) in the binned heat map */
-#define HEAT_COLS 100       /* and columns (steps, or groups of steps) in any */
+#define HEAT_COLS 48        /* and columns (steps, or groups of steps) in any */
 #define STEP_LABEL_W 32     /* px a step number's label takes, with room either side */
 #define STEP_RANGE_H 200    /* the step-time chart above a heat map */
 #define STEP_POINTS_MAX 500 /* more steps: that chart's lines without a point per step */

@@ -68,6 +68,7 @@ def self_contained(text):
 
 MANY = 64      # more ranks: the charts show DETAIL ranks and the mean
 DETAIL = 16
+HEAT_ROWS, HEAT_COLS = 64, 48   # the most rows (rank groups) and columns (step groups) of a heat map
 
 
 def shown_ranks(page, rep):
@@ -105,20 +106,20 @@ def check_bins(page, rep):
     for a in cells:
         r0, r1 = map(int, a["data-ranks"].split("-"))
         s0, s1 = map(int, a["data-steps"].split("-"))
-        mine = [v for (r, st), v in wait.items() if r0 <= r <= r1 and s0 <= st <= s1]
-        if not mine:
+        keys = [(r, st) for r in range(r0, r1 + 1) for st in range(s0, s1 + 1) if (r, st) in wait]
+        if not keys:
             fail("cell ranks %d-%d steps %d-%d holds no rank-step" % (r0, r1, s0, s1))
+        mine = [wait[k] for k in keys]
         near(a["data-min-ms"], min(mine), "least wait of ranks %d-%d steps %d-%d" % (r0, r1, s0, s1))
         near(a["data-max-ms"], max(mine), "most wait of ranks %d-%d steps %d-%d" % (r0, r1, s0, s1))
-        for k in wait:
-            if r0 <= k[0] <= r1 and s0 <= k[1] <= s1:
-                if k in seen:
-                    fail("rank %d step %d in two cells" % k)
-                seen.add(k)
+        for k in keys:
+            if k in seen:
+                fail("rank %d step %d in two cells" % k)
+            seen.add(k)
     if seen != set(wait):
         fail("%d rank-steps in no cell" % len(set(wait) - seen))
-    if len(cells) > 64 * 100:
-        fail("%d cells: more than 64 rows of 100" % len(cells))
+    if len(cells) > HEAT_ROWS * HEAT_COLS:
+        fail("%d cells: more than %d rows of %d" % (len(cells), HEAT_ROWS, HEAT_COLS))
     return len(cells)
 
 
@@ -157,7 +158,7 @@ def check_report(page, rep):
                     fail("rank %s steps %d-%d: %d rank-steps" % (a["data-rank"], s0, s1, len(w)))
                 near(a["data-ms"], sum(w) / len(w), "wait rank %s steps %d-%d" % (a["data-rank"], s0, s1))
                 nsteps += len(w)
-            if nsteps != len(mine) or len(cells) > 100 * len(shown):
+            if nsteps != len(mine) or len(cells) > HEAT_COLS * len(shown):
                 fail("%d cells cover %d of %d rank-steps" % (len(cells), nsteps, len(mine)))
         else:
             got = {(int(a["data-rank"]), int(a["data-step"])): a["data-ms"] for a in cells}
@@ -264,7 +265,7 @@ def case_report_many_ranks():
 def case_report_eight_ranks():
     """8 ranks, one of them slow to read its input: past 4 ranks the
     per-step view is the heat map of collective wait with the step-time
-    range above it; 8 ranks over 130 steps: columns of 2 steps, each cell
+    range above it; 8 ranks over 130 steps: columns of 3 steps, each cell
     its steps' mean."""
     tmp = tempfile.mkdtemp(prefix="html-eight-")
     try:
@@ -426,10 +427,11 @@ def layout(exe, page, width):
     return res
 
 
-def check_layout(exe, page, what):
-    """At 1000 and 700 px: nothing wider than the window, no chart label
-    on another; at 700 px the screenshot is a 700-pixel-wide picture."""
-    for width in (1000, 700):
+def check_layout(exe, page, what, widths=(700,), shot=False):
+    """At each of WIDTHS px: nothing wider than the window, no chart label
+    on another or cut off; with SHOT a screenshot at 700 px is a
+    700-pixel-wide picture."""
+    for width in widths:
         res = layout(exe, page, width)
         if res["overflow"] > 0 or res["wide"]:
             fail("%s at %d px: the page is %d px too wide (charts past the edge: %s)" %
@@ -440,18 +442,20 @@ def check_layout(exe, page, what):
             fail("%s at %d px: labels cut off at their chart's edge: %s" % (what, width, res["clipped"][:8]))
         if res["texts"] < 20:
             fail("%s at %d px: only %d chart labels measured" % (what, width, res["texts"]))
-    shot = page + ".png"
-    browser(exe, page, "--window-size=700,2400", "--screenshot=" + shot)
-    with open(shot, "rb") as f:
-        head = f.read(24)
-    if head[:8] != b"\x89PNG\r\n\x1a\n" or int.from_bytes(head[16:20], "big") != 700:
-        fail("%s: the 700 px screenshot is not a 700-pixel-wide PNG" % what)
-    print("  %s: fits 1000 and 700 px, %d labels, none on another" % (what, res["texts"]))
+    if shot:
+        png = page + ".png"
+        browser(exe, page, "--window-size=700,2400", "--screenshot=" + png)
+        with open(png, "rb") as f:
+            head = f.read(24)
+        if head[:8] != b"\x89PNG\r\n\x1a\n" or int.from_bytes(head[16:20], "big") != 700:
+            fail("%s: the 700 px screenshot is not a 700-pixel-wide PNG" % what)
+    print("  %s: fits %s px, %d labels, none on another" % (what, " and ".join(map(str, widths)), res["texts"]))
 
 
 def case_layout():
     """Pages of 4, 8, 48 and 1024 ranks and a comparison of five runs, laid out
-    by headless Chromium at 1000 and 700 px: nothing overflows the window
+    by headless Chromium at 700 px (4 ranks and the comparison at 1000 px
+    too, and a screenshot at 700 px): nothing overflows the window
     and no label of a chart overlaps another (an efficiency label the axis,
     step numbers each other); the 8-rank page's per-step view is the heat
     map, the 1024-rank page's the binned one (labels "ranks 960-1023"
@@ -469,14 +473,14 @@ def case_layout():
             html_of(d, page)
             want = "chart-steps" if n <= 4 else "chart-wait-bins" if n > 64 else "chart-wait-heatmap"
             Page(open(page, encoding="utf-8").read()).chart(want)
-            check_layout(exe, page, "%d ranks" % n)
+            check_layout(exe, page, "%d ranks" % n, *(((1000, 700), True) if n == 4 else ()))
         dirs = []
         for n in (1, 2, 4, 8, 16):
             flags = ["--ranks", str(n), "--steps", "10", "--kernels", "2", "--transfer-ms", str(n / 4)]
             dirs.append(gen(os.path.join(tmp, "c%d" % n), *(flags + (["--no-nccl"] if n == 1 else []))))
         page = os.path.join(tmp, "compare.html")
         html_of(dirs[0], page, *dirs[1:], "--samples-per-step", "8")
-        check_layout(exe, page, "compare of 5 runs")
+        check_layout(exe, page, "compare of 5 runs", (1000, 700))
     finally:
         shutil.rmtree(tmp)
 

@@ -28,8 +28,9 @@ BUILD=${SCALEPROF_BUILD:-build}
 PACKAGES=(meson ninja-build pkg-config gcc libc6-dev libzstd-dev libunwind-dev
           libyajl-dev zlib1g-dev python3 util-linux)
 # The tests also drive a real PyTorch DataLoader (CPU) through the recorder,
-# and render the HTML report in headless Chromium.
-TEST_PACKAGES=(python3-torch chromium)
+# render the HTML report in headless Chromium, and read the man pages
+# with man (tests/install).
+TEST_PACKAGES=(python3-torch chromium man-db)
 
 install_missing() {
     local missing=()

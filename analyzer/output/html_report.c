@@ -35,6 +35,7 @@
 #define STEP_RANGE_H 200    /* the step-time chart above a heat map */
 #define STEP_POINTS_MAX 500 /* more steps: that chart's lines without a point per step */
 #define BIN_LABEL_W 130     /* the binned heat map's label column: "ranks 65472-65535" */
+#define LOST_LABEL_W 80     /* px right of chart-lost for a row's total */
 #define ROW_LABEL_H 14      /* px a row label takes, leading included */
 #define EFF_PAD 34          /* px between the efficiency chart's axis and its first point */
 #define EFF_LABEL_W 52      /* px an efficiency chart's "64 GPUs" label takes */
@@ -1206,7 +1207,8 @@ static void lost_chart(FILE *out, const struct sp_cmp *c)
         max = pos > max ? pos : max;
         max = neg > max ? neg : max;
     }
-    double end = axis_end(max), w = (CHART_W - LABEL_W - 40) / 2.0, zero = LABEL_W + w;
+    /* room right of the longest bar for its "+12.34 ms" */
+    double end = axis_end(max), w = (CHART_W - LABEL_W - LOST_LABEL_W) / 2.0, zero = LABEL_W + w;
     svg_open(out, "chart-lost",
              "Where the step time went against the baseline (ms per step, by category; "
              "right: more, left: less)",

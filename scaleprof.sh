@@ -28,8 +28,9 @@ BUILD=${SCALEPROF_BUILD:-build}
 PACKAGES=(meson ninja-build pkg-config gcc libc6-dev libzstd-dev libunwind-dev
           libyajl-dev zlib1g-dev python3 util-linux)
 # The tests also drive a real PyTorch DataLoader (CPU) through the recorder,
-# and render the HTML report in headless Chromium.
-TEST_PACKAGES=(python3-torch chromium)
+# render the HTML report in headless Chromium, and read the man pages
+# with man (tests/install).
+TEST_PACKAGES=(python3-torch chromium man-db)
 
 install_missing() {
     local missing=()
@@ -70,7 +71,8 @@ for arg in sys.argv[1:]:
 }
 
 # Set up build folder $1 with the options that follow, or bring one made
-# earlier to them; then build it.  Output only when something fails.
+# earlier to them; then build it.  Output only when something fails, or
+# with SHOW_PROGRESS=1 (the demo) ninja's progress on stderr.
 setup_and_build() {
     local dir=$1 log changed
     shift
@@ -85,7 +87,14 @@ setup_and_build() {
             meson configure "$dir" $changed >"$log" 2>&1 || { cat "$log"; rm -f "$log"; exit 1; }
         fi
     fi
-    ninja -C "$dir" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; exit 1; }
+    if [ "${SHOW_PROGRESS:-0}" = 1 ]; then
+        # the first build takes minutes: ninja's [N/M] lines show it moving
+        # (on a terminal ninja keeps them to one line)
+        echo "scaleprof.sh: building into $dir (the first build takes a few minutes)" >&2
+        ninja -C "$dir" >&2 || { rm -f "$log"; exit 1; }
+    else
+        ninja -C "$dir" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; exit 1; }
+    fi
     rm -f "$log"
 }
 
@@ -134,7 +143,7 @@ sanitize)
     exit $rc
     ;;
 demo)
-    build
+    SHOW_PROGRESS=1 build
     exec examples/demo.sh "$BUILD" "$@"
     ;;
 *)

@@ -81,8 +81,11 @@ def case_completion():
     got = complete("")
     if sorted(set(got) - {"help"}) != sorted(verbs):
         fail("verbs offered %s, scaleprof --help lists %s" % (got, verbs))
-    if complete("re") != ["report"]:
-        fail("'re' completes to %s" % complete("re"))
+    # a prefix completes to exactly the verbs --help lists with it
+    for prefix in ("re", "rep", "ha", "x"):
+        want = sorted(v for v in verbs if v.startswith(prefix))
+        if sorted(complete(prefix)) != want:
+            fail("'%s' completes to %s, --help lists %s" % (prefix, complete(prefix), want))
     for v in verbs:
         want = options_of_help(v)
         if not want:

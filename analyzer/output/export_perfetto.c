@@ -118,21 +118,22 @@ enum { WT_VARINT = 0,
        WT_LEN = 2 };
 
 /* Categories: the JSON writer's "cat" values, interned as 1.. in this order. */
-#define CATEGORIES(X)              \
-    X(C_STEP, "step")              \
-    X(C_BREAKDOWN, "breakdown")    \
-    X(C_FINDING, "finding")        \
-    X(C_WAIT, "nccl_wait")         \
-    X(C_TRANSFER, "nccl_transfer") \
-    X(C_KERNEL, "kernel")          \
-    X(C_MEMCPY, "memcpy")          \
-    X(C_MEMSET, "memset")          \
-    X(C_GPU, "gpu")                \
-    X(C_CUDA, "cuda")              \
-    X(C_NCCL_CALL, "nccl_call")    \
-    X(C_IO, "io")                  \
-    X(C_WAITS, "wait")             \
-    X(C_MARKER, "marker")          \
+#define CATEGORIES(X)               \
+    X(C_STEP, "step")               \
+    X(C_BREAKDOWN, "breakdown")     \
+    X(C_FINDING, "finding")         \
+    X(C_WAIT, "nccl_wait")          \
+    X(C_TRANSFER, "nccl_transfer")  \
+    X(C_KERNEL, "kernel")           \
+    X(C_NCCL_KERNEL, "nccl_kernel") \
+    X(C_MEMCPY, "memcpy")           \
+    X(C_MEMSET, "memset")           \
+    X(C_GPU, "gpu")                 \
+    X(C_CUDA, "cuda")               \
+    X(C_NCCL_CALL, "nccl_call")     \
+    X(C_IO, "io")                   \
+    X(C_WAITS, "wait")              \
+    X(C_MARKER, "marker")           \
     X(C_PROCESS, "process")
 #define AS_ENUM(e, s) e,
 #define AS_NAME(e, s) s,
@@ -695,10 +696,11 @@ static int on_gpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
     char name[1024];
     sp_export_gpu_name(r, g, name, sizeof name);
     uint64_t tr = stream_track(w, (int64_t)g->device, g->stream);
-    int cat = g->kind == SP_GPU_KERNEL   ? C_KERNEL
-              : g->kind == SP_GPU_MEMCPY ? C_MEMCPY
-              : g->kind == SP_GPU_MEMSET ? C_MEMSET
-                                         : C_GPU;
+    /* the category is the kind's name, as in the JSON; "gpu" for one unknown */
+    const char *kind = sp_export_enum(SP_EV_GPU, "kind", g->kind, "gpu");
+    int cat = C_GPU;
+    for (int i = C_KERNEL; i <= C_GPU; i++)
+        if (!strcmp(kind, category_names[i])) cat = i;
     size_t at = trace_slice(w, tr, (int64_t)ev->t, name, cat);
     a_uint(w, A_CORRELATION, g->correlation);
     if (g->bytes) a_uint(w, A_BYTES, g->bytes);
@@ -754,6 +756,7 @@ static int on_io(void *ctx, const struct sp_reader *r, const struct sp_event *ev
     sp_export_io_name(io, name, sizeof name);
     uint64_t tr = io_track(w, ev->tid);
     size_t at = trace_slice(w, tr, (int64_t)ev->t, name, C_IO);
+    a_str(w, A_OP, sp_export_enum(SP_EV_IO, "op", io->op, "io"));
     a_int(w, A_FD, (int64_t)io->fd);
     a_int(w, A_RET, (int64_t)io->ret);
     a_uint(w, A_BYTES, io->bytes);
@@ -1014,10 +1017,10 @@ static void write_collectives(struct writer *w)
             size_t at = ev_open(w, TYPE_SLICE_BEGIN, tr, g, name, half ? C_TRANSFER : C_WAIT);
             a_uint(w, A_SEQ, sp_op_is_p2p(c->op) ? (uint64_t)(c->key & ((1ULL << 21) - 1)) : c->seq);
             a_int(w, A_LAST_RANK, last_ri >= 0 ? m->ranks[last_ri].rank : -1);
+            a_str(w, A_COMM, comm);
             if (half) { /* the op's facts once, on its transfer */
                 a_str(w, A_OP, sp_export_enum(SP_EV_NCCL, "op", c->op, "op"));
                 a_uint(w, A_BYTES, c->bytes);
-                a_str(w, A_COMM, comm);
                 a_int(w, A_INSTANCE, c->inst);
                 a_double(w, A_WAIT_MS, (double)wait / NS_PER_MS);
                 a_double(w, A_OP_MS, (double)(c->end - c->start) / NS_PER_MS);

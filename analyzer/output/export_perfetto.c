@@ -50,8 +50,9 @@
 #define DETAIL_MAX 16           /* ranks in full detail in a summary */
 #define WHATIF_PID_BASE 1000000
 #define PACKET_MAX (256 * 1024)
-#define STR_MAX 4096 /* longest string written, in bytes */
-#define NESTED_LEN 3 /* bytes reserved for a nested message's length (< 2 MiB) */
+#define OUT_BUFFER (1 << 20) /* > PACKET_MAX + its head */
+#define STR_MAX 4096         /* longest string written, in bytes */
+#define NESTED_LEN 3         /* bytes reserved for a nested message's length (< 2 MiB) */
 #define INTERN_MAX (1u << 20)
 #define SEQ_ID 1
 #define TRACK_BITS 12 /* child tracks of a process: uuid = process's + 1.. */
@@ -210,8 +211,9 @@ struct writer {
     const struct sp_export_opts *o;
     struct sp_export_stats st;
     int64_t origin;
-    struct buf pk;    /* the packet being built */
-    struct buf fresh; /* its new interned names, EventName messages */
+    struct buf pk;     /* the packet being built */
+    struct buf fresh;  /* its new interned names, EventName messages */
+    struct buf outbuf; /* packets not yet written */
     int first_packet;
     /* interned event names: open addressing, power-of-two size */
     struct intern *names;
@@ -371,6 +373,14 @@ static void msg_close(struct buf *b, size_t at)
 
 /* ---- packets ---- */
 
+/* Packets are gathered in outbuf and written OUT_BUFFER at a time: two
+ * stdio calls per packet cost more than encoding it. */
+static void flush_out(struct writer *w)
+{
+    if (w->outbuf.n) fwrite(w->outbuf.p, 1, w->outbuf.n, w->out);
+    w->outbuf.n = 0;
+}
+
 static void packet_open(struct writer *w)
 {
     w->pk.n = 0;
@@ -395,12 +405,12 @@ static void packet_close(struct writer *w)
         w->st.dropped++; /* a packet past PACKET_MAX: a string the size cap missed */
         return;
     }
-    uint8_t head[12];
-    struct buf h = {head, 0, sizeof head};
-    put_tag(&h, F_TRACE_PACKET, WT_LEN);
-    put_varint(&h, b->n);
-    fwrite(head, 1, h.n, w->out);
-    fwrite(b->p, 1, b->n, w->out);
+    struct buf *o = &w->outbuf;
+    if (o->n + b->n + 12 > o->cap) flush_out(w);
+    put_tag(o, F_TRACE_PACKET, WT_LEN);
+    put_varint(o, b->n);
+    memcpy(o->p + o->n, b->p, b->n);
+    o->n += b->n;
     w->first_packet = 0;
 }
 
@@ -693,8 +703,12 @@ static int on_gpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
     struct writer *w = ctx;
     const struct sp_ev_gpu *g = &ev->gpu;
     if (!in_window(w, (int64_t)ev->t, (int64_t)g->dur)) return 0;
-    char name[1024];
-    sp_export_gpu_name(r, g, name, sizeof name);
+    char buf[1024];
+    const char *name = buf, *k = sp_reader_string(r, g->name);
+    if (g->kind != SP_GPU_MEMCPY && g->kind != SP_GPU_MEMSET && k[0])
+        name = k; /* a kernel: its name as recorded, no copy */
+    else
+        sp_export_gpu_name(r, g, buf, sizeof buf);
     uint64_t tr = stream_track(w, (int64_t)g->device, g->stream);
     /* the category is the kind's name, as in the JSON; "gpu" for one unknown */
     const char *kind = sp_export_enum(SP_EV_GPU, "kind", g->kind, "gpu");
@@ -1167,8 +1181,9 @@ int sp_export_perfetto(struct sp_model *m, const struct sp_export_opts *o, FILE 
     w.origin = sp_export_origin(m);
     w.pk = (struct buf){malloc(PACKET_MAX), 0, PACKET_MAX};
     w.fresh = (struct buf){malloc(PACKET_MAX), 0, PACKET_MAX};
+    w.outbuf = (struct buf){malloc(OUT_BUFFER), 0, OUT_BUFFER};
     w.detail = calloc((size_t)m->nranks + 1, 1);
-    int rc = w.pk.p && w.fresh.p && w.detail && sp_export_colls_gather(m, &w.c) == 0 ? 0 : -1;
+    int rc = w.pk.p && w.fresh.p && w.outbuf.p && w.detail && sp_export_colls_gather(m, &w.c) == 0 ? 0 : -1;
     if (rc == 0 && o->whatif >= 0) {
         if (sp_export_replay(m, o->whatif, &w.wa, &w.we) == 0)
             w.st.whatif_ok = 1;
@@ -1189,6 +1204,7 @@ int sp_export_perfetto(struct sp_model *m, const struct sp_export_opts *o, FILE 
             write_rank(&w);
             sp_model_progress(m, "export", i + 1, m->nranks);
         }
+        flush_out(&w);
         if (ferror(out)) rc = -1;
     }
     sp_export_replay_free(m, w.wa, w.we);
@@ -1200,6 +1216,7 @@ int sp_export_perfetto(struct sp_model *m, const struct sp_export_opts *o, FILE 
     free(w.detail);
     free(w.pk.p);
     free(w.fresh.p);
+    free(w.outbuf.p);
     if (st) *st = w.st;
     return rc;
 }

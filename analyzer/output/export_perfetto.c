@@ -287,8 +287,8 @@ static void f_fixed64(struct buf *b, int field, uint64_t v)
     put_fixed64(b, v);
 }
 
-/* The length of the longest prefix of s[0..n) that is whole UTF-8
- * sequences; *bad is set when a byte had to be replaced. */
+/* The length of the well-formed UTF-8 sequence at s[0..n), 0 when the
+ * byte there starts none. */
 static size_t utf8_seq(const unsigned char *s, size_t n)
 {
     unsigned c = s[0];
@@ -861,8 +861,8 @@ static int on_proc(void *ctx, const struct sp_reader *r, const struct sp_event *
     return 0;
 }
 
-/* A thread's name: its track described again under the new name (the
- * later descriptor of a uuid wins). */
+/* A thread's name: its track described again under the new name, as the
+ * JSON gives a second thread_name. */
 static int on_thread(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
 {
     struct writer *w = ctx;

@@ -30,7 +30,7 @@
 #define MAX_SKIP 1000000
 #define BIG_OUTPUT 1e9  /* past this, say how to shrink it */
 #define GZ_RATIO 12.0   /* the JSON compresses about this much at level 1 */
-#define GZ_RATIO_PB 3.0 /* the protobuf (names interned already) about this much */
+#define GZ_RATIO_PB 5.5 /* the protobuf (names interned already): 1.2 GB to 214 MB at 1024 ranks */
 #define OUT_BUFFER (1 << 20)
 
 static const char usage_text[] =

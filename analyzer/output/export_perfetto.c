@@ -913,7 +913,7 @@ static void write_breakdown(struct writer *w, uint64_t tr, int k)
         int64_t d = (int64_t)(r->cat[k][c] * scale);
         if (d <= 0) continue;
         size_t at = ev_open(w, TYPE_SLICE_BEGIN, tr, t, sp_model_cat_name(c), C_BREAKDOWN);
-        a_double(w, A_CAT_MS, r->cat[k][c] / NS_PER_MS);
+        if (scale < 1) a_double(w, A_CAT_MS, r->cat[k][c] / NS_PER_MS); /* else the duration */
         ev_close(w, at);
         slice_end(w, tr, t, d);
         t += d;

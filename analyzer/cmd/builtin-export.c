@@ -1,10 +1,12 @@
 /*
  * builtin-export.c - `scaleprof export DIR -o FILE`: the timeline of a
- * trace set for ui.perfetto.dev and chrome://tracing, with the analysis
- * on it (wait and transfer of every collective, the late rank, steps,
- * findings, and with --whatif the replay with one cause removed).
+ * trace set for ui.perfetto.dev (and, as JSON, chrome://tracing), with
+ * the analysis on it (wait and transfer of every collective, the late
+ * rank, steps, findings, and with --whatif the replay with one cause
+ * removed).
  *
- * Option parsing and output only: export_trace.c writes the timeline,
+ * Option parsing and output only: export_perfetto.c writes Perfetto's
+ * protobuf trace (the default), export_trace.c the JSON (--format json);
  * the model gives the numbers.  FILE ending in .gz is written gzip'd.
  */
 #include <errno.h>
@@ -27,21 +29,29 @@
 
 #define VERB "export"
 #define MAX_SKIP 1000000
-#define BIG_OUTPUT 1e9 /* past this, say how to shrink it */
-#define GZ_RATIO 12.0  /* the JSON compresses about this much at level 1 */
+#define BIG_OUTPUT 1e9  /* past this, say how to shrink it */
+#define GZ_RATIO 12.0   /* the JSON compresses about this much at level 1 */
+#define GZ_RATIO_PB 5.5 /* the protobuf (names interned already): 1.2 GB to 214 MB at 1024 ranks */
 #define OUT_BUFFER (1 << 20)
 
 static const char usage_text[] =
     "usage: scaleprof export DIR -o FILE [options]\n"
     "\n"
-    "Writes the timeline of the traces under DIR as Chrome Trace Event JSON,\n"
-    "for ui.perfetto.dev and chrome://tracing: a process group per rank with\n"
-    "its steps, NCCL ops split into wait and transfer (arrows from the last\n"
-    "rank to arrive), GPU streams, host threads, file I/O and waits, loader\n"
-    "workers, and the findings.  FILE ending in .gz is gzip-compressed; - is\n"
-    "standard output.\n"
+    "Writes the timeline of the traces under DIR as a Perfetto trace (protobuf,\n"
+    "for ui.perfetto.dev) or as Chrome Trace Event JSON: a process group per\n"
+    "rank with its steps, NCCL ops split into wait and transfer (arrows from\n"
+    "the last rank to arrive), GPU streams, host threads, file I/O and waits,\n"
+    "loader workers, and the findings.  Past 64 ranks x 100 steps the Perfetto\n"
+    "trace is a summary: every rank's steps with their categories, and the\n"
+    "ranks the findings name in full.  FILE ending in .gz is gzip-compressed;\n"
+    "- is standard output.\n"
     "\n"
     "  -o, --output FILE       where to write the timeline (required)\n"
+    "  --format FMT            perfetto (default, e.g. FILE.pftrace) or json (the\n"
+    "                          Chrome Trace Event format, always in full; the\n"
+    "                          default when FILE ends in .json or .json.gz)\n"
+    "  --full                  every rank in full detail, whatever the size\n"
+    "  --summary               the summary timeline, whatever the size\n"
     "  --steps A:B             only steps A to B, both included (step numbers\n"
     "                          as report prints them; also the steps analyzed)\n"
     "  --ranks LIST            only these ranks, e.g. 0,3,8-15\n"
@@ -89,17 +99,18 @@ static FILE *open_output(const char *path, int *gz)
     return f;
 }
 
-static void warn_size(const char *dir, double bytes, int gz)
+static void warn_size(const char *dir, double bytes, int gz, int json)
 {
-    double out = gz ? bytes / GZ_RATIO : bytes;
+    double out = gz ? bytes / (json ? GZ_RATIO : GZ_RATIO_PB) : bytes;
     if (bytes < BIG_OUTPUT && out < BIG_OUTPUT) return;
     fprintf(stderr,
             "scaleprof export: note: the timeline will be about %.1f GB%s%s; viewers load up to a "
             "few GB "
             "at best. --steps A:B (a few steps) and --ranks LIST (the ranks of interest) make it "
             "smaller, "
-            "e.g. scaleprof export %s --steps 10:12 --ranks 0-7 -o small.json.gz\n",
-            bytes / 1e9, gz ? " of JSON" : "", gz ? " before compression" : "", dir);
+            "e.g. scaleprof export %s --steps 10:12 --ranks 0-7 -o small.%s\n",
+            bytes / 1e9, gz ? (json ? " of JSON" : " of protobuf") : "",
+            gz ? " before compression" : "", dir, json ? "json.gz" : "pftrace");
 }
 
 int cmd_export(int argc, char **argv)
@@ -111,6 +122,9 @@ int cmd_export(int argc, char **argv)
         {"whatif", required_argument, NULL, 'W'},
         {"skip", required_argument, NULL, 'k'},
         {"step-marker", required_argument, NULL, 'm'},
+        {"format", required_argument, NULL, 'F'},
+        {"full", no_argument, NULL, 'U'},
+        {"summary", no_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -118,6 +132,7 @@ int cmd_export(int argc, char **argv)
     sp_model_opts_default(&o);
     o.progress = 1;
     struct sp_export_opts eo = {.step_first = -1, .step_last = -1, .whatif = -1};
+    int json = -1; /* -1: from FILE's name */
     const char *path = NULL;
     long long *ranks = NULL;
     int c, a, b, rc = SP_EXIT_USAGE;
@@ -173,6 +188,21 @@ int cmd_export(int argc, char **argv)
             o.step_marker = optarg;
             break;
         }
+        case 'F':
+            if (!strcmp(optarg, "json") || !strcmp(optarg, "perfetto")) {
+                json = optarg[0] == 'j';
+                break;
+            }
+            rc = sp_usage_error(VERB, "--format: \"%s\" is not a format (perfetto or json)", optarg);
+            goto out;
+        case 'U':
+        case 'S':
+            if (eo.detail && eo.detail != (c == 'U' ? SP_EXPORT_FULL : SP_EXPORT_SUMMARY)) {
+                rc = sp_usage_error(VERB, "--full and --summary exclude each other");
+                goto out;
+            }
+            eo.detail = c == 'U' ? SP_EXPORT_FULL : SP_EXPORT_SUMMARY;
+            break;
         case 'h':
             fputs(usage_text, stdout);
             rc = 0;
@@ -188,6 +218,13 @@ int cmd_export(int argc, char **argv)
     }
     if (optind != argc - 1) {
         rc = sp_usage_error(VERB, "one trace directory expected, got %d", argc - optind);
+        goto out;
+    }
+    if (json < 0) json = path && (ends_with(path, ".json") || ends_with(path, ".json.gz"));
+    if (json && eo.detail) {
+        rc = sp_usage_error(VERB, "--%s: the JSON timeline is always in full (the summary is "
+                                  "Perfetto's)",
+                            eo.detail == SP_EXPORT_FULL ? "full" : "summary");
         goto out;
     }
     if (!path) {
@@ -243,7 +280,9 @@ int cmd_export(int argc, char **argv)
         goto out;
     }
     int gz;
-    warn_size(dir, sp_export_estimate(&m, &eo), ends_with(path, ".gz"));
+    if (json || eo.detail == SP_EXPORT_FULL)
+        warn_size(dir, json ? sp_export_estimate(&m, &eo) : sp_export_perfetto_estimate(&m, &eo),
+                  ends_with(path, ".gz"), json);
     FILE *f = open_output(path, &gz);
     if (!f) {
         fprintf(stderr, "scaleprof export: %s: %s\n", path, strerror(errno));
@@ -253,7 +292,7 @@ int cmd_export(int argc, char **argv)
     }
     setvbuf(f, NULL, _IOFBF, OUT_BUFFER);
     struct sp_export_stats st;
-    int wrc = sp_export_trace(&m, &eo, f, &st);
+    int wrc = json ? sp_export_trace(&m, &eo, f, &st) : sp_export_perfetto(&m, &eo, f, &st);
     int crc = f == stdout ? fflush(f) : fclose(f);
     for (int i = 0; i < m.nwarnings; i++)
         fprintf(stderr, "scaleprof export: warning: %s\n", m.warnings[i]);
@@ -261,11 +300,30 @@ int cmd_export(int argc, char **argv)
         fprintf(stderr, "scaleprof export: %s: could not be written (%s)\n", path, strerror(errno));
         if (f != stdout) unlink(path);
         rc = 1;
-    } else {
+    } else if (json) {
         fprintf(stderr,
                 "scaleprof export: %s: %d rank%s, %llu trace events, %llu timeline entries, %llu "
                 "arrows%s; "
                 "open it in ui.perfetto.dev or chrome://tracing\n",
+                path, st.ranks, st.ranks == 1 ? "" : "s", (unsigned long long)st.events,
+                (unsigned long long)st.slices, (unsigned long long)st.flows,
+                st.whatif_ok ? ", with the what-if replay" : "");
+        rc = 0;
+    } else {
+        if (st.dropped)
+            fprintf(stderr, "scaleprof export: warning: %llu events too large to encode were left out\n",
+                    (unsigned long long)st.dropped);
+        if (st.summary)
+            fprintf(stderr,
+                    "scaleprof export: %s: summary timeline (%d ranks x %d steps%s): every rank's "
+                    "steps and categories, %d rank%s named by the findings in full; --full for "
+                    "everything, --ranks/--steps for a part\n",
+                    path, st.ranks, m.steps_total,
+                    eo.detail == SP_EXPORT_SUMMARY ? ", --summary" : " is past what the viewer holds in full",
+                    st.detailed, st.detailed == 1 ? "" : "s");
+        fprintf(stderr,
+                "scaleprof export: %s: %d rank%s, %llu trace events, %llu timeline entries, %llu "
+                "arrows%s; open it in ui.perfetto.dev\n",
                 path, st.ranks, st.ranks == 1 ? "" : "s", (unsigned long long)st.events,
                 (unsigned long long)st.slices, (unsigned long long)st.flows,
                 st.whatif_ok ? ", with the what-if replay" : "");

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "export_int.h"
 #include "export_trace.h"
 #include "json.h"
 #include "text.h"
@@ -59,10 +60,6 @@ struct track {
     int tid;
 };
 
-struct inst_info {
-    int32_t first, n, last;
-}; /* participants in parts[first..first+n), last-arriving one */
-
 struct writer {
     FILE *out;
     struct sp_model *m;
@@ -79,10 +76,7 @@ struct writer {
     int fsort;     /* sort base of the file's tracks */
     int64_t cpu_t; /* previous CPU sample of the file */
     uint64_t cpu_ns;
-    /* collectives: participants of each instance */
-    struct inst_info *insts;
-    struct sp_coll_ref *parts;
-    size_t ninsts, nparts;
+    struct sp_export_colls c; /* collectives: participants of each instance */
     /* what-if: replayed arrival and end of every rank's nodes */
     int64_t **wa, **we;
 };
@@ -140,11 +134,12 @@ static void meta(struct writer *w, int pid, int tid, const char *what, const cha
             pid, tid, what, sort);
 }
 
-static const char *enum_name(int type, const char *field, uint64_t v, const char *dflt)
+const char *sp_export_enum(int type, const char *field, uint64_t v, const char *dflt)
 {
     const char *n = sp_enum_name(type, field, v);
     return n ? n : dflt;
 }
+
 
 /* ---- tracks ---- */
 
@@ -231,9 +226,8 @@ static int in_window(const struct writer *w, int64_t t, int64_t dur)
     return t < w->w1 && (t >= w->w0 || t + (dur > 0 ? dur : 0) > w->w0);
 }
 
-/* Step indices [*k0, *k1] of rank r in the window (all when unset). */
-static void step_range(const struct sp_model *m, const struct sp_rank *r,
-                       const struct sp_export_opts *o, int *k0, int *k1)
+void sp_export_step_range(const struct sp_model *m, const struct sp_rank *r,
+                          const struct sp_export_opts *o, int *k0, int *k1)
 {
     *k0 = 0;
     *k1 = r->nsteps - 1;
@@ -251,7 +245,7 @@ static void set_window(struct writer *w)
     w->w0 = INT64_MIN;
     w->w1 = INT64_MAX;
     if (w->o->step_first < 0 || !r->nsteps) return;
-    step_range(w->m, r, w->o, &k0, &k1);
+    sp_export_step_range(w->m, r, w->o, &k0, &k1);
     if (k0 > k1) {
         w->w0 = INT64_MAX; /* none of this rank's steps is in the window */
         w->w1 = INT64_MIN;
@@ -261,7 +255,7 @@ static void set_window(struct writer *w)
     w->w1 = r->steps[k1].end;
 }
 
-static int rank_wanted(const struct sp_model *m, const struct sp_export_opts *o, int ri)
+int sp_export_rank_wanted(const struct sp_model *m, const struct sp_export_opts *o, int ri)
 {
     if (!o->ranks) return 1;
     for (size_t i = 0; i < o->nranks; i++)
@@ -271,14 +265,14 @@ static int rank_wanted(const struct sp_model *m, const struct sp_export_opts *o,
 
 /* ---- events of the traces ---- */
 
-static void gpu_name(const struct sp_reader *r, const struct sp_ev_gpu *g, char *out, size_t len)
+void sp_export_gpu_name(const struct sp_reader *r, const struct sp_ev_gpu *g, char *out, size_t len)
 {
     char b[32];
     if (g->kind == SP_GPU_MEMCPY || g->kind == SP_GPU_MEMSET) {
         sp_text_bytes(g->bytes, b, sizeof b);
         snprintf(
             out, len, "%s %s %s", g->kind == SP_GPU_MEMCPY ? "memcpy" : "memset",
-            g->kind == SP_GPU_MEMCPY ? enum_name(SP_EV_GPU, "copy_kind", g->copy_kind, "") : "", b);
+            g->kind == SP_GPU_MEMCPY ? sp_export_enum(SP_EV_GPU, "copy_kind", g->copy_kind, "") : "", b);
         return;
     }
     const char *n = sp_reader_string(r, g->name);
@@ -291,12 +285,12 @@ static int on_gpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
     const struct sp_ev_gpu *g = &ev->gpu;
     if (!in_window(w, (int64_t)ev->t, (int64_t)g->dur)) return 0;
     char name[1024];
-    gpu_name(r, g, name, sizeof name);
+    sp_export_gpu_name(r, g, name, sizeof name);
     int tid = stream_track(w, (int64_t)g->device, g->stream);
     ev_open(w, "X", w->pid, tid, local_to_global(w, (int64_t)ev->t));
     kv_dur(w->out, (int64_t)g->dur);
     kv_str(w->out, "name", name);
-    kv_str(w->out, "cat", enum_name(SP_EV_GPU, "kind", g->kind, "gpu"));
+    kv_str(w->out, "cat", sp_export_enum(SP_EV_GPU, "kind", g->kind, "gpu"));
     fprintf(w->out, ",\"args\":{\"correlation\":%" PRIu64 ",\"bytes\":%" PRIu64 "}}",
             g->correlation, g->bytes);
     w->st.events++;
@@ -309,7 +303,7 @@ static int on_cuda(void *ctx, const struct sp_reader *r, const struct sp_event *
     const struct sp_ev_cuda *c = &ev->cuda;
     if (!in_window(w, (int64_t)ev->t, (int64_t)c->dur)) return 0;
     char name[128];
-    snprintf(name, sizeof name, "cuda %s", enum_name(SP_EV_CUDA, "api", c->api, "call"));
+    snprintf(name, sizeof name, "cuda %s", sp_export_enum(SP_EV_CUDA, "api", c->api, "call"));
     int tid = thread_track(w, ev->tid);
     ev_open(w, "X", w->pid, tid, local_to_global(w, (int64_t)ev->t));
     kv_dur(w->out, (int64_t)c->dur);
@@ -331,7 +325,7 @@ static int on_nccl(void *ctx, const struct sp_reader *r, const struct sp_event *
     const struct sp_ev_nccl *n = &ev->nccl;
     if (!in_window(w, (int64_t)ev->t, (int64_t)n->dur)) return 0;
     char name[128];
-    snprintf(name, sizeof name, "nccl %s", enum_name(SP_EV_NCCL, "op", n->op, "call"));
+    snprintf(name, sizeof name, "nccl %s", sp_export_enum(SP_EV_NCCL, "op", n->op, "call"));
     ev_open(w, "X", w->pid, thread_track(w, ev->tid), local_to_global(w, (int64_t)ev->t));
     kv_dur(w->out, (int64_t)n->dur);
     kv_str(w->out, "name", name);
@@ -343,27 +337,33 @@ static int on_nccl(void *ctx, const struct sp_reader *r, const struct sp_event *
     return 0;
 }
 
+void sp_export_io_name(const struct sp_ev_io *io, char *out, size_t len)
+{
+    const char *op = sp_export_enum(SP_EV_IO, "op", io->op, "io");
+    if (io->ret > 0 && io->op != SP_IO_OPEN && io->op != SP_IO_FOPEN && io->op != SP_IO_CLOSE) {
+        char b[32];
+        sp_text_bytes((uint64_t)io->ret, b, sizeof b);
+        snprintf(out, len, "%s %s", op, b);
+    } else {
+        snprintf(out, len, "%s", op);
+    }
+}
+
 static int on_io(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
 {
     struct writer *w = ctx;
     const struct sp_ev_io *io = &ev->io;
     if (!in_window(w, (int64_t)ev->t, (int64_t)io->dur)) return 0;
     char name[128];
-    const char *op = enum_name(SP_EV_IO, "op", io->op, "io");
-    if (io->ret > 0 && io->op != SP_IO_OPEN && io->op != SP_IO_FOPEN && io->op != SP_IO_CLOSE) {
-        char b[32];
-        sp_text_bytes((uint64_t)io->ret, b, sizeof b);
-        snprintf(name, sizeof name, "%s %s", op, b);
-    } else {
-        snprintf(name, sizeof name, "%s", op);
-    }
+    const char *op = sp_export_enum(SP_EV_IO, "op", io->op, "io");
+    sp_export_io_name(io, name, sizeof name);
     ev_open(w, "X", w->pid, io_track(w, ev->tid), local_to_global(w, (int64_t)ev->t));
     kv_dur(w->out, (int64_t)io->dur);
     kv_str(w->out, "name", name);
     fputs(",\"cat\":\"io\",\"args\":{", w->out);
     fprintf(w->out, "\"op\":\"%s\",\"fd\":%" PRId64 ",\"ret\":%" PRId64 ",\"bytes\":%" PRIu64, op,
             (int64_t)io->fd, (int64_t)io->ret, io->bytes);
-    kv_str(w->out, "fd_kind", enum_name(SP_EV_IO, "fd_kind", io->fd_kind, "unknown"));
+    kv_str(w->out, "fd_kind", sp_export_enum(SP_EV_IO, "fd_kind", io->fd_kind, "unknown"));
     kv_str(w->out, "path", sp_reader_string(r, io->path));
     fputs("}}", w->out);
     w->st.events++;
@@ -377,13 +377,13 @@ static int on_wait(void *ctx, const struct sp_reader *r, const struct sp_event *
     const struct sp_ev_wait *x = &ev->wait;
     if (!in_window(w, (int64_t)ev->t, (int64_t)x->dur)) return 0;
     char name[128];
-    snprintf(name, sizeof name, "wait %s", enum_name(SP_EV_WAIT, "op", x->op, "wait"));
+    snprintf(name, sizeof name, "wait %s", sp_export_enum(SP_EV_WAIT, "op", x->op, "wait"));
     ev_open(w, "X", w->pid, io_track(w, ev->tid), local_to_global(w, (int64_t)ev->t));
     kv_dur(w->out, (int64_t)x->dur);
     kv_str(w->out, "name", name);
     fprintf(w->out, ",\"cat\":\"wait\",\"args\":{\"nfds\":%" PRIu64 ",\"ret\":%" PRId64, x->nfds,
             (int64_t)x->ret);
-    kv_str(w->out, "fd_kind", enum_name(SP_EV_WAIT, "fd_kind", x->fd_kind, "unknown"));
+    kv_str(w->out, "fd_kind", sp_export_enum(SP_EV_WAIT, "fd_kind", x->fd_kind, "unknown"));
     fputs("}}", w->out);
     w->st.events++;
     return 0;
@@ -430,18 +430,24 @@ static int on_cpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
     return 0;
 }
 
+void sp_export_proc_name(const struct sp_reader *r, const struct sp_event *ev, char *out,
+                         size_t len)
+{
+    const char *path = sp_reader_string(r, ev->proc.path);
+    snprintf(out, len, "%s %" PRId64 "%s%s",
+             sp_export_enum(SP_EV_PROC, "kind", ev->proc.kind, "proc"),
+             ev->proc.kind == SP_PROC_EXIT || ev->proc.kind == SP_PROC_SIGNAL
+                 ? (int64_t)ev->proc.status
+                 : (int64_t)ev->proc.pid,
+             path[0] ? " " : "", path);
+}
+
 static int on_proc(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
 {
     struct writer *w = ctx;
     if (!in_window(w, (int64_t)ev->t, 0)) return 0;
     char name[1200];
-    const char *path = sp_reader_string(r, ev->proc.path);
-    snprintf(name, sizeof name, "%s %" PRId64 "%s%s",
-             enum_name(SP_EV_PROC, "kind", ev->proc.kind, "proc"),
-             ev->proc.kind == SP_PROC_EXIT || ev->proc.kind == SP_PROC_SIGNAL
-                 ? (int64_t)ev->proc.status
-                 : (int64_t)ev->proc.pid,
-             path[0] ? " " : "", path);
+    sp_export_proc_name(r, ev, name, sizeof name);
     ev_open(w, "i", w->pid, thread_track(w, ev->tid), local_to_global(w, (int64_t)ev->t));
     fputs(",\"s\":\"t\"", w->out);
     kv_str(w->out, "name", name);
@@ -498,7 +504,7 @@ static void write_steps(struct writer *w)
     const struct sp_model *m = w->m;
     const struct sp_rank *r = &m->ranks[w->ri];
     int k0, k1;
-    step_range(m, r, w->o, &k0, &k1);
+    sp_export_step_range(m, r, w->o, &k0, &k1);
     for (int k = k0; k <= k1; k++) {
         int num = k + m->step_number0;
         char name[64];
@@ -548,10 +554,10 @@ static void write_steps(struct writer *w)
 
 static void gather_instance(struct sp_model *m, const struct sp_coll_ref *refs, size_t n, void *arg)
 {
-    struct writer *w = arg;
+    struct sp_export_colls *w = arg;
     int32_t in = m->ranks[refs[0].r].calls[refs[0].c].inst;
     if (in < 0 || (size_t)in >= w->ninsts) return;
-    struct inst_info *ii = &w->insts[in];
+    struct sp_export_inst *ii = &w->insts[in];
     ii->first = (int32_t)w->nparts;
     ii->n = (int32_t)n;
     ii->last = 0;
@@ -568,9 +574,8 @@ static void gather_instance(struct sp_model *m, const struct sp_coll_ref *refs, 
     w->nparts += n;
 }
 
-static int gather_instances(struct writer *w)
+int sp_export_colls_gather(struct sp_model *m, struct sp_export_colls *w)
 {
-    struct sp_model *m = w->m;
     size_t total = 0;
     for (int i = 0; i < m->nranks; i++)
         total += m->ranks[i].ncalls;
@@ -582,24 +587,40 @@ static int gather_instances(struct writer *w)
     return 0;
 }
 
+void sp_export_colls_free(struct sp_export_colls *c)
+{
+    free(c->insts);
+    free(c->parts);
+    c->insts = NULL;
+    c->parts = NULL;
+}
+
+int sp_export_last_ri(const struct sp_export_colls *c, const struct sp_coll_call *call)
+{
+    if (call->inst < 0 || (size_t)call->inst >= c->ninsts || c->insts[call->inst].n <= 0)
+        return -1;
+    const struct sp_export_inst *ii = &c->insts[call->inst];
+    return c->parts[ii->first + ii->last].r;
+}
+
 static int call_in_window(const struct writer *w, int ri, const struct sp_coll_call *c)
 {
     const struct sp_model *m = w->m;
     const struct sp_rank *r = &m->ranks[ri];
-    if (!rank_wanted(m, w->o, ri)) return 0;
+    if (!sp_export_rank_wanted(m, w->o, ri)) return 0;
     if (w->o->step_first < 0 || !r->nsteps) return 1;
     int k0, k1;
-    step_range(m, r, w->o, &k0, &k1);
+    sp_export_step_range(m, r, w->o, &k0, &k1);
     return k0 <= k1 && c->start < r->steps[k1].end &&
            (c->start >= r->steps[k0].start || c->end > r->steps[k0].start);
 }
 
-static void op_name(const struct sp_coll_call *c, char *out, size_t len)
+void sp_export_op_name(const struct sp_coll_call *c, char *out, size_t len)
 {
     char b[32];
     sp_text_bytes(c->bytes, b, sizeof b);
     snprintf(out, len, "%s %s comm %016" PRIx64 " #%" PRIu64,
-             enum_name(SP_EV_NCCL, "op", c->op, "op"), b, c->comm,
+             sp_export_enum(SP_EV_NCCL, "op", c->op, "op"), b, c->comm,
              sp_op_is_p2p(c->op) ? (uint64_t)(c->key & ((1ULL << 21) - 1)) : c->seq);
 }
 
@@ -616,12 +637,12 @@ static int64_t flow_point(const struct sp_model *m, const struct sp_coll_ref *p)
 static void write_flows(struct writer *w, const struct sp_coll_call *c, int tid, const char *name)
 {
     const struct sp_model *m = w->m;
-    if (c->inst < 0 || (size_t)c->inst >= w->ninsts) return;
-    const struct inst_info *ii = &w->insts[c->inst];
+    if (c->inst < 0 || (size_t)c->inst >= w->c.ninsts) return;
+    const struct sp_export_inst *ii = &w->c.insts[c->inst];
     if (ii->n < 2) return;
-    const struct sp_coll_ref *last = &w->parts[ii->first + ii->last];
+    const struct sp_coll_ref *last = &w->c.parts[ii->first + ii->last];
     for (int32_t p = 0; p < ii->n; p++) {
-        const struct sp_coll_ref *x = &w->parts[ii->first + p];
+        const struct sp_coll_ref *x = &w->c.parts[ii->first + p];
         if (p == ii->last) continue;
         const struct sp_coll_call *xc = &m->ranks[x->r].calls[x->c];
         const struct sp_coll_call *lc = &m->ranks[last->r].calls[last->c];
@@ -645,13 +666,12 @@ static void write_collectives(struct writer *w)
         const struct sp_coll_call *c = &r->calls[i];
         if (!in_window(w, c->start, c->end - c->start)) continue;
         char name[160], slice[192];
-        op_name(c, name, sizeof name);
+        sp_export_op_name(c, name, sizeof name);
         int tid = comm_track(w, c->comm, w->pid);
         int64_t wait = c->wait < c->end - c->start ? c->wait : c->end - c->start;
         wait = wait > 0 ? wait : 0;
-        int last_rank = -1;
-        if (c->inst >= 0 && (size_t)c->inst < w->ninsts && w->insts[c->inst].n > 0)
-            last_rank = m->ranks[w->parts[w->insts[c->inst].first + w->insts[c->inst].last].r].rank;
+        int last_ri = sp_export_last_ri(&w->c, c);
+        int last_rank = last_ri >= 0 ? m->ranks[last_ri].rank : -1;
         for (int half = 0; half < 2; half++) {
             snprintf(slice, sizeof slice, "%s %s", half ? "transfer" : "wait", name);
             ev_open(w, "X", w->pid, tid, local_to_global(w, half ? c->start + wait : c->start));
@@ -662,12 +682,9 @@ static void write_collectives(struct writer *w)
                     ",\"comm\":\"%016" PRIx64 "\",\"seq\":%" PRIu64
                     ",\"instance\":%d,\"last_rank\":%d,\"wait_ms\":%.4f,"
                     "\"op_ms\":%.4f,\"timing\":\"%s\"}}",
-                    half ? "nccl_transfer" : "nccl_wait", enum_name(SP_EV_NCCL, "op", c->op, "op"),
+                    half ? "nccl_transfer" : "nccl_wait", sp_export_enum(SP_EV_NCCL, "op", c->op, "op"),
                     c->bytes, c->comm, c->seq, (int)c->inst, last_rank, (double)wait / NS_PER_MS,
-                    (double)(c->end - c->start) / NS_PER_MS,
-                    c->timing == SP_TIMING_GPU        ? "gpu"
-                    : c->timing == SP_TIMING_FALLBACK ? "cuda_events"
-                                                      : "host");
+                    (double)(c->end - c->start) / NS_PER_MS, sp_export_timing(c));
         }
         write_flows(w, c, tid, name);
     }
@@ -675,46 +692,77 @@ static void write_collectives(struct writer *w)
 
 /* ---- the what-if group ---- */
 
+const char *sp_export_timing(const struct sp_coll_call *c)
+{
+    return c->timing == SP_TIMING_GPU        ? "gpu"
+           : c->timing == SP_TIMING_FALLBACK ? "cuda_events"
+                                             : "host";
+}
+
+struct replay_keep {
+    int64_t **wa, **we;
+};
+
 static void keep_node(void *arg, int rank, size_t node, int64_t a, int64_t e)
 {
-    struct writer *w = arg;
-    if (w->wa[rank]) {
-        w->wa[rank][node] = a;
-        w->we[rank][node] = e;
+    struct replay_keep *k = arg;
+    if (k->wa[rank]) {
+        k->wa[rank][node] = a;
+        k->we[rank][node] = e;
     }
 }
 
-static int replay_whatif(struct writer *w)
+void sp_export_replay_free(const struct sp_model *m, int64_t **wa, int64_t **we)
 {
-    struct sp_model *m = w->m;
-    w->wa = calloc((size_t)m->nranks + 1, sizeof *w->wa);
-    w->we = calloc((size_t)m->nranks + 1, sizeof *w->we);
-    if (!w->wa || !w->we) return -1;
-    for (int i = 0; i < m->nranks; i++) {
-        size_t n = m->ranks[i].nnodes + 1;
-        w->wa[i] = malloc(n * sizeof **w->wa);
-        w->we[i] = malloc(n * sizeof **w->we);
-        if (!w->wa[i] || !w->we[i]) return -1;
-        for (size_t j = 0; j < n; j++)
-            w->wa[i][j] = w->we[i][j] = INT64_MIN;
+    for (int i = 0; wa && we && i < m->nranks; i++) {
+        free(wa[i]);
+        free(we[i]);
     }
-    struct sp_replay rp;
-    int rc = sp_model_replay(m, &rp);
-    if (rc == 0) rc = sp_model_replay_nodes(m, &rp, w->o->whatif, keep_node, w);
-    sp_model_replay_free(&rp);
+    free(wa);
+    free(we);
+}
+
+int sp_export_replay(struct sp_model *m, int cause, int64_t ***wa_out, int64_t ***we_out)
+{
+    struct replay_keep k = {calloc((size_t)m->nranks + 1, sizeof *k.wa),
+                            calloc((size_t)m->nranks + 1, sizeof *k.we)};
+    int rc = k.wa && k.we ? 0 : -1;
+    for (int i = 0; rc == 0 && i < m->nranks; i++) {
+        size_t n = m->ranks[i].nnodes + 1;
+        k.wa[i] = malloc(n * sizeof **k.wa);
+        k.we[i] = malloc(n * sizeof **k.we);
+        if (!k.wa[i] || !k.we[i]) {
+            rc = -1;
+            break;
+        }
+        for (size_t j = 0; j < n; j++)
+            k.wa[i][j] = k.we[i][j] = INT64_MIN;
+    }
+    if (rc == 0) {
+        struct sp_replay rp;
+        rc = sp_model_replay(m, &rp);
+        if (rc == 0) rc = sp_model_replay_nodes(m, &rp, cause, keep_node, &k);
+        sp_model_replay_free(&rp);
+    }
+    if (rc < 0) {
+        sp_export_replay_free(m, k.wa, k.we);
+        k.wa = k.we = NULL;
+    }
+    *wa_out = k.wa;
+    *we_out = k.we;
     return rc;
 }
 
-/* The replayed last arrival of the instance a call belongs to. */
-static int64_t replayed_last(const struct writer *w, const struct sp_coll_call *c, int64_t own)
+int64_t sp_export_replayed_last(const struct sp_model *m, const struct sp_export_colls *c,
+                                int64_t **wa, const struct sp_coll_call *call, int64_t own)
 {
-    if (c->inst < 0 || (size_t)c->inst >= w->ninsts) return own;
-    const struct inst_info *ii = &w->insts[c->inst];
+    if (call->inst < 0 || (size_t)call->inst >= c->ninsts) return own;
+    const struct sp_export_inst *ii = &c->insts[call->inst];
     int64_t last = own;
     for (int32_t p = 0; p < ii->n; p++) {
-        const struct sp_coll_ref *x = &w->parts[ii->first + p];
-        const struct sp_coll_call *xc = &w->m->ranks[x->r].calls[x->c];
-        if (xc->node >= 0 && w->wa[x->r][xc->node] > last) last = w->wa[x->r][xc->node];
+        const struct sp_coll_ref *x = &c->parts[ii->first + p];
+        const struct sp_coll_call *xc = &m->ranks[x->r].calls[x->c];
+        if (xc->node >= 0 && wa[x->r][xc->node] > last) last = wa[x->r][xc->node];
     }
     return last;
 }
@@ -754,9 +802,9 @@ static void write_whatif(struct writer *w)
         for (uint32_t k = 0; k < nd->ncalls; k++) {
             const struct sp_coll_call *c = &r->calls[nd->call + k];
             char oname[160], slice[192];
-            op_name(c, oname, sizeof oname);
+            sp_export_op_name(c, oname, sizeof oname);
             int tid = comm_track(w, c->comm, pid);
-            int64_t last = replayed_last(w, c, a);
+            int64_t last = sp_export_replayed_last(m, &w->c, w->wa, c, a);
             last = last < e ? last : e;
             for (int half = 0; half < 2; half++) {
                 snprintf(slice, sizeof slice, "%s %s", half ? "transfer" : "wait", oname);
@@ -771,7 +819,7 @@ static void write_whatif(struct writer *w)
 
 /* ---- the whole ---- */
 
-static int64_t set_origin(const struct sp_model *m)
+int64_t sp_export_origin(const struct sp_model *m)
 {
     int64_t o = INT64_MAX;
     for (int i = 0; i < m->nranks; i++) {
@@ -817,10 +865,10 @@ int sp_export_trace(struct sp_model *m, const struct sp_export_opts *o, FILE *ou
                     struct sp_export_stats *st)
 {
     struct writer w = {.out = out, .m = m, .o = o};
-    w.origin = set_origin(m);
-    int rc = gather_instances(&w) < 0 ? -1 : 0;
+    w.origin = sp_export_origin(m);
+    int rc = sp_export_colls_gather(m, &w.c) < 0 ? -1 : 0;
     if (rc == 0 && o->whatif >= 0) {
-        if (replay_whatif(&w) == 0) {
+        if (sp_export_replay(m, o->whatif, &w.wa, &w.we) == 0) {
             w.st.whatif_ok = 1;
         } else {
             sp_model_warn(
@@ -828,13 +876,6 @@ int sp_export_trace(struct sp_model *m, const struct sp_export_opts *o, FILE *ou
                 "what-if %s: the replay could not remove it in this run; the timeline has the "
                 "recorded groups only",
                 o->whatif == SP_CAUSE_N ? "none" : sp_cause_info(o->whatif)->name);
-            for (int i = 0; w.wa && i < m->nranks; i++) {
-                free(w.wa[i]);
-                free(w.we[i]);
-            }
-            free(w.wa);
-            free(w.we);
-            w.wa = w.we = NULL;
         }
     }
     if (rc == 0) {
@@ -847,7 +888,7 @@ int sp_export_trace(struct sp_model *m, const struct sp_export_opts *o, FILE *ou
                 ",\"host_only\":%s},\n\"traceEvents\":[",
                 m->nranks, m->steps_total, m->step_number0, w.origin, o->host_only ? "true" : "false");
         for (int i = 0; i < m->nranks; i++) {
-            if (!rank_wanted(m, o, i)) continue;
+            if (!sp_export_rank_wanted(m, o, i)) continue;
             w.ri = i;
             write_rank(&w);
             sp_model_progress(m, "export", i + 1, m->nranks);
@@ -855,14 +896,8 @@ int sp_export_trace(struct sp_model *m, const struct sp_export_opts *o, FILE *ou
         fputs("\n]}\n", out);
         if (ferror(out)) rc = -1;
     }
-    for (int i = 0; w.wa && i < m->nranks; i++) {
-        free(w.wa[i]);
-        free(w.we[i]);
-    }
-    free(w.wa);
-    free(w.we);
-    free(w.insts);
-    free(w.parts);
+    sp_export_replay_free(m, w.wa, w.we);
+    sp_export_colls_free(&w.c);
     free(w.tracks);
     if (st) *st = w.st;
     return rc;
@@ -873,11 +908,11 @@ double sp_export_estimate(const struct sp_model *m, const struct sp_export_opts 
     double bytes = 0;
     for (int i = 0; i < m->nranks; i++) {
         const struct sp_rank *r = &m->ranks[i];
-        if (!rank_wanted(m, o, i)) continue;
+        if (!sp_export_rank_wanted(m, o, i)) continue;
         double share = 1;
         if (o->step_first >= 0 && r->nsteps && r->last_t > r->first_t) {
             int k0, k1;
-            step_range(m, r, o, &k0, &k1);
+            sp_export_step_range(m, r, o, &k0, &k1);
             share = k0 > k1 ? 0
                             : (double)(r->steps[k1].end - r->steps[k0].start) /
                                   (double)(r->last_t - r->first_t);

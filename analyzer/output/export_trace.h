@@ -1,6 +1,8 @@
 /*
- * export_trace.h - the timeline of a trace set as Chrome Trace Event JSON,
- * which ui.perfetto.dev and chrome://tracing open (docs/export.md).
+ * export_trace.h - the timeline of a trace set, as Perfetto's protobuf
+ * trace (the default; export_perfetto.c) or Chrome Trace Event JSON
+ * (export_trace.c), which ui.perfetto.dev and chrome://tracing open
+ * (docs/export.md).
  *
  * The model gives the structure (ranks, steps, collectives split into
  * wait and transfer, findings, the what-if replay); the events come from
@@ -15,6 +17,14 @@
 
 #include "model.h"
 
+enum sp_export_format { SP_EXPORT_PERFETTO,
+                        SP_EXPORT_JSON };
+/* How much of each rank the Perfetto timeline holds: AUTO is the summary
+ * past what a viewer holds (export_perfetto.c), FULL everything. */
+enum sp_export_detail { SP_EXPORT_AUTO,
+                        SP_EXPORT_SUMMARY,
+                        SP_EXPORT_FULL };
+
 struct sp_export_opts {
     int step_first, step_last; /* step numbers as report prints them, both
                                   included; -1: every step */
@@ -23,6 +33,7 @@ struct sp_export_opts {
     int whatif;    /* enum sp_cause replayed beside, -1 none */
     int host_only; /* no GPU was seen: steps without their breakdown, no
                       finding (every one is a share of GPU time) */
+    int detail;    /* enum sp_export_detail (Perfetto only: the JSON is full) */
 };
 
 struct sp_export_stats {
@@ -30,7 +41,10 @@ struct sp_export_stats {
     uint64_t slices; /* timeline entries written in all */
     uint64_t flows;
     int ranks;
-    int whatif_ok; /* the what-if groups were written */
+    int whatif_ok;    /* the what-if groups were written */
+    int summary;      /* Perfetto: the summary timeline was chosen */
+    int detailed;     /* Perfetto: ranks written in full */
+    uint64_t dropped; /* Perfetto: packets left out (past the packet size) */
 };
 
 /* The bytes the timeline would take, from pass 1's event counts and the
@@ -42,6 +56,14 @@ double sp_export_estimate(const struct sp_model *m, const struct sp_export_opts 
  * warning in m.  st (when not NULL) receives what was written. */
 int sp_export_trace(struct sp_model *m, const struct sp_export_opts *o, FILE *out,
                     struct sp_export_stats *st);
+
+/* The same timeline as Perfetto's protobuf trace (a Trace of
+ * TracePackets), in full or as the summary (o->detail).  Returns 0, or -1
+ * when out failed or memory ran out. */
+int sp_export_perfetto(struct sp_model *m, const struct sp_export_opts *o, FILE *out,
+                       struct sp_export_stats *st);
+/* The bytes of the full Perfetto timeline, from pass 1's counts. */
+double sp_export_perfetto_estimate(const struct sp_model *m, const struct sp_export_opts *o);
 
 /* The cause named by a what-if option ("input_pipeline", ...), or -1 when
  * the replay cannot remove it; names (when not NULL) lists the valid ones. */

@@ -5,7 +5,8 @@ The rounds of tests/analyzer/damage.py (files cut, bytes flipped, files
 deleted, replaced or added), then `scaleprof export --whatif none` and
 `scaleprof html` on each damaged copy: exit 0 or 1, never a signal or a
 usage error, a reason on stderr for 1, and when export exits 0 a timeline
-that parses, when html exits 0 a page that ends.
+that parses (the JSON, and the Perfetto trace through perfetto_check's
+decoder), when html exits 0 a page that ends.
 
 usage: damage_export.py [ITERATIONS] [SEED]  (SCALEPROF_BIN, GEN_TRACE)."""
 import json
@@ -18,6 +19,8 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "analyzer"))
 import damage  # noqa: E402  (its rounds; its main() runs only as a script)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import perfetto_check  # noqa: E402
 
 
 def main():
@@ -48,6 +51,14 @@ def main():
                         json.load(f)
                     except ValueError as e:
                         damage.fail(f"export wrote invalid JSON ({e}) after: {what}")
+            pf = os.path.join(tmp, "t.pftrace")
+            p, _ = damage.run("export", ["export", d, "-o", pf, "--whatif", "none"], what)
+            if p.returncode == 0:
+                with open(pf, "rb") as f:
+                    try:
+                        perfetto_check.PerfettoTrace(f.read()).as_json()
+                    except perfetto_check.Failure as e:
+                        damage.fail(f"export wrote a Perfetto trace that does not read back ({e}) after: {what}")
             page = os.path.join(tmp, "p.html")
             p, _ = damage.run("html", ["html", d, "-o", page], what)
             if p.returncode == 0:

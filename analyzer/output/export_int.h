@@ -1,0 +1,62 @@
+/*
+ * export_int.h - what the two timeline writers share: export_trace.c
+ * (Chrome JSON) and export_perfetto.c (Perfetto's protobuf) draw the
+ * same model, so the window, the collective instances, the what-if
+ * replay and the names of things are computed here once, in
+ * export_trace.c, and each writer only encodes.
+ */
+#ifndef SP_EXPORT_INT_H
+#define SP_EXPORT_INT_H
+
+#include <stdint.h>
+
+#include "export_trace.h"
+#include "model_int.h"
+
+/* Participants of one collective instance: parts[first..first+n), and
+ * which of them arrived last. */
+struct sp_export_inst {
+    int32_t first, n, last;
+};
+
+struct sp_export_colls {
+    struct sp_export_inst *insts; /* by instance number */
+    struct sp_coll_ref *parts;
+    size_t ninsts, nparts;
+};
+
+/* Gathers every instance of m.  Returns 0, or -1 out of memory. */
+int sp_export_colls_gather(struct sp_model *m, struct sp_export_colls *c);
+void sp_export_colls_free(struct sp_export_colls *c);
+
+/* The rank index of the last arrival of call's instance, -1 when unmatched. */
+int sp_export_last_ri(const struct sp_export_colls *c, const struct sp_coll_call *call);
+
+/* Replays m with cause removed; (*wa)[ri][node], (*we)[ri][node] are each
+ * node's replayed arrival and end (INT64_MIN where the replay stopped).
+ * Returns 0, or -1 when it could not (both freed and NULL then). */
+int sp_export_replay(struct sp_model *m, int cause, int64_t ***wa, int64_t ***we);
+void sp_export_replay_free(const struct sp_model *m, int64_t **wa, int64_t **we);
+
+/* The replayed last arrival of the instance call belongs to (own when none
+ * later). */
+int64_t sp_export_replayed_last(const struct sp_model *m, const struct sp_export_colls *c,
+                                int64_t **wa, const struct sp_coll_call *call, int64_t own);
+
+/* Step indices [*k0, *k1] of r in the window (all when unset). */
+void sp_export_step_range(const struct sp_model *m, const struct sp_rank *r,
+                          const struct sp_export_opts *o, int *k0, int *k1);
+int sp_export_rank_wanted(const struct sp_model *m, const struct sp_export_opts *o, int ri);
+/* The global ns of time 0: the earliest event of the set. */
+int64_t sp_export_origin(const struct sp_model *m);
+
+/* Names as both timelines show them. */
+void sp_export_op_name(const struct sp_coll_call *c, char *out, size_t len);
+void sp_export_gpu_name(const struct sp_reader *r, const struct sp_ev_gpu *g, char *out, size_t len);
+void sp_export_io_name(const struct sp_ev_io *io, char *out, size_t len);
+void sp_export_proc_name(const struct sp_reader *r, const struct sp_event *ev, char *out,
+                         size_t len);
+const char *sp_export_enum(int type, const char *field, uint64_t v, const char *dflt);
+const char *sp_export_timing(const struct sp_coll_call *c);
+
+#endif

@@ -636,7 +636,7 @@ static void suggest_next(const char *outdir, int failed)
         fprintf(stderr, "scaleprof run: %s\n", m.warnings[i]);
     if (none && rc == 0)
         fprintf(stderr, "scaleprof: next: scaleprof report %s (host side: iterations, input wait, loader "
-                        "workers, reads), scaleprof export %s -o timeline.json (the host's timeline)\n",
+                        "workers, reads), scaleprof export %s -o timeline.pftrace (the host's timeline)\n",
                 outdir, outdir);
     else if (none) /* no rank either: nothing to put on a timeline, the events are still there */
         fprintf(stderr, "scaleprof: next: scaleprof dump %s (its events)\n", m.frecs[0].path);

@@ -110,6 +110,9 @@ struct graph {
     struct part *parts;
     size_t ninsts;
     size_t *node_base;             /* per rank: offset of its nodes in the flat arrays */
+    size_t *call_base;             /* per rank: offset of its calls in cinst */
+    int32_t *cinst;                /* per call: its instance (the calls' inst, packed: the
+                                      replay reads it for every node of every rank) */
     size_t total;                  /* nodes over all ranks */
     uint32_t *peer_first, *peer_n; /* per flat node: its peer group in `peers` */
     uint32_t *peers;               /* flat node ids grouped by (step, key) */
@@ -141,6 +144,11 @@ struct cf {
     uint32_t drop;           /* sp_loc components removed (bit per component) */
     double transfer;         /* transfer scale: 1 as recorded, 0 hidden */
     double cross;            /* transfer scale of instances spanning hosts */
+    /* with fix: per group, the median of the peers outside the fixed set
+     * (window, component), worked out at the first node of the group that
+     * asks (with_fix_medians); NULL: each node works it out */
+    double (*fmed)[2][SP_LOC_N];
+    uint8_t *fmed_have; /* per group, bit per window */
 };
 
 struct result {
@@ -208,21 +216,24 @@ static int cmp_keyrec(const void *a, const void *b)
  * is the same op of the same size, called as often in the first step, are
  * one kind (the tensor-parallel groups of a job); a data-parallel
  * communicator of the same size is another. */
+static uint64_t class_from(const struct sp_rank *r, size_t c)
+{
+    const struct sp_coll_call *x = &r->calls[c];
+    uint64_t in_step = 0;
+    uint16_t step = r->nodes[x->node].step;
+    for (size_t d = c; d < r->ncalls; d++)
+        if (r->calls[d].comm == x->comm && r->calls[d].node >= 0)
+            in_step += r->nodes[r->calls[d].node].step == step;
+    return mix(mix(mix(x->nranks, x->op), x->bytes), in_step);
+}
+
 static uint64_t comm_class(const struct sp_model *m, uint64_t comm)
 {
     for (int i = 0; i < m->nranks; i++) {
         const struct sp_rank *r = &m->ranks[i];
-        for (size_t c = 0; c < r->ncalls; c++) {
-            const struct sp_coll_call *x = &r->calls[c];
-            if (x->comm != comm || x->node < 0)
-                continue;
-            uint64_t in_step = 0;
-            uint16_t step = r->nodes[x->node].step;
-            for (size_t d = c; d < r->ncalls; d++)
-                if (r->calls[d].comm == comm && r->calls[d].node >= 0)
-                    in_step += r->nodes[r->calls[d].node].step == step;
-            return mix(mix(mix(x->nranks, x->op), x->bytes), in_step);
-        }
+        for (size_t c = 0; c < r->ncalls; c++)
+            if (r->calls[c].comm == comm && r->calls[c].node >= 0)
+                return class_from(r, c);
     }
     return comm;
 }
@@ -286,6 +297,46 @@ static uint64_t class_of(struct class_memo *cm, const struct sp_model *m, uint64
     cm->cls[i] = cls;
     cm->n++;
     return cls;
+}
+
+/* Every communicator's class in one sweep over the calls, each from its
+ * first call as comm_class() finds it (rank by rank, call by call): asked
+ * one by one, each would scan the ranks before the first that calls on
+ * it, and a job with a communicator per host would pay ranks x hosts. */
+static void memo_fill(struct class_memo *cm, const struct sp_model *m)
+{
+    for (int i = 0; i < m->nranks; i++) {
+        const struct sp_rank *r = &m->ranks[i];
+        uint64_t prev = 0;
+        int have_prev = 0;
+        for (size_t c = 0; c < r->ncalls; c++) {
+            uint64_t comm = r->calls[c].comm;
+            if (r->calls[c].node < 0 || (have_prev && comm == prev))
+                continue;
+            prev = comm;
+            have_prev = 1;
+            size_t j = 0;
+            int found = 0;
+            if (cm->cap)
+                for (j = mix(comm, 0) & (cm->cap - 1); cm->used[j]; j = (j + 1) & (cm->cap - 1))
+                    if (cm->comm[j] == comm) {
+                        found = 1;
+                        break;
+                    }
+            if (found)
+                continue;
+            if (2 * (cm->n + 1) > cm->cap) {
+                if (memo_grow(cm) < 0)
+                    return; /* the rest asked one by one */
+                for (j = mix(comm, 0) & (cm->cap - 1); cm->used[j]; j = (j + 1) & (cm->cap - 1))
+                    ;
+            }
+            cm->used[j] = 1;
+            cm->comm[j] = comm;
+            cm->cls[j] = class_from(r, c);
+            cm->n++;
+        }
+    }
 }
 
 static void memo_free(struct class_memo *cm)
@@ -378,6 +429,7 @@ static int build_peers(struct graph *g)
         }
     size_t n = 0;
     struct class_memo memo = {0};
+    memo_fill(&memo, m);
     for (uint32_t st = 0; st <= (by_step ? top : 0); st++) {
         size_t from = n;
         for (int i = 0; i < m->nranks; i++) {
@@ -587,6 +639,8 @@ static void graph_free(struct graph *g)
     free(g->insts);
     free(g->parts);
     free(g->node_base);
+    free(g->call_base);
+    free(g->cinst);
     free(g->peers);
     free(g->peer_first);
     free(g->peer_n);
@@ -629,9 +683,14 @@ static void rank_excess(const struct graph *g, double *excess, double *by_step, 
             qsort(vals, n, sizeof *vals, cmp_float);
             for (uint32_t p = 0; p < n; p++) {
                 float own = node_total(peer_node(g, (uint32_t)a + p));
-                size_t i = 0; /* own's place in the sorted totals */
-                while (i + 1 < n && vals[i] < own)
-                    i++;
+                size_t i = 0, hi_i = n - 1; /* own's place in the sorted totals: */
+                while (i < hi_i) {          /* the first not below it (own is one of them) */
+                    size_t mid = i + (hi_i - i) / 2;
+                    if (vals[mid] < own)
+                        i = mid + 1;
+                    else
+                        hi_i = mid;
+                }
                 /* the n - 1 others: sorted[j] for j < i, sorted[j + 1] from i on */
                 size_t m1 = n - 1, hi = m1 / 2;
                 double med_hi = hi < i ? vals[hi] : vals[hi + 1];
@@ -678,15 +737,24 @@ static int graph_build(struct sp_model *m, struct graph *g)
     g->nsteps = m->step_hi - m->step_lo;
     g->node_base = calloc((size_t)m->nranks + 1, sizeof *g->node_base);
     g->start = calloc((size_t)m->nranks + 1, sizeof *g->start);
-    if (!g->node_base || !g->start || g->nsteps <= 0)
+    g->call_base = calloc((size_t)m->nranks + 1, sizeof *g->call_base);
+    if (!g->node_base || !g->start || !g->call_base || g->nsteps <= 0)
         return -1;
+    size_t ncalls = 0;
     for (int i = 0; i < m->nranks; i++) {
         struct sp_rank *r = &m->ranks[i];
         g->node_base[i] = g->total;
         g->total += r->nnodes;
+        g->call_base[i] = ncalls;
+        ncalls += r->ncalls;
         if (r->nnodes && r->nsteps > m->step_lo)
             g->start[i] = sp_model_global(m, r, r->steps[m->step_lo].start);
     }
+    if (!(g->cinst = malloc((ncalls + 1) * sizeof *g->cinst)))
+        return -1;
+    for (int i = 0; i < m->nranks; i++)
+        for (size_t c = 0; c < m->ranks[i].ncalls; c++)
+            g->cinst[g->call_base[i] + c] = m->ranks[i].calls[c].inst;
     if (build_instances(g) < 0 || build_gates(g) < 0)
         return -1;
     sp_model_find_stages(m);
@@ -712,8 +780,14 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
     for (int c = 0; c < SP_LOC_N; c++)
         v[c] = own[c];
     int fixed = cf->fix && cf->fix[rank];
-    if (fixed && g->peer_n[flat] > 1) {
-        /* the median of the peers outside the fixed set */
+    if (fixed && g->peer_n[flat] > 1 && cf->fmed && (cf->fmed_have[g->gid[flat]] >> under & 1)) {
+        for (int c = 0; c < SP_LOC_N; c++)
+            if (!isnan(cf->fmed[g->gid[flat]][under][c]))
+                v[c] = cf->fmed[g->gid[flat]][under][c];
+    } else if (fixed && g->peer_n[flat] > 1) {
+        /* the median of the peers outside the fixed set, the same for
+         * every member of the group: kept when there is room (NaN: no peer
+         * outside, the node keeps its own) */
         uint32_t first = g->peer_first[flat], n = g->peer_n[flat];
         for (int c = 0; c < SP_LOC_N; c++) {
             size_t k = 0;
@@ -724,7 +798,11 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
                 }
             if (k)
                 v[c] = median_f(vals, k);
+            if (cf->fmed)
+                cf->fmed[g->gid[flat]][under][c] = k ? v[c] : NAN;
         }
+        if (cf->fmed)
+            cf->fmed_have[g->gid[flat]] |= (uint8_t)(1u << under);
     } else if (cf->imbalance && g->gmed && g->peer_n[flat] > 1) {
         for (int c = 0; c < SP_LOC_N; c++)
             if (c != SP_LOC_INPUT) /* each rank keeps its own input */
@@ -739,6 +817,32 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
         if (!(cf->drop & (1u << c)))
             t += v[c];
     return t;
+}
+
+/* cf, with room for its fixed set's medians per group when it fixes ranks
+ * (*copy is then what to use, and with_fix_free releases it). */
+static const struct cf *with_fix_medians(const struct graph *g, const struct cf *cf, struct cf *copy)
+{
+    if (!cf->fix || cf->fmed)
+        return cf;
+    *copy = *cf;
+    copy->fmed = malloc(((size_t)g->ngroups + 1) * sizeof *copy->fmed);
+    copy->fmed_have = calloc((size_t)g->ngroups + 1, 1);
+    if (!copy->fmed || !copy->fmed_have) {
+        free(copy->fmed);
+        free(copy->fmed_have);
+        copy->fmed = NULL;
+        copy->fmed_have = NULL;
+    }
+    return copy;
+}
+
+static void with_fix_free(const struct cf *orig, struct cf *copy)
+{
+    if (orig->fix && !orig->fmed) {
+        free(copy->fmed);
+        free(copy->fmed_have);
+    }
 }
 
 struct replay {
@@ -827,7 +931,7 @@ static void advance(struct replay *rp, int r)
         s->under = nd->ncalls ? local_time(g, rp->cf, r, flat, 1, rp->vals) : 0;
         rp->cur[r] = j + 1;
         for (uint32_t c = 0; c < nd->ncalls; c++) {
-            int32_t in = rk->calls[nd->call + c].inst;
+            int32_t in = g->cinst[g->call_base[r] + nd->call + c];
             if (in < 0 || (size_t)in >= g->ninsts)
                 continue;
             if (rp->need[in] <= 0) {
@@ -910,7 +1014,7 @@ static int force_one(struct replay *rp)
             continue;
         const struct sp_rnode *nd = &rk->nodes[rp->lo[r]];
         for (uint32_t c = 0; c < nd->ncalls; c++) {
-            int32_t in = rk->calls[nd->call + c].inst;
+            int32_t in = g->cinst[g->call_base[r] + nd->call + c];
             if (in >= 0 && (size_t)in < g->ninsts && rp->need[in] > 0 &&
                 (best == SIZE_MAX || g->insts[in].last < g->insts[best].last))
                 best = (size_t)in;
@@ -951,6 +1055,9 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
                             void *arg, int critical)
 {
     struct sp_model *m = g->m;
+    struct cf fcopy;
+    const struct cf *orig = cf;
+    cf = with_fix_medians(g, orig, &fcopy);
     struct replay rp = {.g = g, .cf = cf};
     rp.cur = calloc((size_t)m->nranks + 1, sizeof *rp.cur);
     rp.lo = calloc((size_t)m->nranks + 1, sizeof *rp.lo);
@@ -1044,6 +1151,7 @@ out:
     free(rp.cp_moved);
     free(rp.who);
     free(rp.gate_who);
+    with_fix_free(orig, &fcopy);
     return rc;
 }
 
@@ -1079,6 +1187,20 @@ static double gain_of(const struct graph *g, const struct cf *cf, double base_ms
     *step_ms = r.step_ms;
     double gain = 1 - r.step_ms / base_ms;
     return gain > 0 ? gain : 0;
+}
+
+/* The local-time components (bit per sp_loc) some node has. */
+static uint32_t present_locs(const struct graph *g)
+{
+    uint32_t bits = 0;
+    for (int r = 0; r < g->m->nranks; r++)
+        for (size_t j = 0; j < g->m->ranks[r].nnodes; j++) {
+            const struct sp_rnode *nd = &g->m->ranks[r].nodes[j];
+            for (int c = 0; c < SP_LOC_N; c++)
+                if (nd->gap[c] != 0 || nd->under[c] != 0)
+                    bits |= 1u << c;
+        }
+    return bits;
 }
 
 /* Small communicators (tensor-parallel groups and the like): the ranks
@@ -1348,9 +1470,17 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
         out->gain[SP_CAUSE_IMBALANCE] = gain_of(&g, &cf, b, &out->ms[SP_CAUSE_IMBALANCE]);
     }
 
+    /* a component no node has takes nothing off any node: the replay
+     * would give back the base one exactly (no gain), so it is not run */
+    uint32_t present = present_locs(&g);
     for (int c = 0; c < SP_CAUSE_N; c++) {
         if (!drop_of[c])
             continue;
+        if (!(present & drop_of[c])) {
+            out->gain[c] = 0;
+            out->ms[c] = b;
+            continue;
+        }
         cf = recorded;
         cf.drop = drop_of[c];
         out->gain[c] = gain_of(&g, &cf, b, &out->ms[c]);
@@ -1626,7 +1756,10 @@ int sp_model_replay_check(struct sp_model *m, const struct sp_replay *rp, struct
         if (rp->gain[c] <= 0 || !cause_cf(m, rp, c, &cf, scale))
             continue;
         out->saved_ms[c] = rp->base_ms - rp->ms[c];
-        out->bound_ms[c] = critical_bound(g, &cf, tail_cut, vals, per_rank);
+        struct cf fcopy;
+        const struct cf *use = with_fix_medians(g, &cf, &fcopy);
+        out->bound_ms[c] = critical_bound(g, use, tail_cut, vals, per_rank);
+        with_fix_free(&cf, &fcopy);
         out->bound_ok[c] = out->saved_ms[c] <= out->bound_ms[c] + CHECK_SLACK * rp->base_ms;
         out->ok &= out->bound_ok[c];
     }

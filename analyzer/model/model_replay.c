@@ -125,6 +125,12 @@ struct graph {
         uint32_t gate_n, cinst_at;
         uint16_t ncalls;
     } *gn;
+    /* per flat node: its place in gn and in a replay's node states.  The
+     * walk completes an instance by visiting its participants rank after
+     * rank, and each then goes on to its next node: placed step by step,
+     * the k-th node of the step of every rank side by side, those visits
+     * walk memory in order instead of jumping a rank's chain length each */
+    uint32_t *perm;
     size_t total;                  /* nodes over all ranks */
     uint32_t *peer_first, *peer_n; /* per flat node: its peer group in `peers` */
     uint32_t *peers;               /* flat node ids grouped by (step, key) */
@@ -654,6 +660,7 @@ static void graph_free(struct graph *g)
     free(g->call_base);
     free(g->cinst);
     free(g->gn);
+    free(g->perm);
     free(g->peers);
     free(g->peer_first);
     free(g->peer_n);
@@ -741,6 +748,57 @@ static void group_medians(struct graph *g, float *vals)
     }
 }
 
+/* g->perm: flat nodes in the order (step, index among the rank's nodes of
+ * the step, rank).  When that would cost more than a few passes over the
+ * nodes (ranks whose steps hold very different numbers of nodes, nodes
+ * out of step order), the flat order itself. */
+#define PERM_PASSES 4
+static int build_perm(struct graph *g)
+{
+    const struct sp_model *m = g->m;
+    g->perm = malloc((g->total + 1) * sizeof *g->perm);
+    size_t *cur = calloc((size_t)m->nranks + 1, sizeof *cur);
+    uint32_t *cnt = calloc((size_t)g->nsteps + 1, sizeof *cnt);
+    int ok = g->perm && cur && cnt;
+    /* per step, the most nodes any rank has in it */
+    for (int r = 0; ok && r < m->nranks; r++) {
+        const struct sp_rank *rk = &m->ranks[r];
+        size_t j = 0;
+        for (int st = 0; ok && st < g->nsteps; st++) {
+            uint32_t n = 0;
+            while (j < rk->nnodes && rk->nodes[j].step == st)
+                j++, n++;
+            if (n > cnt[st])
+                cnt[st] = n;
+        }
+        ok = j == rk->nnodes; /* every node in a step, in step order */
+    }
+    size_t cost = 0;
+    for (int st = 0; ok && st < g->nsteps; st++)
+        cost += (size_t)cnt[st] * (size_t)m->nranks;
+    ok = ok && cost <= PERM_PASSES * (g->total + 1);
+    size_t at = 0;
+    for (int st = 0; ok && st < g->nsteps; st++)
+        for (uint32_t k = 0; k < cnt[st]; k++)
+            for (int r = 0; r < m->nranks; r++) {
+                const struct sp_rank *rk = &m->ranks[r];
+                if (cur[r] < rk->nnodes && rk->nodes[cur[r]].step == st)
+                    g->perm[g->node_base[r] + cur[r]++] = (uint32_t)at++;
+            }
+    ok = ok && at == g->total;
+    for (size_t f = 0; !ok && g->perm && f < g->total; f++)
+        g->perm[f] = (uint32_t)f;
+    free(cur);
+    free(cnt);
+    return g->perm ? 0 : -1;
+}
+
+/* A flat node's place in gn and in the node states. */
+static inline uint32_t PM(const struct graph *g, size_t flat)
+{
+    return g->perm[flat];
+}
+
 static const struct cf recorded;
 static double local_time(const struct graph *g, const struct cf *cf, int rank, uint32_t flat, int under,
                          float *vals);
@@ -777,13 +835,13 @@ static int graph_build(struct sp_model *m, struct graph *g)
     sp_model_find_stages(m);
     if (build_peers(g) < 0)
         return -1;
-    if (!(g->gn = malloc((g->total + 1) * sizeof *g->gn)))
+    if (!(g->gn = malloc((g->total + 1) * sizeof *g->gn)) || build_perm(g) < 0)
         return -1;
     for (int i = 0; i < m->nranks; i++)
         for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
             const struct sp_rnode *nd = &m->ranks[i].nodes[j];
             uint32_t flat = (uint32_t)(g->node_base[i] + j);
-            g->gn[flat] = (struct gnode){.dur = nd->e - nd->a,
+            g->gn[g->perm[flat]] = (struct gnode){.dur = nd->e - nd->a,
                                          .gate_off = g->gate_off[flat],
                                          .rec_gap = local_time(g, &recorded, i, flat, 0, NULL),
                                          .waiter = g->waiter[flat],
@@ -922,24 +980,26 @@ struct replay {
 static int node_done(struct replay *rp, int r, uint32_t flat)
 {
     const struct graph *g = rp->g;
-    rp->ns[flat].done = 1;
+    struct nstate *ns = &rp->ns[PM(g, flat)];
+    ns->done = 1;
     if (rp->cp_end && rp->cp_moved[flat]) {
         /* the path's transfer: what of it the rank's own work under the
          * op leaves exposed (collective_transfer, not overlap) */
-        double from = (double)rp->ns[flat].arr + rp->ns[flat].under;
-        double sync = (double)rp->ns[flat].sync;
-        double exposed = (double)rp->ns[flat].end - (from > sync ? from : sync);
+        double from = (double)ns->arr + ns->under;
+        double sync = (double)ns->sync;
+        double exposed = (double)ns->end - (from > sync ? from : sync);
         rp->cp_end[flat] += exposed > 0 ? exposed : 0;
     }
-    int32_t w = g->gn[flat].waiter;
+    int32_t w = g->gn[PM(g, flat)].waiter;
     if (w < 0)
         return 0;
-    if (rp->ns[flat].end > rp->ns[w].gate_max) {
-        rp->ns[w].gate_max = rp->ns[flat].end;
+    struct nstate *wn = &rp->ns[PM(g, (size_t)w)];
+    if (ns->end > wn->gate_max) {
+        wn->gate_max = ns->end;
         if (rp->gate_who)
             rp->gate_who[w] = flat;
     }
-    return --rp->ns[w].gate_left == 0 && g->node_base[r] + rp->cur[r] == (size_t)w;
+    return --wn->gate_left == 0 && g->node_base[r] + rp->cur[r] == (size_t)w;
 }
 
 /* Replays rank r's nodes up to the next one that waits for the end of an
@@ -953,26 +1013,28 @@ static void advance(struct replay *rp, int r)
     while (rp->cur[r] < rk->nnodes) {
         size_t j = rp->cur[r];
         uint32_t flat = (uint32_t)(g->node_base[r] + j);
-        const struct gnode *nd = &g->gn[flat];
-        if (rp->ns[flat].gate_left)
+        uint32_t at = PM(g, flat);
+        const struct gnode *nd = &g->gn[at];
+        struct nstate *ns = &rp->ns[at];
+        if (ns->gate_left)
             return;
         struct rstate *s = &rp->st[r];
-        double gap = rp->ns[flat].gap;
+        double gap = ns->gap;
         double by_local = (double)s->a + s->under + gap, by_gate = by_local;
-        if (g->gn[flat].gate_n) {
+        if (nd->gate_n) {
             /* its recorded distance from the latest end it waited for,
              * less the local time the counterfactual takes off its gap */
-            double off = (double)g->gn[flat].gate_off + gap - g->gn[flat].rec_gap;
-            by_gate = (double)rp->ns[flat].gate_max + (off > 0 ? off : 0);
+            double off = (double)nd->gate_off + gap - nd->rec_gap;
+            by_gate = (double)ns->gate_max + (off > 0 ? off : 0);
         }
         int64_t a = (int64_t)llround(by_gate > by_local ? by_gate : by_local);
-        rp->ns[flat].arr = a;
+        ns->arr = a;
         if (rp->cp_arr && by_gate > by_local)
             rp->cp_arr[flat] = rp->cp_end[rp->gate_who[flat]];
         else if (rp->cp_arr) /* a rank's first node starts the path */
             rp->cp_arr[flat] = j ? rp->cp_arr[flat - 1] : 0;
         s->a = a;
-        s->under = rp->ns[flat].under;
+        s->under = ns->under;
         rp->cur[r] = j + 1;
         for (uint32_t c = 0; c < nd->ncalls; c++) {
             int32_t in = g->cinst[nd->cinst_at + c];
@@ -982,14 +1044,14 @@ static void advance(struct replay *rp, int r)
                 /* completed without this rank (forced): it leaves when it
                  * would have, had it been last */
                 int64_t e = (a > rp->last[in] ? a : rp->last[in]) + nd->dur;
-                if (e > rp->ns[flat].end) {
-                    rp->ns[flat].end = e;
+                if (e > ns->end) {
+                    ns->end = e;
                     if (rp->cp_end) { /* no transfer of its own counted */
                         rp->cp_end[flat] = rp->cp_arr[flat];
                         rp->cp_moved[flat] = 0;
                     }
                 }
-                rp->ns[flat].pending--;
+                ns->pending--;
                 continue;
             }
             if (a > rp->last[in]) {
@@ -1000,9 +1062,9 @@ static void advance(struct replay *rp, int r)
             if (--rp->need[in] == 0)
                 rp->queue[rp->nq++] = (size_t)in;
         }
-        if (!nd->ncalls || !rp->ns[flat].pending) {
-            if (rp->ns[flat].end == INT64_MIN) {
-                rp->ns[flat].end = a + (nd->ncalls ? nd->dur : 0);
+        if (!nd->ncalls || !ns->pending) {
+            if (ns->end == INT64_MIN) {
+                ns->end = a + (nd->ncalls ? nd->dur : 0);
                 if (rp->cp_end)
                     rp->cp_end[flat] = rp->cp_arr[flat];
             }
@@ -1024,18 +1086,19 @@ static void complete(struct replay *rp, size_t in_idx)
         const struct part *pt = &g->parts[in->first + p];
         uint32_t flat = (uint32_t)(g->node_base[pt->r] + (size_t)pt->node);
         int64_t tail = (int64_t)llround((double)pt->tail * scale), e = rp->last[in_idx] + tail;
-        if (rp->ns[flat].arr == INT64_MIN)
+        struct nstate *ns = &rp->ns[PM(g, flat)];
+        if (ns->arr == INT64_MIN)
             continue; /* forced before this participant arrived */
-        if (e > rp->ns[flat].end) {
-            rp->ns[flat].end = e;
+        if (e > ns->end) {
+            ns->end = e;
             if (rp->cp_end) { /* the path comes from the last arrival, then moves the data */
                 rp->cp_end[flat] = rp->cp_arr[rp->who[in_idx]];
                 rp->cp_moved[flat] = 1;
             }
         }
-        if (rp->last[in_idx] > rp->ns[flat].sync)
-            rp->ns[flat].sync = rp->last[in_idx];
-        if (rp->ns[flat].pending && --rp->ns[flat].pending == 0 && node_done(rp, pt->r, flat))
+        if (rp->last[in_idx] > ns->sync)
+            ns->sync = rp->last[in_idx];
+        if (ns->pending && --ns->pending == 0 && node_done(rp, pt->r, flat))
             advance(rp, pt->r);
     }
 }
@@ -1052,7 +1115,7 @@ static int force_one(struct replay *rp)
     for (int r = 0; r < g->m->nranks; r++) {
         const struct sp_rank *rk = &g->m->ranks[r];
         size_t base = g->node_base[r];
-        while (rp->lo[r] < rp->cur[r] && rp->ns[base + rp->lo[r]].done)
+        while (rp->lo[r] < rp->cur[r] && rp->ns[PM(g, base + rp->lo[r])].done)
             rp->lo[r]++;
         if (rp->lo[r] == rp->cur[r])
             continue;
@@ -1081,7 +1144,7 @@ static double rank_wait(const struct replay *rp, int r)
     int64_t cover = INT64_MIN;
     for (size_t j = 0; j < g->m->ranks[r].nnodes; j++) {
         size_t flat = g->node_base[r] + j;
-        int64_t a = rp->ns[flat].arr, s = rp->ns[flat].sync;
+        int64_t a = rp->ns[PM(g, flat)].arr, s = rp->ns[PM(g, flat)].sync;
         if (a == INT64_MIN || s == INT64_MIN || s <= a)
             continue;
         int64_t from = a > cover ? a : cover;
@@ -1127,10 +1190,11 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
     for (int r = 0; r < m->nranks; r++)
         for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
             uint32_t flat = (uint32_t)(g->node_base[r] + j);
-            rp.ns[flat].gap = local_time(g, cf, r, flat, 0, rp.vals);
-            rp.ns[flat].under = m->ranks[r].nodes[j].ncalls ? local_time(g, cf, r, flat, 1, rp.vals) : 0;
+            rp.ns[PM(g, flat)].gap = local_time(g, cf, r, flat, 0, rp.vals);
+            rp.ns[PM(g, flat)].under = m->ranks[r].nodes[j].ncalls ? local_time(g, cf, r, flat, 1, rp.vals) : 0;
         }
     for (size_t f = 0; f < g->total; f++) {
+        /* f is a place in ns and gn (both in replay order) */
         rp.ns[f].arr = rp.ns[f].end = rp.ns[f].sync = rp.ns[f].gate_max = INT64_MIN;
         rp.ns[f].gate_left = g->gn[f].gate_n;
     }
@@ -1139,7 +1203,7 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
         rp.last[t] = INT64_MIN;
         for (int32_t p = 0; p < g->insts[t].n; p++) {
             const struct part *pt = &g->parts[g->insts[t].first + p];
-            rp.ns[g->node_base[pt->r] + (size_t)pt->node].pending++;
+            rp.ns[PM(g, g->node_base[pt->r] + (size_t)pt->node)].pending++;
         }
     }
     for (int r = 0; r < m->nranks; r++) {
@@ -1157,9 +1221,9 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
     for (int r = 0; r < m->nranks; r++) {
         const struct sp_rank *rk = &m->ranks[r];
         size_t lastf = g->node_base[r] + rk->nnodes - 1;
-        if (!rk->nnodes || rp.cur[r] < rk->nnodes || !rp.ns[lastf].done)
+        if (!rk->nnodes || rp.cur[r] < rk->nnodes || !rp.ns[PM(g, lastf)].done)
             continue; /* a rank stuck for good is left out */
-        sum += (double)(rp.ns[lastf].end - g->start[r]);
+        sum += (double)(rp.ns[PM(g, lastf)].end - g->start[r]);
         wait += rank_wait(&rp, r);
         if (rp.cp_end)
             path += rp.cp_end[lastf];
@@ -1172,8 +1236,8 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
     for (int r = 0; fn && r < m->nranks; r++)
         for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
             size_t flat = g->node_base[r] + j;
-            if (rp.ns[flat].arr != INT64_MIN && rp.ns[flat].end != INT64_MIN)
-                fn(arg, r, j, rp.ns[flat].arr, rp.ns[flat].end);
+            if (rp.ns[PM(g, flat)].arr != INT64_MIN && rp.ns[PM(g, flat)].end != INT64_MIN)
+                fn(arg, r, j, rp.ns[PM(g, flat)].arr, rp.ns[PM(g, flat)].end);
         }
 out:
     free(rp.cur);
@@ -1739,7 +1803,7 @@ static double critical_bound(const struct graph *g, const struct cf *cf, double 
     for (int r = 0; local_cut && r < m->nranks; r++)
         for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
             uint32_t flat = (uint32_t)(g->node_base[r] + j);
-            double cut = g->gn[flat].rec_gap - local_time(g, cf, r, flat, 0, vals);
+            double cut = g->gn[PM(g, flat)].rec_gap - local_time(g, cf, r, flat, 0, vals);
             if (m->ranks[r].nodes[j].ncalls)
                 cut += local_time(g, &recorded, r, flat, 1, vals) - local_time(g, cf, r, flat, 1, vals);
             local_cut[flat] = cut;

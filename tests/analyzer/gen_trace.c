@@ -43,6 +43,8 @@
  * first compute chunk of every step (--step-metric: the loss), and a rank
  * whose recording stops halfway
  * through the run while its file stays whole (--short-rank R).
+ * A worker (--helper, --helpers) reads a file every 5 ms, or every
+ * --helper-read-us X (an input-heavy trace: many read events per step).
  * The H2D copy moves --copy-bytes from pageable host memory, or pinned
  * with --copy-pinned (the memory kinds CUPTI gives).  --no-gpu writes the
  * same job as a CPU-only one would be recorded: markers, input waits and
@@ -87,6 +89,7 @@
 #define HOST_CORES 8
 #define LAG_SLOT_SIZE 1024 /* small chunks, so host frames reach the file in step order */
 #define OPT_NO_GPU 1000   /* long-only options: codes past every letter */
+#define OPT_HELPER_READ 1001
 struct scenario {
     const char *out, *truth;
     int ranks, hosts, steps, colls, kernels, markers, intra, skip, helper, helpers, no_nccl, gpu_lag;
@@ -237,6 +240,7 @@ static int per_host(const struct scenario *s, int h)
 }
 
 static int short_rank = -1, short_after = -1; /* --short-rank: its recording stops early */
+static double helper_read_every = 5 * MS;       /* --helper-read-us: a worker's reads, one per period */
 static int pid_base = 1000; /* --pid-base: rank r's process is pid_base + r */
 
 static void emit(int r, struct sp_event *ev, double global_t)
@@ -634,10 +638,10 @@ static void write_helper(const struct scenario *s, int r, int idx, int inherit, 
     snprintf(host, sizeof host, "host%d", host_of(s, r));
     sp_writer_add_tlv(w, SP_TLV_HOST, host, (uint32_t)strlen(host));
     double next_cpu = t0;
-    for (double t = t0; t < t1; t += 5 * MS) {
+    for (double t = t0; t < t1; t += helper_read_every) {
         struct sp_event ev = {.type = SP_EV_IO};
         ev.t = (uint64_t)((int64_t)t + R[r].mono_base);
-        ev.io.dur = (uint64_t)(4 * MS);
+        ev.io.dur = (uint64_t)(0.8 * helper_read_every); /* busy reading 80% of the time */
         ev.io.op = SP_IO_READ;
         ev.io.fd_kind = SP_FD_FILE;
         ev.io.ret = 4096;
@@ -712,7 +716,7 @@ static const char usage[] =
     "  [--helpers N] [--no-nccl] [--gpu-thread-lag S] [--equal-buckets] [--no-rank]\n"
     "  [--one-kernel-name] [--grid-per-layer] [--ramp F] [--pause-after-step K]\n"
     "  [--eval-every N --eval-ms X] [--short-rank R] [--step-metric] [--copy-bytes N] [--copy-pinned]\n"
-    "  [--pid-base N] [--no-gpu] [--pair-colls [--slow-host H]]\n"
+    "  [--pid-base N] [--no-gpu] [--pair-colls [--slow-host H]] [--helper-read-us X]\n"
     "  [--truth FILE]\n";
 
 int main(int argc, char **argv)
@@ -737,7 +741,7 @@ int main(int argc, char **argv)
         {"eval-every", 1, 0, 'F'}, {"eval-ms", 1, 0, 'v'}, {"short-rank", 1, 0, 'h'},
         {"step-metric", 0, 0, 'g'}, {"pid-base", 1, 0, 'J'}, {"pair-colls", 0, 0, 'p'},
         {"slow-host", 1, 0, 'q'},
-        {"no-gpu", 0, 0, OPT_NO_GPU},
+        {"no-gpu", 0, 0, OPT_NO_GPU}, {"helper-read-us", 1, 0, OPT_HELPER_READ},
         {0, 0, 0, 0},
     };
     int c;
@@ -787,6 +791,7 @@ int main(int argc, char **argv)
         case 'p': s.pair_colls = 1; break;
         case 'q': s.slow_host = atoi(optarg); break;
         case OPT_NO_GPU: no_gpu = 1; break;
+        case OPT_HELPER_READ: helper_read_every = atof(optarg) * US; break;
         default: fputs(usage, stderr); return 2;
         }
     }

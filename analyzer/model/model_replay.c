@@ -104,27 +104,28 @@ struct inst {
     uint8_t sends;
 };
 
+/* Per flat node, what the replay's walk reads of it, in one place (the
+ * walk goes from rank to rank, and a node's fields spread over many arrays
+ * would cost a cache miss each): its recorded duration, its gate (struct
+ * graph), its gap's local time as recorded, its first call in cinst and
+ * how many calls. */
+struct gnode {
+    int64_t dur, gate_off;
+    double rec_gap;
+    int32_t waiter;
+    uint32_t gate_n, cinst_at;
+    uint16_t ncalls;
+};
+
 struct graph {
     struct sp_model *m;
     struct inst *insts;
     struct part *parts;
     size_t ninsts;
-    size_t *node_base;             /* per rank: offset of its nodes in the flat arrays */
-    size_t *call_base;             /* per rank: offset of its calls in cinst */
-    int32_t *cinst;                /* per call: its instance (the calls' inst, packed: the
-                                      replay reads it for every node of every rank) */
-    /* per flat node, what the replay's walk reads of it, in one place (the
-     * walk goes from rank to rank, and a node's fields spread over many
-     * arrays would cost a cache miss each): its recorded duration, its
-     * gate (below), its gap's local time as recorded, its first call in
-     * cinst and how many calls */
-    struct gnode {
-        int64_t dur, gate_off;
-        double rec_gap;
-        int32_t waiter;
-        uint32_t gate_n, cinst_at;
-        uint16_t ncalls;
-    } *gn;
+    size_t *node_base; /* per rank: offset of its nodes in the flat arrays */
+    size_t *call_base; /* per rank: offset of its calls in cinst */
+    int32_t *cinst;    /* per call: its inst, packed (read at every node) */
+    struct gnode *gn;
     /* per flat node: its place in gn and in a replay's node states.  The
      * walk completes an instance by visiting its participants rank after
      * rank, and each then goes on to its next node: placed step by step,
@@ -841,13 +842,14 @@ static int graph_build(struct sp_model *m, struct graph *g)
         for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
             const struct sp_rnode *nd = &m->ranks[i].nodes[j];
             uint32_t flat = (uint32_t)(g->node_base[i] + j);
-            g->gn[g->perm[flat]] = (struct gnode){.dur = nd->e - nd->a,
-                                         .gate_off = g->gate_off[flat],
-                                         .rec_gap = local_time(g, &recorded, i, flat, 0, NULL),
-                                         .waiter = g->waiter[flat],
-                                         .gate_n = g->gate_n[flat],
-                                         .cinst_at = (uint32_t)(g->call_base[i] + nd->call),
-                                         .ncalls = nd->ncalls};
+            struct gnode *x = &g->gn[g->perm[flat]];
+            x->dur = nd->e - nd->a;
+            x->gate_off = g->gate_off[flat];
+            x->rec_gap = local_time(g, &recorded, i, flat, 0, NULL);
+            x->waiter = g->waiter[flat];
+            x->gate_n = g->gate_n[flat];
+            x->cinst_at = (uint32_t)(g->call_base[i] + nd->call);
+            x->ncalls = nd->ncalls;
         }
     /* the gates live on in gn */
     free(g->waiter);
@@ -941,26 +943,28 @@ static void with_fix_free(const struct cf *orig, struct cf *copy)
     }
 }
 
+/* A node in one replay, in one place as struct gnode: replayed arrival
+ * and end; latest replayed last arrival of its instances; the latest
+ * replayed end among the ends it waits for; its gap's and its under's
+ * local time under the counterfactual; ends it waits for still to come;
+ * its instances not yet complete; whether its end is final. */
+struct nstate {
+    int64_t arr, end, sync, gate_max;
+    double gap, under;
+    uint32_t gate_left;
+    uint16_t pending;
+    uint8_t done;
+};
+
 struct replay {
     const struct graph *g;
     const struct cf *cf;
-    size_t *cur;         /* per rank: next node to arrive */
-    size_t *lo;          /* per rank: no node before it still pending */
-    struct rstate *st;   /* per rank: the last node that arrived */
-    /* per flat node, in one place (see struct gnode): replayed arrival
-     * and end; latest replayed last arrival of its instances; the latest
-     * replayed end among the ends it waits for; its gap's and its under's
-     * local time under cf; ends it waits for still to come; its instances
-     * not yet complete; whether its end is final */
-    struct nstate {
-        int64_t arr, end, sync, gate_max;
-        double gap, under;
-        uint32_t gate_left;
-        uint16_t pending;
-        uint8_t done;
-    } *ns;
-    int32_t *need;       /* per instance: participants still to arrive */
-    int64_t *last;       /* per instance: replayed last arrival */
+    size_t *cur;       /* per rank: next node to arrive */
+    size_t *lo;        /* per rank: no node before it still pending */
+    struct rstate *st; /* per rank: the last node that arrived */
+    struct nstate *ns; /* per flat node (in gn's order) */
+    int32_t *need;     /* per instance: participants still to arrive */
+    int64_t *last;     /* per instance: replayed last arrival */
     size_t *queue;
     size_t nq;
     float *vals; /* scratch for the peers' medians */

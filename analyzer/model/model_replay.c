@@ -69,8 +69,13 @@
  *
  * Cost: one replay is linear in nodes (a few per step per rank, never
  * events); the gates are found once per graph (a binary search per
- * node); the straggler search replays once per candidate rank, small
- * communicator and set of ranks slow in every step.
+ * node); the straggler search replays once per candidate: at most
+ * MAX_TRIED ranks and MAX_TRIED small communicators, MAX_SET - 1 sets of
+ * ranks slow in every step and each member of a winning set alone (15
+ * replays at most, whatever the number of ranks).  Nothing searches over
+ * ranks per node; the walk's reads of a node sit in one record (struct
+ * gnode, struct nstate), placed step by step (build_perm), since at
+ * thousands of ranks cache misses, not instructions, set its cost.
  *
  * The replay checks itself (sp_model_replay_check): replayed unchanged it
  * must give back each rank's recorded mean step, and no cause may save

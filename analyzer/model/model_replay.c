@@ -69,8 +69,13 @@
  *
  * Cost: one replay is linear in nodes (a few per step per rank, never
  * events); the gates are found once per graph (a binary search per
- * node); the straggler search replays once per candidate rank, small
- * communicator and set of ranks slow in every step.
+ * node); the straggler search replays once per candidate: at most
+ * MAX_TRIED ranks and MAX_TRIED small communicators, MAX_SET - 1 sets of
+ * ranks slow in every step and each member of a winning set alone (15
+ * replays at most, whatever the number of ranks).  Nothing searches over
+ * ranks per node; the walk's reads of a node sit in one record (struct
+ * gnode, struct nstate), placed step by step (build_perm), since at
+ * thousands of ranks cache misses, not instructions, set its cost.
  *
  * The replay checks itself (sp_model_replay_check): replayed unchanged it
  * must give back each rank's recorded mean step, and no cause may save
@@ -104,12 +109,34 @@ struct inst {
     uint8_t sends;
 };
 
+/* Per flat node, what the replay's walk reads of it, in one place (the
+ * walk goes from rank to rank, and a node's fields spread over many arrays
+ * would cost a cache miss each): its recorded duration, its gate (struct
+ * graph), its gap's local time as recorded, its first call in cinst and
+ * how many calls. */
+struct gnode {
+    int64_t dur, gate_off;
+    double rec_gap;
+    int32_t waiter;
+    uint32_t gate_n, cinst_at;
+    uint16_t ncalls;
+};
+
 struct graph {
     struct sp_model *m;
     struct inst *insts;
     struct part *parts;
     size_t ninsts;
-    size_t *node_base;             /* per rank: offset of its nodes in the flat arrays */
+    size_t *node_base; /* per rank: offset of its nodes in the flat arrays */
+    size_t *call_base; /* per rank: offset of its calls in cinst */
+    int32_t *cinst;    /* per call: its inst, packed (read at every node) */
+    struct gnode *gn;
+    /* per flat node: its place in gn and in a replay's node states.  The
+     * walk completes an instance by visiting its participants rank after
+     * rank, and each then goes on to its next node: placed step by step,
+     * the k-th node of the step of every rank side by side, those visits
+     * walk memory in order instead of jumping a rank's chain length each */
+    uint32_t *perm;
     size_t total;                  /* nodes over all ranks */
     uint32_t *peer_first, *peer_n; /* per flat node: its peer group in `peers` */
     uint32_t *peers;               /* flat node ids grouped by (step, key) */
@@ -141,6 +168,11 @@ struct cf {
     uint32_t drop;           /* sp_loc components removed (bit per component) */
     double transfer;         /* transfer scale: 1 as recorded, 0 hidden */
     double cross;            /* transfer scale of instances spanning hosts */
+    /* with fix: per group, the median of the peers outside the fixed set
+     * (window, component), worked out at the first node of the group that
+     * asks (with_fix_medians); NULL: each node works it out */
+    double (*fmed)[2][SP_LOC_N];
+    uint8_t *fmed_have; /* per group, bit per window */
 };
 
 struct result {
@@ -208,21 +240,24 @@ static int cmp_keyrec(const void *a, const void *b)
  * is the same op of the same size, called as often in the first step, are
  * one kind (the tensor-parallel groups of a job); a data-parallel
  * communicator of the same size is another. */
+static uint64_t class_from(const struct sp_rank *r, size_t c)
+{
+    const struct sp_coll_call *x = &r->calls[c];
+    uint64_t in_step = 0;
+    uint16_t step = r->nodes[x->node].step;
+    for (size_t d = c; d < r->ncalls; d++)
+        if (r->calls[d].comm == x->comm && r->calls[d].node >= 0)
+            in_step += r->nodes[r->calls[d].node].step == step;
+    return mix(mix(mix(x->nranks, x->op), x->bytes), in_step);
+}
+
 static uint64_t comm_class(const struct sp_model *m, uint64_t comm)
 {
     for (int i = 0; i < m->nranks; i++) {
         const struct sp_rank *r = &m->ranks[i];
-        for (size_t c = 0; c < r->ncalls; c++) {
-            const struct sp_coll_call *x = &r->calls[c];
-            if (x->comm != comm || x->node < 0)
-                continue;
-            uint64_t in_step = 0;
-            uint16_t step = r->nodes[x->node].step;
-            for (size_t d = c; d < r->ncalls; d++)
-                if (r->calls[d].comm == comm && r->calls[d].node >= 0)
-                    in_step += r->nodes[r->calls[d].node].step == step;
-            return mix(mix(mix(x->nranks, x->op), x->bytes), in_step);
-        }
+        for (size_t c = 0; c < r->ncalls; c++)
+            if (r->calls[c].comm == comm && r->calls[c].node >= 0)
+                return class_from(r, c);
     }
     return comm;
 }
@@ -286,6 +321,46 @@ static uint64_t class_of(struct class_memo *cm, const struct sp_model *m, uint64
     cm->cls[i] = cls;
     cm->n++;
     return cls;
+}
+
+/* Every communicator's class in one sweep over the calls, each from its
+ * first call as comm_class() finds it (rank by rank, call by call): asked
+ * one by one, each would scan the ranks before the first that calls on
+ * it, and a job with a communicator per host would pay ranks x hosts. */
+static void memo_fill(struct class_memo *cm, const struct sp_model *m)
+{
+    for (int i = 0; i < m->nranks; i++) {
+        const struct sp_rank *r = &m->ranks[i];
+        uint64_t prev = 0;
+        int have_prev = 0;
+        for (size_t c = 0; c < r->ncalls; c++) {
+            uint64_t comm = r->calls[c].comm;
+            if (r->calls[c].node < 0 || (have_prev && comm == prev))
+                continue;
+            prev = comm;
+            have_prev = 1;
+            size_t j = 0;
+            int found = 0;
+            if (cm->cap)
+                for (j = mix(comm, 0) & (cm->cap - 1); cm->used[j]; j = (j + 1) & (cm->cap - 1))
+                    if (cm->comm[j] == comm) {
+                        found = 1;
+                        break;
+                    }
+            if (found)
+                continue;
+            if (2 * (cm->n + 1) > cm->cap) {
+                if (memo_grow(cm) < 0)
+                    return; /* the rest asked one by one */
+                for (j = mix(comm, 0) & (cm->cap - 1); cm->used[j]; j = (j + 1) & (cm->cap - 1))
+                    ;
+            }
+            cm->used[j] = 1;
+            cm->comm[j] = comm;
+            cm->cls[j] = class_from(r, c);
+            cm->n++;
+        }
+    }
 }
 
 static void memo_free(struct class_memo *cm)
@@ -378,6 +453,7 @@ static int build_peers(struct graph *g)
         }
     size_t n = 0;
     struct class_memo memo = {0};
+    memo_fill(&memo, m);
     for (uint32_t st = 0; st <= (by_step ? top : 0); st++) {
         size_t from = n;
         for (int i = 0; i < m->nranks; i++) {
@@ -587,6 +663,10 @@ static void graph_free(struct graph *g)
     free(g->insts);
     free(g->parts);
     free(g->node_base);
+    free(g->call_base);
+    free(g->cinst);
+    free(g->gn);
+    free(g->perm);
     free(g->peers);
     free(g->peer_first);
     free(g->peer_n);
@@ -629,9 +709,14 @@ static void rank_excess(const struct graph *g, double *excess, double *by_step, 
             qsort(vals, n, sizeof *vals, cmp_float);
             for (uint32_t p = 0; p < n; p++) {
                 float own = node_total(peer_node(g, (uint32_t)a + p));
-                size_t i = 0; /* own's place in the sorted totals */
-                while (i + 1 < n && vals[i] < own)
-                    i++;
+                size_t i = 0, hi_i = n - 1; /* own's place in the sorted totals: */
+                while (i < hi_i) {          /* the first not below it (own is one of them) */
+                    size_t mid = i + (hi_i - i) / 2;
+                    if (vals[mid] < own)
+                        i = mid + 1;
+                    else
+                        hi_i = mid;
+                }
                 /* the n - 1 others: sorted[j] for j < i, sorted[j + 1] from i on */
                 size_t m1 = n - 1, hi = m1 / 2;
                 double med_hi = hi < i ? vals[hi] : vals[hi + 1];
@@ -669,6 +754,61 @@ static void group_medians(struct graph *g, float *vals)
     }
 }
 
+/* g->perm: flat nodes in the order (step, index among the rank's nodes of
+ * the step, rank).  When that would cost more than a few passes over the
+ * nodes (ranks whose steps hold very different numbers of nodes, nodes
+ * out of step order), the flat order itself. */
+#define PERM_PASSES 4
+static int build_perm(struct graph *g)
+{
+    const struct sp_model *m = g->m;
+    g->perm = malloc((g->total + 1) * sizeof *g->perm);
+    size_t *cur = calloc((size_t)m->nranks + 1, sizeof *cur);
+    uint32_t *cnt = calloc((size_t)g->nsteps + 1, sizeof *cnt);
+    int ok = g->perm && cur && cnt;
+    /* per step, the most nodes any rank has in it */
+    for (int r = 0; ok && r < m->nranks; r++) {
+        const struct sp_rank *rk = &m->ranks[r];
+        size_t j = 0;
+        for (int st = 0; ok && st < g->nsteps; st++) {
+            uint32_t n = 0;
+            while (j < rk->nnodes && rk->nodes[j].step == st)
+                j++, n++;
+            if (n > cnt[st])
+                cnt[st] = n;
+        }
+        ok = j == rk->nnodes; /* every node in a step, in step order */
+    }
+    size_t cost = 0;
+    for (int st = 0; ok && st < g->nsteps; st++)
+        cost += (size_t)cnt[st] * (size_t)m->nranks;
+    ok = ok && cost <= PERM_PASSES * (g->total + 1);
+    size_t at = 0;
+    for (int st = 0; ok && st < g->nsteps; st++)
+        for (uint32_t k = 0; k < cnt[st]; k++)
+            for (int r = 0; r < m->nranks; r++) {
+                const struct sp_rank *rk = &m->ranks[r];
+                if (cur[r] < rk->nnodes && rk->nodes[cur[r]].step == st)
+                    g->perm[g->node_base[r] + cur[r]++] = (uint32_t)at++;
+            }
+    ok = ok && at == g->total;
+    for (size_t f = 0; !ok && g->perm && f < g->total; f++)
+        g->perm[f] = (uint32_t)f;
+    free(cur);
+    free(cnt);
+    return g->perm ? 0 : -1;
+}
+
+/* A flat node's place in gn and in the node states. */
+static inline uint32_t PM(const struct graph *g, size_t flat)
+{
+    return g->perm[flat];
+}
+
+static const struct cf recorded;
+static double local_time(const struct graph *g, const struct cf *cf, int rank, uint32_t flat, int under,
+                         float *vals);
+
 /* Fills g; on failure (out of memory, no analyzed step) returns -1 and
  * leaves g safe to graph_free. */
 static int graph_build(struct sp_model *m, struct graph *g)
@@ -678,24 +818,55 @@ static int graph_build(struct sp_model *m, struct graph *g)
     g->nsteps = m->step_hi - m->step_lo;
     g->node_base = calloc((size_t)m->nranks + 1, sizeof *g->node_base);
     g->start = calloc((size_t)m->nranks + 1, sizeof *g->start);
-    if (!g->node_base || !g->start || g->nsteps <= 0)
+    g->call_base = calloc((size_t)m->nranks + 1, sizeof *g->call_base);
+    if (!g->node_base || !g->start || !g->call_base || g->nsteps <= 0)
         return -1;
+    size_t ncalls = 0;
     for (int i = 0; i < m->nranks; i++) {
         struct sp_rank *r = &m->ranks[i];
         g->node_base[i] = g->total;
         g->total += r->nnodes;
+        g->call_base[i] = ncalls;
+        ncalls += r->ncalls;
         if (r->nnodes && r->nsteps > m->step_lo)
             g->start[i] = sp_model_global(m, r, r->steps[m->step_lo].start);
     }
+    if (!(g->cinst = malloc((ncalls + 1) * sizeof *g->cinst)))
+        return -1;
+    for (int i = 0; i < m->nranks; i++)
+        for (size_t c = 0; c < m->ranks[i].ncalls; c++)
+            g->cinst[g->call_base[i] + c] = m->ranks[i].calls[c].inst;
     if (build_instances(g) < 0 || build_gates(g) < 0)
         return -1;
     sp_model_find_stages(m);
-    return build_peers(g);
+    if (build_peers(g) < 0)
+        return -1;
+    if (!(g->gn = malloc((g->total + 1) * sizeof *g->gn)) || build_perm(g) < 0)
+        return -1;
+    for (int i = 0; i < m->nranks; i++)
+        for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
+            const struct sp_rnode *nd = &m->ranks[i].nodes[j];
+            uint32_t flat = (uint32_t)(g->node_base[i] + j);
+            struct gnode *x = &g->gn[g->perm[flat]];
+            x->dur = nd->e - nd->a;
+            x->gate_off = g->gate_off[flat];
+            x->rec_gap = local_time(g, &recorded, i, flat, 0, NULL);
+            x->waiter = g->waiter[flat];
+            x->gate_n = g->gate_n[flat];
+            x->cinst_at = (uint32_t)(g->call_base[i] + nd->call);
+            x->ncalls = nd->ncalls;
+        }
+    /* the gates live on in gn */
+    free(g->waiter);
+    free(g->gate_n);
+    free(g->gate_off);
+    g->waiter = NULL;
+    g->gate_n = NULL;
+    g->gate_off = NULL;
+    return 0;
 }
 
 /* ---- one replay ---- */
-
-static const struct cf recorded;
 
 struct rstate {
     int64_t a;    /* the replayed arrival of the rank's last node */
@@ -712,8 +883,14 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
     for (int c = 0; c < SP_LOC_N; c++)
         v[c] = own[c];
     int fixed = cf->fix && cf->fix[rank];
-    if (fixed && g->peer_n[flat] > 1) {
-        /* the median of the peers outside the fixed set */
+    if (fixed && g->peer_n[flat] > 1 && cf->fmed && (cf->fmed_have[g->gid[flat]] >> under & 1)) {
+        for (int c = 0; c < SP_LOC_N; c++)
+            if (!isnan(cf->fmed[g->gid[flat]][under][c]))
+                v[c] = cf->fmed[g->gid[flat]][under][c];
+    } else if (fixed && g->peer_n[flat] > 1) {
+        /* the median of the peers outside the fixed set, the same for
+         * every member of the group: kept when there is room (NaN: no peer
+         * outside, the node keeps its own) */
         uint32_t first = g->peer_first[flat], n = g->peer_n[flat];
         for (int c = 0; c < SP_LOC_N; c++) {
             size_t k = 0;
@@ -724,7 +901,11 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
                 }
             if (k)
                 v[c] = median_f(vals, k);
+            if (cf->fmed)
+                cf->fmed[g->gid[flat]][under][c] = k ? v[c] : NAN;
         }
+        if (cf->fmed)
+            cf->fmed_have[g->gid[flat]] |= (uint8_t)(1u << under);
     } else if (cf->imbalance && g->gmed && g->peer_n[flat] > 1) {
         for (int c = 0; c < SP_LOC_N; c++)
             if (c != SP_LOC_INPUT) /* each rank keeps its own input */
@@ -741,20 +922,54 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
     return t;
 }
 
+/* cf, with room for its fixed set's medians per group when it fixes ranks
+ * (*copy is then what to use, and with_fix_free releases it). */
+static const struct cf *with_fix_medians(const struct graph *g, const struct cf *cf, struct cf *copy)
+{
+    if (!cf->fix || cf->fmed)
+        return cf;
+    *copy = *cf;
+    copy->fmed = malloc(((size_t)g->ngroups + 1) * sizeof *copy->fmed);
+    copy->fmed_have = calloc((size_t)g->ngroups + 1, 1);
+    if (!copy->fmed || !copy->fmed_have) {
+        free(copy->fmed);
+        free(copy->fmed_have);
+        copy->fmed = NULL;
+        copy->fmed_have = NULL;
+    }
+    return copy;
+}
+
+static void with_fix_free(const struct cf *orig, struct cf *copy)
+{
+    if (orig->fix && !orig->fmed) {
+        free(copy->fmed);
+        free(copy->fmed_have);
+    }
+}
+
+/* A node in one replay, in one place as struct gnode: replayed arrival
+ * and end; latest replayed last arrival of its instances; the latest
+ * replayed end among the ends it waits for; its gap's and its under's
+ * local time under the counterfactual; ends it waits for still to come;
+ * its instances not yet complete; whether its end is final. */
+struct nstate {
+    int64_t arr, end, sync, gate_max;
+    double gap, under;
+    uint32_t gate_left;
+    uint16_t pending;
+    uint8_t done;
+};
+
 struct replay {
     const struct graph *g;
     const struct cf *cf;
-    size_t *cur;         /* per rank: next node to arrive */
-    size_t *lo;          /* per rank: no node before it still pending */
-    struct rstate *st;   /* per rank: the last node that arrived */
-    int64_t *arr, *end;  /* per flat node */
-    int64_t *sync;       /* per flat node: latest replayed last arrival of its instances */
-    int32_t *need;       /* per instance: participants still to arrive */
-    int64_t *last;       /* per instance: replayed last arrival */
-    uint16_t *pending;   /* per flat node: instances not yet complete */
-    uint8_t *done;       /* per flat node: its end is final */
-    uint32_t *gate_left; /* per flat node: ends it waits for, still to come */
-    int64_t *gate_max;   /* per flat node: the latest replayed end among them */
+    size_t *cur;       /* per rank: next node to arrive */
+    size_t *lo;        /* per rank: no node before it still pending */
+    struct rstate *st; /* per rank: the last node that arrived */
+    struct nstate *ns; /* per flat node (in gn's order) */
+    int32_t *need;     /* per instance: participants still to arrive */
+    int64_t *last;     /* per instance: replayed last arrival */
     size_t *queue;
     size_t nq;
     float *vals; /* scratch for the peers' medians */
@@ -774,24 +989,26 @@ struct replay {
 static int node_done(struct replay *rp, int r, uint32_t flat)
 {
     const struct graph *g = rp->g;
-    rp->done[flat] = 1;
+    struct nstate *ns = &rp->ns[PM(g, flat)];
+    ns->done = 1;
     if (rp->cp_end && rp->cp_moved[flat]) {
         /* the path's transfer: what of it the rank's own work under the
          * op leaves exposed (collective_transfer, not overlap) */
-        double from = (double)rp->arr[flat] + local_time(g, rp->cf, r, flat, 1, rp->vals);
-        double sync = (double)rp->sync[flat];
-        double exposed = (double)rp->end[flat] - (from > sync ? from : sync);
+        double from = (double)ns->arr + ns->under;
+        double sync = (double)ns->sync;
+        double exposed = (double)ns->end - (from > sync ? from : sync);
         rp->cp_end[flat] += exposed > 0 ? exposed : 0;
     }
-    int32_t w = g->waiter[flat];
+    int32_t w = g->gn[PM(g, flat)].waiter;
     if (w < 0)
         return 0;
-    if (rp->end[flat] > rp->gate_max[w]) {
-        rp->gate_max[w] = rp->end[flat];
+    struct nstate *wn = &rp->ns[PM(g, (size_t)w)];
+    if (ns->end > wn->gate_max) {
+        wn->gate_max = ns->end;
         if (rp->gate_who)
             rp->gate_who[w] = flat;
     }
-    return --rp->gate_left[w] == 0 && g->node_base[r] + rp->cur[r] == (size_t)w;
+    return --wn->gate_left == 0 && g->node_base[r] + rp->cur[r] == (size_t)w;
 }
 
 /* Replays rank r's nodes up to the next one that waits for the end of an
@@ -804,44 +1021,46 @@ static void advance(struct replay *rp, int r)
     const struct sp_rank *rk = &g->m->ranks[r];
     while (rp->cur[r] < rk->nnodes) {
         size_t j = rp->cur[r];
-        const struct sp_rnode *nd = &rk->nodes[j];
         uint32_t flat = (uint32_t)(g->node_base[r] + j);
-        if (rp->gate_left[flat])
+        uint32_t at = PM(g, flat);
+        const struct gnode *nd = &g->gn[at];
+        struct nstate *ns = &rp->ns[at];
+        if (ns->gate_left)
             return;
         struct rstate *s = &rp->st[r];
-        double gap = local_time(g, rp->cf, r, flat, 0, rp->vals);
+        double gap = ns->gap;
         double by_local = (double)s->a + s->under + gap, by_gate = by_local;
-        if (g->gate_n[flat]) {
+        if (nd->gate_n) {
             /* its recorded distance from the latest end it waited for,
              * less the local time the counterfactual takes off its gap */
-            double off = (double)g->gate_off[flat] + gap - local_time(g, &recorded, r, flat, 0, rp->vals);
-            by_gate = (double)rp->gate_max[flat] + (off > 0 ? off : 0);
+            double off = (double)nd->gate_off + gap - nd->rec_gap;
+            by_gate = (double)ns->gate_max + (off > 0 ? off : 0);
         }
         int64_t a = (int64_t)llround(by_gate > by_local ? by_gate : by_local);
-        rp->arr[flat] = a;
+        ns->arr = a;
         if (rp->cp_arr && by_gate > by_local)
             rp->cp_arr[flat] = rp->cp_end[rp->gate_who[flat]];
         else if (rp->cp_arr) /* a rank's first node starts the path */
             rp->cp_arr[flat] = j ? rp->cp_arr[flat - 1] : 0;
         s->a = a;
-        s->under = nd->ncalls ? local_time(g, rp->cf, r, flat, 1, rp->vals) : 0;
+        s->under = ns->under;
         rp->cur[r] = j + 1;
         for (uint32_t c = 0; c < nd->ncalls; c++) {
-            int32_t in = rk->calls[nd->call + c].inst;
+            int32_t in = g->cinst[nd->cinst_at + c];
             if (in < 0 || (size_t)in >= g->ninsts)
                 continue;
             if (rp->need[in] <= 0) {
                 /* completed without this rank (forced): it leaves when it
                  * would have, had it been last */
-                int64_t e = (a > rp->last[in] ? a : rp->last[in]) + (nd->e - nd->a);
-                if (e > rp->end[flat]) {
-                    rp->end[flat] = e;
+                int64_t e = (a > rp->last[in] ? a : rp->last[in]) + nd->dur;
+                if (e > ns->end) {
+                    ns->end = e;
                     if (rp->cp_end) { /* no transfer of its own counted */
                         rp->cp_end[flat] = rp->cp_arr[flat];
                         rp->cp_moved[flat] = 0;
                     }
                 }
-                rp->pending[flat]--;
+                ns->pending--;
                 continue;
             }
             if (a > rp->last[in]) {
@@ -852,9 +1071,9 @@ static void advance(struct replay *rp, int r)
             if (--rp->need[in] == 0)
                 rp->queue[rp->nq++] = (size_t)in;
         }
-        if (!nd->ncalls || !rp->pending[flat]) {
-            if (rp->end[flat] == INT64_MIN) {
-                rp->end[flat] = a + (nd->ncalls ? nd->e - nd->a : 0);
+        if (!nd->ncalls || !ns->pending) {
+            if (ns->end == INT64_MIN) {
+                ns->end = a + (nd->ncalls ? nd->dur : 0);
                 if (rp->cp_end)
                     rp->cp_end[flat] = rp->cp_arr[flat];
             }
@@ -876,18 +1095,19 @@ static void complete(struct replay *rp, size_t in_idx)
         const struct part *pt = &g->parts[in->first + p];
         uint32_t flat = (uint32_t)(g->node_base[pt->r] + (size_t)pt->node);
         int64_t tail = (int64_t)llround((double)pt->tail * scale), e = rp->last[in_idx] + tail;
-        if (rp->arr[flat] == INT64_MIN)
+        struct nstate *ns = &rp->ns[PM(g, flat)];
+        if (ns->arr == INT64_MIN)
             continue; /* forced before this participant arrived */
-        if (e > rp->end[flat]) {
-            rp->end[flat] = e;
+        if (e > ns->end) {
+            ns->end = e;
             if (rp->cp_end) { /* the path comes from the last arrival, then moves the data */
                 rp->cp_end[flat] = rp->cp_arr[rp->who[in_idx]];
                 rp->cp_moved[flat] = 1;
             }
         }
-        if (rp->last[in_idx] > rp->sync[flat])
-            rp->sync[flat] = rp->last[in_idx];
-        if (rp->pending[flat] && --rp->pending[flat] == 0 && node_done(rp, pt->r, flat))
+        if (rp->last[in_idx] > ns->sync)
+            ns->sync = rp->last[in_idx];
+        if (ns->pending && --ns->pending == 0 && node_done(rp, pt->r, flat))
             advance(rp, pt->r);
     }
 }
@@ -904,13 +1124,13 @@ static int force_one(struct replay *rp)
     for (int r = 0; r < g->m->nranks; r++) {
         const struct sp_rank *rk = &g->m->ranks[r];
         size_t base = g->node_base[r];
-        while (rp->lo[r] < rp->cur[r] && rp->done[base + rp->lo[r]])
+        while (rp->lo[r] < rp->cur[r] && rp->ns[PM(g, base + rp->lo[r])].done)
             rp->lo[r]++;
         if (rp->lo[r] == rp->cur[r])
             continue;
         const struct sp_rnode *nd = &rk->nodes[rp->lo[r]];
         for (uint32_t c = 0; c < nd->ncalls; c++) {
-            int32_t in = rk->calls[nd->call + c].inst;
+            int32_t in = g->cinst[g->call_base[r] + nd->call + c];
             if (in >= 0 && (size_t)in < g->ninsts && rp->need[in] > 0 &&
                 (best == SIZE_MAX || g->insts[in].last < g->insts[best].last))
                 best = (size_t)in;
@@ -933,7 +1153,7 @@ static double rank_wait(const struct replay *rp, int r)
     int64_t cover = INT64_MIN;
     for (size_t j = 0; j < g->m->ranks[r].nnodes; j++) {
         size_t flat = g->node_base[r] + j;
-        int64_t a = rp->arr[flat], s = rp->sync[flat];
+        int64_t a = rp->ns[PM(g, flat)].arr, s = rp->ns[PM(g, flat)].sync;
         if (a == INT64_MIN || s == INT64_MIN || s <= a)
             continue;
         int64_t from = a > cover ? a : cover;
@@ -951,17 +1171,14 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
                             void *arg, int critical)
 {
     struct sp_model *m = g->m;
+    struct cf fcopy;
+    const struct cf *orig = cf;
+    cf = with_fix_medians(g, orig, &fcopy);
     struct replay rp = {.g = g, .cf = cf};
     rp.cur = calloc((size_t)m->nranks + 1, sizeof *rp.cur);
     rp.lo = calloc((size_t)m->nranks + 1, sizeof *rp.lo);
     rp.st = calloc((size_t)m->nranks + 1, sizeof *rp.st);
-    rp.arr = malloc((g->total + 1) * sizeof *rp.arr);
-    rp.end = malloc((g->total + 1) * sizeof *rp.end);
-    rp.sync = malloc((g->total + 1) * sizeof *rp.sync);
-    rp.pending = calloc(g->total + 1, sizeof *rp.pending);
-    rp.done = calloc(g->total + 1, 1);
-    rp.gate_left = malloc((g->total + 1) * sizeof *rp.gate_left);
-    rp.gate_max = malloc((g->total + 1) * sizeof *rp.gate_max);
+    rp.ns = calloc(g->total + 1, sizeof *rp.ns);
     rp.need = malloc((g->ninsts + 1) * sizeof *rp.need);
     rp.last = malloc((g->ninsts + 1) * sizeof *rp.last);
     rp.queue = malloc((g->ninsts + 1) * sizeof *rp.queue);
@@ -976,19 +1193,26 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
     int rc = -1;
     if (critical && (!rp.cp_arr || !rp.cp_end || !rp.cp_moved || !rp.who || !rp.gate_who))
         goto out;
-    if (!rp.cur || !rp.lo || !rp.st || !rp.arr || !rp.end || !rp.sync || !rp.pending || !rp.done ||
-        !rp.gate_left || !rp.gate_max || !rp.need || !rp.last || !rp.queue || !rp.vals)
+    if (!rp.cur || !rp.lo || !rp.st || !rp.ns || !rp.need || !rp.last || !rp.queue || !rp.vals)
         goto out;
+    /* every node's local time under cf, in one pass in memory order */
+    for (int r = 0; r < m->nranks; r++)
+        for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
+            uint32_t flat = (uint32_t)(g->node_base[r] + j);
+            rp.ns[PM(g, flat)].gap = local_time(g, cf, r, flat, 0, rp.vals);
+            rp.ns[PM(g, flat)].under = m->ranks[r].nodes[j].ncalls ? local_time(g, cf, r, flat, 1, rp.vals) : 0;
+        }
     for (size_t f = 0; f < g->total; f++) {
-        rp.arr[f] = rp.end[f] = rp.sync[f] = rp.gate_max[f] = INT64_MIN;
-        rp.gate_left[f] = g->gate_n[f];
+        /* f is a place in ns and gn (both in replay order) */
+        rp.ns[f].arr = rp.ns[f].end = rp.ns[f].sync = rp.ns[f].gate_max = INT64_MIN;
+        rp.ns[f].gate_left = g->gn[f].gate_n;
     }
     for (size_t t = 0; t < g->ninsts; t++) {
         rp.need[t] = g->insts[t].n;
         rp.last[t] = INT64_MIN;
         for (int32_t p = 0; p < g->insts[t].n; p++) {
             const struct part *pt = &g->parts[g->insts[t].first + p];
-            rp.pending[g->node_base[pt->r] + (size_t)pt->node]++;
+            rp.ns[PM(g, g->node_base[pt->r] + (size_t)pt->node)].pending++;
         }
     }
     for (int r = 0; r < m->nranks; r++) {
@@ -1006,9 +1230,9 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
     for (int r = 0; r < m->nranks; r++) {
         const struct sp_rank *rk = &m->ranks[r];
         size_t lastf = g->node_base[r] + rk->nnodes - 1;
-        if (!rk->nnodes || rp.cur[r] < rk->nnodes || !rp.done[lastf])
+        if (!rk->nnodes || rp.cur[r] < rk->nnodes || !rp.ns[PM(g, lastf)].done)
             continue; /* a rank stuck for good is left out */
-        sum += (double)(rp.end[lastf] - g->start[r]);
+        sum += (double)(rp.ns[PM(g, lastf)].end - g->start[r]);
         wait += rank_wait(&rp, r);
         if (rp.cp_end)
             path += rp.cp_end[lastf];
@@ -1021,20 +1245,14 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
     for (int r = 0; fn && r < m->nranks; r++)
         for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
             size_t flat = g->node_base[r] + j;
-            if (rp.arr[flat] != INT64_MIN && rp.end[flat] != INT64_MIN)
-                fn(arg, r, j, rp.arr[flat], rp.end[flat]);
+            if (rp.ns[PM(g, flat)].arr != INT64_MIN && rp.ns[PM(g, flat)].end != INT64_MIN)
+                fn(arg, r, j, rp.ns[PM(g, flat)].arr, rp.ns[PM(g, flat)].end);
         }
 out:
     free(rp.cur);
     free(rp.lo);
     free(rp.st);
-    free(rp.arr);
-    free(rp.end);
-    free(rp.sync);
-    free(rp.pending);
-    free(rp.done);
-    free(rp.gate_left);
-    free(rp.gate_max);
+    free(rp.ns);
     free(rp.need);
     free(rp.last);
     free(rp.queue);
@@ -1044,6 +1262,7 @@ out:
     free(rp.cp_moved);
     free(rp.who);
     free(rp.gate_who);
+    with_fix_free(orig, &fcopy);
     return rc;
 }
 
@@ -1079,6 +1298,20 @@ static double gain_of(const struct graph *g, const struct cf *cf, double base_ms
     *step_ms = r.step_ms;
     double gain = 1 - r.step_ms / base_ms;
     return gain > 0 ? gain : 0;
+}
+
+/* The local-time components (bit per sp_loc) some node has. */
+static uint32_t present_locs(const struct graph *g)
+{
+    uint32_t bits = 0;
+    for (int r = 0; r < g->m->nranks; r++)
+        for (size_t j = 0; j < g->m->ranks[r].nnodes; j++) {
+            const struct sp_rnode *nd = &g->m->ranks[r].nodes[j];
+            for (int c = 0; c < SP_LOC_N; c++)
+                if (nd->gap[c] != 0 || nd->under[c] != 0)
+                    bits |= 1u << c;
+        }
+    return bits;
 }
 
 /* Small communicators (tensor-parallel groups and the like): the ranks
@@ -1348,9 +1581,17 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
         out->gain[SP_CAUSE_IMBALANCE] = gain_of(&g, &cf, b, &out->ms[SP_CAUSE_IMBALANCE]);
     }
 
+    /* a component no node has takes nothing off any node: the replay
+     * would give back the base one exactly (no gain), so it is not run */
+    uint32_t present = present_locs(&g);
     for (int c = 0; c < SP_CAUSE_N; c++) {
         if (!drop_of[c])
             continue;
+        if (!(present & drop_of[c])) {
+            out->gain[c] = 0;
+            out->ms[c] = b;
+            continue;
+        }
         cf = recorded;
         cf.drop = drop_of[c];
         out->gain[c] = gain_of(&g, &cf, b, &out->ms[c]);
@@ -1547,8 +1788,8 @@ static int cause_cf(struct sp_model *m, const struct sp_replay *rp, int cause, s
  * a rank's step cannot shrink by more than the cut of the path that set
  * it.  A group that holds k ops of one rank (two communicators of one
  * class) counts k times.  Linear in nodes (a fixed rank's medians aside). */
-static double critical_bound(const struct graph *g, const struct cf *cf, double *tail_cut, float *vals,
-                             uint32_t *per_rank)
+static double critical_bound(const struct graph *g, const struct cf *cf, double *tail_cut, double *local_cut,
+                             float *vals, uint32_t *per_rank)
 {
     const struct sp_model *m = g->m;
     for (size_t f = 0; f < g->total; f++)
@@ -1566,6 +1807,16 @@ static double critical_bound(const struct graph *g, const struct cf *cf, double 
                 tail_cut[flat] = cut;
         }
     }
+    /* each node's local cut, in memory order (the groups below visit the
+     * nodes rank after rank) */
+    for (int r = 0; local_cut && r < m->nranks; r++)
+        for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
+            uint32_t flat = (uint32_t)(g->node_base[r] + j);
+            double cut = g->gn[PM(g, flat)].rec_gap - local_time(g, cf, r, flat, 0, vals);
+            if (m->ranks[r].nodes[j].ncalls)
+                cut += local_time(g, &recorded, r, flat, 1, vals) - local_time(g, cf, r, flat, 1, vals);
+            local_cut[flat] = cut;
+        }
     double bound = 0;
     for (size_t a = 0; a < g->total;) {
         uint32_t n = g->peer_n[g->peers[a]], k = 1;
@@ -1573,10 +1824,15 @@ static double critical_bound(const struct graph *g, const struct cf *cf, double 
         for (uint32_t p = 0; p < n; p++) {
             uint32_t flat = g->peers[a + p];
             int r = g->peer_rank[a + p];
-            const struct sp_rnode *nd = &m->ranks[r].nodes[flat - g->node_base[r]];
-            double cut = local_time(g, &recorded, r, flat, 0, vals) - local_time(g, cf, r, flat, 0, vals);
-            if (nd->ncalls)
-                cut += local_time(g, &recorded, r, flat, 1, vals) - local_time(g, cf, r, flat, 1, vals);
+            double cut;
+            if (local_cut) {
+                cut = local_cut[flat];
+            } else {
+                const struct sp_rnode *nd = &m->ranks[r].nodes[flat - g->node_base[r]];
+                cut = local_time(g, &recorded, r, flat, 0, vals) - local_time(g, cf, r, flat, 0, vals);
+                if (nd->ncalls)
+                    cut += local_time(g, &recorded, r, flat, 1, vals) - local_time(g, cf, r, flat, 1, vals);
+            }
             if (cut > local)
                 local = cut;
             if (tail_cut[flat] > tail)
@@ -1618,6 +1874,7 @@ int sp_model_replay_check(struct sp_model *m, const struct sp_replay *rp, struct
     out->replay_ok = out->replay_error_pct <= CHECK_REPLAY_PCT && out->step_error_pct <= CHECK_REPLAY_PCT;
     out->ok = out->replay_ok;
     double *tail_cut = malloc((g->total + 1) * sizeof *tail_cut);
+    double *local_cut = malloc((g->total + 1) * sizeof *local_cut); /* NULL: worked out per visit */
     float *vals = malloc(((size_t)g->max_peers + 1) * sizeof *vals);
     float *scale = malloc(((size_t)m->nranks + 1) * sizeof *scale);
     uint32_t *per_rank = malloc(((size_t)m->nranks + 1) * sizeof *per_rank);
@@ -1626,11 +1883,15 @@ int sp_model_replay_check(struct sp_model *m, const struct sp_replay *rp, struct
         if (rp->gain[c] <= 0 || !cause_cf(m, rp, c, &cf, scale))
             continue;
         out->saved_ms[c] = rp->base_ms - rp->ms[c];
-        out->bound_ms[c] = critical_bound(g, &cf, tail_cut, vals, per_rank);
+        struct cf fcopy;
+        const struct cf *use = with_fix_medians(g, &cf, &fcopy);
+        out->bound_ms[c] = critical_bound(g, use, tail_cut, local_cut, vals, per_rank);
+        with_fix_free(&cf, &fcopy);
         out->bound_ok[c] = out->saved_ms[c] <= out->bound_ms[c] + CHECK_SLACK * rp->base_ms;
         out->ok &= out->bound_ok[c];
     }
     free(tail_cut);
+    free(local_cut);
     free(vals);
     free(scale);
     free(per_rank);

@@ -43,6 +43,8 @@
  * first compute chunk of every step (--step-metric: the loss), and a rank
  * whose recording stops halfway
  * through the run while its file stays whole (--short-rank R).
+ * A worker (--helper, --helpers) reads a file every 5 ms, or every
+ * --helper-read-us X (an input-heavy trace: many read events per step).
  * The H2D copy moves --copy-bytes from pageable host memory, or pinned
  * with --copy-pinned (the memory kinds CUPTI gives).  --no-gpu writes the
  * same job as a CPU-only one would be recorded: markers, input waits and
@@ -79,7 +81,7 @@
 #define LAUNCH_NS 2000
 #define GRID_STEP 4096 /* threads of a kernel, per position with --grid-per-layer */
 #define NCCL_CALL_NS 15000
-#define MAX_RANKS 1024
+#define MAX_RANKS 16384
 #define MAX_KERNEL_NAMES 8192
 #define HELPER_CPU_CORES 0.5 /* a worker's CPU use, in cores */
 #define HELPER_CPU_EVERY (100 * MS)
@@ -87,6 +89,7 @@
 #define HOST_CORES 8
 #define LAG_SLOT_SIZE 1024 /* small chunks, so host frames reach the file in step order */
 #define OPT_NO_GPU 1000   /* long-only options: codes past every letter */
+#define OPT_HELPER_READ 1001
 struct scenario {
     const char *out, *truth;
     int ranks, hosts, steps, colls, kernels, markers, intra, skip, helper, helpers, no_nccl, gpu_lag;
@@ -107,11 +110,44 @@ struct rank_out {
     double cat[8]; /* truth accumulated over steps in view */
 };
 
-static struct rank_out R[MAX_RANKS];
+static struct rank_out *R;
 /* The writer keeps one open chunk per thread and writer, so the timeline is
  * replayed once per rank, emitting only that rank's events (emit_rank), and
- * once more without emitting to add up the truth (collect_truth). */
+ * once before that without emitting to add up the truth (collect_truth).
+ * The first pass lays out every rank and records on a tape each time that
+ * depends on more than one rank (a collective's last arrival, a step's
+ * end); a rank's own pass computes only its own times and reads the rest
+ * back from the tape, so generating N ranks costs N rank timelines, not N
+ * passes over all ranks. */
 static int emit_rank = -1, collect_truth, no_gpu;
+static struct { double *v; size_t n, cap, at; } tape;
+
+/* The first pass: v is recorded and returned; a rank's pass: the value
+ * the first pass recorded at the same point is returned. */
+static double tape_sync(double v)
+{
+    if (!collect_truth)
+        return tape.at < tape.n ? tape.v[tape.at++] : v;
+    if (tape.n == tape.cap) {
+        tape.cap = tape.cap ? 2 * tape.cap : 4096;
+        tape.v = realloc(tape.v, tape.cap * sizeof *tape.v);
+        if (!tape.v)
+            exit(1);
+    }
+    return tape.v[tape.n++] = v;
+}
+
+/* The ranks a pass lays out: all in the first, the emitted one after. */
+static int pass_lo(int n)
+{
+    (void)n;
+    return collect_truth ? 0 : emit_rank;
+}
+
+static int pass_hi(int n)
+{
+    return collect_truth ? n : emit_rank + 1;
+}
 
 /* --gpu-thread-lag: GPU records wait here, tagged with their step, until a
  * separate "CUPTI" thread writes them, S steps later, grouped by stream. */
@@ -192,15 +228,19 @@ static int host_of(const struct scenario *s, int r)
     return r / ((s->ranks + s->hosts - 1) / s->hosts);
 }
 
+static int host_first(const struct scenario *s, int h)
+{
+    int per = (s->ranks + s->hosts - 1) / s->hosts, f = h * per;
+    return f < s->ranks ? f : s->ranks;
+}
+
 static int per_host(const struct scenario *s, int h)
 {
-    int n = 0;
-    for (int r = 0; r < s->ranks; r++)
-        n += host_of(s, r) == h;
-    return n;
+    return host_first(s, h + 1) - host_first(s, h);
 }
 
 static int short_rank = -1, short_after = -1; /* --short-rank: its recording stops early */
+static double helper_read_every = 5 * MS;       /* --helper-read-us: a worker's reads, one per period */
 static int pid_base = 1000; /* --pid-base: rank r's process is pid_base + r */
 
 static void emit(int r, struct sp_event *ev, double global_t)
@@ -311,25 +351,64 @@ static void emit_compute(const struct scenario *s, int r, int j, double t, doubl
 #define EVAL_TRANSFER (0.05 * MS)
 
 struct truth_coll { uint64_t comm, bytes; int nranks; double transfer, wait; long n; };
-static struct truth_coll tcoll[64];
-static int ntcoll;
+static struct truth_coll *tcoll;
+static int ntcoll, captcoll;
+/* (comm, bytes) -> index + 1 in tcoll, open addressing (a per-host
+ * communicator on each of thousands of hosts makes many) */
+static int *tc_slot;
+static size_t tc_cap;
+
+static size_t tc_hash(uint64_t comm, uint64_t bytes)
+{
+    uint64_t x = comm * 0x9E3779B97F4A7C15ull ^ bytes * 0xC2B2AE3D27D4EB4Full;
+    return (size_t)(x ^ x >> 31);
+}
+
+static void tc_rehash(void)
+{
+    free(tc_slot);
+    tc_cap = tc_cap ? 2 * tc_cap : 256;
+    tc_slot = calloc(tc_cap, sizeof *tc_slot);
+    if (!tc_slot)
+        exit(1);
+    for (int i = 0; i < ntcoll; i++) {
+        size_t h = tc_hash(tcoll[i].comm, tcoll[i].bytes) & (tc_cap - 1);
+        while (tc_slot[h])
+            h = (h + 1) & (tc_cap - 1);
+        tc_slot[h] = i + 1;
+    }
+}
 
 static struct truth_coll *tc(uint64_t comm, uint64_t bytes, int nranks)
 {
-    for (int i = 0; i < ntcoll; i++)
-        if (tcoll[i].comm == comm && tcoll[i].bytes == bytes)
-            return &tcoll[i];
+    if (2 * ((size_t)ntcoll + 1) > tc_cap)
+        tc_rehash();
+    size_t h = tc_hash(comm, bytes) & (tc_cap - 1);
+    for (; tc_slot[h]; h = (h + 1) & (tc_cap - 1))
+        if (tcoll[tc_slot[h] - 1].comm == comm && tcoll[tc_slot[h] - 1].bytes == bytes)
+            return &tcoll[tc_slot[h] - 1];
+    if (ntcoll == captcoll) {
+        captcoll = captcoll ? 2 * captcoll : 64;
+        tcoll = realloc(tcoll, (size_t)captcoll * sizeof *tcoll);
+        if (!tcoll)
+            exit(1);
+    }
+    tc_slot[h] = ntcoll + 1;
     tcoll[ntcoll] = (struct truth_coll){comm, bytes, nranks, 0, 0, 0};
     return &tcoll[ntcoll++];
 }
 
-/* One step of every rank from global time T; returns the step's end. */
+/* Per rank: where its timeline stands in the step, and its compute. */
+static double *step_t, *step_c;
+
+/* One step of every rank of the pass from global time T; returns the
+ * step's end. */
 static double run_step(const struct scenario *s, int k, double T, int in_view)
 {
     in_view = in_view && collect_truth;
-    int n = s->ranks;
-    double *t = calloc((size_t)n, sizeof *t), *c = calloc((size_t)n, sizeof *c);
-    for (int r = 0; r < n; r++) {
+    int n = s->ranks, lo = pass_lo(n), hi = pass_hi(n);
+    double *t = step_t, *c = step_c;
+    for (int r = lo; r < hi; r++) {
         if (s->markers)
             emit_marker(r, SP_MARK_PUSH, T);
         double in = s->input + (r == s->slow_rank ? s->slow_input : 0);
@@ -352,7 +431,7 @@ static double run_step(const struct scenario *s, int k, double T, int in_view)
     double transfer = s->hosts > 1 ? s->inter_transfer : s->transfer;
     for (int j = 0; j < s->colls; j++) {
         double last = 0;
-        for (int r = 0; r < n; r++) {
+        for (int r = lo; r < hi; r++) {
             double chunk = c[r] / s->colls;
             emit_compute(s, r, j, t[r], chunk);
             t[r] += chunk;
@@ -363,10 +442,11 @@ static double run_step(const struct scenario *s, int k, double T, int in_view)
         }
         if (s->no_nccl)
             continue;
+        last = tape_sync(last);
         if (j == 0 && s->step_metric) {
             /* the loss all-reduced after the forward pass, every step */
             double mend = last + EVAL_TRANSFER;
-            for (int r = 0; r < n; r++) {
+            for (int r = lo; r < hi; r++) {
                 emit_nccl(r, GLOBAL_COMM, ++R[r].seq_global, n, r, EVAL_BYTES, t[r], mend);
                 if (in_view) {
                     R[r].cat[3] += last - t[r];
@@ -379,7 +459,7 @@ static double run_step(const struct scenario *s, int k, double T, int in_view)
         /* gradient buckets differ in size, as DDP's often do */
         uint64_t bytes = s->equal_buckets ? s->bytes : s->bytes >> j;
         double end = last + transfer, wsum = 0;
-        for (int r = 0; r < n; r++) {
+        for (int r = lo; r < hi; r++) {
             emit_nccl(r, GLOBAL_COMM, ++R[r].seq_global, n, r, bytes, t[r], end);
             if (in_view) {
                 R[r].cat[3] += last - t[r];
@@ -396,31 +476,38 @@ static double run_step(const struct scenario *s, int k, double T, int in_view)
         }
         /* each pair of neighbouring hosts all-reduces over its ranks, one
          * pair after another; a pair with the slow host moves its data at a
-         * quarter of the speed */
+         * quarter of the speed.  A pair's ranks: the lower host's, then the
+         * higher's (communicator rank order) */
         for (int p = 0; s->pair_colls && s->hosts > 2 && p < s->hosts; p++) {
             int a = p, b = (p + 1) % s->hosts, members = per_host(s, a) + per_host(s, b);
+            int hl = a < b ? a : b, hh = a < b ? b : a;
             double tr = s->inter_transfer * (a == s->slow_host || b == s->slow_host ? SLOW_HOST_FACTOR : 1);
             double plast = 0;
-            for (int r = 0; r < n; r++)
-                if ((host_of(s, r) == a || host_of(s, r) == b) && t[r] > plast)
-                    plast = t[r];
-            int crank = 0;
-            for (int r = 0; r < n; r++) {
-                if (host_of(s, r) != a && host_of(s, r) != b)
-                    continue;
-                int which = host_of(s, r) == a ? 0 : 1; /* a rank is in two pairs */
-                emit_nccl(r, PAIR_COMM_BASE + (uint64_t)p, ++R[r].seq_pair[which], members, crank++, bytes, t[r],
-                          plast + tr);
-                if (in_view) {
-                    R[r].cat[3] += plast - t[r];
-                    R[r].cat[2] += tr;
+            for (int side = 0; side < 2; side++) {
+                int h = side ? hh : hl, f = host_first(s, h), e = f + per_host(s, h);
+                for (int r = f > lo ? f : lo; r < e && r < hi; r++)
+                    if (t[r] > plast)
+                        plast = t[r];
+            }
+            plast = tape_sync(plast);
+            for (int side = 0; side < 2; side++) {
+                int h = side ? hh : hl, f = host_first(s, h), e = f + per_host(s, h);
+                int before = side ? per_host(s, hl) : 0; /* communicator ranks before this host's */
+                for (int r = f > lo ? f : lo; r < e && r < hi; r++) {
+                    int which = h == a ? 0 : 1; /* a rank is in two pairs */
+                    emit_nccl(r, PAIR_COMM_BASE + (uint64_t)p, ++R[r].seq_pair[which], members, before + r - f,
+                              bytes, t[r], plast + tr);
+                    if (in_view) {
+                        R[r].cat[3] += plast - t[r];
+                        R[r].cat[2] += tr;
+                    }
+                    t[r] = plast + tr;
                 }
-                t[r] = plast + tr;
             }
         }
         if (s->intra) {
-            for (int r = 0; r < n; r++) {
-                int h = host_of(s, r), first = h * ((n + s->hosts - 1) / s->hosts);
+            for (int r = lo; r < hi; r++) {
+                int h = host_of(s, r), first = host_first(s, h);
                 emit_nccl(r, INTRA_COMM_BASE + (uint64_t)h, ++R[r].seq_intra, per_host(s, h), r - first,
                           bytes, t[r], t[r] + s->transfer);
                 if (in_view) {
@@ -435,18 +522,17 @@ static double run_step(const struct scenario *s, int k, double T, int in_view)
             }
         }
     }
-    double end = t[0] + s->tail;
-    for (int r = 1; r < n; r++)
+    double end = t[lo] + s->tail;
+    for (int r = lo + 1; r < hi; r++)
         if (t[r] + s->tail > end)
             end = t[r] + s->tail; /* --no-nccl: nothing holds the ranks together */
-    for (int r = 0; r < n; r++) {
+    end = tape_sync(end);
+    for (int r = lo; r < hi; r++) {
         if (in_view)
             R[r].cat[6] += end - t[r];
         if (s->markers)
             emit_marker(r, SP_MARK_POP, end);
     }
-    free(t);
-    free(c);
     return end;
 }
 
@@ -458,14 +544,14 @@ static double run_step(const struct scenario *s, int k, double T, int in_view)
 static double run_eval(const struct scenario *s, double T)
 {
     double last = T;
-    for (int r = 0; r < s->ranks; r++) {
+    for (int r = pass_lo(s->ranks); r < pass_hi(s->ranks); r++) {
         emit_compute(s, r, 0, T, s->eval_ms);
         if (T + s->eval_ms > last)
             last = T + s->eval_ms;
     }
     if (s->no_nccl)
         return last;
-    for (int r = 0; r < s->ranks; r++)
+    for (int r = pass_lo(s->ranks); r < pass_hi(s->ranks); r++)
         emit_nccl(r, GLOBAL_COMM, ++R[r].seq_global, s->ranks, r, EVAL_BYTES, T + s->eval_ms,
                   last + EVAL_TRANSFER);
     return last + EVAL_TRANSFER;
@@ -552,10 +638,10 @@ static void write_helper(const struct scenario *s, int r, int idx, int inherit, 
     snprintf(host, sizeof host, "host%d", host_of(s, r));
     sp_writer_add_tlv(w, SP_TLV_HOST, host, (uint32_t)strlen(host));
     double next_cpu = t0;
-    for (double t = t0; t < t1; t += 5 * MS) {
+    for (double t = t0; t < t1; t += helper_read_every) {
         struct sp_event ev = {.type = SP_EV_IO};
         ev.t = (uint64_t)((int64_t)t + R[r].mono_base);
-        ev.io.dur = (uint64_t)(4 * MS);
+        ev.io.dur = (uint64_t)(0.8 * helper_read_every); /* busy reading 80% of the time */
         ev.io.op = SP_IO_READ;
         ev.io.fd_kind = SP_FD_FILE;
         ev.io.ret = 4096;
@@ -630,7 +716,7 @@ static const char usage[] =
     "  [--helpers N] [--no-nccl] [--gpu-thread-lag S] [--equal-buckets] [--no-rank]\n"
     "  [--one-kernel-name] [--grid-per-layer] [--ramp F] [--pause-after-step K]\n"
     "  [--eval-every N --eval-ms X] [--short-rank R] [--step-metric] [--copy-bytes N] [--copy-pinned]\n"
-    "  [--pid-base N] [--no-gpu] [--pair-colls [--slow-host H]]\n"
+    "  [--pid-base N] [--no-gpu] [--pair-colls [--slow-host H]] [--helper-read-us X]\n"
     "  [--truth FILE]\n";
 
 int main(int argc, char **argv)
@@ -655,7 +741,7 @@ int main(int argc, char **argv)
         {"eval-every", 1, 0, 'F'}, {"eval-ms", 1, 0, 'v'}, {"short-rank", 1, 0, 'h'},
         {"step-metric", 0, 0, 'g'}, {"pid-base", 1, 0, 'J'}, {"pair-colls", 0, 0, 'p'},
         {"slow-host", 1, 0, 'q'},
-        {"no-gpu", 0, 0, OPT_NO_GPU},
+        {"no-gpu", 0, 0, OPT_NO_GPU}, {"helper-read-us", 1, 0, OPT_HELPER_READ},
         {0, 0, 0, 0},
     };
     int c;
@@ -705,6 +791,7 @@ int main(int argc, char **argv)
         case 'p': s.pair_colls = 1; break;
         case 'q': s.slow_host = atoi(optarg); break;
         case OPT_NO_GPU: no_gpu = 1; break;
+        case OPT_HELPER_READ: helper_read_every = atof(optarg) * US; break;
         default: fputs(usage, stderr); return 2;
         }
     }
@@ -713,6 +800,13 @@ int main(int argc, char **argv)
         return 2;
     }
     s.out = argv[optind];
+    R = calloc((size_t)s.ranks, sizeof *R);
+    step_t = calloc((size_t)s.ranks, sizeof *step_t);
+    step_c = calloc((size_t)s.ranks, sizeof *step_c);
+    if (!R || !step_t || !step_c) {
+        fputs("gen_trace: out of memory\n", stderr);
+        return 1;
+    }
     short_after = s.steps / 2;
     if (s.inter_transfer < 0)
         s.inter_transfer = s.transfer;
@@ -723,8 +817,9 @@ int main(int argc, char **argv)
         collect_truth = emit_rank < 0;
         if (emit_rank >= 0 && open_rank(&s, emit_rank) < 0)
             return 1;
-        for (int r = 0; r < s.ranks; r++)
+        for (int r = pass_lo(s.ranks); r < pass_hi(s.ranks); r++)
             R[r].seq_global = R[r].seq_intra = R[r].seq_pair[0] = R[r].seq_pair[1] = 0;
+        tape.at = 0;
         T = t0;
         for (int k = 0; k < s.steps; k++) {
             if (k == s.skip)
@@ -741,7 +836,7 @@ int main(int argc, char **argv)
             }
             if (s.pause_step && k == s.pause_step - 1) {
                 /* recording paused through the control file, for PAUSE_MS */
-                for (int r = 0; r < s.ranks; r++) {
+                for (int r = pass_lo(s.ranks); r < pass_hi(s.ranks); r++) {
                     struct sp_event ev = {.type = SP_EV_PROC};
                     ev.proc.kind = SP_PROC_STOP;
                     emit(r, &ev, T + 0.01 * MS * r);
@@ -758,8 +853,14 @@ int main(int argc, char **argv)
             pthread_join(gput.th, NULL);
             gput.w = NULL;
         }
-        if (emit_rank >= 0 && R[emit_rank].w)
+        if (emit_rank >= 0 && R[emit_rank].w) {
             sp_writer_close(R[emit_rank].w);
+            R[emit_rank].w = NULL;
+        }
+        if (emit_rank >= 0) {
+            free(R[emit_rank].name_kernel);
+            R[emit_rank].name_kernel = NULL;
+        }
         if (emit_rank >= 0 && emit_rank != s.missing_rank) {
             if (s.helper)
                 write_helper(&s, emit_rank, 0, 0, t0, T);

@@ -1094,8 +1094,13 @@ static void open_trace_here(void *arg)
 
 static void open_trace(int start_sampler)
 {
-    if (sp_fd_run(open_trace_here, &start_sampler) != 0)
-        sp_fail("no thread to create the trace from");
+    if (sp_fd_run(open_trace_here, &start_sampler) != 0) {
+        const char *why = sp_fd_refusal();
+        if (why)
+            sp_fail("%s", why);
+        else
+            sp_fail("no thread to create the trace from");
+    }
     say_pending();
 }
 

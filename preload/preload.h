@@ -405,6 +405,13 @@ void sp_fd_wake(void);
  * 0 when there is none. */
 int sp_core_service_pass(void);
 int sp_fd_is_service_thread(void);
+/* Why the service thread ended at its start, too near a limit on tasks
+ * (the line to say), or NULL. */
+const char *sp_fd_refusal(void);
+/* On the service thread, at its start: 1, with the reason in `why`, when
+ * the process's tasks are above half of a pids cgroup's pids.max or of
+ * RLIMIT_NPROC (limits.c). */
+int sp_limits_near(char *why, size_t size);
 void sp_fd_after_fork(void);
 
 /* io.c: fcntl(F_DUPFD...) in fd.c copied `from` to `to`. */

@@ -48,6 +48,11 @@
  *                       how many writes failed and the first errno
  *   reexec FILE N       reads FILE once, then execs itself with N-1 until
  *                       N is 0 (one pid, N+1 program images)
+ *   forker N FILE       reads FILE, then forks N workers one after another,
+ *                       each reading FILE and saying so before the next is
+ *                       forked, all alive together until the last fork;
+ *                       prints how many forks failed (a process limit)
+ *                       and how many workers ended well
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -448,8 +453,47 @@ static int job_reexec(const char *self, const char *file, long n)
     return 1;
 }
 
+static int job_forker(int n, const char *file)
+{
+    read_once(file);
+    int ready[2], release[2];
+    if (pipe(ready) != 0 || pipe(release) != 0)
+        return 1;
+    int failed = 0, forked = 0;
+    for (int i = 0; i < n; i++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            failed++;
+            continue;
+        }
+        if (pid == 0) {
+            close(ready[0]);
+            close(release[1]);
+            int ok = read_once(file) == 0;
+            char c = ok ? 'y' : 'n';
+            if (write(ready[1], &c, 1) != 1)
+                _exit(2);
+            while (read(release[0], &c, 1) > 0) /* until the parent lets go */
+                ;
+            _exit(ok ? 0 : 1);
+        }
+        forked++;
+        char c;
+        if (read(ready[0], &c, 1) != 1) /* this worker has read: its recorder is up */
+            return 1;
+    }
+    close(release[1]);
+    int good = 0, st;
+    for (int i = 0; i < forked; i++)
+        if (wait(&st) > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+            good++;
+    printf("forks_failed %d\nworkers_ok %d\n", failed, good);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 4 && strcmp(argv[1], "forker") == 0) return job_forker(atoi(argv[2]), argv[3]);
     if (argc >= 6 && strcmp(argv[1], "fillwrite") == 0)
         return job_fillwrite(argv[2], argv[3], atoi(argv[4]), atof(argv[5]));
     if (argc >= 5 && strcmp(argv[1], "idle") == 0) return job_idle(argv[2], atof(argv[3]), atoi(argv[4]));

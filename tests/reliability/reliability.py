@@ -627,6 +627,112 @@ def story_footprint(tmp):
             check(added[k] <= limits[i], f"{reads} reads: {k} +{added[k]} (budget {limits[i]})")
 
 
+# ---- process limits ------------------------------------------------------------------
+
+NPROC_LIMIT = 60
+NPROC_WORKERS = 40
+NOBODY = 65534
+
+
+def pids_cgroup(tmp):
+    """A fresh pids cgroup to put a job in (v2 where the pids controller is
+    enabled below the mount, else v1's pids hierarchy), or None."""
+    for mount, v2 in (("/sys/fs/cgroup", True), ("/sys/fs/cgroup/unified", True), ("/sys/fs/cgroup/pids", False)):
+        if v2:
+            try:
+                with open(os.path.join(mount, "cgroup.subtree_control")) as f:
+                    if "pids" not in f.read().split():
+                        continue
+            except OSError:
+                continue
+        elif not os.path.exists(os.path.join(mount, "pids.max")) and not os.path.exists(
+                os.path.join(mount, "cgroup.procs")):
+            continue
+        path = os.path.join(mount, f"scaleprof-rel-{os.getpid()}-{len(os.listdir(tmp))}")
+        try:
+            os.mkdir(path)
+            with open(os.path.join(path, "pids.max"), "w") as f:
+                f.write(f"{NPROC_LIMIT}\n")
+            return path
+        except OSError:
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+    return None
+
+
+def run_limited(cmd, tmp, td, how):
+    """Run cmd (preloaded when td) as one process-limited job: in a pids
+    cgroup of NPROC_LIMIT, or as user nobody under RLIMIT_NPROC (root's
+    own processes are not held to RLIMIT_NPROC)."""
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    if td:
+        env.update(LD_PRELOAD=stories.LIB, SCALEPROF_DIR=td, SCALEPROF_QUIET="0")
+    group = None
+    if how == "cgroup":
+        group = pids_cgroup(tmp)
+
+        def enter():
+            with open(os.path.join(group, "cgroup.procs"), "w") as f:
+                f.write(f"{os.getpid()}\n")
+    else:
+        import resource
+
+        def enter():
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            resource.setrlimit(resource.RLIMIT_NPROC, (NPROC_LIMIT, NPROC_LIMIT))
+    try:
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, preexec_fn=enter)
+    finally:
+        if group:
+            os.rmdir(group)
+
+
+def story_nproc(tmp):
+    """Under a process limit of 60 (a pids cgroup, as containers set, and
+    ulimit -u for a user other than root) a job that forks 40 workers,
+    each reading once, loses no fork (each worker's recorder thread made
+    the job's tasks 82: forks failed); its output is as bare, and a
+    process too near the limit says once why it is not recorded."""
+    if os.geteuid() != 0:
+        print("skipped (needs root: a pids cgroup, and a second user for ulimit -u)")
+        sys.exit(SKIP)
+    os.chmod(tmp, 0o755)  # user nobody reaches the data and writes its traces
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    os.chmod(data, 0o644)
+    cmd = [JOB, "forker", str(NPROC_WORKERS), data]
+    ways = ["ulimit"]
+    probe = pids_cgroup(tmp)
+    if probe:
+        os.rmdir(probe)
+        ways.append("cgroup")
+    else:
+        print("no writable pids cgroup here: ulimit -u only")
+    for how in ways:
+        bare = run_limited(cmd, tmp, None, how)
+        check(bare.returncode == 0 and keyvals(bare.stdout).get("forks_failed") == ["0"],
+              f"{how}: bare, the job forks its {NPROC_WORKERS} workers under a limit of {NPROC_LIMIT}: "
+              f"{bare.stdout.split()}")
+        td = os.path.join(tmp, "t-" + how)
+        os.makedirs(td)
+        os.chmod(td, 0o777)
+        r = run_limited(cmd, tmp, td, how)
+        print(f"figures: {how}: {r.stdout.split()}; {len(r.stderr.splitlines())} lines on stderr")
+        check(r.returncode == bare.returncode and r.stdout == bare.stdout,
+              f"{how}: preloaded, the job's output is as bare: {r.stdout.split()} ({r.stderr.strip()[:300]!r})")
+        lines = r.stderr.splitlines()
+        check(all(ln.startswith("scaleprof: ") and "limit" in ln for ln in lines),
+              f"{how}: every line on stderr is the recorder's, about the limit ({lines[:2]})")
+        ts = traces(td)
+        check(len(ts) >= 1, f"{how}: the processes with room are recorded ({len(ts)} traces)")
+        check(len(ts) + len(lines) == NPROC_WORKERS + 1,
+              f"{how}: every process has its trace or its line ({len(ts)} + {len(lines)})")
+
+
 # ---- the analyzer's input -----------------------------------------------------------
 
 

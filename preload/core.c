@@ -113,6 +113,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "compress.h"
 #include "emit.h"
 #include "interpose.h"
 #include "parse.h"
@@ -144,6 +145,10 @@ void (*sp_core_flush_hook)(int final);
 #define SP_LINE_MAX 512
 #define SP_CMDLINE_MAX 3800 /* leaves room for the other TLVs in the header page */
 #define SP_EXIT_UNKNOWN (-1)
+/* The trace under a tight RLIMIT_AS (sp_limits_as_tight): 32 slots of
+ * 128 KiB and 1 MiB of strings, 5 MiB of address space in all. */
+#define SP_TIGHT_SLOTS 32u
+#define SP_TIGHT_STRINGS (1u << 20)
 
 struct inflight_stripe {
     _Atomic long n;
@@ -686,6 +691,14 @@ static struct sp_writer *create_writer(int hfd, const char *host, char *shown, s
     opts.on_pass = sp_clock_tick; /* the clock's calibration rides on each pass */
     opts.wake = sp_fd_wake;       /* compressed by the service thread: no thread of its own */
     opts.grow = 1;                /* blocks reserved as used, not 24 MiB at creation */
+    if (sp_limits_as_tight()) {
+        /* RLIMIT_AS below 4 GiB: 5 MiB of mapping, not 24 (limits.c) */
+        opts.slot_count = SP_TIGHT_SLOTS;
+        opts.strings_size = SP_TIGHT_STRINGS;
+        sp_log("address space limited (RLIMIT_AS below 4 GiB): a smaller trace (%u threads recording at once, "
+               "%u KiB of names), stored uncompressed",
+               SP_TIGHT_SLOTS, SP_TIGHT_STRINGS >> 10);
+    }
     char via[64], name[64], path[sizeof g_cfg.dir + 320];
     /* thread-self: this thread's descriptor table is not the process's */
     snprintf(via, sizeof via, "/proc/thread-self/fd/%d", hfd);
@@ -1021,6 +1034,7 @@ __attribute__((constructor)) static void core_constructor(void)
     sp_clock_check_tsc(); /* before the first clock read: rdtsc may trap */
     register_handlers_once();
     membarrier_register();
+    sp_zc_load_refused = sp_limits_as_tight; /* no libzstd (a malloc arena) under a tight RLIMIT_AS */
     g_self_pid = (pid_t)syscall(SYS_getpid);
     g_life_start = sp_now();
     load_config();

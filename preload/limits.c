@@ -50,6 +50,7 @@
 #define SP_LIM_PATH 1024
 #define SP_LIM_LINE 4096
 #define SP_LIM_LEVELS 32 /* cgroups checked, from ours up */
+#define SP_AS_ROOMY (4ull << 30) /* RLIMIT_AS at or above this: the recorder takes its usual room */
 
 static char g_pids_dir[SP_LIM_PATH]; /* the process's pids cgroup directory, "" when none */
 static size_t g_pids_top;            /* length of its mount point: the walk stops there */
@@ -323,6 +324,16 @@ static int nproc_near(char *why, size_t size)
              "no recorder thread past half of a process limit, this process is not recorded",
              mine, limit, (unsigned)uid);
     return 1;
+}
+
+/* Address space: the room under RLIMIT_AS (the limit less what the
+ * process maps now), 0 when it is not limited. */
+int sp_limits_as_tight(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return 0;
+    return rl.rlim_cur < SP_AS_ROOMY;
 }
 
 int sp_limits_near(char *why, size_t size)

@@ -412,6 +412,10 @@ const char *sp_fd_refusal(void);
  * the process's tasks are above half of a pids cgroup's pids.max or of
  * RLIMIT_NPROC (limits.c). */
 int sp_limits_near(char *why, size_t size);
+/* 1 while RLIMIT_AS is below 4 GiB: the recorder takes less address
+ * space - a smaller trace mapping and fd-name table, no library loaded
+ * on its thread (limits.c; docs/reliability.md, "The footprint budget"). */
+int sp_limits_as_tight(void);
 void sp_fd_after_fork(void);
 
 /* io.c: fcntl(F_DUPFD...) in fd.c copied `from` to `to`. */

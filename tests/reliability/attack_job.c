@@ -53,6 +53,9 @@
  *                       forked, all alive together until the last fork;
  *                       prints how many forks failed (a process limit)
  *                       and how many workers ended well
+ *   aslimit MB N FILE   sets RLIMIT_AS to MB MiB (0: leaves it as it is),
+ *                       reads FILE N times, then mallocs 1 MiB blocks
+ *                       until one fails; prints how many it got
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -491,8 +494,25 @@ static int job_forker(int n, const char *file)
     return 0;
 }
 
+static int job_aslimit(long mb, int n, const char *file)
+{
+    if (mb > 0) {
+        struct rlimit rl = {(rlim_t)mb << 20, (rlim_t)mb << 20};
+        if (setrlimit(RLIMIT_AS, &rl) != 0)
+            return 1;
+    }
+    for (int i = 0; i < n; i++)
+        read_once(file);
+    long got = 0;
+    while (malloc(1 << 20) != NULL) /* kept: the point is to run out */
+        got++;
+    printf("malloc_mib %ld\n", got);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 5 && strcmp(argv[1], "aslimit") == 0) return job_aslimit(atol(argv[2]), atoi(argv[3]), argv[4]);
     if (argc >= 4 && strcmp(argv[1], "forker") == 0) return job_forker(atoi(argv[2]), argv[3]);
     if (argc >= 6 && strcmp(argv[1], "fillwrite") == 0)
         return job_fillwrite(argv[2], argv[3], atoi(argv[4]), atof(argv[5]));

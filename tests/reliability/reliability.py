@@ -733,6 +733,46 @@ def story_nproc(tmp):
               f"{how}: every process has its trace or its line ({len(ts)} + {len(lines)})")
 
 
+AS_LIMIT_MIB = 128
+
+
+def story_aslimit(tmp):
+    """A job under an address-space limit of 128 MiB (RLIMIT_AS, set by
+    the job itself or by ulimit -v before it) that reads a file 10 or 4000
+    times (chunks filled: the compressor's library once made a malloc
+    arena of 64 MiB), then mallocs 1 MiB blocks until one fails, gets
+    within 10% of what it gets bare (it got 80 of 125 MiB); a line says
+    the recorder took less."""
+    import resource
+    data = make_file(os.path.join(tmp, "data"), 4096)
+
+    def ulimit_v():
+        resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT_MIB << 20, AS_LIMIT_MIB << 20))
+
+    for how, mb, pre in (("setrlimit", AS_LIMIT_MIB, None), ("ulimit -v", 0, ulimit_v)):
+        for reads in (10, 4000):
+            cmd = [JOB, "aslimit", str(mb), str(reads), data]
+            got = {}
+            for td in (None, os.path.join(tmp, f"t-{mb}-{reads}")):
+                env = dict(os.environ)
+                env.pop("LD_PRELOAD", None)
+                if td:
+                    env.update(LD_PRELOAD=stories.LIB, SCALEPROF_DIR=td, SCALEPROF_QUIET="0")
+                r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, preexec_fn=pre)
+                got[bool(td)] = (r, int(keyvals(r.stdout).get("malloc_mib", ["0"])[0]))
+            (rb, bare), (rr, rec) = got[False], got[True]
+            print(f"figures: {how}, {reads} reads: bare {bare} MiB, recorded {rec} MiB ({rec / max(bare, 1):.0%})")
+            check(rb.returncode == 0 and rr.returncode == 0 and bare > 100,
+                  f"{how}, {reads} reads: the job runs, bare and recorded ({bare} MiB bare)")
+            check(rec >= 0.9 * bare, f"{how}, {reads} reads: {rec} MiB malloc'd recorded, within 10% of bare ({bare})")
+            lines = rr.stderr.splitlines()
+            check(len(lines) == 1 and "address space" in lines[0], f"{how}: one line says why: {lines}")
+            ts = traces(td)
+            n = ts[0]["read_calls"].get(data, 0) if len(ts) == 1 else 0
+            check(len(ts) == 1 and n + ts[0]["dropped"] >= reads and n > 0,
+                  f"{how}, {reads} reads: recorded ({n}, {ts[0]['dropped'] if ts else '-'} dropped)")
+
+
 # ---- the analyzer's input -----------------------------------------------------------
 
 

@@ -49,7 +49,7 @@
 
 #define SP_LIM_PATH 1024
 #define SP_LIM_LINE 4096
-#define SP_LIM_LEVELS 32 /* cgroups checked, from ours up */
+#define SP_LIM_LEVELS 32         /* cgroups checked, from ours up */
 #define SP_AS_ROOMY (4ull << 30) /* RLIMIT_AS at or above this: the recorder takes its usual room */
 
 static char g_pids_dir[SP_LIM_PATH]; /* the process's pids cgroup directory, "" when none */

@@ -109,7 +109,7 @@ static _Atomic uint32_t g_fd_name[SP_FD_TABLE]; /* offset in g_names, 0: none */
 #define SP_NAME_ARENA_FULL (16u << 20)
 #define SP_NAME_ARENA_TIGHT (1u << 20) /* under a tight RLIMIT_AS (sp_limits_as_tight) */
 static char *_Atomic g_names;
-static uint32_t g_names_size; /* set by the mapping's winner, after g_names */
+static uint32_t g_names_size;             /* set by the mapping's winner, after g_names */
 static _Atomic uint32_t g_names_used = 1; /* offset 0 means "no name" */
 
 static char *name_arena(void)

@@ -1315,10 +1315,67 @@ static sp_emit_ticket inflight_ticket(void)
     return (sp_emit_ticket)&g_inflight[i].n | (i >= SP_OWNED_SLOTS ? SP_TICKET_SHARED : 0);
 }
 
+/* ---- threads on another's thread-local storage ----------------------------- *
+ *
+ * A raw clone(CLONE_VM) child without CLONE_SETTLS shares its parent's
+ * thread-local storage: the writer's slot state, the in-flight counter,
+ * all of it (proc.c's clone).  Once the process has made one, every event
+ * takes the slow path (sp_emit_detour for good), no thread gets the fast
+ * path's counter any more (the lending one loses its own), and the slow
+ * path compares the thread's id, from the kernel, with the one its storage
+ * was first used by: the events of a thread on another's storage are
+ * counted as dropped, never appended.  The cost, a gettid system call per
+ * event, is paid only in such a process. */
+volatile int sp_tls_lent;
+static __thread pid_t t_tls_owner __attribute__((tls_model("initial-exec")));
+#define SP_TLS_LENT_STRIPE SP_OWNED_SLOTS /* a shared counter: the borrower's own is its lender's */
+
+void sp_core_tls_lent(void)
+{
+    if (!t_tls_owner)
+        t_tls_owner = (pid_t)syscall(SYS_gettid);
+    sp_inflight_mine = NULL;
+    sp_tls_lent = 1;
+    sp_emit_detour = 1;
+}
+
+/* 1 when the calling thread's storage is its own. */
+static int tls_is_mine(void)
+{
+    pid_t me = (pid_t)syscall(SYS_gettid);
+    if (!t_tls_owner)
+        t_tls_owner = me;
+    return t_tls_owner == me;
+}
+
+/* An event of a thread on another's storage: counted, not appended. */
+static void drop_borrowed(void);
+
+int sp_guard_lent(uintptr_t frame)
+{
+    if (!tls_is_mine()) {
+        drop_borrowed();
+        return 1;
+    }
+    uintptr_t holder = sp_guard_frame;
+    return holder && (frame < holder || sp_guard_recheck(frame));
+}
+
+static void drop_borrowed(void)
+{
+    int e = errno;
+    _Atomic long *n = &g_inflight[SP_TLS_LENT_STRIPE].n;
+    atomic_fetch_add(n, 1);
+    if (atomic_load(&sp_core_state) == SP_CORE_READY)
+        __atomic_add_fetch(&sp_writer_header(sp_core_writer)->events_dropped, 1, __ATOMIC_RELAXED);
+    atomic_fetch_sub(n, 1);
+    errno = e;
+}
+
 /* Whether events must leave emit.h's fast path for the slow one. */
 static void recompute_detour(void)
 {
-    sp_emit_detour = sp_cpu_pending || (g_cfg.step_first >= 0 && !g_step_counting);
+    sp_emit_detour = sp_cpu_pending || (g_cfg.step_first >= 0 && !g_step_counting) || sp_tls_lent;
 }
 
 /* The slow path of emit.h's sp_emit_enter: what sp_emit_raw checks before
@@ -1328,6 +1385,10 @@ static void recompute_detour(void)
  * stands in for its fence. */
 sp_emit_ticket sp_emit_enter_slow(void)
 {
+    if (SP_UNLIKELY(sp_tls_lent) && !tls_is_mine()) {
+        drop_borrowed();
+        return 0;
+    }
     if (SP_UNLIKELY(atomic_load_explicit(&sp_core_state, memory_order_relaxed) != SP_CORE_READY) && !ensure_open())
         return 0;
     if (SP_UNLIKELY(sp_cpu_pending))
@@ -1337,7 +1398,7 @@ sp_emit_ticket sp_emit_enter_slow(void)
         return 0;
     watch_thread_exit();
     unsigned i = my_counter();
-    if (i < SP_OWNED_SLOTS && g_membarrier_ok)
+    if (i < SP_OWNED_SLOTS && g_membarrier_ok && !sp_tls_lent)
         sp_inflight_mine = &g_inflight[i].n;
     sp_emit_ticket ticket = inflight_ticket();
     if (SP_UNLIKELY(atomic_load_explicit(&sp_core_state, memory_order_acquire) != SP_CORE_READY)) {

@@ -56,6 +56,10 @@
  *   aslimit MB N FILE   sets RLIMIT_AS to MB MiB (0: leaves it as it is),
  *                       reads FILE N times, then mallocs 1 MiB blocks
  *                       until one fails; prints how many it got
+ *   clonevm N FILE      a child made with clone(CLONE_VM), no CLONE_SETTLS
+ *                       (it runs on its parent's thread-local storage, as
+ *                       a raw clone does), and the parent each pread FILE
+ *                       N times at once; prints the reads each did
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -65,7 +69,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <spawn.h>
@@ -510,8 +516,53 @@ static int job_aslimit(long mb, int n, const char *file)
     return 0;
 }
 
+#define CLONE_STACK (256 * 1024)
+
+struct clonevm {
+    int fd, n;
+    _Atomic int go;
+    long done;
+};
+
+static int clonevm_child(void *arg)
+{
+    struct clonevm *c = arg;
+    char b;
+    while (!atomic_load(&c->go))
+        ;
+    long n = 0;
+    for (int i = 0; i < c->n; i++)
+        n += pread(c->fd, &b, 1, 0) == 1;
+    c->done = n;
+    return 0;
+}
+
+static int job_clonevm(int n, const char *file)
+{
+    struct clonevm c = {open(file, O_RDONLY), n, 0, 0};
+    char b;
+    if (c.fd < 0 || pread(c.fd, &b, 1, 0) != 1) /* the trace is open before the child exists */
+        return 1;
+    char *stack = mmap(NULL, CLONE_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (stack == MAP_FAILED)
+        return 1;
+    pid_t pid = clone(clonevm_child, stack + CLONE_STACK, CLONE_VM | CLONE_FS | CLONE_FILES | SIGCHLD, &c);
+    if (pid < 0)
+        return 1;
+    atomic_store(&c.go, 1);
+    long mine = 0;
+    for (int i = 0; i < n; i++)
+        mine += pread(c.fd, &b, 1, 0) == 1;
+    int st;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return 1;
+    printf("parent_reads %ld\nchild_reads %ld\n", mine, c.done);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 4 && strcmp(argv[1], "clonevm") == 0) return job_clonevm(atoi(argv[2]), argv[3]);
     if (argc >= 5 && strcmp(argv[1], "aslimit") == 0) return job_aslimit(atol(argv[2]), atoi(argv[3]), argv[4]);
     if (argc >= 4 && strcmp(argv[1], "forker") == 0) return job_forker(atoi(argv[2]), argv[3]);
     if (argc >= 6 && strcmp(argv[1], "fillwrite") == 0)

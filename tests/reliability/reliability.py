@@ -773,6 +773,35 @@ def story_aslimit(tmp):
                   f"{how}, {reads} reads: recorded ({n}, {ts[0]['dropped'] if ts else '-'} dropped)")
 
 
+CLONE_READS = 200000
+
+
+def story_clonevm(tmp):
+    """A child made with clone(CLONE_VM) and no CLONE_SETTLS runs on its
+    parent's thread-local storage, the trace's slot state with it; both
+    pread 200,000 times at once (both appended through one slot: 372k of
+    400k recorded, none counted as dropped).  Now every read of the parent
+    is recorded, the child's are counted as dropped, none is lost, and
+    the trace reads back without damage."""
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    td = os.path.join(tmp, "t")
+    r = run([JOB, "clonevm", str(CLONE_READS), data], td)
+    kv = keyvals(r.stdout)
+    check(r.returncode == 0 and kv.get("parent_reads") == [str(CLONE_READS)] and
+          kv.get("child_reads") == [str(CLONE_READS)], f"the job runs: {r.stdout.split()}")
+    ts = traces(td)
+    check(len(ts) == 1, f"one trace ({len(ts)})")
+    if not ts:
+        return
+    got, dropped = ts[0]["read_calls"].get(data, 0), ts[0]["dropped"]
+    print(f"figures: preads {2 * CLONE_READS + 1}, recorded {got}, dropped (counted) {dropped}")
+    check(got == CLONE_READS + 1, f"every read of the parent (and its first) is recorded, no more: {got}")
+    check(got + dropped >= 2 * CLONE_READS + 1, f"the child's are counted as dropped: {dropped}")
+    exe = os.environ["SCALEPROF_BIN"]
+    d = subprocess.run([exe, "dump", trace_files(td)[0]], capture_output=True, text=True, timeout=60)
+    check(d.returncode == 0 and not d.stderr.strip(), f"the trace reads back without a warning ({d.stderr.strip()[:200]!r})")
+
+
 # ---- the analyzer's input -----------------------------------------------------------
 
 

@@ -556,6 +556,10 @@ BUDGET = {
     "disk_kib": (5 << 10, 5 << 10),
 }
 FOOTPRINT_READS = (10, 4000)
+# Under RLIMIT_AS below 4 GiB (ulimit -v 131072 here): a trace of 32 slots
+# and 1 MiB of strings, 1 MiB of fd names, no libzstd (so no arena)
+BUDGET_TIGHT = {"threads": (1, 1), "vmsize_kib": (12 << 10, 12 << 10), "vmrss_kib": (4 << 10, 4 << 10),
+                "disk_kib": (5 << 10, 5 << 10)}
 
 
 def status_of(pid):
@@ -563,7 +567,7 @@ def status_of(pid):
         return {k: v.split()[0] for k, v in (ln.split(":", 1) for ln in f if ":" in ln) if v.split()}
 
 
-def footprint(tmp, td, reads):
+def footprint(tmp, td, reads, as_limit=None):
     """Threads, VmSize and VmRSS (KiB) of the idle job, and the KiB its
     trace holds on disk, while it sleeps."""
     data = os.path.join(tmp, "data")
@@ -573,7 +577,13 @@ def footprint(tmp, td, reads):
     env.pop("LD_PRELOAD", None)
     if td:
         env.update(LD_PRELOAD=stories.LIB, SCALEPROF_DIR=td)
-    p = subprocess.Popen([JOB, "idle", data, "1", str(reads)], env=env, stdout=subprocess.PIPE, text=True)
+    def limit():
+        if as_limit:
+            import resource
+            resource.setrlimit(resource.RLIMIT_AS, (as_limit, as_limit))
+
+    p = subprocess.Popen([JOB, "idle", data, "1", str(reads)], env=env, stdout=subprocess.PIPE, text=True,
+                         preexec_fn=limit, stderr=subprocess.DEVNULL)
     try:
         p.stdout.readline()
         time.sleep(0.3)  # the compressor has had its pass
@@ -618,13 +628,14 @@ def story_footprint(tmp):
     from /proc/PID/status while it sleeps after recording: threads,
     virtual size (RLIMIT_AS counts it), resident size, disk held by its
     live trace - each within the budget of docs/reliability.md."""
-    for i, reads in enumerate(FOOTPRINT_READS):
-        bare = footprint(tmp, None, reads)
-        rec = footprint(tmp, os.path.join(tmp, f"t{reads}"), reads)
-        added = {k: rec[k] - bare[k] for k in BUDGET}
-        print(f"figures: {reads} reads: bare {bare}, recorded {rec}, added {added}")
-        for k, limits in BUDGET.items():
-            check(added[k] <= limits[i], f"{reads} reads: {k} +{added[k]} (budget {limits[i]})")
+    for budget, as_limit, what in ((BUDGET, None, ""), (BUDGET_TIGHT, AS_LIMIT_MIB << 20, ", ulimit -v 131072")):
+        for i, reads in enumerate(FOOTPRINT_READS):
+            bare = footprint(tmp, None, reads, as_limit)
+            rec = footprint(tmp, os.path.join(tmp, f"t{reads}{bool(as_limit)}"), reads, as_limit)
+            added = {k: rec[k] - bare[k] for k in budget}
+            print(f"figures: {reads} reads{what}: bare {bare}, recorded {rec}, added {added}")
+            for k, limits in budget.items():
+                check(added[k] <= limits[i], f"{reads} reads{what}: {k} +{added[k]} (budget {limits[i]})")
 
 
 # ---- process limits ------------------------------------------------------------------

@@ -253,7 +253,7 @@ static int pids_near(char *why, size_t size)
                 snprintf(why, size,
                          "%ld tasks of the %ld that pids cgroup %.300s allows (pids.max) are in use: "
                          "no recorder thread past half of a process limit, this process is not recorded",
-                         cur, max, dir + g_pids_top);
+                         cur, max, dir[g_pids_top] ? dir + g_pids_top : "/");
                 return 1;
             }
         }

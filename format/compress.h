@@ -24,6 +24,11 @@ struct sp_zc; /* a compression context */
  * (compress_lazy.c) or always (compress_zstd.c).  Not thread-safe against
  * itself: the writer calls it under its compression lock. */
 int sp_zc_load(void);
+/* compress_lazy.c: when set and it returns 1, sp_zc_load loads nothing
+ * (chunks stay in raw frames): the preload's "address space is short"
+ * (the loader mallocs on the loading thread, and a thread's first malloc
+ * makes it a malloc arena of 64 MiB of address space). */
+extern int (*sp_zc_load_refused)(void);
 /* 1 when the library is in memory already (sp_zc_load succeeded). */
 int sp_zc_loaded(void);
 struct sp_zc *sp_zc_create(void);

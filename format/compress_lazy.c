@@ -31,10 +31,14 @@ static void *sym(void *h, const char *name)
     return dlsym(h, name);
 }
 
+int (*sp_zc_load_refused)(void);
+
 int sp_zc_load(void)
 {
     if (zl.tried)
         return zl.ok;
+    if (sp_zc_load_refused && sp_zc_load_refused())
+        return 0; /* asked again at the next chunk: the limit may be lifted */
     zl.tried = 1;
     void *h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h)

@@ -1213,6 +1213,12 @@ const char *sp_reader_diag(const struct sp_reader *r)
     return r->diag;
 }
 
+void sp_reader_add_diag(struct sp_reader *r, const char *line)
+{
+    if (r && r->diag && line)
+        add_diag(r, "%s", line);
+}
+
 const struct sp_reader_stats *sp_reader_stats(const struct sp_reader *r)
 {
     return r ? &r->stats : NULL;

@@ -699,6 +699,10 @@ int sp_reader_set_summary(struct sp_reader *r, sp_summary_fn fn, void *ctx);
 const char *sp_reader_string(const struct sp_reader *r, uint64_t id);
 /* Human-readable descriptions of damage seen so far, "" when none. */
 const char *sp_reader_diag(const struct sp_reader *r);
+/* Adds a line of damage a caller found in the events themselves (the
+ * analyzer's feed loop: times far outside the trace's span) to the
+ * reader's diagnostics. */
+void sp_reader_add_diag(struct sp_reader *r, const char *line);
 const struct sp_reader_stats *sp_reader_stats(const struct sp_reader *r);
 void sp_reader_close(struct sp_reader *r);
 

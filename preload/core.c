@@ -113,6 +113,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "compress.h"
 #include "emit.h"
 #include "interpose.h"
 #include "parse.h"
@@ -144,6 +145,10 @@ void (*sp_core_flush_hook)(int final);
 #define SP_LINE_MAX 512
 #define SP_CMDLINE_MAX 3800 /* leaves room for the other TLVs in the header page */
 #define SP_EXIT_UNKNOWN (-1)
+/* The trace under a tight RLIMIT_AS (sp_limits_as_tight): 32 slots of
+ * 128 KiB and 1 MiB of strings, 5 MiB of address space in all. */
+#define SP_TIGHT_SLOTS 32u
+#define SP_TIGHT_STRINGS (1u << 20)
 
 struct inflight_stripe {
     _Atomic long n;
@@ -686,6 +691,14 @@ static struct sp_writer *create_writer(int hfd, const char *host, char *shown, s
     opts.on_pass = sp_clock_tick; /* the clock's calibration rides on each pass */
     opts.wake = sp_fd_wake;       /* compressed by the service thread: no thread of its own */
     opts.grow = 1;                /* blocks reserved as used, not 24 MiB at creation */
+    if (sp_limits_as_tight()) {
+        /* RLIMIT_AS below 4 GiB: 5 MiB of mapping, not 24 (limits.c) */
+        opts.slot_count = SP_TIGHT_SLOTS;
+        opts.strings_size = SP_TIGHT_STRINGS;
+        sp_log("address space limited (RLIMIT_AS below 4 GiB): a smaller trace (%u threads recording at once, "
+               "%u KiB of names), stored uncompressed",
+               SP_TIGHT_SLOTS, SP_TIGHT_STRINGS >> 10);
+    }
     char via[64], name[64], path[sizeof g_cfg.dir + 320];
     /* thread-self: this thread's descriptor table is not the process's */
     snprintf(via, sizeof via, "/proc/thread-self/fd/%d", hfd);
@@ -1021,6 +1034,7 @@ __attribute__((constructor)) static void core_constructor(void)
     sp_clock_check_tsc(); /* before the first clock read: rdtsc may trap */
     register_handlers_once();
     membarrier_register();
+    sp_zc_load_refused = sp_limits_as_tight; /* no libzstd (a malloc arena) under a tight RLIMIT_AS */
     g_self_pid = (pid_t)syscall(SYS_getpid);
     g_life_start = sp_now();
     load_config();
@@ -1094,8 +1108,13 @@ static void open_trace_here(void *arg)
 
 static void open_trace(int start_sampler)
 {
-    if (sp_fd_run(open_trace_here, &start_sampler) != 0)
-        sp_fail("no thread to create the trace from");
+    if (sp_fd_run(open_trace_here, &start_sampler) != 0) {
+        const char *why = sp_fd_refusal();
+        if (why)
+            sp_fail("%s", why);
+        else
+            sp_fail("no thread to create the trace from");
+    }
     say_pending();
 }
 
@@ -1393,10 +1412,67 @@ static sp_emit_ticket inflight_ticket(void)
     return (sp_emit_ticket)&g_inflight[i].n | (i >= SP_OWNED_SLOTS ? SP_TICKET_SHARED : 0);
 }
 
+/* ---- threads on another's thread-local storage ----------------------------- *
+ *
+ * A raw clone(CLONE_VM) child without CLONE_SETTLS shares its parent's
+ * thread-local storage: the writer's slot state, the in-flight counter,
+ * all of it (proc.c's clone).  Once the process has made one, every event
+ * takes the slow path (sp_emit_detour for good), no thread gets the fast
+ * path's counter any more (the lending one loses its own), and the slow
+ * path compares the thread's id, from the kernel, with the one its storage
+ * was first used by: the events of a thread on another's storage are
+ * counted as dropped, never appended.  The cost, a gettid system call per
+ * event, is paid only in such a process. */
+volatile int sp_tls_lent;
+static __thread pid_t t_tls_owner __attribute__((tls_model("initial-exec")));
+#define SP_TLS_LENT_STRIPE SP_OWNED_SLOTS /* a shared counter: the borrower's own is its lender's */
+
+void sp_core_tls_lent(void)
+{
+    if (!t_tls_owner)
+        t_tls_owner = (pid_t)syscall(SYS_gettid);
+    sp_inflight_mine = NULL;
+    sp_tls_lent = 1;
+    sp_emit_detour = 1;
+}
+
+/* 1 when the calling thread's storage is its own. */
+static int tls_is_mine(void)
+{
+    pid_t me = (pid_t)syscall(SYS_gettid);
+    if (!t_tls_owner)
+        t_tls_owner = me;
+    return t_tls_owner == me;
+}
+
+/* An event of a thread on another's storage: counted, not appended. */
+static void drop_borrowed(void);
+
+int sp_guard_lent(uintptr_t frame)
+{
+    if (!tls_is_mine()) {
+        drop_borrowed();
+        return 1;
+    }
+    uintptr_t holder = sp_guard_frame;
+    return holder && (frame < holder || sp_guard_recheck(frame));
+}
+
+static void drop_borrowed(void)
+{
+    int e = errno;
+    _Atomic long *n = &g_inflight[SP_TLS_LENT_STRIPE].n;
+    atomic_fetch_add(n, 1);
+    if (atomic_load(&sp_core_state) == SP_CORE_READY)
+        __atomic_add_fetch(&sp_writer_header(sp_core_writer)->events_dropped, 1, __ATOMIC_RELAXED);
+    atomic_fetch_sub(n, 1);
+    errno = e;
+}
+
 /* Whether events must leave emit.h's fast path for the slow one. */
 static void recompute_detour(void)
 {
-    sp_emit_detour = sp_cpu_pending || (g_cfg.step_first >= 0 && !g_step_counting);
+    sp_emit_detour = sp_cpu_pending || (g_cfg.step_first >= 0 && !g_step_counting) || sp_tls_lent;
 }
 
 /* The slow path of emit.h's sp_emit_enter: what sp_emit_raw checks before
@@ -1406,6 +1482,10 @@ static void recompute_detour(void)
  * stands in for its fence. */
 sp_emit_ticket sp_emit_enter_slow(void)
 {
+    if (SP_UNLIKELY(sp_tls_lent) && !tls_is_mine()) {
+        drop_borrowed();
+        return 0;
+    }
     if (SP_UNLIKELY(atomic_load_explicit(&sp_core_state, memory_order_relaxed) != SP_CORE_READY) && !ensure_open())
         return 0;
     if (SP_UNLIKELY(sp_cpu_pending))
@@ -1415,7 +1495,7 @@ sp_emit_ticket sp_emit_enter_slow(void)
         return 0;
     watch_thread_exit();
     unsigned i = my_counter();
-    if (i < SP_OWNED_SLOTS && g_membarrier_ok)
+    if (i < SP_OWNED_SLOTS && g_membarrier_ok && !sp_tls_lent)
         sp_inflight_mine = &g_inflight[i].n;
     sp_emit_ticket ticket = inflight_ticket();
     if (SP_UNLIKELY(atomic_load_explicit(&sp_core_state, memory_order_acquire) != SP_CORE_READY)) {

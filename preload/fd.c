@@ -60,6 +60,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -78,6 +79,7 @@
  * here). */
 #define SP_SERVICE_STACK (512u << 10)
 #define SP_PASS_NS 20000000ull /* a compression pass at least this often while a trace is open */
+#define SP_REFUSAL_MAX 512
 
 enum { SVC_NONE,
        SVC_STARTING,
@@ -96,6 +98,7 @@ static struct sp_fd_job *_Atomic g_jobs; /* posted jobs, a stack */
 static struct sp_fd_job *g_known_jobs[SP_JOBS_MAX]; /* every job ever posted, for fork */
 static _Atomic unsigned g_njobs;
 static __thread int t_service __attribute__((tls_model("initial-exec")));
+static char g_refusal[SP_REFUSAL_MAX]; /* why the thread ended at its start (limits.c), "" when it did not */
 
 static long futex_wait(_Atomic uint32_t *w, uint32_t seen, const struct timespec *timeout)
 {
@@ -195,6 +198,10 @@ static void *service_main(void *arg)
     t_service = 1;
     pthread_setname_np(pthread_self(), "scaleprof");
     int ok = private_fd_table() == 0;
+    /* Too near a limit on tasks, the thread is one the job may need:
+     * it ends at once, and the process is not recorded (limits.c). */
+    if (ok && sp_limits_near(g_refusal, sizeof g_refusal))
+        ok = 0;
     atomic_store(&g_svc_state, ok ? SVC_READY : SVC_FAILED);
     futex_wake_all(&g_svc_state);
     if (!ok) return NULL;
@@ -279,6 +286,7 @@ static int service_start(int wait)
             pthread_attr_destroy(&attr);
             pthread_sigmask(SIG_SETMASK, &old, NULL);
             if (r != 0) {
+                snprintf(g_refusal, sizeof g_refusal, "cannot start the recorder's thread (%s)", strerror(r));
                 atomic_store(&g_svc_state, SVC_FAILED);
                 futex_wake_all(&g_svc_state);
             }
@@ -355,6 +363,11 @@ int sp_fd_job_run(struct sp_fd_job *job, uint64_t max_ns)
     return st == SP_JOB_DONE;
 }
 
+const char *sp_fd_refusal(void)
+{
+    return atomic_load(&g_svc_state) == SVC_FAILED && g_refusal[0] ? g_refusal : NULL;
+}
+
 int sp_fd_is_service_thread(void)
 {
     return t_service;
@@ -400,6 +413,7 @@ int sp_fd_run(sp_fd_work fn, void *arg)
 
 void sp_fd_after_fork(void)
 {
+    g_refusal[0] = 0;
     /* The thread, its table and any request in flight stayed in the parent. */
     atomic_store(&g_svc_state, SVC_NONE);
     atomic_store(&g_box_taken, 0);

@@ -106,8 +106,10 @@
 static _Atomic uint64_t g_fds[SP_FD_TABLE];
 static _Atomic uint32_t g_fd_name[SP_FD_TABLE]; /* offset in g_names, 0: none */
 
-#define SP_NAME_ARENA (16u << 20)
+#define SP_NAME_ARENA_FULL (16u << 20)
+#define SP_NAME_ARENA_TIGHT (1u << 20) /* under a tight RLIMIT_AS (sp_limits_as_tight) */
 static char *_Atomic g_names;
+static uint32_t g_names_size;             /* set by the mapping's winner, after g_names */
 static _Atomic uint32_t g_names_used = 1; /* offset 0 means "no name" */
 
 static char *name_arena(void)
@@ -115,14 +117,16 @@ static char *name_arena(void)
     char *a = atomic_load_explicit(&g_names, memory_order_acquire);
     if (SP_LIKELY(a))
         return a;
-    void *p = mmap(NULL, SP_NAME_ARENA, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    uint32_t size = sp_limits_as_tight() ? SP_NAME_ARENA_TIGHT : SP_NAME_ARENA_FULL;
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
     char *expect = NULL;
     if (!atomic_compare_exchange_strong(&g_names, &expect, (char *)p)) {
-        munmap(p, SP_NAME_ARENA);
+        munmap(p, size);
         return expect;
     }
+    __atomic_store_n(&g_names_size, size, __ATOMIC_RELEASE); /* 0 until then: no name kept */
     return p;
 }
 
@@ -132,9 +136,10 @@ static void name_save(int fd, const char *path)
     char *arena = name_arena();
     size_t len = strlen(path) + 1;
     uint32_t off = 0;
-    if (arena && len < SP_NAME_ARENA) {
+    uint32_t size = __atomic_load_n(&g_names_size, __ATOMIC_ACQUIRE);
+    if (arena && len < size) {
         off = atomic_fetch_add(&g_names_used, (uint32_t)len);
-        if ((uint64_t)off + len <= SP_NAME_ARENA)
+        if ((uint64_t)off + len <= size)
             memcpy(arena + off, path, len);
         else
             off = 0;

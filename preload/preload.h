@@ -78,14 +78,24 @@ int sp_guard_recheck(uintptr_t frame);
 
 #define SP_FRAME() ((uintptr_t)__builtin_dwarf_cfa())
 
+/* Non-zero once the process has made a child that runs on a thread's
+ * thread-local storage, the guard included (proc.c's clone, core.c):
+ * every guard check is then sp_guard_lent's, which says "held" to a
+ * thread on another's storage and counts its call as a dropped event, so
+ * it neither records nor touches its lender's guard. */
+extern volatile int sp_tls_lent;
+int sp_guard_lent(uintptr_t frame);
+
 /* Is the calling thread inside scaleprof (or inside a real call whose
  * nested calls are not the job's)?  A stale guard is dropped here. */
 static inline __attribute__((always_inline)) int sp_guard_held(void)
 {
     uintptr_t holder = sp_guard_frame;
-    if (SP_LIKELY(holder == 0))
+    if (SP_LIKELY(holder == 0) && SP_LIKELY(!sp_tls_lent))
         return 0;
     uintptr_t frame = SP_FRAME();
+    if (SP_UNLIKELY(sp_tls_lent))
+        return sp_guard_lent(frame);
     return SP_LIKELY(frame < holder) || sp_guard_recheck(frame);
 }
 
@@ -410,6 +420,21 @@ void sp_fd_wake(void);
  * 0 when there is none. */
 int sp_core_service_pass(void);
 int sp_fd_is_service_thread(void);
+/* Why the service thread ended at its start, too near a limit on tasks
+ * (the line to say), or NULL. */
+const char *sp_fd_refusal(void);
+/* The calling thread is about to make a child that shares its
+ * thread-local storage (proc.c's clone): events from then on go the slow
+ * way, where a thread on another's storage is told apart (core.c). */
+void sp_core_tls_lent(void);
+/* On the service thread, at its start: 1, with the reason in `why`, when
+ * the process's tasks are above half of a pids cgroup's pids.max or of
+ * RLIMIT_NPROC (limits.c). */
+int sp_limits_near(char *why, size_t size);
+/* 1 while RLIMIT_AS is below 4 GiB: the recorder takes less address
+ * space - a smaller trace mapping and fd-name table, no library loaded
+ * on its thread (limits.c; docs/reliability.md, "The footprint budget"). */
+int sp_limits_as_tight(void);
 void sp_fd_after_fork(void);
 
 /* io.c: fcntl(F_DUPFD...) in fd.c copied `from` to `to`. */

@@ -696,6 +696,9 @@ static void pass1_close(void *ctx, struct sp_reader *r)
     const char *diag = sp_reader_diag(r);
     if (diag && diag[0] && asprintf(&f->diag, "%s: %s", f->path, diag) < 0)
         f->diag = NULL;
+    size_t len = f->diag ? strlen(f->diag) : 0;
+    if (len && f->diag[len - 1] == '\n')
+        f->diag[len - 1] = 0; /* the reader ends each line: the warning is one */
 }
 
 /* The types pass 1 reads event by event; the others it only counts, from

@@ -130,3 +130,34 @@ void sp_trace_paths_free(char **paths, int n)
         free(paths[i]);
     free(paths);
 }
+
+/* ---- times outside the trace's span ---- */
+
+#define SP_TIME_SLACK_NS (24ull * 3600 * 1000000000ull)      /* a day */
+#define SP_TIME_OPEN_NS (366ull * 24 * 3600 * 1000000000ull) /* a year: a trace never closed */
+
+void sp_trace_window(const struct sp_reader *r, uint64_t *lo, uint64_t *span)
+{
+    const struct sp_file_header *h = &sp_reader_info(r)->hdr;
+    uint64_t start = h->start_mono, end = h->end_mono;
+    if (!start && !end) { /* no anchor at all: every time is taken */
+        *lo = 0;
+        *span = UINT64_MAX;
+        return;
+    }
+    uint64_t top = end > start ? end : (start > UINT64_MAX - SP_TIME_OPEN_NS ? UINT64_MAX : start + SP_TIME_OPEN_NS);
+    *lo = start > SP_TIME_SLACK_NS ? start - SP_TIME_SLACK_NS : 0;
+    uint64_t hi = top > UINT64_MAX - SP_TIME_SLACK_NS ? UINT64_MAX : top + SP_TIME_SLACK_NS;
+    *span = hi - *lo;
+}
+
+void sp_trace_note_bad_times(struct sp_reader *r, uint64_t n, uint64_t t, uint64_t lo, uint64_t span)
+{
+    char line[256];
+    snprintf(line, sizeof line,
+             "%llu event%s with a time far outside the trace's own span (the first at %llu ns; its events "
+             "may lie from %llu to %llu ns), left out as damage",
+             (unsigned long long)n, n == 1 ? "" : "s", (unsigned long long)t, (unsigned long long)lo,
+             (unsigned long long)(lo + span));
+    sp_reader_add_diag(r, line);
+}

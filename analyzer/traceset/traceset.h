@@ -36,6 +36,17 @@ struct sp_pass {
     void (*close)(void *ctx, struct sp_reader *r);
 };
 
+/* The times a trace's events may have: a window around its own span, from
+ * a day before its start (header start_mono) to a day after its close
+ * (end_mono), or a year after its start when it was never closed or its
+ * close is not after its start (a trace written on another clock).  An
+ * event outside it - a time of 9e18 ns, say - is damage: sp_trace_feed
+ * leaves it out and counts it in the reader's diagnostics, which name the
+ * file (traceset.c).  *lo and *span: the window is [lo, lo + span]. */
+void sp_trace_window(const struct sp_reader *r, uint64_t *lo, uint64_t *span);
+/* The diagnostic line for `n` events outside the window, the first at t. */
+void sp_trace_note_bad_times(struct sp_reader *r, uint64_t n, uint64_t t, uint64_t lo, uint64_t span);
+
 /* Opens the trace at path and feeds it to the pass.  Returns 0 when the
  * file was read to its end (damage inside is reported through
  * sp_reader_diag in `close`), a tool's non-zero return when it stopped
@@ -62,13 +73,21 @@ static inline __attribute__((always_inline)) int sp_trace_feed(const char *path,
         return rc;
     }
     const struct sp_event *ev;
-    uint64_t n = 0;
+    uint64_t n = 0, lo, span, bad = 0, bad_t = 0;
+    sp_trace_window(r, &lo, &span);
     while ((ev = sp_reader_next_ref(r))) {
+        if (__builtin_expect(ev->t - lo > span, 0)) { /* damage: never reaches a pass */
+            if (!bad++)
+                bad_t = ev->t;
+            continue;
+        }
         if ((rc = sp_tool_dispatch(&p->tool, ctx, r, ev)) != 0)
             break;
         if (p->every && ++n % SP_PASS_EVERY == 0)
             p->every(ctx, r);
     }
+    if (bad)
+        sp_trace_note_bad_times(r, bad, bad_t, lo, span);
     if (p->every && !rc)
         p->every(ctx, r);
     if (p->close)

@@ -417,6 +417,29 @@ def case_garbage_tail():
             shutil.rmtree(bad)
 
 
+def case_absurd_time():
+    """One event of rank 0 at 9e18 ns, far outside its trace's own span
+    (damage: a flipped high bit, a writer's bug): it reached the model,
+    which took it as a step that never ended (a warning about a last step
+    "more than 2x longer", or absurd steps/s).  Now it is left out as
+    damage, with a warning naming the trace, in report and dump, and the
+    figures are the job's."""
+    d, truth = gen("absurd", "--ranks", 2, "--markers", "--steps", 20, "--bad-time", 0)
+    rep = report(d)
+    path = os.path.join(d, "host0", "1000.sprof")
+    said = [w for w in rep["warnings"] if path in w and "outside the trace's own span" in w]
+    print(f"  steps {rep['steps']['count']}, mean {rep['steps']['mean_ms']:.3f} ms (truth {truth['step_ms']:.3f}); "
+          f"warns: {said[0].strip() if said else rep['warnings']}")
+    if not said:
+        fail("no warning names the trace with the absurd time")
+    if any("more than 2x longer" in w for w in rep["warnings"]):
+        fail("the absurd time still reaches the steps")
+    near("step_ms", rep["steps"]["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+    events, err = dumped_events(path, 20)
+    if any(e.get("t", 0) >= 9 * 10**18 for e in events) or "outside the trace's own span" not in err:
+        fail(f"dump shows the absurd event, or says nothing of it ({err.strip()[:200]!r})")
+
+
 def case_bad_input():
     """No traces, foreign files, bad usage: clear messages, right exit codes."""
     empty = os.path.join(TMP, "empty")

@@ -46,7 +46,9 @@
  * A worker (--helper, --helpers) reads a file every 5 ms, or every
  * --helper-read-us X (an input-heavy trace: many read events per step).
  * The H2D copy moves --copy-bytes from pageable host memory, or pinned
- * with --copy-pinned (the memory kinds CUPTI gives).  --no-gpu writes the
+ * with --copy-pinned (the memory kinds CUPTI gives).  --bad-time R writes
+ * one event of rank R (its third step's first marker) at 9e18 ns, as
+ * damage would: a time far outside its trace's own span.  --no-gpu writes the
  * same job as a CPU-only one would be recorded: markers, input waits and
  * the helpers, but no CUDA call, NCCL call or GPU record (a gloo job).
  *
@@ -90,6 +92,9 @@
 #define LAG_SLOT_SIZE 1024 /* small chunks, so host frames reach the file in step order */
 #define OPT_NO_GPU 1000   /* long-only options: codes past every letter */
 #define OPT_HELPER_READ 1001
+#define OPT_BAD_TIME 1002
+#define BAD_TIME_NS 9000000000000000000ull
+#define BAD_TIME_STEP 2
 struct scenario {
     const char *out, *truth;
     int ranks, hosts, steps, colls, kernels, markers, intra, skip, helper, helpers, no_nccl, gpu_lag;
@@ -241,6 +246,7 @@ static int per_host(const struct scenario *s, int h)
 
 static int short_rank = -1, short_after = -1; /* --short-rank: its recording stops early */
 static double helper_read_every = 5 * MS;       /* --helper-read-us: a worker's reads, one per period */
+static int bad_time_rank = -1, bad_time_done;   /* --bad-time: one event far out of its trace's span */
 static int pid_base = 1000; /* --pid-base: rank r's process is pid_base + r */
 
 static void emit(int r, struct sp_event *ev, double global_t)
@@ -252,6 +258,10 @@ static void emit(int r, struct sp_event *ev, double global_t)
     if (r == short_rank && cur_step >= short_after)
         return;
     ev->t = (uint64_t)((int64_t)global_t + R[r].mono_base);
+    if (r == bad_time_rank && ev->type == SP_EV_MARKER && cur_step == BAD_TIME_STEP && !bad_time_done) {
+        ev->t = BAD_TIME_NS;
+        bad_time_done = 1;
+    }
     if (gput.w && ev->type == SP_EV_GPU)
         queue_gpu(ev);
     else
@@ -715,7 +725,7 @@ static const char usage[] =
     "  [--slow-compute-ms X] [--slow-input-ms X] [--missing-rank R] [--truncate-rank R]\n"
     "  [--helpers N] [--no-nccl] [--gpu-thread-lag S] [--equal-buckets] [--no-rank]\n"
     "  [--one-kernel-name] [--grid-per-layer] [--ramp F] [--pause-after-step K]\n"
-    "  [--eval-every N --eval-ms X] [--short-rank R] [--step-metric] [--copy-bytes N] [--copy-pinned]\n"
+    "  [--eval-every N --eval-ms X] [--short-rank R] [--bad-time R] [--step-metric] [--copy-bytes N] [--copy-pinned]\n"
     "  [--pid-base N] [--no-gpu] [--pair-colls [--slow-host H]] [--helper-read-us X]\n"
     "  [--truth FILE]\n";
 
@@ -742,6 +752,7 @@ int main(int argc, char **argv)
         {"step-metric", 0, 0, 'g'}, {"pid-base", 1, 0, 'J'}, {"pair-colls", 0, 0, 'p'},
         {"slow-host", 1, 0, 'q'},
         {"no-gpu", 0, 0, OPT_NO_GPU}, {"helper-read-us", 1, 0, OPT_HELPER_READ},
+        {"bad-time", 1, 0, OPT_BAD_TIME},
         {0, 0, 0, 0},
     };
     int c;
@@ -792,6 +803,7 @@ int main(int argc, char **argv)
         case 'q': s.slow_host = atoi(optarg); break;
         case OPT_NO_GPU: no_gpu = 1; break;
         case OPT_HELPER_READ: helper_read_every = atof(optarg) * US; break;
+        case OPT_BAD_TIME: bad_time_rank = atoi(optarg); break;
         default: fputs(usage, stderr); return 2;
         }
     }

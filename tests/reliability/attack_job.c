@@ -48,6 +48,18 @@
  *                       how many writes failed and the first errno
  *   reexec FILE N       reads FILE once, then execs itself with N-1 until
  *                       N is 0 (one pid, N+1 program images)
+ *   forker N FILE       reads FILE, then forks N workers one after another,
+ *                       each reading FILE and saying so before the next is
+ *                       forked, all alive together until the last fork;
+ *                       prints how many forks failed (a process limit)
+ *                       and how many workers ended well
+ *   aslimit MB N FILE   sets RLIMIT_AS to MB MiB (0: leaves it as it is),
+ *                       reads FILE N times, then mallocs 1 MiB blocks
+ *                       until one fails; prints how many it got
+ *   clonevm N FILE      a child made with clone(CLONE_VM), no CLONE_SETTLS
+ *                       (it runs on its parent's thread-local storage, as
+ *                       a raw clone does), and the parent each pread FILE
+ *                       N times at once; prints the reads each did
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -57,7 +69,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <spawn.h>
@@ -448,8 +462,109 @@ static int job_reexec(const char *self, const char *file, long n)
     return 1;
 }
 
+static int job_forker(int n, const char *file)
+{
+    read_once(file);
+    int ready[2], release[2];
+    if (pipe(ready) != 0 || pipe(release) != 0)
+        return 1;
+    int failed = 0, forked = 0;
+    for (int i = 0; i < n; i++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            failed++;
+            continue;
+        }
+        if (pid == 0) {
+            close(ready[0]);
+            close(release[1]);
+            int ok = read_once(file) == 0;
+            char c = ok ? 'y' : 'n';
+            if (write(ready[1], &c, 1) != 1)
+                _exit(2);
+            while (read(release[0], &c, 1) > 0) /* until the parent lets go */
+                ;
+            _exit(ok ? 0 : 1);
+        }
+        forked++;
+        char c;
+        if (read(ready[0], &c, 1) != 1) /* this worker has read: its recorder is up */
+            return 1;
+    }
+    close(release[1]);
+    int good = 0, st;
+    for (int i = 0; i < forked; i++)
+        if (wait(&st) > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+            good++;
+    printf("forks_failed %d\nworkers_ok %d\n", failed, good);
+    return 0;
+}
+
+static int job_aslimit(long mb, int n, const char *file)
+{
+    if (mb > 0) {
+        struct rlimit rl = {(rlim_t)mb << 20, (rlim_t)mb << 20};
+        if (setrlimit(RLIMIT_AS, &rl) != 0)
+            return 1;
+    }
+    for (int i = 0; i < n; i++)
+        read_once(file);
+    long got = 0;
+    while (malloc(1 << 20) != NULL) /* kept: the point is to run out */
+        got++;
+    printf("malloc_mib %ld\n", got);
+    return 0;
+}
+
+#define CLONE_STACK (256 * 1024)
+
+struct clonevm {
+    int fd, n;
+    _Atomic int go;
+    long done;
+};
+
+static int clonevm_child(void *arg)
+{
+    struct clonevm *c = arg;
+    char b;
+    while (!atomic_load(&c->go))
+        ;
+    long n = 0;
+    for (int i = 0; i < c->n; i++)
+        n += pread(c->fd, &b, 1, 0) == 1;
+    c->done = n;
+    return 0;
+}
+
+static int job_clonevm(int n, const char *file)
+{
+    struct clonevm c = {open(file, O_RDONLY), n, 0, 0};
+    char b;
+    if (c.fd < 0 || pread(c.fd, &b, 1, 0) != 1) /* the trace is open before the child exists */
+        return 1;
+    char *stack = mmap(NULL, CLONE_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (stack == MAP_FAILED)
+        return 1;
+    pid_t pid = clone(clonevm_child, stack + CLONE_STACK, CLONE_VM | CLONE_FS | CLONE_FILES | SIGCHLD, &c);
+    if (pid < 0)
+        return 1;
+    atomic_store(&c.go, 1);
+    long mine = 0;
+    for (int i = 0; i < n; i++)
+        mine += pread(c.fd, &b, 1, 0) == 1;
+    int st;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return 1;
+    printf("parent_reads %ld\nchild_reads %ld\n", mine, c.done);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 4 && strcmp(argv[1], "clonevm") == 0) return job_clonevm(atoi(argv[2]), argv[3]);
+    if (argc >= 5 && strcmp(argv[1], "aslimit") == 0) return job_aslimit(atol(argv[2]), atoi(argv[3]), argv[4]);
+    if (argc >= 4 && strcmp(argv[1], "forker") == 0) return job_forker(atoi(argv[2]), argv[3]);
     if (argc >= 6 && strcmp(argv[1], "fillwrite") == 0)
         return job_fillwrite(argv[2], argv[3], atoi(argv[4]), atof(argv[5]));
     if (argc >= 5 && strcmp(argv[1], "idle") == 0) return job_idle(argv[2], atof(argv[3]), atoi(argv[4]));

@@ -556,6 +556,10 @@ BUDGET = {
     "disk_kib": (5 << 10, 5 << 10),
 }
 FOOTPRINT_READS = (10, 4000)
+# Under RLIMIT_AS below 4 GiB (ulimit -v 131072 here): a trace of 32 slots
+# and 1 MiB of strings, 1 MiB of fd names, no libzstd (so no arena)
+BUDGET_TIGHT = {"threads": (1, 1), "vmsize_kib": (12 << 10, 12 << 10), "vmrss_kib": (4 << 10, 4 << 10),
+                "disk_kib": (5 << 10, 5 << 10)}
 
 
 def status_of(pid):
@@ -563,7 +567,7 @@ def status_of(pid):
         return {k: v.split()[0] for k, v in (ln.split(":", 1) for ln in f if ":" in ln) if v.split()}
 
 
-def footprint(tmp, td, reads):
+def footprint(tmp, td, reads, as_limit=None):
     """Threads, VmSize and VmRSS (KiB) of the idle job, and the KiB its
     trace holds on disk, while it sleeps."""
     data = os.path.join(tmp, "data")
@@ -573,7 +577,13 @@ def footprint(tmp, td, reads):
     env.pop("LD_PRELOAD", None)
     if td:
         env.update(LD_PRELOAD=stories.LIB, SCALEPROF_DIR=td)
-    p = subprocess.Popen([JOB, "idle", data, "1", str(reads)], env=env, stdout=subprocess.PIPE, text=True)
+    def limit():
+        if as_limit:
+            import resource
+            resource.setrlimit(resource.RLIMIT_AS, (as_limit, as_limit))
+
+    p = subprocess.Popen([JOB, "idle", data, "1", str(reads)], env=env, stdout=subprocess.PIPE, text=True,
+                         preexec_fn=limit, stderr=subprocess.DEVNULL)
     try:
         p.stdout.readline()
         time.sleep(0.3)  # the compressor has had its pass
@@ -618,13 +628,189 @@ def story_footprint(tmp):
     from /proc/PID/status while it sleeps after recording: threads,
     virtual size (RLIMIT_AS counts it), resident size, disk held by its
     live trace - each within the budget of docs/reliability.md."""
-    for i, reads in enumerate(FOOTPRINT_READS):
-        bare = footprint(tmp, None, reads)
-        rec = footprint(tmp, os.path.join(tmp, f"t{reads}"), reads)
-        added = {k: rec[k] - bare[k] for k in BUDGET}
-        print(f"figures: {reads} reads: bare {bare}, recorded {rec}, added {added}")
-        for k, limits in BUDGET.items():
-            check(added[k] <= limits[i], f"{reads} reads: {k} +{added[k]} (budget {limits[i]})")
+    for budget, as_limit, what in ((BUDGET, None, ""), (BUDGET_TIGHT, AS_LIMIT_MIB << 20, ", ulimit -v 131072")):
+        for i, reads in enumerate(FOOTPRINT_READS):
+            bare = footprint(tmp, None, reads, as_limit)
+            rec = footprint(tmp, os.path.join(tmp, f"t{reads}{bool(as_limit)}"), reads, as_limit)
+            added = {k: rec[k] - bare[k] for k in budget}
+            print(f"figures: {reads} reads{what}: bare {bare}, recorded {rec}, added {added}")
+            for k, limits in budget.items():
+                check(added[k] <= limits[i], f"{reads} reads{what}: {k} +{added[k]} (budget {limits[i]})")
+
+
+# ---- process limits ------------------------------------------------------------------
+
+NPROC_LIMIT = 60
+NPROC_WORKERS = 40
+NOBODY = 65534
+
+
+def pids_cgroup(tmp):
+    """A fresh pids cgroup to put a job in (v2 where the pids controller is
+    enabled below the mount, else v1's pids hierarchy), or None."""
+    for mount, v2 in (("/sys/fs/cgroup", True), ("/sys/fs/cgroup/unified", True), ("/sys/fs/cgroup/pids", False)):
+        if v2:
+            try:
+                with open(os.path.join(mount, "cgroup.subtree_control")) as f:
+                    if "pids" not in f.read().split():
+                        continue
+            except OSError:
+                continue
+        elif not os.path.exists(os.path.join(mount, "pids.max")) and not os.path.exists(
+                os.path.join(mount, "cgroup.procs")):
+            continue
+        path = os.path.join(mount, f"scaleprof-rel-{os.getpid()}-{len(os.listdir(tmp))}")
+        try:
+            os.mkdir(path)
+            with open(os.path.join(path, "pids.max"), "w") as f:
+                f.write(f"{NPROC_LIMIT}\n")
+            return path
+        except OSError:
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+    return None
+
+
+def run_limited(cmd, tmp, td, how):
+    """Run cmd (preloaded when td) as one process-limited job: in a pids
+    cgroup of NPROC_LIMIT, or as user nobody under RLIMIT_NPROC (root's
+    own processes are not held to RLIMIT_NPROC)."""
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    if td:
+        env.update(LD_PRELOAD=stories.LIB, SCALEPROF_DIR=td, SCALEPROF_QUIET="0")
+    group = None
+    if how == "cgroup":
+        group = pids_cgroup(tmp)
+
+        def enter():
+            with open(os.path.join(group, "cgroup.procs"), "w") as f:
+                f.write(f"{os.getpid()}\n")
+    else:
+        import resource
+
+        def enter():
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            resource.setrlimit(resource.RLIMIT_NPROC, (NPROC_LIMIT, NPROC_LIMIT))
+    try:
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, preexec_fn=enter)
+    finally:
+        if group:
+            os.rmdir(group)
+
+
+def story_nproc(tmp):
+    """Under a process limit of 60 (a pids cgroup, as containers set, and
+    ulimit -u for a user other than root) a job that forks 40 workers,
+    each reading once, loses no fork (each worker's recorder thread made
+    the job's tasks 82: forks failed); its output is as bare, and a
+    process too near the limit says once why it is not recorded."""
+    if os.geteuid() != 0:
+        print("skipped (needs root: a pids cgroup, and a second user for ulimit -u)")
+        sys.exit(SKIP)
+    os.chmod(tmp, 0o755)  # user nobody reaches the data and writes its traces
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    os.chmod(data, 0o644)
+    cmd = [JOB, "forker", str(NPROC_WORKERS), data]
+    ways = ["ulimit"]
+    probe = pids_cgroup(tmp)
+    if probe:
+        os.rmdir(probe)
+        ways.append("cgroup")
+    else:
+        print("no writable pids cgroup here: ulimit -u only")
+    for how in ways:
+        bare = run_limited(cmd, tmp, None, how)
+        check(bare.returncode == 0 and keyvals(bare.stdout).get("forks_failed") == ["0"],
+              f"{how}: bare, the job forks its {NPROC_WORKERS} workers under a limit of {NPROC_LIMIT}: "
+              f"{bare.stdout.split()}")
+        td = os.path.join(tmp, "t-" + how)
+        os.makedirs(td)
+        os.chmod(td, 0o777)
+        r = run_limited(cmd, tmp, td, how)
+        print(f"figures: {how}: {r.stdout.split()}; {len(r.stderr.splitlines())} lines on stderr")
+        check(r.returncode == bare.returncode and r.stdout == bare.stdout,
+              f"{how}: preloaded, the job's output is as bare: {r.stdout.split()} ({r.stderr.strip()[:300]!r})")
+        lines = r.stderr.splitlines()
+        check(all(ln.startswith("scaleprof: ") and "limit" in ln for ln in lines),
+              f"{how}: every line on stderr is the recorder's, about the limit ({lines[:2]})")
+        ts = traces(td)
+        check(len(ts) >= 1, f"{how}: the processes with room are recorded ({len(ts)} traces)")
+        check(len(ts) + len(lines) == NPROC_WORKERS + 1,
+              f"{how}: every process has its trace or its line ({len(ts)} + {len(lines)})")
+
+
+AS_LIMIT_MIB = 128
+
+
+def story_aslimit(tmp):
+    """A job under an address-space limit of 128 MiB (RLIMIT_AS, set by
+    the job itself or by ulimit -v before it) that reads a file 10 or 4000
+    times (chunks filled: the compressor's library once made a malloc
+    arena of 64 MiB), then mallocs 1 MiB blocks until one fails, gets
+    within 10% of what it gets bare (it got 80 of 125 MiB); a line says
+    the recorder took less."""
+    import resource
+    data = make_file(os.path.join(tmp, "data"), 4096)
+
+    def ulimit_v():
+        resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT_MIB << 20, AS_LIMIT_MIB << 20))
+
+    for how, mb, pre in (("setrlimit", AS_LIMIT_MIB, None), ("ulimit -v", 0, ulimit_v)):
+        for reads in (10, 4000):
+            cmd = [JOB, "aslimit", str(mb), str(reads), data]
+            got = {}
+            for td in (None, os.path.join(tmp, f"t-{mb}-{reads}")):
+                env = dict(os.environ)
+                env.pop("LD_PRELOAD", None)
+                if td:
+                    env.update(LD_PRELOAD=stories.LIB, SCALEPROF_DIR=td, SCALEPROF_QUIET="0")
+                r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, preexec_fn=pre)
+                got[bool(td)] = (r, int(keyvals(r.stdout).get("malloc_mib", ["0"])[0]))
+            (rb, bare), (rr, rec) = got[False], got[True]
+            print(f"figures: {how}, {reads} reads: bare {bare} MiB, recorded {rec} MiB ({rec / max(bare, 1):.0%})")
+            check(rb.returncode == 0 and rr.returncode == 0 and bare > 100,
+                  f"{how}, {reads} reads: the job runs, bare and recorded ({bare} MiB bare)")
+            check(rec >= 0.9 * bare, f"{how}, {reads} reads: {rec} MiB malloc'd recorded, within 10% of bare ({bare})")
+            lines = rr.stderr.splitlines()
+            check(len(lines) == 1 and "address space" in lines[0], f"{how}: one line says why: {lines}")
+            ts = traces(td)
+            n = ts[0]["read_calls"].get(data, 0) if len(ts) == 1 else 0
+            check(len(ts) == 1 and n + ts[0]["dropped"] >= reads and n > 0,
+                  f"{how}, {reads} reads: recorded ({n}, {ts[0]['dropped'] if ts else '-'} dropped)")
+
+
+CLONE_READS = 200000
+
+
+def story_clonevm(tmp):
+    """A child made with clone(CLONE_VM) and no CLONE_SETTLS runs on its
+    parent's thread-local storage, the trace's slot state with it; both
+    pread 200,000 times at once (both appended through one slot: 372k of
+    400k recorded, none counted as dropped).  Now every read of the parent
+    is recorded, the child's are counted as dropped, none is lost, and
+    the trace reads back without damage."""
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    td = os.path.join(tmp, "t")
+    r = run([JOB, "clonevm", str(CLONE_READS), data], td)
+    kv = keyvals(r.stdout)
+    check(r.returncode == 0 and kv.get("parent_reads") == [str(CLONE_READS)] and
+          kv.get("child_reads") == [str(CLONE_READS)], f"the job runs: {r.stdout.split()}")
+    ts = traces(td)
+    check(len(ts) == 1, f"one trace ({len(ts)})")
+    if not ts:
+        return
+    got, dropped = ts[0]["read_calls"].get(data, 0), ts[0]["dropped"]
+    print(f"figures: preads {2 * CLONE_READS + 1}, recorded {got}, dropped (counted) {dropped}")
+    check(got == CLONE_READS + 1, f"every read of the parent (and its first) is recorded, no more: {got}")
+    check(got + dropped >= 2 * CLONE_READS + 1, f"the child's are counted as dropped: {dropped}")
+    exe = os.environ["SCALEPROF_BIN"]
+    d = subprocess.run([exe, "dump", trace_files(td)[0]], capture_output=True, text=True, timeout=60)
+    check(d.returncode == 0 and not d.stderr.strip(), f"the trace reads back without a warning ({d.stderr.strip()[:200]!r})")
 
 
 # ---- the analyzer's input -----------------------------------------------------------

@@ -875,7 +875,7 @@ static int moved_already(struct sp_reader *r, uint64_t at, uint64_t chunk_id)
         r->moved_sorted = 0;
         return 0;
     }
-    if (!r->moved_sorted) {
+    if (!r->moved_sorted && r->nmoved) { /* qsort of none would take a null array */
         qsort(r->moved, r->nmoved, sizeof *r->moved, by_u64);
         r->moved_sorted = 1;
     }

@@ -34,7 +34,7 @@ of runs is fit to judge: each shape's gain lies in a band its sizes give,
 each cause is present in the as-is truth and absent from the fixed one, and
 no rank's GPU idled in a step for no reason of the job's (a host hiccup).
 A pair that is not (a loaded machine delayed a rank) is called disturbed,
-said so, and run again (three attempts); a report that disagrees with the
+said so, and run again (five attempts); a report that disagrees with the
 truth is never retried.
 
 Every shape prints one line: measured gain, predicted gain, the named
@@ -60,7 +60,7 @@ import whatif_check  # noqa: E402  (the replay's check of itself)
 
 STEPS = 10
 SKIP = 3
-ATTEMPTS = 3
+ATTEMPTS = 5
 GAIN_ABS_TOLERANCE = 0.05
 GAIN_REL_TOLERANCE = 0.15
 CATEGORY_TOLERANCE = 0.03  # a category's share, report against truth

@@ -107,6 +107,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/membarrier.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -697,6 +698,23 @@ static int disk_first_to_say(int hfd)
     return errno != EEXIST; /* no marker to be had (no inode left): said by each */
 }
 
+/* The free space read and the new trace's blocks reserved by one process
+ * of a host directory at a time: a flock on the directory, released when
+ * open_trace_here closes it (or the process dies).  Without it, processes
+ * starting together each read the same free space and each reserved
+ * against it.  Tried for at most SP_DISK_LOCK_TRIES ms: a process stopped
+ * while holding it delays the others' first event that long, no more. */
+#define SP_DISK_LOCK_TRIES 100
+static void disk_lock(int hfd)
+{
+    struct timespec ms = {0, 1000 * 1000};
+    for (int i = 0; i < SP_DISK_LOCK_TRIES; i++) {
+        if (syscall(SYS_flock, hfd, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK)
+            return;
+        syscall(SYS_nanosleep, &ms, NULL);
+    }
+}
+
 /* Create the writer in the checked directory under the first free name;
  * `disk` is sp_limits_disk's answer (SP_DISK_LOW: a smaller trace). */
 static struct sp_writer *create_writer(int hfd, const char *host, int disk, char *shown, size_t shown_len,
@@ -1110,6 +1128,7 @@ static void open_trace_here(void *arg)
     char shown[sizeof g_cfg.dir + 320];
     int err = 0;
     clock_init_once();
+    disk_lock(hfd);
     int disk = sp_limits_disk(hfd, why, sizeof why);
     if (disk != SP_DISK_ROOMY && !disk_first_to_say(hfd)) {
         why[0] = 0;

@@ -48,8 +48,9 @@
  *    being two usual reservations or 1% of the file system (at most 256
  *    MiB), whichever is larger: this process is not recorded.  The recorder never takes the
  *    floor's room: a job whose own writes fit in it never loses one to
- *    the recorder (processes checking at the same moment can each take
- *    one small reservation past it).
+ *    the recorder (core.c holds a flock on the trace directory from this
+ *    read to the new trace's reservation, so that processes starting
+ *    together do not each reserve against the same free space).
  * Free space is what an unprivileged writer may use (f_bavail).
  *
  * Everything here runs on the service thread, with raw system calls (the

@@ -107,6 +107,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/membarrier.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -681,8 +682,43 @@ static unsigned first_free_name(int hfd)
     return hi;
 }
 
-/* Create the writer in the checked directory under the first free name. */
-static struct sp_writer *create_writer(int hfd, const char *host, char *shown, size_t shown_len, int *err)
+/* Free disk is said once per process group (a shell's job, a launcher's
+ * ranks), not by each of its processes: the first to find the disk low
+ * creates an empty marker, <host>/.disk-low.<pgid>, with O_EXCL, and
+ * says the line; the others find it there.  1: say it. */
+static int disk_first_to_say(int hfd)
+{
+    char name[64];
+    snprintf(name, sizeof name, ".disk-low.%ld", (long)syscall(SYS_getpgid, 0));
+    int fd = (int)syscall(SYS_openat, hfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        raw_close(fd);
+        return 1;
+    }
+    return errno != EEXIST; /* no marker to be had (no inode left): said by each */
+}
+
+/* The free space read and the new trace's blocks reserved by one process
+ * of a host directory at a time: a flock on the directory, released when
+ * open_trace_here closes it (or the process dies).  Without it, processes
+ * starting together each read the same free space and each reserved
+ * against it.  Tried for at most SP_DISK_LOCK_TRIES ms: a process stopped
+ * while holding it delays the others' first event that long, no more. */
+#define SP_DISK_LOCK_TRIES 100
+static void disk_lock(int hfd)
+{
+    struct timespec ms = {0, 1000 * 1000};
+    for (int i = 0; i < SP_DISK_LOCK_TRIES; i++) {
+        if (syscall(SYS_flock, hfd, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK)
+            return;
+        syscall(SYS_nanosleep, &ms, NULL);
+    }
+}
+
+/* Create the writer in the checked directory under the first free name;
+ * `disk` is sp_limits_disk's answer (SP_DISK_LOW: a smaller trace). */
+static struct sp_writer *create_writer(int hfd, const char *host, int disk, char *shown, size_t shown_len,
+                                       int *err)
 {
     struct sp_writer_opts opts;
     memset(&opts, 0, sizeof opts);
@@ -698,6 +734,11 @@ static struct sp_writer *create_writer(int hfd, const char *host, char *shown, s
         sp_log("address space limited (RLIMIT_AS below 4 GiB): a smaller trace (%u threads recording at once, "
                "%u KiB of names), stored uncompressed",
                SP_TIGHT_SLOTS, SP_TIGHT_STRINGS >> 10);
+    }
+    if (disk == SP_DISK_LOW) {
+        /* little free disk (limits.c): 1.1 MiB reserved, and no more */
+        opts.slot_count = SP_DISK_LOW_SLOTS;
+        opts.strings_size = SP_DISK_LOW_STRINGS;
     }
     char via[64], name[64], path[sizeof g_cfg.dir + 320];
     /* thread-self: this thread's descriptor table is not the process's */
@@ -1087,7 +1128,21 @@ static void open_trace_here(void *arg)
     char shown[sizeof g_cfg.dir + 320];
     int err = 0;
     clock_init_once();
-    sp_core_writer = create_writer(hfd, hname, shown, sizeof shown, &err);
+    disk_lock(hfd);
+    int disk = sp_limits_disk(hfd, why, sizeof why);
+    if (disk != SP_DISK_ROOMY && !disk_first_to_say(hfd)) {
+        why[0] = 0;
+        if (disk == SP_DISK_OFF)
+            atomic_store(&g_failed_once, 1); /* said by another process of the group */
+    }
+    if (disk == SP_DISK_OFF) {
+        raw_close(hfd);
+        sp_fail("%s", why);
+        return;
+    }
+    if (disk == SP_DISK_LOW && why[0])
+        sp_log("%s", why);
+    sp_core_writer = create_writer(hfd, hname, disk, shown, sizeof shown, &err);
     int e = errno;
     raw_close(hfd);
     if (!sp_core_writer) {

@@ -32,6 +32,27 @@
  * read; otherwise the user's tasks are counted from /proc (the owner of
  * /proc/PID, and /proc/PID/task's link count, two plus its threads).
  *
+ * Free disk.  A live trace holds its reservation on the file system of
+ * SCALEPROF_DIR (SP_DISK_FULL_RES, 4.3 MiB at first: docs/reliability.md,
+ * "The footprint budget"), and a job that writes beside its traces needs
+ * that room.  At the trace's creation sp_limits_disk reads the file
+ * system's free space (fstatfs on the trace directory's descriptor: no
+ * path walk) and answers:
+ *  - roomy: free space at least 64 usual reservations (a node of 8 ranks
+ *    with 8 data-loader workers each, all alive together) and 5% of the
+ *    file system (at most 1 GiB: 5% of a large disk is more than any
+ *    node's traces take): the usual trace;
+ *  - low: less than that: a smaller trace, SP_DISK_LOW_RES (1.1 MiB)
+ *    reserved and never more mapped;
+ *  - off: less than the floor plus that smaller reservation, the floor
+ *    being two usual reservations or 1% of the file system (at most 256
+ *    MiB), whichever is larger: this process is not recorded.  The recorder never takes the
+ *    floor's room: a job whose own writes fit in it never loses one to
+ *    the recorder (core.c holds a flock on the trace directory from this
+ *    read to the new trace's reservation, so that processes starting
+ *    together do not each reserve against the same free space).
+ * Free space is what an unprivileged writer may use (f_bavail).
+ *
  * Everything here runs on the service thread, with raw system calls (the
  * thread holds the re-entry guard anyway) and no malloc.
  */
@@ -41,6 +62,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
@@ -49,8 +71,10 @@
 
 #define SP_LIM_PATH 1024
 #define SP_LIM_LINE 4096
-#define SP_LIM_LEVELS 32         /* cgroups checked, from ours up */
-#define SP_AS_ROOMY (4ull << 30) /* RLIMIT_AS at or above this: the recorder takes its usual room */
+#define SP_LIM_LEVELS 32                 /* cgroups checked, from ours up */
+#define SP_AS_ROOMY (4ull << 30)         /* RLIMIT_AS at or above this: the recorder takes its usual room */
+#define SP_DISK_SHARE_MAX (1ull << 30)   /* 5% of a file system, up to this: a smaller trace below */
+#define SP_DISK_FLOOR_MAX (256ull << 20) /* 1% of a file system, up to this: not recorded below */
 
 static char g_pids_dir[SP_LIM_PATH]; /* the process's pids cgroup directory, "" when none */
 static size_t g_pids_top;            /* length of its mount point: the walk stops there */
@@ -339,4 +363,37 @@ int sp_limits_as_tight(void)
 int sp_limits_near(char *why, size_t size)
 {
     return pids_near(why, size) || nproc_near(why, size);
+}
+
+int sp_limits_disk(int dfd, char *why, size_t size)
+{
+    struct statfs fs;
+    if (syscall(SYS_fstatfs, dfd, &fs) != 0 || fs.f_blocks == 0)
+        return SP_DISK_ROOMY; /* not known (or a file system that counts no blocks): as before */
+    uint64_t unit = fs.f_frsize ? (uint64_t)fs.f_frsize : (uint64_t)fs.f_bsize;
+    uint64_t total = (uint64_t)fs.f_blocks * unit, avail = (uint64_t)fs.f_bavail * unit;
+    uint64_t roomy = 64 * SP_DISK_FULL_RES, floor = 2 * SP_DISK_FULL_RES;
+    uint64_t share = total / 20 < SP_DISK_SHARE_MAX ? total / 20 : SP_DISK_SHARE_MAX;
+    if (roomy < share)
+        roomy = share;
+    share = total / 100 < SP_DISK_FLOOR_MAX ? total / 100 : SP_DISK_FLOOR_MAX;
+    if (floor < share)
+        floor = share;
+    double mib = 1.0 / (1 << 20);
+    if (avail < floor + SP_DISK_LOW_RES) {
+        snprintf(why, size,
+                 "%.1f MiB free on the trace directory's file system, below %.1f MiB (the room left to the job): "
+                 "this process is not recorded, nor any other with so little room",
+                 (double)avail * mib, (double)(floor + SP_DISK_LOW_RES) * mib);
+        return SP_DISK_OFF;
+    }
+    if (avail < roomy) {
+        snprintf(why, size,
+                 "%.1f MiB free on the trace directory's file system (below %.0f MiB): smaller traces "
+                 "(%.1f MiB, %u threads recording at once), and no process recorded once less than %.1f MiB is free",
+                 (double)avail * mib, (double)roomy * mib, (double)SP_DISK_LOW_RES * mib, SP_DISK_LOW_SLOTS,
+                 (double)(floor + SP_DISK_LOW_RES) * mib);
+        return SP_DISK_LOW;
+    }
+    return SP_DISK_ROOMY;
 }

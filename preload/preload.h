@@ -435,6 +435,21 @@ int sp_limits_near(char *why, size_t size);
  * space - a smaller trace mapping and fd-name table, no library loaded
  * on its thread (limits.c; docs/reliability.md, "The footprint budget"). */
 int sp_limits_as_tight(void);
+/* Free space on the trace directory's file system (dfd), at the trace's
+ * creation (limits.c): SP_DISK_ROOMY, SP_DISK_LOW (a smaller trace:
+ * SP_DISK_LOW_SLOTS slots, SP_DISK_LOW_STRINGS of names) or SP_DISK_OFF
+ * (not recorded); the line to say in `why` for the last two. */
+#define SP_DISK_ROOMY 0
+#define SP_DISK_LOW 1
+#define SP_DISK_OFF 2
+#define SP_DISK_LOW_SLOTS 8u
+#define SP_DISK_LOW_STRINGS (128u << 10)
+/* Blocks a new trace reserves: the header page, the first 256 KiB of
+ * names and 32 slots of 128 KiB (format/writer.c's opts.grow); the
+ * smaller one reserves all its 8 slots and 128 KiB of names. */
+#define SP_DISK_FULL_RES (4096ull + (256ull << 10) + 32ull * (128ull << 10))
+#define SP_DISK_LOW_RES (4096ull + SP_DISK_LOW_STRINGS + SP_DISK_LOW_SLOTS * (128ull << 10))
+int sp_limits_disk(int dfd, char *why, size_t size);
 void sp_fd_after_fork(void);
 
 /* io.c: fcntl(F_DUPFD...) in fd.c copied `from` to `to`. */

@@ -599,8 +599,9 @@ def footprint(tmp, td, reads, as_limit=None):
 def story_disk_beside(tmp):
     """10 workers, alive together, each writing 12 MiB to a 200 MiB file
     system that also holds their traces: every write succeeds, as bare
-    (each live trace reserved 24 MiB: 6-9 of 10 failed with ENOSPC); needs
-    root (a tmpfs of that size)."""
+    (each live trace reserved 24 MiB: 6-9 of 10 failed with ENOSPC), and
+    one line says the traces are smaller (free space below 64 trace
+    reservations); needs root (a tmpfs of that size)."""
     mnt = os.path.join(tmp, "fs")
     os.makedirs(mnt)
     if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200m", "tmpfs", mnt],
@@ -616,8 +617,9 @@ def story_disk_beside(tmp):
         failed = [keyvals(o)["write_failed"][0] if "write_failed" in o else "?" for o, _ in outs]
         print(f"figures: writes failed per worker {failed}; df: {shutil.disk_usage(mnt)}")
         check(all(f == "0" for f in failed), f"every worker's 12 writes succeed ({failed})")
-        check(all(p.returncode == 0 for p in procs) and all(e == "" for _, e in outs),
-              f"no worker harmed, no line ({[e.strip()[:100] for _, e in outs if e]})")
+        lines = [ln for _, e in outs for ln in e.splitlines()]
+        check(all(p.returncode == 0 for p in procs) and len(lines) == 1 and "free on the trace directory" in lines[0],
+              f"no worker harmed; one line for all ten says the traces are smaller (200 MiB is below 272): {lines}")
         check(len(trace_files(os.path.join(mnt, "t"))) == 10, "and each has its trace")
     finally:
         subprocess.run(["umount", mnt])
@@ -636,6 +638,103 @@ def story_footprint(tmp):
             print(f"figures: {reads} reads{what}: bare {bare}, recorded {rec}, added {added}")
             for k, limits in budget.items():
                 check(added[k] <= limits[i], f"{reads} reads{what}: {k} +{added[k]} (budget {limits[i]})")
+
+
+DISK_FS_MIB = 64
+DISK_FILL_MIB = 48  # the job's own data, written first: 16 MiB are left
+DISK_WORKERS = 16  # short processes alive together,
+DISK_WRITERS = 6  # the first 6 of them writing 1 MiB each (within the room the recorder leaves)
+DISK_FULL_RES = 4096 + (256 << 10) + 32 * (128 << 10)  # a new trace's reservation (preload.h)
+DISK_LOW_RES = 4096 + (128 << 10) + 8 * (128 << 10)  # the smaller one, on a disk low on room
+DISK_FLOOR = max(2 * DISK_FULL_RES, (DISK_FS_MIB << 20) // 100)  # never taken by the recorder
+
+
+def tree_kib(path):
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(root, f)).st_blocks // 2
+            except OSError:
+                pass
+    return total
+
+
+def story_disk_low(tmp):
+    """A job on a 64 MiB file system that also holds its traces fills 48
+    MiB of it itself, then starts 16 short processes together, 6 of them
+    writing 1 MiB each while all are alive: not one write fails, recorded as bare (each live
+    trace reserved 4.3 MiB: the job's writes failed with ENOSPC); the
+    trace directory never holds more than the room the recorder may take
+    (what was free less the floor, two trace reservations: before, under
+    load, processes reading the free space together each reserved
+    against it); one line says why, for the whole job; some processes are
+    recorded.  Needs root (a tmpfs of that size)."""
+    if os.geteuid() != 0:
+        print("skipped (needs root)")
+        sys.exit(SKIP)
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    got = {}
+    for pre in (False, True):
+        mnt = os.path.join(tmp, f"fs{int(pre)}")
+        res = os.path.join(tmp, f"res{int(pre)}")
+        os.makedirs(mnt)
+        os.makedirs(res)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_FS_MIB}m", "tmpfs", mnt],
+                          capture_output=True).returncode != 0:
+            print("skipped (cannot mount a tmpfs)")
+            sys.exit(SKIP)
+        try:
+            td = os.path.join(mnt, "t")
+            script = (f"{JOB} fillwrite {data} {mnt}/fill {DISK_FILL_MIB} 0 > {res}/fill || exit 1\n"
+                      f"i=0; while [ $i -lt {DISK_WORKERS} ]; do mb=0 s=1; [ $i -lt {DISK_WRITERS} ] && mb=1 s=0.5\n"
+                      f"  {JOB} fillwrite {data} {mnt}/out$i $mb $s > {res}/w$i &\n"
+                      "  i=$((i+1)); done; wait\n")
+            env = dict(os.environ)
+            env.pop("LD_PRELOAD", None)
+            if pre:
+                env.update(LD_PRELOAD=stories.LIB, SCALEPROF_DIR=td, SCALEPROF_QUIET="0")
+            peak = [0]
+            done = threading.Event()
+
+            def watch():
+                while not done.is_set():
+                    peak[0] = max(peak[0], tree_kib(td))
+                    time.sleep(0.005)
+
+            w = threading.Thread(target=watch)
+            w.start()
+            try:
+                r = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True, timeout=60,
+                                   start_new_session=True)
+            finally:
+                done.set()
+                w.join()
+            peak[0] = max(peak[0], tree_kib(td))
+            failed = {}
+            for f in sorted(os.listdir(res)):
+                with open(os.path.join(res, f)) as fh:
+                    kv = keyvals(fh.read())
+                failed[f] = kv["write_failed"][0] if "write_failed" in kv else "?"
+            ntraces = len(trace_files(td))
+            got[pre] = (r, failed, peak[0], ntraces)
+            how = "preloaded" if pre else "bare"
+            print(f"figures: {how}: writes failed {failed}; trace directory at most {peak[0]} KiB, "
+                  f"{ntraces} traces; df after: {shutil.disk_usage(mnt)}; stderr {r.stderr.strip()[:300]!r}")
+        finally:
+            subprocess.run(["umount", mnt])
+    for pre in (False, True):
+        r, failed, peak, ntraces = got[pre]
+        how = "preloaded" if pre else "bare"
+        check(r.returncode == 0 and len(failed) == DISK_WORKERS + 1 and all(v == "0" for v in failed.values()),
+              f"{how}: every write of the job succeeds ({failed})")
+    r, _, peak, ntraces = got[True]
+    room = (DISK_FS_MIB - DISK_FILL_MIB << 20) - DISK_FLOOR  # what was free less the floor
+    check(peak * 1024 <= room, f"the trace directory held at most {peak} KiB (the recorder's room: {room >> 10} KiB)")
+    lines = r.stderr.splitlines()
+    check(len(lines) == 1 and lines[0].startswith("scaleprof: ") and "free on the trace directory" in lines[0],
+          f"one line for the whole job says why: {lines}")
+    check(ntraces >= 1, f"the processes with room are recorded ({ntraces} traces)")
 
 
 # ---- process limits ------------------------------------------------------------------

@@ -14,10 +14,17 @@
  * its tensors) a few microseconds apart, and computes between them.  The
  * events are grouped into fetches (fetches()), one batch each; the
  * iterations are the batches after the first `skip` (warm-up: the
- * workers start), over the time to the loop's end.  A loop without
- * workers reads its input itself, between no pipe events: its
- * iterations are not found without markers, and the view says so rather
- * than guess them from file reads.
+ * workers start), over the time to the loop's end.
+ *
+ * A loop without workers reads its input itself, inside next(), between
+ * no pipe events.  Its dataset's file reads repeat with the loop: a
+ * burst of one read per sample (or a few), then the model's step, a
+ * longer gap (iterations_from_reads()).  The period is the count of reads
+ * whose one gap is clearly the longest in the most windows; each burst
+ * after it is an iteration's input.  The time from a burst's first read
+ * to its last is inside next(), so it is input; what __getitem__ does
+ * before its first read and after its last (decoding, a sleep) is in
+ * no call the trace holds: that wait is a lower bound, said so.
  *
  * Input wait is the time inside the fetches: what the loop would not
  * spend if the batch were ready.  The loop's own time inside next()
@@ -35,6 +42,10 @@
 #define FETCH_JOIN_NS 1000000  /* a batch's reads and hand-over follow each other closer than 1 ms */
 #define INPUT_SHARE_SHOWN 0.05 /* below this the wait is no finding */
 #define NS_PER_MS 1e6
+#define PERIOD_MAX 64     /* reads per iteration tried */
+#define PERIOD_WINDOWS 4  /* at least this many iterations to call it a period */
+#define PERIOD_HITS 0.85  /* share of windows whose boundary gap is the longest */
+#define PERIOD_MARGIN 1.2 /* ... by this factor over the window's other gaps */
 
 /* pipe: PIPE_READ or PIPE_WAIT on the loader's pipe, 0 a socket */
 enum { PIPE_READ = 1,
@@ -50,11 +61,55 @@ struct burst {
     uint32_t tid;
 };
 
+/* a file read that returned data, on thread tid, of a file in the
+ * directory whose name hashes to dir */
+struct file_rd {
+    int64_t t, end;
+    uint64_t dir;
+    uint32_t tid;
+};
+
 struct collect {
     struct pipe_ev *ev;
     size_t n, cap;
+    struct file_rd *rd;
+    size_t nrd, caprd;
     int oom;
 };
+
+/* The directory of path, hashed (FNV-1a); 0 for the interpreter's own
+ * files (modules, extensions), which are no dataset. */
+static uint64_t data_dir(const char *path)
+{
+    const char *slash = path ? strrchr(path, '/') : NULL, *dot = slash ? strrchr(slash, '.') : NULL;
+    if (!slash || strstr(path, "__pycache__"))
+        return 0;
+    if (dot && (!strcmp(dot, ".py") || !strcmp(dot, ".pyc") || !strcmp(dot, ".pth") || !strncmp(dot, ".so", 3)))
+        return 0;
+    uint64_t h = 1469598103934665603ull;
+    for (const char *c = path; c < slash; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    return h | 1;
+}
+
+static int add_rd(struct collect *c, const struct sp_reader *r, const struct sp_event *ev)
+{
+    uint64_t dir = data_dir(sp_reader_string(r, ev->io.path));
+    if (!dir)
+        return 0;
+    if (c->nrd == c->caprd) {
+        size_t cap = c->caprd ? 2 * c->caprd : 256;
+        void *p = realloc(c->rd, cap * sizeof *c->rd);
+        if (!p) {
+            c->oom = 1;
+            return 1;
+        }
+        c->rd = p;
+        c->caprd = cap;
+    }
+    c->rd[c->nrd++] = (struct file_rd){(int64_t)ev->t, (int64_t)ev->t + (int64_t)ev->io.dur, dir, ev->tid};
+    return 0;
+}
 
 static int add_ev(struct collect *c, uint32_t tid, int64_t t, int64_t dur, int pipe)
 {
@@ -74,10 +129,13 @@ static int add_ev(struct collect *c, uint32_t tid, int64_t t, int64_t dur, int p
 
 static int on_io(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
 {
-    (void)r;
     const struct sp_ev_io *io = &ev->io;
     int read = io->op == SP_IO_READ || io->op == SP_IO_READV || io->op == SP_IO_RECV;
     struct collect *c = ctx;
+    int file_read = io->op == SP_IO_READ || io->op == SP_IO_PREAD || io->op == SP_IO_READV ||
+                    io->op == SP_IO_PREADV || io->op == SP_IO_FREAD;
+    if (file_read && io->fd_kind == SP_FD_FILE && io->ret > 0)
+        return add_rd(c, r, ev);
     if (!read || (io->fd_kind != SP_FD_PIPE && io->fd_kind != SP_FD_SOCKET))
         return 0;
     return add_ev(c, ev->tid, (int64_t)ev->t, (int64_t)io->dur, io->fd_kind == SP_FD_PIPE ? PIPE_READ : 0);
@@ -258,6 +316,108 @@ static void iterations_from_marks(struct sp_host_rank *hr, const struct sp_rank 
     free(start);
 }
 
+static int cmp_rd(const void *a, const void *b)
+{
+    const struct file_rd *x = a, *y = b;
+    if (x->dir != y->dir)
+        return x->dir > y->dir ? 1 : -1;
+    if (x->tid != y->tid)
+        return x->tid > y->tid ? 1 : -1;
+    return (x->t > y->t) - (x->t < y->t);
+}
+
+/* The period of n reads' starts t: for each p (2..PERIOD_MAX) and phase
+ * f, the share of the windows of p gaps starting at a gap i = f (mod p)
+ * whose gap i is over PERIOD_MARGIN times each other gap of the window;
+ * the p with the highest share, the smallest of equals, when that is
+ * PERIOD_HITS or more over PERIOD_WINDOWS windows at least (a half or a
+ * double of the period hits about half its windows); 0 when none.
+ * *phase: f. */
+static int read_period(const struct file_rd *rd, size_t n, int *phase)
+{
+    if (n < 2 * PERIOD_WINDOWS + 1)
+        return 0;
+    size_t ng = n - 1;
+    int best = 0;
+    double best_share = 0;
+    for (int p = 2; p <= PERIOD_MAX && (size_t)p * PERIOD_WINDOWS <= ng; p++) {
+        for (int f = 0; f < p; f++) {
+            int windows = 0, hits = 0;
+            for (size_t i = (size_t)f; i + (size_t)p <= ng; i += (size_t)p) {
+                int64_t g = rd[i + 1].t - rd[i].t, other = 0;
+                for (size_t k = i + 1; k < i + (size_t)p; k++)
+                    if (rd[k + 1].t - rd[k].t > other)
+                        other = rd[k + 1].t - rd[k].t;
+                windows++;
+                hits += (double)g > PERIOD_MARGIN * (double)other;
+            }
+            double share = windows ? (double)hits / windows : 0;
+            if (windows >= PERIOD_WINDOWS && share >= PERIOD_HITS && share > best_share) {
+                best = p;
+                best_share = share;
+                *phase = f;
+            }
+        }
+    }
+    return best;
+}
+
+/* Without workers or markers: the iterations from the bursts of reads of
+ * one data directory on one thread (the one with the most reads whose
+ * period is found).  Iteration k starts at its burst's first read and
+ * runs to the next burst's; the first `skip` batches are warm-up and the
+ * last burst's iteration, whose end no read marks, is left out.  The
+ * wait is each burst's span, first read's start to last read's end. */
+static void iterations_from_reads(struct sp_host_rank *hr, struct collect *c, int skip)
+{
+    if (c->nrd < 2)
+        return;
+    qsort(c->rd, c->nrd, sizeof *c->rd, cmp_rd);
+    size_t best = 0, best_n = 0;
+    int best_p = 0, best_f = 0;
+    for (size_t a = 0, b; a < c->nrd; a = b) {
+        for (b = a + 1; b < c->nrd && c->rd[b].dir == c->rd[a].dir && c->rd[b].tid == c->rd[a].tid; b++)
+            ;
+        int f = 0, p = b - a > best_n ? read_period(c->rd + a, b - a, &f) : 0;
+        if (p) {
+            best = a;
+            best_n = b - a;
+            best_p = p;
+            best_f = f;
+        }
+    }
+    if (!best_p)
+        return;
+    const struct file_rd *rd = c->rd + best;
+    size_t p = (size_t)best_p, first = (size_t)best_f + 1;
+    /* bursts start at first + k p; the reads before the first are batch
+     * 0 when they are a whole burst */
+    size_t bursts = (best_n - first) / p;
+    long lo = skip - (long)(first / p);
+    if (lo < 0)
+        lo = 0;
+    if (bursts < (size_t)lo + 2)
+        return;
+    size_t n = bursts - 1 - (size_t)lo;
+    double *len = malloc(n * sizeof *len);
+    if (!len)
+        return;
+    double wait = 0;
+    for (size_t k = (size_t)lo; k + 1 < bursts; k++) {
+        const struct file_rd *s = &rd[first + k * p], *e = &rd[first + k * p + p - 1];
+        len[k - (size_t)lo] = (double)(rd[first + (k + 1) * p].t - s->t);
+        wait += (double)(e->end - s->t);
+    }
+    hr->iterations = (int)n;
+    hr->iter_ms = (double)(rd[first + (bursts - 1) * p].t - rd[first + (size_t)lo * p].t) / (double)n / NS_PER_MS;
+    hr->iter_median_ms = sp_median(len, n) / NS_PER_MS;
+    hr->wait_ms = wait / (double)n / NS_PER_MS;
+    hr->reads_per_iter = best_p;
+    hr->wait_lower_bound = 1;
+    hr->iter_from = "file reads";
+    free(len);
+}
+
 static double file_cores(const struct sp_file_rec *f)
 {
     const struct sp_cpu_span *c = &f->cpu;
@@ -312,7 +472,10 @@ static void rank_view(struct sp_model *m, int i, struct sp_host_rank *hr)
         iterations_from_marks(hr, r, &c, sp_model_skip(m));
     if (!hr->iterations && pipes)
         iterations_from_pipe(hr, &c, sp_model_skip(m));
+    if (!hr->iterations && !hr->workers && !c.oom)
+        iterations_from_reads(hr, &c, sp_model_skip(m));
     free(c.ev);
+    free(c.rd);
 }
 
 /* input_pipeline without a GPU: the share of each iteration the loop
@@ -322,10 +485,12 @@ static void input_finding(const struct sp_model *m, struct sp_host *h)
     double share = 0, wait = 0, iter = 0;
     int n = 0, workers_lo = -1, workers_hi = 0, wsampled = 0;
     double wcpu = 0;
+    int lower = 0;
     for (int i = 0; i < h->nranks; i++) {
         const struct sp_host_rank *hr = &h->r[i];
         if (!hr->iterations || hr->iter_ms <= 0)
             continue;
+        lower |= hr->wait_lower_bound;
         share += hr->wait_ms / hr->iter_ms;
         wait += hr->wait_ms;
         iter += hr->iter_ms;
@@ -344,10 +509,16 @@ static void input_finding(const struct sp_model *m, struct sp_host *h)
         return;
     h->input_finding = 1;
     size_t len = sizeof h->evidence;
-    int used = snprintf(h->evidence, len,
-                        "the training loop waits for input %.0f%% of each iteration (%.1f ms of %.1f ms, "
-                        "blocked on its DataLoader's result pipe%s); ",
-                        100 * h->input_share, wait / n, iter / n, n > 1 ? ", mean over ranks" : "");
+    h->input_lower_bound = lower;
+    int used = lower ? snprintf(h->evidence, len,
+                                "the training loop waits for input at least %.0f%% of each iteration (%.1f ms of "
+                                "%.1f ms%s: the span of each batch's file reads, which the trace holds; work in "
+                                "__getitem__ before a batch's first read and after its last is not recorded); ",
+                                100 * h->input_share, wait / n, iter / n, n > 1 ? ", mean over ranks" : "")
+                     : snprintf(h->evidence, len,
+                                "the training loop waits for input %.0f%% of each iteration (%.1f ms of %.1f ms, "
+                                "blocked on its DataLoader's result pipe%s); ",
+                                100 * h->input_share, wait / n, iter / n, n > 1 ? ", mean over ranks" : "");
     if (workers_lo == workers_hi)
         used += snprintf(h->evidence + used, len - (size_t)used, "%d loader worker process%s per rank", workers_lo,
                          workers_lo == 1 ? "" : "es");

@@ -15,10 +15,12 @@
 struct sp_host_rank {
     int rank;
     int workers;                    /* loader worker processes (helpers) */
-    const char *iter_from;          /* "step markers", "loader pipe"; NULL: none found */
+    const char *iter_from;          /* "step markers", "loader pipe", "file reads"; NULL: none found */
     int iterations;                 /* iterations measured (after warm-up), 0 none */
     double iter_ms, iter_median_ms; /* mean and median iteration time */
     double wait_ms;                 /* mean time per iteration blocked on the loader's pipe */
+    int wait_lower_bound;           /* wait_ms is the span of the reads inside next(): at least that */
+    int reads_per_iter;             /* from file reads: the reads of one burst */
     double wait_total_ms;           /* over the whole run */
     double main_cpu;                /* training process: cores busy over its life, <0 unknown */
     double worker_cpu;              /* mean per worker, cores, <0 unknown */
@@ -41,7 +43,8 @@ struct sp_host {
     /* input_pipeline, host-side: the loop's wait share (of the ranks
      * whose iterations were found, mean), 0 none found */
     double input_share;
-    int input_finding; /* the share is worth a finding (>= SP_GAIN_MODERATE... low) */
+    int input_finding;     /* the share is worth a finding (>= SP_GAIN_MODERATE... low) */
+    int input_lower_bound; /* some rank's wait is a lower bound (from file reads) */
     char evidence[SP_MODEL_TEXT];
 };
 

@@ -22,7 +22,13 @@ static void text_rank(const struct sp_model *m, const struct sp_host_rank *hr, i
                          hr->iterations, hr->iter_from, hr->iter_ms);
         if (hr->iter_median_ms > 0 && used < (int)sizeof line)
             used += snprintf(line + used, sizeof line - (size_t)used, ", %.1f ms median", hr->iter_median_ms);
-        if (used < (int)sizeof line)
+        if (used < (int)sizeof line && hr->wait_lower_bound)
+            used += snprintf(line + used, sizeof line - (size_t)used,
+                             "; input at least %.1f ms of each (%.0f%%): the span of each batch's %d file reads "
+                             "(the reads the trace holds; work in __getitem__ before a batch's first read and "
+                             "after its last is not recorded)",
+                             hr->wait_ms, hr->iter_ms > 0 ? 100 * hr->wait_ms / hr->iter_ms : 0, hr->reads_per_iter);
+        else if (used < (int)sizeof line)
             used += snprintf(line + used, sizeof line - (size_t)used,
                              "; blocked on the loader's pipe %.1f ms of each (%.0f%%)", hr->wait_ms,
                              hr->iter_ms > 0 ? 100 * hr->wait_ms / hr->iter_ms : 0);
@@ -33,7 +39,7 @@ static void text_rank(const struct sp_model *m, const struct sp_host_rank *hr, i
     else
         used += snprintf(line + used, sizeof line - (size_t)used,
                          "; iterations not found: without workers or step markers the loop's input is "
-                         "prepared in its own code, which the trace does not time");
+                         "prepared in its own code, and its file reads repeat in no pattern the trace shows");
     if (hr->main_cpu >= 0 && used < (int)sizeof line)
         used += snprintf(line + used, sizeof line - (size_t)used, "; training process %.0f%% of a core",
                          100 * hr->main_cpu);
@@ -146,6 +152,11 @@ void sp_host_json(const struct sp_model *m, const struct sp_host *h, int schema_
         put_num_or_null(&j, "input_wait_ms", hr->wait_ms, hr->iterations);
         put_num_or_null(&j, "input_wait_share", hr->iter_ms > 0 ? hr->wait_ms / hr->iter_ms : 0,
                         hr->iterations && hr->iter_ms > 0);
+        sp_json_bool(&j, "input_wait_lower_bound", hr->wait_lower_bound);
+        if (hr->reads_per_iter)
+            sp_json_int(&j, "reads_per_iteration", hr->reads_per_iter);
+        else
+            sp_json_null(&j, "reads_per_iteration");
         sp_json_num(&j, "input_wait_total_ms", hr->wait_total_ms);
         if (hr->main_cpu >= 0)
             sp_json_num(&j, "main_cpu_cores", hr->main_cpu);
@@ -180,6 +191,7 @@ void sp_host_json(const struct sp_model *m, const struct sp_host *h, int schema_
         sp_json_str(&j, "cause", sp_cause_info(SP_CAUSE_INPUT)->name);
         sp_json_str(&j, "severity", sp_model_severity_name(sp_severity_of_gain(h->input_share)));
         sp_json_num(&j, "iteration_share", h->input_share);
+        sp_json_bool(&j, "lower_bound", h->input_lower_bound);
         sp_json_str(&j, "evidence", h->evidence);
         sp_json_str(&j, "first_try", sp_cause_info(SP_CAUSE_INPUT)->first_try);
         sp_json_close(&j, '}');

@@ -7,7 +7,10 @@ input) and around each whole iteration, and prints that truth last:
 
   truth: iterations N iter_ms X wait_ms Y wait_share Z workers W
 
-Usage: cpu_loop.py DATA_DIR WORKERS ITERATIONS [SLEEP_MS] [COMPUTE_MS]
+Usage: cpu_loop.py DATA_DIR WORKERS ITERATIONS [SLEEP_MS] [COMPUTE_MS] [READ_MB]
+(READ_MB > 0: the dataset's files are READ_MB MB each, FILES_BIG of them,
+so that a sample's time is mostly its read; SLEEP_MS 0 then makes reading
+all a sample does.)
 (CPU_LOOP_TIMES=FILE: each iteration's start, input and end times in ns.)
 """
 import os
@@ -20,40 +23,43 @@ from torch.utils.data import DataLoader, Dataset
 BATCH = 4
 FILES = 64
 FILE_BYTES = 64 * 1024
+FILES_BIG = 8
 WARMUP = 3
 
 
 class Shards(Dataset):
-    def __init__(self, root, sleep_s):
-        self.paths = [os.path.join(root, f"shard{i:03d}.bin") for i in range(FILES)]
+    def __init__(self, root, sleep_s, files):
+        self.paths = [os.path.join(root, f"shard{i:03d}.bin") for i in range(files)]
         self.sleep_s = sleep_s
 
     def __len__(self):
         return 10 ** 6
 
     def __getitem__(self, i):
-        with open(self.paths[i % FILES], "rb") as f:
+        with open(self.paths[i % len(self.paths)], "rb") as f:
             raw = f.read()
         time.sleep(self.sleep_s)
         return torch.frombuffer(bytearray(raw[:4096]), dtype=torch.uint8).float()
 
 
-def make_data(root):
+def make_data(root, files, size):
     os.makedirs(root, exist_ok=True)
-    for i in range(FILES):
+    for i in range(files):
         p = os.path.join(root, f"shard{i:03d}.bin")
-        if not os.path.exists(p):
+        if not os.path.exists(p) or os.path.getsize(p) != size:
             with open(p, "wb") as f:
-                f.write(os.urandom(FILE_BYTES))
+                f.write(os.urandom(size))
 
 
 def main():
     root, workers, iters = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     sleep_ms = float(sys.argv[4]) if len(sys.argv) > 4 else 10.0
     compute_ms = float(sys.argv[5]) if len(sys.argv) > 5 else 15.0
+    read_mb = float(sys.argv[6]) if len(sys.argv) > 6 else 0
+    files, size = (FILES_BIG, int(read_mb * 1024 * 1024)) if read_mb > 0 else (FILES, FILE_BYTES)
     torch.set_num_threads(1)
-    make_data(root)
-    loader = DataLoader(Shards(root, sleep_ms / 1000), batch_size=BATCH, num_workers=workers)
+    make_data(root, files, size)
+    loader = DataLoader(Shards(root, sleep_ms / 1000, files), batch_size=BATCH, num_workers=workers)
     w = torch.randn(4096, 256)
     it = iter(loader)
     # perf_counter is CLOCK_MONOTONIC here: the trace's clock

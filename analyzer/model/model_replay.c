@@ -156,6 +156,13 @@ struct graph {
     int32_t *waiter;
     uint32_t *gate_n;
     int64_t *gate_off;
+    /* per place in gn: the under's local time as recorded (0 for a step
+     * end), what a replay that changes no local time of the node reads */
+    double *rec_under;
+    /* the base replay's per rank last replayed end and nodes placed, for
+     * sp_model_replay_check (the same replay, not run again) */
+    int64_t *base_last;
+    size_t base_placed;
 };
 
 /* ---- a counterfactual ---- */
@@ -671,6 +678,8 @@ static void graph_free(struct graph *g)
     free(g->peer_first);
     free(g->peer_n);
     free(g->start);
+    free(g->rec_under);
+    free(g->base_last);
 }
 
 static int cmp_float(const void *a, const void *b)
@@ -841,7 +850,8 @@ static int graph_build(struct sp_model *m, struct graph *g)
     sp_model_find_stages(m);
     if (build_peers(g) < 0)
         return -1;
-    if (!(g->gn = malloc((g->total + 1) * sizeof *g->gn)) || build_perm(g) < 0)
+    if (!(g->gn = malloc((g->total + 1) * sizeof *g->gn)) ||
+        !(g->rec_under = malloc((g->total + 1) * sizeof *g->rec_under)) || build_perm(g) < 0)
         return -1;
     for (int i = 0; i < m->nranks; i++)
         for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
@@ -851,6 +861,7 @@ static int graph_build(struct sp_model *m, struct graph *g)
             x->dur = nd->e - nd->a;
             x->gate_off = g->gate_off[flat];
             x->rec_gap = local_time(g, &recorded, i, flat, 0, NULL);
+            g->rec_under[g->perm[flat]] = nd->ncalls ? local_time(g, &recorded, i, flat, 1, NULL) : 0;
             x->waiter = g->waiter[flat];
             x->gate_n = g->gate_n[flat];
             x->cinst_at = (uint32_t)(g->call_base[i] + nd->call);
@@ -1195,9 +1206,16 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
         goto out;
     if (!rp.cur || !rp.lo || !rp.st || !rp.ns || !rp.need || !rp.last || !rp.queue || !rp.vals)
         goto out;
-    /* every node's local time under cf, in one pass in memory order */
+    /* every node's local time under cf, in one pass in memory order; a
+     * counterfactual that changes only the fixed ranks' local time (or
+     * none) copies the recorded one of every other rank's nodes */
+    int plain = !cf->drop && !cf->imbalance && !cf->busy_scale;
+    for (size_t f = 0; plain && f < g->total; f++) {
+        rp.ns[f].gap = g->gn[f].rec_gap;
+        rp.ns[f].under = g->rec_under[f];
+    }
     for (int r = 0; r < m->nranks; r++)
-        for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
+        for (size_t j = 0; (!plain || (cf->fix && cf->fix[r])) && j < m->ranks[r].nnodes; j++) {
             uint32_t flat = (uint32_t)(g->node_base[r] + j);
             rp.ns[PM(g, flat)].gap = local_time(g, cf, r, flat, 0, rp.vals);
             rp.ns[PM(g, flat)].under = m->ranks[r].nodes[j].ncalls ? local_time(g, cf, r, flat, 1, rp.vals) : 0;
@@ -1435,6 +1453,28 @@ void sp_model_replay_free(struct sp_replay *rp)
     }
 }
 
+struct node_dev {
+    int64_t *last; /* per rank: the replayed end of its last node */
+    size_t placed; /* nodes placed */
+};
+
+static void node_dev(void *arg, int rank, size_t node, int64_t a, int64_t e)
+{
+    struct node_dev *d = arg;
+    (void)node;
+    (void)a;
+    if (e > d->last[rank])
+        d->last[rank] = e;
+    d->placed++;
+}
+
+static void base_init(struct node_dev *d, int nranks)
+{
+    for (int i = 0; i < nranks; i++)
+        d->last[i] = INT64_MIN;
+    d->placed = 0;
+}
+
 int sp_model_replay(struct sp_model *m, struct sp_replay *out)
 {
     memset(out, 0, sizeof *out);
@@ -1450,8 +1490,11 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     float *scale = malloc((nr + 1) * sizeof *scale);
     out->straggler_set = calloc(nr + 1, 1);
     struct result base;
+    struct node_dev dev = {NULL, 0};
     if (!fix || !sets || !scale || !out->straggler_set || graph_build(m, &g) < 0 || !g.total ||
-        run_replay_nodes(&g, &recorded, &base, NULL, NULL, 1) < 0 || base.step_ms <= 0) {
+        !(dev.last = g.base_last = malloc(((size_t)m->nranks + 1) * sizeof *g.base_last)) ||
+        (base_init(&dev, m->nranks), run_replay_nodes(&g, &recorded, &base, node_dev, &dev, 1) < 0) ||
+        base.step_ms <= 0) {
         graph_free(&g);
         free(fix);
         free(sets);
@@ -1480,6 +1523,7 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     }
     free(vals);
     free(by_step);
+    g.base_placed = dev.placed;
     out->ok = 1;
     out->base_ms = base.step_ms;
     out->cross_scale = cross_scale(m);
@@ -1722,21 +1766,6 @@ int sp_model_replay_nodes(struct sp_model *m, const struct sp_replay *rp, int ca
 #define CHECK_REPLAY_PCT 1.0 /* the unchanged replay within this % of the mean step */
 #define CHECK_SLACK 0.005    /* share of the step a saving may pass its bound by (rounding) */
 
-struct node_dev {
-    int64_t *last; /* per rank: the replayed end of its last node */
-    size_t placed; /* nodes placed */
-};
-
-static void node_dev(void *arg, int rank, size_t node, int64_t a, int64_t e)
-{
-    struct node_dev *d = arg;
-    (void)node;
-    (void)a;
-    if (e > d->last[rank])
-        d->last[rank] = e;
-    d->placed++;
-}
-
 /* The largest difference between a rank's replayed mean step and its
  * recorded one, ns (the recorded steps in view: a pause of the recording
  * between two of them is no step time). */
@@ -1814,7 +1843,7 @@ static double critical_bound(const struct graph *g, const struct cf *cf, double 
             uint32_t flat = (uint32_t)(g->node_base[r] + j);
             double cut = g->gn[PM(g, flat)].rec_gap - local_time(g, cf, r, flat, 0, vals);
             if (m->ranks[r].nodes[j].ncalls)
-                cut += local_time(g, &recorded, r, flat, 1, vals) - local_time(g, cf, r, flat, 1, vals);
+                cut += g->rec_under[PM(g, flat)] - local_time(g, cf, r, flat, 1, vals);
             local_cut[flat] = cut;
         }
     double bound = 0;
@@ -1859,17 +1888,9 @@ int sp_model_replay_check(struct sp_model *m, const struct sp_replay *rp, struct
     if (!rp->ok || !g || rp->base_ms <= 0 || m->step_mean_ms <= 0)
         return 0;
     out->done = 1;
-    struct node_dev d = {malloc(((size_t)m->nranks + 1) * sizeof *d.last), 0};
-    if (!d.last)
-        return 0;
-    for (int i = 0; i < m->nranks; i++)
-        d.last[i] = INT64_MIN;
-    struct result r;
-    if (run_replay_nodes(g, &recorded, &r, node_dev, &d, 0) < 0)
-        d.placed = 0;
-    out->unplaced = (int)(g->total - d.placed);
-    out->replay_error_pct = 100 * rank_step_dev(g, d.last) / (m->step_mean_ms * NS_PER_MS);
-    free(d.last);
+    /* the unchanged replay is the base one (sp_model_replay kept its ends) */
+    out->unplaced = (int)(g->total - g->base_placed);
+    out->replay_error_pct = 100 * rank_step_dev(g, g->base_last) / (m->step_mean_ms * NS_PER_MS);
     out->step_error_pct = 100 * fabs(rp->base_ms - m->step_mean_ms) / m->step_mean_ms;
     out->replay_ok = out->replay_error_pct <= CHECK_REPLAY_PCT && out->step_error_pct <= CHECK_REPLAY_PCT;
     out->ok = out->replay_ok;

@@ -122,6 +122,19 @@ struct gnode {
     uint16_t ncalls;
 };
 
+/* A node in one replay, in one place as struct gnode: replayed arrival
+ * and end; latest replayed last arrival of its instances; the latest
+ * replayed end among the ends it waits for; its gap's and its under's
+ * local time under the counterfactual; ends it waits for still to come;
+ * its instances not yet complete; whether its end is final. */
+struct nstate {
+    int64_t arr, end, sync, gate_max;
+    double gap, under;
+    uint32_t gate_left;
+    uint16_t pending;
+    uint8_t done;
+};
+
 struct graph {
     struct sp_model *m;
     struct inst *insts;
@@ -163,6 +176,9 @@ struct graph {
      * sp_model_replay_check (the same replay, not run again) */
     int64_t *base_last;
     size_t base_placed;
+    /* the node states, one replay after another: allocated once, so that
+     * a dozen replays do not map and clear their pages a dozen times */
+    struct nstate *ns;
 };
 
 /* ---- a counterfactual ---- */
@@ -680,6 +696,7 @@ static void graph_free(struct graph *g)
     free(g->start);
     free(g->rec_under);
     free(g->base_last);
+    free(g->ns);
 }
 
 static int cmp_float(const void *a, const void *b)
@@ -744,21 +761,25 @@ static void rank_excess(const struct graph *g, double *excess, double *by_step, 
     }
 }
 
-/* The group medians for imbalance, once. */
+/* The group medians for imbalance, once (vals: scratch for 2 x SP_LOC_N
+ * times the largest group; each peer is read once, window w's component
+ * c at vals + (w * SP_LOC_N + c) * n). */
 static void group_medians(struct graph *g, float *vals)
 {
     if (g->gmed || !(g->gmed = malloc(((size_t)g->ngroups + 1) * sizeof *g->gmed)))
         return;
     for (size_t a = 0; a < g->total;) {
         uint32_t n = g->peer_n[g->peers[a]], id = g->gid[g->peers[a]];
-        for (int w = 0; w < 2; w++)
+        for (uint32_t p = 0; p < n; p++) {
+            const struct sp_rnode *pn = peer_node(g, (uint32_t)a + p);
             for (int c = 0; c < SP_LOC_N; c++) {
-                for (uint32_t p = 0; p < n; p++) {
-                    const struct sp_rnode *pn = peer_node(g, (uint32_t)a + p);
-                    vals[p] = w ? pn->under[c] : pn->gap[c];
-                }
-                g->gmed[id][w][c] = (float)median_f(vals, n);
+                vals[(size_t)c * n + p] = pn->gap[c];
+                vals[(size_t)(SP_LOC_N + c) * n + p] = pn->under[c];
             }
+        }
+        for (int w = 0; w < 2; w++)
+            for (int c = 0; c < SP_LOC_N; c++)
+                g->gmed[id][w][c] = (float)median_f(vals + (size_t)(w * SP_LOC_N + c) * n, n);
         a += n ? n : 1;
     }
 }
@@ -851,7 +872,8 @@ static int graph_build(struct sp_model *m, struct graph *g)
     if (build_peers(g) < 0)
         return -1;
     if (!(g->gn = malloc((g->total + 1) * sizeof *g->gn)) ||
-        !(g->rec_under = malloc((g->total + 1) * sizeof *g->rec_under)) || build_perm(g) < 0)
+        !(g->rec_under = malloc((g->total + 1) * sizeof *g->rec_under)) ||
+        !(g->ns = malloc((g->total + 1) * sizeof *g->ns)) || build_perm(g) < 0)
         return -1;
     for (int i = 0; i < m->nranks; i++)
         for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
@@ -884,7 +906,8 @@ struct rstate {
     double under; /* its local time while it ran */
 };
 
-/* Local time of one window of a node under the counterfactual. */
+/* Local time of one window of a node under the counterfactual (vals:
+ * scratch for SP_LOC_N times the largest peer group). */
 static double local_time(const struct graph *g, const struct cf *cf, int rank, uint32_t flat, int under,
                          float *vals)
 {
@@ -903,15 +926,18 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
          * every member of the group: kept when there is room (NaN: no peer
          * outside, the node keeps its own) */
         uint32_t first = g->peer_first[flat], n = g->peer_n[flat];
+        size_t k = 0; /* each peer read once: component c's values at vals + c * n */
+        for (uint32_t p = 0; p < n; p++)
+            if (!cf->fix[g->peer_rank[first + p]]) {
+                const struct sp_rnode *pn = peer_node(g, first + p);
+                const float *pv = under ? pn->under : pn->gap;
+                for (int c = 0; c < SP_LOC_N; c++)
+                    vals[(size_t)c * n + k] = pv[c];
+                k++;
+            }
         for (int c = 0; c < SP_LOC_N; c++) {
-            size_t k = 0;
-            for (uint32_t p = 0; p < n; p++)
-                if (!cf->fix[g->peer_rank[first + p]]) {
-                    const struct sp_rnode *pn = peer_node(g, first + p);
-                    vals[k++] = under ? pn->under[c] : pn->gap[c];
-                }
             if (k)
-                v[c] = median_f(vals, k);
+                v[c] = median_f(vals + (size_t)c * n, k);
             if (cf->fmed)
                 cf->fmed[g->gid[flat]][under][c] = k ? v[c] : NAN;
         }
@@ -958,19 +984,6 @@ static void with_fix_free(const struct cf *orig, struct cf *copy)
         free(copy->fmed_have);
     }
 }
-
-/* A node in one replay, in one place as struct gnode: replayed arrival
- * and end; latest replayed last arrival of its instances; the latest
- * replayed end among the ends it waits for; its gap's and its under's
- * local time under the counterfactual; ends it waits for still to come;
- * its instances not yet complete; whether its end is final. */
-struct nstate {
-    int64_t arr, end, sync, gate_max;
-    double gap, under;
-    uint32_t gate_left;
-    uint16_t pending;
-    uint8_t done;
-};
 
 struct replay {
     const struct graph *g;
@@ -1189,11 +1202,11 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
     rp.cur = calloc((size_t)m->nranks + 1, sizeof *rp.cur);
     rp.lo = calloc((size_t)m->nranks + 1, sizeof *rp.lo);
     rp.st = calloc((size_t)m->nranks + 1, sizeof *rp.st);
-    rp.ns = calloc(g->total + 1, sizeof *rp.ns);
+    rp.ns = g->ns;
     rp.need = malloc((g->ninsts + 1) * sizeof *rp.need);
     rp.last = malloc((g->ninsts + 1) * sizeof *rp.last);
     rp.queue = malloc((g->ninsts + 1) * sizeof *rp.queue);
-    rp.vals = malloc(((size_t)g->max_peers + 1) * sizeof *rp.vals);
+    rp.vals = malloc(((size_t)g->max_peers + 1) * SP_LOC_N * sizeof *rp.vals);
     if (critical) {
         rp.cp_arr = malloc((g->total + 1) * sizeof *rp.cp_arr);
         rp.cp_end = malloc((g->total + 1) * sizeof *rp.cp_end);
@@ -1224,6 +1237,8 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
         /* f is a place in ns and gn (both in replay order) */
         rp.ns[f].arr = rp.ns[f].end = rp.ns[f].sync = rp.ns[f].gate_max = INT64_MIN;
         rp.ns[f].gate_left = g->gn[f].gate_n;
+        rp.ns[f].pending = 0;
+        rp.ns[f].done = 0;
     }
     for (size_t t = 0; t < g->ninsts; t++) {
         rp.need[t] = g->insts[t].n;
@@ -1270,7 +1285,6 @@ out:
     free(rp.cur);
     free(rp.lo);
     free(rp.st);
-    free(rp.ns);
     free(rp.need);
     free(rp.last);
     free(rp.queue);
@@ -1618,7 +1632,7 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     cf = recorded;
     cf.imbalance = 1;
     if (waits) {
-        float *buf = malloc(((size_t)g.max_peers + 1) * sizeof *buf);
+        float *buf = malloc(((size_t)g.max_peers + 1) * 2 * SP_LOC_N * sizeof *buf);
         if (buf)
             group_medians(&g, buf);
         free(buf);
@@ -1719,7 +1733,7 @@ double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, con
     if (use[SP_CAUSE_CROSS_NODE] && rp->cross_scale > 0)
         cf.cross = rp->cross_scale;
     if (cf.imbalance) {
-        float *buf = malloc(((size_t)gp->max_peers + 1) * sizeof *buf);
+        float *buf = malloc(((size_t)gp->max_peers + 1) * 2 * SP_LOC_N * sizeof *buf);
         if (buf)
             group_medians(gp, buf);
         free(buf);
@@ -1749,7 +1763,7 @@ int sp_model_replay_nodes(struct sp_model *m, const struct sp_replay *rp, int ca
     struct cf cf = recorded;
     int ok = cause == SP_CAUSE_N || cause_cf(m, rp, cause, &cf, scale);
     if (ok && cf.imbalance) { /* the per-step medians the counterfactual reads */
-        float *buf = malloc(((size_t)g.max_peers + 1) * sizeof *buf);
+        float *buf = malloc(((size_t)g.max_peers + 1) * 2 * SP_LOC_N * sizeof *buf);
         if (buf)
             group_medians(&g, buf);
         free(buf);
@@ -1896,7 +1910,7 @@ int sp_model_replay_check(struct sp_model *m, const struct sp_replay *rp, struct
     out->ok = out->replay_ok;
     double *tail_cut = malloc((g->total + 1) * sizeof *tail_cut);
     double *local_cut = malloc((g->total + 1) * sizeof *local_cut); /* NULL: worked out per visit */
-    float *vals = malloc(((size_t)g->max_peers + 1) * sizeof *vals);
+    float *vals = malloc(((size_t)g->max_peers + 1) * SP_LOC_N * sizeof *vals);
     float *scale = malloc(((size_t)m->nranks + 1) * sizeof *scale);
     uint32_t *per_rank = malloc(((size_t)m->nranks + 1) * sizeof *per_rank);
     for (int c = 0; tail_cut && vals && scale && per_rank && c < SP_CAUSE_N; c++) {

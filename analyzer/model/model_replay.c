@@ -122,6 +122,19 @@ struct gnode {
     uint16_t ncalls;
 };
 
+/* A node in one replay, in one place as struct gnode: replayed arrival
+ * and end; latest replayed last arrival of its instances; the latest
+ * replayed end among the ends it waits for; its gap's and its under's
+ * local time under the counterfactual; ends it waits for still to come;
+ * its instances not yet complete; whether its end is final. */
+struct nstate {
+    int64_t arr, end, sync, gate_max;
+    double gap, under;
+    uint32_t gate_left;
+    uint16_t pending;
+    uint8_t done;
+};
+
 struct graph {
     struct sp_model *m;
     struct inst *insts;
@@ -156,6 +169,16 @@ struct graph {
     int32_t *waiter;
     uint32_t *gate_n;
     int64_t *gate_off;
+    /* per place in gn: the under's local time as recorded (0 for a step
+     * end), what a replay that changes no local time of the node reads */
+    double *rec_under;
+    /* the base replay's per rank last replayed end and nodes placed, for
+     * sp_model_replay_check (the same replay, not run again) */
+    int64_t *base_last;
+    size_t base_placed;
+    /* the node states, one replay after another: allocated once, so that
+     * a dozen replays do not map and clear their pages a dozen times */
+    struct nstate *ns;
 };
 
 /* ---- a counterfactual ---- */
@@ -671,6 +694,9 @@ static void graph_free(struct graph *g)
     free(g->peer_first);
     free(g->peer_n);
     free(g->start);
+    free(g->rec_under);
+    free(g->base_last);
+    free(g->ns);
 }
 
 static int cmp_float(const void *a, const void *b)
@@ -735,21 +761,25 @@ static void rank_excess(const struct graph *g, double *excess, double *by_step, 
     }
 }
 
-/* The group medians for imbalance, once. */
+/* The group medians for imbalance, once (vals: scratch for 2 x SP_LOC_N
+ * times the largest group; each peer is read once, window w's component
+ * c at vals + (w * SP_LOC_N + c) * n). */
 static void group_medians(struct graph *g, float *vals)
 {
     if (g->gmed || !(g->gmed = malloc(((size_t)g->ngroups + 1) * sizeof *g->gmed)))
         return;
     for (size_t a = 0; a < g->total;) {
         uint32_t n = g->peer_n[g->peers[a]], id = g->gid[g->peers[a]];
-        for (int w = 0; w < 2; w++)
+        for (uint32_t p = 0; p < n; p++) {
+            const struct sp_rnode *pn = peer_node(g, (uint32_t)a + p);
             for (int c = 0; c < SP_LOC_N; c++) {
-                for (uint32_t p = 0; p < n; p++) {
-                    const struct sp_rnode *pn = peer_node(g, (uint32_t)a + p);
-                    vals[p] = w ? pn->under[c] : pn->gap[c];
-                }
-                g->gmed[id][w][c] = (float)median_f(vals, n);
+                vals[(size_t)c * n + p] = pn->gap[c];
+                vals[(size_t)(SP_LOC_N + c) * n + p] = pn->under[c];
             }
+        }
+        for (int w = 0; w < 2; w++)
+            for (int c = 0; c < SP_LOC_N; c++)
+                g->gmed[id][w][c] = (float)median_f(vals + (size_t)(w * SP_LOC_N + c) * n, n);
         a += n ? n : 1;
     }
 }
@@ -841,7 +871,9 @@ static int graph_build(struct sp_model *m, struct graph *g)
     sp_model_find_stages(m);
     if (build_peers(g) < 0)
         return -1;
-    if (!(g->gn = malloc((g->total + 1) * sizeof *g->gn)) || build_perm(g) < 0)
+    if (!(g->gn = malloc((g->total + 1) * sizeof *g->gn)) ||
+        !(g->rec_under = malloc((g->total + 1) * sizeof *g->rec_under)) ||
+        !(g->ns = malloc((g->total + 1) * sizeof *g->ns)) || build_perm(g) < 0)
         return -1;
     for (int i = 0; i < m->nranks; i++)
         for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
@@ -851,6 +883,7 @@ static int graph_build(struct sp_model *m, struct graph *g)
             x->dur = nd->e - nd->a;
             x->gate_off = g->gate_off[flat];
             x->rec_gap = local_time(g, &recorded, i, flat, 0, NULL);
+            g->rec_under[g->perm[flat]] = nd->ncalls ? local_time(g, &recorded, i, flat, 1, NULL) : 0;
             x->waiter = g->waiter[flat];
             x->gate_n = g->gate_n[flat];
             x->cinst_at = (uint32_t)(g->call_base[i] + nd->call);
@@ -873,7 +906,8 @@ struct rstate {
     double under; /* its local time while it ran */
 };
 
-/* Local time of one window of a node under the counterfactual. */
+/* Local time of one window of a node under the counterfactual (vals:
+ * scratch for SP_LOC_N times the largest peer group). */
 static double local_time(const struct graph *g, const struct cf *cf, int rank, uint32_t flat, int under,
                          float *vals)
 {
@@ -892,15 +926,18 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
          * every member of the group: kept when there is room (NaN: no peer
          * outside, the node keeps its own) */
         uint32_t first = g->peer_first[flat], n = g->peer_n[flat];
+        size_t k = 0; /* each peer read once: component c's values at vals + c * n */
+        for (uint32_t p = 0; p < n; p++)
+            if (!cf->fix[g->peer_rank[first + p]]) {
+                const struct sp_rnode *pn = peer_node(g, first + p);
+                const float *pv = under ? pn->under : pn->gap;
+                for (int c = 0; c < SP_LOC_N; c++)
+                    vals[(size_t)c * n + k] = pv[c];
+                k++;
+            }
         for (int c = 0; c < SP_LOC_N; c++) {
-            size_t k = 0;
-            for (uint32_t p = 0; p < n; p++)
-                if (!cf->fix[g->peer_rank[first + p]]) {
-                    const struct sp_rnode *pn = peer_node(g, first + p);
-                    vals[k++] = under ? pn->under[c] : pn->gap[c];
-                }
             if (k)
-                v[c] = median_f(vals, k);
+                v[c] = median_f(vals + (size_t)c * n, k);
             if (cf->fmed)
                 cf->fmed[g->gid[flat]][under][c] = k ? v[c] : NAN;
         }
@@ -947,19 +984,6 @@ static void with_fix_free(const struct cf *orig, struct cf *copy)
         free(copy->fmed_have);
     }
 }
-
-/* A node in one replay, in one place as struct gnode: replayed arrival
- * and end; latest replayed last arrival of its instances; the latest
- * replayed end among the ends it waits for; its gap's and its under's
- * local time under the counterfactual; ends it waits for still to come;
- * its instances not yet complete; whether its end is final. */
-struct nstate {
-    int64_t arr, end, sync, gate_max;
-    double gap, under;
-    uint32_t gate_left;
-    uint16_t pending;
-    uint8_t done;
-};
 
 struct replay {
     const struct graph *g;
@@ -1178,11 +1202,11 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
     rp.cur = calloc((size_t)m->nranks + 1, sizeof *rp.cur);
     rp.lo = calloc((size_t)m->nranks + 1, sizeof *rp.lo);
     rp.st = calloc((size_t)m->nranks + 1, sizeof *rp.st);
-    rp.ns = calloc(g->total + 1, sizeof *rp.ns);
+    rp.ns = g->ns;
     rp.need = malloc((g->ninsts + 1) * sizeof *rp.need);
     rp.last = malloc((g->ninsts + 1) * sizeof *rp.last);
     rp.queue = malloc((g->ninsts + 1) * sizeof *rp.queue);
-    rp.vals = malloc(((size_t)g->max_peers + 1) * sizeof *rp.vals);
+    rp.vals = malloc(((size_t)g->max_peers + 1) * SP_LOC_N * sizeof *rp.vals);
     if (critical) {
         rp.cp_arr = malloc((g->total + 1) * sizeof *rp.cp_arr);
         rp.cp_end = malloc((g->total + 1) * sizeof *rp.cp_end);
@@ -1195,9 +1219,16 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
         goto out;
     if (!rp.cur || !rp.lo || !rp.st || !rp.ns || !rp.need || !rp.last || !rp.queue || !rp.vals)
         goto out;
-    /* every node's local time under cf, in one pass in memory order */
+    /* every node's local time under cf, in one pass in memory order; a
+     * counterfactual that changes only the fixed ranks' local time (or
+     * none) copies the recorded one of every other rank's nodes */
+    int plain = !cf->drop && !cf->imbalance && !cf->busy_scale;
+    for (size_t f = 0; plain && f < g->total; f++) {
+        rp.ns[f].gap = g->gn[f].rec_gap;
+        rp.ns[f].under = g->rec_under[f];
+    }
     for (int r = 0; r < m->nranks; r++)
-        for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
+        for (size_t j = 0; (!plain || (cf->fix && cf->fix[r])) && j < m->ranks[r].nnodes; j++) {
             uint32_t flat = (uint32_t)(g->node_base[r] + j);
             rp.ns[PM(g, flat)].gap = local_time(g, cf, r, flat, 0, rp.vals);
             rp.ns[PM(g, flat)].under = m->ranks[r].nodes[j].ncalls ? local_time(g, cf, r, flat, 1, rp.vals) : 0;
@@ -1206,6 +1237,8 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
         /* f is a place in ns and gn (both in replay order) */
         rp.ns[f].arr = rp.ns[f].end = rp.ns[f].sync = rp.ns[f].gate_max = INT64_MIN;
         rp.ns[f].gate_left = g->gn[f].gate_n;
+        rp.ns[f].pending = 0;
+        rp.ns[f].done = 0;
     }
     for (size_t t = 0; t < g->ninsts; t++) {
         rp.need[t] = g->insts[t].n;
@@ -1252,7 +1285,6 @@ out:
     free(rp.cur);
     free(rp.lo);
     free(rp.st);
-    free(rp.ns);
     free(rp.need);
     free(rp.last);
     free(rp.queue);
@@ -1435,6 +1467,28 @@ void sp_model_replay_free(struct sp_replay *rp)
     }
 }
 
+struct node_dev {
+    int64_t *last; /* per rank: the replayed end of its last node */
+    size_t placed; /* nodes placed */
+};
+
+static void node_dev(void *arg, int rank, size_t node, int64_t a, int64_t e)
+{
+    struct node_dev *d = arg;
+    (void)node;
+    (void)a;
+    if (e > d->last[rank])
+        d->last[rank] = e;
+    d->placed++;
+}
+
+static void base_init(struct node_dev *d, int nranks)
+{
+    for (int i = 0; i < nranks; i++)
+        d->last[i] = INT64_MIN;
+    d->placed = 0;
+}
+
 int sp_model_replay(struct sp_model *m, struct sp_replay *out)
 {
     memset(out, 0, sizeof *out);
@@ -1450,8 +1504,11 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     float *scale = malloc((nr + 1) * sizeof *scale);
     out->straggler_set = calloc(nr + 1, 1);
     struct result base;
+    struct node_dev dev = {NULL, 0};
     if (!fix || !sets || !scale || !out->straggler_set || graph_build(m, &g) < 0 || !g.total ||
-        run_replay_nodes(&g, &recorded, &base, NULL, NULL, 1) < 0 || base.step_ms <= 0) {
+        !(dev.last = g.base_last = malloc(((size_t)m->nranks + 1) * sizeof *g.base_last)) ||
+        (base_init(&dev, m->nranks), run_replay_nodes(&g, &recorded, &base, node_dev, &dev, 1) < 0) ||
+        base.step_ms <= 0) {
         graph_free(&g);
         free(fix);
         free(sets);
@@ -1480,6 +1537,7 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     }
     free(vals);
     free(by_step);
+    g.base_placed = dev.placed;
     out->ok = 1;
     out->base_ms = base.step_ms;
     out->cross_scale = cross_scale(m);
@@ -1574,7 +1632,7 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     cf = recorded;
     cf.imbalance = 1;
     if (waits) {
-        float *buf = malloc(((size_t)g.max_peers + 1) * sizeof *buf);
+        float *buf = malloc(((size_t)g.max_peers + 1) * 2 * SP_LOC_N * sizeof *buf);
         if (buf)
             group_medians(&g, buf);
         free(buf);
@@ -1675,7 +1733,7 @@ double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, con
     if (use[SP_CAUSE_CROSS_NODE] && rp->cross_scale > 0)
         cf.cross = rp->cross_scale;
     if (cf.imbalance) {
-        float *buf = malloc(((size_t)gp->max_peers + 1) * sizeof *buf);
+        float *buf = malloc(((size_t)gp->max_peers + 1) * 2 * SP_LOC_N * sizeof *buf);
         if (buf)
             group_medians(gp, buf);
         free(buf);
@@ -1705,7 +1763,7 @@ int sp_model_replay_nodes(struct sp_model *m, const struct sp_replay *rp, int ca
     struct cf cf = recorded;
     int ok = cause == SP_CAUSE_N || cause_cf(m, rp, cause, &cf, scale);
     if (ok && cf.imbalance) { /* the per-step medians the counterfactual reads */
-        float *buf = malloc(((size_t)g.max_peers + 1) * sizeof *buf);
+        float *buf = malloc(((size_t)g.max_peers + 1) * 2 * SP_LOC_N * sizeof *buf);
         if (buf)
             group_medians(&g, buf);
         free(buf);
@@ -1721,21 +1779,6 @@ int sp_model_replay_nodes(struct sp_model *m, const struct sp_replay *rp, int ca
 
 #define CHECK_REPLAY_PCT 1.0 /* the unchanged replay within this % of the mean step */
 #define CHECK_SLACK 0.005    /* share of the step a saving may pass its bound by (rounding) */
-
-struct node_dev {
-    int64_t *last; /* per rank: the replayed end of its last node */
-    size_t placed; /* nodes placed */
-};
-
-static void node_dev(void *arg, int rank, size_t node, int64_t a, int64_t e)
-{
-    struct node_dev *d = arg;
-    (void)node;
-    (void)a;
-    if (e > d->last[rank])
-        d->last[rank] = e;
-    d->placed++;
-}
 
 /* The largest difference between a rank's replayed mean step and its
  * recorded one, ns (the recorded steps in view: a pause of the recording
@@ -1814,7 +1857,7 @@ static double critical_bound(const struct graph *g, const struct cf *cf, double 
             uint32_t flat = (uint32_t)(g->node_base[r] + j);
             double cut = g->gn[PM(g, flat)].rec_gap - local_time(g, cf, r, flat, 0, vals);
             if (m->ranks[r].nodes[j].ncalls)
-                cut += local_time(g, &recorded, r, flat, 1, vals) - local_time(g, cf, r, flat, 1, vals);
+                cut += g->rec_under[PM(g, flat)] - local_time(g, cf, r, flat, 1, vals);
             local_cut[flat] = cut;
         }
     double bound = 0;
@@ -1859,23 +1902,15 @@ int sp_model_replay_check(struct sp_model *m, const struct sp_replay *rp, struct
     if (!rp->ok || !g || rp->base_ms <= 0 || m->step_mean_ms <= 0)
         return 0;
     out->done = 1;
-    struct node_dev d = {malloc(((size_t)m->nranks + 1) * sizeof *d.last), 0};
-    if (!d.last)
-        return 0;
-    for (int i = 0; i < m->nranks; i++)
-        d.last[i] = INT64_MIN;
-    struct result r;
-    if (run_replay_nodes(g, &recorded, &r, node_dev, &d, 0) < 0)
-        d.placed = 0;
-    out->unplaced = (int)(g->total - d.placed);
-    out->replay_error_pct = 100 * rank_step_dev(g, d.last) / (m->step_mean_ms * NS_PER_MS);
-    free(d.last);
+    /* the unchanged replay is the base one (sp_model_replay kept its ends) */
+    out->unplaced = (int)(g->total - g->base_placed);
+    out->replay_error_pct = 100 * rank_step_dev(g, g->base_last) / (m->step_mean_ms * NS_PER_MS);
     out->step_error_pct = 100 * fabs(rp->base_ms - m->step_mean_ms) / m->step_mean_ms;
     out->replay_ok = out->replay_error_pct <= CHECK_REPLAY_PCT && out->step_error_pct <= CHECK_REPLAY_PCT;
     out->ok = out->replay_ok;
     double *tail_cut = malloc((g->total + 1) * sizeof *tail_cut);
     double *local_cut = malloc((g->total + 1) * sizeof *local_cut); /* NULL: worked out per visit */
-    float *vals = malloc(((size_t)g->max_peers + 1) * sizeof *vals);
+    float *vals = malloc(((size_t)g->max_peers + 1) * SP_LOC_N * sizeof *vals);
     float *scale = malloc(((size_t)m->nranks + 1) * sizeof *scale);
     uint32_t *per_rank = malloc(((size_t)m->nranks + 1) * sizeof *per_rank);
     for (int c = 0; tail_cut && vals && scale && per_rank && c < SP_CAUSE_N; c++) {

@@ -812,10 +812,7 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
     sp_json_int(&j, "schema_version", SP_REPORT_SCHEMA_VERSION);
     sp_json_str(&j, "version", SCALEPROF_VERSION);
     sp_json_str(&j, "dir", m->dir);
-    if (m->run[0])
-        sp_json_str(&j, "run", m->run);
-    else
-        sp_json_null(&j, "run");
+    sp_json_str_or_null(&j, "run", m->run[0] ? m->run : NULL);
     sp_json_str(&j, "source", m->source);
     sp_json_open(&j, "view", '{');
     if (view_rank >= 0)

@@ -179,15 +179,6 @@ enum { A_NONE,
        ANNOTATIONS(AS_ENUM) A_N };
 static const char *const annotation_names[] = {"", ANNOTATIONS(AS_NAME)};
 
-enum track_kind { TRK_STEPS,
-                  TRK_COMM,
-                  TRK_STREAM,
-                  TRK_THREAD,
-                  TRK_IO,
-                  TRK_CPU,
-                  TRK_KINDS };
-static const int kind_sort[TRK_KINDS] = {0, 100, 1000, 10000, 20000, 30000};
-#define HELPER_SORT 100000
 
 struct track {
     uint8_t kind;
@@ -525,42 +516,46 @@ static void slice_end(struct writer *w, uint64_t track, int64_t global, int64_t 
     ev_close(w, ev_open(w, TYPE_SLICE_END, track, global + (dur > 0 ? dur : 0), NULL, 0));
 }
 
-static void a_uint(struct writer *w, int name, uint64_t v)
+/* An annotation of the TrackEvent being built: a_open, its value, then
+ * msg_close. */
+static size_t a_open(struct writer *w, int name)
 {
     size_t at = msg_open(&w->pk, F_TE_ANNOTATIONS);
     f_uint(&w->pk, F_DA_NAME_IID, (uint64_t)name);
+    return at;
+}
+
+static void a_uint(struct writer *w, int name, uint64_t v)
+{
+    size_t at = a_open(w, name);
     f_uint(&w->pk, F_DA_UINT, v);
     msg_close(&w->pk, at);
 }
 
 static void a_int(struct writer *w, int name, int64_t v)
 {
-    size_t at = msg_open(&w->pk, F_TE_ANNOTATIONS);
-    f_uint(&w->pk, F_DA_NAME_IID, (uint64_t)name);
+    size_t at = a_open(w, name);
     f_int(&w->pk, F_DA_INT, v);
     msg_close(&w->pk, at);
 }
 
 static void a_double(struct writer *w, int name, double v)
 {
-    size_t at = msg_open(&w->pk, F_TE_ANNOTATIONS);
-    f_uint(&w->pk, F_DA_NAME_IID, (uint64_t)name);
+    size_t at = a_open(w, name);
     f_double(&w->pk, F_DA_DOUBLE, v);
     msg_close(&w->pk, at);
 }
 
 static void a_bool(struct writer *w, int name, int v)
 {
-    size_t at = msg_open(&w->pk, F_TE_ANNOTATIONS);
-    f_uint(&w->pk, F_DA_NAME_IID, (uint64_t)name);
+    size_t at = a_open(w, name);
     f_uint(&w->pk, F_DA_BOOL, v != 0);
     msg_close(&w->pk, at);
 }
 
 static void a_str(struct writer *w, int name, const char *v)
 {
-    size_t at = msg_open(&w->pk, F_TE_ANNOTATIONS);
-    f_uint(&w->pk, F_DA_NAME_IID, (uint64_t)name);
+    size_t at = a_open(w, name);
     f_str(&w->pk, F_DA_STRING, v);
     msg_close(&w->pk, at);
 }
@@ -616,47 +611,19 @@ static uint64_t track(struct writer *w, int kind, int32_t file, uint64_t id, con
     return uuid;
 }
 
-static void file_prefix(const struct writer *w, char *out, size_t len)
+/* The track of file w->fi that sp_export_file_track names. */
+static uint64_t file_track(struct writer *w, int kind, int64_t device, uint64_t id)
 {
-    const struct sp_file_rec *f = &w->m->frecs[w->fi];
-    if (f->helper)
-        snprintf(out, len, "loader pid %d: ", (int)f->pid);
-    else
-        out[0] = 0;
-}
-
-static uint64_t thread_track(struct writer *w, uint32_t tid)
-{
-    char name[300], pre[64];
-    file_prefix(w, pre, sizeof pre);
-    snprintf(name, sizeof name, "%sthread %u", pre, tid);
-    return track(w, TRK_THREAD, w->fi, tid, name,
-                 w->fsort + kind_sort[TRK_THREAD] + (int)(tid % 1000));
-}
-
-static uint64_t io_track(struct writer *w, uint32_t tid)
-{
-    char name[300], pre[64];
-    file_prefix(w, pre, sizeof pre);
-    snprintf(name, sizeof name, "%sfile I/O and waits, thread %u", pre, tid);
-    return track(w, TRK_IO, w->fi, tid, name, w->fsort + kind_sort[TRK_IO] + (int)(tid % 1000));
-}
-
-static uint64_t stream_track(struct writer *w, int64_t device, uint64_t stream)
-{
-    char name[300], pre[64];
-    file_prefix(w, pre, sizeof pre);
-    snprintf(name, sizeof name, "%sGPU %" PRId64 " stream %" PRIu64, pre, device, stream);
-    uint64_t id = ((uint64_t)(device & 0xffff) << 48) ^ stream;
-    return track(w, TRK_STREAM, w->fi, id, name,
-                 w->fsort + kind_sort[TRK_STREAM] + (int)(stream % 1000));
+    struct sp_export_track t;
+    sp_export_file_track(w->m, w->fi, w->fsort, kind, device, id, &t);
+    return track(w, t.kind, t.file, t.id, t.name, t.sort);
 }
 
 static uint64_t comm_track(struct writer *w, uint64_t comm)
 {
     char name[64];
     snprintf(name, sizeof name, "NCCL comm %016" PRIx64, comm);
-    return track(w, TRK_COMM, -1, comm, name, kind_sort[TRK_COMM] + w->ntracks);
+    return track(w, TRK_COMM, -1, comm, name, sp_export_kind_sort[TRK_COMM] + w->ntracks);
 }
 
 /* ---- the window ---- */
@@ -668,24 +635,7 @@ static int64_t global_of(const struct writer *w, int64_t t)
 
 static int in_window(const struct writer *w, int64_t t, int64_t dur)
 {
-    return t < w->w1 && (t >= w->w0 || t + (dur > 0 ? dur : 0) > w->w0);
-}
-
-static void set_window(struct writer *w)
-{
-    const struct sp_rank *r = &w->m->ranks[w->ri];
-    int k0, k1;
-    w->w0 = INT64_MIN;
-    w->w1 = INT64_MAX;
-    if (w->o->step_first < 0 || !r->nsteps) return;
-    sp_export_step_range(w->m, r, w->o, &k0, &k1);
-    if (k0 > k1) {
-        w->w0 = INT64_MAX;
-        w->w1 = INT64_MIN;
-        return;
-    }
-    w->w0 = r->steps[k0].start;
-    w->w1 = r->steps[k1].end;
+    return sp_export_in_window(w->w0, w->w1, t, dur);
 }
 
 /* ---- events of the traces ---- */
@@ -709,7 +659,7 @@ static int on_gpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
         name = k; /* a kernel: its name as recorded, no copy */
     else
         sp_export_gpu_name(r, g, buf, sizeof buf);
-    uint64_t tr = stream_track(w, (int64_t)g->device, g->stream);
+    uint64_t tr = file_track(w, TRK_STREAM, (int64_t)g->device, g->stream);
     /* the category is the kind's name, as in the JSON; "gpu" for one unknown */
     const char *kind = sp_export_enum(SP_EV_GPU, "kind", g->kind, "gpu");
     int cat = C_GPU;
@@ -730,7 +680,7 @@ static int on_cuda(void *ctx, const struct sp_reader *r, const struct sp_event *
     if (!in_window(w, (int64_t)ev->t, (int64_t)c->dur)) return 0;
     char name[128];
     snprintf(name, sizeof name, "cuda %s", sp_export_enum(SP_EV_CUDA, "api", c->api, "call"));
-    uint64_t tr = thread_track(w, ev->tid);
+    uint64_t tr = file_track(w, TRK_THREAD, 0, ev->tid);
     size_t at = trace_slice(w, tr, (int64_t)ev->t, name, C_CUDA);
     a_uint(w, A_STREAM, c->stream);
     a_uint(w, A_CORRELATION, c->correlation);
@@ -751,7 +701,7 @@ static int on_nccl(void *ctx, const struct sp_reader *r, const struct sp_event *
     char name[128], comm[20];
     snprintf(name, sizeof name, "nccl %s", sp_export_enum(SP_EV_NCCL, "op", n->op, "call"));
     snprintf(comm, sizeof comm, "%016" PRIx64, n->comm);
-    uint64_t tr = thread_track(w, ev->tid);
+    uint64_t tr = file_track(w, TRK_THREAD, 0, ev->tid);
     size_t at = trace_slice(w, tr, (int64_t)ev->t, name, C_NCCL_CALL);
     a_str(w, A_COMM, comm);
     a_uint(w, A_SEQ, n->seq);
@@ -768,7 +718,7 @@ static int on_io(void *ctx, const struct sp_reader *r, const struct sp_event *ev
     if (!in_window(w, (int64_t)ev->t, (int64_t)io->dur)) return 0;
     char name[128];
     sp_export_io_name(io, name, sizeof name);
-    uint64_t tr = io_track(w, ev->tid);
+    uint64_t tr = file_track(w, TRK_IO, 0, ev->tid);
     size_t at = trace_slice(w, tr, (int64_t)ev->t, name, C_IO);
     a_str(w, A_OP, sp_export_enum(SP_EV_IO, "op", io->op, "io"));
     a_int(w, A_FD, (int64_t)io->fd);
@@ -790,7 +740,7 @@ static int on_wait(void *ctx, const struct sp_reader *r, const struct sp_event *
     if (!in_window(w, (int64_t)ev->t, (int64_t)x->dur)) return 0;
     char name[128];
     snprintf(name, sizeof name, "wait %s", sp_export_enum(SP_EV_WAIT, "op", x->op, "wait"));
-    uint64_t tr = io_track(w, ev->tid);
+    uint64_t tr = file_track(w, TRK_IO, 0, ev->tid);
     size_t at = trace_slice(w, tr, (int64_t)ev->t, name, C_WAITS);
     a_uint(w, A_NFDS, x->nfds);
     a_int(w, A_RET, (int64_t)x->ret);
@@ -806,7 +756,7 @@ static int on_marker(void *ctx, const struct sp_reader *r, const struct sp_event
     const struct sp_ev_marker *k = &ev->marker;
     int64_t dur = k->kind == SP_MARK_RANGE ? (int64_t)k->dur : 0;
     if (!in_window(w, (int64_t)ev->t, dur)) return 0;
-    uint64_t tr = thread_track(w, ev->tid);
+    uint64_t tr = file_track(w, TRK_THREAD, 0, ev->tid);
     const char *name = sp_reader_string(r, k->name);
     int64_t g = global_of(w, (int64_t)ev->t);
     w->st.events++;
@@ -838,7 +788,7 @@ static int on_cpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
         char name[64];
         snprintf(name, sizeof name, f->helper ? "loader pid %d CPU (cores)" : "pid %d CPU (cores)",
                  (int)f->pid);
-        uint64_t tr = track(w, TRK_CPU, w->fi, 0, name, w->fsort + kind_sort[TRK_CPU]);
+        uint64_t tr = track(w, TRK_CPU, w->fi, 0, name, w->fsort + sp_export_kind_sort[TRK_CPU]);
         size_t at = ev_open(w, TYPE_COUNTER, tr, global_of(w, t), NULL, 0);
         f_double(&w->pk, F_TE_DOUBLE_COUNTER, (double)(ns - w->cpu_ns) / (double)(t - w->cpu_t));
         ev_close(w, at);
@@ -856,7 +806,7 @@ static int on_proc(void *ctx, const struct sp_reader *r, const struct sp_event *
     char name[1200];
     sp_export_proc_name(r, ev, name, sizeof name);
     w->st.events++;
-    ev_close(w, ev_open(w, TYPE_INSTANT, thread_track(w, ev->tid), global_of(w, (int64_t)ev->t),
+    ev_close(w, ev_open(w, TYPE_INSTANT, file_track(w, TRK_THREAD, 0, ev->tid), global_of(w, (int64_t)ev->t),
                         name, C_PROCESS));
     return 0;
 }
@@ -866,13 +816,11 @@ static int on_proc(void *ctx, const struct sp_reader *r, const struct sp_event *
 static int on_thread(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
 {
     struct writer *w = ctx;
-    char name[300], pre[64];
-    uint64_t tr = thread_track(w, ev->tid);
-    file_prefix(w, pre, sizeof pre);
-    snprintf(name, sizeof name, "%s%s (thread %u)", pre, sp_reader_string(r, ev->thread.name),
-             ev->tid);
-    track_descriptor(w, tr, w->proc_uuid, name, 0,
-                     w->fsort + kind_sort[TRK_THREAD] + (int)(ev->tid % 1000), 0);
+    struct sp_export_track t;
+    sp_export_file_track(w->m, w->fi, w->fsort, TRK_THREAD, 0, ev->tid, &t);
+    uint64_t tr = track(w, t.kind, t.file, t.id, t.name, t.sort);
+    sp_export_thread_name(w->m, w->fi, r, ev, t.name, sizeof t.name);
+    track_descriptor(w, tr, w->proc_uuid, t.name, 0, t.sort, 0);
     return 0;
 }
 
@@ -1063,7 +1011,7 @@ static void write_whatif(struct writer *w)
     w->ntracks = 0;
     track_descriptor(w, w->proc_uuid, 0, name, pid, 0, 0);
     uint64_t steps = w->proc_uuid + 1;
-    track_descriptor(w, steps, w->proc_uuid, "steps (replayed)", 0, kind_sort[TRK_STEPS], 0);
+    track_descriptor(w, steps, w->proc_uuid, "steps (replayed)", 0, sp_export_kind_sort[TRK_STEPS], 0);
     int64_t prev = INT64_MIN;
     for (size_t j = 0; j < r->nnodes; j++) {
         const struct sp_rnode *nd = &r->nodes[j];
@@ -1114,13 +1062,13 @@ static void write_rank(struct writer *w)
     w->pid = r->rank + 1;
     w->proc_uuid = proc_uuid(w->pid);
     w->ntracks = 0;
-    set_window(w);
+    sp_export_window(w->m, w->ri, w->o, &w->w0, &w->w1);
     char name[400];
     int pid0 = r->nfiles ? r->files[0]->pid : -1;
     snprintf(name, sizeof name, "rank %d (%s, pid %d)%s", r->rank, m->hosts[r->host], pid0,
              w->detail[w->ri] ? "" : " summary");
     track_descriptor(w, w->proc_uuid, 0, name, w->pid, 0, 0);
-    track_descriptor(w, w->proc_uuid + 1, w->proc_uuid, "steps", 0, kind_sort[TRK_STEPS], 0);
+    track_descriptor(w, w->proc_uuid + 1, w->proc_uuid, "steps", 0, sp_export_kind_sort[TRK_STEPS], 0);
     write_steps(w);
     if (w->detail[w->ri]) {
         write_collectives(w);

@@ -43,15 +43,7 @@
 #define BYTES_PER_STEP 400.0
 #define NS_PER_MS 1e6
 
-enum track_kind { TRK_STEPS,
-                  TRK_COMM,
-                  TRK_STREAM,
-                  TRK_THREAD,
-                  TRK_IO,
-                  TRK_KINDS };
-/* Sort order of a track kind; a helper process's tracks follow the rank's. */
-static const int kind_sort[TRK_KINDS] = {0, 100, 1000, 10000, 20000};
-#define HELPER_SORT 100000
+const int sp_export_kind_sort[TRK_KINDS] = {0, 100, 1000, 10000, 20000, 30000};
 
 struct track {
     uint8_t kind;
@@ -164,40 +156,48 @@ static int track(struct writer *w, int kind, int32_t file, uint64_t id, const ch
 
 /* The prefix of a file's track names: "" for the rank's own process,
  * "loader pid P: " for a helper. */
-static void file_prefix(const struct writer *w, char *out, size_t len)
+static void file_prefix(const struct sp_model *m, int fi, char *out, size_t len)
 {
-    const struct sp_file_rec *f = &w->m->frecs[w->fi];
+    const struct sp_file_rec *f = &m->frecs[fi];
     if (f->helper)
         snprintf(out, len, "loader pid %d: ", (int)f->pid);
     else
         out[0] = 0;
 }
 
-static int thread_track(struct writer *w, uint32_t tid)
+void sp_export_file_track(const struct sp_model *m, int fi, int fsort, int kind, int64_t device,
+                          uint64_t id, struct sp_export_track *t)
 {
-    char name[300], pre[64];
-    file_prefix(w, pre, sizeof pre);
-    snprintf(name, sizeof name, "%sthread %u", pre, tid);
-    return track(w, TRK_THREAD, w->fi, tid, name,
-                 w->fsort + kind_sort[TRK_THREAD] + (int)(tid % 1000));
+    char pre[64];
+    file_prefix(m, fi, pre, sizeof pre);
+    t->kind = kind;
+    t->file = fi;
+    t->id = id;
+    t->sort = fsort + sp_export_kind_sort[kind] + (int)(id % 1000);
+    if (kind == TRK_STREAM) {
+        snprintf(t->name, sizeof t->name, "%sGPU %" PRId64 " stream %" PRIu64, pre, device, id);
+        t->id = ((uint64_t)(device & 0xffff) << 48) ^ id;
+    } else if (kind == TRK_IO) {
+        snprintf(t->name, sizeof t->name, "%sfile I/O and waits, thread %" PRIu64, pre, id);
+    } else {
+        snprintf(t->name, sizeof t->name, "%sthread %" PRIu64, pre, id);
+    }
 }
 
-static int io_track(struct writer *w, uint32_t tid)
+void sp_export_thread_name(const struct sp_model *m, int fi, const struct sp_reader *r,
+                           const struct sp_event *ev, char *out, size_t len)
 {
-    char name[300], pre[64];
-    file_prefix(w, pre, sizeof pre);
-    snprintf(name, sizeof name, "%sfile I/O and waits, thread %u", pre, tid);
-    return track(w, TRK_IO, w->fi, tid, name, w->fsort + kind_sort[TRK_IO] + (int)(tid % 1000));
+    char pre[64];
+    file_prefix(m, fi, pre, sizeof pre);
+    snprintf(out, len, "%s%s (thread %u)", pre, sp_reader_string(r, ev->thread.name), ev->tid);
 }
 
-static int stream_track(struct writer *w, int64_t device, uint64_t stream)
+/* The track of file w->fi that sp_export_file_track names. */
+static int file_track(struct writer *w, int kind, int64_t device, uint64_t id)
 {
-    char name[300], pre[64];
-    file_prefix(w, pre, sizeof pre);
-    snprintf(name, sizeof name, "%sGPU %" PRId64 " stream %" PRIu64, pre, device, stream);
-    uint64_t id = ((uint64_t)(device & 0xffff) << 48) ^ stream;
-    return track(w, TRK_STREAM, w->fi, id, name,
-                 w->fsort + kind_sort[TRK_STREAM] + (int)(stream % 1000));
+    struct sp_export_track t;
+    sp_export_file_track(w->m, w->fi, w->fsort, kind, device, id, &t);
+    return track(w, t.kind, t.file, t.id, t.name, t.sort);
 }
 
 static int comm_track(struct writer *w, uint64_t comm, int pid)
@@ -207,7 +207,7 @@ static int comm_track(struct writer *w, uint64_t comm, int pid)
     int save = w->pid;
     w->pid = pid;
     /* the what-if group's tracks are its own (file -2), named in its pid */
-    int t = track(w, TRK_COMM, pid == save ? -1 : -2, comm, name, kind_sort[TRK_COMM] + w->ntracks);
+    int t = track(w, TRK_COMM, pid == save ? -1 : -2, comm, name, sp_export_kind_sort[TRK_COMM] + w->ntracks);
     w->pid = save;
     return t;
 }
@@ -219,11 +219,9 @@ static int64_t local_to_global(const struct writer *w, int64_t t)
     return sp_model_global(w->m, &w->m->ranks[w->ri], t);
 }
 
-/* An event is in the window when it overlaps it; one that ends where the
- * window starts belongs to the step before. */
 static int in_window(const struct writer *w, int64_t t, int64_t dur)
 {
-    return t < w->w1 && (t >= w->w0 || t + (dur > 0 ? dur : 0) > w->w0);
+    return sp_export_in_window(w->w0, w->w1, t, dur);
 }
 
 void sp_export_step_range(const struct sp_model *m, const struct sp_rank *r,
@@ -238,21 +236,22 @@ void sp_export_step_range(const struct sp_model *m, const struct sp_rank *r,
     }
 }
 
-static void set_window(struct writer *w)
+void sp_export_window(const struct sp_model *m, int ri, const struct sp_export_opts *o, int64_t *w0,
+                      int64_t *w1)
 {
-    const struct sp_rank *r = &w->m->ranks[w->ri];
+    const struct sp_rank *r = &m->ranks[ri];
     int k0, k1;
-    w->w0 = INT64_MIN;
-    w->w1 = INT64_MAX;
-    if (w->o->step_first < 0 || !r->nsteps) return;
-    sp_export_step_range(w->m, r, w->o, &k0, &k1);
+    *w0 = INT64_MIN;
+    *w1 = INT64_MAX;
+    if (o->step_first < 0 || !r->nsteps) return;
+    sp_export_step_range(m, r, o, &k0, &k1);
     if (k0 > k1) {
-        w->w0 = INT64_MAX; /* none of this rank's steps is in the window */
-        w->w1 = INT64_MIN;
+        *w0 = INT64_MAX; /* none of this rank's steps is in the window */
+        *w1 = INT64_MIN;
         return;
     }
-    w->w0 = r->steps[k0].start;
-    w->w1 = r->steps[k1].end;
+    *w0 = r->steps[k0].start;
+    *w1 = r->steps[k1].end;
 }
 
 int sp_export_rank_wanted(const struct sp_model *m, const struct sp_export_opts *o, int ri)
@@ -286,7 +285,7 @@ static int on_gpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
     if (!in_window(w, (int64_t)ev->t, (int64_t)g->dur)) return 0;
     char name[1024];
     sp_export_gpu_name(r, g, name, sizeof name);
-    int tid = stream_track(w, (int64_t)g->device, g->stream);
+    int tid = file_track(w, TRK_STREAM, (int64_t)g->device, g->stream);
     ev_open(w, "X", w->pid, tid, local_to_global(w, (int64_t)ev->t));
     kv_dur(w->out, (int64_t)g->dur);
     kv_str(w->out, "name", name);
@@ -304,7 +303,7 @@ static int on_cuda(void *ctx, const struct sp_reader *r, const struct sp_event *
     if (!in_window(w, (int64_t)ev->t, (int64_t)c->dur)) return 0;
     char name[128];
     snprintf(name, sizeof name, "cuda %s", sp_export_enum(SP_EV_CUDA, "api", c->api, "call"));
-    int tid = thread_track(w, ev->tid);
+    int tid = file_track(w, TRK_THREAD, 0, ev->tid);
     ev_open(w, "X", w->pid, tid, local_to_global(w, (int64_t)ev->t));
     kv_dur(w->out, (int64_t)c->dur);
     kv_str(w->out, "name", name);
@@ -326,7 +325,7 @@ static int on_nccl(void *ctx, const struct sp_reader *r, const struct sp_event *
     if (!in_window(w, (int64_t)ev->t, (int64_t)n->dur)) return 0;
     char name[128];
     snprintf(name, sizeof name, "nccl %s", sp_export_enum(SP_EV_NCCL, "op", n->op, "call"));
-    ev_open(w, "X", w->pid, thread_track(w, ev->tid), local_to_global(w, (int64_t)ev->t));
+    ev_open(w, "X", w->pid, file_track(w, TRK_THREAD, 0, ev->tid), local_to_global(w, (int64_t)ev->t));
     kv_dur(w->out, (int64_t)n->dur);
     kv_str(w->out, "name", name);
     fprintf(w->out,
@@ -357,7 +356,7 @@ static int on_io(void *ctx, const struct sp_reader *r, const struct sp_event *ev
     char name[128];
     const char *op = sp_export_enum(SP_EV_IO, "op", io->op, "io");
     sp_export_io_name(io, name, sizeof name);
-    ev_open(w, "X", w->pid, io_track(w, ev->tid), local_to_global(w, (int64_t)ev->t));
+    ev_open(w, "X", w->pid, file_track(w, TRK_IO, 0, ev->tid), local_to_global(w, (int64_t)ev->t));
     kv_dur(w->out, (int64_t)io->dur);
     kv_str(w->out, "name", name);
     fputs(",\"cat\":\"io\",\"args\":{", w->out);
@@ -378,7 +377,7 @@ static int on_wait(void *ctx, const struct sp_reader *r, const struct sp_event *
     if (!in_window(w, (int64_t)ev->t, (int64_t)x->dur)) return 0;
     char name[128];
     snprintf(name, sizeof name, "wait %s", sp_export_enum(SP_EV_WAIT, "op", x->op, "wait"));
-    ev_open(w, "X", w->pid, io_track(w, ev->tid), local_to_global(w, (int64_t)ev->t));
+    ev_open(w, "X", w->pid, file_track(w, TRK_IO, 0, ev->tid), local_to_global(w, (int64_t)ev->t));
     kv_dur(w->out, (int64_t)x->dur);
     kv_str(w->out, "name", name);
     fprintf(w->out, ",\"cat\":\"wait\",\"args\":{\"nfds\":%" PRIu64 ",\"ret\":%" PRId64, x->nfds,
@@ -398,7 +397,7 @@ static int on_marker(void *ctx, const struct sp_reader *r, const struct sp_event
     static const char *const ph[] = {
         [SP_MARK_PUSH] = "B", [SP_MARK_POP] = "E", [SP_MARK_INSTANT] = "i", [SP_MARK_RANGE] = "X"};
     const char *p = k->kind >= SP_MARK_PUSH && k->kind <= SP_MARK_RANGE ? ph[k->kind] : "i";
-    ev_open(w, p, w->pid, thread_track(w, ev->tid), local_to_global(w, (int64_t)ev->t));
+    ev_open(w, p, w->pid, file_track(w, TRK_THREAD, 0, ev->tid), local_to_global(w, (int64_t)ev->t));
     if (p[0] == 'X') kv_dur(w->out, dur);
     if (p[0] == 'i') fputs(",\"s\":\"t\"", w->out);
     kv_str(w->out, "name", sp_reader_string(r, k->name));
@@ -448,7 +447,7 @@ static int on_proc(void *ctx, const struct sp_reader *r, const struct sp_event *
     if (!in_window(w, (int64_t)ev->t, 0)) return 0;
     char name[1200];
     sp_export_proc_name(r, ev, name, sizeof name);
-    ev_open(w, "i", w->pid, thread_track(w, ev->tid), local_to_global(w, (int64_t)ev->t));
+    ev_open(w, "i", w->pid, file_track(w, TRK_THREAD, 0, ev->tid), local_to_global(w, (int64_t)ev->t));
     fputs(",\"s\":\"t\"", w->out);
     kv_str(w->out, "name", name);
     fputs(",\"cat\":\"process\"}", w->out);
@@ -461,11 +460,9 @@ static int on_proc(void *ctx, const struct sp_reader *r, const struct sp_event *
 static int on_thread(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
 {
     struct writer *w = ctx;
-    char name[300], pre[64];
-    int tid = thread_track(w, ev->tid);
-    file_prefix(w, pre, sizeof pre);
-    snprintf(name, sizeof name, "%s%s (thread %u)", pre, sp_reader_string(r, ev->thread.name),
-             ev->tid);
+    char name[300];
+    int tid = file_track(w, TRK_THREAD, 0, ev->tid);
+    sp_export_thread_name(w->m, w->fi, r, ev, name, sizeof name);
     fputs(",\n", w->out);
     fprintf(w->out,
             "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":",
@@ -836,12 +833,12 @@ static void write_rank(struct writer *w)
     struct sp_rank *r = &m->ranks[w->ri];
     w->pid = r->rank + 1; /* pid 0 is taken as "no process" by some viewers */
     w->ntracks = 0;
-    set_window(w);
+    sp_export_window(w->m, w->ri, w->o, &w->w0, &w->w1);
     char name[400];
     int pid0 = r->nfiles ? r->files[0]->pid : -1;
     snprintf(name, sizeof name, "rank %d (%s, pid %d)", r->rank, m->hosts[r->host], pid0);
     meta(w, w->pid, 0, "process", name, 2 * w->ri);
-    meta(w, w->pid, TID_STEPS, "thread", "steps", kind_sort[TRK_STEPS]);
+    meta(w, w->pid, TID_STEPS, "thread", "steps", sp_export_kind_sort[TRK_STEPS]);
     write_steps(w);
     write_collectives(w);
     int helpers = 0;

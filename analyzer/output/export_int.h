@@ -42,6 +42,37 @@ void sp_export_file_track(const struct sp_model *m, int fi, int fsort, int kind,
 void sp_export_thread_name(const struct sp_model *m, int fi, const struct sp_reader *r,
                            const struct sp_event *ev, char *out, size_t len);
 
+/* The pass of a writer over the trace files: the events both timelines
+ * draw, each fed to the writer's own on_gpu ... on_thread. */
+#define SP_EXPORT_PASS                                                                         \
+    {                                                                                          \
+        .types = SP_TYPE_BIT(SP_EV_GPU) | SP_TYPE_BIT(SP_EV_CUDA) | SP_TYPE_BIT(SP_EV_NCCL) |  \
+                 SP_TYPE_BIT(SP_EV_IO) | SP_TYPE_BIT(SP_EV_WAIT) | SP_TYPE_BIT(SP_EV_MARKER) | \
+                 SP_TYPE_BIT(SP_EV_CPU) | SP_TYPE_BIT(SP_EV_PROC) | SP_TYPE_BIT(SP_EV_THREAD), \
+        .tool = {.gpu = on_gpu,                                                                \
+                 .cuda = on_cuda,                                                              \
+                 .nccl = on_nccl,                                                              \
+                 .io = on_io,                                                                  \
+                 .wait = on_wait,                                                              \
+                 .marker = on_marker,                                                          \
+                 .cpu = on_cpu,                                                                \
+                 .proc = on_proc,                                                              \
+                 .thread = on_thread},                                                         \
+    }
+
+/* Whether finding f names rank. */
+int sp_export_finding_has_rank(const struct sp_finding *f, int rank);
+/* The step index of r in [k0, k1] where finding f's instant stands (its
+ * first step), -1 when it names r at none of them. */
+int sp_export_finding_step(const struct sp_model *m, const struct sp_rank *r,
+                           const struct sp_finding *f, int k0, int k1);
+/* A process's CPU use since its previous sample (*t0, *ns0: updated):
+ * 1 with its cores in *cores and the name of its counter track, when
+ * there is an interval and ev stands in the window [w0, w1); else 0. */
+int sp_export_cpu_cores(const struct sp_model *m, int fi, int64_t w0, int64_t w1,
+                        const struct sp_event *ev, int64_t *t0, uint64_t *ns0, double *cores,
+                        char *name, size_t len);
+
 /* Participants of one collective instance: parts[first..first+n), and
  * which of them arrived last. */
 struct sp_export_inst {

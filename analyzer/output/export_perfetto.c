@@ -781,21 +781,16 @@ static int on_cpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
 {
     (void)r;
     struct writer *w = ctx;
-    uint64_t ns = ev->cpu.user_ns + ev->cpu.sys_ns;
-    int64_t t = (int64_t)ev->t;
-    if (w->cpu_t && t > w->cpu_t && ns >= w->cpu_ns && in_window(w, t, 0)) {
-        const struct sp_file_rec *f = &w->m->frecs[w->fi];
-        char name[64];
-        snprintf(name, sizeof name, f->helper ? "loader pid %d CPU (cores)" : "pid %d CPU (cores)",
-                 (int)f->pid);
-        uint64_t tr = track(w, TRK_CPU, w->fi, 0, name, w->fsort + sp_export_kind_sort[TRK_CPU]);
-        size_t at = ev_open(w, TYPE_COUNTER, tr, global_of(w, t), NULL, 0);
-        f_double(&w->pk, F_TE_DOUBLE_COUNTER, (double)(ns - w->cpu_ns) / (double)(t - w->cpu_t));
-        ev_close(w, at);
-        w->st.events++;
-    }
-    w->cpu_t = t;
-    w->cpu_ns = ns;
+    char name[64];
+    double cores;
+    if (!sp_export_cpu_cores(w->m, w->fi, w->w0, w->w1, ev, &w->cpu_t, &w->cpu_ns, &cores, name,
+                             sizeof name))
+        return 0;
+    uint64_t tr = track(w, TRK_CPU, w->fi, 0, name, w->fsort + sp_export_kind_sort[TRK_CPU]);
+    size_t at = ev_open(w, TYPE_COUNTER, tr, global_of(w, (int64_t)ev->t), NULL, 0);
+    f_double(&w->pk, F_TE_DOUBLE_COUNTER, cores);
+    ev_close(w, at);
+    w->st.events++;
     return 0;
 }
 
@@ -824,29 +819,9 @@ static int on_thread(void *ctx, const struct sp_reader *r, const struct sp_event
     return 0;
 }
 
-static const struct sp_pass perfetto_pass = {
-    .types = SP_TYPE_BIT(SP_EV_GPU) | SP_TYPE_BIT(SP_EV_CUDA) | SP_TYPE_BIT(SP_EV_NCCL) |
-             SP_TYPE_BIT(SP_EV_IO) | SP_TYPE_BIT(SP_EV_WAIT) | SP_TYPE_BIT(SP_EV_MARKER) |
-             SP_TYPE_BIT(SP_EV_CPU) | SP_TYPE_BIT(SP_EV_PROC) | SP_TYPE_BIT(SP_EV_THREAD),
-    .tool = {.gpu = on_gpu,
-             .cuda = on_cuda,
-             .nccl = on_nccl,
-             .io = on_io,
-             .wait = on_wait,
-             .marker = on_marker,
-             .cpu = on_cpu,
-             .proc = on_proc,
-             .thread = on_thread},
-};
+static const struct sp_pass perfetto_pass = SP_EXPORT_PASS;
 
 /* ---- what the model knows: steps, findings, collectives ---- */
-
-static int finding_has_rank(const struct sp_finding *f, int rank)
-{
-    for (int i = 0; i < f->nranks; i++)
-        if (f->ranks[i] == rank) return 1;
-    return 0;
-}
 
 /* The categories of step k as child slices of its bar, end to end. */
 static void write_breakdown(struct writer *w, uint64_t tr, int k)
@@ -891,7 +866,7 @@ static void write_steps(struct writer *w)
         findings[0] = 0;
         for (int i = 0; i < m->nfindings && !w->o->host_only; i++) {
             const struct sp_finding *f = &m->findings[i];
-            if (num < f->step_first || num > f->step_last || !finding_has_rank(f, r->rank))
+            if (num < f->step_first || num > f->step_last || !sp_export_finding_has_rank(f, r->rank))
                 continue;
             int n = snprintf(findings + used, sizeof findings - used, "%s%s", used ? "," : "",
                              sp_cause_info(f->cause)->name);
@@ -905,8 +880,8 @@ static void write_steps(struct writer *w)
     }
     for (int i = 0; i < m->nfindings && !w->o->host_only; i++) {
         const struct sp_finding *f = &m->findings[i];
-        int k = f->step_first - m->step_number0;
-        if (!finding_has_rank(f, r->rank) || k < k0 || k > k1 || k < 0 || k >= r->nsteps) continue;
+        int k = sp_export_finding_step(m, r, f, k0, k1);
+        if (k < 0) continue;
         const struct sp_cause_info *ci = sp_cause_info(f->cause);
         char name[128], steps[32];
         snprintf(name, sizeof name, "finding: %s (saves %.0f%%)", ci->name, 100 * f->gain);

@@ -411,22 +411,34 @@ static int on_cpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
 {
     (void)r;
     struct writer *w = ctx;
+    char name[64];
+    double cores;
+    if (!sp_export_cpu_cores(w->m, w->fi, w->w0, w->w1, ev, &w->cpu_t, &w->cpu_ns, &cores, name,
+                             sizeof name))
+        return 0;
+    ev_open(w, "C", w->pid, 0, local_to_global(w, (int64_t)ev->t));
+    kv_str(w->out, "name", name);
+    fprintf(w->out, ",\"args\":{\"cores\":%.3f}}", cores);
+    w->st.events++;
+    return 0;
+}
+
+int sp_export_cpu_cores(const struct sp_model *m, int fi, int64_t w0, int64_t w1,
+                        const struct sp_event *ev, int64_t *t0, uint64_t *ns0, double *cores,
+                        char *name, size_t len)
+{
     uint64_t ns = ev->cpu.user_ns + ev->cpu.sys_ns;
     int64_t t = (int64_t)ev->t;
-    if (w->cpu_t && t > w->cpu_t && ns >= w->cpu_ns && in_window(w, t, 0)) {
-        const struct sp_file_rec *f = &w->m->frecs[w->fi];
-        char name[64];
-        snprintf(name, sizeof name, f->helper ? "loader pid %d CPU (cores)" : "pid %d CPU (cores)",
+    int ok = *t0 && t > *t0 && ns >= *ns0 && sp_export_in_window(w0, w1, t, 0);
+    if (ok) {
+        const struct sp_file_rec *f = &m->frecs[fi];
+        snprintf(name, len, f->helper ? "loader pid %d CPU (cores)" : "pid %d CPU (cores)",
                  (int)f->pid);
-        ev_open(w, "C", w->pid, 0, local_to_global(w, t));
-        kv_str(w->out, "name", name);
-        fprintf(w->out, ",\"args\":{\"cores\":%.3f}}",
-                (double)(ns - w->cpu_ns) / (double)(t - w->cpu_t));
-        w->st.events++;
+        *cores = (double)(ns - *ns0) / (double)(t - *t0);
     }
-    w->cpu_t = t;
-    w->cpu_ns = ns;
-    return 0;
+    *t0 = t;
+    *ns0 = ns;
+    return ok;
 }
 
 void sp_export_proc_name(const struct sp_reader *r, const struct sp_event *ev, char *out,
@@ -472,28 +484,24 @@ static int on_thread(void *ctx, const struct sp_reader *r, const struct sp_event
     return 0;
 }
 
-static const struct sp_pass export_pass = {
-    .types = SP_TYPE_BIT(SP_EV_GPU) | SP_TYPE_BIT(SP_EV_CUDA) | SP_TYPE_BIT(SP_EV_NCCL) |
-             SP_TYPE_BIT(SP_EV_IO) | SP_TYPE_BIT(SP_EV_WAIT) | SP_TYPE_BIT(SP_EV_MARKER) |
-             SP_TYPE_BIT(SP_EV_CPU) | SP_TYPE_BIT(SP_EV_PROC) | SP_TYPE_BIT(SP_EV_THREAD),
-    .tool = {.gpu = on_gpu,
-             .cuda = on_cuda,
-             .nccl = on_nccl,
-             .io = on_io,
-             .wait = on_wait,
-             .marker = on_marker,
-             .cpu = on_cpu,
-             .proc = on_proc,
-             .thread = on_thread},
-};
+static const struct sp_pass export_pass = SP_EXPORT_PASS;
 
 /* ---- what the model knows: steps, findings, collectives ---- */
 
-static int finding_has_rank(const struct sp_finding *f, int rank)
+int sp_export_finding_has_rank(const struct sp_finding *f, int rank)
 {
     for (int i = 0; i < f->nranks; i++)
         if (f->ranks[i] == rank) return 1;
     return 0;
+}
+
+int sp_export_finding_step(const struct sp_model *m, const struct sp_rank *r,
+                           const struct sp_finding *f, int k0, int k1)
+{
+    int k = f->step_first - m->step_number0;
+    if (!sp_export_finding_has_rank(f, r->rank) || k < k0 || k > k1 || k < 0 || k >= r->nsteps)
+        return -1;
+    return k;
 }
 
 static void write_steps(struct writer *w)
@@ -518,7 +526,7 @@ static void write_steps(struct writer *w)
         const char *sep = "";
         for (int i = 0; i < m->nfindings && !w->o->host_only; i++) {
             const struct sp_finding *f = &m->findings[i];
-            if (num < f->step_first || num > f->step_last || !finding_has_rank(f, r->rank))
+            if (num < f->step_first || num > f->step_last || !sp_export_finding_has_rank(f, r->rank))
                 continue;
             fprintf(w->out, "%s%s", *sep ? "," : ",\"findings\":\"", sp_cause_info(f->cause)->name);
             sep = ",";
@@ -529,8 +537,8 @@ static void write_steps(struct writer *w)
     /* findings: an instant at the first step each concerns, on each rank it names */
     for (int i = 0; i < m->nfindings && !w->o->host_only; i++) {
         const struct sp_finding *f = &m->findings[i];
-        int k = f->step_first - m->step_number0;
-        if (!finding_has_rank(f, r->rank) || k < k0 || k > k1 || k < 0 || k >= r->nsteps) continue;
+        int k = sp_export_finding_step(m, r, f, k0, k1);
+        if (k < 0) continue;
         const struct sp_cause_info *ci = sp_cause_info(f->cause);
         char name[128];
         snprintf(name, sizeof name, "finding: %s (saves %.0f%%)", ci->name, 100 * f->gain);

@@ -60,18 +60,31 @@ void sp_export_thread_name(const struct sp_model *m, int fi, const struct sp_rea
                  .thread = on_thread},                                                         \
     }
 
+struct sp_pass;
+
+/* The trace file a writer is being fed: its index in m->frecs, the sort
+ * base of its tracks, its previous CPU sample. */
+struct sp_export_file {
+    int fi, fsort;
+    int64_t cpu_t;
+    uint64_t cpu_ns;
+};
+/* Feeds each readable file of rank r to pass (ctx its writer), *cur set
+ * to the file before each; a file that cannot be read is a warning. */
+void sp_export_feed(struct sp_model *m, const struct sp_rank *r, const struct sp_pass *pass,
+                    void *ctx, struct sp_export_file *cur);
+
 /* Whether finding f names rank. */
 int sp_export_finding_has_rank(const struct sp_finding *f, int rank);
 /* The step index of r in [k0, k1] where finding f's instant stands (its
  * first step), -1 when it names r at none of them. */
 int sp_export_finding_step(const struct sp_model *m, const struct sp_rank *r,
                            const struct sp_finding *f, int k0, int k1);
-/* A process's CPU use since its previous sample (*t0, *ns0: updated):
- * 1 with its cores in *cores and the name of its counter track, when
- * there is an interval and ev stands in the window [w0, w1); else 0. */
-int sp_export_cpu_cores(const struct sp_model *m, int fi, int64_t w0, int64_t w1,
-                        const struct sp_event *ev, int64_t *t0, uint64_t *ns0, double *cores,
-                        char *name, size_t len);
+/* The CPU use of file f's process since its previous sample (f's, then
+ * ev): 1 with its cores in *cores and the name of its counter track,
+ * when there is an interval and ev stands in the window [w0, w1); else 0. */
+int sp_export_cpu_cores(const struct sp_model *m, struct sp_export_file *f, int64_t w0, int64_t w1,
+                        const struct sp_event *ev, double *cores, char *name, size_t len);
 
 /* Participants of one collective instance: parts[first..first+n), and
  * which of them arrived last. */

@@ -217,9 +217,7 @@ struct writer {
     int64_t w0, w1;
     struct track *tracks;
     int ntracks, cap;
-    int fi, fsort;
-    int64_t cpu_t;
-    uint64_t cpu_ns;
+    struct sp_export_file f;
     struct sp_export_colls c;
     int64_t **wa, **we;
     int oom;
@@ -611,11 +609,11 @@ static uint64_t track(struct writer *w, int kind, int32_t file, uint64_t id, con
     return uuid;
 }
 
-/* The track of file w->fi that sp_export_file_track names. */
+/* The track of file w->f.fi that sp_export_file_track names. */
 static uint64_t file_track(struct writer *w, int kind, int64_t device, uint64_t id)
 {
     struct sp_export_track t;
-    sp_export_file_track(w->m, w->fi, w->fsort, kind, device, id, &t);
+    sp_export_file_track(w->m, w->f.fi, w->f.fsort, kind, device, id, &t);
     return track(w, t.kind, t.file, t.id, t.name, t.sort);
 }
 
@@ -783,10 +781,9 @@ static int on_cpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
     struct writer *w = ctx;
     char name[64];
     double cores;
-    if (!sp_export_cpu_cores(w->m, w->fi, w->w0, w->w1, ev, &w->cpu_t, &w->cpu_ns, &cores, name,
-                             sizeof name))
+    if (!sp_export_cpu_cores(w->m, &w->f, w->w0, w->w1, ev, &cores, name, sizeof name))
         return 0;
-    uint64_t tr = track(w, TRK_CPU, w->fi, 0, name, w->fsort + sp_export_kind_sort[TRK_CPU]);
+    uint64_t tr = track(w, TRK_CPU, w->f.fi, 0, name, w->f.fsort + sp_export_kind_sort[TRK_CPU]);
     size_t at = ev_open(w, TYPE_COUNTER, tr, global_of(w, (int64_t)ev->t), NULL, 0);
     f_double(&w->pk, F_TE_DOUBLE_COUNTER, cores);
     ev_close(w, at);
@@ -812,9 +809,9 @@ static int on_thread(void *ctx, const struct sp_reader *r, const struct sp_event
 {
     struct writer *w = ctx;
     struct sp_export_track t;
-    sp_export_file_track(w->m, w->fi, w->fsort, TRK_THREAD, 0, ev->tid, &t);
+    sp_export_file_track(w->m, w->f.fi, w->f.fsort, TRK_THREAD, 0, ev->tid, &t);
     uint64_t tr = track(w, t.kind, t.file, t.id, t.name, t.sort);
-    sp_export_thread_name(w->m, w->fi, r, ev, t.name, sizeof t.name);
+    sp_export_thread_name(w->m, w->f.fi, r, ev, t.name, sizeof t.name);
     track_descriptor(w, tr, w->proc_uuid, t.name, 0, t.sort, 0);
     return 0;
 }
@@ -1047,19 +1044,7 @@ static void write_rank(struct writer *w)
     write_steps(w);
     if (w->detail[w->ri]) {
         write_collectives(w);
-        int helpers = 0;
-        for (int fi = 0; fi < m->nfrecs; fi++) {
-            const struct sp_file_rec *f = &m->frecs[fi];
-            if (!f->ok || f->rank != r->rank) continue;
-            w->fi = fi;
-            w->fsort = f->helper ? HELPER_SORT * (++helpers) : 0;
-            w->cpu_t = 0;
-            w->cpu_ns = 0;
-            int err = 0;
-            if (sp_trace_feed(f->path, &perfetto_pass, w, &err) < 0 && err)
-                sp_model_warn(m, "%s: could not be read again for the timeline (%s)", f->path,
-                              sp_strerror(err));
-        }
+        sp_export_feed(m, r, &perfetto_pass, w, &w->f);
         w->st.detailed++;
     }
     if (w->wa) write_whatif(w);

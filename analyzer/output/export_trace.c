@@ -64,10 +64,7 @@ struct writer {
     int64_t w0, w1; /* window, the rank's local ns */
     struct track *tracks;
     int ntracks, cap;
-    int fi;        /* file (index in m->frecs) being fed */
-    int fsort;     /* sort base of the file's tracks */
-    int64_t cpu_t; /* previous CPU sample of the file */
-    uint64_t cpu_ns;
+    struct sp_export_file f;  /* the file being fed */
     struct sp_export_colls c; /* collectives: participants of each instance */
     /* what-if: replayed arrival and end of every rank's nodes */
     int64_t **wa, **we;
@@ -192,11 +189,11 @@ void sp_export_thread_name(const struct sp_model *m, int fi, const struct sp_rea
     snprintf(out, len, "%s%s (thread %u)", pre, sp_reader_string(r, ev->thread.name), ev->tid);
 }
 
-/* The track of file w->fi that sp_export_file_track names. */
+/* The track of file w->f.fi that sp_export_file_track names. */
 static int file_track(struct writer *w, int kind, int64_t device, uint64_t id)
 {
     struct sp_export_track t;
-    sp_export_file_track(w->m, w->fi, w->fsort, kind, device, id, &t);
+    sp_export_file_track(w->m, w->f.fi, w->f.fsort, kind, device, id, &t);
     return track(w, t.kind, t.file, t.id, t.name, t.sort);
 }
 
@@ -413,8 +410,7 @@ static int on_cpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
     struct writer *w = ctx;
     char name[64];
     double cores;
-    if (!sp_export_cpu_cores(w->m, w->fi, w->w0, w->w1, ev, &w->cpu_t, &w->cpu_ns, &cores, name,
-                             sizeof name))
+    if (!sp_export_cpu_cores(w->m, &w->f, w->w0, w->w1, ev, &cores, name, sizeof name))
         return 0;
     ev_open(w, "C", w->pid, 0, local_to_global(w, (int64_t)ev->t));
     kv_str(w->out, "name", name);
@@ -423,21 +419,38 @@ static int on_cpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
     return 0;
 }
 
-int sp_export_cpu_cores(const struct sp_model *m, int fi, int64_t w0, int64_t w1,
-                        const struct sp_event *ev, int64_t *t0, uint64_t *ns0, double *cores,
-                        char *name, size_t len)
+void sp_export_feed(struct sp_model *m, const struct sp_rank *r, const struct sp_pass *pass,
+                    void *ctx, struct sp_export_file *cur)
+{
+    int helpers = 0;
+    for (int fi = 0; fi < m->nfrecs; fi++) {
+        const struct sp_file_rec *f = &m->frecs[fi];
+        if (!f->ok || f->rank != r->rank) continue;
+        cur->fi = fi;
+        cur->fsort = f->helper ? HELPER_SORT * (++helpers) : 0;
+        cur->cpu_t = 0;
+        cur->cpu_ns = 0;
+        int err = 0;
+        if (sp_trace_feed(f->path, pass, ctx, &err) < 0 && err)
+            sp_model_warn(m, "%s: could not be read again for the timeline (%s)", f->path,
+                          sp_strerror(err));
+    }
+}
+
+int sp_export_cpu_cores(const struct sp_model *m, struct sp_export_file *f, int64_t w0, int64_t w1,
+                        const struct sp_event *ev, double *cores, char *name, size_t len)
 {
     uint64_t ns = ev->cpu.user_ns + ev->cpu.sys_ns;
     int64_t t = (int64_t)ev->t;
-    int ok = *t0 && t > *t0 && ns >= *ns0 && sp_export_in_window(w0, w1, t, 0);
+    int ok = f->cpu_t && t > f->cpu_t && ns >= f->cpu_ns && sp_export_in_window(w0, w1, t, 0);
     if (ok) {
-        const struct sp_file_rec *f = &m->frecs[fi];
-        snprintf(name, len, f->helper ? "loader pid %d CPU (cores)" : "pid %d CPU (cores)",
-                 (int)f->pid);
-        *cores = (double)(ns - *ns0) / (double)(t - *t0);
+        const struct sp_file_rec *rec = &m->frecs[f->fi];
+        snprintf(name, len, rec->helper ? "loader pid %d CPU (cores)" : "pid %d CPU (cores)",
+                 (int)rec->pid);
+        *cores = (double)(ns - f->cpu_ns) / (double)(t - f->cpu_t);
     }
-    *t0 = t;
-    *ns0 = ns;
+    f->cpu_t = t;
+    f->cpu_ns = ns;
     return ok;
 }
 
@@ -474,7 +487,7 @@ static int on_thread(void *ctx, const struct sp_reader *r, const struct sp_event
     struct writer *w = ctx;
     char name[300];
     int tid = file_track(w, TRK_THREAD, 0, ev->tid);
-    sp_export_thread_name(w->m, w->fi, r, ev, name, sizeof name);
+    sp_export_thread_name(w->m, w->f.fi, r, ev, name, sizeof name);
     fputs(",\n", w->out);
     fprintf(w->out,
             "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":",
@@ -849,19 +862,7 @@ static void write_rank(struct writer *w)
     meta(w, w->pid, TID_STEPS, "thread", "steps", sp_export_kind_sort[TRK_STEPS]);
     write_steps(w);
     write_collectives(w);
-    int helpers = 0;
-    for (int fi = 0; fi < m->nfrecs; fi++) {
-        const struct sp_file_rec *f = &m->frecs[fi];
-        if (!f->ok || f->rank != r->rank) continue;
-        w->fi = fi;
-        w->fsort = f->helper ? HELPER_SORT * (++helpers) : 0;
-        w->cpu_t = 0;
-        w->cpu_ns = 0;
-        int err = 0;
-        if (sp_trace_feed(f->path, &export_pass, w, &err) < 0 && err)
-            sp_model_warn(m, "%s: could not be read again for the timeline (%s)", f->path,
-                          sp_strerror(err));
-    }
+    sp_export_feed(m, r, &export_pass, w, &w->f);
     if (w->wa) write_whatif(w);
     w->st.ranks++;
 }

@@ -74,6 +74,18 @@ struct sp_export_file {
 void sp_export_feed(struct sp_model *m, const struct sp_rank *r, const struct sp_pass *pass,
                     void *ctx, struct sp_export_file *cur);
 
+/* What both timelines draw of a host call (a CUDA or NCCL call, file
+ * I/O, a wait): its start and duration on its rank's clock, the kind of
+ * its track and its name. */
+struct sp_export_slice {
+    int64_t t, dur;
+    int kind;
+    char name[128];
+};
+/* Fills *s from ev; 0 when ev is outside the window [w0, w1). */
+int sp_export_host_slice(const struct sp_event *ev, int64_t w0, int64_t w1,
+                         struct sp_export_slice *s);
+
 /* Whether finding f names rank. */
 int sp_export_finding_has_rank(const struct sp_finding *f, int rank);
 /* The step index of r in [k0, k1] where finding f's instant stands (its

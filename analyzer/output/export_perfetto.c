@@ -671,22 +671,44 @@ static int on_gpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
     return 0;
 }
 
+/* A host call's slice: slice_open writes its begin (annotations follow),
+ * slice_close its end. */
+struct slice {
+    uint64_t tr;
+    int64_t t, dur;
+    size_t at;
+};
+
+/* 0 (nothing written) when the call is outside the window. */
+static int slice_open(struct writer *w, const struct sp_event *ev, int cat, struct slice *x)
+{
+    struct sp_export_slice s;
+    if (!sp_export_host_slice(ev, w->w0, w->w1, &s)) return 0;
+    x->tr = file_track(w, s.kind, 0, ev->tid);
+    x->t = s.t;
+    x->dur = s.dur;
+    x->at = trace_slice(w, x->tr, s.t, s.name, cat);
+    return 1;
+}
+
+static void slice_close(struct writer *w, const struct slice *x)
+{
+    ev_close(w, x->at);
+    slice_end(w, x->tr, global_of(w, x->t), x->dur);
+}
+
 static int on_cuda(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
 {
     struct writer *w = ctx;
     const struct sp_ev_cuda *c = &ev->cuda;
-    if (!in_window(w, (int64_t)ev->t, (int64_t)c->dur)) return 0;
-    char name[128];
-    snprintf(name, sizeof name, "cuda %s", sp_export_enum(SP_EV_CUDA, "api", c->api, "call"));
-    uint64_t tr = file_track(w, TRK_THREAD, 0, ev->tid);
-    size_t at = trace_slice(w, tr, (int64_t)ev->t, name, C_CUDA);
+    struct slice x;
+    if (!slice_open(w, ev, C_CUDA, &x)) return 0;
     a_uint(w, A_STREAM, c->stream);
     a_uint(w, A_CORRELATION, c->correlation);
     const char *k = sp_reader_string(r, c->name), *stack = sp_reader_string(r, c->stack);
     if (k[0]) a_str(w, A_KERNEL, k);
     if (stack[0]) a_str(w, A_STACK, stack);
-    ev_close(w, at);
-    slice_end(w, tr, global_of(w, (int64_t)ev->t), (int64_t)c->dur);
+    slice_close(w, &x);
     return 0;
 }
 
@@ -695,17 +717,14 @@ static int on_nccl(void *ctx, const struct sp_reader *r, const struct sp_event *
     (void)r;
     struct writer *w = ctx;
     const struct sp_ev_nccl *n = &ev->nccl;
-    if (!in_window(w, (int64_t)ev->t, (int64_t)n->dur)) return 0;
-    char name[128], comm[20];
-    snprintf(name, sizeof name, "nccl %s", sp_export_enum(SP_EV_NCCL, "op", n->op, "call"));
+    struct slice x;
+    if (!slice_open(w, ev, C_NCCL_CALL, &x)) return 0;
+    char comm[20];
     snprintf(comm, sizeof comm, "%016" PRIx64, n->comm);
-    uint64_t tr = file_track(w, TRK_THREAD, 0, ev->tid);
-    size_t at = trace_slice(w, tr, (int64_t)ev->t, name, C_NCCL_CALL);
     a_str(w, A_COMM, comm);
     a_uint(w, A_SEQ, n->seq);
     a_uint(w, A_BYTES, n->bytes);
-    ev_close(w, at);
-    slice_end(w, tr, global_of(w, (int64_t)ev->t), (int64_t)n->dur);
+    slice_close(w, &x);
     return 0;
 }
 
@@ -713,11 +732,8 @@ static int on_io(void *ctx, const struct sp_reader *r, const struct sp_event *ev
 {
     struct writer *w = ctx;
     const struct sp_ev_io *io = &ev->io;
-    if (!in_window(w, (int64_t)ev->t, (int64_t)io->dur)) return 0;
-    char name[128];
-    sp_export_io_name(io, name, sizeof name);
-    uint64_t tr = file_track(w, TRK_IO, 0, ev->tid);
-    size_t at = trace_slice(w, tr, (int64_t)ev->t, name, C_IO);
+    struct slice x;
+    if (!slice_open(w, ev, C_IO, &x)) return 0;
     a_str(w, A_OP, sp_export_enum(SP_EV_IO, "op", io->op, "io"));
     a_int(w, A_FD, (int64_t)io->fd);
     a_int(w, A_RET, (int64_t)io->ret);
@@ -725,8 +741,7 @@ static int on_io(void *ctx, const struct sp_reader *r, const struct sp_event *ev
     a_str(w, A_FD_KIND, sp_export_enum(SP_EV_IO, "fd_kind", io->fd_kind, "unknown"));
     const char *path = sp_reader_string(r, io->path);
     if (path[0]) a_str(w, A_PATH, path);
-    ev_close(w, at);
-    slice_end(w, tr, global_of(w, (int64_t)ev->t), (int64_t)io->dur);
+    slice_close(w, &x);
     return 0;
 }
 
@@ -734,17 +749,13 @@ static int on_wait(void *ctx, const struct sp_reader *r, const struct sp_event *
 {
     (void)r;
     struct writer *w = ctx;
-    const struct sp_ev_wait *x = &ev->wait;
-    if (!in_window(w, (int64_t)ev->t, (int64_t)x->dur)) return 0;
-    char name[128];
-    snprintf(name, sizeof name, "wait %s", sp_export_enum(SP_EV_WAIT, "op", x->op, "wait"));
-    uint64_t tr = file_track(w, TRK_IO, 0, ev->tid);
-    size_t at = trace_slice(w, tr, (int64_t)ev->t, name, C_WAITS);
-    a_uint(w, A_NFDS, x->nfds);
-    a_int(w, A_RET, (int64_t)x->ret);
-    a_str(w, A_FD_KIND, sp_export_enum(SP_EV_WAIT, "fd_kind", x->fd_kind, "unknown"));
-    ev_close(w, at);
-    slice_end(w, tr, global_of(w, (int64_t)ev->t), (int64_t)x->dur);
+    const struct sp_ev_wait *wt = &ev->wait;
+    struct slice x;
+    if (!slice_open(w, ev, C_WAITS, &x)) return 0;
+    a_uint(w, A_NFDS, wt->nfds);
+    a_int(w, A_RET, (int64_t)wt->ret);
+    a_str(w, A_FD_KIND, sp_export_enum(SP_EV_WAIT, "fd_kind", wt->fd_kind, "unknown"));
+    slice_close(w, &x);
     return 0;
 }
 

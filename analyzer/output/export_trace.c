@@ -293,17 +293,23 @@ static int on_gpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
     return 0;
 }
 
+/* Opens the "X" event of a host call, its duration and name written;
+ * 0 (nothing written) when it is outside the window. */
+static int slice_open(struct writer *w, const struct sp_event *ev)
+{
+    struct sp_export_slice s;
+    if (!sp_export_host_slice(ev, w->w0, w->w1, &s)) return 0;
+    ev_open(w, "X", w->pid, file_track(w, s.kind, 0, ev->tid), local_to_global(w, s.t));
+    kv_dur(w->out, s.dur);
+    kv_str(w->out, "name", s.name);
+    return 1;
+}
+
 static int on_cuda(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
 {
     struct writer *w = ctx;
     const struct sp_ev_cuda *c = &ev->cuda;
-    if (!in_window(w, (int64_t)ev->t, (int64_t)c->dur)) return 0;
-    char name[128];
-    snprintf(name, sizeof name, "cuda %s", sp_export_enum(SP_EV_CUDA, "api", c->api, "call"));
-    int tid = file_track(w, TRK_THREAD, 0, ev->tid);
-    ev_open(w, "X", w->pid, tid, local_to_global(w, (int64_t)ev->t));
-    kv_dur(w->out, (int64_t)c->dur);
-    kv_str(w->out, "name", name);
+    if (!slice_open(w, ev)) return 0;
     fprintf(w->out, ",\"cat\":\"cuda\",\"args\":{\"stream\":%" PRIu64 ",\"correlation\":%" PRIu64,
             c->stream, c->correlation);
     const char *k = sp_reader_string(r, c->name), *stack = sp_reader_string(r, c->stack);
@@ -319,12 +325,7 @@ static int on_nccl(void *ctx, const struct sp_reader *r, const struct sp_event *
     (void)r;
     struct writer *w = ctx;
     const struct sp_ev_nccl *n = &ev->nccl;
-    if (!in_window(w, (int64_t)ev->t, (int64_t)n->dur)) return 0;
-    char name[128];
-    snprintf(name, sizeof name, "nccl %s", sp_export_enum(SP_EV_NCCL, "op", n->op, "call"));
-    ev_open(w, "X", w->pid, file_track(w, TRK_THREAD, 0, ev->tid), local_to_global(w, (int64_t)ev->t));
-    kv_dur(w->out, (int64_t)n->dur);
-    kv_str(w->out, "name", name);
+    if (!slice_open(w, ev)) return 0;
     fprintf(w->out,
             ",\"cat\":\"nccl_call\",\"args\":{\"comm\":\"%016" PRIx64 "\",\"seq\":%" PRIu64
             ",\"bytes\":%" PRIu64 "}}",
@@ -349,13 +350,8 @@ static int on_io(void *ctx, const struct sp_reader *r, const struct sp_event *ev
 {
     struct writer *w = ctx;
     const struct sp_ev_io *io = &ev->io;
-    if (!in_window(w, (int64_t)ev->t, (int64_t)io->dur)) return 0;
-    char name[128];
+    if (!slice_open(w, ev)) return 0;
     const char *op = sp_export_enum(SP_EV_IO, "op", io->op, "io");
-    sp_export_io_name(io, name, sizeof name);
-    ev_open(w, "X", w->pid, file_track(w, TRK_IO, 0, ev->tid), local_to_global(w, (int64_t)ev->t));
-    kv_dur(w->out, (int64_t)io->dur);
-    kv_str(w->out, "name", name);
     fputs(",\"cat\":\"io\",\"args\":{", w->out);
     fprintf(w->out, "\"op\":\"%s\",\"fd\":%" PRId64 ",\"ret\":%" PRId64 ",\"bytes\":%" PRIu64, op,
             (int64_t)io->fd, (int64_t)io->ret, io->bytes);
@@ -371,12 +367,7 @@ static int on_wait(void *ctx, const struct sp_reader *r, const struct sp_event *
     (void)r;
     struct writer *w = ctx;
     const struct sp_ev_wait *x = &ev->wait;
-    if (!in_window(w, (int64_t)ev->t, (int64_t)x->dur)) return 0;
-    char name[128];
-    snprintf(name, sizeof name, "wait %s", sp_export_enum(SP_EV_WAIT, "op", x->op, "wait"));
-    ev_open(w, "X", w->pid, file_track(w, TRK_IO, 0, ev->tid), local_to_global(w, (int64_t)ev->t));
-    kv_dur(w->out, (int64_t)x->dur);
-    kv_str(w->out, "name", name);
+    if (!slice_open(w, ev)) return 0;
     fprintf(w->out, ",\"cat\":\"wait\",\"args\":{\"nfds\":%" PRIu64 ",\"ret\":%" PRId64, x->nfds,
             (int64_t)x->ret);
     kv_str(w->out, "fd_kind", sp_export_enum(SP_EV_WAIT, "fd_kind", x->fd_kind, "unknown"));
@@ -435,6 +426,36 @@ void sp_export_feed(struct sp_model *m, const struct sp_rank *r, const struct sp
             sp_model_warn(m, "%s: could not be read again for the timeline (%s)", f->path,
                           sp_strerror(err));
     }
+}
+
+int sp_export_host_slice(const struct sp_event *ev, int64_t w0, int64_t w1,
+                         struct sp_export_slice *s)
+{
+    s->t = (int64_t)ev->t;
+    s->kind = TRK_THREAD;
+    switch (ev->type) {
+    case SP_EV_CUDA:
+        s->dur = (int64_t)ev->cuda.dur;
+        snprintf(s->name, sizeof s->name, "cuda %s",
+                 sp_export_enum(SP_EV_CUDA, "api", ev->cuda.api, "call"));
+        break;
+    case SP_EV_NCCL:
+        s->dur = (int64_t)ev->nccl.dur;
+        snprintf(s->name, sizeof s->name, "nccl %s",
+                 sp_export_enum(SP_EV_NCCL, "op", ev->nccl.op, "call"));
+        break;
+    case SP_EV_IO:
+        s->dur = (int64_t)ev->io.dur;
+        s->kind = TRK_IO;
+        sp_export_io_name(&ev->io, s->name, sizeof s->name);
+        break;
+    default: /* SP_EV_WAIT */
+        s->dur = (int64_t)ev->wait.dur;
+        s->kind = TRK_IO;
+        snprintf(s->name, sizeof s->name, "wait %s",
+                 sp_export_enum(SP_EV_WAIT, "op", ev->wait.op, "wait"));
+    }
+    return sp_export_in_window(w0, w1, s->t, s->dur);
 }
 
 int sp_export_cpu_cores(const struct sp_model *m, struct sp_export_file *f, int64_t w0, int64_t w1,

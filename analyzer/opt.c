@@ -55,6 +55,16 @@ int sp_opt_range(const char *verb, const char *opt, const char *val, long long l
     return 0;
 }
 
+int sp_opt_steps(const char *verb, const char *val, int *first, int *end)
+{
+    int a, b;
+    if (sp_opt_range(verb, "--steps", val, 0, INT32_MAX - 1, &a, &b) < 0)
+        return -1;
+    *first = a;
+    *end = b + 1;
+    return 0;
+}
+
 int sp_usage_error(const char *verb, const char *fmt, ...)
 {
     fprintf(stderr, "scaleprof %s: ", verb);

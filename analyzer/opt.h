@@ -17,6 +17,9 @@ int sp_opt_int(const char *verb, const char *opt, const char *val, long long lo,
 int sp_opt_double(const char *verb, const char *opt, const char *val, double lo, double hi, double *out);
 /* "A:B" with both ends included, lo <= A <= B <= hi. */
 int sp_opt_range(const char *verb, const char *opt, const char *val, long long lo, long long hi, int *a, int *b);
+/* --steps A:B, as the model takes it: *first = A, *end = B + 1 (its end
+ * is exclusive). */
+int sp_opt_steps(const char *verb, const char *val, int *first, int *end);
 /* Prints "scaleprof VERB: <message>" and a pointer to --help; returns
  * SP_EXIT_USAGE for the verb to return. */
 int sp_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

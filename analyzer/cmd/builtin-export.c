@@ -300,15 +300,6 @@ int cmd_export(int argc, char **argv)
         fprintf(stderr, "scaleprof export: %s: could not be written (%s)\n", path, strerror(errno));
         if (f != stdout) unlink(path);
         rc = 1;
-    } else if (json) {
-        fprintf(stderr,
-                "scaleprof export: %s: %d rank%s, %llu trace events, %llu timeline entries, %llu "
-                "arrows%s; "
-                "open it in ui.perfetto.dev or chrome://tracing\n",
-                path, st.ranks, st.ranks == 1 ? "" : "s", (unsigned long long)st.events,
-                (unsigned long long)st.slices, (unsigned long long)st.flows,
-                st.whatif_ok ? ", with the what-if replay" : "");
-        rc = 0;
     } else {
         if (st.dropped)
             fprintf(stderr, "scaleprof export: warning: %llu events too large to encode were left out\n",
@@ -323,10 +314,10 @@ int cmd_export(int argc, char **argv)
                     st.detailed, st.detailed == 1 ? "" : "s");
         fprintf(stderr,
                 "scaleprof export: %s: %d rank%s, %llu trace events, %llu timeline entries, %llu "
-                "arrows%s; open it in ui.perfetto.dev\n",
+                "arrows%s; open it in ui.perfetto.dev%s\n",
                 path, st.ranks, st.ranks == 1 ? "" : "s", (unsigned long long)st.events,
                 (unsigned long long)st.slices, (unsigned long long)st.flows,
-                st.whatif_ok ? ", with the what-if replay" : "");
+                st.whatif_ok ? ", with the what-if replay" : "", json ? " or chrome://tracing" : "");
         rc = 0;
     }
     sp_model_free(&m);

@@ -165,7 +165,7 @@ int cmd_html(int argc, char **argv)
     const char *path = NULL;
     double price = 0;
     struct sp_cmp_batch batch = {0, 0};
-    int c, a, b, top_kernels = 0;
+    int c, top_kernels = 0;
     char kernels_arg[64];
     argc = sp_opt_join_number(argc, argv, "--kernels", kernels_arg, sizeof kernels_arg);
     optind = 1;
@@ -176,10 +176,8 @@ int cmd_html(int argc, char **argv)
             path = optarg;
             break;
         case 's':
-            if (sp_opt_range(VERB, "--steps", optarg, 0, INT32_MAX - 1, &a, &b) < 0)
+            if (sp_opt_steps(VERB, optarg, &o.step_first, &o.step_last) < 0)
                 return SP_EXIT_USAGE;
-            o.step_first = a;
-            o.step_last = b + 1; /* the model's end is exclusive */
             break;
         case 'k':
             if (sp_opt_int(VERB, "--skip", optarg, 0, MAX_SKIP, &o.skip) < 0) return SP_EXIT_USAGE;

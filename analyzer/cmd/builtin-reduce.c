@@ -116,6 +116,19 @@ static void job_token(char *out, size_t len, int parts, const char *dir)
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* Appends p to (*v)[*n]; out of memory, frees p and returns -1. */
+static int push_path(char ***v, int *n, char *p)
+{
+    char **q = realloc(*v, ((size_t)*n + 1) * sizeof *q);
+    if (!q) {
+        free(p);
+        return -1;
+    }
+    *v = q;
+    (*v)[(*n)++] = p;
+    return 0;
+}
+
 /* The trace paths this part reads: the host subdirectories of dir it
  * owns, in name order, and (part 0) the traces directly in dir. */
 static int own_paths(const char *dir, int part, int parts, int own_all, char ***out, int *nhostdirs)
@@ -146,21 +159,11 @@ static int own_paths(const char *dir, int part, int parts, int own_all, char ***
         if (asprintf(&p, "%s/%s", dir, e->d_name) < 0)
             break;
         if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
-            char **q = realloc(subs, ((size_t)nsubs + 1) * sizeof *q);
-            if (!q) {
-                free(p);
+            if (push_path(&subs, &nsubs, p) < 0)
                 break;
-            }
-            subs = q;
-            subs[nsubs++] = p;
         } else if (part == 0 && S_ISREG(st.st_mode) && strlen(p) > 6 && !strcmp(p + strlen(p) - 6, ".sprof")) {
-            char **q = realloc(paths, ((size_t)n + 1) * sizeof *q);
-            if (!q) {
-                free(p);
+            if (push_path(&paths, &n, p) < 0)
                 break;
-            }
-            paths = q;
-            paths[n++] = p;
         } else {
             free(p);
         }
@@ -342,7 +345,7 @@ int cmd_reduce(int argc, char **argv)
     struct sp_model_opts o;
     sp_model_opts_default(&o);
     const char *out = NULL;
-    int part = 0, parts = 1, part_given = 0, parts_given = 0, own_all = 0, wait_s = DEFAULT_WAIT_S, a, b;
+    int part = 0, parts = 1, part_given = 0, parts_given = 0, own_all = 0, wait_s = DEFAULT_WAIT_S;
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'},
         {"part", required_argument, 0, 'p'},
@@ -379,10 +382,8 @@ int cmd_reduce(int argc, char **argv)
                 return SP_EXIT_USAGE;
             break;
         case 's':
-            if (sp_opt_range(VERB, "--steps", optarg, 0, INT32_MAX - 1, &a, &b) < 0)
+            if (sp_opt_steps(VERB, optarg, &o.step_first, &o.step_last) < 0)
                 return SP_EXIT_USAGE;
-            o.step_first = a;
-            o.step_last = b + 1;
             break;
         case 'k':
             if (sp_opt_int(VERB, "--skip", optarg, 0, MAX_SKIP, &o.skip) < 0)

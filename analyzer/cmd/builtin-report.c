@@ -812,10 +812,7 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
     sp_json_int(&j, "schema_version", SP_REPORT_SCHEMA_VERSION);
     sp_json_str(&j, "version", SCALEPROF_VERSION);
     sp_json_str(&j, "dir", m->dir);
-    if (m->run[0])
-        sp_json_str(&j, "run", m->run);
-    else
-        sp_json_null(&j, "run");
+    sp_json_str_or_null(&j, "run", m->run[0] ? m->run : NULL);
     sp_json_str(&j, "source", m->source);
     sp_json_open(&j, "view", '{');
     if (view_rank >= 0)
@@ -1018,7 +1015,7 @@ int cmd_report(int argc, char **argv)
     int top_kernels = 0;
     char kernels_arg[64];
     argc = sp_opt_join_number(argc, argv, "--kernels", kernels_arg, sizeof kernels_arg);
-    int json = 0, per_step = 0, csv = 0, color = sp_color_on(stdout), c, a, b;
+    int json = 0, per_step = 0, csv = 0, color = sp_color_on(stdout), c;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -1031,10 +1028,8 @@ int cmd_report(int argc, char **argv)
                 return SP_EXIT_USAGE;
             break;
         case 's':
-            if (sp_opt_range(VERB, "--steps", optarg, 0, INT32_MAX - 1, &a, &b) < 0)
+            if (sp_opt_steps(VERB, optarg, &o.step_first, &o.step_last) < 0)
                 return SP_EXIT_USAGE;
-            o.step_first = a;
-            o.step_last = b + 1; /* the model's end is exclusive */
             break;
         case 'k':
             if (sp_opt_int(VERB, "--skip", optarg, 0, MAX_SKIP, &o.skip) < 0)

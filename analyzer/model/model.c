@@ -475,6 +475,18 @@ int sp_model_analyze(const char *dir, const struct sp_model_opts *o, struct sp_m
     return sp_model_run(m, SP_STAGE_FINDINGS);
 }
 
+void sp_file_rec_free(struct sp_file_rec *f)
+{
+    free(f->path);
+    free(f->diag);
+    free(f->calls);
+    free(f->marks);
+    free(f->tids);
+    free(f->kseq);
+    free(f->pauses);
+    free(f->devranks);
+}
+
 void sp_model_free(struct sp_model *m)
 {
     for (int i = 0; i < m->nranks; i++) {
@@ -495,17 +507,8 @@ void sp_model_free(struct sp_model *m)
         free(m->findings[i].ranks);
         free(m->findings[i].rank_gains);
     }
-    for (int i = 0; i < m->nfrecs; i++) {
-        struct sp_file_rec *f = &m->frecs[i];
-        free(f->path);
-        free(f->diag);
-        free(f->calls);
-        free(f->marks);
-        free(f->tids);
-        free(f->kseq);
-        free(f->pauses);
-        free(f->devranks);
-    }
+    for (int i = 0; i < m->nfrecs; i++)
+        sp_file_rec_free(&m->frecs[i]);
     for (int i = 0; i < m->nwarnings; i++) {
         if (m->warnings[i] != m->warn_base[i])
             free(m->warnings[i]);

@@ -88,6 +88,8 @@ void sp_model_findings(struct sp_model *m);
  * writer maps its file; nothing else does). */
 int sp_model_file_open(const struct sp_file_rec *f);
 int64_t sp_model_global(const struct sp_model *m, const struct sp_rank *r, int64_t t);
+/* Frees what a file record owns (not the record itself). */
+void sp_file_rec_free(struct sp_file_rec *f);
 /* Whether [s, e) on rank r's clock meets a pause of any rank's recording
  * (the control file's stop ... start). */
 int sp_model_in_pause(const struct sp_model *m, const struct sp_rank *r, int64_t s, int64_t e);

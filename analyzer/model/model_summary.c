@@ -346,18 +346,6 @@ static void free_res(struct rank_res *x)
     free(x->call_node);
 }
 
-static void free_frec_arrays(struct sp_file_rec *f)
-{
-    free(f->path);
-    free(f->diag);
-    free(f->calls);
-    free(f->marks);
-    free(f->tids);
-    free(f->kseq);
-    free(f->pauses);
-    free(f->devranks);
-}
-
 static int read_frec(struct rd *r, struct sp_file_rec *f)
 {
     int ok = 1;
@@ -566,7 +554,7 @@ static int read_plain(struct sp_model *m, const char *name, const unsigned char 
                     return -1;
                 struct sp_file_rec *f = &m->frecs[m->nfrecs];
                 if (read_frec(&r, f) < 0) {
-                    free_frec_arrays(f);
+                    sp_file_rec_free(f);
                     r.bad = 1;
                     break;
                 }
@@ -707,7 +695,7 @@ void sp_summary_sort_frecs(struct sp_model *m, uint8_t *own)
     int k = 0, dups = 0;
     for (int i = 0; i < n; i++) {
         if (k && !strcmp(out[k - 1].path, ix[i]->path)) {
-            free_frec_arrays(ix[i]);
+            sp_file_rec_free(ix[i]);
             dups++;
             continue;
         }

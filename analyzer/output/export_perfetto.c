@@ -179,15 +179,6 @@ enum { A_NONE,
        ANNOTATIONS(AS_ENUM) A_N };
 static const char *const annotation_names[] = {"", ANNOTATIONS(AS_NAME)};
 
-enum track_kind { TRK_STEPS,
-                  TRK_COMM,
-                  TRK_STREAM,
-                  TRK_THREAD,
-                  TRK_IO,
-                  TRK_CPU,
-                  TRK_KINDS };
-static const int kind_sort[TRK_KINDS] = {0, 100, 1000, 10000, 20000, 30000};
-#define HELPER_SORT 100000
 
 struct track {
     uint8_t kind;
@@ -226,9 +217,7 @@ struct writer {
     int64_t w0, w1;
     struct track *tracks;
     int ntracks, cap;
-    int fi, fsort;
-    int64_t cpu_t;
-    uint64_t cpu_ns;
+    struct sp_export_file f;
     struct sp_export_colls c;
     int64_t **wa, **we;
     int oom;
@@ -525,42 +514,46 @@ static void slice_end(struct writer *w, uint64_t track, int64_t global, int64_t 
     ev_close(w, ev_open(w, TYPE_SLICE_END, track, global + (dur > 0 ? dur : 0), NULL, 0));
 }
 
-static void a_uint(struct writer *w, int name, uint64_t v)
+/* An annotation of the TrackEvent being built: a_open, its value, then
+ * msg_close. */
+static size_t a_open(struct writer *w, int name)
 {
     size_t at = msg_open(&w->pk, F_TE_ANNOTATIONS);
     f_uint(&w->pk, F_DA_NAME_IID, (uint64_t)name);
+    return at;
+}
+
+static void a_uint(struct writer *w, int name, uint64_t v)
+{
+    size_t at = a_open(w, name);
     f_uint(&w->pk, F_DA_UINT, v);
     msg_close(&w->pk, at);
 }
 
 static void a_int(struct writer *w, int name, int64_t v)
 {
-    size_t at = msg_open(&w->pk, F_TE_ANNOTATIONS);
-    f_uint(&w->pk, F_DA_NAME_IID, (uint64_t)name);
+    size_t at = a_open(w, name);
     f_int(&w->pk, F_DA_INT, v);
     msg_close(&w->pk, at);
 }
 
 static void a_double(struct writer *w, int name, double v)
 {
-    size_t at = msg_open(&w->pk, F_TE_ANNOTATIONS);
-    f_uint(&w->pk, F_DA_NAME_IID, (uint64_t)name);
+    size_t at = a_open(w, name);
     f_double(&w->pk, F_DA_DOUBLE, v);
     msg_close(&w->pk, at);
 }
 
 static void a_bool(struct writer *w, int name, int v)
 {
-    size_t at = msg_open(&w->pk, F_TE_ANNOTATIONS);
-    f_uint(&w->pk, F_DA_NAME_IID, (uint64_t)name);
+    size_t at = a_open(w, name);
     f_uint(&w->pk, F_DA_BOOL, v != 0);
     msg_close(&w->pk, at);
 }
 
 static void a_str(struct writer *w, int name, const char *v)
 {
-    size_t at = msg_open(&w->pk, F_TE_ANNOTATIONS);
-    f_uint(&w->pk, F_DA_NAME_IID, (uint64_t)name);
+    size_t at = a_open(w, name);
     f_str(&w->pk, F_DA_STRING, v);
     msg_close(&w->pk, at);
 }
@@ -616,47 +609,19 @@ static uint64_t track(struct writer *w, int kind, int32_t file, uint64_t id, con
     return uuid;
 }
 
-static void file_prefix(const struct writer *w, char *out, size_t len)
+/* The track of file w->f.fi that sp_export_file_track names. */
+static uint64_t file_track(struct writer *w, int kind, int64_t device, uint64_t id)
 {
-    const struct sp_file_rec *f = &w->m->frecs[w->fi];
-    if (f->helper)
-        snprintf(out, len, "loader pid %d: ", (int)f->pid);
-    else
-        out[0] = 0;
-}
-
-static uint64_t thread_track(struct writer *w, uint32_t tid)
-{
-    char name[300], pre[64];
-    file_prefix(w, pre, sizeof pre);
-    snprintf(name, sizeof name, "%sthread %u", pre, tid);
-    return track(w, TRK_THREAD, w->fi, tid, name,
-                 w->fsort + kind_sort[TRK_THREAD] + (int)(tid % 1000));
-}
-
-static uint64_t io_track(struct writer *w, uint32_t tid)
-{
-    char name[300], pre[64];
-    file_prefix(w, pre, sizeof pre);
-    snprintf(name, sizeof name, "%sfile I/O and waits, thread %u", pre, tid);
-    return track(w, TRK_IO, w->fi, tid, name, w->fsort + kind_sort[TRK_IO] + (int)(tid % 1000));
-}
-
-static uint64_t stream_track(struct writer *w, int64_t device, uint64_t stream)
-{
-    char name[300], pre[64];
-    file_prefix(w, pre, sizeof pre);
-    snprintf(name, sizeof name, "%sGPU %" PRId64 " stream %" PRIu64, pre, device, stream);
-    uint64_t id = ((uint64_t)(device & 0xffff) << 48) ^ stream;
-    return track(w, TRK_STREAM, w->fi, id, name,
-                 w->fsort + kind_sort[TRK_STREAM] + (int)(stream % 1000));
+    struct sp_export_track t;
+    sp_export_file_track(w->m, w->f.fi, w->f.fsort, kind, device, id, &t);
+    return track(w, t.kind, t.file, t.id, t.name, t.sort);
 }
 
 static uint64_t comm_track(struct writer *w, uint64_t comm)
 {
     char name[64];
     snprintf(name, sizeof name, "NCCL comm %016" PRIx64, comm);
-    return track(w, TRK_COMM, -1, comm, name, kind_sort[TRK_COMM] + w->ntracks);
+    return track(w, TRK_COMM, -1, comm, name, sp_export_kind_sort[TRK_COMM] + w->ntracks);
 }
 
 /* ---- the window ---- */
@@ -668,24 +633,7 @@ static int64_t global_of(const struct writer *w, int64_t t)
 
 static int in_window(const struct writer *w, int64_t t, int64_t dur)
 {
-    return t < w->w1 && (t >= w->w0 || t + (dur > 0 ? dur : 0) > w->w0);
-}
-
-static void set_window(struct writer *w)
-{
-    const struct sp_rank *r = &w->m->ranks[w->ri];
-    int k0, k1;
-    w->w0 = INT64_MIN;
-    w->w1 = INT64_MAX;
-    if (w->o->step_first < 0 || !r->nsteps) return;
-    sp_export_step_range(w->m, r, w->o, &k0, &k1);
-    if (k0 > k1) {
-        w->w0 = INT64_MAX;
-        w->w1 = INT64_MIN;
-        return;
-    }
-    w->w0 = r->steps[k0].start;
-    w->w1 = r->steps[k1].end;
+    return sp_export_in_window(w->w0, w->w1, t, dur);
 }
 
 /* ---- events of the traces ---- */
@@ -709,7 +657,7 @@ static int on_gpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
         name = k; /* a kernel: its name as recorded, no copy */
     else
         sp_export_gpu_name(r, g, buf, sizeof buf);
-    uint64_t tr = stream_track(w, (int64_t)g->device, g->stream);
+    uint64_t tr = file_track(w, TRK_STREAM, (int64_t)g->device, g->stream);
     /* the category is the kind's name, as in the JSON; "gpu" for one unknown */
     const char *kind = sp_export_enum(SP_EV_GPU, "kind", g->kind, "gpu");
     int cat = C_GPU;
@@ -723,22 +671,44 @@ static int on_gpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
     return 0;
 }
 
+/* A host call's slice: slice_open writes its begin (annotations follow),
+ * slice_close its end. */
+struct slice {
+    uint64_t tr;
+    int64_t t, dur;
+    size_t at;
+};
+
+/* 0 (nothing written) when the call is outside the window. */
+static int slice_open(struct writer *w, const struct sp_event *ev, int cat, struct slice *x)
+{
+    struct sp_export_slice s;
+    if (!sp_export_host_slice(ev, w->w0, w->w1, &s)) return 0;
+    x->tr = file_track(w, s.kind, 0, ev->tid);
+    x->t = s.t;
+    x->dur = s.dur;
+    x->at = trace_slice(w, x->tr, s.t, s.name, cat);
+    return 1;
+}
+
+static void slice_close(struct writer *w, const struct slice *x)
+{
+    ev_close(w, x->at);
+    slice_end(w, x->tr, global_of(w, x->t), x->dur);
+}
+
 static int on_cuda(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
 {
     struct writer *w = ctx;
     const struct sp_ev_cuda *c = &ev->cuda;
-    if (!in_window(w, (int64_t)ev->t, (int64_t)c->dur)) return 0;
-    char name[128];
-    snprintf(name, sizeof name, "cuda %s", sp_export_enum(SP_EV_CUDA, "api", c->api, "call"));
-    uint64_t tr = thread_track(w, ev->tid);
-    size_t at = trace_slice(w, tr, (int64_t)ev->t, name, C_CUDA);
+    struct slice x;
+    if (!slice_open(w, ev, C_CUDA, &x)) return 0;
     a_uint(w, A_STREAM, c->stream);
     a_uint(w, A_CORRELATION, c->correlation);
     const char *k = sp_reader_string(r, c->name), *stack = sp_reader_string(r, c->stack);
     if (k[0]) a_str(w, A_KERNEL, k);
     if (stack[0]) a_str(w, A_STACK, stack);
-    ev_close(w, at);
-    slice_end(w, tr, global_of(w, (int64_t)ev->t), (int64_t)c->dur);
+    slice_close(w, &x);
     return 0;
 }
 
@@ -747,17 +717,14 @@ static int on_nccl(void *ctx, const struct sp_reader *r, const struct sp_event *
     (void)r;
     struct writer *w = ctx;
     const struct sp_ev_nccl *n = &ev->nccl;
-    if (!in_window(w, (int64_t)ev->t, (int64_t)n->dur)) return 0;
-    char name[128], comm[20];
-    snprintf(name, sizeof name, "nccl %s", sp_export_enum(SP_EV_NCCL, "op", n->op, "call"));
+    struct slice x;
+    if (!slice_open(w, ev, C_NCCL_CALL, &x)) return 0;
+    char comm[20];
     snprintf(comm, sizeof comm, "%016" PRIx64, n->comm);
-    uint64_t tr = thread_track(w, ev->tid);
-    size_t at = trace_slice(w, tr, (int64_t)ev->t, name, C_NCCL_CALL);
     a_str(w, A_COMM, comm);
     a_uint(w, A_SEQ, n->seq);
     a_uint(w, A_BYTES, n->bytes);
-    ev_close(w, at);
-    slice_end(w, tr, global_of(w, (int64_t)ev->t), (int64_t)n->dur);
+    slice_close(w, &x);
     return 0;
 }
 
@@ -765,11 +732,8 @@ static int on_io(void *ctx, const struct sp_reader *r, const struct sp_event *ev
 {
     struct writer *w = ctx;
     const struct sp_ev_io *io = &ev->io;
-    if (!in_window(w, (int64_t)ev->t, (int64_t)io->dur)) return 0;
-    char name[128];
-    sp_export_io_name(io, name, sizeof name);
-    uint64_t tr = io_track(w, ev->tid);
-    size_t at = trace_slice(w, tr, (int64_t)ev->t, name, C_IO);
+    struct slice x;
+    if (!slice_open(w, ev, C_IO, &x)) return 0;
     a_str(w, A_OP, sp_export_enum(SP_EV_IO, "op", io->op, "io"));
     a_int(w, A_FD, (int64_t)io->fd);
     a_int(w, A_RET, (int64_t)io->ret);
@@ -777,8 +741,7 @@ static int on_io(void *ctx, const struct sp_reader *r, const struct sp_event *ev
     a_str(w, A_FD_KIND, sp_export_enum(SP_EV_IO, "fd_kind", io->fd_kind, "unknown"));
     const char *path = sp_reader_string(r, io->path);
     if (path[0]) a_str(w, A_PATH, path);
-    ev_close(w, at);
-    slice_end(w, tr, global_of(w, (int64_t)ev->t), (int64_t)io->dur);
+    slice_close(w, &x);
     return 0;
 }
 
@@ -786,17 +749,13 @@ static int on_wait(void *ctx, const struct sp_reader *r, const struct sp_event *
 {
     (void)r;
     struct writer *w = ctx;
-    const struct sp_ev_wait *x = &ev->wait;
-    if (!in_window(w, (int64_t)ev->t, (int64_t)x->dur)) return 0;
-    char name[128];
-    snprintf(name, sizeof name, "wait %s", sp_export_enum(SP_EV_WAIT, "op", x->op, "wait"));
-    uint64_t tr = io_track(w, ev->tid);
-    size_t at = trace_slice(w, tr, (int64_t)ev->t, name, C_WAITS);
-    a_uint(w, A_NFDS, x->nfds);
-    a_int(w, A_RET, (int64_t)x->ret);
-    a_str(w, A_FD_KIND, sp_export_enum(SP_EV_WAIT, "fd_kind", x->fd_kind, "unknown"));
-    ev_close(w, at);
-    slice_end(w, tr, global_of(w, (int64_t)ev->t), (int64_t)x->dur);
+    const struct sp_ev_wait *wt = &ev->wait;
+    struct slice x;
+    if (!slice_open(w, ev, C_WAITS, &x)) return 0;
+    a_uint(w, A_NFDS, wt->nfds);
+    a_int(w, A_RET, (int64_t)wt->ret);
+    a_str(w, A_FD_KIND, sp_export_enum(SP_EV_WAIT, "fd_kind", wt->fd_kind, "unknown"));
+    slice_close(w, &x);
     return 0;
 }
 
@@ -806,7 +765,7 @@ static int on_marker(void *ctx, const struct sp_reader *r, const struct sp_event
     const struct sp_ev_marker *k = &ev->marker;
     int64_t dur = k->kind == SP_MARK_RANGE ? (int64_t)k->dur : 0;
     if (!in_window(w, (int64_t)ev->t, dur)) return 0;
-    uint64_t tr = thread_track(w, ev->tid);
+    uint64_t tr = file_track(w, TRK_THREAD, 0, ev->tid);
     const char *name = sp_reader_string(r, k->name);
     int64_t g = global_of(w, (int64_t)ev->t);
     w->st.events++;
@@ -831,21 +790,15 @@ static int on_cpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
 {
     (void)r;
     struct writer *w = ctx;
-    uint64_t ns = ev->cpu.user_ns + ev->cpu.sys_ns;
-    int64_t t = (int64_t)ev->t;
-    if (w->cpu_t && t > w->cpu_t && ns >= w->cpu_ns && in_window(w, t, 0)) {
-        const struct sp_file_rec *f = &w->m->frecs[w->fi];
-        char name[64];
-        snprintf(name, sizeof name, f->helper ? "loader pid %d CPU (cores)" : "pid %d CPU (cores)",
-                 (int)f->pid);
-        uint64_t tr = track(w, TRK_CPU, w->fi, 0, name, w->fsort + kind_sort[TRK_CPU]);
-        size_t at = ev_open(w, TYPE_COUNTER, tr, global_of(w, t), NULL, 0);
-        f_double(&w->pk, F_TE_DOUBLE_COUNTER, (double)(ns - w->cpu_ns) / (double)(t - w->cpu_t));
-        ev_close(w, at);
-        w->st.events++;
-    }
-    w->cpu_t = t;
-    w->cpu_ns = ns;
+    char name[64];
+    double cores;
+    if (!sp_export_cpu_cores(w->m, &w->f, w->w0, w->w1, ev, &cores, name, sizeof name))
+        return 0;
+    uint64_t tr = track(w, TRK_CPU, w->f.fi, 0, name, w->f.fsort + sp_export_kind_sort[TRK_CPU]);
+    size_t at = ev_open(w, TYPE_COUNTER, tr, global_of(w, (int64_t)ev->t), NULL, 0);
+    f_double(&w->pk, F_TE_DOUBLE_COUNTER, cores);
+    ev_close(w, at);
+    w->st.events++;
     return 0;
 }
 
@@ -856,7 +809,7 @@ static int on_proc(void *ctx, const struct sp_reader *r, const struct sp_event *
     char name[1200];
     sp_export_proc_name(r, ev, name, sizeof name);
     w->st.events++;
-    ev_close(w, ev_open(w, TYPE_INSTANT, thread_track(w, ev->tid), global_of(w, (int64_t)ev->t),
+    ev_close(w, ev_open(w, TYPE_INSTANT, file_track(w, TRK_THREAD, 0, ev->tid), global_of(w, (int64_t)ev->t),
                         name, C_PROCESS));
     return 0;
 }
@@ -866,39 +819,17 @@ static int on_proc(void *ctx, const struct sp_reader *r, const struct sp_event *
 static int on_thread(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
 {
     struct writer *w = ctx;
-    char name[300], pre[64];
-    uint64_t tr = thread_track(w, ev->tid);
-    file_prefix(w, pre, sizeof pre);
-    snprintf(name, sizeof name, "%s%s (thread %u)", pre, sp_reader_string(r, ev->thread.name),
-             ev->tid);
-    track_descriptor(w, tr, w->proc_uuid, name, 0,
-                     w->fsort + kind_sort[TRK_THREAD] + (int)(ev->tid % 1000), 0);
+    struct sp_export_track t;
+    sp_export_file_track(w->m, w->f.fi, w->f.fsort, TRK_THREAD, 0, ev->tid, &t);
+    uint64_t tr = track(w, t.kind, t.file, t.id, t.name, t.sort);
+    sp_export_thread_name(w->m, w->f.fi, r, ev, t.name, sizeof t.name);
+    track_descriptor(w, tr, w->proc_uuid, t.name, 0, t.sort, 0);
     return 0;
 }
 
-static const struct sp_pass perfetto_pass = {
-    .types = SP_TYPE_BIT(SP_EV_GPU) | SP_TYPE_BIT(SP_EV_CUDA) | SP_TYPE_BIT(SP_EV_NCCL) |
-             SP_TYPE_BIT(SP_EV_IO) | SP_TYPE_BIT(SP_EV_WAIT) | SP_TYPE_BIT(SP_EV_MARKER) |
-             SP_TYPE_BIT(SP_EV_CPU) | SP_TYPE_BIT(SP_EV_PROC) | SP_TYPE_BIT(SP_EV_THREAD),
-    .tool = {.gpu = on_gpu,
-             .cuda = on_cuda,
-             .nccl = on_nccl,
-             .io = on_io,
-             .wait = on_wait,
-             .marker = on_marker,
-             .cpu = on_cpu,
-             .proc = on_proc,
-             .thread = on_thread},
-};
+static const struct sp_pass perfetto_pass = SP_EXPORT_PASS;
 
 /* ---- what the model knows: steps, findings, collectives ---- */
-
-static int finding_has_rank(const struct sp_finding *f, int rank)
-{
-    for (int i = 0; i < f->nranks; i++)
-        if (f->ranks[i] == rank) return 1;
-    return 0;
-}
 
 /* The categories of step k as child slices of its bar, end to end. */
 static void write_breakdown(struct writer *w, uint64_t tr, int k)
@@ -943,7 +874,7 @@ static void write_steps(struct writer *w)
         findings[0] = 0;
         for (int i = 0; i < m->nfindings && !w->o->host_only; i++) {
             const struct sp_finding *f = &m->findings[i];
-            if (num < f->step_first || num > f->step_last || !finding_has_rank(f, r->rank))
+            if (num < f->step_first || num > f->step_last || !sp_export_finding_has_rank(f, r->rank))
                 continue;
             int n = snprintf(findings + used, sizeof findings - used, "%s%s", used ? "," : "",
                              sp_cause_info(f->cause)->name);
@@ -957,8 +888,8 @@ static void write_steps(struct writer *w)
     }
     for (int i = 0; i < m->nfindings && !w->o->host_only; i++) {
         const struct sp_finding *f = &m->findings[i];
-        int k = f->step_first - m->step_number0;
-        if (!finding_has_rank(f, r->rank) || k < k0 || k > k1 || k < 0 || k >= r->nsteps) continue;
+        int k = sp_export_finding_step(m, r, f, k0, k1);
+        if (k < 0) continue;
         const struct sp_cause_info *ci = sp_cause_info(f->cause);
         char name[128], steps[32];
         snprintf(name, sizeof name, "finding: %s (saves %.0f%%)", ci->name, 100 * f->gain);
@@ -1063,7 +994,7 @@ static void write_whatif(struct writer *w)
     w->ntracks = 0;
     track_descriptor(w, w->proc_uuid, 0, name, pid, 0, 0);
     uint64_t steps = w->proc_uuid + 1;
-    track_descriptor(w, steps, w->proc_uuid, "steps (replayed)", 0, kind_sort[TRK_STEPS], 0);
+    track_descriptor(w, steps, w->proc_uuid, "steps (replayed)", 0, sp_export_kind_sort[TRK_STEPS], 0);
     int64_t prev = INT64_MIN;
     for (size_t j = 0; j < r->nnodes; j++) {
         const struct sp_rnode *nd = &r->nodes[j];
@@ -1114,29 +1045,17 @@ static void write_rank(struct writer *w)
     w->pid = r->rank + 1;
     w->proc_uuid = proc_uuid(w->pid);
     w->ntracks = 0;
-    set_window(w);
+    sp_export_window(w->m, w->ri, w->o, &w->w0, &w->w1);
     char name[400];
     int pid0 = r->nfiles ? r->files[0]->pid : -1;
     snprintf(name, sizeof name, "rank %d (%s, pid %d)%s", r->rank, m->hosts[r->host], pid0,
              w->detail[w->ri] ? "" : " summary");
     track_descriptor(w, w->proc_uuid, 0, name, w->pid, 0, 0);
-    track_descriptor(w, w->proc_uuid + 1, w->proc_uuid, "steps", 0, kind_sort[TRK_STEPS], 0);
+    track_descriptor(w, w->proc_uuid + 1, w->proc_uuid, "steps", 0, sp_export_kind_sort[TRK_STEPS], 0);
     write_steps(w);
     if (w->detail[w->ri]) {
         write_collectives(w);
-        int helpers = 0;
-        for (int fi = 0; fi < m->nfrecs; fi++) {
-            const struct sp_file_rec *f = &m->frecs[fi];
-            if (!f->ok || f->rank != r->rank) continue;
-            w->fi = fi;
-            w->fsort = f->helper ? HELPER_SORT * (++helpers) : 0;
-            w->cpu_t = 0;
-            w->cpu_ns = 0;
-            int err = 0;
-            if (sp_trace_feed(f->path, &perfetto_pass, w, &err) < 0 && err)
-                sp_model_warn(m, "%s: could not be read again for the timeline (%s)", f->path,
-                              sp_strerror(err));
-        }
+        sp_export_feed(m, r, &perfetto_pass, w, &w->f);
         w->st.detailed++;
     }
     if (w->wa) write_whatif(w);

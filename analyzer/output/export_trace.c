@@ -43,15 +43,7 @@
 #define BYTES_PER_STEP 400.0
 #define NS_PER_MS 1e6
 
-enum track_kind { TRK_STEPS,
-                  TRK_COMM,
-                  TRK_STREAM,
-                  TRK_THREAD,
-                  TRK_IO,
-                  TRK_KINDS };
-/* Sort order of a track kind; a helper process's tracks follow the rank's. */
-static const int kind_sort[TRK_KINDS] = {0, 100, 1000, 10000, 20000};
-#define HELPER_SORT 100000
+const int sp_export_kind_sort[TRK_KINDS] = {0, 100, 1000, 10000, 20000, 30000};
 
 struct track {
     uint8_t kind;
@@ -72,10 +64,7 @@ struct writer {
     int64_t w0, w1; /* window, the rank's local ns */
     struct track *tracks;
     int ntracks, cap;
-    int fi;        /* file (index in m->frecs) being fed */
-    int fsort;     /* sort base of the file's tracks */
-    int64_t cpu_t; /* previous CPU sample of the file */
-    uint64_t cpu_ns;
+    struct sp_export_file f;  /* the file being fed */
     struct sp_export_colls c; /* collectives: participants of each instance */
     /* what-if: replayed arrival and end of every rank's nodes */
     int64_t **wa, **we;
@@ -164,40 +153,48 @@ static int track(struct writer *w, int kind, int32_t file, uint64_t id, const ch
 
 /* The prefix of a file's track names: "" for the rank's own process,
  * "loader pid P: " for a helper. */
-static void file_prefix(const struct writer *w, char *out, size_t len)
+static void file_prefix(const struct sp_model *m, int fi, char *out, size_t len)
 {
-    const struct sp_file_rec *f = &w->m->frecs[w->fi];
+    const struct sp_file_rec *f = &m->frecs[fi];
     if (f->helper)
         snprintf(out, len, "loader pid %d: ", (int)f->pid);
     else
         out[0] = 0;
 }
 
-static int thread_track(struct writer *w, uint32_t tid)
+void sp_export_file_track(const struct sp_model *m, int fi, int fsort, int kind, int64_t device,
+                          uint64_t id, struct sp_export_track *t)
 {
-    char name[300], pre[64];
-    file_prefix(w, pre, sizeof pre);
-    snprintf(name, sizeof name, "%sthread %u", pre, tid);
-    return track(w, TRK_THREAD, w->fi, tid, name,
-                 w->fsort + kind_sort[TRK_THREAD] + (int)(tid % 1000));
+    char pre[64];
+    file_prefix(m, fi, pre, sizeof pre);
+    t->kind = kind;
+    t->file = fi;
+    t->id = id;
+    t->sort = fsort + sp_export_kind_sort[kind] + (int)(id % 1000);
+    if (kind == TRK_STREAM) {
+        snprintf(t->name, sizeof t->name, "%sGPU %" PRId64 " stream %" PRIu64, pre, device, id);
+        t->id = ((uint64_t)(device & 0xffff) << 48) ^ id;
+    } else if (kind == TRK_IO) {
+        snprintf(t->name, sizeof t->name, "%sfile I/O and waits, thread %" PRIu64, pre, id);
+    } else {
+        snprintf(t->name, sizeof t->name, "%sthread %" PRIu64, pre, id);
+    }
 }
 
-static int io_track(struct writer *w, uint32_t tid)
+void sp_export_thread_name(const struct sp_model *m, int fi, const struct sp_reader *r,
+                           const struct sp_event *ev, char *out, size_t len)
 {
-    char name[300], pre[64];
-    file_prefix(w, pre, sizeof pre);
-    snprintf(name, sizeof name, "%sfile I/O and waits, thread %u", pre, tid);
-    return track(w, TRK_IO, w->fi, tid, name, w->fsort + kind_sort[TRK_IO] + (int)(tid % 1000));
+    char pre[64];
+    file_prefix(m, fi, pre, sizeof pre);
+    snprintf(out, len, "%s%s (thread %u)", pre, sp_reader_string(r, ev->thread.name), ev->tid);
 }
 
-static int stream_track(struct writer *w, int64_t device, uint64_t stream)
+/* The track of file w->f.fi that sp_export_file_track names. */
+static int file_track(struct writer *w, int kind, int64_t device, uint64_t id)
 {
-    char name[300], pre[64];
-    file_prefix(w, pre, sizeof pre);
-    snprintf(name, sizeof name, "%sGPU %" PRId64 " stream %" PRIu64, pre, device, stream);
-    uint64_t id = ((uint64_t)(device & 0xffff) << 48) ^ stream;
-    return track(w, TRK_STREAM, w->fi, id, name,
-                 w->fsort + kind_sort[TRK_STREAM] + (int)(stream % 1000));
+    struct sp_export_track t;
+    sp_export_file_track(w->m, w->f.fi, w->f.fsort, kind, device, id, &t);
+    return track(w, t.kind, t.file, t.id, t.name, t.sort);
 }
 
 static int comm_track(struct writer *w, uint64_t comm, int pid)
@@ -207,7 +204,7 @@ static int comm_track(struct writer *w, uint64_t comm, int pid)
     int save = w->pid;
     w->pid = pid;
     /* the what-if group's tracks are its own (file -2), named in its pid */
-    int t = track(w, TRK_COMM, pid == save ? -1 : -2, comm, name, kind_sort[TRK_COMM] + w->ntracks);
+    int t = track(w, TRK_COMM, pid == save ? -1 : -2, comm, name, sp_export_kind_sort[TRK_COMM] + w->ntracks);
     w->pid = save;
     return t;
 }
@@ -219,11 +216,9 @@ static int64_t local_to_global(const struct writer *w, int64_t t)
     return sp_model_global(w->m, &w->m->ranks[w->ri], t);
 }
 
-/* An event is in the window when it overlaps it; one that ends where the
- * window starts belongs to the step before. */
 static int in_window(const struct writer *w, int64_t t, int64_t dur)
 {
-    return t < w->w1 && (t >= w->w0 || t + (dur > 0 ? dur : 0) > w->w0);
+    return sp_export_in_window(w->w0, w->w1, t, dur);
 }
 
 void sp_export_step_range(const struct sp_model *m, const struct sp_rank *r,
@@ -238,21 +233,22 @@ void sp_export_step_range(const struct sp_model *m, const struct sp_rank *r,
     }
 }
 
-static void set_window(struct writer *w)
+void sp_export_window(const struct sp_model *m, int ri, const struct sp_export_opts *o, int64_t *w0,
+                      int64_t *w1)
 {
-    const struct sp_rank *r = &w->m->ranks[w->ri];
+    const struct sp_rank *r = &m->ranks[ri];
     int k0, k1;
-    w->w0 = INT64_MIN;
-    w->w1 = INT64_MAX;
-    if (w->o->step_first < 0 || !r->nsteps) return;
-    sp_export_step_range(w->m, r, w->o, &k0, &k1);
+    *w0 = INT64_MIN;
+    *w1 = INT64_MAX;
+    if (o->step_first < 0 || !r->nsteps) return;
+    sp_export_step_range(m, r, o, &k0, &k1);
     if (k0 > k1) {
-        w->w0 = INT64_MAX; /* none of this rank's steps is in the window */
-        w->w1 = INT64_MIN;
+        *w0 = INT64_MAX; /* none of this rank's steps is in the window */
+        *w1 = INT64_MIN;
         return;
     }
-    w->w0 = r->steps[k0].start;
-    w->w1 = r->steps[k1].end;
+    *w0 = r->steps[k0].start;
+    *w1 = r->steps[k1].end;
 }
 
 int sp_export_rank_wanted(const struct sp_model *m, const struct sp_export_opts *o, int ri)
@@ -286,7 +282,7 @@ static int on_gpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
     if (!in_window(w, (int64_t)ev->t, (int64_t)g->dur)) return 0;
     char name[1024];
     sp_export_gpu_name(r, g, name, sizeof name);
-    int tid = stream_track(w, (int64_t)g->device, g->stream);
+    int tid = file_track(w, TRK_STREAM, (int64_t)g->device, g->stream);
     ev_open(w, "X", w->pid, tid, local_to_global(w, (int64_t)ev->t));
     kv_dur(w->out, (int64_t)g->dur);
     kv_str(w->out, "name", name);
@@ -297,17 +293,23 @@ static int on_gpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
     return 0;
 }
 
+/* Opens the "X" event of a host call, its duration and name written;
+ * 0 (nothing written) when it is outside the window. */
+static int slice_open(struct writer *w, const struct sp_event *ev)
+{
+    struct sp_export_slice s;
+    if (!sp_export_host_slice(ev, w->w0, w->w1, &s)) return 0;
+    ev_open(w, "X", w->pid, file_track(w, s.kind, 0, ev->tid), local_to_global(w, s.t));
+    kv_dur(w->out, s.dur);
+    kv_str(w->out, "name", s.name);
+    return 1;
+}
+
 static int on_cuda(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
 {
     struct writer *w = ctx;
     const struct sp_ev_cuda *c = &ev->cuda;
-    if (!in_window(w, (int64_t)ev->t, (int64_t)c->dur)) return 0;
-    char name[128];
-    snprintf(name, sizeof name, "cuda %s", sp_export_enum(SP_EV_CUDA, "api", c->api, "call"));
-    int tid = thread_track(w, ev->tid);
-    ev_open(w, "X", w->pid, tid, local_to_global(w, (int64_t)ev->t));
-    kv_dur(w->out, (int64_t)c->dur);
-    kv_str(w->out, "name", name);
+    if (!slice_open(w, ev)) return 0;
     fprintf(w->out, ",\"cat\":\"cuda\",\"args\":{\"stream\":%" PRIu64 ",\"correlation\":%" PRIu64,
             c->stream, c->correlation);
     const char *k = sp_reader_string(r, c->name), *stack = sp_reader_string(r, c->stack);
@@ -323,12 +325,7 @@ static int on_nccl(void *ctx, const struct sp_reader *r, const struct sp_event *
     (void)r;
     struct writer *w = ctx;
     const struct sp_ev_nccl *n = &ev->nccl;
-    if (!in_window(w, (int64_t)ev->t, (int64_t)n->dur)) return 0;
-    char name[128];
-    snprintf(name, sizeof name, "nccl %s", sp_export_enum(SP_EV_NCCL, "op", n->op, "call"));
-    ev_open(w, "X", w->pid, thread_track(w, ev->tid), local_to_global(w, (int64_t)ev->t));
-    kv_dur(w->out, (int64_t)n->dur);
-    kv_str(w->out, "name", name);
+    if (!slice_open(w, ev)) return 0;
     fprintf(w->out,
             ",\"cat\":\"nccl_call\",\"args\":{\"comm\":\"%016" PRIx64 "\",\"seq\":%" PRIu64
             ",\"bytes\":%" PRIu64 "}}",
@@ -353,13 +350,8 @@ static int on_io(void *ctx, const struct sp_reader *r, const struct sp_event *ev
 {
     struct writer *w = ctx;
     const struct sp_ev_io *io = &ev->io;
-    if (!in_window(w, (int64_t)ev->t, (int64_t)io->dur)) return 0;
-    char name[128];
+    if (!slice_open(w, ev)) return 0;
     const char *op = sp_export_enum(SP_EV_IO, "op", io->op, "io");
-    sp_export_io_name(io, name, sizeof name);
-    ev_open(w, "X", w->pid, io_track(w, ev->tid), local_to_global(w, (int64_t)ev->t));
-    kv_dur(w->out, (int64_t)io->dur);
-    kv_str(w->out, "name", name);
     fputs(",\"cat\":\"io\",\"args\":{", w->out);
     fprintf(w->out, "\"op\":\"%s\",\"fd\":%" PRId64 ",\"ret\":%" PRId64 ",\"bytes\":%" PRIu64, op,
             (int64_t)io->fd, (int64_t)io->ret, io->bytes);
@@ -375,12 +367,7 @@ static int on_wait(void *ctx, const struct sp_reader *r, const struct sp_event *
     (void)r;
     struct writer *w = ctx;
     const struct sp_ev_wait *x = &ev->wait;
-    if (!in_window(w, (int64_t)ev->t, (int64_t)x->dur)) return 0;
-    char name[128];
-    snprintf(name, sizeof name, "wait %s", sp_export_enum(SP_EV_WAIT, "op", x->op, "wait"));
-    ev_open(w, "X", w->pid, io_track(w, ev->tid), local_to_global(w, (int64_t)ev->t));
-    kv_dur(w->out, (int64_t)x->dur);
-    kv_str(w->out, "name", name);
+    if (!slice_open(w, ev)) return 0;
     fprintf(w->out, ",\"cat\":\"wait\",\"args\":{\"nfds\":%" PRIu64 ",\"ret\":%" PRId64, x->nfds,
             (int64_t)x->ret);
     kv_str(w->out, "fd_kind", sp_export_enum(SP_EV_WAIT, "fd_kind", x->fd_kind, "unknown"));
@@ -398,7 +385,7 @@ static int on_marker(void *ctx, const struct sp_reader *r, const struct sp_event
     static const char *const ph[] = {
         [SP_MARK_PUSH] = "B", [SP_MARK_POP] = "E", [SP_MARK_INSTANT] = "i", [SP_MARK_RANGE] = "X"};
     const char *p = k->kind >= SP_MARK_PUSH && k->kind <= SP_MARK_RANGE ? ph[k->kind] : "i";
-    ev_open(w, p, w->pid, thread_track(w, ev->tid), local_to_global(w, (int64_t)ev->t));
+    ev_open(w, p, w->pid, file_track(w, TRK_THREAD, 0, ev->tid), local_to_global(w, (int64_t)ev->t));
     if (p[0] == 'X') kv_dur(w->out, dur);
     if (p[0] == 'i') fputs(",\"s\":\"t\"", w->out);
     kv_str(w->out, "name", sp_reader_string(r, k->name));
@@ -412,22 +399,80 @@ static int on_cpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
 {
     (void)r;
     struct writer *w = ctx;
+    char name[64];
+    double cores;
+    if (!sp_export_cpu_cores(w->m, &w->f, w->w0, w->w1, ev, &cores, name, sizeof name))
+        return 0;
+    ev_open(w, "C", w->pid, 0, local_to_global(w, (int64_t)ev->t));
+    kv_str(w->out, "name", name);
+    fprintf(w->out, ",\"args\":{\"cores\":%.3f}}", cores);
+    w->st.events++;
+    return 0;
+}
+
+void sp_export_feed(struct sp_model *m, const struct sp_rank *r, const struct sp_pass *pass,
+                    void *ctx, struct sp_export_file *cur)
+{
+    int helpers = 0;
+    for (int fi = 0; fi < m->nfrecs; fi++) {
+        const struct sp_file_rec *f = &m->frecs[fi];
+        if (!f->ok || f->rank != r->rank) continue;
+        cur->fi = fi;
+        cur->fsort = f->helper ? HELPER_SORT * (++helpers) : 0;
+        cur->cpu_t = 0;
+        cur->cpu_ns = 0;
+        int err = 0;
+        if (sp_trace_feed(f->path, pass, ctx, &err) < 0 && err)
+            sp_model_warn(m, "%s: could not be read again for the timeline (%s)", f->path,
+                          sp_strerror(err));
+    }
+}
+
+int sp_export_host_slice(const struct sp_event *ev, int64_t w0, int64_t w1,
+                         struct sp_export_slice *s)
+{
+    s->t = (int64_t)ev->t;
+    s->kind = TRK_THREAD;
+    switch (ev->type) {
+    case SP_EV_CUDA:
+        s->dur = (int64_t)ev->cuda.dur;
+        snprintf(s->name, sizeof s->name, "cuda %s",
+                 sp_export_enum(SP_EV_CUDA, "api", ev->cuda.api, "call"));
+        break;
+    case SP_EV_NCCL:
+        s->dur = (int64_t)ev->nccl.dur;
+        snprintf(s->name, sizeof s->name, "nccl %s",
+                 sp_export_enum(SP_EV_NCCL, "op", ev->nccl.op, "call"));
+        break;
+    case SP_EV_IO:
+        s->dur = (int64_t)ev->io.dur;
+        s->kind = TRK_IO;
+        sp_export_io_name(&ev->io, s->name, sizeof s->name);
+        break;
+    default: /* SP_EV_WAIT */
+        s->dur = (int64_t)ev->wait.dur;
+        s->kind = TRK_IO;
+        snprintf(s->name, sizeof s->name, "wait %s",
+                 sp_export_enum(SP_EV_WAIT, "op", ev->wait.op, "wait"));
+    }
+    return sp_export_in_window(w0, w1, s->t, s->dur);
+}
+
+int sp_export_cpu_cores(const struct sp_model *m, struct sp_export_file *f, int64_t w0, int64_t w1,
+                        const struct sp_event *ev, double *cores, char *name, size_t len)
+{
     uint64_t ns = ev->cpu.user_ns + ev->cpu.sys_ns;
     int64_t t = (int64_t)ev->t;
-    if (w->cpu_t && t > w->cpu_t && ns >= w->cpu_ns && in_window(w, t, 0)) {
-        const struct sp_file_rec *f = &w->m->frecs[w->fi];
-        char name[64];
-        snprintf(name, sizeof name, f->helper ? "loader pid %d CPU (cores)" : "pid %d CPU (cores)",
-                 (int)f->pid);
-        ev_open(w, "C", w->pid, 0, local_to_global(w, t));
-        kv_str(w->out, "name", name);
-        fprintf(w->out, ",\"args\":{\"cores\":%.3f}}",
-                (double)(ns - w->cpu_ns) / (double)(t - w->cpu_t));
-        w->st.events++;
+    int ok = f->cpu_t && t > f->cpu_t && ns >= f->cpu_ns && sp_export_in_window(w0, w1, t, 0);
+    if (ok) {
+        const struct sp_file_rec *rec = &m->frecs[f->fi];
+        snprintf(name, len, rec->helper ? "loader pid %d CPU (cores)" : "pid %d CPU (cores)",
+                 (int)rec->pid);
+        *cores = (double)(ns - f->cpu_ns) / (double)(t - f->cpu_t);
     }
-    w->cpu_t = t;
-    w->cpu_ns = ns;
-    return 0;
+    f->cpu_t = t;
+    f->cpu_ns = ns;
+    return ok;
 }
 
 void sp_export_proc_name(const struct sp_reader *r, const struct sp_event *ev, char *out,
@@ -448,7 +493,7 @@ static int on_proc(void *ctx, const struct sp_reader *r, const struct sp_event *
     if (!in_window(w, (int64_t)ev->t, 0)) return 0;
     char name[1200];
     sp_export_proc_name(r, ev, name, sizeof name);
-    ev_open(w, "i", w->pid, thread_track(w, ev->tid), local_to_global(w, (int64_t)ev->t));
+    ev_open(w, "i", w->pid, file_track(w, TRK_THREAD, 0, ev->tid), local_to_global(w, (int64_t)ev->t));
     fputs(",\"s\":\"t\"", w->out);
     kv_str(w->out, "name", name);
     fputs(",\"cat\":\"process\"}", w->out);
@@ -461,11 +506,9 @@ static int on_proc(void *ctx, const struct sp_reader *r, const struct sp_event *
 static int on_thread(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
 {
     struct writer *w = ctx;
-    char name[300], pre[64];
-    int tid = thread_track(w, ev->tid);
-    file_prefix(w, pre, sizeof pre);
-    snprintf(name, sizeof name, "%s%s (thread %u)", pre, sp_reader_string(r, ev->thread.name),
-             ev->tid);
+    char name[300];
+    int tid = file_track(w, TRK_THREAD, 0, ev->tid);
+    sp_export_thread_name(w->m, w->f.fi, r, ev, name, sizeof name);
     fputs(",\n", w->out);
     fprintf(w->out,
             "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":",
@@ -475,28 +518,24 @@ static int on_thread(void *ctx, const struct sp_reader *r, const struct sp_event
     return 0;
 }
 
-static const struct sp_pass export_pass = {
-    .types = SP_TYPE_BIT(SP_EV_GPU) | SP_TYPE_BIT(SP_EV_CUDA) | SP_TYPE_BIT(SP_EV_NCCL) |
-             SP_TYPE_BIT(SP_EV_IO) | SP_TYPE_BIT(SP_EV_WAIT) | SP_TYPE_BIT(SP_EV_MARKER) |
-             SP_TYPE_BIT(SP_EV_CPU) | SP_TYPE_BIT(SP_EV_PROC) | SP_TYPE_BIT(SP_EV_THREAD),
-    .tool = {.gpu = on_gpu,
-             .cuda = on_cuda,
-             .nccl = on_nccl,
-             .io = on_io,
-             .wait = on_wait,
-             .marker = on_marker,
-             .cpu = on_cpu,
-             .proc = on_proc,
-             .thread = on_thread},
-};
+static const struct sp_pass export_pass = SP_EXPORT_PASS;
 
 /* ---- what the model knows: steps, findings, collectives ---- */
 
-static int finding_has_rank(const struct sp_finding *f, int rank)
+int sp_export_finding_has_rank(const struct sp_finding *f, int rank)
 {
     for (int i = 0; i < f->nranks; i++)
         if (f->ranks[i] == rank) return 1;
     return 0;
+}
+
+int sp_export_finding_step(const struct sp_model *m, const struct sp_rank *r,
+                           const struct sp_finding *f, int k0, int k1)
+{
+    int k = f->step_first - m->step_number0;
+    if (!sp_export_finding_has_rank(f, r->rank) || k < k0 || k > k1 || k < 0 || k >= r->nsteps)
+        return -1;
+    return k;
 }
 
 static void write_steps(struct writer *w)
@@ -521,7 +560,7 @@ static void write_steps(struct writer *w)
         const char *sep = "";
         for (int i = 0; i < m->nfindings && !w->o->host_only; i++) {
             const struct sp_finding *f = &m->findings[i];
-            if (num < f->step_first || num > f->step_last || !finding_has_rank(f, r->rank))
+            if (num < f->step_first || num > f->step_last || !sp_export_finding_has_rank(f, r->rank))
                 continue;
             fprintf(w->out, "%s%s", *sep ? "," : ",\"findings\":\"", sp_cause_info(f->cause)->name);
             sep = ",";
@@ -532,8 +571,8 @@ static void write_steps(struct writer *w)
     /* findings: an instant at the first step each concerns, on each rank it names */
     for (int i = 0; i < m->nfindings && !w->o->host_only; i++) {
         const struct sp_finding *f = &m->findings[i];
-        int k = f->step_first - m->step_number0;
-        if (!finding_has_rank(f, r->rank) || k < k0 || k > k1 || k < 0 || k >= r->nsteps) continue;
+        int k = sp_export_finding_step(m, r, f, k0, k1);
+        if (k < 0) continue;
         const struct sp_cause_info *ci = sp_cause_info(f->cause);
         char name[128];
         snprintf(name, sizeof name, "finding: %s (saves %.0f%%)", ci->name, 100 * f->gain);
@@ -836,27 +875,15 @@ static void write_rank(struct writer *w)
     struct sp_rank *r = &m->ranks[w->ri];
     w->pid = r->rank + 1; /* pid 0 is taken as "no process" by some viewers */
     w->ntracks = 0;
-    set_window(w);
+    sp_export_window(w->m, w->ri, w->o, &w->w0, &w->w1);
     char name[400];
     int pid0 = r->nfiles ? r->files[0]->pid : -1;
     snprintf(name, sizeof name, "rank %d (%s, pid %d)", r->rank, m->hosts[r->host], pid0);
     meta(w, w->pid, 0, "process", name, 2 * w->ri);
-    meta(w, w->pid, TID_STEPS, "thread", "steps", kind_sort[TRK_STEPS]);
+    meta(w, w->pid, TID_STEPS, "thread", "steps", sp_export_kind_sort[TRK_STEPS]);
     write_steps(w);
     write_collectives(w);
-    int helpers = 0;
-    for (int fi = 0; fi < m->nfrecs; fi++) {
-        const struct sp_file_rec *f = &m->frecs[fi];
-        if (!f->ok || f->rank != r->rank) continue;
-        w->fi = fi;
-        w->fsort = f->helper ? HELPER_SORT * (++helpers) : 0;
-        w->cpu_t = 0;
-        w->cpu_ns = 0;
-        int err = 0;
-        if (sp_trace_feed(f->path, &export_pass, w, &err) < 0 && err)
-            sp_model_warn(m, "%s: could not be read again for the timeline (%s)", f->path,
-                          sp_strerror(err));
-    }
+    sp_export_feed(m, r, &export_pass, w, &w->f);
     if (w->wa) write_whatif(w);
     w->st.ranks++;
 }

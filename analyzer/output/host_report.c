@@ -123,10 +123,7 @@ void sp_host_json(const struct sp_model *m, const struct sp_host *h, int schema_
     sp_seen_no_gpu_text(m, why, sizeof why);
     sp_json_str(&j, "why", why);
     sp_json_str(&j, "dir", m->dir);
-    if (m->run[0])
-        sp_json_str(&j, "run", m->run);
-    else
-        sp_json_null(&j, "run");
+    sp_json_str_or_null(&j, "run", m->run[0] ? m->run : NULL);
     sp_json_str(&j, "source", m->source);
     sp_json_int(&j, "ranks", m->nranks);
     sp_json_open(&j, "hosts", '[');
@@ -139,10 +136,7 @@ void sp_host_json(const struct sp_model *m, const struct sp_host *h, int schema_
         sp_json_open(&j, NULL, '{');
         sp_json_int(&j, "rank", hr->rank);
         sp_json_int(&j, "loader_workers", hr->workers);
-        if (hr->iter_from)
-            sp_json_str(&j, "iterations_from", hr->iter_from);
-        else
-            sp_json_null(&j, "iterations_from");
+        sp_json_str_or_null(&j, "iterations_from", hr->iter_from);
         sp_json_int(&j, "iterations", hr->iterations);
         put_num_or_null(&j, "iteration_ms", hr->iter_ms, hr->iterations);
         if (hr->iter_median_ms > 0)

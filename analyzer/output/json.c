@@ -128,6 +128,14 @@ void sp_json_null(struct sp_json *j, const char *key)
     fputs("null", j->out);
 }
 
+void sp_json_str_or_null(struct sp_json *j, const char *key, const char *v)
+{
+    if (v)
+        sp_json_str(j, key, v);
+    else
+        sp_json_null(j, key);
+}
+
 void sp_json_comm(struct sp_json *j, const char *key, unsigned long long comm)
 {
     char hex[32];

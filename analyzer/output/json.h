@@ -25,6 +25,8 @@ void sp_json_num(struct sp_json *j, const char *key, double v);
 void sp_json_int(struct sp_json *j, const char *key, long long v);
 void sp_json_bool(struct sp_json *j, const char *key, int v);
 void sp_json_null(struct sp_json *j, const char *key);
+/* v as a string, null when v is NULL. */
+void sp_json_str_or_null(struct sp_json *j, const char *key, const char *v);
 /* A communicator id as its fixed-width hex string ("00c0ffee..."), as
  * every verb prints it. */
 void sp_json_comm(struct sp_json *j, const char *key, unsigned long long comm);

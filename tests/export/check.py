@@ -281,6 +281,38 @@ def story(d, *flags, sim=False):
         shutil.rmtree(tmp)
 
 
+def check_straggler_story(tl, rep, slow_rank):
+    """What a timeline of a straggler job shows, in either format: the slow
+    rank last at the collectives, one step slice per step of the report,
+    each finding an instant with its evidence on each rank it names."""
+    lasts = collections.Counter(e["args"]["last_rank"] for e in tl.ev if e.get("cat") == "nccl_transfer")
+    if lasts.most_common(1)[0][0] != slow_rank:
+        fail("the slow rank is not the last to arrive: %s" % lasts)
+    steps = tl.slices(tl.rank_pid(0), lambda t: t == "steps", cat="step")
+    if len(steps) != rep["steps"]["count"]:
+        fail("%d step slices, the report found %d steps" % (len(steps), rep["steps"]["count"]))
+    for f in rep["findings"]:
+        for r in f["ranks"]:
+            marks = [e for e in tl.slices(tl.rank_pid(r), cat="finding", ph="i") if e["args"]["cause"] == f["cause"]]
+            if len(marks) != 1 or marks[0]["args"]["evidence"] != f["evidence"]:
+                fail("rank %d: finding %s not annotated once with its evidence" % (r, f["cause"]))
+
+
+def main(cases):
+    """Runs the case named on the command line (case_NAME in cases)."""
+    fn = cases.get("case_" + sys.argv[1]) if len(sys.argv) > 1 else None
+    if not fn:
+        print("unknown case %s" % sys.argv[1:])
+        sys.exit(1)
+    print(fn.__doc__.strip())
+    try:
+        fn()
+    except Failure as e:
+        print("FAIL: %s" % e)
+        sys.exit(1)
+    print("ok")
+
+
 def case_counts_generated():
     """A 4-rank job on 2 hosts with loader helpers, a slow rank and step
     markers: every event of the traces is on its rank's track, every NCCL op
@@ -297,20 +329,7 @@ def case_counts_generated():
             name = tl.proc[tl.rank_pid(rank)]
             if "host" not in name or "pid" not in name:
                 fail("rank group name %r" % name)
-        # the slow rank arrives last at the collectives of analyzed steps
-        lasts = collections.Counter(e["args"]["last_rank"] for e in tl.ev if e.get("cat") == "nccl_transfer")
-        if lasts.most_common(1)[0][0] != 2:
-            fail("the slow rank is not the last to arrive: %s" % lasts)
-        # steps: one slice per step on each rank, the report's numbers
-        steps = tl.slices(tl.rank_pid(0), lambda t: t == "steps", cat="step")
-        if len(steps) != rep["steps"]["count"]:
-            fail("%d step slices, the report found %d steps" % (len(steps), rep["steps"]["count"]))
-        # findings: an instant on the steps track of each rank they name
-        for f in rep["findings"]:
-            for r in f["ranks"]:
-                marks = [e for e in tl.slices(tl.rank_pid(r), cat="finding", ph="i") if e["args"]["cause"] == f["cause"]]
-                if len(marks) != 1 or marks[0]["args"]["evidence"] != f["evidence"]:
-                    fail("rank %d: finding %s not annotated once with its evidence" % (r, f["cause"]))
+        check_straggler_story(tl, rep, slow_rank=2)
         # times: the common axis puts the ranks' collective ends together despite the clock error
         for i in {e["args"]["instance"] for e in tl.ev if e.get("cat") == "nccl_transfer"}:
             ends = [e["ts"] + e["dur"] for e in tl.ev if e.get("cat") == "nccl_transfer" and e["args"]["instance"] == i]
@@ -478,14 +497,4 @@ def case_bad_input():
 
 
 if __name__ == "__main__":
-    fn = globals().get("case_" + sys.argv[1]) if len(sys.argv) > 1 else None
-    if not fn:
-        print("unknown case %s" % sys.argv[1:])
-        sys.exit(1)
-    print(fn.__doc__.strip())
-    try:
-        fn()
-    except Failure as e:
-        print("FAIL: %s" % e)
-        sys.exit(1)
-    print("ok")
+    main(globals())

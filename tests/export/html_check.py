@@ -18,7 +18,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check import Failure, fail, gen, run, scaleprof, sim_run, DEMO_FLAGS  # noqa: E402
+from check import fail, gen, main, run, scaleprof, sim_run, DEMO_FLAGS  # noqa: E402
 
 CATS = ["compute", "memcpy", "collective_transfer", "collective_wait", "idle_input", "idle_host", "idle_other"]
 TOL_MS = 0.002
@@ -528,14 +528,4 @@ def case_browser():
 
 
 if __name__ == "__main__":
-    fn = globals().get("case_" + sys.argv[1]) if len(sys.argv) > 1 else None
-    if not fn:
-        print("unknown case %s" % sys.argv[1:])
-        sys.exit(1)
-    print(fn.__doc__.strip())
-    try:
-        fn()
-    except Failure as e:
-        print("FAIL: %s" % e)
-        sys.exit(1)
-    print("ok")
+    main(globals())

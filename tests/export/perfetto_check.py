@@ -279,17 +279,7 @@ def case_counts_generated():
         if not counts["gpu"] or not counts["nccl_ops"] or not linked:
             fail("nothing checked: %s, %d arrows" % (counts, linked))
         rep = json.loads(scaleprof("report", d, "--json").stdout)
-        steps = tl.slices(tl.rank_pid(0), lambda t: t == "steps", cat="step")
-        if len(steps) != rep["steps"]["count"]:
-            fail("%d step slices, the report found %d steps" % (len(steps), rep["steps"]["count"]))
-        for f in rep["findings"]:
-            for r in f["ranks"]:
-                marks = [e for e in tl.slices(tl.rank_pid(r), cat="finding", ph="i") if e["args"]["cause"] == f["cause"]]
-                if len(marks) != 1 or marks[0]["args"]["evidence"] != f["evidence"]:
-                    fail("rank %d: finding %s not annotated once with its evidence" % (r, f["cause"]))
-        lasts = collections.Counter(e["args"]["last_rank"] for e in tl.ev if e.get("cat") == "nccl_transfer")
-        if lasts.most_common(1)[0][0] != 2:
-            fail("the slow rank is not the last to arrive: %s" % lasts)
+        check.check_straggler_story(tl, rep, slow_rank=2)
         # the JSON of the same set: the same entries per rank and category
         js = check.Timeline(check.export(d, os.path.join(tmp, "t.json")))
         for rank in range(4):
@@ -431,14 +421,4 @@ def case_bad_input():
 
 
 if __name__ == "__main__":
-    name = sys.argv[1] if len(sys.argv) > 1 else ""
-    fn = globals().get("case_" + name)
-    if not fn:
-        print("usage: perfetto_check.py CASE (%s)" % ", ".join(k[5:] for k in globals() if k.startswith("case_")))
-        sys.exit(2)
-    try:
-        fn()
-    except Failure as e:
-        print("FAIL: %s" % e)
-        sys.exit(1)
-    print("ok")
+    check.main(globals())

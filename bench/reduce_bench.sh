@@ -17,7 +17,7 @@ steps=${4:-20}
 np=${5:-4}
 kernels=${6:-4}
 sp=$build/analyzer/scaleprof
-gen=${GEN_TRACE:-$build/tests/analyzer/gen_trace} # one built with a larger MAX_RANKS for more than 1024
+gen=${GEN_TRACE:-$build/tests/analyzer/gen_trace} # up to 16,384 ranks
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 rss() { sed -n 's/^peak \([0-9.]*\) s \([0-9]*\) KB$/\1 \2/p' "$1"; }

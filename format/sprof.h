@@ -548,6 +548,10 @@ struct sp_writer_opts {
                              * page, 256 KiB of the arena and 32 slots at first, and
                              * ahead of use from then on; what does not fit while a
                              * pass catches up is counted as dropped */
+    uint64_t grow_floor;    /* with grow: free space (what an unprivileged writer may
+                             * use) the file system keeps: a reservation that would
+                             * leave less is not made, as if the disk were full
+                             * (sp_writer_reserve_failed says 2); 0: no check */
 };
 
 /* Create `path` (O_EXCL, never following a symlink) and map it.  On
@@ -559,7 +563,8 @@ struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts
 int sp_writer_start_thread(struct sp_writer *w);
 /* One compression pass, then opts.on_pass (opts.wake's driver thread). */
 int sp_writer_pass(struct sp_writer *w);
-/* 1 once a growing reservation (opts.grow) failed: a full disk. */
+/* 0, or why a growing reservation (opts.grow) was not made: 1 a full
+ * disk, 2 it would have left less free than opts.grow_floor. */
 int sp_writer_reserve_failed(const struct sp_writer *w);
 /* Fill header numbers and TLVs before events are written or later. */
 struct sp_file_header *sp_writer_header(struct sp_writer *w);
@@ -592,7 +597,9 @@ int sp_writer_append_as(struct sp_writer *w, const struct sp_event *ev, uint32_t
 int sp_writer_set_end_clocks(struct sp_writer *w, uint64_t mono, uint64_t real);
 /* Compress every slot, stamp the close clocks (the machine's, or those of
  * sp_writer_set_end_clocks), unmap and close.  Returns
- * 0 or SP_E_IO (data left in slots is still readable). */
+ * 0, SP_E_IO (data left in slots is still readable), or SP_E_FULL (chunks
+ * left in slots rather than appended into opts.grow_floor: the trace is
+ * whole). */
 int sp_writer_close(struct sp_writer *w);
 /* In a forked child: forget the parent's writer without touching its file
  * (unmap only, no thread to join).  In the creating process it stops the

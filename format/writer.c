@@ -75,6 +75,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -126,7 +127,8 @@ struct sp_writer {
     int grow;
     uint32_t slots_reserved; /* slots [0, n) have their blocks */
     uint64_t strings_reserved; /* arena bytes [0, n) have theirs */
-    int reserve_failed;      /* atomic: a reservation failed (a full disk) */
+    int reserve_failed;      /* atomic: a reservation failed (1 a full disk, 2 the floor) */
+    uint64_t grow_floor;     /* opts.grow_floor */
     uint32_t reserve_gen;    /* atomic futex word: bumped when slots are added */
     uint32_t driver_tid;     /* atomic: the thread that runs sp_writer_pass */
     int fd;
@@ -383,6 +385,20 @@ static size_t chunk_summary(struct sp_writer *w, const struct sp_slot_header *s,
     return sp_summary_encode(&w->summary->s, out);
 }
 
+/* Whether LEN more bytes of the file would leave its file system less
+ * free than opts.grow_floor.  The free space is read again each time: the
+ * job's own writes may have used it since the trace was made.  Called
+ * before a growing reservation (rare: a doubling) and before a frame is
+ * appended (one per filled slot, 128 KiB of events). */
+static int into_floor(const struct sp_writer *w, uint64_t len)
+{
+    struct statfs fs;
+    if (!w->grow_floor || !len || syscall(SYS_fstatfs, w->fd, &fs) != 0 || !fs.f_blocks)
+        return 0;
+    uint64_t unit = fs.f_frsize ? (uint64_t)fs.f_frsize : (uint64_t)fs.f_bsize;
+    return (uint64_t)fs.f_bavail * unit < w->grow_floor + len;
+}
+
 /* Compresses slot `s` (already FLUSHING, owned by us) into one frame at the
  * end of the file.  0 on success or when empty, SP_E_IO otherwise. */
 static int write_frame(struct sp_writer *w, struct sp_slot_header *s)
@@ -428,6 +444,12 @@ static int write_frame(struct sp_writer *w, struct sp_slot_header *s)
     fh.crc = sp_crc32c(0, payload, csize);
     fh.hcrc = sp_crc32c(0, &fh, SP_FRAME_HCRC_BYTES);
     memcpy(w->cbuf, &fh, sizeof fh);
+    if (into_floor(w, sizeof fh + csize)) {
+        /* as a full disk: the slot stays in the mapping, whose blocks it has */
+        __atomic_store_n(&w->reserve_failed, 2, __ATOMIC_RELAXED);
+        errno = ENOSPC;
+        return SP_E_IO;
+    }
     if (raw_pwrite_all(w->fd, w->cbuf, sizeof fh + csize, w->frames_end) < 0)
         return SP_E_IO;
     w->frames_end += sizeof fh + csize;
@@ -618,6 +640,15 @@ static int reserve_range(int fd, uint64_t off, uint64_t len)
     return errno == EOPNOTSUPP || errno == ENOSYS ? 0 : -1;
 }
 
+/* A growing reservation of LEN more bytes, never into the floor: 0, or
+ * the reason it was not made (reserve_failed's values). */
+static int grow_range(struct sp_writer *w, uint64_t off, uint64_t len)
+{
+    if (into_floor(w, len))
+        return 2;
+    return reserve_range(w->fd, off, len) == 0 ? 0 : 1;
+}
+
 /* opts.grow: what is reserved at creation, and how far ahead of use each
  * pass keeps the reservation (the header page, then a little of the
  * arena and a few slots; doubling as they are used). */
@@ -643,20 +674,22 @@ static void grow_reservation(struct sp_writer *w)
         uint64_t want = round_up(have * 2 > used + SP_GROW_STRINGS ? have * 2 : used + SP_GROW_STRINGS, SP_PAGE);
         if (want > w->strings_size)
             want = w->strings_size;
-        if (reserve_range(w->fd, SP_HEADER_SIZE + have, want - have) == 0)
+        int why = grow_range(w, SP_HEADER_SIZE + have, want - have);
+        if (!why)
             __atomic_store_n(&w->strings_reserved, want, __ATOMIC_RELEASE);
         else
-            __atomic_store_n(&w->reserve_failed, 1, __ATOMIC_RELAXED);
+            __atomic_store_n(&w->reserve_failed, why, __ATOMIC_RELAXED);
     }
     uint32_t slots = w->slots_reserved, touched = slots_touched(w);
     if (touched + SP_GROW_SLOTS / 2 > slots && slots < w->slot_count) {
         uint32_t want = slots * 2 > touched + SP_GROW_SLOTS ? slots * 2 : touched + SP_GROW_SLOTS;
         if (want > w->slot_count)
             want = w->slot_count;
-        if (reserve_range(w->fd, slots_file_offset(w, slots), (uint64_t)(want - slots) * w->slot_size) == 0)
+        int why = grow_range(w, slots_file_offset(w, slots), (uint64_t)(want - slots) * w->slot_size);
+        if (!why)
             __atomic_store_n(&w->slots_reserved, want, __ATOMIC_RELEASE);
         else
-            __atomic_store_n(&w->reserve_failed, 1, __ATOMIC_RELAXED);
+            __atomic_store_n(&w->reserve_failed, why, __ATOMIC_RELAXED);
     }
     if (__atomic_load_n(&w->slots_reserved, __ATOMIC_RELAXED) != slots || w->reserve_failed) {
         __atomic_add_fetch(&w->reserve_gen, 1, __ATOMIC_SEQ_CST); /* waiters: look again */
@@ -757,6 +790,7 @@ struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts
     w->thread_stack = o.thread_stack;
     w->wake = o.wake;
     w->grow = o.grow && o.wake;
+    w->grow_floor = w->grow ? o.grow_floor : 0;
     w->cbuf_size = cbuf_size;
     w->cbuf = (void *)(base + cbuf_off);
     w->colbuf = (void *)(base + colbuf_off);
@@ -1274,6 +1308,8 @@ int sp_writer_close(struct sp_writer *w)
         tls_forget_slot(&tls);
     flush_logical_threads(w);
     int rc = compress_now(w, 1);
+    if (rc == SP_E_IO && __atomic_load_n(&w->reserve_failed, __ATOMIC_RELAXED) == 2)
+        rc = SP_E_FULL; /* chunks kept in the mapping, not appended into the floor: the trace is whole */
     stamp_end_clocks(w);
     __atomic_or_fetch(&w->hdr->flags, SP_FLAG_CLOSED, __ATOMIC_RELEASE);
     uint64_t size = rc == 0 && all_slots_free(w) ? compact(w) : 0;
@@ -1290,7 +1326,7 @@ int sp_writer_close(struct sp_writer *w)
 
 int sp_writer_reserve_failed(const struct sp_writer *w)
 {
-    return w && __atomic_load_n(&w->reserve_failed, __ATOMIC_RELAXED);
+    return w ? __atomic_load_n(&w->reserve_failed, __ATOMIC_RELAXED) : 0;
 }
 
 int sp_writer_fd(const struct sp_writer *w)

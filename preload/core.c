@@ -717,8 +717,8 @@ static void disk_lock(int hfd)
 
 /* Create the writer in the checked directory under the first free name;
  * `disk` is sp_limits_disk's answer (SP_DISK_LOW: a smaller trace). */
-static struct sp_writer *create_writer(int hfd, const char *host, int disk, char *shown, size_t shown_len,
-                                       int *err)
+static struct sp_writer *create_writer(int hfd, const char *host, int disk, uint64_t floor, char *shown,
+                                       size_t shown_len, int *err)
 {
     struct sp_writer_opts opts;
     memset(&opts, 0, sizeof opts);
@@ -727,6 +727,7 @@ static struct sp_writer *create_writer(int hfd, const char *host, int disk, char
     opts.on_pass = sp_clock_tick; /* the clock's calibration rides on each pass */
     opts.wake = sp_fd_wake;       /* compressed by the service thread: no thread of its own */
     opts.grow = 1;                /* blocks reserved as used, not 24 MiB at creation */
+    opts.grow_floor = floor;      /* and never into the room left to the job (limits.c) */
     if (sp_limits_as_tight()) {
         /* RLIMIT_AS below 4 GiB: 5 MiB of mapping, not 24 (limits.c) */
         opts.slot_count = SP_TIGHT_SLOTS;
@@ -1092,16 +1093,27 @@ __attribute__((constructor)) static void core_constructor(void)
  * on that thread only (the trace is created and closed there; a forked
  * child forgets its parent's). */
 
-int sp_core_service_pass(void)
+/* Said once a process: the trace found its file system full (WHY 1), or
+ * so nearly full that growing would take the room left to the job (2). */
+static void say_disk_full(int why)
 {
     static int said;
+    if (!why || said)
+        return;
+    said = 1;
+    if (why == 2)
+        sp_log("the trace's file system is nearly full (what is left is the job's): the trace grows no "
+               "further, and what does not fit in it is counted as dropped");
+    else
+        sp_log("the trace's file system is full: what does not fit in the trace is counted as dropped");
+}
+
+int sp_core_service_pass(void)
+{
     if (!g_driven)
         return 0;
     sp_writer_pass(g_driven);
-    if (!said && sp_writer_reserve_failed(g_driven)) {
-        said = 1;
-        sp_log("the trace's file system is full: what does not fit in the trace is counted as dropped");
-    }
+    say_disk_full(sp_writer_reserve_failed(g_driven));
     return 1;
 }
 
@@ -1129,7 +1141,8 @@ static void open_trace_here(void *arg)
     int err = 0;
     clock_init_once();
     disk_lock(hfd);
-    int disk = sp_limits_disk(hfd, why, sizeof why);
+    uint64_t floor;
+    int disk = sp_limits_disk(hfd, why, sizeof why, &floor);
     if (disk != SP_DISK_ROOMY && !disk_first_to_say(hfd)) {
         why[0] = 0;
         if (disk == SP_DISK_OFF)
@@ -1142,7 +1155,7 @@ static void open_trace_here(void *arg)
     }
     if (disk == SP_DISK_LOW && why[0])
         sp_log("%s", why);
-    sp_core_writer = create_writer(hfd, hname, disk, shown, sizeof shown, &err);
+    sp_core_writer = create_writer(hfd, hname, disk, floor, shown, sizeof shown, &err);
     int e = errno;
     raw_close(hfd);
     if (!sp_core_writer) {
@@ -1710,7 +1723,9 @@ static void close_trace_here(void *arg)
         g_driven = NULL;
     add_clock_cal(arg);
     int r = sp_writer_close(arg);
-    if (r < 0)
+    if (r == SP_E_FULL)
+        say_disk_full(2);
+    else if (r < 0)
         sp_log("closing the trace failed: %s", sp_strerror(r));
 }
 

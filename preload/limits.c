@@ -51,7 +51,12 @@
  *    the recorder (core.c holds a flock on the trace directory from this
  *    read to the new trace's reservation, so that processes starting
  *    together do not each reserve against the same free space).
- * Free space is what an unprivileged writer may use (f_bavail).
+ * Free space is what an unprivileged writer may use (f_bavail).  The
+ * floor goes to the writer too (opts.grow_floor): a trace that grows
+ * later (more threads, more names) reads the free space again before
+ * each reservation and does not grow into the floor, so that a disk the
+ * job fills after the trace was made still keeps the floor's room for
+ * the job.
  *
  * Everything here runs on the service thread, with raw system calls (the
  * thread holds the re-entry guard anyway) and no malloc.
@@ -365,9 +370,10 @@ int sp_limits_near(char *why, size_t size)
     return pids_near(why, size) || nproc_near(why, size);
 }
 
-int sp_limits_disk(int dfd, char *why, size_t size)
+int sp_limits_disk(int dfd, char *why, size_t size, uint64_t *floor_out)
 {
     struct statfs fs;
+    *floor_out = 0;
     if (syscall(SYS_fstatfs, dfd, &fs) != 0 || fs.f_blocks == 0)
         return SP_DISK_ROOMY; /* not known (or a file system that counts no blocks): as before */
     uint64_t unit = fs.f_frsize ? (uint64_t)fs.f_frsize : (uint64_t)fs.f_bsize;
@@ -379,6 +385,7 @@ int sp_limits_disk(int dfd, char *why, size_t size)
     share = total / 100 < SP_DISK_FLOOR_MAX ? total / 100 : SP_DISK_FLOOR_MAX;
     if (floor < share)
         floor = share;
+    *floor_out = floor;
     double mib = 1.0 / (1 << 20);
     if (avail < floor + SP_DISK_LOW_RES) {
         snprintf(why, size,

@@ -449,7 +449,7 @@ int sp_limits_as_tight(void);
  * smaller one reserves all its 8 slots and 128 KiB of names. */
 #define SP_DISK_FULL_RES (4096ull + (256ull << 10) + 32ull * (128ull << 10))
 #define SP_DISK_LOW_RES (4096ull + SP_DISK_LOW_STRINGS + SP_DISK_LOW_SLOTS * (128ull << 10))
-int sp_limits_disk(int dfd, char *why, size_t size);
+int sp_limits_disk(int dfd, char *why, size_t size, uint64_t *floor);
 void sp_fd_after_fork(void);
 
 /* io.c: fcntl(F_DUPFD...) in fd.c copied `from` to `to`. */

@@ -60,6 +60,14 @@
  *                       (it runs on its parent's thread-local storage, as
  *                       a raw clone does), and the parent each pread FILE
  *                       N times at once; prints the reads each did
+ *   growfill FILE DIR KEEP_KIB N READS WRITE_KIB
+ *                       reads FILE (the trace is made), fills DIR's file
+ *                       system until KEEP_KIB KiB are free, then N threads
+ *                       alive at once each read FILE once (a trace then
+ *                       wants more slots), then reads FILE READS times (a
+ *                       trace then appends compressed chunks), then writes
+ *                       WRITE_KIB KiB to DIR/out and fsyncs: prints
+ *                       "write_failed N"
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -73,6 +81,7 @@
 #include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <spawn.h>
 #include <sys/time.h>
@@ -448,6 +457,58 @@ static int job_fillwrite(const char *file, const char *out, int mb, double secs)
     return 0;
 }
 
+/* Writes KIB KiB to PATH and fsyncs; returns the writes that failed. */
+static int write_kib(const char *path, long kib, int *first)
+{
+    static char buf[64 << 10];
+    memset(buf, 'x', sizeof buf);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600), failed = 0;
+    for (long left = kib << 10; left > 0; left -= (long)sizeof buf) {
+        size_t n = left < (long)sizeof buf ? (size_t)left : sizeof buf;
+        if (fd < 0 || write(fd, buf, n) != (ssize_t)n) {
+            if (!failed++)
+                *first = errno;
+        }
+    }
+    if (fd >= 0 && fsync(fd) != 0 && !failed++)
+        *first = errno;
+    if (fd >= 0)
+        close(fd);
+    return failed;
+}
+
+static int job_growfill(const char *file, const char *dir, long keep_kib, int n, long reads, long write_kib_n)
+{
+    read_once(file);
+    usleep(50000); /* the trace exists and its first reservation is made */
+    struct statvfs fs;
+    char path[4096];
+    if (statvfs(dir, &fs) != 0)
+        return 1;
+    long avail_kib = (long)((unsigned long long)fs.f_bavail * fs.f_frsize >> 10);
+    int first = 0, fill_failed = 0;
+    if (avail_kib > keep_kib) {
+        snprintf(path, sizeof path, "%s/fill", dir);
+        fill_failed = write_kib(path, avail_kib - keep_kib, &first);
+    }
+    if (statvfs(dir, &fs) == 0)
+        printf("free_kib %llu\n", (unsigned long long)fs.f_bavail * fs.f_frsize >> 10);
+    if (job_threads(n, file) != 0)
+        return 1;
+    int rfd = open(file, O_RDONLY);
+    char c;
+    for (long i = 0; rfd >= 0 && i < reads; i++)
+        if (pread(rfd, &c, 1, 0) != 1)
+            break;
+    if (rfd >= 0)
+        close(rfd);
+    usleep(100000); /* the trace's passes have run (every 20 ms) */
+    snprintf(path, sizeof path, "%s/out", dir);
+    int failed = write_kib(path, write_kib_n, &first);
+    printf("fill_failed %d\nwrite_failed %d\nerrno %d\n", fill_failed, failed, first);
+    return 0;
+}
+
 static int job_reexec(const char *self, const char *file, long n)
 {
     read_once(file);
@@ -568,6 +629,8 @@ int main(int argc, char **argv)
     if (argc >= 6 && strcmp(argv[1], "fillwrite") == 0)
         return job_fillwrite(argv[2], argv[3], atoi(argv[4]), atof(argv[5]));
     if (argc >= 5 && strcmp(argv[1], "idle") == 0) return job_idle(argv[2], atof(argv[3]), atoi(argv[4]));
+    if (argc >= 8 && strcmp(argv[1], "growfill") == 0)
+        return job_growfill(argv[2], argv[3], atol(argv[4]), atoi(argv[5]), atol(argv[6]), atol(argv[7]));
     if (argc >= 4 && strcmp(argv[1], "reexec") == 0) return job_reexec(argv[0], argv[2], atol(argv[3]));
     if (argc >= 3 && strcmp(argv[1], "vfork") == 0) return job_vfork(argv[2]);
     if (argc >= 5 && strcmp(argv[1], "spawntime") == 0)

@@ -737,6 +737,75 @@ def story_disk_low(tmp):
     check(ntraces >= 1, f"the processes with room are recorded ({ntraces} traces)")
 
 
+GROW_FS_MIB = 320  # roomy when the trace is made: its usual reservation, grown as used
+GROW_FLOOR = max(2 * DISK_FULL_RES, (GROW_FS_MIB << 20) // 100)
+GROW_WRITE_KIB = (GROW_FLOOR >> 10) - 64  # written last: fits in the floor
+# (what the job leaves free beyond the floor, threads reading at once, reads after)
+GROW_CASES = {"slots": (2048, 64, 0),         # the trace wants 32 more slots (4 MiB)
+              "chunks": (128, 1, 600000)}     # the trace appends ~0.7 MiB of compressed chunks
+
+
+def story_disk_grow(tmp):
+    """A job whose trace was made on a roomy file system fills it until
+    the floor and a little more are left, then makes its trace grow: 64
+    threads read at once (the trace wants 4 MiB more for their slots;
+    the floor and 2 MiB were left), or one thread reads 600,000 times (the
+    trace appends compressed chunks; the floor and 128 KiB were left);
+    then it writes what fits in the floor.  The write succeeds, as bare
+    (before, the trace grew into the floor and the job's write failed
+    with ENOSPC); one line says the trace grows no further; the trace is
+    whole, what did not fit counted as dropped.  Needs root (a tmpfs of
+    that size)."""
+    if os.geteuid() != 0:
+        print("skipped (needs root)")
+        sys.exit(SKIP)
+    data = make_file(os.path.join(tmp, "data"), 4096)
+    for case, (extra_kib, threads, reads) in GROW_CASES.items():
+        got = {}
+        for pre in (False, True):
+            mnt = os.path.join(tmp, f"{case}{int(pre)}")
+            os.makedirs(mnt)
+            if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={GROW_FS_MIB}m", "tmpfs", mnt],
+                              capture_output=True).returncode != 0:
+                print("skipped (cannot mount a tmpfs)")
+                sys.exit(SKIP)
+            try:
+                env = dict(os.environ)
+                env.pop("LD_PRELOAD", None)
+                if pre:
+                    env.update(LD_PRELOAD=stories.LIB, SCALEPROF_DIR=os.path.join(mnt, "t"), SCALEPROF_QUIET="0")
+                r = subprocess.run([JOB, "growfill", data, mnt, str((GROW_FLOOR >> 10) + extra_kib), str(threads),
+                                    str(reads), str(GROW_WRITE_KIB)], env=env, capture_output=True, text=True,
+                                   timeout=60)
+                kv = keyvals(r.stdout)
+                ntraces = len(trace_files(os.path.join(mnt, "t")))
+                ts = traces(os.path.join(mnt, "t")) if ntraces else []
+                got[pre] = (r, kv, ntraces, ts)
+                print(f"figures: {case}, {'preloaded' if pre else 'bare'}: {r.stdout.split()}; {ntraces} traces; "
+                      f"df after: {shutil.disk_usage(mnt)}; stderr {r.stderr.strip()[:300]!r}")
+            finally:
+                subprocess.run(["umount", mnt])
+        for pre in (False, True):
+            r, kv, _, _ = got[pre]
+            how = f"{case}, {'preloaded' if pre else 'bare'}"
+            check(r.returncode == 0 and kv.get("threads") == [str(threads)], f"{how}: the job ran ({r.stdout!r})")
+            check(kv.get("fill_failed") == ["0"] and kv.get("write_failed") == ["0"],
+                  f"{how}: every write of the job succeeds (fill {kv.get('fill_failed')}, "
+                  f"then {GROW_WRITE_KIB} KiB: {kv.get('write_failed')} failed, errno {kv.get('errno')})")
+        r, _, ntraces, ts = got[True]
+        lines = r.stderr.splitlines()
+        check(len(lines) == 1 and "grows no further" in lines[0],
+              f"{case}: one line says the trace stops growing: {lines}")
+        check(ntraces == 1 and len(ts) == 1 and ts[0].get("closed"),
+              f"{case}: the job is recorded, its trace closed and read ({ntraces} traces)")
+        if len(ts) == 1:
+            calls = ts[0]["read_calls"].get(data, 0)
+            dropped = ts[0].get("dropped", 0)
+            check(calls + dropped >= 1 + threads + reads and (reads == 0 or dropped > 0),
+                  f"{case}: each of the job's {1 + threads + reads} reads of its file recorded or counted as "
+                  f"dropped ({calls} recorded, {dropped} dropped)")
+
+
 # ---- process limits ------------------------------------------------------------------
 
 NPROC_LIMIT = 60

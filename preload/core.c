@@ -686,16 +686,21 @@ static unsigned first_free_name(int hfd)
  * ranks), not by each of its processes: the first to find the disk low
  * creates an empty marker, <host>/.disk-low.<pgid>, with O_EXCL, and
  * says the line; the others find it there.  1: say it. */
-static int disk_first_to_say(int hfd)
+static int disk_first_to_say_as(int hfd, const char *marker)
 {
     char name[64];
-    snprintf(name, sizeof name, ".disk-low.%ld", (long)syscall(SYS_getpgid, 0));
+    snprintf(name, sizeof name, ".%s.%ld", marker, (long)syscall(SYS_getpgid, 0));
     int fd = (int)syscall(SYS_openat, hfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
         raw_close(fd);
         return 1;
     }
     return errno != EEXIST; /* no marker to be had (no inode left): said by each */
+}
+
+static int disk_first_to_say(int hfd)
+{
+    return disk_first_to_say_as(hfd, "disk-low");
 }
 
 /* The free space read and the new trace's blocks reserved by one process
@@ -1093,14 +1098,31 @@ __attribute__((constructor)) static void core_constructor(void)
  * on that thread only (the trace is created and closed there; a forked
  * child forgets its parent's). */
 
-/* Said once a process: the trace found its file system full (WHY 1), or
- * so nearly full that growing would take the room left to the job (2). */
+static char g_host_name[256]; /* this process's host directory's name, once its trace is made */
+
+/* Said once a process group, as the free disk at creation is: the trace
+ * found its file system full (WHY 1), or so nearly full that growing
+ * would take the room left to the job (2).  Not said at all in a group
+ * that was told at creation that the disk is low (that line says traces
+ * stop there).  On the service thread (the host directory is opened
+ * again, as at creation: once a process at most). */
 static void say_disk_full(int why)
 {
     static int said;
     if (!why || said)
         return;
     said = 1;
+    char ignored[SP_LINE_MAX];
+    int hfd = g_host_name[0] ? open_host_dir(g_host_name, ignored, sizeof ignored) : -1;
+    if (hfd >= 0) {
+        char low[64];
+        snprintf(low, sizeof low, ".disk-low.%ld", (long)syscall(SYS_getpgid, 0));
+        struct stat st;
+        int told = fstatat(hfd, low, &st, AT_SYMLINK_NOFOLLOW) == 0 || !disk_first_to_say_as(hfd, "disk-full");
+        raw_close(hfd);
+        if (told)
+            return;
+    }
     if (why == 2)
         sp_log("the trace's file system is nearly full (what is left is the job's): the trace grows no "
                "further, and what does not fit in it is counted as dropped");
@@ -1132,6 +1154,7 @@ static void open_trace_here(void *arg)
     gethostname(host, sizeof host - 1);
     host[sizeof host - 1] = 0;
     host_file_name(host, hname, sizeof hname);
+    snprintf(g_host_name, sizeof g_host_name, "%s", hname);
     int hfd = open_host_dir(hname, why, sizeof why);
     if (hfd < 0) {
         sp_fail("%s", why);

@@ -1142,6 +1142,7 @@ def story_threads(tmp):
     r = run([JOB, "threads", str(n), data], os.path.join(tmp, "t"), {"SCALEPROF_CPU_HZ": "0"}, timeout=120)
     check(r.returncode == 0 and f"threads {n}" in r.stdout, f"{n} threads ran: {r.stdout.strip()!r}")
     ts = traces(os.path.join(tmp, "t"))
+    check(len(ts) == 1, f"the job left one trace ({len(ts)})")
     if ts:
         got, dropped = ts[0]["read_calls"].get(data, 0), ts[0]["dropped"]
         print(f"figures: threads {n}, reads recorded {got}, dropped (counted) {dropped}")

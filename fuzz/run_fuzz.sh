@@ -2,13 +2,14 @@
 # run_fuzz.sh - one libFuzzer target for a while from its seeds: the suite
 # 'fuzz' (meson) and bench/fuzz.sh both run targets through it.
 #
-# Usage: run_fuzz.sh reader|kineto TARGET [WORKDIR]
+# Usage: run_fuzz.sh reader|kineto|roundtrip TARGET [WORKDIR]
 #   FUZZ_SECONDS  how long (default 25)
 #   MAKE_TRACE    tests/format's make_trace (reader seeds: small real traces,
 #                 closed and abandoned as by a crash)
 #   SEEDS         tests/import/data (kineto seeds: the small hand-written
 #                 traces, plain and gzip)
 #   CORPUS        fuzz/corpus: regression inputs kept in the tree, run first
+# (roundtrip has no seeds: its input is a program of events, any bytes)
 # A crash leaves crash-* (or timeout-*, oom-*) in WORKDIR; the last line
 # says how many runs were made.  Replay one with: TARGET WORKDIR/crash-...
 set -eu
@@ -29,8 +30,12 @@ kineto)
     done
     max_len=65536
     ;;
+roundtrip)
+    printf '\001\002\001\003' >"$work/seeds/empty"
+    max_len=16384
+    ;;
 *)
-    echo "run_fuzz.sh: unknown target kind '$kind' (reader or kineto)" >&2
+    echo "run_fuzz.sh: unknown target kind '$kind' (reader, kineto or roundtrip)" >&2
     exit 2
     ;;
 esac

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "builtin.h"
 #include "opt.h"
 
@@ -38,6 +39,21 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
         fprintf(out, "  %-9s %s\n", verbs[i].name, verbs[i].summary);
     fprintf(out, "\n'scaleprof help VERB', 'scaleprof VERB --help' or 'man scaleprof-VERB' for each verb.\n");
+}
+
+/* A verb that lost an allocation says so and exits SP_EXIT_NOMEM, whatever
+ * it printed: a figure computed without part of its data is not to be
+ * trusted (alloc.c).  run keeps the job's status (its own summary line is
+ * what may be short). */
+static int after_verb(const char *verb, int rc, int keep_status)
+{
+    if (!sp_alloc_failed())
+        return rc;
+    fflush(stdout);
+    fprintf(stderr, "scaleprof %s: out of memory: what was printed or written may be incomplete or wrong; "
+                    "run it again with more memory\n",
+            verb);
+    return keep_status ? rc : SP_EXIT_NOMEM;
 }
 
 int main(int argc, char **argv)
@@ -74,7 +90,7 @@ int main(int argc, char **argv)
         /* run's operands are the job's command: its options are not ours */
         if (sp_opt_take_color(verbs[i].name, &vargc, argv + 1, verbs[i].fn == cmd_run))
             return SP_EXIT_USAGE;
-        return verbs[i].fn(vargc, argv + 1);
+        return after_verb(verbs[i].name, verbs[i].fn(vargc, argv + 1), verbs[i].fn == cmd_run);
     }
     const char *near = sp_opt_nearest(argv[1], names, sizeof names / sizeof names[0]);
     if (near) {

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "model_int.h"
 #include "model_summary.h"
 #include "sprof.h"
@@ -169,7 +170,13 @@ static void add_mark(struct file_scan *s, int64_t start, int64_t end, int64_t nu
 static void on_marker(struct file_scan *s, const struct sp_reader *r, const struct sp_event *ev)
 {
     const char *name = sp_reader_string(r, ev->marker.name);
-    int matched = name[0] && regexec(s->re, name, 0, NULL, 0) == 0;
+    /* glibc's regexec answers "no match" when it has no memory to match
+     * with; its allocator's ENOMEM tells the two apart */
+    errno = 0;
+    int rc = name[0] ? regexec(s->re, name, 0, NULL, 0) : REG_NOMATCH;
+    if (rc != 0 && (rc == REG_ESPACE || errno == ENOMEM))
+        sp_alloc_lost();
+    int matched = rc == 0;
     struct tid_stack *st;
     switch (ev->marker.kind) {
     case SP_MARK_PUSH:
@@ -1383,6 +1390,11 @@ int sp_model_scan(struct sp_model *m, char **pv, int n)
     struct scan_job job = {.m = m};
     const char *re = m->opts.step_marker ? m->opts.step_marker : SP_MODEL_DEFAULT_STEP_RE;
     int rc = regcomp(&job.re, re, REG_EXTENDED | REG_ICASE | REG_NOSUB);
+    if (rc == REG_ESPACE) {
+        sp_alloc_lost(); /* a pattern that needs more memory than there is: not a bad pattern */
+        sp_trace_paths_free(pv, n);
+        return -1;
+    }
     if (rc != 0) {
         char msg[128];
         regerror(rc, &job.re, msg, sizeof msg);

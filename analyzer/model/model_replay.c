@@ -1498,7 +1498,7 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     if (!gp)
         return -1;
     out->graph = gp;
-    struct graph g;
+    struct graph g = {0}; /* freed whole when an allocation before graph_build fails */
     size_t nr = (size_t)m->nranks;
     uint8_t *fix = calloc(nr + 1, 1), *sets = calloc((size_t)MAX_GROUPS * nr + 1, 1);
     float *scale = malloc((nr + 1) * sizeof *scale);

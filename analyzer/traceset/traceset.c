@@ -73,8 +73,11 @@ static void walk_dir(struct walk *w, const char *dir, int depth)
     if (depth > SP_TRACE_MAX_DEPTH)
         return;
     DIR *d = opendir(dir);
-    if (!d)
+    if (!d) {
+        if (errno == ENOMEM)
+            sp_alloc_lost();
         return;
+    }
     struct dirent *e;
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.')

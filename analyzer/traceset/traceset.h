@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "alloc.h"
 #include "sprof.h"
 
 /* How often (events) a pass's `every` callback runs. */
@@ -63,6 +64,8 @@ static inline __attribute__((always_inline)) int sp_trace_feed(const char *path,
     struct sp_reader *r = sp_reader_open(path, &err);
     if (err_out)
         *err_out = r ? 0 : err;
+    if (!r && err == SP_E_NOMEM)
+        sp_alloc_lost();
     if (!r)
         return err < 0 ? err : SP_E_IO;
     if (p->types)

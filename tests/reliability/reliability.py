@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 
 sys.path.insert(0, os.environ["IO_STORIES_DIR"])
 import stories  # noqa: E402  (tests/io's helpers and stories)
@@ -602,13 +603,7 @@ def story_disk_beside(tmp):
     (each live trace reserved 24 MiB: 6-9 of 10 failed with ENOSPC), and
     one line says the traces are smaller (free space below 64 trace
     reservations); needs root (a tmpfs of that size)."""
-    mnt = os.path.join(tmp, "fs")
-    os.makedirs(mnt)
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200m", "tmpfs", mnt],
-                                           capture_output=True).returncode != 0:
-        print("skipped (needs root)")
-        sys.exit(SKIP)
-    try:
+    with tmpfs(os.path.join(tmp, "fs"), 200) as mnt:
         data = make_file(os.path.join(tmp, "data"), 4096)
         env = dict(os.environ, LD_PRELOAD=stories.LIB, SCALEPROF_DIR=os.path.join(mnt, "t"), SCALEPROF_QUIET="0")
         procs = [subprocess.Popen([JOB, "fillwrite", data, os.path.join(mnt, f"out{i}"), "12", "0.5"], env=env,
@@ -621,8 +616,6 @@ def story_disk_beside(tmp):
         check(all(p.returncode == 0 for p in procs) and len(lines) == 1 and "free on the trace directory" in lines[0],
               f"no worker harmed; one line for all ten says the traces are smaller (200 MiB is below 272): {lines}")
         check(len(trace_files(os.path.join(mnt, "t"))) == 10, "and each has its trace")
-    finally:
-        subprocess.run(["umount", mnt])
 
 
 def story_footprint(tmp):
@@ -638,6 +631,22 @@ def story_footprint(tmp):
             print(f"figures: {reads} reads{what}: bare {bare}, recorded {rec}, added {added}")
             for k, limits in budget.items():
                 check(added[k] <= limits[i], f"{reads} reads{what}: {k} +{added[k]} (budget {limits[i]})")
+
+
+@contextmanager
+def tmpfs(path, mib):
+    """A tmpfs of MIB MiB mounted at PATH (made here) for the with-block,
+    unmounted after; the story is skipped where none can be mounted
+    (mounting needs root)."""
+    os.makedirs(path)
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={mib}m", "tmpfs", path],
+                                           capture_output=True).returncode != 0:
+        print("skipped (needs root: cannot mount a tmpfs)")
+        sys.exit(SKIP)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", path])
 
 
 DISK_FS_MIB = 64
@@ -670,21 +679,12 @@ def story_disk_low(tmp):
     load, processes reading the free space together each reserved
     against it); one line says why, for the whole job; some processes are
     recorded.  Needs root (a tmpfs of that size)."""
-    if os.geteuid() != 0:
-        print("skipped (needs root)")
-        sys.exit(SKIP)
     data = make_file(os.path.join(tmp, "data"), 4096)
     got = {}
     for pre in (False, True):
-        mnt = os.path.join(tmp, f"fs{int(pre)}")
         res = os.path.join(tmp, f"res{int(pre)}")
-        os.makedirs(mnt)
         os.makedirs(res)
-        if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_FS_MIB}m", "tmpfs", mnt],
-                          capture_output=True).returncode != 0:
-            print("skipped (cannot mount a tmpfs)")
-            sys.exit(SKIP)
-        try:
+        with tmpfs(os.path.join(tmp, f"fs{int(pre)}"), DISK_FS_MIB) as mnt:
             td = os.path.join(mnt, "t")
             script = (f"{JOB} fillwrite {data} {mnt}/fill {DISK_FILL_MIB} 0 > {res}/fill || exit 1\n"
                       f"i=0; while [ $i -lt {DISK_WORKERS} ]; do mb=0 s=1; [ $i -lt {DISK_WRITERS} ] && mb=1 s=0.5\n"
@@ -721,8 +721,6 @@ def story_disk_low(tmp):
             how = "preloaded" if pre else "bare"
             print(f"figures: {how}: writes failed {failed}; trace directory at most {peak[0]} KiB, "
                   f"{ntraces} traces; df after: {shutil.disk_usage(mnt)}; stderr {r.stderr.strip()[:300]!r}")
-        finally:
-            subprocess.run(["umount", mnt])
     for pre in (False, True):
         r, failed, peak, ntraces = got[pre]
         how = "preloaded" if pre else "bare"
@@ -756,20 +754,11 @@ def story_disk_grow(tmp):
     with ENOSPC); one line says the trace grows no further; the trace is
     whole, what did not fit counted as dropped.  Needs root (a tmpfs of
     that size)."""
-    if os.geteuid() != 0:
-        print("skipped (needs root)")
-        sys.exit(SKIP)
     data = make_file(os.path.join(tmp, "data"), 4096)
     for case, (extra_kib, threads, reads) in GROW_CASES.items():
         got = {}
         for pre in (False, True):
-            mnt = os.path.join(tmp, f"{case}{int(pre)}")
-            os.makedirs(mnt)
-            if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={GROW_FS_MIB}m", "tmpfs", mnt],
-                              capture_output=True).returncode != 0:
-                print("skipped (cannot mount a tmpfs)")
-                sys.exit(SKIP)
-            try:
+            with tmpfs(os.path.join(tmp, f"{case}{int(pre)}"), GROW_FS_MIB) as mnt:
                 env = dict(os.environ)
                 env.pop("LD_PRELOAD", None)
                 if pre:
@@ -783,8 +772,6 @@ def story_disk_grow(tmp):
                 got[pre] = (r, kv, ntraces, ts)
                 print(f"figures: {case}, {'preloaded' if pre else 'bare'}: {r.stdout.split()}; {ntraces} traces; "
                       f"df after: {shutil.disk_usage(mnt)}; stderr {r.stderr.strip()[:300]!r}")
-            finally:
-                subprocess.run(["umount", mnt])
         for pre in (False, True):
             r, kv, _, _ = got[pre]
             how = f"{case}, {'preloaded' if pre else 'bare'}"
@@ -1112,12 +1099,7 @@ def story_unwritable(tmp):
 def story_full(tmp):
     """A full file system: the trace cannot be created or grow; the job
     runs unchanged with one line on stderr (needs a small tmpfs: root)."""
-    mnt = os.path.join(tmp, "small")
-    os.makedirs(mnt)
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt], capture_output=True).returncode != 0:
-        print("cannot mount a small tmpfs here")
-        sys.exit(SKIP)
-    try:
+    with tmpfs(os.path.join(tmp, "small"), 2) as mnt:
         with open(os.path.join(mnt, "filler"), "wb") as f:
             try:
                 f.write(b"\0" * (4 << 20))
@@ -1129,8 +1111,6 @@ def story_full(tmp):
         r = run(cmd, os.path.join(mnt, "t"), {"SCALEPROF_QUIET": "0"})
         check(r.returncode == plain.returncode and r.stdout == plain.stdout, "the job is unchanged")
         check(len(r.stderr.splitlines()) == 1 and "job continues" in r.stderr, f"one line: {r.stderr!r}")
-    finally:
-        subprocess.run(["umount", mnt])
 
 
 def story_threads(tmp):

@@ -6,7 +6,6 @@
  *
  * Option parsing and output only: the analysis is hang.c's.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,12 +34,19 @@ static const char usage_text[] =
     "the others'), and names ranks killed by a signal or exiting non-zero as\n"
     "scaleprof run recorded them (DIR/exit-status.HOST).\n"
     "\n"
-    "  --json            print the result as JSON (man scaleprof-hang)\n"
-    "  --events N        last events shown per thread (default 4, 1 to 64)\n"
-    "  --min-hang S      call a pending collective hung when nothing entered its\n"
-    "                    communicator for S seconds before the traces end\n"
-    "                    (default: 1 s or 10 times its usual gap, the longer)\n" SP_COLOR_HELP
-    "  -h, --help        this text\n"
+    "  --json                  print the result as JSON (man scaleprof-hang)\n"
+    "  --events N              last events shown per thread (default 4, 1 to 64)\n"
+    "  --min-hang S            call a pending collective hung when nothing entered its\n"
+    "                          communicator for S seconds before the traces end\n"
+    "                          (default: 1 s or 10 times its usual gap, the longer)\n"
+    SP_MODEL_OPTIONS_HELP
+    SP_COLOR_HELP
+    "  -h, --help              this text\n"
+    "\n"
+    "The model's options are those of every verb: --run and --step-marker choose\n"
+    "what is read (a SUMMARY needs those it was reduced with); --steps and\n"
+    "--skip are taken but narrow nothing here, since a hang is where the\n"
+    "traces end, after every step.\n"
     "\n"
     "Exit status: 0 a hang or a desync found and explained, 1 nothing hung or\n"
     "the traces cannot say, 2 usage.\n";
@@ -545,10 +551,13 @@ int cmd_hang(int argc, char **argv)
     struct sp_hang_opts ho;
     sp_hang_opts_default(&ho);
     ho.deep = 1;
+    struct sp_model_opts o;
+    sp_model_opts_default(&o);
+    o.progress = 1;
     int json = 0, c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    struct sp_opts p;
+    sp_opts_init(&p, VERB, opts, &o);
+    while ((c = sp_opts_next(&p, argc, argv, "h")) != -1) {
         switch (c) {
         case 'J':
             json = 1;
@@ -564,12 +573,8 @@ int cmd_hang(int argc, char **argv)
         case 'h':
             fputs(usage_text, stdout);
             return 0;
-        case '?':
-            if (strncmp(argv[optind - 1], "--", 2) && optopt)
-                return sp_usage_error(VERB, "option -%c is unknown or needs a value", optopt);
-            return sp_opt_unknown(VERB, opts, argv[optind - 1]);
-        default:
-            return sp_usage_error(VERB, "unexpected option");
+        default: /* said by sp_opts_next */
+            return SP_EXIT_USAGE;
         }
     }
     if (optind == argc)
@@ -579,9 +584,6 @@ int cmd_hang(int argc, char **argv)
                               argc - optind, argv[optind], argv[optind + 1],
                               argc - optind > 2 ? ", ..." : "");
     const char *dir = argv[optind];
-    struct sp_model_opts o;
-    sp_model_opts_default(&o);
-    o.progress = 1;
     struct sp_model m;
     if (sp_model_open(dir, &o, &m) < 0) {
         for (int i = 0; i < m.nwarnings; i++)

@@ -18,10 +18,10 @@
 #include "compare.h"
 #include "model.h"
 #include "seen.h"
+#include "units.h"
 
 #define VERB "compare"
 #define MAX_RUNS 32
-#define SECONDS_PER_HOUR 3600.0
 #define LOST_SHOWN_MS 0.005           /* smaller differences print as nothing */
 
 static const char usage_text[] =

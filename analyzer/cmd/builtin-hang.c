@@ -17,10 +17,10 @@
 #include "model.h"
 #include "opt.h"
 #include "text.h"
+#include "units.h"
 
 #define VERB "hang"
 #define MAX_MIN_HANG_S 1e7
-#define NS_PER_S 1e9
 
 static const char usage_text[] =
     "usage: scaleprof hang DIR [options]\n"
@@ -95,7 +95,7 @@ static void text_call(uint32_t op, uint64_t bytes, uint32_t dtype, char *out, si
 {
     char b[32];
     sp_text_bytes(bytes, b, sizeof b);
-    snprintf(out, len, "%s %s %s", sp_hang_op_name(op), b, sp_hang_dtype_name(dtype));
+    snprintf(out, len, "%s %s %s", sp_hang_op_name(op), b, sp_nccl_dtype_name(dtype));
 }
 
 static void text_rank(const struct sp_hang *h, const struct sp_hang_rank *x, int full, int cols)
@@ -417,7 +417,7 @@ static void json_inst(struct sp_json *j, const struct sp_hang *h, const struct s
     sp_json_int(j, "seq", (long long)x->seq);
     sp_json_str(j, "op", sp_hang_op_name(x->op));
     sp_json_int(j, "bytes", (long long)x->bytes);
-    sp_json_str(j, "dtype", sp_hang_dtype_name(x->dtype));
+    sp_json_str(j, "dtype", sp_nccl_dtype_name(x->dtype));
     sp_json_int(j, "nranks", x->nranks);
     sp_json_bool(j, "inside", x->inside);
     json_ints(j, "entered", x->entered, x->nentered);
@@ -470,7 +470,7 @@ static void json_call(struct sp_json *j, const struct sp_hang_call *c)
     sp_json_open(j, NULL, '{');
     sp_json_str(j, "op", sp_hang_op_name(c->op));
     sp_json_int(j, "bytes", (long long)c->bytes);
-    sp_json_str(j, "dtype", sp_hang_dtype_name(c->dtype));
+    sp_json_str(j, "dtype", sp_nccl_dtype_name(c->dtype));
     json_ints(j, "ranks", c->ranks, c->nranks);
     sp_json_close(j, '}');
 }

@@ -26,7 +26,11 @@
 
 /* The model's options: the values getopt_long returns for them lie above
  * any a verb uses (letters, and enums from 256). */
-enum { MOPT_RUN = 0x4000, MOPT_STEPS, MOPT_SKIP, MOPT_STEP_MARKER, MOPT_THREADS };
+enum { MOPT_RUN = 0x4000,
+       MOPT_STEPS,
+       MOPT_SKIP,
+       MOPT_STEP_MARKER,
+       MOPT_THREADS };
 static const struct option model_options[] = {
     {"run", required_argument, NULL, MOPT_RUN},
     {"steps", required_argument, NULL, MOPT_STEPS},

@@ -62,22 +62,22 @@ int sp_opt_unknown(const char *verb, const struct option *opts, const char *arg)
 struct sp_model_opts;
 struct sp_opts {
     const char *verb;
-    struct sp_model_opts *model; /* NULL: the verb takes no model option */
-    int nown;                    /* table[0..nown) are the verb's own */
+    struct sp_model_opts *model;      /* NULL: the verb takes no model option */
+    int nown;                         /* table[0..nown) are the verb's own */
     struct option table[SP_OPTS_MAX]; /* the verb's own, then the model's, then a zero entry */
 };
 void sp_opts_init(struct sp_opts *p, const char *verb, const struct option *own, struct sp_model_opts *model);
 int sp_opts_next(struct sp_opts *p, int argc, char **argv, const char *shortopts);
 
 /* The model's options as every verb's --help lists them. */
-#define SP_MODEL_OPTIONS_HELP                                                                   \
-    "  --run ID                the traces of run ID only, when DIR holds several runs\n"       \
-    "  --steps A:B             analyze steps A to B, both included (step numbers\n"           \
-    "                          as the report prints them; overrides --skip)\n"                \
-    "  --skip N                drop the first N warm-up steps (default 3; 0 for traces\n"     \
-    "                          recorded with a SCALEPROF_STEPS window)\n"                     \
-    "  --step-marker RE        step markers are ranges whose name matches RE\n"              \
-    "                          (default: step|iteration|ProfilerStep, any case)\n"            \
+#define SP_MODEL_OPTIONS_HELP                                                             \
+    "  --run ID                the traces of run ID only, when DIR holds several runs\n"  \
+    "  --steps A:B             analyze steps A to B, both included (step numbers\n"       \
+    "                          as the report prints them; overrides --skip)\n"            \
+    "  --skip N                drop the first N warm-up steps (default 3; 0 for traces\n" \
+    "                          recorded with a SCALEPROF_STEPS window)\n"                 \
+    "  --step-marker RE        step markers are ranges whose name matches RE\n"           \
+    "                          (default: step|iteration|ProfilerStep, any case)\n"        \
     "  --threads N             reader threads (default: the cores, at most 8)\n"
 
 /* After the model's steps are found (SP_STAGE_STEPS): when --steps names

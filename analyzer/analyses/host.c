@@ -42,10 +42,10 @@
 
 #define FETCH_JOIN_NS 1000000  /* a batch's reads and hand-over follow each other closer than 1 ms */
 #define INPUT_SHARE_SHOWN 0.05 /* below this the wait is no finding */
-#define PERIOD_MAX 64     /* reads per iteration tried */
-#define PERIOD_WINDOWS 4  /* at least this many iterations to call it a period */
-#define PERIOD_HITS 0.85  /* share of windows whose boundary gap is the longest */
-#define PERIOD_MARGIN 1.2 /* ... by this factor over the window's other gaps */
+#define PERIOD_MAX 64          /* reads per iteration tried */
+#define PERIOD_WINDOWS 4       /* at least this many iterations to call it a period */
+#define PERIOD_HITS 0.85       /* share of windows whose boundary gap is the longest */
+#define PERIOD_MARGIN 1.2      /* ... by this factor over the window's other gaps */
 
 /* pipe: PIPE_READ or PIPE_WAIT on the loader's pipe, 0 a socket */
 enum { PIPE_READ = 1,

@@ -31,6 +31,8 @@
 #define GZ_RATIO_PB 5.5 /* the protobuf (names interned already): 1.2 GB to 214 MB at 1024 ranks */
 #define OUT_BUFFER (1 << 20)
 
+/* The option table as --help prints it, one line a line. */
+// clang-format off
 static const char usage_text[] =
     "usage: scaleprof export DIR -o FILE [options]\n"
     "\n"
@@ -63,6 +65,7 @@ static const char usage_text[] =
     "\n"
     "Exit status: 0 written, 1 nothing analyzable or the file could not be\n"
     "written, 2 usage.\n";
+// clang-format on
 
 /* ---- the output: a FILE, through zlib when gzip'd ---- */
 

@@ -22,6 +22,8 @@
 #define VERB "hang"
 #define MAX_MIN_HANG_S 1e7
 
+/* The option table as --help prints it, one line a line. */
+// clang-format off
 static const char usage_text[] =
     "usage: scaleprof hang DIR [options]\n"
     "\n"
@@ -50,6 +52,7 @@ static const char usage_text[] =
     "\n"
     "Exit status: 0 a hang or a desync found and explained, 1 nothing hung or\n"
     "the traces cannot say, 2 usage.\n";
+// clang-format on
 
 static void rank_list(const int *v, int n, char *out, size_t len)
 {

@@ -25,6 +25,8 @@
 #define MAX_RUNS 32
 #define TOP_KERNELS 10
 
+/* The option table as --help prints it, one line a line. */
+// clang-format off
 static const char usage_text[] =
     "usage: scaleprof html DIR -o FILE [options]\n"
     "       scaleprof html DIR1 DIR2 [DIR...] -o FILE [options]\n"
@@ -49,6 +51,7 @@ static const char usage_text[] =
     "\n"
     "Exit status: 0 written, 1 nothing analyzable or the file could not be\n"
     "written, 2 usage.\n";
+// clang-format on
 
 static FILE *open_output(const char *path)
 {

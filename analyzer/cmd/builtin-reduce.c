@@ -44,6 +44,8 @@
 #define DEFAULT_WAIT_S 600
 #define POLL_NS 50000000L /* 50 ms between looks at the shared directory */
 
+/* The option table as --help prints it, one line a line. */
+// clang-format off
 static const char usage_text[] =
     "usage: scaleprof reduce DIR -o SUMMARY [options]\n"
     "\n"
@@ -72,6 +74,7 @@ static const char usage_text[] =
     "\n"
     "Exit status: 0 written, 1 nothing to reduce, a peer missing or a write\n"
     "failed, 2 usage.\n";
+// clang-format on
 
 /* The launcher's word for this process's index and count. */
 static void launcher_part(int *part, int *parts)

@@ -56,7 +56,7 @@
 #define NESTED_LEN 3         /* bytes reserved for a nested message's length (< 2 MiB) */
 #define INTERN_MAX (1u << 20)
 #define SEQ_ID 1
-#define TRACK_BITS 12 /* child tracks of a process: uuid = process's + 1.. */
+#define TRACK_BITS 12           /* child tracks of a process: uuid = process's + 1.. */
 #define PB_BYTES_PER_EVENT 60.0 /* a written slice with its annotations, measured */
 #define PB_BYTES_PER_STEP 200.0
 

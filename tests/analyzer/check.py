@@ -905,6 +905,16 @@ def case_color_every_verb():
         fail(f"--color=sometimes: {p.stderr}")
 
 
+def usage_errors(cases):
+    """Each (args, says): scaleprof ARGS exits 2 saying that on stderr."""
+    for args, says in cases:
+        p = subprocess.run([SCALEPROF, *args], capture_output=True, text=True)
+        first = p.stderr.strip().splitlines()[0] if p.stderr.strip() else ""
+        print(f"  scaleprof {' '.join(a if not a.startswith(TMP) else '...' for a in args)}: exit {p.returncode}: {first}")
+        if p.returncode != 2 or says not in p.stderr:
+            fail(f"wanted exit 2 saying {says!r}")
+
+
 def case_did_you_mean():
     """A mistyped verb or option is answered with the nearest name, and an
     option missing its value is said so, not 'unknown'."""
@@ -918,12 +928,7 @@ def case_did_you_mean():
         (("report", d, "--rank"), "--rank needs a value"),
         (("run", "-o", os.path.join(TMP, "dym-run"), "--nproc_pre_node", "2", "--", "true"), "did you mean --nproc_per_node?"),
     ]
-    for args, says in cases:
-        p = subprocess.run([SCALEPROF, *args], capture_output=True, text=True)
-        first = p.stderr.strip().splitlines()[0] if p.stderr.strip() else ""
-        print(f"  scaleprof {' '.join(a if not a.startswith(TMP) else '...' for a in args)}: exit {p.returncode}: {first}")
-        if p.returncode != 2 or says not in p.stderr:
-            fail(f"wanted exit 2 saying {says!r}")
+    usage_errors(cases)
     p = subprocess.run([SCALEPROF, "frobnicate"], capture_output=True, text=True)
     if p.returncode != 2 or "did you mean" in p.stderr or "unknown verb" not in p.stderr:
         fail(f"a verb nothing like any: no suggestion, the list: {p.stderr}")
@@ -1626,12 +1631,7 @@ def case_options_not_abbreviated():
         (("import", "kineto", "-o", os.path.join(TMP, "abbr-imp"), "--sta", "x.json"), "did you mean --stats?"),
         (("report", d, "--json=1"), "--json takes no value"),
     ]
-    for args, says in cases:
-        p = subprocess.run([SCALEPROF, *args], capture_output=True, text=True)
-        first = p.stderr.strip().splitlines()[0] if p.stderr.strip() else ""
-        print(f"  scaleprof {' '.join(a if not a.startswith(TMP) else '...' for a in args)}: exit {p.returncode}: {first}")
-        if p.returncode != 2 or says not in p.stderr:
-            fail(f"wanted exit 2 saying {says!r}")
+    usage_errors(cases)
     ranks = subprocess.run([SCALEPROF, "export", d, "-o", out, "--ranks", "0"], capture_output=True, text=True)
     steps = subprocess.run([SCALEPROF, "report", d, "--steps=4:6", "--skip", "0"], capture_output=True, text=True)
     if ranks.returncode != 0 or steps.returncode != 0 or "analyzed: steps 4-6" not in steps.stdout:

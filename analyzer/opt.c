@@ -1,5 +1,12 @@
 /* opt.c - see opt.h.
  *
+ * The model's options are one table (model_options) that sp_opts_init
+ * appends to a verb's own, so that every verb takes them under the same
+ * names with the same checks; sp_opts_next consumes them into the verb's
+ * struct sp_model_opts and hands the verb only its own.  Exact names:
+ * getopt_long matches any unambiguous prefix and says which entry it took
+ * (longindex), so the word it read is compared with that entry's name.
+ *
  * "Did you mean": the nearest name by optimal string alignment distance
  * (insertions, deletions, substitutions and swaps of neighbours, one
  * each), accepted up to a third of the word's length (at least 1, at most
@@ -26,11 +33,13 @@
 
 /* The model's options: the values getopt_long returns for them lie above
  * any a verb uses (letters, and enums from 256). */
-enum { MOPT_RUN = 0x4000,
-       MOPT_STEPS,
-       MOPT_SKIP,
-       MOPT_STEP_MARKER,
-       MOPT_THREADS };
+enum {
+    MOPT_RUN = 0x4000,
+    MOPT_STEPS,
+    MOPT_SKIP,
+    MOPT_STEP_MARKER,
+    MOPT_THREADS,
+};
 static const struct option model_options[] = {
     {"run", required_argument, NULL, MOPT_RUN},
     {"steps", required_argument, NULL, MOPT_STEPS},

@@ -1,7 +1,10 @@
 /*
- * opt.h - option values and usage errors for the verbs, one way for all.
+ * opt.h - the verbs' option parser, option values and usage errors, one
+ * way for all: every verb parses with sp_opts_next (below), which takes
+ * the model's options for the verbs that build a model and refuses
+ * abbreviated long options.
  *
- * Each helper parses with format/parse.h; on a bad value it prints
+ * Each value helper parses with format/parse.h; on a bad value it prints
  *     scaleprof VERB: --OPTION: "abc" is not an integer (expected 0..7)
  * on stderr and returns -1, and the verb exits with status 2.
  */

@@ -1630,6 +1630,7 @@ def case_options_not_abbreviated():
         (("run", "-o", os.path.join(TMP, "abbr-run"), "--npr", "2", "--", "true"), "did you mean --nproc"),
         (("import", "kineto", "-o", os.path.join(TMP, "abbr-imp"), "--sta", "x.json"), "did you mean --stats?"),
         (("report", d, "--json=1"), "--json takes no value"),
+        (("dump", "--head", os.path.join(d, "host0", "1000.sprof")), "did you mean --header-only?"),
     ]
     usage_errors(cases)
     ranks = subprocess.run([SCALEPROF, "export", d, "-o", out, "--ranks", "0"], capture_output=True, text=True)

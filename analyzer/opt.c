@@ -1,5 +1,12 @@
 /* opt.c - see opt.h.
  *
+ * The model's options are one table (model_options) that sp_opts_init
+ * appends to a verb's own, so that every verb takes them under the same
+ * names with the same checks; sp_opts_next consumes them into the verb's
+ * struct sp_model_opts and hands the verb only its own.  Exact names:
+ * getopt_long matches any unambiguous prefix and says which entry it took
+ * (longindex), so the word it read is compared with that entry's name.
+ *
  * "Did you mean": the nearest name by optimal string alignment distance
  * (insertions, deletions, substitutions and swaps of neighbours, one
  * each), accepted up to a third of the word's length (at least 1, at most
@@ -13,10 +20,33 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <regex.h>
+
+#include "model.h"
 #include "parse.h"
 
 #define NEAR_MAX 3
 #define WORD_MAX 64 /* longer words are never a slip of a known name */
+#define MAX_SKIP 1000000
+#define MAX_THREADS 256
+#define REGEX_ERR 128
+
+/* The model's options: the values getopt_long returns for them lie above
+ * any a verb uses (letters, and enums from 256). */
+enum {
+    MOPT_RUN = 0x4000,
+    MOPT_STEPS,
+    MOPT_SKIP,
+    MOPT_STEP_MARKER,
+    MOPT_THREADS,
+};
+static const struct option model_options[] = {
+    {"run", required_argument, NULL, MOPT_RUN},
+    {"steps", required_argument, NULL, MOPT_STEPS},
+    {"skip", required_argument, NULL, MOPT_SKIP},
+    {"step-marker", required_argument, NULL, MOPT_STEP_MARKER},
+    {"threads", required_argument, NULL, MOPT_THREADS},
+};
 
 static int color_mode; /* 0 auto, 1 always, -1 never */
 
@@ -134,15 +164,135 @@ int sp_opt_unknown(const char *verb, const struct option *opts, const char *arg)
     snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), arg + 2);
     const char *names[256];
     size_t n = 0;
+    char begun[512];
+    int nbegun = 0;
+    size_t used = 0;
     for (const struct option *o = opts; o->name && n < sizeof names / sizeof names[0]; o++) {
         if (!strcmp(o->name, name) && o->has_arg == required_argument)
             return sp_usage_error(verb, "--%s needs a value", name);
+        if (!strcmp(o->name, name) && o->has_arg == no_argument && arg[2 + len] == '=')
+            return sp_usage_error(verb, "--%s takes no value", name);
         names[n++] = o->name;
+        if (*name && !strncmp(o->name, name, strlen(name)) && used < sizeof begun) {
+            used += (size_t)snprintf(begun + used, sizeof begun - used, "%s--%s", nbegun ? " or " : "", o->name);
+            nbegun++;
+        }
     }
+    if (nbegun)
+        return sp_usage_error(verb, "option --%s is unknown; did you mean %s? (options are not abbreviated)", name,
+                              begun);
     const char *near = sp_opt_nearest(name, names, n);
     if (near)
         return sp_usage_error(verb, "option --%s is unknown; did you mean --%s?", name, near);
     return sp_usage_error(verb, "option --%s is unknown", name);
+}
+
+void sp_opts_init(struct sp_opts *p, const char *verb, const struct option *own, struct sp_model_opts *model)
+{
+    size_t n = 0, max = sizeof p->table / sizeof p->table[0] - 1;
+    p->verb = verb;
+    p->model = model;
+    for (const struct option *o = own; o->name && n < max; o++)
+        p->table[n++] = *o;
+    p->nown = (int)n;
+    for (size_t i = 0; model && i < sizeof model_options / sizeof model_options[0] && n < max; i++)
+        p->table[n++] = model_options[i];
+    p->table[n] = (struct option){NULL, 0, NULL, 0};
+    optind = 1;
+    opterr = 0;
+}
+
+static int step_marker(const char *verb, const char *re_text)
+{
+    regex_t re;
+    int rc = regcomp(&re, re_text, REG_EXTENDED | REG_ICASE | REG_NOSUB);
+    if (rc != 0) {
+        char msg[REGEX_ERR];
+        regerror(rc, &re, msg, sizeof msg);
+        sp_usage_error(verb, "--step-marker: \"%s\" is not an extended regular expression: %s", re_text, msg);
+        return -1;
+    }
+    regfree(&re);
+    return 0;
+}
+
+/* One of the model's options into o; 0, or -1 when its value is bad
+ * (said). */
+static int take_model_option(const char *verb, int c, const char *arg, struct sp_model_opts *o)
+{
+    switch (c) {
+    case MOPT_RUN:
+        if (!*arg) {
+            sp_usage_error(verb, "--run: \"\" is not a run ID (dump's header line \"run\" gives a trace's)");
+            return -1;
+        }
+        o->run = arg;
+        return 0;
+    case MOPT_STEPS: return sp_opt_steps(verb, arg, &o->step_first, &o->step_last);
+    case MOPT_SKIP: return sp_opt_int(verb, "--skip", arg, 0, MAX_SKIP, &o->skip);
+    case MOPT_STEP_MARKER:
+        if (step_marker(verb, arg) < 0)
+            return -1;
+        o->step_marker = arg;
+        return 0;
+    case MOPT_THREADS: return sp_opt_int(verb, "--threads", arg, 1, MAX_THREADS, &o->threads);
+    default: return -1;
+    }
+}
+
+/* The word on the command line that gave the long option getopt_long
+ * just returned: argv[optind - 1], or the one before it when the value
+ * was the next word. */
+static const char *long_word(const struct option *o, int argc, char **argv)
+{
+    if (optind < 1 || optind > argc)
+        return NULL;
+    if (o->has_arg == required_argument && optind >= 2 && optarg == argv[optind - 1])
+        return argv[optind - 2];
+    return argv[optind - 1];
+}
+
+int sp_opts_next(struct sp_opts *p, int argc, char **argv, const char *shortopts)
+{
+    for (;;) {
+        int li = -1;
+        int c = getopt_long(argc, argv, shortopts, p->table, &li);
+        if (c == -1)
+            return -1;
+        if (c == '?' || c == ':') {
+            const char *w = optind >= 1 && optind <= argc ? argv[optind - 1] : NULL;
+            if (w && strncmp(w, "--", 2) && optopt)
+                sp_usage_error(p->verb, "option -%c is unknown or needs a value", optopt);
+            else
+                sp_opt_unknown(p->verb, p->table, w);
+            return '?';
+        }
+        if (li >= 0) {
+            const char *w = long_word(&p->table[li], argc, argv);
+            if (!w || strncmp(w, "--", 2) || strcspn(w + 2, "=") != strlen(p->table[li].name)) {
+                sp_opt_unknown(p->verb, p->table, w);
+                return '?';
+            }
+        }
+        if (li < p->nown)
+            return c;
+        if (take_model_option(p->verb, c, optarg, p->model) < 0)
+            return '?';
+    }
+}
+
+int sp_opt_steps_missing(const char *verb, const struct sp_model *m)
+{
+    const struct sp_model_opts *o = &m->opts;
+    if (o->step_first < 0 || (o->step_first < m->steps_total + m->step_number0 && o->step_last > m->step_number0))
+        return 0;
+    if (m->steps_total > 0)
+        fprintf(stderr, "scaleprof %s: --steps %d:%d: %s has steps %d-%d only\n", verb, o->step_first,
+                o->step_last - 1, m->dir, m->step_number0, m->step_number0 + m->steps_total - 1);
+    else
+        fprintf(stderr, "scaleprof %s: --steps %d:%d: no step found in %s\n", verb, o->step_first,
+                o->step_last - 1, m->dir);
+    return 1;
 }
 
 int sp_opt_join_number(int argc, char **argv, const char *opt, char *buf, size_t len)

@@ -1,13 +1,17 @@
 /*
- * opt.h - option values and usage errors for the verbs, one way for all.
+ * opt.h - the verbs' option parser, option values and usage errors, one
+ * way for all: every verb parses with sp_opts_next (below), which takes
+ * the model's options for the verbs that build a model and refuses
+ * abbreviated long options.
  *
- * Each helper parses with format/parse.h; on a bad value it prints
+ * Each value helper parses with format/parse.h; on a bad value it prints
  *     scaleprof VERB: --OPTION: "abc" is not an integer (expected 0..7)
  * on stderr and returns -1, and the verb exits with status 2.
  */
 #ifndef SP_OPT_H
 #define SP_OPT_H
 
+#include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -26,10 +30,64 @@ int sp_usage_error(const char *verb, const char *fmt, ...) __attribute__((format
 
 /* An option getopt_long (opterr 0) did not take, arg being the word it
  * stopped at (argv[optind - 1]): "--rank needs a value" when it names an
- * option of opts that takes one, else "option --x is unknown; did you mean
- * --y?" with the nearest name of opts.  Returns SP_EXIT_USAGE. */
+ * option of opts that takes one; "option --rank is unknown; did you mean
+ * --ranks? (options are not abbreviated)" when it begins the names of
+ * opts; else "option --x is unknown; did you mean --y?" with the nearest
+ * name of opts.  Returns SP_EXIT_USAGE. */
 struct option;
 int sp_opt_unknown(const char *verb, const struct option *opts, const char *arg);
+
+/* ---- one parser for every verb ----
+ *
+ * A verb lists its own options (a struct option table ended by a zero
+ * entry) and, when it builds a model, passes its struct sp_model_opts:
+ * the model's options (SP_MODEL_OPTIONS_HELP) are then taken into it by
+ * the parser, with the same validation and the same messages in every
+ * verb, and the verb's switch sees only its own options.
+ *
+ * Long options are taken as written only: getopt_long accepts any
+ * unambiguous prefix, so `export --rank 0` silently meant --ranks, and an
+ * option added later would turn a working abbreviation into an error or
+ * into another option.  A prefix is refused with the names it begins
+ * (as clap and cobra do by default, and argparse with allow_abbrev off).
+ *
+ *     struct sp_opts p;
+ *     sp_opts_init(&p, VERB, own, &model_opts);   (NULL: no model options)
+ *     while ((c = sp_opts_next(&p, argc, argv, "ho:")) != -1)
+ *         switch (c) { ...the verb's own...; default: return SP_EXIT_USAGE; }
+ *
+ * sp_opts_next returns the val of the verb's next option (optarg set as
+ * getopt_long sets it), -1 after the last one (optind at the first
+ * operand), or '?' once it has said on stderr what is wrong: an unknown,
+ * abbreviated or valueless option, or a bad value of a model option. */
+#define SP_OPTS_MAX 48
+
+struct sp_model_opts;
+struct sp_opts {
+    const char *verb;
+    struct sp_model_opts *model;      /* NULL: the verb takes no model option */
+    int nown;                         /* table[0..nown) are the verb's own */
+    struct option table[SP_OPTS_MAX]; /* the verb's own, then the model's, then a zero entry */
+};
+void sp_opts_init(struct sp_opts *p, const char *verb, const struct option *own, struct sp_model_opts *model);
+int sp_opts_next(struct sp_opts *p, int argc, char **argv, const char *shortopts);
+
+/* The model's options as every verb's --help lists them. */
+#define SP_MODEL_OPTIONS_HELP                                                             \
+    "  --run ID                the traces of run ID only, when DIR holds several runs\n"  \
+    "  --steps A:B             analyze steps A to B, both included (step numbers\n"       \
+    "                          as the report prints them; overrides --skip)\n"            \
+    "  --skip N                drop the first N warm-up steps (default 3; 0 for traces\n" \
+    "                          recorded with a SCALEPROF_STEPS window)\n"                 \
+    "  --step-marker RE        step markers are ranges whose name matches RE\n"           \
+    "                          (default: step|iteration|ProfilerStep, any case)\n"        \
+    "  --threads N             reader threads (default: the cores, at most 8)\n"
+
+/* After the model's steps are found (SP_STAGE_STEPS): when --steps names
+ * none of m's steps, says so on stderr ("scaleprof VERB: --steps 20:30:
+ * DIR has steps 0-11 only") and returns 1; else 0. */
+struct sp_model;
+int sp_opt_steps_missing(const char *verb, const struct sp_model *m);
 
 /* The name of names[0..n) nearest to word (edit distance, a swap of two
  * neighbours counting one), when near enough to be a typing slip; NULL

@@ -213,6 +213,29 @@ static const struct enum_field enum_fields[] = {
     {SP_EV_DROPPED, "reason", SP_NAMES(drop_reasons)},
 };
 
+/* ncclDataType_t, in nccl.h's order (enum sp_nccl_dtype). */
+static const struct {
+    const char *name;
+    unsigned size;
+} nccl_dtypes[SP_DTYPE_N] = {
+    [SP_DTYPE_INT8] = {"int8", 1},         [SP_DTYPE_UINT8] = {"uint8", 1},
+    [SP_DTYPE_INT32] = {"int32", 4},       [SP_DTYPE_UINT32] = {"uint32", 4},
+    [SP_DTYPE_INT64] = {"int64", 8},       [SP_DTYPE_UINT64] = {"uint64", 8},
+    [SP_DTYPE_FLOAT16] = {"float16", 2},   [SP_DTYPE_FLOAT32] = {"float32", 4},
+    [SP_DTYPE_FLOAT64] = {"float64", 8},   [SP_DTYPE_BFLOAT16] = {"bfloat16", 2},
+    [SP_DTYPE_FP8E4M3] = {"fp8e4m3", 1},   [SP_DTYPE_FP8E5M2] = {"fp8e5m2", 1},
+};
+
+const char *sp_nccl_dtype_name(uint64_t dtype)
+{
+    return dtype < SP_DTYPE_N ? nccl_dtypes[dtype].name : "?";
+}
+
+unsigned sp_nccl_dtype_size(uint64_t dtype)
+{
+    return dtype < SP_DTYPE_N ? nccl_dtypes[dtype].size : 0;
+}
+
 const char *sp_enum_name(int type, const char *field, uint64_t value)
 {
     if (!field)

@@ -73,6 +73,29 @@ enum sp_nccl_op {
     SP_NCCL_OP_MAX
 };
 
+/* An NCCL call's datatype field: ncclDataType_t as nccl.h numbers it, or
+ * SP_DTYPE_UNKNOWN where the trace does not say. */
+enum sp_nccl_dtype {
+    SP_DTYPE_INT8 = 0,
+    SP_DTYPE_UINT8,
+    SP_DTYPE_INT32,
+    SP_DTYPE_UINT32,
+    SP_DTYPE_INT64,
+    SP_DTYPE_UINT64,
+    SP_DTYPE_FLOAT16,
+    SP_DTYPE_FLOAT32,
+    SP_DTYPE_FLOAT64,
+    SP_DTYPE_BFLOAT16,
+    SP_DTYPE_FP8E4M3,
+    SP_DTYPE_FP8E5M2,
+    SP_DTYPE_N,
+    SP_DTYPE_UNKNOWN = 255
+};
+/* A datatype's name ("float32"; "?" for one outside the table) and its
+ * size in bytes (0 for one outside the table): the one table of them. */
+const char *sp_nccl_dtype_name(uint64_t dtype);
+unsigned sp_nccl_dtype_size(uint64_t dtype);
+
 /* What a comm_event did. */
 enum sp_comm_kind {
     SP_COMM_INIT = 1,
@@ -146,6 +169,26 @@ enum sp_io_op {
     SP_IO_FDATASYNC,
     SP_IO_OP_MAX
 };
+
+/* What an I/O op does, one answer for every reader.  A read takes data in:
+ * read, pread, readv, preadv, fread, and recv (recv, recvfrom, recvmsg on
+ * a socket); a write puts data out; a flush waits for written data to
+ * reach the disk.  Open, close and mmap move no data. */
+static inline int sp_io_op_is_read(uint64_t op)
+{
+    return op == SP_IO_READ || op == SP_IO_PREAD || op == SP_IO_READV || op == SP_IO_PREADV ||
+           op == SP_IO_FREAD || op == SP_IO_RECV;
+}
+
+static inline int sp_io_op_is_write(uint64_t op)
+{
+    return op == SP_IO_WRITE || op == SP_IO_PWRITE || op == SP_IO_WRITEV || op == SP_IO_FWRITE;
+}
+
+static inline int sp_io_op_is_flush(uint64_t op)
+{
+    return op == SP_IO_FSYNC || op == SP_IO_FDATASYNC;
+}
 
 enum sp_fd_kind {
     SP_FD_UNKNOWN = 0,

@@ -27,6 +27,7 @@
 
 #include "compare.h"
 #include "seen.h"
+#include "units.h"
 
 #define SMALL_BATCH_COMPUTE_DROP 0.8   /* compute per step fell below 80% of baseline */
 #define SMALL_BATCH_COLL_KEPT 0.9      /* while collective time stayed >= 90% */
@@ -262,7 +263,7 @@ void sp_compare_free(struct sp_cmp *c)
 double sp_cmp_cost_per_1k(const struct sp_cmp_run *r, double price)
 {
     if (price <= 0 || r->samples_per_step <= 0) return 0;
-    return price * r->m.nranks * r->step_s / SP_CMP_SECONDS_PER_HOUR / r->samples_per_step * 1000;
+    return price * r->m.nranks * r->step_s / SECONDS_PER_HOUR / r->samples_per_step * 1000;
 }
 
 const char *sp_cmp_throughput_unit(const struct sp_cmp *c)

@@ -71,7 +71,6 @@ double sp_cmp_transfer_ms(const struct sp_cmp_run *r);
 /* Cost per 1000 samples at price per GPU hour: price x GPUs x step time
  * / the run's samples per step (0 when the price or the batch is
  * unknown).  Each sample's cost against the baseline's is r->cost_x. */
-#define SP_CMP_SECONDS_PER_HOUR 3600.0
 double sp_cmp_cost_per_1k(const struct sp_cmp_run *r, double price);
 /* "samples/s", or "batches/s" (per-GPU batches of the baseline's size)
  * when no batch was given: the unit of every run's thr. */

@@ -21,8 +21,8 @@
 #include "json.h"
 #include "model_int.h"
 #include "sprof.h"
+#include "units.h"
 
-#define NS_PER_S 1e9
 
 struct record {
     int rank, pid, is_signal, code, stopped;

@@ -46,8 +46,8 @@
 #include "model_summary.h"
 #include "sprof.h"
 #include "traceset.h"
+#include "units.h"
 
-#define NS_PER_S 1e9
 #define MAX_HOST_VIEW 64    /* (thread, comm, stream) pairs followed per file for completions */
 #define MAX_HELPERS_READ 16 /* helper processes of a missing rank read, at most */
 #define CPU_BUSY 0.5        /* cores: a process this busy is computing or spinning */
@@ -57,14 +57,6 @@ void sp_hang_opts_default(struct sp_hang_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->events = SP_HANG_EVENTS_DEFAULT;
-}
-
-const char *sp_hang_dtype_name(uint32_t dtype)
-{
-    static const char *const names[] = {"int8", "uint8", "int32", "uint32",
-                                        "int64", "uint64", "float16", "float32",
-                                        "float64", "bfloat16", "fp8e4m3", "fp8e5m2"};
-    return dtype < sizeof names / sizeof names[0] ? names[dtype] : "?";
 }
 
 const char *sp_hang_op_name(uint32_t op)
@@ -642,7 +634,7 @@ static void describe(const struct sp_reader *r, const struct sp_event *ev, char 
         else
             snprintf(out, len, "entered %s #%llu on %016llx (%s %s)",
                      sp_hang_op_name((uint32_t)n->op), (unsigned long long)n->seq,
-                     (unsigned long long)n->comm, b, sp_hang_dtype_name((uint32_t)n->datatype));
+                     (unsigned long long)n->comm, b, sp_nccl_dtype_name(n->datatype));
         return;
     }
     case SP_EV_CUDA: {

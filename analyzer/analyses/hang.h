@@ -175,8 +175,6 @@ int sp_hang_analyze(struct sp_model *m, const struct sp_hang_opts *o, struct sp_
 void sp_hang_mark_failed(struct sp_hang *h, const int *ranks, int n);
 
 void sp_hang_free(struct sp_hang *h);
-/* "float32", "bf16", ... for an ncclDataType_t; "?" unknown. */
-const char *sp_hang_dtype_name(uint32_t dtype);
 /* "allreduce", ...; "op" unknown. */
 const char *sp_hang_op_name(uint32_t op);
 

@@ -38,14 +38,14 @@
 #include "host.h"
 #include "model_int.h"
 #include "traceset.h"
+#include "units.h"
 
 #define FETCH_JOIN_NS 1000000  /* a batch's reads and hand-over follow each other closer than 1 ms */
 #define INPUT_SHARE_SHOWN 0.05 /* below this the wait is no finding */
-#define NS_PER_MS 1e6
-#define PERIOD_MAX 64     /* reads per iteration tried */
-#define PERIOD_WINDOWS 4  /* at least this many iterations to call it a period */
-#define PERIOD_HITS 0.85  /* share of windows whose boundary gap is the longest */
-#define PERIOD_MARGIN 1.2 /* ... by this factor over the window's other gaps */
+#define PERIOD_MAX 64          /* reads per iteration tried */
+#define PERIOD_WINDOWS 4       /* at least this many iterations to call it a period */
+#define PERIOD_HITS 0.85       /* share of windows whose boundary gap is the longest */
+#define PERIOD_MARGIN 1.2      /* ... by this factor over the window's other gaps */
 
 /* pipe: PIPE_READ or PIPE_WAIT on the loader's pipe, 0 a socket */
 enum { PIPE_READ = 1,
@@ -130,13 +130,12 @@ static int add_ev(struct collect *c, uint32_t tid, int64_t t, int64_t dur, int p
 static int on_io(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
 {
     const struct sp_ev_io *io = &ev->io;
-    int read = io->op == SP_IO_READ || io->op == SP_IO_READV || io->op == SP_IO_RECV;
     struct collect *c = ctx;
-    int file_read = io->op == SP_IO_READ || io->op == SP_IO_PREAD || io->op == SP_IO_READV ||
-                    io->op == SP_IO_PREADV || io->op == SP_IO_FREAD;
-    if (file_read && io->fd_kind == SP_FD_FILE && io->ret > 0)
+    if (!sp_io_op_is_read(io->op))
+        return 0;
+    if (io->fd_kind == SP_FD_FILE && io->ret > 0)
         return add_rd(c, r, ev);
-    if (!read || (io->fd_kind != SP_FD_PIPE && io->fd_kind != SP_FD_SOCKET))
+    if (io->fd_kind != SP_FD_PIPE && io->fd_kind != SP_FD_SOCKET)
         return 0;
     return add_ev(c, ev->tid, (int64_t)ev->t, (int64_t)io->dur, io->fd_kind == SP_FD_PIPE ? PIPE_READ : 0);
 }

@@ -7,7 +7,6 @@
  * the comparison (baseline, efficiency, lost time, findings), which
  * `scaleprof html` draws from the same functions.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +18,10 @@
 #include "compare.h"
 #include "model.h"
 #include "seen.h"
+#include "units.h"
 
 #define VERB "compare"
 #define MAX_RUNS 32
-#define SECONDS_PER_HOUR 3600.0
 #define LOST_SHOWN_MS 0.005           /* smaller differences print as nothing */
 
 static const char usage_text[] =
@@ -31,16 +30,18 @@ static const char usage_text[] =
     "Scaling efficiency across runs (same job, different GPU counts), where\n"
     "the lost step time went, and cost per sample.\n"
     "\n"
-    "  --json                   print the comparison as JSON\n"
-    "  --samples-per-step S     samples per GPU per step, the same in every run\n"
+    "  --json                  print the comparison as JSON\n"
+    "  --samples-per-step S    samples per GPU per step, the same in every run\n"
     "                          (a fixed per-GPU batch): samples/s and cost\n"
-    "  --global-batch S         samples per step over all GPUs, the same in every\n"
+    "  --global-batch S        samples per step over all GPUs, the same in every\n"
     "                          run (a fixed global batch); instead of the above\n"
-    "  --price-per-gpu-hour P   price of one GPU hour, for cost per 1k samples\n"
-    "  --skip N                 warm-up steps to drop in every run (default 3)\n"
+    "  --price-per-gpu-hour P  price of one GPU hour, for cost per 1k samples\n"
+    SP_MODEL_OPTIONS_HELP
     SP_COLOR_HELP
-    "  -h, --help               this text\n"
+    "  -h, --help              this text\n"
     "\n"
+    "The model's options (--run to --threads) apply to every run: --steps A:B\n"
+    "compares the same steps of each, which each run must have.\n"
     "\n"
     "Without a batch the kind of scaling is inferred from compute per GPU and\n"
     "the table gives the speedup only.  Columns: man scaleprof-compare.\n"
@@ -118,10 +119,12 @@ static void text_run_notes(const struct sp_cmp_run *runs, int n, int cols)
 int cmd_compare(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"json", no_argument, NULL, 'J'}, {"samples-per-step", required_argument, NULL, 'S'},
+        {"json", no_argument, NULL, 'J'},
+        {"samples-per-step", required_argument, NULL, 'S'},
         {"global-batch", required_argument, NULL, 'G'},
-        {"price-per-gpu-hour", required_argument, NULL, 'P'}, {"skip", required_argument, NULL, 'k'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"price-per-gpu-hour", required_argument, NULL, 'P'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     struct sp_model_opts o;
     sp_model_opts_default(&o);
@@ -129,9 +132,9 @@ int cmd_compare(int argc, char **argv)
     int json = 0, c;
     double price = 0;
     struct sp_cmp_batch batch = {0, 0};
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    struct sp_opts p;
+    sp_opts_init(&p, VERB, opts, &o);
+    while ((c = sp_opts_next(&p, argc, argv, "h")) != -1) {
         switch (c) {
         case 'J': json = 1; break;
         case 'S':
@@ -146,13 +149,8 @@ int cmd_compare(int argc, char **argv)
             if (sp_opt_double(VERB, "--price-per-gpu-hour", optarg, 0, 1e9, &price) < 0)
                 return SP_EXIT_USAGE;
             break;
-        case 'k':
-            if (sp_opt_int(VERB, "--skip", optarg, 0, 1000000, &o.skip) < 0)
-                return SP_EXIT_USAGE;
-            break;
         case 'h': fputs(usage_text, stdout); return 0;
-        default:
-            return sp_opt_unknown(VERB, opts, argv[optind - 1]);
+        default: return SP_EXIT_USAGE; /* said by sp_opts_next */
         }
     }
     int n = argc - optind;
@@ -167,17 +165,22 @@ int cmd_compare(int argc, char **argv)
         return sp_usage_error(VERB, "%d runs given, at most %d can be compared at once", n, MAX_RUNS);
     struct sp_cmp cmp;
     if (sp_compare_runs(argv + optind, n, &o, &batch, &cmp) < 0) {
+        int rc = 1;
         for (int i = 0; i < cmp.n; i++)
             if (!cmp.runs[i].ok) {
                 const struct sp_model *m = &cmp.runs[i].m;
                 if (m->nranks && sp_seen_no_gpu(VERB, m, "efficiency and cost are per GPU, so there "
                                                               "is nothing to compare"))
                     continue;
+                if (m->done >= SP_STAGE_STEPS && sp_opt_steps_missing(VERB, m)) {
+                    rc = SP_EXIT_USAGE; /* as report's: a --steps the run does not have */
+                    continue;
+                }
                 const char *why = m->nwarnings ? m->warnings[0] : "no step time measured";
                 fprintf(stderr, "scaleprof compare: %s: nothing to analyze: %s\n", cmp.runs[i].dir, why);
             }
         sp_compare_free(&cmp);
-        return 1;
+        return rc;
     }
     struct sp_cmp_run *runs = cmp.runs;
     int base = cmp.base, nf = cmp.nf;

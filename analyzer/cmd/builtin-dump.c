@@ -302,29 +302,28 @@ static int dump_file(const char *path, const struct dump_opts *o)
 
 int cmd_dump(int argc, char **argv)
 {
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'J'},
+        {"header-only", no_argument, NULL, 'H'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
     struct dump_opts o = {0};
-    int first = 1;
-    for (; first < argc && argv[first][0] == '-'; first++) {
-        const char *a = argv[first];
-        if (!strcmp(a, "--json")) {
-            o.json = 1;
-        } else if (!strcmp(a, "--header-only")) {
-            o.header_only = 1;
-        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--")) {
-            first++;
-            break;
-        } else {
-            fprintf(stderr, "scaleprof dump: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
+    struct sp_opts p;
+    int c;
+    sp_opts_init(&p, "dump", opts, NULL);
+    while ((c = sp_opts_next(&p, argc, argv, "h")) != -1) {
+        switch (c) {
+        case 'J': o.json = 1; break;
+        case 'H': o.header_only = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: return SP_EXIT_USAGE; /* said by sp_opts_next */
         }
     }
+    int first = optind;
     if (first >= argc) {
         usage(stderr);
-        return 2;
+        return SP_EXIT_USAGE;
     }
     static char buffer[OUT_BUFFER];
     setvbuf(stdout, buffer, _IOFBF, sizeof buffer);

@@ -10,13 +10,11 @@
  * the model gives the numbers.  FILE ending in .gz is written gzip'd.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <regex.h>
 #include <zlib.h>
 
 #include "builtin.h"
@@ -28,12 +26,13 @@
 #include "seen.h"
 
 #define VERB "export"
-#define MAX_SKIP 1000000
 #define BIG_OUTPUT 1e9  /* past this, say how to shrink it */
 #define GZ_RATIO 12.0   /* the JSON compresses about this much at level 1 */
 #define GZ_RATIO_PB 5.5 /* the protobuf (names interned already): 1.2 GB to 214 MB at 1024 ranks */
 #define OUT_BUFFER (1 << 20)
 
+/* The option table as --help prints it, one line a line. */
+// clang-format off
 static const char usage_text[] =
     "usage: scaleprof export DIR -o FILE [options]\n"
     "\n"
@@ -52,20 +51,21 @@ static const char usage_text[] =
     "                          default when FILE ends in .json or .json.gz)\n"
     "  --full                  every rank in full detail, whatever the size\n"
     "  --summary               the summary timeline, whatever the size\n"
-    "  --steps A:B             only steps A to B, both included (step numbers\n"
-    "                          as report prints them; also the steps analyzed)\n"
     "  --ranks LIST            only these ranks, e.g. 0,3,8-15\n"
     "  --whatif CAUSE          beside each rank, the replayed timeline with CAUSE\n"
     "                          removed (straggler, imbalance, pipeline_stage,\n"
     "                          input_pipeline, host_overhead, communication,\n"
     "                          cross_node, unexplained, memcpy; none: replayed\n"
     "                          as is)\n"
-    "  --skip N                warm-up steps left out of the analysis (default 3)\n"
-    "  --step-marker RE        step markers are ranges whose name matches RE\n" SP_COLOR_HELP
+    SP_MODEL_OPTIONS_HELP
+    SP_COLOR_HELP
     "  -h, --help              this text\n"
+    "\n"
+    "With --steps A:B the timeline holds those steps only, the ones analyzed.\n"
     "\n"
     "Exit status: 0 written, 1 nothing analyzable or the file could not be\n"
     "written, 2 usage.\n";
+// clang-format on
 
 /* ---- the output: a FILE, through zlib when gzip'd ---- */
 
@@ -117,11 +117,8 @@ int cmd_export(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"output", required_argument, NULL, 'o'},
-        {"steps", required_argument, NULL, 's'},
         {"ranks", required_argument, NULL, 'R'},
         {"whatif", required_argument, NULL, 'W'},
-        {"skip", required_argument, NULL, 'k'},
-        {"step-marker", required_argument, NULL, 'm'},
         {"format", required_argument, NULL, 'F'},
         {"full", no_argument, NULL, 'U'},
         {"summary", no_argument, NULL, 'S'},
@@ -135,19 +132,13 @@ int cmd_export(int argc, char **argv)
     int json = -1; /* -1: from FILE's name */
     const char *path = NULL;
     long long *ranks = NULL;
-    int c, a, b, rc = SP_EXIT_USAGE;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+    int c, rc = SP_EXIT_USAGE;
+    struct sp_opts p;
+    sp_opts_init(&p, VERB, opts, &o);
+    while ((c = sp_opts_next(&p, argc, argv, "ho:")) != -1) {
         switch (c) {
         case 'o':
             path = optarg;
-            break;
-        case 's':
-            if (sp_opt_range(VERB, "--steps", optarg, 0, INT32_MAX - 1, &a, &b) < 0) goto out;
-            eo.step_first = o.step_first = a;
-            eo.step_last = b;
-            o.step_last = b + 1; /* the model's end is exclusive */
             break;
         case 'R': {
             char err[256];
@@ -173,21 +164,6 @@ int cmd_export(int argc, char **argv)
             }
             break;
         }
-        case 'k':
-            if (sp_opt_int(VERB, "--skip", optarg, 0, MAX_SKIP, &o.skip) < 0) goto out;
-            break;
-        case 'm': {
-            regex_t re;
-            int e = regcomp(&re, optarg, REG_EXTENDED | REG_ICASE | REG_NOSUB);
-            if (e != 0) {
-                rc = sp_usage_error(
-                    VERB, "--step-marker: \"%s\" is not an extended regular expression", optarg);
-                goto out;
-            }
-            regfree(&re);
-            o.step_marker = optarg;
-            break;
-        }
         case 'F':
             if (!strcmp(optarg, "json") || !strcmp(optarg, "perfetto")) {
                 json = optarg[0] == 'j';
@@ -207,10 +183,13 @@ int cmd_export(int argc, char **argv)
             fputs(usage_text, stdout);
             rc = 0;
             goto out;
-        default:
-            rc = sp_opt_unknown(VERB, opts, argv[optind - 1]);
+        default: /* said by sp_opts_next */
             goto out;
         }
+    }
+    if (o.step_first >= 0) { /* the timeline's steps are the analyzed ones, its end included */
+        eo.step_first = o.step_first;
+        eo.step_last = o.step_last - 1;
     }
     if (optind == argc) {
         rc = sp_usage_error(VERB, "no trace directory given (scaleprof export DIR -o FILE)");
@@ -251,10 +230,7 @@ int cmd_export(int argc, char **argv)
         eo.host_only = sp_seen_no_gpu(VERB, &m, "the timeline holds the host's events and steps only: no "
                                                 "breakdown, no finding");
     if (mrc == 0) mrc = sp_model_run(&m, SP_STAGE_STEPS);
-    if (mrc == 0 && eo.step_first >= 0 &&
-        (eo.step_first >= m.steps_total + m.step_number0 || eo.step_last < m.step_number0)) {
-        fprintf(stderr, "scaleprof export: --steps %d:%d: %s has steps %d-%d only\n", eo.step_first,
-                eo.step_last, dir, m.step_number0, m.step_number0 + m.steps_total - 1);
+    if (mrc == 0 && sp_opt_steps_missing(VERB, &m)) {
         sp_model_free(&m);
         goto out;
     }

@@ -6,7 +6,6 @@
  *
  * Option parsing and output only: the analysis is hang.c's.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,11 +17,13 @@
 #include "model.h"
 #include "opt.h"
 #include "text.h"
+#include "units.h"
 
 #define VERB "hang"
 #define MAX_MIN_HANG_S 1e7
-#define NS_PER_S 1e9
 
+/* The option table as --help prints it, one line a line. */
+// clang-format off
 static const char usage_text[] =
     "usage: scaleprof hang DIR [options]\n"
     "\n"
@@ -35,15 +36,23 @@ static const char usage_text[] =
     "the others'), and names ranks killed by a signal or exiting non-zero as\n"
     "scaleprof run recorded them (DIR/exit-status.HOST).\n"
     "\n"
-    "  --json            print the result as JSON (man scaleprof-hang)\n"
-    "  --events N        last events shown per thread (default 4, 1 to 64)\n"
-    "  --min-hang S      call a pending collective hung when nothing entered its\n"
-    "                    communicator for S seconds before the traces end\n"
-    "                    (default: 1 s or 10 times its usual gap, the longer)\n" SP_COLOR_HELP
-    "  -h, --help        this text\n"
+    "  --json                  print the result as JSON (man scaleprof-hang)\n"
+    "  --events N              last events shown per thread (default 4, 1 to 64)\n"
+    "  --min-hang S            call a pending collective hung when nothing entered its\n"
+    "                          communicator for S seconds before the traces end\n"
+    "                          (default: 1 s or 10 times its usual gap, the longer)\n"
+    SP_MODEL_OPTIONS_HELP
+    SP_COLOR_HELP
+    "  -h, --help              this text\n"
+    "\n"
+    "The model's options are those of every verb: --run and --step-marker choose\n"
+    "what is read (a SUMMARY needs those it was reduced with); --steps and\n"
+    "--skip are taken but narrow nothing here, since a hang is where the\n"
+    "traces end, after every step.\n"
     "\n"
     "Exit status: 0 a hang or a desync found and explained, 1 nothing hung or\n"
     "the traces cannot say, 2 usage.\n";
+// clang-format on
 
 static void rank_list(const int *v, int n, char *out, size_t len)
 {
@@ -89,7 +98,7 @@ static void text_call(uint32_t op, uint64_t bytes, uint32_t dtype, char *out, si
 {
     char b[32];
     sp_text_bytes(bytes, b, sizeof b);
-    snprintf(out, len, "%s %s %s", sp_hang_op_name(op), b, sp_hang_dtype_name(dtype));
+    snprintf(out, len, "%s %s %s", sp_hang_op_name(op), b, sp_nccl_dtype_name(dtype));
 }
 
 static void text_rank(const struct sp_hang *h, const struct sp_hang_rank *x, int full, int cols)
@@ -411,7 +420,7 @@ static void json_inst(struct sp_json *j, const struct sp_hang *h, const struct s
     sp_json_int(j, "seq", (long long)x->seq);
     sp_json_str(j, "op", sp_hang_op_name(x->op));
     sp_json_int(j, "bytes", (long long)x->bytes);
-    sp_json_str(j, "dtype", sp_hang_dtype_name(x->dtype));
+    sp_json_str(j, "dtype", sp_nccl_dtype_name(x->dtype));
     sp_json_int(j, "nranks", x->nranks);
     sp_json_bool(j, "inside", x->inside);
     json_ints(j, "entered", x->entered, x->nentered);
@@ -464,7 +473,7 @@ static void json_call(struct sp_json *j, const struct sp_hang_call *c)
     sp_json_open(j, NULL, '{');
     sp_json_str(j, "op", sp_hang_op_name(c->op));
     sp_json_int(j, "bytes", (long long)c->bytes);
-    sp_json_str(j, "dtype", sp_hang_dtype_name(c->dtype));
+    sp_json_str(j, "dtype", sp_nccl_dtype_name(c->dtype));
     json_ints(j, "ranks", c->ranks, c->nranks);
     sp_json_close(j, '}');
 }
@@ -545,10 +554,13 @@ int cmd_hang(int argc, char **argv)
     struct sp_hang_opts ho;
     sp_hang_opts_default(&ho);
     ho.deep = 1;
+    struct sp_model_opts o;
+    sp_model_opts_default(&o);
+    o.progress = 1;
     int json = 0, c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    struct sp_opts p;
+    sp_opts_init(&p, VERB, opts, &o);
+    while ((c = sp_opts_next(&p, argc, argv, "h")) != -1) {
         switch (c) {
         case 'J':
             json = 1;
@@ -564,12 +576,8 @@ int cmd_hang(int argc, char **argv)
         case 'h':
             fputs(usage_text, stdout);
             return 0;
-        case '?':
-            if (strncmp(argv[optind - 1], "--", 2) && optopt)
-                return sp_usage_error(VERB, "option -%c is unknown or needs a value", optopt);
-            return sp_opt_unknown(VERB, opts, argv[optind - 1]);
-        default:
-            return sp_usage_error(VERB, "unexpected option");
+        default: /* said by sp_opts_next */
+            return SP_EXIT_USAGE;
         }
     }
     if (optind == argc)
@@ -579,9 +587,6 @@ int cmd_hang(int argc, char **argv)
                               argc - optind, argv[optind], argv[optind + 1],
                               argc - optind > 2 ? ", ..." : "");
     const char *dir = argv[optind];
-    struct sp_model_opts o;
-    sp_model_opts_default(&o);
-    o.progress = 1;
     struct sp_model m;
     if (sp_model_open(dir, &o, &m) < 0) {
         for (int i = 0; i < m.nwarnings; i++)

@@ -7,13 +7,10 @@
  * html_report.c draws.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include <regex.h>
 
 #include "builtin.h"
 #include "compare.h"
@@ -25,10 +22,11 @@
 #include "seen.h"
 
 #define VERB "html"
-#define MAX_SKIP 1000000
 #define MAX_RUNS 32
 #define TOP_KERNELS 10
 
+/* The option table as --help prints it, one line a line. */
+// clang-format off
 static const char usage_text[] =
     "usage: scaleprof html DIR -o FILE [options]\n"
     "       scaleprof html DIR1 DIR2 [DIR...] -o FILE [options]\n"
@@ -37,20 +35,23 @@ static const char usage_text[] =
     "(summary, findings, charts as inline SVG; no script, nothing fetched).\n"
     "With several directories, the comparison of the runs instead.\n"
     "\n"
-    "  -o, --output FILE        where to write the page (required; - for stdout)\n"
-    "  --steps A:B              analyze steps A to B, both included (one DIR)\n"
-    "  --skip N                 warm-up steps to drop (default 3)\n"
-    "  --step-marker RE         step markers are ranges whose name matches RE\n"
-    "  --samples-per-step S     samples per GPU per step (samples/s, cost)\n"
-    "  --kernels [N]            one DIR: also the top N kernels by GPU time (default\n"
-    "                           10), as scaleprof report --kernels\n"
-    "  --global-batch S         several DIRs: samples per step over all GPUs, the\n"
-    "                           same in every run (instead of --samples-per-step)\n"
-    "  --price-per-gpu-hour P   price of one GPU hour, for cost per 1k samples\n" SP_COLOR_HELP
-    "  -h, --help               this text\n"
+    "  -o, --output FILE       where to write the page (required; - for stdout)\n"
+    "  --samples-per-step S    samples per GPU per step (samples/s, cost)\n"
+    "  --kernels [N]           one DIR: also the top N kernels by GPU time (default\n"
+    "                          10), as scaleprof report --kernels\n"
+    "  --global-batch S        several DIRs: samples per step over all GPUs, the\n"
+    "                          same in every run (instead of --samples-per-step)\n"
+    "  --price-per-gpu-hour P  price of one GPU hour, for cost per 1k samples\n"
+    SP_MODEL_OPTIONS_HELP
+    SP_COLOR_HELP
+    "  -h, --help              this text\n"
+    "\n"
+    "With several DIRs the model's options (--run to --threads) apply to every\n"
+    "run, as in scaleprof compare.\n"
     "\n"
     "Exit status: 0 written, 1 nothing analyzable or the file could not be\n"
     "written, 2 usage.\n";
+// clang-format on
 
 static FILE *open_output(const char *path)
 {
@@ -78,10 +79,7 @@ static int one_run(const char *dir, const struct sp_model_opts *o, const char *p
         return 1;
     }
     if (rc == 0) rc = sp_model_run(&m, SP_STAGE_STEPS);
-    if (rc == 0 && o->step_first >= 0 &&
-        (o->step_first >= m.steps_total + m.step_number0 || o->step_last <= m.step_number0)) {
-        fprintf(stderr, "scaleprof html: --steps %d:%d: %s has steps %d-%d only\n", o->step_first,
-                o->step_last - 1, dir, m.step_number0, m.step_number0 + m.steps_total - 1);
+    if (rc == 0 && sp_opt_steps_missing(VERB, &m)) {
         sp_model_free(&m);
         return SP_EXIT_USAGE;
     }
@@ -125,14 +123,19 @@ static int several_runs(char *const *dirs, int n, const struct sp_model_opts *o,
 {
     struct sp_cmp cmp;
     if (sp_compare_runs(dirs, n, o, batch, &cmp) < 0) {
-        for (int i = 0; i < cmp.n; i++)
-            if (!cmp.runs[i].ok &&
-                !(cmp.runs[i].m.nranks &&
-                  sp_seen_no_gpu(VERB, &cmp.runs[i].m,
-                                 "the comparison is per GPU, so no page was written")))
+        int rc = 1;
+        for (int i = 0; i < cmp.n; i++) {
+            const struct sp_model *m = &cmp.runs[i].m;
+            if (cmp.runs[i].ok ||
+                (m->nranks && sp_seen_no_gpu(VERB, m, "the comparison is per GPU, so no page was written")))
+                continue;
+            if (m->done >= SP_STAGE_STEPS && sp_opt_steps_missing(VERB, m))
+                rc = SP_EXIT_USAGE; /* as one run's: a --steps the run does not have */
+            else
                 fprintf(stderr, "scaleprof html: %s: nothing to analyze\n", cmp.runs[i].dir);
+        }
         sp_compare_free(&cmp);
-        return 1;
+        return rc;
     }
     FILE *f = open_output(path);
     if (!f) {
@@ -149,9 +152,6 @@ int cmd_html(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"output", required_argument, NULL, 'o'},
-        {"steps", required_argument, NULL, 's'},
-        {"skip", required_argument, NULL, 'k'},
-        {"step-marker", required_argument, NULL, 'm'},
         {"samples-per-step", required_argument, NULL, 'S'},
         {"price-per-gpu-hour", required_argument, NULL, 'P'},
         {"global-batch", required_argument, NULL, 'G'},
@@ -168,29 +168,13 @@ int cmd_html(int argc, char **argv)
     int c, top_kernels = 0;
     char kernels_arg[64];
     argc = sp_opt_join_number(argc, argv, "--kernels", kernels_arg, sizeof kernels_arg);
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+    struct sp_opts p;
+    sp_opts_init(&p, VERB, opts, &o);
+    while ((c = sp_opts_next(&p, argc, argv, "ho:")) != -1) {
         switch (c) {
         case 'o':
             path = optarg;
             break;
-        case 's':
-            if (sp_opt_steps(VERB, optarg, &o.step_first, &o.step_last) < 0)
-                return SP_EXIT_USAGE;
-            break;
-        case 'k':
-            if (sp_opt_int(VERB, "--skip", optarg, 0, MAX_SKIP, &o.skip) < 0) return SP_EXIT_USAGE;
-            break;
-        case 'm': {
-            regex_t re;
-            if (regcomp(&re, optarg, REG_EXTENDED | REG_ICASE | REG_NOSUB) != 0)
-                return sp_usage_error(
-                    VERB, "--step-marker: \"%s\" is not an extended regular expression", optarg);
-            regfree(&re);
-            o.step_marker = optarg;
-            break;
-        }
         case 'S':
             if (sp_opt_double(VERB, "--samples-per-step", optarg, 1e-9, 1e12, &o.samples_per_step) <
                 0)
@@ -212,8 +196,8 @@ int cmd_html(int argc, char **argv)
         case 'h':
             fputs(usage_text, stdout);
             return 0;
-        default:
-            return sp_opt_unknown(VERB, opts, argv[optind - 1]);
+        default: /* said by sp_opts_next */
+            return SP_EXIT_USAGE;
         }
     }
     int n = argc - optind;
@@ -223,9 +207,6 @@ int cmd_html(int argc, char **argv)
     if (n > MAX_RUNS)
         return sp_usage_error(VERB, "%d runs given, at most %d can be compared at once", n,
                               MAX_RUNS);
-    if (n > 1 && o.step_first >= 0)
-        return sp_usage_error(
-            VERB, "--steps applies to one run; a comparison analyzes each run's own steps");
     batch.per_gpu = o.samples_per_step;
     if (batch.per_gpu > 0 && batch.global > 0)
         return sp_usage_error(VERB, "--samples-per-step (per GPU) and --global-batch (over all GPUs) "

@@ -16,7 +16,6 @@
  * converting the files one after the other.  Each conversion streams in a
  * few MiB; nothing is shared between them.
  */
-#include <getopt.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -206,8 +205,9 @@ int cmd_import(int argc, char **argv)
     int quiet = 0, stats = 0, jobs = default_jobs(), c;
     long long n;
     char perr[SP_PARSE_ERR];
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "o:fqj:h", longopts, NULL)) != -1) {
+    struct sp_opts p;
+    sp_opts_init(&p, "import", longopts, NULL);
+    while ((c = sp_opts_next(&p, argc, argv, "o:fqj:h")) != -1) {
         switch (c) {
         case 'o': opts.outdir = optarg; break;
         case 'j':
@@ -221,7 +221,7 @@ int cmd_import(int argc, char **argv)
         case 'q': quiet = 1; break;
         case OPT_STATS: stats = 1; break;
         case 'h': usage(stdout); return 0;
-        default: return sp_opt_unknown("import", longopts, argv[optind - 1]);
+        default: return EXIT_USAGE; /* said by sp_opts_next */
         }
     }
     if (optind >= argc || strcmp(argv[optind], "kineto")) {

@@ -22,7 +22,6 @@
  * service runs: the launcher starts them, a shared directory joins them.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,11 +40,12 @@
 #include "traceset.h"
 
 #define VERB "reduce"
-#define MAX_SKIP 1000000
 #define MAX_PARTS 1000000
 #define DEFAULT_WAIT_S 600
 #define POLL_NS 50000000L /* 50 ms between looks at the shared directory */
 
+/* The option table as --help prints it, one line a line. */
+// clang-format off
 static const char usage_text[] =
     "usage: scaleprof reduce DIR -o SUMMARY [options]\n"
     "\n"
@@ -59,18 +59,14 @@ static const char usage_text[] =
     "J mod N = I, in name order.  SUMMARY must be one directory every\n"
     "process sees: the processes meet there once, to agree on the steps.\n"
     "\n"
-    "  -o, --output SUMMARY     the summary directory (required)\n"
-    "  --part I --parts N       this process's index and their number, when\n"
-    "                           no launcher says (default 0 of 1)\n"
-    "  --own                    DIR holds this host's traces only (a local disk):\n"
-    "                           read all of it\n"
-    "  --wait S                 seconds to wait for the other processes (default 600)\n"
-    "  --steps A:B              analyze steps A to B, both included\n"
-    "  --skip N                 warm-up steps to drop (default 3)\n"
-    "  --step-marker RE         step markers are ranges whose name matches RE\n"
-    "  --run ID                 only the traces of run ID\n"
-    "  --threads N              reader threads (default: cores, at most 8)\n"
-    "  -h, --help               this text\n"
+    "  -o, --output SUMMARY    the summary directory (required)\n"
+    "  --part I --parts N      this process's index and their number, when\n"
+    "                          no launcher says (default 0 of 1)\n"
+    "  --own                   DIR holds this host's traces only (a local disk):\n"
+    "                          read all of it\n"
+    "  --wait S                seconds to wait for the other processes (default 600)\n"
+    SP_MODEL_OPTIONS_HELP
+    "  -h, --help              this text\n"
     "\n"
     "The analysis of SUMMARY must be given the same --steps, --skip,\n"
     "--step-marker and --run (they shape the steps reduced).  dump, export\n"
@@ -78,6 +74,7 @@ static const char usage_text[] =
     "\n"
     "Exit status: 0 written, 1 nothing to reduce, a peer missing or a write\n"
     "failed, 2 usage.\n";
+// clang-format on
 
 /* The launcher's word for this process's index and count. */
 static void launcher_part(int *part, int *parts)
@@ -352,18 +349,13 @@ int cmd_reduce(int argc, char **argv)
         {"parts", required_argument, 0, 'P'},
         {"own", no_argument, 0, 'O'},
         {"wait", required_argument, 0, 'w'},
-        {"steps", required_argument, 0, 's'},
-        {"skip", required_argument, 0, 'k'},
-        {"step-marker", required_argument, 0, 'm'},
-        {"run", required_argument, 0, 'R'},
-        {"threads", required_argument, 0, 't'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    opterr = 0;
-    optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+    struct sp_opts p;
+    sp_opts_init(&p, VERB, opts, &o);
+    while ((c = sp_opts_next(&p, argc, argv, "o:h")) != -1) {
         switch (c) {
         case 'o': out = optarg; break;
         case 'p':
@@ -381,22 +373,8 @@ int cmd_reduce(int argc, char **argv)
             if (sp_opt_int(VERB, "--wait", optarg, 0, 86400 * 7, &wait_s) < 0)
                 return SP_EXIT_USAGE;
             break;
-        case 's':
-            if (sp_opt_steps(VERB, optarg, &o.step_first, &o.step_last) < 0)
-                return SP_EXIT_USAGE;
-            break;
-        case 'k':
-            if (sp_opt_int(VERB, "--skip", optarg, 0, MAX_SKIP, &o.skip) < 0)
-                return SP_EXIT_USAGE;
-            break;
-        case 'm': o.step_marker = optarg; break;
-        case 'R': o.run = optarg; break;
-        case 't':
-            if (sp_opt_int(VERB, "--threads", optarg, 1, 256, &o.threads) < 0)
-                return SP_EXIT_USAGE;
-            break;
         case 'h': fputs(usage_text, stdout); return 0;
-        default: return sp_opt_unknown(VERB, opts, argv[optind - 1]);
+        default: return SP_EXIT_USAGE; /* said by sp_opts_next */
         }
     }
     if (optind != argc - 1)

@@ -12,13 +12,10 @@
  * (bars of BAR_WIDTH, one line per finding's evidence), so that scripts can
  * grep it.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include <regex.h>
 
 #include "builtin.h"
 #include "ended.h"
@@ -35,7 +32,6 @@
 #include "sprof.h"
 
 #define VERB "report"
-#define MAX_SKIP 1000000
 #define BAR_WIDTH 50      /* not a terminal: a fixed layout that scripts can rely on */
 #define BAR_MIN 10        /* narrower than this a bar says nothing */
 #define BAR_MAX 100       /* wider gains no precision worth reading */
@@ -63,13 +59,7 @@ static const char usage_text[] =
     "  --csv                   print that per-step table as CSV instead\n"
     "  --rank R                show only rank R in the per-rank view and breakdown\n"
     "                          (the analysis and its findings stay over all ranks)\n"
-    "  --run ID                the traces of run ID only, when DIR holds several runs\n"
-    "  --steps A:B             analyze steps A to B, both included (step numbers\n"
-    "                          as the report prints them; overrides --skip)\n"
-    "  --skip N                drop the first N warm-up steps (default 3; 0 for traces\n"
-    "                          recorded with a SCALEPROF_STEPS window)\n"
-    "  --step-marker RE        step markers are ranges whose name matches RE\n"
-    "                          (default: step|iteration|ProfilerStep, any case)\n"
+    SP_MODEL_OPTIONS_HELP
     "  --samples-per-step S    samples per GPU per step, to print samples/s\n"
     "  --kernels [N]           also the top N kernels by GPU time over the analyzed\n"
     "                          steps (default 10): calls, mean/p50/p99, share, per\n"
@@ -999,11 +989,10 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
 int cmd_report(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"json", no_argument, NULL, 'J'},          {"rank", required_argument, NULL, 'r'},
-        {"run", required_argument, NULL, 'R'},
-        {"per-step", no_argument, NULL, 'P'},      {"csv", no_argument, NULL, 'V'},
-        {"steps", required_argument, NULL, 's'},   {"skip", required_argument, NULL, 'k'},
-        {"step-marker", required_argument, NULL, 'm'},
+        {"json", no_argument, NULL, 'J'},
+        {"rank", required_argument, NULL, 'r'},
+        {"per-step", no_argument, NULL, 'P'},
+        {"csv", no_argument, NULL, 'V'},
         {"samples-per-step", required_argument, NULL, 'S'},
         {"kernels", optional_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},
@@ -1016,9 +1005,9 @@ int cmd_report(int argc, char **argv)
     char kernels_arg[64];
     argc = sp_opt_join_number(argc, argv, "--kernels", kernels_arg, sizeof kernels_arg);
     int json = 0, per_step = 0, csv = 0, color = sp_color_on(stdout), c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    struct sp_opts p;
+    sp_opts_init(&p, VERB, opts, &o);
+    while ((c = sp_opts_next(&p, argc, argv, "h")) != -1) {
         switch (c) {
         case 'J': json = 1; break;
         case 'P': per_step = 1; break;
@@ -1027,43 +1016,17 @@ int cmd_report(int argc, char **argv)
             if (sp_opt_int(VERB, "--rank", optarg, 0, INT32_MAX, &view_rank) < 0)
                 return SP_EXIT_USAGE;
             break;
-        case 's':
-            if (sp_opt_steps(VERB, optarg, &o.step_first, &o.step_last) < 0)
-                return SP_EXIT_USAGE;
-            break;
-        case 'k':
-            if (sp_opt_int(VERB, "--skip", optarg, 0, MAX_SKIP, &o.skip) < 0)
-                return SP_EXIT_USAGE;
-            break;
-        case 'm': {
-            regex_t re;
-            int rc = regcomp(&re, optarg, REG_EXTENDED | REG_ICASE | REG_NOSUB);
-            if (rc != 0) {
-                char msg[128];
-                regerror(rc, &re, msg, sizeof msg);
-                return sp_usage_error(VERB, "--step-marker: \"%s\" is not an extended regular expression: %s",
-                                      optarg, msg);
-            }
-            regfree(&re);
-            o.step_marker = optarg;
-            break;
-        }
         case 'S':
             if (sp_opt_double(VERB, "--samples-per-step", optarg, 1e-9, 1e12, &o.samples_per_step) < 0)
                 return SP_EXIT_USAGE;
             break;
-        case 'R': o.run = optarg; break;
         case 'K':
             top_kernels = TOP_KERNELS;
             if (optarg && sp_opt_int(VERB, "--kernels", optarg, 1, INT32_MAX, &top_kernels) < 0)
                 return SP_EXIT_USAGE;
             break;
         case 'h': fputs(usage_text, stdout); return 0;
-        case '?':
-            if (strncmp(argv[optind - 1], "--", 2) && optopt)
-                return sp_usage_error(VERB, "option -%c is unknown or needs a value", optopt);
-            return sp_opt_unknown(VERB, opts, argv[optind - 1]);
-        default: return sp_usage_error(VERB, "unexpected option");
+        default: return SP_EXIT_USAGE; /* said by sp_opts_next */
         }
     }
     if (optind == argc)
@@ -1115,14 +1078,7 @@ int cmd_report(int argc, char **argv)
     }
     if (rc == 0)
         rc = sp_model_run(&m, SP_STAGE_STEPS);
-    if (rc == 0 && o.step_first >= 0 &&
-        (o.step_first >= m.steps_total + m.step_number0 || o.step_last <= m.step_number0)) {
-        if (m.steps_total > 0)
-            fprintf(stderr, "scaleprof report: --steps %d:%d: %s has steps %d-%d only\n", o.step_first,
-                    o.step_last - 1, dir, m.step_number0, m.step_number0 + m.steps_total - 1);
-        else
-            fprintf(stderr, "scaleprof report: --steps %d:%d: no step found in %s\n", o.step_first,
-                    o.step_last - 1, dir);
+    if (rc == 0 && sp_opt_steps_missing(VERB, &m)) {
         sp_hang_free(&hang);
         sp_ended_free(&ended);
         sp_model_free(&m);

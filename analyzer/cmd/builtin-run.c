@@ -38,7 +38,6 @@
  * stood.  --keep-going waits for every rank instead.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -506,10 +505,10 @@ static int parse(int argc, char **argv, struct run_opts *o)
     const char *env_dir = getenv("SCALEPROF_DIR");
     *o = (struct run_opts){.dir = env_dir && *env_dir ? env_dir : DEFAULT_DIR,
                            .master_port = DEFAULT_MASTER_PORT, .nnodes = 1, .node_rank = -1};
-    optind = 1;
-    opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
+    struct sp_opts p;
+    sp_opts_init(&p, "run", longopts, NULL);
+    while ((c = sp_opts_next(&p, argc, argv, "+o:h")) != -1) {
         switch (c) {
         case 'o': o->dir = optarg; break;
         case OPT_NPROC:
@@ -535,7 +534,7 @@ static int parse(int argc, char **argv, struct run_opts *o)
             break;
         case OPT_ADDR: o->master_addr = optarg; break;
         case 'h': usage(stdout); exit(0);
-        default: exit(sp_opt_unknown("run", longopts, argv[optind - 1]));
+        default: exit(EXIT_USAGE); /* said by sp_opts_next */
         }
     }
     if (per_node && o->nproc) {

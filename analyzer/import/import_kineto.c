@@ -51,13 +51,12 @@
 #include <unistd.h>
 
 #include "sprof.h"
+#include "units.h"
 
 #define INTERN_SLOTS 65536         /* power of two; 1 MiB of cache */
 #define INTERN_FILL_MAX SP_IMPORT_NAMES_MAX /* 3/4 of the slots */
 #define COMMS_MAX SP_IMPORT_COMMS_MAX
-#define DTYPE_UNKNOWN 255          /* datatype when the trace does not say */
-#define NS_PER_S 1000000000ull
-#define EPOCH_2000_NS (946684800ull * NS_PER_S)
+#define EPOCH_2000_NS (946684800ull * (uint64_t)NS_PER_S)
 #define IMPORT_SLOT_COUNT 8        /* single thread, compression inline */
 #define IMPORT_STRINGS_BYTES SP_IMPORT_NAME_BYTES /* fixed file overhead */
 #define P2P_LINK_SLOTS (1u << 17)  /* power of two; 2 MiB, allocated at the first p2p cpu op */
@@ -247,15 +246,17 @@ int sp_import_nccl_op(const char *collective, const char *kernel_name)
 
 int sp_import_dtype(const char *dtype, unsigned *size)
 {
-    /* PyTorch's scalar type names as Kineto writes them -> ncclDataType_t. */
-    static const struct { const char *name; int nccl; unsigned size; } types[] = {
-        {"Float", 7, 4}, {"Half", 6, 2}, {"BFloat16", 9, 2}, {"Double", 8, 8},
-        {"Long", 4, 8}, {"Int", 2, 4}, {"Char", 0, 1}, {"Byte", 1, 1}, {"Bool", 1, 1},
-        {"Float8_e4m3fn", 10, 1}, {"Float8_e5m2", 11, 1},
+    /* PyTorch's scalar type names as Kineto writes them; the sizes are the
+     * format's table (sp_nccl_dtype_size). */
+    static const struct { const char *name; enum sp_nccl_dtype nccl; } types[] = {
+        {"Float", SP_DTYPE_FLOAT32}, {"Half", SP_DTYPE_FLOAT16}, {"BFloat16", SP_DTYPE_BFLOAT16},
+        {"Double", SP_DTYPE_FLOAT64}, {"Long", SP_DTYPE_INT64}, {"Int", SP_DTYPE_INT32},
+        {"Char", SP_DTYPE_INT8}, {"Byte", SP_DTYPE_UINT8}, {"Bool", SP_DTYPE_UINT8},
+        {"Float8_e4m3fn", SP_DTYPE_FP8E4M3}, {"Float8_e5m2", SP_DTYPE_FP8E5M2},
     };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (!strcmp(dtype, types[i].name)) {
-            *size = types[i].size;
+            *size = sp_nccl_dtype_size(types[i].nccl);
             return types[i].nccl;
         }
     *size = 0;
@@ -514,7 +515,7 @@ static void write_nccl(struct importer *im, const struct sp_kineto_event *k, con
     }
     ev.nccl.op = (uint64_t)op;
     ev.nccl.count = k->in_nelems;
-    ev.nccl.datatype = dtype >= 0 ? (uint64_t)dtype : DTYPE_UNKNOWN;
+    ev.nccl.datatype = dtype >= 0 ? (uint64_t)dtype : SP_DTYPE_UNKNOWN;
     ev.nccl.bytes = k->in_nelems * size;
     ev.nccl.peer = p2p ? p2p_peer(k, meta, op) : -1;
     if (p2p && ev.nccl.peer < 0)

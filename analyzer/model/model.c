@@ -17,12 +17,12 @@
 
 #include "model_int.h"
 #include "model_summary.h"
+#include "units.h"
 
 #define DEFAULT_SKIP 3
 #define TAIL_FACTOR 2.0  /* a last step this much longer than any other is the profiler's tail */
 #define TAIL_MIN_STEPS 3 /* ... judged only with two others to compare with */
 #define MAX_THREADS 8
-#define NS_PER_MS 1e6
 #define PROGRESS_TTY_NS 1000000000LL   /* a terminal sees one update a second */
 #define PROGRESS_LOG_NS 5000000000LL   /* a log file one line every 5 s */
 
@@ -254,11 +254,11 @@ double sp_model_busbw_factor(uint32_t op, uint32_t nranks)
 {
     double n = nranks ? nranks : 1;
     switch (op) {
-    case 1: /* allreduce */
+    case SP_NCCL_ALLREDUCE:
         return 2 * (n - 1) / n;
-    case 4: /* allgather */
-    case 5: /* reducescatter */
-    case 8: /* alltoall */
+    case SP_NCCL_ALLGATHER:
+    case SP_NCCL_REDUCESCATTER:
+    case SP_NCCL_ALLTOALL:
         return (n - 1) / n;
     default:
         return 1;

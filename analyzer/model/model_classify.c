@@ -830,22 +830,6 @@ static int is_input_fd(uint64_t kind)
     return kind == SP_FD_PIPE || kind == SP_FD_SOCKET;
 }
 
-static int is_read(uint64_t op)
-{
-    return op == SP_IO_READ || op == SP_IO_PREAD || op == SP_IO_READV || op == SP_IO_PREADV ||
-           op == SP_IO_FREAD || op == SP_IO_RECV;
-}
-
-static int is_write(uint64_t op)
-{
-    return op == SP_IO_WRITE || op == SP_IO_PWRITE || op == SP_IO_WRITEV || op == SP_IO_FWRITE;
-}
-
-static int is_flush(uint64_t op)
-{
-    return op == SP_IO_FSYNC || op == SP_IO_FDATASYNC;
-}
-
 /* Calls that can block the host until the GPU drains: the syncs, and the
  * copies (a copy to or from pageable memory returns when it is done even
  * when asked to be asynchronous: what .item() does).  A call that did not
@@ -891,7 +875,7 @@ static __attribute__((noinline)) void note_write(struct rank_pass *rp, const str
     if (t < rp->view_start || t >= rp->view_end)
         return;
     struct sp_rank *r = rp->r;
-    if (is_flush(ev->io.op)) {
+    if (sp_io_op_is_flush(ev->io.op)) {
         r->flushes++;
         r->flush_ns += (int64_t)ev->io.dur;
     } else {
@@ -947,9 +931,9 @@ static inline __attribute__((always_inline)) void on_event(struct rank_pass *rp,
         }
         break;
     case SP_EV_IO:
-        if (is_read(ev->io.op) && (is_input_fd(ev->io.fd_kind) || ev->io.fd_kind == SP_FD_FILE))
+        if (sp_io_op_is_read(ev->io.op) && (is_input_fd(ev->io.fd_kind) || ev->io.fd_kind == SP_FD_FILE))
             add_interval(rp, t, t + (int64_t)ev->io.dur, I_INPUT);
-        else if (ev->io.fd_kind == SP_FD_FILE && (is_write(ev->io.op) || is_flush(ev->io.op)))
+        else if (ev->io.fd_kind == SP_FD_FILE && (sp_io_op_is_write(ev->io.op) || sp_io_op_is_flush(ev->io.op)))
             note_write(rp, ev);
         else if (ev->io.fd_kind == SP_FD_FILE &&
                  (ev->io.op == SP_IO_OPEN || ev->io.op == SP_IO_FOPEN || ev->io.op == SP_IO_CLOSE))

@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "model_int.h"
+#include "units.h"
 
-#define NS_PER_US 1e3
 
 struct end_diffs {
     int ref;        /* reference host */

@@ -35,9 +35,9 @@
 #include <string.h>
 
 #include "model_int.h"
+#include "units.h"
 
 #define TIE_NS 20000.0 /* arrivals closer than 20 us are a tie: nobody was last */
-#define NS_PER_MS 1e6
 #define END_SPREAD_MIN_NS 1e6  /* ends of one collective this far apart ... */
 #define END_SPREAD_SHARE 0.5   /* ... and half its shortest kernel: not one instance */
 #define PAUSE_MARGIN_NS 1000000000LL /* a control-file poll apart, and then some */
@@ -406,7 +406,7 @@ static void finish_summaries(struct sp_model *m)
             continue;
         s->transfer_ms /= (double)s->calls;
         s->wait_ms /= (double)s->calls;
-        double bytes = (double)s->bytes * (s->op == 4 ? s->nranks : 1);
+        double bytes = (double)s->bytes * (s->op == SP_NCCL_ALLGATHER ? s->nranks : 1);
         double t_ns = s->transfer_ms * NS_PER_MS;
         s->busbw_gbps = t_ns > 0 ? bytes / t_ns * sp_model_busbw_factor(s->op, s->nranks) : 0;
         if (s->missing)

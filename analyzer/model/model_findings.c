@@ -28,6 +28,7 @@
 
 #include "model_int.h"
 #include "text.h"
+#include "units.h"
 
 #define STRAGGLER_LAST 0.5  /* the arrival table lists ranks last at >= half */
 #define CAUSE_EXPLAINS 0.8  /* a component explaining this much of an excess names it */
@@ -36,7 +37,6 @@
 #define UNEXPLAINED_MIN 0.10 /* idle nothing explains, said as a finding from here */
 #define CROSS_RATIO 0.5     /* spanning bus bandwidth below half the reference */
 #define CROSS_FAR 0.25      /* ... below a quarter: listed whatever its gain */
-#define NS_PER_MS 1e6
 #define SP_MAX_SAY_RANKS 16 /* ranks a sentence lists */
 #define CHECK_IDEAL_SLACK 0.005 /* share of the step the ideal may lag the best single fix by (rounding) */
 /* a step "dips" when at least 1% of it is input wait before its first kernel */

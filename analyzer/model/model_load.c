@@ -294,9 +294,7 @@ static void on_kernel(struct file_scan *s, const struct sp_event *ev)
 static void on_io(struct sp_file_rec *f, const struct sp_event *ev)
 {
     const struct sp_ev_io *io = &ev->io;
-    int read = io->op == SP_IO_READ || io->op == SP_IO_PREAD || io->op == SP_IO_READV ||
-               io->op == SP_IO_PREADV || io->op == SP_IO_FREAD;
-    if (read && io->fd_kind == SP_FD_FILE && io->ret > 0) {
+    if (sp_io_op_is_read(io->op) && io->fd_kind == SP_FD_FILE && io->ret > 0) {
         f->read_bytes += (uint64_t)io->ret;
         f->read_ns += (int64_t)io->dur;
     }

@@ -87,8 +87,8 @@
 #include <string.h>
 
 #include "model_int.h"
+#include "units.h"
 
-#define NS_PER_MS 1e6
 #define NO_WAIT 0.005 /* collective wait share below which no rank holds up another */
 #define MAX_TRIED 4   /* straggler candidates replayed: the ranks, then groups, with most excess */
 

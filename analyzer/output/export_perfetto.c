@@ -45,6 +45,7 @@
 #include "export_trace.h"
 #include "text.h"
 #include "traceset.h"
+#include "units.h"
 
 #define SUMMARY_RANK_STEPS 6400 /* 64 ranks x 100 steps: what the UI holds in full */
 #define DETAIL_MAX 16           /* ranks in full detail in a summary */
@@ -55,8 +56,7 @@
 #define NESTED_LEN 3         /* bytes reserved for a nested message's length (< 2 MiB) */
 #define INTERN_MAX (1u << 20)
 #define SEQ_ID 1
-#define TRACK_BITS 12 /* child tracks of a process: uuid = process's + 1.. */
-#define NS_PER_MS 1e6
+#define TRACK_BITS 12           /* child tracks of a process: uuid = process's + 1.. */
 #define PB_BYTES_PER_EVENT 60.0 /* a written slice with its annotations, measured */
 #define PB_BYTES_PER_STEP 200.0
 

@@ -36,12 +36,12 @@
 #include "text.h"
 #include "model_int.h"
 #include "traceset.h"
+#include "units.h"
 
 #define WHATIF_PID_BASE 1000000 /* what-if groups: pids apart from the ranks' */
 #define TID_STEPS 1
 #define BYTES_PER_EVENT 170.0 /* a written trace event, measured on the sim's traces */
 #define BYTES_PER_STEP 400.0
-#define NS_PER_MS 1e6
 
 const int sp_export_kind_sort[TRK_KINDS] = {0, 100, 1000, 10000, 20000, 30000};
 
@@ -337,7 +337,7 @@ static int on_nccl(void *ctx, const struct sp_reader *r, const struct sp_event *
 void sp_export_io_name(const struct sp_ev_io *io, char *out, size_t len)
 {
     const char *op = sp_export_enum(SP_EV_IO, "op", io->op, "io");
-    if (io->ret > 0 && io->op != SP_IO_OPEN && io->op != SP_IO_FOPEN && io->op != SP_IO_CLOSE) {
+    if (io->ret > 0 && (sp_io_op_is_read(io->op) || sp_io_op_is_write(io->op))) { /* the bytes it moved */
         char b[32];
         sp_text_bytes((uint64_t)io->ret, b, sizeof b);
         snprintf(out, len, "%s %s", op, b);

@@ -18,8 +18,8 @@
 
 #include "html_report.h"
 #include "text.h"
+#include "units.h"
 
-#define NS_PER_MS 1e6
 #define CHART_W 900         /* px: every chart's width */
 #define LABEL_W 150         /* the row labels' column */
 #define VALUE_W 110         /* the value column right of bars */

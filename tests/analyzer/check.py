@@ -905,6 +905,16 @@ def case_color_every_verb():
         fail(f"--color=sometimes: {p.stderr}")
 
 
+def usage_errors(cases):
+    """Each (args, says): scaleprof ARGS exits 2 saying that on stderr."""
+    for args, says in cases:
+        p = subprocess.run([SCALEPROF, *args], capture_output=True, text=True)
+        first = p.stderr.strip().splitlines()[0] if p.stderr.strip() else ""
+        print(f"  scaleprof {' '.join(a if not a.startswith(TMP) else '...' for a in args)}: exit {p.returncode}: {first}")
+        if p.returncode != 2 or says not in p.stderr:
+            fail(f"wanted exit 2 saying {says!r}")
+
+
 def case_did_you_mean():
     """A mistyped verb or option is answered with the nearest name, and an
     option missing its value is said so, not 'unknown'."""
@@ -918,12 +928,7 @@ def case_did_you_mean():
         (("report", d, "--rank"), "--rank needs a value"),
         (("run", "-o", os.path.join(TMP, "dym-run"), "--nproc_pre_node", "2", "--", "true"), "did you mean --nproc_per_node?"),
     ]
-    for args, says in cases:
-        p = subprocess.run([SCALEPROF, *args], capture_output=True, text=True)
-        first = p.stderr.strip().splitlines()[0] if p.stderr.strip() else ""
-        print(f"  scaleprof {' '.join(a if not a.startswith(TMP) else '...' for a in args)}: exit {p.returncode}: {first}")
-        if p.returncode != 2 or says not in p.stderr:
-            fail(f"wanted exit 2 saying {says!r}")
+    usage_errors(cases)
     p = subprocess.run([SCALEPROF, "frobnicate"], capture_output=True, text=True)
     if p.returncode != 2 or "did you mean" in p.stderr or "unknown verb" not in p.stderr:
         fail(f"a verb nothing like any: no suggestion, the list: {p.stderr}")
@@ -1537,10 +1542,130 @@ def case_man_pages_clean():
                 fail(f"{name}: font escape \\f{m.group(1).decode(errors='replace')} names no font")
 
 
+# The verbs that build a model, each with the operands it needs: the model's
+# options (--run --steps --skip --step-marker --threads) are one parser's.
+def model_verbs(d, d2, name):
+    out = os.path.join(TMP, name)
+    return {
+        "report": ("report", d), "compare": ("compare", d, d2), "export": ("export", d, "-o", out + ".json"),
+        "html": ("html", d, "-o", out + ".html"), "hang": ("hang", d), "reduce": ("reduce", d, "-o", out + "-sum"),
+    }
+
+
+def case_model_options_every_verb():
+    """Every verb that analyzes traces takes the same model options, refuses
+    the same bad values with the same words (naming the value), and lists
+    them in its --help: --run was report's alone, --step-marker missing in
+    compare and hang, and html dropped the regex's error."""
+    d, _ = gen("mopt", "--ranks", 2, "--markers", "--steps", 12)
+    d2, _ = gen("mopt2", "--ranks", 4, "--markers", "--steps", 12)
+    bad = [
+        (("--skip", "-1"), '--skip: "-1" is out of range (expected 0..1000000)'),
+        (("--skip", "many"), '--skip: "many" is not an integer'),
+        (("--steps", "9:3"), '--steps: "9:3" is out of range'),
+        (("--step-marker", "("), '--step-marker: "(" is not an extended regular expression: '),
+        (("--threads", "0"), '--threads: "0" is out of range (expected 1..256)'),
+        (("--run", ""), '--run: "" is not a run ID'),
+    ]
+    for verb, args in model_verbs(d, d2, "mopt-out").items():
+        helptext = scaleprof(verb, "--help").stdout
+        for opt in ("--run ID", "--steps A:B", "--skip N", "--step-marker RE", "--threads N"):
+            if not re.search(r"^  " + re.escape(opt) + " ", helptext, re.M):
+                fail(f"scaleprof {verb} --help does not list {opt}")
+        for extra, says in bad:
+            p = subprocess.run([SCALEPROF, *args, *extra], capture_output=True, text=True)
+            first = p.stderr.strip().splitlines()[0] if p.stderr.strip() else ""
+            if p.returncode != 2 or not first.startswith(f"scaleprof {verb}: {says}"):
+                fail(f"scaleprof {verb} {' '.join(extra)}: wanted exit 2 with 'scaleprof {verb}: {says}...', "
+                     f"got {p.returncode}: {p.stderr.strip()[:300]}")
+        print(f"  {verb}: lists the five, refuses {len(bad)} bad values with the same words")
+    # the values reach the model in every verb: --run picks one of two runs
+    two = os.path.join(TMP, "mopt-two")
+    subprocess.run([GEN, two, "--ranks", "2", "--markers", "--run-id", "runA"], check=True, capture_output=True)
+    subprocess.run([GEN, two, "--ranks", "2", "--markers", "--run-id", "runB", "--pid-base", "2000"], check=True,
+                   capture_output=True)
+    for verb, args in model_verbs(two, two, "mopt-two-out").items():
+        mixed = subprocess.run([SCALEPROF, *args], capture_output=True, text=True)
+        one = subprocess.run([SCALEPROF, *args, "--run", "runB"], capture_output=True, text=True)
+        print(f"  {verb} on two runs: exit {mixed.returncode}; with --run runB: exit {one.returncode}")
+        if mixed.returncode == 0 or "holds traces of 2 runs" not in mixed.stderr:
+            fail(f"scaleprof {verb} on two runs should refuse to mix them: {mixed.stderr[:300]}")
+        if one.returncode not in (0, 1) or "holds traces of 2 runs" in one.stderr or \
+                (verb != "hang" and one.returncode != 0):
+            fail(f"scaleprof {verb} --run runB should read that run only: {one.returncode} {one.stderr[:300]}")
+
+
+def case_summary_step_marker_every_verb():
+    """A summary reduced with --step-marker is read by every verb given the
+    same one: hang and compare could not take it, so they could not read
+    such a summary at all."""
+    d, _ = gen("summk", "--ranks", 4, "--markers", "--steps", 12)
+    d2, _ = gen("summk2", "--ranks", 2, "--markers", "--steps", 12)
+    summary = os.path.join(TMP, "summk-sum")
+    scaleprof("reduce", d, "-o", summary, "--step-marker", "train_step")
+    for args in (("hang", summary), ("compare", summary, d2), ("report", summary)):
+        without = subprocess.run([SCALEPROF, *args], capture_output=True, text=True)
+        given = subprocess.run([SCALEPROF, *args, "--step-marker", "train_step"], capture_output=True, text=True)
+        print(f"  {args[0]}: without the marker exit {without.returncode}, with it exit {given.returncode}")
+        if without.returncode == 0 or "was reduced with --step-marker 'train_step'" not in without.stderr:
+            fail(f"{args[0]} without the summary's marker should refuse it: {without.stderr[:300]}")
+        # hang exits 1 when nothing hung; what matters is that it read the summary
+        if given.returncode not in (0, 1) or "reduced with" in given.stderr or not given.stdout.strip():
+            fail(f"{args[0]} with the summary's marker should read it: {given.returncode} {given.stderr[:300]}")
+
+
+def case_options_not_abbreviated():
+    """Long options are taken as written: `export --rank 0` meant --ranks
+    (getopt's prefix matching) and is refused now, naming --ranks; a prefix
+    of two names names both; the names in full still work."""
+    d, _ = gen("abbr", "--ranks", 2, "--markers")
+    out = os.path.join(TMP, "abbr.json")
+    cases = [
+        (("export", d, "-o", out, "--rank", "0"), "option --rank is unknown; did you mean --ranks? "
+                                                   "(options are not abbreviated)"),
+        (("report", d, "--ste", "3:5"), "did you mean --steps or --step-marker?"),
+        (("report", d, "--js"), "did you mean --json?"),
+        (("compare", d, d, "--sk", "1"), "did you mean --skip?"),
+        (("hang", d, "--min", "2"), "did you mean --min-hang?"),
+        (("run", "-o", os.path.join(TMP, "abbr-run"), "--npr", "2", "--", "true"), "did you mean --nproc"),
+        (("import", "kineto", "-o", os.path.join(TMP, "abbr-imp"), "--sta", "x.json"), "did you mean --stats?"),
+        (("report", d, "--json=1"), "--json takes no value"),
+        (("dump", "--head", os.path.join(d, "host0", "1000.sprof")), "did you mean --header-only?"),
+    ]
+    usage_errors(cases)
+    ranks = subprocess.run([SCALEPROF, "export", d, "-o", out, "--ranks", "0"], capture_output=True, text=True)
+    steps = subprocess.run([SCALEPROF, "report", d, "--steps=4:6", "--skip", "0"], capture_output=True, text=True)
+    if ranks.returncode != 0 or steps.returncode != 0 or "analyzed: steps 4-6" not in steps.stdout:
+        fail(f"the names in full should work: {ranks.stderr} {steps.stderr}")
+
+
+def case_compare_steps_every_run():
+    """compare --steps A:B compares the same steps of every run (each as
+    report --steps gives them); steps a run does not have are a usage error
+    naming the run, as in report."""
+    d1, _ = gen("cst1", "--ranks", 1, "--markers", "--steps", 12, "--ramp", 0.5)
+    d2, _ = gen("cst2", "--ranks", 2, "--markers", "--steps", 12, "--ramp", 0.5)
+    got = json.loads(scaleprof("compare", d1, d2, "--steps", "6:9", "--json").stdout)
+    for run, d in zip(got["runs"], (d1, d2)):
+        want = report(d, "--steps", "6:9")["steps"]["mean_ms"]
+        near(f"{os.path.basename(d)} step_ms over steps 6-9", run["step_ms"], want, 1e-9)
+    whole = json.loads(scaleprof("compare", d1, d2, "--json").stdout)
+    if abs(whole["runs"][0]["step_ms"] - got["runs"][0]["step_ms"]) < 1e-6:
+        fail("--steps 6:9 should change the steps compared (the ramp makes later steps longer)")
+    p = subprocess.run([SCALEPROF, "compare", d1, d2, "--steps", "50:60"], capture_output=True, text=True)
+    print(f"  compare --steps 50:60: exit {p.returncode}: {p.stderr.strip()}")
+    if p.returncode != 2 or f"--steps 50:60: {d1} has steps 0-11 only" not in p.stderr or d2 not in p.stderr:
+        fail("steps no run has should be a usage error naming each run")
+    p = subprocess.run([SCALEPROF, "html", d1, d2, "--steps", "6:9", "-o", os.path.join(TMP, "cst.html")],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        fail(f"html of a comparison takes --steps as compare does: {p.stderr}")
+
+
 def case_help_matches_man():
     """Every option in each verb's --help is documented in its man page."""
     mandir = os.environ["MAN_DIR"]
-    for verb in ("report", "compare", "export", "html", "hang"):
+    for verb in ("report", "compare", "export", "html", "hang", "reduce"):
         helptext = scaleprof(verb, "--help").stdout
         with open(os.path.join(mandir, f"scaleprof-{verb}.1")) as f:
             man = f.read().replace("\\-", "-")

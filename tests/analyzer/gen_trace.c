@@ -93,6 +93,7 @@
 #define OPT_NO_GPU 1000   /* long-only options: codes past every letter */
 #define OPT_HELPER_READ 1001
 #define OPT_BAD_TIME 1002
+#define OPT_RUN_ID 1003
 #define BAD_TIME_NS 9000000000000000000ull
 #define BAD_TIME_STEP 2
 struct scenario {
@@ -248,6 +249,7 @@ static int short_rank = -1, short_after = -1; /* --short-rank: its recording sto
 static double helper_read_every = 5 * MS;       /* --helper-read-us: a worker's reads, one per period */
 static int bad_time_rank = -1, bad_time_done;   /* --bad-time: one event far out of its trace's span */
 static int pid_base = 1000; /* --pid-base: rank r's process is pid_base + r */
+static const char *run_id;  /* --run-id: the run's identity in every header (none by default) */
 
 static void emit(int r, struct sp_event *ev, double global_t)
 {
@@ -600,6 +602,8 @@ static int open_rank(const struct scenario *s, int r)
     snprintf(host, sizeof host, "host%d", h);
     sp_writer_add_tlv(R[r].w, SP_TLV_HOST, host, (uint32_t)strlen(host));
     sp_writer_add_tlv(R[r].w, SP_TLV_SOURCE, "preload", 7);
+    if (run_id)
+        sp_writer_add_tlv(R[r].w, SP_TLV_RUN, run_id, (uint32_t)strlen(run_id));
     R[r].name_step = sp_writer_intern(R[r].w, "train_step", 10);
     int names = s->colls * (s->kernels > 0 ? s->kernels : 1);
     names = names < MAX_KERNEL_NAMES ? names : MAX_KERNEL_NAMES;
@@ -726,7 +730,7 @@ static const char usage[] =
     "  [--helpers N] [--no-nccl] [--gpu-thread-lag S] [--equal-buckets] [--no-rank]\n"
     "  [--one-kernel-name] [--grid-per-layer] [--ramp F] [--pause-after-step K]\n"
     "  [--eval-every N --eval-ms X] [--short-rank R] [--bad-time R] [--step-metric] [--copy-bytes N] [--copy-pinned]\n"
-    "  [--pid-base N] [--no-gpu] [--pair-colls [--slow-host H]] [--helper-read-us X]\n"
+    "  [--pid-base N] [--run-id ID] [--no-gpu] [--pair-colls [--slow-host H]] [--helper-read-us X]\n"
     "  [--truth FILE]\n";
 
 int main(int argc, char **argv)
@@ -752,7 +756,7 @@ int main(int argc, char **argv)
         {"step-metric", 0, 0, 'g'}, {"pid-base", 1, 0, 'J'}, {"pair-colls", 0, 0, 'p'},
         {"slow-host", 1, 0, 'q'},
         {"no-gpu", 0, 0, OPT_NO_GPU}, {"helper-read-us", 1, 0, OPT_HELPER_READ},
-        {"bad-time", 1, 0, OPT_BAD_TIME},
+        {"bad-time", 1, 0, OPT_BAD_TIME}, {"run-id", 1, 0, OPT_RUN_ID},
         {0, 0, 0, 0},
     };
     int c;
@@ -804,6 +808,7 @@ int main(int argc, char **argv)
         case OPT_NO_GPU: no_gpu = 1; break;
         case OPT_HELPER_READ: helper_read_every = atof(optarg) * US; break;
         case OPT_BAD_TIME: bad_time_rank = atoi(optarg); break;
+        case OPT_RUN_ID: run_id = optarg; break;
         default: fputs(usage, stderr); return 2;
         }
     }

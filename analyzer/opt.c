@@ -22,6 +22,7 @@
 
 #include <regex.h>
 
+#include "alloc.h"
 #include "model.h"
 #include "parse.h"
 
@@ -206,6 +207,10 @@ static int step_marker(const char *verb, const char *re_text)
 {
     regex_t re;
     int rc = regcomp(&re, re_text, REG_EXTENDED | REG_ICASE | REG_NOSUB);
+    if (rc == REG_ESPACE) {
+        sp_alloc_lost(); /* no memory to compile it: not a bad pattern (main says so) */
+        return -1;
+    }
     if (rc != 0) {
         char msg[REGEX_ERR];
         regerror(rc, &re, msg, sizeof msg);

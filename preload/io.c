@@ -743,13 +743,13 @@ int __openat64_2(int dirfd, const char *path, int flags);
     {                                                            \
         IO_REAL(name, ret, params, errval);                      \
         int fd_ = (fd_expr);                                     \
-        struct io_call c;                                               \
-        int recording = io_enter(&c);                                   \
-        uint64_t e = recording ? fd_entry(fd_) : 0;                     \
-        fd_forget(fd_);                                                 \
-        ret r = real args;                                              \
-        close_done(&c, recording, fd_, e, r);                           \
-        return r;                                                       \
+        struct io_call c;                                        \
+        int recording = io_enter(&c);                            \
+        uint64_t e = recording ? fd_entry(fd_) : 0;              \
+        fd_forget(fd_);                                          \
+        ret r = real args;                                       \
+        close_done(&c, recording, fd_, e, r);                    \
+        return r;                                                \
     }
 
 #define IO_SHAPE_DUP(name, ret, params, args, errval, to_) \

@@ -241,7 +241,7 @@ static void fd_copy(int from, int to)
     atomic_store_explicit(&g_fd_name[to], known ? atomic_load(&g_fd_name[from]) : 0, memory_order_relaxed);
 }
 
-/* fcntl(F_DUPFD, F_DUPFD_CLOEXEC), interposed in fd.c, is a dup too. */
+/* fcntl(F_DUPFD, F_DUPFD_CLOEXEC), interposed in fcntl.c, is a dup too. */
 void sp_io_fd_copied(int from, int to)
 {
     fd_copy(from, to);

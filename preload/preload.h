@@ -443,7 +443,7 @@ int sp_limits_as_tight(void);
 int sp_limits_disk(int dfd, char *why, size_t size);
 void sp_fd_after_fork(void);
 
-/* io.c: fcntl(F_DUPFD...) in fd.c copied `from` to `to`. */
+/* io.c: fcntl(F_DUPFD...) in fcntl.c copied `from` to `to`. */
 void sp_io_fd_copied(int from, int to);
 
 #pragma GCC visibility pop

@@ -3,10 +3,11 @@
  *
  * core.c owns the process's single trace writer and everything about its
  * lifecycle (lazy init on the first event, configuration from the
- * environment, a new file after fork or exec, close at exit).  Every other
- * file interposes one family of calls and reports what it saw through
- * sp_emit().  The rules of principle 1 ("never harm the job") hold for all
- * of them:
+ * environment, a new file after fork or exec, close at exit); fd.c runs
+ * the recorder's service thread, which does its file work; clock.c,
+ * limits.c and intern.c are what they name.  Every other file interposes
+ * one family of calls and reports what it saw through sp_emit().  The
+ * rules of principle 1 ("never harm the job") hold for all of them:
  *
  *   - call the real function first-class: resolve it once with
  *     sp_real("name"), call it even when recording is off or failed;

@@ -31,9 +31,8 @@
  * answers CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, or enabling a
  * kind fails, another tool (PyTorch profiler, Nsight) owns CUPTI: one line
  * says so and sp_cupti_fallback tells nccl.c to time collectives with CUDA
- * events instead.  The probe
- * subscription is released at once so that the other tool keeps working
- * when it starts after us.
+ * events instead.  The probe subscription is released at once so that
+ * the other tool keeps working when it starts after us.
  *
  * Flush.  A background thread calls cuptiActivityFlushAll(0) every
  * FLUSH_PERIOD_NS so completed buffers reach the trace while the job runs;

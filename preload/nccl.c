@@ -42,12 +42,13 @@
  * new one, whose insert then overwrites the entry).
  *
  * GPU time without CUPTI.  When cupti.c cannot record activity it raises
- * sp_cupti_fallback; from then on each collective is bracketed by
- * two CUDA events recorded on its stream (no synchronization), taken from
- * a pool created once.  Completed pairs are drained at later NCCL calls and
- * at cupti.c's flush (through sp_cupti_drain_hook, set with the pool); each becomes a GPU event of kind SP_GPU_NCCL_KERNEL named
- * "nccl:<op>", whose `correlation` equals the `correlation` of the NCCL
- * event that launched it.  GPU start times are placed on the host clock
+ * sp_cupti_fallback; from then on each collective is bracketed by two
+ * CUDA events recorded on its stream (no synchronization), taken from a
+ * pool created once.  Completed pairs are drained at later NCCL calls and
+ * at cupti.c's flush (through sp_cupti_drain_hook, set with the pool);
+ * each becomes a GPU event of kind SP_GPU_NCCL_KERNEL named "nccl:<op>",
+ * whose `correlation` equals the `correlation` of the NCCL event that
+ * launched it.  GPU start times are placed on the host clock
  * through an anchor event per device, recorded on an idle private stream
  * and synchronized at a known host time (re-anchored every second so the
  * float milliseconds of cudaEventElapsedTime keep sub-microsecond

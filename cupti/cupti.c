@@ -22,7 +22,7 @@
  * (SP_DROP_CUPTI).  Completed buffers are turned into GPU events: kernels
  * whose name says NCCL ("ncclKernel*", "ncclDevKernel*") as
  * SP_GPU_NCCL_KERNEL, the rest as SP_GPU_KERNEL; names are interned once
- * per trace file through a content-hash cache (sp_gpu_intern).  They are
+ * per trace file through a content-hash cache (sp_intern_name).  They are
  * appended through sp_emit_gpu, which keeps or drops a record by when the
  * GPU ran it against the step window (core.c), not by when its buffer
  * arrived: buffers come late, usually after a window has closed.
@@ -30,9 +30,9 @@
  * Conflict.  Before CUDA 13.3 CUPTI takes one subscriber.  If cuptiSubscribe
  * answers CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, or enabling a
  * kind fails, another tool (PyTorch profiler, Nsight) owns CUPTI: one line
- * says so and nccl.c times collectives with CUDA events instead.  The probe
- * subscription is released at once so that the other tool keeps working
- * when it starts after us.
+ * says so and sp_cupti_fallback tells nccl.c to time collectives with CUDA
+ * events instead.  The probe subscription is released at once so that
+ * the other tool keeps working when it starts after us.
  *
  * Flush.  A background thread calls cuptiActivityFlushAll(0) every
  * FLUSH_PERIOD_NS so completed buffers reach the trace while the job runs;
@@ -54,43 +54,13 @@
 
 #include <cupti.h>
 
+#include "intern.h"
 #include "preload.h"
 #include "sp_gpu.h"
 
 #define BUF_COUNT 8
 #define BUF_SIZE (4u << 20)
 #define FLUSH_PERIOD_NS 1000000000L
-#define NAME_CACHE_SIZE 8192 /* distinct kernel / marker names, power of two */
-#define NAME_HASH_SHIFT 17   /* hash bits that pick the first probe */
-#define HASH_SEED 0xcbf29ce484222325ull
-#define HASH_PRIME 0x100000001b3ull
-
-/* ---- a name cache shared by the GPU-side files ----------------------------- */
-
-/* The content hash stands for the text (64 bits: collisions are not a
- * practical concern); the slots are sp_gpu.h's per-file id cache. */
-static struct sp_id_slot names[NAME_CACHE_SIZE];
-
-uint32_t sp_gpu_intern(const char *s)
-{
-    if (!s || !*s)
-        return 0;
-    uint64_t h = HASH_SEED;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        h ^= *p;
-        h *= HASH_PRIME;
-    }
-    h |= 1; /* 0 marks a free entry */
-    struct sp_id_slot *slot = sp_id_slot_find(names, NAME_CACHE_SIZE, h, NAME_HASH_SHIFT);
-    if (!slot)
-        return sp_intern(s); /* cache full: still correct, costs arena space */
-    uint32_t id = sp_id_slot_get(slot, sp_generation);
-    if (id)
-        return id;
-    id = sp_intern(s);
-    sp_id_slot_set(slot, sp_generation, id);
-    return id;
-}
 
 /* ---- the CUPTI functions we use ------------------------------------------------ */
 
@@ -109,6 +79,8 @@ static struct {
 
 enum { ATTACH_NONE, ATTACH_RUNNING, ATTACH_DONE };
 atomic_int sp_cupti_attach_state; /* sp_gpu.h reads it on every call */
+atomic_int sp_cupti_fallback;
+void (*_Atomic sp_cupti_drain_hook)(int final);
 #define attach_state sp_cupti_attach_state
 static atomic_int active;     /* CUPTI activity is being recorded */
 static pid_t attach_pid;      /* the process that attached (fork check) */
@@ -282,7 +254,7 @@ static void kernel_record(const CUpti_ActivityKernel10 *k)
                  .kind = is_nccl_kernel(k->name) ? SP_GPU_NCCL_KERNEL : SP_GPU_KERNEL,
                  .device = k->deviceId,
                  .stream = k->streamId,
-                 .name = sp_gpu_intern(k->name),
+                 .name = sp_intern_name(k->name),
                  .correlation = k->correlationId,
                  .graph = k->graphId,
                  .grid = threads,
@@ -370,7 +342,9 @@ static void flush_hook(int final)
         return; /* a forked child: CUDA state it did not create, never touched */
     if (sp_cupti_active())
         cu.flush_all(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
-    sp_nccl_drain_event_timing(final);
+    void (*drain)(int) = atomic_load(&sp_cupti_drain_hook);
+    if (drain)
+        drain(final);
 }
 
 static void *flush_thread(void *arg)
@@ -503,12 +477,12 @@ void sp_cupti_attach_now(void)
     case CUPTI_BUSY:
         sp_log("CUPTI is in use by another tool (PyTorch profiler, Nsight?): "
                "falling back to CUDA-event timing of collectives");
-        sp_nccl_use_event_timing();
+        atomic_store(&sp_cupti_fallback, 1);
         break;
     case NO_CUPTI:
         sp_log("CUPTI not available: kernels are not recorded; "
                "collectives are timed with CUDA events");
-        sp_nccl_use_event_timing();
+        atomic_store(&sp_cupti_fallback, 1);
         break;
     }
     atomic_store_explicit(&attach_state, ATTACH_DONE, memory_order_release);

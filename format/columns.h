@@ -3,7 +3,7 @@
  *
  * The hot path writes events one after the other (the row layout, codec.h),
  * which is what a slot holds and what a crash leaves behind.  Before the
- * compressor thread hands a FULL chunk to zstd it regroups the same bytes
+ * compressor hands a FULL chunk to zstd it regroups the same bytes
  * field by field: first every event's type, then, per type, the time
  * deltas of all its events side by side, then all their first fields, and
  * so on.  A compressor that sees like values together finds the repeats

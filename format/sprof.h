@@ -649,6 +649,10 @@ int sp_writer_close(struct sp_writer *w);
  * compressor first; what the slots hold stays in the file, as after a
  * crash. */
 void sp_writer_abandon(struct sp_writer *w);
+/* The descriptor the writer writes its file through, in the table of the
+ * thread that created it (the recorder's service thread: preload/fd.c);
+ * -1 for NULL. */
+int sp_writer_fd(const struct sp_writer *w);
 
 /* ---- reader --------------------------------------------------------------- *
  * Streams a trace file: compressed frames first, then chunks a killed
@@ -789,11 +793,5 @@ static inline __attribute__((always_inline)) int sp_tool_dispatch(const struct s
         return 0;
     }
 }
-
-/* ---- additions within version 1 ------------------------------------------ */
-
-/* The descriptor the writer writes its file through, so that an interposer
- * in the same process can recognise its own trace; -1 for NULL. */
-int sp_writer_fd(const struct sp_writer *w);
 
 #endif

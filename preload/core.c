@@ -126,7 +126,6 @@ __thread int sp_guard_nested __attribute__((tls_model("initial-exec")));
  * call times itself and its sp_emit() opens the trace. */
 volatile int sp_recording = 1;
 volatile unsigned sp_generation;
-volatile int sp_trace_fd = -1;
 void (*sp_core_flush_hook)(int final);
 
 /* The states (SP_CORE_*) are emit.h's, which reads them on the fast path. */
@@ -1836,21 +1835,6 @@ void sp_core_before_exec_path(const char *path)
     }
     SP_GUARD_LEAVE();
     errno = e;
-}
-
-void sp_core_before_exec(void)
-{
-    sp_core_before_exec_path(NULL);
-}
-
-/* The trace has no fd in the job's table any more (fd.c): nothing to
- * step aside for.  Kept for io.c's dup2/dup3 until they stop asking. */
-void sp_core_yield_trace_fd(void)
-{
-}
-
-void sp_core_reopen(void)
-{
 }
 
 void sp_core_exec_failed(void)

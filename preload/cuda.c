@@ -45,6 +45,7 @@
 
 #include "emit.h"
 #include "interpose.h"
+#include "intern.h"
 #include "preload.h"
 #include "sp_gpu.h"
 
@@ -84,7 +85,7 @@ int sp_gpu_ask_device(void)
 
 /* ---- call sites of synchronizations ----------------------------------------- */
 
-/* Interned call-site texts, keyed by the hash of their stack (sp_gpu.h). */
+/* Interned call-site texts, keyed by the hash of their stack (intern.h). */
 static struct sp_id_slot sites[SITE_TABLE_SIZE];
 
 /* "func+0x12 <- caller+0x40 <- ..." from return addresses. */

@@ -41,13 +41,7 @@
  * held, so nothing it does is recorded as the job's I/O.  It does not
  * survive fork: sp_fd_after_fork() forgets it in the child, whose first
  * request starts the child's own.
- *
- * fcntl.  F_DUPFD and F_DUPFD_CLOEXEC are the dup family too: the copy is
- * told to io.c so that the new number keeps its kind and path.
  */
-/* Both fcntl and fcntl64 are defined here: without this, the headers
- * would rename one to the other. */
-#undef _FILE_OFFSET_BITS
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -427,48 +421,4 @@ void sp_fd_after_fork(void)
         uint32_t posted = SP_JOB_POSTED;
         atomic_compare_exchange_strong(&g_known_jobs[i]->state, &posted, SP_JOB_IDLE);
     }
-}
-
-/* ---- fcntl ------------------------------------------------------------------ */
-
-static int is_dup_cmd(int cmd)
-{
-    return cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC;
-}
-
-/* The argument is an int or a pointer depending on cmd; passing it on as a
- * long keeps every bit of either, as glibc's own wrapper does. */
-static int fcntl_common(int (*real)(int, int, ...), int fd, int cmd, long arg)
-{
-    if (SP_UNLIKELY(!real)) /* while dlsym resolves it (it may call fcntl itself) */
-        return (int)syscall(SYS_fcntl, fd, cmd, arg);
-    int r = real(fd, cmd, arg);
-    if (is_dup_cmd(cmd) && r >= 0) {
-        int e = errno;
-        sp_io_fd_copied(fd, r);
-        errno = e;
-    }
-    return r;
-}
-
-SP_EXPORT int fcntl(int fd, int cmd, ...)
-{
-    static int (*real)(int, int, ...);
-    va_list ap;
-    va_start(ap, cmd);
-    long arg = va_arg(ap, long);
-    va_end(ap);
-    if (SP_UNLIKELY(!real) && !sp_guard_held()) real = (int (*)(int, int, ...))sp_real("fcntl");
-    return fcntl_common(real, fd, cmd, arg);
-}
-
-SP_EXPORT int fcntl64(int fd, int cmd, ...)
-{
-    static int (*real)(int, int, ...);
-    va_list ap;
-    va_start(ap, cmd);
-    long arg = va_arg(ap, long);
-    va_end(ap);
-    if (SP_UNLIKELY(!real) && !sp_guard_held()) real = (int (*)(int, int, ...))sp_real("fcntl64");
-    return fcntl_common(real, fd, cmd, arg);
 }

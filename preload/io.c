@@ -37,10 +37,6 @@
  * .so or containing .so. - and the prefixes in SCALEPROF_IO_EXCLUDE,
  * colon-separated) are tracked in the table but produce no events.
  *
- * The trace's own fd (sp_trace_fd) is defended here: close, close_range
- * and closefrom spare it, and a dup2/dup3 onto it first makes the core
- * move the trace elsewhere (see core.c, "File descriptors").
- *
  * A recorded call's event is encoded straight into the thread's slot
  * (emit.h): inlined into each interposer of the read shape, whose op and
  * constant arguments then cost nothing, and into wait_leave for the waits.
@@ -245,7 +241,7 @@ static void fd_copy(int from, int to)
     atomic_store_explicit(&g_fd_name[to], known ? atomic_load(&g_fd_name[from]) : 0, memory_order_relaxed);
 }
 
-/* fcntl(F_DUPFD, F_DUPFD_CLOEXEC), interposed in fd.c, is a dup too. */
+/* fcntl(F_DUPFD, F_DUPFD_CLOEXEC), interposed in fcntl.c, is a dup too. */
 void sp_io_fd_copied(int from, int to)
 {
     fd_copy(from, to);
@@ -549,33 +545,11 @@ static int write_worth_recording(int fd)
     return k == SP_FD_PIPE || k == SP_FD_SOCKET || k == SP_FD_FILE;
 }
 
-/* close of the trace's own fd reports success and keeps it (sp_trace_fd);
- * our own code (holding the guard) does close it. */
-static int spares_trace_fd(int fd)
-{
-    return SP_UNLIKELY(fd == sp_trace_fd) && fd >= 0 && !sp_guard_held();
-}
-
-/* dup2/dup3 onto the trace's fd (a shell's "exec 3>file" when the trace is
- * fd 3) would send the recorder's frames into the job's file: the trace is
- * closed first and continues in a new file, under a new fd. */
-static int yield_if_trace_fd(int fd, int to)
-{
-    if (SP_LIKELY(to != sp_trace_fd) || fd == to || to < 0 || sp_guard_held())
-        return 0;
-    sp_core_yield_trace_fd();
-    return 1;
-}
-
-static void dup_done(int yielded, int fd, int to, int r)
+static void dup_done(int fd, int to, int r)
 {
     int e = errno;
-    if (yielded) {
+    if (r >= 0 && fd != to)
         fd_copy(fd, to);
-        sp_core_reopen();
-    } else if (r >= 0 && fd != to) {
-        fd_copy(fd, to);
-    }
     errno = e;
 }
 
@@ -590,7 +564,7 @@ static void dup_done(int yielded, int fd, int to, int r)
  *   WAIT   op, number of fds, timeout in ms, first fd (both computed before
  *          the call: select rewrites its sets and its timeout)
  *   OPEN   op, prologue (OPEN_MODE for the variadic ones), fd of the result r
- *   CLOSE  fd, whether to spare it (the trace's own fd)
+ *   CLOSE  fd
  *   DUP    the target fd (-1 for dup)
  *   MMAP   (none)
  *
@@ -688,8 +662,8 @@ static void dup_done(int yielded, int fd, int to, int r)
       NO_PROLOGUE, stream_fd(r))                                                                          \
     X(OPEN, fopen64, FILE *, (const char *path, const char *mode), (path, mode), NULL,                    \
       SP_IO_FOPEN, NO_PROLOGUE, stream_fd(r))                                                             \
-    X(CLOSE, close, int, (int fd), (fd), -1, fd, spares_trace_fd(fd))                                     \
-    X(CLOSE, fclose, int, (FILE * fp), (fp), EOF, stream_fd(fp), 0)                                       \
+    X(CLOSE, close, int, (int fd), (fd), -1, fd)                                                          \
+    X(CLOSE, fclose, int, (FILE * fp), (fp), EOF, stream_fd(fp))                                          \
     X(DUP, dup, int, (int fd), (fd), -1, -1)                                                              \
     X(DUP, dup2, int, (int fd, int to), (fd, to), -1, to)                                                 \
     X(DUP, dup3, int, (int fd, int to, int flags), (fd, to, flags), -1, to)                               \
@@ -764,29 +738,26 @@ int __openat64_2(int dirfd, const char *path, int flags);
         return r;                                                             \
     }
 
-#define IO_SHAPE_CLOSE(name, ret, params, args, errval, fd_expr, spare) \
-    SP_EXPORT ret name params                                           \
-    {                                                                   \
-        IO_REAL(name, ret, params, errval);                             \
-        if (spare)                                                      \
-            return 0;                                                   \
-        int fd_ = (fd_expr);                                            \
-        struct io_call c;                                               \
-        int recording = io_enter(&c);                                   \
-        uint64_t e = recording ? fd_entry(fd_) : 0;                     \
-        fd_forget(fd_);                                                 \
-        ret r = real args;                                              \
-        close_done(&c, recording, fd_, e, r);                           \
-        return r;                                                       \
+#define IO_SHAPE_CLOSE(name, ret, params, args, errval, fd_expr) \
+    SP_EXPORT ret name params                                    \
+    {                                                            \
+        IO_REAL(name, ret, params, errval);                      \
+        int fd_ = (fd_expr);                                     \
+        struct io_call c;                                        \
+        int recording = io_enter(&c);                            \
+        uint64_t e = recording ? fd_entry(fd_) : 0;              \
+        fd_forget(fd_);                                          \
+        ret r = real args;                                       \
+        close_done(&c, recording, fd_, e, r);                    \
+        return r;                                                \
     }
 
 #define IO_SHAPE_DUP(name, ret, params, args, errval, to_) \
     SP_EXPORT ret name params                              \
     {                                                      \
         IO_REAL(name, ret, params, errval);                \
-        int yielded = yield_if_trace_fd(fd, to_);          \
         ret r = real args;                                 \
-        dup_done(yielded, fd, (to_) < 0 ? r : (to_), r);   \
+        dup_done(fd, (to_) < 0 ? r : (to_), r);            \
         return r;                                          \
     }
 
@@ -816,7 +787,7 @@ SP_EXPORT int creat64(const char *path, mode_t mode)
 }
 
 /* close_range and closefrom (Python's os.closerange, daemons, children
- * before exec) close the trace's fd too: split the range around it. */
+ * before exec): the fds closed leave the fd table. */
 static void forget_range(unsigned first, unsigned last)
 {
     for (unsigned fd = first; fd <= last && fd < SP_FD_TABLE; fd++)
@@ -826,15 +797,7 @@ static void forget_range(unsigned first, unsigned last)
 SP_EXPORT int close_range(unsigned first, unsigned last, int flags)
 {
     IO_REAL(close_range, int, (unsigned first, unsigned last, int flags), -1);
-    int keep = sp_trace_fd;
-    int r;
-    if (keep >= 0 && (unsigned)keep >= first && (unsigned)keep <= last && !(flags & CLOSE_RANGE_CLOEXEC)) {
-        r = (unsigned)keep > first ? real(first, (unsigned)keep - 1, flags) : 0;
-        if (r == 0 && (unsigned)keep < last)
-            r = real((unsigned)keep + 1, last, flags);
-    } else {
-        r = real(first, last, flags);
-    }
+    int r = real(first, last, flags);
     int e = errno;
     if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
         forget_range(first, last);
@@ -846,7 +809,7 @@ SP_EXPORT int close_range(unsigned first, unsigned last, int flags)
  * own fallback for kernels without close_range (before 5.9, still common
  * under containers with a newer glibc).  Raw getdents64 into a stack
  * buffer, no malloc: closefrom is what a child runs between fork and exec.
- * Our close() spares the trace's fd and keeps the fd table right.  The
+ * Our close() keeps the fd table right.  The
  * listing changes as fds close, so it is read again from the start until
  * a pass closes nothing. */
 #define SP_DIRENT_BUF 1024
@@ -867,7 +830,7 @@ static void close_each_from(unsigned first)
                 off += d->d_reclen;
                 char *end;
                 long fd = strtol(d->d_name, &end, 10);
-                if (*end || end == d->d_name || fd < (long)first || fd == dfd || fd == sp_trace_fd)
+                if (*end || end == d->d_name || fd < (long)first || fd == dfd)
                     continue;
                 close((int)fd);
                 closed = 1;

@@ -41,13 +41,14 @@
  * destroyed communicator keeps its entry (its address may be reused by a
  * new one, whose insert then overwrites the entry).
  *
- * GPU time without CUPTI.  When cupti.c cannot record activity it calls
- * sp_nccl_use_event_timing(); from then on each collective is bracketed by
- * two CUDA events recorded on its stream (no synchronization), taken from
- * a pool created once.  Completed pairs are drained at later NCCL calls and
- * at flush; each becomes a GPU event of kind SP_GPU_NCCL_KERNEL named
- * "nccl:<op>", whose `correlation` equals the `correlation` of the NCCL
- * event that launched it.  GPU start times are placed on the host clock
+ * GPU time without CUPTI.  When cupti.c cannot record activity it raises
+ * sp_cupti_fallback; from then on each collective is bracketed by two
+ * CUDA events recorded on its stream (no synchronization), taken from a
+ * pool created once.  Completed pairs are drained at later NCCL calls and
+ * at cupti.c's flush (through sp_cupti_drain_hook, set with the pool);
+ * each becomes a GPU event of kind SP_GPU_NCCL_KERNEL named "nccl:<op>",
+ * whose `correlation` equals the `correlation` of the NCCL event that
+ * launched it.  GPU start times are placed on the host clock
  * through an anchor event per device, recorded on an idle private stream
  * and synchronized at a known host time (re-anchored every second so the
  * float milliseconds of cudaEventElapsedTime keep sub-microsecond
@@ -71,6 +72,7 @@
 
 #include "emit.h"
 #include "interpose.h"
+#include "intern.h"
 #include "preload.h"
 #include "sp_gpu.h"
 
@@ -447,7 +449,6 @@ struct anchor {
 };
 
 static struct {
-    atomic_int wanted;   /* sp_nccl_use_event_timing() was called */
     atomic_int state;    /* 0 not tried, 1 ready, -1 unusable */
     atomic_flag setup_lock;
     atomic_flag lock;    /* pool head/tail, anchors: fallback mode only */
@@ -458,11 +459,6 @@ static struct {
     struct anchor anchors[MAX_DEVICES];
     cudaStream_t anchor_stream[MAX_DEVICES];
 } evt = {.setup_lock = ATOMIC_FLAG_INIT, .lock = ATOMIC_FLAG_INIT};
-
-void sp_nccl_use_event_timing(void)
-{
-    atomic_store(&evt.wanted, 1);
-}
 
 static int evt_resolve(void)
 {
@@ -478,6 +474,8 @@ static int evt_resolve(void)
            f->elapsed && f->stream_create && f->get_device;
 }
 
+static void evt_drain(int final);
+
 /* Create the pool once, on the first collective after timing was wanted. */
 static int evt_ready(void)
 {
@@ -490,7 +488,9 @@ static int evt_ready(void)
     for (int i = 0; ok && i < EVT_POOL; i++)
         ok = evt.fn.event_create(&evt.pairs[i].start, cudaEventDefault) == cudaSuccess &&
              evt.fn.event_create(&evt.pairs[i].end, cudaEventDefault) == cudaSuccess;
-    if (!ok)
+    if (ok)
+        atomic_store(&sp_cupti_drain_hook, evt_drain);
+    else
         sp_log("CUDA events unavailable: collectives are recorded without GPU durations");
     atomic_store_explicit(&evt.state, ok ? 1 : -1, memory_order_release);
     return ok;
@@ -550,7 +550,7 @@ static void emit_pair(struct evt_pair *p, struct anchor *a)
     ev.gpu.kind = SP_GPU_NCCL_KERNEL;
     ev.gpu.device = p->device;
     ev.gpu.stream = p->stream;
-    ev.gpu.name = sp_gpu_intern(op_gpu_names[p->op]);
+    ev.gpu.name = sp_intern_name(op_gpu_names[p->op]);
     ev.gpu.correlation = p->correlation;
     sp_emit(&ev);
 }
@@ -594,11 +594,6 @@ static void evt_drain(int final)
     evt_unlock();
 }
 
-void sp_nccl_drain_event_timing(int final)
-{
-    evt_drain(final);
-}
-
 /* Grouped calls whose end event waits for the outermost GroupEnd. */
 static __thread int group_depth __attribute__((tls_model("initial-exec")));
 static __thread struct evt_pair *group_pending[EVT_GROUP_MAX] __attribute__((tls_model("initial-exec")));
@@ -637,7 +632,7 @@ static __attribute__((noinline)) struct evt_pair *evt_begin_timed(int op, cudaSt
 
 static inline __attribute__((always_inline)) struct evt_pair *evt_begin(int op, cudaStream_t stream, int device)
 {
-    if (SP_LIKELY(!atomic_load_explicit(&evt.wanted, memory_order_relaxed)))
+    if (SP_LIKELY(!atomic_load_explicit(&sp_cupti_fallback, memory_order_relaxed)))
         return NULL;
     return evt_begin_timed(op, stream, device);
 }

@@ -40,7 +40,7 @@
 #include <wchar.h>
 
 #include "preload.h"
-#include "sp_gpu.h"
+#include "intern.h"
 
 #define MAX_DEPTH 64     /* names remembered per thread for pops */
 #define RANGE_RING 1024  /* open start/end ranges, power of two */
@@ -83,7 +83,7 @@ static void record_push(const char *name, uint64_t domain)
         name = "";
     if (domain == 0 && names_a_step(name))
         sp_core_step_boundary(name);
-    uint32_t id = sp_recording ? sp_gpu_intern(name) : 0;
+    uint32_t id = sp_recording ? sp_intern_name(name) : 0;
     if (depth >= 0 && depth < MAX_DEPTH)
         open_names[depth] = id;
     depth++;
@@ -108,7 +108,7 @@ static void record_mark(const char *name, uint64_t domain)
 {
     int saved = errno;
     if (sp_recording)
-        emit_marker(sp_now(), 0, SP_MARK_INSTANT, sp_gpu_intern(name ? name : ""), depth, domain);
+        emit_marker(sp_now(), 0, SP_MARK_INSTANT, sp_intern_name(name ? name : ""), depth, domain);
     errno = saved;
 }
 
@@ -128,7 +128,7 @@ static void range_started(uint64_t id, const char *name, uint64_t domain)
     struct open_range *r = &ranges[id & (RANGE_RING - 1)];
     r->t0 = sp_now();
     r->domain = domain;
-    r->name = sp_recording ? sp_gpu_intern(name ? name : "") : 0;
+    r->name = sp_recording ? sp_intern_name(name ? name : "") : 0;
     atomic_store_explicit(&r->id, id, memory_order_release);
 }
 

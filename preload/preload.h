@@ -3,10 +3,11 @@
  *
  * core.c owns the process's single trace writer and everything about its
  * lifecycle (lazy init on the first event, configuration from the
- * environment, a new file after fork or exec, close at exit).  Every other
- * file interposes one family of calls and reports what it saw through
- * sp_emit().  The rules of principle 1 ("never harm the job") hold for all
- * of them:
+ * environment, a new file after fork or exec, close at exit); fd.c runs
+ * the recorder's service thread, which does its file work; clock.c,
+ * limits.c and intern.c are what they name.  Every other file interposes
+ * one family of calls and reports what it saw through sp_emit().  The
+ * rules of principle 1 ("never harm the job") hold for all of them:
  *
  *   - call the real function first-class: resolve it once with
  *     sp_real("name"), call it even when recording is off or failed;
@@ -320,7 +321,9 @@ const struct sp_config *sp_config(void);
 void sp_core_atfork_prepare(void);
 void sp_core_atfork_parent(void);
 void sp_core_atfork_child(void);
-void sp_core_before_exec(void);     /* close (flush) the trace: exec replaces us */
+/* Close (flush) the trace: exec replaces us.  path names the program, for
+ * the PROC EXEC event. */
+void sp_core_before_exec_path(const char *path);
 void sp_core_exec_failed(void);     /* exec returned: reopen a trace */
 void sp_core_shutdown(int status);  /* flush and close; idempotent */
 /* 1 in a child that shares our memory (vfork, clone(CLONE_VM)) until it
@@ -359,20 +362,9 @@ extern void (*sp_core_flush_hook)(int final);
  * as interned paths) are stale when their generation differs. */
 extern volatile unsigned sp_generation;
 
-/* Always -1: the recorder holds no fd in the job's descriptor table (fd.c).
- * Kept while io.c's close/close_range/dup2 still compare against it. */
-extern volatile int sp_trace_fd;
-
-/* No longer needed (the trace has no fd the job can meet); they do nothing. */
-void sp_core_yield_trace_fd(void);
-void sp_core_reopen(void);
-
 /* The exit status exit() was called with, for the PROC EXIT event written
  * by the atexit handler (main's return goes through libc's internal exit). */
 void sp_core_note_exit_status(int status);
-
-/* sp_core_before_exec naming the program, for the PROC EXEC event. */
-void sp_core_before_exec_path(const char *path);
 
 /* Pause (1) or resume (0) recording: the control file. */
 void sp_core_control(int pause);
@@ -452,7 +444,7 @@ int sp_limits_as_tight(void);
 int sp_limits_disk(int dfd, char *why, size_t size, uint64_t *floor);
 void sp_fd_after_fork(void);
 
-/* io.c: fcntl(F_DUPFD...) in fd.c copied `from` to `to`. */
+/* io.c: fcntl(F_DUPFD...) in fcntl.c copied `from` to `to`. */
 void sp_io_fd_copied(int from, int to);
 
 #pragma GCC visibility pop

@@ -1,306 +1,29 @@
 /*
- * model.c - the analysis pipeline in order, and the small helpers every
- * stage shares (warnings, medians, the thread pool, per-rank views).
+ * model.c - the analysis pipeline in order: it runs the passes and sums
+ * up what they found; the helpers the passes share are model_util.c's.
  *
- * sp_model_analyze runs: load (pass 1) -> clocks -> steps -> collectives
- * -> classify (pass 2) -> stragglers -> findings.  Each stage only adds to
- * the model; a stage that finds nothing leaves a warning and the later
- * stages work with what there is.
+ * sp_model_analyze runs: load (pass 1, or summaries) -> clocks -> steps
+ * -> collectives -> classify (pass 2) -> stragglers -> findings.  Each
+ * stage only adds to the model; a stage that finds nothing leaves a
+ * warning and the later stages work with what there is.  Nothing in the
+ * passes calls back into this file.
  */
-#include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "model_int.h"
 #include "model_summary.h"
 #include "units.h"
 
-#define DEFAULT_SKIP 3
 #define TAIL_FACTOR 2.0  /* a last step this much longer than any other is the profiler's tail */
 #define TAIL_MIN_STEPS 3 /* ... judged only with two others to compare with */
-#define MAX_THREADS 8
-#define PROGRESS_TTY_NS 1000000000LL   /* a terminal sees one update a second */
-#define PROGRESS_LOG_NS 5000000000LL   /* a log file one line every 5 s */
-
-static const char *const cat_names[SP_CAT_N] = {
-    "compute", "memcpy", "collective_transfer", "collective_wait",
-    "idle_input", "idle_host", "idle_other", "overlap",
-};
-
-const char *sp_model_cat_name(int cat)
-{
-    return cat >= 0 && cat < SP_CAT_N ? cat_names[cat] : "?";
-}
-
-const char *sp_model_severity_name(int sev)
-{
-    static const char *const names[] = {"none", "low", "moderate", "high"};
-    return sev >= 0 && sev <= SP_SEV_HIGH ? names[sev] : "?";
-}
 
 void sp_model_opts_default(struct sp_model_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->skip = -1; /* DEFAULT_SKIP, or none in a step window (choose_view) */
+    o->skip = -1; /* DEFAULT_SKIP, or none in a step window (sp_model_skip) */
     o->rank = -1;
     o->step_first = o->step_last = -1;
-}
-
-/* s with its control bytes (a terminal's escape sequences in a run ID, a
- * host name or a path from a trace) written as \xNN: a warning reaches
- * terminals, JSON and HTML alike, and none of them may act on it.  Frees s;
- * NULL when out of memory. */
-static char *controls_escaped(char *s)
-{
-    size_t n = 0, len = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++, len++)
-        n += *p < 32 || *p == 127;
-    if (!n)
-        return s;
-    char *out = malloc(len + 3 * n + 1), *o = out;
-    for (const unsigned char *p = (const unsigned char *)s; out && *p; p++)
-        o += *p < 32 || *p == 127 ? sprintf(o, "\\x%02x", *p) : (*o = (char)*p, 1);
-    if (out)
-        *o = 0;
-    free(s);
-    return out;
-}
-
-void sp_model_warn(struct sp_model *m, const char *fmt, ...)
-{
-    for (int i = 0; i < m->nwarnings; i++) {
-        if (m->warn_fmt[i] != fmt)
-            continue;
-        char *s = NULL;
-        m->warn_more[i]++;
-        if (asprintf(&s, "%s (and %d more like it)", m->warn_base[i], m->warn_more[i]) >= 0) {
-            if (m->warnings[i] != m->warn_base[i])
-                free(m->warnings[i]);
-            m->warnings[i] = s;
-        }
-        return;
-    }
-    if (m->nwarnings >= SP_MODEL_MAX_WARNINGS - 1) {
-        /* the last slot says how many were left out */
-        char *s = NULL;
-        m->warnings_dropped++;
-        if (asprintf(&s, "%d more warning%s not shown", m->warnings_dropped, m->warnings_dropped == 1 ? "" : "s") < 0)
-            return;
-        if (m->nwarnings == SP_MODEL_MAX_WARNINGS - 1) {
-            m->warn_fmt[m->nwarnings] = NULL;
-            m->warn_base[m->nwarnings] = NULL;
-            m->nwarnings++;
-        } else {
-            free(m->warnings[m->nwarnings - 1]);
-        }
-        m->warnings[m->nwarnings - 1] = s;
-        return;
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) >= 0 && (s = controls_escaped(s))) {
-        m->warn_fmt[m->nwarnings] = fmt;
-        m->warn_base[m->nwarnings] = s;
-        m->warn_more[m->nwarnings] = 0;
-        m->warnings[m->nwarnings++] = s;
-    }
-    va_end(ap);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double sp_median(double *v, size_t n)
-{
-    if (!n)
-        return 0;
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-SP_KTH_DEFINE(kth, double)
-
-double sp_median_select(double *v, size_t n)
-{
-    if (!n)
-        return 0;
-    double hi = kth(v, n, n / 2);
-    if (n % 2)
-        return hi;
-    /* the largest of the lower half, which selection left below n / 2 */
-    double lo = v[0];
-    for (size_t i = 1; i < n / 2; i++)
-        if (v[i] > lo)
-            lo = v[i];
-    return (lo + hi) / 2;
-}
-
-/* ---- progress ---- */
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/* One progress state per process: the verbs analyze one model at a time.
- * Nothing is printed in the first interval, so quick runs stay silent;
- * once a line was printed, the stage's end is printed too, ending the
- * line on a terminal. */
-static struct {
-    pthread_mutex_t lock;
-    int64_t start, last;
-    int shown; /* a line of the current stage is on screen */
-} progress = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0};
-
-void sp_model_progress(const struct sp_model *m, const char *what, int done, int total)
-{
-    if (!m->opts.progress)
-        return;
-    pthread_mutex_lock(&progress.lock);
-    int64_t now = now_ns();
-    int tty = isatty(STDERR_FILENO);
-    int64_t every = tty ? PROGRESS_TTY_NS : PROGRESS_LOG_NS;
-    if (!progress.start)
-        progress.start = progress.last = now;
-    int finished = done >= total;
-    if (now - progress.last >= every || (finished && progress.shown && tty)) {
-        if (tty)
-            fprintf(stderr, "\rscaleprof: %s %d/%d%s", what, done, total, finished ? "\n" : "");
-        else
-            fprintf(stderr, "scaleprof: %s %d/%d\n", what, done, total);
-        progress.last = now;
-        progress.shown = !finished;
-    }
-    if (finished)
-        progress.shown = 0;
-    pthread_mutex_unlock(&progress.lock);
-}
-
-/* ---- thread pool: a shared counter hands out indices ---- */
-
-struct pool {
-    int n, next;
-    void (*fn)(int, void *);
-    void *arg;
-    pthread_mutex_t lock;
-};
-
-static void *pool_worker(void *p)
-{
-    struct pool *pl = p;
-    for (;;) {
-        pthread_mutex_lock(&pl->lock);
-        int i = pl->next++;
-        pthread_mutex_unlock(&pl->lock);
-        if (i >= pl->n)
-            return NULL;
-        pl->fn(i, pl->arg);
-    }
-}
-
-void sp_model_parallel(const struct sp_model *m, int n, void (*fn)(int i, void *arg), void *arg)
-{
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int t = m->opts.threads > 0 ? m->opts.threads : (int)(cores < MAX_THREADS ? cores : MAX_THREADS);
-    if (t < 1)
-        t = 1;
-    if (t > n)
-        t = n;
-    struct pool pl = {.n = n, .fn = fn, .arg = arg};
-    pthread_mutex_init(&pl.lock, NULL);
-    pthread_t th[MAX_THREADS * 4];
-    int started = 0;
-    for (int i = 1; i < t && started < (int)(sizeof th / sizeof th[0]); i++)
-        if (pthread_create(&th[started], NULL, pool_worker, &pl) == 0)
-            started++;
-    pool_worker(&pl);
-    for (int i = 0; i < started; i++)
-        pthread_join(th[i], NULL);
-    pthread_mutex_destroy(&pl.lock);
-}
-
-/* ---- shared arithmetic ---- */
-
-/* Whether [s, e) on rank r's clock meets a pause of any rank's recording. */
-int sp_model_in_pause(const struct sp_model *m, const struct sp_rank *r, int64_t s, int64_t e)
-{
-    int64_t gs = sp_model_global(m, r, s), ge = sp_model_global(m, r, e);
-    for (int i = 0; i < m->nranks; i++) {
-        const struct sp_rank *q = &m->ranks[i];
-        for (int f = 0; f < q->nfiles; f++)
-            for (size_t p = 0; p < q->files[f]->npauses; p++) {
-                int64_t ps = sp_model_global(m, q, q->files[f]->pauses[p].start);
-                int64_t pe = sp_model_global(m, q, q->files[f]->pauses[p].end);
-                if (ps < ge && pe > gs)
-                    return 1;
-            }
-    }
-    return 0;
-}
-
-
-/* nccl-tests' bus bandwidth factors: what each rank's link carries. */
-double sp_model_busbw_factor(uint32_t op, uint32_t nranks)
-{
-    double n = nranks ? nranks : 1;
-    switch (op) {
-    case SP_NCCL_ALLREDUCE:
-        return 2 * (n - 1) / n;
-    case SP_NCCL_ALLGATHER:
-    case SP_NCCL_REDUCESCATTER:
-    case SP_NCCL_ALLTOALL:
-        return (n - 1) / n;
-    default:
-        return 1;
-    }
-}
-
-int64_t sp_model_global(const struct sp_model *m, const struct sp_rank *r, int64_t t)
-{
-    return t + (m->host_offset ? m->host_offset[r->host] : 0);
-}
-
-void sp_model_layout_text(const struct sp_model *m, char *out, size_t len)
-{
-    int n = m->nranks, p = m->rank_procs;
-    if (p == n)
-        snprintf(out, len, "%d rank%s in %d process%s (one GPU each)", n, n == 1 ? "" : "s", p,
-                 p == 1 ? "" : "es");
-    else
-        snprintf(out, len, "%d rank%s in %d process%s (%d GPUs)", n, n == 1 ? "" : "s", p,
-                 p == 1 ? "" : "es", m->gpus);
-}
-
-double sp_model_rank_step_ms(const struct sp_model *m, const struct sp_rank *r)
-{
-    double sum = 0;
-    int n = 0;
-    for (int k = m->step_lo; k < m->step_hi && k < r->nsteps; k++, n++)
-        sum += (double)(r->steps[k].end - r->steps[k].start);
-    return n ? sum / n / NS_PER_MS : 0;
-}
-
-void sp_model_rank_breakdown(const struct sp_model *m, const struct sp_rank *r, double out[SP_CAT_N])
-{
-    double total = 0;
-    memset(out, 0, sizeof(double) * SP_CAT_N);
-    for (int k = m->step_lo; k < m->step_hi && k < r->nsteps && r->cat; k++) {
-        total += (double)(r->steps[k].end - r->steps[k].start);
-        for (int c = 0; c < SP_CAT_N; c++)
-            out[c] += r->cat[k][c];
-    }
-    for (int c = 0; c < SP_CAT_N && total > 0; c++)
-        out[c] /= total;
 }
 
 static int rank_in_view(const struct sp_model *m, const struct sp_rank *r)
@@ -367,25 +90,6 @@ static int last_step_is_tail(const struct sp_model *m, int lo, int hi)
     return longest > 0 && step_len(m, hi - 1) > TAIL_FACTOR * longest;
 }
 
-/* Whether some rank's trace was recorded with a step window that opened
- * after step 0 (SCALEPROF_STEPS=A:B). */
-static int recorded_in_window(const struct sp_model *m)
-{
-    for (int i = 0; i < m->nranks; i++)
-        for (int f = 0; f < m->ranks[i].nfiles; f++)
-            if (m->ranks[i].files[f]->window_step > 0)
-                return 1;
-    return 0;
-}
-
-/* The warm-up steps skipped: --skip, or none in a trace recorded with a
- * step window (the window is the user's choice of steps), else
- * DEFAULT_SKIP. */
-int sp_model_skip(const struct sp_model *m)
-{
-    return m->opts.skip >= 0 ? m->opts.skip : recorded_in_window(m) ? 0 : DEFAULT_SKIP;
-}
-
 /* The steps in view, as indices.  The user's numbers (--steps, and the
  * warm-up --skip counts) are the markers' when they carry any: a trace
  * recorded from step 5 on has no warm-up step left in it.  A trace
@@ -423,7 +127,25 @@ int sp_model_open(const char *dir, const struct sp_model_opts *o, struct sp_mode
     m->opts = *o;
     m->dir = dir;
     m->detected_by = "none";
-    if (sp_model_load(m) < 0)
+    int loaded = sp_summary_is_dir(m->dir) ? sp_summary_load(m) : sp_model_load(m);
+    if (loaded < 0 || sp_model_group(m) < 0)
+        return -1;
+    sp_model_align_clocks(m);
+    m->done = SP_STAGE_LOAD;
+    return 0;
+}
+
+/* scaleprof reduce's model: pass 1 over one host's traces (sp_summary_scan),
+ * then, over the file records of every host's summary, what sp_model_open
+ * does after loading (sp_summary_open). */
+int sp_summary_scan(struct sp_model *m, char **paths, int n)
+{
+    return sp_model_scan(m, paths, n);
+}
+
+int sp_summary_open(struct sp_model *m)
+{
+    if (sp_model_group(m) < 0)
         return -1;
     sp_model_align_clocks(m);
     m->done = SP_STAGE_LOAD;
@@ -473,18 +195,6 @@ int sp_model_analyze(const char *dir, const struct sp_model_opts *o, struct sp_m
     if (sp_model_open(dir, o, m) < 0)
         return -1;
     return sp_model_run(m, SP_STAGE_FINDINGS);
-}
-
-void sp_file_rec_free(struct sp_file_rec *f)
-{
-    free(f->path);
-    free(f->diag);
-    free(f->calls);
-    free(f->marks);
-    free(f->tids);
-    free(f->kseq);
-    free(f->pauses);
-    free(f->devranks);
 }
 
 void sp_model_free(struct sp_model *m)

@@ -1,5 +1,6 @@
 /*
- * model.h - the analysis model shared by `scaleprof report` and `compare`.
+ * model.h - the analysis model every verb reads (report, compare, html,
+ * export, hang, reduce).
  *
  * The model turns a directory of per-process traces into numbers: which
  * ranks and hosts took part, where the steps are, how each step's time on
@@ -8,7 +9,8 @@
  * and which findings (the seed's triage table) apply.  It knows nothing of
  * output formats: the verbs print what it computes.
  *
- * Pipeline (docs/analysis.md gives the definitions and thresholds):
+ * Pipeline (docs/analysis.md gives the definitions and thresholds), run
+ * in this order by model.c; what every pass shares is model_util.c's:
  *   model_load.c      find *.sprof, read them in parallel (pass 1: headers,
  *                     step markers, NCCL calls and NCCL kernels), group
  *                     processes under ranks, collect warnings
@@ -17,11 +19,15 @@
  *   model_steps.c     step boundaries: markers, else the repeating pattern
  *                     of collectives; alignment across ranks
  *   model_coll.c      collectives matched by (comm, seq): arrivals, wait,
- *                     transfer, bus bandwidth; stragglers
+ *                     transfer, bus bandwidth
  *   model_pipeline.c  pipeline stages and micro-batches from the p2p order
  *   model_classify.c  pass 2: per step, per GPU, exclusive categories,
  *                     streamed with a bounded window of open steps
- *   model_findings.c  findings with severity, evidence and first thing to try
+ *   model_replay.c    the what-if replay of each step with a cause removed
+ *   model_findings.c  stragglers; findings with severity, evidence and
+ *                     first thing to try, priced by the replay
+ *   model_summary.c   per-host summaries (scaleprof reduce), read in place
+ *                     of pass 1 and pass 2
  *
  * Memory: per rank the model keeps its collective calls, its step table
  * and, for the steps in view, their categories and replay nodes (all grow

@@ -450,3 +450,38 @@ void sp_model_match_collectives(struct sp_model *m)
     if (m->ncolls)
         qsort(m->colls, m->ncolls, sizeof *m->colls, cmp_cost);
 }
+
+/* ---- bus bandwidth ---- */
+
+/* nccl-tests' bus bandwidth factors: what each rank's link carries. */
+double sp_model_busbw_factor(uint32_t op, uint32_t nranks)
+{
+    double n = nranks ? nranks : 1;
+    switch (op) {
+    case SP_NCCL_ALLREDUCE:
+        return 2 * (n - 1) / n;
+    case SP_NCCL_ALLGATHER:
+    case SP_NCCL_REDUCESCATTER:
+    case SP_NCCL_ALLTOALL:
+        return (n - 1) / n;
+    default:
+        return 1;
+    }
+}
+
+double sp_model_busbw(const struct sp_model *m, int spans, double *transfer_ms)
+{
+    double bw = 0, w = 0, tr = 0;
+    for (size_t i = 0; i < m->ncolls; i++) {
+        const struct sp_coll_summary *c = &m->colls[i];
+        if (spans >= 0 && c->spans_hosts != spans)
+            continue;
+        double t = c->calls * c->transfer_ms;
+        bw += c->busbw_gbps * t;
+        w += t;
+        tr += t;
+    }
+    if (transfer_ms)
+        *transfer_ms = tr;
+    return w > 0 ? bw / w : 0;
+}

@@ -386,22 +386,6 @@ static void input_resources(const struct sp_model *m, struct sp_finding *f)
         say(f, "; no file reads recorded");
 }
 
-double sp_model_busbw(const struct sp_model *m, int spans, double *transfer_ms)
-{
-    double bw = 0, w = 0, tr = 0;
-    for (size_t i = 0; i < m->ncolls; i++) {
-        const struct sp_coll_summary *c = &m->colls[i];
-        if (spans >= 0 && c->spans_hosts != spans)
-            continue;
-        double t = c->calls * c->transfer_ms;
-        bw += c->busbw_gbps * t;
-        w += t;
-        tr += t;
-    }
-    if (transfer_ms)
-        *transfer_ms = tr;
-    return w > 0 ? bw / w : 0;
-}
 
 
 /* ---- findings from the replay ---- */

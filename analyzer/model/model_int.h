@@ -1,7 +1,8 @@
 /*
  * model_int.h - what the passes of the model (model_*.c) share and the
  * verbs do not see: the pass entry points in the order sp_model_run calls
- * them, the thread pool, the instance iterator, the replay's results.
+ * them, the helpers of model_util.c (warnings, medians, the thread pool),
+ * the instance iterator, the replay's results.
  */
 #ifndef SP_MODEL_INT_H
 #define SP_MODEL_INT_H
@@ -9,6 +10,8 @@
 #include "model.h"
 
 void sp_model_warn(struct sp_model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Pass 1 over the *.sprof files under m->dir: m->frecs as read, not yet
+ * grouped (sp_model_open groups them, or the summaries' records). */
 int sp_model_load(struct sp_model *m);
 /* Pass 1 alone over the given trace paths (taken, freed by the model):
  * m->frecs as read, not yet grouped (scaleprof reduce writes them out). */

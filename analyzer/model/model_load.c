@@ -1423,11 +1423,6 @@ int sp_model_scan(struct sp_model *m, char **pv, int n)
 
 int sp_model_load(struct sp_model *m)
 {
-    if (sp_summary_is_dir(m->dir)) {
-        if (sp_summary_load(m) < 0)
-            return -1;
-        return sp_model_group(m);
-    }
     char **pv;
     const char *why = "";
     int n = sp_trace_find(m->dir, &pv, &why);
@@ -1440,9 +1435,7 @@ int sp_model_load(struct sp_model *m)
         free(pv);
         return -1;
     }
-    if (sp_model_scan(m, pv, n) < 0)
-        return -1;
-    return sp_model_group(m);
+    return sp_model_scan(m, pv, n);
 }
 
 int sp_model_group(struct sp_model *m)

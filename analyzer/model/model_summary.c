@@ -753,17 +753,6 @@ int sp_summary_load(struct sp_model *m)
     return 0;
 }
 
-int sp_summary_scan(struct sp_model *m, char **paths, int n) { return sp_model_scan(m, paths, n); }
-
-int sp_summary_open(struct sp_model *m)
-{
-    if (sp_model_group(m) < 0)
-        return -1;
-    sp_model_align_clocks(m);
-    m->done = SP_STAGE_LOAD;
-    return 0;
-}
-
 int sp_summary_classified(struct sp_model *m)
 {
     struct reduced *red = m->reduced;

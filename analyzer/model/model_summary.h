@@ -10,7 +10,7 @@
  * sp_file_rec and its arrays, as sp_model_scan leaves them) and, for each
  * rank of those hosts, what pass 2 made of its events (categories per
  * step, the replay's nodes, the evidence counters of struct sp_rank).
- * Loading summaries (sp_model_load on a directory that holds *.spsum)
+ * Loading summaries (sp_model_open on a directory that holds *.spsum)
  * gives the model the same file records a scan of the traces gives, so
  * the passes between (run, ranks, clocks, steps, collectives) run as they
  * run on traces; the classify pass then takes each rank's results from
@@ -70,14 +70,16 @@ int sp_summary_read(struct sp_model *m, const char *name, const unsigned char *p
  * follows when not NULL); a path found twice is kept once, with a warning. */
 void sp_summary_sort_frecs(struct sp_model *m, uint8_t *own);
 
-/* For reduce, the two halves of sp_model_open around the meeting: pass 1
- * alone over this part's trace paths (taken and freed), and, once every
- * part's records are in m->frecs (sorted), the rest of loading (run,
- * ranks, warnings, clocks): m is then at SP_STAGE_LOAD. */
+/* For reduce, the two halves of sp_model_open around the meeting (model.c,
+ * which runs the passes): pass 1 alone over this part's trace paths (taken
+ * and freed), and, once every part's records are in m->frecs (sorted), the
+ * rest of loading (run, ranks, warnings, clocks): m is then at
+ * SP_STAGE_LOAD. */
 int sp_summary_scan(struct sp_model *m, char **paths, int n);
 int sp_summary_open(struct sp_model *m);
 
-/* sp_model_load's part on summaries: every *.spsum under m->dir. */
+/* What sp_model_open loads in place of pass 1 (sp_model_load) when m->dir
+ * holds summaries: every *.spsum under it, its file records in m->frecs. */
 int sp_summary_load(struct sp_model *m);
 /* The classify pass on summaries: each rank's results from its summary;
  * a rank no summary holds stays unclassified (with a warning). */

@@ -6,7 +6,8 @@
  * perf's session feeding its tools: a pass says which event types it reads
  * (the reader steps over the rest without decoding them), sets field masks
  * when the file opens, and is given each event through a struct sp_tool of
- * callbacks.  Pass 1 (model_load.c), pass 2 (model_classify.c) and dump
+ * callbacks.  Pass 1 (model_load.c), pass 2 (model_classify.c), the
+ * hang post-mortem's own pass, the host and kernel views, export and dump
  * are such passes.
  *
  * Errors are values: functions return 0 or a negative SP_E_* code and

@@ -112,14 +112,15 @@ struct inst {
 /* Per flat node, what the replay's walk reads of it, in one place (the
  * walk goes from rank to rank, and a node's fields spread over many arrays
  * would cost a cache miss each): its recorded duration, its gate (struct
- * graph), its gap's local time as recorded, its first call in cinst and
- * how many calls. */
+ * graph), its gap's local time as recorded, its first call in cinst, how
+ * many calls, and in how many instances it takes part (the same in every
+ * replay: counted once, not by a pass over the instances per replay). */
 struct gnode {
     int64_t dur, gate_off;
     double rec_gap;
     int32_t waiter;
     uint32_t gate_n, cinst_at;
-    uint16_t ncalls;
+    uint16_t ncalls, nparts;
 };
 
 /* A node in one replay, in one place as struct gnode: replayed arrival
@@ -888,6 +889,12 @@ static int graph_build(struct sp_model *m, struct graph *g)
             x->gate_n = g->gate_n[flat];
             x->cinst_at = (uint32_t)(g->call_base[i] + nd->call);
             x->ncalls = nd->ncalls;
+            x->nparts = 0;
+        }
+    for (size_t t = 0; t < g->ninsts; t++)
+        for (int32_t p = 0; p < g->insts[t].n; p++) {
+            const struct part *pt = &g->parts[g->insts[t].first + p];
+            g->gn[g->perm[g->node_base[pt->r] + (size_t)pt->node]].nparts++;
         }
     /* the gates live on in gn */
     free(g->waiter);
@@ -1189,11 +1196,17 @@ static double rank_wait(const struct replay *rp, int r)
     return wait;
 }
 
+/* What a replay works out beyond the mean step (struct result): the
+ * transfer on the longest paths, the share of time waiting (each a pass
+ * over every node, so only when asked). */
+enum { REPLAY_CRITICAL = 1, REPLAY_WAIT = 2 };
+
 /* The replay; fn (when not NULL) is given every node it placed: rank
  * index, node index, replayed arrival and end. */
 static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct result *res, sp_replay_node_fn fn,
-                            void *arg, int critical)
+                            void *arg, unsigned want)
 {
+    int critical = (want & REPLAY_CRITICAL) != 0;
     struct sp_model *m = g->m;
     struct cf fcopy;
     const struct cf *orig = cf;
@@ -1223,9 +1236,17 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
      * counterfactual that changes only the fixed ranks' local time (or
      * none) copies the recorded one of every other rank's nodes */
     int plain = !cf->drop && !cf->imbalance && !cf->busy_scale;
-    for (size_t f = 0; plain && f < g->total; f++) {
-        rp.ns[f].gap = g->gn[f].rec_gap;
-        rp.ns[f].under = g->rec_under[f];
+    for (size_t f = 0; f < g->total; f++) {
+        /* f is a place in ns and gn (both in replay order) */
+        struct nstate *ns = &rp.ns[f];
+        ns->arr = ns->end = ns->sync = ns->gate_max = INT64_MIN;
+        ns->gate_left = g->gn[f].gate_n;
+        ns->pending = g->gn[f].nparts;
+        ns->done = 0;
+        if (plain) {
+            ns->gap = g->gn[f].rec_gap;
+            ns->under = g->rec_under[f];
+        }
     }
     for (int r = 0; r < m->nranks; r++)
         for (size_t j = 0; (!plain || (cf->fix && cf->fix[r])) && j < m->ranks[r].nnodes; j++) {
@@ -1233,20 +1254,9 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
             rp.ns[PM(g, flat)].gap = local_time(g, cf, r, flat, 0, rp.vals);
             rp.ns[PM(g, flat)].under = m->ranks[r].nodes[j].ncalls ? local_time(g, cf, r, flat, 1, rp.vals) : 0;
         }
-    for (size_t f = 0; f < g->total; f++) {
-        /* f is a place in ns and gn (both in replay order) */
-        rp.ns[f].arr = rp.ns[f].end = rp.ns[f].sync = rp.ns[f].gate_max = INT64_MIN;
-        rp.ns[f].gate_left = g->gn[f].gate_n;
-        rp.ns[f].pending = 0;
-        rp.ns[f].done = 0;
-    }
     for (size_t t = 0; t < g->ninsts; t++) {
         rp.need[t] = g->insts[t].n;
         rp.last[t] = INT64_MIN;
-        for (int32_t p = 0; p < g->insts[t].n; p++) {
-            const struct part *pt = &g->parts[g->insts[t].first + p];
-            rp.ns[PM(g, g->node_base[pt->r] + (size_t)pt->node)].pending++;
-        }
     }
     for (int r = 0; r < m->nranks; r++) {
         rp.st[r] = (struct rstate){g->start[r], 0};
@@ -1266,7 +1276,8 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
         if (!rk->nnodes || rp.cur[r] < rk->nnodes || !rp.ns[PM(g, lastf)].done)
             continue; /* a rank stuck for good is left out */
         sum += (double)(rp.ns[PM(g, lastf)].end - g->start[r]);
-        wait += rank_wait(&rp, r);
+        if (want & REPLAY_WAIT)
+            wait += rank_wait(&rp, r);
         if (rp.cp_end)
             path += rp.cp_end[lastf];
         n++;
@@ -1298,9 +1309,9 @@ out:
     return rc;
 }
 
-static int run_replay(const struct graph *g, const struct cf *cf, struct result *res)
+static int run_replay(const struct graph *g, const struct cf *cf, struct result *res, unsigned want)
 {
-    return run_replay_nodes(g, cf, res, NULL, NULL, 0);
+    return run_replay_nodes(g, cf, res, NULL, NULL, want);
 }
 
 /* ---- the counterfactuals the findings need ---- */
@@ -1323,7 +1334,7 @@ static const uint32_t drop_of[SP_CAUSE_N] = {
 static double gain_of(const struct graph *g, const struct cf *cf, double base_ms, double *step_ms)
 {
     struct result r;
-    if (base_ms <= 0 || run_replay(g, cf, &r) < 0) {
+    if (base_ms <= 0 || run_replay(g, cf, &r, 0) < 0) {
         *step_ms = 0;
         return 0;
     }
@@ -1507,7 +1518,7 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     struct node_dev dev = {NULL, 0};
     if (!fix || !sets || !scale || !out->straggler_set || graph_build(m, &g) < 0 || !g.total ||
         !(dev.last = g.base_last = malloc(((size_t)m->nranks + 1) * sizeof *g.base_last)) ||
-        (base_init(&dev, m->nranks), run_replay_nodes(&g, &recorded, &base, node_dev, &dev, 1) < 0) ||
+        (base_init(&dev, m->nranks), run_replay_nodes(&g, &recorded, &base, node_dev, &dev, REPLAY_CRITICAL) < 0) ||
         base.step_ms <= 0) {
         graph_free(&g);
         free(fix);
@@ -1696,7 +1707,7 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
             cf.busy_scale = scale;
         cf.imbalance = g.gmed != NULL;
         struct result bal;
-        if (run_replay(&g, &cf, &bal) == 0 && bal.step_ms > 0) {
+        if (run_replay(&g, &cf, &bal, REPLAY_WAIT) == 0 && bal.step_ms > 0) {
             out->bubble_share = bal.wait_share;
             double saved = bal.wait_share * bal.step_ms;
             out->gain[SP_CAUSE_PIPELINE_BUBBLE] = saved / b;
@@ -1741,7 +1752,7 @@ double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, con
     if (use[SP_CAUSE_PIPELINE_STAGE] && rp->stage >= 0 && stage_scale(m, rp->stage, scale))
         cf.busy_scale = scale;
     struct result r;
-    double ms = run_replay(gp, &cf, &r) == 0 ? r.step_ms : 0;
+    double ms = run_replay(gp, &cf, &r, use[SP_CAUSE_PIPELINE_BUBBLE] ? REPLAY_WAIT : 0) == 0 ? r.step_ms : 0;
     if (ms > 0 && use[SP_CAUSE_PIPELINE_BUBBLE])
         ms -= r.wait_share * ms;
     free(scale);

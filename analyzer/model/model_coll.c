@@ -42,8 +42,6 @@
 #define END_SPREAD_SHARE 0.5   /* ... and half its shortest kernel: not one instance */
 #define PAUSE_MARGIN_NS 1000000000LL /* a control-file poll apart, and then some */
 
-struct ref_key { uint64_t comm, seq; struct sp_coll_ref ref; };
-
 /* Per instance, from the first pass: the last arrival, the latest arrival
  * of the others (INT64_MIN when none), and how many arrived last. */
 struct inst_arrivals { int64_t last, second; uint32_t nlast, n; };
@@ -99,44 +97,37 @@ static void assign_keys(struct sp_rank *r, uint32_t rank_index)
     free(o);
 }
 
-static int cmp_key(const void *a, const void *b)
-{
-    const struct ref_key *x = a, *y = b;
-    if (x->comm != y->comm)
-        return x->comm < y->comm ? -1 : 1;
-    if (x->seq != y->seq)
-        return x->seq < y->seq ? -1 : 1;
-    return x->ref.r - y->ref.r;
-}
-
 void sp_model_each_instance(struct sp_model *m, sp_instance_fn fn, void *arg)
 {
     size_t total = 0;
     for (int i = 0; i < m->nranks; i++)
         total += m->ranks[i].ncalls;
-    struct ref_key *k = malloc((total + 1) * sizeof *k);
-    struct sp_coll_ref *refs = malloc((total + 1) * sizeof *refs);
-    if (!k || !refs) {
-        free(k);
-        free(refs);
-        return;
-    }
+    /* the calls by (comm, seq), each instance's by rank (the calls come
+     * rank after rank, and the order keeps that) */
+    struct sp_pair_key *k = malloc((total + 1) * sizeof *k);
+    struct sp_coll_ref *all = malloc((total + 1) * sizeof *all), *refs = malloc((total + 1) * sizeof *refs);
+    uint32_t *order = malloc((total + 1) * sizeof *order);
     size_t n = 0;
-    for (int i = 0; i < m->nranks; i++)
-        for (size_t c = 0; c < m->ranks[i].ncalls; c++)
-            k[n++] = (struct ref_key){m->ranks[i].calls[c].comm, m->ranks[i].calls[c].key, {i, c}};
-    qsort(k, n, sizeof *k, cmp_key);
-    for (size_t a = 0; a < n;) {
-        size_t b = a;
-        while (b < n && k[b].comm == k[a].comm && k[b].seq == k[a].seq) {
-            refs[b - a] = k[b].ref;
-            b++;
+    for (int i = 0; k && all && i < m->nranks; i++)
+        for (size_t c = 0; c < m->ranks[i].ncalls; c++) {
+            k[n] = (struct sp_pair_key){m->ranks[i].calls[c].comm, m->ranks[i].calls[c].key};
+            all[n++] = (struct sp_coll_ref){i, c};
         }
-        fn(m, refs, b - a, arg);
-        a = b;
-    }
+    if (k && all && refs && order && sp_order_pairs(k, n, order) == 0)
+        for (size_t a = 0; a < n;) {
+            size_t b = a;
+            const struct sp_pair_key *ka = &k[order[a]];
+            while (b < n && k[order[b]].a == ka->a && k[order[b]].b == ka->b) {
+                refs[b - a] = all[order[b]];
+                b++;
+            }
+            fn(m, refs, b - a, arg);
+            a = b;
+        }
     free(k);
+    free(all);
     free(refs);
+    free(order);
 }
 
 static struct sp_coll_call *call_of(struct sp_model *m, const struct sp_coll_ref *x)

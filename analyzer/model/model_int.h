@@ -107,6 +107,23 @@ struct sp_coll_ref {
 }; /* rank index, call index */
 typedef void (*sp_instance_fn)(struct sp_model *m, const struct sp_coll_ref *refs, size_t n, void *arg);
 void sp_model_each_instance(struct sp_model *m, sp_instance_fn fn, void *arg);
+/* A pair of keys to order by: a communicator and a sequence number. */
+struct sp_pair_key {
+    uint64_t a, b;
+};
+/* order[0..n) = 0..n-1 ordered by (a, b), items of equal keys in their
+ * given order (what a stable sort gives): one pass that numbers the
+ * distinct pairs, a sort of those alone, and a counting sort.  The calls
+ * of a job share a few thousand (communicator, sequence) pairs, so this is
+ * linear where a comparison sort of every call is not.  -1: no memory. */
+int sp_order_pairs(const struct sp_pair_key *k, size_t n, uint32_t *order);
+/* The n items of `size` bytes at base put in `order` (item i takes what
+ * was at order[i]), in place, cycle by cycle; order is left as 0..n-1.
+ * -1 (nothing moved): no memory. */
+int sp_apply_order(void *base, size_t size, size_t n, uint32_t *order);
+/* sp_order_pairs, then sp_apply_order: items of `size` bytes at base by
+ * their keys, a stable sort.  -1 (items left as they were): no memory. */
+int sp_sort_by_pairs(void *base, size_t size, size_t n, const struct sp_pair_key *k);
 
 
 /* The k-th smallest of v[0..n) (reorders v), n > 0: Hoare's selection,

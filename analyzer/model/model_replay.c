@@ -260,6 +260,27 @@ static int cmp_keyrec(const void *a, const void *b)
     return (x->flat > y->flat) - (x->flat < y->flat);
 }
 
+/* k[0..n) by (step, key, flat).  They come in flat order, so a stable
+ * sort by (step, key) gives it (sp_sort_by_pairs: a job's nodes share a
+ * few keys per step); *pk is its scratch, grown as needed. */
+static void sort_keyrecs(struct keyrec *k, size_t n, struct sp_pair_key **pk, size_t *cap)
+{
+    if (n > *cap) {
+        void *p = realloc(*pk, n * sizeof **pk);
+        if (p) {
+            *pk = p;
+            *cap = n;
+        }
+    }
+    if (n <= *cap) {
+        for (size_t i = 0; i < n; i++)
+            (*pk)[i] = (struct sp_pair_key){k[i].step, k[i].key};
+        if (sp_sort_by_pairs(k, sizeof *k, n, *pk) == 0)
+            return;
+    }
+    qsort(k, n, sizeof *k, cmp_keyrec);
+}
+
 /* A communicator's class: communicators of the same size whose first call
  * is the same op of the same size, called as often in the first step, are
  * one kind (the tensor-parallel groups of a job); a data-parallel
@@ -475,7 +496,8 @@ static int build_peers(struct graph *g)
             if (st > top)
                 top = st;
         }
-    size_t n = 0;
+    size_t n = 0, pk_cap = 0;
+    struct sp_pair_key *pk = NULL;
     struct class_memo memo = {0};
     memo_fill(&memo, m);
     for (uint32_t st = 0; st <= (by_step ? top : 0); st++) {
@@ -501,12 +523,13 @@ static int build_peers(struct graph *g)
                 at[i] = j;
         }
         if (by_step && n - from > 1)
-            qsort(k + from, n - from, sizeof *k, cmp_keyrec);
+            sort_keyrecs(k + from, n - from, &pk, &pk_cap);
     }
     memo_free(&memo);
     free(at);
     if (!by_step)
-        qsort(k, n, sizeof *k, cmp_keyrec);
+        sort_keyrecs(k, n, &pk, &pk_cap);
+    free(pk);
     for (size_t a = 0; a < n;) {
         size_t b = a;
         while (b < n && k[b].step == k[a].step && k[b].key == k[a].key)
@@ -596,7 +619,10 @@ static int build_instances(struct graph *g)
     }
     for (size_t t = 0; t < g->ninsts; t++) {
         struct inst *in = &g->insts[t];
-        if (in->n > 1)
+        int sorted = 1; /* filled rank after rank: already in order */
+        for (int32_t p = 1; sorted && p < in->n; p++)
+            sorted = g->parts[in->first + p - 1].r <= g->parts[in->first + p].r;
+        if (!sorted)
             qsort(g->parts + in->first, (size_t)in->n, sizeof *g->parts, cmp_part);
         in->pair = in->p2p && in->n == 2 && in->sends == 1;
         for (int32_t p = 0; p < in->n; p++) {

@@ -93,6 +93,14 @@
 #define MAX_TRIED 4   /* straggler candidates replayed: the ranks, then groups, with most excess */
 
 #define MAX_SET 4           /* ranks slow in every step priced together, at most */
+
+/* A large peer group keeps, per window and component, its values around
+ * the median in order (struct graph's win): the median of the peers
+ * outside a fixed set of up to WIN_R of its members is read off them
+ * instead of gathering every peer again for each counterfactual. */
+#define WIN_R 16
+#define WIN_N (2 * WIN_R + 2)      /* values kept: sorted positions n/2 - WIN_R - 1 .. n/2 + WIN_R */
+#define WIN_MIN_PEERS (4 * WIN_N) /* smaller groups gather their peers (few) */
 #define CONSISTENT_MIN 0.02 /* a rank slow in every step: its excess in each, share of the mean step */
 
 /* ---- the graph ---- */
@@ -161,6 +169,11 @@ struct graph {
     /* per group, window (gap, under) and component: the median over the
      * group, computed at the first replay that wants it (imbalance) */
     float (*gmed)[2][SP_LOC_N];
+    /* per group of at least WIN_MIN_PEERS: where its WIN_N sorted values
+     * of each window and component start in win (UINT32_MAX: none kept),
+     * built before the first counterfactual that fixes ranks */
+    uint32_t *win_at;
+    float *win;
     int64_t *start; /* per rank: global start of the first analyzed step */
     int nsteps;
     /* the ends each node waited for (gates): per flat node, the later node
@@ -710,6 +723,8 @@ static void graph_free(struct graph *g)
     free(g->peer_rank);
     free(g->gid);
     free(g->gmed);
+    free(g->win_at);
+    free(g->win);
     free(g->insts);
     free(g->parts);
     free(g->node_base);
@@ -809,6 +824,110 @@ static void group_medians(struct graph *g, float *vals)
                 g->gmed[id][w][c] = (float)median_f(vals + (size_t)(w * SP_LOC_N + c) * n, n);
         a += n ? n : 1;
     }
+}
+
+/* g->win_at and g->win (vals: scratch as for group_medians): each large
+ * group's peers read once, and per window and component the values at
+ * sorted positions lo .. lo + WIN_N - 1 found by two selections (the
+ * first leaves every value from lo on at or after it) and put in order. */
+static void build_windows(struct graph *g, float *vals)
+{
+    if (g->win_at || !(g->win_at = malloc(((size_t)g->ngroups + 1) * sizeof *g->win_at)))
+        return;
+    size_t nwin = 0;
+    for (size_t a = 0; a < g->total;) {
+        uint32_t n = g->peer_n[g->peers[a]];
+        g->win_at[g->gid[g->peers[a]]] = n >= WIN_MIN_PEERS ? (uint32_t)(nwin++ * 2 * SP_LOC_N * WIN_N) : UINT32_MAX;
+        a += n ? n : 1;
+    }
+    if (nwin * 2 * SP_LOC_N * WIN_N >= UINT32_MAX || !(g->win = malloc((nwin * 2 * SP_LOC_N * WIN_N + 1) * sizeof *g->win))) {
+        free(g->win_at);
+        g->win_at = NULL;
+        return;
+    }
+    for (size_t a = 0; a < g->total;) {
+        uint32_t n = g->peer_n[g->peers[a]], at = g->win_at[g->gid[g->peers[a]]];
+        if (at != UINT32_MAX) {
+            for (uint32_t p = 0; p < n; p++) {
+                const struct sp_rnode *pn = peer_node(g, (uint32_t)a + p);
+                for (int c = 0; c < SP_LOC_N; c++) {
+                    vals[(size_t)c * n + p] = pn->gap[c];
+                    vals[(size_t)(SP_LOC_N + c) * n + p] = pn->under[c];
+                }
+            }
+            size_t lo = n / 2 - WIN_R - 1;
+            for (int wc = 0; wc < 2 * SP_LOC_N; wc++) {
+                float *v = vals + (size_t)wc * n, *out = g->win + at + (size_t)wc * WIN_N;
+                kth_f(v, n, lo);
+                kth_f(v + lo, n - lo, WIN_N - 1);
+                for (int i = 0; i < WIN_N; i++) { /* insertion: WIN_N values */
+                    float x = v[lo + (size_t)i];
+                    int j = i;
+                    for (; j > 0 && out[j - 1] > x; j--)
+                        out[j] = out[j - 1];
+                    out[j] = x;
+                }
+            }
+        }
+        a += n ? n : 1;
+    }
+}
+
+/* The medians of window `under` of flat's group over the peers outside
+ * cf's fixed set, from the group's kept values: the fixed members' own
+ * values are taken out of them (those below or above only counted), and
+ * the median positions of the others then fall inside.  0 (nothing
+ * written) when the group keeps none, holds more than WIN_R fixed
+ * members, or the positions fall outside: the caller gathers the peers. */
+static int window_medians(const struct graph *g, const struct cf *cf, uint32_t flat, int under, double *v)
+{
+    uint32_t id = g->gid[flat];
+    if (!g->win_at || g->win_at[id] == UINT32_MAX)
+        return 0;
+    uint32_t first = g->peer_first[flat], n = g->peer_n[flat], k = 0;
+    float own[WIN_R][SP_LOC_N];
+    for (uint32_t p = 0; p < n; p++)
+        if (cf->fix[g->peer_rank[first + p]]) {
+            if (k == WIN_R)
+                return 0;
+            const struct sp_rnode *pn = peer_node(g, first + p);
+            memcpy(own[k++], under ? pn->under : pn->gap, sizeof own[0]);
+        }
+    size_t m = n - k, lo = n / 2 - WIN_R - 1;
+    if (m == 0)
+        return 0;
+    double out[SP_LOC_N];
+    for (int c = 0; c < SP_LOC_N; c++) {
+        const float *s = g->win + g->win_at[id] + (size_t)(under * SP_LOC_N + c) * WIN_N;
+        float rem[WIN_N];
+        int nrem = WIN_N;
+        size_t below = 0;
+        memcpy(rem, s, sizeof rem);
+        for (uint32_t f = 0; f < k; f++) {
+            float x = own[f][c];
+            if (x < s[0]) {
+                below++;
+                continue;
+            }
+            if (x > s[WIN_N - 1])
+                continue;
+            int i = 0;
+            while (i < nrem && rem[i] != x)
+                i++;
+            if (i == nrem)
+                return 0; /* its copies in view taken by other members: which side is unknown */
+            memmove(rem + i, rem + i + 1, (size_t)(nrem - i - 1) * sizeof *rem);
+            nrem--;
+        }
+        /* the others' sorted positions m/2 (and m/2 - 1) in rem: lo - below of them lie before it */
+        size_t t = m / 2, before = lo - below;
+        if (t < before || t - before >= (size_t)nrem || (m % 2 == 0 && t - before < 1))
+            return 0;
+        double hi = rem[t - before];
+        out[c] = m % 2 ? hi : 0.5 * ((double)rem[t - before - 1] + hi);
+    }
+    memcpy(v, out, sizeof out);
+    return 1;
 }
 
 /* g->perm: flat nodes in the order (step, index among the rank's nodes of
@@ -954,6 +1073,11 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
         for (int c = 0; c < SP_LOC_N; c++)
             if (!isnan(cf->fmed[g->gid[flat]][under][c]))
                 v[c] = cf->fmed[g->gid[flat]][under][c];
+    } else if (fixed && g->peer_n[flat] > 1 && window_medians(g, cf, flat, under, v)) {
+        for (int c = 0; cf->fmed && c < SP_LOC_N; c++)
+            cf->fmed[g->gid[flat]][under][c] = v[c];
+        if (cf->fmed)
+            cf->fmed_have[g->gid[flat]] |= (uint8_t)(1u << under);
     } else if (fixed && g->peer_n[flat] > 1) {
         /* the median of the peers outside the fixed set, the same for
          * every member of the group: kept when there is room (NaN: no peer
@@ -1580,6 +1704,13 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     out->cross_scale = cross_scale(m);
     double b = base.step_ms, ms;
     struct cf cf;
+
+    if (waits) { /* the fixed sets' medians below read the large groups' kept values */
+        float *buf = malloc(((size_t)g.max_peers + 1) * 2 * SP_LOC_N * sizeof *buf);
+        if (buf)
+            build_windows(&g, buf);
+        free(buf);
+    }
 
     /* straggler: each rank alone, then each small communicator's ranks;
      * imbalance.  Where no rank waits for another, none can gain. */

@@ -92,16 +92,16 @@
 #define NO_WAIT 0.005 /* collective wait share below which no rank holds up another */
 #define MAX_TRIED 4   /* straggler candidates replayed: the ranks, then groups, with most excess */
 
-#define MAX_SET 4           /* ranks slow in every step priced together, at most */
+#define MAX_SET 4 /* ranks slow in every step priced together, at most */
 
 /* A large peer group keeps, per window and component, its values around
  * the median in order (struct graph's win): the median of the peers
  * outside a fixed set of up to WIN_R of its members is read off them
  * instead of gathering every peer again for each counterfactual. */
 #define WIN_R 16
-#define WIN_N (2 * WIN_R + 2)      /* values kept: sorted positions n/2 - WIN_R - 1 .. n/2 + WIN_R */
+#define WIN_N (2 * WIN_R + 2)     /* values kept: sorted positions n/2 - WIN_R - 1 .. n/2 + WIN_R */
 #define WIN_MIN_PEERS (4 * WIN_N) /* smaller groups gather their peers (few) */
-#define CONSISTENT_MIN 0.02 /* a rank slow in every step: its excess in each, share of the mean step */
+#define CONSISTENT_MIN 0.02       /* a rank slow in every step: its excess in each, share of the mean step */
 
 /* ---- the graph ---- */
 
@@ -1349,7 +1349,8 @@ static double rank_wait(const struct replay *rp, int r)
 /* What a replay works out beyond the mean step (struct result): the
  * transfer on the longest paths, the share of time waiting (each a pass
  * over every node, so only when asked). */
-enum { REPLAY_CRITICAL = 1, REPLAY_WAIT = 2 };
+enum { REPLAY_CRITICAL = 1,
+       REPLAY_WAIT = 2 };
 
 /* The replay; fn (when not NULL) is given every node it placed: rank
  * index, node index, replayed arrival and end. */

@@ -101,7 +101,10 @@
 #define WIN_R 16
 #define WIN_N (2 * WIN_R + 2)     /* values kept: sorted positions n/2 - WIN_R - 1 .. n/2 + WIN_R */
 #define WIN_MIN_PEERS (4 * WIN_N) /* smaller groups gather their peers (few) */
-#define CONSISTENT_MIN 0.02       /* a rank slow in every step: its excess in each, share of the mean step */
+
+#define NZ_UNDER 8 /* struct graph's nz: where the under's bits start */
+_Static_assert(SP_LOC_N <= NZ_UNDER, "a node's components fit its nz bits");
+#define CONSISTENT_MIN 0.02 /* a rank slow in every step: its excess in each, share of the mean step */
 
 /* ---- the graph ---- */
 
@@ -186,6 +189,12 @@ struct graph {
     /* per place in gn: the under's local time as recorded (0 for a step
      * end), what a replay that changes no local time of the node reads */
     double *rec_under;
+    /* per flat node: which local-time components it has, bit c for its
+     * gap's component c and bit NZ_UNDER + c for its under's.  A
+     * counterfactual that only removes components leaves a node without
+     * them at its recorded local time (its sum without a zero term is the
+     * same sum), so it need not be worked out again */
+    uint16_t *nz;
     /* the base replay's per rank last replayed end and nodes placed, for
      * sp_model_replay_check (the same replay, not run again) */
     int64_t *base_last;
@@ -737,6 +746,7 @@ static void graph_free(struct graph *g)
     free(g->peer_n);
     free(g->start);
     free(g->rec_under);
+    free(g->nz);
     free(g->base_last);
     free(g->ns);
 }
@@ -1019,6 +1029,7 @@ static int graph_build(struct sp_model *m, struct graph *g)
         return -1;
     if (!(g->gn = malloc((g->total + 1) * sizeof *g->gn)) ||
         !(g->rec_under = malloc((g->total + 1) * sizeof *g->rec_under)) ||
+        !(g->nz = malloc((g->total + 1) * sizeof *g->nz)) ||
         !(g->ns = malloc((g->total + 1) * sizeof *g->ns)) || build_perm(g) < 0)
         return -1;
     for (int i = 0; i < m->nranks; i++)
@@ -1030,6 +1041,10 @@ static int graph_build(struct sp_model *m, struct graph *g)
             x->gate_off = g->gate_off[flat];
             x->rec_gap = local_time(g, &recorded, i, flat, 0, NULL);
             g->rec_under[g->perm[flat]] = nd->ncalls ? local_time(g, &recorded, i, flat, 1, NULL) : 0;
+            uint16_t z = 0;
+            for (int c = 0; c < SP_LOC_N; c++)
+                z |= (uint16_t)((nd->gap[c] != 0) << c | (nd->under[c] != 0) << (NZ_UNDER + c));
+            g->nz[flat] = z;
             x->waiter = g->waiter[flat];
             x->gate_n = g->gate_n[flat];
             x->cinst_at = (uint32_t)(g->call_base[i] + nd->call);
@@ -1384,9 +1399,10 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
     if (!rp.cur || !rp.lo || !rp.st || !rp.ns || !rp.need || !rp.last || !rp.queue || !rp.vals)
         goto out;
     /* every node's local time under cf, in one pass in memory order; a
-     * counterfactual that changes only the fixed ranks' local time (or
-     * none) copies the recorded one of every other rank's nodes */
-    int plain = !cf->drop && !cf->imbalance && !cf->busy_scale;
+     * counterfactual that changes only the fixed ranks' local time, or
+     * removes components, copies the recorded one of every node it leaves
+     * alone (struct graph's nz) */
+    int by_drop = !cf->imbalance && !cf->busy_scale; /* plain, or components removed */
     for (size_t f = 0; f < g->total; f++) {
         /* f is a place in ns and gn (both in replay order) */
         struct nstate *ns = &rp.ns[f];
@@ -1394,17 +1410,26 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
         ns->gate_left = g->gn[f].gate_n;
         ns->pending = g->gn[f].nparts;
         ns->done = 0;
-        if (plain) {
+        if (by_drop) {
             ns->gap = g->gn[f].rec_gap;
             ns->under = g->rec_under[f];
         }
     }
-    for (int r = 0; r < m->nranks; r++)
-        for (size_t j = 0; (!plain || (cf->fix && cf->fix[r])) && j < m->ranks[r].nnodes; j++) {
+    for (int r = 0; r < m->nranks; r++) {
+        /* every node of a fixed rank, or of every rank when more than
+         * components change; else only the nodes with a component removed */
+        int all = !by_drop || (cf->fix && cf->fix[r]);
+        for (size_t j = 0; (all || cf->drop) && j < m->ranks[r].nnodes; j++) {
             uint32_t flat = (uint32_t)(g->node_base[r] + j);
-            rp.ns[PM(g, flat)].gap = local_time(g, cf, r, flat, 0, rp.vals);
-            rp.ns[PM(g, flat)].under = m->ranks[r].nodes[j].ncalls ? local_time(g, cf, r, flat, 1, rp.vals) : 0;
+            uint32_t z = all ? 0 : g->nz[flat];
+            if (all || z & cf->drop)
+                rp.ns[PM(g, flat)].gap = local_time(g, cf, r, flat, 0, rp.vals);
+            if (all)
+                rp.ns[PM(g, flat)].under = m->ranks[r].nodes[j].ncalls ? local_time(g, cf, r, flat, 1, rp.vals) : 0;
+            else if (z >> NZ_UNDER & cf->drop && m->ranks[r].nodes[j].ncalls)
+                rp.ns[PM(g, flat)].under = local_time(g, cf, r, flat, 1, rp.vals);
         }
+    }
     for (size_t t = 0; t < g->ninsts; t++) {
         rp.need[t] = g->insts[t].n;
         rp.last[t] = INT64_MIN;
@@ -2021,14 +2046,20 @@ static double critical_bound(const struct graph *g, const struct cf *cf, double 
     }
     /* each node's local cut, in memory order (the groups below visit the
      * nodes rank after rank) */
-    for (int r = 0; local_cut && r < m->nranks; r++)
+    int by_drop = !cf->imbalance && !cf->busy_scale; /* as in run_replay_nodes */
+    for (int r = 0; local_cut && r < m->nranks; r++) {
+        int all = !by_drop || (cf->fix && cf->fix[r]);
         for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
             uint32_t flat = (uint32_t)(g->node_base[r] + j);
-            double cut = g->gn[PM(g, flat)].rec_gap - local_time(g, cf, r, flat, 0, vals);
-            if (m->ranks[r].nodes[j].ncalls)
+            uint32_t z = all ? 0 : g->nz[flat];
+            double cut = 0; /* a node without a removed component keeps its local time */
+            if (z & cf->drop || all)
+                cut = g->gn[PM(g, flat)].rec_gap - local_time(g, cf, r, flat, 0, vals);
+            if (m->ranks[r].nodes[j].ncalls && (z >> NZ_UNDER & cf->drop || all))
                 cut += g->rec_under[PM(g, flat)] - local_time(g, cf, r, flat, 1, vals);
             local_cut[flat] = cut;
         }
+    }
     double bound = 0;
     for (size_t a = 0; a < g->total;) {
         uint32_t n = g->peer_n[g->peers[a]], k = 1;

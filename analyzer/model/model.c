@@ -257,6 +257,16 @@ int sp_apply_order(void *base, size_t size, size_t n, uint32_t *order)
     return 0;
 }
 
+void sp_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    const unsigned char *b = base;
+    size_t i = 1;
+    while (i < n && cmp(b + (i - 1) * size, b + i * size) <= 0)
+        i++;
+    if (i < n)
+        qsort(base, n, size, cmp);
+}
+
 int sp_sort_by_pairs(void *base, size_t size, size_t n, const struct sp_pair_key *k)
 {
     uint32_t *order = malloc((n + 1) * sizeof *order);

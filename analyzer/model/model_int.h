@@ -124,6 +124,9 @@ int sp_apply_order(void *base, size_t size, size_t n, uint32_t *order);
 /* sp_order_pairs, then sp_apply_order: items of `size` bytes at base by
  * their keys, a stable sort.  -1 (items left as they were): no memory. */
 int sp_sort_by_pairs(void *base, size_t size, size_t n, const struct sp_pair_key *k);
+/* qsort, but nothing done when base is in order already (a job's records
+ * mostly come in order: the check is one pass, the sort many). */
+void sp_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 
 
 /* The k-th smallest of v[0..n) (reorders v), n > 0: Hoare's selection,

@@ -500,7 +500,7 @@ static int steps_from_collectives(struct sp_rank *r, int ranks)
 again:
     n = r->ncalls;
     memcpy(c, r->calls, n * sizeof *c);
-    qsort(c, n, sizeof *c, cmp_host_t);
+    sp_sort(c, n, sizeof *c, cmp_host_t);
     for (size_t i = 0; i < n; i++)
         k[i] = (struct key){c[i].comm, c[i].bytes, c[i].op};
     size_t p = p0 = find_period(k, n);

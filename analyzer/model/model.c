@@ -128,7 +128,7 @@ double sp_median(double *v, size_t n)
 
 SP_KTH_DEFINE(kth, double)
 
-/* The distinct pairs of sp_order_pairs, by open addressing on the pair. */
+/* The distinct pairs of sp_pair_places, by open addressing on the pair. */
 struct pair_set {
     struct sp_pair_key *key; /* per slot */
     uint32_t *id;            /* per slot: the pair's number, UINT32_MAX when free */
@@ -195,7 +195,7 @@ static int cmp_pair_rank(const void *x, const void *y)
     return (p->k.b > q->k.b) - (p->k.b < q->k.b);
 }
 
-int sp_order_pairs(const struct sp_pair_key *k, size_t n, uint32_t *order)
+int sp_pair_places(const struct sp_pair_key *k, size_t n, uint32_t *place)
 {
     struct pair_set s = {0};
     uint32_t *pid = malloc((n + 1) * sizeof *pid);
@@ -224,7 +224,7 @@ int sp_order_pairs(const struct sp_pair_key *k, size_t n, uint32_t *order)
             off += c;
         }
         for (size_t i = 0; i < n; i++)
-            order[at[pid[i]]++] = (uint32_t)i;
+            place[i] = at[pid[i]]++;
     }
     free(pr);
     free(at);
@@ -232,29 +232,6 @@ int sp_order_pairs(const struct sp_pair_key *k, size_t n, uint32_t *order)
     free(s.key);
     free(s.id);
     return rc;
-}
-
-int sp_apply_order(void *base, size_t size, size_t n, uint32_t *order)
-{
-    unsigned char *b = base, *first = malloc(size + 1);
-    if (!first)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        if (order[i] == i)
-            continue;
-        size_t j = i;
-        memcpy(first, b + i * size, size);
-        while (order[j] != i) { /* j takes what belongs there */
-            size_t from = order[j];
-            memcpy(b + j * size, b + from * size, size);
-            order[j] = (uint32_t)j;
-            j = from;
-        }
-        memcpy(b + j * size, first, size);
-        order[j] = (uint32_t)j;
-    }
-    free(first);
-    return 0;
 }
 
 void sp_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
@@ -269,11 +246,16 @@ void sp_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const v
 
 int sp_sort_by_pairs(void *base, size_t size, size_t n, const struct sp_pair_key *k)
 {
-    uint32_t *order = malloc((n + 1) * sizeof *order);
-    int rc = order ? sp_order_pairs(k, n, order) : -1;
-    if (rc == 0)
-        rc = sp_apply_order(base, size, n, order);
-    free(order);
+    uint32_t *place = malloc((n + 1) * sizeof *place);
+    unsigned char *b = base, *copy = malloc(n * size + 1);
+    int rc = place && copy ? sp_pair_places(k, n, place) : -1;
+    if (rc == 0) {
+        for (size_t i = 0; i < n; i++)
+            memcpy(copy + (size_t)place[i] * size, b + i * size, size);
+        memcpy(b, copy, n * size);
+    }
+    free(place);
+    free(copy);
     return rc;
 }
 

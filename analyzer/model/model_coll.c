@@ -104,30 +104,31 @@ void sp_model_each_instance(struct sp_model *m, sp_instance_fn fn, void *arg)
         total += m->ranks[i].ncalls;
     /* the calls by (comm, seq), each instance's by rank (the calls come
      * rank after rank, and the order keeps that) */
-    struct sp_pair_key *k = malloc((total + 1) * sizeof *k);
-    struct sp_coll_ref *all = malloc((total + 1) * sizeof *all), *refs = malloc((total + 1) * sizeof *refs);
-    uint32_t *order = malloc((total + 1) * sizeof *order);
+    struct sp_pair_key *k = malloc((total + 1) * sizeof *k), *ks = malloc((total + 1) * sizeof *ks);
+    struct sp_coll_ref *refs = malloc((total + 1) * sizeof *refs);
+    uint32_t *place = malloc((total + 1) * sizeof *place);
     size_t n = 0;
-    for (int i = 0; k && all && i < m->nranks; i++)
-        for (size_t c = 0; c < m->ranks[i].ncalls; c++) {
-            k[n] = (struct sp_pair_key){m->ranks[i].calls[c].comm, m->ranks[i].calls[c].key};
-            all[n++] = (struct sp_coll_ref){i, c};
+    for (int i = 0; k && i < m->nranks; i++)
+        for (size_t c = 0; c < m->ranks[i].ncalls; c++)
+            k[n++] = (struct sp_pair_key){m->ranks[i].calls[c].comm, m->ranks[i].calls[c].key};
+    int ok = k && ks && refs && place && sp_pair_places(k, n, place) == 0;
+    size_t x = 0;
+    for (int i = 0; ok && i < m->nranks; i++)
+        for (size_t c = 0; c < m->ranks[i].ncalls; c++, x++) {
+            refs[place[x]] = (struct sp_coll_ref){i, c};
+            ks[place[x]] = k[x];
         }
-    if (k && all && refs && order && sp_order_pairs(k, n, order) == 0)
-        for (size_t a = 0; a < n;) {
-            size_t b = a;
-            const struct sp_pair_key *ka = &k[order[a]];
-            while (b < n && k[order[b]].a == ka->a && k[order[b]].b == ka->b) {
-                refs[b - a] = all[order[b]];
-                b++;
-            }
-            fn(m, refs, b - a, arg);
-            a = b;
-        }
+    for (size_t a = 0; ok && a < n;) {
+        size_t b = a;
+        while (b < n && ks[b].a == ks[a].a && ks[b].b == ks[a].b)
+            b++;
+        fn(m, refs + a, b - a, arg);
+        a = b;
+    }
     free(k);
-    free(all);
+    free(ks);
     free(refs);
-    free(order);
+    free(place);
 }
 
 static struct sp_coll_call *call_of(struct sp_model *m, const struct sp_coll_ref *x)

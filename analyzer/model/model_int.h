@@ -111,18 +111,17 @@ void sp_model_each_instance(struct sp_model *m, sp_instance_fn fn, void *arg);
 struct sp_pair_key {
     uint64_t a, b;
 };
-/* order[0..n) = 0..n-1 ordered by (a, b), items of equal keys in their
- * given order (what a stable sort gives): one pass that numbers the
- * distinct pairs, a sort of those alone, and a counting sort.  The calls
- * of a job share a few thousand (communicator, sequence) pairs, so this is
- * linear where a comparison sort of every call is not.  -1: no memory. */
-int sp_order_pairs(const struct sp_pair_key *k, size_t n, uint32_t *order);
-/* The n items of `size` bytes at base put in `order` (item i takes what
- * was at order[i]), in place, cycle by cycle; order is left as 0..n-1.
- * -1 (nothing moved): no memory. */
-int sp_apply_order(void *base, size_t size, size_t n, uint32_t *order);
-/* sp_order_pairs, then sp_apply_order: items of `size` bytes at base by
- * their keys, a stable sort.  -1 (items left as they were): no memory. */
+/* place[i] = where item i goes when k[0..n) is ordered by (a, b), items
+ * of equal keys kept in their given order (what a stable sort gives):
+ * one pass that numbers the distinct pairs, a sort of those alone, and a
+ * counting sort.  The calls of a job share a few thousand (communicator,
+ * sequence) pairs, so this is linear where a comparison sort of every
+ * call is not, and moving item i to place[i] reads the items in order.
+ * -1: no memory. */
+int sp_pair_places(const struct sp_pair_key *k, size_t n, uint32_t *place);
+/* The n items of `size` bytes at base sorted by their keys k, a stable
+ * sort (sp_pair_places, then each item moved to its place through a
+ * copy).  -1 (items left as they were): no memory. */
 int sp_sort_by_pairs(void *base, size_t size, size_t n, const struct sp_pair_key *k);
 /* qsort, but nothing done when base is in order already (a job's records
  * mostly come in order: the check is one pass, the sort many). */

@@ -624,6 +624,7 @@ static void clear_fields(struct sp_event *ev, uint64_t want)
 static void start_chunk(struct sp_reader *r, size_t len, uint64_t id, uint32_t tid, int from_slot)
 {
     r->chunk_len = len;
+    memset(r->chunk + len, 0, SP_WORD); /* what the column decoder reads past the end */
     r->chunk_pos = 0;
     r->chunk_id = id;
     r->tid = tid;
@@ -1124,11 +1125,18 @@ void sp_reader_set_fields(struct sp_reader *r, unsigned type, uint64_t fields)
     }
 }
 
+/* The zeros of a reader whose slots are no larger (the default slot is 128
+ * KiB): read, never written, so every reader shares them, and a report that
+ * opens thousands of files does not clear a slot's worth for each. */
+#define SHARED_ZEROS (256u * 1024u)
+static uint8_t shared_zeros[SHARED_ZEROS + SP_WORD];
+
 static int alloc_buffers(struct sp_reader *r)
 {
-    /* SP_WORD more: the column decoder reads a word at a time. */
-    r->chunk = calloc(1, r->slot_cap + SP_WORD);
-    r->zeros = calloc(1, r->slot_cap + SP_WORD);
+    /* SP_WORD more: the column decoder reads a word at a time (the chunk's
+     * bytes past its end are cleared as each chunk is loaded). */
+    r->chunk = malloc(r->slot_cap + SP_WORD);
+    r->zeros = r->slot_cap <= SHARED_ZEROS ? shared_zeros : calloc(1, r->slot_cap + SP_WORD);
     r->cbuf_cap = ZSTD_compressBound(r->info.hdr.slot_size);
     r->cbuf = malloc(r->cbuf_cap);
     /* Two frames of the largest size the slots allow: one damaged frame,
@@ -1137,7 +1145,8 @@ static int alloc_buffers(struct sp_reader *r)
     if (r->scan_limit < SCAN_LIMIT_MIN)
         r->scan_limit = SCAN_LIMIT_MIN;
     r->dctx = ZSTD_createDCtx();
-    r->diag = calloc(1, DIAG_MAX);
+    if ((r->diag = malloc(DIAG_MAX)))
+        r->diag[0] = 0;
     r->blocks = malloc(sizeof *r->blocks); /* each type's block cleared at its first use */
     for (unsigned t = 0; t < SP_EV_MAX; t++)
         r->block[t].dirty = UINT64_MAX;
@@ -1234,7 +1243,8 @@ void sp_reader_close(struct sp_reader *r)
     free(r->chunks);
     free(r->moved);
     free(r->chunk);
-    free(r->zeros);
+    if (r->zeros != shared_zeros)
+        free(r->zeros);
     free(r->cbuf);
     ZSTD_freeDCtx(r->dctx);
     free(r->summary);

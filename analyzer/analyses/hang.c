@@ -106,12 +106,18 @@ struct cref {
     uint32_t c;
 };
 
-static int cmp_cref(const void *a, const void *b)
+/* k by (comm, seq), each instance's calls by rank: k comes rank after
+ * rank, and the sort keeps that order within a pair. */
+static int sort_crefs(struct cref *k, size_t n)
 {
-    const struct cref *x = a, *y = b;
-    if (x->comm != y->comm) return x->comm < y->comm ? -1 : 1;
-    if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
-    return x->r - y->r;
+    struct sp_pair_key *pk = malloc((n + 1) * sizeof *pk);
+    if (!pk)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        pk[i] = (struct sp_pair_key){k[i].comm, k[i].seq};
+    int rc = sp_sort_by_pairs(k, sizeof *k, n, pk);
+    free(pk);
+    return rc;
 }
 
 struct member {
@@ -426,7 +432,10 @@ static int find_instances(struct sp_model *m, const struct sp_hang_opts *o, stru
             if (is_coll(x->op) && x->seq > 0 && c <= UINT32_MAX)
                 k[n++] = (struct cref){x->comm, x->seq, r, (uint32_t)c};
         }
-    qsort(k, n, sizeof *k, cmp_cref);
+    if (sort_crefs(k, n) < 0) {
+        free(k);
+        return -1;
+    }
     int rc = 0;
     free_comms(h);
     h->hung_s = -1;

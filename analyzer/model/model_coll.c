@@ -42,8 +42,6 @@
 #define END_SPREAD_SHARE 0.5   /* ... and half its shortest kernel: not one instance */
 #define PAUSE_MARGIN_NS 1000000000LL /* a control-file poll apart, and then some */
 
-struct ref_key { uint64_t comm, seq; struct sp_coll_ref ref; };
-
 /* Per instance, from the first pass: the last arrival, the latest arrival
  * of the others (INT64_MIN when none), and how many arrived last. */
 struct inst_arrivals { int64_t last, second; uint32_t nlast, n; };
@@ -99,44 +97,38 @@ static void assign_keys(struct sp_rank *r, uint32_t rank_index)
     free(o);
 }
 
-static int cmp_key(const void *a, const void *b)
-{
-    const struct ref_key *x = a, *y = b;
-    if (x->comm != y->comm)
-        return x->comm < y->comm ? -1 : 1;
-    if (x->seq != y->seq)
-        return x->seq < y->seq ? -1 : 1;
-    return x->ref.r - y->ref.r;
-}
-
 void sp_model_each_instance(struct sp_model *m, sp_instance_fn fn, void *arg)
 {
     size_t total = 0;
     for (int i = 0; i < m->nranks; i++)
         total += m->ranks[i].ncalls;
-    struct ref_key *k = malloc((total + 1) * sizeof *k);
+    /* the calls by (comm, seq), each instance's by rank (the calls come
+     * rank after rank, and the order keeps that) */
+    struct sp_pair_key *k = malloc((total + 1) * sizeof *k), *ks = malloc((total + 1) * sizeof *ks);
     struct sp_coll_ref *refs = malloc((total + 1) * sizeof *refs);
-    if (!k || !refs) {
-        free(k);
-        free(refs);
-        return;
-    }
+    uint32_t *place = malloc((total + 1) * sizeof *place);
     size_t n = 0;
-    for (int i = 0; i < m->nranks; i++)
+    for (int i = 0; k && i < m->nranks; i++)
         for (size_t c = 0; c < m->ranks[i].ncalls; c++)
-            k[n++] = (struct ref_key){m->ranks[i].calls[c].comm, m->ranks[i].calls[c].key, {i, c}};
-    qsort(k, n, sizeof *k, cmp_key);
-    for (size_t a = 0; a < n;) {
-        size_t b = a;
-        while (b < n && k[b].comm == k[a].comm && k[b].seq == k[a].seq) {
-            refs[b - a] = k[b].ref;
-            b++;
+            k[n++] = (struct sp_pair_key){m->ranks[i].calls[c].comm, m->ranks[i].calls[c].key};
+    int ok = k && ks && refs && place && sp_pair_places(k, n, place) == 0;
+    size_t x = 0;
+    for (int i = 0; ok && i < m->nranks; i++)
+        for (size_t c = 0; c < m->ranks[i].ncalls; c++, x++) {
+            refs[place[x]] = (struct sp_coll_ref){i, c};
+            ks[place[x]] = k[x];
         }
-        fn(m, refs, b - a, arg);
+    for (size_t a = 0; ok && a < n;) {
+        size_t b = a;
+        while (b < n && ks[b].a == ks[a].a && ks[b].b == ks[a].b)
+            b++;
+        fn(m, refs + a, b - a, arg);
         a = b;
     }
     free(k);
+    free(ks);
     free(refs);
+    free(place);
 }
 
 static struct sp_coll_call *call_of(struct sp_model *m, const struct sp_coll_ref *x)

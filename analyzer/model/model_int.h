@@ -110,6 +110,25 @@ struct sp_coll_ref {
 }; /* rank index, call index */
 typedef void (*sp_instance_fn)(struct sp_model *m, const struct sp_coll_ref *refs, size_t n, void *arg);
 void sp_model_each_instance(struct sp_model *m, sp_instance_fn fn, void *arg);
+/* A pair of keys to order by: a communicator and a sequence number. */
+struct sp_pair_key {
+    uint64_t a, b;
+};
+/* place[i] = where item i goes when k[0..n) is ordered by (a, b), items
+ * of equal keys kept in their given order (what a stable sort gives):
+ * one pass that numbers the distinct pairs, a sort of those alone, and a
+ * counting sort.  The calls of a job share a few thousand (communicator,
+ * sequence) pairs, so this is linear where a comparison sort of every
+ * call is not, and moving item i to place[i] reads the items in order.
+ * -1: no memory. */
+int sp_pair_places(const struct sp_pair_key *k, size_t n, uint32_t *place);
+/* The n items of `size` bytes at base sorted by their keys k, a stable
+ * sort (sp_pair_places, then each item moved to its place through a
+ * copy).  -1 (items left as they were): no memory. */
+int sp_sort_by_pairs(void *base, size_t size, size_t n, const struct sp_pair_key *k);
+/* qsort, but nothing done when base is in order already (a job's records
+ * mostly come in order: the check is one pass, the sort many). */
+void sp_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 
 
 /* The k-th smallest of v[0..n) (reorders v), n > 0: Hoare's selection,

@@ -562,8 +562,8 @@ static void match_kernels_in(struct scan_call *c, size_t nc, struct kernel *k, s
                 }
     if (!nc)
         return; /* kernels with no call to match (and qsort must not see NULL) */
-    qsort(c, nc, sizeof *c, cmp_call_stream);
-    qsort(k, nk, sizeof *k, cmp_kernel);
+    sp_sort(c, nc, sizeof *c, cmp_call_stream);
+    sp_sort(k, nk, sizeof *k, cmp_kernel);
     int streams_meet = 0;
     for (size_t i = 0, j = 0; i < nc && j < nk;) {
         if (c[i].stream == k[j].stream) {
@@ -1151,8 +1151,8 @@ static void group_files(struct sp_model *m)
         struct sp_rank *r = &m->ranks[i];
         if (r->host < 0)
             r->host = host_index(m, "unknown");
-        qsort(r->calls, r->ncalls, sizeof *r->calls, cmp_call_start);
-        qsort(r->marks, r->nmarks, sizeof *r->marks, cmp_mark);
+        sp_sort(r->calls, r->ncalls, sizeof *r->calls, cmp_call_start);
+        sp_sort(r->marks, r->nmarks, sizeof *r->marks, cmp_mark);
     }
 }
 

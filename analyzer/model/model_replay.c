@@ -92,7 +92,18 @@
 #define NO_WAIT 0.005 /* collective wait share below which no rank holds up another */
 #define MAX_TRIED 4   /* straggler candidates replayed: the ranks, then groups, with most excess */
 
-#define MAX_SET 4           /* ranks slow in every step priced together, at most */
+#define MAX_SET 4 /* ranks slow in every step priced together, at most */
+
+/* A large peer group keeps, per window and component, its values around
+ * the median in order (struct graph's win): the median of the peers
+ * outside a fixed set of up to WIN_R of its members is read off them
+ * instead of gathering every peer again for each counterfactual. */
+#define WIN_R 16
+#define WIN_N (2 * WIN_R + 2)     /* values kept: sorted positions n/2 - WIN_R - 1 .. n/2 + WIN_R */
+#define WIN_MIN_PEERS (4 * WIN_N) /* smaller groups gather their peers (few) */
+
+#define NZ_UNDER 8 /* struct graph's nz: where the under's bits start */
+_Static_assert(SP_LOC_N <= NZ_UNDER, "a node's components fit its nz bits");
 #define CONSISTENT_MIN 0.02 /* a rank slow in every step: its excess in each, share of the mean step */
 
 /* ---- the graph ---- */
@@ -112,14 +123,15 @@ struct inst {
 /* Per flat node, what the replay's walk reads of it, in one place (the
  * walk goes from rank to rank, and a node's fields spread over many arrays
  * would cost a cache miss each): its recorded duration, its gate (struct
- * graph), its gap's local time as recorded, its first call in cinst and
- * how many calls. */
+ * graph), its gap's local time as recorded, its first call in cinst, how
+ * many calls, and in how many instances it takes part (the same in every
+ * replay: counted once, not by a pass over the instances per replay). */
 struct gnode {
     int64_t dur, gate_off;
     double rec_gap;
     int32_t waiter;
     uint32_t gate_n, cinst_at;
-    uint16_t ncalls;
+    uint16_t ncalls, nparts;
 };
 
 /* A node in one replay, in one place as struct gnode: replayed arrival
@@ -160,6 +172,11 @@ struct graph {
     /* per group, window (gap, under) and component: the median over the
      * group, computed at the first replay that wants it (imbalance) */
     float (*gmed)[2][SP_LOC_N];
+    /* per group of at least WIN_MIN_PEERS: where its WIN_N sorted values
+     * of each window and component start in win (UINT32_MAX: none kept),
+     * built before the first counterfactual that fixes ranks */
+    uint32_t *win_at;
+    float *win;
     int64_t *start; /* per rank: global start of the first analyzed step */
     int nsteps;
     /* the ends each node waited for (gates): per flat node, the later node
@@ -172,6 +189,12 @@ struct graph {
     /* per place in gn: the under's local time as recorded (0 for a step
      * end), what a replay that changes no local time of the node reads */
     double *rec_under;
+    /* per flat node: which local-time components it has, bit c for its
+     * gap's component c and bit NZ_UNDER + c for its under's.  A
+     * counterfactual that only removes components leaves a node without
+     * them at its recorded local time (its sum without a zero term is the
+     * same sum), so it need not be worked out again */
+    uint16_t *nz;
     /* the base replay's per rank last replayed end and nodes placed, for
      * sp_model_replay_check (the same replay, not run again) */
     int64_t *base_last;
@@ -257,6 +280,27 @@ static int cmp_keyrec(const void *a, const void *b)
     if (x->key != y->key)
         return x->key < y->key ? -1 : 1;
     return (x->flat > y->flat) - (x->flat < y->flat);
+}
+
+/* k[0..n) by (step, key, flat).  They come in flat order, so a stable
+ * sort by (step, key) gives it (sp_sort_by_pairs: a job's nodes share a
+ * few keys per step); *pk is its scratch, grown as needed. */
+static void sort_keyrecs(struct keyrec *k, size_t n, struct sp_pair_key **pk, size_t *cap)
+{
+    if (n > *cap) {
+        void *p = realloc(*pk, n * sizeof **pk);
+        if (p) {
+            *pk = p;
+            *cap = n;
+        }
+    }
+    if (n <= *cap) {
+        for (size_t i = 0; i < n; i++)
+            (*pk)[i] = (struct sp_pair_key){k[i].step, k[i].key};
+        if (sp_sort_by_pairs(k, sizeof *k, n, *pk) == 0)
+            return;
+    }
+    qsort(k, n, sizeof *k, cmp_keyrec);
 }
 
 /* A communicator's class: communicators of the same size whose first call
@@ -474,7 +518,8 @@ static int build_peers(struct graph *g)
             if (st > top)
                 top = st;
         }
-    size_t n = 0;
+    size_t n = 0, pk_cap = 0;
+    struct sp_pair_key *pk = NULL;
     struct class_memo memo = {0};
     memo_fill(&memo, m);
     for (uint32_t st = 0; st <= (by_step ? top : 0); st++) {
@@ -500,12 +545,13 @@ static int build_peers(struct graph *g)
                 at[i] = j;
         }
         if (by_step && n - from > 1)
-            qsort(k + from, n - from, sizeof *k, cmp_keyrec);
+            sort_keyrecs(k + from, n - from, &pk, &pk_cap);
     }
     memo_free(&memo);
     free(at);
     if (!by_step)
-        qsort(k, n, sizeof *k, cmp_keyrec);
+        sort_keyrecs(k, n, &pk, &pk_cap);
+    free(pk);
     for (size_t a = 0; a < n;) {
         size_t b = a;
         while (b < n && k[b].step == k[a].step && k[b].key == k[a].key)
@@ -595,7 +641,10 @@ static int build_instances(struct graph *g)
     }
     for (size_t t = 0; t < g->ninsts; t++) {
         struct inst *in = &g->insts[t];
-        if (in->n > 1)
+        int sorted = 1; /* filled rank after rank: already in order */
+        for (int32_t p = 1; sorted && p < in->n; p++)
+            sorted = g->parts[in->first + p - 1].r <= g->parts[in->first + p].r;
+        if (!sorted)
             qsort(g->parts + in->first, (size_t)in->n, sizeof *g->parts, cmp_part);
         in->pair = in->p2p && in->n == 2 && in->sends == 1;
         for (int32_t p = 0; p < in->n; p++) {
@@ -683,6 +732,8 @@ static void graph_free(struct graph *g)
     free(g->peer_rank);
     free(g->gid);
     free(g->gmed);
+    free(g->win_at);
+    free(g->win);
     free(g->insts);
     free(g->parts);
     free(g->node_base);
@@ -695,6 +746,7 @@ static void graph_free(struct graph *g)
     free(g->peer_n);
     free(g->start);
     free(g->rec_under);
+    free(g->nz);
     free(g->base_last);
     free(g->ns);
 }
@@ -782,6 +834,110 @@ static void group_medians(struct graph *g, float *vals)
                 g->gmed[id][w][c] = (float)median_f(vals + (size_t)(w * SP_LOC_N + c) * n, n);
         a += n ? n : 1;
     }
+}
+
+/* g->win_at and g->win (vals: scratch as for group_medians): each large
+ * group's peers read once, and per window and component the values at
+ * sorted positions lo .. lo + WIN_N - 1 found by two selections (the
+ * first leaves every value from lo on at or after it) and put in order. */
+static void build_windows(struct graph *g, float *vals)
+{
+    if (g->win_at || !(g->win_at = malloc(((size_t)g->ngroups + 1) * sizeof *g->win_at)))
+        return;
+    size_t nwin = 0;
+    for (size_t a = 0; a < g->total;) {
+        uint32_t n = g->peer_n[g->peers[a]];
+        g->win_at[g->gid[g->peers[a]]] = n >= WIN_MIN_PEERS ? (uint32_t)(nwin++ * 2 * SP_LOC_N * WIN_N) : UINT32_MAX;
+        a += n ? n : 1;
+    }
+    if (nwin * 2 * SP_LOC_N * WIN_N >= UINT32_MAX || !(g->win = malloc((nwin * 2 * SP_LOC_N * WIN_N + 1) * sizeof *g->win))) {
+        free(g->win_at);
+        g->win_at = NULL;
+        return;
+    }
+    for (size_t a = 0; a < g->total;) {
+        uint32_t n = g->peer_n[g->peers[a]], at = g->win_at[g->gid[g->peers[a]]];
+        if (at != UINT32_MAX) {
+            for (uint32_t p = 0; p < n; p++) {
+                const struct sp_rnode *pn = peer_node(g, (uint32_t)a + p);
+                for (int c = 0; c < SP_LOC_N; c++) {
+                    vals[(size_t)c * n + p] = pn->gap[c];
+                    vals[(size_t)(SP_LOC_N + c) * n + p] = pn->under[c];
+                }
+            }
+            size_t lo = n / 2 - WIN_R - 1;
+            for (int wc = 0; wc < 2 * SP_LOC_N; wc++) {
+                float *v = vals + (size_t)wc * n, *out = g->win + at + (size_t)wc * WIN_N;
+                kth_f(v, n, lo);
+                kth_f(v + lo, n - lo, WIN_N - 1);
+                for (int i = 0; i < WIN_N; i++) { /* insertion: WIN_N values */
+                    float x = v[lo + (size_t)i];
+                    int j = i;
+                    for (; j > 0 && out[j - 1] > x; j--)
+                        out[j] = out[j - 1];
+                    out[j] = x;
+                }
+            }
+        }
+        a += n ? n : 1;
+    }
+}
+
+/* The medians of window `under` of flat's group over the peers outside
+ * cf's fixed set, from the group's kept values: the fixed members' own
+ * values are taken out of them (those below or above only counted), and
+ * the median positions of the others then fall inside.  0 (nothing
+ * written) when the group keeps none, holds more than WIN_R fixed
+ * members, or the positions fall outside: the caller gathers the peers. */
+static int window_medians(const struct graph *g, const struct cf *cf, uint32_t flat, int under, double *v)
+{
+    uint32_t id = g->gid[flat];
+    if (!g->win_at || g->win_at[id] == UINT32_MAX)
+        return 0;
+    uint32_t first = g->peer_first[flat], n = g->peer_n[flat], k = 0;
+    float own[WIN_R][SP_LOC_N];
+    for (uint32_t p = 0; p < n; p++)
+        if (cf->fix[g->peer_rank[first + p]]) {
+            if (k == WIN_R)
+                return 0;
+            const struct sp_rnode *pn = peer_node(g, first + p);
+            memcpy(own[k++], under ? pn->under : pn->gap, sizeof own[0]);
+        }
+    size_t m = n - k, lo = n / 2 - WIN_R - 1;
+    if (m == 0)
+        return 0;
+    double out[SP_LOC_N];
+    for (int c = 0; c < SP_LOC_N; c++) {
+        const float *s = g->win + g->win_at[id] + (size_t)(under * SP_LOC_N + c) * WIN_N;
+        float rem[WIN_N];
+        int nrem = WIN_N;
+        size_t below = 0;
+        memcpy(rem, s, sizeof rem);
+        for (uint32_t f = 0; f < k; f++) {
+            float x = own[f][c];
+            if (x < s[0]) {
+                below++;
+                continue;
+            }
+            if (x > s[WIN_N - 1])
+                continue;
+            int i = 0;
+            while (i < nrem && rem[i] != x)
+                i++;
+            if (i == nrem)
+                return 0; /* its copies in view taken by other members: which side is unknown */
+            memmove(rem + i, rem + i + 1, (size_t)(nrem - i - 1) * sizeof *rem);
+            nrem--;
+        }
+        /* the others' sorted positions m/2 (and m/2 - 1) in rem: lo - below of them lie before it */
+        size_t t = m / 2, before = lo - below;
+        if (t < before || t - before >= (size_t)nrem || (m % 2 == 0 && t - before < 1))
+            return 0;
+        double hi = rem[t - before];
+        out[c] = m % 2 ? hi : 0.5 * ((double)rem[t - before - 1] + hi);
+    }
+    memcpy(v, out, sizeof out);
+    return 1;
 }
 
 /* g->perm: flat nodes in the order (step, index among the rank's nodes of
@@ -873,6 +1029,7 @@ static int graph_build(struct sp_model *m, struct graph *g)
         return -1;
     if (!(g->gn = malloc((g->total + 1) * sizeof *g->gn)) ||
         !(g->rec_under = malloc((g->total + 1) * sizeof *g->rec_under)) ||
+        !(g->nz = malloc((g->total + 1) * sizeof *g->nz)) ||
         !(g->ns = malloc((g->total + 1) * sizeof *g->ns)) || build_perm(g) < 0)
         return -1;
     for (int i = 0; i < m->nranks; i++)
@@ -884,10 +1041,20 @@ static int graph_build(struct sp_model *m, struct graph *g)
             x->gate_off = g->gate_off[flat];
             x->rec_gap = local_time(g, &recorded, i, flat, 0, NULL);
             g->rec_under[g->perm[flat]] = nd->ncalls ? local_time(g, &recorded, i, flat, 1, NULL) : 0;
+            uint16_t z = 0;
+            for (int c = 0; c < SP_LOC_N; c++)
+                z |= (uint16_t)((nd->gap[c] != 0) << c | (nd->under[c] != 0) << (NZ_UNDER + c));
+            g->nz[flat] = z;
             x->waiter = g->waiter[flat];
             x->gate_n = g->gate_n[flat];
             x->cinst_at = (uint32_t)(g->call_base[i] + nd->call);
             x->ncalls = nd->ncalls;
+            x->nparts = 0;
+        }
+    for (size_t t = 0; t < g->ninsts; t++)
+        for (int32_t p = 0; p < g->insts[t].n; p++) {
+            const struct part *pt = &g->parts[g->insts[t].first + p];
+            g->gn[g->perm[g->node_base[pt->r] + (size_t)pt->node]].nparts++;
         }
     /* the gates live on in gn */
     free(g->waiter);
@@ -921,6 +1088,11 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
         for (int c = 0; c < SP_LOC_N; c++)
             if (!isnan(cf->fmed[g->gid[flat]][under][c]))
                 v[c] = cf->fmed[g->gid[flat]][under][c];
+    } else if (fixed && g->peer_n[flat] > 1 && window_medians(g, cf, flat, under, v)) {
+        for (int c = 0; cf->fmed && c < SP_LOC_N; c++)
+            cf->fmed[g->gid[flat]][under][c] = v[c];
+        if (cf->fmed)
+            cf->fmed_have[g->gid[flat]] |= (uint8_t)(1u << under);
     } else if (fixed && g->peer_n[flat] > 1) {
         /* the median of the peers outside the fixed set, the same for
          * every member of the group: kept when there is room (NaN: no peer
@@ -1189,11 +1361,18 @@ static double rank_wait(const struct replay *rp, int r)
     return wait;
 }
 
+/* What a replay works out beyond the mean step (struct result): the
+ * transfer on the longest paths, the share of time waiting (each a pass
+ * over every node, so only when asked). */
+enum { REPLAY_CRITICAL = 1,
+       REPLAY_WAIT = 2 };
+
 /* The replay; fn (when not NULL) is given every node it placed: rank
  * index, node index, replayed arrival and end. */
 static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct result *res, sp_replay_node_fn fn,
-                            void *arg, int critical)
+                            void *arg, unsigned want)
 {
+    int critical = (want & REPLAY_CRITICAL) != 0;
     struct sp_model *m = g->m;
     struct cf fcopy;
     const struct cf *orig = cf;
@@ -1220,33 +1399,40 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
     if (!rp.cur || !rp.lo || !rp.st || !rp.ns || !rp.need || !rp.last || !rp.queue || !rp.vals)
         goto out;
     /* every node's local time under cf, in one pass in memory order; a
-     * counterfactual that changes only the fixed ranks' local time (or
-     * none) copies the recorded one of every other rank's nodes */
-    int plain = !cf->drop && !cf->imbalance && !cf->busy_scale;
-    for (size_t f = 0; plain && f < g->total; f++) {
-        rp.ns[f].gap = g->gn[f].rec_gap;
-        rp.ns[f].under = g->rec_under[f];
-    }
-    for (int r = 0; r < m->nranks; r++)
-        for (size_t j = 0; (!plain || (cf->fix && cf->fix[r])) && j < m->ranks[r].nnodes; j++) {
-            uint32_t flat = (uint32_t)(g->node_base[r] + j);
-            rp.ns[PM(g, flat)].gap = local_time(g, cf, r, flat, 0, rp.vals);
-            rp.ns[PM(g, flat)].under = m->ranks[r].nodes[j].ncalls ? local_time(g, cf, r, flat, 1, rp.vals) : 0;
-        }
+     * counterfactual that changes only the fixed ranks' local time, or
+     * removes components, copies the recorded one of every node it leaves
+     * alone (struct graph's nz) */
+    int by_drop = !cf->imbalance && !cf->busy_scale; /* plain, or components removed */
     for (size_t f = 0; f < g->total; f++) {
         /* f is a place in ns and gn (both in replay order) */
-        rp.ns[f].arr = rp.ns[f].end = rp.ns[f].sync = rp.ns[f].gate_max = INT64_MIN;
-        rp.ns[f].gate_left = g->gn[f].gate_n;
-        rp.ns[f].pending = 0;
-        rp.ns[f].done = 0;
+        struct nstate *ns = &rp.ns[f];
+        ns->arr = ns->end = ns->sync = ns->gate_max = INT64_MIN;
+        ns->gate_left = g->gn[f].gate_n;
+        ns->pending = g->gn[f].nparts;
+        ns->done = 0;
+        if (by_drop) {
+            ns->gap = g->gn[f].rec_gap;
+            ns->under = g->rec_under[f];
+        }
+    }
+    for (int r = 0; r < m->nranks; r++) {
+        /* every node of a fixed rank, or of every rank when more than
+         * components change; else only the nodes with a component removed */
+        int all = !by_drop || (cf->fix && cf->fix[r]);
+        for (size_t j = 0; (all || cf->drop) && j < m->ranks[r].nnodes; j++) {
+            uint32_t flat = (uint32_t)(g->node_base[r] + j);
+            uint32_t z = all ? 0 : g->nz[flat];
+            if (all || z & cf->drop)
+                rp.ns[PM(g, flat)].gap = local_time(g, cf, r, flat, 0, rp.vals);
+            if (all)
+                rp.ns[PM(g, flat)].under = m->ranks[r].nodes[j].ncalls ? local_time(g, cf, r, flat, 1, rp.vals) : 0;
+            else if (z >> NZ_UNDER & cf->drop && m->ranks[r].nodes[j].ncalls)
+                rp.ns[PM(g, flat)].under = local_time(g, cf, r, flat, 1, rp.vals);
+        }
     }
     for (size_t t = 0; t < g->ninsts; t++) {
         rp.need[t] = g->insts[t].n;
         rp.last[t] = INT64_MIN;
-        for (int32_t p = 0; p < g->insts[t].n; p++) {
-            const struct part *pt = &g->parts[g->insts[t].first + p];
-            rp.ns[PM(g, g->node_base[pt->r] + (size_t)pt->node)].pending++;
-        }
     }
     for (int r = 0; r < m->nranks; r++) {
         rp.st[r] = (struct rstate){g->start[r], 0};
@@ -1266,7 +1452,8 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
         if (!rk->nnodes || rp.cur[r] < rk->nnodes || !rp.ns[PM(g, lastf)].done)
             continue; /* a rank stuck for good is left out */
         sum += (double)(rp.ns[PM(g, lastf)].end - g->start[r]);
-        wait += rank_wait(&rp, r);
+        if (want & REPLAY_WAIT)
+            wait += rank_wait(&rp, r);
         if (rp.cp_end)
             path += rp.cp_end[lastf];
         n++;
@@ -1298,9 +1485,9 @@ out:
     return rc;
 }
 
-static int run_replay(const struct graph *g, const struct cf *cf, struct result *res)
+static int run_replay(const struct graph *g, const struct cf *cf, struct result *res, unsigned want)
 {
-    return run_replay_nodes(g, cf, res, NULL, NULL, 0);
+    return run_replay_nodes(g, cf, res, NULL, NULL, want);
 }
 
 /* ---- the counterfactuals the findings need ---- */
@@ -1323,7 +1510,7 @@ static const uint32_t drop_of[SP_CAUSE_N] = {
 static double gain_of(const struct graph *g, const struct cf *cf, double base_ms, double *step_ms)
 {
     struct result r;
-    if (base_ms <= 0 || run_replay(g, cf, &r) < 0) {
+    if (base_ms <= 0 || run_replay(g, cf, &r, 0) < 0) {
         *step_ms = 0;
         return 0;
     }
@@ -1507,7 +1694,7 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     struct node_dev dev = {NULL, 0};
     if (!fix || !sets || !scale || !out->straggler_set || graph_build(m, &g) < 0 || !g.total ||
         !(dev.last = g.base_last = malloc(((size_t)m->nranks + 1) * sizeof *g.base_last)) ||
-        (base_init(&dev, m->nranks), run_replay_nodes(&g, &recorded, &base, node_dev, &dev, 1) < 0) ||
+        (base_init(&dev, m->nranks), run_replay_nodes(&g, &recorded, &base, node_dev, &dev, REPLAY_CRITICAL) < 0) ||
         base.step_ms <= 0) {
         graph_free(&g);
         free(fix);
@@ -1543,6 +1730,13 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     out->cross_scale = cross_scale(m);
     double b = base.step_ms, ms;
     struct cf cf;
+
+    if (waits) { /* the fixed sets' medians below read the large groups' kept values */
+        float *buf = malloc(((size_t)g.max_peers + 1) * 2 * SP_LOC_N * sizeof *buf);
+        if (buf)
+            build_windows(&g, buf);
+        free(buf);
+    }
 
     /* straggler: each rank alone, then each small communicator's ranks;
      * imbalance.  Where no rank waits for another, none can gain. */
@@ -1696,7 +1890,7 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
             cf.busy_scale = scale;
         cf.imbalance = g.gmed != NULL;
         struct result bal;
-        if (run_replay(&g, &cf, &bal) == 0 && bal.step_ms > 0) {
+        if (run_replay(&g, &cf, &bal, REPLAY_WAIT) == 0 && bal.step_ms > 0) {
             out->bubble_share = bal.wait_share;
             double saved = bal.wait_share * bal.step_ms;
             out->gain[SP_CAUSE_PIPELINE_BUBBLE] = saved / b;
@@ -1741,7 +1935,7 @@ double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, con
     if (use[SP_CAUSE_PIPELINE_STAGE] && rp->stage >= 0 && stage_scale(m, rp->stage, scale))
         cf.busy_scale = scale;
     struct result r;
-    double ms = run_replay(gp, &cf, &r) == 0 ? r.step_ms : 0;
+    double ms = run_replay(gp, &cf, &r, use[SP_CAUSE_PIPELINE_BUBBLE] ? REPLAY_WAIT : 0) == 0 ? r.step_ms : 0;
     if (ms > 0 && use[SP_CAUSE_PIPELINE_BUBBLE])
         ms -= r.wait_share * ms;
     free(scale);
@@ -1852,14 +2046,20 @@ static double critical_bound(const struct graph *g, const struct cf *cf, double 
     }
     /* each node's local cut, in memory order (the groups below visit the
      * nodes rank after rank) */
-    for (int r = 0; local_cut && r < m->nranks; r++)
+    int by_drop = !cf->imbalance && !cf->busy_scale; /* as in run_replay_nodes */
+    for (int r = 0; local_cut && r < m->nranks; r++) {
+        int all = !by_drop || (cf->fix && cf->fix[r]);
         for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
             uint32_t flat = (uint32_t)(g->node_base[r] + j);
-            double cut = g->gn[PM(g, flat)].rec_gap - local_time(g, cf, r, flat, 0, vals);
-            if (m->ranks[r].nodes[j].ncalls)
+            uint32_t z = all ? 0 : g->nz[flat];
+            double cut = 0; /* a node without a removed component keeps its local time */
+            if (z & cf->drop || all)
+                cut = g->gn[PM(g, flat)].rec_gap - local_time(g, cf, r, flat, 0, vals);
+            if (m->ranks[r].nodes[j].ncalls && (z >> NZ_UNDER & cf->drop || all))
                 cut += g->rec_under[PM(g, flat)] - local_time(g, cf, r, flat, 1, vals);
             local_cut[flat] = cut;
         }
+    }
     double bound = 0;
     for (size_t a = 0; a < g->total;) {
         uint32_t n = g->peer_n[g->peers[a]], k = 1;

@@ -159,6 +159,10 @@ static size_t find_period(const struct key *k, size_t n)
         ratio[p] = (double)same / (double)(n - p - from);
         if (ratio[p] > best)
             best = ratio[p];
+        if (same == n - p - from) { /* no period matches better: the answer is p or one before */
+            pmax = p;
+            break;
+        }
     }
     /* as good: mismatching at most twice as often as the best, give or
      * take PERIOD_SLACK (a multiple of the step matches as well as the
@@ -231,8 +235,35 @@ static long step_pause_phase(const double *gap, const double *span, size_t ngap,
         return -1;
     double *med = malloc(k * sizeof *med);
     double *v = malloc((periods > k ? periods : k) * sizeof *v);
+    size_t *over = calloc(2 * k, sizeof *over), *top_of = over + k;
     long phase = -1;
-    if (!med || !v)
+    if (!med || !v || !over)
+        goto out;
+    /* Either test below needs one phase over the floor, or the longest of
+     * its period, in GAP_CONSISTENT of the periods: counted first, in one
+     * pass, before the medians of every phase (most multiples of the key
+     * period fail here) */
+    for (size_t q = 0; q < periods; q++) {
+        v[q] = 0;
+        for (size_t j = 0; j < k; j++)
+            v[q] += span[from + q * k + j];
+    }
+    double at_least = GAP_FLOOR * sp_median_select(v, periods);
+    int may = 0;
+    for (size_t q = 0; q < periods; q++) {
+        const double *g = gap + from + q * k;
+        size_t top = 0;
+        for (size_t j = 0; j < k; j++) {
+            over[j] += g[j] > at_least;
+            if (j && g[j] > g[top])
+                top = j;
+        }
+        top_of[top]++;
+    }
+    for (size_t j = 0; j < k && !may; j++)
+        may = (double)over[j] >= GAP_CONSISTENT * (double)periods ||
+              (double)top_of[j] >= GAP_CONSISTENT * (double)periods;
+    if (!may)
         goto out;
     size_t best = 0;
     for (size_t j = 0; j < k; j++) {
@@ -281,6 +312,7 @@ static long step_pause_phase(const double *gap, const double *span, size_t ngap,
 out:
     free(med);
     free(v);
+    free(over);
     return phase;
 }
 
@@ -468,7 +500,7 @@ static int steps_from_collectives(struct sp_rank *r, int ranks)
 again:
     n = r->ncalls;
     memcpy(c, r->calls, n * sizeof *c);
-    qsort(c, n, sizeof *c, cmp_host_t);
+    sp_sort(c, n, sizeof *c, cmp_host_t);
     for (size_t i = 0; i < n; i++)
         k[i] = (struct key){c[i].comm, c[i].bytes, c[i].op};
     size_t p = p0 = find_period(k, n);

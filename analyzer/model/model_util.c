@@ -121,6 +121,137 @@ double sp_median(double *v, size_t n)
 
 SP_KTH_DEFINE(kth, double)
 
+/* The distinct pairs of sp_pair_places, by open addressing on the pair. */
+struct pair_set {
+    struct sp_pair_key *key; /* per slot */
+    uint32_t *id;            /* per slot: the pair's number, UINT32_MAX when free */
+    size_t cap, n;           /* cap a power of 2 */
+};
+
+static size_t pair_hash(const struct sp_pair_key *k)
+{
+    uint64_t h = (k->a ^ (k->b * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
+    return (size_t)(h ^ (h >> 29));
+}
+
+static int pair_set_grow(struct pair_set *s)
+{
+    size_t cap = s->cap ? 2 * s->cap : 1024;
+    struct sp_pair_key *key = malloc(cap * sizeof *key);
+    uint32_t *id = malloc(cap * sizeof *id);
+    if (!key || !id) {
+        free(key);
+        free(id);
+        return -1;
+    }
+    for (size_t j = 0; j < cap; j++)
+        id[j] = UINT32_MAX;
+    for (size_t i = 0; i < s->cap; i++) {
+        if (s->id[i] == UINT32_MAX)
+            continue;
+        size_t j = pair_hash(&s->key[i]) & (cap - 1);
+        while (id[j] != UINT32_MAX)
+            j = (j + 1) & (cap - 1);
+        key[j] = s->key[i];
+        id[j] = s->id[i];
+    }
+    free(s->key);
+    free(s->id);
+    s->key = key;
+    s->id = id;
+    s->cap = cap;
+    return 0;
+}
+
+/* The number of pair k (numbered in order of first sight). */
+static uint32_t pair_id(struct pair_set *s, const struct sp_pair_key *k)
+{
+    size_t j = pair_hash(k) & (s->cap - 1);
+    for (; s->id[j] != UINT32_MAX; j = (j + 1) & (s->cap - 1))
+        if (s->key[j].a == k->a && s->key[j].b == k->b)
+            return s->id[j];
+    s->key[j] = *k;
+    s->id[j] = (uint32_t)s->n;
+    return (uint32_t)s->n++;
+}
+
+struct pair_rank {
+    struct sp_pair_key k;
+    uint32_t id;
+};
+
+static int cmp_pair_rank(const void *x, const void *y)
+{
+    const struct pair_rank *p = x, *q = y;
+    if (p->k.a != q->k.a)
+        return p->k.a < q->k.a ? -1 : 1;
+    return (p->k.b > q->k.b) - (p->k.b < q->k.b);
+}
+
+int sp_pair_places(const struct sp_pair_key *k, size_t n, uint32_t *place)
+{
+    struct pair_set s = {0};
+    uint32_t *pid = malloc((n + 1) * sizeof *pid);
+    int rc = pid && n < UINT32_MAX && pair_set_grow(&s) == 0 ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (2 * (s.n + 1) > s.cap && pair_set_grow(&s) < 0)
+            rc = -1;
+        else
+            pid[i] = pair_id(&s, &k[i]);
+    }
+    struct pair_rank *pr = rc == 0 ? malloc((s.n + 1) * sizeof *pr) : NULL;
+    uint32_t *at = rc == 0 ? calloc(s.n + 1, sizeof *at) : NULL;
+    if (!pr || !at)
+        rc = -1;
+    if (rc == 0) {
+        for (size_t j = 0; j < s.cap; j++)
+            if (s.id[j] != UINT32_MAX)
+                pr[s.id[j]] = (struct pair_rank){s.key[j], s.id[j]};
+        qsort(pr, s.n, sizeof *pr, cmp_pair_rank); /* distinct pairs: no ties */
+        for (size_t i = 0; i < n; i++)             /* at[id]: how many of pair id */
+            at[pid[i]]++;
+        uint32_t off = 0;
+        for (size_t r = 0; r < s.n; r++) { /* then where pair id's run starts */
+            uint32_t c = at[pr[r].id];
+            at[pr[r].id] = off;
+            off += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            place[i] = at[pid[i]]++;
+    }
+    free(pr);
+    free(at);
+    free(pid);
+    free(s.key);
+    free(s.id);
+    return rc;
+}
+
+void sp_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    const unsigned char *b = base;
+    size_t i = 1;
+    while (i < n && cmp(b + (i - 1) * size, b + i * size) <= 0)
+        i++;
+    if (i < n)
+        qsort(base, n, size, cmp);
+}
+
+int sp_sort_by_pairs(void *base, size_t size, size_t n, const struct sp_pair_key *k)
+{
+    uint32_t *place = malloc((n + 1) * sizeof *place);
+    unsigned char *b = base, *copy = malloc(n * size + 1);
+    int rc = place && copy ? sp_pair_places(k, n, place) : -1;
+    if (rc == 0) {
+        for (size_t i = 0; i < n; i++)
+            memcpy(copy + (size_t)place[i] * size, b + i * size, size);
+        memcpy(b, copy, n * size);
+    }
+    free(place);
+    free(copy);
+    return rc;
+}
+
 double sp_median_select(double *v, size_t n)
 {
     if (!n)

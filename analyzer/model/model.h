@@ -300,9 +300,10 @@ struct sp_straggler {
 
 #define SP_MODEL_TEXT 1024
 
-/* The causes a finding can name: one table (model_findings.c) gives each
- * its JSON name, first thing to try and documentation anchor, shared by
- * report and compare. */
+/* The causes a finding can name: one table (causes.c) gives each its JSON
+ * name, first thing to try, documentation anchor, the cause it is a part
+ * of, what the what-if replay drops to price it and its place in export
+ * --whatif's list; report, compare, the replay and export read it. */
 enum sp_cause {
     SP_CAUSE_STRAGGLER,
     SP_CAUSE_IMBALANCE,
@@ -326,12 +327,20 @@ struct sp_cause_info {
     const char *name;      /* JSON and text: "input_pipeline", ... */
     const char *first_try; /* the seed's first thing to try */
     const char *anchor;    /* docs/analysis.md section */
+    int part_of;           /* the cause this one is a part of; SP_CAUSE_N: none */
+    uint32_t drop;         /* bits (1 << SP_LOC_*) of the local time the replay
+                            * drops to price it; 0: a counterfactual of its own
+                            * in model_replay.c, or none */
+    int whatif_order;      /* its place (from 1) among the causes export
+                            * --whatif replays; 0: not replayable there */
 };
 /* The cause a cause is a part of ("host_overhead" for host_sync,
  * file_writes and launch_api), NULL when none. */
 const char *sp_cause_part_of(int cause);
 /* The row of a cause; never NULL (an out-of-range cause gets a "?" row). */
 const struct sp_cause_info *sp_cause_info(int cause);
+/* The cause whose whatif_order is k, -1 when none. */
+int sp_cause_by_whatif_order(int k);
 /* Severity from the share of step time fixing a cause would save:
  * high >= 20%, moderate >= 5%, low below (docs/analysis.md). */
 int sp_severity_of_gain(double gain);

@@ -3,8 +3,9 @@
  * the what-if replay (model_replay.c): the share of the mean step time
  * that fixing the cause alone would save.
  *
- * One table (causes[] below) gives every cause its name, its first thing
- * to try and its documentation anchor, for report and compare alike.
+ * The cause table (causes.c) gives every cause its name, its first thing
+ * to try and its documentation anchor, for report and compare alike; here
+ * are each cause's rule for being reported and its evidence.
  * Severity follows the gain (sp_severity_of_gain); findings are ordered by
  * gain, and `healthy` means no finding gains 5% or more.  Where two
  * counterfactuals fix the same time, one finding names it: a fixed
@@ -47,57 +48,6 @@
 /* reads below this per rank are rendezvous and config files, not input */
 #define READS_SHOWN_BYTES (64 << 10)
 
-static const struct sp_cause_info causes[SP_CAUSE_N] = {
-    [SP_CAUSE_STRAGGLER] = {"straggler", "inspect data distribution across ranks; test that device alone", "straggler"},
-    [SP_CAUSE_IMBALANCE] = {"imbalance",
-                            "balance work per rank: bucket samples by sequence length, pack them, or shard by cost",
-                            "imbalance"},
-    [SP_CAUSE_PIPELINE_STAGE] = {"pipeline_stage", "repartition layers across pipeline stages so each does the same work",
-                                 "pipeline_stage"},
-    [SP_CAUSE_PIPELINE_BUBBLE] = {"pipeline_bubble",
-                                  "more micro-batches per step, or an interleaved (virtual-stage) schedule",
-                                  "pipeline_bubble"},
-    [SP_CAUSE_INPUT] = {"input_pipeline",
-                        "more loader workers, faster storage, caching; move preprocessing off the critical path",
-                        "input_pipeline"},
-    [SP_CAUSE_HOST] = {"host_overhead",
-                       "less host work between CUDA calls: CUDA graphs, larger or fused kernels (torch.compile), "
-                       "fewer synchronizations",
-                       "host_overhead"},
-    [SP_CAUSE_LAUNCH_API] = {"launch_api",
-                             "fewer, larger launches: CUDA graphs replay a step in one call, fused kernels "
-                             "(torch.compile); check for a slow launch path: CUDA_LAUNCH_BLOCKING set, lazy module "
-                             "loading, a profiler or debugger hooked into launches",
-                             "launch_api"},
-    [SP_CAUSE_HOST_SYNC] = {"host_sync",
-                            "remove the synchronization at its call site (.item(), .cpu(), printing a GPU tensor, "
-                            "torch.cuda.synchronize): keep the value on the GPU, or read it every N steps",
-                            "host_sync"},
-    [SP_CAUSE_FILE_WRITES] = {"file_writes",
-                              "checkpoint asynchronously (a background thread or process, e.g. "
-                              "torch.distributed.checkpoint.async_save), less often, or to faster local storage; "
-                              "keep fsync off the training thread",
-                              "file_writes"},
-    [SP_CAUSE_COMMUNICATION] = {"communication",
-                                "check topology; overlap communication with computation; consider gradient accumulation",
-                                "communication"},
-    [SP_CAUSE_CROSS_NODE] = {"cross_node", "verify network setup and bandwidth for the instance type", "cross_node"},
-    [SP_CAUSE_SMALL_BATCH] = {"small_batch", "raise the global batch size (adjust the learning rate, validate the loss)",
-                              "small_batch"},
-    [SP_CAUSE_UNEXPLAINED] = {"unexplained",
-                              "sample the host during the idle gaps (perf, py-spy): the trace shows no CUDA call, input "
-                              "wait or collective there",
-                              "unexplained"},
-    [SP_CAUSE_SCALING] = {"scaling",
-                          "read each run's findings (scaleprof report DIR); raise the global batch size if compute per "
-                          "step shrank",
-                          "compare"},
-    [SP_CAUSE_HANG] = {"hang", "see what the missing rank was doing: scaleprof hang DIR", "hang"},
-    [SP_CAUSE_MEMCPY] = {"memcpy",
-                         "copy from pinned memory (DataLoader pin_memory=True) with non_blocking copies, and prefetch "
-                         "the next batch on a side stream while this step computes",
-                         "memcpy"},
-};
 
 /* The memcpy finding's first try when its copies already come from pinned
  * memory, or do not cross the host link: pinning would change nothing. */
@@ -108,19 +58,6 @@ static const struct sp_cause_info causes[SP_CAUSE_N] = {
     "copies within the GPU: avoid them (in-place operations, views instead of copies), or overlap them "     \
     "with compute on a side stream"
 #define COPIES_SHOWN 3 /* (direction, memory) groups named in the evidence */
-
-const struct sp_cause_info *sp_cause_info(int cause)
-{
-    static const struct sp_cause_info unknown = {"?", "", ""};
-    return cause >= 0 && cause < SP_CAUSE_N && causes[cause].name ? &causes[cause] : &unknown;
-}
-
-const char *sp_cause_part_of(int cause)
-{
-    return cause == SP_CAUSE_HOST_SYNC || cause == SP_CAUSE_FILE_WRITES || cause == SP_CAUSE_LAUNCH_API
-               ? causes[SP_CAUSE_HOST].name
-               : NULL;
-}
 
 const char *sp_finding_first_try(const struct sp_finding *f)
 {
@@ -405,7 +342,7 @@ static struct sp_finding *add(struct sp_model *m, int cause, double gain)
     struct sp_finding *f = &m->findings[m->nfindings++];
     memset(f, 0, sizeof *f);
     f->cause = cause;
-    f->first_try = causes[cause].first_try;
+    f->first_try = sp_cause_info(cause)->first_try;
     f->gain = gain;
     f->severity = sp_severity_of_gain(gain);
     f->step_ms_if_fixed = m->step_mean_ms * (1 - gain);

@@ -1495,17 +1495,8 @@ static int run_replay(const struct graph *g, const struct cf *cf, struct result 
 static const struct cf recorded = {.transfer = 1, .cross = 1};
 
 /* The causes whose counterfactual removes a part of the ranks' local time
- * (enum sp_loc): the local time each drops.  One table for the gains, the
- * ideal, the check and the export's what-if timeline. */
-static const uint32_t drop_of[SP_CAUSE_N] = {
-    [SP_CAUSE_INPUT] = 1u << SP_LOC_INPUT,
-    [SP_CAUSE_HOST] = 1u << SP_LOC_HOST,
-    [SP_CAUSE_HOST_SYNC] = 1u << SP_LOC_SYNC,
-    [SP_CAUSE_FILE_WRITES] = 1u << SP_LOC_WRITE,
-    [SP_CAUSE_LAUNCH_API] = 1u << SP_LOC_LAUNCH,
-    [SP_CAUSE_UNEXPLAINED] = 1u << SP_LOC_OTHER,
-    [SP_CAUSE_MEMCPY] = 1u << SP_LOC_COPY,
-};
+ * (enum sp_loc) say which in the cause table (causes.c: drop), read by the
+ * gains, the ideal, the check and the export's what-if timeline. */
 
 static double gain_of(const struct graph *g, const struct cf *cf, double base_ms, double *step_ms)
 {
@@ -1837,15 +1828,15 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
      * would give back the base one exactly (no gain), so it is not run */
     uint32_t present = present_locs(&g);
     for (int c = 0; c < SP_CAUSE_N; c++) {
-        if (!drop_of[c])
+        if (!sp_cause_info(c)->drop)
             continue;
-        if (!(present & drop_of[c])) {
+        if (!(present & sp_cause_info(c)->drop)) {
             out->gain[c] = 0;
             out->ms[c] = b;
             continue;
         }
         cf = recorded;
-        cf.drop = drop_of[c];
+        cf.drop = sp_cause_info(c)->drop;
         out->gain[c] = gain_of(&g, &cf, b, &out->ms[c]);
     }
     /* communication: every transfer hidden, every synchronization kept
@@ -1921,7 +1912,7 @@ double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, con
     cf.imbalance = use[SP_CAUSE_IMBALANCE];
     for (int c = 0; c < SP_CAUSE_N; c++)
         if (use[c])
-            cf.drop |= drop_of[c];
+            cf.drop |= sp_cause_info(c)->drop;
     if (use[SP_CAUSE_COMMUNICATION])
         cf.transfer = 0;
     if (use[SP_CAUSE_CROSS_NODE] && rp->cross_scale > 0)
@@ -2010,7 +2001,7 @@ static int cause_cf(struct sp_model *m, const struct sp_replay *rp, int cause, s
         cf->busy_scale = scale;
         return rp->stage >= 0 && stage_scale(m, rp->stage, scale);
     default:
-        cf->drop = cause >= 0 && cause < SP_CAUSE_N ? drop_of[cause] : 0;
+        cf->drop = sp_cause_info(cause)->drop;
         return cf->drop != 0;
     }
 }

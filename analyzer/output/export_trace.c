@@ -955,16 +955,13 @@ double sp_export_estimate(const struct sp_model *m, const struct sp_export_opts 
 
 int sp_export_whatif_cause(const char *name, char *names, size_t len)
 {
-    static const int replayable[] = {
-        SP_CAUSE_STRAGGLER, SP_CAUSE_IMBALANCE, SP_CAUSE_PIPELINE_STAGE, SP_CAUSE_INPUT,
-        SP_CAUSE_HOST, SP_CAUSE_HOST_SYNC, SP_CAUSE_FILE_WRITES, SP_CAUSE_LAUNCH_API,
-        SP_CAUSE_COMMUNICATION, SP_CAUSE_CROSS_NODE, SP_CAUSE_UNEXPLAINED, SP_CAUSE_MEMCPY};
+    /* the replayable causes, in the cause table's whatif_order (causes.c) */
     size_t used = 0;
-    int found = -1;
+    int found = -1, c;
     if (names && len) names[0] = 0;
-    for (size_t i = 0; i < sizeof replayable / sizeof replayable[0]; i++) {
-        const char *n = sp_cause_info(replayable[i])->name;
-        if (name && !strcmp(name, n)) found = replayable[i];
+    for (int k = 1; (c = sp_cause_by_whatif_order(k)) >= 0; k++) {
+        const char *n = sp_cause_info(c)->name;
+        if (name && !strcmp(name, n)) found = c;
         if (names && used < len) {
             int k = snprintf(names + used, len - used, "%s%s", used ? ", " : "", n);
             used += k > 0 ? (size_t)k : 0;

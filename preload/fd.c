@@ -28,7 +28,11 @@
  * The job's threads hand file work to this thread with sp_fd_run(): one
  * request at a time in a mailbox (a futex word each way), run to
  * completion while the caller waits.  That happens when a trace is
- * created or closed (first event, exec, exit), never on a hot path.
+ * created or closed (first event, exec, exit), never on a hot path.  The
+ * first request does not wait for the thread to start: it is posted with
+ * the thread's creation and served right after the thread has its table
+ * (or refused, when it could not start), so creating a trace is one
+ * wake-up each way.
  * Loading a library (libunwind for call sites) is a job instead
  * (sp_fd_job_run): the caller waits for it only so long, because it may
  * hold the dynamic loader's lock itself (a CUDA call from a library's
@@ -80,6 +84,9 @@
 #define SP_SERVICE_STACK (512u << 10)
 #define SP_PASS_NS 20000000ull /* a compression pass at least this often while a trace is open */
 #define SP_REFUSAL_MAX 512
+/* g_box_done once the thread has failed to start: no request is served
+ * (requests are counted from 1 and never reach it). */
+#define SP_BOX_REFUSED UINT32_MAX
 
 enum { SVC_NONE,
        SVC_STARTING,
@@ -191,6 +198,16 @@ static int run_jobs(void)
     return 1;
 }
 
+/* The thread will not serve: whoever waits for it to start, or for a
+ * request posted while it was starting, is told so. */
+static void service_failed(void)
+{
+    atomic_store(&g_svc_state, SVC_FAILED);
+    futex_wake_all(&g_svc_state);
+    atomic_store(&g_box_done, SP_BOX_REFUSED);
+    futex_wake_all(&g_box_done);
+}
+
 static void *service_main(void *arg)
 {
     (void)arg;
@@ -202,9 +219,12 @@ static void *service_main(void *arg)
      * it ends at once, and the process is not recorded (limits.c). */
     if (ok && sp_limits_near(g_refusal, sizeof g_refusal))
         ok = 0;
-    atomic_store(&g_svc_state, ok ? SVC_READY : SVC_FAILED);
+    if (!ok) {
+        service_failed();
+        return NULL;
+    }
+    atomic_store(&g_svc_state, SVC_READY);
     futex_wake_all(&g_svc_state);
-    if (!ok) return NULL;
     uint64_t period = sp_cpu_period_ns();
     uint64_t due = next_tick(sp_now(), period);
     uint64_t clock_ticked = 0;
@@ -287,8 +307,7 @@ static int service_start(int wait)
             pthread_sigmask(SIG_SETMASK, &old, NULL);
             if (r != 0) {
                 snprintf(g_refusal, sizeof g_refusal, "cannot start the recorder's thread (%s)", strerror(r));
-                atomic_store(&g_svc_state, SVC_FAILED);
-                futex_wake_all(&g_svc_state);
+                service_failed();
             }
             errno = e;
         }
@@ -380,7 +399,12 @@ int sp_fd_run(sp_fd_work fn, void *arg)
         return 0;
     }
     int e = errno;
-    if (!service_start(1)) {
+    /* Not waiting for the thread to start: the request is posted at once
+     * and the thread serves it as soon as it has its table.  A process's
+     * first request (its trace's creation) then costs one handoff each
+     * way instead of two; on a loaded machine each handoff is a wake-up
+     * that may wait milliseconds for a core. */
+    if (!service_start(0)) {
         errno = e;
         return -1;
     }
@@ -404,8 +428,14 @@ int sp_fd_run(sp_fd_work fn, void *arg)
     uint32_t mine = atomic_fetch_add(&g_box_posted, 1) + 1;
     wake_service();
     uint32_t done;
-    while ((done = atomic_load(&g_box_done)) != mine)
+    while ((done = atomic_load(&g_box_done)) != mine) {
+        if (done == SP_BOX_REFUSED) { /* the thread did not start: nobody will serve it */
+            atomic_store(&g_box_taken, 0);
+            errno = e;
+            return -1;
+        }
         futex_wait(&g_box_done, done, NULL);
+    }
     atomic_store(&g_box_taken, 0);
     errno = e;
     return 0;

@@ -105,6 +105,11 @@ static struct sp_fd_job *_Atomic g_jobs; /* posted jobs, a stack */
 static struct sp_fd_job *g_known_jobs[SP_JOBS_MAX]; /* every job ever posted, for fork */
 static _Atomic unsigned g_njobs;
 static __thread int t_service __attribute__((tls_model("initial-exec")));
+/* The thread's id and the CPUs it may run on, for the handoff below. */
+static _Atomic pid_t g_svc_tid;
+static cpu_set_t g_svc_mask;
+static int g_svc_mask_ok;
+static _Atomic int g_svc_pinned; /* the thread runs on one CPU until it has served a request */
 static char g_refusal[SP_REFUSAL_MAX]; /* why the thread ended at its start (limits.c), "" when it did not */
 
 static long futex_wait(_Atomic uint32_t *w, uint32_t seen, const struct timespec *timeout)
@@ -198,6 +203,35 @@ static int run_jobs(void)
     return 1;
 }
 
+/* The handoff of a request.  A thread that posts a request sleeps until
+ * it is served, so its CPU is the one that is free; a woken thread is
+ * queued where the scheduler puts it, which on a loaded machine is often
+ * another CPU's queue, behind other processes: measured, 5 ms between
+ * the wake-up and the first system call of the service thread at a short
+ * process's exit (load average 7 on 2 cores).  So the requester puts the
+ * service thread on its own CPU before waking it, and the thread takes
+ * back the CPUs it had once it has served the request.  Best effort: a
+ * refusal (a cpuset, a seccomp filter) leaves the scheduler's choice. */
+static void pin_service_here(void)
+{
+    pid_t tid = atomic_load(&g_svc_tid);
+    int cpu = sched_getcpu();
+    if (!tid || cpu < 0 || cpu >= CPU_SETSIZE || !g_svc_mask_ok)
+        return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    atomic_store(&g_svc_pinned, 1);
+    if (syscall(SYS_sched_setaffinity, tid, sizeof one, &one) != 0)
+        atomic_store(&g_svc_pinned, 0);
+}
+
+static void unpin_service(void)
+{
+    if (atomic_exchange(&g_svc_pinned, 0))
+        syscall(SYS_sched_setaffinity, 0, sizeof g_svc_mask, &g_svc_mask);
+}
+
 /* The thread will not serve: whoever waits for it to start, or for a
  * request posted while it was starting, is told so. */
 static void service_failed(void)
@@ -213,6 +247,7 @@ static void *service_main(void *arg)
     (void)arg;
     sp_guard_forever(); /* nothing this thread does is the job's I/O */
     t_service = 1;
+    atomic_store(&g_svc_tid, (pid_t)syscall(SYS_gettid));
     pthread_setname_np(pthread_self(), "scaleprof");
     int ok = private_fd_table() == 0;
     /* Too near a limit on tasks, the thread is one the job may need:
@@ -235,6 +270,7 @@ static void *service_main(void *arg)
         uint32_t posted = atomic_load(&g_box_posted);
         if (posted != served) {
             g_box_fn(g_box_arg);
+            unpin_service();
             served = posted;
             atomic_store(&g_box_done, served);
             futex_wake_all(&g_box_done);
@@ -280,7 +316,7 @@ static void *service_main(void *arg)
 /* Start the thread once per process (again in a forked child); when
  * `wait`, until it has its own table.  1 when it serves (or, not waiting,
  * when it is starting). */
-static int service_start(int wait)
+static int service_start(int wait, int pin)
 {
     uint32_t st = atomic_load(&g_svc_state);
     if (st == SVC_NONE) {
@@ -294,9 +330,22 @@ static int service_start(int wait)
             pthread_attr_init(&attr);
             pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
             pthread_attr_setstacksize(&attr, sp_fd_thread_stack(SP_SERVICE_STACK));
+            /* Started on this CPU, which the request's wait leaves free
+             * (see pin_service_here); the CPUs it would have had are
+             * restored after the request. */
+            g_svc_mask_ok = sched_getaffinity(0, sizeof g_svc_mask, &g_svc_mask) == 0;
+            int cpu = sched_getcpu();
+            if (pin && g_svc_mask_ok && cpu >= 0 && cpu < CPU_SETSIZE) {
+                cpu_set_t one;
+                CPU_ZERO(&one);
+                CPU_SET(cpu, &one);
+                if (pthread_attr_setaffinity_np(&attr, sizeof one, &one) == 0)
+                    atomic_store(&g_svc_pinned, 1);
+            }
             pthread_t th;
             int r = pthread_create(&th, &attr, service_main, NULL);
-            if (r != 0) { /* a size this libc refuses: its default */
+            if (r != 0) { /* a size this libc refuses: its default (and no pinning) */
+                atomic_store(&g_svc_pinned, 0);
                 pthread_attr_setstacksize(&attr, 0);
                 pthread_attr_destroy(&attr);
                 pthread_attr_init(&attr);
@@ -322,7 +371,7 @@ static int service_start(int wait)
  * until the first request). */
 void sp_fd_start(void)
 {
-    service_start(0);
+    service_start(0, 0);
 }
 
 static void post_job(struct sp_fd_job *job)
@@ -361,7 +410,7 @@ int sp_fd_job_run(struct sp_fd_job *job, uint64_t max_ns)
     int e = errno;
     uint32_t st = atomic_load(&job->state);
     if (st == SP_JOB_IDLE) {
-        if (!service_start(1)) {
+        if (!service_start(1, 0)) {
             errno = e;
             return 0;
         }
@@ -399,12 +448,7 @@ int sp_fd_run(sp_fd_work fn, void *arg)
         return 0;
     }
     int e = errno;
-    /* Not waiting for the thread to start: the request is posted at once
-     * and the thread serves it as soon as it has its table.  A process's
-     * first request (its trace's creation) then costs one handoff each
-     * way instead of two; on a loaded machine each handoff is a wake-up
-     * that may wait milliseconds for a core. */
-    if (!service_start(0)) {
+    if (atomic_load(&g_svc_state) == SVC_FAILED) {
         errno = e;
         return -1;
     }
@@ -423,9 +467,21 @@ int sp_fd_run(sp_fd_work fn, void *arg)
         }
         sched_yield();
     }
+    if (atomic_load(&g_svc_state) == SVC_READY)
+        pin_service_here(); /* before the post: the thread cannot serve it unpinned */
     g_box_fn = fn;
     g_box_arg = arg;
     uint32_t mine = atomic_fetch_add(&g_box_posted, 1) + 1;
+    /* Posted before the thread is started, not after it is ready: the
+     * thread serves it as soon as it has its table, and a process's first
+     * request (its trace's creation) costs one handoff each way instead
+     * of two.  On a loaded machine each handoff is a wake-up that may
+     * wait milliseconds for a core. */
+    if (!service_start(0, 1)) {
+        atomic_store(&g_box_taken, 0);
+        errno = e;
+        return -1;
+    }
     wake_service();
     uint32_t done;
     while ((done = atomic_load(&g_box_done)) != mine) {

@@ -109,7 +109,7 @@ static __thread int t_service __attribute__((tls_model("initial-exec")));
 static _Atomic pid_t g_svc_tid;
 static cpu_set_t g_svc_mask;
 static int g_svc_mask_ok;
-static _Atomic int g_svc_pinned; /* the thread runs on one CPU until it has served a request */
+static _Atomic int g_svc_pinned;       /* the thread runs on one CPU until it has served a request */
 static char g_refusal[SP_REFUSAL_MAX]; /* why the thread ended at its start (limits.c), "" when it did not */
 
 static long futex_wait(_Atomic uint32_t *w, uint32_t seen, const struct timespec *timeout)

@@ -32,7 +32,8 @@
  * first request does not wait for the thread to start: it is posted with
  * the thread's creation and served right after the thread has its table
  * (or refused, when it could not start), so creating a trace is one
- * wake-up each way.
+ * wake-up each way.  For a request, the thread runs on the requester's
+ * CPU (pin_service_here), which the requester's wait leaves free.
  * Loading a library (libunwind for call sites) is a job instead
  * (sp_fd_job_run): the caller waits for it only so long, because it may
  * hold the dynamic loader's lock itself (a CUDA call from a library's

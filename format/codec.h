@@ -171,6 +171,11 @@ static inline __attribute__((always_inline)) int sp_get_uvarint(const uint8_t **
             *pp = p + 1;
             return 0;
         }
+        if (!(x & 0x8000)) { /* two bytes: durations, gaps, sizes under 16 Ki */
+            *out = (x & 0x7f) | ((x >> 1) & 0x3f80);
+            *pp = p + 2;
+            return 0;
+        }
         *out = sp_varint_from_word(x, &len);
         if (__builtin_expect(len != 0, 1)) {
             *pp = p + len;

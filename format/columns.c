@@ -115,6 +115,28 @@ static __attribute__((noinline)) uint8_t *copy_field_slow(const uint8_t *rows, u
     return d + b;
 }
 
+/* One field of the checked loop (copy_type): event i's next varint to d.
+ * The output's new end, or NULL when the chunk must stay in rows. */
+static inline uint8_t *copy_field_checked(const uint8_t *rows, uint32_t *cur, const uint32_t *end, uint32_t i,
+                                          uint64_t word_ok, uint8_t *d, const uint8_t *dlimit)
+{
+    uint32_t o = cur[i];
+    if (__builtin_expect(o <= word_ok, 1)) {
+        uint64_t x;
+        memcpy(&x, rows + o, sizeof x);
+        uint64_t stops = ~x & SP_CONT_BITS;
+        if (__builtin_expect(stops != 0, 1)) {
+            uint32_t b = (uint32_t)__builtin_ctzll(stops) / 8 + 1;
+            if (__builtin_expect(d + b > dlimit, 0))
+                return NULL; /* more than the bodies hold: fields past an event */
+            memcpy(d, &x, sizeof x);
+            cur[i] = o + b;
+            return d + b;
+        }
+    }
+    return copy_field_slow(rows, o, end[i], d, dlimit, &cur[i]);
+}
+
 /* Pass 2, one type: column after column, every event's next varint.  A
  * word is stored for each (up to SP_WORD bytes past the column's end,
  * which the next column or the slack overwrites).  Returns the end of
@@ -137,25 +159,45 @@ static uint8_t *copy_type(const struct plan *pl, unsigned t, const uint8_t *rows
     /* A word can be read at o when o <= word_ok (none when len < SP_WORD). */
     const uint64_t word_ok = len >= SP_WORD ? len - SP_WORD : 0;
     const int words = len >= SP_WORD;
+    /* Events [0, safe) may be read a word at a time in every column:
+     * their bodies start far enough from the rows' end (a cursor moves at
+     * most SP_VARINT_MAX bytes a column; bodies are in chunk order, so
+     * only a few last events are left out). */
+    uint32_t safe = count;
+    while (safe > 0 && (uint64_t)cur[safe - 1] + (uint64_t)k * SP_VARINT_MAX > word_ok)
+        safe--;
     for (unsigned c = 0; c < k && words; c++) {
         uint8_t *start = d;
-        for (uint32_t i = 0; i < count; i++) {
-            uint32_t o = cur[i];
-            if (__builtin_expect(o <= word_ok, 1)) {
+        uint32_t i = 0;
+        /* In runs of as many events as the output has room for a word
+         * each: no field then needs either check of the loop below (which
+         * would refuse nothing there). */
+        while (i < safe) {
+            size_t room = (size_t)(dlimit - d);
+            size_t fit = room >= 2 * SP_WORD ? (room - SP_WORD) / SP_WORD : 0;
+            if (!fit)
+                break;
+            uint32_t stop = safe - i < fit ? safe : i + (uint32_t)fit;
+            for (; i < stop; i++) {
+                uint32_t o = cur[i];
                 uint64_t x;
                 memcpy(&x, rows + o, sizeof x);
                 uint64_t stops = ~x & SP_CONT_BITS;
-                if (__builtin_expect(stops != 0, 1)) {
-                    uint32_t b = (uint32_t)__builtin_ctzll(stops) / 8 + 1;
-                    if (__builtin_expect(d + b > dlimit, 0))
-                        return NULL; /* more than the bodies hold: fields past an event */
-                    memcpy(d, &x, sizeof x);
-                    d += b;
-                    cur[i] = o + b;
-                    continue;
-                }
+                if (__builtin_expect(stops == 0, 0))
+                    break;
+                uint32_t b = (uint32_t)__builtin_ctzll(stops) / 8 + 1;
+                memcpy(d, &x, sizeof x);
+                d += b;
+                cur[i] = o + b;
             }
-            d = copy_field_slow(rows, o, end[i], d, dlimit, &cur[i]);
+            if (i < stop) { /* longer than a word (a 64-bit hash): checked, then a new run */
+                d = copy_field_checked(rows, cur, end, i++, word_ok, d, dlimit);
+                if (!d)
+                    return NULL;
+            }
+        }
+        for (; i < count; i++) {
+            d = copy_field_checked(rows, cur, end, i, word_ok, d, dlimit);
             if (!d)
                 return NULL;
         }

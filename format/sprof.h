@@ -600,6 +600,10 @@ struct sp_writer_opts {
 /* Create `path` (O_EXCL, never following a symlink) and map it.  On
  * failure returns NULL and stores an SP_E* in *err. */
 struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts *opts, int *err);
+/* The same, `path` relative to the directory open as `dirfd` (openat's
+ * rule; AT_FDCWD: as sp_writer_create).  The recorder creates its trace
+ * in the directory it checked, by that directory's descriptor. */
+struct sp_writer *sp_writer_create_at(int dirfd, const char *path, const struct sp_writer_opts *opts, int *err);
 /* Starts a deferred compressor thread (opts.defer_thread); 0, or SP_E_NOMEM.
  * The thread shares the caller's descriptor table: call it from a thread
  * where the writer's fd is valid. */

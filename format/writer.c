@@ -194,9 +194,9 @@ static uint64_t next_generation = 1; /* atomic */
 
 /* ---- raw system calls (never through the preload's interposers) ---------- */
 
-static int raw_open(const char *path, int flags, int mode)
+static int raw_open(int dirfd, const char *path, int flags, int mode)
 {
-    return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+    return (int)syscall(SYS_openat, dirfd, path, flags, mode);
 }
 
 static void raw_close(int fd)
@@ -697,9 +697,9 @@ static void grow_reservation(struct sp_writer *w)
     }
 }
 
-static int open_file(struct sp_writer *w, const char *path, int mode)
+static int open_file(struct sp_writer *w, int dirfd, const char *path, int mode)
 {
-    w->fd = raw_open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    w->fd = raw_open(dirfd, path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (w->fd < 0)
         return SP_E_IO;
     if (syscall(SYS_ftruncate, w->fd, (long)w->map_size) < 0)
@@ -720,7 +720,7 @@ static int open_file(struct sp_writer *w, const char *path, int mode)
 fail:;
     int e = errno;
     raw_close(w->fd);
-    syscall(SYS_unlinkat, AT_FDCWD, path, 0);
+    syscall(SYS_unlinkat, dirfd, path, 0);
     errno = e;
     return SP_E_IO;
 }
@@ -748,6 +748,11 @@ static void free_writer(struct sp_writer *w)
 }
 
 struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts *opts, int *err)
+{
+    return sp_writer_create_at(AT_FDCWD, path, opts, err);
+}
+
+struct sp_writer *sp_writer_create_at(int dirfd, const char *path, const struct sp_writer_opts *opts, int *err)
 {
     struct sp_writer_opts o = {0};
     int dummy;
@@ -799,7 +804,7 @@ struct sp_writer *sp_writer_create(const char *path, const struct sp_writer_opts
     w->pending = (void *)(base + pending_off);
     w->links = (void *)(base + links_off);
     pthread_mutex_init(&w->compress_lock, NULL);
-    if ((*err = open_file(w, path, o.mode)) < 0) {
+    if ((*err = open_file(w, dirfd, path, o.mode)) < 0) {
         free_writer(w);
         return NULL;
     }

@@ -28,7 +28,12 @@
  * The job's threads hand file work to this thread with sp_fd_run(): one
  * request at a time in a mailbox (a futex word each way), run to
  * completion while the caller waits.  That happens when a trace is
- * created or closed (first event, exec, exit), never on a hot path.
+ * created or closed (first event, exec, exit), never on a hot path.  The
+ * first request does not wait for the thread to start: it is posted with
+ * the thread's creation and served right after the thread has its table
+ * (or refused, when it could not start), so creating a trace is one
+ * wake-up each way.  For a request, the thread runs on the requester's
+ * CPU (pin_service_here), which the requester's wait leaves free.
  * Loading a library (libunwind for call sites) is a job instead
  * (sp_fd_job_run): the caller waits for it only so long, because it may
  * hold the dynamic loader's lock itself (a CUDA call from a library's
@@ -74,6 +79,9 @@
 #define SP_SERVICE_STACK (512u << 10)
 #define SP_PASS_NS 20000000ull /* a compression pass at least this often while a trace is open */
 #define SP_REFUSAL_MAX 512
+/* g_box_done once the thread has failed to start: no request is served
+ * (requests are counted from 1 and never reach it). */
+#define SP_BOX_REFUSED UINT32_MAX
 
 enum { SVC_NONE,
        SVC_STARTING,
@@ -92,6 +100,11 @@ static struct sp_fd_job *_Atomic g_jobs; /* posted jobs, a stack */
 static struct sp_fd_job *g_known_jobs[SP_JOBS_MAX]; /* every job ever posted, for fork */
 static _Atomic unsigned g_njobs;
 static __thread int t_service __attribute__((tls_model("initial-exec")));
+/* The thread's id and the CPUs it may run on, for the handoff below. */
+static _Atomic pid_t g_svc_tid;
+static cpu_set_t g_svc_mask;
+static int g_svc_mask_ok;
+static _Atomic int g_svc_pinned;       /* the thread runs on one CPU until it has served a request */
 static char g_refusal[SP_REFUSAL_MAX]; /* why the thread ended at its start (limits.c), "" when it did not */
 
 static long futex_wait(_Atomic uint32_t *w, uint32_t seen, const struct timespec *timeout)
@@ -185,20 +198,63 @@ static int run_jobs(void)
     return 1;
 }
 
+/* The handoff of a request.  A thread that posts a request sleeps until
+ * it is served, so its CPU is the one that is free; a woken thread is
+ * queued where the scheduler puts it, which on a loaded machine is often
+ * another CPU's queue, behind other processes: measured, 5 ms between
+ * the wake-up and the first system call of the service thread at a short
+ * process's exit (load average 7 on 2 cores).  So the requester puts the
+ * service thread on its own CPU before waking it, and the thread takes
+ * back the CPUs it had once it has served the request.  Best effort: a
+ * refusal (a cpuset, a seccomp filter) leaves the scheduler's choice. */
+static void pin_service_here(void)
+{
+    pid_t tid = atomic_load(&g_svc_tid);
+    int cpu = sched_getcpu();
+    if (!tid || cpu < 0 || cpu >= CPU_SETSIZE || !g_svc_mask_ok)
+        return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    atomic_store(&g_svc_pinned, 1);
+    if (syscall(SYS_sched_setaffinity, tid, sizeof one, &one) != 0)
+        atomic_store(&g_svc_pinned, 0);
+}
+
+static void unpin_service(void)
+{
+    if (atomic_exchange(&g_svc_pinned, 0))
+        syscall(SYS_sched_setaffinity, 0, sizeof g_svc_mask, &g_svc_mask);
+}
+
+/* The thread will not serve: whoever waits for it to start, or for a
+ * request posted while it was starting, is told so. */
+static void service_failed(void)
+{
+    atomic_store(&g_svc_state, SVC_FAILED);
+    futex_wake_all(&g_svc_state);
+    atomic_store(&g_box_done, SP_BOX_REFUSED);
+    futex_wake_all(&g_box_done);
+}
+
 static void *service_main(void *arg)
 {
     (void)arg;
     sp_guard_forever(); /* nothing this thread does is the job's I/O */
     t_service = 1;
+    atomic_store(&g_svc_tid, (pid_t)syscall(SYS_gettid));
     pthread_setname_np(pthread_self(), "scaleprof");
     int ok = private_fd_table() == 0;
     /* Too near a limit on tasks, the thread is one the job may need:
      * it ends at once, and the process is not recorded (limits.c). */
     if (ok && sp_limits_near(g_refusal, sizeof g_refusal))
         ok = 0;
-    atomic_store(&g_svc_state, ok ? SVC_READY : SVC_FAILED);
+    if (!ok) {
+        service_failed();
+        return NULL;
+    }
+    atomic_store(&g_svc_state, SVC_READY);
     futex_wake_all(&g_svc_state);
-    if (!ok) return NULL;
     uint64_t period = sp_cpu_period_ns();
     uint64_t due = next_tick(sp_now(), period);
     uint64_t clock_ticked = 0;
@@ -209,6 +265,7 @@ static void *service_main(void *arg)
         uint32_t posted = atomic_load(&g_box_posted);
         if (posted != served) {
             g_box_fn(g_box_arg);
+            unpin_service();
             served = posted;
             atomic_store(&g_box_done, served);
             futex_wake_all(&g_box_done);
@@ -254,7 +311,7 @@ static void *service_main(void *arg)
 /* Start the thread once per process (again in a forked child); when
  * `wait`, until it has its own table.  1 when it serves (or, not waiting,
  * when it is starting). */
-static int service_start(int wait)
+static int service_start(int wait, int pin)
 {
     uint32_t st = atomic_load(&g_svc_state);
     if (st == SVC_NONE) {
@@ -268,9 +325,22 @@ static int service_start(int wait)
             pthread_attr_init(&attr);
             pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
             pthread_attr_setstacksize(&attr, sp_fd_thread_stack(SP_SERVICE_STACK));
+            /* Started on this CPU, which the request's wait leaves free
+             * (see pin_service_here); the CPUs it would have had are
+             * restored after the request. */
+            g_svc_mask_ok = sched_getaffinity(0, sizeof g_svc_mask, &g_svc_mask) == 0;
+            int cpu = sched_getcpu();
+            if (pin && g_svc_mask_ok && cpu >= 0 && cpu < CPU_SETSIZE) {
+                cpu_set_t one;
+                CPU_ZERO(&one);
+                CPU_SET(cpu, &one);
+                if (pthread_attr_setaffinity_np(&attr, sizeof one, &one) == 0)
+                    atomic_store(&g_svc_pinned, 1);
+            }
             pthread_t th;
             int r = pthread_create(&th, &attr, service_main, NULL);
-            if (r != 0) { /* a size this libc refuses: its default */
+            if (r != 0) { /* a size this libc refuses: its default (and no pinning) */
+                atomic_store(&g_svc_pinned, 0);
                 pthread_attr_setstacksize(&attr, 0);
                 pthread_attr_destroy(&attr);
                 pthread_attr_init(&attr);
@@ -281,8 +351,7 @@ static int service_start(int wait)
             pthread_sigmask(SIG_SETMASK, &old, NULL);
             if (r != 0) {
                 snprintf(g_refusal, sizeof g_refusal, "cannot start the recorder's thread (%s)", strerror(r));
-                atomic_store(&g_svc_state, SVC_FAILED);
-                futex_wake_all(&g_svc_state);
+                service_failed();
             }
             errno = e;
         }
@@ -297,7 +366,7 @@ static int service_start(int wait)
  * until the first request). */
 void sp_fd_start(void)
 {
-    service_start(0);
+    service_start(0, 0);
 }
 
 static void post_job(struct sp_fd_job *job)
@@ -336,7 +405,7 @@ int sp_fd_job_run(struct sp_fd_job *job, uint64_t max_ns)
     int e = errno;
     uint32_t st = atomic_load(&job->state);
     if (st == SP_JOB_IDLE) {
-        if (!service_start(1)) {
+        if (!service_start(1, 0)) {
             errno = e;
             return 0;
         }
@@ -374,7 +443,7 @@ int sp_fd_run(sp_fd_work fn, void *arg)
         return 0;
     }
     int e = errno;
-    if (!service_start(1)) {
+    if (atomic_load(&g_svc_state) == SVC_FAILED) {
         errno = e;
         return -1;
     }
@@ -393,13 +462,31 @@ int sp_fd_run(sp_fd_work fn, void *arg)
         }
         sched_yield();
     }
+    if (atomic_load(&g_svc_state) == SVC_READY)
+        pin_service_here(); /* before the post: the thread cannot serve it unpinned */
     g_box_fn = fn;
     g_box_arg = arg;
     uint32_t mine = atomic_fetch_add(&g_box_posted, 1) + 1;
+    /* Posted before the thread is started, not after it is ready: the
+     * thread serves it as soon as it has its table, and a process's first
+     * request (its trace's creation) costs one handoff each way instead
+     * of two.  On a loaded machine each handoff is a wake-up that may
+     * wait milliseconds for a core. */
+    if (!service_start(0, 1)) {
+        atomic_store(&g_box_taken, 0);
+        errno = e;
+        return -1;
+    }
     wake_service();
     uint32_t done;
-    while ((done = atomic_load(&g_box_done)) != mine)
+    while ((done = atomic_load(&g_box_done)) != mine) {
+        if (done == SP_BOX_REFUSED) { /* the thread did not start: nobody will serve it */
+            atomic_store(&g_box_taken, 0);
+            errno = e;
+            return -1;
+        }
         futex_wait(&g_box_done, done, NULL);
+    }
     atomic_store(&g_box_taken, 0);
     errno = e;
     return 0;

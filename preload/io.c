@@ -353,7 +353,7 @@ static int path_excluded(const char *path)
 /* ---- recording ------------------------------------------------------------ */
 
 struct io_call {
-    uint64_t t0;
+    struct sp_span span; /* its start, and what its duration needs (preload.h) */
 };
 
 /* Start timing a call; 0 when it must pass through unrecorded.  The guard
@@ -365,7 +365,7 @@ static inline __attribute__((always_inline)) int io_enter(struct io_call *c)
 {
     if (SP_UNLIKELY(!sp_recording) || sp_guard_held())
         return 0;
-    c->t0 = sp_now();
+    sp_span_begin(&c->span);
     return 1;
 }
 
@@ -404,11 +404,11 @@ static __attribute__((noinline)) void emit_io_once(uint64_t t0, uint64_t t1, int
 static inline __attribute__((always_inline)) void io_leave(struct io_call *c, int err, int op, int fd, int64_t ret,
                                                            uint64_t bytes, uint64_t offset)
 {
-    uint64_t t1 = sp_now();
+    uint64_t t1 = c->span.t0 + sp_span_dur(&c->span);
     sp_guard_take();
     uint64_t e = fd_entry(fd);
     if (!(e & FD_EXCLUDED))
-        emit_io(c->t0, t1, op, fd, e, ret, bytes, offset, err);
+        emit_io(c->span.t0, t1, op, fd, e, ret, bytes, offset, err);
     sp_guard_drop();
     errno = err;
 }
@@ -416,7 +416,7 @@ static inline __attribute__((always_inline)) void io_leave(struct io_call *c, in
 /* After a successful open: remember the fd, and record the open. */
 static void io_leave_open(struct io_call *c, int err, int op, int fd, const char *path)
 {
-    uint64_t t1 = sp_now();
+    uint64_t t1 = c->span.t0 + sp_span_dur(&c->span);
     sp_guard_take();
     if (fd >= 0 && path) {
         int excluded = path_excluded(path);
@@ -428,11 +428,11 @@ static void io_leave_open(struct io_call *c, int err, int op, int fd, const char
                 name_save(fd, path);
         }
         if (!excluded)
-            emit_io_once(c->t0, t1, op, fd, e, fd, 0, 0, err);
+            emit_io_once(c->span.t0, t1, op, fd, e, fd, 0, 0, err);
     } else if (path && !path_excluded(path)) {
         /* A failed open: the path is worth seeing (ENOENT on a dataset). */
         uint64_t e = fd_pack(path_id(path), SP_FD_UNKNOWN, 0);
-        emit_io_once(c->t0, t1, op, fd, e, fd, 0, 0, err);
+        emit_io_once(c->span.t0, t1, op, fd, e, fd, 0, 0, err);
     }
     sp_guard_drop();
     errno = err;
@@ -457,9 +457,9 @@ static void close_done(struct io_call *c, int recording, int fd, uint64_t e, int
 {
     int err = errno;
     if (recording && !(e & FD_EXCLUDED) && (fd >= 0 || r < 0)) {
-        uint64_t t1 = sp_now();
+        uint64_t t1 = c->span.t0 + sp_span_dur(&c->span);
         sp_guard_take();
-        emit_io_once(c->t0, t1, SP_IO_CLOSE, fd, e, r, 0, 0, err);
+        emit_io_once(c->span.t0, t1, SP_IO_CLOSE, fd, e, r, 0, 0, err);
         sp_guard_drop();
     }
     errno = err;
@@ -468,12 +468,12 @@ static void close_done(struct io_call *c, int recording, int fd, uint64_t e, int
 static void wait_leave(struct io_call *c, int err, int op, uint64_t nfds, int64_t ret, int64_t timeout_ms,
                        int first_fd)
 {
-    uint64_t t1 = sp_now();
+    uint64_t dur = sp_span_dur(&c->span);
     sp_guard_take();
     struct sp_event ev;
-    sp_event_head(&ev, SP_EV_WAIT, c->t0);
+    sp_event_head(&ev, SP_EV_WAIT, c->span.t0);
     ev.wait = (struct sp_ev_wait){
-        .dur = t1 - c->t0,
+        .dur = dur,
         .op = (uint64_t)op,
         .nfds = nfds,
         .ret = ret,

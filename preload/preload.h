@@ -195,8 +195,8 @@ static inline uint64_t sp_clock_gettime_ns(void)
 
 /* A TSC reading in ns of segment s: 1 with *ns set, 0 when the segment
  * was rewritten while read (the caller reads clock_gettime instead). */
-static inline __attribute__((always_inline)) int sp_clock_convert(const struct sp_clock_seg *s, uint64_t tsc,
-                                                                   uint64_t *ns)
+static inline __attribute__((always_inline)) int sp_clock_convert_m(const struct sp_clock_seg *s, uint64_t tsc,
+                                                                     uint64_t *ns, uint64_t *mult)
 {
     uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
     uint64_t bt = __atomic_load_n(&s->base_tsc, __ATOMIC_RELAXED);
@@ -208,7 +208,16 @@ static inline __attribute__((always_inline)) int sp_clock_convert(const struct s
     /* signed: another core's TSC may read a little before the base */
     __int128 d = (__int128)(int64_t)(tsc - bt) * (__int128)m;
     *ns = bn + (uint64_t)(int64_t)(d >> 32);
+    *mult = m;
     return 1;
+}
+
+/* The same, without the rate. */
+static inline __attribute__((always_inline)) int sp_clock_convert(const struct sp_clock_seg *s, uint64_t tsc,
+                                                                   uint64_t *ns)
+{
+    uint64_t m;
+    return sp_clock_convert_m(s, tsc, ns, &m);
 }
 
 /* A TSC reading in ns of the current segment; 0 when the segment was
@@ -228,6 +237,46 @@ static inline __attribute__((always_inline)) uint64_t sp_now(void)
     if (SP_LIKELY(s != NULL) && SP_LIKELY(sp_clock_convert(s, sp_rdtsc(), &ns)))
         return ns;
     return sp_clock_gettime_ns();
+}
+
+/* A timed call: its start in ns and, when the TSC is the clock, the tick
+ * and the rate that start was converted with.  A recorded call used to
+ * read sp_now() at both ends; its end is only wanted as a duration, and a
+ * duration in ticks needs no segment: the end is then a rdtsc, a
+ * subtraction and a multiply (no segment to load and check again, no
+ * base to add), about half the instructions of a second sp_now().  The
+ * rate is the start's; a segment published during the call changes it by
+ * at most SP_CLOCK_MAX_SLEW (clock.c), 0.05% of the duration. */
+struct sp_span {
+    uint64_t t0;
+    uint64_t tsc0;
+    uint64_t mult; /* 0: the start came from clock_gettime, and so does the end */
+};
+
+static inline __attribute__((always_inline)) void sp_span_begin(struct sp_span *sp)
+{
+    const struct sp_clock_seg *s = __atomic_load_n(&sp_clock_seg, __ATOMIC_ACQUIRE);
+    if (SP_LIKELY(s != NULL)) {
+        uint64_t tsc = sp_rdtsc();
+        if (SP_LIKELY(sp_clock_convert_m(s, tsc, &sp->t0, &sp->mult))) {
+            sp->tsc0 = tsc;
+            return;
+        }
+    }
+    sp->t0 = sp_clock_gettime_ns();
+    sp->mult = 0;
+}
+
+/* Nanoseconds since sp_span_begin; 0 for a clock that went back (another
+ * core's TSC a little behind).  No rdtsc once the TSC may trap. */
+static inline __attribute__((always_inline)) uint64_t sp_span_dur(const struct sp_span *sp)
+{
+    if (SP_LIKELY(sp->mult != 0) && SP_LIKELY(!sp_clock_notsc)) {
+        int64_t d = (int64_t)(sp_rdtsc() - sp->tsc0);
+        return d > 0 ? (uint64_t)(((unsigned __int128)(uint64_t)d * sp->mult) >> 32) : 0;
+    }
+    uint64_t t1 = sp_clock_gettime_ns();
+    return t1 > sp->t0 ? t1 - sp->t0 : 0;
 }
 
 /* clock.c: choose the clock (at trace open), recalibrate (background

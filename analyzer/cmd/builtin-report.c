@@ -813,8 +813,8 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
     sp_json_int(&j, "ranks", m->nranks);
     sp_json_int(&j, "world_size", m->world_size);
     sp_json_open(&j, "hosts", '[');
-    for (int h = 0; h < m->nhosts; h++)
-        sp_json_str(&j, NULL, m->hosts[h]);
+    for (int k = 0; k < m->nhosts; k++)
+        sp_json_str(&j, NULL, m->hosts[k]);
     sp_json_close(&j, ']');
     char layout[128];
     sp_model_layout_text(m, layout, sizeof layout);

@@ -518,14 +518,14 @@ static void sync_caused(struct rank_pass *rp, const struct step_buf *b, struct s
              * it entered the sync, while the GPU still had the sync's
              * length of work queued: that much of the wait is the sync's,
              * the rest the host's own lateness */
-            struct sp_span x = rp->ext.v[j];
-            if (x.end - x.start > s.end - s.start)
-                x.end = x.start + (s.end - s.start);
-            rp->sy.v[rp->sy.n++] = x;
+            struct sp_span w = rp->ext.v[j];
+            if (w.end - w.start > s.end - s.start)
+                w.end = w.start + (s.end - s.start);
+            rp->sy.v[rp->sy.n++] = w;
             for (size_t q = rp->sync_lo; q < rp->nsyncs && rp->syncs[q].start < st.end; q++)
                 if (rp->syncs[q].start <= rp->ext.v[j].start && rp->ext.v[j].start <= rp->syncs[q].end &&
                     rp->syncs[q].site >= 0) {
-                    rp->sites[rp->syncs[q].site].idle_ns += (double)(x.end - x.start);
+                    rp->sites[rp->syncs[q].site].idle_ns += (double)(w.end - w.start);
                     break;
                 }
         }
@@ -642,9 +642,9 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[S
     /* the step's work starts with its first compute of some length: a
      * tiny kernel before the wait for input does not make the wait late */
     int64_t first_compute = st.end, tiny = (st.end - st.start) / HEAD_TINY_DIV;
-    for (size_t i = 0; i < C->n; i++)
-        if (C->v[i].end - C->v[i].start > tiny) {
-            first_compute = C->v[i].start;
+    for (size_t ci = 0; ci < C->n; ci++)
+        if (C->v[ci].end - C->v[ci].start > tiny) {
+            first_compute = C->v[ci].start;
             break;
         }
     /* input (U_I) less U_CMTW before it: compute's share cancels */
@@ -1052,8 +1052,8 @@ static void classify_rank(int i, void *arg)
             r->nodes = p;
     }
     free(rp.buf);
-    for (int i = 0; i < rp.nspare; i++)
-        free(rp.spare[i].v);
+    for (int k = 0; k < rp.nspare; k++)
+        free(rp.spare[k].v);
     free(rp.ext.v);
     free(rp.tmp.v);
     for (int d = 0; d < D_N; d++) {

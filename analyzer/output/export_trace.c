@@ -963,8 +963,8 @@ int sp_export_whatif_cause(const char *name, char *names, size_t len)
         const char *n = sp_cause_info(c)->name;
         if (name && !strcmp(name, n)) found = c;
         if (names && used < len) {
-            int k = snprintf(names + used, len - used, "%s%s", used ? ", " : "", n);
-            used += k > 0 ? (size_t)k : 0;
+            int w = snprintf(names + used, len - used, "%s%s", used ? ", " : "", n);
+            used += w > 0 ? (size_t)w : 0;
         }
     }
     if (name && !strcmp(name, "none")) found = SP_CAUSE_N;

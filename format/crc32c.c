@@ -60,7 +60,7 @@ static uint32_t crc_soft(uint32_t crc, const uint8_t *p, size_t len)
 #include <nmmintrin.h>
 
 __attribute__((target("sse4.2"))) static uint32_t crc_sse42(uint32_t crc, const uint8_t *p,
-                                                             size_t len)
+                                                            size_t len)
 {
     uint64_t c = crc;
     while (len >= sizeof(uint64_t)) {

@@ -58,7 +58,9 @@ struct machine_ticks {
     unsigned long long busy, total;
 };
 
-enum { PROC_STAT, PROC_SELF_STAT, PROC_FILES };
+enum { PROC_STAT,
+       PROC_SELF_STAT,
+       PROC_FILES };
 static const char *const k_proc_paths[PROC_FILES] = {"/proc/stat", "/proc/self/stat"};
 /* In the service thread's own table (fd.c): the job never sees them. */
 static int g_proc_fd[PROC_FILES] = {-1, -1};

@@ -129,7 +129,7 @@ static ncclResult_t sim_comm_join(struct sim_comm **out, const ncclUniqueId *id,
     if (sim_shm_join(c) != 0) {
         sim_comm_unref(c);
         return sim_nccl_set_error(ncclInvalidUsage, "cannot join the communicator's shared memory "
-                                  "(nranks differ between ranks, or /dev/shm is unavailable)");
+                                                    "(nranks differ between ranks, or /dev/shm is unavailable)");
     }
     *out = c;
     return ncclSuccess;

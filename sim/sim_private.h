@@ -36,15 +36,15 @@ enum sim_copy_kind {
 
 struct sim_activity {
     enum sim_activity_kind kind;
-    const char *name;      /* kernels: mangled name, valid for the process life */
-    uint64_t start_ns;     /* CLOCK_MONOTONIC */
+    const char *name;  /* kernels: mangled name, valid for the process life */
+    uint64_t start_ns; /* CLOCK_MONOTONIC */
     uint64_t end_ns;
     uint32_t device;
     uint32_t stream_id;
     uint32_t correlation;
     uint32_t grid[3], block[3];
     uint32_t shared_mem;
-    uint64_t bytes;        /* memcpy, memset */
+    uint64_t bytes; /* memcpy, memset */
     enum sim_copy_kind copy_kind;
     int src_pinned, dst_pinned; /* host side of a copy is pinned memory */
     uint32_t memset_value;

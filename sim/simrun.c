@@ -114,7 +114,8 @@ static void sim_exec_rank(const struct sim_args *a, int rank, const char *rdv)
         snprintf(host, sizeof host, "node%d", node);
         if (unshare(CLONE_NEWUTS) != 0 || sethostname(host, strlen(host)) != 0) {
             fprintf(stderr, "simrun: --nodes needs separate UTS namespaces (unshare --uts), "
-                            "which requires root or CAP_SYS_ADMIN: %s\n", strerror(errno));
+                            "which requires root or CAP_SYS_ADMIN: %s\n",
+                    strerror(errno));
             _exit(SIM_EXIT_SETUP);
         }
     }
@@ -192,7 +193,8 @@ int main(int argc, char **argv)
     struct sim_args a = sim_parse(argc, argv);
     if (a.nodes > 1 && geteuid() != 0) {
         fprintf(stderr, "simrun: --nodes %d needs root: each node runs in its own UTS namespace "
-                        "(unshare --uts) to get its own host name\n", a.nodes);
+                        "(unshare --uts) to get its own host name\n",
+                a.nodes);
         return SIM_EXIT_SETUP;
     }
     char rdv[] = "/tmp/simrun-XXXXXX";

@@ -114,7 +114,8 @@ static void choose_view(struct sp_model *m)
         lo = hi;
     if (lo == hi && m->steps_total > 0 && m->opts.step_first < 0) {
         sp_model_warn(m, "only %d step(s) found, all within the %d warm-up steps skipped: "
-                         "using them anyway", m->steps_total, skip);
+                         "using them anyway",
+                      m->steps_total, skip);
         lo = 0;
     }
     m->step_lo = lo;

@@ -20,8 +20,8 @@
 
 
 struct end_diffs {
-    int ref;        /* reference host */
-    double **d;     /* per host: end differences to the reference host */
+    int ref;    /* reference host */
+    double **d; /* per host: end differences to the reference host */
     size_t *n, *cap;
 };
 
@@ -122,7 +122,8 @@ void sp_model_align_clocks(struct sp_model *m)
     m->skew_us = worst / NS_PER_US;
     if (refined < m->nhosts - 1)
         sp_model_warn(m, "%d host(s) share no timed collective with %s: their clocks rest on "
-                         "realtime alone", m->nhosts - 1 - refined, m->hosts[e.ref]);
+                         "realtime alone",
+                      m->nhosts - 1 - refined, m->hosts[e.ref]);
 out:
     for (int h = 0; e.d && h < m->nhosts; h++)
         free(e.d[h]);

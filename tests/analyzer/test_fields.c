@@ -23,7 +23,10 @@
 
 #define MAX_EVENTS (1u << 22)
 
-struct mask { unsigned type; uint64_t fields; };
+struct mask {
+    unsigned type;
+    uint64_t fields;
+};
 
 /* Masks like the analyzer's, and harsher ones: no fields at all. */
 static const struct mask masks[] = {

@@ -30,8 +30,7 @@ int main(int argc, char **argv)
     }
     int err;
     int small = has_flag(argc, argv, "small");
-    struct sp_writer_opts tiny = {.slot_size = 1024, .slot_count = 4, .strings_size = 4096,
-                                  .background = 0};
+    struct sp_writer_opts tiny = {.slot_size = 1024, .slot_count = 4, .strings_size = 4096, .background = 0};
     struct sp_writer *w = sp_writer_create(argv[1], small ? &tiny : NULL, &err);
     CHECK(w, "create %s: %s", argv[1], sp_strerror(err));
     sp_writer_add_tlv(w, SP_TLV_HOST, "gpu-node-3", 10);

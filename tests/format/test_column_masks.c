@@ -20,12 +20,11 @@
 #define MAX_EVENTS 4096
 #define FRAME_MAX 65536
 #define FRAME_HCRC_BYTES 28 /* the frame header bytes its hcrc covers (sprof.h) */
-#define IO_FIELD_PATH 4 /* dur, op, fd, fd_kind, path: the fifth field */
+#define IO_FIELD_PATH 4     /* dur, op, fd, fd_kind, path: the fifth field */
 
 static void record(const char *path)
 {
-    struct sp_writer_opts o = {.slot_size = 2048, .slot_count = 4, .strings_size = 4096,
-                               .background = 0};
+    struct sp_writer_opts o = {.slot_size = 2048, .slot_count = 4, .strings_size = 4096, .background = 0};
     int err;
     struct sp_writer *w = sp_writer_create(path, &o, &err);
     CHECK(w, "create: %s", sp_strerror(err));

@@ -105,8 +105,7 @@ static void writer_makes_no_interposable_calls(const char *dir)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/quiet.sprof", dir);
-    struct sp_writer_opts o = {.slot_size = 4096, .slot_count = 8, .background = 1,
-                               .flush_interval_ms = 1};
+    struct sp_writer_opts o = {.slot_size = 4096, .slot_count = 8, .background = 1, .flush_interval_ms = 1};
     int err;
     counting = 1;
     struct sp_writer *w = sp_writer_create(path, &o, &err);

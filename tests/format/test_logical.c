@@ -20,10 +20,10 @@
 
 #define INTERLEAVED_LANES 3u
 #define INTERLEAVED_EVENTS 100000u
-#define TID_BASE 1000u            /* logical tids: TID_BASE + lane */
-#define SMALL_SLOT_SIZE 4096u     /* many chunks per lane */
+#define TID_BASE 1000u        /* logical tids: TID_BASE + lane */
+#define SMALL_SLOT_SIZE 4096u /* many chunks per lane */
 #define FEW_SLOTS 4u
-#define MANY_LANES 11u            /* more lanes than FEW_SLOTS */
+#define MANY_LANES 11u /* more lanes than FEW_SLOTS */
 #define MANY_LANES_EVENTS 30000u
 #define LANE_STRIDE_NS 7u
 #define KEPT_END_MONO 123456789ull

@@ -83,8 +83,7 @@ static int same_event(const struct sp_event *a, const struct sp_event *b)
  * before, rows in the slot it was filling. */
 static void write_killed_trace(const char *path)
 {
-    struct sp_writer_opts o = {.slot_size = SLOT_SIZE, .slot_count = SLOT_COUNT,
-                               .background = 0};
+    struct sp_writer_opts o = {.slot_size = SLOT_SIZE, .slot_count = SLOT_COUNT, .background = 0};
     int err;
     struct sp_writer *w = sp_writer_create(path, &o, &err);
     CHECK(w, "create: %s", sp_strerror(err));
@@ -162,7 +161,8 @@ static void masks_skip_exactly(const char *dir)
     masked_read_is_filtered_read(path, &all, 0, "nothing");
     free(all.ev);
     printf("ok: %d events in %llu frames and %llu slots: every mask gives exactly the "
-           "unmasked events of its types\n", EVENTS, (unsigned long long)st.frames,
+           "unmasked events of its types\n",
+           EVENTS, (unsigned long long)st.frames,
            (unsigned long long)st.slots_recovered);
 }
 

@@ -324,7 +324,7 @@ static int story_burn(int nthreads, double secs)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("cpu_ns %lld\n", (long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL +
-                                 (long long)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL);
+                                (long long)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL);
     return 0;
 }
 

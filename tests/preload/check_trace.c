@@ -398,7 +398,8 @@ static int check_launches(int nproc)
             }
         }
         printf("rank %d: %d launches, %d stream syncs (%d with call site), %d GPU kernels, "
-               "%d all-reduces\n", r, launches, syncs, sites, kernels, colls);
+               "%d all-reduces\n",
+               r, launches, syncs, sites, kernels, colls);
         if (*site)
             printf("  a sync's call site: %s\n", site);
         if (!launches || !kernels || !colls || !syncs || sites != syncs || launches < kernels)

@@ -13,7 +13,7 @@
 #define LATE_RANK 2
 #define LATE_MS 30.0
 #define COUNT 4096
-#define BLOCKER_MS 20 /* keeps the streams busy while the hosts queue */
+#define BLOCKER_MS 20            /* keeps the streams busy while the hosts queue */
 #define WARMUP_COUNT (64u << 20) /* floats: 256 MiB, timed, not moved */
 
 static int rank_main(void)

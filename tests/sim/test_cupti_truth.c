@@ -156,9 +156,10 @@ static int compare_with_truth(const char *dir)
     int matched = 0;
     for (int i = 0; i < t.n; i++) {
         const char *l = t.lines[i];
-        int kind = sim_json_has(l, "kernel") ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+        int kind = sim_json_has(l, "kernel")   ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
                    : sim_json_has(l, "memcpy") ? CUPTI_ACTIVITY_KIND_MEMCPY
-                   : sim_json_has(l, "memset") ? CUPTI_ACTIVITY_KIND_MEMSET : 0;
+                   : sim_json_has(l, "memset") ? CUPTI_ACTIVITY_KIND_MEMSET
+                                               : 0;
         if (!kind)
             continue;
         const struct rec *r = find((uint32_t)sim_json_u64(l, "correlation"), kind);

@@ -670,17 +670,6 @@ static void evt_group_closed(void)
 
 /* ---- collectives and point-to-point -------------------------------------- */
 
-static size_t type_size(ncclDataType_t t)
-{
-    switch (t) {
-    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
-    case ncclFloat16: case ncclBfloat16: return 2;
-    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
-    default: return 0;
-    }
-}
-
 /* What one call is about, gathered before the real call. */
 struct call {
     uint64_t t0;
@@ -749,7 +738,7 @@ static inline __attribute__((always_inline)) void call_begin(struct call *c)
 
 static uint64_t call_bytes(const struct call *c, int nranks)
 {
-    uint64_t b = (uint64_t)c->count * type_size(c->dtype);
+    uint64_t b = (uint64_t)c->count * sp_nccl_dtype_size((uint64_t)c->dtype); /* NCCL's codes: format/sprof.h */
     /* The send buffer holds one piece per rank (scatter: on the root). */
     if (c->op == SP_NCCL_REDUCESCATTER || c->op == SP_NCCL_ALLTOALL || c->op == SP_NCCL_SCATTER)
         b *= (uint64_t)(nranks > 0 ? nranks : 1);

@@ -22,17 +22,12 @@ void sp_model_opts_default(struct sp_model_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->skip = -1; /* DEFAULT_SKIP, or none in a step window (sp_model_skip) */
-    o->rank = -1;
     o->step_first = o->step_last = -1;
 }
 
-static int rank_in_view(const struct sp_model *m, const struct sp_rank *r)
-{
-    return m->opts.rank < 0 || m->opts.rank == r->rank;
-}
-
-/* Overall breakdown: time-weighted over the ranks in view; step lengths
- * averaged over those ranks per step. */
+/* Overall breakdown: time-weighted over the ranks; step lengths averaged
+ * over the ranks per step (report's --rank narrows what it prints, not
+ * the model). */
 static void summarize_steps(struct sp_model *m)
 {
     double total = 0;
@@ -41,7 +36,7 @@ static void summarize_steps(struct sp_model *m)
     int nr = 0;
     for (int i = 0; i < m->nranks; i++) {
         struct sp_rank *r = &m->ranks[i];
-        if (!rank_in_view(m, r) || !r->cat)
+        if (!r->cat)
             continue;
         nr++;
         for (int k = m->step_lo; k < m->step_hi && k < r->nsteps; k++) {

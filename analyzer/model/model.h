@@ -82,7 +82,6 @@ const char *sp_model_severity_name(int sev);
 struct sp_model_opts {
     int skip;                /* warm-up steps dropped; -1: 3, or 0 in a step window */
     const char *step_marker; /* extended regex for step markers, NULL: default */
-    int rank;                /* only this rank in per-rank views, -1 all */
     int step_first, step_last; /* --steps A:B (absolute, B exclusive); -1 unset */
     double samples_per_step; /* per GPU, 0 unknown */
     int threads;             /* reader threads, 0 = min(cores, 8) */

@@ -19,6 +19,7 @@
 
 #include "codec.h"
 #include "sprof.h"
+#include "summary.h"
 
 int sp_get_uvarint_long(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 {
@@ -57,6 +58,49 @@ long sp_decode_event(const uint8_t *p, const uint8_t *end, struct sp_event *ev,
 }
 
 /* ---- field tables ------------------------------------------------------------ */
+
+/* Per type, the position of its DUR field among its fields, -1 when it
+ * has none: the only field a time walk must read. */
+#define SM_IS_DUR_U 0
+#define SM_IS_DUR_S 0
+#define SM_IS_DUR_D 0
+#define SM_IS_DUR_DS 0
+#define SM_IS_DUR_STR 0
+#define SM_IS_DUR_DUR 1
+#define SM_X_FIND(kind, field)      \
+    if (SM_IS_DUR_##kind && at < 0) \
+        at = i;                     \
+    i++;
+static int dur_index(unsigned type)
+{
+    int at = -1, i = 0;
+    switch (type) {
+#define SM_X_CASE(id, NAME, name, FIELDS) \
+    case id:                              \
+        FIELDS(SM_X_FIND)                 \
+        break;
+        SP_EVENTS(SM_X_CASE)
+#undef SM_X_CASE
+    default:
+        break;
+    }
+    (void)i;
+    return at;
+}
+#undef SM_X_FIND
+
+int sp_schema_dur_at[SP_EV_MAX];
+static int dur_at_ready; /* benign race: every thread computes the same */
+
+void sp_schema_dur_init(void)
+{
+    if (__atomic_load_n(&dur_at_ready, __ATOMIC_ACQUIRE))
+        return;
+    for (unsigned t = 0; t < SP_EV_MAX; t++)
+        sp_schema_dur_at[t] = dur_index(t);
+    __atomic_store_n(&dur_at_ready, 1, __ATOMIC_RELEASE);
+}
+
 
 /* offsetof needs the member path spelled out per type, so each type gets
  * its own field macro naming its union member. */

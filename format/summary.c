@@ -13,53 +13,11 @@
 #include "columns.h"
 #include "summary.h"
 
-/* Per type, the position of its DUR field among its fields, -1 when it
- * has none: the only field a time walk must read. */
-#define SM_IS_DUR_U 0
-#define SM_IS_DUR_S 0
-#define SM_IS_DUR_D 0
-#define SM_IS_DUR_DS 0
-#define SM_IS_DUR_STR 0
-#define SM_IS_DUR_DUR 1
-#define SM_X_FIND(kind, field)      \
-    if (SM_IS_DUR_##kind && at < 0) \
-        at = i;                     \
-    i++;
-static int dur_index(unsigned type)
-{
-    int at = -1, i = 0;
-    switch (type) {
-#define SM_X_CASE(id, NAME, name, FIELDS) \
-    case id:                              \
-        FIELDS(SM_X_FIND)                 \
-        break;
-        SP_EVENTS(SM_X_CASE)
-#undef SM_X_CASE
-    default:
-        break;
-    }
-    (void)i;
-    return at;
-}
-#undef SM_X_FIND
-
-int sp_summary_dur_at[SP_EV_MAX];
-static int dur_at_ready; /* benign race: every thread computes the same */
-
-static void init_dur_at(void)
-{
-    if (__atomic_load_n(&dur_at_ready, __ATOMIC_ACQUIRE))
-        return;
-    for (unsigned t = 0; t < SP_EV_MAX; t++)
-        sp_summary_dur_at[t] = dur_index(t);
-    __atomic_store_n(&dur_at_ready, 1, __ATOMIC_RELEASE);
-}
-
 void sp_summary_begin(struct sp_summary_build *b, uint32_t tid)
 {
     memset(b, 0, sizeof *b);
     b->s.tid = tid;
-    init_dur_at();
+    sp_schema_dur_init();
 }
 
 int sp_summary_from_rows(struct sp_summary_build *b, const uint8_t *rows, size_t len)
@@ -175,13 +133,13 @@ int sp_summary_from_columns(struct sp_summary_build *b, struct sp_columns *c)
         if (!c->count[t] || !sp_codec_known(t))
             continue;
         uint64_t want = 1;
-        if (sp_summary_dur_at[t] >= 0)
-            want |= UINT64_C(1) << (sp_summary_dur_at[t] + 1);
+        if (sp_schema_dur_at[t] >= 0)
+            want |= UINT64_C(1) << (sp_schema_dur_at[t] + 1);
         if (sp_columns_check(c, t, want) < 0)
             return SP_E_CORRUPT;
         delta[t] = c->col[t][0];
-        if (sp_summary_dur_at[t] >= 0)
-            dur[t] = c->col[t][sp_summary_dur_at[t] + 1];
+        if (sp_schema_dur_at[t] >= 0)
+            dur[t] = c->col[t][sp_schema_dur_at[t] + 1];
     }
     for (uint32_t i = 0; i < c->n; i++) {
         unsigned t = c->types[i];

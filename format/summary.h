@@ -47,8 +47,11 @@ struct sp_summary_build {
 };
 
 /* Per type, the position of its DUR field among its fields, -1 when it
- * has none (summary.c; set by sp_summary_begin). */
-extern int sp_summary_dur_at[SP_EV_MAX];
+ * has none (schema.c: filled by sp_schema_dur_init, which
+ * sp_summary_begin calls; the schema's, so that the column transform
+ * and the summaries both read it from below). */
+extern int sp_schema_dur_at[SP_EV_MAX];
+void sp_schema_dur_init(void);
 
 void sp_summary_begin(struct sp_summary_build *b, uint32_t tid);
 
@@ -93,7 +96,7 @@ static inline int sp_summary_event(struct sp_summary_build *b, unsigned type, co
     if (sp_get_uvarint(&q, bend, &delta) < 0)
         return SP_E_CORRUPT;
     uint64_t t = b->last_end[type] + (uint64_t)sp_unzigzag(delta);
-    int at = sp_summary_dur_at[type];
+    int at = sp_schema_dur_at[type];
     for (int i = 0; i <= at; i++) {
         if (q >= bend) { /* a missing field reads as 0 */
             v = 0;

@@ -25,7 +25,7 @@ Usage:
   call_graph.py BUILD_DIR [PART ...]
       PART is a folder of the source tree, or several joined by '+'
       (preload+cupti: one part of two folders); the default is the
-      project's parts, analyzer and preload+cupti.  A part none of whose
+      project's parts, format, analyzer and preload+cupti.  A part none of whose
       files were built (no CUDA headers: no recorder) is named as not
       checked.  Exit 0 when no part has a circle, 1 when one has.
   call_graph.py BUILD_DIR --known FILE [PART ...]
@@ -44,7 +44,7 @@ import os
 import subprocess
 import sys
 
-DEFAULT_PARTS = ["analyzer", "preload+cupti"]
+DEFAULT_PARTS = ["format", "analyzer", "preload+cupti"]
 # nm's letters for a symbol this object defines (code, data, bss,
 # read-only, weak, common).
 DEFINED = set("TtDdBbRrWwVvCGgSs")

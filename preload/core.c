@@ -681,25 +681,27 @@ static unsigned first_free_name(int hfd)
     return hi;
 }
 
+/* The marker of this process group's MARKER ("disk-low", "disk-full"):
+ * .<marker>.<pgid> in the host directory. */
+static void disk_marker_name(char *name, size_t len, const char *marker)
+{
+    snprintf(name, len, ".%s.%ld", marker, (long)syscall(SYS_getpgid, 0));
+}
+
 /* Free disk is said once per process group (a shell's job, a launcher's
  * ranks), not by each of its processes: the first to find the disk low
  * creates an empty marker, <host>/.disk-low.<pgid>, with O_EXCL, and
  * says the line; the others find it there.  1: say it. */
-static int disk_first_to_say_as(int hfd, const char *marker)
+static int disk_first_to_say(int hfd, const char *marker)
 {
     char name[64];
-    snprintf(name, sizeof name, ".%s.%ld", marker, (long)syscall(SYS_getpgid, 0));
+    disk_marker_name(name, sizeof name, marker);
     int fd = (int)syscall(SYS_openat, hfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
         raw_close(fd);
         return 1;
     }
     return errno != EEXIST; /* no marker to be had (no inode left): said by each */
-}
-
-static int disk_first_to_say(int hfd)
-{
-    return disk_first_to_say_as(hfd, "disk-low");
 }
 
 /* The free space read and the new trace's blocks reserved by one process
@@ -1113,9 +1115,9 @@ static void say_disk_full(int why)
     int hfd = g_host_name[0] ? open_host_dir(g_host_name, ignored, sizeof ignored) : -1;
     if (hfd >= 0) {
         char low[64];
-        snprintf(low, sizeof low, ".disk-low.%ld", (long)syscall(SYS_getpgid, 0));
+        disk_marker_name(low, sizeof low, "disk-low");
         struct stat st;
-        int told = fstatat(hfd, low, &st, AT_SYMLINK_NOFOLLOW) == 0 || !disk_first_to_say_as(hfd, "disk-full");
+        int told = fstatat(hfd, low, &st, AT_SYMLINK_NOFOLLOW) == 0 || !disk_first_to_say(hfd, "disk-full");
         raw_close(hfd);
         if (told)
             return;
@@ -1163,7 +1165,7 @@ static void open_trace_here(void *arg)
     disk_lock(hfd);
     uint64_t floor;
     int disk = sp_limits_disk(hfd, why, sizeof why, &floor);
-    if (disk != SP_DISK_ROOMY && !disk_first_to_say(hfd)) {
+    if (disk != SP_DISK_ROOMY && !disk_first_to_say(hfd, "disk-low")) {
         why[0] = 0;
         if (disk == SP_DISK_OFF)
             atomic_store(&g_failed_once, 1); /* said by another process of the group */

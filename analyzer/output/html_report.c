@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "html_report.h"
+#include "json.h"
 #include "text.h"
 #include "units.h"
 
@@ -68,9 +69,23 @@ static const char *const line_color[] = {
 
 /* ---- text ---- */
 
+/* s as HTML text, always valid UTF-8: a byte that does not begin a
+ * well-formed sequence (a damaged host name, a path from a trace) is
+ * written as the character of the same value (&#xNN;), as the JSON
+ * writer does (sp_json_put_string). */
 static void esc(FILE *out, const char *s)
 {
     for (; s && *s; s++) {
+        if ((unsigned char)*s >= 0x80) {
+            int n = sp_utf8_len((const unsigned char *)s);
+            if (n) {
+                fwrite(s, 1, (size_t)n, out);
+                s += n - 1;
+            } else {
+                fprintf(out, "&#x%02x;", (unsigned char)*s);
+            }
+            continue;
+        }
         switch (*s) {
         case '<':
             fputs("&lt;", out);

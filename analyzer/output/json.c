@@ -12,10 +12,7 @@ void sp_json_init(struct sp_json *j, FILE *out)
     j->out = out;
 }
 
-/* Length of the well-formed UTF-8 sequence at p (2..4), 0 when there is
- * none (RFC 3629, table 3-7 of Unicode: the second byte's range depends on
- * the first). */
-static int utf8_len(const unsigned char *p)
+int sp_utf8_len(const unsigned char *p)
 {
     unsigned char c = p[0], lo = 0x80, hi = 0xbf;
     int n;
@@ -41,7 +38,7 @@ void sp_json_put_string(FILE *out, const char *s)
     fputc('"', out);
     while (*p) {
         unsigned char c = *p;
-        int n = c >= 0x80 ? utf8_len(p) : 1;
+        int n = c >= 0x80 ? sp_utf8_len(p) : 1;
         if (c == '"' || c == '\\')
             fprintf(out, "\\%c", c);
         else if (c == '\n')

@@ -18,6 +18,11 @@ void sp_json_init(struct sp_json *j, FILE *out);
  * surrogate, nothing above U+10FFFF) is written as the code point of the
  * same value (\u00XX), and control characters escaped.  NULL as "". */
 void sp_json_put_string(FILE *out, const char *s);
+/* Length of the well-formed UTF-8 sequence at p (2..4), 0 when there is
+ * none (RFC 3629, table 3-7 of Unicode: the second byte's range depends on
+ * the first).  p[0] >= 0x80; reads no further than a byte that ends the
+ * sequence early (a NUL ends it). */
+int sp_utf8_len(const unsigned char *p);
 void sp_json_open(struct sp_json *j, const char *key, char bracket); /* '{' or '[' */
 void sp_json_close(struct sp_json *j, char bracket);
 void sp_json_str(struct sp_json *j, const char *key, const char *v);

@@ -12,7 +12,7 @@
  * libc, and a null answer is remembered.
  * main() asks sp_alloc_failed() when the verb returns: a verb that lost
  * an allocation exits with SP_EXIT_NOMEM and says that its output cannot
- * be trusted, whatever it printed (tests/analyzer/alloc_fail.sh fails
+ * be trusted, whatever it printed (tests/analyzer/alloc_fail.py fails
  * allocations one by one and holds it to that).
  *
  * Allocations inside libc (stdio buffers, opendir, regexec) and inside the
@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opt.h"
+#include "alloc.h"
 
 void *__real_malloc(size_t size);
 void *__real_calloc(size_t n, size_t size);
@@ -47,7 +47,7 @@ static atomic_int failed;
 static void *seen(void *p, int wanted)
 {
     if (!p && wanted)
-        atomic_store_explicit(&failed, 1, memory_order_relaxed);
+        sp_alloc_lost();
     return p;
 }
 
@@ -77,7 +77,7 @@ int __wrap_vasprintf(char **out, const char *fmt, va_list ap)
 {
     int n = __real_vasprintf(out, fmt, ap);
     if (n < 0)
-        atomic_store_explicit(&failed, 1, memory_order_relaxed);
+        sp_alloc_lost();
     return n;
 }
 

@@ -957,9 +957,11 @@ int sp_export_whatif_cause(const char *name, char *names, size_t len)
 {
     /* the replayable causes, in the cause table's whatif_order (causes.c) */
     size_t used = 0;
-    int found = -1, c;
+    int found = -1;
     if (names && len) names[0] = 0;
-    for (int k = 1; (c = sp_cause_by_whatif_order(k)) >= 0; k++) {
+    for (int k = 1; k <= SP_CAUSE_N; k++) { /* a gap in the numbering skips, never ends the list */
+        int c = sp_cause_by_whatif_order(k);
+        if (c < 0) continue;
         const char *n = sp_cause_info(c)->name;
         if (name && !strcmp(name, n)) found = c;
         if (names && used < len) {

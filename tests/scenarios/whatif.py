@@ -33,9 +33,9 @@ The simulator's truth (SIM_TRUTH) and the job's log also say whether a pair
 of runs is fit to judge: each shape's gain lies in a band its sizes give,
 each cause is present in the as-is truth and absent from the fixed one, and
 the GPUs idled beyond their usual step's for no reason of the job's (host
-hiccups: a loaded machine delayed a rank) for at most 5% of the kept steps.  The time so lost widens
-the gain's tolerance by as much, the most it can have moved the measured
-gain.  A pair that is not fit is called disturbed, said so, and run again
+hiccups: a loaded machine delayed a rank) for at most 5% of the kept
+steps.  The time so lost widens the gain's tolerance by as much, the most
+it can have moved the measured gain.  A pair that is not fit is called disturbed, said so, and run again
 (five attempts); a report that disagrees with the truth is never retried.
 
 Every shape prints one line: measured gain, predicted gain, the named
@@ -466,8 +466,8 @@ SHAPES = {
         "evidence": ["host to device", "pinned", "4.0 MiB", "GB/s", "overlapped"],
         "first_try_not": ["pin"],
         "premises": ["memcpy_asis", "no_memcpy_fixed"],
-        # its GPU idles about 1 ms a step by design, near the 2 ms hiccup
-        # bar: a loaded host pushes many attempts over it (0.4 s each)
+        # a copy on the compute stream each step: every step waits on the
+        # host, so a loaded host disturbs many attempts (0.4 s each)
         "attempts": 10,
     },
 }

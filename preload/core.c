@@ -89,9 +89,17 @@
  * line saying so (see "configuration" below).
  *
  * Also here, shared by the interposers: sp_resolve (the lookup of a real
- * function and the line when there is none, interpose.h) and
- * sp_guard_recheck (the re-entry guard's check for a holder jumped out of,
- * preload.h).
+ * function and the line when there is none, interpose.h).  The re-entry
+ * guard's thread-locals are guard.c's.
+ *
+ * Layers.  core.c calls fd.c (its file work runs on the service thread)
+ * and is called by cpu.c (the sampler emits through it); it calls neither
+ * back by name.  The service thread's pass over the trace is handed to
+ * fd.c as a hook (sp_fd_pass_hook, set before the first request), and the
+ * sampler's start and its reset in a forked child are hooks of core.c
+ * (sp_core_sampler_hooks) that cpu.c sets at load; an event that comes
+ * earlier, in another library's constructor, opens the trace without the
+ * sampler, which cpu.c starts when it sets the hooks.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -120,13 +128,15 @@
 #include "parse.h"
 #include "preload.h"
 
-__thread uintptr_t sp_guard_frame __attribute__((tls_model("initial-exec")));
-__thread int sp_guard_nested __attribute__((tls_model("initial-exec")));
 /* Optimistic until the configuration says otherwise: the first interposed
  * call times itself and its sp_emit() opens the trace. */
 volatile int sp_recording = 1;
 volatile unsigned sp_generation;
 void (*sp_core_flush_hook)(int final);
+/* cpu.c's (preload.h), set at its load; unset until then. */
+void (*volatile sp_core_sampler_start)(void);
+void (*volatile sp_core_sampler_fork)(void);
+volatile int sp_core_sampler_pending;
 
 /* The states (SP_CORE_*) are emit.h's, which reads them on the fast path. */
 
@@ -1092,7 +1102,7 @@ __attribute__((constructor)) static void core_constructor(void)
 
 /* The trace's compression runs on the service thread (fd.c): no thread
  * of its own.  A slot filled by an appender wakes the service thread
- * (sp_fd_wake), which calls sp_core_service_pass() then and every
+ * (sp_fd_wake), which calls service_pass() then and every
  * SP_PASS_NS.  g_driven is the writer it passes over, set and cleared
  * on that thread only (the trace is created and closed there; a forked
  * child forgets its parent's). */
@@ -1129,13 +1139,22 @@ static void say_disk_full(int why)
         sp_log("the trace's file system is full: what does not fit in the trace is counted as dropped");
 }
 
-int sp_core_service_pass(void)
+static int service_pass(void)
 {
     if (!g_driven)
         return 0;
     sp_writer_pass(g_driven);
     say_disk_full(sp_writer_reserve_failed(g_driven));
     return 1;
+}
+
+/* The CPU sampler's start (cpu.c: it starts the service thread when it
+ * samples), once cpu.c has set its hook. */
+static void start_sampler_hook(void)
+{
+    void (*start)(void) = sp_core_sampler_start;
+    if (start)
+        start();
 }
 
 /* Create this process's file, on the service thread (fd.c); the caller
@@ -1193,11 +1212,12 @@ static void open_trace_here(void *arg)
     recompute_recording();
     register_handlers_once();
     if (start_sampler)
-        sp_cpu_start();
+        start_sampler_hook();
 }
 
 static void open_trace(int start_sampler)
 {
+    sp_fd_pass_hook = service_pass; /* before the service thread's first pass */
     if (sp_fd_run(open_trace_here, &start_sampler) != 0) {
         const char *why = sp_fd_refusal();
         if (why)
@@ -1562,7 +1582,7 @@ static void drop_borrowed(void)
 /* Whether events must leave emit.h's fast path for the slow one. */
 static void recompute_detour(void)
 {
-    sp_emit_detour = sp_cpu_pending || (g_cfg.step_first >= 0 && !g_step_counting) || sp_tls_lent;
+    sp_emit_detour = sp_core_sampler_pending || (g_cfg.step_first >= 0 && !g_step_counting) || sp_tls_lent;
 }
 
 /* The slow path of emit.h's sp_emit_enter: what sp_emit_raw checks before
@@ -1578,8 +1598,8 @@ sp_emit_ticket sp_emit_enter_slow(void)
     }
     if (SP_UNLIKELY(atomic_load_explicit(&sp_core_state, memory_order_relaxed) != SP_CORE_READY) && !ensure_open())
         return 0;
-    if (SP_UNLIKELY(sp_cpu_pending))
-        sp_cpu_start();
+    if (SP_UNLIKELY(sp_core_sampler_pending))
+        start_sampler_hook();
     recompute_detour();
     if (!sp_recording || (SP_UNLIKELY(g_cfg.step_first >= 0) && !in_step_window()))
         return 0;
@@ -1666,23 +1686,6 @@ void *sp_resolve(const char *name, void *(*resolve)(const char *), atomic_int *s
     }
     errno = e;
     return p;
-}
-
-/* A guard that looks stale (see preload.h): kept on an alternate signal
- * stack, whose addresses say nothing about the interrupted one; otherwise
- * its holder was jumped out of, and it is dropped. */
-int sp_guard_recheck(uintptr_t frame)
-{
-    (void)frame;
-    stack_t ss;
-    int e = errno;
-    int on_alt = sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
-    errno = e;
-    if (on_alt)
-        return 1;
-    sp_guard_frame = 0;
-    sp_guard_nested = 0;
-    return 0;
 }
 
 /* ---- closing ------------------------------------------------------------------ */
@@ -1873,7 +1876,9 @@ void sp_core_atfork_child(void)
     g_self_pid = (pid_t)syscall(SYS_getpid);
     g_life_start = sp_now();
     sp_fd_after_fork();
-    sp_cpu_after_fork();
+    void (*fork_hook)(void) = sp_core_sampler_fork;
+    if (fork_hook)
+        fork_hook();
     sp_clock_after_fork();
     g_step_inherited = 1;
     g_step_counting = 0;

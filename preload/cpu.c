@@ -42,6 +42,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "emit.h"
 #include "interpose.h"
 #include "preload.h"
 
@@ -51,8 +52,6 @@
 #define SP_PROC_STAT_MAX 4096
 #define SP_CONTROL_MAX 64
 #define SP_THREADS_FIELD 20 /* num_threads in /proc/self/stat */
-
-volatile int sp_cpu_pending;
 
 struct machine_ticks {
     unsigned long long busy, total;
@@ -229,9 +228,14 @@ void sp_cpu_tick(void)
 
 void sp_cpu_start(void)
 {
-    sp_cpu_pending = 0;
-    if (sp_config()->cpu_hz <= 0)
+    sp_core_sampler_pending = 0;
+    uint64_t period = sp_cpu_period_ns();
+    if (!period)
         return;
+    if (!sp_fd_tick_hook) {
+        sp_fd_tick_period_ns = period;
+        __atomic_store_n(&sp_fd_tick_hook, sp_cpu_tick, __ATOMIC_RELEASE);
+    }
     sp_fd_start();
 }
 
@@ -254,7 +258,7 @@ SP_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*
 
 void sp_cpu_after_fork(void)
 {
-    sp_cpu_pending = 1;
+    sp_core_sampler_pending = 1;
     /* The parent's service thread and its descriptor table stayed behind:
      * these numbers mean nothing here (closing them would close the
      * child's own files). */
@@ -262,4 +266,17 @@ void sp_cpu_after_fork(void)
     g_dir_fd = -1;
     memset(&g_prev, 0, sizeof g_prev);
     memset(&g_seen, 0, sizeof g_seen);
+}
+
+/* core.c starts the sampler and resets it in a forked child through these
+ * hooks (it calls no function of this file by name: this file calls it).
+ * Set at load, before the job's own code runs; an event of a library's
+ * constructor that came earlier opened the trace without the sampler,
+ * which starts here. */
+__attribute__((constructor)) static void cpu_constructor(void)
+{
+    sp_core_sampler_fork = sp_cpu_after_fork;
+    __atomic_store_n(&sp_core_sampler_start, sp_cpu_start, __ATOMIC_RELEASE);
+    if (atomic_load(&sp_core_state) == SP_CORE_READY)
+        sp_cpu_start();
 }

@@ -19,7 +19,7 @@
  * opened by this thread, in its table, and the trace's chunks are
  * compressed and written by it too (no compressor thread: the writer's
  * opts.wake calls sp_fd_wake when a slot fills, and the loop below runs a
- * pass then and every SP_PASS_NS; sp_core_service_pass).  One thread per
+ * pass then and every SP_PASS_NS: core.c's pass, sp_fd_pass_hook).  One thread per
  * recorded process, with a stack of SP_SERVICE_STACK plus TLS.  The job's
  * threads touch the trace only through the MAP_SHARED mapping, which is
  * process-wide.  Closing our copy of a job's descriptor
@@ -41,7 +41,7 @@
  * Either kind of work, and the compressor's nudges, bump one wake-up
  * word the thread sleeps on.  Between requests the thread sleeps on the mailbox with the CPU
  * sampler's period as timeout and takes a sample when it expires
- * (cpu.c); in a trace's first 50 ms it also wakes for the clock's first
+ * (cpu.c's sp_fd_tick_hook); in a trace's first 50 ms it also wakes for the clock's first
  * calibration (clock.c, sp_clock_due).  It runs with every signal blocked and with the re-entry guard
  * held, so nothing it does is recorded as the job's I/O.  It does not
  * survive fork: sp_fd_after_fork() forgets it in the child, whose first
@@ -106,6 +106,15 @@ static cpu_set_t g_svc_mask;
 static int g_svc_mask_ok;
 static _Atomic int g_svc_pinned;       /* the thread runs on one CPU until it has served a request */
 static char g_refusal[SP_REFUSAL_MAX]; /* why the thread ended at its start (limits.c), "" when it did not */
+
+/* The loop's work for the files above (hooks: fd.c calls none of them by
+ * name, so that they may call it): the trace's compression pass, set by
+ * core.c before its first request (0 when there is no trace to pass
+ * over), and the CPU sampler's tick, set by cpu.c with its period before
+ * it starts the thread. */
+int (*volatile sp_fd_pass_hook)(void);
+void (*volatile sp_fd_tick_hook)(void);
+volatile uint64_t sp_fd_tick_period_ns;
 
 static long futex_wait(_Atomic uint32_t *w, uint32_t seen, const struct timespec *timeout)
 {
@@ -255,8 +264,9 @@ static void *service_main(void *arg)
     }
     atomic_store(&g_svc_state, SVC_READY);
     futex_wake_all(&g_svc_state);
-    uint64_t period = sp_cpu_period_ns();
-    uint64_t due = next_tick(sp_now(), period);
+    void (*tick)(void) = NULL;
+    uint64_t period = 0;
+    uint64_t due = UINT64_MAX;
     uint64_t clock_ticked = 0;
     uint64_t pass_due = UINT64_MAX;
     uint32_t served = 0, passed = 0;
@@ -277,11 +287,17 @@ static void *service_main(void *arg)
         if (seen != passed || now >= pass_due) {
             /* the trace's compression: woken by a filled slot, or its period */
             passed = seen;
-            pass_due = sp_core_service_pass() ? now + SP_PASS_NS : UINT64_MAX;
+            int (*pass)(void) = sp_fd_pass_hook;
+            pass_due = pass && pass() ? now + SP_PASS_NS : UINT64_MAX;
             continue;
         }
+        if (tick != sp_fd_tick_hook) { /* the sampler's, set once (cpu.c) */
+            tick = sp_fd_tick_hook;
+            period = tick ? sp_fd_tick_period_ns : 0;
+            due = next_tick(now, period);
+        }
         if (now >= due) {
-            sp_cpu_tick();
+            tick();
             due = next_tick(due, period);
             if (due <= now) /* fell behind (a stopped process): no burst of samples */
                 due = next_tick(now, period);

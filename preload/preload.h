@@ -419,11 +419,15 @@ void sp_core_note_exit_status(int status);
 void sp_core_control(int pause);
 
 /* cpu.c: the low-rate CPU sampler and the control file, run by fd.c's
- * service thread.  sp_cpu_start makes sure that thread runs (at load, and
- * in a forked child at its first event: sp_cpu_pending); sp_cpu_period_ns
- * is the sampling period, 0 when SCALEPROF_CPU_HZ=0; sp_cpu_tick takes one
- * sample and looks at the control file. */
-extern volatile int sp_cpu_pending;
+ * service thread.  sp_cpu_start makes sure that thread runs and ticks (at
+ * the trace's opening, and in a forked child at its first event:
+ * sp_core_sampler_pending); sp_cpu_period_ns is the sampling period, 0
+ * when SCALEPROF_CPU_HZ=0; sp_cpu_tick takes one sample and looks at the
+ * control file.  core.c reaches the start and the fork reset through its
+ * hooks, which cpu.c sets at load (NULL until then). */
+extern void (*volatile sp_core_sampler_start)(void);
+extern void (*volatile sp_core_sampler_fork)(void);
+extern volatile int sp_core_sampler_pending;
 void sp_cpu_start(void);
 void sp_cpu_after_fork(void);
 uint64_t sp_cpu_period_ns(void);
@@ -457,9 +461,13 @@ size_t sp_fd_thread_stack(size_t want);
 /* Wake the service thread for a compression pass (a slot filled): an
  * atomic add and a futex wake, safe from any thread and signal handler. */
 void sp_fd_wake(void);
-/* core.c, on the service thread: one compression pass over the trace;
- * 0 when there is none. */
-int sp_core_service_pass(void);
+/* The service loop's hooks (fd.c calls no file above it by name): one
+ * compression pass over the trace, 0 when there is none (core.c's, set
+ * before its first request); the CPU sampler's tick and its period
+ * (cpu.c's, the period stored first). */
+extern int (*volatile sp_fd_pass_hook)(void);
+extern void (*volatile sp_fd_tick_hook)(void);
+extern volatile uint64_t sp_fd_tick_period_ns;
 int sp_fd_is_service_thread(void);
 /* Why the service thread ended at its start, too near a limit on tasks
  * (the line to say), or NULL. */

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 LIB = os.environ["SCALEPROF_LIB"]
 TRACE_SUM = os.environ["TRACE_SUM"]
@@ -621,6 +622,31 @@ def story_cpu(tmp):
     check(all(s[3] == os.cpu_count() for s in samples), f"core count = {os.cpu_count()}")
     check(all(0 <= s[2] <= 1000 for s in samples) and max(s[2] for s in samples) > 0,
           "the machine's busy fraction is in 0..1000 and was seen busy")
+
+
+def story_early(tmp):
+    """The first recorded call comes from another library's constructor,
+    before the recorder's own have run (a CUDA or logging library reading
+    its configuration at load): it is recorded, and the process is
+    sampled as one whose first call comes later."""
+    data = make_file(os.path.join(tmp, "config"), 3000)
+    env = {"LD_PRELOAD": LIB + ":" + os.environ["EARLY_READ_LIB"], "EARLY_READ": data}
+    # One thread computing for 1-2 s after its load (bash's clock counts
+    # whole seconds), with no call of its own that would start the
+    # sampler: only the constructor's read opened the trace.
+    burn = "end=$((SECONDS + 2)); while [ $SECONDS -lt $end ]; do :; done; echo done"
+    t0 = time.monotonic()
+    r = run(["bash", "--norc", "--noprofile", "-c", burn], os.path.join(tmp, "t"), env)
+    secs = time.monotonic() - t0
+    check(r.returncode == 0 and r.stdout.strip() == "done", f"the job runs: {r.stdout.strip()!r}")
+    ts = traces(os.path.join(tmp, "t"))
+    check(len(ts) == 1, f"one trace ({len(ts)})")
+    if not ts:
+        return
+    check(ts[0]["read_bytes"].get(data) == 3000, "the constructor's read is in the trace, with its path")
+    samples = ts[0]["cpu"]
+    print(f"figures: {len(samples)} CPU samples in {secs:.2f} s")
+    check(len(samples) >= 0.5 * (secs - 0.2) * 10, f"about 10 CPU samples a second ({len(samples)} in {secs:.2f} s)")
 
 
 def story_control(tmp):

@@ -24,12 +24,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SIM_CHECK(cond)                                                                  \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);     \
-            exit(1);                                                                     \
-        }                                                                                \
+#define SIM_CHECK(cond)                                                              \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            exit(1);                                                                 \
+        }                                                                            \
     } while (0)
 
 #define SIM_CUDA(call) SIM_CHECK((call) == cudaSuccess)

@@ -22,8 +22,10 @@
 
 #define VERB "compare"
 #define MAX_RUNS 32
-#define LOST_SHOWN_MS 0.005           /* smaller differences print as nothing */
+#define LOST_SHOWN_MS 0.005 /* smaller differences print as nothing */
 
+/* The option table as --help prints it, one line a line. */
+// clang-format off
 static const char usage_text[] =
     "usage: scaleprof compare DIR1 DIR2 [DIR...] [options]\n"
     "\n"
@@ -47,6 +49,7 @@ static const char usage_text[] =
     "the table gives the speedup only.  Columns: man scaleprof-compare.\n"
     "\n"
     "Exit status: 0 comparison printed, 1 a run had nothing analyzable, 2 usage.\n";
+// clang-format on
 
 static void lost_text(const struct sp_cmp_run *r, const struct sp_cmp_run *b, char *out, size_t len)
 {
@@ -81,13 +84,17 @@ static void text_batch_notes(const struct sp_cmp *c, int cols)
             continue;
         char text[512];
         if (r->inferred == SP_SCALING_STRONG)
-            snprintf(text, sizeof text, "%s: compute per GPU shrank as with a fixed global batch, but "
+            snprintf(text, sizeof text,
+                     "%s: compute per GPU shrank as with a fixed global batch, but "
                      "--samples-per-step says each GPU keeps its batch; if the global batch is fixed, "
-                     "give --global-batch (samples per step over all GPUs) instead", r->dir);
+                     "give --global-batch (samples per step over all GPUs) instead",
+                     r->dir);
         else
-            snprintf(text, sizeof text, "%s: compute per GPU stayed as with a fixed per-GPU batch, but "
+            snprintf(text, sizeof text,
+                     "%s: compute per GPU stayed as with a fixed per-GPU batch, but "
                      "--global-batch says the global batch is fixed; if each GPU keeps its batch, give "
-                     "--samples-per-step (samples per GPU) instead", r->dir);
+                     "--samples-per-step (samples per GPU) instead",
+                     r->dir);
         printf("note: ");
         sp_text_wrapped(text, 6, 2, cols);
         return; /* once: the same advice for every run */
@@ -157,7 +164,7 @@ int cmd_compare(int argc, char **argv)
     batch.per_gpu = o.samples_per_step;
     if (batch.per_gpu > 0 && batch.global > 0)
         return sp_usage_error(VERB, "--samples-per-step (per GPU) and --global-batch (over all GPUs) say the "
-                              "same thing two ways: give one of them");
+                                    "same thing two ways: give one of them");
     if (n < 2)
         return sp_usage_error(VERB, "%s: compare needs at least two runs (scaleprof report DIR reads one)",
                               n ? argv[optind] : "no run given");
@@ -170,7 +177,7 @@ int cmd_compare(int argc, char **argv)
             if (!cmp.runs[i].ok) {
                 const struct sp_model *m = &cmp.runs[i].m;
                 if (m->nranks && sp_seen_no_gpu(VERB, m, "efficiency and cost are per GPU, so there "
-                                                              "is nothing to compare"))
+                                                         "is nothing to compare"))
                     continue;
                 if (m->done >= SP_STAGE_STEPS && sp_opt_steps_missing(VERB, m)) {
                     rc = SP_EXIT_USAGE; /* as report's: a --steps the run does not have */
@@ -257,8 +264,10 @@ int cmd_compare(int argc, char **argv)
             if (samples)
                 printf(" %12.1f", r->thr);
             printf(" %7.2fx %9.0f%%  %s%s\n", r->speedup, 100 * r->eff, r->dir,
-                   i == base ? " (baseline)" : r->scaling == SP_SCALING_STRONG ? " (fixed global batch)"
-                                             : r->scaling == SP_SCALING_AB   ? " (same GPUs: A/B)" : "");
+                   i == base                         ? " (baseline)"
+                   : r->scaling == SP_SCALING_STRONG ? " (fixed global batch)"
+                   : r->scaling == SP_SCALING_AB     ? " (same GPUs: A/B)"
+                                                     : "");
         }
         int strong = 0, ab = 0, super = 0;
         for (int i = 0; i < n; i++) {
@@ -278,18 +287,21 @@ int cmd_compare(int argc, char **argv)
         if (strong) {
             printf("  ");
             sp_text_wrapped("fixed global batch: compute per GPU shrank as 1/N, so a step does the baseline's "
-                            "work and efficiency is its speedup divided by the growth in GPUs", 2, 2, cols);
+                            "work and efficiency is its speedup divided by the growth in GPUs",
+                            2, 2, cols);
         }
         if (ab) {
             printf("  ");
             sp_text_wrapped("same GPU count as the baseline: an A/B comparison; efficiency is the throughput "
-                            "ratio (above 100%: faster than the baseline)", 2, 2, cols);
+                            "ratio (above 100%: faster than the baseline)",
+                            2, 2, cols);
         }
         if (super) {
             printf("  ");
             sp_text_wrapped("above 100%: more throughput per GPU than the baseline, e.g. a per-GPU batch that "
                             "fits caches better, or a baseline slowed by something the larger run avoids; "
-                            "compare the runs' reports", 2, 2, cols);
+                            "compare the runs' reports",
+                            2, 2, cols);
         }
         text_batch_notes(&cmp, cols);
         printf("\nstep time against the baseline, by category (ms per step):\n");

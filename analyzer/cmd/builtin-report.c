@@ -32,10 +32,10 @@
 #include "sprof.h"
 
 #define VERB "report"
-#define BAR_WIDTH 50      /* not a terminal: a fixed layout that scripts can rely on */
-#define BAR_MIN 10        /* narrower than this a bar says nothing */
-#define BAR_MAX 100       /* wider gains no precision worth reading */
-#define RANK_LABEL 12     /* "  rank 123 |" */
+#define BAR_WIDTH 50  /* not a terminal: a fixed layout that scripts can rely on */
+#define BAR_MIN 10    /* narrower than this a bar says nothing */
+#define BAR_MAX 100   /* wider gains no precision worth reading */
+#define RANK_LABEL 12 /* "  rank 123 |" */
 #define TOP_COLLECTIVES 8
 #define TOP_KERNELS 10    /* --kernels without N */
 #define KERNEL_NAME_W 48  /* a kernel's name in the text table; JSON has it whole */
@@ -45,6 +45,8 @@
  * `last_arrivals`, `view` says which rank --rank shows */
 #define SP_REPORT_SCHEMA_VERSION 3
 
+/* The option table as --help prints it, one line a line. */
+// clang-format off
 static const char usage_text[] =
     "usage: scaleprof report DIR [options]\n"
     "\n"
@@ -71,13 +73,13 @@ static const char usage_text[] =
     "size); into a pipe or file the layout is fixed (bars of 50 characters).\n"
     "\n"
     "Exit status: 0 report printed, 1 nothing analyzable, 2 usage.\n";
+// clang-format on
 
 static const char cat_letter[SP_CAT_EXCLUSIVE] = {'C', 'M', 'T', 'W', 'I', 'H', '.'};
 /* A black letter on a coloured cell (white on the dark blue and red), so
  * that the bars keep their letters on a terminal and when copied out. */
 static const char *const cat_color[SP_CAT_EXCLUSIVE] = {
-    "\033[30;42m", "\033[30;46m", "\033[97;44m", "\033[97;41m", "\033[30;43m", "\033[30;45m", "\033[30;47m",
-};
+    "\033[30;42m", "\033[30;46m", "\033[97;44m", "\033[97;41m", "\033[30;43m", "\033[30;45m", "\033[30;47m"};
 
 /* The rank --rank shows, -1 all.  It narrows what is printed per rank,
  * never what is analyzed: the model always sees every rank, so findings,
@@ -177,7 +179,8 @@ static void text_hang(const struct sp_model *m, const struct sp_hang *h, int col
         int w = snprintf(line, sizeof line, "HUNG: the job appears hung in %s #%llu on communicator %016llx: ",
                          op_name(x->op), (unsigned long long)x->seq, (unsigned long long)x->comm);
         if (w > 0 && (size_t)w < sizeof line && x->stalled_rank >= 0)
-            w += snprintf(line + w, sizeof line - (size_t)w, "rank %d stopped making progress first (its trace ends "
+            w += snprintf(line + w, sizeof line - (size_t)w,
+                          "rank %d stopped making progress first (its trace ends "
                           "%.2f s before any other member's: stopped, frozen or died) and the others wait for it; ",
                           x->stalled_rank, x->stalled_s);
         if (w > 0 && (size_t)w < sizeof line && x->inside)
@@ -189,17 +192,19 @@ static void text_hang(const struct sp_model *m, const struct sp_hang *h, int col
         if (w > 0 && (size_t)w < sizeof line && x->nabsent)
             w += snprintf(line + w, sizeof line - (size_t)w, " left no trace");
         if (w > 0 && (size_t)w < sizeof line)
-            snprintf(line + w, sizeof line - (size_t)w, "; hung for %.2f s at the end of the traces. "
-                     "See what each rank was doing: scaleprof hang %s", x->hung_s, m->dir);
+            snprintf(line + w, sizeof line - (size_t)w,
+                     "; hung for %.2f s at the end of the traces. See what each rank was doing: scaleprof hang %s",
+                     x->hung_s, m->dir);
         sp_text_wrapped(line, 0, 2, cols);
     }
     for (int i = 0; i < h->ndesyncs; i++) {
         const struct sp_hang_desync *d = &h->desyncs[i];
         rank_ints(d->a.ranks, d->a.nranks, a, sizeof a);
         rank_ints(d->b.ranks, d->b.nranks, b, sizeof b);
-        snprintf(line, sizeof line, "DESYNC: at #%llu on communicator %016llx %s called %s, %s called %s. "
-                 "See: scaleprof hang %s", (unsigned long long)d->seq, (unsigned long long)d->comm, a,
-                 op_name(d->a.op), b, op_name(d->b.op), m->dir);
+        snprintf(line, sizeof line,
+                 "DESYNC: at #%llu on communicator %016llx %s called %s, %s called %s. See: scaleprof hang %s",
+                 (unsigned long long)d->seq, (unsigned long long)d->comm, a, op_name(d->a.op), b,
+                 op_name(d->b.op), m->dir);
         sp_text_wrapped(line, 0, 2, cols);
     }
     if (h->nhung || h->ndesyncs)
@@ -284,7 +289,8 @@ static void text_overview(const struct sp_model *m)
         printf("\n  steps: %d, %s\n", m->steps_total, detected_by_text(m->detected_by));
     if (m->steps_set_aside > 0)
         printf("  %d passes between steps set aside (collectives of their own, none of a step's: "
-               "evaluation?), in no step's time\n", m->steps_set_aside);
+               "evaluation?), in no step's time\n",
+               m->steps_set_aside);
     if (m->step_hi > m->step_lo)
         printf("  analyzed: steps %d-%d (%d); %d skipped as warm-up\n", m->step_lo + base, m->step_hi - 1 + base,
                m->step_hi - m->step_lo, m->step_lo);
@@ -336,7 +342,7 @@ static int bar_width(const struct sp_model *m, int cols)
         suffix = l > suffix ? l : suffix;
     }
     int w = cols - RANK_LABEL - 1 - suffix - 1; /* -1: a line that fills the last column wraps on some terminals */
-    return w < BAR_MIN ? BAR_MIN : w > BAR_MAX ? BAR_MAX : w;
+    return w < BAR_MIN ? BAR_MIN : (w > BAR_MAX ? BAR_MAX : w);
 }
 
 static void legend_item(int cat, const char *text, int color)
@@ -350,12 +356,14 @@ static void legend_item(int cat, const char *text, int color)
 static void text_legend(int color)
 {
     printf("where each GPU's step time went (share of the step; each moment counted once):\n");
+    // clang-format off
     static const struct { int left, right; const char *l, *r; } rows[] = {
         {SP_CAT_COMPUTE, SP_CAT_IDLE_INPUT, "compute", "idle, waiting for input (data loader, reads)"},
         {SP_CAT_MEMCPY, SP_CAT_IDLE_HOST, "memory copy", "idle, host busy in a CUDA sync or launching"},
         {SP_CAT_COLL_TRANSFER, SP_CAT_IDLE_OTHER, "collective transfer (data)", "idle, nothing on the host explains it"},
         {SP_CAT_COLL_WAIT, -1, "collective wait (late rank)", NULL},
     };
+    // clang-format on
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         if (rows[i].right < 0) {
             if (color)
@@ -393,7 +401,8 @@ static void text_shares(const struct sp_model *m, int cols)
     }
     if (w > 0 && (size_t)w < sizeof line && m->breakdown[SP_CAT_OVERLAP] >= SHOWN_SHARE)
         snprintf(line + w, sizeof line - (size_t)w, "; besides, collectives ran %.0f%% of the step hidden "
-                 "under compute (overlap, not a cost)", 100 * m->breakdown[SP_CAT_OVERLAP]);
+                                                    "under compute (overlap, not a cost)",
+                 100 * m->breakdown[SP_CAT_OVERLAP]);
     printf("  ");
     sp_text_wrapped(line, 2, 4, cols);
 }
@@ -488,7 +497,7 @@ static void text_findings(const struct sp_model *m, int cols)
         const char *part_of = sp_cause_part_of(f->cause);
         int w = snprintf(head, sizeof head, "%d. %s%s%s%s [%s] %s%s, steps %d-%d:", i + 1, ci->name,
                          part_of ? " (part of " : "", part_of ? part_of : "", part_of ? ")" : "",
-                         sp_model_severity_name(f->severity), all ? "" : f->nranks == 1 ? "rank " : "ranks ",
+                         sp_model_severity_name(f->severity), all ? "" : (f->nranks == 1 ? "rank " : "ranks "),
                          all ? "all ranks" : ranks, f->step_first, f->step_last);
         if (w > 0 && (size_t)w < sizeof head)
             w += snprintf(head + w, sizeof head - (size_t)w, " saves %.0f%% (%.2f -> %.2f ms per step)",
@@ -516,7 +525,8 @@ static void text_collectives(const struct sp_model *m, int cols)
         return;
     int spans = 0;
     printf("top collectives (per call, mean over the analyzed steps):\n"
-           "  %-17s %-13s %9s %6s %9s %8s %8s\n", "communicator", "operation", "size", "calls",
+           "  %-17s %-13s %9s %6s %9s %8s %8s\n",
+           "communicator", "operation", "size", "calls",
            "transfer", "wait", "bus");
     printf("  %-17s %-13s %9s %6s %9s %8s %8s\n", "", "", "", "", "ms", "ms", "GB/s");
     for (size_t i = 0; i < m->ncolls && i < TOP_COLLECTIVES; i++) {
@@ -534,7 +544,7 @@ static void text_collectives(const struct sp_model *m, int cols)
          * transfer (>= bandwidth), and the wait unknown */
         snprintf(tr, sizeof tr, whole ? "%.3f" : "<%.3f", c->transfer_ms);
         snprintf(wait, sizeof wait, whole ? "%.3f" : "?", c->wait_ms);
-        snprintf(bus, sizeof bus, !c->bytes || c->busbw_gbps <= 0 ? "?" : whole ? "%.1f" : ">%.1f", c->busbw_gbps);
+        snprintf(bus, sizeof bus, !c->bytes || c->busbw_gbps <= 0 ? "?" : (whole ? "%.1f" : ">%.1f"), c->busbw_gbps);
         snprintf(comm, sizeof comm, "%016llx%s", (unsigned long long)c->comm, c->spans_hosts ? "*" : "");
         spans |= c->spans_hosts;
         printf("  %-17s %-13s %9s %6llu %9s %8s %8s\n", comm, op_name(c->op), size,
@@ -542,8 +552,9 @@ static void text_collectives(const struct sp_model *m, int cols)
     }
     printf("  ");
     sp_text_wrapped("transfer: data moving once the last rank arrived; wait: time a rank waited for "
-                "late peers; bus: bus bandwidth as nccl-tests counts it; ?: unknown (size not recorded, "
-                "or the wait where a peer's trace is missing); < and >: bounds, with a peer missing", 2, 2, cols);
+                    "late peers; bus: bus bandwidth as nccl-tests counts it; ?: unknown (size not recorded, "
+                    "or the wait where a peer's trace is missing); < and >: bounds, with a peer missing",
+                    2, 2, cols);
     if (spans)
         printf("  * the communicator spans hosts\n");
     printf("\n");
@@ -687,7 +698,8 @@ static void text_kernels(const struct sp_model *m, const struct sp_kernels *k, i
     printf("  ");
     sp_text_wrapped("share: of all kernel time on all ranks; slowest rank: the rank whose calls of that kernel "
                     "take longest on average, against the median rank's mean (--json: every rank's calls, "
-                    "time and share, and whole names)", 2, 2, cols);
+                    "time and share, and whole names)",
+                    2, 2, cols);
     printf("\n");
 }
 
@@ -1037,7 +1049,8 @@ int cmd_report(int argc, char **argv)
         return sp_usage_error(VERB, "--per-step goes with --json (or use --csv for the same table)");
     if (optind != argc - 1)
         return sp_usage_error(VERB, "one trace directory expected, got %d (%s, %s%s); "
-                              "scaleprof compare takes several", argc - optind, argv[optind],
+                                    "scaleprof compare takes several",
+                              argc - optind, argv[optind],
                               argv[optind + 1], argc - optind > 2 ? ", ..." : "");
     const char *dir = argv[optind];
     struct sp_model m;
@@ -1088,7 +1101,8 @@ int cmd_report(int argc, char **argv)
         rc = sp_model_run(&m, SP_STAGE_FINDINGS);
     if (rc == 0 && m.step_mean_ms <= 0) {
         fprintf(stderr, "scaleprof report: %s: no step time was measured (the traces end before a step "
-                        "completes: a job that crashed at start?)%s\n", dir,
+                        "completes: a job that crashed at start?)%s\n",
+                dir,
                 hang.nhung ? "; it appears hung: scaleprof hang DIR says where" : "");
         sp_hang_free(&hang);
         sp_ended_free(&ended);

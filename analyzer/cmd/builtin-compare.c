@@ -52,40 +52,19 @@ static const char usage_text[] =
 int cmd_compare(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"json", no_argument, NULL, 'J'},
-        {"samples-per-step", required_argument, NULL, 'S'},
-        {"global-batch", required_argument, NULL, 'G'},
-        {"price-per-gpu-hour", required_argument, NULL, 'P'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+        SP_OPT_JSON, SP_OPT_SAMPLES_PER_STEP, SP_OPT_GLOBAL_BATCH, SP_OPT_PRICE_PER_GPU_HOUR, SP_OPT_HELP_END};
     struct sp_model_opts o;
-    sp_model_opts_default(&o);
-    o.progress = 1;
     int json = 0, c;
-    double price = 0;
-    struct sp_cmp_batch batch = {0, 0};
-    struct sp_opts p;
-    sp_opts_init(&p, VERB, opts, &o);
+    struct sp_opts p = sp_opts_model(VERB, opts, &o);
     while ((c = sp_opts_next(&p, argc, argv, "h")) != -1) {
         switch (c) {
         case 'J': json = 1; break;
-        case 'S':
-            if (sp_opt_double(VERB, "--samples-per-step", optarg, 1e-9, 1e12, &o.samples_per_step) < 0)
-                return SP_EXIT_USAGE;
-            break;
-        case 'G':
-            if (sp_opt_double(VERB, "--global-batch", optarg, 1e-9, 1e15, &batch.global) < 0)
-                return SP_EXIT_USAGE;
-            break;
-        case 'P':
-            if (sp_opt_double(VERB, "--price-per-gpu-hour", optarg, 0, 1e9, &price) < 0)
-                return SP_EXIT_USAGE;
-            break;
         case 'h': fputs(usage_text, stdout); return 0;
         default: return SP_EXIT_USAGE; /* said by sp_opts_next */
         }
     }
+    double price = p.shared.price;
+    struct sp_cmp_batch batch = {0, p.shared.global_batch};
     int n = argc - optind;
     batch.per_gpu = o.samples_per_step;
     if (batch.per_gpu > 0 && batch.global > 0)

@@ -28,7 +28,6 @@
 #include "sprof.h"
 
 #define VERB "report"
-#define TOP_KERNELS 10 /* --kernels without N */
 
 /* The option table as --help prints it, one line a line. */
 // clang-format off
@@ -59,6 +58,17 @@ static const char usage_text[] =
     "\n"
     "Exit status: 0 report printed, 1 nothing analyzable, 2 usage.\n";
 // clang-format on
+
+/* The options the text above describes (the model's are added by sp_opts_model). */
+static const struct option report_options[] = {
+    SP_OPT_JSON,
+    {"rank", required_argument, NULL, 'r'},
+    {"per-step", no_argument, NULL, 'P'},
+    {"csv", no_argument, NULL, 'V'},
+    SP_OPT_SAMPLES_PER_STEP,
+    SP_OPT_KERNELS,
+    SP_OPT_HELP_END,
+};
 
 static int has_rank(const struct sp_model *m, int rank)
 {
@@ -113,26 +123,12 @@ static int host_report(struct sp_model *m, int json, int csv)
 
 int cmd_report(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'J'},
-        {"rank", required_argument, NULL, 'r'},
-        {"per-step", no_argument, NULL, 'P'},
-        {"csv", no_argument, NULL, 'V'},
-        {"samples-per-step", required_argument, NULL, 'S'},
-        {"kernels", optional_argument, NULL, 'K'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     struct sp_model_opts o;
-    sp_model_opts_default(&o);
-    o.progress = 1;
-    int top_kernels = 0;
     int view_rank = -1; /* --rank: what is printed, never what is analyzed (report_out.h) */
     char kernels_arg[64];
     argc = sp_opt_join_number(argc, argv, "--kernels", kernels_arg, sizeof kernels_arg);
     int json = 0, per_step = 0, csv = 0, color = sp_color_on(stdout), c;
-    struct sp_opts p;
-    sp_opts_init(&p, VERB, opts, &o);
+    struct sp_opts p = sp_opts_model(VERB, report_options, &o);
     while ((c = sp_opts_next(&p, argc, argv, "h")) != -1) {
         switch (c) {
         case 'J': json = 1; break;
@@ -140,15 +136,6 @@ int cmd_report(int argc, char **argv)
         case 'V': csv = 1; break;
         case 'r':
             if (sp_opt_int(VERB, "--rank", optarg, 0, INT32_MAX, &view_rank) < 0)
-                return SP_EXIT_USAGE;
-            break;
-        case 'S':
-            if (sp_opt_double(VERB, "--samples-per-step", optarg, 1e-9, 1e12, &o.samples_per_step) < 0)
-                return SP_EXIT_USAGE;
-            break;
-        case 'K':
-            top_kernels = TOP_KERNELS;
-            if (optarg && sp_opt_int(VERB, "--kernels", optarg, 1, INT32_MAX, &top_kernels) < 0)
                 return SP_EXIT_USAGE;
             break;
         case 'h': fputs(usage_text, stdout); return 0;
@@ -167,6 +154,7 @@ int cmd_report(int argc, char **argv)
                               argc - optind, argv[optind],
                               argv[optind + 1], argc - optind > 2 ? ", ..." : "");
     const char *dir = argv[optind];
+    int top_kernels = p.shared.top_kernels;
     struct sp_model m;
     int rc = sp_model_open(dir, &o, &m);
     if (rc == 0 && view_rank >= 0 && !has_rank(&m, view_rank)) {
@@ -225,9 +213,7 @@ int cmd_report(int argc, char **argv)
         return 1;
     }
     if (rc < 0) {
-        for (int i = 0; i < m.nwarnings; i++)
-            fprintf(stderr, "scaleprof report: %s\n", m.warnings[i]);
-        fprintf(stderr, "scaleprof report: nothing to analyze in %s\n", dir);
+        sp_opt_nothing_to_analyze(VERB, &m, dir);
         sp_hang_free(&hang);
         sp_ended_free(&ended);
         sp_model_free(&m);
@@ -236,8 +222,7 @@ int cmd_report(int argc, char **argv)
     struct sp_kernels kernels;
     memset(&kernels, 0, sizeof kernels);
     if (top_kernels && sp_model_from_summaries(&m)) {
-        fprintf(stderr, "scaleprof report: --kernels needs every kernel's name and time, which summaries (scaleprof "
-                        "reduce) do not hold: run it on the traces\n");
+        sp_opt_kernels_need_traces(VERB);
         sp_hang_free(&hang);
         sp_model_free(&m);
         return 1;

@@ -199,8 +199,18 @@ void sp_opts_init(struct sp_opts *p, const char *verb, const struct option *own,
     for (size_t i = 0; model && i < sizeof model_options / sizeof model_options[0] && n < max; i++)
         p->table[n++] = model_options[i];
     p->table[n] = (struct option){NULL, 0, NULL, 0};
+    p->shared = (struct sp_shared_opts){0, 0, 0};
     optind = 1;
     opterr = 0;
+}
+
+struct sp_opts sp_opts_model(const char *verb, const struct option *own, struct sp_model_opts *model)
+{
+    struct sp_opts p;
+    sp_model_opts_default(model);
+    model->progress = 1;
+    sp_opts_init(&p, verb, own, model);
+    return p;
 }
 
 static int step_marker(const char *verb, const char *re_text)
@@ -219,6 +229,31 @@ static int step_marker(const char *verb, const char *re_text)
     }
     regfree(&re);
     return 0;
+}
+
+/* A shared option (opt.h) of p's verb into p: 1 taken, 0 when c is none,
+ * -1 when its value is bad (said). */
+static int take_shared_option(struct sp_opts *p, int c, const char *arg)
+{
+    struct sp_shared_opts *s = &p->shared;
+    int rc;
+    switch (c) {
+    case SP_SHARED_SAMPLES:
+        rc = sp_opt_double(p->verb, "--samples-per-step", arg, 1e-9, 1e12, &p->model->samples_per_step);
+        break;
+    case SP_SHARED_GLOBAL_BATCH:
+        rc = sp_opt_double(p->verb, "--global-batch", arg, 1e-9, 1e15, &s->global_batch);
+        break;
+    case SP_SHARED_PRICE:
+        rc = sp_opt_double(p->verb, "--price-per-gpu-hour", arg, 0, 1e9, &s->price);
+        break;
+    case SP_SHARED_KERNELS:
+        s->top_kernels = SP_TOP_KERNELS;
+        rc = arg ? sp_opt_int(p->verb, "--kernels", arg, 1, INT32_MAX, &s->top_kernels) : 0;
+        break;
+    default: return 0;
+    }
+    return rc < 0 ? -1 : 1;
 }
 
 /* One of the model's options into o; 0, or -1 when its value is bad
@@ -279,11 +314,31 @@ int sp_opts_next(struct sp_opts *p, int argc, char **argv, const char *shortopts
                 return '?';
             }
         }
-        if (li < p->nown)
-            return c;
+        if (li < p->nown) {
+            int shared = take_shared_option(p, c, optarg);
+            if (shared == 0)
+                return c;
+            if (shared < 0)
+                return '?';
+            continue;
+        }
         if (take_model_option(p->verb, c, optarg, p->model) < 0)
             return '?';
     }
+}
+
+void sp_opt_nothing_to_analyze(const char *verb, const struct sp_model *m, const char *dir)
+{
+    for (int i = 0; i < m->nwarnings; i++)
+        fprintf(stderr, "scaleprof %s: %s\n", verb, m->warnings[i]);
+    fprintf(stderr, "scaleprof %s: nothing to analyze in %s\n", verb, dir);
+}
+
+void sp_opt_kernels_need_traces(const char *verb)
+{
+    fprintf(stderr, "scaleprof %s: --kernels needs every kernel's name and time, which summaries (scaleprof "
+                    "reduce) do not hold: run it on the traces\n",
+            verb);
 }
 
 int sp_opt_steps_missing(const char *verb, const struct sp_model *m)

@@ -62,12 +62,49 @@ int sp_opt_unknown(const char *verb, const struct option *opts, const char *arg)
  * abbreviated or valueless option, or a bad value of a model option. */
 #define SP_OPTS_MAX 48
 
+/* ---- options several verbs share ----
+ *
+ * An option that more than one verb takes is one table entry, written
+ * once here: the same spelling, argument and code in every verb.  Those
+ * with a value (what a step is worth, and --kernels) are taken by
+ * sp_opts_next as the model's are, with the same bounds and messages in
+ * report, html and compare: --samples-per-step into the model's options
+ * (so only in a verb that has them), the others into p->shared.  Every
+ * table ends with SP_OPT_HELP_END. */
+enum {
+    SP_SHARED_SAMPLES = 0x3000, /* above a verb's own codes, below the model's */
+    SP_SHARED_GLOBAL_BATCH,
+    SP_SHARED_PRICE,
+    SP_SHARED_KERNELS,
+};
+// clang-format off
+#define SP_OPT_JSON {"json", no_argument, NULL, 'J'}
+#define SP_OPT_OUTPUT {"output", required_argument, NULL, 'o'}
+#define SP_OPT_SAMPLES_PER_STEP {"samples-per-step", required_argument, NULL, SP_SHARED_SAMPLES}
+#define SP_OPT_GLOBAL_BATCH {"global-batch", required_argument, NULL, SP_SHARED_GLOBAL_BATCH}
+#define SP_OPT_PRICE_PER_GPU_HOUR {"price-per-gpu-hour", required_argument, NULL, SP_SHARED_PRICE}
+#define SP_OPT_KERNELS {"kernels", optional_argument, NULL, SP_SHARED_KERNELS}
+#define SP_OPT_HELP_END {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}
+// clang-format on
+
+#define SP_TOP_KERNELS 10 /* --kernels without N */
+
+/* The values of the shared options but --samples-per-step: 0 when not
+ * given. */
+struct sp_shared_opts {
+    double global_batch; /* samples per step over all GPUs */
+    double price;        /* of one GPU hour */
+    int top_kernels;     /* --kernels [N] */
+};
+
+
 struct sp_model_opts;
 struct sp_opts {
     const char *verb;
     struct sp_model_opts *model;      /* NULL: the verb takes no model option */
     int nown;                         /* table[0..nown) are the verb's own */
     struct option table[SP_OPTS_MAX]; /* the verb's own, then the model's, then a zero entry */
+    struct sp_shared_opts shared;     /* what the shared options the verb lists gave */
 };
 void sp_opts_init(struct sp_opts *p, const char *verb, const struct option *own, struct sp_model_opts *model);
 int sp_opts_next(struct sp_opts *p, int argc, char **argv, const char *shortopts);
@@ -83,11 +120,23 @@ int sp_opts_next(struct sp_opts *p, int argc, char **argv, const char *shortopts
     "                          (default: step|iteration|ProfilerStep, any case)\n"        \
     "  --threads N             reader threads (default: the cores, at most 8)\n"
 
+/* The parser sp_opts_init makes, for a verb that builds a model, with
+ * model (the verb's struct sp_model_opts) set to the model's defaults
+ * and progress shown on stderr first, as every such verb but reduce
+ * starts:  struct sp_opts p = sp_opts_model(VERB, own, &model_opts); */
+struct sp_opts sp_opts_model(const char *verb, const struct option *own, struct sp_model_opts *model);
+
 /* After the model's steps are found (SP_STAGE_STEPS): when --steps names
  * none of m's steps, says so on stderr ("scaleprof VERB: --steps 20:30:
  * DIR has steps 0-11 only") and returns 1; else 0. */
 struct sp_model;
 int sp_opt_steps_missing(const char *verb, const struct sp_model *m);
+
+/* What the verbs say alike, on stderr: a model that could not be built
+ * (sp_model_open or sp_model_run < 0): its warnings, then "nothing to
+ * analyze in DIR"; --kernels over summaries, which hold no kernel. */
+void sp_opt_nothing_to_analyze(const char *verb, const struct sp_model *m, const char *dir);
+void sp_opt_kernels_need_traces(const char *verb);
 
 /* The name of names[0..n) nearest to word (edit distance, a swap of two
  * neighbours counting one), when near enough to be a typing slip; NULL

@@ -55,8 +55,8 @@
 #define LAUNCHES_PER_STEP 200
 #define LAUNCHES_PER_BUCKET 25
 #define LAUNCH_JITTER_NS 256 /* host-side noise of a launch */
-#define KERNEL_JITTER_DIV 64  /* a kernel's run time varies ~1.5% */
-#define GPU_TICK_NS 32        /* GPU timestamps (globaltimer) advance in 32 ns steps */
+#define KERNEL_JITTER_DIV 64 /* a kernel's run time varies ~1.5% */
+#define GPU_TICK_NS 32       /* GPU timestamps (globaltimer) advance in 32 ns steps */
 #define DEFAULT_SLOT_SIZE (128u * 1024u)
 #define SLOT_COUNT 512u
 
@@ -84,8 +84,8 @@ struct gen {
     uint64_t t, gpu_t, corr, seq, offset;
     uint32_t n, launch;
     uint32_t names[KERNEL_NAMES], path, step_name;
-    uint32_t kernel_ns[KERNEL_NAMES];  /* each kernel's typical duration */
-    uint8_t order[LAUNCHES_PER_STEP]; /* a step launches the same kernels */
+    uint32_t kernel_ns[KERNEL_NAMES];       /* each kernel's typical duration */
+    uint8_t order[LAUNCHES_PER_STEP];       /* a step launches the same kernels */
     struct sp_event gpu[LAUNCHES_PER_STEP]; /* the step's kernel records */
     uint32_t ngpu;
 };
@@ -343,8 +343,12 @@ static struct result run_once(const char *dir, int run, int threads, uint64_t ev
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/bench-%d-%d.sprof", dir, threads, run);
-    struct sp_writer_opts o = {.slot_size = slot_size, .slot_count = SLOT_COUNT,
-                               .zstd_level = level, .background = background};
+    struct sp_writer_opts o = {
+        .slot_size = slot_size,
+        .slot_count = SLOT_COUNT,
+        .zstd_level = level,
+        .background = background,
+    };
     int err;
     struct sp_writer *w = sp_writer_create(path, &o, &err);
     if (!w) {

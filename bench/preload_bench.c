@@ -32,8 +32,8 @@
 #define CALLS_PER_BATCH 2000
 #define STEPS 41
 #define STEP_KERNELS 20
-#define THREADS_PER_US 1000   /* the sim's default kernel speed */
-#define STEP_KERNEL_US 200    /* a modest kernel: the step is ~4 ms of GPU work */
+#define THREADS_PER_US 1000 /* the sim's default kernel speed */
+#define STEP_KERNEL_US 200  /* a modest kernel: the step is ~4 ms of GPU work */
 #define STEP_COPY_BYTES (1 << 20)
 
 void **__cudaRegisterFatBinary(void *fatCubin);
@@ -44,12 +44,12 @@ void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *de
 
 static void tiny_stub(void) {}
 
-#define CHECK(x)                                                               \
-    do {                                                                       \
-        if ((x) != 0) {                                                        \
-            fprintf(stderr, "preload_bench: %s failed\n", #x);                 \
-            exit(1);                                                           \
-        }                                                                      \
+#define CHECK(x)                                               \
+    do {                                                       \
+        if ((x) != 0) {                                        \
+            fprintf(stderr, "preload_bench: %s failed\n", #x); \
+            exit(1);                                           \
+        }                                                      \
     } while (0)
 
 static uint64_t now_ns(void)

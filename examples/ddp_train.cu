@@ -55,11 +55,11 @@
 #define BYTES_PER_MB (1024ull * 1024ull)
 #define THREADS_PER_BLOCK 256
 #define FWD_LAYERS 4
-#define BWD_WORK_RATIO 2          /* backward costs twice the forward */
-#define OPT_ELEMS_PER_THREAD 64   /* the optimizer is a grid-stride loop */
-#define DATA_FILES 16             /* files in the synthetic dataset */
-#define DATA_FILE_KB 1024         /* size of each */
-#define ACT_ELEMS (1u << 20)      /* activation buffer the kernels touch */
+#define BWD_WORK_RATIO 2        /* backward costs twice the forward */
+#define OPT_ELEMS_PER_THREAD 64 /* the optimizer is a grid-stride loop */
+#define DATA_FILES 16           /* files in the synthetic dataset */
+#define DATA_FILE_KB 1024       /* size of each */
+#define ACT_ELEMS (1u << 20)    /* activation buffer the kernels touch */
 #define RENDEZVOUS_TIMEOUT_S 120
 #define RENDEZVOUS_POLL_US 2000
 #define MAX_WORKERS 64
@@ -135,18 +135,18 @@ static void die(const char *fmt, ...)
     exit(1);
 }
 
-#define CUDA_CHECK(call)                                                        \
-    do {                                                                        \
-        cudaError_t e_ = (call);                                                \
-        if (e_ != cudaSuccess)                                                  \
+#define CUDA_CHECK(call)                                                                    \
+    do {                                                                                    \
+        cudaError_t e_ = (call);                                                            \
+        if (e_ != cudaSuccess)                                                              \
             die("%s failed: %s (%s)", #call, cudaGetErrorString(e_), cudaGetErrorName(e_)); \
     } while (0)
 
-#define NCCL_CHECK(call)                                                        \
-    do {                                                                        \
-        ncclResult_t r_ = (call);                                               \
-        if (r_ != ncclSuccess)                                                  \
-            die("%s failed: %s", #call, ncclGetErrorString(r_));                \
+#define NCCL_CHECK(call)                                         \
+    do {                                                         \
+        ncclResult_t r_ = (call);                                \
+        if (r_ != ncclSuccess)                                   \
+            die("%s failed: %s", #call, ncclGetErrorString(r_)); \
     } while (0)
 
 static uint64_t now_ns(void)
@@ -161,29 +161,30 @@ static uint64_t now_ns(void)
 static void usage(FILE *to)
 {
     fprintf(to,
-        "usage: ddp_train [options]\n"
-        "  --steps N            training steps (10)\n"
-        "  --batch N            samples per GPU per step (32)\n"
-        "  --layer-kthreads N   GPU threads per sample per layer, in thousands (64)\n"
-        "  --kernel-iters N     arithmetic per GPU thread (64)\n"
-        "  --workers N          loader worker processes, 0 = main process (2)\n"
-        "  --worker-cost-ms X   CPU time to prepare one batch (1)\n"
-        "  --worker-busy        burn the CPU for that time instead of sleeping\n"
-        "  --read-kb N          bytes read from disk per batch, KiB (256)\n"
-        "  --grad-mb X          gradient size all-reduced per step, MiB (16)\n"
-        "  --buckets N          gradient buckets (4)\n"
-        "  --overlap            all-reduce each bucket during the backward pass\n"
-        "  --hierarchical       reduce within each node, then across nodes\n"
-        "  --slow-rank R --slow-factor F     rank R's kernels take F times longer\n"
-        "  --uneven-rank R --uneven-factor F rank R's input batches are F times larger\n"
-        "  --markers | --no-markers          NVTX range per step (on)\n"
-        "  --seed N             dataset contents (1)\n"
-        "  --data DIR           dataset directory, created if missing ($TMPDIR/ddp_train_data)\n"
-        "  --rendezvous DIR     where rank 0 publishes the NCCL id\n"
-        "                       (default $SCALEPROF_RENDEZVOUS, then $SIM_RENDEZVOUS)\n"
-        "environment: RANK, WORLD_SIZE, LOCAL_RANK; EXAMPLE_TRUTH=FILE logs host-side facts\n");
+            "usage: ddp_train [options]\n"
+            "  --steps N            training steps (10)\n"
+            "  --batch N            samples per GPU per step (32)\n"
+            "  --layer-kthreads N   GPU threads per sample per layer, in thousands (64)\n"
+            "  --kernel-iters N     arithmetic per GPU thread (64)\n"
+            "  --workers N          loader worker processes, 0 = main process (2)\n"
+            "  --worker-cost-ms X   CPU time to prepare one batch (1)\n"
+            "  --worker-busy        burn the CPU for that time instead of sleeping\n"
+            "  --read-kb N          bytes read from disk per batch, KiB (256)\n"
+            "  --grad-mb X          gradient size all-reduced per step, MiB (16)\n"
+            "  --buckets N          gradient buckets (4)\n"
+            "  --overlap            all-reduce each bucket during the backward pass\n"
+            "  --hierarchical       reduce within each node, then across nodes\n"
+            "  --slow-rank R --slow-factor F     rank R's kernels take F times longer\n"
+            "  --uneven-rank R --uneven-factor F rank R's input batches are F times larger\n"
+            "  --markers | --no-markers          NVTX range per step (on)\n"
+            "  --seed N             dataset contents (1)\n"
+            "  --data DIR           dataset directory, created if missing ($TMPDIR/ddp_train_data)\n"
+            "  --rendezvous DIR     where rank 0 publishes the NCCL id\n"
+            "                       (default $SCALEPROF_RENDEZVOUS, then $SIM_RENDEZVOUS)\n"
+            "environment: RANK, WORLD_SIZE, LOCAL_RANK; EXAMPLE_TRUTH=FILE logs host-side facts\n");
 }
 
+// clang-format off
 enum {
     OPT_STEPS = 256, OPT_BATCH, OPT_LAYER_KTHREADS, OPT_KERNEL_ITERS, OPT_WORKERS,
     OPT_WORKER_COST, OPT_WORKER_BUSY, OPT_READ_KB, OPT_GRAD_MB, OPT_BUCKETS, OPT_OVERLAP,
@@ -191,6 +192,7 @@ enum {
     OPT_SLOW_RANK, OPT_SLOW_FACTOR, OPT_UNEVEN_RANK, OPT_UNEVEN_FACTOR, OPT_MARKERS,
     OPT_NO_MARKERS, OPT_SEED, OPT_DATA, OPT_RENDEZVOUS, OPT_HELP,
 };
+// clang-format on
 
 static const struct option long_opts[] = {
     {"steps", required_argument, 0, OPT_STEPS},
@@ -285,7 +287,8 @@ static void parse_options(int argc, char **argv, struct options *o)
         case OPT_SEED: o->seed = (unsigned)parse_number(n, optarg, 0, 4294967295.0); break;
         case OPT_DATA: o->data_dir = optarg; break;
         case OPT_RENDEZVOUS: o->rendezvous = optarg; break;
-        case OPT_HELP: case 'h': usage(stdout); exit(0);
+        case OPT_HELP:
+        case 'h': usage(stdout); exit(0);
         default: usage(stderr); exit(2);
         }
     }
@@ -625,7 +628,8 @@ static ncclUniqueId exchange_unique_id(const struct options *o, const struct ran
     const char *dir = rendezvous_dir(o);
     if (!dir)
         die("WORLD_SIZE=%d needs a rendezvous directory: --rendezvous DIR, "
-            "$SCALEPROF_RENDEZVOUS or $SIM_RENDEZVOUS", r->world);
+            "$SCALEPROF_RENDEZVOUS or $SIM_RENDEZVOUS",
+            r->world);
     char path[4096], tmp[4200];
     rendezvous_path(path, sizeof path, dir);
     if (r->rank == 0) {
@@ -821,7 +825,8 @@ static void print_summary(const struct options *o, const struct rank_env *r,
                           const struct run_stats *s)
 {
     printf("ddp_train: rank %d of %d, batch %d per GPU, %d workers, grad %.1f MiB in %d "
-           "buckets%s%s\n", r->rank, r->world, o->batch, o->workers, o->grad_mb, o->buckets,
+           "buckets%s%s\n",
+           r->rank, r->world, o->batch, o->workers, o->grad_mb, o->buckets,
            o->overlap ? ", overlapped" : "", o->hierarchical ? ", hierarchical" : "");
     for (int i = 0; i < o->steps; i++)
         printf("step %d: %.2f ms\n", i, s->step_ms[i]);

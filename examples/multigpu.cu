@@ -80,18 +80,18 @@ static void die(const char *fmt, ...)
     exit(1);
 }
 
-#define CUDA_CHECK(call)                                                                  \
-    do {                                                                                  \
-        cudaError_t e_ = (call);                                                          \
-        if (e_ != cudaSuccess)                                                            \
-            die("%s failed: %s", #call, cudaGetErrorString(e_));                          \
+#define CUDA_CHECK(call)                                         \
+    do {                                                         \
+        cudaError_t e_ = (call);                                 \
+        if (e_ != cudaSuccess)                                   \
+            die("%s failed: %s", #call, cudaGetErrorString(e_)); \
     } while (0)
 
-#define NCCL_CHECK(call)                                                                  \
-    do {                                                                                  \
-        ncclResult_t r_ = (call);                                                         \
-        if (r_ != ncclSuccess)                                                            \
-            die("%s failed: %s", #call, ncclGetErrorString(r_));                          \
+#define NCCL_CHECK(call)                                         \
+    do {                                                         \
+        ncclResult_t r_ = (call);                                \
+        if (r_ != ncclSuccess)                                   \
+            die("%s failed: %s", #call, ncclGetErrorString(r_)); \
     } while (0)
 
 static void usage(void)
@@ -121,6 +121,7 @@ static double number(const char *name, const char *s, double min, double max)
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
+    // clang-format off
     static const struct option long_opts[] = {
         {"gpus", required_argument, 0, 'g'},      {"pattern", required_argument, 0, 'p'},
         {"init", required_argument, 0, 'i'},      {"steps", required_argument, 0, 's'},
@@ -130,6 +131,7 @@ static void parse_options(int argc, char **argv, struct options *o)
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
+    // clang-format on
     memset(o, 0, sizeof *o);
     o->gpus = 4;
     o->steps = 10;
@@ -236,8 +238,8 @@ static void launch_layer(const struct rank_state *s, double kthreads)
     int slow = s->device == s->o->slow_device || s->rank == s->o->slow_rank;
     double scale = slow ? s->o->slow_factor : 1.0;
     double blocks = kthreads * 1000.0 * scale / THREADS_PER_BLOCK;
-    layer_kernel<<<blocks < 1 ? 1u : (unsigned)blocks, THREADS_PER_BLOCK, 0, s->stream>>>(
-        s->act, ACT_ELEMS, 0.999f);
+    unsigned grid = blocks < 1 ? 1u : (unsigned)blocks;
+    layer_kernel<<<grid, THREADS_PER_BLOCK, 0, s->stream>>>(s->act, ACT_ELEMS, 0.999f);
     CUDA_CHECK(cudaGetLastError());
 }
 

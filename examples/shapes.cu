@@ -105,9 +105,9 @@
 #define THREADS_PER_BLOCK 250
 #define THREADS_PER_MS 1.0e6
 #define ACT_ELEMS (1u << 20)
-#define NORM_ELEMS 1024      /* the pipeline's gradient-norm all-reduce */
-#define OPT_MS 0.2           /* the optimizer kernel */
-#define FWD_KERNELS 2        /* dp, loader: forward kernels per step */
+#define NORM_ELEMS 1024 /* the pipeline's gradient-norm all-reduce */
+#define OPT_MS 0.2      /* the optimizer kernel */
+#define FWD_KERNELS 2   /* dp, loader: forward kernels per step */
 #define MAX_BUCKETS 64
 #define DATA_FILES 8
 #define DATA_FILE_KB 1024
@@ -116,49 +116,58 @@
 
 #define MAX_SLOW 8 /* --slow-rank given at most this many times */
 
-enum shape { SHAPE_DP, SHAPE_PIPELINE, SHAPE_TPDP, SHAPE_LAUNCH, SHAPE_LOADER, SHAPE_COPY, SHAPE_ALLTOALL, SHAPE_1F1B };
+enum shape {
+    SHAPE_DP,
+    SHAPE_PIPELINE,
+    SHAPE_TPDP,
+    SHAPE_LAUNCH,
+    SHAPE_LOADER,
+    SHAPE_COPY,
+    SHAPE_ALLTOALL,
+    SHAPE_1F1B
+};
 static const char *const shape_names[] = {"dp", "pipeline", "tpdp", "launch", "loader", "copy", "alltoall", "1f1b"};
-#define COPY_BUFFERS 2       /* copy --prefetch: one batch in use, the next arriving */
+#define COPY_BUFFERS 2 /* copy --prefetch: one batch in use, the next arriving */
 
 struct options {
     enum shape shape;
     int steps, skip;
-    double work_ms;       /* GPU work per step per rank (per stage for pipeline) */
+    double work_ms; /* GPU work per step per rank (per stage for pipeline) */
     double grad_mb;
     int buckets;
-    int unequal;          /* bucket b holds 2^b parts of the gradient */
-    int nslow;            /* --slow-rank given this many times */
+    int unequal; /* bucket b holds 2^b parts of the gradient */
+    int nslow;   /* --slow-rank given this many times */
     int slow_rank[MAX_SLOW];
     double slow_rank_factor[MAX_SLOW]; /* 0: --slow-factor */
     int slow_group;
     double slow_factor;
-    double imbalance;     /* per-step work factor drawn from [1-S, 1+S] */
-    int balance;          /* every rank does the step's mean work */
-    int micro;            /* pipeline micro-batches per step */
-    int one_f_one_b;      /* pipeline: 1F1B schedule instead of GPipe */
-    int pp_dp;            /* pipeline: data-parallel replicas of the whole pipeline */
-    int slow_stage;       /* pipeline: this stage's ranks in every copy are slow */
-    int interleave;       /* pipeline: model chunks per rank (virtual stages), 1 none */
-    double act_kb;        /* pipeline activations per step, split over them */
+    double imbalance; /* per-step work factor drawn from [1-S, 1+S] */
+    int balance;      /* every rank does the step's mean work */
+    int micro;        /* pipeline micro-batches per step */
+    int one_f_one_b;  /* pipeline: 1F1B schedule instead of GPipe */
+    int pp_dp;        /* pipeline: data-parallel replicas of the whole pipeline */
+    int slow_stage;   /* pipeline: this stage's ranks in every copy are slow */
+    int interleave;   /* pipeline: model chunks per rank (virtual stages), 1 none */
+    double act_kb;    /* pipeline activations per step, split over them */
     int tp, layers;
-    double tp_kb;         /* tpdp: bytes of each per-layer all-reduce */
-    double token_kb;      /* alltoall: tokens one rank sends another per layer */
-    int hot_rank;         /* alltoall: the rank that receives more tokens */
-    double hot_factor;    /* ... this many times the others' */
-    int kernels;          /* launch: kernels per step */
+    double tp_kb;      /* tpdp: bytes of each per-layer all-reduce */
+    double token_kb;   /* alltoall: tokens one rank sends another per layer */
+    int hot_rank;      /* alltoall: the rank that receives more tokens */
+    double hot_factor; /* ... this many times the others' */
+    int kernels;       /* launch: kernels per step */
     double kernel_us, host_us;
-    int host_sleep;       /* launch: the host work sleeps instead of spinning */
+    int host_sleep; /* launch: the host work sleeps instead of spinning */
     double loader_ms, loader_slow_ms;
     int prefetch;
     int read_kb;
-    double batch_mb;      /* copy: bytes copied to the GPU per step */
-    int pinned;           /* copy: the host buffer is pinned (cudaMallocHost) */
+    double batch_mb; /* copy: bytes copied to the GPU per step */
+    int pinned;      /* copy: the host buffer is pinned (cudaMallocHost) */
     int kernel_iters;
     int markers;
-    int mid_sync;         /* dp: the loss read back (.item()) after the forward */
-    int no_nccl;          /* one GPU and no communicator: no collective at all */
-    double step_host_ms;  /* dp: host work per step (logging, Python) */
-    int ckpt_every;       /* dp: a checkpoint every N steps (0: none) */
+    int mid_sync;        /* dp: the loss read back (.item()) after the forward */
+    int no_nccl;         /* one GPU and no communicator: no collective at all */
+    double step_host_ms; /* dp: host work per step (logging, Python) */
+    int ckpt_every;      /* dp: a checkpoint every N steps (0: none) */
     double ckpt_mb;
     int ckpt_rank;
     unsigned seed;
@@ -173,8 +182,8 @@ struct rank_env {
 struct gpu {
     cudaStream_t stream;
     float *act, *grad, *norm, *tp_buf, *send_buf, *recv_buf;
-    float *a2a_send, *a2a_recv;  /* alltoall: one slot per peer */
-    size_t a2a_slot;             /* elements in a slot (the hot rank's share) */
+    float *a2a_send, *a2a_recv; /* alltoall: one slot per peer */
+    size_t a2a_slot;            /* elements in a slot (the hot rank's share) */
     unsigned char *pinned, *input_dev;
     /* copy: host batches (pageable or pinned), their device buffers, the
      * side stream that prefetches and the events that say a batch arrived */
@@ -203,18 +212,18 @@ static void die(const char *fmt, ...)
     exit(1);
 }
 
-#define CUDA_CHECK(call)                                                        \
-    do {                                                                        \
-        cudaError_t e_ = (call);                                                \
-        if (e_ != cudaSuccess)                                                  \
+#define CUDA_CHECK(call)                                                                    \
+    do {                                                                                    \
+        cudaError_t e_ = (call);                                                            \
+        if (e_ != cudaSuccess)                                                              \
             die("%s failed: %s (%s)", #call, cudaGetErrorString(e_), cudaGetErrorName(e_)); \
     } while (0)
 
-#define NCCL_CHECK(call)                                                        \
-    do {                                                                        \
-        ncclResult_t r_ = (call);                                               \
-        if (r_ != ncclSuccess)                                                  \
-            die("%s failed: %s", #call, ncclGetErrorString(r_));                \
+#define NCCL_CHECK(call)                                         \
+    do {                                                         \
+        ncclResult_t r_ = (call);                                \
+        if (r_ != ncclSuccess)                                   \
+            die("%s failed: %s", #call, ncclGetErrorString(r_)); \
     } while (0)
 
 static uint64_t now_ns(void)
@@ -245,70 +254,71 @@ static void spin_ns(uint64_t ns)
 static void usage(FILE *to)
 {
     fprintf(to,
-        "usage: shapes --shape dp|pipeline|tpdp|launch|loader|copy|alltoall|1f1b [options]\n"
-        "common:\n"
-        "  --steps N             steps (10); --skip N steps left out of the mean (3)\n"
-        "  --work-ms X           GPU work per step and rank, ms at 1000 threads/us (20)\n"
-        "  --grad-mb X           gradients all-reduced per step, MiB (16)\n"
-        "  --slow-rank R --slow-factor F   rank R's kernels take F times longer\n"
-        "  --slow-rank R:F       rank R's kernels take F times longer; repeatable\n"
-        "                        (up to 8 ranks), each R without :F at --slow-factor\n"
-        "  --kernel-iters N      arithmetic per GPU thread (real GPUs only) (16)\n"
-        "  --no-markers          no NVTX range per step\n"
-        "  --no-nccl             one GPU and no communicator (WORLD_SIZE 1; dp, launch, copy)\n"
-        "  --rendezvous DIR      where rank 0 publishes the NCCL id\n"
-        "                        (default $SCALEPROF_RENDEZVOUS, then $SIM_RENDEZVOUS)\n"
-        "dp:\n"
-        "  --buckets N           gradient buckets, all-reduced after the backward pass (4)\n"
-        "  --unequal             bucket b holds 2^b parts of the gradient\n"
-        "  --imbalance S         each step each rank's work is drawn from [1-S, 1+S] (0)\n"
-        "  --balance             every rank does the mean of the step's draws\n"
-        "  --seed N              seed of the draws and the dataset (1)\n"
-        "  --step-host-ms X      host work per step after the forward is launched (0)\n"
-        "  --mid-sync            read the loss back (a blocking copy, like .item()) after\n"
-        "                        the forward, before that host work and the backward\n"
-        "  --ckpt-every N        every Nth step, --ckpt-rank writes a checkpoint (0: never)\n"
-        "  --ckpt-mb X           checkpoint size, MiB, written and fsynced in --data (64)\n"
-        "  --ckpt-rank R         the rank that writes it (0)\n"
-        "pipeline and 1f1b (one stage per rank):\n"
-        "  --micro-batches M     micro-batches per step, same total work (4)\n"
-        "  --act-kb X            activations per step, KiB, split over them (1024)\n"
-        "  --1f1b                one-forward-one-backward schedule instead of GPipe\n"
-        "  --pp-dp N             N data-parallel copies of the pipeline, WORLD_SIZE/N stages\n"
-        "                        each; a stage's gradients (--grad-mb) all-reduced over its\n"
-        "                        copies instead of the gradient norm over every rank (1)\n"
-        "  --slow-stage S        stage S's kernels take --slow-factor times longer, in every copy\n"
-        "  --interleave V        V model chunks per rank (virtual stages), looped: the last\n"
-        "                        rank's chunk c feeds rank 0's chunk c+1; micro-batches a\n"
-        "                        multiple of the stages (1)\n"
-        "tpdp:\n"
-        "  --tp N                ranks per tensor-parallel group (2)\n"
-        "  --layers N            layers, each with an all-reduce in its group (4)\n"
-        "  --tp-kb X             bytes of each per-layer all-reduce, KiB (1024)\n"
-        "  --slow-group G        group G's kernels take --slow-factor times longer\n"
-        "alltoall (also --layers):\n"
-        "  --token-kb X          tokens each rank sends each other rank per layer, KiB (64)\n"
-        "  --hot-rank R          the rank that receives --hot-factor times the tokens\n"
-        "  --hot-factor F        ... and computes its experts F times longer (1)\n"
-        "launch:\n"
-        "  --kernels N           kernels per step (2000)\n"
-        "  --kernel-us X         each kernel's GPU time (4)\n"
-        "  --host-us X           host work before each launch (40)\n"
-        "  --host-sleep          that host time is slept, not spent on the CPU\n"
-        "loader:\n"
-        "  --loader-ms X         time to prepare a batch (2)\n"
-        "  --loader-slow-ms X    the same on this rank's late steps (30)\n"
-        "  --prefetch N          batches asked for ahead, 0 or 1 (0)\n"
-        "  --read-kb N           bytes read from files per batch (64)\n"
-        "  --data DIR            dataset directory, created if missing ($TMPDIR/shapes_data)\n"
-        "copy (each step's batch copied host to GPU, then computed on):\n"
-        "  --batch-mb X          batch copied per step, MiB (4)\n"
-        "  --pinned              the host batch is pinned memory (default: pageable)\n"
-        "  --prefetch N          1: the next batch is copied on a side stream during\n"
-        "                        this step's compute (default 0: in line, before it)\n"
-        "environment: RANK, WORLD_SIZE, LOCAL_RANK; EXAMPLE_TRUTH=FILE logs host-side facts\n");
+            "usage: shapes --shape dp|pipeline|tpdp|launch|loader|copy|alltoall|1f1b [options]\n"
+            "common:\n"
+            "  --steps N             steps (10); --skip N steps left out of the mean (3)\n"
+            "  --work-ms X           GPU work per step and rank, ms at 1000 threads/us (20)\n"
+            "  --grad-mb X           gradients all-reduced per step, MiB (16)\n"
+            "  --slow-rank R --slow-factor F   rank R's kernels take F times longer\n"
+            "  --slow-rank R:F       rank R's kernels take F times longer; repeatable\n"
+            "                        (up to 8 ranks), each R without :F at --slow-factor\n"
+            "  --kernel-iters N      arithmetic per GPU thread (real GPUs only) (16)\n"
+            "  --no-markers          no NVTX range per step\n"
+            "  --no-nccl             one GPU and no communicator (WORLD_SIZE 1; dp, launch, copy)\n"
+            "  --rendezvous DIR      where rank 0 publishes the NCCL id\n"
+            "                        (default $SCALEPROF_RENDEZVOUS, then $SIM_RENDEZVOUS)\n"
+            "dp:\n"
+            "  --buckets N           gradient buckets, all-reduced after the backward pass (4)\n"
+            "  --unequal             bucket b holds 2^b parts of the gradient\n"
+            "  --imbalance S         each step each rank's work is drawn from [1-S, 1+S] (0)\n"
+            "  --balance             every rank does the mean of the step's draws\n"
+            "  --seed N              seed of the draws and the dataset (1)\n"
+            "  --step-host-ms X      host work per step after the forward is launched (0)\n"
+            "  --mid-sync            read the loss back (a blocking copy, like .item()) after\n"
+            "                        the forward, before that host work and the backward\n"
+            "  --ckpt-every N        every Nth step, --ckpt-rank writes a checkpoint (0: never)\n"
+            "  --ckpt-mb X           checkpoint size, MiB, written and fsynced in --data (64)\n"
+            "  --ckpt-rank R         the rank that writes it (0)\n"
+            "pipeline and 1f1b (one stage per rank):\n"
+            "  --micro-batches M     micro-batches per step, same total work (4)\n"
+            "  --act-kb X            activations per step, KiB, split over them (1024)\n"
+            "  --1f1b                one-forward-one-backward schedule instead of GPipe\n"
+            "  --pp-dp N             N data-parallel copies of the pipeline, WORLD_SIZE/N stages\n"
+            "                        each; a stage's gradients (--grad-mb) all-reduced over its\n"
+            "                        copies instead of the gradient norm over every rank (1)\n"
+            "  --slow-stage S        stage S's kernels take --slow-factor times longer, in every copy\n"
+            "  --interleave V        V model chunks per rank (virtual stages), looped: the last\n"
+            "                        rank's chunk c feeds rank 0's chunk c+1; micro-batches a\n"
+            "                        multiple of the stages (1)\n"
+            "tpdp:\n"
+            "  --tp N                ranks per tensor-parallel group (2)\n"
+            "  --layers N            layers, each with an all-reduce in its group (4)\n"
+            "  --tp-kb X             bytes of each per-layer all-reduce, KiB (1024)\n"
+            "  --slow-group G        group G's kernels take --slow-factor times longer\n"
+            "alltoall (also --layers):\n"
+            "  --token-kb X          tokens each rank sends each other rank per layer, KiB (64)\n"
+            "  --hot-rank R          the rank that receives --hot-factor times the tokens\n"
+            "  --hot-factor F        ... and computes its experts F times longer (1)\n"
+            "launch:\n"
+            "  --kernels N           kernels per step (2000)\n"
+            "  --kernel-us X         each kernel's GPU time (4)\n"
+            "  --host-us X           host work before each launch (40)\n"
+            "  --host-sleep          that host time is slept, not spent on the CPU\n"
+            "loader:\n"
+            "  --loader-ms X         time to prepare a batch (2)\n"
+            "  --loader-slow-ms X    the same on this rank's late steps (30)\n"
+            "  --prefetch N          batches asked for ahead, 0 or 1 (0)\n"
+            "  --read-kb N           bytes read from files per batch (64)\n"
+            "  --data DIR            dataset directory, created if missing ($TMPDIR/shapes_data)\n"
+            "copy (each step's batch copied host to GPU, then computed on):\n"
+            "  --batch-mb X          batch copied per step, MiB (4)\n"
+            "  --pinned              the host batch is pinned memory (default: pageable)\n"
+            "  --prefetch N          1: the next batch is copied on a side stream during\n"
+            "                        this step's compute (default 0: in line, before it)\n"
+            "environment: RANK, WORLD_SIZE, LOCAL_RANK; EXAMPLE_TRUTH=FILE logs host-side facts\n");
 }
 
+// clang-format off
 enum {
     OPT_SHAPE = 256, OPT_STEPS, OPT_SKIP, OPT_WORK, OPT_GRAD, OPT_BUCKETS, OPT_UNEQUAL,
     OPT_SLOW_RANK, OPT_SLOW_GROUP, OPT_SLOW_FACTOR, OPT_IMBALANCE, OPT_BALANCE, OPT_MICRO,
@@ -318,6 +328,7 @@ enum {
     OPT_CKPT_RANK, OPT_BATCH_MB, OPT_PINNED, OPT_TOKEN_KB, OPT_HOT_RANK, OPT_HOT_FACTOR, OPT_1F1B, OPT_PP_DP,
     OPT_SLOW_STAGE, OPT_INTERLEAVE, OPT_HELP,
 };
+// clang-format on
 
 static const struct option long_opts[] = {
     {"shape", required_argument, 0, OPT_SHAPE},
@@ -411,7 +422,7 @@ static void parse_slow_rank(const char *name, const char *arg, struct options *o
 static void parse_options(int argc, char **argv, struct options *o)
 {
     memset(o, 0, sizeof *o);
-    o->shape = (enum shape)-1;
+    o->shape = (enum shape)(-1);
     o->steps = 10;
     o->skip = 3;
     o->work_ms = 20;
@@ -456,7 +467,8 @@ static void parse_options(int argc, char **argv, struct options *o)
                     found = i;
             if (found < 0) {
                 fprintf(stderr, "shapes: --shape: '%s' is not one of dp, pipeline, tpdp, "
-                        "launch, loader, copy, alltoall, 1f1b\n", optarg);
+                                "launch, loader, copy, alltoall, 1f1b\n",
+                        optarg);
                 exit(2);
             }
             o->shape = (enum shape)found;
@@ -506,7 +518,8 @@ static void parse_options(int argc, char **argv, struct options *o)
         case OPT_CKPT_RANK: o->ckpt_rank = (int)parse_number(n, optarg, 0, 1 << 20); break;
         case OPT_BATCH_MB: o->batch_mb = parse_number(n, optarg, 0.001, 1 << 14); break;
         case OPT_PINNED: o->pinned = 1; break;
-        case OPT_HELP: case 'h': usage(stdout); exit(0);
+        case OPT_HELP:
+        case 'h': usage(stdout); exit(0);
         default: usage(stderr); exit(2);
         }
     }
@@ -570,7 +583,8 @@ static void truth_launch(int step, uint64_t calls_ns, uint64_t host_ns)
     char line[200];
     int n = snprintf(line, sizeof line,
                      "{\"type\":\"launch\",\"rank\":%d,\"step\":%d,\"calls_ns\":%llu,"
-                     "\"host_ns\":%llu}\n", g_rank, step, (unsigned long long)calls_ns,
+                     "\"host_ns\":%llu}\n",
+                     g_rank, step, (unsigned long long)calls_ns,
                      (unsigned long long)host_ns);
     truth_line(line, n);
 }
@@ -600,8 +614,8 @@ __global__ void busy_kernel(float *act, unsigned n, int iters, float scale)
 static void launch_ms(const struct options *o, struct gpu *g, double ms)
 {
     double blocks = ms * THREADS_PER_MS / THREADS_PER_BLOCK + 0.5;
-    busy_kernel<<<blocks < 1 ? 1u : (unsigned)blocks, THREADS_PER_BLOCK, 0, g->stream>>>(
-        g->act, ACT_ELEMS, o->kernel_iters, 0.999f);
+    unsigned grid = blocks < 1 ? 1u : (unsigned)blocks;
+    busy_kernel<<<grid, THREADS_PER_BLOCK, 0, g->stream>>>(g->act, ACT_ELEMS, o->kernel_iters, 0.999f);
     CUDA_CHECK(cudaGetLastError());
 }
 
@@ -660,7 +674,8 @@ static ncclUniqueId exchange_unique_id(const struct options *o, const struct ran
     const char *dir = rendezvous_dir(o);
     if (!dir)
         die("WORLD_SIZE=%d needs a rendezvous directory: --rendezvous DIR, "
-            "$SCALEPROF_RENDEZVOUS or $SIM_RENDEZVOUS", r->world);
+            "$SCALEPROF_RENDEZVOUS or $SIM_RENDEZVOUS",
+            r->world);
     char path[4096], tmp[4200];
     snprintf(path, sizeof path, "%s/nccl-id", dir);
     if (r->rank == 0) {
@@ -1092,7 +1107,12 @@ static void step_dp(const struct options *o, struct gpu *g, double scale, int st
  * send and a recv issued together form one NCCL group, as a 1F1B
  * schedule must (each blocking alone, neighbours would wait on each
  * other). */
-enum { RECV_FWD = 1, SEND_FWD = 2, RECV_BWD = 4, SEND_BWD = 8 };
+enum {
+    RECV_FWD = 1,
+    SEND_FWD = 2,
+    RECV_BWD = 4,
+    SEND_BWD = 8
+};
 
 /* This rank's stage and the last stage of its pipeline copy. */
 static int pipe_stage(const struct options *o, const struct rank_env *r, int *last)

@@ -277,7 +277,9 @@ static cudaError_t sim_copy(void *dst, const void *src, size_t count, enum cudaM
     op->act.correlation = corr;
     op->act.copy_kind = sim_copy_kind_of(dst, src, kind, &op->act.src_pinned, &op->act.dst_pinned);
     enum sim_copy_kind ck = op->act.copy_kind;
-    int host_pinned = ck == SIM_COPY_H2D ? op->act.src_pinned : ck == SIM_COPY_D2H ? op->act.dst_pinned : 1;
+    int host_pinned = ck == SIM_COPY_H2D   ? op->act.src_pinned
+                      : ck == SIM_COPY_D2H ? op->act.dst_pinned
+                                           : 1;
     op->duration_ns = sim_model_copy_ns(count, ck, host_pinned);
     sim_stream_submit(stream, st, op);
     /* as CUDA's: an asynchronous copy to or from pageable memory returns
@@ -703,8 +705,9 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, c
         return sim_set_error(cudaErrorInvalidValue);
     memset(attributes, 0, sizeof *attributes);
     int where = sim_alloc_lookup(ptr);
-    attributes->type = where >= 0 ? cudaMemoryTypeDevice
-                       : where == -1 ? cudaMemoryTypeHost : cudaMemoryTypeUnregistered;
+    attributes->type = where >= 0    ? cudaMemoryTypeDevice
+                       : where == -1 ? cudaMemoryTypeHost
+                                     : cudaMemoryTypeUnregistered;
     attributes->device = where >= 0 ? where : sim_device;
     attributes->devicePointer = where != -2 ? (void *)ptr : NULL;
     attributes->hostPointer = where < 0 ? (void *)ptr : NULL;

@@ -42,8 +42,8 @@ struct sim_event {
 struct sim_op {
     enum sim_op_kind kind;
     struct sim_op *next;
-    uint64_t seq;          /* position in its stream, from 1 */
-    uint64_t ready_ns;     /* earliest virtual start */
+    uint64_t seq;      /* position in its stream, from 1 */
+    uint64_t ready_ns; /* earliest virtual start */
     uint64_t duration_ns;
     struct sim_activity act; /* kernel, memcpy, memset: what is reported */
     void *dst;
@@ -52,7 +52,7 @@ struct sim_op {
     int value;
     struct sim_event *event;
     uint64_t event_gen;
-    int owns_event;        /* an implicit event, freed with the WAIT op */
+    int owns_event; /* an implicit event, freed with the WAIT op */
     struct sim_custom_op custom;
     void (*host_fn)(void *);
     void *host_arg;
@@ -66,7 +66,7 @@ struct sim_stream {
     int destroyed;
     struct sim_op *head, *tail;
     uint64_t submitted, completed;
-    uint64_t vclock;       /* virtual end of the last operation */
+    uint64_t vclock; /* virtual end of the last operation */
     pthread_cond_t work_cv;
     pthread_t thread;
     struct sim_stream *next_all;

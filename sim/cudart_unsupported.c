@@ -13,12 +13,12 @@
 #define SIM_CUDA_ERROR_NOT_SUPPORTED 801 /* cudaErrorNotSupported */
 #include "sim_common.h"
 
-#define SIM_UNSUPPORTED(name) \
-    int name(void);                 \
-    int name(void)                  \
-    {                               \
-        sim_unsupported("cudart", #name); \
-        return SIM_CUDA_ERROR_NOT_SUPPORTED;               \
+#define SIM_UNSUPPORTED(name)                \
+    int name(void);                          \
+    int name(void)                           \
+    {                                        \
+        sim_unsupported("cudart", #name);    \
+        return SIM_CUDA_ERROR_NOT_SUPPORTED; \
     }
 
 SIM_UNSUPPORTED(__cudaGetProcAddress)

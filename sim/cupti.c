@@ -54,8 +54,8 @@ static struct {
     int npending;
     size_t dropped;
     CUpti_TimestampCallbackFunc ts_cb;
-    int64_t ts_offset;         /* client clock - CLOCK_MONOTONIC */
-    uint32_t flush_period_ms;  /* 0: only full buffers are delivered periodically */
+    int64_t ts_offset;        /* client clock - CLOCK_MONOTONIC */
+    uint32_t flush_period_ms; /* 0: only full buffers are delivered periodically */
     int thread_started;
     int subscribed;
     CUptiResult last_error;
@@ -106,7 +106,7 @@ CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f
 {
     pthread_mutex_lock(&sim_cupti.lock);
     sim_cupti.ts_cb = funcTimestamp;
-    int64_t off = sim_calibrate(funcTimestamp ? (uint64_t (*)(void))funcTimestamp : sim_realtime_client);
+    int64_t off = sim_calibrate(funcTimestamp ? (uint64_t(*)(void))funcTimestamp : sim_realtime_client);
     if (off > -SIM_SAME_CLOCK_NS && off < SIM_SAME_CLOCK_NS)
         off = 0;
     sim_cupti.ts_offset = off;
@@ -443,9 +443,21 @@ CUptiResult cuptiActivityDisableContext(CUcontext context, CUpti_ActivityKind ki
     return cuptiActivityDisable(kind);
 }
 
-CUptiResult cuptiActivityEnableLatencyTimestamps(uint8_t enable) { (void)enable; return CUPTI_SUCCESS; }
-CUptiResult cuptiActivityEnableLaunchAttributes(uint8_t enable) { (void)enable; return CUPTI_SUCCESS; }
-CUptiResult cuptiFinalize(void) { cuptiActivityFlushAll(1); return CUPTI_SUCCESS; }
+CUptiResult cuptiActivityEnableLatencyTimestamps(uint8_t enable)
+{
+    (void)enable;
+    return CUPTI_SUCCESS;
+}
+CUptiResult cuptiActivityEnableLaunchAttributes(uint8_t enable)
+{
+    (void)enable;
+    return CUPTI_SUCCESS;
+}
+CUptiResult cuptiFinalize(void)
+{
+    cuptiActivityFlushAll(1);
+    return CUPTI_SUCCESS;
+}
 
 /* ------------------------------------------------------------ subscribers */
 
@@ -549,7 +561,7 @@ CUptiResult cuptiGetStreamIdEx(CUcontext context, CUstream stream, uint8_t perTh
     (void)context, (void)perThreadStream;
     if (!streamId)
         return CUPTI_ERROR_INVALID_PARAMETER;
-    uint32_t (*id_of)(void *) = (uint32_t (*)(void *))dlsym(RTLD_DEFAULT, "sim_stream_id");
+    uint32_t (*id_of)(void *) = (uint32_t(*)(void *))dlsym(RTLD_DEFAULT, "sim_stream_id");
     if (!id_of)
         return sim_cupti_not_supported("cuptiGetStreamIdEx");
     *streamId = id_of(stream);

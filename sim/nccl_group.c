@@ -29,6 +29,7 @@
 
 #define SIM_NCCL_MAX_GROUP 4096
 
+// clang-format off
 enum sim_coll {
     SIM_ALLREDUCE, SIM_BROADCAST, SIM_REDUCE, SIM_ALLGATHER, SIM_REDUCESCATTER,
     SIM_SEND, SIM_RECV,
@@ -37,20 +38,21 @@ enum sim_coll {
 static const char *const sim_coll_names[] = {
     "allreduce", "broadcast", "reduce", "allgather", "reducescatter", "send", "recv",
 };
+// clang-format on
 
 struct sim_nccl_op {
     enum sim_coll coll;
     struct sim_comm *comm;
     const void *sendbuf;
     void *recvbuf;
-    size_t count;          /* elements as passed by the caller */
+    size_t count; /* elements as passed by the caller */
     ncclDataType_t type;
     ncclRedOp_t redop;
-    int root;              /* root, or peer for send/recv */
+    int root; /* root, or peer for send/recv */
     cudaStream_t stream;
     uint64_t seq;
-    uint64_t bytes;        /* size in the nccl-tests convention */
-    double factor;         /* bus-bandwidth factor */
+    uint64_t bytes; /* size in the nccl-tests convention */
+    double factor;  /* bus-bandwidth factor */
     uint64_t arrive_ns, last_arrive_ns, end_ns;
     int failed;
 };
@@ -85,6 +87,7 @@ static void sim_nmodel_load(void)
 
 size_t sim_nccl_type_size(ncclDataType_t t)
 {
+    // clang-format off
     switch (t) {
     case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
     case ncclFloat16: case ncclBfloat16: return 2;
@@ -92,6 +95,7 @@ size_t sim_nccl_type_size(ncclDataType_t t)
     case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
     default: return 0;
     }
+    // clang-format on
 }
 
 /* ------------------------------------------------------------ kernel names */
@@ -108,7 +112,8 @@ static const char *sim_redop_name(ncclRedOp_t op)
     switch (op) {
     case ncclSum: return "Sum";
     case ncclProd: return "Prod";
-    case ncclMax: case ncclMin: return "MinMax";
+    case ncclMax:
+    case ncclMin: return "MinMax";
     case ncclAvg: return "Sum";
     default: return "PreMulSum";
     }
@@ -164,16 +169,23 @@ static const char *sim_intern(const char *name)
 /* Elements are handled in three classes, each through its widest type:
  * signed integers as int64_t, unsigned as uint64_t, floating point as
  * double.  Half, bfloat16 and fp8 have no host arithmetic here: kept as is. */
-enum sim_class { SIM_SIGNED, SIM_UNSIGNED, SIM_FLOAT, SIM_OPAQUE };
+enum sim_class {
+    SIM_SIGNED,
+    SIM_UNSIGNED,
+    SIM_FLOAT,
+    SIM_OPAQUE
+};
 
 static enum sim_class sim_class_of(ncclDataType_t t)
 {
+    // clang-format off
     switch (t) {
     case ncclInt8: case ncclInt32: case ncclInt64: return SIM_SIGNED;
     case ncclUint8: case ncclUint32: case ncclUint64: return SIM_UNSIGNED;
     case ncclFloat32: case ncclFloat64: return SIM_FLOAT;
     default: return SIM_OPAQUE;
     }
+    // clang-format on
 }
 
 static int64_t sim_get_i(const void *p, size_t i, ncclDataType_t t)
@@ -504,8 +516,11 @@ static ncclResult_t sim_launch_stream(cudaStream_t s, int *taken)
     b->device = sim_stream_device(s);
     b->stream_id = sim_stream_id(s);
     struct sim_custom_op op = {
-        .run = sim_batch_run, .release = sim_batch_release, .arg = b,
-        .kernel_name = sim_intern(b->kernel_name), .correlation = b->correlation,
+        .run = sim_batch_run,
+        .release = sim_batch_release,
+        .arg = b,
+        .kernel_name = sim_intern(b->kernel_name),
+        .correlation = b->correlation,
     };
     if (sim_stream_enqueue_custom(s, &op) != 0) {
         sim_batch_release(b);
@@ -621,8 +636,15 @@ static ncclResult_t sim_coll(enum sim_coll coll, const void *sendbuf, void *recv
                              cudaStream_t stream)
 {
     struct sim_nccl_op op = {
-        .coll = coll, .comm = (struct sim_comm *)comm, .sendbuf = sendbuf, .recvbuf = recvbuf,
-        .count = count, .type = type, .redop = redop, .root = root, .stream = stream,
+        .coll = coll,
+        .comm = (struct sim_comm *)comm,
+        .sendbuf = sendbuf,
+        .recvbuf = recvbuf,
+        .count = count,
+        .type = type,
+        .redop = redop,
+        .root = root,
+        .stream = stream,
     };
     return sim_submit(&op);
 }

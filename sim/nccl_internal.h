@@ -19,11 +19,11 @@
 #include "sim_private.h"
 
 #define SIM_NCCL_MAX_RANKS 4096
-#define SIM_NCCL_SLOTS 8                    /* in-flight collectives per comm */
-#define SIM_NCCL_DATA_MAX (256 * 1024)      /* bytes per rank really exchanged */
+#define SIM_NCCL_SLOTS 8               /* in-flight collectives per comm */
+#define SIM_NCCL_DATA_MAX (256 * 1024) /* bytes per rank really exchanged */
 #define SIM_NCCL_P2P_SLOTS 4
 #define SIM_NCCL_P2P_DATA_MAX (64 * 1024)
-#define SIM_NCCL_P2P_DATA_RANKS 64          /* above this many ranks, p2p moves no data */
+#define SIM_NCCL_P2P_DATA_RANKS 64 /* above this many ranks, p2p moves no data */
 
 /* Where the parts of a segment lie; identical on all ranks (from nranks). */
 struct sim_shm_layout {
@@ -40,7 +40,7 @@ struct sim_shm_header {
 struct sim_shm_slot {
     _Atomic uint32_t arrived; /* futex */
     uint32_t pad;
-    uint64_t value[];         /* per rank: arrival time, or exchanged info */
+    uint64_t value[]; /* per rank: arrival time, or exchanged info */
 };
 
 /* One ordered (sender, receiver) pair. */

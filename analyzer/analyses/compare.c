@@ -260,10 +260,15 @@ void sp_compare_free(struct sp_cmp *c)
     c->runs = NULL;
 }
 
+double sp_cmp_cost_per_step(const struct sp_cmp_run *r, double price)
+{
+    return price * r->m.nranks * r->step_s / SECONDS_PER_HOUR;
+}
+
 double sp_cmp_cost_per_1k(const struct sp_cmp_run *r, double price)
 {
     if (price <= 0 || r->samples_per_step <= 0) return 0;
-    return price * r->m.nranks * r->step_s / SECONDS_PER_HOUR / r->samples_per_step * 1000;
+    return sp_cmp_cost_per_step(r, price) / r->samples_per_step * 1000;
 }
 
 const char *sp_cmp_throughput_unit(const struct sp_cmp *c)

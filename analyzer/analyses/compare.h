@@ -72,6 +72,8 @@ double sp_cmp_transfer_ms(const struct sp_cmp_run *r);
  * / the run's samples per step (0 when the price or the batch is
  * unknown).  Each sample's cost against the baseline's is r->cost_x. */
 double sp_cmp_cost_per_1k(const struct sp_cmp_run *r, double price);
+/* The same per step over all the run's GPUs (price x GPUs x step time). */
+double sp_cmp_cost_per_step(const struct sp_cmp_run *r, double price);
 /* "samples/s", or "batches/s" (per-GPU batches of the baseline's size)
  * when no batch was given: the unit of every run's thr. */
 const char *sp_cmp_throughput_unit(const struct sp_cmp *c);

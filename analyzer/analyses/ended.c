@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "json.h"
-#include "model_int.h"
+#include "model_util.h"
 #include "sprof.h"
 #include "units.h"
 

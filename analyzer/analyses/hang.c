@@ -42,7 +42,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "model_int.h"
+#include "model_util.h"
 #include "model_summary.h"
 #include "sprof.h"
 #include "traceset.h"

@@ -36,7 +36,7 @@
 #include <string.h>
 
 #include "host.h"
-#include "model_int.h"
+#include "model_util.h"
 #include "traceset.h"
 #include "units.h"
 

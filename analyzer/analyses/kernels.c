@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "kernels.h"
-#include "model_int.h"
+#include "model_util.h"
 #include "traceset.h"
 
 #define TABLE_MIN 1024 /* slots; a power of two, doubled at half full */

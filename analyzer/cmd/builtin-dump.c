@@ -32,6 +32,7 @@ struct dump_opts {
 
 static void usage(FILE *out)
 {
+    // clang-format off
     fprintf(out,
             "usage: scaleprof dump [--json] [--header-only] FILE...\n"
             "\n"
@@ -48,6 +49,7 @@ static void usage(FILE *out)
             "\n"
             "Damage (truncated or corrupt frames) is described on stderr; the intact\n"
             "events are still printed.  Exit status 1 when a FILE is not a readable trace.\n");
+    // clang-format on
 }
 
 /* ---- JSON strings ---------------------------------------------------------- */
@@ -96,11 +98,13 @@ static void header_json(FILE *out, const char *path, const struct sp_file_info *
             h->slot_size, h->slot_count, h->strings_used, h->strings_size);
     fputs(",\"flag_names\":", out);
     json_string(out, flags);
+    // clang-format off
     const struct {
         const char *key, *val;
     } texts[] = {{"host", in->host}, {"exe", in->exe}, {"argv", in->argv},
                  {"source", in->source}, {"cuda_devices", in->cuda_devices},
                  {"run", in->run}, {"clock", in->clock[0] ? in->clock : "monotonic"}, {"clock_calibration", in->clock_cal}};
+    // clang-format on
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         fprintf(out, ",\"%s\":", texts[i].key);
         json_string(out, texts[i].val);
@@ -127,9 +131,11 @@ static void header_text(FILE *out, const char *path, const struct sp_file_info *
     fprintf(out, "# %s\n", path);
     fprintf(out, "#   version %" PRIu32 "  pid %" PRId32 "  ppid %" PRId32 "  host %s\n", h->version,
             h->pid, h->ppid, in->host[0] ? in->host : "?");
+    // clang-format off
     fprintf(out, "#   rank %" PRId32 "  local_rank %" PRId32 "  world_size %" PRId32
                  "  local_world_size %" PRId32 "\n",
             h->rank, h->local_rank, h->world_size, h->local_world_size);
+    // clang-format on
     if (in->exe[0] || in->argv[0]) {
         fputs("#   exe ", out);
         text_escaped(out, in->exe);
@@ -148,19 +154,23 @@ static void header_text(FILE *out, const char *path, const struct sp_file_info *
         }
         fputc('\n', out);
     }
+    // clang-format off
     fprintf(out, "#   start mono %" PRIu64 " real %" PRIu64 "  end mono %" PRIu64 " real %" PRIu64
                  "%s\n",
             h->start_mono, h->start_real, h->end_mono, h->end_real,
             in->closed ? "" : "  (never closed: the process died or still runs)");
+    // clang-format on
     /* Times are CLOCK_MONOTONIC ns whichever clock was read; writers
      * before the clock TLV read clock_gettime. */
     fprintf(out, "#   clock %s%s%s\n", in->clock[0] ? in->clock : "monotonic",
             in->clock_cal[0] ? "; " : "", in->clock_cal);
     fprintf(out, "#   events_dropped %" PRIu64 "  strings_dropped %" PRIu64 "  flags %s\n",
             h->events_dropped, h->strings_dropped, flags[0] ? flags : "none");
+    // clang-format off
     fprintf(out, "#   slots %" PRIu32 " x %" PRIu32 " bytes  strings %" PRIu64 " of %" PRIu64
                  " bytes\n",
             h->slot_count, h->slot_size, h->strings_used, h->strings_size);
+    // clang-format on
 }
 
 /* ---- events ----------------------------------------------------------------------- */
@@ -233,7 +243,10 @@ static void report_damage(const char *path, const struct sp_reader *r)
     }
 }
 
-struct dump_ctx { const char *path; const struct dump_opts *o; };
+struct dump_ctx {
+    const char *path;
+    const struct dump_opts *o;
+};
 
 static int dump_open(void *ctx, struct sp_reader *r)
 {
@@ -279,13 +292,15 @@ static int dump_file(const char *path, const struct dump_opts *o)
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         fprintf(stderr, "scaleprof dump: %s is a directory: dump reads trace files (%s/<host>/<pid>.sprof); "
-                        "scaleprof report reads a directory\n", path, path);
+                        "scaleprof report reads a directory\n",
+                path, path);
         return 1;
     }
     size_t len = strlen(path), sl = strlen(SP_SUMMARY_SUFFIX);
     if (len >= sl && !strcmp(path + len - sl, SP_SUMMARY_SUFFIX)) {
         fprintf(stderr, "scaleprof dump: %s is a summary (scaleprof reduce), which holds no events: dump the "
-                        "trace files it was made from\n", path);
+                        "trace files it was made from\n",
+                path);
         return 1;
     }
     struct sp_pass pass = {.tool = {.any = dump_event}, .open = dump_open, .close = dump_close};

@@ -116,25 +116,21 @@ static void warn_size(const char *dir, double bytes, int gz, int json)
 int cmd_export(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"output", required_argument, NULL, 'o'},
+        SP_OPT_OUTPUT,
         {"ranks", required_argument, NULL, 'R'},
         {"whatif", required_argument, NULL, 'W'},
         {"format", required_argument, NULL, 'F'},
         {"full", no_argument, NULL, 'U'},
         {"summary", no_argument, NULL, 'S'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        SP_OPT_HELP_END,
     };
     struct sp_model_opts o;
-    sp_model_opts_default(&o);
-    o.progress = 1;
     struct sp_export_opts eo = {.step_first = -1, .step_last = -1, .whatif = -1};
     int json = -1; /* -1: from FILE's name */
     const char *path = NULL;
     long long *ranks = NULL;
     int c, rc = SP_EXIT_USAGE;
-    struct sp_opts p;
-    sp_opts_init(&p, VERB, opts, &o);
+    struct sp_opts p = sp_opts_model(VERB, opts, &o);
     while ((c = sp_opts_next(&p, argc, argv, "ho:")) != -1) {
         switch (c) {
         case 'o':

@@ -545,21 +545,17 @@ static void json_out(const struct sp_model *m, const struct sp_hang *h)
 int cmd_hang(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"json", no_argument, NULL, 'J'},
+        SP_OPT_JSON,
         {"events", required_argument, NULL, 'e'},
         {"min-hang", required_argument, NULL, 'H'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        SP_OPT_HELP_END,
     };
     struct sp_hang_opts ho;
     sp_hang_opts_default(&ho);
     ho.deep = 1;
     struct sp_model_opts o;
-    sp_model_opts_default(&o);
-    o.progress = 1;
     int json = 0, c;
-    struct sp_opts p;
-    sp_opts_init(&p, VERB, opts, &o);
+    struct sp_opts p = sp_opts_model(VERB, opts, &o);
     while ((c = sp_opts_next(&p, argc, argv, "h")) != -1) {
         switch (c) {
         case 'J':
@@ -589,9 +585,7 @@ int cmd_hang(int argc, char **argv)
     const char *dir = argv[optind];
     struct sp_model m;
     if (sp_model_open(dir, &o, &m) < 0) {
-        for (int i = 0; i < m.nwarnings; i++)
-            fprintf(stderr, "scaleprof hang: %s\n", m.warnings[i]);
-        fprintf(stderr, "scaleprof hang: nothing to analyze in %s\n", dir);
+        sp_opt_nothing_to_analyze(VERB, &m, dir);
         sp_model_free(&m);
         return 1;
     }

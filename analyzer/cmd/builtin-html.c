@@ -23,7 +23,6 @@
 
 #define VERB "html"
 #define MAX_RUNS 32
-#define TOP_KERNELS 10
 
 /* The option table as --help prints it, one line a line. */
 // clang-format off
@@ -85,20 +84,17 @@ static int one_run(const char *dir, const struct sp_model_opts *o, const char *p
     }
     if (rc == 0) rc = sp_model_run(&m, SP_STAGE_FINDINGS);
     if (rc < 0) {
-        for (int i = 0; i < m.nwarnings; i++)
-            fprintf(stderr, "scaleprof html: %s\n", m.warnings[i]);
-        fprintf(stderr, "scaleprof html: nothing to analyze in %s\n", dir);
+        sp_opt_nothing_to_analyze(VERB, &m, dir);
+        sp_model_free(&m);
+        return 1;
+    }
+    if (top_kernels && sp_model_from_summaries(&m)) {
+        sp_opt_kernels_need_traces(VERB);
         sp_model_free(&m);
         return 1;
     }
     struct sp_kernels k;
     memset(&k, 0, sizeof k);
-    if (top_kernels && sp_model_from_summaries(&m)) {
-        fprintf(stderr, "scaleprof html: --kernels needs every kernel's name and time, which summaries (scaleprof "
-                        "reduce) do not hold: run it on the traces\n");
-        sp_model_free(&m);
-        return 1;
-    }
     if (top_kernels && sp_kernels_analyze(&m, &k) < 0) {
         fprintf(stderr, "scaleprof html: the kernel view ran out of memory\n");
         sp_kernels_free(&k);
@@ -151,55 +147,23 @@ static int several_runs(char *const *dirs, int n, const struct sp_model_opts *o,
 int cmd_html(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"samples-per-step", required_argument, NULL, 'S'},
-        {"price-per-gpu-hour", required_argument, NULL, 'P'},
-        {"global-batch", required_argument, NULL, 'G'},
-        {"kernels", optional_argument, NULL, 'K'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+        SP_OPT_OUTPUT, SP_OPT_SAMPLES_PER_STEP, SP_OPT_PRICE_PER_GPU_HOUR, SP_OPT_GLOBAL_BATCH,
+        SP_OPT_KERNELS, SP_OPT_HELP_END};
     struct sp_model_opts o;
-    sp_model_opts_default(&o);
-    o.progress = 1;
     const char *path = NULL;
-    double price = 0;
-    struct sp_cmp_batch batch = {0, 0};
-    int c, top_kernels = 0;
+    int c;
     char kernels_arg[64];
     argc = sp_opt_join_number(argc, argv, "--kernels", kernels_arg, sizeof kernels_arg);
-    struct sp_opts p;
-    sp_opts_init(&p, VERB, opts, &o);
+    struct sp_opts p = sp_opts_model(VERB, opts, &o);
     while ((c = sp_opts_next(&p, argc, argv, "ho:")) != -1) {
         switch (c) {
-        case 'o':
-            path = optarg;
-            break;
-        case 'S':
-            if (sp_opt_double(VERB, "--samples-per-step", optarg, 1e-9, 1e12, &o.samples_per_step) <
-                0)
-                return SP_EXIT_USAGE;
-            break;
-        case 'P':
-            if (sp_opt_double(VERB, "--price-per-gpu-hour", optarg, 0, 1e9, &price) < 0)
-                return SP_EXIT_USAGE;
-            break;
-        case 'G':
-            if (sp_opt_double(VERB, "--global-batch", optarg, 1e-9, 1e15, &batch.global) < 0)
-                return SP_EXIT_USAGE;
-            break;
-        case 'K':
-            top_kernels = TOP_KERNELS;
-            if (optarg && sp_opt_int(VERB, "--kernels", optarg, 1, INT32_MAX, &top_kernels) < 0)
-                return SP_EXIT_USAGE;
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            return 0;
-        default: /* said by sp_opts_next */
-            return SP_EXIT_USAGE;
+        case 'o': path = optarg; break;
+        case 'h': fputs(usage_text, stdout); return 0;
+        default: return SP_EXIT_USAGE; /* said by sp_opts_next */
         }
     }
+    int top_kernels = p.shared.top_kernels;
+    struct sp_cmp_batch batch = {0, p.shared.global_batch};
     int n = argc - optind;
     if (n == 0)
         return sp_usage_error(VERB, "no trace directory given (scaleprof html DIR -o FILE)");
@@ -217,5 +181,5 @@ int cmd_html(int argc, char **argv)
     if (n > 1 && top_kernels)
         return sp_usage_error(VERB, "--kernels is the kernel view of one run (scaleprof html DIR --kernels)");
     if (n == 1) return one_run(argv[optind], &o, path, top_kernels);
-    return several_runs(argv + optind, n, &o, &batch, price, path);
+    return several_runs(argv + optind, n, &o, &batch, p.shared.price, path);
 }

@@ -69,13 +69,13 @@ struct run_opts {
     const char *dir;
     const char *preload;
     const char *master_port;
-    int nproc;  /* ranks started here; 0: one process, no rank variables */
+    int nproc; /* ranks started here; 0: one process, no rank variables */
     int nnodes;
-    int node_rank; /* --node_rank: this launcher starts that real node's ranks; -1 all nodes here */
-    int world;     /* WORLD_SIZE: nproc, or nnodes x nproc for one real node */
+    int node_rank;           /* --node_rank: this launcher starts that real node's ranks; -1 all nodes here */
+    int world;               /* WORLD_SIZE: nproc, or nnodes x nproc for one real node */
     const char *master_addr; /* NULL: 127.0.0.1 unless MASTER_ADDR is set */
     int sim;
-    int force;  /* --force: add to a directory that holds traces already */
+    int force;      /* --force: add to a directory that holds traces already */
     int keep_going; /* --keep-going: a failed rank does not stop the others */
     char **cmd;
 };
@@ -85,6 +85,7 @@ static volatile int nchildren;
 
 static void usage(FILE *f)
 {
+    // clang-format off
     fprintf(f,
             "usage: scaleprof run [-o DIR] [--nproc N] [--nnodes M] [--sim] [--preload LIB] [--force]\n"
             "                     [--keep-going] -- CMD...\n"
@@ -118,6 +119,7 @@ static void usage(FILE *f)
             "\n"
             "Then: scaleprof report DIR (run names the next step that works: the host's\n"
             "timeline instead when no GPU activity was recorded)\n");
+    // clang-format on
 }
 
 /* ---- finding our libraries ---------------------------------------------------- */
@@ -150,11 +152,13 @@ static int first_existing(const char *bin, const char *const *rel, size_t n, cha
 
 static int find_preload(char *out, size_t len)
 {
+    // clang-format off
     static const char *const rel[] = {
         "../preload/libscaleprof.so",  "../lib/libscaleprof.so",
         "../lib64/libscaleprof.so",    "../lib/x86_64-linux-gnu/libscaleprof.so",
         "../lib/aarch64-linux-gnu/libscaleprof.so",
     };
+    // clang-format on
     char bin[PATH_MAX];
     if (bindir(bin, sizeof bin) && first_existing(bin, rel, 1, out, len))
         return 1; /* a build tree: its own library, never an installed one */
@@ -467,7 +471,8 @@ static int launch_and_wait(const struct run_opts *o, const char *outdir, int *an
                         fprintf(stderr,
                                 "scaleprof run: rank %d %s: stopping the %d other "
                                 "rank%s (SIGTERM, then SIGKILL after %d s; --keep-going to let them "
-                                "run)\n", rank_of(o, i) >= 0 ? rank_of(o, i) : i, how, left,
+                                "run)\n",
+                                rank_of(o, i) >= 0 ? rank_of(o, i) : i, how, left,
                                 left == 1 ? "" : "s", STOP_GRACE_S);
                         kill(-pid, SIGTERM); /* what the failed rank left behind */
                         forward_signal(SIGTERM);
@@ -483,6 +488,7 @@ static int launch_and_wait(const struct run_opts *o, const char *outdir, int *an
 
 static int parse(int argc, char **argv, struct run_opts *o)
 {
+    // clang-format off
     enum { OPT_NPROC = 256, OPT_NNODES, OPT_SIM, OPT_PRELOAD, OPT_PORT, OPT_FORCE, OPT_KEEP_GOING,
            OPT_PER_NODE, OPT_NODE_RANK, OPT_ADDR };
     static const struct option longopts[] = {
@@ -501,10 +507,15 @@ static int parse(int argc, char **argv, struct run_opts *o)
         {"master-addr", required_argument, 0, OPT_ADDR},
         {0, 0, 0, 0},
     };
+    // clang-format on
     int per_node = 0;
     const char *env_dir = getenv("SCALEPROF_DIR");
-    *o = (struct run_opts){.dir = env_dir && *env_dir ? env_dir : DEFAULT_DIR,
-                           .master_port = DEFAULT_MASTER_PORT, .nnodes = 1, .node_rank = -1};
+    *o = (struct run_opts){
+        .dir = env_dir && *env_dir ? env_dir : DEFAULT_DIR,
+        .master_port = DEFAULT_MASTER_PORT,
+        .nnodes = 1,
+        .node_rank = -1,
+    };
     int c;
     struct sp_opts p;
     sp_opts_init(&p, "run", longopts, NULL);
@@ -548,7 +559,7 @@ static int parse(int argc, char **argv, struct run_opts *o)
         return 0;
     }
     if (o->node_rank >= 0) { /* one real node: its ranks only, no simulated hostnames */
-        o->nproc = per_node ? per_node : o->nproc ? o->nproc : 1;
+        o->nproc = per_node ? per_node : (o->nproc ? o->nproc : 1);
         o->world = o->nproc * o->nnodes;
     } else if (per_node) {
         o->nproc = per_node * o->nnodes;
@@ -655,7 +666,8 @@ int cmd_run(int argc, char **argv)
     if (old) {
         fprintf(stderr, "scaleprof run: %s already holds %d trace file(s) of an earlier run: a report of it "
                         "would mix the two runs.  Give another -o DIR, remove the old traces, or --force to "
-                        "add to them\n", o.dir, old);
+                        "add to them\n",
+                o.dir, old);
         return EXIT_USAGE;
     }
     char outdir[PATH_MAX], rdv[PATH_MAX];
@@ -674,7 +686,8 @@ int cmd_run(int argc, char **argv)
     if (!written) {
         fprintf(stderr, "scaleprof run: the job left no trace in %s: none of its processes made a "
                         "recorded call, and each ended within 20 ms of its start (libscaleprof(7), "
-                        "\"Quiet short lives\")\n", outdir);
+                        "\"Quiet short lives\")\n",
+                outdir);
         return worst;
     }
     fprintf(stderr, "scaleprof: traces in %s\n", outdir);

@@ -36,11 +36,12 @@
 #include <zlib.h>
 
 #define CHUNK_BYTES (64 * 1024)
-#define MAX_DEPTH 64          /* frames kept; deeper ones (to SP_KINETO_DEPTH_MAX) only counted */
+#define MAX_DEPTH 64 /* frames kept; deeper ones (to SP_KINETO_DEPTH_MAX) only counted */
 #define US_TO_NS_POW10 3
 #define GZIP_MAGIC0 0x1f
 #define GZIP_MAGIC1 0x8b
 
+// clang-format off
 enum frame_kind { F_ROOT, F_EVENTS, F_EVENT, F_ARGS, F_DIST, F_GRID, F_BLOCK, F_GROUP, F_SKIP };
 
 /* Keys we route; K_OTHER for the rest. */
@@ -52,6 +53,7 @@ enum key_id {
     K_SRC_RANK, K_DST_RANK, K_RANK_ARG, K_EXTERNAL_ID,
     K_RANK, K_WORLD_SIZE, K_BACKEND,
 };
+// clang-format on
 
 struct key_name {
     enum frame_kind frame;
@@ -125,12 +127,14 @@ struct parser {
 
 /* ---- numbers ------------------------------------------------------------ */
 
+// clang-format off
 static const int64_t pow10_table[] = {
     1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000,
     1000000000, 10000000000, 100000000000, 1000000000000, 10000000000000,
     100000000000000, 1000000000000000, 10000000000000000, 100000000000000000,
     1000000000000000000,
 };
+// clang-format on
 #define POW10_MAX ((int)(sizeof pow10_table / sizeof pow10_table[0]) - 1)
 
 /* Apply a power of ten to a mantissa, rounding to nearest when dividing. */
@@ -359,6 +363,7 @@ static void route_number(struct parser *p, const char *s, size_t len)
     int is_time = f->key == K_TS || f->key == K_DUR;
     if (sp_kineto_parse_scaled(s, len, is_time ? US_TO_NS_POW10 : 0, &v))
         return; /* out of range: leave the field unknown */
+    // clang-format off
     switch (f->key) {
     case K_BASE_TIME: if (f->kind == F_ROOT) { p->meta->has_base = 1; p->meta->base_ns = (uint64_t)v; } break;
     case K_PID: ev->pid = v; break;
@@ -380,6 +385,7 @@ static void route_number(struct parser *p, const char *s, size_t len)
     case K_WORLD_SIZE: if (f->kind == F_DIST) p->meta->world_size = v; break;
     default: break;
     }
+    // clang-format on
 }
 
 static void route_string(struct parser *p, const unsigned char *s, size_t len)
@@ -422,7 +428,9 @@ static void route_string(struct parser *p, const unsigned char *s, size_t len)
         }
         break;
     }
+    // clang-format off
     case K_BACKEND: if (f->kind == F_DIST) copy_text(p->meta->backend, sizeof p->meta->backend, s, len); break;
+    // clang-format on
     default: break;
     }
 }
@@ -511,8 +519,10 @@ static int pop(struct parser *p)
 
 /* ---- yajl callbacks --------------------------------------------------------- */
 
+// clang-format off
 static int on_null(void *ctx) { (void)ctx; return 1; }
 static int on_bool(void *ctx, int v) { (void)ctx; (void)v; return 1; }
+// clang-format on
 
 static int on_number(void *ctx, const char *s, size_t len)
 {
@@ -549,20 +559,24 @@ static int on_start_array(void *ctx)
     return push(p, child_kind(p, 0));
 }
 
+// clang-format off
 static const yajl_callbacks callbacks = {
     on_null, on_bool, NULL, NULL, on_number, on_string,
     on_start_map, on_map_key, on_end, on_start_array, on_end,
 };
+// clang-format on
 
 /* ---- token lengths ------------------------------------------------------------ */
 
 /* Outside strings: what a byte is to the token scan. */
+// clang-format off
 enum { B_TOKEN, B_DELIM, B_QUOTE };
 static const unsigned char byte_class[256] = {
     [','] = B_DELIM, [':'] = B_DELIM, ['['] = B_DELIM, [']'] = B_DELIM, ['{'] = B_DELIM,
     ['}'] = B_DELIM, [' '] = B_DELIM, ['\n'] = B_DELIM, ['\r'] = B_DELIM, ['\t'] = B_DELIM,
     ['"'] = B_QUOTE,
 };
+// clang-format on
 
 static size_t token_too_long(struct parser *p, const char *what, size_t at)
 {
@@ -803,7 +817,8 @@ int sp_kineto_read(const char *path, sp_kineto_event_fn fn, void *ctx,
         snprintf(res->err, sizeof res->err,
                  "%s: not a Kineto trace: no \"traceEvents\" array at the top level, nor an "
                  "array of events (expected a PyTorch profiler JSON, as written by "
-                 "export_chrome_trace or tensorboard_trace_handler)", path);
+                 "export_chrome_trace or tensorboard_trace_handler)",
+                 path);
         return -1;
     }
     return rc;

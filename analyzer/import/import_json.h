@@ -31,13 +31,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SP_KINETO_NAME_MAX 4096 /* kernel names run to a few KiB */
-#define SP_KINETO_SHORT_MAX 128 /* cat, ph, dtype, collective, group names */
-#define SP_KINETO_DIM_MAX 3     /* grid and block are [x, y, z] */
-#define SP_KINETO_DEPTH_MAX 1024 /* open maps and arrays; Kineto writes 6 */
+#define SP_KINETO_NAME_MAX 4096        /* kernel names run to a few KiB */
+#define SP_KINETO_SHORT_MAX 128        /* cat, ph, dtype, collective, group names */
+#define SP_KINETO_DIM_MAX 3            /* grid and block are [x, y, z] */
+#define SP_KINETO_DEPTH_MAX 1024       /* open maps and arrays; Kineto writes 6 */
 #define SP_KINETO_TOKEN_MAX (1u << 20) /* bytes of one string or number */
-#define SP_KINETO_GROUP_MAX 64 /* ranks of "Process Group Ranks" kept: PyTorch
-                                  lists 30 at most, then "..., last" */
+#define SP_KINETO_GROUP_MAX 64         /* ranks of "Process Group Ranks" kept: PyTorch
+                                          lists 30 at most, then "..., last" */
 
 /* One element of traceEvents, flattened.  `has_*` says a field was seen;
  * numbers default to 0 and the signed ids to -1. */
@@ -47,10 +47,10 @@ struct sp_kineto_event {
     char name[SP_KINETO_NAME_MAX];
     size_t name_len;
     int name_truncated;
-    int64_t pid;     /* -1 when absent or not a number ("Spans") */
-    int64_t tid;     /* trailing number of a string tid ("stream 7") */
+    int64_t pid; /* -1 when absent or not a number ("Spans") */
+    int64_t tid; /* trailing number of a string tid ("stream 7") */
     int has_ts, has_dur;
-    int64_t ts_ns;   /* trace clock, ns */
+    int64_t ts_ns; /* trace clock, ns */
     int64_t dur_ns;
     /* args */
     int64_t correlation, stream, device; /* -1 unknown */
@@ -59,24 +59,24 @@ struct sp_kineto_event {
     int grid_n, block_n;
     char collective[SP_KINETO_SHORT_MAX]; /* args "Collective name" */
     char dtype[SP_KINETO_SHORT_MAX];
-    char pg_name[SP_KINETO_SHORT_MAX];    /* args "Process Group Name" */
+    char pg_name[SP_KINETO_SHORT_MAX]; /* args "Process Group Name" */
     int has_pg_name;
     uint64_t in_nelems;
-    int64_t group_size;  /* -1 unknown */
-    int64_t pg_rank;     /* this rank's index in "Process Group Ranks", -1 unknown */
+    int64_t group_size; /* -1 unknown */
+    int64_t pg_rank;    /* this rank's index in "Process Group Ranks", -1 unknown */
     /* "Process Group Ranks" (text "[0, 8, 16]" or an array): the global
      * ranks of the group, in group-rank order; the first ones are kept. */
     int has_group;
-    int group_n;               /* entries in group[] */
-    int group_elided;          /* the list goes on past group[] ("..." or longer) */
-    int64_t group_last;        /* the last rank listed, -1 none */
+    int group_n;        /* entries in group[] */
+    int group_elided;   /* the list goes on past group[] ("..." or longer) */
+    int64_t group_last; /* the last rank listed, -1 none */
     int64_t group[SP_KINETO_GROUP_MAX];
     int64_t src_rank, dst_rank; /* "Src Rank" (recv), "Dst Rank" (send): global ranks, -1 unknown */
-    int64_t rank_arg;    /* "Rank" (record_param_comms; a send's or recv's peer in the group), -1 */
-    int64_t external_id; /* "External id": links a kernel to the cpu op that launched it, -1 */
+    int64_t rank_arg;           /* "Rank" (record_param_comms; a send's or recv's peer in the group), -1 */
+    int64_t external_id;        /* "External id": links a kernel to the cpu op that launched it, -1 */
     int has_seq;
-    uint64_t seq;        /* args "Seq" */
-    uint64_t offset;     /* byte of the JSON text where the event's map opened */
+    uint64_t seq;    /* args "Seq" */
+    uint64_t offset; /* byte of the JSON text where the event's map opened */
 };
 
 /* Top-level facts; filled as they are met (Kineto writes distributedInfo
@@ -85,21 +85,21 @@ struct sp_kineto_meta {
     int has_dist;
     int64_t rank, world_size; /* -1 unknown */
     char backend[SP_KINETO_SHORT_MAX];
-    uint64_t dist_offset;     /* byte where distributedInfo opened */
+    uint64_t dist_offset; /* byte where distributedInfo opened */
     int has_base;
-    uint64_t base_ns;         /* realtime ns = base_ns + ts_ns */
+    uint64_t base_ns; /* realtime ns = base_ns + ts_ns */
     int saw_trace_events;
-    int bare_array;           /* the document is the array of events (no "traceEvents") */
+    int bare_array; /* the document is the array of events (no "traceEvents") */
 };
 
 struct sp_kineto_result {
-    int gzip;              /* the input was gzip-compressed */
-    uint64_t bytes;        /* JSON bytes parsed (uncompressed) */
-    uint64_t events;       /* traceEvents elements delivered */
-    uint64_t err_offset;   /* byte offset of the error in the JSON text */
+    int gzip;            /* the input was gzip-compressed */
+    uint64_t bytes;      /* JSON bytes parsed (uncompressed) */
+    uint64_t events;     /* traceEvents elements delivered */
+    uint64_t err_offset; /* byte offset of the error in the JSON text */
     uint64_t err_line, err_col;
-    char err[1024];        /* "" when no error */
-    int bound;             /* reading stopped at one of the bounds above */
+    char err[1024]; /* "" when no error */
+    int bound;      /* reading stopped at one of the bounds above */
 };
 
 /* Called once per completed event; return 0 to go on, non-zero to stop

@@ -53,13 +53,13 @@
 #include "sprof.h"
 #include "units.h"
 
-#define INTERN_SLOTS 65536         /* power of two; 1 MiB of cache */
+#define INTERN_SLOTS 65536                  /* power of two; 1 MiB of cache */
 #define INTERN_FILL_MAX SP_IMPORT_NAMES_MAX /* 3/4 of the slots */
 #define COMMS_MAX SP_IMPORT_COMMS_MAX
 #define EPOCH_2000_NS (946684800ull * (uint64_t)NS_PER_S)
-#define IMPORT_SLOT_COUNT 8        /* single thread, compression inline */
+#define IMPORT_SLOT_COUNT 8                       /* single thread, compression inline */
 #define IMPORT_STRINGS_BYTES SP_IMPORT_NAME_BYTES /* fixed file overhead */
-#define P2P_LINK_SLOTS (1u << 17)  /* power of two; 2 MiB, allocated at the first p2p cpu op */
+#define P2P_LINK_SLOTS (1u << 17)                 /* power of two; 2 MiB, allocated at the first p2p cpu op */
 #define P2P_LINK_FILL_MAX (P2P_LINK_SLOTS / 4 * 3)
 #define FNV_OFFSET 0xcbf29ce484222325ull
 #define FNV_PRIME 0x100000001b3ull
@@ -73,7 +73,12 @@
  * All GPU activity shares one lane: the NCCL event synthesized from a
  * kernel goes with it, and a per-stream split would change nothing the
  * analyzer keys on. */
-enum lane { LANE_HOST_RANGES, LANE_CUDA, LANE_GPU, LANES };
+enum lane {
+    LANE_HOST_RANGES,
+    LANE_CUDA,
+    LANE_GPU,
+    LANES
+};
 #define LANE_TID_BASE 1 /* tids 1, 2, 3: never 0, which reads as "no thread" */
 
 struct intern_slot {
@@ -103,8 +108,8 @@ struct importer {
     struct p2p_link *links; /* NULL until a p2p cpu op names its peer */
     size_t nlinks;
     int64_t main_pid;
-    uint64_t offset;   /* byte of the JSON text where the current event began */
-    int lane;          /* the lane of the event being written */
+    uint64_t offset; /* byte of the JSON text where the current event began */
+    int lane;        /* the lane of the event being written */
     int have_time;
     uint64_t min_t, max_end;
 };
@@ -131,10 +136,12 @@ static int starts_with(const char *s, const char *prefix)
 
 int sp_import_copy_kind(const char *name)
 {
+    // clang-format off
     static const struct { const char *tag; int kind; } tags[] = {
         {"HtoD", SP_COPY_H2D}, {"DtoH", SP_COPY_D2H}, {"DtoD", SP_COPY_D2D},
         {"HtoH", SP_COPY_H2H}, {"PtoP", SP_COPY_D2D},
     };
+    // clang-format on
     for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++)
         if (strstr(name, tags[i].tag))
             return tags[i].kind;
@@ -144,10 +151,12 @@ int sp_import_copy_kind(const char *name)
 /* One side of Kineto's "(Pageable -> Device)". */
 static int mem_kind_word(const char *w, size_t n)
 {
+    // clang-format off
     static const struct { const char *word; int kind; } words[] = {
         {"Pageable", SP_MEM_PAGEABLE}, {"Pinned", SP_MEM_PINNED}, {"Device", SP_MEM_DEVICE},
         {"Managed", SP_MEM_MANAGED},   {"Array", SP_MEM_OTHER},
     };
+    // clang-format on
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         if (strlen(words[i].word) == n && !strncmp(w, words[i].word, n))
             return words[i].kind;
@@ -168,6 +177,7 @@ void sp_import_mem_kinds(const char *name, int *src, int *dst)
 int sp_import_cuda_api(const char *name)
 {
     /* Order matters: the first prefix that matches wins. */
+    // clang-format off
     static const struct { const char *prefix; int api; } apis[] = {
         {"cudaLaunchKernel", SP_CUDA_LAUNCH}, {"cudaLaunchCooperativeKernel", SP_CUDA_LAUNCH},
         {"cuLaunchKernel", SP_CUDA_LAUNCH}, {"cuLaunchCooperativeKernel", SP_CUDA_LAUNCH},
@@ -182,6 +192,7 @@ int sp_import_cuda_api(const char *name)
         {"cudaMalloc", SP_CUDA_MALLOC}, {"cuMemAlloc", SP_CUDA_MALLOC},
         {"cudaFree", SP_CUDA_FREE}, {"cuMemFree", SP_CUDA_FREE},
     };
+    // clang-format on
     for (size_t i = 0; i < sizeof apis / sizeof apis[0]; i++)
         if (starts_with(name, apis[i].prefix))
             return apis[i].api;
@@ -212,12 +223,14 @@ static void squash(const char *s, char *out, size_t cap)
 /* First word that names an operation, in the squashed text. */
 static int op_from_text(const char *squashed)
 {
+    // clang-format off
     static const struct { const char *word; int op; } ops[] = {
         {"allreduce", SP_NCCL_ALLREDUCE}, {"reducescatter", SP_NCCL_REDUCESCATTER},
         {"allgather", SP_NCCL_ALLGATHER}, {"alltoall", SP_NCCL_ALLTOALL},
         {"broadcast", SP_NCCL_BROADCAST}, {"sendrecv", SP_NCCL_SEND},
         {"send", SP_NCCL_SEND}, {"recv", SP_NCCL_RECV}, {"reduce", SP_NCCL_REDUCE},
     };
+    // clang-format on
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (strstr(squashed, ops[i].word))
             return ops[i].op;
@@ -248,12 +261,14 @@ int sp_import_dtype(const char *dtype, unsigned *size)
 {
     /* PyTorch's scalar type names as Kineto writes them; the sizes are the
      * format's table (sp_nccl_dtype_size). */
+    // clang-format off
     static const struct { const char *name; enum sp_nccl_dtype nccl; } types[] = {
         {"Float", SP_DTYPE_FLOAT32}, {"Half", SP_DTYPE_FLOAT16}, {"BFloat16", SP_DTYPE_BFLOAT16},
         {"Double", SP_DTYPE_FLOAT64}, {"Long", SP_DTYPE_INT64}, {"Int", SP_DTYPE_INT32},
         {"Char", SP_DTYPE_INT8}, {"Byte", SP_DTYPE_UINT8}, {"Bool", SP_DTYPE_UINT8},
         {"Float8_e4m3fn", SP_DTYPE_FP8E4M3}, {"Float8_e5m2", SP_DTYPE_FP8E5M2},
     };
+    // clang-format on
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
         if (!strcmp(dtype, types[i].name)) {
             *size = sp_nccl_dtype_size(types[i].nccl);
@@ -426,7 +441,7 @@ static struct comm_seq *comm_entry(struct importer *im, uint64_t comm)
  * recv) beside the group's ranks; -1 when the trace does not say. */
 static int64_t p2p_peer(const struct sp_kineto_event *k, const struct sp_kineto_meta *meta, int op)
 {
-    int64_t global = op == SP_NCCL_SEND ? k->dst_rank : op == SP_NCCL_RECV ? k->src_rank : -1;
+    int64_t global = op == SP_NCCL_SEND ? k->dst_rank : (op == SP_NCCL_RECV ? k->src_rank : -1);
     if (global < 0)
         return -1;
     int64_t index = sp_kineto_group_index(k, global);
@@ -522,8 +537,9 @@ static void write_nccl(struct importer *im, const struct sp_kineto_event *k, con
         ev.nccl.peer = linked_peer(im, k);
     ev.nccl.stream = k->stream > 0 ? (uint64_t)k->stream : 0;
     ev.nccl.nranks = k->group_size > 0 ? (uint64_t)k->group_size : 0;
-    ev.nccl.rank = k->pg_rank >= 0 ? k->pg_rank
-                 : (k->group_size > 0 && k->group_size == meta->world_size) ? meta->rank : -1;
+    ev.nccl.rank = k->pg_rank >= 0                                            ? k->pg_rank
+                   : (k->group_size > 0 && k->group_size == meta->world_size) ? meta->rank
+                                                                              : -1;
     ev.nccl.correlation = k->correlation > 0 ? (uint64_t)k->correlation : 0;
     ev.nccl.gpu_start = event_time(k);
     ev.nccl.gpu_dur = event_dur(k);

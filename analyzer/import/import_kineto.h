@@ -23,11 +23,16 @@
  * message naming the bound, how much was left out and the byte of the
  * JSON text where it began.  The reader's own bounds (depth, token
  * length) stop the conversion where they are passed. */
-#define SP_IMPORT_NAMES_MAX 49152  /* distinct kernel and step names */
+#define SP_IMPORT_NAMES_MAX 49152       /* distinct kernel and step names */
 #define SP_IMPORT_NAME_BYTES (4u << 20) /* their text, in the trace's string arena */
-#define SP_IMPORT_COMMS_MAX 1024   /* communicators (process groups) */
-#define SP_IMPORT_RANKS_MAX 1048576 /* distributedInfo world_size */
-enum sp_import_bound { SP_BOUND_NAMES, SP_BOUND_COMMS, SP_BOUND_RANKS, SP_BOUNDS };
+#define SP_IMPORT_COMMS_MAX 1024        /* communicators (process groups) */
+#define SP_IMPORT_RANKS_MAX 1048576     /* distributedInfo world_size */
+enum sp_import_bound {
+    SP_BOUND_NAMES,
+    SP_BOUND_COMMS,
+    SP_BOUND_RANKS,
+    SP_BOUNDS
+};
 
 struct sp_import_opts {
     const char *outdir;
@@ -36,10 +41,10 @@ struct sp_import_opts {
 
 /* What one conversion did: the summary line is printed from this. */
 struct sp_import_summary {
-    uint64_t events;   /* scaleprof events written */
+    uint64_t events; /* scaleprof events written */
     uint64_t kernels, nccl, memcpy, memset, cuda, steps, dataloader;
     uint64_t p2p_no_peer; /* sends and recvs whose peer the trace does not name */
-    uint64_t dropped;  /* events the writer could not take */
+    uint64_t dropped;     /* events the writer could not take */
     uint64_t skipped_total;
     struct {
         char cat[32];
@@ -81,12 +86,12 @@ int sp_import_kineto_place(struct sp_import_summary *sum, const struct sp_import
 void sp_import_format_summary(const struct sp_import_summary *sum, char *buf, size_t len);
 
 /* The mapping helpers, exposed for their tests. */
-int sp_import_copy_kind(const char *memcpy_name);           /* enum sp_copy_kind */
+int sp_import_copy_kind(const char *memcpy_name); /* enum sp_copy_kind */
 /* "Memcpy HtoD (Pageable -> Device)": enum sp_mem_kind of each side, 0 unknown */
 void sp_import_mem_kinds(const char *memcpy_name, int *src, int *dst);
-int sp_import_cuda_api(const char *runtime_name);           /* enum sp_cuda_api, 0 skip */
+int sp_import_cuda_api(const char *runtime_name);                       /* enum sp_cuda_api, 0 skip */
 int sp_import_nccl_op(const char *collective, const char *kernel_name); /* enum sp_nccl_op, 0 unknown */
 int sp_import_is_nccl_kernel(const char *name);
-int sp_import_dtype(const char *dtype, unsigned *size);     /* ncclDataType_t, -1 unknown */
+int sp_import_dtype(const char *dtype, unsigned *size); /* ncclDataType_t, -1 unknown */
 
 #endif

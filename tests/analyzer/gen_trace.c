@@ -90,7 +90,7 @@
 #define HOST_BUSY_PERMILLE 950
 #define HOST_CORES 8
 #define LAG_SLOT_SIZE 1024 /* small chunks, so host frames reach the file in step order */
-#define OPT_NO_GPU 1000   /* long-only options: codes past every letter */
+#define OPT_NO_GPU 1000    /* long-only options: codes past every letter */
 #define OPT_HELPER_READ 1001
 #define OPT_BAD_TIME 1002
 #define OPT_RUN_ID 1003
@@ -126,7 +126,10 @@ static struct rank_out *R;
  * back from the tape, so generating N ranks costs N rank timelines, not N
  * passes over all ranks. */
 static int emit_rank = -1, collect_truth, no_gpu;
-static struct { double *v; size_t n, cap, at; } tape;
+static struct {
+    double *v;
+    size_t n, cap, at;
+} tape;
 
 /* The first pass: v is recorded and returned; a rank's pass: the value
  * the first pass recorded at the same point is returned. */
@@ -157,8 +160,14 @@ static int pass_hi(int n)
 
 /* --gpu-thread-lag: GPU records wait here, tagged with their step, until a
  * separate "CUPTI" thread writes them, S steps later, grouped by stream. */
-struct pending { struct sp_event ev; int step; };
-static struct { struct pending *v; size_t n, cap; } lagq;
+struct pending {
+    struct sp_event ev;
+    int step;
+};
+static struct {
+    struct pending *v;
+    size_t n, cap;
+} lagq;
 static int cur_step;
 static struct {
     pthread_t th;
@@ -246,10 +255,10 @@ static int per_host(const struct scenario *s, int h)
 }
 
 static int short_rank = -1, short_after = -1; /* --short-rank: its recording stops early */
-static double helper_read_every = 5 * MS;       /* --helper-read-us: a worker's reads, one per period */
-static int bad_time_rank = -1, bad_time_done;   /* --bad-time: one event far out of its trace's span */
-static int pid_base = 1000; /* --pid-base: rank r's process is pid_base + r */
-static const char *run_id;  /* --run-id: the run's identity in every header (none by default) */
+static double helper_read_every = 5 * MS;     /* --helper-read-us: a worker's reads, one per period */
+static int bad_time_rank = -1, bad_time_done; /* --bad-time: one event far out of its trace's span */
+static int pid_base = 1000;                   /* --pid-base: rank r's process is pid_base + r */
+static const char *run_id;                    /* --run-id: the run's identity in every header (none by default) */
 
 static void emit(int r, struct sp_event *ev, double global_t)
 {
@@ -359,10 +368,15 @@ static void emit_compute(const struct scenario *s, int r, int j, double t, doubl
 }
 
 #define PAUSE_MS 2000.0 /* --pause-after-step: recording off this long */
-#define EVAL_BYTES 8ull        /* --eval-every, --step-metric: the metric all-reduce */
+#define EVAL_BYTES 8ull /* --eval-every, --step-metric: the metric all-reduce */
 #define EVAL_TRANSFER (0.05 * MS)
 
-struct truth_coll { uint64_t comm, bytes; int nranks; double transfer, wait; long n; };
+struct truth_coll {
+    uint64_t comm, bytes;
+    int nranks;
+    double transfer, wait;
+    long n;
+};
 static struct truth_coll *tcoll;
 static int ntcoll, captcoll;
 /* (comm, bytes) -> index + 1 in tcoll, open addressing (a per-host
@@ -578,8 +592,12 @@ static int open_rank(const struct scenario *s, int r)
     mkdir(dir, 0755);
     snprintf(path, sizeof path, "%s/%d.sprof", dir, pid_base + r);
     unlink(path);
-    struct sp_writer_opts o = {.slot_count = 8, .strings_size = 1 << 18, .background = 0,
-                               .slot_size = s->gpu_lag ? LAG_SLOT_SIZE : 0};
+    struct sp_writer_opts o = {
+        .slot_count = 8,
+        .strings_size = 1 << 18,
+        .background = 0,
+        .slot_size = s->gpu_lag ? LAG_SLOT_SIZE : 0,
+    };
     int err = 0;
     R[r].mono_base = HOST_MONO_STEP * (h + 1) + 12345 * h;
     if (r == s->missing_rank)
@@ -735,6 +753,7 @@ static const char usage[] =
 
 int main(int argc, char **argv)
 {
+    // clang-format off
     struct scenario s = {.ranks = 4, .hosts = 1, .steps = 20, .colls = 2, .kernels = 4, .skip = 3,
                          .compute = 10, .tail = 0.3, .transfer = 2, .inter_transfer = -1, .slow_host = -1,
                          .jitter = 0.02, .clock_err_us = 300, .bytes = 64u << 20,
@@ -759,6 +778,7 @@ int main(int argc, char **argv)
         {"bad-time", 1, 0, OPT_BAD_TIME}, {"run-id", 1, 0, OPT_RUN_ID},
         {0, 0, 0, 0},
     };
+    // clang-format on
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {

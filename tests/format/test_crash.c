@@ -75,12 +75,14 @@ static void make_event(struct sp_event *ev, uint32_t thread, uint64_t seq)
 /* (thread, seq, payload) of an event the child wrote; 0 if not one. */
 static int parse_event(const struct sp_event *ev, uint32_t *thread, uint64_t *seq, uint64_t *pay)
 {
+    // clang-format off
     switch (ev->type) {
     case SP_EV_IO: *thread = (uint32_t)ev->io.fd; *seq = ev->io.offset; *pay = ev->io.bytes; return 1;
     case SP_EV_GPU: *thread = (uint32_t)ev->gpu.device; *seq = ev->gpu.correlation; *pay = ev->gpu.bytes; return 1;
     case SP_EV_MARKER: *thread = (uint32_t)ev->marker.domain; *seq = ev->marker.depth; *pay = ev->marker.dur; return 1;
     default: return 0;
     }
+    // clang-format on
 }
 
 static void *record_forever(void *arg)
@@ -100,8 +102,13 @@ static void *record_forever(void *arg)
 
 static void child(const char *path)
 {
-    struct sp_writer_opts o = {.slot_size = 8192, .slot_count = 64, .background = 1,
-                               .flush_interval_ms = 2, .strings_size = 4096};
+    struct sp_writer_opts o = {
+        .slot_size = 8192,
+        .slot_count = 64,
+        .background = 1,
+        .flush_interval_ms = 2,
+        .strings_size = 4096,
+    };
     int err;
     writer = sp_writer_create(path, &o, &err);
     if (!writer)
@@ -149,16 +156,17 @@ static uint64_t verify(const char *path, const int64_t reported[THREADS], int it
               iteration, th, (unsigned long long)seq);
         char name[32];
         snprintf(name, sizeof name, "worker-%u", th);
-        const char *got = sp_reader_string(r, ev.type == SP_EV_IO ? ev.io.path :
-                                              ev.type == SP_EV_GPU ? ev.gpu.name : ev.marker.name);
+        const char *got = sp_reader_string(r, ev.type == SP_EV_IO    ? ev.io.path
+                                              : ev.type == SP_EV_GPU ? ev.gpu.name
+                                                                     : ev.marker.name);
         CHECK(!strcmp(got, name), "iteration %d: name '%s'", iteration, got);
         next[th]++;
         total++;
     }
     for (int i = 0; i < THREADS; i++)
-        CHECK(next[i] >= reported[i] + 1, "iteration %d: thread %d: recovered %lld events, "
-              "child reported %lld done", iteration, i, (long long)next[i],
-              (long long)reported[i] + 1);
+        CHECK(next[i] >= reported[i] + 1,
+              "iteration %d: thread %d: recovered %lld events, child reported %lld done",
+              iteration, i, (long long)next[i], (long long)reported[i] + 1);
     CHECK(!strcmp(sp_reader_diag(r), "") || strstr(sp_reader_diag(r), "truncated"),
           "iteration %d: unexpected damage: %s", iteration, sp_reader_diag(r));
     sp_reader_close(r);

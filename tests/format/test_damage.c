@@ -32,7 +32,7 @@
 
 /* One chunk of the undamaged file: where it lies and which events it has. */
 struct chunk {
-    uint64_t start, end; /* byte range in the file */
+    uint64_t start, end;   /* byte range in the file */
     uint64_t first, count; /* its events' sequence numbers: first..first+count-1 */
     int in_slot;
 };
@@ -67,8 +67,7 @@ static void *live_thread(void *arg)
 
 static void record(const char *path)
 {
-    struct sp_writer_opts o = {.slot_size = 2048, .slot_count = 4, .strings_size = 4096,
-                               .background = 0};
+    struct sp_writer_opts o = {.slot_size = 2048, .slot_count = 4, .strings_size = 4096, .background = 0};
     int err;
     writer = sp_writer_create(path, &o, &err);
     CHECK(writer, "create: %s", sp_strerror(err));
@@ -213,7 +212,8 @@ static void every_cut(const char *dir)
     close(fd);
     free(seen);
     printf("ok: cut at each of %zu offsets: intact chunks recovered, %llu cuts through data "
-           "reported\n", orig_size, (unsigned long long)reported_cuts);
+           "reported\n",
+           orig_size, (unsigned long long)reported_cuts);
 }
 
 static void random_flips(const char *dir)
@@ -253,7 +253,8 @@ static void random_flips(const char *dir)
     free(copy);
     free(seen);
     printf("ok: %d random bit flips (%d inside frames): untouched chunks recovered, damage "
-           "reported\n", FLIPS, hit_frames);
+           "reported\n",
+           FLIPS, hit_frames);
 }
 
 int main(void)

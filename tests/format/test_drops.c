@@ -67,8 +67,12 @@ static void lagging_compressor_drops_and_counts(const char *dir)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/lagging.sprof", dir);
-    struct sp_writer_opts o = {.slot_size = 4096, .slot_count = 2, .background = 1,
-                               .flush_interval_ms = SLOW_FLUSH_MS};
+    struct sp_writer_opts o = {
+        .slot_size = 4096,
+        .slot_count = 2,
+        .background = 1,
+        .flush_interval_ms = SLOW_FLUSH_MS,
+    };
     int err;
     struct sp_writer *w = sp_writer_create(path, &o, &err);
     CHECK(w, "create: %s", sp_strerror(err));
@@ -86,15 +90,15 @@ static void lagging_compressor_drops_and_counts(const char *dir)
     CHECK(t.reads == BURST - refused, "every accepted event is there: %llu of %llu",
           (unsigned long long)t.reads, (unsigned long long)(BURST - refused));
     printf("ok: lagging compressor: %llu of %d refused, counted in header and %llu DROPPED "
-           "events\n", (unsigned long long)refused, BURST, (unsigned long long)t.dropped_events);
+           "events\n",
+           (unsigned long long)refused, BURST, (unsigned long long)t.dropped_events);
 }
 
 static void full_disk_keeps_slots_and_counts(const char *dir)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/full-disk.sprof", dir);
-    struct sp_writer_opts o = {.slot_size = 8192, .slot_count = 8, .strings_size = 4096,
-                               .background = 1};
+    struct sp_writer_opts o = {.slot_size = 8192, .slot_count = 8, .strings_size = 4096, .background = 1};
     /* Room for the mapped regions and a few frames, then EFBIG. */
     uint64_t room = SP_HEADER_SIZE + 4096 + 8 * 8192 + 3000;
     signal(SIGXFSZ, SIG_IGN);
@@ -120,7 +124,8 @@ static void full_disk_keeps_slots_and_counts(const char *dir)
           (unsigned long long)t.reads, (unsigned long long)(BURST - refused));
     CHECK(t.dropped_total <= refused, "DROPPED events never claim more than was refused");
     printf("ok: full disk: recording stopped, %llu accepted events kept, %llu refused and "
-           "counted\n", (unsigned long long)t.reads, (unsigned long long)refused);
+           "counted\n",
+           (unsigned long long)t.reads, (unsigned long long)refused);
 }
 
 int main(void)

@@ -198,8 +198,7 @@ static void threads_lose_nothing(const char *dir, int background)
     snprintf(path, sizeof path, "%s/threads-%d.sprof", dir, background);
     int err;
     /* Slots enough for everything even if the compressor never ran. */
-    struct sp_writer_opts o = {.slot_size = 256 * 1024, .slot_count = 256,
-                               .background = background};
+    struct sp_writer_opts o = {.slot_size = 256 * 1024, .slot_count = 256, .background = background};
     struct sp_writer *w = sp_writer_create(path, &o, &err);
     CHECK(w, "create: %s", sp_strerror(err));
     pthread_t th[THREADS];
@@ -226,9 +225,9 @@ static void threads_lose_nothing(const char *dir, int background)
         CHECK(ev.type == SP_EV_IO, "only reads were recorded, got %d", ev.type);
         int i = (int)ev.io.fd;
         CHECK(i >= 0 && i < THREADS, "fd %d", i);
-        CHECK(ev.io.offset == next[i], "thread %d: event %llu where %llu expected (lost, "
-              "duplicated or reordered)", i, (unsigned long long)ev.io.offset,
-              (unsigned long long)next[i]);
+        CHECK(ev.io.offset == next[i],
+              "thread %d: event %llu where %llu expected (lost, duplicated or reordered)",
+              i, (unsigned long long)ev.io.offset, (unsigned long long)next[i]);
         CHECK(ev.t == 1000000 + ev.io.offset * 997, "time of thread %d event", i);
         if (!tid_of[i])
             tid_of[i] = ev.tid;
@@ -380,13 +379,14 @@ static void interleaved_types_stay_small(void)
               !strcmp(sp_enum_name(SP_EV_NCCL, "op", SP_NCCL_SCATTER), "scatter"),
           "gather and scatter named");
     printf("ok: %d launches and GPU records interleaved: %zu bytes per launch after the first "
-           "(%zu), exact round trip\n", LAUNCHES, last_launch, first_launch);
+           "(%zu), exact round trip\n",
+           LAUNCHES, last_launch, first_launch);
 }
 
 static void names_and_checksums(void)
 {
-    CHECK(!strcmp(sp_event_name(SP_EV_NCCL), "nccl") && !sp_event_name(0) &&
-          !sp_event_name(SP_EV_MAX), "event names");
+    CHECK(!strcmp(sp_event_name(SP_EV_NCCL), "nccl") && !sp_event_name(0) && !sp_event_name(SP_EV_MAX),
+          "event names");
     CHECK(!strcmp(sp_enum_name(SP_EV_NCCL, "op", SP_NCCL_ALLREDUCE), "allreduce"), "nccl.op");
     CHECK(!strcmp(sp_enum_name(SP_EV_GPU, "kind", SP_GPU_KERNEL), "kernel"), "gpu.kind");
     CHECK(!strcmp(sp_enum_name(SP_EV_IO, "op", SP_IO_READ), "read"), "io.op");

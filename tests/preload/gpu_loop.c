@@ -58,17 +58,17 @@
 static int check_errno;
 static long errno_changes;
 
-#define CALL(expr)                                                             \
-    do {                                                                       \
-        if (check_errno)                                                       \
-            errno = ERRNO_SENTINEL;                                            \
-        int rc_ = (int)(expr);                                                 \
-        if (check_errno && errno != ERRNO_SENTINEL)                            \
-            errno_changes++;                                                   \
-        if (rc_ != 0) {                                                        \
-            fprintf(stderr, "gpu_loop: %s failed: %d\n", #expr, rc_);          \
-            exit(1);                                                           \
-        }                                                                      \
+#define CALL(expr)                                                    \
+    do {                                                              \
+        if (check_errno)                                              \
+            errno = ERRNO_SENTINEL;                                   \
+        int rc_ = (int)(expr);                                        \
+        if (check_errno && errno != ERRNO_SENTINEL)                   \
+            errno_changes++;                                          \
+        if (rc_ != 0) {                                               \
+            fprintf(stderr, "gpu_loop: %s failed: %d\n", #expr, rc_); \
+            exit(1);                                                  \
+        }                                                             \
     } while (0)
 
 void **__cudaRegisterFatBinary(void *fatCubin);

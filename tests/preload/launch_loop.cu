@@ -19,12 +19,12 @@ __global__ void scale(float *x, int n)
         x[i] *= 2.0f;
 }
 
-#define CHECK(x)                                                               \
-    do {                                                                       \
-        if ((x) != 0) {                                                        \
-            std::fprintf(stderr, "launch_loop: %s failed\n", #x);              \
-            return 1;                                                          \
-        }                                                                      \
+#define CHECK(x)                                                  \
+    do {                                                          \
+        if ((x) != 0) {                                           \
+            std::fprintf(stderr, "launch_loop: %s failed\n", #x); \
+            return 1;                                             \
+        }                                                         \
     } while (0)
 
 int main()

@@ -15,6 +15,7 @@
 #include <cuda_runtime_api.h>
 #include <dirent.h>
 #include <errno.h>
+#include <nccl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,12 +25,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SIM_CHECK(cond)                                                                  \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);     \
-            exit(1);                                                                     \
-        }                                                                                \
+#define SIM_CHECK(cond)                                                              \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            exit(1);                                                                 \
+        }                                                                            \
     } while (0)
 
 #define SIM_CUDA(call) SIM_CHECK((call) == cudaSuccess)
@@ -112,6 +113,19 @@ static inline void sim_test_exchange(const char *name, void *data, size_t len, i
 
 /* Runs simrun (path in SIMRUN, else next to the libraries) with ARGV; returns
  * its exit status. */
+/* The communicator of all n ranks: rank 0's id, shared through the
+ * exchange. */
+static inline ncclComm_t sim_test_comm(int rank, int n)
+{
+    ncclUniqueId id;
+    if (rank == 0)
+        SIM_CHECK(ncclGetUniqueId(&id) == ncclSuccess);
+    sim_test_exchange("nccl-id", &id, sizeof id, rank);
+    ncclComm_t comm;
+    SIM_CHECK(ncclCommInitRank(&comm, n, id, rank) == ncclSuccess);
+    return comm;
+}
+
 static inline int sim_test_run(char *const argv[])
 {
     pid_t pid = fork();

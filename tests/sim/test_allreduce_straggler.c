@@ -22,12 +22,7 @@ static int rank_main(void)
     SIM_CHECK(rank >= 0 && n == NRANKS);
     SIM_CUDA(cudaSetDevice(sim_test_env_int("LOCAL_RANK", 0)));
     sim_test_register_kernels();
-    ncclUniqueId id;
-    if (rank == 0)
-        SIM_CHECK(ncclGetUniqueId(&id) == ncclSuccess);
-    sim_test_exchange("nccl-id", &id, sizeof id, rank);
-    ncclComm_t comm;
-    SIM_CHECK(ncclCommInitRank(&comm, n, id, rank) == ncclSuccess);
+    ncclComm_t comm = sim_test_comm(rank, n);
     int count = 0, me = -1;
     SIM_CHECK(ncclCommCount(comm, &count) == ncclSuccess && count == n);
     SIM_CHECK(ncclCommUserRank(comm, &me) == ncclSuccess && me == rank);

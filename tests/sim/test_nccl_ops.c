@@ -93,12 +93,7 @@ static int rank_main(void)
     int rank = sim_test_env_int("RANK", -1), n = sim_test_env_int("WORLD_SIZE", 0);
     SIM_CHECK(n == 2);
     SIM_CUDA(cudaSetDevice(rank));
-    ncclUniqueId id;
-    if (rank == 0)
-        SIM_CHECK(ncclGetUniqueId(&id) == ncclSuccess);
-    sim_test_exchange("nccl-id", &id, sizeof id, rank);
-    ncclComm_t comm;
-    SIM_CHECK(ncclCommInitRank(&comm, n, id, rank) == ncclSuccess);
+    ncclComm_t comm = sim_test_comm(rank, n);
     int dev = -1;
     SIM_CHECK(ncclCommCuDevice(comm, &dev) == ncclSuccess && dev == rank);
     cudaStream_t s;

@@ -42,12 +42,7 @@ static int rank_main(void)
     SIM_CHECK(rank >= 0 && n == NRANKS);
     sim_test_register_kernels();
     SIM_CUDA(cudaSetDevice(sim_test_env_int("LOCAL_RANK", 0) % 8));
-    ncclUniqueId id;
-    if (rank == 0)
-        SIM_CHECK(ncclGetUniqueId(&id) == ncclSuccess);
-    sim_test_exchange("nccl-id", &id, sizeof id, rank);
-    ncclComm_t comm;
-    SIM_CHECK(ncclCommInitRank(&comm, n, id, rank) == ncclSuccess);
+    ncclComm_t comm = sim_test_comm(rank, n);
     float *buf;
     SIM_CUDA(cudaMalloc((void **)&buf, COUNT * sizeof(float)));
     cudaStream_t s;

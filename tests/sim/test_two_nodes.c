@@ -38,12 +38,7 @@ static int rank_main(void)
     gethostname(host, sizeof host);
     SIM_CHECK(strcmp(host, sim_test_env_int("NODE_RANK", 0) ? "node1" : "node0") == 0);
     SIM_CUDA(cudaSetDevice(sim_test_env_int("LOCAL_RANK", 0)));
-    ncclUniqueId id;
-    if (rank == 0)
-        SIM_CHECK(ncclGetUniqueId(&id) == ncclSuccess);
-    sim_test_exchange("nccl-id", &id, sizeof id, rank);
-    ncclComm_t world, node;
-    SIM_CHECK(ncclCommInitRank(&world, n, id, rank) == ncclSuccess);
+    ncclComm_t world = sim_test_comm(rank, n), node;
     SIM_CHECK(ncclCommSplit(world, sim_test_env_int("NODE_RANK", 0), rank, &node, NULL) == ncclSuccess);
     int node_size = 0;
     SIM_CHECK(ncclCommCount(node, &node_size) == ncclSuccess && node_size == 2);

@@ -535,10 +535,7 @@ static void json_out(const struct sp_model *m, const struct sp_hang *h)
     else
         sp_json_null(&j, "hung_s");
     json_ints(&j, "missing_ranks", m->missing_ranks, m->nmissing);
-    sp_json_open(&j, "warnings", '[');
-    for (int i = 0; i < m->nwarnings; i++)
-        sp_json_str(&j, NULL, m->warnings[i]);
-    sp_json_close(&j, ']');
+    sp_json_str_list(&j, "warnings", m->warnings, m->nwarnings);
     sp_json_close(&j, '}');
 }
 

@@ -127,8 +127,8 @@ void sp_host_json(const struct sp_model *m, const struct sp_host *h, int schema_
     sp_json_str(&j, "source", m->source);
     sp_json_int(&j, "ranks", m->nranks);
     sp_json_open(&j, "hosts", '[');
-    for (int i = 0; i < m->nhosts; i++)
-        sp_json_str(&j, NULL, m->hosts[i]);
+    for (int k = 0; k < m->nhosts; k++)
+        sp_json_str(&j, NULL, m->hosts[k]);
     sp_json_close(&j, ']');
     sp_json_open(&j, "per_rank", '[');
     for (int i = 0; i < h->nranks; i++) {
@@ -191,10 +191,7 @@ void sp_host_json(const struct sp_model *m, const struct sp_host *h, int schema_
         sp_json_close(&j, '}');
     }
     sp_json_close(&j, ']');
-    sp_json_open(&j, "warnings", '[');
-    for (int i = 0; i < m->nwarnings; i++)
-        sp_json_str(&j, NULL, m->warnings[i]);
-    sp_json_close(&j, ']');
+    sp_json_str_list(&j, "warnings", m->warnings, m->nwarnings);
     sp_json_close(&j, '}');
     fputc('\n', stdout);
 }

@@ -105,21 +105,6 @@ static void esc(FILE *out, const char *s)
     }
 }
 
-static void bytes_text(uint64_t b, char *out, size_t len)
-{
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double x = (double)b;
-    int u = 0;
-    while (x >= 1024 && u < 4) {
-        x /= 1024;
-        u++;
-    }
-    if (u == 0)
-        snprintf(out, len, "%" PRIu64 " B", b);
-    else
-        snprintf(out, len, "%.1f %s", x, unit[u]);
-}
-
 static const char *op_name(uint32_t op)
 {
     return sp_text_nccl_op(op);
@@ -965,7 +950,7 @@ static void input_picture(FILE *out, const struct sp_model *m, const struct rank
         double b[SP_CAT_N];
         char rd[32];
         sp_model_rank_breakdown(m, r, b);
-        bytes_text(r->read_bytes, rd, sizeof rd);
+        sp_text_bytes(r->read_bytes, rd, sizeof rd);
         fprintf(out,
                 "<tr><td>%d</td><td>%d</td><td>%.2f</td><td>%s</td><td>%.1f</td><td>%.3f</"
                 "td><td>%.1f%%</td></tr>\n",
@@ -993,7 +978,7 @@ static void collectives(FILE *out, const struct sp_model *m)
     for (size_t i = 0; i < m->ncolls && n < TOP_COLLECTIVES; i++, n++) {
         const struct sp_coll_summary *c = &m->colls[i];
         char size[32];
-        bytes_text(c->bytes, size, sizeof size);
+        sp_text_bytes(c->bytes, size, sizeof size);
         snprintf(rows[n].label, sizeof rows[n].label, "%s %s", op_name(c->op), size);
         rows[n].value = c->busbw_gbps;
         snprintf(rows[n].attrs, sizeof rows[n].attrs,
@@ -1017,7 +1002,7 @@ static void collectives(FILE *out, const struct sp_model *m)
     for (size_t i = 0; i < m->ncolls && (int)i < TOP_COLLECTIVES; i++) {
         const struct sp_coll_summary *c = &m->colls[i];
         char size[32];
-        bytes_text(c->bytes, size, sizeof size);
+        sp_text_bytes(c->bytes, size, sizeof size);
         fprintf(out,
                 "<tr><td>%016" PRIx64 "%s</td><td>%s</td><td>%s</td><td>%u</td><td>%" PRIu64
                 "</td><td>%.3f</td>"

@@ -139,3 +139,19 @@ void sp_json_comm(struct sp_json *j, const char *key, unsigned long long comm)
     snprintf(hex, sizeof hex, "%016llx", comm);
     sp_json_str(j, key, hex);
 }
+
+void sp_json_int_list(struct sp_json *j, const char *key, const int *v, int n)
+{
+    sp_json_open(j, key, '[');
+    for (int i = 0; i < n; i++)
+        sp_json_int(j, NULL, v[i]);
+    sp_json_close(j, ']');
+}
+
+void sp_json_str_list(struct sp_json *j, const char *key, char *const *v, int n)
+{
+    sp_json_open(j, key, '[');
+    for (int i = 0; i < n; i++)
+        sp_json_str(j, NULL, v[i]);
+    sp_json_close(j, ']');
+}

@@ -14,14 +14,6 @@
 #include "sprof.h"
 #include "text.h"
 
-static void json_int_list(struct sp_json *j, const char *key, const int *v, int n)
-{
-    sp_json_open(j, key, '[');
-    for (int i = 0; i < n; i++)
-        sp_json_int(j, NULL, v[i]);
-    sp_json_close(j, ']');
-}
-
 static void json_hang(struct sp_json *j, const struct sp_model *m, const struct sp_hang *h)
 {
     char see[4200];
@@ -41,9 +33,9 @@ static void json_hang(struct sp_json *j, const struct sp_model *m, const struct 
         sp_json_int(j, "seq", (long long)x->seq);
         sp_json_str(j, "op", sp_text_nccl_op(x->op));
         sp_json_int(j, "bytes", (long long)x->bytes);
-        json_int_list(j, "entered", x->entered, x->nentered);
-        json_int_list(j, "missing", x->missing, x->nmissing);
-        json_int_list(j, "absent", x->absent, x->nabsent);
+        sp_json_int_list(j, "entered", x->entered, x->nentered);
+        sp_json_int_list(j, "missing", x->missing, x->nmissing);
+        sp_json_int_list(j, "absent", x->absent, x->nabsent);
         if (x->stalled_rank >= 0)
             sp_json_int(j, "stalled_rank", x->stalled_rank);
         else
@@ -274,10 +266,7 @@ void sp_report_json(const struct sp_model *m, int view_rank, int per_step, const
     sp_json_int(&j, "multi_rank_processes", m->multi_rank_procs);
     sp_json_str(&j, "text", layout);
     sp_json_close(&j, '}');
-    sp_json_open(&j, "missing_ranks", '[');
-    for (int i = 0; i < m->nmissing; i++)
-        sp_json_int(&j, NULL, m->missing_ranks[i]);
-    sp_json_close(&j, ']');
+    sp_json_int_list(&j, "missing_ranks", m->missing_ranks, m->nmissing);
     sp_json_open(&j, "steps", '{');
     sp_json_str(&j, "detected_by", m->detected_by);
     sp_json_int(&j, "count", m->steps_total);
@@ -374,10 +363,7 @@ void sp_report_json(const struct sp_model *m, int view_rank, int per_step, const
         sp_json_num(&j, "gain", f->gain);
         sp_json_num(&j, "step_ms_if_fixed", f->step_ms_if_fixed);
         sp_json_num(&j, "cost", f->gain);
-        sp_json_open(&j, "ranks", '[');
-        for (int x = 0; x < f->nranks; x++)
-            sp_json_int(&j, NULL, f->ranks[x]);
-        sp_json_close(&j, ']');
+        sp_json_int_list(&j, "ranks", f->ranks, f->nranks);
         if (f->rank_gains) {
             sp_json_open(&j, "rank_gains", '[');
             for (int x = 0; x < f->nranks; x++) {
@@ -419,10 +405,7 @@ void sp_report_json(const struct sp_model *m, int view_rank, int per_step, const
     sp_json_close(&j, '}');
     if (kernels)
         json_kernels(&j, m, kernels, top_kernels);
-    sp_json_open(&j, "warnings", '[');
-    for (int i = 0; i < m->nwarnings; i++)
-        sp_json_str(&j, NULL, m->warnings[i]);
-    sp_json_close(&j, ']');
+    sp_json_str_list(&j, "warnings", m->warnings, m->nwarnings);
     sp_json_open(&j, "clock", '{');
     sp_json_num(&j, "skew_us", m->skew_us);
     sp_json_close(&j, '}');

@@ -183,6 +183,7 @@ static const char *const annotation_names[] = {"", ANNOTATIONS(AS_NAME)};
 struct track {
     uint8_t kind;
     int32_t file;
+    uint32_t pushed; /* marker ranges open on it (pushes not yet popped) */
     uint64_t id, uuid;
 };
 
@@ -604,9 +605,17 @@ static uint64_t track(struct writer *w, int kind, int32_t file, uint64_t id, con
         w->cap = cap;
     }
     uint64_t uuid = w->proc_uuid + (uint64_t)w->ntracks + 2; /* +1 is the steps track */
-    w->tracks[w->ntracks++] = (struct track){(uint8_t)kind, file, id, uuid};
+    w->tracks[w->ntracks++] = (struct track){(uint8_t)kind, file, 0, id, uuid};
     track_descriptor(w, uuid, w->proc_uuid, name, 0, sort, kind == TRK_CPU);
     return uuid;
+}
+
+/* The track behind a uuid track() gave, or NULL (the steps track, which
+ * events join when tracks ran out). */
+static struct track *track_of(struct writer *w, uint64_t uuid)
+{
+    uint64_t i = uuid - w->proc_uuid - 2;
+    return uuid >= w->proc_uuid + 2 && i < (uint64_t)w->ntracks ? &w->tracks[i] : NULL;
 }
 
 /* The track of file w->f.fi that sp_export_file_track names. */
@@ -769,11 +778,21 @@ static int on_marker(void *ctx, const struct sp_reader *r, const struct sp_event
     const char *name = sp_reader_string(r, k->name);
     int64_t g = global_of(w, (int64_t)ev->t);
     w->st.events++;
+    struct track *t = track_of(w, tr);
     switch (k->kind) {
     case SP_MARK_PUSH:
+        if (!t) /* no track of its own left: a range would nest in the steps' */
+            break;
         ev_close(w, ev_open(w, TYPE_SLICE_BEGIN, tr, g, name, C_MARKER));
+        t->pushed++;
         break;
     case SP_MARK_POP:
+        /* A pop whose push is not in the timeline (before the window, or
+         * in a chunk the trace lost) ends nothing: Perfetto would read
+         * it as the end of whatever slice is open, or of none. */
+        if (!t || !t->pushed)
+            break;
+        t->pushed--;
         ev_close(w, ev_open(w, TYPE_SLICE_END, tr, g, NULL, 0));
         break;
     case SP_MARK_RANGE:

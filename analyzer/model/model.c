@@ -220,6 +220,9 @@ void sp_model_free(struct sp_model *m)
             free(m->warnings[i]);
         free(m->warn_base[i]);
     }
+    if (m->replay)
+        sp_model_replay_free(m->replay);
+    free(m->replay);
     sp_summary_free(m);
     free(m->frecs);
     free(m->ranks);

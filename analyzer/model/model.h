@@ -44,6 +44,8 @@
 
 #include "sprof.h"
 
+struct sp_replay;
+
 /* The seven exclusive categories, in priority order, then overlap. */
 enum sp_cat {
     SP_CAT_COMPUTE,
@@ -418,6 +420,11 @@ struct sp_model {
     double ideal_step_ms;   /* every found cause removed together; 0 unknown */
     double replay_step_ms;  /* the replay of the job as recorded */
     struct sp_whatif_check check;
+    /* What the what-if replay found, kept after the findings for the
+     * outputs that draw a counterfactual (export --whatif): the straggler
+     * set, the stage and the link scale it chose (model_int.h); NULL
+     * before the findings. */
+    struct sp_replay *replay;
     int pipeline_stages, micro_batches; /* 0 when not pipelined */
     const char *pipeline_schedule; /* "GPipe", "1F1B"; NULL unknown or not pipelined */
     enum sp_stage done;     /* the last pass run */

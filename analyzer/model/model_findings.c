@@ -1356,5 +1356,11 @@ void sp_model_findings(struct sp_model *m)
         if (check_ideal(m, &rp, use, ideal) && rp.base_ms > 0)
             m->ideal_step_ms = m->step_mean_ms * ideal / rp.base_ms;
     }
-    sp_model_replay_free(&rp);
+    /* the results stay for the outputs (export --whatif), not the graph */
+    sp_model_replay_keep(&rp);
+    m->replay = malloc(sizeof *m->replay);
+    if (m->replay)
+        *m->replay = rp;
+    else
+        sp_model_replay_free(&rp);
 }

@@ -1628,6 +1628,15 @@ static double cross_scale(const struct sp_model *m)
     return inter < ref ? inter / ref : 0;
 }
 
+void sp_model_replay_keep(struct sp_replay *rp)
+{
+    if (rp->graph) {
+        graph_free(rp->graph);
+        free(rp->graph);
+        rp->graph = NULL;
+    }
+}
+
 void sp_model_replay_free(struct sp_replay *rp)
 {
     free(rp->straggler_set);
@@ -1638,11 +1647,7 @@ void sp_model_replay_free(struct sp_replay *rp)
     rp->excess_ms = NULL;
     free(rp->steady);
     rp->steady = NULL;
-    if (rp->graph) {
-        graph_free(rp->graph);
-        free(rp->graph);
-        rp->graph = NULL;
-    }
+    sp_model_replay_keep(rp);
 }
 
 struct node_dev {

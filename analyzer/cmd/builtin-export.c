@@ -24,14 +24,18 @@
 #include "opt.h"
 #include "parse.h"
 #include "seen.h"
+#include "text.h"
 
 #define VERB "export"
 #define BIG_OUTPUT 1e9  /* past this, say how to shrink it */
 #define GZ_RATIO 12.0   /* the JSON compresses about this much at level 1 */
 #define GZ_RATIO_PB 5.5 /* the protobuf (names interned already): 1.2 GB to 214 MB at 1024 ranks */
 #define OUT_BUFFER (1 << 20)
+#define USAGE_COLUMN 26 /* where usage_text's option descriptions start */
+#define USAGE_WIDTH 78  /* and the column they stay within */
 
-/* The option table as --help prints it, one line a line. */
+/* The option table as --help prints it, one line a line, in two parts
+ * around the causes --whatif takes. */
 // clang-format off
 static const char usage_text[] =
     "usage: scaleprof export DIR -o FILE [options]\n"
@@ -52,11 +56,9 @@ static const char usage_text[] =
     "  --full                  every rank in full detail, whatever the size\n"
     "  --summary               the summary timeline, whatever the size\n"
     "  --ranks LIST            only these ranks, e.g. 0,3,8-15\n"
-    "  --whatif CAUSE          beside each rank, the replayed timeline with CAUSE\n"
-    "                          removed (straggler, imbalance, pipeline_stage,\n"
-    "                          input_pipeline, host_overhead, communication,\n"
-    "                          cross_node, unexplained, memcpy; none: replayed\n"
-    "                          as is)\n"
+    "  --whatif CAUSE          beside each rank, the replayed timeline with CAUSE\n";
+/* (the causes --whatif takes are the cause table's: whatif_usage) */
+static const char usage_tail[] =
     SP_MODEL_OPTIONS_HELP
     SP_COLOR_HELP
     "  -h, --help              this text\n"
@@ -66,6 +68,17 @@ static const char usage_text[] =
     "Exit status: 0 written, 1 nothing analyzable or the file could not be\n"
     "written, 2 usage.\n";
 // clang-format on
+
+/* The causes --whatif takes, in the cause table's order (sp_export_whatif_cause),
+ * wrapped in the option column of usage_text. */
+static void whatif_usage(void)
+{
+    char names[512], text[600];
+    sp_export_whatif_cause(NULL, names, sizeof names);
+    snprintf(text, sizeof text, "removed (%s; none: replayed as is)", names);
+    printf("%*s", USAGE_COLUMN, "");
+    sp_text_wrapped(text, USAGE_COLUMN, USAGE_COLUMN, USAGE_WIDTH);
+}
 
 /* ---- the output: a FILE, through zlib when gzip'd ---- */
 
@@ -177,6 +190,8 @@ int cmd_export(int argc, char **argv)
             break;
         case 'h':
             fputs(usage_text, stdout);
+            whatif_usage();
+            fputs(usage_tail, stdout);
             rc = 0;
             goto out;
         default: /* said by sp_opts_next */

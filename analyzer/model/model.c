@@ -123,6 +123,7 @@ int sp_model_open(const char *dir, const struct sp_model_opts *o, struct sp_mode
     m->opts = *o;
     m->dir = dir;
     m->detected_by = "none";
+    m->causes = sp_cause_table();
     int loaded = sp_summary_is_dir(m->dir) ? sp_summary_load(m) : sp_model_load(m);
     if (loaded < 0 || sp_model_group(m) < 0)
         return -1;
@@ -141,6 +142,7 @@ int sp_summary_scan(struct sp_model *m, char **paths, int n)
 
 int sp_summary_open(struct sp_model *m)
 {
+    m->causes = sp_cause_table();
     if (sp_model_group(m) < 0)
         return -1;
     sp_model_align_clocks(m);
@@ -220,6 +222,9 @@ void sp_model_free(struct sp_model *m)
             free(m->warnings[i]);
         free(m->warn_base[i]);
     }
+    if (m->replay)
+        sp_model_replay_free(m->replay);
+    free(m->replay);
     sp_summary_free(m);
     free(m->frecs);
     free(m->ranks);

@@ -42,7 +42,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "causes.h"
 #include "sprof.h"
+
+struct sp_replay;
 
 /* The seven exclusive categories, in priority order, then overlap. */
 enum sp_cat {
@@ -299,47 +302,7 @@ struct sp_straggler {
 
 #define SP_MODEL_TEXT 1024
 
-/* The causes a finding can name: one table (causes.c) gives each its JSON
- * name, first thing to try, documentation anchor, the cause it is a part
- * of, what the what-if replay drops to price it and its place in export
- * --whatif's list; report, compare, the replay and export read it. */
-enum sp_cause {
-    SP_CAUSE_STRAGGLER,
-    SP_CAUSE_IMBALANCE,
-    SP_CAUSE_PIPELINE_STAGE,
-    SP_CAUSE_PIPELINE_BUBBLE,
-    SP_CAUSE_INPUT,
-    SP_CAUSE_HOST,
-    SP_CAUSE_COMMUNICATION,
-    SP_CAUSE_CROSS_NODE,
-    SP_CAUSE_SMALL_BATCH,
-    SP_CAUSE_UNEXPLAINED,
-    SP_CAUSE_HOST_SYNC,   /* host_overhead's part: syncs inside the step */
-    SP_CAUSE_FILE_WRITES, /* host_overhead's part: file writes (checkpoints) */
-    SP_CAUSE_SCALING,   /* compare: efficiency falls, no single cause */
-    SP_CAUSE_HANG,      /* some ranks never reached a collective */
-    SP_CAUSE_MEMCPY,    /* copies on the critical path */
-    SP_CAUSE_LAUNCH_API, /* host_overhead's part: the GPU idle inside launch calls */
-    SP_CAUSE_N
-};
-struct sp_cause_info {
-    const char *name;      /* JSON and text: "input_pipeline", ... */
-    const char *first_try; /* the seed's first thing to try */
-    const char *anchor;    /* docs/analysis.md section */
-    int part_of;           /* the cause this one is a part of; SP_CAUSE_N: none */
-    uint32_t drop;         /* bits (1 << SP_LOC_*) of the local time the replay
-                            * drops to price it; 0: a counterfactual of its own
-                            * in model_replay.c, or none */
-    int whatif_order;      /* its place (from 1) among the causes export
-                            * --whatif replays; 0: not replayable there */
-};
-/* The cause a cause is a part of ("host_overhead" for host_sync,
- * file_writes and launch_api), NULL when none. */
-const char *sp_cause_part_of(int cause);
-/* The row of a cause; never NULL (an out-of-range cause gets a "?" row). */
-const struct sp_cause_info *sp_cause_info(int cause);
-/* The cause whose whatif_order is k, -1 when none. */
-int sp_cause_by_whatif_order(int k);
+/* The causes a finding can name and their table: causes.h. */
 /* Severity from the share of step time fixing a cause would save:
  * high >= 20%, moderate >= 5%, low below (docs/analysis.md). */
 int sp_severity_of_gain(double gain);
@@ -418,6 +381,16 @@ struct sp_model {
     double ideal_step_ms;   /* every found cause removed together; 0 unknown */
     double replay_step_ms;  /* the replay of the job as recorded */
     struct sp_whatif_check check;
+    /* What the what-if replay found, kept after the findings for the
+     * outputs that draw a counterfactual (export --whatif): the straggler
+     * set, the stage and the link scale it chose (model_int.h); NULL
+     * before the findings. */
+    struct sp_replay *replay;
+    /* The cause table (causes.h: sp_cause_table), SP_CAUSE_N rows, as the
+     * passes read it: the table names their rules, evidence writers and
+     * counterfactuals, so they take it from the model instead of calling
+     * back into it. */
+    const struct sp_cause_info *causes;
     int pipeline_stages, micro_batches; /* 0 when not pipelined */
     const char *pipeline_schedule; /* "GPipe", "1F1B"; NULL unknown or not pipelined */
     enum sp_stage done;     /* the last pass run */

@@ -3,11 +3,14 @@
  * the what-if replay (model_replay.c): the share of the mean step time
  * that fixing the cause alone would save.
  *
- * The cause table (causes.c) gives every cause its name, its first thing
- * to try and its documentation anchor, for report and compare alike; here
- * are each cause's rule for being reported and its evidence.
+ * The cause table (causes.c) gives every cause its name, its first things
+ * to try and its documentation anchor, for report and compare alike, and
+ * names the rule (sp_rule_*, when not the listing minimum) and the
+ * evidence writer (sp_evidence_*) defined here; sp_model_findings walks
+ * the table, and decides alone between findings that fix the same time.
  * Severity follows the gain (sp_severity_of_gain); findings are ordered by
- * gain, and `healthy` means no finding gains 5% or more.  Where two
+ * gain (equal gains in the table's order), and `healthy` means no finding
+ * gains 5% or more.  Where two
  * counterfactuals fix the same time, one finding names it: a fixed
  * straggler (a rank, or a set of ranks) when fixing it recovers most of
  * what balancing every rank would (else the work is imbalanced, with no
@@ -49,20 +52,7 @@
 #define READS_SHOWN_BYTES (64 << 10)
 
 
-/* The memcpy finding's first try when its copies already come from pinned
- * memory, or do not cross the host link: pinning would change nothing. */
-#define MEMCPY_TRY_OVERLAP                                                                                   \
-    "the host memory is already page-locked: issue the copies asynchronously (non_blocking) on a side "      \
-    "stream and prefetch the next batch while this step computes, so the copies overlap compute"
-#define MEMCPY_TRY_DEVICE                                                                                    \
-    "copies within the GPU: avoid them (in-place operations, views instead of copies), or overlap them "     \
-    "with compute on a side stream"
 #define COPIES_SHOWN 3 /* (direction, memory) groups named in the evidence */
-
-const char *sp_finding_first_try(const struct sp_finding *f)
-{
-    return f->first_try ? f->first_try : sp_cause_info(f->cause)->first_try;
-}
 
 int sp_severity_of_gain(double gain)
 {
@@ -342,7 +332,7 @@ static struct sp_finding *add(struct sp_model *m, int cause, double gain)
     struct sp_finding *f = &m->findings[m->nfindings++];
     memset(f, 0, sizeof *f);
     f->cause = cause;
-    f->first_try = sp_cause_info(cause)->first_try;
+    f->first_try = m->causes[cause].first_try;
     f->gain = gain;
     f->severity = sp_severity_of_gain(gain);
     f->step_ms_if_fixed = m->step_mean_ms * (1 - gain);
@@ -426,11 +416,9 @@ static int one_gpu(const char *who, const struct sp_finding *f)
     return f->nranks == 1 && strcmp(who, "GPUs") != 0;
 }
 
-static void input_finding(struct sp_model *m, double gain)
+void sp_evidence_input(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
 {
-    struct sp_finding *f = add(m, SP_CAUSE_INPUT, gain);
-    if (!f)
-        return;
+    (void)rp;
     ranks_over(m, SP_CAT_IDLE_INPUT, SP_GAIN_MODERATE, f);
     char who[96];
     double step, share = named_share(m, f, SP_CAT_IDLE_INPUT, &step, who, sizeof who);
@@ -463,22 +451,19 @@ static double others_wait(const struct sp_model *m, const uint8_t *set)
     return n ? wait / n : 0;
 }
 
-/* What a straggler's excess is made of (straggler_cause's names), the
- * category that measures it, and the first thing to try for it. */
+/* What a straggler's excess is made of (straggler_cause's names) and the
+ * category that measures it; the first thing to try for each is the
+ * straggler's row of the cause table (its tries). */
 static const struct {
     const char *cause;
     int cat;
-    const char *what, *first_try;
+    const char *what;
 } excess_causes[] = {
-    {"compute", SP_CAT_COMPUTE, "compute on the GPU", NULL},
-    {"memcpy", SP_CAT_MEMCPY, "copies", "look at this rank's copies: pinned memory, non_blocking copies; then "
-                                            "test that device alone"},
-    {"input", SP_CAT_IDLE_INPUT, "waiting for input", "speed up this rank's input: more loader workers, faster "
-                                                       "storage or caching for its data; check its share of the data"},
-    {"host", SP_CAT_IDLE_HOST, "the GPU waiting for the host", "find what holds this rank's host back (CPU "
-                                                               "contention, syncs, launch calls): CUDA graphs, "
-                                                               "fewer synchronizations"},
-    {"other", SP_CAT_IDLE_OTHER, "GPU idle time nothing in the trace explains", NULL},
+    {"compute", SP_CAT_COMPUTE, "compute on the GPU"},
+    {"memcpy", SP_CAT_MEMCPY, "copies"},
+    {"input", SP_CAT_IDLE_INPUT, "waiting for input"},
+    {"host", SP_CAT_IDLE_HOST, "the GPU waiting for the host"},
+    {"other", SP_CAT_IDLE_OTHER, "GPU idle time nothing in the trace explains"},
 };
 
 static int excess_cause(const char *cause)
@@ -512,11 +497,10 @@ static void rank_list(const struct sp_finding *f, char *out, size_t len)
                                  x == 0 ? "" : x == f->nranks - 1 ? " and " : ", ", f->ranks[x]);
 }
 
-static void straggler_finding(struct sp_model *m, const struct sp_replay *rp, double gain, const char *cause)
+void sp_evidence_straggler(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
 {
-    struct sp_finding *f = add(m, SP_CAUSE_STRAGGLER, gain);
-    if (!f)
-        return;
+    const char *cause = set_cause(m, rp->straggler_set);
+    double gain = f->gain;
     f->nranks = 0;
     for (int i = 0; i < m->nranks; i++)
         if (rp->straggler_set[i])
@@ -571,8 +555,8 @@ static void straggler_finding(struct sp_model *m, const struct sp_replay *rp, do
     } else if (cause && strcmp(cause, "mixed")) {
         say(f, "; their excess is %s", k >= 0 ? excess_causes[k].what : cause);
     }
-    if (k >= 0 && excess_causes[k].first_try)
-        f->first_try = excess_causes[k].first_try;
+    if (sp_cause_try(&m->causes[SP_CAUSE_STRAGGLER], cause))
+        f->first_try = sp_cause_try(&m->causes[SP_CAUSE_STRAGGLER], cause);
 }
 
 /* Per analyzed step, the rank with the most local time (everything but
@@ -615,11 +599,8 @@ static int slowest_ranks(const struct sp_model *m, int *top, int *top_steps, int
     return distinct;
 }
 
-static void imbalance_finding(struct sp_model *m, const struct sp_replay *rp, double gain)
+void sp_evidence_imbalance(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
 {
-    struct sp_finding *f = add(m, SP_CAUSE_IMBALANCE, gain);
-    if (!f)
-        return;
     say_gain(m, f, "giving every rank the median work of each step");
     int top, top_steps, steps, distinct = slowest_ranks(m, &top, &top_steps, &steps);
     if (distinct > 1 && top_steps < steps)
@@ -632,11 +613,8 @@ static void imbalance_finding(struct sp_model *m, const struct sp_replay *rp, do
         100 * rp->gain[SP_CAUSE_STRAGGLER], 100 * m->breakdown[SP_CAT_COLL_WAIT]);
 }
 
-static void stage_finding(struct sp_model *m, const struct sp_replay *rp, double gain)
+void sp_evidence_pipeline_stage(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
 {
-    struct sp_finding *f = add(m, SP_CAUSE_PIPELINE_STAGE, gain);
-    if (!f)
-        return;
     f->nranks = 0;
     for (int i = 0; i < m->nranks; i++)
         if (m->ranks[i].stage == rp->stage)
@@ -647,11 +625,8 @@ static void stage_finding(struct sp_model *m, const struct sp_replay *rp, double
     say_gain(m, f, fix);
 }
 
-static void bubble_finding(struct sp_model *m, const struct sp_replay *rp, double gain)
+void sp_evidence_pipeline_bubble(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
 {
-    struct sp_finding *f = add(m, SP_CAUSE_PIPELINE_BUBBLE, gain);
-    if (!f)
-        return;
     say_gain(m, f, "removing the pipeline's bubble (many more, smaller micro-batches)");
     say(f, "; %d stages wait %.1f%% of step time for each other in the pipeline's fill and drain", m->pipeline_stages,
         100 * rp->bubble_share);
@@ -710,11 +685,9 @@ static double host_rest_share(const struct sp_model *m, const struct sp_rank *r)
     return rest > 0 ? rest : 0;
 }
 
-static void host_finding(struct sp_model *m, double gain)
+void sp_evidence_host(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
 {
-    struct sp_finding *f = add(m, SP_CAUSE_HOST, gain);
-    if (!f)
-        return;
+    (void)rp;
     f->nranks = 0;
     for (int i = 0; i < m->nranks; i++)
         if (m->ranks[i].cat && host_rest_share(m, &m->ranks[i]) >= SP_GAIN_MODERATE)
@@ -739,11 +712,9 @@ static void host_finding(struct sp_model *m, double gain)
 }
 
 
-static void sync_finding(struct sp_model *m, double gain)
+void sp_evidence_host_sync(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
 {
-    struct sp_finding *f = add(m, SP_CAUSE_HOST_SYNC, gain);
-    if (!f)
-        return;
+    (void)rp;
     int top;
     ranks_by_share(m, offsetof(struct sp_rank, sync_idle), PART_MIN, f, &top);
     say_gain(m, f, "the host issuing work ahead of the GPU across the synchronizations inside the step");
@@ -772,11 +743,9 @@ static void sync_finding(struct sp_model *m, double gain)
 
 #define LAUNCH_RANKS_SAID 4 /* ranks the launch_api evidence gives figures for */
 
-static void launch_finding(struct sp_model *m, double gain)
+void sp_evidence_launch_api(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
 {
-    struct sp_finding *f = add(m, SP_CAUSE_LAUNCH_API, gain);
-    if (!f)
-        return;
+    (void)rp;
     int top;
     ranks_by_share(m, offsetof(struct sp_rank, launch_idle), PART_MIN, f, &top);
     say_gain(m, f, "launch calls that return at once (the GPU idle inside none of them)");
@@ -825,11 +794,9 @@ static void say_write_steps(const struct sp_model *m, const struct sp_rank *r, s
     say(f, "%s)", total > nhit ? ", ..." : "");
 }
 
-static void writes_finding(struct sp_model *m, double gain)
+void sp_evidence_file_writes(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
 {
-    struct sp_finding *f = add(m, SP_CAUSE_FILE_WRITES, gain);
-    if (!f)
-        return;
+    (void)rp;
     int top;
     ranks_by_share(m, offsetof(struct sp_rank, write_idle), PART_MIN, f, &top);
     say_gain(m, f, "file writes off the training thread");
@@ -931,11 +898,8 @@ static void say_communicator(const struct sp_model *m, struct sp_finding *f, con
         say(f, ", against %.1f GB/s on the job's other communicators", moved / t);
 }
 
-static void communication_finding(struct sp_model *m, const struct sp_replay *rp, double gain)
+void sp_evidence_communication(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
 {
-    struct sp_finding *f = add(m, SP_CAUSE_COMMUNICATION, gain);
-    if (!f)
-        return;
     const struct sp_coll_summary *top = costliest_transfer(m, -1);
     double share = m->breakdown[SP_CAT_COLL_TRANSFER];
     double coll = share + m->breakdown[SP_CAT_COLL_WAIT] + m->breakdown[SP_CAT_OVERLAP];
@@ -1012,11 +976,8 @@ static int slow_host(const struct sp_model *m, double *own_gbps, double *rest_gb
     return best;
 }
 
-static void cross_node_finding(struct sp_model *m, const struct sp_replay *rp, double gain)
+void sp_evidence_cross_node(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
 {
-    struct sp_finding *f = add(m, SP_CAUSE_CROSS_NODE, gain);
-    if (!f)
-        return;
     double intra_t, intra = sp_model_busbw(m, 0, &intra_t), inter = sp_model_busbw(m, 1, NULL);
     const struct sp_coll_summary *top = costliest_transfer(m, 1);
     say_gain(m, f, "collectives spanning hosts at the bandwidth within a host");
@@ -1027,7 +988,7 @@ static void cross_node_finding(struct sp_model *m, const struct sp_replay *rp, d
         say(f, "; no collective runs within a host, and those spanning hosts reach %.1f GB/s bus bandwidth, below "
                "the %.0f GB/s that links within a host give (NVLink)",
             inter, inter / rp->cross_scale);
-    if (gain < REPORT_MIN)
+    if (f->gain < REPORT_MIN)
         say(f, "; this run pays little for it (the exposed transfer of those collectives is a small part of the "
                "step), but every collective spanning hosts runs at that rate");
     if (top)
@@ -1051,11 +1012,9 @@ static void cross_node_finding(struct sp_model *m, const struct sp_replay *rp, d
     }
 }
 
-static void unexplained_finding(struct sp_model *m, double gain)
+void sp_evidence_unexplained(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
 {
-    struct sp_finding *f = add(m, SP_CAUSE_UNEXPLAINED, gain);
-    if (!f)
-        return;
+    (void)rp;
     ranks_over(m, SP_CAT_IDLE_OTHER, UNEXPLAINED_MIN, f);
     char who[96];
     double step, other = named_share(m, f, SP_CAT_IDLE_OTHER, &step, who, sizeof who);
@@ -1144,16 +1103,14 @@ static void memcpy_evidence(const struct sp_model *m, struct sp_finding *f)
     if (copy_ns > 0)
         say(f, "; %.0f%% of copy time overlapped with compute", 100 * (1 - exposed_ns / copy_ns));
     if (top_dir == SP_COPY_D2D)
-        f->first_try = MEMCPY_TRY_DEVICE;
+        f->first_try = sp_cause_try(&m->causes[SP_CAUSE_MEMCPY], "device");
     else if (top_dir >= 0 && top_mem == SP_MEM_PINNED)
-        f->first_try = MEMCPY_TRY_OVERLAP;
+        f->first_try = sp_cause_try(&m->causes[SP_CAUSE_MEMCPY], "pinned");
 }
 
-static void memcpy_finding(struct sp_model *m, double gain)
+void sp_evidence_memcpy(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
 {
-    struct sp_finding *f = add(m, SP_CAUSE_MEMCPY, gain);
-    if (!f)
-        return;
+    (void)rp;
     ranks_over(m, SP_CAT_MEMCPY, SP_GAIN_MODERATE, f);
     say_gain(m, f, "overlapping every copy with compute");
     memcpy_evidence(m, f);
@@ -1198,7 +1155,7 @@ static void withhold_unbacked(struct sp_model *m, const struct sp_replay *rp, in
             continue;
         use[c] = 0;
         ck->withheld |= 1u << c;
-        int w = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", sp_cause_info(c)->name);
+        int w = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", m->causes[c].name);
         if (w > 0 && (size_t)w < sizeof names - used)
             used += (size_t)w;
     }
@@ -1210,7 +1167,7 @@ static void withhold_unbacked(struct sp_model *m, const struct sp_replay *rp, in
         if (ck->replay_ok && !ck->bound_ok[c])
             sp_model_warn(m, "the what-if replay fails its check: fixing %s would save %.2f ms per step, more "
                              "than its %.2f ms on the critical path%s",
-                          sp_cause_info(c)->name, ck->saved_ms[c], ck->bound_ms[c],
+                          m->causes[c].name, ck->saved_ms[c], ck->bound_ms[c],
                           ck->withheld & (1u << c) ? ": its gain is withheld" : "");
 }
 
@@ -1235,21 +1192,67 @@ static int check_ideal(struct sp_model *m, const struct sp_replay *rp, const int
     return ck->ideal_ok;
 }
 
+/* By gain, largest first; equal gains in the cause table's order. */
 static int cmp_finding(const void *a, const void *b)
 {
     const struct sp_finding *x = a, *y = b;
-    return (x->gain < y->gain) - (x->gain > y->gain);
+    if (x->gain != y->gain)
+        return (x->gain < y->gain) - (x->gain > y->gain);
+    return (x->cause > y->cause) - (x->cause < y->cause);
+}
+
+/* The category that measures a cause on a rank (its row's measured_by,
+ * else its whole's); -1 none. */
+static int cause_cat(const struct sp_model *m, int cause)
+{
+    const struct sp_cause_info *ci = &m->causes[cause];
+    uint32_t bits = ci->measured_by || ci->part_of >= SP_CAUSE_N ? ci->measured_by : m->causes[ci->part_of].measured_by;
+    for (int c = 0; c < SP_CAT_N; c++)
+        if (bits & 1u << c)
+            return c;
+    return -1;
 }
 
 /* Without a replay (nothing to replay), each cause's gain is its own
  * share of step time: what removing it would save on one rank. */
 static void shares_as_gains(const struct sp_model *m, struct sp_replay *rp)
 {
-    rp->gain[SP_CAUSE_INPUT] = m->breakdown[SP_CAT_IDLE_INPUT];
-    rp->gain[SP_CAUSE_HOST] = m->breakdown[SP_CAT_IDLE_HOST];
-    rp->gain[SP_CAUSE_UNEXPLAINED] = m->breakdown[SP_CAT_IDLE_OTHER];
-    rp->gain[SP_CAUSE_COMMUNICATION] = m->breakdown[SP_CAT_COLL_TRANSFER];
-    rp->gain[SP_CAUSE_MEMCPY] = m->breakdown[SP_CAT_MEMCPY];
+    for (int c = 0; c < SP_CAUSE_N; c++)
+        if (m->causes[c].measured_by)
+            rp->gain[c] = m->breakdown[cause_cat(m, c)];
+}
+
+/* ---- the rules of the cause table (causes.c: reported) ---- */
+
+int sp_rule_straggler(const struct sp_model *m, const struct sp_replay *rp, int cause)
+{
+    (void)m;
+    return rp->straggler_set && rp->gain[cause] >= REPORT_MIN;
+}
+
+int sp_rule_pipeline_stage(const struct sp_model *m, const struct sp_replay *rp, int cause)
+{
+    (void)m;
+    return rp->stage >= 0 && rp->gain[cause] >= REPORT_MIN;
+}
+
+int sp_rule_pipeline_bubble(const struct sp_model *m, const struct sp_replay *rp, int cause)
+{
+    return m->pipeline_stages > 1 && rp->gain[cause] >= REPORT_MIN;
+}
+
+/* A link far slower than those within a host is a finding even where
+ * this run pays little for it (said so, priced as it is). */
+int sp_rule_cross_node(const struct sp_model *m, const struct sp_replay *rp, int cause)
+{
+    (void)m;
+    return rp->cross_scale > 0 && rp->cross_scale < CROSS_RATIO &&
+           (rp->gain[cause] >= REPORT_MIN || rp->cross_scale <= CROSS_FAR);
+}
+
+int sp_rule_unexplained(const struct sp_model *m, const struct sp_replay *rp, int cause)
+{
+    return m->breakdown[SP_CAT_IDLE_OTHER] >= UNEXPLAINED_MIN && rp->gain[cause] >= REPORT_MIN;
 }
 
 void sp_model_findings(struct sp_model *m)
@@ -1273,81 +1276,46 @@ void sp_model_findings(struct sp_model *m)
         if (!strcmp(cause, "input") && g[SP_CAUSE_STRAGGLER] < CULPRIT_SHARE * g[SP_CAUSE_INPUT])
             culprit = 0, g[SP_CAUSE_IMBALANCE] = 0, cause = NULL;
     }
-    use[SP_CAUSE_STRAGGLER] = culprit && rp.straggler_set && g[SP_CAUSE_STRAGGLER] >= REPORT_MIN;
-    use[SP_CAUSE_IMBALANCE] = !culprit && g[SP_CAUSE_IMBALANCE] >= REPORT_MIN;
-    use[SP_CAUSE_PIPELINE_STAGE] = rp.stage >= 0 && g[SP_CAUSE_PIPELINE_STAGE] >= REPORT_MIN;
-    use[SP_CAUSE_PIPELINE_BUBBLE] = m->pipeline_stages > 1 && g[SP_CAUSE_PIPELINE_BUBBLE] >= REPORT_MIN;
-    use[SP_CAUSE_INPUT] = g[SP_CAUSE_INPUT] >= REPORT_MIN;
-    use[SP_CAUSE_HOST] = g[SP_CAUSE_HOST] >= REPORT_MIN;
-    use[SP_CAUSE_HOST_SYNC] = g[SP_CAUSE_HOST_SYNC] >= REPORT_MIN;
-    use[SP_CAUSE_FILE_WRITES] = g[SP_CAUSE_FILE_WRITES] >= REPORT_MIN;
-    use[SP_CAUSE_LAUNCH_API] = g[SP_CAUSE_LAUNCH_API] >= REPORT_MIN;
-    use[SP_CAUSE_COMMUNICATION] = g[SP_CAUSE_COMMUNICATION] >= REPORT_MIN;
-    /* a link far slower than those within a host is a finding even where
-     * this run pays little for it (said so, priced as it is) */
-    use[SP_CAUSE_CROSS_NODE] = rp.cross_scale > 0 && rp.cross_scale < CROSS_RATIO &&
-                               (g[SP_CAUSE_CROSS_NODE] >= REPORT_MIN || rp.cross_scale <= CROSS_FAR);
-    use[SP_CAUSE_UNEXPLAINED] = m->breakdown[SP_CAT_IDLE_OTHER] >= UNEXPLAINED_MIN && g[SP_CAUSE_UNEXPLAINED] >= REPORT_MIN;
-    use[SP_CAUSE_MEMCPY] = g[SP_CAUSE_MEMCPY] >= REPORT_MIN;
+    /* each cause by its row's rule; a cause with no evidence writer is no
+     * finding of one run (compare's and hang's) */
+    for (int c = 0; c < SP_CAUSE_N; c++) {
+        const struct sp_cause_info *ci = &m->causes[c];
+        use[c] = ci->evidence && (ci->reported ? ci->reported(m, &rp, c) : g[c] >= REPORT_MIN);
+    }
+    use[culprit ? SP_CAUSE_IMBALANCE : SP_CAUSE_STRAGGLER] = 0;
     /* One finding per cause: a straggler whose excess is its input (host,
-     * unexplained idle) is that time, named once.  The cause's finding
-     * holds it when removing the cause everywhere saves clearly more (the
-     * straggler's excess is part of it) or when the straggler is not slow
-     * in every step (the cause comes and goes: loaders out of phase); else
-     * the straggler, a fixed culprit, with that cause. */
-    static const struct {
-        const char *name;
-        int cause;
-    } within[] = {{"input", SP_CAUSE_INPUT}, {"host", SP_CAUSE_HOST}, {"other", SP_CAUSE_UNEXPLAINED}};
-    static const int host_parts[] = {SP_CAUSE_HOST_SYNC, SP_CAUSE_FILE_WRITES, SP_CAUSE_LAUNCH_API};
-    for (size_t k = 0; use[SP_CAUSE_STRAGGLER] && cause && k < sizeof within / sizeof within[0]; k++) {
-        int c = within[k].cause, best = c;
-        /* the host's time comes in parts: the one that gains most is it */
-        for (int p = 0; c == SP_CAUSE_HOST && p < (int)(sizeof host_parts / sizeof host_parts[0]); p++)
-            if (use[host_parts[p]] && (!use[best] || g[host_parts[p]] > g[best]))
-                best = host_parts[p];
-        c = best;
-        if (strcmp(cause, within[k].name) || !use[c])
+     * unexplained idle: a row's `excess`) is that time, named once.  The
+     * cause's finding holds it when removing the cause everywhere saves
+     * clearly more (the straggler's excess is part of it) or when the
+     * straggler is not slow in every step (the cause comes and goes:
+     * loaders out of phase); else the straggler, a fixed culprit, with
+     * that cause. */
+    for (int c = 0; use[SP_CAUSE_STRAGGLER] && cause && c < SP_CAUSE_N; c++) {
+        const char *excess = m->causes[c].excess;
+        if (!excess)
             continue;
-        if (g[c] >= g[SP_CAUSE_STRAGGLER] + SP_GAIN_MODERATE || !steady_set(m, &rp))
-            use[SP_CAUSE_STRAGGLER] = 0, held_by = c;
+        /* a cause whose time comes in parts (the host's): the part that gains most is it */
+        int best = c;
+        for (int p = 0; p < SP_CAUSE_N; p++)
+            if (m->causes[p].part_of == c && use[p] && (!use[best] || g[p] > g[best]))
+                best = p;
+        if (strcmp(cause, excess) || !use[best])
+            continue;
+        if (g[best] >= g[SP_CAUSE_STRAGGLER] + SP_GAIN_MODERATE || !steady_set(m, &rp))
+            use[SP_CAUSE_STRAGGLER] = 0, held_by = best;
         else
-            use[c] = 0;
+            use[best] = 0;
     }
     if (rp.ok)
         withhold_unbacked(m, &rp, use);
-    if (use[SP_CAUSE_STRAGGLER])
-        straggler_finding(m, &rp, g[SP_CAUSE_STRAGGLER], cause);
-    if (use[SP_CAUSE_IMBALANCE])
-        imbalance_finding(m, &rp, g[SP_CAUSE_IMBALANCE]);
-    if (use[SP_CAUSE_PIPELINE_STAGE])
-        stage_finding(m, &rp, g[SP_CAUSE_PIPELINE_STAGE]);
-    if (use[SP_CAUSE_PIPELINE_BUBBLE])
-        bubble_finding(m, &rp, g[SP_CAUSE_PIPELINE_BUBBLE]);
-    if (use[SP_CAUSE_INPUT])
-        input_finding(m, g[SP_CAUSE_INPUT]);
-    if (use[SP_CAUSE_HOST])
-        host_finding(m, g[SP_CAUSE_HOST]);
-    if (use[SP_CAUSE_HOST_SYNC])
-        sync_finding(m, g[SP_CAUSE_HOST_SYNC]);
-    if (use[SP_CAUSE_FILE_WRITES])
-        writes_finding(m, g[SP_CAUSE_FILE_WRITES]);
-    if (use[SP_CAUSE_LAUNCH_API])
-        launch_finding(m, g[SP_CAUSE_LAUNCH_API]);
-    if (use[SP_CAUSE_COMMUNICATION])
-        communication_finding(m, &rp, g[SP_CAUSE_COMMUNICATION]);
-    if (use[SP_CAUSE_CROSS_NODE])
-        cross_node_finding(m, &rp, g[SP_CAUSE_CROSS_NODE]);
-    if (use[SP_CAUSE_UNEXPLAINED])
-        unexplained_finding(m, g[SP_CAUSE_UNEXPLAINED]);
-    if (use[SP_CAUSE_MEMCPY])
-        memcpy_finding(m, g[SP_CAUSE_MEMCPY]);
+    for (int c = 0; c < SP_CAUSE_N; c++) {
+        struct sp_finding *f = use[c] ? add(m, c, g[c]) : NULL;
+        if (f)
+            m->causes[c].evidence(m, &rp, f);
+    }
     for (int i = 0; held_by >= 0 && i < m->nfindings; i++)
         if (m->findings[i].cause == held_by)
-            say_straggler_made(m, &rp, &m->findings[i],
-                               held_by == SP_CAUSE_INPUT         ? SP_CAT_IDLE_INPUT
-                               : held_by == SP_CAUSE_UNEXPLAINED ? SP_CAT_IDLE_OTHER
-                                                                 : SP_CAT_IDLE_HOST);
+            say_straggler_made(m, &rp, &m->findings[i], cause_cat(m, held_by));
     for (int i = 0; i < m->nfindings; i++)
         qsort(m->findings[i].ranks, (size_t)m->findings[i].nranks, sizeof(int), cmp_int);
     qsort(m->findings, (size_t)m->nfindings, sizeof m->findings[0], cmp_finding);
@@ -1356,5 +1324,11 @@ void sp_model_findings(struct sp_model *m)
         if (check_ideal(m, &rp, use, ideal) && rp.base_ms > 0)
             m->ideal_step_ms = m->step_mean_ms * ideal / rp.base_ms;
     }
-    sp_model_replay_free(&rp);
+    /* the results stay for the outputs (export --whatif), not the graph */
+    sp_model_replay_keep(&rp);
+    m->replay = malloc(sizeof *m->replay);
+    if (m->replay)
+        *m->replay = rp;
+    else
+        sp_model_replay_free(&rp);
 }

@@ -69,6 +69,9 @@ struct sp_replay {
  * with sp_model_replay_free. */
 int sp_model_replay(struct sp_model *m, struct sp_replay *out);
 void sp_model_replay_free(struct sp_replay *rp);
+/* Frees what only the replay's own runs need (its graph), keeping the
+ * results: what the model holds after the findings (m->replay). */
+void sp_model_replay_keep(struct sp_replay *rp);
 /* The mean step with the causes use[cause] != 0 removed together; 0 unknown. */
 double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, const int *use);
 /* The replay's check of itself (struct sp_whatif_check): the unchanged

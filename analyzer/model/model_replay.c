@@ -61,6 +61,11 @@
  *   unexplained     idle nothing on the host explains, removed
  *   memcpy          copies (and memsets) while no kernel ran removed: what
  *                   prefetching them under compute would give
+ * Each is the cf of its cause's row in the cause table (causes.c), one
+ * sp_counterfactual here: how it is priced, and how its fix, as priced,
+ * is added to a counterfactual, which the ideal (every found cause fixed
+ * together), the check and export's what-if timeline replay; the causes
+ * that drop local time share sp_cf_drop, their row naming the part.
  * The gain of each is 1 - T'/T, T the replayed mean step time.  Peers of a
  * node are the nodes of other ranks with the same key: a collective's
  * communicator class and its index among the rank's calls on it in the
@@ -219,6 +224,10 @@ struct cf {
      * asks (with_fix_medians); NULL: each node works it out */
     double (*fmed)[2][SP_LOC_N];
     uint8_t *fmed_have; /* per group, bit per window */
+    /* the balanced pipeline's wait taken off the replayed step (the ideal
+     * with pipeline_bubble; no duration changes, so the walk never reads
+     * it and a node-by-node replay cannot draw it) */
+    int bubble;
 };
 
 struct result {
@@ -1494,10 +1503,6 @@ static int run_replay(const struct graph *g, const struct cf *cf, struct result 
 
 static const struct cf recorded = {.transfer = 1, .cross = 1};
 
-/* The causes whose counterfactual removes a part of the ranks' local time
- * (enum sp_loc) say which in the cause table (causes.c: drop), read by the
- * gains, the ideal, the check and the export's what-if timeline. */
-
 static double gain_of(const struct graph *g, const struct cf *cf, double base_ms, double *step_ms)
 {
     struct result r;
@@ -1628,6 +1633,15 @@ static double cross_scale(const struct sp_model *m)
     return inter < ref ? inter / ref : 0;
 }
 
+void sp_model_replay_keep(struct sp_replay *rp)
+{
+    if (rp->graph) {
+        graph_free(rp->graph);
+        free(rp->graph);
+        rp->graph = NULL;
+    }
+}
+
 void sp_model_replay_free(struct sp_replay *rp)
 {
     free(rp->straggler_set);
@@ -1638,11 +1652,7 @@ void sp_model_replay_free(struct sp_replay *rp)
     rp->excess_ms = NULL;
     free(rp->steady);
     rp->steady = NULL;
-    if (rp->graph) {
-        graph_free(rp->graph);
-        free(rp->graph);
-        rp->graph = NULL;
-    }
+    sp_model_replay_keep(rp);
 }
 
 struct node_dev {
@@ -1666,6 +1676,303 @@ static void base_init(struct node_dev *d, int nranks)
         d->last[i] = INT64_MIN;
     d->placed = 0;
 }
+
+/* ---- each cause's counterfactual (the cause table's cf) ---- */
+
+/* What pricing the causes shares: the graph, the base replay, the
+ * straggler candidates and buffers.  Each cause's price writes its
+ * out->gain and out->ms (and what it chose: the straggler set, the
+ * stage); the causes are priced in the table's order, so that the bubble
+ * comes after the stage and the imbalance it balances with. */
+struct pricing {
+    struct sp_model *m;
+    struct graph *g;
+    struct sp_replay *out;
+    double b;                 /* the base replay's mean step, ms */
+    int waits;                /* some rank waits for another: fixing ranks can gain */
+    uint32_t present;         /* the local-time components some node has */
+    uint8_t *fix, *sets;      /* a set of ranks; the small communicators' (group_candidates) */
+    float *scale;             /* per rank index, for busy_scale */
+    double *excess;           /* per rank index: local time beyond its peers'; NULL: not worked out */
+    int cons[MAX_SET], ncons; /* the ranks slow in every step (consistent_ranks) */
+};
+
+/* How the replay prices a cause and removes it once priced: price puts
+ * the gain of fixing it alone into p->out; apply adds its fix, as priced,
+ * to cf (the ideal adds every found cause's to one) and returns 0 when
+ * this run has no fix of it to replay node by node (sp_model_replay_nodes,
+ * the check).  scale is apply's buffer, a float per rank. */
+struct sp_counterfactual {
+    void (*price)(struct pricing *p, int cause);
+    int (*apply)(const struct sp_model *m, const struct sp_replay *rp, int cause, struct cf *cf, float *scale);
+};
+
+/* straggler: a rank's (or a set's) local time at its peers' median: each
+ * rank alone, then each small communicator's ranks, then the ranks slow
+ * in every step together.  Where no rank waits for another, none can gain. */
+static void price_straggler(struct pricing *p, int cause)
+{
+    struct sp_model *m = p->m;
+    struct sp_replay *out = p->out;
+    size_t nr = (size_t)m->nranks;
+    uint8_t *fix = p->fix;
+    double *excess = p->excess, b = p->b, ms;
+    struct cf cf;
+    for (int t = 0; p->waits && excess && t < MAX_TRIED; t++) {
+        int i = -1; /* the untried rank with the largest excess */
+        for (int r = 0; r < m->nranks; r++)
+            if (m->ranks[r].nnodes && excess[r] > 0 && (i < 0 || excess[r] > excess[i]))
+                i = r;
+        if (i < 0)
+            break;
+        excess[i] = -excess[i] - 1; /* tried; stays comparable for the groups below */
+        memset(fix, 0, nr);
+        fix[i] = 1;
+        cf = recorded;
+        cf.fix = fix;
+        cf.fix_n = 1;
+        double gain = gain_of(p->g, &cf, b, &ms);
+        if (out->alone)
+            out->alone[i] = gain;
+        if (gain > out->gain[cause]) {
+            out->gain[cause] = gain;
+            out->ms[cause] = ms;
+            memcpy(out->straggler_set, fix, nr);
+            out->straggler_rank = i;
+        }
+    }
+    int ng = p->waits && excess ? group_candidates(m, p->sets) : 0;
+    double gsum[MAX_GROUPS];
+    for (int k = 0; k < ng; k++) { /* the members' excess, tried ones included */
+        gsum[k] = 0;
+        for (size_t i = 0; i < nr; i++)
+            if (p->sets[(size_t)k * nr + i])
+                gsum[k] += excess[i] < 0 ? -excess[i] - 1 : excess[i];
+    }
+    for (int t = 0; t < ng && t < MAX_TRIED; t++) {
+        int k = -1;
+        for (int x = 0; x < ng; x++)
+            if (gsum[x] > 0 && (k < 0 || gsum[x] > gsum[k]))
+                k = x;
+        if (k < 0)
+            break;
+        gsum[k] = 0;
+        cf = recorded;
+        cf.fix = p->sets + (size_t)k * nr;
+        for (size_t i = 0; i < nr; i++)
+            cf.fix_n += cf.fix[i];
+        double gain = gain_of(p->g, &cf, b, &ms);
+        /* a group is named only when fixing all of it clearly beats its best member */
+        if (gain > out->gain[cause] + SP_GAIN_MODERATE / 2) {
+            out->gain[cause] = gain;
+            out->ms[cause] = ms;
+            memcpy(out->straggler_set, cf.fix, nr);
+            out->straggler_rank = -1;
+        }
+    }
+    /* the ranks slow in every step: the two with most excess together,
+     * then three, ...; a set is named only when it clearly beats the best
+     * candidate before it, and then each member is priced alone too */
+    for (int k = 2; k <= p->ncons; k++) {
+        memset(fix, 0, nr);
+        for (int x = 0; x < k; x++)
+            fix[p->cons[x]] = 1;
+        cf = recorded;
+        cf.fix = fix;
+        cf.fix_n = k;
+        double gain = gain_of(p->g, &cf, b, &ms);
+        if (gain > out->gain[cause] + SP_GAIN_MODERATE / 2) {
+            out->gain[cause] = gain;
+            out->ms[cause] = ms;
+            memcpy(out->straggler_set, fix, nr);
+            out->straggler_rank = -1;
+            out->straggler_consistent = 1;
+        }
+    }
+    for (size_t i = 0; out->straggler_consistent && out->alone && i < nr; i++) {
+        if (!out->straggler_set[i] || out->alone[i] >= 0)
+            continue;
+        memset(fix, 0, nr);
+        fix[i] = 1;
+        cf = recorded;
+        cf.fix = fix;
+        cf.fix_n = 1;
+        out->alone[i] = gain_of(p->g, &cf, b, &ms);
+    }
+}
+
+static int apply_straggler(const struct sp_model *m, const struct sp_replay *rp, int cause, struct cf *cf,
+                           float *scale)
+{
+    (void)cause;
+    (void)scale;
+    if (!rp->straggler_set)
+        return 0;
+    cf->fix = rp->straggler_set;
+    for (int i = 0; i < m->nranks; i++)
+        cf->fix_n += rp->straggler_set[i];
+    return 1;
+}
+
+/* imbalance: every rank's local time (input aside) at the per-step
+ * median; whoever replays it works the medians out on its graph first */
+static int apply_imbalance(const struct sp_model *m, const struct sp_replay *rp, int cause, struct cf *cf,
+                           float *scale)
+{
+    (void)m, (void)rp, (void)cause, (void)scale;
+    cf->imbalance = 1;
+    return 1;
+}
+
+static void price_imbalance(struct pricing *p, int cause)
+{
+    if (!p->waits)
+        return;
+    float *buf = malloc(((size_t)p->g->max_peers + 1) * 2 * SP_LOC_N * sizeof *buf);
+    if (buf)
+        group_medians(p->g, buf);
+    free(buf);
+    struct cf cf = recorded;
+    apply_imbalance(p->m, p->out, cause, &cf, p->scale);
+    p->out->gain[cause] = gain_of(p->g, &cf, p->b, &p->out->ms[cause]);
+}
+
+/* pipeline_stage: the slowest stage at the others' median GPU work */
+static void price_pipeline_stage(struct pricing *p, int cause)
+{
+    struct sp_model *m = p->m;
+    double ms;
+    for (int s = 0; m->pipeline_stages > 1 && s < m->pipeline_stages; s++) {
+        if (!stage_scale(m, s, p->scale))
+            continue;
+        struct cf cf = recorded;
+        cf.busy_scale = p->scale;
+        double gain = gain_of(p->g, &cf, p->b, &ms);
+        if (gain > p->out->gain[cause]) {
+            p->out->gain[cause] = gain;
+            p->out->ms[cause] = ms;
+            p->out->stage = s;
+        }
+    }
+}
+
+static int apply_pipeline_stage(const struct sp_model *m, const struct sp_replay *rp, int cause, struct cf *cf,
+                                float *scale)
+{
+    (void)cause;
+    if (rp->stage < 0 || !stage_scale(m, rp->stage, scale))
+        return 0;
+    cf->busy_scale = scale;
+    return 1;
+}
+
+/* pipeline_bubble: the bubble of the pipeline balanced (the slowest stage
+ * at the others' median, as priced, and every rank at its peers' median:
+ * a straggler fixed, work that moves from rank to rank evened out): the
+ * stages' wait for each other in fill and drain, which many more
+ * micro-batches of the same total work shrink towards nothing (twice as
+ * many halve it).  A straggler's peers wait for it too, and more
+ * micro-batches would not take that wait away. */
+static void price_pipeline_bubble(struct pricing *p, int cause)
+{
+    if (p->m->pipeline_stages <= 1)
+        return;
+    struct cf cf = recorded;
+    apply_pipeline_stage(p->m, p->out, SP_CAUSE_PIPELINE_STAGE, &cf, p->scale);
+    cf.imbalance = p->g->gmed != NULL;
+    struct result bal;
+    if (run_replay(p->g, &cf, &bal, REPLAY_WAIT) == 0 && bal.step_ms > 0) {
+        p->out->bubble_share = bal.wait_share;
+        double saved = bal.wait_share * bal.step_ms;
+        p->out->gain[cause] = saved / p->b;
+        p->out->ms[cause] = p->b - saved;
+    }
+}
+
+/* the bubble is a share of the replayed step, not a duration: the ideal
+ * takes it off, nothing replays it node by node */
+static int apply_pipeline_bubble(const struct sp_model *m, const struct sp_replay *rp, int cause, struct cf *cf,
+                                 float *scale)
+{
+    (void)m, (void)rp, (void)cause, (void)scale;
+    cf->bubble = 1;
+    return 0;
+}
+
+/* A drop of the local time the row names (input, host, its parts,
+ * unexplained, copies).  A component no node has takes nothing off any
+ * node: the replay would give back the base one exactly (no gain), so it
+ * is not run. */
+static void price_drop(struct pricing *p, int cause)
+{
+    uint32_t drop = p->m->causes[cause].drop;
+    if (!drop)
+        return;
+    if (!(p->present & drop)) {
+        p->out->gain[cause] = 0;
+        p->out->ms[cause] = p->b;
+        return;
+    }
+    struct cf cf = recorded;
+    cf.drop = drop;
+    p->out->gain[cause] = gain_of(p->g, &cf, p->b, &p->out->ms[cause]);
+}
+
+static int apply_drop(const struct sp_model *m, const struct sp_replay *rp, int cause, struct cf *cf, float *scale)
+{
+    (void)rp, (void)scale;
+    cf->drop |= m->causes[cause].drop;
+    return m->causes[cause].drop != 0;
+}
+
+/* communication: every transfer hidden, every synchronization kept (a
+ * collective or a recv still ends at its last arrival); the gain is at
+ * most the transfer on the recorded longest paths */
+static int apply_transfer(const struct sp_model *m, const struct sp_replay *rp, int cause, struct cf *cf,
+                          float *scale)
+{
+    (void)m, (void)rp, (void)cause, (void)scale;
+    cf->transfer = 0;
+    return 1;
+}
+
+static void price_transfer(struct pricing *p, int cause)
+{
+    struct sp_replay *out = p->out;
+    struct cf cf = recorded;
+    apply_transfer(p->m, out, cause, &cf, p->scale);
+    out->gain[cause] = gain_of(p->g, &cf, p->b, &out->ms[cause]);
+    if (out->gain[cause] > out->path_transfer_share) {
+        out->gain[cause] = out->path_transfer_share;
+        out->ms[cause] = p->b * (1 - out->path_transfer_share);
+    }
+}
+
+/* cross_node: transfers spanning hosts at the intra-host bandwidth */
+static int apply_cross_node(const struct sp_model *m, const struct sp_replay *rp, int cause, struct cf *cf,
+                            float *scale)
+{
+    (void)m, (void)cause, (void)scale;
+    if (rp->cross_scale <= 0)
+        return 0;
+    cf->cross = rp->cross_scale;
+    return 1;
+}
+
+static void price_cross_node(struct pricing *p, int cause)
+{
+    struct cf cf = recorded;
+    if (apply_cross_node(p->m, p->out, cause, &cf, p->scale))
+        p->out->gain[cause] = gain_of(p->g, &cf, p->b, &p->out->ms[cause]);
+}
+
+const struct sp_counterfactual sp_cf_straggler = {price_straggler, apply_straggler};
+const struct sp_counterfactual sp_cf_imbalance = {price_imbalance, apply_imbalance};
+const struct sp_counterfactual sp_cf_pipeline_stage = {price_pipeline_stage, apply_pipeline_stage};
+const struct sp_counterfactual sp_cf_pipeline_bubble = {price_pipeline_bubble, apply_pipeline_bubble};
+const struct sp_counterfactual sp_cf_drop = {price_drop, apply_drop};
+const struct sp_counterfactual sp_cf_transfer = {price_transfer, apply_transfer};
+const struct sp_counterfactual sp_cf_cross_node = {price_cross_node, apply_cross_node};
 
 int sp_model_replay(struct sp_model *m, struct sp_replay *out)
 {
@@ -1697,16 +2004,17 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     double *excess = calloc(nr + 1, sizeof *excess);
     double *by_step = calloc(nr * (size_t)g.nsteps + 1, sizeof *by_step);
     float *vals = malloc(((size_t)g.max_peers + 1) * sizeof *vals);
-    int cons[MAX_SET], ncons = 0;
+    struct pricing p = {.m = m, .g = &g, .out = out, .b = base.step_ms, .waits = waits};
+    p.fix = fix, p.sets = sets, p.scale = scale, p.excess = excess;
     out->alone = malloc((nr + 1) * sizeof *out->alone);
     out->excess_ms = calloc(nr + 1, sizeof *out->excess_ms);
     if (waits && excess && by_step && vals) {
         rank_excess(&g, excess, by_step, vals);
-        ncons = consistent_ranks(&g, excess, by_step, base.step_ms, cons);
+        p.ncons = consistent_ranks(&g, excess, by_step, base.step_ms, p.cons);
     }
     out->steady = calloc(nr + 1, 1);
-    for (int k = 0; out->steady && k < ncons; k++)
-        out->steady[cons[k]] = 1;
+    for (int k = 0; out->steady && k < p.ncons; k++)
+        out->steady[p.cons[k]] = 1;
     for (size_t i = 0; i < nr; i++) {
         if (out->alone)
             out->alone[i] = -1;
@@ -1719,175 +2027,21 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     out->ok = 1;
     out->base_ms = base.step_ms;
     out->cross_scale = cross_scale(m);
-    double b = base.step_ms, ms;
-    struct cf cf;
+    out->path_transfer_share = base.path_transfer_ms / base.step_ms;
+    p.present = present_locs(&g);
 
-    if (waits) { /* the fixed sets' medians below read the large groups' kept values */
+    if (waits) { /* the fixed sets' medians read the large groups' kept values */
         float *buf = malloc(((size_t)g.max_peers + 1) * 2 * SP_LOC_N * sizeof *buf);
         if (buf)
             build_windows(&g, buf);
         free(buf);
     }
-
-    /* straggler: each rank alone, then each small communicator's ranks;
-     * imbalance.  Where no rank waits for another, none can gain. */
-    for (int t = 0; waits && excess && t < MAX_TRIED; t++) {
-        int i = -1; /* the untried rank with the largest excess */
-        for (int r = 0; r < m->nranks; r++)
-            if (m->ranks[r].nnodes && excess[r] > 0 && (i < 0 || excess[r] > excess[i]))
-                i = r;
-        if (i < 0)
-            break;
-        excess[i] = -excess[i] - 1; /* tried; stays comparable for the groups below */
-        memset(fix, 0, nr);
-        fix[i] = 1;
-        cf = recorded;
-        cf.fix = fix;
-        cf.fix_n = 1;
-        double gain = gain_of(&g, &cf, b, &ms);
-        if (out->alone)
-            out->alone[i] = gain;
-        if (gain > out->gain[SP_CAUSE_STRAGGLER]) {
-            out->gain[SP_CAUSE_STRAGGLER] = gain;
-            out->ms[SP_CAUSE_STRAGGLER] = ms;
-            memcpy(out->straggler_set, fix, nr);
-            out->straggler_rank = i;
-        }
-    }
-    int ng = waits && excess ? group_candidates(m, sets) : 0;
-    double gsum[MAX_GROUPS];
-    for (int k = 0; k < ng; k++) { /* the members' excess, tried ones included */
-        gsum[k] = 0;
-        for (size_t i = 0; i < nr; i++)
-            if (sets[(size_t)k * nr + i])
-                gsum[k] += excess[i] < 0 ? -excess[i] - 1 : excess[i];
-    }
-    for (int t = 0; t < ng && t < MAX_TRIED; t++) {
-        int k = -1;
-        for (int x = 0; x < ng; x++)
-            if (gsum[x] > 0 && (k < 0 || gsum[x] > gsum[k]))
-                k = x;
-        if (k < 0)
-            break;
-        gsum[k] = 0;
-        cf = recorded;
-        cf.fix = sets + (size_t)k * nr;
-        for (size_t i = 0; i < nr; i++)
-            cf.fix_n += cf.fix[i];
-        double gain = gain_of(&g, &cf, b, &ms);
-        /* a group is named only when fixing all of it clearly beats its best member */
-        if (gain > out->gain[SP_CAUSE_STRAGGLER] + SP_GAIN_MODERATE / 2) {
-            out->gain[SP_CAUSE_STRAGGLER] = gain;
-            out->ms[SP_CAUSE_STRAGGLER] = ms;
-            memcpy(out->straggler_set, cf.fix, nr);
-            out->straggler_rank = -1;
-        }
-    }
-    /* the ranks slow in every step: the two with most excess together,
-     * then three, ...; a set is named only when it clearly beats the best
-     * candidate before it, and then each member is priced alone too */
-    for (int k = 2; k <= ncons; k++) {
-        memset(fix, 0, nr);
-        for (int x = 0; x < k; x++)
-            fix[cons[x]] = 1;
-        cf = recorded;
-        cf.fix = fix;
-        cf.fix_n = k;
-        double gain = gain_of(&g, &cf, b, &ms);
-        if (gain > out->gain[SP_CAUSE_STRAGGLER] + SP_GAIN_MODERATE / 2) {
-            out->gain[SP_CAUSE_STRAGGLER] = gain;
-            out->ms[SP_CAUSE_STRAGGLER] = ms;
-            memcpy(out->straggler_set, fix, nr);
-            out->straggler_rank = -1;
-            out->straggler_consistent = 1;
-        }
-    }
-    for (size_t i = 0; out->straggler_consistent && out->alone && i < nr; i++) {
-        if (!out->straggler_set[i] || out->alone[i] >= 0)
-            continue;
-        memset(fix, 0, nr);
-        fix[i] = 1;
-        cf = recorded;
-        cf.fix = fix;
-        cf.fix_n = 1;
-        out->alone[i] = gain_of(&g, &cf, b, &ms);
+    for (int c = 0; c < SP_CAUSE_N; c++) {
+        const struct sp_counterfactual *cf = m->causes[c].cf;
+        if (cf && cf->price)
+            cf->price(&p, c);
     }
     free(excess);
-
-    cf = recorded;
-    cf.imbalance = 1;
-    if (waits) {
-        float *buf = malloc(((size_t)g.max_peers + 1) * 2 * SP_LOC_N * sizeof *buf);
-        if (buf)
-            group_medians(&g, buf);
-        free(buf);
-        out->gain[SP_CAUSE_IMBALANCE] = gain_of(&g, &cf, b, &out->ms[SP_CAUSE_IMBALANCE]);
-    }
-
-    /* a component no node has takes nothing off any node: the replay
-     * would give back the base one exactly (no gain), so it is not run */
-    uint32_t present = present_locs(&g);
-    for (int c = 0; c < SP_CAUSE_N; c++) {
-        if (!sp_cause_info(c)->drop)
-            continue;
-        if (!(present & sp_cause_info(c)->drop)) {
-            out->gain[c] = 0;
-            out->ms[c] = b;
-            continue;
-        }
-        cf = recorded;
-        cf.drop = sp_cause_info(c)->drop;
-        out->gain[c] = gain_of(&g, &cf, b, &out->ms[c]);
-    }
-    /* communication: every transfer hidden, every synchronization kept
-     * (a collective or a recv still ends at its last arrival); the gain
-     * is at most the transfer on the recorded longest paths */
-    cf = recorded;
-    cf.transfer = 0;
-    out->gain[SP_CAUSE_COMMUNICATION] = gain_of(&g, &cf, b, &out->ms[SP_CAUSE_COMMUNICATION]);
-    out->path_transfer_share = base.path_transfer_ms / b;
-    if (out->gain[SP_CAUSE_COMMUNICATION] > out->path_transfer_share) {
-        out->gain[SP_CAUSE_COMMUNICATION] = out->path_transfer_share;
-        out->ms[SP_CAUSE_COMMUNICATION] = b * (1 - out->path_transfer_share);
-    }
-    if (out->cross_scale > 0) {
-        cf = recorded;
-        cf.cross = out->cross_scale;
-        out->gain[SP_CAUSE_CROSS_NODE] = gain_of(&g, &cf, b, &out->ms[SP_CAUSE_CROSS_NODE]);
-    }
-
-    /* pipeline: the slowest stage at the others' median GPU work; then the
-     * bubble of the pipeline so balanced, and with every rank at its
-     * peers' median (a straggler fixed, work that moves from rank to rank
-     * evened out): the stages' wait for each other in fill and drain,
-     * which many more micro-batches of the same total work shrink towards
-     * nothing (twice as many halve it).  A straggler's peers wait for it
-     * too, and more micro-batches would not take that wait away. */
-    if (m->pipeline_stages > 1) {
-        for (int s = 0; s < m->pipeline_stages; s++) {
-            if (!stage_scale(m, s, scale))
-                continue;
-            cf = recorded;
-            cf.busy_scale = scale;
-            double gain = gain_of(&g, &cf, b, &ms);
-            if (gain > out->gain[SP_CAUSE_PIPELINE_STAGE]) {
-                out->gain[SP_CAUSE_PIPELINE_STAGE] = gain;
-                out->ms[SP_CAUSE_PIPELINE_STAGE] = ms;
-                out->stage = s;
-            }
-        }
-        cf = recorded;
-        if (out->stage >= 0 && stage_scale(m, out->stage, scale))
-            cf.busy_scale = scale;
-        cf.imbalance = g.gmed != NULL;
-        struct result bal;
-        if (run_replay(&g, &cf, &bal, REPLAY_WAIT) == 0 && bal.step_ms > 0) {
-            out->bubble_share = bal.wait_share;
-            double saved = bal.wait_share * bal.step_ms;
-            out->gain[SP_CAUSE_PIPELINE_BUBBLE] = saved / b;
-            out->ms[SP_CAUSE_PIPELINE_BUBBLE] = b - saved;
-        }
-    }
     *gp = g; /* kept for sp_model_replay_ideal */
     free(fix);
     free(sets);
@@ -1903,31 +2057,21 @@ double sp_model_replay_ideal(struct sp_model *m, const struct sp_replay *rp, con
         free(scale);
         return 0;
     }
-    struct cf cf = recorded;
-    if (use[SP_CAUSE_STRAGGLER]) {
-        cf.fix = rp->straggler_set;
-        for (int i = 0; i < m->nranks; i++)
-            cf.fix_n += rp->straggler_set[i];
+    struct cf cf = recorded; /* every found cause's fix, as each was priced */
+    for (int c = 0; c < SP_CAUSE_N; c++) {
+        const struct sp_counterfactual *d = m->causes[c].cf;
+        if (use[c] && d)
+            d->apply(m, rp, c, &cf, scale);
     }
-    cf.imbalance = use[SP_CAUSE_IMBALANCE];
-    for (int c = 0; c < SP_CAUSE_N; c++)
-        if (use[c])
-            cf.drop |= sp_cause_info(c)->drop;
-    if (use[SP_CAUSE_COMMUNICATION])
-        cf.transfer = 0;
-    if (use[SP_CAUSE_CROSS_NODE] && rp->cross_scale > 0)
-        cf.cross = rp->cross_scale;
     if (cf.imbalance) {
         float *buf = malloc(((size_t)gp->max_peers + 1) * 2 * SP_LOC_N * sizeof *buf);
         if (buf)
             group_medians(gp, buf);
         free(buf);
     }
-    if (use[SP_CAUSE_PIPELINE_STAGE] && rp->stage >= 0 && stage_scale(m, rp->stage, scale))
-        cf.busy_scale = scale;
     struct result r;
-    double ms = run_replay(gp, &cf, &r, use[SP_CAUSE_PIPELINE_BUBBLE] ? REPLAY_WAIT : 0) == 0 ? r.step_ms : 0;
-    if (ms > 0 && use[SP_CAUSE_PIPELINE_BUBBLE])
+    double ms = run_replay(gp, &cf, &r, cf.bubble ? REPLAY_WAIT : 0) == 0 ? r.step_ms : 0;
+    if (ms > 0 && cf.bubble)
         ms -= r.wait_share * ms;
     free(scale);
     return ms;
@@ -1983,27 +2127,14 @@ static double rank_step_dev(const struct graph *g, const int64_t *last)
     return dev;
 }
 
-/* The counterfactual that prices cause as sp_model_replay did; 0 when it
- * has none (pipeline_bubble is a share of the balanced replay's wait). */
+/* The counterfactual that prices cause as sp_model_replay did (its row's
+ * apply); 0 when it has none to replay node by node (pipeline_bubble is a
+ * share of the balanced replay's wait; scaling, hang: no replay). */
 static int cause_cf(struct sp_model *m, const struct sp_replay *rp, int cause, struct cf *cf, float *scale)
 {
+    const struct sp_counterfactual *d = m->causes[cause].cf;
     *cf = recorded;
-    switch (cause) {
-    case SP_CAUSE_STRAGGLER:
-        cf->fix = rp->straggler_set;
-        for (int i = 0; i < m->nranks; i++)
-            cf->fix_n += rp->straggler_set[i];
-        return 1;
-    case SP_CAUSE_IMBALANCE: cf->imbalance = 1; return 1;
-    case SP_CAUSE_COMMUNICATION: cf->transfer = 0; return 1;
-    case SP_CAUSE_CROSS_NODE: cf->cross = rp->cross_scale; return rp->cross_scale > 0;
-    case SP_CAUSE_PIPELINE_STAGE:
-        cf->busy_scale = scale;
-        return rp->stage >= 0 && stage_scale(m, rp->stage, scale);
-    default:
-        cf->drop = sp_cause_info(cause)->drop;
-        return cf->drop != 0;
-    }
+    return d && d->apply(m, rp, cause, cf, scale);
 }
 
 /* A cause's own time on the critical path, ms per step: what its fix

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "compare_out.h"
+#include "finding_json.h"
 #include "json.h"
 #include "text.h"
 
@@ -136,14 +137,9 @@ void sp_compare_json(const struct sp_cmp *c, double price)
     sp_json_close(&j, '}');
     sp_json_open(&j, "findings", '[');
     for (int i = 0; i < nf; i++) {
-        const struct sp_cause_info *ci = sp_cause_info(f[i].cause);
-        sp_json_open(&j, NULL, '{');
-        sp_json_str(&j, "cause", ci->name);
-        sp_json_str(&j, "severity", sp_model_severity_name(sp_severity_of_gain(f[i].gain)));
-        sp_json_num(&j, "gain", f[i].gain);
-        sp_json_str(&j, "evidence", f[i].evidence);
-        sp_json_str(&j, "first_try", ci->first_try);
-        sp_json_close(&j, '}');
+        struct sp_finding one = {.cause = f[i].cause, .severity = sp_severity_of_gain(f[i].gain), .gain = f[i].gain};
+        snprintf(one.evidence, sizeof one.evidence, "%s", f[i].evidence);
+        sp_json_finding(&j, &one, 1);
     }
     sp_json_close(&j, ']');
     sp_json_close(&j, '}');

@@ -117,9 +117,11 @@ void sp_export_colls_free(struct sp_export_colls *c);
 /* The rank index of the last arrival of call's instance, -1 when unmatched. */
 int sp_export_last_ri(const struct sp_export_colls *c, const struct sp_coll_call *call);
 
-/* Replays m with cause removed; (*wa)[ri][node], (*we)[ri][node] are each
- * node's replayed arrival and end (INT64_MIN where the replay stopped).
- * Returns 0, or -1 when it could not (both freed and NULL then). */
+/* Replays m with cause removed, as its finding priced it (the replay's
+ * choices the model kept after the findings, m->replay); (*wa)[ri][node],
+ * (*we)[ri][node] are each node's replayed arrival and end (INT64_MIN
+ * where the replay stopped).  Returns 0, or -1 when it could not (both
+ * freed and NULL then). */
 int sp_export_replay(struct sp_model *m, int cause, int64_t ***wa, int64_t ***we);
 void sp_export_replay_free(const struct sp_model *m, int64_t **wa, int64_t **we);
 

@@ -777,12 +777,9 @@ int sp_export_replay(struct sp_model *m, int cause, int64_t ***wa_out, int64_t *
         for (size_t j = 0; j < n; j++)
             k.wa[i][j] = k.we[i][j] = INT64_MIN;
     }
-    if (rc == 0) {
-        struct sp_replay rp;
-        rc = sp_model_replay(m, &rp);
-        if (rc == 0) rc = sp_model_replay_nodes(m, &rp, cause, keep_node, &k);
-        sp_model_replay_free(&rp);
-    }
+    /* the counterfactual as the findings priced it: the model kept what
+     * the replay chose (the straggler set, the stage), so it is not run again */
+    if (rc == 0) rc = m->replay ? sp_model_replay_nodes(m, m->replay, cause, keep_node, &k) : -1;
     if (rc < 0) {
         sp_export_replay_free(m, k.wa, k.we);
         k.wa = k.we = NULL;

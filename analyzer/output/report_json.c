@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "finding_json.h"
 #include "json.h"
 #include "model_summary.h"
 #include "report_out.h"
@@ -354,37 +355,8 @@ void sp_report_json(const struct sp_model *m, int view_rank, int per_step, const
     }
     sp_json_close(&j, ']');
     sp_json_open(&j, "findings", '[');
-    for (int i = 0; i < m->nfindings; i++) {
-        const struct sp_finding *f = &m->findings[i];
-        const struct sp_cause_info *ci = sp_cause_info(f->cause);
-        sp_json_open(&j, NULL, '{');
-        sp_json_str(&j, "cause", ci->name);
-        sp_json_str(&j, "severity", sp_model_severity_name(f->severity));
-        sp_json_num(&j, "gain", f->gain);
-        sp_json_num(&j, "step_ms_if_fixed", f->step_ms_if_fixed);
-        sp_json_num(&j, "cost", f->gain);
-        sp_json_int_list(&j, "ranks", f->ranks, f->nranks);
-        if (f->rank_gains) {
-            sp_json_open(&j, "rank_gains", '[');
-            for (int x = 0; x < f->nranks; x++) {
-                sp_json_open(&j, NULL, '{');
-                sp_json_int(&j, "rank", f->ranks[x]);
-                sp_json_num(&j, "gain", f->rank_gains[x]);
-                sp_json_close(&j, '}');
-            }
-            sp_json_close(&j, ']');
-        }
-        sp_json_open(&j, "steps", '{');
-        sp_json_int(&j, "first", f->step_first);
-        sp_json_int(&j, "last", f->step_last);
-        sp_json_close(&j, '}');
-        sp_json_str(&j, "evidence", f->evidence);
-        sp_json_str(&j, "first_try", sp_finding_first_try(f));
-        sp_json_str(&j, "docs", ci->anchor);
-        if (sp_cause_part_of(f->cause))
-            sp_json_str(&j, "part_of", sp_cause_part_of(f->cause));
-        sp_json_close(&j, '}');
-    }
+    for (int i = 0; i < m->nfindings; i++)
+        sp_json_finding(&j, &m->findings[i], 0);
     sp_json_close(&j, ']');
     sp_json_bool(&j, "healthy", sp_report_healthy(m));
     json_hang(&j, m, h);

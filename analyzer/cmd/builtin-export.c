@@ -5,17 +5,16 @@
  * rank, steps, findings, and with --whatif the replay with one cause
  * removed).
  *
- * Option parsing and output only: export_perfetto.c writes Perfetto's
+ * Option parsing only: export_file.c opens FILE (gzip'd when it ends in
+ * .gz) and says what went into it, export_perfetto.c writes Perfetto's
  * protobuf trace (the default), export_trace.c the JSON (--format json);
- * the model gives the numbers.  FILE ending in .gz is written gzip'd.
+ * the model gives the numbers.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include <zlib.h>
 
 #include "builtin.h"
 #include "export_trace.h"
@@ -27,10 +26,6 @@
 #include "text.h"
 
 #define VERB "export"
-#define BIG_OUTPUT 1e9  /* past this, say how to shrink it */
-#define GZ_RATIO 12.0   /* the JSON compresses about this much at level 1 */
-#define GZ_RATIO_PB 5.5 /* the protobuf (names interned already): 1.2 GB to 214 MB at 1024 ranks */
-#define OUT_BUFFER (1 << 20)
 #define USAGE_COLUMN 26 /* where usage_text's option descriptions start */
 #define USAGE_WIDTH 78  /* and the column they stay within */
 
@@ -78,52 +73,6 @@ static void whatif_usage(void)
     snprintf(text, sizeof text, "removed (%s; none: replayed as is)", names);
     printf("%*s", USAGE_COLUMN, "");
     sp_text_wrapped(text, USAGE_COLUMN, USAGE_COLUMN, USAGE_WIDTH);
-}
-
-/* ---- the output: a FILE, through zlib when gzip'd ---- */
-
-static ssize_t gz_write(void *cookie, const char *buf, size_t n)
-{
-    int w = gzwrite((gzFile)cookie, buf, (unsigned)n);
-    return w > 0 ? w : -1;
-}
-
-static int gz_close(void *cookie)
-{
-    return gzclose((gzFile)cookie) == Z_OK ? 0 : -1;
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && !strcmp(s + a - b, suffix);
-}
-
-static FILE *open_output(const char *path, int *gz)
-{
-    *gz = ends_with(path, ".gz");
-    if (!strcmp(path, "-")) return stdout;
-    if (!*gz) return fopen(path, "w");
-    gzFile z = gzopen(path, "wb1"); /* level 1: most of the size off at a fraction of the time */
-    if (!z) return NULL;
-    cookie_io_functions_t io = {.write = gz_write, .close = gz_close};
-    FILE *f = fopencookie(z, "w", io);
-    if (!f) gzclose(z);
-    return f;
-}
-
-static void warn_size(const char *dir, double bytes, int gz, int json)
-{
-    double out = gz ? bytes / (json ? GZ_RATIO : GZ_RATIO_PB) : bytes;
-    if (bytes < BIG_OUTPUT && out < BIG_OUTPUT) return;
-    fprintf(stderr,
-            "scaleprof export: note: the timeline will be about %.1f GB%s%s; viewers load up to a "
-            "few GB "
-            "at best. --steps A:B (a few steps) and --ranks LIST (the ranks of interest) make it "
-            "smaller, "
-            "e.g. scaleprof export %s --steps 10:12 --ranks 0-7 -o small.%s\n",
-            bytes / 1e9, gz ? (json ? " of JSON" : " of protobuf") : "",
-            gz ? " before compression" : "", dir, json ? "json.gz" : "pftrace");
 }
 
 int cmd_export(int argc, char **argv)
@@ -210,7 +159,7 @@ int cmd_export(int argc, char **argv)
         rc = sp_usage_error(VERB, "one trace directory expected, got %d", argc - optind);
         goto out;
     }
-    if (json < 0) json = path && (ends_with(path, ".json") || ends_with(path, ".json.gz"));
+    if (json < 0) json = path && sp_export_path_is_json(path);
     if (json && eo.detail) {
         rc = sp_usage_error(VERB, "--%s: the JSON timeline is always in full (the summary is "
                                   "Perfetto's)",
@@ -266,47 +215,7 @@ int cmd_export(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    int gz;
-    if (json || eo.detail == SP_EXPORT_FULL)
-        warn_size(dir, json ? sp_export_estimate(&m, &eo) : sp_export_perfetto_estimate(&m, &eo),
-                  ends_with(path, ".gz"), json);
-    FILE *f = open_output(path, &gz);
-    if (!f) {
-        fprintf(stderr, "scaleprof export: %s: %s\n", path, strerror(errno));
-        sp_model_free(&m);
-        rc = 1;
-        goto out;
-    }
-    setvbuf(f, NULL, _IOFBF, OUT_BUFFER);
-    struct sp_export_stats st;
-    int wrc = json ? sp_export_trace(&m, &eo, f, &st) : sp_export_perfetto(&m, &eo, f, &st);
-    int crc = f == stdout ? fflush(f) : fclose(f);
-    for (int i = 0; i < m.nwarnings; i++)
-        fprintf(stderr, "scaleprof export: warning: %s\n", m.warnings[i]);
-    if (wrc < 0 || crc != 0) {
-        fprintf(stderr, "scaleprof export: %s: could not be written (%s)\n", path, strerror(errno));
-        if (f != stdout) unlink(path);
-        rc = 1;
-    } else {
-        if (st.dropped)
-            fprintf(stderr, "scaleprof export: warning: %llu events too large to encode were left out\n",
-                    (unsigned long long)st.dropped);
-        if (st.summary)
-            fprintf(stderr,
-                    "scaleprof export: %s: summary timeline (%d ranks x %d steps%s): every rank's "
-                    "steps and categories, %d rank%s named by the findings in full; --full for "
-                    "everything, --ranks/--steps for a part\n",
-                    path, st.ranks, m.steps_total,
-                    eo.detail == SP_EXPORT_SUMMARY ? ", --summary" : " is past what the viewer holds in full",
-                    st.detailed, st.detailed == 1 ? "" : "s");
-        fprintf(stderr,
-                "scaleprof export: %s: %d rank%s, %llu trace events, %llu timeline entries, %llu "
-                "arrows%s; open it in ui.perfetto.dev%s\n",
-                path, st.ranks, st.ranks == 1 ? "" : "s", (unsigned long long)st.events,
-                (unsigned long long)st.slices, (unsigned long long)st.flows,
-                st.whatif_ok ? ", with the what-if replay" : "", json ? " or chrome://tracing" : "");
-        rc = 0;
-    }
+    rc = sp_export_write(&m, &eo, dir, path, json);
     sp_model_free(&m);
 out:
     free(ranks);

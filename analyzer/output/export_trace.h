@@ -69,4 +69,15 @@ double sp_export_perfetto_estimate(const struct sp_model *m, const struct sp_exp
  * the replay cannot remove it; names (when not NULL) lists the valid ones. */
 int sp_export_whatif_cause(const char *name, char *names, size_t len);
 
+/* export_file.c: writes m's timeline to path (stdout for "-", gzip'd
+ * when it ends in .gz; the JSON when json, else the protobuf), with a note
+ * first when it will be too large for a viewer and, after it, what went
+ * in; dir names the traces in that note.  Returns the verb's exit status
+ * (1: not written, said on stderr, nothing left at path). */
+int sp_export_write(struct sp_model *m, const struct sp_export_opts *o, const char *dir, const char *path, int json);
+/* Whether an output path asks for gzip (.gz) or for the JSON (.json,
+ * .json.gz) */
+int sp_export_path_is_gz(const char *path);
+int sp_export_path_is_json(const char *path);
+
 #endif

@@ -5,6 +5,8 @@ breakdown is known by construction (gen_trace writes both).
 usage: check.py CASE   with SCALEPROF_BIN and GEN_TRACE in the environment.
 Each case prints what it checks and exits 1 on the first mismatch."""
 import json, os, re, shutil, subprocess, sys, tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import testmain  # noqa: E402  (the command line every script takes)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import whatif_check  # noqa: E402
@@ -1676,9 +1678,4 @@ def case_help_matches_man():
 
 
 if __name__ == "__main__":
-    fn = globals().get("case_" + sys.argv[1])
-    if not fn:
-        fail("unknown case " + sys.argv[1])
-    print(fn.__doc__.strip())
-    fn()
-    print("ok")
+    testmain.run(globals())

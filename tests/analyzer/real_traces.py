@@ -19,6 +19,8 @@ import os
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import testmain  # noqa: E402  (the command line every script takes)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import whatif_check  # noqa: E402
@@ -278,9 +280,4 @@ def case_kernels_match_raw_json():
 
 
 if __name__ == "__main__":
-    fn = globals().get("case_" + sys.argv[1])
-    if not fn:
-        fail("unknown case " + sys.argv[1])
-    print(fn.__doc__.strip())
-    fn()
-    print("ok")
+    testmain.run(globals())

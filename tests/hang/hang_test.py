@@ -6,6 +6,8 @@ a scheduler kills a job that ran out of time.
 usage: hang_test.py STORY   with SCALEPROF_BIN and HANG_JOB in the environment.
 Each story prints what it checks and exits 1 on the first mismatch."""
 import glob, json, os, re, shutil, signal, subprocess, sys, tempfile, time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import testmain  # noqa: E402  (the command line every script takes)
 
 SCALEPROF = os.environ["SCALEPROF_BIN"]
 JOB = os.environ["HANG_JOB"]
@@ -562,12 +564,4 @@ def story_hang_frozen_resumed():
 
 
 if __name__ == "__main__":
-    fn = globals().get("story_" + sys.argv[1])
-    if not fn:
-        fail("unknown story " + sys.argv[1])
-    print(fn.__doc__.strip())
-    try:
-        fn()
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-    print("ok")
+    testmain.run(globals(), "story", cleanup=lambda: shutil.rmtree(TMP, ignore_errors=True))

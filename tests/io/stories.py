@@ -717,13 +717,19 @@ def story_dataloader(tmp):
           f"slow workers add about {expected:.2f} s of waiting (measured {grew:.2f} s)")
 
 
-STORIES = {name[6:]: fn for name, fn in globals().items() if name.startswith("story_")}
+def main(scope, script, tmp_prefix):
+    """Runs the story the command line names (story_NAME of scope, a
+    script's globals()) in a temporary folder of its own, then finish();
+    reliability.py runs its stories the same way."""
+    stories = {name[6:]: fn for name, fn in scope.items() if name.startswith("story_")}
+    if len(sys.argv) != 2 or sys.argv[1] not in stories:
+        print("usage: %s %s" % (script, "|".join(stories)))
+        sys.exit(2)
+    print(stories[sys.argv[1]].__doc__.strip())
+    with tempfile.TemporaryDirectory(prefix=tmp_prefix) as tmp:
+        stories[sys.argv[1]](tmp)
+    finish()
+
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1] not in STORIES:
-        print("usage: stories.py " + "|".join(STORIES))
-        sys.exit(2)
-    print(STORIES[sys.argv[1]].__doc__.strip())
-    with tempfile.TemporaryDirectory(prefix="scaleprof-io-") as tmp:
-        STORIES[sys.argv[1]](tmp)
-    finish()
+    main(globals(), "stories.py", "scaleprof-io-")

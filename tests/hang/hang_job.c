@@ -76,23 +76,26 @@ int main(int argc, char **argv)
     int steps = 20, hang_rank = -1, hang_at = -1, desync_rank = -1, desync_at = -1, crash_rank = -1,
         crash_at = -1, crash_signal = 0;
     const char *state = NULL;
+    /* every option but --state-dir takes a number */
+    const struct {
+        const char *name;
+        int *value;
+    } numbers[] = {
+        {"--steps", &steps},
+        {"--hang-rank", &hang_rank},
+        {"--hang-at", &hang_at},
+        {"--crash-rank", &crash_rank},
+        {"--crash-at", &crash_at},
+        {"--crash-signal", &crash_signal},
+        {"--desync-rank", &desync_rank},
+        {"--desync-at", &desync_at},
+    };
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--steps") && i + 1 < argc)
-            steps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--hang-rank") && i + 1 < argc)
-            hang_rank = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--hang-at") && i + 1 < argc)
-            hang_at = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--crash-rank") && i + 1 < argc)
-            crash_rank = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--crash-at") && i + 1 < argc)
-            crash_at = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--crash-signal") && i + 1 < argc)
-            crash_signal = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--desync-rank") && i + 1 < argc)
-            desync_rank = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--desync-at") && i + 1 < argc)
-            desync_at = atoi(argv[++i]);
+        size_t n = 0;
+        while (n < sizeof numbers / sizeof numbers[0] && strcmp(argv[i], numbers[n].name))
+            n++;
+        if (n < sizeof numbers / sizeof numbers[0] && i + 1 < argc)
+            *numbers[n].value = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--state-dir") && i + 1 < argc)
             state = argv[++i];
         else {

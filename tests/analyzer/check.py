@@ -81,14 +81,21 @@ def case_breakdown():
              max(0.05 * tc["wait_ms"], 0.005))
 
 
+def check_steps_found(d, truth, by, why):
+    """The report of d finds truth's steps, by `by` when given (why: the
+    failure's words), their mean within 2%; returns the report."""
+    rep = report(d)
+    print(f"  detected_by {rep['steps']['detected_by']}, count {rep['steps']['count']}, truth {truth['steps']}")
+    if (by and rep["steps"]["detected_by"] != by) or rep["steps"]["count"] != truth["steps"]:
+        fail(why)
+    near("step_ms", rep["steps"]["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+    return rep
+
+
 def case_autodetect():
     """Without markers the steps come from the repeating collectives."""
     d, truth = gen("auto", "--ranks", 4, "--colls", 3, "--input-ms", 2)
-    rep = report(d)
-    print(f"  detected_by {rep['steps']['detected_by']}, count {rep['steps']['count']}, truth {truth['steps']}")
-    if rep["steps"]["detected_by"] != "collectives" or rep["steps"]["count"] != truth["steps"]:
-        fail("automatic step detection missed the true step count")
-    near("step_ms", rep["steps"]["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+    rep = check_steps_found(d, truth, "collectives", "automatic step detection missed the true step count")
     check_breakdown(rep, truth)
 
 
@@ -1124,11 +1131,7 @@ def case_single_gpu_kernels():
     repeating kernel-name sequence."""
     d, truth = gen("single", "--ranks", 1, "--no-nccl", "--kernels", 5, "--colls", 3, "--input-ms", 2,
                    "--sync-ms", 0.5, "--jitter", 0.05)
-    rep = report(d)
-    print(f"  detected_by {rep['steps']['detected_by']}, count {rep['steps']['count']}, truth {truth['steps']}")
-    if rep["steps"]["detected_by"] != "kernels" or rep["steps"]["count"] != truth["steps"]:
-        fail("steps should come from the kernel sequence")
-    near("step_ms", rep["steps"]["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+    rep = check_steps_found(d, truth, "kernels", "steps should come from the kernel sequence")
     check_breakdown(rep, truth)
 
 
@@ -1138,11 +1141,7 @@ def case_single_gpu_one_kernel_name():
     one "step" per kernel."""
     d, truth = gen("onename", "--ranks", 1, "--no-nccl", "--kernels", 9, "--colls", 1, "--input-ms", 2,
                    "--one-kernel-name", "--jitter", 0.05)
-    rep = report(d)
-    print(f"  detected_by {rep['steps']['detected_by']}, count {rep['steps']['count']}, truth {truth['steps']}")
-    if rep["steps"]["count"] != truth["steps"]:
-        fail("one step per training step expected, not one per kernel")
-    near("step_ms", rep["steps"]["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+    check_steps_found(d, truth, None, "one step per training step expected, not one per kernel")
 
 
 def case_single_gpu_layer_grids():

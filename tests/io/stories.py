@@ -243,14 +243,19 @@ def story_spawn(tmp):
           "the child has its own trace, naming the parent, with its reads")
 
 
+def child_reads(tmp, story, nreads):
+    """Runs io_story STORY, whose child reads a file nreads times: the file,
+    the story's key values and the child's traces."""
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    kv = keyvals(run([os.environ["IO_STORY"], story, str(nreads), data], os.path.join(tmp, "t")).stdout)
+    return data, kv, by_pid(traces(os.path.join(tmp, "t")), int(kv["child"][0]))
+
+
 def story_exit(tmp):
     """A child leaving through _exit() loses nothing."""
     nreads = 100
-    data = make_file(os.path.join(tmp, "data.bin"), 4096)
-    r = run([os.environ["IO_STORY"], "exit", str(nreads), data], os.path.join(tmp, "t"))
-    kv = keyvals(r.stdout)
+    data, kv, ct = child_reads(tmp, "exit", nreads)
     check(kv.get("status") == ["3"], "the child's exit status is untouched")
-    ct = by_pid(traces(os.path.join(tmp, "t")), int(kv["child"][0]))
     check(len(ct) == 1 and ct[0]["read_calls"].get(data) == nreads, f"all {nreads} reads of the child are there")
     if ct:
         check(["exit", int(kv["child"][0]), 3, ""] in ct[0]["proc"], "its exit event carries status 3")
@@ -260,11 +265,8 @@ def story_exit(tmp):
 def story_sigterm(tmp):
     """A child killed by SIGTERM (no handler installed) loses nothing."""
     nreads = 100
-    data = make_file(os.path.join(tmp, "data.bin"), 4096)
-    r = run([os.environ["IO_STORY"], "sigterm", str(nreads), data], os.path.join(tmp, "t"))
-    kv = keyvals(r.stdout)
+    data, kv, ct = child_reads(tmp, "sigterm", nreads)
     check(kv.get("signal") == ["15"], "the child died of SIGTERM, as without the preload")
-    ct = by_pid(traces(os.path.join(tmp, "t")), int(kv["child"][0]))
     check(len(ct) == 1, "the killed child left a trace")
     if ct:
         check(ct[0]["read_calls"].get(data) == nreads, f"all {nreads} reads survive the kill "

@@ -14,6 +14,7 @@
 #include "ended.h"
 #include "hang.h"
 #include "json.h"
+#include "verb_json.h"
 #include "model.h"
 #include "opt.h"
 #include "text.h"
@@ -354,14 +355,6 @@ static void text_out(const struct sp_model *m, const struct sp_hang *h, int cols
     }
 }
 
-static void json_ints(struct sp_json *j, const char *key, const int *v, int n)
-{
-    sp_json_open(j, key, '[');
-    for (int i = 0; i < n; i++)
-        sp_json_int(j, NULL, v[i]);
-    sp_json_close(j, ']');
-}
-
 static void json_rank(struct sp_json *j, const struct sp_hang *h, const struct sp_hang_rank *x)
 {
     char key[16];
@@ -375,10 +368,7 @@ static void json_rank(struct sp_json *j, const struct sp_hang *h, const struct s
         sp_json_str(j, "process", proc_state(p->state));
         sp_json_num(j, "silent_s", (double)(p->end_t - p->last_t) / NS_PER_S);
         sp_json_num(j, "trace_ends_before_job_s", (double)(h->end_t - p->end_t) / NS_PER_S);
-        if (p->cpu_share >= 0)
-            sp_json_num(j, "cpu_cores", p->cpu_share);
-        else
-            sp_json_null(j, "cpu_cores");
+        sp_verb_json_num_if(j, "cpu_cores", p->cpu_share >= 0, p->cpu_share);
     }
     sp_json_open(j, "processes", '[');
     for (int i = 0; i < x->nprocs; i++) {
@@ -423,9 +413,9 @@ static void json_inst(struct sp_json *j, const struct sp_hang *h, const struct s
     sp_json_str(j, "dtype", sp_nccl_dtype_name(x->dtype));
     sp_json_int(j, "nranks", x->nranks);
     sp_json_bool(j, "inside", x->inside);
-    json_ints(j, "entered", x->entered, x->nentered);
-    json_ints(j, "missing", x->missing, x->nmissing);
-    json_ints(j, "absent", x->absent, x->nabsent);
+    sp_verb_json_ints(j, "entered", x->entered, x->nentered);
+    sp_verb_json_ints(j, "missing", x->missing, x->nmissing);
+    sp_verb_json_ints(j, "absent", x->absent, x->nabsent);
     sp_json_int(j, "absent_unnamed", x->absent_unnamed);
     if (x->last_done)
         sp_json_int(j, "last_completed", (long long)x->last_done);
@@ -474,7 +464,7 @@ static void json_call(struct sp_json *j, const struct sp_hang_call *c)
     sp_json_str(j, "op", sp_hang_op_name(c->op));
     sp_json_int(j, "bytes", (long long)c->bytes);
     sp_json_str(j, "dtype", sp_nccl_dtype_name(c->dtype));
-    json_ints(j, "ranks", c->ranks, c->nranks);
+    sp_verb_json_ints(j, "ranks", c->ranks, c->nranks);
     sp_json_close(j, '}');
 }
 
@@ -530,11 +520,8 @@ static void json_out(const struct sp_model *m, const struct sp_hang *h)
         sp_json_close(&j, '}');
     }
     sp_json_close(&j, ']');
-    if (h->nhung)
-        sp_json_num(&j, "hung_s", h->hung_s);
-    else
-        sp_json_null(&j, "hung_s");
-    json_ints(&j, "missing_ranks", m->missing_ranks, m->nmissing);
+    sp_verb_json_num_if(&j, "hung_s", h->nhung, h->hung_s);
+    sp_verb_json_ints(&j, "missing_ranks", m->missing_ranks, m->nmissing);
     sp_json_open(&j, "warnings", '[');
     for (int i = 0; i < m->nwarnings; i++)
         sp_json_str(&j, NULL, m->warnings[i]);

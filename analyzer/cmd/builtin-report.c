@@ -26,6 +26,7 @@
 #include "kernels.h"
 #include "opt.h"
 #include "json.h"
+#include "verb_json.h"
 #include "text.h"
 #include "model.h"
 #include "model_summary.h"
@@ -155,14 +156,6 @@ static void rank_ints(const int *v, int n, char *out, size_t len)
         used += (size_t)snprintf(out + used, len - used, "%s%d", i ? "," : "", v[i]);
 }
 
-static void json_int_list(struct sp_json *j, const char *key, const int *v, int n)
-{
-    sp_json_open(j, key, '[');
-    for (int i = 0; i < n; i++)
-        sp_json_int(j, NULL, v[i]);
-    sp_json_close(j, ']');
-}
-
 static const char *detected_by_text(const char *how)
 {
     if (!strcmp(how, "markers"))
@@ -248,10 +241,7 @@ static void json_hang(struct sp_json *j, const struct sp_model *m, const struct 
     char see[4200];
     sp_json_open(j, "hang", '{');
     sp_json_bool(j, "hung", h->nhung > 0);
-    if (h->nhung)
-        sp_json_num(j, "hung_s", h->hung_s);
-    else
-        sp_json_null(j, "hung_s");
+    sp_verb_json_num_if(j, "hung_s", h->nhung, h->hung_s);
     sp_json_open(j, "instances", '[');
     for (int i = 0; i < h->ninsts; i++) {
         const struct sp_hang_inst *x = &h->insts[i];
@@ -262,9 +252,9 @@ static void json_hang(struct sp_json *j, const struct sp_model *m, const struct 
         sp_json_int(j, "seq", (long long)x->seq);
         sp_json_str(j, "op", op_name(x->op));
         sp_json_int(j, "bytes", (long long)x->bytes);
-        json_int_list(j, "entered", x->entered, x->nentered);
-        json_int_list(j, "missing", x->missing, x->nmissing);
-        json_int_list(j, "absent", x->absent, x->nabsent);
+        sp_verb_json_ints(j, "entered", x->entered, x->nentered);
+        sp_verb_json_ints(j, "missing", x->missing, x->nmissing);
+        sp_verb_json_ints(j, "absent", x->absent, x->nabsent);
         if (x->stalled_rank >= 0)
             sp_json_int(j, "stalled_rank", x->stalled_rank);
         else
@@ -1008,6 +998,16 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
     sp_json_close(&j, '}');
 }
 
+/* cmd_report's end once the model is open: m, hang and the ranks that
+ * ended (ended) freed, rc returned. */
+static int report_end(struct sp_model *m, struct sp_hang *hang, int rc)
+{
+    sp_hang_free(hang);
+    sp_ended_free(&ended);
+    sp_model_free(m);
+    return rc;
+}
+
 int cmd_report(int argc, char **argv)
 {
     struct sp_model_opts o;
@@ -1072,18 +1072,12 @@ int cmd_report(int argc, char **argv)
      * below is about GPUs, so none is printed */
     if (rc == 0 && !sp_seen_gpu(&m)) {
         int hrc = host_report(&m, json, csv);
-        sp_hang_free(&hang);
-        sp_ended_free(&ended);
-        sp_model_free(&m);
-        return hrc;
+        return report_end(&m, &hang, hrc);
     }
     if (rc == 0)
         rc = sp_model_run(&m, SP_STAGE_STEPS);
     if (rc == 0 && sp_opt_steps_missing(VERB, &m)) {
-        sp_hang_free(&hang);
-        sp_ended_free(&ended);
-        sp_model_free(&m);
-        return SP_EXIT_USAGE;
+        return report_end(&m, &hang, SP_EXIT_USAGE);
     }
     if (rc == 0)
         rc = sp_model_run(&m, SP_STAGE_FINDINGS);
@@ -1092,33 +1086,22 @@ int cmd_report(int argc, char **argv)
                         "completes: a job that crashed at start?)%s\n",
                 dir,
                 hang.nhung ? "; it appears hung: scaleprof hang DIR says where" : "");
-        sp_hang_free(&hang);
-        sp_ended_free(&ended);
-        sp_model_free(&m);
-        return 1;
+        return report_end(&m, &hang, 1);
     }
     if (rc < 0) {
         sp_opt_nothing_to_analyze(VERB, &m, dir);
-        sp_hang_free(&hang);
-        sp_ended_free(&ended);
-        sp_model_free(&m);
-        return 1;
+        return report_end(&m, &hang, 1);
     }
     struct sp_kernels kernels;
     memset(&kernels, 0, sizeof kernels);
     if (top_kernels && sp_model_from_summaries(&m)) {
         sp_opt_kernels_need_traces(VERB);
-        sp_hang_free(&hang);
-        sp_model_free(&m);
-        return 1;
+        return report_end(&m, &hang, 1);
     }
     if (top_kernels && !csv && sp_kernels_analyze(&m, &kernels) < 0) {
         fprintf(stderr, "scaleprof report: the kernel view ran out of memory\n");
         sp_kernels_free(&kernels);
-        sp_hang_free(&hang);
-        sp_ended_free(&ended);
-        sp_model_free(&m);
-        return 1;
+        return report_end(&m, &hang, 1);
     }
     if (csv) {
         csv_steps(&m);
@@ -1135,8 +1118,5 @@ int cmd_report(int argc, char **argv)
         text_warnings(&m, cols);
     }
     sp_kernels_free(&kernels);
-    sp_hang_free(&hang);
-    sp_ended_free(&ended);
-    sp_model_free(&m);
-    return 0;
+    return report_end(&m, &hang, 0);
 }

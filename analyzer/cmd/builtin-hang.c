@@ -468,6 +468,20 @@ static void json_call(struct sp_json *j, const struct sp_hang_call *c)
     sp_json_close(j, '}');
 }
 
+static void json_desync(struct sp_json *j, const struct sp_hang_desync *d)
+{
+    sp_json_open(j, NULL, '{');
+    sp_json_comm(j, "comm", d->comm);
+    sp_json_int(j, "seq", (long long)d->seq);
+    sp_json_open(j, "calls", '[');
+    json_call(j, &d->a);
+    json_call(j, &d->b);
+    sp_json_close(j, ']');
+    sp_json_int(j, "kinds", d->kinds);
+    sp_json_int(j, "later", (long long)d->later);
+    sp_json_close(j, '}');
+}
+
 static void json_out(const struct sp_model *m, const struct sp_hang *h)
 {
     struct sp_json j;
@@ -506,19 +520,8 @@ static void json_out(const struct sp_model *m, const struct sp_hang *h)
         if (!h->insts[i].hung) json_inst(&j, h, &h->insts[i]);
     sp_json_close(&j, ']');
     sp_json_open(&j, "desync", '[');
-    for (int i = 0; i < h->ndesyncs; i++) {
-        const struct sp_hang_desync *d = &h->desyncs[i];
-        sp_json_open(&j, NULL, '{');
-        sp_json_comm(&j, "comm", d->comm);
-        sp_json_int(&j, "seq", (long long)d->seq);
-        sp_json_open(&j, "calls", '[');
-        json_call(&j, &d->a);
-        json_call(&j, &d->b);
-        sp_json_close(&j, ']');
-        sp_json_int(&j, "kinds", d->kinds);
-        sp_json_int(&j, "later", (long long)d->later);
-        sp_json_close(&j, '}');
-    }
+    for (int i = 0; i < h->ndesyncs; i++)
+        json_desync(&j, &h->desyncs[i]);
     sp_json_close(&j, ']');
     sp_verb_json_num_if(&j, "hung_s", h->nhung, h->hung_s);
     sp_verb_json_ints(&j, "missing_ranks", m->missing_ranks, m->nmissing);

@@ -937,10 +937,7 @@ static void json_report(const struct sp_model *m, int per_step, const struct sp_
         sp_json_num(&j, "gain", f->gain);
         sp_json_num(&j, "step_ms_if_fixed", f->step_ms_if_fixed);
         sp_json_num(&j, "cost", f->gain);
-        sp_json_open(&j, "ranks", '[');
-        for (int x = 0; x < f->nranks; x++)
-            sp_json_int(&j, NULL, f->ranks[x]);
-        sp_json_close(&j, ']');
+        sp_verb_json_ints(&j, "ranks", f->ranks, f->nranks);
         if (f->rank_gains) {
             sp_json_open(&j, "rank_gains", '[');
             for (int x = 0; x < f->nranks; x++) {

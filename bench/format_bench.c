@@ -232,16 +232,9 @@ static void *append_events(void *arg)
 #define START_ROUNDS 200
 #define NS_PER_US 1000.0
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double median_us(uint64_t *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_u64);
-    return (double)v[n / 2] / NS_PER_US;
+    return (double)bench_median_u64(v, n) / NS_PER_US;
 }
 
 /* A short process's whole trace: create, one event, close. */

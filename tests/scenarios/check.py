@@ -803,15 +803,22 @@ def main(argv):
     if argv[1] == "--list":
         print("\n".join(SCENARIOS))
         return 0
+    return verdict(argv[1], run_scenario, Failure, Skip)
+
+
+def verdict(name, run, failure, skip):
+    """run(name), then PASS, FAIL (an exception of class failure) or SKIP
+    (of class skip; () for none) of name: the exit status.  whatif.py ends
+    the same way."""
     try:
-        run_scenario(argv[1])
-    except Skip as e:
-        print("SKIP %s: %s" % (argv[1], e))
+        run(name)
+    except skip as e:
+        print("SKIP %s: %s" % (name, e))
         return SKIP
-    except Failure as e:
-        print("FAIL %s: %s" % (argv[1], e))
+    except failure as e:
+        print("FAIL %s: %s" % (name, e))
         return 1
-    print("PASS %s" % argv[1])
+    print("PASS %s" % name)
     return 0
 
 

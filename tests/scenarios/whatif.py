@@ -990,13 +990,7 @@ def main(argv):
         sys.stderr.write("usage: whatif.py SHAPE|--list|--commands SHAPE\nshapes: %s\n"
                          % " ".join(SHAPES))
         return 2
-    try:
-        run_shape(argv[1])
-    except Failure as e:
-        print("FAIL %s: %s" % (argv[1], e))
-        return 1
-    print("PASS %s" % argv[1])
-    return 0
+    return check.verdict(argv[1], run_shape, Failure, ())
 
 
 if __name__ == "__main__":

@@ -26,17 +26,4 @@ static inline double bench_median(double *v, int n)
     qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     return v[n / 2];
 }
-
-static inline int bench_cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Sorts v. */
-static inline uint64_t bench_median_u64(uint64_t *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, bench_cmp_u64);
-    return v[n / 2];
-}
 #endif

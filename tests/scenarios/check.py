@@ -27,6 +27,8 @@ import os
 import shutil
 import subprocess
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import testmain  # noqa: E402  (the verdict every script ends with)
 
 SKIP = 77
 CATEGORIES = ["compute", "memcpy", "collective_transfer", "collective_wait",
@@ -803,23 +805,7 @@ def main(argv):
     if argv[1] == "--list":
         print("\n".join(SCENARIOS))
         return 0
-    return verdict(argv[1], run_scenario, Failure, Skip)
-
-
-def verdict(name, run, failure, skip):
-    """run(name), then PASS, FAIL (an exception of class failure) or SKIP
-    (of class skip; () for none) of name: the exit status.  whatif.py ends
-    the same way."""
-    try:
-        run(name)
-    except skip as e:
-        print("SKIP %s: %s" % (name, e))
-        return SKIP
-    except failure as e:
-        print("FAIL %s: %s" % (name, e))
-        return 1
-    print("PASS %s" % name)
-    return 0
+    return testmain.verdict(argv[1], run_scenario, Failure, Skip, skip_status=SKIP)
 
 
 if __name__ == "__main__":

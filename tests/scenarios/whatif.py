@@ -58,6 +58,8 @@ sys.path.insert(0, HERE)
 import check  # noqa: E402  (the accuracy suite's truth readers)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "analyzer"))
 import whatif_check  # noqa: E402  (the replay's check of itself)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "common"))
+import testmain  # noqa: E402  (the verdict every script ends with)
 
 STEPS = 10
 SKIP = 3
@@ -990,7 +992,7 @@ def main(argv):
         sys.stderr.write("usage: whatif.py SHAPE|--list|--commands SHAPE\nshapes: %s\n"
                          % " ".join(SHAPES))
         return 2
-    return check.verdict(argv[1], run_shape, Failure, ())
+    return testmain.verdict(argv[1], run_shape, Failure)
 
 
 if __name__ == "__main__":

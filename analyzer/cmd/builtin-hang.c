@@ -355,6 +355,23 @@ static void text_out(const struct sp_model *m, const struct sp_hang *h, int cols
     }
 }
 
+/* A thread of a rank's process and its last events, before the end. */
+static void json_thread(struct sp_json *j, const struct sp_hang *h, const struct sp_hang_thread *th)
+{
+    sp_json_open(j, NULL, '{');
+    sp_json_int(j, "tid", th->tid);
+    sp_json_bool(j, "main", th->main);
+    sp_json_open(j, "last", '[');
+    for (int e = 0; e < th->n; e++) {
+        sp_json_open(j, NULL, '{');
+        sp_json_num(j, "before_end_s", (double)(h->end_t - th->ev[e].t) / NS_PER_S);
+        sp_json_str(j, "what", th->ev[e].what);
+        sp_json_close(j, '}');
+    }
+    sp_json_close(j, ']');
+    sp_json_close(j, '}');
+}
+
 static void json_rank(struct sp_json *j, const struct sp_hang *h, const struct sp_hang_rank *x)
 {
     char key[16];
@@ -381,21 +398,8 @@ static void json_rank(struct sp_json *j, const struct sp_hang *h, const struct s
         sp_json_int(j, "launches", (long long)pr->launches);
         sp_json_int(j, "kernels", (long long)pr->kernels);
         sp_json_open(j, "threads", '[');
-        for (int t = 0; t < pr->nthreads; t++) {
-            const struct sp_hang_thread *th = &pr->threads[t];
-            sp_json_open(j, NULL, '{');
-            sp_json_int(j, "tid", th->tid);
-            sp_json_bool(j, "main", th->main);
-            sp_json_open(j, "last", '[');
-            for (int e = 0; e < th->n; e++) {
-                sp_json_open(j, NULL, '{');
-                sp_json_num(j, "before_end_s", (double)(h->end_t - th->ev[e].t) / NS_PER_S);
-                sp_json_str(j, "what", th->ev[e].what);
-                sp_json_close(j, '}');
-            }
-            sp_json_close(j, ']');
-            sp_json_close(j, '}');
-        }
+        for (int t = 0; t < pr->nthreads; t++)
+            json_thread(j, h, &pr->threads[t]);
         sp_json_close(j, ']');
         sp_json_close(j, '}');
     }

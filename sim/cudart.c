@@ -774,30 +774,24 @@ cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, uns
     return cudaEventRecord(event, stream);
 }
 
-cudaError_t cudaEventQuery(cudaEvent_t event)
+/* Whether the event's last record is done; with block, once it is. */
+static cudaError_t sim_event_done(cudaEvent_t event, int block)
 {
     sim_api_enter();
     struct sim_event *ev = (struct sim_event *)event;
     if (!ev)
         return sim_set_error(cudaErrorInvalidResourceHandle);
     pthread_mutex_lock(&sim_lock);
+    while (block && ev->gen_done < ev->gen_recorded)
+        pthread_cond_wait(&sim_done_cv, &sim_lock);
     int done = ev->gen_done >= ev->gen_recorded;
     pthread_mutex_unlock(&sim_lock);
     return done ? cudaSuccess : cudaErrorNotReady;
 }
 
-cudaError_t cudaEventSynchronize(cudaEvent_t event)
-{
-    sim_api_enter();
-    struct sim_event *ev = (struct sim_event *)event;
-    if (!ev)
-        return sim_set_error(cudaErrorInvalidResourceHandle);
-    pthread_mutex_lock(&sim_lock);
-    while (ev->gen_done < ev->gen_recorded)
-        pthread_cond_wait(&sim_done_cv, &sim_lock);
-    pthread_mutex_unlock(&sim_lock);
-    return cudaSuccess;
-}
+cudaError_t cudaEventQuery(cudaEvent_t event) { return sim_event_done(event, 0); }
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) { return sim_event_done(event, 1); }
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {

@@ -81,14 +81,16 @@ def case_breakdown():
              max(0.05 * tc["wait_ms"], 0.005))
 
 
-def check_steps_found(d, truth, by, why):
+def check_steps_found(d, truth, by, why, label=""):
     """The report of d finds truth's steps, by `by` when given (why: the
     failure's words), their mean within 2%; returns the report."""
     rep = report(d)
-    print(f"  detected_by {rep['steps']['detected_by']}, count {rep['steps']['count']}, truth {truth['steps']}")
-    if (by and rep["steps"]["detected_by"] != by) or rep["steps"]["count"] != truth["steps"]:
+    st = rep["steps"]
+    print(f"  {label}detected_by {st['detected_by']}, count {st['count']}, truth {truth['steps']}; "
+          f"mean {st['mean_ms']:.3f} ms, truth {truth['step_ms']:.3f} ms")
+    if (by and st["detected_by"] != by) or st["count"] != truth["steps"]:
         fail(why)
-    near("step_ms", rep["steps"]["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+    near("step_ms", st["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
     return rep
 
 
@@ -1151,13 +1153,8 @@ def case_single_gpu_layer_grids():
     d, truth = gen("layergrids", "--ranks", 1, "--no-nccl", "--kernels", 9, "--colls", 1, "--steps", 30,
                    "--compute-ms", 8.5, "--tail-ms", 0.05, "--one-kernel-name", "--grid-per-layer",
                    "--jitter", 0.05)
-    rep = report(d)
-    st = rep["steps"]
-    print(f"  detected_by {st['detected_by']}, count {st['count']}, mean {st['mean_ms']:.3f} ms; "
-          f"truth {truth['steps']} steps of {truth['step_ms']:.3f} ms")
-    if st["detected_by"] != "kernels" or st["count"] != truth["steps"]:
-        fail("the steps should come from the kernels' repeating grid sizes, one per training step")
-    near("step_ms", st["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+    check_steps_found(d, truth, "kernels",
+                      "the steps should come from the kernels' repeating grid sizes, one per training step")
 
 
 def case_batch_ramp():
@@ -1222,13 +1219,9 @@ def case_equal_buckets():
                         ("equal_one", ["--colls", 1])):
         args = ["--ranks", 4, "--colls", 4, "--equal-buckets", "--input-ms", 6] + extra
         d, truth = gen(name, *args)
-        rep = report(d)
-        st = rep["steps"]
-        print(f"  {' '.join(map(str, extra)) or 'four buckets'}: detected_by {st['detected_by']}, "
-              f"count {st['count']}, truth {truth['steps']}")
-        if st["detected_by"] != "collectives" or st["count"] != truth["steps"]:
-            fail("the step count should be the true one, not one step per collective")
-        near("step_ms", st["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+        rep = check_steps_found(d, truth, "collectives",
+                                "the step count should be the true one, not one step per collective",
+                                f"{' '.join(map(str, extra)) or 'four buckets'}: ")
         check_breakdown(rep, truth)
 
 

@@ -45,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "sprof.h"
 
 #define DEFAULT_EVENTS (1u << 20)
@@ -64,12 +65,7 @@ static struct sp_event ring[RING];
 
 /* CPU time of the appending thread: what recording costs the job's thread,
  * and a figure that survives a loaded machine better than wall time. */
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#define APPEND_CLOCK CLOCK_THREAD_CPUTIME_ID
 
 static uint32_t rng_state = 2463534242u;
 static uint32_t rnd(uint32_t n)
@@ -223,10 +219,10 @@ struct job {
 static void *append_events(void *arg)
 {
     struct job *j = arg;
-    uint64_t t0 = thread_cpu_ns();
+    uint64_t t0 = bench_ns(APPEND_CLOCK);
     for (uint64_t i = 0; i < j->events; i++)
         j->refused += sp_writer_append(j->w, &ring[i % RING]) != 0;
-    j->ns_per_append = (double)(thread_cpu_ns() - t0) / (double)j->events;
+    j->ns_per_append = (double)(bench_ns(APPEND_CLOCK) - t0) / (double)j->events;
     sp_writer_thread_exit(j->w);
     return NULL;
 }
@@ -236,23 +232,13 @@ static void *append_events(void *arg)
 #define START_ROUNDS 200
 #define NS_PER_US 1000.0
 
-static uint64_t wall_ns(void)
+/* ns as doubles: exact below 2^53 */
+static double median_us(const uint64_t *v, int n)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median_us(uint64_t *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_u64);
-    return (double)v[n / 2] / NS_PER_US;
+    double d[START_ROUNDS];
+    for (int i = 0; i < n; i++)
+        d[i] = (double)v[i];
+    return bench_median(d, n) / NS_PER_US;
 }
 
 /* A short process's whole trace: create, one event, close. */
@@ -265,20 +251,20 @@ static void start_cost(const char *dir)
     for (int i = 0; i < START_ROUNDS; i++) {
         snprintf(path, sizeof path, "%s/start-%d.sprof", dir, i);
         int err;
-        uint64_t t0 = wall_ns();
+        uint64_t t0 = bench_ns(CLOCK_MONOTONIC);
         struct sp_writer *w = sp_writer_create(path, NULL, &err);
         if (!w) {
             fprintf(stderr, "format_bench: %s: %s\n", path, sp_strerror(err));
             exit(1);
         }
-        uint64_t t1 = wall_ns();
+        uint64_t t1 = bench_ns(CLOCK_MONOTONIC);
         struct sp_event ev = {.type = SP_EV_PROC, .t = t1};
         ev.proc.kind = SP_PROC_START;
         sp_writer_append(w, &ev);
-        uint64_t t2 = wall_ns();
+        uint64_t t2 = bench_ns(CLOCK_MONOTONIC);
         fd = sp_writer_fd(w);
         sp_writer_close(w);
-        uint64_t t3 = wall_ns();
+        uint64_t t3 = bench_ns(CLOCK_MONOTONIC);
         create[i] = t1 - t0;
         append[i] = t2 - t1;
         close_[i] = t3 - t2;
@@ -288,12 +274,6 @@ static void start_cost(const char *dir)
     printf("start us: create %.1f first append %.1f close %.1f total %.1f fd %d\n",
            median_us(create, START_ROUNDS), median_us(append, START_ROUNDS),
            median_us(close_, START_ROUNDS), median_us(total, START_ROUNDS), fd);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 struct result {
@@ -320,10 +300,10 @@ static double read_back_ns(const char *path, uint32_t mask, uint64_t in_file)
         return 0;
     sp_reader_set_types(r, mask);
     struct sp_event ev;
-    uint64_t n = 0, t0 = thread_cpu_ns();
+    uint64_t n = 0, t0 = bench_ns(APPEND_CLOCK);
     while (sp_reader_next(r, &ev))
         n++;
-    double ns = n ? (double)(thread_cpu_ns() - t0) / (double)in_file : 0;
+    double ns = n ? (double)(bench_ns(APPEND_CLOCK) - t0) / (double)in_file : 0;
     sp_reader_close(r);
     return ns;
 }
@@ -370,7 +350,7 @@ static struct result run_once(const char *dir, int run, int threads, uint64_t ev
         per_thread[i] = jobs[i].ns_per_append;
         r.refused += jobs[i].refused;
     }
-    qsort(per_thread, (size_t)threads, sizeof per_thread[0], cmp_double);
+    qsort(per_thread, (size_t)threads, sizeof per_thread[0], bench_cmp_double);
     r.ns = per_thread[threads / 2];
     sp_writer_close(w);
     struct stat st;
@@ -396,7 +376,7 @@ static double median_of(struct result *rs, int n, size_t field)
     double v[RUNS];
     for (int i = 0; i < n; i++)
         memcpy(&v[i], (const char *)&rs[i] + field, sizeof v[i]);
-    qsort(v, (size_t)n, sizeof v[0], cmp_double);
+    qsort(v, (size_t)n, sizeof v[0], bench_cmp_double);
     return v[n / 2];
 }
 

@@ -28,6 +28,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
+#include "gpu_job.h" /* the runtime's registration entry points */
+
 #define BATCHES 21
 #define CALLS_PER_BATCH 2000
 #define STEPS 41
@@ -35,12 +38,6 @@
 #define THREADS_PER_US 1000 /* the sim's default kernel speed */
 #define STEP_KERNEL_US 200  /* a modest kernel: the step is ~4 ms of GPU work */
 #define STEP_COPY_BYTES (1 << 20)
-
-void **__cudaRegisterFatBinary(void *fatCubin);
-void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
-void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
-                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
-                            dim3 *bDim, dim3 *gDim, int *wSize);
 
 static void tiny_stub(void) {}
 
@@ -52,25 +49,6 @@ static void tiny_stub(void) {}
         }                                                      \
     } while (0)
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
-
 static void launch(unsigned blocks, unsigned threads, cudaStream_t s)
 {
     dim3 grid = {blocks, 1, 1}, block = {threads, 1, 1};
@@ -81,41 +59,41 @@ static double launch_ns(cudaStream_t s)
 {
     double per[BATCHES];
     for (int b = 0; b < BATCHES; b++) {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_ns(CLOCK_MONOTONIC);
         for (int i = 0; i < CALLS_PER_BATCH; i++)
             launch(1, 1, s);
-        per[b] = (double)(now_ns() - t0) / CALLS_PER_BATCH;
+        per[b] = (double)(bench_ns(CLOCK_MONOTONIC) - t0) / CALLS_PER_BATCH;
         CHECK(cudaStreamSynchronize(s));
     }
-    return median(per, BATCHES);
+    return bench_median(per, BATCHES);
 }
 
 static double allreduce_ns(ncclComm_t comm, float *buf, cudaStream_t s)
 {
     double per[BATCHES];
     for (int b = 0; b < BATCHES; b++) {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_ns(CLOCK_MONOTONIC);
         for (int i = 0; i < CALLS_PER_BATCH; i++)
             CHECK(ncclAllReduce(buf, buf, 1, ncclFloat, ncclSum, comm, s));
-        per[b] = (double)(now_ns() - t0) / CALLS_PER_BATCH;
+        per[b] = (double)(bench_ns(CLOCK_MONOTONIC) - t0) / CALLS_PER_BATCH;
         CHECK(cudaStreamSynchronize(s));
     }
-    return median(per, BATCHES);
+    return bench_median(per, BATCHES);
 }
 
 static double step_us(ncclComm_t comm, float *buf, void *host, void *dev, cudaStream_t s)
 {
     double per[STEPS];
     for (int k = 0; k < STEPS; k++) {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_ns(CLOCK_MONOTONIC);
         CHECK(cudaMemcpyAsync(dev, host, STEP_COPY_BYTES, cudaMemcpyHostToDevice, s));
         for (int i = 0; i < STEP_KERNELS; i++)
             launch(STEP_KERNEL_US, THREADS_PER_US, s);
         CHECK(ncclAllReduce(buf, buf, 1, ncclFloat, ncclSum, comm, s));
         CHECK(cudaStreamSynchronize(s));
-        per[k] = (double)(now_ns() - t0) / 1000.0;
+        per[k] = (double)(bench_ns(CLOCK_MONOTONIC) - t0) / 1000.0;
     }
-    return median(per, STEPS);
+    return bench_median(per, STEPS);
 }
 
 /* `launch N` / `allreduce N`: N calls and nothing else (for callgrind). */

@@ -49,6 +49,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "example.h"
+
 #define NS_PER_MS 1000000ull
 #define NS_PER_S 1000000000ull
 #define BYTES_PER_KB 1024ull
@@ -60,8 +62,6 @@
 #define DATA_FILES 16           /* files in the synthetic dataset */
 #define DATA_FILE_KB 1024       /* size of each */
 #define ACT_ELEMS (1u << 20)    /* activation buffer the kernels touch */
-#define RENDEZVOUS_TIMEOUT_S 120
-#define RENDEZVOUS_POLL_US 2000
 #define MAX_WORKERS 64
 #define MAX_BUCKETS 256
 
@@ -118,43 +118,6 @@ struct gpu_state {
     ncclComm_t comm_cross; /* --hierarchical: same local rank on every node */
     int node_rank, node_size;
 };
-
-static int truth_fd = -1;
-static int g_rank;
-
-/* ---------------------------------------------------------------- errors */
-
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "ddp_train[rank %d]: ", g_rank);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(1);
-}
-
-#define CUDA_CHECK(call)                                                                    \
-    do {                                                                                    \
-        cudaError_t e_ = (call);                                                            \
-        if (e_ != cudaSuccess)                                                              \
-            die("%s failed: %s (%s)", #call, cudaGetErrorString(e_), cudaGetErrorName(e_)); \
-    } while (0)
-
-#define NCCL_CHECK(call)                                         \
-    do {                                                         \
-        ncclResult_t r_ = (call);                                \
-        if (r_ != ncclSuccess)                                   \
-            die("%s failed: %s", #call, ncclGetErrorString(r_)); \
-    } while (0)
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
-}
 
 /* ------------------------------------------------------------- options */
 
@@ -220,26 +183,6 @@ static const struct option long_opts[] = {
     {0, 0, 0, 0},
 };
 
-/* $TMPDIR/ddp_train_data: a default outside the working directory, so
- * that running the example leaves nothing in a source tree. */
-static const char *default_data_dir(void)
-{
-    static char dir[4096];
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/ddp_train_data", tmp && *tmp ? tmp : "/tmp");
-    return dir;
-}
-
-static double parse_number(const char *name, const char *s, double min, double max)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || v < min || v > max)
-        die("--%s: '%s' is not a number in [%g, %g]", name, s, min, max);
-    return v;
-}
-
 static void parse_options(int argc, char **argv, struct options *o)
 {
     memset(o, 0, sizeof *o);
@@ -261,10 +204,7 @@ static void parse_options(int argc, char **argv, struct options *o)
     o->data_dir = default_data_dir();
     int c;
     while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
-        const char *n = NULL;
-        for (const struct option *lo = long_opts; lo->name; lo++)
-            if (lo->val == c)
-                n = lo->name;
+        const char *n = option_name(long_opts, c);
         switch (c) {
         case OPT_STEPS: o->steps = (int)parse_number(n, optarg, 1, 1e6); break;
         case OPT_BATCH: o->batch = (int)parse_number(n, optarg, 1, 1e6); break;
@@ -298,18 +238,6 @@ static void parse_options(int argc, char **argv, struct options *o)
     }
 }
 
-static int env_int(const char *name, int fallback)
-{
-    const char *s = getenv(name);
-    if (!s || !*s)
-        return fallback;
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*end || v < 0)
-        die("%s='%s' is not a non-negative integer", name, s);
-    return (int)v;
-}
-
 static struct rank_env read_rank_env(void)
 {
     struct rank_env r;
@@ -324,77 +252,16 @@ static struct rank_env read_rank_env(void)
     return r;
 }
 
-/* --------------------------------------------------------- host truth */
-
-static void truth_open(void)
-{
-    const char *path = getenv("EXAMPLE_TRUTH");
-    if (!path || !*path)
-        return;
-    truth_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (truth_fd < 0)
-        die("EXAMPLE_TRUTH=%s: %s", path, strerror(errno));
-}
-
-/* One JSON line, one write(): O_APPEND keeps the lines of all ranks whole. */
-static void truth_interval(const char *type, int step, uint64_t start, uint64_t end)
-{
-    if (truth_fd < 0)
-        return;
-    char line[256];
-    int n = snprintf(line, sizeof line,
-                     "{\"type\":\"%s\",\"rank\":%d,\"pid\":%d,\"step\":%d,"
-                     "\"start_ns\":%llu,\"end_ns\":%llu}\n",
-                     type, g_rank, (int)getpid(), step, (unsigned long long)start,
-                     (unsigned long long)end);
-    if (write(truth_fd, line, (size_t)n) != n)
-        die("EXAMPLE_TRUTH: short write: %s", strerror(errno));
-}
-
 /* ------------------------------------------------------------ dataset */
-
-static void make_dir(const char *dir)
-{
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-        die("cannot create %s: %s", dir, strerror(errno));
-}
 
 static void data_file_path(char *buf, size_t size, const char *dir, int i)
 {
     snprintf(buf, size, "%s/shard-%03d.bin", dir, i);
 }
 
-/* Writes a missing shard to a private name, then renames it into place, so
- * ranks creating the dataset at the same time never see a partial file. */
-static void make_data_file(const char *dir, int i, unsigned seed)
-{
-    char path[4096], tmp[4200];
-    data_file_path(path, sizeof path, dir, i);
-    if (access(path, R_OK) == 0)
-        return;
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0)
-        die("cannot create %s: %s", tmp, strerror(errno));
-    unsigned char block[BYTES_PER_KB];
-    unsigned x = seed * 2654435761u + (unsigned)i;
-    for (int kb = 0; kb < DATA_FILE_KB; kb++) {
-        for (size_t b = 0; b < sizeof block; b++) {
-            x = x * 1664525u + 1013904223u;
-            block[b] = (unsigned char)(x >> 24);
-        }
-        if (write(fd, block, sizeof block) != (ssize_t)sizeof block)
-            die("cannot write %s: %s", tmp, strerror(errno));
-    }
-    if (close(fd) != 0 || rename(tmp, path) != 0)
-        die("cannot finish %s: %s", path, strerror(errno));
-}
-
 static void make_dataset(const struct options *o)
 {
-    make_dir(o->data_dir);
-    for (int i = 0; i < DATA_FILES; i++)
-        make_data_file(o->data_dir, i, o->seed);
+    make_dataset_files(o->data_dir, data_file_path, DATA_FILES, DATA_FILE_KB, o->seed);
 }
 
 static size_t batch_bytes(const struct options *o, int rank)
@@ -408,28 +275,8 @@ static size_t batch_bytes(const struct options *o, int rank)
 static void read_batch(const struct options *o, int rank, uint64_t index, unsigned char *buf,
                        size_t bytes)
 {
-    size_t done = 0;
-    uint64_t file = (index * 7 + (uint64_t)rank) % DATA_FILES;
-    const size_t file_bytes = (size_t)DATA_FILE_KB * BYTES_PER_KB;
-    while (done < bytes) {
-        char path[4096];
-        data_file_path(path, sizeof path, o->data_dir, (int)file);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            die("cannot open %s: %s", path, strerror(errno));
-        size_t want = bytes - done < file_bytes ? bytes - done : file_bytes;
-        while (want > 0) {
-            ssize_t n = read(fd, buf + done, want);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0)
-                die("cannot read %s: %s", path, n < 0 ? strerror(errno) : "end of file");
-            done += (size_t)n;
-            want -= (size_t)n;
-        }
-        close(fd);
-        file = (file + 1) % DATA_FILES;
-    }
+    read_files(o->data_dir, data_file_path, DATA_FILES, (size_t)DATA_FILE_KB * BYTES_PER_KB,
+               (index * 7 + (uint64_t)rank) % DATA_FILES, buf, bytes);
 }
 
 /* The per-batch CPU cost of decoding and augmenting: burnt or slept. */
@@ -451,36 +298,6 @@ static void prepare_batch(const struct options *o, int rank, unsigned char *buf,
 }
 
 /* ------------------------------------------------------------- loader */
-
-static int write_all(int fd, const void *p, size_t n)
-{
-    const unsigned char *c = (const unsigned char *)p;
-    while (n > 0) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static int read_all(int fd, void *p, size_t n)
-{
-    unsigned char *c = (unsigned char *)p;
-    while (n > 0) {
-        ssize_t r = read(fd, c, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        c += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
 
 /* A worker makes batches W, W+workers, ... and writes each to its pipe; the
  * pipe's capacity is its prefetch.  It leaves with _exit, as framework
@@ -598,64 +415,6 @@ static void launch_layer(const struct options *o, const struct gpu_state *g, dou
 
 /* ------------------------------------------------------------ GPU side */
 
-static void rendezvous_path(char *buf, size_t size, const char *dir)
-{
-    snprintf(buf, size, "%s/nccl-id", dir);
-}
-
-static const char *rendezvous_dir(const struct options *o)
-{
-    if (o->rendezvous)
-        return o->rendezvous;
-    const char *d = getenv("SCALEPROF_RENDEZVOUS");
-    if (d && *d)
-        return d;
-    d = getenv("SIM_RENDEZVOUS");
-    if (d && *d)
-        return d;
-    return NULL;
-}
-
-/* Rank 0 makes the id and publishes it atomically (temporary + rename); the
- * others poll until it appears.  The directory must be fresh per job. */
-static ncclUniqueId exchange_unique_id(const struct options *o, const struct rank_env *r)
-{
-    ncclUniqueId id;
-    if (r->world == 1) {
-        NCCL_CHECK(ncclGetUniqueId(&id));
-        return id;
-    }
-    const char *dir = rendezvous_dir(o);
-    if (!dir)
-        die("WORLD_SIZE=%d needs a rendezvous directory: --rendezvous DIR, "
-            "$SCALEPROF_RENDEZVOUS or $SIM_RENDEZVOUS",
-            r->world);
-    char path[4096], tmp[4200];
-    rendezvous_path(path, sizeof path, dir);
-    if (r->rank == 0) {
-        NCCL_CHECK(ncclGetUniqueId(&id));
-        snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0 || write_all(fd, &id, sizeof id) != 0 || close(fd) != 0 ||
-            rename(tmp, path) != 0)
-            die("cannot publish the NCCL id at %s: %s", path, strerror(errno));
-        return id;
-    }
-    uint64_t deadline = now_ns() + RENDEZVOUS_TIMEOUT_S * NS_PER_S;
-    for (;;) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            int ok = read_all(fd, &id, sizeof id) == 0;
-            close(fd);
-            if (ok)
-                return id;
-        }
-        if (now_ns() > deadline)
-            die("no NCCL id at %s after %d s: is rank 0 running?", path, RENDEZVOUS_TIMEOUT_S);
-        usleep(RENDEZVOUS_POLL_US);
-    }
-}
-
 /* Nodes are consecutive blocks of LOCAL_WORLD_SIZE ranks, as launchers
  * number them. */
 static void split_by_node(struct gpu_state *g, const struct rank_env *r)
@@ -695,7 +454,7 @@ static void gpu_setup(struct gpu_state *g, const struct options *o, const struct
         CUDA_CHECK(cudaEventCreate(&g->ar_end[b]));
     }
     CUDA_CHECK(cudaEventCreateWithFlags(&g->comm_done, cudaEventDisableTiming));
-    ncclUniqueId id = exchange_unique_id(o, r);
+    ncclUniqueId id = exchange_unique_id(r->rank, r->world, o->rendezvous, "a rendezvous directory: --rendezvous DIR, ");
     NCCL_CHECK(ncclCommInitRank(&g->comm_world, r->world, id, r->rank));
     if (o->hierarchical)
         split_by_node(g, r);
@@ -815,12 +574,6 @@ static void run_steps(const struct options *o, const struct rank_env *r, struct 
     }
 }
 
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static void print_summary(const struct options *o, const struct rank_env *r,
                           const struct run_stats *s)
 {
@@ -845,6 +598,7 @@ static void print_summary(const struct options *o, const struct rank_env *r,
 
 int main(int argc, char **argv)
 {
+    example_name = "ddp_train";
     struct options o;
     struct rank_env r = read_rank_env();
     g_rank = r.rank;

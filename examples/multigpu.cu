@@ -43,14 +43,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "example.h"
+
 #define MAX_GPUS 64
 #define THREADS_PER_BLOCK 256
 #define BWD_WORK_RATIO 2 /* backward costs twice the forward */
 #define BYTES_PER_MB (1024.0 * 1024.0)
 #define BUCKET_A_SHARE 0.625 /* the first bucket's share of the gradient */
 #define ACT_ELEMS 4096
-#define RENDEZVOUS_TIMEOUT_S 120
-#define RENDEZVOUS_POLL_US 2000
 
 struct options {
     int gpus, steps, threads, init_all, device_offset, slow_device, slow_rank;
@@ -69,31 +69,6 @@ struct rank_state {
     size_t elems_a, elems_b;
 };
 
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("multigpu: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(1);
-}
-
-#define CUDA_CHECK(call)                                         \
-    do {                                                         \
-        cudaError_t e_ = (call);                                 \
-        if (e_ != cudaSuccess)                                   \
-            die("%s failed: %s", #call, cudaGetErrorString(e_)); \
-    } while (0)
-
-#define NCCL_CHECK(call)                                         \
-    do {                                                         \
-        ncclResult_t r_ = (call);                                \
-        if (r_ != ncclSuccess)                                   \
-            die("%s failed: %s", #call, ncclGetErrorString(r_)); \
-    } while (0)
-
 static void usage(void)
 {
     fputs("usage: multigpu [options]\n"
@@ -108,15 +83,6 @@ static void usage(void)
           "  --slow-rank R        rank R's kernels take F times longer\n",
           stderr);
     exit(2);
-}
-
-static double number(const char *name, const char *s, double min, double max)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (*s == 0 || *end != 0 || v < min || v > max)
-        die("--%s: '%s' is not a number in [%g, %g]", name, s, min, max);
-    return v;
 }
 
 static void parse_options(int argc, char **argv, struct options *o)
@@ -144,7 +110,7 @@ static void parse_options(int argc, char **argv, struct options *o)
     int c;
     while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
         switch (c) {
-        case 'g': o->gpus = (int)number("gpus", optarg, 1, MAX_GPUS); break;
+        case 'g': o->gpus = (int)parse_number("gpus", optarg, 1, MAX_GPUS); break;
         case 'p':
             if (strcmp(optarg, "group") && strcmp(optarg, "threads"))
                 die("--pattern: 'group' or 'threads', not '%s'", optarg);
@@ -155,13 +121,13 @@ static void parse_options(int argc, char **argv, struct options *o)
                 die("--init: 'all' or 'group', not '%s'", optarg);
             o->init_all = !strcmp(optarg, "all");
             break;
-        case 's': o->steps = (int)number("steps", optarg, 1, 1e6); break;
-        case 'k': o->layer_kthreads = number("layer-kthreads", optarg, 1, 1e6); break;
-        case 'm': o->grad_mb = number("grad-mb", optarg, 0.01, 4096); break;
-        case 'o': o->device_offset = (int)number("device-offset", optarg, 0, MAX_GPUS); break;
-        case 'd': o->slow_device = (int)number("slow-device", optarg, 0, MAX_GPUS - 1); break;
-        case 'f': o->slow_factor = number("slow-factor", optarg, 1, 100); break;
-        case 'r': o->slow_rank = (int)number("slow-rank", optarg, 0, 1 << 20); break;
+        case 's': o->steps = (int)parse_number("steps", optarg, 1, 1e6); break;
+        case 'k': o->layer_kthreads = parse_number("layer-kthreads", optarg, 1, 1e6); break;
+        case 'm': o->grad_mb = parse_number("grad-mb", optarg, 0.01, 4096); break;
+        case 'o': o->device_offset = (int)parse_number("device-offset", optarg, 0, MAX_GPUS); break;
+        case 'd': o->slow_device = (int)parse_number("slow-device", optarg, 0, MAX_GPUS - 1); break;
+        case 'f': o->slow_factor = parse_number("slow-factor", optarg, 1, 100); break;
+        case 'r': o->slow_rank = (int)parse_number("slow-rank", optarg, 0, 1 << 20); break;
         default: usage();
         }
     }
@@ -175,53 +141,6 @@ static void parse_options(int argc, char **argv, struct options *o)
         die("bad RANK %d / WORLD_SIZE %d", o->proc, o->procs);
     if (o->procs > 1 && o->init_all && !o->threads)
         die("ncclCommInitAll makes the ranks of one process only: use --init group");
-}
-
-static uint64_t now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec;
-}
-
-/* Process 0 makes the id and publishes it (temporary file + rename); the
- * others poll until it appears. */
-static ncclUniqueId unique_id(const struct options *o)
-{
-    ncclUniqueId id;
-    if (o->procs == 1) {
-        NCCL_CHECK(ncclGetUniqueId(&id));
-        return id;
-    }
-    const char *dir = getenv("SCALEPROF_RENDEZVOUS");
-    if (!dir || !*dir)
-        dir = getenv("SIM_RENDEZVOUS");
-    if (!dir || !*dir)
-        die("WORLD_SIZE=%d needs $SCALEPROF_RENDEZVOUS or $SIM_RENDEZVOUS", o->procs);
-    char path[4096], tmp[4200];
-    snprintf(path, sizeof path, "%s/nccl-id", dir);
-    if (o->proc == 0) {
-        NCCL_CHECK(ncclGetUniqueId(&id));
-        snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0 || write(fd, &id, sizeof id) != (ssize_t)sizeof id || close(fd) != 0 ||
-            rename(tmp, path) != 0)
-            die("cannot publish the NCCL id at %s: %s", path, strerror(errno));
-        return id;
-    }
-    uint64_t deadline = now_s() + RENDEZVOUS_TIMEOUT_S;
-    for (;;) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            ssize_t n = read(fd, &id, sizeof id);
-            close(fd);
-            if (n == (ssize_t)sizeof id)
-                return id;
-        }
-        if (now_s() > deadline)
-            die("no NCCL id at %s after %d s", path, RENDEZVOUS_TIMEOUT_S);
-        usleep(RENDEZVOUS_POLL_US);
-    }
 }
 
 /* Synthetic work: its duration follows the thread count. */
@@ -285,7 +204,7 @@ static void run_group(const struct options *o, struct rank_state *rs)
         for (int r = 0; r < n; r++)
             rs[r].comm = comms[r];
     } else {
-        ncclUniqueId id = unique_id(o);
+        ncclUniqueId id = exchange_unique_id(o->proc, o->procs, NULL, "");
         NCCL_CHECK(ncclGroupStart());
         for (int r = 0; r < n; r++) {
             CUDA_CHECK(cudaSetDevice(rs[r].device));
@@ -332,7 +251,7 @@ static void *rank_thread(void *arg)
 
 static void run_threads(const struct options *o, struct rank_state *rs)
 {
-    ncclUniqueId id = unique_id(o);
+    ncclUniqueId id = exchange_unique_id(o->proc, o->procs, NULL, "");
     pthread_t tids[MAX_GPUS];
     for (int r = 0; r < o->gpus; r++) {
         rs[r].id = id;
@@ -345,6 +264,8 @@ static void run_threads(const struct options *o, struct rank_state *rs)
 
 int main(int argc, char **argv)
 {
+    example_name = "multigpu";
+    g_rank = -1; /* one process, several ranks: its messages name none */
     struct options o;
     parse_options(argc, argv, &o);
     int have = 0;

@@ -259,6 +259,20 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
 
 /* ------------------------------------------------------------ copies */
 
+/* A copy's or a memset's operation of count bytes to dst, reported as
+ * activity act_kind of call corr. */
+static struct sim_op *sim_bytes_op(enum sim_op_kind kind, enum sim_activity_kind act_kind, void *dst, size_t count,
+                                   uint32_t corr)
+{
+    struct sim_op *op = sim_op_new(kind);
+    op->dst = dst;
+    op->bytes = count;
+    op->act.kind = act_kind;
+    op->act.bytes = count;
+    op->act.correlation = corr;
+    return op;
+}
+
 static cudaError_t sim_copy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
                             cudaStream_t stream, int sync)
 {
@@ -268,13 +282,8 @@ static cudaError_t sim_copy(void *dst, const void *src, size_t count, enum cudaM
     struct sim_stream *st = sim_stream_resolve(stream);
     if (!st)
         return sim_set_error(cudaErrorInvalidResourceHandle);
-    struct sim_op *op = sim_op_new(SIM_OP_MEMCPY);
-    op->dst = dst;
+    struct sim_op *op = sim_bytes_op(SIM_OP_MEMCPY, SIM_ACT_MEMCPY, dst, count, corr);
     op->src = src;
-    op->bytes = count;
-    op->act.kind = SIM_ACT_MEMCPY;
-    op->act.bytes = count;
-    op->act.correlation = corr;
     op->act.copy_kind = sim_copy_kind_of(dst, src, kind, &op->act.src_pinned, &op->act.dst_pinned);
     enum sim_copy_kind ck = op->act.copy_kind;
     int host_pinned = ck == SIM_COPY_H2D   ? op->act.src_pinned
@@ -332,14 +341,9 @@ static cudaError_t sim_memset(void *dst, int value, size_t count, cudaStream_t s
     struct sim_stream *st = sim_stream_resolve(stream);
     if (!st)
         return sim_set_error(cudaErrorInvalidResourceHandle);
-    struct sim_op *op = sim_op_new(SIM_OP_MEMSET);
-    op->dst = dst;
+    struct sim_op *op = sim_bytes_op(SIM_OP_MEMSET, SIM_ACT_MEMSET, dst, count, corr);
     op->value = value;
-    op->bytes = count;
-    op->act.kind = SIM_ACT_MEMSET;
-    op->act.bytes = count;
     op->act.memset_value = (uint32_t)value;
-    op->act.correlation = corr;
     op->duration_ns = sim_model_copy_ns(count, SIM_COPY_D2D, 1);
     sim_stream_submit(stream, st, op);
     if (sync)
@@ -770,30 +774,24 @@ cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, uns
     return cudaEventRecord(event, stream);
 }
 
-cudaError_t cudaEventQuery(cudaEvent_t event)
+/* Whether the event's last record is done; with block, once it is. */
+static cudaError_t sim_event_done(cudaEvent_t event, int block)
 {
     sim_api_enter();
     struct sim_event *ev = (struct sim_event *)event;
     if (!ev)
         return sim_set_error(cudaErrorInvalidResourceHandle);
     pthread_mutex_lock(&sim_lock);
+    while (block && ev->gen_done < ev->gen_recorded)
+        pthread_cond_wait(&sim_done_cv, &sim_lock);
     int done = ev->gen_done >= ev->gen_recorded;
     pthread_mutex_unlock(&sim_lock);
     return done ? cudaSuccess : cudaErrorNotReady;
 }
 
-cudaError_t cudaEventSynchronize(cudaEvent_t event)
-{
-    sim_api_enter();
-    struct sim_event *ev = (struct sim_event *)event;
-    if (!ev)
-        return sim_set_error(cudaErrorInvalidResourceHandle);
-    pthread_mutex_lock(&sim_lock);
-    while (ev->gen_done < ev->gen_recorded)
-        pthread_cond_wait(&sim_done_cv, &sim_lock);
-    pthread_mutex_unlock(&sim_lock);
-    return cudaSuccess;
-}
+cudaError_t cudaEventQuery(cudaEvent_t event) { return sim_event_done(event, 0); }
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) { return sim_event_done(event, 1); }
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {

@@ -13,13 +13,7 @@
 #define SIM_CUDA_ERROR_NOT_SUPPORTED 801 /* cudaErrorNotSupported */
 #include "sim_common.h"
 
-#define SIM_UNSUPPORTED(name)                \
-    int name(void);                          \
-    int name(void)                           \
-    {                                        \
-        sim_unsupported("cudart", #name);    \
-        return SIM_CUDA_ERROR_NOT_SUPPORTED; \
-    }
+#define SIM_UNSUPPORTED(name) SIM_UNSUPPORTED_ENTRY("cudart", name, SIM_CUDA_ERROR_NOT_SUPPORTED)
 
 SIM_UNSUPPORTED(__cudaGetProcAddress)
 SIM_UNSUPPORTED(__cudaRegisterHostVar)

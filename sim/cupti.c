@@ -296,6 +296,18 @@ CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t validBufferSizeBy
 
 static int sim_kind_on(CUpti_ActivityKind k) { return atomic_load(&sim_cupti.enabled[k]); }
 
+/* What every record of a GPU operation says of it, by the same field
+ * names in each record type: when, where, and the call it came from. */
+#define SIM_RECORD_OPERATION(r, a)                \
+    do {                                          \
+        (r).start = sim_client_ts((a)->start_ns); \
+        (r).end = sim_client_ts((a)->end_ns);     \
+        (r).deviceId = (a)->device;               \
+        (r).contextId = (a)->device + 1;          \
+        (r).streamId = (a)->stream_id;            \
+        (r).correlationId = (a)->correlation;     \
+    } while (0)
+
 static void sim_record_kernel(const struct sim_activity *a)
 {
     CUpti_ActivityKind kind = sim_kind_on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
@@ -306,16 +318,11 @@ static void sim_record_kernel(const struct sim_activity *a)
     CUpti_ActivityKernel10 r;
     memset(&r, 0, sizeof r);
     r.kind = kind;
-    r.start = sim_client_ts(a->start_ns);
-    r.end = sim_client_ts(a->end_ns);
+    SIM_RECORD_OPERATION(r, a);
     r.completed = r.end;
-    r.deviceId = a->device;
-    r.contextId = a->device + 1;
-    r.streamId = a->stream_id;
     r.gridX = (int32_t)a->grid[0], r.gridY = (int32_t)a->grid[1], r.gridZ = (int32_t)a->grid[2];
     r.blockX = (int32_t)a->block[0], r.blockY = (int32_t)a->block[1], r.blockZ = (int32_t)a->block[2];
     r.dynamicSharedMemory = (int32_t)a->shared_mem;
-    r.correlationId = a->correlation;
     r.gridId = a->correlation;
     r.name = a->name;
     r.launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
@@ -347,12 +354,7 @@ static void sim_record_memcpy(const struct sim_activity *a)
     r.srcKind = sim_memory_kind(a->copy_kind == SIM_COPY_D2H || a->copy_kind == SIM_COPY_D2D, a->src_pinned);
     r.dstKind = sim_memory_kind(a->copy_kind == SIM_COPY_H2D || a->copy_kind == SIM_COPY_D2D, a->dst_pinned);
     r.bytes = a->bytes;
-    r.start = sim_client_ts(a->start_ns);
-    r.end = sim_client_ts(a->end_ns);
-    r.deviceId = a->device;
-    r.contextId = a->device + 1;
-    r.streamId = a->stream_id;
-    r.correlationId = a->correlation;
+    SIM_RECORD_OPERATION(r, a);
     r.runtimeCorrelationId = a->correlation;
     r.copyCount = 1;
     sim_append(&r, sizeof r);
@@ -367,12 +369,7 @@ static void sim_record_memset(const struct sim_activity *a)
     r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
     r.value = a->memset_value;
     r.bytes = a->bytes;
-    r.start = sim_client_ts(a->start_ns);
-    r.end = sim_client_ts(a->end_ns);
-    r.deviceId = a->device;
-    r.contextId = a->device + 1;
-    r.streamId = a->stream_id;
-    r.correlationId = a->correlation;
+    SIM_RECORD_OPERATION(r, a);
     r.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
     sim_append(&r, sizeof r);
 }

@@ -12,13 +12,7 @@
 #define SIM_CUPTI_ERROR_NOT_SUPPORTED 27 /* CUPTI_ERROR_NOT_SUPPORTED */
 #include "sim_common.h"
 
-#define SIM_UNSUPPORTED(name)                 \
-    int name(void);                           \
-    int name(void)                            \
-    {                                         \
-        sim_unsupported("cupti", #name);      \
-        return SIM_CUPTI_ERROR_NOT_SUPPORTED; \
-    }
+#define SIM_UNSUPPORTED(name) SIM_UNSUPPORTED_ENTRY("cupti", name, SIM_CUPTI_ERROR_NOT_SUPPORTED)
 
 SIM_UNSUPPORTED(cuptiActivityConfigurePCSampling)
 SIM_UNSUPPORTED(cuptiActivityConfigureUnifiedMemoryCounter)

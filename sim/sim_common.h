@@ -37,4 +37,15 @@ void sim_host_name(char *buf, size_t size);
 /* Prints one line "sim: NAME is not supported by the simulator" on stderr. */
 void sim_unsupported(const char *lib, const char *name);
 
+/* An entry point of library lib the sim does not implement: it takes no
+ * arguments (the caller owns them in the x86-64 calling convention), says
+ * so, and returns err. */
+#define SIM_UNSUPPORTED_ENTRY(lib, name, err) \
+    int name(void);                           \
+    int name(void)                            \
+    {                                         \
+        sim_unsupported(lib, #name);          \
+        return err;                           \
+    }
+
 #endif

@@ -274,6 +274,14 @@ static void wait_summaries(const char *out, int parts, int wait_s)
     }
 }
 
+/* An empty model of dir with the verb's options, for a pass to fill. */
+static void model_start(struct sp_model *m, const struct sp_model_opts *o, const char *dir)
+{
+    memset(m, 0, sizeof *m);
+    m->opts = *o;
+    m->dir = dir;
+}
+
 int sp_reduce_part(const struct sp_reduce_job *job)
 {
     const char *dir = job->dir, *out = job->out;
@@ -299,9 +307,7 @@ int sp_reduce_part(const struct sp_reduce_job *job)
         return 1;
     }
     struct sp_model mine;
-    memset(&mine, 0, sizeof mine);
-    mine.opts = o;
-    mine.dir = dir;
+    model_start(&mine, &o, dir);
     if (n > 0 && sp_summary_scan(&mine, paths, n) < 0) {
         print_warnings(&mine);
         sp_model_free(&mine);
@@ -331,9 +337,7 @@ int sp_reduce_part(const struct sp_reduce_job *job)
 
     /* every part's records: the job-wide passes, then pass 2 on our ranks */
     struct sp_model m;
-    memset(&m, 0, sizeof m);
-    m.opts = o;
-    m.dir = dir;
+    model_start(&m, &o, dir);
     m.detected_by = "none";
     uint8_t *own = malloc(1);
     int rc = gather(&m, parts_dir, parts, token, wait_s, &own, part);

@@ -354,12 +354,21 @@ static void text_out(const struct sp_model *m, const struct sp_hang *h, int cols
     }
 }
 
-static void json_ints(struct sp_json *j, const char *key, const int *v, int n)
+/* A thread of a rank's process and its last events, before the end. */
+static void json_thread(struct sp_json *j, const struct sp_hang *h, const struct sp_hang_thread *th)
 {
-    sp_json_open(j, key, '[');
-    for (int i = 0; i < n; i++)
-        sp_json_int(j, NULL, v[i]);
+    sp_json_open(j, NULL, '{');
+    sp_json_int(j, "tid", th->tid);
+    sp_json_bool(j, "main", th->main);
+    sp_json_open(j, "last", '[');
+    for (int e = 0; e < th->n; e++) {
+        sp_json_open(j, NULL, '{');
+        sp_json_num(j, "before_end_s", (double)(h->end_t - th->ev[e].t) / NS_PER_S);
+        sp_json_str(j, "what", th->ev[e].what);
+        sp_json_close(j, '}');
+    }
     sp_json_close(j, ']');
+    sp_json_close(j, '}');
 }
 
 static void json_rank(struct sp_json *j, const struct sp_hang *h, const struct sp_hang_rank *x)
@@ -375,10 +384,7 @@ static void json_rank(struct sp_json *j, const struct sp_hang *h, const struct s
         sp_json_str(j, "process", proc_state(p->state));
         sp_json_num(j, "silent_s", (double)(p->end_t - p->last_t) / NS_PER_S);
         sp_json_num(j, "trace_ends_before_job_s", (double)(h->end_t - p->end_t) / NS_PER_S);
-        if (p->cpu_share >= 0)
-            sp_json_num(j, "cpu_cores", p->cpu_share);
-        else
-            sp_json_null(j, "cpu_cores");
+        sp_json_num_if(j, "cpu_cores", p->cpu_share >= 0, p->cpu_share);
     }
     sp_json_open(j, "processes", '[');
     for (int i = 0; i < x->nprocs; i++) {
@@ -391,21 +397,8 @@ static void json_rank(struct sp_json *j, const struct sp_hang *h, const struct s
         sp_json_int(j, "launches", (long long)pr->launches);
         sp_json_int(j, "kernels", (long long)pr->kernels);
         sp_json_open(j, "threads", '[');
-        for (int t = 0; t < pr->nthreads; t++) {
-            const struct sp_hang_thread *th = &pr->threads[t];
-            sp_json_open(j, NULL, '{');
-            sp_json_int(j, "tid", th->tid);
-            sp_json_bool(j, "main", th->main);
-            sp_json_open(j, "last", '[');
-            for (int e = 0; e < th->n; e++) {
-                sp_json_open(j, NULL, '{');
-                sp_json_num(j, "before_end_s", (double)(h->end_t - th->ev[e].t) / NS_PER_S);
-                sp_json_str(j, "what", th->ev[e].what);
-                sp_json_close(j, '}');
-            }
-            sp_json_close(j, ']');
-            sp_json_close(j, '}');
-        }
+        for (int t = 0; t < pr->nthreads; t++)
+            json_thread(j, h, &pr->threads[t]);
         sp_json_close(j, ']');
         sp_json_close(j, '}');
     }
@@ -423,9 +416,9 @@ static void json_inst(struct sp_json *j, const struct sp_hang *h, const struct s
     sp_json_str(j, "dtype", sp_nccl_dtype_name(x->dtype));
     sp_json_int(j, "nranks", x->nranks);
     sp_json_bool(j, "inside", x->inside);
-    json_ints(j, "entered", x->entered, x->nentered);
-    json_ints(j, "missing", x->missing, x->nmissing);
-    json_ints(j, "absent", x->absent, x->nabsent);
+    sp_json_int_list(j, "entered", x->entered, x->nentered);
+    sp_json_int_list(j, "missing", x->missing, x->nmissing);
+    sp_json_int_list(j, "absent", x->absent, x->nabsent);
     sp_json_int(j, "absent_unnamed", x->absent_unnamed);
     if (x->last_done)
         sp_json_int(j, "last_completed", (long long)x->last_done);
@@ -474,7 +467,21 @@ static void json_call(struct sp_json *j, const struct sp_hang_call *c)
     sp_json_str(j, "op", sp_hang_op_name(c->op));
     sp_json_int(j, "bytes", (long long)c->bytes);
     sp_json_str(j, "dtype", sp_nccl_dtype_name(c->dtype));
-    json_ints(j, "ranks", c->ranks, c->nranks);
+    sp_json_int_list(j, "ranks", c->ranks, c->nranks);
+    sp_json_close(j, '}');
+}
+
+static void json_desync(struct sp_json *j, const struct sp_hang_desync *d)
+{
+    sp_json_open(j, NULL, '{');
+    sp_json_comm(j, "comm", d->comm);
+    sp_json_int(j, "seq", (long long)d->seq);
+    sp_json_open(j, "calls", '[');
+    json_call(j, &d->a);
+    json_call(j, &d->b);
+    sp_json_close(j, ']');
+    sp_json_int(j, "kinds", d->kinds);
+    sp_json_int(j, "later", (long long)d->later);
     sp_json_close(j, '}');
 }
 
@@ -516,25 +523,11 @@ static void json_out(const struct sp_model *m, const struct sp_hang *h)
         if (!h->insts[i].hung) json_inst(&j, h, &h->insts[i]);
     sp_json_close(&j, ']');
     sp_json_open(&j, "desync", '[');
-    for (int i = 0; i < h->ndesyncs; i++) {
-        const struct sp_hang_desync *d = &h->desyncs[i];
-        sp_json_open(&j, NULL, '{');
-        sp_json_comm(&j, "comm", d->comm);
-        sp_json_int(&j, "seq", (long long)d->seq);
-        sp_json_open(&j, "calls", '[');
-        json_call(&j, &d->a);
-        json_call(&j, &d->b);
-        sp_json_close(&j, ']');
-        sp_json_int(&j, "kinds", d->kinds);
-        sp_json_int(&j, "later", (long long)d->later);
-        sp_json_close(&j, '}');
-    }
+    for (int i = 0; i < h->ndesyncs; i++)
+        json_desync(&j, &h->desyncs[i]);
     sp_json_close(&j, ']');
-    if (h->nhung)
-        sp_json_num(&j, "hung_s", h->hung_s);
-    else
-        sp_json_null(&j, "hung_s");
-    json_ints(&j, "missing_ranks", m->missing_ranks, m->nmissing);
+    sp_json_num_if(&j, "hung_s", h->nhung, h->hung_s);
+    sp_json_int_list(&j, "missing_ranks", m->missing_ranks, m->nmissing);
     sp_json_str_list(&j, "warnings", m->warnings, m->nwarnings);
     sp_json_close(&j, '}');
 }

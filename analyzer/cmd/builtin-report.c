@@ -121,6 +121,15 @@ static int host_report(struct sp_model *m, int json, int csv)
     return 0;
 }
 
+/* The one way out once the model is open: what was analyzed freed. */
+static int report_end(struct sp_model *m, struct sp_hang *hang, struct sp_ended_set *ended, int rc)
+{
+    sp_hang_free(hang);
+    sp_ended_free(ended);
+    sp_model_free(m);
+    return rc;
+}
+
 int cmd_report(int argc, char **argv)
 {
     struct sp_model_opts o;
@@ -187,18 +196,12 @@ int cmd_report(int argc, char **argv)
      * below is about GPUs, so none is printed */
     if (rc == 0 && !sp_seen_gpu(&m)) {
         int hrc = host_report(&m, json, csv);
-        sp_hang_free(&hang);
-        sp_ended_free(&ended);
-        sp_model_free(&m);
-        return hrc;
+        return report_end(&m, &hang, &ended, hrc);
     }
     if (rc == 0)
         rc = sp_model_run(&m, SP_STAGE_STEPS);
     if (rc == 0 && sp_opt_steps_missing(VERB, &m)) {
-        sp_hang_free(&hang);
-        sp_ended_free(&ended);
-        sp_model_free(&m);
-        return SP_EXIT_USAGE;
+        return report_end(&m, &hang, &ended, SP_EXIT_USAGE);
     }
     if (rc == 0)
         rc = sp_model_run(&m, SP_STAGE_FINDINGS);
@@ -207,33 +210,22 @@ int cmd_report(int argc, char **argv)
                         "completes: a job that crashed at start?)%s\n",
                 dir,
                 hang.nhung ? "; it appears hung: scaleprof hang DIR says where" : "");
-        sp_hang_free(&hang);
-        sp_ended_free(&ended);
-        sp_model_free(&m);
-        return 1;
+        return report_end(&m, &hang, &ended, 1);
     }
     if (rc < 0) {
         sp_opt_nothing_to_analyze(VERB, &m, dir);
-        sp_hang_free(&hang);
-        sp_ended_free(&ended);
-        sp_model_free(&m);
-        return 1;
+        return report_end(&m, &hang, &ended, 1);
     }
     struct sp_kernels kernels;
     memset(&kernels, 0, sizeof kernels);
     if (top_kernels && sp_model_from_summaries(&m)) {
         sp_opt_kernels_need_traces(VERB);
-        sp_hang_free(&hang);
-        sp_model_free(&m);
-        return 1;
+        return report_end(&m, &hang, &ended, 1);
     }
     if (top_kernels && !csv && sp_kernels_analyze(&m, &kernels) < 0) {
         fprintf(stderr, "scaleprof report: the kernel view ran out of memory\n");
         sp_kernels_free(&kernels);
-        sp_hang_free(&hang);
-        sp_ended_free(&ended);
-        sp_model_free(&m);
-        return 1;
+        return report_end(&m, &hang, &ended, 1);
     }
     if (csv)
         sp_report_csv(&m, view_rank);
@@ -242,8 +234,5 @@ int cmd_report(int argc, char **argv)
     else
         sp_report_text(&m, view_rank, color, top_kernels ? &kernels : NULL, top_kernels);
     sp_kernels_free(&kernels);
-    sp_hang_free(&hang);
-    sp_ended_free(&ended);
-    sp_model_free(&m);
-    return 0;
+    return report_end(&m, &hang, &ended, 0);
 }

@@ -139,10 +139,7 @@ void sp_host_json(const struct sp_model *m, const struct sp_host *h, int schema_
         sp_json_str_or_null(&j, "iterations_from", hr->iter_from);
         sp_json_int(&j, "iterations", hr->iterations);
         put_num_or_null(&j, "iteration_ms", hr->iter_ms, hr->iterations);
-        if (hr->iter_median_ms > 0)
-            sp_json_num(&j, "iteration_median_ms", hr->iter_median_ms);
-        else
-            sp_json_null(&j, "iteration_median_ms");
+        sp_json_num_if(&j, "iteration_median_ms", hr->iter_median_ms > 0, hr->iter_median_ms);
         put_num_or_null(&j, "input_wait_ms", hr->wait_ms, hr->iterations);
         put_num_or_null(&j, "input_wait_share", hr->iter_ms > 0 ? hr->wait_ms / hr->iter_ms : 0,
                         hr->iterations && hr->iter_ms > 0);
@@ -152,14 +149,8 @@ void sp_host_json(const struct sp_model *m, const struct sp_host *h, int schema_
         else
             sp_json_null(&j, "reads_per_iteration");
         sp_json_num(&j, "input_wait_total_ms", hr->wait_total_ms);
-        if (hr->main_cpu >= 0)
-            sp_json_num(&j, "main_cpu_cores", hr->main_cpu);
-        else
-            sp_json_null(&j, "main_cpu_cores");
-        if (hr->worker_cpu >= 0)
-            sp_json_num(&j, "worker_cpu_cores", hr->worker_cpu);
-        else
-            sp_json_null(&j, "worker_cpu_cores");
+        sp_json_num_if(&j, "main_cpu_cores", hr->main_cpu >= 0, hr->main_cpu);
+        sp_json_num_if(&j, "worker_cpu_cores", hr->worker_cpu >= 0, hr->worker_cpu);
         sp_json_num(&j, "read_mb", (double)hr->read_bytes / MIB);
         sp_json_num(&j, "read_mb_per_s", hr->span_s > 0 ? (double)hr->read_bytes / MIB / hr->span_s : 0);
         sp_json_close(&j, '}');
@@ -172,10 +163,7 @@ void sp_host_json(const struct sp_model *m, const struct sp_host *h, int schema_
         sp_json_str(&j, "host", m->hosts[c->host]);
         sp_json_int(&j, "cores", c->ncores);
         sp_json_num(&j, "job_cores_busy", c->job_cores);
-        if (c->host_busy >= 0)
-            sp_json_num(&j, "host_busy", c->host_busy);
-        else
-            sp_json_null(&j, "host_busy");
+        sp_json_num_if(&j, "host_busy", c->host_busy >= 0, c->host_busy);
         sp_json_close(&j, '}');
     }
     sp_json_close(&j, ']');

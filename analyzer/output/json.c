@@ -155,3 +155,11 @@ void sp_json_str_list(struct sp_json *j, const char *key, char *const *v, int n)
         sp_json_str(j, NULL, v[i]);
     sp_json_close(j, ']');
 }
+
+void sp_json_num_if(struct sp_json *j, const char *key, int known, double v)
+{
+    if (known)
+        sp_json_num(j, key, v);
+    else
+        sp_json_null(j, key);
+}

@@ -35,6 +35,8 @@ void sp_json_str_or_null(struct sp_json *j, const char *key, const char *v);
 /* A communicator id as its fixed-width hex string ("00c0ffee..."), as
  * every verb prints it. */
 void sp_json_comm(struct sp_json *j, const char *key, unsigned long long comm);
+/* v, or null when it is not known. */
+void sp_json_num_if(struct sp_json *j, const char *key, int known, double v);
 /* An array of the n ints or strings at v (the ranks a finding names, a
  * job's hosts). */
 void sp_json_int_list(struct sp_json *j, const char *key, const int *v, int n);

@@ -20,10 +20,7 @@ static void json_hang(struct sp_json *j, const struct sp_model *m, const struct 
     char see[4200];
     sp_json_open(j, "hang", '{');
     sp_json_bool(j, "hung", h->nhung > 0);
-    if (h->nhung)
-        sp_json_num(j, "hung_s", h->hung_s);
-    else
-        sp_json_null(j, "hung_s");
+    sp_json_num_if(j, "hung_s", h->nhung, h->hung_s);
     sp_json_open(j, "instances", '[');
     for (int i = 0; i < h->ninsts; i++) {
         const struct sp_hang_inst *x = &h->insts[i];
@@ -282,10 +279,7 @@ void sp_report_json(const struct sp_model *m, int view_rank, int per_step, const
     sp_json_close(&j, '}');
     sp_json_open(&j, "throughput", '{');
     sp_json_num(&j, "steps_per_s", m->step_mean_ms > 0 ? 1000 / m->step_mean_ms : 0);
-    if (m->opts.samples_per_step > 0 && m->step_mean_ms > 0)
-        sp_json_num(&j, "samples_per_s", m->opts.samples_per_step * m->nranks * 1000 / m->step_mean_ms);
-    else
-        sp_json_null(&j, "samples_per_s");
+    sp_json_num_if(&j, "samples_per_s", m->opts.samples_per_step > 0 && m->step_mean_ms > 0, m->opts.samples_per_step * m->nranks * 1000 / m->step_mean_ms);
     sp_json_close(&j, '}');
     json_breakdown(&j, "breakdown", m->breakdown);
     json_unknown(&j, m);
@@ -329,14 +323,8 @@ void sp_report_json(const struct sp_model *m, int view_rank, int per_step, const
         sp_json_int(&j, "nranks", c->nranks);
         sp_json_int(&j, "calls", (long long)c->calls);
         sp_json_num(&j, "transfer_ms", c->transfer_ms);
-        if (whole)
-            sp_json_num(&j, "wait_ms", c->wait_ms);
-        else
-            sp_json_null(&j, "wait_ms");
-        if (c->bytes && c->busbw_gbps > 0)
-            sp_json_num(&j, "busbw_gbps", c->busbw_gbps);
-        else
-            sp_json_null(&j, "busbw_gbps");
+        sp_json_num_if(&j, "wait_ms", whole, c->wait_ms);
+        sp_json_num_if(&j, "busbw_gbps", c->bytes && c->busbw_gbps > 0, c->busbw_gbps);
         sp_json_bool(&j, "bounds", !whole);
         sp_json_bool(&j, "spans_hosts", c->spans_hosts);
         sp_json_int(&j, "incomplete", (long long)c->missing);
@@ -363,10 +351,7 @@ void sp_report_json(const struct sp_model *m, int view_rank, int per_step, const
     sp_ended_json(&j, ended);
     sp_json_open(&j, "whatif", '{');
     sp_json_num(&j, "replayed_step_ms", m->replay_step_ms);
-    if (m->ideal_step_ms > 0)
-        sp_json_num(&j, "ideal_step_ms", m->ideal_step_ms);
-    else
-        sp_json_null(&j, "ideal_step_ms");
+    sp_json_num_if(&j, "ideal_step_ms", m->ideal_step_ms > 0, m->ideal_step_ms);
     sp_json_int(&j, "pipeline_stages", m->pipeline_stages);
     sp_json_int(&j, "micro_batches", m->micro_batches);
     if (m->pipeline_schedule)

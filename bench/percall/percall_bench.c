@@ -24,32 +24,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
+
 #define BATCHES 41
 #define CALLS_PER_BATCH 20000
-#define WARMUP_NS 100000000ull /* 100 ms: past the clock's calibration */
-#define NS_PER_SEC 1000000000ull
+#define WARMUP_NS 100000000ull                              /* 100 ms: past the clock's calibration */
 #define STREAM ((cudaStream_t)(uintptr_t)0x7f3a5c001e00ull) /* a handle's size */
 
 static void kernel_stub(void) {}
-
-static uint64_t now_ns(clockid_t clock)
-{
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    return (uint64_t)ts.tv_sec * NS_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 static ncclComm_t g_comm;
 static float g_buf;
@@ -70,12 +52,12 @@ static double per_call(void (*call)(void), clockid_t clock)
 {
     double per[BATCHES];
     for (int b = 0; b < BATCHES; b++) {
-        uint64_t t0 = now_ns(clock);
+        uint64_t t0 = bench_ns(clock);
         for (int i = 0; i < CALLS_PER_BATCH; i++)
             call();
-        per[b] = (double)(now_ns(clock) - t0) / CALLS_PER_BATCH;
+        per[b] = (double)(bench_ns(clock) - t0) / CALLS_PER_BATCH;
     }
-    return median(per, BATCHES);
+    return bench_median(per, BATCHES);
 }
 
 int main(int argc, char **argv)
@@ -95,7 +77,7 @@ int main(int argc, char **argv)
         ncclCommDestroy(g_comm);
         return 0;
     }
-    for (uint64_t start = now_ns(CLOCK_MONOTONIC); now_ns(CLOCK_MONOTONIC) - start < WARMUP_NS;) {
+    for (uint64_t start = bench_ns(CLOCK_MONOTONIC); bench_ns(CLOCK_MONOTONIC) - start < WARMUP_NS;) {
         launch();
         allreduce();
     }

@@ -5,6 +5,8 @@ breakdown is known by construction (gen_trace writes both).
 usage: check.py CASE   with SCALEPROF_BIN and GEN_TRACE in the environment.
 Each case prints what it checks and exits 1 on the first mismatch."""
 import json, os, re, shutil, subprocess, sys, tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import testmain  # noqa: E402  (the command line every script takes)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import whatif_check  # noqa: E402
@@ -79,14 +81,23 @@ def case_breakdown():
              max(0.05 * tc["wait_ms"], 0.005))
 
 
+def check_steps_found(d, truth, by, why, label=""):
+    """The report of d finds truth's steps, by `by` when given (why: the
+    failure's words), their mean within 2%; returns the report."""
+    rep = report(d)
+    st = rep["steps"]
+    print(f"  {label}detected_by {st['detected_by']}, count {st['count']}, truth {truth['steps']}; "
+          f"mean {st['mean_ms']:.3f} ms, truth {truth['step_ms']:.3f} ms")
+    if (by and st["detected_by"] != by) or st["count"] != truth["steps"]:
+        fail(why)
+    near("step_ms", st["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+    return rep
+
+
 def case_autodetect():
     """Without markers the steps come from the repeating collectives."""
     d, truth = gen("auto", "--ranks", 4, "--colls", 3, "--input-ms", 2)
-    rep = report(d)
-    print(f"  detected_by {rep['steps']['detected_by']}, count {rep['steps']['count']}, truth {truth['steps']}")
-    if rep["steps"]["detected_by"] != "collectives" or rep["steps"]["count"] != truth["steps"]:
-        fail("automatic step detection missed the true step count")
-    near("step_ms", rep["steps"]["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+    rep = check_steps_found(d, truth, "collectives", "automatic step detection missed the true step count")
     check_breakdown(rep, truth)
 
 
@@ -1122,11 +1133,7 @@ def case_single_gpu_kernels():
     repeating kernel-name sequence."""
     d, truth = gen("single", "--ranks", 1, "--no-nccl", "--kernels", 5, "--colls", 3, "--input-ms", 2,
                    "--sync-ms", 0.5, "--jitter", 0.05)
-    rep = report(d)
-    print(f"  detected_by {rep['steps']['detected_by']}, count {rep['steps']['count']}, truth {truth['steps']}")
-    if rep["steps"]["detected_by"] != "kernels" or rep["steps"]["count"] != truth["steps"]:
-        fail("steps should come from the kernel sequence")
-    near("step_ms", rep["steps"]["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+    rep = check_steps_found(d, truth, "kernels", "steps should come from the kernel sequence")
     check_breakdown(rep, truth)
 
 
@@ -1136,11 +1143,7 @@ def case_single_gpu_one_kernel_name():
     one "step" per kernel."""
     d, truth = gen("onename", "--ranks", 1, "--no-nccl", "--kernels", 9, "--colls", 1, "--input-ms", 2,
                    "--one-kernel-name", "--jitter", 0.05)
-    rep = report(d)
-    print(f"  detected_by {rep['steps']['detected_by']}, count {rep['steps']['count']}, truth {truth['steps']}")
-    if rep["steps"]["count"] != truth["steps"]:
-        fail("one step per training step expected, not one per kernel")
-    near("step_ms", rep["steps"]["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+    check_steps_found(d, truth, None, "one step per training step expected, not one per kernel")
 
 
 def case_single_gpu_layer_grids():
@@ -1150,13 +1153,8 @@ def case_single_gpu_layer_grids():
     d, truth = gen("layergrids", "--ranks", 1, "--no-nccl", "--kernels", 9, "--colls", 1, "--steps", 30,
                    "--compute-ms", 8.5, "--tail-ms", 0.05, "--one-kernel-name", "--grid-per-layer",
                    "--jitter", 0.05)
-    rep = report(d)
-    st = rep["steps"]
-    print(f"  detected_by {st['detected_by']}, count {st['count']}, mean {st['mean_ms']:.3f} ms; "
-          f"truth {truth['steps']} steps of {truth['step_ms']:.3f} ms")
-    if st["detected_by"] != "kernels" or st["count"] != truth["steps"]:
-        fail("the steps should come from the kernels' repeating grid sizes, one per training step")
-    near("step_ms", st["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+    check_steps_found(d, truth, "kernels",
+                      "the steps should come from the kernels' repeating grid sizes, one per training step")
 
 
 def case_batch_ramp():
@@ -1221,13 +1219,9 @@ def case_equal_buckets():
                         ("equal_one", ["--colls", 1])):
         args = ["--ranks", 4, "--colls", 4, "--equal-buckets", "--input-ms", 6] + extra
         d, truth = gen(name, *args)
-        rep = report(d)
-        st = rep["steps"]
-        print(f"  {' '.join(map(str, extra)) or 'four buckets'}: detected_by {st['detected_by']}, "
-              f"count {st['count']}, truth {truth['steps']}")
-        if st["detected_by"] != "collectives" or st["count"] != truth["steps"]:
-            fail("the step count should be the true one, not one step per collective")
-        near("step_ms", st["mean_ms"], truth["step_ms"], 0.02 * truth["step_ms"])
+        rep = check_steps_found(d, truth, "collectives",
+                                "the step count should be the true one, not one step per collective",
+                                f"{' '.join(map(str, extra)) or 'four buckets'}: ")
         check_breakdown(rep, truth)
 
 
@@ -1676,9 +1670,4 @@ def case_help_matches_man():
 
 
 if __name__ == "__main__":
-    fn = globals().get("case_" + sys.argv[1])
-    if not fn:
-        fail("unknown case " + sys.argv[1])
-    print(fn.__doc__.strip())
-    fn()
-    print("ok")
+    testmain.run(globals())

@@ -19,28 +19,15 @@ import os
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import testmain  # noqa: E402  (the command line every script takes)
+from intervals import measure, union  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import whatif_check  # noqa: E402
 
 SKIP = 3
 TOLERANCE = 0.03  # points of step time
-
-
-def union(iv):
-    out = []
-    for s, e in sorted(tuple(x) for x in iv):
-        if e <= s:
-            continue
-        if out and s <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return out
-
-
-def measure(iv, lo, hi):
-    return sum(max(0, min(e, hi) - max(s, lo)) for s, e in iv)
 
 
 def raw_shares(path):
@@ -278,9 +265,4 @@ def case_kernels_match_raw_json():
 
 
 if __name__ == "__main__":
-    fn = globals().get("case_" + sys.argv[1])
-    if not fn:
-        fail("unknown case " + sys.argv[1])
-    print(fn.__doc__.strip())
-    fn()
-    print("ok")
+    testmain.run(globals())

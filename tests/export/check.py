@@ -20,6 +20,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import testmain  # noqa: E402  (the command line every script takes)
 
 SCALEPROF = os.environ.get("SCALEPROF_BIN", "scaleprof")
 GEN_TRACE = os.environ.get("GEN_TRACE", "gen_trace")
@@ -300,17 +302,7 @@ def check_straggler_story(tl, rep, slow_rank):
 
 def main(cases):
     """Runs the case named on the command line (case_NAME in cases)."""
-    fn = cases.get("case_" + sys.argv[1]) if len(sys.argv) > 1 else None
-    if not fn:
-        print("unknown case %s" % sys.argv[1:])
-        sys.exit(1)
-    print(fn.__doc__.strip())
-    try:
-        fn()
-    except Failure as e:
-        print("FAIL: %s" % e)
-        sys.exit(1)
-    print("ok")
+    testmain.run(cases, failure=Failure)
 
 
 def case_counts_generated():

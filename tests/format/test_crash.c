@@ -44,30 +44,21 @@ static void make_event(struct sp_event *ev, uint32_t thread, uint64_t seq)
 {
     memset(ev, 0, sizeof *ev);
     ev->t = 1000000000ull + seq * 1500 + (seq % 7) * 100;
+    uint64_t pay = payload(thread, seq);
+    uint32_t name = names[thread];
+    /* (thread, seq, payload) where parse_event reads them back */
     switch (seq % 3) {
     case 0:
         ev->type = SP_EV_IO;
-        ev->io.op = SP_IO_READ;
-        ev->io.fd = thread;
-        ev->io.offset = seq;
-        ev->io.bytes = payload(thread, seq);
-        ev->io.path = names[thread];
+        ev->io = (struct sp_ev_io){.op = SP_IO_READ, .fd = thread, .offset = seq, .bytes = pay, .path = name};
         break;
     case 1:
         ev->type = SP_EV_GPU;
-        ev->gpu.kind = SP_GPU_KERNEL;
-        ev->gpu.device = thread;
-        ev->gpu.correlation = seq;
-        ev->gpu.bytes = payload(thread, seq);
-        ev->gpu.name = names[thread];
+        ev->gpu = (struct sp_ev_gpu){.kind = SP_GPU_KERNEL, .device = thread, .correlation = seq, .bytes = pay, .name = name};
         break;
     default:
         ev->type = SP_EV_MARKER;
-        ev->marker.kind = SP_MARK_INSTANT;
-        ev->marker.domain = thread;
-        ev->marker.depth = seq;
-        ev->marker.dur = payload(thread, seq);
-        ev->marker.name = names[thread];
+        ev->marker = (struct sp_ev_marker){.kind = SP_MARK_INSTANT, .domain = thread, .depth = seq, .dur = pay, .name = name};
         break;
     }
 }

@@ -130,10 +130,6 @@ static void full_disk_keeps_slots_and_counts(const char *dir)
 
 int main(void)
 {
-    char dir[4096];
-    tmpdir_make(dir, sizeof dir);
-    lagging_compressor_drops_and_counts(dir);
-    full_disk_keeps_slots_and_counts(dir);
-    tmpdir_remove(dir);
-    return 0;
+    static void (*const tests[])(const char *) = {lagging_compressor_drops_and_counts, full_disk_keeps_slots_and_counts, NULL};
+    return tmpdir_run(tests);
 }

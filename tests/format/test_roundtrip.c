@@ -64,10 +64,7 @@ static const uint64_t times[] = {0, 1, UINT64_MAX, 5, UINT64_MAX / 2, 0, 1000000
 static void every_type_survives_the_file(const char *dir)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/extremes.sprof", dir);
-    int err;
-    struct sp_writer *w = sp_writer_create(path, NULL, &err);
-    CHECK(w, "create: %s", sp_strerror(err));
+    struct sp_writer *w = test_writer(dir, "extremes.sprof", NULL, path, sizeof path);
     uint32_t long_id = sp_writer_intern(w, long_string, LONG_STRING_LEN);
     uint32_t empty_id = sp_writer_intern(w, "", 0);
     CHECK(long_id > 0 && empty_id > 0 && long_id != empty_id, "intern ids %u %u", long_id, empty_id);
@@ -86,6 +83,7 @@ static void every_type_survives_the_file(const char *dir)
             }
     CHECK(sp_writer_close(w) == 0, "close");
 
+    int err;
     struct sp_reader *r = sp_reader_open(path, &err);
     CHECK(r, "open: %s", sp_strerror(err));
     const struct sp_file_info *info = sp_reader_info(r);

@@ -266,10 +266,7 @@ static size_t resident_pages(const char *path, uint64_t off, uint64_t len)
 static void short_process_touches_one_slot(const char *dir)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/short.sprof", dir);
-    int err;
-    struct sp_writer *w = sp_writer_create(path, NULL, &err); /* the preload's defaults */
-    CHECK(w, "create: %s", sp_strerror(err));
+    struct sp_writer *w = test_writer(dir, "short.sprof", NULL, path, sizeof path); /* the preload's defaults */
     struct sp_event ev = {.type = SP_EV_PROC, .t = 1};
     ev.proc.kind = SP_PROC_START;
     CHECK(sp_writer_append(w, &ev) == 0, "append");
@@ -288,12 +285,6 @@ static void short_process_touches_one_slot(const char *dir)
 
 int main(void)
 {
-    char dir[4096];
-    tmpdir_make(dir, sizeof dir);
-    masks_skip_exactly(dir);
-    mask_change_midway_keeps_values(dir);
-    frames_are_columns(dir);
-    short_process_touches_one_slot(dir);
-    tmpdir_remove(dir);
-    return 0;
+    static void (*const tests[])(const char *) = {masks_skip_exactly, mask_change_midway_keeps_values, frames_are_columns, short_process_touches_one_slot, NULL};
+    return tmpdir_run(tests);
 }

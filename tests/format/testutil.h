@@ -1,6 +1,7 @@
 /*
  * testutil.h - what the format tests share: a CHECK that says where and
- * why a test failed, a private temporary directory, and a reader that
+ * why a test failed, a private temporary directory (and a main that runs
+ * the tests over one), a writer made or the test ends, and a reader that
  * collects a whole trace into memory for assertions.
  */
 #ifndef SP_TESTUTIL_H
@@ -38,6 +39,30 @@ static inline void tmpdir_remove(const char *dir)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)
         fprintf(stderr, "warning: could not remove %s\n", dir);
+}
+
+/* main's whole body: each of tests (a NULL-ended list) over one fresh
+ * directory, removed after them. */
+static inline int tmpdir_run(void (*const tests[])(const char *dir))
+{
+    char dir[4096];
+    tmpdir_make(dir, sizeof dir);
+    for (size_t i = 0; tests[i]; i++)
+        tests[i](dir);
+    tmpdir_remove(dir);
+    return 0;
+}
+
+/* A writer of the new trace dir/name, its path in path; o NULL: the
+ * preload's defaults.  A writer that cannot be made ends the test. */
+static inline struct sp_writer *test_writer(const char *dir, const char *name, const struct sp_writer_opts *o,
+                                            char *path, size_t len)
+{
+    snprintf(path, len, "%s/%s", dir, name);
+    int err;
+    struct sp_writer *w = sp_writer_create(path, o, &err);
+    CHECK(w, "create: %s", sp_strerror(err));
+    return w;
 }
 
 #endif

@@ -23,7 +23,8 @@
  *
  * Like tests/preload/gpu_loop.c, kernels are registered as nvcc would
  * (host stub and mangled name) and launched with cudaLaunchKernel; their
- * duration follows from the grid on the stand-in runtime.
+ * duration follows from the grid on the stand-in runtime (the two share
+ * tests/common/gpu_job.h).
  */
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -35,8 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RENDEZVOUS_WAIT_MS 30000
-#define POLL_MS 5
+#include "gpu_job.h"
+
 #define THREADS_PER_BLOCK 1000
 #define BLOCKS 1000 /* 1 ms per kernel on the stand-in runtime */
 #define COUNT 65536
@@ -49,70 +50,6 @@
             exit(1);                                                  \
         }                                                             \
     } while (0)
-
-void **__cudaRegisterFatBinary(void *fatCubin);
-void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
-void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
-                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
-                            dim3 *bDim, dim3 *gDim, int *wSize);
-
-static void forward_stub(void) {}
-static void backward_stub(void) {}
-
-static void register_kernels(void)
-{
-    void **h = __cudaRegisterFatBinary(NULL);
-    __cudaRegisterFunction(h, (const char *)(uintptr_t)forward_stub, NULL, "_Z7forwardPfi", -1,
-                           NULL, NULL, NULL, NULL, NULL);
-    __cudaRegisterFunction(h, (const char *)(uintptr_t)backward_stub, NULL, "_Z8backwardPfi", -1,
-                           NULL, NULL, NULL, NULL, NULL);
-    __cudaRegisterFatBinaryEnd(h);
-}
-
-static int env_int(const char *name, int fallback)
-{
-    const char *v = getenv(name);
-    return v && *v ? atoi(v) : fallback;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static void exchange_id(ncclUniqueId *id, int rank, int world)
-{
-    if (world == 1) return;
-    const char *dir = getenv("SCALEPROF_RENDEZVOUS");
-    if (!dir || !*dir) dir = getenv("SIM_RENDEZVOUS");
-    if (!dir || !*dir) {
-        fprintf(stderr, "hang_job: no rendezvous directory (SCALEPROF_RENDEZVOUS)\n");
-        exit(1);
-    }
-    char path[4096], tmp[4200];
-    snprintf(path, sizeof path, "%s/hang_job-nccl-id", dir);
-    if (rank == 0) {
-        snprintf(tmp, sizeof tmp, "%s.tmp", path);
-        FILE *f = fopen(tmp, "wb");
-        if (!f || fwrite(id, sizeof *id, 1, f) != 1 || fclose(f) != 0 || rename(tmp, path) != 0) {
-            fprintf(stderr, "hang_job: cannot publish the NCCL id in %s\n", dir);
-            exit(1);
-        }
-        return;
-    }
-    for (int waited = 0; waited < RENDEZVOUS_WAIT_MS; waited += POLL_MS) {
-        FILE *f = fopen(path, "rb");
-        if (f) {
-            size_t n = fread(id, sizeof *id, 1, f);
-            fclose(f);
-            if (n == 1) return;
-        }
-        sleep_ms(POLL_MS);
-    }
-    fprintf(stderr, "hang_job: rank %d: no NCCL id from rank 0\n", rank);
-    exit(1);
-}
 
 static void write_state(const char *dir, const char *name, long value)
 {
@@ -139,23 +76,26 @@ int main(int argc, char **argv)
     int steps = 20, hang_rank = -1, hang_at = -1, desync_rank = -1, desync_at = -1, crash_rank = -1,
         crash_at = -1, crash_signal = 0;
     const char *state = NULL;
+    /* every option but --state-dir takes a number */
+    const struct {
+        const char *name;
+        int *value;
+    } numbers[] = {
+        {"--steps", &steps},
+        {"--hang-rank", &hang_rank},
+        {"--hang-at", &hang_at},
+        {"--crash-rank", &crash_rank},
+        {"--crash-at", &crash_at},
+        {"--crash-signal", &crash_signal},
+        {"--desync-rank", &desync_rank},
+        {"--desync-at", &desync_at},
+    };
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--steps") && i + 1 < argc)
-            steps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--hang-rank") && i + 1 < argc)
-            hang_rank = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--hang-at") && i + 1 < argc)
-            hang_at = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--crash-rank") && i + 1 < argc)
-            crash_rank = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--crash-at") && i + 1 < argc)
-            crash_at = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--crash-signal") && i + 1 < argc)
-            crash_signal = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--desync-rank") && i + 1 < argc)
-            desync_rank = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--desync-at") && i + 1 < argc)
-            desync_at = atoi(argv[++i]);
+        size_t n = 0;
+        while (n < sizeof numbers / sizeof numbers[0] && strcmp(argv[i], numbers[n].name))
+            n++;
+        if (n < sizeof numbers / sizeof numbers[0] && i + 1 < argc)
+            *numbers[n].value = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--state-dir") && i + 1 < argc)
             state = argv[++i];
         else {
@@ -163,16 +103,16 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    int rank = env_int("RANK", 0), world = env_int("WORLD_SIZE", 1);
+    int rank = gpu_job_env_int("RANK", 0), world = gpu_job_env_int("WORLD_SIZE", 1);
     char name[32];
     snprintf(name, sizeof name, "pid.%d", rank);
     write_state(state, name, (long)getpid());
-    register_kernels();
-    CALL(cudaSetDevice(env_int("LOCAL_RANK", 0)));
+    gpu_job_register_kernels();
+    CALL(cudaSetDevice(gpu_job_env_int("LOCAL_RANK", 0)));
 
     ncclUniqueId id;
     if (rank == 0) CALL(ncclGetUniqueId(&id));
-    exchange_id(&id, rank, world);
+    gpu_job_exchange_id("hang_job", &id, rank, world);
     ncclComm_t comm;
     CALL(ncclCommInitRank(&comm, world, id, rank));
     cudaStream_t s;

@@ -6,6 +6,8 @@ a scheduler kills a job that ran out of time.
 usage: hang_test.py STORY   with SCALEPROF_BIN and HANG_JOB in the environment.
 Each story prints what it checks and exits 1 on the first mismatch."""
 import glob, json, os, re, shutil, signal, subprocess, sys, tempfile, time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import testmain  # noqa: E402  (the command line every script takes)
 
 SCALEPROF = os.environ["SCALEPROF_BIN"]
 JOB = os.environ["HANG_JOB"]
@@ -108,6 +110,20 @@ def check_hung_120(h, missing, absent, entered):
     return x
 
 
+def check_rank_2_missing(h, state, process, says, what):
+    """The hang at #120 that rank 2 never entered (check_hung_120), and
+    what h says rank 2 did last: its state, its process and, in its
+    sentence, says (the failure names what the sentence should do).
+    Returns the hang and rank 2's entry."""
+    x = check_hung_120(h, missing=[2], absent=[], entered=[0, 1, 3])
+    two = x["last"]["2"]
+    expect("rank 2 state", two["state"], state)
+    expect("rank 2 process", two["process"], process)
+    if says not in two["doing"]:
+        fail(f"rank 2's sentence does not {what}: {two['doing']}")
+    return x, two
+
+
 def story_hang_blocked_rank():
     """A rank that blocks in its own code after its last launch, before
     all-reduce #120 of a communicator of 4, while the others wait in #120
@@ -124,12 +140,8 @@ def story_hang_blocked_rank():
     expect("rank 2 state, job alive", live["hung"][0]["last"]["2"]["state"], "own_code_after_launch")
     print("  after the SIGKILL:")
     h = hang_json(d)
-    x = check_hung_120(h, missing=[2], absent=[], entered=[0, 1, 3])
-    two = x["last"]["2"]
-    expect("rank 2 state", two["state"], "own_code_after_launch")
-    expect("rank 2 process", two["process"], "killed")
-    if "its own code after its last launch" not in two["doing"]:
-        fail(f"rank 2's sentence does not say it blocked in its own code: {two['doing']}")
+    x, two = check_rank_2_missing(h, "own_code_after_launch", "killed", "its own code after its last launch",
+                                  "say it blocked in its own code")
     if two["silent_s"] < HUNG_FOR_S * 0.8:
         fail(f"rank 2 silent for {two['silent_s']} s only")
     main = [t for p in two["processes"] if not p["helper"] for t in p["threads"] if t["main"]]
@@ -192,12 +204,7 @@ def story_hang_crashed_rank():
     status, its trace closed."""
     d, _ = run_job("crashed", "--steps", 200, "--crash-rank", 2, "--crash-at", 120, until="crashed")
     h = hang_json(d)
-    x = check_hung_120(h, missing=[2], absent=[], entered=[0, 1, 3])
-    two = x["last"]["2"]
-    expect("rank 2 state", two["state"], "exited")
-    expect("rank 2 process", two["process"], "closed")
-    if "exited (status 3)" not in two["doing"]:
-        fail(f"rank 2's sentence does not give its exit status: {two['doing']}")
+    check_rank_2_missing(h, "exited", "closed", "exited (status 3)", "give its exit status")
     print(scaleprof("hang", d).stdout)
 
 
@@ -562,12 +569,4 @@ def story_hang_frozen_resumed():
 
 
 if __name__ == "__main__":
-    fn = globals().get("story_" + sys.argv[1])
-    if not fn:
-        fail("unknown story " + sys.argv[1])
-    print(fn.__doc__.strip())
-    try:
-        fn()
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-    print("ok")
+    testmain.run(globals(), "story", cleanup=lambda: shutil.rmtree(TMP, ignore_errors=True))

@@ -18,6 +18,8 @@ import re
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from intervals import measure, union  # noqa: E402  (the traces' time intervals)
 
 SCALEPROF = os.environ["SCALEPROF"]
 SPROF_EVENTS = os.environ["SPROF_EVENTS"]
@@ -417,20 +419,6 @@ def report_json(tmp, skip):
 GPU_CATS = ("kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset")
 
 
-def merged(intervals):
-    out = []
-    for a, b in sorted(intervals):
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return out
-
-
-def overlap(a, b, intervals):
-    return sum(max(0, min(b, y) - max(a, x)) for x, y in intervals)
-
-
 def step_dataloader_share(name, skip):
     """From the JSON alone: (share of step time in DataLoader.__next__,
     share of step time the GPU sat idle while the host was in it).  The
@@ -442,7 +430,7 @@ def step_dataloader_share(name, skip):
                    if e["name"].startswith("ProfilerStep#") and e.get("cat") != "gpu_user_annotation"
                    and int(e["name"].split("#")[1]) >= skip)
     loads = [(e["ts"], e["ts"] + e["dur"]) for e in evs if "DataLoader" in e["name"] and "__next__" in e["name"]]
-    busy = merged((e["ts"], e["ts"] + e["dur"]) for e in evs if e.get("cat") in GPU_CATS)
+    busy = union((e["ts"], e["ts"] + e["dur"]) for e in evs if e.get("cat") in GPU_CATS)
     total = sum(b - a for a, b in steps)
     inside = idle = 0
     for sa, sb in steps:
@@ -450,7 +438,7 @@ def step_dataloader_share(name, skip):
             a, b = max(a, sa), min(b, sb)
             if b > a:
                 inside += b - a
-                idle += (b - a) - overlap(a, b, busy)
+                idle += (b - a) - measure(busy, a, b)
     return inside / total, idle / total
 
 
@@ -596,31 +584,31 @@ def case_bound_unclosed_brackets(tmp):
                            head + BOUND_DEPTH - 2, 2)
 
 
+def check_long_token(tmp, name, start, unit, end, what, token_at):
+    """An event that opens with start and goes on with a gigabyte of unit
+    (1 MB of gzip) before end: the token bound (what) is passed, at the
+    token's first byte, token_at from the end of start."""
+    gz = os.path.join(tmp, name)
+    head = attack_gz(gz, [kernel(0)], start, unit * ((1 << 20) // len(unit)), 1024, end)
+    check_stopped_at_bound(tmp, gz, what % BOUND_TOKEN, head + len(start) + token_at, 1)
+
+
 def case_bound_long_string(tmp):
     """A gigabyte-long kernel name (1 MB of gzip): stops at the string bound where the string begins."""
-    gz = os.path.join(tmp, "longname.json.gz")
-    start = b'{"ph": "X", "cat": "kernel", "name": "'
-    head = attack_gz(gz, [kernel(0)], start, b"a" * (1 << 20), 1024, b'"}]}')
-    check_stopped_at_bound(tmp, gz, "a string longer than %d bytes" % BOUND_TOKEN,
-                           head + len(start) - 1, 1)
+    check_long_token(tmp, "longname.json.gz", b'{"ph": "X", "cat": "kernel", "name": "', b"a", b'"}]}',
+                     "a string longer than %d bytes", -1)
 
 
 def case_bound_long_escaped_string(tmp):
     """A long string made of escaped quotes is still one string: the same bound."""
-    gz = os.path.join(tmp, "escapes.json.gz")
-    start = b'{"ph": "X", "name": "'
-    head = attack_gz(gz, [kernel(0)], start, b'\\"' * (1 << 19), 1024, b'"}]}')
-    check_stopped_at_bound(tmp, gz, "a string longer than %d bytes" % BOUND_TOKEN,
-                           head + len(start) - 1, 1)
+    check_long_token(tmp, "escapes.json.gz", b'{"ph": "X", "name": "', b'\\"', b'"}]}',
+                     "a string longer than %d bytes", -1)
 
 
 def case_bound_long_number(tmp):
     """A number of a gigabyte of digits: the token bound, at the number's first digit."""
-    gz = os.path.join(tmp, "longnum.json.gz")
-    start = b'{"ph": "X", "ts": '
-    head = attack_gz(gz, [kernel(0)], start, b"1" * (1 << 20), 1024, b"}]}")
-    check_stopped_at_bound(tmp, gz, "a number or literal longer than %d bytes" % BOUND_TOKEN,
-                           head + len(start), 1)
+    check_long_token(tmp, "longnum.json.gz", b'{"ph": "X", "ts": ', b"1", b"}]}",
+                     "a number or literal longer than %d bytes", 0)
 
 
 def write_trace(path, events, dist=None):

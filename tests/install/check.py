@@ -16,6 +16,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import testmain  # noqa: E402  (the command line every script takes)
 
 BIN = os.environ.get("SCALEPROF_BIN", "")
 
@@ -217,14 +219,4 @@ def case_man():
 
 
 if __name__ == "__main__":
-    fn = globals().get("case_" + sys.argv[1]) if len(sys.argv) > 1 else None
-    if not fn:
-        print("unknown case %s" % sys.argv[1:])
-        sys.exit(1)
-    print(fn.__doc__.strip())
-    try:
-        fn()
-    except Failure as e:
-        print("FAIL: %s" % e)
-        sys.exit(1)
-    print("ok")
+    testmain.run(globals())

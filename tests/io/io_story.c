@@ -241,6 +241,16 @@ static int story_cloneexec(int n, const char *file, const char *prog)
     return 0;
 }
 
+/* Waits for the child and prints its pid and exit status (-1: it did not
+ * exit), what the story's checks read. */
+static int say_exit_status(pid_t pid)
+{
+    int st;
+    waitpid(pid, &st, 0);
+    printf("child %d\nstatus %d\n", (int)pid, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    return 0;
+}
+
 static int story_spawn(char **prog)
 {
     pid_t pid;
@@ -249,10 +259,7 @@ static int story_spawn(char **prog)
         fprintf(stderr, "posix_spawnp: %s\n", strerror(r));
         return 1;
     }
-    int st;
-    waitpid(pid, &st, 0);
-    printf("child %d\nstatus %d\n", (int)pid, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-    return 0;
+    return say_exit_status(pid);
 }
 
 static int story_exit(int n, const char *file)
@@ -262,10 +269,7 @@ static int story_exit(int n, const char *file)
         read_n_times(file, n);
         _exit(3);
     }
-    int st;
-    waitpid(pid, &st, 0);
-    printf("child %d\nstatus %d\n", (int)pid, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-    return 0;
+    return say_exit_status(pid);
 }
 
 static int story_sigterm(int n, const char *file)
@@ -423,10 +427,7 @@ static int story_vfork(int n, const char *file)
         read_n_times(file, n);
         _exit(4);
     }
-    int st;
-    waitpid(pid, &st, 0);
-    printf("child %d\nstatus %d\n", (int)pid, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-    return 0;
+    return say_exit_status(pid);
 }
 
 static sigjmp_buf g_timeout_jump;

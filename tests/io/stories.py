@@ -244,14 +244,19 @@ def story_spawn(tmp):
           "the child has its own trace, naming the parent, with its reads")
 
 
+def child_reads(tmp, story, nreads):
+    """Runs io_story STORY, whose child reads a file nreads times: the file,
+    the story's key values and the child's traces."""
+    data = make_file(os.path.join(tmp, "data.bin"), 4096)
+    kv = keyvals(run([os.environ["IO_STORY"], story, str(nreads), data], os.path.join(tmp, "t")).stdout)
+    return data, kv, by_pid(traces(os.path.join(tmp, "t")), int(kv["child"][0]))
+
+
 def story_exit(tmp):
     """A child leaving through _exit() loses nothing."""
     nreads = 100
-    data = make_file(os.path.join(tmp, "data.bin"), 4096)
-    r = run([os.environ["IO_STORY"], "exit", str(nreads), data], os.path.join(tmp, "t"))
-    kv = keyvals(r.stdout)
+    data, kv, ct = child_reads(tmp, "exit", nreads)
     check(kv.get("status") == ["3"], "the child's exit status is untouched")
-    ct = by_pid(traces(os.path.join(tmp, "t")), int(kv["child"][0]))
     check(len(ct) == 1 and ct[0]["read_calls"].get(data) == nreads, f"all {nreads} reads of the child are there")
     if ct:
         check(["exit", int(kv["child"][0]), 3, ""] in ct[0]["proc"], "its exit event carries status 3")
@@ -261,11 +266,8 @@ def story_exit(tmp):
 def story_sigterm(tmp):
     """A child killed by SIGTERM (no handler installed) loses nothing."""
     nreads = 100
-    data = make_file(os.path.join(tmp, "data.bin"), 4096)
-    r = run([os.environ["IO_STORY"], "sigterm", str(nreads), data], os.path.join(tmp, "t"))
-    kv = keyvals(r.stdout)
+    data, kv, ct = child_reads(tmp, "sigterm", nreads)
     check(kv.get("signal") == ["15"], "the child died of SIGTERM, as without the preload")
-    ct = by_pid(traces(os.path.join(tmp, "t")), int(kv["child"][0]))
     check(len(ct) == 1, "the killed child left a trace")
     if ct:
         check(ct[0]["read_calls"].get(data) == nreads, f"all {nreads} reads survive the kill "
@@ -743,13 +745,19 @@ def story_dataloader(tmp):
           f"slow workers add about {expected:.2f} s of waiting (measured {grew:.2f} s)")
 
 
-STORIES = {name[6:]: fn for name, fn in globals().items() if name.startswith("story_")}
+def main(scope, script, tmp_prefix):
+    """Runs the story the command line names (story_NAME of scope, a
+    script's globals()) in a temporary folder of its own, then finish();
+    reliability.py runs its stories the same way."""
+    stories = {name[6:]: fn for name, fn in scope.items() if name.startswith("story_")}
+    if len(sys.argv) != 2 or sys.argv[1] not in stories:
+        print("usage: %s %s" % (script, "|".join(stories)))
+        sys.exit(2)
+    print(stories[sys.argv[1]].__doc__.strip())
+    with tempfile.TemporaryDirectory(prefix=tmp_prefix) as tmp:
+        stories[sys.argv[1]](tmp)
+    finish()
+
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1] not in STORIES:
-        print("usage: stories.py " + "|".join(STORIES))
-        sys.exit(2)
-    print(STORIES[sys.argv[1]].__doc__.strip())
-    with tempfile.TemporaryDirectory(prefix="scaleprof-io-") as tmp:
-        STORIES[sys.argv[1]](tmp)
-    finish()
+    main(globals(), "stories.py", "scaleprof-io-")

@@ -30,6 +30,8 @@ import os
 import shutil
 import subprocess
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import testmain  # noqa: E402  (the verdict every script ends with)
 
 GPUS = 4
 STEPS = 12
@@ -230,14 +232,7 @@ def main():
     if sys.argv[1] == "--list":
         print("\n".join(SCENARIOS))
         return 0
-    name = sys.argv[1]
-    try:
-        check(name, *SCENARIOS[name])
-    except Failure as e:
-        print("FAIL %s: %s" % (name, e))
-        return 1
-    print("ok %s" % name)
-    return 0
+    return testmain.verdict(sys.argv[1], lambda name: check(name, *SCENARIOS[name]), Failure, passed="ok")
 
 
 if __name__ == "__main__":

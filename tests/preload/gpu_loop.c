@@ -14,7 +14,8 @@
  * A C program has no nvcc, so kernels are registered the way nvcc's
  * generated code registers them (__cudaRegisterFunction: host stub and
  * mangled name) and launched with cudaLaunchKernel.  Kernel time follows
- * from the grid size on the stand-in runtime.
+ * from the grid size on the stand-in runtime.  That, and the NCCL id's
+ * rendezvous, are tests/common/gpu_job.h, shared with tests/hang's job.
  *
  * Options:
  *   --steps N          steps to run (default 10)
@@ -49,9 +50,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpu_job.h"
+
 #define ERRNO_SENTINEL 4242
-#define RENDEZVOUS_WAIT_MS 30000
-#define POLL_MS 5
 #define THREADS_PER_BLOCK 1000
 #define CUPTI_OK 0
 
@@ -70,74 +71,6 @@ static long errno_changes;
             exit(1);                                                  \
         }                                                             \
     } while (0)
-
-void **__cudaRegisterFatBinary(void *fatCubin);
-void __cudaRegisterFatBinaryEnd(void **fatCubinHandle);
-void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun,
-                            const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
-                            dim3 *bDim, dim3 *gDim, int *wSize);
-
-static void forward_stub(void) {}
-static void backward_stub(void) {}
-
-static void register_kernels(void)
-{
-    void **h = __cudaRegisterFatBinary(NULL);
-    __cudaRegisterFunction(h, (const char *)(uintptr_t)forward_stub, NULL, "_Z7forwardPfi", -1,
-                           NULL, NULL, NULL, NULL, NULL);
-    __cudaRegisterFunction(h, (const char *)(uintptr_t)backward_stub, NULL, "_Z8backwardPfi", -1,
-                           NULL, NULL, NULL, NULL, NULL);
-    __cudaRegisterFatBinaryEnd(h);
-}
-
-static int env_int(const char *name, int fallback)
-{
-    const char *v = getenv(name);
-    return v && *v ? atoi(v) : fallback;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-/* Rank 0 publishes the NCCL id in the launcher's rendezvous directory. */
-static void exchange_id(ncclUniqueId *id, int rank, int world)
-{
-    if (world == 1)
-        return;
-    const char *dir = getenv("SCALEPROF_RENDEZVOUS");
-    if (!dir || !*dir)
-        dir = getenv("SIM_RENDEZVOUS");
-    if (!dir || !*dir) {
-        fprintf(stderr, "gpu_loop: no rendezvous directory (SCALEPROF_RENDEZVOUS)\n");
-        exit(1);
-    }
-    char path[4096], tmp[4200];
-    snprintf(path, sizeof path, "%s/gpu_loop-nccl-id", dir);
-    if (rank == 0) {
-        snprintf(tmp, sizeof tmp, "%s.tmp", path);
-        FILE *f = fopen(tmp, "wb");
-        if (!f || fwrite(id, sizeof *id, 1, f) != 1 || fclose(f) != 0 || rename(tmp, path) != 0) {
-            fprintf(stderr, "gpu_loop: cannot publish the NCCL id in %s\n", dir);
-            exit(1);
-        }
-        return;
-    }
-    for (int waited = 0; waited < RENDEZVOUS_WAIT_MS; waited += POLL_MS) {
-        FILE *f = fopen(path, "rb");
-        if (f) {
-            size_t n = fread(id, sizeof *id, 1, f);
-            fclose(f);
-            if (n == 1)
-                return;
-        }
-        sleep_ms(POLL_MS);
-    }
-    fprintf(stderr, "gpu_loop: rank %d: no NCCL id from rank 0\n", rank);
-    exit(1);
-}
 
 /* What another profiling tool does first: take the CUPTI subscriber. */
 static void subscribe_cupti(void)
@@ -211,14 +144,14 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    int rank = env_int("RANK", 0), world = env_int("WORLD_SIZE", 1);
-    register_kernels();
-    CALL(cudaSetDevice(env_int("LOCAL_RANK", 0)));
+    int rank = gpu_job_env_int("RANK", 0), world = gpu_job_env_int("WORLD_SIZE", 1);
+    gpu_job_register_kernels();
+    CALL(cudaSetDevice(gpu_job_env_int("LOCAL_RANK", 0)));
 
     ncclUniqueId id;
     if (rank == 0)
         CALL(ncclGetUniqueId(&id));
-    exchange_id(&id, rank, world);
+    gpu_job_exchange_id("gpu_loop", &id, rank, world);
     ncclComm_t comm;
     CALL(ncclCommInitRank(&comm, world, id, rank));
 

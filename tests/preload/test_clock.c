@@ -25,22 +25,13 @@
 #include <time.h>
 
 #include "preload.h"
+#include "testutil.h" /* tests/format's CHECK */
 
 #define RUN_NS 3500000000ull /* three and a half calibration periods */
 #define TICK_NS 20000000ull  /* the compressor's pass interval */
 #define BRACKET_MAX_NS 3000
 #define BOUND_NS 1000.0                 /* 1 us */
 #define SP_TEST_SETTLE_NS 1100000000ull /* past the first period: the first rate is from 50 ms */
-
-#define CHECK(c, ...)                                                      \
-    do {                                                                   \
-        if (!(c)) {                                                        \
-            fprintf(stderr, "FAILED %s:%d: %s: ", __FILE__, __LINE__, #c); \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fprintf(stderr, "\n");                                         \
-            exit(1);                                                       \
-        }                                                                  \
-    } while (0)
 
 static uint64_t mono(void)
 {

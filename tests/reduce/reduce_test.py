@@ -7,6 +7,8 @@ usage: reduce_test.py CASE   with SCALEPROF_BIN, GEN_TRACE and MAN_DIR set.
 Each case prints what it checks and exits 1 on the first mismatch (77: the
 launcher it needs is not installed)."""
 import json, os, re, shutil, subprocess, sys, tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import testmain  # noqa: E402  (the command line every script takes)
 
 SCALEPROF = os.environ["SCALEPROF_BIN"]
 GEN = os.environ["GEN_TRACE"]
@@ -227,12 +229,4 @@ def case_refusals():
 
 
 if __name__ == "__main__":
-    fn = globals().get("case_" + sys.argv[1])
-    if not fn:
-        fail("unknown case " + sys.argv[1])
-    print(fn.__doc__.strip())
-    try:
-        fn()
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-    print("ok")
+    testmain.run(globals(), cleanup=lambda: shutil.rmtree(TMP, ignore_errors=True))

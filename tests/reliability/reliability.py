@@ -15,14 +15,13 @@ import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from contextlib import contextmanager
 
 sys.path.insert(0, os.environ["IO_STORIES_DIR"])
 import stories  # noqa: E402  (tests/io's helpers and stories)
-from stories import check, finish, keyvals, make_file, run, traces  # noqa: E402
+from stories import check, keyvals, make_file, run, traces  # noqa: E402
 
 JOB = os.environ["ATTACK_JOB"]
 IO_STORY = os.environ["IO_STORY"]
@@ -1223,13 +1222,5 @@ def story_fork(tmp):
     stories.story_spawn(os.path.join(tmp, "s"))
 
 
-STORIES = {name[6:]: fn for name, fn in globals().items() if name.startswith("story_")}
-
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1] not in STORIES:
-        print("usage: reliability.py " + "|".join(STORIES))
-        sys.exit(2)
-    print(STORIES[sys.argv[1]].__doc__.strip())
-    with tempfile.TemporaryDirectory(prefix="scaleprof-rel-") as tmp:
-        STORIES[sys.argv[1]](tmp)
-    finish()
+    stories.main(globals(), "reliability.py", "scaleprof-rel-")

@@ -27,6 +27,8 @@ import os
 import shutil
 import subprocess
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import testmain  # noqa: E402  (the verdict every script ends with)
 
 SKIP = 77
 CATEGORIES = ["compute", "memcpy", "collective_transfer", "collective_wait",
@@ -803,16 +805,7 @@ def main(argv):
     if argv[1] == "--list":
         print("\n".join(SCENARIOS))
         return 0
-    try:
-        run_scenario(argv[1])
-    except Skip as e:
-        print("SKIP %s: %s" % (argv[1], e))
-        return SKIP
-    except Failure as e:
-        print("FAIL %s: %s" % (argv[1], e))
-        return 1
-    print("PASS %s" % argv[1])
-    return 0
+    return testmain.verdict(argv[1], run_scenario, Failure, Skip, skip_status=SKIP)
 
 
 if __name__ == "__main__":

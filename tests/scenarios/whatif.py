@@ -58,6 +58,8 @@ sys.path.insert(0, HERE)
 import check  # noqa: E402  (the accuracy suite's truth readers)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "analyzer"))
 import whatif_check  # noqa: E402  (the replay's check of itself)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "common"))
+import testmain  # noqa: E402  (the verdict every script ends with)
 
 STEPS = 10
 SKIP = 3
@@ -990,13 +992,7 @@ def main(argv):
         sys.stderr.write("usage: whatif.py SHAPE|--list|--commands SHAPE\nshapes: %s\n"
                          % " ".join(SHAPES))
         return 2
-    try:
-        run_shape(argv[1])
-    except Failure as e:
-        print("FAIL %s: %s" % (argv[1], e))
-        return 1
-    print("PASS %s" % argv[1])
-    return 0
+    return testmain.verdict(argv[1], run_shape, Failure)
 
 
 if __name__ == "__main__":

@@ -775,8 +775,68 @@ static void scan_one(int i, void *arg)
 
 /* ---- grouping ---- */
 
+/* m->by_pid: every readable file by (host, pid, index), so that a parent
+ * (the first file in order on the host with the ppid's pid) is found by a
+ * search, not a pass over every file per ppid hop (at thousands of files
+ * that pass was quadratic).  Without the table (no memory), the pass. */
+struct sp_pid_ref {
+    const char *host;
+    int32_t pid;
+    int idx;
+};
+
+static int cmp_pid_ref(const void *a, const void *b)
+{
+    const struct sp_pid_ref *x = a, *y = b;
+    int c = strcmp(x->host, y->host);
+    if (c)
+        return c;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static void index_pids(struct sp_model *m)
+{
+    m->by_pid = malloc(((size_t)m->nfrecs + 1) * sizeof *m->by_pid);
+    m->nby_pid = 0;
+    if (!m->by_pid)
+        return;
+    for (int i = 0; i < m->nfrecs; i++)
+        if (m->frecs[i].ok)
+            m->by_pid[m->nby_pid++] = (struct sp_pid_ref){m->frecs[i].host, m->frecs[i].pid, i};
+    qsort(m->by_pid, (size_t)m->nby_pid, sizeof *m->by_pid, cmp_pid_ref);
+}
+
+/* The first of m->by_pid with this host and pid (m->nby_pid when none). */
+static int first_with_pid(const struct sp_model *m, const char *host, int32_t pid)
+{
+    int a = 0, b = m->nby_pid;
+    while (a < b) {
+        int mid = a + (b - a) / 2;
+        const struct sp_pid_ref *g = &m->by_pid[mid];
+        int c = strcmp(g->host, host);
+        if (c < 0 || (c == 0 && g->pid < pid))
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a;
+}
+
+static int same_pid(const struct sp_model *m, int at, const char *host, int32_t pid)
+{
+    return at < m->nby_pid && m->by_pid[at].pid == pid && !strcmp(m->by_pid[at].host, host);
+}
+
 static struct sp_file_rec *parent_of(struct sp_model *m, const struct sp_file_rec *f)
 {
+    if (m->by_pid) {
+        for (int at = first_with_pid(m, f->host, f->ppid); same_pid(m, at, f->host, f->ppid); at++)
+            if (&m->frecs[m->by_pid[at].idx] != f)
+                return &m->frecs[m->by_pid[at].idx];
+        return NULL;
+    }
     for (int i = 0; i < m->nfrecs; i++) {
         struct sp_file_rec *p = &m->frecs[i];
         if (p->ok && p != f && p->pid == f->ppid && !strcmp(p->host, f->host))
@@ -1066,7 +1126,14 @@ static int count_rank_procs(const struct sp_model *m)
         if (!f->ok || f->helper || f->rank < 0)
             continue;
         int dup = 0;
-        for (int j = 0; j < i && !dup; j++) {
+        if (m->by_pid) { /* the files before it with its host and pid */
+            for (int at = first_with_pid(m, f->host, f->pid);
+                 !dup && same_pid(m, at, f->host, f->pid) && m->by_pid[at].idx < i; at++) {
+                const struct sp_file_rec *g = &m->frecs[m->by_pid[at].idx];
+                dup = !g->helper && g->rank >= 0;
+            }
+        }
+        for (int j = 0; !m->by_pid && j < i && !dup; j++) {
             const struct sp_file_rec *g = &m->frecs[j];
             dup = g->ok && !g->helper && g->rank >= 0 && g->pid == f->pid && !strcmp(g->host, f->host);
         }
@@ -1442,8 +1509,12 @@ int sp_model_group(struct sp_model *m)
 {
     if (choose_run(m) < 0)
         return -1;
+    index_pids(m);
     group_files(m);
     warn_duplicate_ranks(m);
+    free(m->by_pid);
+    m->by_pid = NULL;
+    m->nby_pid = 0;
     warn_losses(m);
     warn_unpaired_p2p(m);
     if (!m->nranks) {

@@ -128,9 +128,11 @@ struct inst {
  * walk goes from rank to rank, and a node's fields spread over many arrays
  * would cost a cache miss each): its recorded duration, its gate (struct
  * graph; the waiter as its place in gn, -1 none), its gap's local time as
- * recorded, its first call in cinst, how many calls, and in how many
- * instances it takes part (the same in every replay: counted once, not by
- * a pass over the instances per replay). */
+ * recorded, its first call in cinst (a node of one call: that call's
+ * instance itself, as cinst holds it, which spares the walk a cache miss
+ * per node), how many calls, and in how many instances it takes part (the
+ * same in every replay: counted once, not by a pass over the instances per
+ * replay). */
 struct gnode {
     int64_t dur, gate_off;
     double rec_gap;
@@ -1060,7 +1062,8 @@ static int graph_build(struct sp_model *m, struct graph *g)
             g->nz[flat] = z;
             x->waiter = g->waiter[flat] >= 0 ? (int32_t)g->perm[g->waiter[flat]] : -1;
             x->gate_n = g->gate_n[flat];
-            x->cinst_at = (uint32_t)(g->call_base[i] + nd->call);
+            x->cinst_at = nd->ncalls == 1 ? (uint32_t)g->cinst[g->call_base[i] + nd->call]
+                                          : (uint32_t)(g->call_base[i] + nd->call);
             x->ncalls = nd->ncalls;
             x->nparts = 0;
         }
@@ -1261,7 +1264,7 @@ static void advance(struct replay *rp, int r)
         rp->cur[r] = j + 1;
         rp->next_at[r] = j + 1 < rk->nnodes ? PM(g, flat + 1) : UINT32_MAX;
         for (uint32_t c = 0; c < nd->ncalls; c++) {
-            int32_t in = g->cinst[nd->cinst_at + c];
+            int32_t in = nd->ncalls == 1 ? (int32_t)nd->cinst_at : g->cinst[nd->cinst_at + c];
             if (in < 0 || (size_t)in >= g->ninsts)
                 continue;
             if (rp->need[in] <= 0) {
@@ -2069,11 +2072,17 @@ static double critical_bound(const struct graph *g, const struct cf *cf, double 
                              float *vals, uint32_t *per_rank)
 {
     const struct sp_model *m = g->m;
-    for (size_t f = 0; f < g->total; f++)
+    /* a counterfactual that keeps every transfer cuts no tail, one that
+     * removes no component and moves no rank cuts no local time: those
+     * cuts are 0 for every node, and neither worked out nor read */
+    int tails = cf->transfer != 1 || cf->cross != 1;
+    int by_drop = !cf->imbalance && !cf->busy_scale; /* as in run_replay_nodes */
+    int locals = !by_drop || cf->fix || cf->drop;
+    for (size_t f = 0; tails && f < g->total; f++)
         tail_cut[f] = 0;
     for (int r = 0; r < m->nranks; r++)
         per_rank[r] = 0;
-    for (size_t t = 0; t < g->ninsts; t++) {
+    for (size_t t = 0; tails && t < g->ninsts; t++) {
         const struct inst *in = &g->insts[t];
         double scale = in->spans ? cf->cross * cf->transfer : cf->transfer;
         for (int32_t p = 0; p < in->n; p++) {
@@ -2086,8 +2095,7 @@ static double critical_bound(const struct graph *g, const struct cf *cf, double 
     }
     /* each node's local cut, in memory order (the groups below visit the
      * nodes rank after rank) */
-    int by_drop = !cf->imbalance && !cf->busy_scale; /* as in run_replay_nodes */
-    for (int r = 0; local_cut && r < m->nranks; r++) {
+    for (int r = 0; locals && local_cut && r < m->nranks; r++) {
         int all = !by_drop || (cf->fix && cf->fix[r]);
         for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
             uint32_t flat = (uint32_t)(g->node_base[r] + j);
@@ -2107,8 +2115,10 @@ static double critical_bound(const struct graph *g, const struct cf *cf, double 
         for (uint32_t p = 0; p < n; p++) {
             uint32_t flat = g->peers[a + p];
             int r = g->peer_rank[a + p];
-            double cut;
-            if (local_cut) {
+            double cut = 0;
+            if (!locals) {
+                /* no local cut */
+            } else if (local_cut) {
                 cut = local_cut[flat];
             } else {
                 const struct sp_rnode *nd = &m->ranks[r].nodes[flat - g->node_base[r]];
@@ -2118,7 +2128,7 @@ static double critical_bound(const struct graph *g, const struct cf *cf, double 
             }
             if (cut > local)
                 local = cut;
-            if (tail_cut[flat] > tail)
+            if (tails && tail_cut[flat] > tail)
                 tail = tail_cut[flat];
             if (++per_rank[r] > k)
                 k = per_rank[r];

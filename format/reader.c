@@ -47,6 +47,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +134,7 @@ struct sp_reader {
 
     uint8_t *cbuf;
     size_t cbuf_cap;
+    size_t chunk_alloc, cbuf_alloc; /* bytes allocated (a spare's may be more) */
     uint64_t scan_limit; /* bytes of data resync reads before giving up */
     ZSTD_DCtx *dctx;
 
@@ -1131,23 +1133,114 @@ void sp_reader_set_fields(struct sp_reader *r, unsigned type, uint64_t fields)
 #define SHARED_ZEROS (256u * 1024u)
 static uint8_t shared_zeros[SHARED_ZEROS + SP_WORD];
 
+/* A thread's readers come one after another (a pass reads file after
+ * file): the buffers of the last one it closed are kept for its next, so
+ * that an open does not create a decompression context and map and clear
+ * a slot's worth of buffers again (at thousands of small files that was
+ * a tenth of the reading).  Nothing of a reader's data lives in them past
+ * its close: each is set up again at open (the blocks are cleared at
+ * their first use, the diagnostics start empty, a context starts afresh
+ * with each frame).  They are freed when the thread ends. */
+struct spare {
+    ZSTD_DCtx *dctx;
+    uint8_t *chunk, *cbuf;
+    size_t chunk_cap, cbuf_cap;
+    char *diag;
+    struct blocks *blocks;
+};
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+static int spare_ok;
+
+static void spare_free(void *p)
+{
+    struct spare *sp = p;
+    if (!sp)
+        return;
+    ZSTD_freeDCtx(sp->dctx);
+    free(sp->chunk);
+    free(sp->cbuf);
+    free(sp->diag);
+    free(sp->blocks);
+    free(sp);
+}
+
+static void spare_init(void)
+{
+    spare_ok = pthread_key_create(&spare_key, spare_free) == 0;
+}
+
+/* The thread's spare buffers, taken (NULL: none). */
+static struct spare *spare_take(void)
+{
+    if (pthread_once(&spare_once, spare_init) != 0 || !spare_ok)
+        return NULL;
+    struct spare *sp = pthread_getspecific(spare_key);
+    if (sp)
+        pthread_setspecific(spare_key, NULL);
+    return sp;
+}
+
+/* r's buffers, kept for the thread's next reader when it keeps none; 1
+ * when kept (r no longer holds them), else 0. */
+static int spare_keep(struct sp_reader *r)
+{
+    if (pthread_once(&spare_once, spare_init) != 0 || !spare_ok || pthread_getspecific(spare_key) ||
+        !r->dctx || !r->chunk || !r->cbuf || !r->diag || !r->blocks)
+        return 0;
+    struct spare *sp = malloc(sizeof *sp);
+    if (!sp)
+        return 0;
+    *sp = (struct spare){r->dctx, r->chunk, r->cbuf, r->chunk_alloc, r->cbuf_alloc, r->diag, r->blocks};
+    if (pthread_setspecific(spare_key, sp) != 0) {
+        free(sp);
+        return 0;
+    }
+    return 1;
+}
+
 static int alloc_buffers(struct sp_reader *r)
 {
+    r->cbuf_cap = ZSTD_compressBound(r->info.hdr.slot_size);
+    struct spare *sp = spare_take();
+    if (sp) { /* what fits is used; a smaller buffer gives way to a new one */
+        r->dctx = sp->dctx;
+        r->diag = sp->diag;
+        r->blocks = sp->blocks;
+        if (sp->chunk_cap >= r->slot_cap + SP_WORD) {
+            r->chunk = sp->chunk;
+            r->chunk_alloc = sp->chunk_cap;
+        } else {
+            free(sp->chunk);
+        }
+        if (sp->cbuf_cap >= r->cbuf_cap) {
+            r->cbuf = sp->cbuf;
+            r->cbuf_alloc = sp->cbuf_cap;
+        } else {
+            free(sp->cbuf);
+        }
+        free(sp);
+    }
     /* SP_WORD more: the column decoder reads a word at a time (the chunk's
      * bytes past its end are cleared as each chunk is loaded). */
-    r->chunk = malloc(r->slot_cap + SP_WORD);
+    if (!r->chunk && (r->chunk = malloc(r->slot_cap + SP_WORD)))
+        r->chunk_alloc = r->slot_cap + SP_WORD;
     r->zeros = r->slot_cap <= SHARED_ZEROS ? shared_zeros : calloc(1, r->slot_cap + SP_WORD);
-    r->cbuf_cap = ZSTD_compressBound(r->info.hdr.slot_size);
-    r->cbuf = malloc(r->cbuf_cap);
+    if (!r->cbuf && (r->cbuf = malloc(r->cbuf_cap)))
+        r->cbuf_alloc = r->cbuf_cap;
     /* Two frames of the largest size the slots allow: one damaged frame,
      * or two side by side, is always stepped over to the next. */
     r->scan_limit = 2 * (sizeof(struct sp_frame_header) + (uint64_t)r->cbuf_cap);
     if (r->scan_limit < SCAN_LIMIT_MIN)
         r->scan_limit = SCAN_LIMIT_MIN;
-    r->dctx = ZSTD_createDCtx();
-    if ((r->diag = malloc(DIAG_MAX)))
+    if (!r->dctx)
+        r->dctx = ZSTD_createDCtx();
+    if (!r->diag)
+        r->diag = malloc(DIAG_MAX);
+    if (r->diag)
         r->diag[0] = 0;
-    r->blocks = malloc(sizeof *r->blocks); /* each type's block cleared at its first use */
+    if (!r->blocks)
+        r->blocks = malloc(sizeof *r->blocks); /* each type's block cleared at its first use */
     for (unsigned t = 0; t < SP_EV_MAX; t++)
         r->block[t].dirty = UINT64_MAX;
     return r->chunk && r->zeros && r->cbuf && r->dctx && r->diag && r->blocks ? 0 : SP_E_NOMEM;
@@ -1242,14 +1335,16 @@ void sp_reader_close(struct sp_reader *r)
     free(r->strings);
     free(r->chunks);
     free(r->moved);
-    free(r->chunk);
     if (r->zeros != shared_zeros)
         free(r->zeros);
-    free(r->cbuf);
-    ZSTD_freeDCtx(r->dctx);
+    if (!spare_keep(r)) {
+        free(r->chunk);
+        free(r->cbuf);
+        ZSTD_freeDCtx(r->dctx);
+        free(r->diag);
+        free(r->blocks);
+    }
     free(r->summary);
-    free(r->diag);
-    free(r->blocks);
     free(r);
 }
 

@@ -411,6 +411,9 @@ struct sp_model {
     uint64_t api_events;    /* CUDA runtime and NCCL calls on them */
     struct sp_file_rec *frecs;
     int nfrecs, files_bad;
+    /* while grouping (model_load.c): where files' parents, ranks and
+     * hosts are looked up (NULL: none) */
+    struct sp_group_index *grouping;
     char run[64];           /* the run analyzed ("" when the traces name none) */
     int runs_found;         /* distinct runs in the directory (refused when > 1 without --run) */
     int files_other_runs;   /* files of other runs left out (--run) */

@@ -69,18 +69,37 @@ static void collect_ends(struct sp_model *m, const struct sp_coll_ref *refs, siz
     free(seen);
 }
 
+/* Each host's offset: the median over its ranks' files of realtime less
+ * monotonic at their start.  The values are grouped by host in one pass
+ * over the ranks (a pass per host costs hosts x ranks). */
 static void realtime_offsets(struct sp_model *m)
 {
-    for (int h = 0; h < m->nhosts; h++) {
-        double *v = malloc(sizeof *v * (size_t)m->nfrecs + 1);
-        size_t n = 0;
-        for (int i = 0; v && i < m->nranks; i++)
-            for (int f = 0; f < m->ranks[i].nfiles; f++)
-                if (m->ranks[i].host == h && m->ranks[i].files[f]->start_real)
-                    v[n++] = (double)(m->ranks[i].files[f]->start_real - m->ranks[i].files[f]->start_mono);
-        m->host_offset[h] = n ? (int64_t)sp_median(v, n) : 0;
-        free(v);
+    size_t *at = calloc((size_t)m->nhosts + 1, sizeof *at);
+    double *v = NULL;
+    for (int i = 0; at && i < m->nranks; i++) {
+        int h = m->ranks[i].host;
+        for (int f = 0; h >= 0 && h < m->nhosts && f < m->ranks[i].nfiles; f++)
+            at[h + 1] += m->ranks[i].files[f]->start_real != 0;
     }
+    for (int h = 0; at && h < m->nhosts; h++)
+        at[h + 1] += at[h];
+    if (at)
+        v = malloc((at[m->nhosts] + 1) * sizeof *v);
+    for (int i = 0; at && v && i < m->nranks; i++) {
+        int h = m->ranks[i].host;
+        for (int f = 0; h >= 0 && h < m->nhosts && f < m->ranks[i].nfiles; f++) {
+            const struct sp_file_rec *x = m->ranks[i].files[f];
+            if (x->start_real)
+                v[at[h]++] = (double)(x->start_real - x->start_mono);
+        }
+    }
+    /* at[h] is now where host h's values end */
+    for (int h = 0; h < m->nhosts; h++) {
+        size_t from = at && v && h ? at[h - 1] : 0, n = at && v ? at[h] - from : 0;
+        m->host_offset[h] = n ? (int64_t)sp_median(v + from, n) : 0;
+    }
+    free(at);
+    free(v);
     /* Keep numbers near the first host's monotonic clock. */
     int64_t base = m->host_offset[0];
     for (int h = 0; h < m->nhosts; h++)

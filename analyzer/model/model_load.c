@@ -775,8 +775,115 @@ static void scan_one(int i, void *arg)
 
 /* ---- grouping ---- */
 
+/* Lookups while grouping, each of which was a pass over every file, rank
+ * or host (quadratic at thousands of files): the readable files by (host,
+ * pid, index), where a parent - the first file in order on the host with
+ * the ppid's pid - is found by a search; per rank number below nrank_at,
+ * its index in m->ranks + 1 (0: none yet); the host last looked up.
+ * Without the index (no memory), the passes. */
+struct sp_pid_ref {
+    const char *host;
+    int32_t pid;
+    int idx;
+};
+struct sp_group_index {
+    struct sp_pid_ref *by_pid;
+    int nby_pid;
+    int *rank_at;
+    int nrank_at;
+    int last_host; /* -1 none */
+};
+
+static int cmp_pid_ref(const void *a, const void *b)
+{
+    const struct sp_pid_ref *x = a, *y = b;
+    int c = strcmp(x->host, y->host);
+    if (c)
+        return c;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Rank numbers past this (a damaged header) are looked up by the pass. */
+#define RANK_AT_MAX (1 << 22)
+
+static void index_open(struct sp_model *m)
+{
+    struct sp_group_index *x = calloc(1, sizeof *x);
+    if (!x)
+        return;
+    x->last_host = -1;
+    x->by_pid = malloc(((size_t)m->nfrecs + 1) * sizeof *x->by_pid);
+    int top = m->nfrecs;
+    for (int i = 0; i < m->nfrecs; i++) {
+        const struct sp_file_rec *f = &m->frecs[i];
+        if (f->ok && f->hdr_rank > top && f->hdr_rank < RANK_AT_MAX)
+            top = f->hdr_rank;
+        if (f->ok && f->comm_rank > top && f->comm_rank < RANK_AT_MAX)
+            top = f->comm_rank;
+        for (int d = 0; f->ok && d < f->ndevranks; d++)
+            if (f->devranks[d].rank > top && f->devranks[d].rank < RANK_AT_MAX)
+                top = f->devranks[d].rank;
+    }
+    x->nrank_at = top + 1;
+    x->rank_at = calloc((size_t)x->nrank_at, sizeof *x->rank_at);
+    if (!x->by_pid || !x->rank_at) {
+        free(x->by_pid);
+        free(x->rank_at);
+        free(x);
+        return;
+    }
+    for (int i = 0; i < m->nfrecs; i++)
+        if (m->frecs[i].ok)
+            x->by_pid[x->nby_pid++] = (struct sp_pid_ref){m->frecs[i].host, m->frecs[i].pid, i};
+    qsort(x->by_pid, (size_t)x->nby_pid, sizeof *x->by_pid, cmp_pid_ref);
+    for (int i = 0; i < m->nranks; i++) /* the ranks there are already: the first of a number */
+        if (m->ranks[i].rank >= 0 && m->ranks[i].rank < x->nrank_at && !x->rank_at[m->ranks[i].rank])
+            x->rank_at[m->ranks[i].rank] = i + 1;
+    m->grouping = x;
+}
+
+static void index_close(struct sp_model *m)
+{
+    if (!m->grouping)
+        return;
+    free(m->grouping->by_pid);
+    free(m->grouping->rank_at);
+    free(m->grouping);
+    m->grouping = NULL;
+}
+
+/* The first of the files by pid with this host and pid (nby_pid when none). */
+static int first_with_pid(const struct sp_group_index *x, const char *host, int32_t pid)
+{
+    int a = 0, b = x->nby_pid;
+    while (a < b) {
+        int mid = a + (b - a) / 2;
+        const struct sp_pid_ref *g = &x->by_pid[mid];
+        int c = strcmp(g->host, host);
+        if (c < 0 || (c == 0 && g->pid < pid))
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a;
+}
+
+static int same_pid(const struct sp_group_index *x, int at, const char *host, int32_t pid)
+{
+    return at < x->nby_pid && x->by_pid[at].pid == pid && !strcmp(x->by_pid[at].host, host);
+}
+
 static struct sp_file_rec *parent_of(struct sp_model *m, const struct sp_file_rec *f)
 {
+    const struct sp_group_index *x = m->grouping;
+    if (x) {
+        for (int at = first_with_pid(x, f->host, f->ppid); same_pid(x, at, f->host, f->ppid); at++)
+            if (&m->frecs[x->by_pid[at].idx] != f)
+                return &m->frecs[x->by_pid[at].idx];
+        return NULL;
+    }
     for (int i = 0; i < m->nfrecs; i++) {
         struct sp_file_rec *p = &m->frecs[i];
         if (p->ok && p != f && p->pid == f->ppid && !strcmp(p->host, f->host))
@@ -814,11 +921,21 @@ static int resolve_rank(struct sp_model *m, struct sp_file_rec *f, int *helper)
     return own;
 }
 
+/* The first host of that name, else a new one.  Files come host by host
+ * (sorted by path): the last one found is tried first, and kept when it
+ * holds the name as given (a name with a control byte is stored changed,
+ * and is found by no lookup). */
 static int host_index(struct sp_model *m, const char *host)
 {
+    struct sp_group_index *x = m->grouping;
+    if (x && x->last_host >= 0 && x->last_host < m->nhosts && !strcmp(m->hosts[x->last_host], host))
+        return x->last_host;
     for (int i = 0; i < m->nhosts; i++)
-        if (!strcmp(m->hosts[i], host))
+        if (!strcmp(m->hosts[i], host)) {
+            if (x)
+                x->last_host = i;
             return i;
+        }
     void *p = realloc(m->hosts, (size_t)(m->nhosts + 1) * sizeof *m->hosts);
     if (!p)
         return 0;
@@ -829,18 +946,26 @@ static int host_index(struct sp_model *m, const char *host)
     for (char *c = m->hosts[m->nhosts]; *c; c++)
         if ((unsigned char)*c < 32 || *c == 127)
             *c = '?';
+    if (x && !strcmp(m->hosts[m->nhosts], host))
+        x->last_host = m->nhosts;
     return m->nhosts++;
 }
 
 static struct sp_rank *rank_slot(struct sp_model *m, int rank)
 {
-    for (int i = 0; i < m->nranks; i++)
+    struct sp_group_index *x = m->grouping;
+    int mapped = x && rank >= 0 && rank < x->nrank_at;
+    if (mapped && x->rank_at[rank])
+        return &m->ranks[x->rank_at[rank] - 1];
+    for (int i = 0; !mapped && i < m->nranks; i++)
         if (m->ranks[i].rank == rank)
             return &m->ranks[i];
     void *p = realloc(m->ranks, (size_t)(m->nranks + 1) * sizeof *m->ranks);
     if (!p)
         return NULL;
     m->ranks = p;
+    if (mapped)
+        x->rank_at[rank] = m->nranks + 1;
     struct sp_rank *r = &m->ranks[m->nranks++];
     memset(r, 0, sizeof *r);
     r->rank = rank;
@@ -1066,7 +1191,15 @@ static int count_rank_procs(const struct sp_model *m)
         if (!f->ok || f->helper || f->rank < 0)
             continue;
         int dup = 0;
-        for (int j = 0; j < i && !dup; j++) {
+        const struct sp_group_index *x = m->grouping;
+        if (x) { /* the files before it with its host and pid */
+            for (int at = first_with_pid(x, f->host, f->pid);
+                 !dup && same_pid(x, at, f->host, f->pid) && x->by_pid[at].idx < i; at++) {
+                const struct sp_file_rec *g = &m->frecs[x->by_pid[at].idx];
+                dup = !g->helper && g->rank >= 0;
+            }
+        }
+        for (int j = 0; !x && j < i && !dup; j++) {
             const struct sp_file_rec *g = &m->frecs[j];
             dup = g->ok && !g->helper && g->rank >= 0 && g->pid == f->pid && !strcmp(g->host, f->host);
         }
@@ -1442,8 +1575,10 @@ int sp_model_group(struct sp_model *m)
 {
     if (choose_run(m) < 0)
         return -1;
+    index_open(m);
     group_files(m);
     warn_duplicate_ranks(m);
+    index_close(m);
     warn_losses(m);
     warn_unpaired_p2p(m);
     if (!m->nranks) {

@@ -113,8 +113,12 @@ _Static_assert(SP_LOC_N <= NZ_UNDER, "a node's components fit its nz bits");
 
 /* ---- the graph ---- */
 
+/* A participant: its rank, its node (index in the rank's chain, and its
+ * place in the node states: the walk reads that without a lookup in
+ * perm, which would cost a cache miss per participant), and its tail. */
 struct part {
     int32_t r, node;
+    uint32_t at;
     int64_t tail;
 };
 struct inst {
@@ -128,9 +132,12 @@ struct inst {
 /* Per flat node, what the replay's walk reads of it, in one place (the
  * walk goes from rank to rank, and a node's fields spread over many arrays
  * would cost a cache miss each): its recorded duration, its gate (struct
- * graph), its gap's local time as recorded, its first call in cinst, how
- * many calls, and in how many instances it takes part (the same in every
- * replay: counted once, not by a pass over the instances per replay). */
+ * graph; the waiter as its place in gn, -1 none), its gap's local time as
+ * recorded, its first call in cinst (a node of one call: that call's
+ * instance itself, as cinst holds it, which spares the walk a cache miss
+ * per node), how many calls, and in how many instances it takes part (the
+ * same in every replay: counted once, not by a pass over the instances per
+ * replay). */
 struct gnode {
     int64_t dur, gate_off;
     double rec_gap;
@@ -512,12 +519,13 @@ static int build_peers(struct graph *g)
     }
     /* Keys per rank and step, each step's run of a rank keyed in order (a
      * collective's key counts its calls on the communicator in the step).
-     * When every rank's nodes come in step order (they are built so), the
-     * keys are made step by step and each step's are sorted alone: the
-     * same order as one sort of all, without its scratch as large as the
-     * job. */
-    size_t *at = calloc((size_t)m->nranks + 1, sizeof *at);
-    int by_step = at != NULL;
+     * When every rank's nodes come in step order (they are built so), each
+     * step's keys are placed together, rank after rank, and each step's
+     * are sorted alone: the same order as one sort of all, without its
+     * scratch as large as the job.  The nodes are read rank after rank, in
+     * memory order (step after step would jump from rank to rank, a cache
+     * miss per node and per call at thousands of ranks). */
+    int by_step = 1;
     uint32_t top = 0;
     for (int i = 0; by_step && i < m->nranks; i++)
         for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
@@ -527,36 +535,43 @@ static int build_peers(struct graph *g)
             if (st > top)
                 top = st;
         }
+    /* per step, where its keys go next (by_step), then where they end */
+    size_t *at = by_step ? calloc((size_t)top + 2, sizeof *at) : NULL;
+    by_step = at != NULL;
+    for (int i = 0; by_step && i < m->nranks; i++)
+        for (size_t j = 0; j < m->ranks[i].nnodes; j++)
+            at[m->ranks[i].nodes[j].step + 1]++;
+    for (uint32_t st = 0; by_step && st <= top; st++)
+        at[st + 1] += at[st];
     size_t n = 0, pk_cap = 0;
     struct sp_pair_key *pk = NULL;
     struct class_memo memo = {0};
     memo_fill(&memo, m);
-    for (uint32_t st = 0; st <= (by_step ? top : 0); st++) {
-        size_t from = n;
-        for (int i = 0; i < m->nranks; i++) {
-            struct sp_rank *r = &m->ranks[i];
-            struct comm_count cc[MAX_COMMS];
-            int ncc = 0, step = -1;
-            uint32_t p2p_idx = 0;
-            size_t j = by_step ? at[i] : 0;
-            for (; j < r->nnodes && (!by_step || r->nodes[j].step == st); j++) {
-                struct sp_rnode *nd = &r->nodes[j];
-                if (nd->step != step) {
-                    step = nd->step;
-                    ncc = 0;
-                    p2p_idx = 0;
-                }
-                uint64_t key = node_key(m, r, nd, cc, &ncc, &p2p_idx, &memo);
-                nd->key = (uint32_t)key;
-                k[n++] = (struct keyrec){key, nd->step, (uint32_t)(g->node_base[i] + j)};
+    for (int i = 0; i < m->nranks; i++) {
+        struct sp_rank *r = &m->ranks[i];
+        struct comm_count cc[MAX_COMMS];
+        int ncc = 0, step = -1;
+        uint32_t p2p_idx = 0;
+        for (size_t j = 0; j < r->nnodes; j++) {
+            struct sp_rnode *nd = &r->nodes[j];
+            if (nd->step != step) {
+                step = nd->step;
+                ncc = 0;
+                p2p_idx = 0;
             }
-            if (by_step)
-                at[i] = j;
+            uint64_t key = node_key(m, r, nd, cc, &ncc, &p2p_idx, &memo);
+            nd->key = (uint32_t)key;
+            k[by_step ? at[nd->step]++ : n] = (struct keyrec){key, nd->step, (uint32_t)(g->node_base[i] + j)};
+            n++;
         }
-        if (by_step && n - from > 1)
-            sort_keyrecs(k + from, n - from, &pk, &pk_cap);
     }
     memo_free(&memo);
+    /* at[st] is now where step st's keys end */
+    for (uint32_t st = 0; by_step && st <= top; st++) {
+        size_t from = st ? at[st - 1] : 0;
+        if (at[st] - from > 1)
+            sort_keyrecs(k + from, at[st] - from, &pk, &pk_cap);
+    }
     free(at);
     if (!by_step)
         sort_keyrecs(k, n, &pk, &pk_cap);
@@ -624,7 +639,7 @@ static int build_instances(struct graph *g)
                 continue;
             struct inst *in = &g->insts[x->inst];
             const struct sp_rnode *nd = &r->nodes[x->node];
-            g->parts[in->first + fill[x->inst]++] = (struct part){i, x->node, 0};
+            g->parts[in->first + fill[x->inst]++] = (struct part){i, x->node, 0, 0};
             if (nd->a > in->last)
                 in->last = nd->a;
             in->p2p = (uint8_t)sp_op_is_p2p(x->op);
@@ -1054,16 +1069,18 @@ static int graph_build(struct sp_model *m, struct graph *g)
             for (int c = 0; c < SP_LOC_N; c++)
                 z |= (uint16_t)((nd->gap[c] != 0) << c | (nd->under[c] != 0) << (NZ_UNDER + c));
             g->nz[flat] = z;
-            x->waiter = g->waiter[flat];
+            x->waiter = g->waiter[flat] >= 0 ? (int32_t)g->perm[g->waiter[flat]] : -1;
             x->gate_n = g->gate_n[flat];
-            x->cinst_at = (uint32_t)(g->call_base[i] + nd->call);
+            x->cinst_at = nd->ncalls == 1 ? (uint32_t)g->cinst[g->call_base[i] + nd->call]
+                                          : (uint32_t)(g->call_base[i] + nd->call);
             x->ncalls = nd->ncalls;
             x->nparts = 0;
         }
     for (size_t t = 0; t < g->ninsts; t++)
         for (int32_t p = 0; p < g->insts[t].n; p++) {
-            const struct part *pt = &g->parts[g->insts[t].first + p];
-            g->gn[g->perm[g->node_base[pt->r] + (size_t)pt->node]].nparts++;
+            struct part *pt = &g->parts[g->insts[t].first + p];
+            pt->at = g->perm[g->node_base[pt->r] + (size_t)pt->node];
+            g->gn[pt->at].nparts++;
         }
     /* the gates live on in gn */
     free(g->waiter);
@@ -1170,6 +1187,7 @@ struct replay {
     const struct graph *g;
     const struct cf *cf;
     size_t *cur;       /* per rank: next node to arrive */
+    uint32_t *next_at; /* per rank: that node's place (UINT32_MAX: none) */
     size_t *lo;        /* per rank: no node before it still pending */
     struct rstate *st; /* per rank: the last node that arrived */
     struct nstate *ns; /* per flat node (in gn's order) */
@@ -1177,43 +1195,46 @@ struct replay {
     int64_t *last;     /* per instance: replayed last arrival */
     size_t *queue;
     size_t nq;
-    float *vals; /* scratch for the peers' medians */
-    /* the critical path, when asked: per flat node, the transfer on the
-     * longest path to its arrival and to its end, and whether its end came
-     * from moving data after its synchronization point; per instance, the
-     * node that arrived last; per flat node, the node whose end set its
-     * gate */
+    size_t ndone; /* nodes with their final end */
+    float *vals;  /* scratch for the peers' medians */
+    /* the critical path, when asked: per node (by place, as ns), the
+     * transfer on the longest path to its arrival and to its end, and
+     * whether its end came from moving data after its synchronization
+     * point; per instance, the node that arrived last; per node, the node
+     * whose end set its gate (places too) */
     double *cp_arr, *cp_end;
     uint8_t *cp_moved;
     uint32_t *who, *gate_who;
 };
 
-/* Node flat of rank r has its final end: the critical path's transfer,
- * and the node that waited for it is one end nearer to arriving.  1 when
- * that node is rank r's next and waits for nothing more. */
-static int node_done(struct replay *rp, int r, uint32_t flat)
+/* The node at place `at` of rank r has its final end: the critical
+ * path's transfer, and the node that waited for it is one end nearer to
+ * arriving.  1 when that node is rank r's next and waits for nothing
+ * more. */
+static int node_done(struct replay *rp, int r, uint32_t at)
 {
     const struct graph *g = rp->g;
-    struct nstate *ns = &rp->ns[PM(g, flat)];
+    struct nstate *ns = &rp->ns[at];
+    rp->ndone += !ns->done;
     ns->done = 1;
-    if (rp->cp_end && rp->cp_moved[flat]) {
+    if (rp->cp_end && rp->cp_moved[at]) {
         /* the path's transfer: what of it the rank's own work under the
          * op leaves exposed (collective_transfer, not overlap) */
         double from = (double)ns->arr + ns->under;
         double sync = (double)ns->sync;
         double exposed = (double)ns->end - (from > sync ? from : sync);
-        rp->cp_end[flat] += exposed > 0 ? exposed : 0;
+        rp->cp_end[at] += exposed > 0 ? exposed : 0;
     }
-    int32_t w = g->gn[PM(g, flat)].waiter;
+    int32_t w = g->gn[at].waiter;
     if (w < 0)
         return 0;
-    struct nstate *wn = &rp->ns[PM(g, (size_t)w)];
+    struct nstate *wn = &rp->ns[w];
     if (ns->end > wn->gate_max) {
         wn->gate_max = ns->end;
         if (rp->gate_who)
-            rp->gate_who[w] = flat;
+            rp->gate_who[w] = at;
     }
-    return --wn->gate_left == 0 && g->node_base[r] + rp->cur[r] == (size_t)w;
+    return --wn->gate_left == 0 && rp->next_at[r] == (uint32_t)w;
 }
 
 /* Replays rank r's nodes up to the next one that waits for the end of an
@@ -1227,7 +1248,7 @@ static void advance(struct replay *rp, int r)
     while (rp->cur[r] < rk->nnodes) {
         size_t j = rp->cur[r];
         uint32_t flat = (uint32_t)(g->node_base[r] + j);
-        uint32_t at = PM(g, flat);
+        uint32_t at = rp->next_at[r];
         const struct gnode *nd = &g->gn[at];
         struct nstate *ns = &rp->ns[at];
         if (ns->gate_left)
@@ -1244,14 +1265,15 @@ static void advance(struct replay *rp, int r)
         int64_t a = (int64_t)llround(by_gate > by_local ? by_gate : by_local);
         ns->arr = a;
         if (rp->cp_arr && by_gate > by_local)
-            rp->cp_arr[flat] = rp->cp_end[rp->gate_who[flat]];
+            rp->cp_arr[at] = rp->cp_end[rp->gate_who[at]];
         else if (rp->cp_arr) /* a rank's first node starts the path */
-            rp->cp_arr[flat] = j ? rp->cp_arr[flat - 1] : 0;
+            rp->cp_arr[at] = j ? rp->cp_arr[PM(g, flat - 1)] : 0;
         s->a = a;
         s->under = ns->under;
         rp->cur[r] = j + 1;
+        rp->next_at[r] = j + 1 < rk->nnodes ? PM(g, flat + 1) : UINT32_MAX;
         for (uint32_t c = 0; c < nd->ncalls; c++) {
-            int32_t in = g->cinst[nd->cinst_at + c];
+            int32_t in = nd->ncalls == 1 ? (int32_t)nd->cinst_at : g->cinst[nd->cinst_at + c];
             if (in < 0 || (size_t)in >= g->ninsts)
                 continue;
             if (rp->need[in] <= 0) {
@@ -1261,8 +1283,8 @@ static void advance(struct replay *rp, int r)
                 if (e > ns->end) {
                     ns->end = e;
                     if (rp->cp_end) { /* no transfer of its own counted */
-                        rp->cp_end[flat] = rp->cp_arr[flat];
-                        rp->cp_moved[flat] = 0;
+                        rp->cp_end[at] = rp->cp_arr[at];
+                        rp->cp_moved[at] = 0;
                     }
                 }
                 ns->pending--;
@@ -1271,7 +1293,7 @@ static void advance(struct replay *rp, int r)
             if (a > rp->last[in]) {
                 rp->last[in] = a;
                 if (rp->who)
-                    rp->who[in] = flat;
+                    rp->who[in] = at;
             }
             if (--rp->need[in] == 0)
                 rp->queue[rp->nq++] = (size_t)in;
@@ -1280,9 +1302,9 @@ static void advance(struct replay *rp, int r)
             if (ns->end == INT64_MIN) {
                 ns->end = a + (nd->ncalls ? nd->dur : 0);
                 if (rp->cp_end)
-                    rp->cp_end[flat] = rp->cp_arr[flat];
+                    rp->cp_end[at] = rp->cp_arr[at];
             }
-            node_done(rp, r, flat); /* the loop goes on to its waiter */
+            node_done(rp, r, at); /* the loop goes on to its waiter */
         }
     }
 }
@@ -1290,29 +1312,53 @@ static void advance(struct replay *rp, int r)
 /* An instance's last participant arrived: each participant's node is
  * synchronized no earlier than that, and ends its own transfer (its
  * recorded end - its recorded synchronization point) after the latest of
- * its instances. */
+ * its instances.  The participants' states, their waiters' (the nodes
+ * their ranks go on to) and those waiters' own (where the ranks' walk
+ * stops) lie a rank's chain apart in memory: each is asked for a few
+ * participants ahead, the next one's place read off the one before, so
+ * that the cache misses overlap instead of each waiting for the one
+ * before. */
+#define COMPLETE_AHEAD 16
 static void complete(struct replay *rp, size_t in_idx)
 {
     const struct graph *g = rp->g;
     const struct inst *in = &g->insts[in_idx];
     double scale = in->spans ? rp->cf->cross * rp->cf->transfer : rp->cf->transfer;
+    const struct part *parts = &g->parts[in->first];
     for (int32_t p = 0; p < in->n; p++) {
-        const struct part *pt = &g->parts[in->first + p];
-        uint32_t flat = (uint32_t)(g->node_base[pt->r] + (size_t)pt->node);
+        if (p + COMPLETE_AHEAD < in->n) {
+            uint32_t ahead = parts[p + COMPLETE_AHEAD].at;
+            __builtin_prefetch(&rp->ns[ahead], 1);
+            __builtin_prefetch(&g->gn[ahead]);
+        }
+        if (p + COMPLETE_AHEAD / 2 < in->n) {
+            int32_t w = g->gn[parts[p + COMPLETE_AHEAD / 2].at].waiter;
+            if (w >= 0) {
+                __builtin_prefetch(&rp->ns[w], 1);
+                __builtin_prefetch(&g->gn[w]);
+            }
+        }
+        if (p + COMPLETE_AHEAD / 4 < in->n) {
+            int32_t w = g->gn[parts[p + COMPLETE_AHEAD / 4].at].waiter;
+            if (w >= 0 && (w = g->gn[w].waiter) >= 0)
+                __builtin_prefetch(&rp->ns[w]);
+        }
+        const struct part *pt = &parts[p];
+        uint32_t at = pt->at;
         int64_t tail = (int64_t)llround((double)pt->tail * scale), e = rp->last[in_idx] + tail;
-        struct nstate *ns = &rp->ns[PM(g, flat)];
+        struct nstate *ns = &rp->ns[at];
         if (ns->arr == INT64_MIN)
             continue; /* forced before this participant arrived */
         if (e > ns->end) {
             ns->end = e;
             if (rp->cp_end) { /* the path comes from the last arrival, then moves the data */
-                rp->cp_end[flat] = rp->cp_arr[rp->who[in_idx]];
-                rp->cp_moved[flat] = 1;
+                rp->cp_end[at] = rp->cp_arr[rp->who[in_idx]];
+                rp->cp_moved[at] = 1;
             }
         }
         if (rp->last[in_idx] > ns->sync)
             ns->sync = rp->last[in_idx];
-        if (ns->pending && --ns->pending == 0 && node_done(rp, pt->r, flat))
+        if (ns->pending && --ns->pending == 0 && node_done(rp, pt->r, at))
             advance(rp, pt->r);
     }
 }
@@ -1326,6 +1372,8 @@ static int force_one(struct replay *rp)
 {
     const struct graph *g = rp->g;
     size_t best = SIZE_MAX;
+    if (rp->ndone == g->total)
+        return 0; /* nothing pending: the usual end, found without a pass over the nodes */
     for (int r = 0; r < g->m->nranks; r++) {
         const struct sp_rank *rk = &g->m->ranks[r];
         size_t base = g->node_base[r];
@@ -1388,6 +1436,7 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
     cf = with_fix_medians(g, orig, &fcopy);
     struct replay rp = {.g = g, .cf = cf};
     rp.cur = calloc((size_t)m->nranks + 1, sizeof *rp.cur);
+    rp.next_at = malloc(((size_t)m->nranks + 1) * sizeof *rp.next_at);
     rp.lo = calloc((size_t)m->nranks + 1, sizeof *rp.lo);
     rp.st = calloc((size_t)m->nranks + 1, sizeof *rp.st);
     rp.ns = g->ns;
@@ -1405,7 +1454,7 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
     int rc = -1;
     if (critical && (!rp.cp_arr || !rp.cp_end || !rp.cp_moved || !rp.who || !rp.gate_who))
         goto out;
-    if (!rp.cur || !rp.lo || !rp.st || !rp.ns || !rp.need || !rp.last || !rp.queue || !rp.vals)
+    if (!rp.cur || !rp.next_at || !rp.lo || !rp.st || !rp.ns || !rp.need || !rp.last || !rp.queue || !rp.vals)
         goto out;
     /* every node's local time under cf, in one pass in memory order; a
      * counterfactual that changes only the fixed ranks' local time, or
@@ -1443,6 +1492,8 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
         rp.need[t] = g->insts[t].n;
         rp.last[t] = INT64_MIN;
     }
+    for (int r = 0; r < m->nranks; r++)
+        rp.next_at[r] = m->ranks[r].nnodes ? PM(g, g->node_base[r]) : UINT32_MAX;
     for (int r = 0; r < m->nranks; r++) {
         rp.st[r] = (struct rstate){g->start[r], 0};
         advance(&rp, r);
@@ -1464,7 +1515,7 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
         if (want & REPLAY_WAIT)
             wait += rank_wait(&rp, r);
         if (rp.cp_end)
-            path += rp.cp_end[lastf];
+            path += rp.cp_end[PM(g, lastf)];
         n++;
     }
     res->step_ms = n ? sum / n / g->nsteps / NS_PER_MS : 0;
@@ -1479,6 +1530,7 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
         }
 out:
     free(rp.cur);
+    free(rp.next_at);
     free(rp.lo);
     free(rp.st);
     free(rp.need);
@@ -2151,11 +2203,17 @@ static double critical_bound(const struct graph *g, const struct cf *cf, double 
                              float *vals, uint32_t *per_rank)
 {
     const struct sp_model *m = g->m;
-    for (size_t f = 0; f < g->total; f++)
+    /* a counterfactual that keeps every transfer cuts no tail, one that
+     * removes no component and moves no rank cuts no local time: those
+     * cuts are 0 for every node, and neither worked out nor read */
+    int tails = cf->transfer != 1 || cf->cross != 1;
+    int by_drop = !cf->imbalance && !cf->busy_scale; /* as in run_replay_nodes */
+    int locals = !by_drop || cf->fix || cf->drop;
+    for (size_t f = 0; tails && f < g->total; f++)
         tail_cut[f] = 0;
     for (int r = 0; r < m->nranks; r++)
         per_rank[r] = 0;
-    for (size_t t = 0; t < g->ninsts; t++) {
+    for (size_t t = 0; tails && t < g->ninsts; t++) {
         const struct inst *in = &g->insts[t];
         double scale = in->spans ? cf->cross * cf->transfer : cf->transfer;
         for (int32_t p = 0; p < in->n; p++) {
@@ -2168,8 +2226,7 @@ static double critical_bound(const struct graph *g, const struct cf *cf, double 
     }
     /* each node's local cut, in memory order (the groups below visit the
      * nodes rank after rank) */
-    int by_drop = !cf->imbalance && !cf->busy_scale; /* as in run_replay_nodes */
-    for (int r = 0; local_cut && r < m->nranks; r++) {
+    for (int r = 0; locals && local_cut && r < m->nranks; r++) {
         int all = !by_drop || (cf->fix && cf->fix[r]);
         for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
             uint32_t flat = (uint32_t)(g->node_base[r] + j);
@@ -2189,8 +2246,10 @@ static double critical_bound(const struct graph *g, const struct cf *cf, double 
         for (uint32_t p = 0; p < n; p++) {
             uint32_t flat = g->peers[a + p];
             int r = g->peer_rank[a + p];
-            double cut;
-            if (local_cut) {
+            double cut = 0;
+            if (!locals) {
+                /* no local cut */
+            } else if (local_cut) {
                 cut = local_cut[flat];
             } else {
                 const struct sp_rnode *nd = &m->ranks[r].nodes[flat - g->node_base[r]];
@@ -2200,7 +2259,7 @@ static double critical_bound(const struct graph *g, const struct cf *cf, double 
             }
             if (cut > local)
                 local = cut;
-            if (tail_cut[flat] > tail)
+            if (tails && tail_cut[flat] > tail)
                 tail = tail_cut[flat];
             if (++per_rank[r] > k)
                 k = per_rank[r];

@@ -488,8 +488,7 @@ static void json_desync(struct sp_json *j, const struct sp_hang_desync *d)
 static void json_out(const struct sp_model *m, const struct sp_hang *h)
 {
     struct sp_json j;
-    sp_json_init(&j, stdout);
-    sp_json_open(&j, NULL, '{');
+    sp_json_begin(&j, stdout);
     sp_json_str(&j, "dir", m->dir);
     sp_json_int(&j, "ranks", m->nranks);
     sp_json_int(&j, "world_size", m->world_size);

@@ -93,8 +93,7 @@ void sp_compare_json(const struct sp_cmp *c, double price)
     int samples = c->batch.per_gpu > 0 || c->batch.global > 0;
     const char *unit = sp_cmp_throughput_unit(c);
     struct sp_json j;
-    sp_json_init(&j, stdout);
-    sp_json_open(&j, NULL, '{');
+    sp_json_begin(&j, stdout);
     sp_json_int(&j, "baseline", base);
     sp_json_str(&j, "throughput_unit", unit);
     sp_json_open(&j, "batch", '{');

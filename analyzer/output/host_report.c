@@ -113,8 +113,7 @@ static void put_num_or_null(struct sp_json *j, const char *key, double v, int kn
 void sp_host_json(const struct sp_model *m, const struct sp_host *h, int schema_version, const char *version)
 {
     struct sp_json j;
-    sp_json_init(&j, stdout);
-    sp_json_open(&j, NULL, '{');
+    sp_json_begin(&j, stdout);
     sp_json_int(&j, "schema_version", schema_version);
     sp_json_str(&j, "version", version);
     sp_json_str(&j, "kind", "host");
@@ -126,10 +125,7 @@ void sp_host_json(const struct sp_model *m, const struct sp_host *h, int schema_
     sp_json_str_or_null(&j, "run", m->run[0] ? m->run : NULL);
     sp_json_str(&j, "source", m->source);
     sp_json_int(&j, "ranks", m->nranks);
-    sp_json_open(&j, "hosts", '[');
-    for (int k = 0; k < m->nhosts; k++)
-        sp_json_str(&j, NULL, m->hosts[k]);
-    sp_json_close(&j, ']');
+    sp_json_str_rows(&j, "hosts", m->hosts[0], sizeof m->hosts[0], m->nhosts);
     sp_json_open(&j, "per_rank", '[');
     for (int i = 0; i < h->nranks; i++) {
         const struct sp_host_rank *hr = &h->r[i];

@@ -12,6 +12,12 @@ void sp_json_init(struct sp_json *j, FILE *out)
     j->out = out;
 }
 
+void sp_json_begin(struct sp_json *j, FILE *out)
+{
+    sp_json_init(j, out);
+    sp_json_open(j, NULL, '{');
+}
+
 int sp_utf8_len(const unsigned char *p)
 {
     unsigned char c = p[0], lo = 0x80, hi = 0xbf;
@@ -162,4 +168,12 @@ void sp_json_num_if(struct sp_json *j, const char *key, int known, double v)
         sp_json_num(j, key, v);
     else
         sp_json_null(j, key);
+}
+
+void sp_json_str_rows(struct sp_json *j, const char *key, const char *rows, size_t stride, int n)
+{
+    sp_json_open(j, key, '[');
+    for (int i = 0; i < n; i++)
+        sp_json_str(j, NULL, rows + (size_t)i * stride);
+    sp_json_close(j, ']');
 }

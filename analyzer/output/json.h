@@ -13,6 +13,9 @@ struct sp_json {
     int count[SP_JSON_DEPTH];
 };
 void sp_json_init(struct sp_json *j, FILE *out);
+/* sp_json_init, and the document's opening '{' (the verbs' documents are
+ * objects; sp_json_close(j, '}') ends it with a newline). */
+void sp_json_begin(struct sp_json *j, FILE *out);
 /* s as a JSON string, quotes included, always valid UTF-8: a byte that does
  * not begin a well-formed sequence (RFC 3629: no overlong form, no
  * surrogate, nothing above U+10FFFF) is written as the code point of the
@@ -41,5 +44,8 @@ void sp_json_num_if(struct sp_json *j, const char *key, int known, double v);
  * job's hosts). */
 void sp_json_int_list(struct sp_json *j, const char *key, const int *v, int n);
 void sp_json_str_list(struct sp_json *j, const char *key, char *const *v, int n);
+/* The same of n strings held in rows of `stride` bytes from `rows` (a
+ * table of fixed-size names: the model's hosts). */
+void sp_json_str_rows(struct sp_json *j, const char *key, const char *rows, size_t stride, int n);
 
 #endif

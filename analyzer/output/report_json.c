@@ -236,8 +236,7 @@ void sp_report_json(const struct sp_model *m, int view_rank, int per_step, const
                     const struct sp_ended_set *ended, const struct sp_kernels *kernels, int top_kernels)
 {
     struct sp_json j;
-    sp_json_init(&j, stdout);
-    sp_json_open(&j, NULL, '{');
+    sp_json_begin(&j, stdout);
     sp_json_int(&j, "schema_version", SP_REPORT_SCHEMA_VERSION);
     sp_json_str(&j, "version", SCALEPROF_VERSION);
     sp_json_str(&j, "dir", m->dir);
@@ -251,10 +250,7 @@ void sp_report_json(const struct sp_model *m, int view_rank, int per_step, const
     sp_json_close(&j, '}');
     sp_json_int(&j, "ranks", m->nranks);
     sp_json_int(&j, "world_size", m->world_size);
-    sp_json_open(&j, "hosts", '[');
-    for (int k = 0; k < m->nhosts; k++)
-        sp_json_str(&j, NULL, m->hosts[k]);
-    sp_json_close(&j, ']');
+    sp_json_str_rows(&j, "hosts", m->hosts[0], sizeof m->hosts[0], m->nhosts);
     char layout[128];
     sp_model_layout_text(m, layout, sizeof layout);
     sp_json_open(&j, "layout", '{');

@@ -28,6 +28,9 @@
  *                     first thing to try, priced by the replay
  *   model_summary.c   per-host summaries (scaleprof reduce), read in place
  *                     of pass 1 and pass 2
+ * The replay and the findings walk the cause table (causes.c; its row,
+ * causes.h: each cause's rule, evidence writer and counterfactual), which
+ * they read through m->causes.
  *
  * Memory: per rank the model keeps its collective calls, its step table
  * and, for the steps in view, their categories and replay nodes (all grow

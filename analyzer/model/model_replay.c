@@ -1759,6 +1759,15 @@ struct sp_counterfactual {
     int (*apply)(const struct sp_model *m, const struct sp_replay *rp, int cause, struct cf *cf, float *scale);
 };
 
+/* The price of a cause whose fix is one counterfactual: its own apply
+ * replayed alone (nothing priced when this run has no fix of it). */
+static void price_alone(struct pricing *p, int cause)
+{
+    struct cf cf = recorded;
+    if (p->m->causes[cause].cf->apply(p->m, p->out, cause, &cf, p->scale))
+        p->out->gain[cause] = gain_of(p->g, &cf, p->b, &p->out->ms[cause]);
+}
+
 /* straggler: a rank's (or a set's) local time at its peers' median: each
  * rank alone, then each small communicator's ranks, then the ranks slow
  * in every step together.  Where no rank waits for another, none can gain. */
@@ -1884,9 +1893,7 @@ static void price_imbalance(struct pricing *p, int cause)
     if (buf)
         group_medians(p->g, buf);
     free(buf);
-    struct cf cf = recorded;
-    apply_imbalance(p->m, p->out, cause, &cf, p->scale);
-    p->out->gain[cause] = gain_of(p->g, &cf, p->b, &p->out->ms[cause]);
+    price_alone(p, cause);
 }
 
 /* pipeline_stage: the slowest stage at the others' median GPU work */
@@ -1965,9 +1972,7 @@ static void price_drop(struct pricing *p, int cause)
         p->out->ms[cause] = p->b;
         return;
     }
-    struct cf cf = recorded;
-    cf.drop = drop;
-    p->out->gain[cause] = gain_of(p->g, &cf, p->b, &p->out->ms[cause]);
+    price_alone(p, cause);
 }
 
 static int apply_drop(const struct sp_model *m, const struct sp_replay *rp, int cause, struct cf *cf, float *scale)
@@ -1991,9 +1996,7 @@ static int apply_transfer(const struct sp_model *m, const struct sp_replay *rp, 
 static void price_transfer(struct pricing *p, int cause)
 {
     struct sp_replay *out = p->out;
-    struct cf cf = recorded;
-    apply_transfer(p->m, out, cause, &cf, p->scale);
-    out->gain[cause] = gain_of(p->g, &cf, p->b, &out->ms[cause]);
+    price_alone(p, cause);
     if (out->gain[cause] > out->path_transfer_share) {
         out->gain[cause] = out->path_transfer_share;
         out->ms[cause] = p->b * (1 - out->path_transfer_share);
@@ -2011,20 +2014,13 @@ static int apply_cross_node(const struct sp_model *m, const struct sp_replay *rp
     return 1;
 }
 
-static void price_cross_node(struct pricing *p, int cause)
-{
-    struct cf cf = recorded;
-    if (apply_cross_node(p->m, p->out, cause, &cf, p->scale))
-        p->out->gain[cause] = gain_of(p->g, &cf, p->b, &p->out->ms[cause]);
-}
-
 const struct sp_counterfactual sp_cf_straggler = {price_straggler, apply_straggler};
 const struct sp_counterfactual sp_cf_imbalance = {price_imbalance, apply_imbalance};
 const struct sp_counterfactual sp_cf_pipeline_stage = {price_pipeline_stage, apply_pipeline_stage};
 const struct sp_counterfactual sp_cf_pipeline_bubble = {price_pipeline_bubble, apply_pipeline_bubble};
 const struct sp_counterfactual sp_cf_drop = {price_drop, apply_drop};
 const struct sp_counterfactual sp_cf_transfer = {price_transfer, apply_transfer};
-const struct sp_counterfactual sp_cf_cross_node = {price_cross_node, apply_cross_node};
+const struct sp_counterfactual sp_cf_cross_node = {price_alone, apply_cross_node};
 
 int sp_model_replay(struct sp_model *m, struct sp_replay *out)
 {

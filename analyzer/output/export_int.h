@@ -88,6 +88,13 @@ int sp_export_host_slice(const struct sp_event *ev, int64_t w0, int64_t w1,
 
 /* Whether finding f names rank. */
 int sp_export_finding_has_rank(const struct sp_finding *f, int rank);
+/* The causes of the findings that concern step number num of rank r,
+ * comma-separated into buf (empty when none), as both timelines label the
+ * step; returns the length written. */
+size_t sp_export_step_findings(const struct sp_model *m, const struct sp_rank *r, int num, char *buf,
+                               size_t len);
+/* A finding's instant as both timelines name it: "finding: CAUSE (saves N%)". */
+void sp_export_finding_name(const struct sp_finding *f, char *buf, size_t len);
 /* The step index of r in [k0, k1] where finding f's instant stands (its
  * first step), -1 when it names r at none of them. */
 int sp_export_finding_step(const struct sp_model *m, const struct sp_rank *r,

@@ -889,18 +889,8 @@ static void write_steps(struct writer *w)
         a_bool(w, A_ANALYZED, analyzed);
         if (analyzed && !w->o->host_only)
             a_double(w, A_OVERLAP_MS, r->cat[k][SP_CAT_OVERLAP] / NS_PER_MS);
-        size_t used = 0;
-        findings[0] = 0;
-        for (int i = 0; i < m->nfindings && !w->o->host_only; i++) {
-            const struct sp_finding *f = &m->findings[i];
-            if (num < f->step_first || num > f->step_last || !sp_export_finding_has_rank(f, r->rank))
-                continue;
-            int n = snprintf(findings + used, sizeof findings - used, "%s%s", used ? "," : "",
-                             sp_cause_info(f->cause)->name);
-            if (n < 0 || (size_t)n >= sizeof findings - used) break;
-            used += (size_t)n;
-        }
-        if (used) a_str(w, A_FINDINGS, findings);
+        if (!w->o->host_only && sp_export_step_findings(m, r, num, findings, sizeof findings))
+            a_str(w, A_FINDINGS, findings);
         ev_close(w, at);
         if (analyzed && !w->o->host_only) write_breakdown(w, tr, k);
         slice_end(w, tr, g, dur);
@@ -911,7 +901,7 @@ static void write_steps(struct writer *w)
         if (k < 0) continue;
         const struct sp_cause_info *ci = sp_cause_info(f->cause);
         char name[128], steps[32];
-        snprintf(name, sizeof name, "finding: %s (saves %.0f%%)", ci->name, 100 * f->gain);
+        sp_export_finding_name(f, name, sizeof name);
         snprintf(steps, sizeof steps, "%d-%d", f->step_first, f->step_last);
         size_t at = ev_open(w, TYPE_INSTANT, tr, global_of(w, r->steps[k].start), name, C_FINDING);
         a_str(w, A_CAUSE, ci->name);

@@ -529,6 +529,27 @@ int sp_export_finding_has_rank(const struct sp_finding *f, int rank)
     return 0;
 }
 
+size_t sp_export_step_findings(const struct sp_model *m, const struct sp_rank *r, int num, char *buf,
+                               size_t len)
+{
+    size_t used = 0;
+    if (len) buf[0] = 0;
+    for (int i = 0; i < m->nfindings; i++) {
+        const struct sp_finding *f = &m->findings[i];
+        if (num < f->step_first || num > f->step_last || !sp_export_finding_has_rank(f, r->rank))
+            continue;
+        int n = snprintf(buf + used, len - used, "%s%s", used ? "," : "", sp_cause_info(f->cause)->name);
+        if (n < 0 || (size_t)n >= len - used) break;
+        used += (size_t)n;
+    }
+    return used;
+}
+
+void sp_export_finding_name(const struct sp_finding *f, char *buf, size_t len)
+{
+    snprintf(buf, len, "finding: %s (saves %.0f%%)", sp_cause_info(f->cause)->name, 100 * f->gain);
+}
+
 int sp_export_finding_step(const struct sp_model *m, const struct sp_rank *r,
                            const struct sp_finding *f, int k0, int k1)
 {
@@ -557,15 +578,9 @@ static void write_steps(struct writer *w)
         if (k >= m->step_lo && k < m->step_hi && r->cat && !w->o->host_only)
             for (int c = 0; c < SP_CAT_N; c++)
                 fprintf(w->out, ",\"%s_ms\":%.3f", sp_model_cat_name(c), r->cat[k][c] / NS_PER_MS);
-        const char *sep = "";
-        for (int i = 0; i < m->nfindings && !w->o->host_only; i++) {
-            const struct sp_finding *f = &m->findings[i];
-            if (num < f->step_first || num > f->step_last || !sp_export_finding_has_rank(f, r->rank))
-                continue;
-            fprintf(w->out, "%s%s", *sep ? "," : ",\"findings\":\"", sp_cause_info(f->cause)->name);
-            sep = ",";
-        }
-        if (*sep) putc('"', w->out);
+        char causes[512];
+        if (!w->o->host_only && sp_export_step_findings(m, r, num, causes, sizeof causes))
+            fprintf(w->out, ",\"findings\":\"%s\"", causes);
         fputs("}}", w->out);
     }
     /* findings: an instant at the first step each concerns, on each rank it names */
@@ -575,7 +590,7 @@ static void write_steps(struct writer *w)
         if (k < 0) continue;
         const struct sp_cause_info *ci = sp_cause_info(f->cause);
         char name[128];
-        snprintf(name, sizeof name, "finding: %s (saves %.0f%%)", ci->name, 100 * f->gain);
+        sp_export_finding_name(f, name, sizeof name);
         ev_open(w, "i", w->pid, TID_STEPS, local_to_global(w, r->steps[k].start));
         fputs(",\"s\":\"t\"", w->out);
         kv_str(w->out, "name", name);

@@ -77,13 +77,15 @@ static struct {
     CUptiResult (*unsubscribe)(CUpti_SubscriberHandle);
 } cu;
 
-enum { ATTACH_NONE, ATTACH_RUNNING, ATTACH_DONE };
+enum { ATTACH_NONE,
+       ATTACH_RUNNING,
+       ATTACH_DONE };
 atomic_int sp_cupti_attach_state; /* sp_gpu.h reads it on every call */
 atomic_int sp_cupti_fallback;
 void (*_Atomic sp_cupti_drain_hook)(int final);
 #define attach_state sp_cupti_attach_state
-static atomic_int active;     /* CUPTI activity is being recorded */
-static pid_t attach_pid;      /* the process that attached (fork check) */
+static atomic_int active; /* CUPTI activity is being recorded */
+static pid_t attach_pid;  /* the process that attached (fork check) */
 
 int sp_cupti_active(void)
 {
@@ -292,8 +294,7 @@ static void memset_record(const CUpti_ActivityMemset4 *m)
 
 static void emit_dropped(size_t count)
 {
-    struct sp_event ev = {.type = SP_EV_DROPPED, .t = sp_now(),
-                          .dropped = {.count = count, .reason = SP_DROP_CUPTI}};
+    struct sp_event ev = {.type = SP_EV_DROPPED, .t = sp_now(), .dropped = {.count = count, .reason = SP_DROP_CUPTI}};
     sp_emit(&ev);
 }
 
@@ -408,7 +409,10 @@ static int enable_kinds(void)
     return 1;
 }
 
-enum attach_outcome { ATTACHED, NO_CUPTI, CUPTI_BUSY, NOT_YET };
+enum attach_outcome { ATTACHED,
+                      NO_CUPTI,
+                      CUPTI_BUSY,
+                      NOT_YET };
 
 /* libcupti is loaded on the recorder's service thread, whose descriptor
  * table is its own: the loader's open of the library never takes, even

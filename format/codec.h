@@ -195,26 +195,28 @@ static inline __attribute__((always_inline)) int sp_get_uvarint(const uint8_t **
 
 #define SP_ENC_U(f) p = sp_put_uvarint(p, e->f);
 #define SP_ENC_D(f) p = sp_put_uvarint(p, e->f);
-#define SP_ENC_DUR(f) p = sp_put_uvarint(p, e->f); stop += e->f;
+#define SP_ENC_DUR(f)            \
+    p = sp_put_uvarint(p, e->f); \
+    stop += e->f;
 #define SP_ENC_STR(f) p = sp_put_uvarint(p, e->f);
 #define SP_ENC_S(f) p = sp_put_uvarint(p, sp_zigzag(e->f));
-#define SP_ENC_DS(f)                                                           \
-    p = sp_put_uvarint(p, sp_zigzag((int64_t)(e->f - prev->f)));               \
+#define SP_ENC_DS(f)                                             \
+    p = sp_put_uvarint(p, sp_zigzag((int64_t)(e->f - prev->f))); \
     prev->f = e->f;
 #define SP_X_ENC_FIELD(kind, field) SP_ENC_##kind(field)
-#define SP_X_ENCODER(id, NAME, name, FIELDS)                                   \
-    static inline __attribute__((always_inline)) uint8_t *sp_encode_##name(   \
-        uint8_t *p, uint64_t t,                                                \
-                                            const struct sp_ev_##name *e,      \
-                                            struct sp_codec_state *st)         \
-    {                                                                          \
-        struct sp_ev_##name *prev = &st->name;                                 \
-        uint64_t stop = t;                                                     \
-        (void)prev;                                                            \
-        p = sp_put_uvarint(p, sp_zigzag((int64_t)(t - st->end[id])));          \
-        FIELDS(SP_X_ENC_FIELD)                                                 \
-        st->end[id] = stop;                                                    \
-        return p;                                                              \
+#define SP_X_ENCODER(id, NAME, name, FIELDS)                                \
+    static inline __attribute__((always_inline)) uint8_t *sp_encode_##name( \
+        uint8_t *p, uint64_t t,                                             \
+        const struct sp_ev_##name *e,                                       \
+        struct sp_codec_state *st)                                          \
+    {                                                                       \
+        struct sp_ev_##name *prev = &st->name;                              \
+        uint64_t stop = t;                                                  \
+        (void)prev;                                                         \
+        p = sp_put_uvarint(p, sp_zigzag((int64_t)(t - st->end[id])));       \
+        FIELDS(SP_X_ENC_FIELD)                                              \
+        st->end[id] = stop;                                                 \
+        return p;                                                           \
     }
 SP_EVENTS(SP_X_ENCODER)
 #undef SP_X_ENCODER
@@ -224,11 +226,11 @@ SP_EVENTS(SP_X_ENCODER)
  * unknown type gets a delta of 0 and no fields (it cannot be produced
  * through the public structs). */
 static inline __attribute__((always_inline)) uint8_t *sp_encode_body(uint8_t *body, const struct sp_event *ev,
-                                      struct sp_codec_state *st)
+                                                                     struct sp_codec_state *st)
 {
     switch (ev->type) {
-#define SP_X_CASE(id, NAME, name, FIELDS)                                      \
-    case id:                                                                   \
+#define SP_X_CASE(id, NAME, name, FIELDS) \
+    case id:                              \
         return sp_encode_##name(body, ev->t, &ev->name, st);
         SP_EVENTS(SP_X_CASE)
 #undef SP_X_CASE
@@ -242,7 +244,7 @@ static inline __attribute__((always_inline)) uint8_t *sp_encode_body(uint8_t *bo
  * length, because nearly every event is shorter than 128 bytes; the rare
  * longer one is moved up by one byte to make room for a two-byte length. */
 static inline __attribute__((always_inline)) size_t sp_codec_encode(uint8_t *out, const struct sp_event *ev,
-                                     struct sp_codec_state *st)
+                                                                    struct sp_codec_state *st)
 {
     out[0] = ev->type;
     uint8_t *body = out + 2;
@@ -265,12 +267,12 @@ static inline __attribute__((always_inline)) size_t sp_codec_encode(uint8_t *out
  * zeroed, never the whole union); bytes after the last known field are
  * left for the caller to skip.  Returns 0 or SP_E_CORRUPT. */
 
-#define SP_DEC_GET(f)                                                          \
-    if (__builtin_expect(p >= bend, 0)) {                                      \
-        memset(&e->f, 0, (size_t)((char *)(e + 1) - (char *)&e->f));           \
-        goto done;                                                             \
-    }                                                                          \
-    if (sp_get_uvarint(&p, bend, &v) < 0)                                      \
+#define SP_DEC_GET(f)                                                \
+    if (__builtin_expect(p >= bend, 0)) {                            \
+        memset(&e->f, 0, (size_t)((char *)(e + 1) - (char *)&e->f)); \
+        goto done;                                                   \
+    }                                                                \
+    if (sp_get_uvarint(&p, bend, &v) < 0)                            \
         return SP_E_CORRUPT;
 #define SP_DEC_U(f) SP_DEC_GET(f) e->f = v;
 #define SP_DEC_D(f) SP_DEC_GET(f) e->f = v;
@@ -288,20 +290,20 @@ static inline __attribute__((always_inline)) size_t sp_codec_encode(uint8_t *out
 #define SP_STOP_DUR(f) stop += e->f;
 #define SP_X_DEC_FIELD(kind, field) SP_DEC_##kind(field)
 #define SP_X_STOP_FIELD(kind, field) SP_STOP_##kind(field)
-#define SP_X_DECODER(id, NAME, name, FIELDS)                                   \
-    static inline int sp_decode_##name(const uint8_t *p, const uint8_t *bend,  \
-                                       uint64_t t, struct sp_ev_##name *e,     \
-                                       struct sp_codec_state *st)              \
-    {                                                                          \
-        struct sp_ev_##name *prev = &st->name;                                 \
-        uint64_t v, stop = t;                                                  \
-        (void)prev;                                                            \
-        (void)v;                                                               \
-        FIELDS(SP_X_DEC_FIELD)                                                 \
-    done:                                                                      \
-        FIELDS(SP_X_STOP_FIELD)                                                \
-        st->end[id] = stop;                                                    \
-        return 0;                                                              \
+#define SP_X_DECODER(id, NAME, name, FIELDS)                                  \
+    static inline int sp_decode_##name(const uint8_t *p, const uint8_t *bend, \
+                                       uint64_t t, struct sp_ev_##name *e,    \
+                                       struct sp_codec_state *st)             \
+    {                                                                         \
+        struct sp_ev_##name *prev = &st->name;                                \
+        uint64_t v, stop = t;                                                 \
+        (void)prev;                                                           \
+        (void)v;                                                              \
+        FIELDS(SP_X_DEC_FIELD)                                                \
+    done:                                                                     \
+        FIELDS(SP_X_STOP_FIELD)                                               \
+        st->end[id] = stop;                                                   \
+        return 0;                                                             \
     }
 SP_EVENTS(SP_X_DECODER)
 #undef SP_X_DECODER
@@ -355,10 +357,10 @@ static inline long sp_codec_decode(const uint8_t *p, const uint8_t *end, struct 
         return SP_E_CORRUPT;
     int rc;
     switch (type) {
-#define SP_X_DEC_CASE(id, NAME, name, FIELDS)                                  \
-    case id:                                                                   \
-        ev->t = st->end[id] + (uint64_t)sp_unzigzag(delta);                    \
-        rc = sp_decode_##name(p, bend, ev->t, &ev->name, st);                  \
+#define SP_X_DEC_CASE(id, NAME, name, FIELDS)                 \
+    case id:                                                  \
+        ev->t = st->end[id] + (uint64_t)sp_unzigzag(delta);   \
+        rc = sp_decode_##name(p, bend, ev->t, &ev->name, st); \
         break;
         SP_EVENTS(SP_X_DEC_CASE)
 #undef SP_X_DEC_CASE

@@ -192,12 +192,14 @@ int sp_parse_list(const char *s, long long lo, long long hi, long long **out, si
     return 0;
 }
 
+// clang-format off
 static const struct {
     const char *name;
     int64_t ns;
 } units[] = {
     {"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}, {"m", 60000000000LL}, {"h", 3600000000000LL},
 };
+// clang-format on
 
 int sp_parse_duration(const char *s, int64_t default_unit_ns, int64_t lo_ns, int64_t hi_ns, int64_t *out_ns,
                       char *err, size_t errlen)

@@ -42,10 +42,10 @@
 #include "preload.h"
 #include "intern.h"
 
-#define MAX_DEPTH 64     /* names remembered per thread for pops */
-#define RANGE_RING 1024  /* open start/end ranges, power of two */
+#define MAX_DEPTH 64    /* names remembered per thread for pops */
+#define RANGE_RING 1024 /* open start/end ranges, power of two */
 #define MAX_DOMAINS 256
-#define WIDE_MAX 512     /* bytes kept of a wide-character name */
+#define WIDE_MAX 512 /* bytes kept of a wide-character name */
 #define DOMAIN_NAME_MAX 256
 
 static __thread int depth __attribute__((tls_model("initial-exec")));
@@ -70,8 +70,7 @@ static void emit_marker(uint64_t t, uint64_t dur, enum sp_marker_kind kind, uint
     struct sp_event ev = {
         .type = SP_EV_MARKER,
         .t = t,
-        .marker = {.dur = dur, .kind = kind, .name = name,
-                   .depth = (uint64_t)(at_depth > 0 ? at_depth : 0), .domain = domain},
+        .marker = {.dur = dur, .kind = kind, .name = name, .depth = (uint64_t)(at_depth > 0 ? at_depth : 0), .domain = domain},
     };
     sp_emit(&ev);
 }
@@ -406,9 +405,9 @@ static void *next_of(const char *name, void *volatile *cache, volatile int *done
     return *cache;
 }
 
-#define NEXT(type, name)                                                       \
-    static void *volatile next_cache;                                          \
-    static volatile int next_done;                                             \
+#define NEXT(type, name)              \
+    static void *volatile next_cache; \
+    static volatile int next_done;    \
     __typeof__(type) next = (__typeof__(type))next_of(name, &next_cache, &next_done)
 
 SP_EXPORT int nvtxRangePushA(const char *message)

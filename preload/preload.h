@@ -170,7 +170,8 @@ static inline uint64_t sp_rdtsc(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     uint32_t lo, hi;
-    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+    __asm__ __volatile__("rdtsc"
+                         : "=a"(lo), "=d"(hi));
     return (uint64_t)hi << 32 | lo;
 #else
     return 0;
@@ -196,7 +197,7 @@ static inline uint64_t sp_clock_gettime_ns(void)
 /* A TSC reading in ns of segment s: 1 with *ns set, 0 when the segment
  * was rewritten while read (the caller reads clock_gettime instead). */
 static inline __attribute__((always_inline)) int sp_clock_convert_m(const struct sp_clock_seg *s, uint64_t tsc,
-                                                                     uint64_t *ns, uint64_t *mult)
+                                                                    uint64_t *ns, uint64_t *mult)
 {
     uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
     uint64_t bt = __atomic_load_n(&s->base_tsc, __ATOMIC_RELAXED);
@@ -214,7 +215,7 @@ static inline __attribute__((always_inline)) int sp_clock_convert_m(const struct
 
 /* The same, without the rate. */
 static inline __attribute__((always_inline)) int sp_clock_convert(const struct sp_clock_seg *s, uint64_t tsc,
-                                                                   uint64_t *ns)
+                                                                  uint64_t *ns)
 {
     uint64_t m;
     return sp_clock_convert_m(s, tsc, ns, &m);
@@ -357,11 +358,11 @@ struct sp_config {
     int mode;             /* SCALEPROF_MODE, octal, default 0600 */
     long step_first;      /* SCALEPROF_STEPS=A:B, B included; -1 when unset */
     long step_last;
-    int cpu_hz;           /* SCALEPROF_CPU_HZ, 0..SP_CPU_HZ_MAX, default 10, 0 off */
-    int cupti;            /* SCALEPROF_CUPTI: 0 or 1 (default) */
-    int follow;           /* SCALEPROF_FOLLOW: 0 or 1 (default) */
-    int quiet;            /* SCALEPROF_QUIET: 0 (default) or 1 */
-    char run[64];         /* SCALEPROF_RUN_ID, else made by the job's first process */
+    int cpu_hz;   /* SCALEPROF_CPU_HZ, 0..SP_CPU_HZ_MAX, default 10, 0 off */
+    int cupti;    /* SCALEPROF_CUPTI: 0 or 1 (default) */
+    int follow;   /* SCALEPROF_FOLLOW: 0 or 1 (default) */
+    int quiet;    /* SCALEPROF_QUIET: 0 (default) or 1 */
+    char run[64]; /* SCALEPROF_RUN_ID, else made by the job's first process */
 };
 #define SP_CPU_HZ_MAX 1000 /* samples a second at most */
 const struct sp_config *sp_config(void);
@@ -373,8 +374,8 @@ void sp_core_atfork_child(void);
 /* Close (flush) the trace: exec replaces us.  path names the program, for
  * the PROC EXEC event. */
 void sp_core_before_exec_path(const char *path);
-void sp_core_exec_failed(void);     /* exec returned: reopen a trace */
-void sp_core_shutdown(int status);  /* flush and close; idempotent */
+void sp_core_exec_failed(void);    /* exec returned: reopen a trace */
+void sp_core_shutdown(int status); /* flush and close; idempotent */
 /* 1 in a child that shares our memory (vfork, clone(CLONE_VM)) until it
  * execs: it must change nothing the parent would see. */
 int sp_core_in_memory_sharing_child(void);
@@ -443,7 +444,9 @@ int sp_fd_run(sp_fd_work fn, void *arg);
  * storage; run once per process (again in a forked child if it had not
  * finished).  sp_fd_job_run posts it if it is not posted yet and waits at
  * most max_ns: 1 once it has run. */
-enum { SP_JOB_IDLE, SP_JOB_POSTED, SP_JOB_DONE };
+enum { SP_JOB_IDLE,
+       SP_JOB_POSTED,
+       SP_JOB_DONE };
 struct sp_fd_job {
     sp_fd_work fn;
     void *arg;

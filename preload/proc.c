@@ -190,6 +190,7 @@ long sp_vfork_done(long r)
 
 #define SP_STR_(x) #x
 #define SP_STR(x) SP_STR_(x)
+// clang-format off
 __asm__(".text\n"
         ".globl vfork\n"
         ".type vfork, @function\n"
@@ -227,6 +228,7 @@ __asm__(".text\n"
         "    ret\n"
         "    .cfi_endproc\n"
         ".size vfork, .-vfork\n");
+// clang-format on
 #else
 /* One child, one event: vfork is not also recorded as a fork. */
 SP_EXPORT pid_t vfork(void)
@@ -407,9 +409,9 @@ static void child_env_done(struct child_env *ce)
 }
 
 /* In the interposer's frame: `env` is the environment to pass on. */
-#define CHILD_ENV_DECLARE(env, envp)                                                               \
-    struct child_env ce_;                                                                          \
-    child_env_make(&ce_, (envp));                                                                  \
+#define CHILD_ENV_DECLARE(env, envp) \
+    struct child_env ce_;            \
+    child_env_make(&ce_, (envp));    \
     char **env = ce_.env
 
 /* ---- spawn, exec and the ways out: the table ---------------------------------
@@ -423,64 +425,64 @@ static void child_env_done(struct child_env *ce)
  *          trace: _exit and _Exit skip atexit)
  *
  * A missing exit is replaced by the system call: the process must end. */
-#define PROC_FUNCTIONS(X)                                                                          \
+#define PROC_FUNCTIONS(X)                                                                           \
     X(SPAWN, posix_spawn, int, (SPAWN_PARAMS), (&child, path, fa, attr, argv, env), ENOSYS, path)   \
     X(SPAWN, posix_spawnp, int, (SPAWN_PARAMS), (&child, path, fa, attr, argv, env), ENOSYS, path)  \
-    X(EXEC, execve, int, (const char *path, char *const argv[], char *const envp[]),               \
-      (path, argv, env), -1, path, may_exec(path))                                                 \
-    X(EXEC, execvpe, int, (const char *path, char *const argv[], char *const envp[]),              \
-      (path, argv, env), -1, path, 1)                                                              \
-    X(EXIT, exit, void, (int status), (status), if (!sp_in_vfork) sp_core_note_exit_status(status))                  \
-    X(EXIT, _exit, void, (int status), (status), sp_core_shutdown(status))                         \
+    X(EXEC, execve, int, (const char *path, char *const argv[], char *const envp[]),                \
+      (path, argv, env), -1, path, may_exec(path))                                                  \
+    X(EXEC, execvpe, int, (const char *path, char *const argv[], char *const envp[]),               \
+      (path, argv, env), -1, path, 1)                                                               \
+    X(EXIT, exit, void, (int status), (status), if (!sp_in_vfork) sp_core_note_exit_status(status)) \
+    X(EXIT, _exit, void, (int status), (status), sp_core_shutdown(status))                          \
     X(EXIT, _Exit, void, (int status), (status), sp_core_shutdown(status))
 
-#define SPAWN_PARAMS                                                                               \
+#define SPAWN_PARAMS                                                                                   \
     pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr, \
         char *const argv[], char *const envp[]
 
 /* posix_spawn: the child gets the environment that keeps it profiled. */
-#define PROC_SHAPE_SPAWN(name, ret, params, args, errval, prog)                                    \
-    SP_EXPORT ret name params                                                                      \
-    {                                                                                              \
-        SP_REAL(name, ret, params, sp_real, return errval);                                        \
-        pid_t child = 0;                                                                           \
-        CHILD_ENV_DECLARE(env, envp);                                                              \
-        int r = real args;                                                                         \
-        child_env_done(&ce_);                                                                      \
-        if (pid)                                                                                   \
-            *pid = child;                                                                          \
-        if (r == 0)                                                                                \
-            note_child(SP_PROC_SPAWN, child, prog);                                                \
-        return r;                                                                                  \
+#define PROC_SHAPE_SPAWN(name, ret, params, args, errval, prog) \
+    SP_EXPORT ret name params                                   \
+    {                                                           \
+        SP_REAL(name, ret, params, sp_real, return errval);     \
+        pid_t child = 0;                                        \
+        CHILD_ENV_DECLARE(env, envp);                           \
+        int r = real args;                                      \
+        child_env_done(&ce_);                                   \
+        if (pid)                                                \
+            *pid = child;                                       \
+        if (r == 0)                                             \
+            note_child(SP_PROC_SPAWN, child, prog);             \
+        return r;                                               \
     }
 
 /* exec: the trace is closed before (a successful exec replaces us), and
  * reopened when the exec returns.  An exec that cannot succeed is let fail
  * with the trace open. */
-#define PROC_SHAPE_EXEC(name, ret, params, args, errval, prog, can_succeed)                        \
-    SP_EXPORT ret name params                                                                      \
-    {                                                                                              \
-        SP_REAL(name, ret, params, sp_real, return errval);                                        \
-        CHILD_ENV_DECLARE(env, envp);                                                              \
-        if (!(can_succeed)) {                                                                      \
-            int r_ = real args; /* fails as it would have; the trace stays open */                 \
-            child_env_done(&ce_);                                                                  \
-            return r_;                                                                             \
-        }                                                                                          \
-        sp_core_before_exec_path(prog);                                                            \
-        int r = real args;                                                                         \
-        child_env_done(&ce_);                                                                      \
-        sp_core_exec_failed();                                                                     \
-        return r;                                                                                  \
+#define PROC_SHAPE_EXEC(name, ret, params, args, errval, prog, can_succeed)        \
+    SP_EXPORT ret name params                                                      \
+    {                                                                              \
+        SP_REAL(name, ret, params, sp_real, return errval);                        \
+        CHILD_ENV_DECLARE(env, envp);                                              \
+        if (!(can_succeed)) {                                                      \
+            int r_ = real args; /* fails as it would have; the trace stays open */ \
+            child_env_done(&ce_);                                                  \
+            return r_;                                                             \
+        }                                                                          \
+        sp_core_before_exec_path(prog);                                            \
+        int r = real args;                                                         \
+        child_env_done(&ce_);                                                      \
+        sp_core_exec_failed();                                                     \
+        return r;                                                                  \
     }
 
-#define PROC_SHAPE_EXIT(name, ret, params, args, before)                                           \
-    SP_EXPORT ret name params                                                                      \
-    {                                                                                              \
-        SP_REAL(name, ret, params, sp_real, syscall(SYS_exit_group, status));                      \
-        before;                                                                                    \
-        real args;                                                                                 \
-        __builtin_unreachable();                                                                   \
+#define PROC_SHAPE_EXIT(name, ret, params, args, before)                      \
+    SP_EXPORT ret name params                                                 \
+    {                                                                         \
+        SP_REAL(name, ret, params, sp_real, syscall(SYS_exit_group, status)); \
+        before;                                                               \
+        real args;                                                            \
+        __builtin_unreachable();                                              \
     }
 
 /* Python's subprocess and shells search PATH themselves, calling execve on

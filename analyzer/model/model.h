@@ -66,7 +66,10 @@ enum sp_cat {
 /* JSON key of a category ("compute", "collective_wait", ...). */
 const char *sp_model_cat_name(int cat);
 
-enum sp_severity { SP_SEV_NONE = 0, SP_SEV_LOW, SP_SEV_MODERATE, SP_SEV_HIGH };
+enum sp_severity { SP_SEV_NONE = 0,
+                   SP_SEV_LOW,
+                   SP_SEV_MODERATE,
+                   SP_SEV_HIGH };
 
 /* The passes, in the order they run.  Each needs the ones before it;
  * a verb runs only those it uses (hang stops after the collectives). */
@@ -86,13 +89,13 @@ const char *sp_model_severity_name(int sev);
 #define SP_MODEL_DEFAULT_STEP_RE "step|iteration|ProfilerStep"
 
 struct sp_model_opts {
-    int skip;                /* warm-up steps dropped; -1: 3, or 0 in a step window */
-    const char *step_marker; /* extended regex for step markers, NULL: default */
+    int skip;                  /* warm-up steps dropped; -1: 3, or 0 in a step window */
+    const char *step_marker;   /* extended regex for step markers, NULL: default */
     int step_first, step_last; /* --steps A:B (absolute, B exclusive); -1 unset */
-    double samples_per_step; /* per GPU, 0 unknown */
-    int threads;             /* reader threads, 0 = min(cores, 8) */
-    int progress;            /* progress lines on stderr after a second */
-    const char *run;         /* --run ID: only this run's traces; NULL all */
+    double samples_per_step;   /* per GPU, 0 unknown */
+    int threads;               /* reader threads, 0 = min(cores, 8) */
+    int progress;              /* progress lines on stderr after a second */
+    const char *run;           /* --run ID: only this run's traces; NULL all */
 };
 void sp_model_opts_default(struct sp_model_opts *o);
 
@@ -100,26 +103,28 @@ void sp_model_opts_default(struct sp_model_opts *o);
  * the rank's own CLOCK_MONOTONIC ns. */
 struct sp_coll_call {
     uint64_t comm, seq, bytes;
-    uint64_t key;           /* what matches it across ranks: seq for a
+    uint64_t key; /* what matches it across ranks: seq for a
                                collective, sp_p2p_key() for a send or recv */
     uint32_t op, nranks;
-    int32_t crank;          /* rank within the communicator */
-    int32_t peer;           /* send/recv: the other rank in the communicator */
-    uint32_t peer_seq;      /* send/recv: k-th message with that peer, from the
+    int32_t crank;      /* rank within the communicator */
+    int32_t peer;       /* send/recv: the other rank in the communicator */
+    uint32_t peer_seq;  /* send/recv: k-th message with that peer, from the
                                recorder; 0 in traces older than the field */
-    int32_t inst;           /* instance index (model_coll.c), -1 unmatched */
-    int32_t node;           /* replay node of the rank (model_classify.c), -1 none */
-    uint32_t dtype;         /* ncclDataType_t as recorded (hang.c's desync check) */
-    int64_t host_t;         /* host enter */
-    int64_t start, end;     /* GPU execution (or host fallback) */
-    int64_t wait;           /* ns of [start,end) spent waiting for peers */
-    uint8_t timing;         /* enum sp_coll_timing */
-    uint8_t matched;        /* found on every participant */
-    int32_t device;         /* the GPU it ran on, -1 unknown */
+    int32_t inst;       /* instance index (model_coll.c), -1 unmatched */
+    int32_t node;       /* replay node of the rank (model_classify.c), -1 none */
+    uint32_t dtype;     /* ncclDataType_t as recorded (hang.c's desync check) */
+    int64_t host_t;     /* host enter */
+    int64_t start, end; /* GPU execution (or host fallback) */
+    int64_t wait;       /* ns of [start,end) spent waiting for peers */
+    uint8_t timing;     /* enum sp_coll_timing */
+    uint8_t matched;    /* found on every participant */
+    int32_t device;     /* the GPU it ran on, -1 unknown */
 };
 /* (The stream, correlation and group that match a call to its NCCL
  * kernel are pass 1's alone: model_load.c.) */
-enum sp_coll_timing { SP_TIMING_HOST = 0, SP_TIMING_FALLBACK, SP_TIMING_GPU };
+enum sp_coll_timing { SP_TIMING_HOST = 0,
+                      SP_TIMING_FALLBACK,
+                      SP_TIMING_GPU };
 
 /* A send and its recv meet under one key: (sender, receiver, k-th message
  * between them on the communicator).  The top bit keeps it apart from the
@@ -166,15 +171,19 @@ enum sp_loc {
 struct sp_rnode {
     int64_t a, e;
     float gap[SP_LOC_N], under[SP_LOC_N];
-    uint32_t call;          /* first call of the node in the rank's calls; */
-    uint16_t ncalls;        /* 0: a step end */
-    uint16_t step;          /* step index relative to the first analyzed */
-    uint32_t key;           /* what the op is, for the peers' medians */
+    uint32_t call;   /* first call of the node in the rank's calls; */
+    uint16_t ncalls; /* 0: a step end */
+    uint16_t step;   /* step index relative to the first analyzed */
+    uint32_t key;    /* what the op is, for the peers' medians */
 };
-struct sp_span { int64_t start, end; };
+struct sp_span {
+    int64_t start, end;
+};
 /* A step marker range and the number its name carries ("ProfilerStep#551",
  * "step 12"), -1 when none; end -1 for an instant marker. */
-struct sp_mark { int64_t start, end, num; };
+struct sp_mark {
+    int64_t start, end, num;
+};
 
 /* What pass 1 learned about one file (model_load.c). */
 /* A recording thread as pass 1 saw it, in the order the reader streams
@@ -182,44 +191,64 @@ struct sp_mark { int64_t start, end, num; };
  * them, and its disorder - how far an event's time fell below the latest
  * time of the thread seen before it (a CUPTI buffer thread delivers GPU
  * records grouped by stream, so its times go back and forth). */
-struct sp_tid_mark { uint32_t tid; int64_t last_t, max_t, lag; uint64_t count; };
+struct sp_tid_mark {
+    uint32_t tid;
+    int64_t last_t, max_t, lag;
+    uint64_t count;
+};
 /* A compute kernel of a file with no step marker and no collective yet:
  * the sequence single-GPU step detection looks for a period in. */
-struct sp_kernel_rec { uint32_t name, stream; int64_t start, end; uint64_t grid; /* threads */ };
+struct sp_kernel_rec {
+    uint32_t name, stream;
+    int64_t start, end;
+    uint64_t grid; /* threads */
+};
 /* CPU samples of one process: first and last, for its busy fraction. */
-struct sp_cpu_span { int64_t t0, t1; uint64_t ns0, ns1; uint64_t busy_sum, nsamples; uint32_t ncores; };
+struct sp_cpu_span {
+    int64_t t0, t1;
+    uint64_t ns0, ns1;
+    uint64_t busy_sum, nsamples;
+    uint32_t ncores;
+};
 /* One rank a process holds: the device it drives and its rank, both from
  * the communicator (docs/analysis.md, "Ranks"). */
-struct sp_dev_rank { int32_t device, rank; };
+struct sp_dev_rank {
+    int32_t device, rank;
+};
 struct sp_file_rec {
     char *path;
-    int ok;                 /* opened as a trace */
+    int ok; /* opened as a trace */
     char host[256], source[64];
     int32_t pid, ppid, hdr_rank, comm_rank, world_size, rank; /* rank: resolved */
-    char run[64];           /* the run's identity from the header, "" unknown */
+    char run[64];                                             /* the run's identity from the header, "" unknown */
     uint32_t flags;
     int64_t start_mono, start_real, first_t, last_t;
     uint64_t events, dropped, gpu_events;
-    uint64_t api_events;    /* CUDA runtime and NCCL calls */
-    char *diag;             /* reader damage report, NULL when clean */
+    uint64_t api_events; /* CUDA runtime and NCCL calls */
+    char *diag;          /* reader damage report, NULL when clean */
     /* pass 1's calls and markers: copied to the file's rank(s) when the
      * files are grouped, then freed (NULL, 0) */
-    struct sp_coll_call *calls; size_t ncalls;
-    struct sp_mark *marks; size_t nmarks;
-    struct sp_tid_mark *tids; size_t ntids; /* classified threads */
-    struct sp_kernel_rec *kseq; size_t nkseq; /* see sp_kernel_rec */
-    int kseq_full;          /* the kernel sequence reached its cap */
-    uint64_t read_bytes;    /* bytes read from regular files */
-    int64_t read_ns;        /* time inside those reads */
+    struct sp_coll_call *calls;
+    size_t ncalls;
+    struct sp_mark *marks;
+    size_t nmarks;
+    struct sp_tid_mark *tids;
+    size_t ntids; /* classified threads */
+    struct sp_kernel_rec *kseq;
+    size_t nkseq;        /* see sp_kernel_rec */
+    int kseq_full;       /* the kernel sequence reached its cap */
+    uint64_t read_bytes; /* bytes read from regular files */
+    int64_t read_ns;     /* time inside those reads */
     struct sp_cpu_span cpu;
-    struct sp_span *pauses; size_t npauses; /* recording paused (control file) */
-    int64_t pause_open;     /* pass 1: a stop not yet followed by a start, else -1 */
-    int64_t pause_status;   /* pass 1: that stop's status (> 0: a step window's edge) */
-    int64_t window_step;    /* the step a step window (SCALEPROF_STEPS) opened at, else -1 */
-    int64_t window_t;       /* ... and when, on this file's clock */
-    int exited;             /* its process's own EXIT event was read ... */
-    int32_t exit_status;    /* ... with this status (-1: not known) */
-    int helper;             /* attached to its rank through the ppid chain */
+    struct sp_span *pauses;
+    size_t npauses;       /* recording paused (control file) */
+    int64_t pause_open;   /* pass 1: a stop not yet followed by a start, else -1 */
+    int64_t pause_status; /* pass 1: that stop's status (> 0: a step window's edge) */
+    int64_t window_step;  /* the step a step window (SCALEPROF_STEPS) opened at, else -1 */
+    int64_t window_t;     /* ... and when, on this file's clock */
+    int exited;           /* its process's own EXIT event was read ... */
+    int32_t exit_status;  /* ... with this status (-1: not known) */
+    int helper;           /* attached to its rank through the ppid chain */
     /* A process that drives several GPUs (one thread and group calls, a
      * thread per GPU, JAX): the ranks it holds, one per device, ascending
      * by rank; NULL (0) when it holds at most one. */
@@ -229,35 +258,38 @@ struct sp_file_rec {
 
 /* A rank's copies in the steps in view, of one direction from one kind of
  * host memory (model_classify.c): how many, their bytes and GPU time. */
-struct sp_copy_stat { uint64_t count, bytes; int64_t ns; };
-#define SP_COPY_DIRS (SP_COPY_H2H + 1)   /* enum sp_copy_kind */
-#define SP_MEM_KINDS (SP_MEM_OTHER + 1)  /* enum sp_mem_kind */
+struct sp_copy_stat {
+    uint64_t count, bytes;
+    int64_t ns;
+};
+#define SP_COPY_DIRS (SP_COPY_H2H + 1)  /* enum sp_copy_kind */
+#define SP_MEM_KINDS (SP_MEM_OTHER + 1) /* enum sp_mem_kind */
 
 struct sp_rank {
     int rank;
-    int host;               /* index into model hosts */
+    int host; /* index into model hosts */
     /* When its process holds several ranks: the device whose GPU events
      * are this rank's, and how many ranks share the process (and so its
      * host-side events); device -1 and shared 1 otherwise. */
     int device, shared;
-    int nfiles, nhelpers;   /* own processes, helper processes attached */
+    int nfiles, nhelpers;       /* own processes, helper processes attached */
     struct sp_file_rec **files; /* own files, in start order */
     int64_t first_t, last_t;
     struct sp_coll_call *calls; /* sorted by start */
     size_t ncalls;
-    struct sp_mark *marks;  /* step marker ranges, sorted */
+    struct sp_mark *marks; /* step marker ranges, sorted */
     size_t nmarks;
-    struct sp_span *steps;  /* local time */
+    struct sp_span *steps; /* local time */
     int nsteps;
-    int passes_aside;       /* passes between steps (evaluation) left out of them */
+    int passes_aside;        /* passes between steps (evaluation) left out of them */
     double (*cat)[SP_CAT_N]; /* ns per step and category */
-    struct sp_rnode *nodes; /* replay chain over the analyzed steps, in order */
+    struct sp_rnode *nodes;  /* replay chain over the analyzed steps, in order */
     size_t nnodes;
-    int stage;              /* pipeline stage, -1 when not pipelined */
-    double *input_head;     /* per step: idle_input ns before the step's first compute */
-    double *write_idle;     /* per step: idle_host ns blocked in file writes and flushes */
-    double *sync_idle;      /* per step: idle_host ns caused by syncs inside the step */
-    double *launch_idle;    /* per step: idle_host ns inside launch calls (not in the above) */
+    int stage;           /* pipeline stage, -1 when not pipelined */
+    double *input_head;  /* per step: idle_input ns before the step's first compute */
+    double *write_idle;  /* per step: idle_host ns blocked in file writes and flushes */
+    double *sync_idle;   /* per step: idle_host ns caused by syncs inside the step */
+    double *launch_idle; /* per step: idle_host ns inside launch calls (not in the above) */
     /* launch calls of the rank over the steps in view, and the time inside them */
     uint64_t launches;
     int64_t launch_ns;
@@ -269,17 +301,17 @@ struct sp_rank {
     char sync_site[256];
     uint64_t sync_site_calls;
     double sync_site_ns;
-    uint64_t late_events;   /* events that arrived after their step closed */
-    int open_peak;          /* most steps held open at once in pass 2 */
+    uint64_t late_events; /* events that arrived after their step closed */
+    int open_peak;        /* most steps held open at once in pass 2 */
     /* input evidence: the rank's own process and its helpers */
     uint64_t read_bytes;
     int64_t read_ns;
-    double helper_cpu;      /* helpers' summed CPU use, in cores */
-    int helper_sampled;     /* helpers with CPU samples */
-    double machine_busy;    /* host CPU busy fraction over the run; <0 unknown */
+    double helper_cpu;   /* helpers' summed CPU use, in cores */
+    int helper_sampled;  /* helpers with CPU samples */
+    double machine_busy; /* host CPU busy fraction over the run; <0 unknown */
     int ncores;
     uint64_t coll_present, coll_last; /* instances reached; arrived last */
-    double coll_wait_ns;    /* summed wait over instances reached */
+    double coll_wait_ns;              /* summed wait over instances reached */
     uint64_t events;
     /* copies in the steps in view, by direction and the memory kind of
      * their host side (device for D2D, unknown when not recorded), and the
@@ -294,13 +326,13 @@ struct sp_coll_summary {
     int spans_hosts;
     uint64_t calls;
     double transfer_ms, wait_ms, busbw_gbps; /* means over instances */
-    uint64_t missing;       /* instances some participant never reached */
+    uint64_t missing;                        /* instances some participant never reached */
 };
 
 struct sp_straggler {
     int rank;
     double last_fraction, mean_wait_ms;
-    const char *cause;      /* "compute", "input", "host", "memcpy", "mixed" */
+    const char *cause; /* "compute", "input", "host", "memcpy", "mixed" */
 };
 
 #define SP_MODEL_TEXT 1024
@@ -313,18 +345,18 @@ int sp_severity_of_gain(double gain);
 #define SP_GAIN_HIGH 0.20
 
 struct sp_finding {
-    int cause;              /* enum sp_cause */
+    int cause; /* enum sp_cause */
     int severity;
-    double gain;            /* share of the mean step time saved if fixed */
+    double gain;             /* share of the mean step time saved if fixed */
     double step_ms_if_fixed; /* the mean step time the replay gives then; 0 unknown */
-    int *ranks;             /* ranks concerned, ascending; all of them when the
+    int *ranks;              /* ranks concerned, ascending; all of them when the
                                finding concerns every rank (never empty) */
     int nranks;
     int step_first, step_last; /* steps concerned, inclusive, absolute */
     char evidence[SP_MODEL_TEXT];
-    double *rank_gains;     /* straggler set: per ranks[x], the gain of fixing
+    double *rank_gains;    /* straggler set: per ranks[x], the gain of fixing
                                that rank alone; NULL otherwise */
-    const char *first_try;  /* what to try first for what the evidence found
+    const char *first_try; /* what to try first for what the evidence found
                                (a straggler's input: its input; memcpy from
                                pinned memory: not to pin it); NULL: the cause's */
 };
@@ -339,13 +371,13 @@ struct sp_whatif_check {
     double replay_error_pct; /* largest |replayed - recorded| time of a node, % of the mean step */
     double step_error_pct;   /* replayed mean step against the recorded one, % */
     int replay_ok;
-    int unplaced;            /* nodes the unchanged replay never placed */
+    int unplaced;                /* nodes the unchanged replay never placed */
     double saved_ms[SP_CAUSE_N]; /* per cause: step time its fix saves in the replay */
     double bound_ms[SP_CAUSE_N]; /* its own time on the critical path; < 0: not bounded */
     int bound_ok[SP_CAUSE_N];
     double ideal_ms, best_ms; /* replayed step, all found causes fixed / the best one alone; 0 n/a */
     int ideal_ok;
-    uint32_t withheld;       /* bit per cause whose gain the check could not back */
+    uint32_t withheld; /* bit per cause whose gain the check could not back */
 };
 /* The finding's first thing to try: its own, else its cause's. */
 const char *sp_finding_first_try(const struct sp_finding *f);
@@ -353,36 +385,36 @@ const char *sp_finding_first_try(const struct sp_finding *f);
 struct sp_model {
     struct sp_model_opts opts;
     const char *dir;
-    char source[64];        /* "preload", "import:kineto", ... */
-    uint32_t flags_any;     /* SP_FLAG_* seen on any rank file */
+    char source[64];    /* "preload", "import:kineto", ... */
+    uint32_t flags_any; /* SP_FLAG_* seen on any rank file */
     int world_size;
     /* How the job was laid out: processes that hold a rank, GPUs (ranks
      * with a GPU of their own), processes among them that hold several. */
     int rank_procs, gpus, multi_rank_procs;
-    struct sp_rank *ranks;  /* sorted by rank */
+    struct sp_rank *ranks; /* sorted by rank */
     int nranks;
     char (*hosts)[256];
     int nhosts;
-    int64_t *host_offset;   /* ns added to a host's monotonic time */
-    double skew_us;         /* estimated residual clock skew */
+    int64_t *host_offset;    /* ns added to a host's monotonic time */
+    double skew_us;          /* estimated residual clock skew */
     const char *detected_by; /* markers | collectives | kernels | none */
-    int steps_total;        /* aligned steps found on every rank */
-    int step_number0;       /* the user's number of step 0 (its marker's), 0 when none */
-    int steps_paused;       /* steps left out: recording was paused during them */
-    int steps_set_aside;    /* passes between steps (evaluation) kept out of every step */
-    int step_lo, step_hi;   /* steps in view [lo, hi) */
+    int steps_total;         /* aligned steps found on every rank */
+    int step_number0;        /* the user's number of step 0 (its marker's), 0 when none */
+    int steps_paused;        /* steps left out: recording was paused during them */
+    int steps_set_aside;     /* passes between steps (evaluation) kept out of every step */
+    int step_lo, step_hi;    /* steps in view [lo, hi) */
     double step_mean_ms, step_median_ms;
     double breakdown[SP_CAT_N]; /* fractions of step time over ranks in view */
     struct sp_coll_summary *colls;
     size_t ncolls;
     uint64_t coll_instances, coll_instances_incomplete;
-    uint64_t coll_doubtful; /* instances whose ends lie far apart: paired wrongly */
+    uint64_t coll_doubtful;          /* instances whose ends lie far apart: paired wrongly */
     struct sp_straggler *stragglers; /* one per rank, most often last first */
     int nstragglers;
     struct sp_finding findings[SP_CAUSE_N];
-    int nfindings;          /* by gain, largest first */
-    double ideal_step_ms;   /* every found cause removed together; 0 unknown */
-    double replay_step_ms;  /* the replay of the job as recorded */
+    int nfindings;         /* by gain, largest first */
+    double ideal_step_ms;  /* every found cause removed together; 0 unknown */
+    double replay_step_ms; /* the replay of the job as recorded */
     struct sp_whatif_check check;
     /* What the what-if replay found, kept after the findings for the
      * outputs that draw a counterfactual (export --whatif): the straggler
@@ -395,8 +427,8 @@ struct sp_model {
      * back into it. */
     const struct sp_cause_info *causes;
     int pipeline_stages, micro_batches; /* 0 when not pipelined */
-    const char *pipeline_schedule; /* "GPipe", "1F1B"; NULL unknown or not pipelined */
-    enum sp_stage done;     /* the last pass run */
+    const char *pipeline_schedule;      /* "GPipe", "1F1B"; NULL unknown or not pipelined */
+    enum sp_stage done;                 /* the last pass run */
     /* Warnings, each once: a warning made again from the same message
      * format is counted into the first ("... (and 3 more like it)"); past
      * SP_MODEL_MAX_WARNINGS distinct ones, the last says how many more
@@ -407,19 +439,19 @@ struct sp_model {
     char *warn_base[SP_MODEL_MAX_WARNINGS];
     int warn_more[SP_MODEL_MAX_WARNINGS];
     int warnings_dropped;
-    int *missing_ranks;     /* ranks below world_size with no trace, ascending */
+    int *missing_ranks; /* ranks below world_size with no trace, ascending */
     int nmissing;
     uint64_t events, dropped;
-    uint64_t gpu_events;    /* GPU activity records on the ranks' own files */
-    uint64_t api_events;    /* CUDA runtime and NCCL calls on them */
+    uint64_t gpu_events; /* GPU activity records on the ranks' own files */
+    uint64_t api_events; /* CUDA runtime and NCCL calls on them */
     struct sp_file_rec *frecs;
     int nfrecs, files_bad;
     /* while grouping (model_load.c): where files' parents, ranks and
      * hosts are looked up (NULL: none) */
     struct sp_group_index *grouping;
-    char run[64];           /* the run analyzed ("" when the traces name none) */
-    int runs_found;         /* distinct runs in the directory (refused when > 1 without --run) */
-    int files_other_runs;   /* files of other runs left out (--run) */
+    char run[64];         /* the run analyzed ("" when the traces name none) */
+    int runs_found;       /* distinct runs in the directory (refused when > 1 without --run) */
+    int files_other_runs; /* files of other runs left out (--run) */
     /* Summaries (scaleprof reduce, model_summary.c): what they hold for
      * pass 2, NULL when the model reads traces; and in reduce, the ranks
      * pass 2 classifies here (the others are other hosts'), NULL all. */

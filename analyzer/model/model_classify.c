@@ -60,7 +60,18 @@
  * part of the host's time it is (enum sp_loc): blocked writing, idle
  * because a sync inside the step kept the host from issuing work ahead, or
  * (I_LAUNCH) idle while the host was inside a launch call. */
-enum icat { I_COMPUTE, I_MEMCPY, I_TRANSFER, I_WAIT, I_INPUT, I_HOST, I_LAUNCH, I_ISSUE, I_SYNC, I_WRITE, I_FILE, I_N };
+enum icat { I_COMPUTE,
+            I_MEMCPY,
+            I_TRANSFER,
+            I_WAIT,
+            I_INPUT,
+            I_HOST,
+            I_LAUNCH,
+            I_ISSUE,
+            I_SYNC,
+            I_WRITE,
+            I_FILE,
+            I_N };
 /* I_FILE: opens and closes of regular files; those next to a write or a
  * flush (ADJACENT_NS) are the writing's: opening a checkpoint with O_TRUNC
  * truncates the last one, which can take longer than writing it. */
@@ -69,8 +80,15 @@ enum icat { I_COMPUTE, I_MEMCPY, I_TRANSFER, I_WAIT, I_INPUT, I_HOST, I_LAUNCH, 
 /* Call sites of syncs, for the evidence: a rank's distinct recorded stacks
  * (the first SYNC_SITES), and each sync call in order with its site. */
 #define SYNC_SITES 16
-struct sync_call { int64_t start, end; int site; };
-struct sync_site { char *stack; uint64_t calls; double idle_ns; };
+struct sync_call {
+    int64_t start, end;
+    int site;
+};
+struct sync_site {
+    char *stack;
+    uint64_t calls;
+    double idle_ns;
+};
 
 /* A step's intervals, one list per category: each list is nearly sorted
  * as it arrives (a thread's events come in time order), so reducing a step
@@ -78,20 +96,33 @@ struct sync_site { char *stack; uint64_t calls; double idle_ns; };
  * is not), then each priority level measured by what it adds outside
  * compute (reduce) - no sort of the whole step, and no union of the long
  * lists but one. */
-struct ivec { struct sp_span *v; size_t n, cap; };
-struct step_buf { struct ivec c[I_N]; int done; };
+struct ivec {
+    struct sp_span *v;
+    size_t n, cap;
+};
+struct step_buf {
+    struct ivec c[I_N];
+    int done;
+};
 
-#define SPARE_MAX 8 /* emptied lists kept for the next steps */
+#define SPARE_MAX 8       /* emptied lists kept for the next steps */
 #define HEAD_TINY_DIV 100 /* compute shorter than 1% of the step does not start it */
 
-struct thread_seen { int64_t wm; uint64_t seen; };
+struct thread_seen {
+    int64_t wm;
+    uint64_t seen;
+};
 
 /* The unions of the priority levels, each a superset of the one before:
  * compute+memcpy (U_CM), +transfer, +wait (U_CMTW), +input (U_I), +the
  * host's time (U_H).  A category's time is what its level adds.  Compute
  * is the long list; the levels below the host's are kept as what each
  * adds to compute outside it (memcpy, +transfer, +wait, +input: d[]). */
-enum { D_M, D_MT, D_MTW, D_MTWI, D_N };
+enum { D_M,
+       D_MT,
+       D_MTW,
+       D_MTWI,
+       D_N };
 
 /* Prefixes of a sorted, disjoint list: |v n (-inf, q)| for q in order
  * (a q below the last one starts over). */
@@ -105,10 +136,10 @@ struct rank_pass {
     struct sp_model *m;
     struct sp_rank *r;
     struct step_buf *buf;
-    int lo, hi;             /* steps reduced here */
-    int next_open;          /* oldest step not yet reduced */
-    int last_touched;       /* newest step that received an interval */
-    int hint;               /* step of the previous interval */
+    int lo, hi;       /* steps reduced here */
+    int next_open;    /* oldest step not yet reduced */
+    int last_touched; /* newest step that received an interval */
+    int hint;         /* step of the previous interval */
     /* The hint's step when it is one of [lo, hi): its bounds, the next
      * step's start (INT64_MAX past the last) and its buffer.  An interval
      * that starts in it and ends by the next one's start goes there and
@@ -121,13 +152,13 @@ struct rank_pass {
      * meets none of them. */
     int ordered;
     int64_t view_start, view_end;
-    int64_t max_call;       /* longest NCCL call, for the call search */
+    int64_t max_call; /* longest NCCL call, for the call search */
     struct sp_file_rec *f;
     int device;             /* GPU events of this device only (a process of
                                several ranks), -1 all */
     struct thread_seen *th; /* per tid of f, same index as f->tids */
     size_t last_tid;
-    uint32_t cur_tid;          /* the tid of the previous event, and its */
+    uint32_t cur_tid;           /* the tid of the previous event, and its */
     struct thread_seen *cur_th; /* th (NULL: not a thread of f), when valid */
     int cur_tid_ok;
     struct ivec spare[SPARE_MAX];
@@ -892,7 +923,8 @@ static void count_copy(struct rank_pass *rp, const struct sp_ev_gpu *g, int64_t 
     if (t < rp->view_start || t >= rp->view_end)
         return;
     uint64_t dir = g->copy_kind < SP_COPY_DIRS ? g->copy_kind : SP_COPY_UNKNOWN;
-    uint64_t mem = dir == SP_COPY_H2D ? g->src_mem : dir == SP_COPY_D2H ? g->dst_mem : g->src_mem;
+    uint64_t mem = dir == SP_COPY_H2D ? g->src_mem : dir == SP_COPY_D2H ? g->dst_mem
+                                                                        : g->src_mem;
     if (mem >= SP_MEM_KINDS)
         mem = SP_MEM_OTHER;
     struct sp_copy_stat *c = &rp->r->copies[dir][mem];
@@ -924,7 +956,7 @@ static inline __attribute__((always_inline)) void on_event(struct rank_pass *rp,
                 rp->r->launch_ns += (int64_t)ev->cuda.dur;
             }
         } else if (ev->cuda.api != SP_CUDA_SET_DEVICE && ev->cuda.api != SP_CUDA_MALLOC &&
-                 ev->cuda.api != SP_CUDA_FREE) {
+                   ev->cuda.api != SP_CUDA_FREE) {
             add_interval(rp, t, t + (int64_t)ev->cuda.dur, I_HOST);
             if (is_sync_api(ev->cuda.api))
                 note_sync(rp, rd, ev);
@@ -1014,8 +1046,7 @@ static void classify_rank(int i, void *arg)
 {
     struct sp_model *m = arg;
     struct sp_rank *r = &m->ranks[i];
-    struct rank_pass rp = {.m = m, .r = r, .lo = m->step_lo, .hi = m->step_hi < r->nsteps ? m->step_hi : r->nsteps,
-                           .device = r->shared > 1 ? r->device : -1};
+    struct rank_pass rp = {.m = m, .r = r, .lo = m->step_lo, .hi = m->step_hi < r->nsteps ? m->step_hi : r->nsteps, .device = r->shared > 1 ? r->device : -1};
     if (rp.hi <= rp.lo)
         return;
     rp.next_open = rp.lo;
@@ -1087,7 +1118,11 @@ static void classify_rank(int i, void *arg)
         free(rp.sites[s].stack);
 }
 
-struct classify_job { struct sp_model *m; int done; pthread_mutex_t lock; };
+struct classify_job {
+    struct sp_model *m;
+    int done;
+    pthread_mutex_t lock;
+};
 
 static void classify_one(int i, void *arg)
 {
@@ -1121,7 +1156,8 @@ int sp_model_classify_done(struct sp_model *m)
     }
     if (late)
         sp_model_warn(m, "%llu events arrived after their step was reduced (a thread's events "
-                         "far out of order): left out", (unsigned long long)late);
+                         "far out of order): left out",
+                      (unsigned long long)late);
     if (!classified) {
         sp_model_warn(m, "no rank has a step to classify");
         return -1;

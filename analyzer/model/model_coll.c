@@ -37,14 +37,17 @@
 #include "model_int.h"
 #include "units.h"
 
-#define TIE_NS 20000.0 /* arrivals closer than 20 us are a tie: nobody was last */
-#define END_SPREAD_MIN_NS 1e6  /* ends of one collective this far apart ... */
-#define END_SPREAD_SHARE 0.5   /* ... and half its shortest kernel: not one instance */
+#define TIE_NS 20000.0               /* arrivals closer than 20 us are a tie: nobody was last */
+#define END_SPREAD_MIN_NS 1e6        /* ends of one collective this far apart ... */
+#define END_SPREAD_SHARE 0.5         /* ... and half its shortest kernel: not one instance */
 #define PAUSE_MARGIN_NS 1000000000LL /* a control-file poll apart, and then some */
 
 /* Per instance, from the first pass: the last arrival, the latest arrival
  * of the others (INT64_MIN when none), and how many arrived last. */
-struct inst_arrivals { int64_t last, second; uint32_t nlast, n; };
+struct inst_arrivals {
+    int64_t last, second;
+    uint32_t nlast, n;
+};
 struct coll_pass {
     struct inst_arrivals *in;
     size_t cap;
@@ -55,7 +58,12 @@ struct coll_pass {
  * communicator.  The recorder numbers them (peer_seq); in traces older
  * than that field they are counted here, on each side in the order the
  * host issued them (NCCL matches a pair's sends and recvs in that order). */
-struct p2p_ord { uint64_t comm; int32_t dir, peer; int64_t t; size_t c; };
+struct p2p_ord {
+    uint64_t comm;
+    int32_t dir, peer;
+    int64_t t;
+    size_t c;
+};
 
 static int cmp_p2p(const void *a, const void *b)
 {
@@ -197,8 +205,8 @@ static int ends_far_apart(struct sp_model *m, const struct sp_coll_ref *refs, si
         if (c->end - c->start < shortest)
             shortest = c->end - c->start;
     }
-    double bar = END_SPREAD_MIN_NS > END_SPREAD_SHARE * (double)shortest ? END_SPREAD_MIN_NS
-                                                                          : END_SPREAD_SHARE * (double)shortest;
+    double spread = END_SPREAD_SHARE * (double)shortest;
+    double bar = END_SPREAD_MIN_NS > spread ? END_SPREAD_MIN_NS : spread;
     if (bar < 20e3 * m->skew_us) /* 20x the residual clock skew, in ns */
         bar = 20e3 * m->skew_us;
     return (double)(hi - lo) > bar;
@@ -337,7 +345,7 @@ static void sync_kernel(struct sp_model *m, const struct coll_pass *cp, int i, s
         if (!sp_op_is_p2p(x->op) || x->inst < 0)
             continue;
         int64_t w = sync - a, dur = x->end - x->start;
-        x->wait = w < 0 ? 0 : w < dur ? w : dur;
+        x->wait = w < 0 ? 0 : (w < dur ? w : dur);
     }
     struct sp_coll_ref ref = {i, c};
     if (!sends || !recvs || !complete || !in_view(m, &ref))
@@ -405,8 +413,9 @@ static void finish_summaries(struct sp_model *m)
             sp_model_warn(m, "communicator %016llx: %llu of %llu %s calls were not reached by every "
                              "rank (a rank is missing or its trace ends early)",
                           (unsigned long long)s->comm, (unsigned long long)s->missing,
-                          (unsigned long long)s->calls, s->op == SP_NCCL_ALLREDUCE ? "allreduce" :
-                          sp_op_is_p2p(s->op) ? "send/recv" : "collective");
+                          (unsigned long long)s->calls,
+                          s->op == SP_NCCL_ALLREDUCE ? "allreduce"
+                                                     : (sp_op_is_p2p(s->op) ? "send/recv" : "collective"));
     }
 }
 

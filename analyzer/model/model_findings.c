@@ -34,14 +34,14 @@
 #include "text.h"
 #include "units.h"
 
-#define STRAGGLER_LAST 0.5  /* the arrival table lists ranks last at >= half */
-#define CAUSE_EXPLAINS 0.8  /* a component explaining this much of an excess names it */
-#define REPORT_MIN 0.02     /* a finding is listed from this gain */
-#define CULPRIT_SHARE 0.6   /* one rank recovers this much of all: it is the culprit */
-#define UNEXPLAINED_MIN 0.10 /* idle nothing explains, said as a finding from here */
-#define CROSS_RATIO 0.5     /* spanning bus bandwidth below half the reference */
-#define CROSS_FAR 0.25      /* ... below a quarter: listed whatever its gain */
-#define SP_MAX_SAY_RANKS 16 /* ranks a sentence lists */
+#define STRAGGLER_LAST 0.5      /* the arrival table lists ranks last at >= half */
+#define CAUSE_EXPLAINS 0.8      /* a component explaining this much of an excess names it */
+#define REPORT_MIN 0.02         /* a finding is listed from this gain */
+#define CULPRIT_SHARE 0.6       /* one rank recovers this much of all: it is the culprit */
+#define UNEXPLAINED_MIN 0.10    /* idle nothing explains, said as a finding from here */
+#define CROSS_RATIO 0.5         /* spanning bus bandwidth below half the reference */
+#define CROSS_FAR 0.25          /* ... below a quarter: listed whatever its gain */
+#define SP_MAX_SAY_RANKS 16     /* ranks a sentence lists */
 #define CHECK_IDEAL_SLACK 0.005 /* share of the step the ideal may lag the best single fix by (rounding) */
 /* a step "dips" when at least 1% of it is input wait before its first kernel */
 #define INPUT_DIP 0.01
@@ -56,7 +56,9 @@
 
 int sp_severity_of_gain(double gain)
 {
-    return gain >= SP_GAIN_HIGH ? SP_SEV_HIGH : gain >= SP_GAIN_MODERATE ? SP_SEV_MODERATE : SP_SEV_LOW;
+    if (gain >= SP_GAIN_HIGH)
+        return SP_SEV_HIGH;
+    return gain >= SP_GAIN_MODERATE ? SP_SEV_MODERATE : SP_SEV_LOW;
 }
 
 static double per_step_ms(const struct sp_model *m, const struct sp_rank *r, int cat)
@@ -314,7 +316,6 @@ static void input_resources(const struct sp_model *m, struct sp_finding *f)
 }
 
 
-
 /* ---- findings from the replay ---- */
 
 static int cmp_int(const void *a, const void *b)
@@ -430,7 +431,8 @@ void sp_evidence_input(const struct sp_model *m, const struct sp_replay *rp, str
     input_at_start(m, f, &dips, &steps, &head);
     if (steps)
         say(f, "; %s: %d of %d steps begin with a wait for input, %.0f%% of the input wait comes before a "
-               "step's first kernel", 2 * dips >= steps ? "periodic dips at step start" : "not at step start",
+               "step's first kernel",
+            2 * dips >= steps ? "periodic dips at step start" : "not at step start",
             dips, steps, 100 * head);
     input_resources(m, f);
 }
@@ -494,7 +496,8 @@ static void rank_list(const struct sp_finding *f, char *out, size_t len)
     size_t used = (size_t)snprintf(out, len, f->nranks == 1 ? "rank " : "ranks ");
     for (int x = 0; x < f->nranks && used < len; x++)
         used += (size_t)snprintf(out + used, len - used, "%s%d",
-                                 x == 0 ? "" : x == f->nranks - 1 ? " and " : ", ", f->ranks[x]);
+                                 x == 0 ? "" : (x == f->nranks - 1 ? " and " : ", "),
+                                 f->ranks[x]);
 }
 
 void sp_evidence_straggler(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
@@ -605,7 +608,8 @@ void sp_evidence_imbalance(const struct sp_model *m, const struct sp_replay *rp,
     int top, top_steps, steps, distinct = slowest_ranks(m, &top, &top_steps, &steps);
     if (distinct > 1 && top_steps < steps)
         say(f, "; the slowest rank changes from step to step (%d different ranks over %d steps, none slowest in "
-               "more than %d)", distinct, steps, top_steps);
+               "more than %d)",
+            distinct, steps, top_steps);
     else if (top >= 0)
         say(f, "; rank %d is the slowest in %d of %d steps", top, top_steps, steps);
     say(f, "; no rank or set of ranks alone recovers more than %.0f%%; ranks wait %.1f%% of step time in "
@@ -786,7 +790,7 @@ static void say_write_steps(const struct sp_model *m, const struct sp_rank *r, s
         return;
     if (total >= 2 && regular && period > 1)
         say(f, " in %d of %d steps, every %d%s step (steps", total, m->step_hi - m->step_lo, period,
-            period == 2 ? "nd" : period == 3 ? "rd" : "th");
+            period == 2 ? "nd" : (period == 3 ? "rd" : "th"));
     else
         say(f, " in %d of %d steps (steps", total, m->step_hi - m->step_lo);
     for (int i = 0; i < nhit; i++)
@@ -919,7 +923,7 @@ void sp_evidence_communication(const struct sp_model *m, const struct sp_replay 
         say_communicator(m, f, top);
 }
 
-#define HOSTS_MASKED 64   /* hosts a communicator's host set is kept for */
+#define HOSTS_MASKED 64     /* hosts a communicator's host set is kept for */
 #define SLOW_HOST_RATIO 0.5 /* a host whose spanning links reach under half the others' */
 
 /* Which host's links are slow: per host, the transfer-weighted bus
@@ -1029,8 +1033,10 @@ void sp_evidence_unexplained(const struct sp_model *m, const struct sp_replay *r
 static const char *copy_dir_text(int dir)
 {
     static const char *const names[SP_COPY_DIRS] = {
-        [SP_COPY_UNKNOWN] = "copies of unknown direction", [SP_COPY_H2D] = "host to device",
-        [SP_COPY_D2H] = "device to host",                  [SP_COPY_D2D] = "device to device",
+        [SP_COPY_UNKNOWN] = "copies of unknown direction",
+        [SP_COPY_H2D] = "host to device",
+        [SP_COPY_D2H] = "device to host",
+        [SP_COPY_D2D] = "device to device",
         [SP_COPY_H2H] = "host to host",
     };
     return names[dir];

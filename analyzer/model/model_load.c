@@ -39,7 +39,10 @@
 /* ranks listed missing past the highest rank with a trace, at most */
 #define MAX_MISSING 4096 /* a ppid chain longer than this is taken as a loop */
 
-struct vec { void *p; size_t n, cap; };
+struct vec {
+    void *p;
+    size_t n, cap;
+};
 
 static void *vec_push(struct vec *v, size_t elt)
 {
@@ -56,23 +59,47 @@ static void *vec_push(struct vec *v, size_t elt)
 
 /* ---- per-file reading ---- */
 
-struct kernel { int64_t start, end; uint64_t stream, corr; int32_t device; int used; };
+struct kernel {
+    int64_t start, end;
+    uint64_t stream, corr;
+    int32_t device;
+    int used;
+};
 /* A call while its file is read: what matching it to its kernel needs
  * besides what the model keeps. */
-struct scan_call { struct sp_coll_call c; uint64_t stream, corr; uint32_t group; };
-struct open_mark { int64_t t; int matched; int64_t num; };
-struct tid_stack { uint32_t tid; int depth; struct open_mark m[MAX_MARK_DEPTH]; };
+struct scan_call {
+    struct sp_coll_call c;
+    uint64_t stream, corr;
+    uint32_t group;
+};
+struct open_mark {
+    int64_t t;
+    int matched;
+    int64_t num;
+};
+struct tid_stack {
+    uint32_t tid;
+    int depth;
+    struct open_mark m[MAX_MARK_DEPTH];
+};
 
 /* ncclGroupStart..End nesting per thread: the calls of one group are
  * launched as one kernel when the group ends. */
 #define MAX_GROUP_THREADS 16
-struct group_state { uint32_t tid; int depth; uint32_t id; };
+struct group_state {
+    uint32_t tid;
+    int depth;
+    uint32_t id;
+};
 
 /* The communicator ranks a process was given (init and split), from which
  * the ranks it holds are found at the end of the file. */
 #define MAX_HELD 256
 #define NCCL_RESULT_IN_PROGRESS 7 /* ncclInProgress: a non-blocking init */
-struct held { uint64_t comm; int64_t nranks, rank, device; };
+struct held {
+    uint64_t comm;
+    int64_t nranks, rank, device;
+};
 
 struct file_scan {
     struct sp_file_rec *f;
@@ -637,8 +664,8 @@ static void match_kernels(struct file_scan *s)
  * it keeps little: a launch's time, a kernel's kind and what matches an
  * NCCL kernel to its call or names a single-GPU step.  The reader leaves
  * the rest of those types unread (their columns are never touched). */
-#define PASS1_GPU_FIELDS                                                       \
-    (SP_FIELD_BIT(gpu, kind) | SP_FIELD_BIT(gpu, stream) | SP_FIELD_BIT(gpu, name) |       \
+#define PASS1_GPU_FIELDS                                                             \
+    (SP_FIELD_BIT(gpu, kind) | SP_FIELD_BIT(gpu, stream) | SP_FIELD_BIT(gpu, name) | \
      SP_FIELD_BIT(gpu, correlation) | SP_FIELD_BIT(gpu, device) | SP_FIELD_BIT(gpu, grid))
 static void ask_pass1_fields(struct sp_reader *r)
 {
@@ -708,9 +735,9 @@ static void pass1_close(void *ctx, struct sp_reader *r)
 
 /* The types pass 1 reads event by event; the others it only counts, from
  * the chunks' summaries. */
-#define PASS1_TYPES                                                            \
-    (SP_TYPE_BIT(SP_EV_NCCL) | SP_TYPE_BIT(SP_EV_COMM) | SP_TYPE_BIT(SP_EV_GPU) |          \
-     SP_TYPE_BIT(SP_EV_IO) | SP_TYPE_BIT(SP_EV_MARKER) | SP_TYPE_BIT(SP_EV_CPU) |          \
+#define PASS1_TYPES                                                               \
+    (SP_TYPE_BIT(SP_EV_NCCL) | SP_TYPE_BIT(SP_EV_COMM) | SP_TYPE_BIT(SP_EV_GPU) | \
+     SP_TYPE_BIT(SP_EV_IO) | SP_TYPE_BIT(SP_EV_MARKER) | SP_TYPE_BIT(SP_EV_CPU) | \
      SP_TYPE_BIT(SP_EV_DROPPED) | SP_TYPE_BIT(SP_EV_PROC))
 
 static const struct sp_pass pass1 = {
@@ -1103,7 +1130,8 @@ static void rank_unranked_cpu_processes(struct sp_model *m)
         }
     }
     sp_model_warn(m, "no rank named in any trace and no GPU used: process %d, the one the others "
-                     "descend from, is taken as the job's only rank (a CPU-only job)", (int)root->pid);
+                     "descend from, is taken as the job's only rank (a CPU-only job)",
+                  (int)root->pid);
 }
 
 /* A job started without torchrun, MPI or Slurm - the usual single-GPU run,
@@ -1141,10 +1169,12 @@ static void rank_unranked_gpu_processes(struct sp_model *m)
     }
     if (n == 1)
         sp_model_warn(m, "no rank named in any trace: the one process that used a GPU "
-                         "(pid %d) is taken as a single-GPU job's rank 0", (int)gpu[0]->pid);
+                         "(pid %d) is taken as a single-GPU job's rank 0",
+                      (int)gpu[0]->pid);
     else if (n > 1)
         sp_model_warn(m, "no rank named in any trace: the %d processes that used a GPU are "
-                         "taken as ranks 0..%d in pid order", n, n - 1);
+                         "taken as ranks 0..%d in pid order",
+                      n, n - 1);
     free(gpu);
 }
 
@@ -1265,7 +1295,8 @@ static void group_files(struct sp_model *m)
     free(launcher);
     if (unowned)
         sp_model_warn(m, "%d process file(s) belong to no rank (no rank in header, no "
-                         "communicator, no ranked parent): not analyzed", unowned);
+                         "communicator, no ranked parent): not analyzed",
+                      unowned);
     /* The ranks hold their files' calls and markers now: the files' own
      * copies, as long as the trace, go. */
     for (int i = 0; i < m->nfrecs; i++) {
@@ -1383,17 +1414,20 @@ static void warn_losses(struct sp_model *m)
         if (f->ok && !(f->flags & SP_FLAG_CLOSED) && !(f->flags & SP_FLAG_IMPORTED)) {
             if (sp_model_file_open(f))
                 sp_model_warn(m, "%s: its process (pid %d) is still running: the events recorded so far "
-                                 "are used", f->path, (int)f->pid);
+                                 "are used",
+                              f->path, (int)f->pid);
             else if (f->helper)
                 helpers_killed++; /* loader workers are ended by their parent by design */
             else
                 sp_model_warn(m, "%s: not closed cleanly (process killed?): events up to the "
-                                 "kill are used", f->path);
+                                 "kill are used",
+                              f->path);
         }
     }
     if (helpers_killed)
         sp_model_warn(m, "%d helper process(es) (loader workers) ended without closing their traces, as "
-                         "workers their parent terminates do: their events up to then are used", helpers_killed);
+                         "workers their parent terminates do: their events up to then are used",
+                      helpers_killed);
     /* ranks the world size promises but no trace holds; the world size is
      * believed only as far as the traces go (a header claiming 2^31 ranks
      * costs nothing) */
@@ -1428,7 +1462,8 @@ static void warn_losses(struct sp_model *m)
     }
     if (m->flags_any & SP_FLAG_NO_FILE_IO)
         sp_model_warn(m, "source %s records no file I/O: idle_input counts only the data-loader "
-                         "waits it saw; file reads are unknown", m->source);
+                         "waits it saw; file reads are unknown",
+                      m->source);
     if (m->flags_any & SP_FLAG_NO_CPU)
         sp_model_warn(m, "source %s records no CPU samples: loader CPU saturation is unknown", m->source);
 }
@@ -1508,7 +1543,8 @@ static int choose_run(struct sp_model *m)
             used += (size_t)snprintf(list + used, sizeof list - used, "%s%s (%d files)", k ? ", " : "", runs[k],
                                      counts[k]);
         sp_model_warn(m, "%s holds traces of %d runs: %s%s; a report of them together would mix the runs: "
-                         "choose one with --run ID", m->dir, n + more, list, more ? ", ..." : "");
+                         "choose one with --run ID",
+                      m->dir, n + more, list, more ? ", ..." : "");
         return -1;
     }
     if (n == 1)

@@ -64,9 +64,9 @@
 #define KERNEL_PERIOD_MAX 8192
 #define KERNEL_PERIOD_SLACK 0.005 /* a period this close to the best ratio is as good */
 #define MAX_STREAMS 256
-#define ASIDE_MIN 0.1 /* a pass between steps this share of the median step is set aside */
+#define ASIDE_MIN 0.1       /* a pass between steps this share of the median step is set aside */
 #define KEY_MIX 0x9E3779B1u /* spreads names before the grid is folded in */
-#define WORLD_PERIODS 8  /* periods looked at for the job-wide collectives */
+#define WORLD_PERIODS 8     /* periods looked at for the job-wide collectives */
 #define GAP_RATIO 2.0       /* a step's pause against its collectives' other gaps */
 #define GAP_CONSISTENT 0.8  /* share of periods that must show that pause */
 #define GAP_FLOOR 0.05      /* ... and against the whole period (noise between back-to-back calls) */
@@ -128,7 +128,10 @@ static int64_t window_first_step(const struct sp_rank *r)
     return -1;
 }
 
-struct key { uint64_t comm, bytes; uint32_t op; };
+struct key {
+    uint64_t comm, bytes;
+    uint32_t op;
+};
 
 static int same_key(const struct key *a, const struct key *b)
 {
@@ -637,7 +640,8 @@ static struct sp_kernel_rec *main_stream_kernels(struct sp_model *m, struct sp_r
         const struct sp_file_rec *fr = r->files[f];
         if (fr->kseq_full > 0)
             sp_model_warn(m, "%s: more than %zu kernels before any step: steps are looked for in "
-                             "the first ones only", fr->path, fr->nkseq);
+                             "the first ones only",
+                          fr->path, fr->nkseq);
         for (size_t i = 0; i < fr->nkseq; i++) {
             size_t x = 0;
             while (x < ns && stream[x] != fr->kseq[i].stream)
@@ -769,7 +773,8 @@ static void leave_out_paused(struct sp_model *m)
     if (m->steps_paused)
         m->step_number0 = 0;
     sp_model_warn(m, "recording was paused (control file): %d step(s) that met a pause are left out; "
-                     "the pauses themselves count for nothing", m->steps_paused);
+                     "the pauses themselves count for nothing",
+                  m->steps_paused);
 }
 
 int sp_model_find_steps(struct sp_model *m)

@@ -51,12 +51,12 @@ static size_t varint_size(uint64_t v)
 
 /* What pass 1 learns.  Offsets are from the start of the rows. */
 struct plan {
-    uint32_t n;                 /* events */
-    uint32_t count[SP_EV_MAX];  /* events per type */
-    uint32_t first[SP_EV_MAX];  /* where each type's events start in the grouped arrays */
-    size_t data;                /* bytes of all columns: the sum of the bodies */
-    uint32_t *body;             /* per event, in chunk order: its body's offset */
-    uint32_t *cur, *end;        /* grouped by type: each body's cursor and end */
+    uint32_t n;                /* events */
+    uint32_t count[SP_EV_MAX]; /* events per type */
+    uint32_t first[SP_EV_MAX]; /* where each type's events start in the grouped arrays */
+    size_t data;               /* bytes of all columns: the sum of the bodies */
+    uint32_t *body;            /* per event, in chunk order: its body's offset */
+    uint32_t *cur, *end;       /* grouped by type: each body's cursor and end */
 };
 
 /* Pass 1: every event of a known type with a canonical length; the type
@@ -253,8 +253,7 @@ size_t sp_columns_from_rows(uint8_t *out, size_t cap, const uint8_t *rows, size_
                             uint32_t *scratch, struct sp_summary_build *sb)
 {
     uint32_t max_events = (uint32_t)(len / SP_COLUMNS_MIN_EVENT + 1);
-    struct plan pl = {.body = scratch, .cur = scratch + max_events,
-                      .end = scratch + 2 * (size_t)max_events};
+    struct plan pl = {.body = scratch, .cur = scratch + max_events, .end = scratch + 2 * (size_t)max_events};
     uint8_t *types = out + SP_VARINT_MAX;
     if (len + SP_VARINT_MAX > cap || plan_events(&pl, rows, len, types, max_events, sb) < 0 ||
         pl.n == 0)

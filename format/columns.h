@@ -57,8 +57,8 @@
 static inline unsigned sp_columns_of(unsigned type)
 {
     switch (type) {
-#define SP_X_NCOL(id, NAME, name, FIELDS)                                      \
-    case id:                                                                   \
+#define SP_X_NCOL(id, NAME, name, FIELDS) \
+    case id:                              \
         return 1 FIELDS(SP_X_ONE_COLUMN);
         SP_EVENTS(SP_X_NCOL)
 #undef SP_X_NCOL
@@ -95,10 +95,10 @@ size_t sp_columns_from_rows(uint8_t *out, size_t cap, const uint8_t *rows, size_
  * hold SP_WORD readable bytes past the payload, so a varint is read a
  * word at a time even at the end of the last column. */
 struct sp_columns {
-    const uint8_t *types; /* the type stream */
-    uint32_t n, next;     /* events, and the next one to decode */
-    uint32_t count[SP_TYPE_IDS];           /* events per type id */
-    uint64_t checked[SP_EV_MAX];           /* bit j: column j is fit to read */
+    const uint8_t *types;                     /* the type stream */
+    uint32_t n, next;                         /* events, and the next one to decode */
+    uint32_t count[SP_TYPE_IDS];              /* events per type id */
+    uint64_t checked[SP_EV_MAX];              /* bit j: column j is fit to read */
     uint32_t size[SP_EV_MAX][SP_MAX_COLUMNS]; /* bytes of each column */
     const uint8_t *col[SP_EV_MAX][SP_MAX_COLUMNS];
 };

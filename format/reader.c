@@ -69,11 +69,13 @@
 #define SP_FRAME_HCRC_BYTES 28u
 #define SP_TLV_HEAD 8u
 #define SP_TLV_ALIGN 8u
-#define DIAG_MAX 65536u   /* bytes of diagnostics kept; later ones counted */
-#define SCAN_WINDOW 65536u /* bytes read at a time while resynchronising */
+#define DIAG_MAX 65536u            /* bytes of diagnostics kept; later ones counted */
+#define SCAN_WINDOW 65536u         /* bytes read at a time while resynchronising */
 #define SCAN_LIMIT_MIN (64u << 20) /* data scanned for the next frame, at least */
 
-enum phase { PHASE_FRAMES, PHASE_SLOTS, PHASE_DONE };
+enum phase { PHASE_FRAMES,
+             PHASE_SLOTS,
+             PHASE_DONE };
 
 /* A chunk found in a slot at open, recovered unless a frame carried it. */
 struct slot_chunk {
@@ -85,9 +87,9 @@ struct slot_chunk {
 /* The decoded events of one type of a column chunk (see fill_block). */
 struct type_block {
     const struct sp_event *next, *end; /* the next event to hand out, the block's end */
-    uint32_t left;    /* the type's events in the chunk not decoded yet */
-    uint32_t bad;     /* the type's event after the block is malformed */
-    uint64_t dirty;   /* fields written since the block was last cleared */
+    uint32_t left;                     /* the type's events in the chunk not decoded yet */
+    uint32_t bad;                      /* the type's event after the block is malformed */
+    uint64_t dirty;                    /* fields written since the block was last cleared */
 };
 struct blocks;
 
@@ -119,10 +121,10 @@ struct sp_reader {
     struct sp_codec_state codec; /* the chunk's codec memory */
     uint32_t tid;
     int chunk_from_slot;
-    int columnar;            /* the chunk is in the column layout */
-    struct sp_columns cols;  /* its cursors, when columnar */
-    uint32_t types;          /* the type mask in force for this chunk */
-    uint32_t types_next;     /* sp_reader_set_types: from the next chunk */
+    int columnar;                    /* the chunk is in the column layout */
+    struct sp_columns cols;          /* its cursors, when columnar */
+    uint32_t types;                  /* the type mask in force for this chunk */
+    uint32_t types_next;             /* sp_reader_set_types: from the next chunk */
     uint64_t fields[SP_EV_MAX];      /* per type, the fields filled in this chunk */
     uint64_t fields_next[SP_EV_MAX]; /* sp_reader_set_fields: from the next chunk */
     int partial, partial_next;       /* some type has fields left out */
@@ -135,7 +137,7 @@ struct sp_reader {
     uint8_t *cbuf;
     size_t cbuf_cap;
     size_t chunk_alloc, cbuf_alloc; /* bytes allocated (a spare's may be more) */
-    uint64_t scan_limit; /* bytes of data resync reads before giving up */
+    uint64_t scan_limit;            /* bytes of data resync reads before giving up */
     ZSTD_DCtx *dctx;
 
     sp_summary_fn summary_fn; /* sp_reader_set_summary */
@@ -356,7 +358,8 @@ static int scan_slots(struct sp_reader *r)
         struct sp_slot_header s;
         if (read_at(r, &s, sizeof s, slot_offset(r, i)) < 0) {
             add_diag(r, "slots from %u on lie past the end of the file (%llu bytes): "
-                        "file truncated", i, (unsigned long long)r->file_size);
+                        "file truncated",
+                     i, (unsigned long long)r->file_size);
             break;
         }
         if (holds_chunk(&s))
@@ -394,9 +397,9 @@ static uint64_t dur_fields(unsigned type)
     uint64_t b = 0;
     unsigned i = 0;
     switch (type) {
-#define RD_X_DUR_CASE(id, NAME, name, FIELDS)                                  \
-    case id:                                                                   \
-        FIELDS(RD_X_DUR_BIT)                                                   \
+#define RD_X_DUR_CASE(id, NAME, name, FIELDS) \
+    case id:                                  \
+        FIELDS(RD_X_DUR_BIT)                  \
         break;
         SP_EVENTS(RD_X_DUR_CASE)
 #undef RD_X_DUR_CASE
@@ -412,7 +415,7 @@ static uint64_t dur_fields(unsigned type)
 static uint64_t all_fields(unsigned type)
 {
     unsigned n = sp_columns_of(type);
-    return n <= 1 ? 0 : n - 1 >= 64 ? UINT64_MAX : (UINT64_C(1) << (n - 1)) - 1;
+    return n <= 1 ? 0 : (n - 1 >= 64 ? UINT64_MAX : (UINT64_C(1) << (n - 1)) - 1);
 }
 
 static void take_fields(struct sp_reader *r)
@@ -424,7 +427,9 @@ static void take_fields(struct sp_reader *r)
 
 /* What a column chunk does with each type id, worked out once per chunk
  * from the masks in force so that each event costs one table lookup. */
-enum act { ACT_SKIP, ACT_ALL, ACT_SOME };
+enum act { ACT_SKIP,
+           ACT_ALL,
+           ACT_SOME };
 
 static int wanted(uint32_t mask, unsigned type);
 
@@ -493,35 +498,35 @@ struct blocks {
 #define RD_BF_DS(f, i, v) RD_EV(i)->f = prev->f += (uint64_t)sp_unzigzag(v);
 /* One field's column: eight one-byte varints at a time where a word holds
  * them (no continuation bit in it), else one by one. */
-#define RD_X_BFIELD(kind, field)                                               \
-    if (want & 1) {                                                            \
-        const uint8_t *p = *col;                                               \
-        for (i = 0; i < n;) {                                                  \
-            uint64_t x;                                                        \
-            memcpy(&x, p, sizeof x);                                           \
-            if (!(x & SP_CONT_BITS) && n - i >= 8) {                           \
-                RD_BF_##kind(field, i, x & 0xff)                               \
-                RD_BF_##kind(field, i + 1, (x >> 8) & 0xff)                    \
-                RD_BF_##kind(field, i + 2, (x >> 16) & 0xff)                   \
-                RD_BF_##kind(field, i + 3, (x >> 24) & 0xff)                   \
-                RD_BF_##kind(field, i + 4, (x >> 32) & 0xff)                   \
-                RD_BF_##kind(field, i + 5, (x >> 40) & 0xff)                   \
-                RD_BF_##kind(field, i + 6, (x >> 48) & 0xff)                   \
-                RD_BF_##kind(field, i + 7, x >> 56)                            \
-                i += 8;                                                        \
-                p += 8;                                                        \
-                continue;                                                      \
-            }                                                                  \
-            if (__builtin_expect(sp_column_get(&p, &v) < 0, 0)) {              \
-                n = i;                                                         \
-                break;                                                         \
-            }                                                                  \
-            RD_BF_##kind(field, i, v)                                          \
-            i++;                                                               \
-        }                                                                      \
-        *col = p;                                                              \
-    }                                                                          \
-    col++;                                                                     \
+#define RD_X_BFIELD(kind, field)                                                     \
+    if (want & 1) {                                                                  \
+        const uint8_t *p = *col;                                                     \
+        for (i = 0; i < n;) {                                                        \
+            uint64_t x;                                                              \
+            memcpy(&x, p, sizeof x);                                                 \
+            if (!(x & SP_CONT_BITS) && n - i >= 8) {                                 \
+                RD_BF_##kind(field, i, x & 0xff)                                     \
+                    RD_BF_##kind(field, i + 1, (x >> 8) & 0xff)                      \
+                        RD_BF_##kind(field, i + 2, (x >> 16) & 0xff)                 \
+                            RD_BF_##kind(field, i + 3, (x >> 24) & 0xff)             \
+                                RD_BF_##kind(field, i + 4, (x >> 32) & 0xff)         \
+                                    RD_BF_##kind(field, i + 5, (x >> 40) & 0xff)     \
+                                        RD_BF_##kind(field, i + 6, (x >> 48) & 0xff) \
+                                            RD_BF_##kind(field, i + 7, x >> 56)      \
+                                                i += 8;                              \
+                p += 8;                                                              \
+                continue;                                                            \
+            }                                                                        \
+            if (__builtin_expect(sp_column_get(&p, &v) < 0, 0)) {                    \
+                n = i;                                                               \
+                break;                                                               \
+            }                                                                        \
+            RD_BF_##kind(field, i, v)                                                \
+                i++;                                                                 \
+        }                                                                            \
+        *col = p;                                                                    \
+    }                                                                                \
+    col++;                                                                           \
     want >>= 1;
 #define RD_BSTOP_U(f)
 #define RD_BSTOP_D(f)
@@ -533,34 +538,34 @@ struct blocks {
 /* Decodes the next n events of the type from its columns into e[]: the
  * fields in `want` (the others are left as they are), then the times;
  * returns how many decoded: n, or the index of the first malformed one. */
-#define RD_X_BDECODER(id, NAME, name, FIELDS)                                  \
+#define RD_X_BDECODER(id, NAME, name, FIELDS)                                                   \
     static uint32_t block_##name(const uint8_t **col, struct sp_codec_state *st, uint64_t want, \
-                                 uint32_t n, uint32_t tid, struct sp_event *e) \
-    {                                                                          \
-        typedef struct sp_ev_##name rd_ev;                                     \
-        struct sp_ev_##name *prev = &st->name;                                 \
-        char *base = (char *)&e->name;                                         \
-        const uint8_t **delta = col++;                                         \
-        uint64_t v;                                                            \
-        uint32_t i;                                                            \
-        (void)prev;                                                            \
-        (void)base;                                                            \
-        FIELDS(RD_X_BFIELD)                                                    \
-        (void)want;                                                            \
-        const uint8_t *p = *delta;                                             \
-        uint64_t end = st->end[id];                                            \
-        for (i = 0; i < n; i++) {                                              \
-            if (__builtin_expect(sp_column_get(&p, &v) < 0, 0)) {              \
-                n = i;                                                         \
-                break;                                                         \
-            }                                                                  \
-            e[i].tid = tid;                                                    \
-            e[i].t = end + (uint64_t)sp_unzigzag(v);                           \
-            end = e[i].t FIELDS(RD_X_BSTOP);                                   \
-        }                                                                      \
-        *delta = p;                                                            \
-        st->end[id] = end;                                                     \
-        return n;                                                              \
+                                 uint32_t n, uint32_t tid, struct sp_event *e)                  \
+    {                                                                                           \
+        typedef struct sp_ev_##name rd_ev;                                                      \
+        struct sp_ev_##name *prev = &st->name;                                                  \
+        char *base = (char *)&e->name;                                                          \
+        const uint8_t **delta = col++;                                                          \
+        uint64_t v;                                                                             \
+        uint32_t i;                                                                             \
+        (void)prev;                                                                             \
+        (void)base;                                                                             \
+        FIELDS(RD_X_BFIELD)                                                                     \
+        (void)want;                                                                             \
+        const uint8_t *p = *delta;                                                              \
+        uint64_t end = st->end[id];                                                             \
+        for (i = 0; i < n; i++) {                                                               \
+            if (__builtin_expect(sp_column_get(&p, &v) < 0, 0)) {                               \
+                n = i;                                                                          \
+                break;                                                                          \
+            }                                                                                   \
+            e[i].tid = tid;                                                                     \
+            e[i].t = end + (uint64_t)sp_unzigzag(v);                                            \
+            end = e[i].t FIELDS(RD_X_BSTOP);                                                    \
+        }                                                                                       \
+        *delta = p;                                                                             \
+        st->end[id] = end;                                                                      \
+        return n;                                                                               \
     }
 SP_EVENTS(RD_X_BDECODER)
 #undef RD_X_BDECODER
@@ -593,9 +598,9 @@ static uint32_t fill_block(struct sp_reader *r, unsigned type)
     b->dirty |= want;
     uint32_t got = 0;
     switch (type) {
-#define RD_X_FILL(id, NAME, name, FIELDS)                                      \
-    case id:                                                                   \
-        got = block_##name(r->cols.col[id], &r->codec, want, n, r->tid, e);    \
+#define RD_X_FILL(id, NAME, name, FIELDS)                                   \
+    case id:                                                                \
+        got = block_##name(r->cols.col[id], &r->codec, want, n, r->tid, e); \
         break;
         SP_EVENTS(RD_X_FILL)
 #undef RD_X_FILL
@@ -996,8 +1001,7 @@ static const struct sp_event *next_from_rows(struct sp_reader *r)
     ev->tid = r->tid;
     while (r->chunk_pos < r->chunk_len) {
         const uint8_t *p = r->chunk + r->chunk_pos;
-        long n = wanted(r->types, *p) ? sp_codec_decode(p, end, ev, &r->codec)
-                                      : sp_codec_skip(p, end);
+        long n = wanted(r->types, *p) ? sp_codec_decode(p, end, ev, &r->codec) : sp_codec_skip(p, end);
         if (n == 0) {
             r->chunk_pos = r->chunk_len; /* padding: end of chunk */
             break;

@@ -110,9 +110,9 @@ void sp_schema_dur_init(void)
 #define SP_FK_OF_D SP_FK_D
 #define SP_FK_OF_DUR SP_FK_D
 #define SP_FK_OF_DS SP_FK_U
-#define SP_X_DESC_FIELD_FOR(member, kind, field)                               \
+#define SP_X_DESC_FIELD_FOR(member, kind, field) \
     {#field, SP_FK_OF_##kind, offsetof(struct sp_event, member.field)},
-#define SP_X_MK(id, NAME, name, FIELDS)                                        \
+#define SP_X_MK(id, NAME, name, FIELDS) \
     static const struct sp_field_desc fields_##name[] = {FIELDS(SP_DESC_##name)};
 #define SP_DESC_nccl(k, f) SP_X_DESC_FIELD_FOR(nccl, k, f)
 #define SP_DESC_comm(k, f) SP_X_DESC_FIELD_FOR(comm, k, f)
@@ -135,7 +135,7 @@ struct type_desc {
 };
 
 static const struct type_desc types[SP_EV_MAX] = {
-#define SP_X_TYPE(id, NAME, name, FIELDS)                                      \
+#define SP_X_TYPE(id, NAME, name, FIELDS) \
     [id] = {#name, fields_##name, (int)(sizeof fields_##name / sizeof fields_##name[0])},
     SP_EVENTS(SP_X_TYPE)
 #undef SP_X_TYPE
@@ -165,28 +165,46 @@ const struct sp_field_desc *sp_event_fields(int type, int *n)
 /* ---- enum names ------------------------------------------------------------------ */
 
 static const char *const nccl_ops[] = {
-    [SP_NCCL_ALLREDUCE] = "allreduce",         [SP_NCCL_BROADCAST] = "broadcast",
-    [SP_NCCL_REDUCE] = "reduce",               [SP_NCCL_ALLGATHER] = "allgather",
-    [SP_NCCL_REDUCESCATTER] = "reducescatter", [SP_NCCL_SEND] = "send",
-    [SP_NCCL_RECV] = "recv",                   [SP_NCCL_ALLTOALL] = "alltoall",
-    [SP_NCCL_GROUP_START] = "group_start",     [SP_NCCL_GROUP_END] = "group_end",
-    [SP_NCCL_GATHER] = "gather",               [SP_NCCL_SCATTER] = "scatter",
+    [SP_NCCL_ALLREDUCE] = "allreduce",
+    [SP_NCCL_BROADCAST] = "broadcast",
+    [SP_NCCL_REDUCE] = "reduce",
+    [SP_NCCL_ALLGATHER] = "allgather",
+    [SP_NCCL_REDUCESCATTER] = "reducescatter",
+    [SP_NCCL_SEND] = "send",
+    [SP_NCCL_RECV] = "recv",
+    [SP_NCCL_ALLTOALL] = "alltoall",
+    [SP_NCCL_GROUP_START] = "group_start",
+    [SP_NCCL_GROUP_END] = "group_end",
+    [SP_NCCL_GATHER] = "gather",
+    [SP_NCCL_SCATTER] = "scatter",
 };
 static const char *const comm_kinds[] = {
-    [SP_COMM_INIT] = "init",         [SP_COMM_SPLIT] = "split", [SP_COMM_FINALIZE] = "finalize",
-    [SP_COMM_DESTROY] = "destroy",   [SP_COMM_ABORT] = "abort",
+    [SP_COMM_INIT] = "init",
+    [SP_COMM_SPLIT] = "split",
+    [SP_COMM_FINALIZE] = "finalize",
+    [SP_COMM_DESTROY] = "destroy",
+    [SP_COMM_ABORT] = "abort",
 };
 static const char *const gpu_kinds[] = {
-    [SP_GPU_KERNEL] = "kernel", [SP_GPU_MEMCPY] = "memcpy",
-    [SP_GPU_MEMSET] = "memset", [SP_GPU_NCCL_KERNEL] = "nccl_kernel",
+    [SP_GPU_KERNEL] = "kernel",
+    [SP_GPU_MEMCPY] = "memcpy",
+    [SP_GPU_MEMSET] = "memset",
+    [SP_GPU_NCCL_KERNEL] = "nccl_kernel",
 };
 static const char *const copy_kinds[] = {
-    [SP_COPY_UNKNOWN] = "unknown", [SP_COPY_H2D] = "h2d", [SP_COPY_D2H] = "d2h",
-    [SP_COPY_D2D] = "d2d",         [SP_COPY_H2H] = "h2h",
+    [SP_COPY_UNKNOWN] = "unknown",
+    [SP_COPY_H2D] = "h2d",
+    [SP_COPY_D2H] = "d2h",
+    [SP_COPY_D2D] = "d2d",
+    [SP_COPY_H2H] = "h2h",
 };
 static const char *const mem_kinds[] = {
-    [SP_MEM_UNKNOWN] = "unknown", [SP_MEM_PAGEABLE] = "pageable", [SP_MEM_PINNED] = "pinned",
-    [SP_MEM_DEVICE] = "device",   [SP_MEM_MANAGED] = "managed",   [SP_MEM_OTHER] = "other",
+    [SP_MEM_UNKNOWN] = "unknown",
+    [SP_MEM_PAGEABLE] = "pageable",
+    [SP_MEM_PINNED] = "pinned",
+    [SP_MEM_DEVICE] = "device",
+    [SP_MEM_MANAGED] = "managed",
+    [SP_MEM_OTHER] = "other",
 };
 static const char *const cuda_apis[] = {
     [SP_CUDA_LAUNCH] = "launch",
@@ -203,33 +221,60 @@ static const char *const cuda_apis[] = {
     [SP_CUDA_FREE] = "free",
 };
 static const char *const io_ops[] = {
-    [SP_IO_OPEN] = "open",   [SP_IO_CLOSE] = "close", [SP_IO_READ] = "read",
-    [SP_IO_PREAD] = "pread", [SP_IO_READV] = "readv", [SP_IO_PREADV] = "preadv",
-    [SP_IO_FREAD] = "fread", [SP_IO_WRITE] = "write", [SP_IO_RECV] = "recv",
-    [SP_IO_MMAP] = "mmap",   [SP_IO_FOPEN] = "fopen", [SP_IO_PWRITE] = "pwrite",
-    [SP_IO_WRITEV] = "writev", [SP_IO_FWRITE] = "fwrite", [SP_IO_FSYNC] = "fsync",
+    [SP_IO_OPEN] = "open",
+    [SP_IO_CLOSE] = "close",
+    [SP_IO_READ] = "read",
+    [SP_IO_PREAD] = "pread",
+    [SP_IO_READV] = "readv",
+    [SP_IO_PREADV] = "preadv",
+    [SP_IO_FREAD] = "fread",
+    [SP_IO_WRITE] = "write",
+    [SP_IO_RECV] = "recv",
+    [SP_IO_MMAP] = "mmap",
+    [SP_IO_FOPEN] = "fopen",
+    [SP_IO_PWRITE] = "pwrite",
+    [SP_IO_WRITEV] = "writev",
+    [SP_IO_FWRITE] = "fwrite",
+    [SP_IO_FSYNC] = "fsync",
     [SP_IO_FDATASYNC] = "fdatasync",
 };
 static const char *const fd_kinds[] = {
-    [SP_FD_UNKNOWN] = "unknown", [SP_FD_FILE] = "file",     [SP_FD_PIPE] = "pipe",
-    [SP_FD_SOCKET] = "socket",   [SP_FD_DEVICE] = "device", [SP_FD_OTHER] = "other",
+    [SP_FD_UNKNOWN] = "unknown",
+    [SP_FD_FILE] = "file",
+    [SP_FD_PIPE] = "pipe",
+    [SP_FD_SOCKET] = "socket",
+    [SP_FD_DEVICE] = "device",
+    [SP_FD_OTHER] = "other",
 };
 static const char *const wait_ops[] = {
-    [SP_WAIT_POLL] = "poll",       [SP_WAIT_PPOLL] = "ppoll", [SP_WAIT_SELECT] = "select",
-    [SP_WAIT_PSELECT] = "pselect", [SP_WAIT_EPOLL] = "epoll", [SP_WAIT_DATALOADER] = "dataloader",
+    [SP_WAIT_POLL] = "poll",
+    [SP_WAIT_PPOLL] = "ppoll",
+    [SP_WAIT_SELECT] = "select",
+    [SP_WAIT_PSELECT] = "pselect",
+    [SP_WAIT_EPOLL] = "epoll",
+    [SP_WAIT_DATALOADER] = "dataloader",
 };
 static const char *const marker_kinds[] = {
-    [SP_MARK_PUSH] = "push", [SP_MARK_POP] = "pop",
-    [SP_MARK_INSTANT] = "instant", [SP_MARK_RANGE] = "range",
+    [SP_MARK_PUSH] = "push",
+    [SP_MARK_POP] = "pop",
+    [SP_MARK_INSTANT] = "instant",
+    [SP_MARK_RANGE] = "range",
 };
 static const char *const proc_kinds[] = {
-    [SP_PROC_FORK] = "fork",     [SP_PROC_VFORK] = "vfork",   [SP_PROC_SPAWN] = "spawn",
-    [SP_PROC_EXEC] = "exec",     [SP_PROC_EXIT] = "exit",     [SP_PROC_SIGNAL] = "signal",
-    [SP_PROC_START] = "start",   [SP_PROC_STOP] = "stop",
+    [SP_PROC_FORK] = "fork",
+    [SP_PROC_VFORK] = "vfork",
+    [SP_PROC_SPAWN] = "spawn",
+    [SP_PROC_EXEC] = "exec",
+    [SP_PROC_EXIT] = "exit",
+    [SP_PROC_SIGNAL] = "signal",
+    [SP_PROC_START] = "start",
+    [SP_PROC_STOP] = "stop",
 };
 static const char *const drop_reasons[] = {
-    [SP_DROP_NO_SLOT] = "no_slot", [SP_DROP_STRINGS] = "strings",
-    [SP_DROP_CUPTI] = "cupti",     [SP_DROP_WRITE] = "write",
+    [SP_DROP_NO_SLOT] = "no_slot",
+    [SP_DROP_STRINGS] = "strings",
+    [SP_DROP_CUPTI] = "cupti",
+    [SP_DROP_WRITE] = "write",
 };
 
 #define SP_NAMES(a) a, sizeof a / sizeof a[0]
@@ -262,12 +307,18 @@ static const struct {
     const char *name;
     unsigned size;
 } nccl_dtypes[SP_DTYPE_N] = {
-    [SP_DTYPE_INT8] = {"int8", 1},         [SP_DTYPE_UINT8] = {"uint8", 1},
-    [SP_DTYPE_INT32] = {"int32", 4},       [SP_DTYPE_UINT32] = {"uint32", 4},
-    [SP_DTYPE_INT64] = {"int64", 8},       [SP_DTYPE_UINT64] = {"uint64", 8},
-    [SP_DTYPE_FLOAT16] = {"float16", 2},   [SP_DTYPE_FLOAT32] = {"float32", 4},
-    [SP_DTYPE_FLOAT64] = {"float64", 8},   [SP_DTYPE_BFLOAT16] = {"bfloat16", 2},
-    [SP_DTYPE_FP8E4M3] = {"fp8e4m3", 1},   [SP_DTYPE_FP8E5M2] = {"fp8e5m2", 1},
+    [SP_DTYPE_INT8] = {"int8", 1},
+    [SP_DTYPE_UINT8] = {"uint8", 1},
+    [SP_DTYPE_INT32] = {"int32", 4},
+    [SP_DTYPE_UINT32] = {"uint32", 4},
+    [SP_DTYPE_INT64] = {"int64", 8},
+    [SP_DTYPE_UINT64] = {"uint64", 8},
+    [SP_DTYPE_FLOAT16] = {"float16", 2},
+    [SP_DTYPE_FLOAT32] = {"float32", 4},
+    [SP_DTYPE_FLOAT64] = {"float64", 8},
+    [SP_DTYPE_BFLOAT16] = {"bfloat16", 2},
+    [SP_DTYPE_FP8E4M3] = {"fp8e4m3", 1},
+    [SP_DTYPE_FP8E5M2] = {"fp8e5m2", 1},
 };
 
 const char *sp_nccl_dtype_name(uint64_t dtype)

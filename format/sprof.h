@@ -47,9 +47,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SP_MAGIC "SPROF\r\n\032"   /* 8 bytes; the \r\n\032 catches text-mode mangling */
-#define SP_VERSION 3 /* 3: frames may hold chunks in the column layout */
-#define SP_VERSION_OLDEST 2 /* 2: rows only, still read; 1: times and ids coded
+#define SP_MAGIC "SPROF\r\n\032" /* 8 bytes; the \r\n\032 catches text-mode mangling */
+#define SP_VERSION 3             /* 3: frames may hold chunks in the column layout */
+#define SP_VERSION_OLDEST 2      /* 2: rows only, still read; 1: times and ids coded
                              * without per-type memory, refused */
 #define SP_HEADER_SIZE 4096u
 #define SP_FRAME_MAGIC 0x52465053u /* "SPFR" little endian */
@@ -162,10 +162,10 @@ enum sp_io_op {
     SP_IO_RECV,
     SP_IO_MMAP,
     SP_IO_FOPEN,
-    SP_IO_PWRITE,    /* pwrite, pwritev: bytes written at an offset */
+    SP_IO_PWRITE, /* pwrite, pwritev: bytes written at an offset */
     SP_IO_WRITEV,
     SP_IO_FWRITE,
-    SP_IO_FSYNC,     /* fsync: bytes 0; its duration is the flush */
+    SP_IO_FSYNC, /* fsync: bytes 0; its duration is the flush */
     SP_IO_FDATASYNC,
     SP_IO_OP_MAX
 };
@@ -220,11 +220,11 @@ enum sp_proc_kind {
     SP_PROC_FORK = 1, /* pid: the child */
     SP_PROC_VFORK,
     SP_PROC_SPAWN,
-    SP_PROC_EXEC, /* path: the program; this process continues in a new file */
-    SP_PROC_EXIT, /* status: the exit status */
+    SP_PROC_EXEC,   /* path: the program; this process continues in a new file */
+    SP_PROC_EXIT,   /* status: the exit status */
     SP_PROC_SIGNAL, /* status: the fatal signal caught */
-    SP_PROC_START, /* recording (re)started, e.g. after SCALEPROF_STEPS */
-    SP_PROC_STOP,  /* recording paused */
+    SP_PROC_START,  /* recording (re)started, e.g. after SCALEPROF_STEPS */
+    SP_PROC_STOP,   /* recording paused */
 };
 
 enum sp_drop_reason {
@@ -249,128 +249,128 @@ enum sp_drop_reason {
  * type id.
  */
 
-#define SP_FIELDS_NCCL(F)                                                      \
-    F(DUR, dur)       /* host time inside the call */                          \
-    F(U, comm)        /* communicator id: identical on all ranks */            \
-    F(DS, seq)        /* per-communicator sequence number, from 1 */           \
-    F(U, op)          /* enum sp_nccl_op */                                    \
-    F(U, count)       /* elements */                                           \
-    F(U, datatype)    /* ncclDataType_t */                                     \
-    F(U, bytes)       /* message bytes (send buffer; allgather: per rank) */   \
-    F(S, peer)        /* root or peer rank, -1 when none */                    \
-    F(U, stream)      /* cudaStream_t as a number */                           \
-    F(U, group_depth) /* ncclGroupStart nesting when called */                 \
-    F(S, result)      /* ncclResult_t */                                       \
-    F(U, nranks)      /* communicator size */                                  \
-    F(S, rank)        /* this process's rank in the communicator */            \
-    F(DS, correlation) /* of the kernel launch, when known */                  \
-    F(DS, gpu_start)  /* GPU execution start (fallback timing), 0 unknown */   \
-    F(D, gpu_dur)     /* GPU execution duration, 0 unknown */                  \
-    F(S, device)                                                               \
-    F(U, peer_seq)    /* send: k-th to peer; recv: k-th from peer; from 1 */
+#define SP_FIELDS_NCCL(F)                                                     \
+    F(DUR, dur)        /* host time inside the call */                        \
+    F(U, comm)         /* communicator id: identical on all ranks */          \
+    F(DS, seq)         /* per-communicator sequence number, from 1 */         \
+    F(U, op)           /* enum sp_nccl_op */                                  \
+    F(U, count)        /* elements */                                         \
+    F(U, datatype)     /* ncclDataType_t */                                   \
+    F(U, bytes)        /* message bytes (send buffer; allgather: per rank) */ \
+    F(S, peer)         /* root or peer rank, -1 when none */                  \
+    F(U, stream)       /* cudaStream_t as a number */                         \
+    F(U, group_depth)  /* ncclGroupStart nesting when called */               \
+    F(S, result)       /* ncclResult_t */                                     \
+    F(U, nranks)       /* communicator size */                                \
+    F(S, rank)         /* this process's rank in the communicator */          \
+    F(DS, correlation) /* of the kernel launch, when known */                 \
+    F(DS, gpu_start)   /* GPU execution start (fallback timing), 0 unknown */ \
+    F(D, gpu_dur)      /* GPU execution duration, 0 unknown */                \
+    F(S, device)                                                              \
+    F(U, peer_seq) /* send: k-th to peer; recv: k-th from peer; from 1 */
 
-#define SP_FIELDS_COMM(F)                                                      \
-    F(DUR, dur)                                                                \
-    F(U, kind)   /* enum sp_comm_kind */                                       \
-    F(U, comm)   /* communicator id */                                         \
-    F(U, nranks)                                                               \
-    F(S, rank)                                                                 \
-    F(S, device) /* CUDA device ordinal */                                     \
-    F(U, parent) /* parent communicator id for split, else 0 */                \
-    F(S, color)                                                                \
-    F(S, key)                                                                  \
+#define SP_FIELDS_COMM(F)                                       \
+    F(DUR, dur)                                                 \
+    F(U, kind) /* enum sp_comm_kind */                          \
+    F(U, comm) /* communicator id */                            \
+    F(U, nranks)                                                \
+    F(S, rank)                                                  \
+    F(S, device) /* CUDA device ordinal */                      \
+    F(U, parent) /* parent communicator id for split, else 0 */ \
+    F(S, color)                                                 \
+    F(S, key)                                                   \
     F(S, result)
 
-#define SP_FIELDS_GPU(F)                                                       \
-    F(DUR, dur)       /* end - t; t is the start */                            \
-    F(U, kind)        /* enum sp_gpu_kind */                                   \
-    F(S, device)                                                               \
-    F(U, stream)      /* CUPTI stream id or cudaStream_t number */             \
-    F(U, copy_kind)   /* enum sp_copy_kind, memcpy only */                     \
-    F(U, bytes)       /* memcpy/memset bytes */                                \
-    F(STR, name)      /* kernel name (mangled, as CUPTI gives it) */           \
-    F(DS, correlation) /* matches the cuda_api event that launched it */       \
-    F(U, graph)       /* CUDA graph id, 0 when none */                         \
-    F(U, grid)        /* total threads (grid x block) for kernels */         \
-    F(U, src_mem)     /* enum sp_mem_kind of a copy's source, memcpy only */   \
-    F(U, dst_mem)     /* ... of its destination */
+#define SP_FIELDS_GPU(F)                                                      \
+    F(DUR, dur) /* end - t; t is the start */                                 \
+    F(U, kind)  /* enum sp_gpu_kind */                                        \
+    F(S, device)                                                              \
+    F(U, stream)       /* CUPTI stream id or cudaStream_t number */           \
+    F(U, copy_kind)    /* enum sp_copy_kind, memcpy only */                   \
+    F(U, bytes)        /* memcpy/memset bytes */                              \
+    F(STR, name)       /* kernel name (mangled, as CUPTI gives it) */         \
+    F(DS, correlation) /* matches the cuda_api event that launched it */      \
+    F(U, graph)        /* CUDA graph id, 0 when none */                       \
+    F(U, grid)         /* total threads (grid x block) for kernels */         \
+    F(U, src_mem)      /* enum sp_mem_kind of a copy's source, memcpy only */ \
+    F(U, dst_mem)      /* ... of its destination */
 
-#define SP_FIELDS_CUDA(F)                                                      \
-    F(DUR, dur)                                                                \
-    F(U, api)         /* enum sp_cuda_api */                                   \
-    F(U, stream)                                                               \
-    F(DS, correlation) /* CUPTI correlation id, 0 unknown */                   \
-    F(S, device)      /* current device */                                     \
-    F(U, bytes)       /* copies */                                             \
-    F(U, copy_kind)                                                            \
-    F(STR, stack)     /* call site (deduplicated), sync calls only */          \
-    F(S, result)      /* cudaError_t */                                        \
-    F(STR, name)      /* kernel name when known */
+#define SP_FIELDS_CUDA(F)                                         \
+    F(DUR, dur)                                                   \
+    F(U, api) /* enum sp_cuda_api */                              \
+    F(U, stream)                                                  \
+    F(DS, correlation) /* CUPTI correlation id, 0 unknown */      \
+    F(S, device)       /* current device */                       \
+    F(U, bytes)        /* copies */                               \
+    F(U, copy_kind)                                               \
+    F(STR, stack) /* call site (deduplicated), sync calls only */ \
+    F(S, result)  /* cudaError_t */                               \
+    F(STR, name)  /* kernel name when known */
 
-#define SP_FIELDS_IO(F)                                                        \
-    F(DUR, dur)                                                                \
-    F(U, op)      /* enum sp_io_op */                                          \
-    F(S, fd)                                                                   \
-    F(U, fd_kind) /* enum sp_fd_kind */                                        \
-    F(STR, path)  /* the file's path, interned at open */                      \
-    F(S, ret)     /* return value: bytes or fd, -1 on error */                 \
-    F(U, bytes)   /* bytes requested */                                        \
-    F(DS, offset)                                                              \
-    F(U, err)     /* errno when ret < 0 */
+#define SP_FIELDS_IO(F)                                        \
+    F(DUR, dur)                                                \
+    F(U, op) /* enum sp_io_op */                               \
+    F(S, fd)                                                   \
+    F(U, fd_kind) /* enum sp_fd_kind */                        \
+    F(STR, path)  /* the file's path, interned at open */      \
+    F(S, ret)     /* return value: bytes or fd, -1 on error */ \
+    F(U, bytes)   /* bytes requested */                        \
+    F(DS, offset)                                              \
+    F(U, err) /* errno when ret < 0 */
 
-#define SP_FIELDS_WAIT(F)                                                      \
-    F(DUR, dur)                                                                \
-    F(U, op)     /* enum sp_wait_op */                                         \
-    F(U, nfds)                                                                 \
-    F(S, ret)                                                                  \
-    F(S, timeout_ms) /* -1 infinite */                                         \
+#define SP_FIELDS_WAIT(F)              \
+    F(DUR, dur)                        \
+    F(U, op) /* enum sp_wait_op */     \
+    F(U, nfds)                         \
+    F(S, ret)                          \
+    F(S, timeout_ms) /* -1 infinite */ \
     F(U, fd_kind)    /* kind of the first fd waited on */
 
-#define SP_FIELDS_MARKER(F)                                                    \
-    F(DUR, dur)   /* SP_MARK_RANGE only */                                     \
-    F(U, kind)    /* enum sp_marker_kind */                                    \
-    F(STR, name)                                                               \
-    F(U, depth)   /* nesting depth after a push / before a pop */              \
-    F(U, domain)  /* 0: default domain */
+#define SP_FIELDS_MARKER(F)                                      \
+    F(DUR, dur) /* SP_MARK_RANGE only */                         \
+    F(U, kind)  /* enum sp_marker_kind */                        \
+    F(STR, name)                                                 \
+    F(U, depth)  /* nesting depth after a push / before a pop */ \
+    F(U, domain) /* 0: default domain */
 
-#define SP_FIELDS_PROC(F)                                                      \
-    F(U, kind)   /* enum sp_proc_kind */                                       \
-    F(S, pid)    /* child pid for fork/spawn */                                \
-    F(S, status)                                                               \
+#define SP_FIELDS_PROC(F)                     \
+    F(U, kind) /* enum sp_proc_kind */        \
+    F(S, pid)  /* child pid for fork/spawn */ \
+    F(S, status)                              \
     F(STR, path) /* exec'd program */
 
 #define SP_FIELDS_CPU(F)                                                       \
-    F(DS, user_ns)     /* process CPU time in user mode since start */         \
-    F(DS, sys_ns)      /* ... in kernel mode */                                \
+    F(DS, user_ns)      /* process CPU time in user mode since start */        \
+    F(DS, sys_ns)       /* ... in kernel mode */                               \
     F(U, busy_permille) /* machine busy fraction since last sample, 0..1000 */ \
-    F(U, ncores)       /* online cores */                                      \
-    F(U, threads)      /* threads in this process */
+    F(U, ncores)        /* online cores */                                     \
+    F(U, threads)       /* threads in this process */
 
-#define SP_FIELDS_DROPPED(F)                                                   \
-    F(U, count)  /* events lost since the previous dropped record */           \
+#define SP_FIELDS_DROPPED(F)                                         \
+    F(U, count)  /* events lost since the previous dropped record */ \
     F(U, reason) /* enum sp_drop_reason */
 
-#define SP_FIELDS_CLOCK(F)                                                     \
-    F(DS, realtime) /* CLOCK_REALTIME ns read right after t */                 \
+#define SP_FIELDS_CLOCK(F)                                       \
+    F(DS, realtime)   /* CLOCK_REALTIME ns read right after t */ \
     F(D, uncertainty) /* ns between the two reads */
 
-#define SP_FIELDS_THREAD(F)                                                    \
-    F(STR, name) /* thread name */                                             \
+#define SP_FIELDS_THREAD(F)        \
+    F(STR, name) /* thread name */ \
     F(U, os_tid)
 
 /* X(type_id, NAME, name, FIELDS) */
-#define SP_EVENTS(X)                                                           \
-    X(1, NCCL, nccl, SP_FIELDS_NCCL)                                           \
-    X(2, COMM, comm, SP_FIELDS_COMM)                                           \
-    X(3, GPU, gpu, SP_FIELDS_GPU)                                              \
-    X(4, CUDA, cuda, SP_FIELDS_CUDA)                                           \
-    X(5, IO, io, SP_FIELDS_IO)                                                 \
-    X(6, WAIT, wait, SP_FIELDS_WAIT)                                           \
-    X(7, MARKER, marker, SP_FIELDS_MARKER)                                     \
-    X(8, PROC, proc, SP_FIELDS_PROC)                                           \
-    X(9, CPU, cpu, SP_FIELDS_CPU)                                              \
-    X(10, DROPPED, dropped, SP_FIELDS_DROPPED)                                 \
-    X(11, CLOCK, clock, SP_FIELDS_CLOCK)                                       \
+#define SP_EVENTS(X)                           \
+    X(1, NCCL, nccl, SP_FIELDS_NCCL)           \
+    X(2, COMM, comm, SP_FIELDS_COMM)           \
+    X(3, GPU, gpu, SP_FIELDS_GPU)              \
+    X(4, CUDA, cuda, SP_FIELDS_CUDA)           \
+    X(5, IO, io, SP_FIELDS_IO)                 \
+    X(6, WAIT, wait, SP_FIELDS_WAIT)           \
+    X(7, MARKER, marker, SP_FIELDS_MARKER)     \
+    X(8, PROC, proc, SP_FIELDS_PROC)           \
+    X(9, CPU, cpu, SP_FIELDS_CPU)              \
+    X(10, DROPPED, dropped, SP_FIELDS_DROPPED) \
+    X(11, CLOCK, clock, SP_FIELDS_CLOCK)       \
     X(12, THREAD, thread, SP_FIELDS_THREAD)
 
 enum sp_event_type {
@@ -378,7 +378,7 @@ enum sp_event_type {
 #define SP_X_ENUM(id, NAME, name, FIELDS) SP_EV_##NAME = id,
     SP_EVENTS(SP_X_ENUM)
 #undef SP_X_ENUM
-    SP_EV_MAX
+        SP_EV_MAX
 };
 
 /* Field storage types: all 64-bit so the schema can grow without changing
@@ -390,9 +390,9 @@ enum sp_event_type {
 #define SP_FIELD_TYPE_S int64_t
 #define SP_FIELD_TYPE_STR uint64_t
 #define SP_X_FIELD(kind, field) SP_FIELD_TYPE_##kind field;
-#define SP_X_STRUCT(id, NAME, name, FIELDS)                                    \
-    struct sp_ev_##name {                                                      \
-        FIELDS(SP_X_FIELD)                                                     \
+#define SP_X_STRUCT(id, NAME, name, FIELDS) \
+    struct sp_ev_##name {                   \
+        FIELDS(SP_X_FIELD)                  \
     };
 SP_EVENTS(SP_X_STRUCT)
 #undef SP_X_STRUCT
@@ -414,7 +414,7 @@ struct sp_event {
 
 enum sp_error {
     SP_OK = 0,
-    SP_E_IO = -1,        /* a system call failed; errno says why */
+    SP_E_IO = -1, /* a system call failed; errno says why */
     SP_E_NOMEM = -2,
     SP_E_MAGIC = -3,     /* not a scaleprof trace */
     SP_E_VERSION = -4,   /* a trace from a newer, incompatible writer */
@@ -428,7 +428,10 @@ const char *sp_strerror(int err);
 
 /* ---- schema introspection (dump, JSON, tests) ---------------------------- */
 
-enum sp_field_kind { SP_FK_U, SP_FK_S, SP_FK_STR, SP_FK_D };
+enum sp_field_kind { SP_FK_U,
+                     SP_FK_S,
+                     SP_FK_STR,
+                     SP_FK_D };
 struct sp_field_desc {
     const char *name;
     enum sp_field_kind kind;
@@ -473,19 +476,19 @@ long sp_decode_event(const uint8_t *p, const uint8_t *end, struct sp_event *ev,
 
 /* ---- on-disk structures ---------------------------------------------------- */
 
-#define SP_TLV_HOST 1       /* hostname, text */
-#define SP_TLV_EXE 2        /* /proc/self/exe target, text */
-#define SP_TLV_ARGV 3       /* argv joined by NUL bytes */
+#define SP_TLV_HOST 1         /* hostname, text */
+#define SP_TLV_EXE 2          /* /proc/self/exe target, text */
+#define SP_TLV_ARGV 3         /* argv joined by NUL bytes */
 #define SP_TLV_CUDA_DEVICES 4 /* text: visible device list */
-#define SP_TLV_SOURCE 5     /* text: "preload", "import:kineto", ... */
-#define SP_TLV_ENV 6        /* KEY=VALUE\0... of the launcher variables kept */
-#define SP_TLV_CLOCK 7      /* text: the clock the times were read from ("tsc (...)",
+#define SP_TLV_SOURCE 5       /* text: "preload", "import:kineto", ... */
+#define SP_TLV_ENV 6          /* KEY=VALUE\0... of the launcher variables kept */
+#define SP_TLV_CLOCK 7        /* text: the clock the times were read from ("tsc (...)",
                              * "monotonic (...)"); all times are CLOCK_MONOTONIC ns */
-#define SP_TLV_CLOCK_CAL 8  /* text: the TSC calibration's figures, at close */
-#define SP_TLV_FRAMES 17    /* two u64, start and end: a trace compacted at close
+#define SP_TLV_CLOCK_CAL 8    /* text: the TSC calibration's figures, at close */
+#define SP_TLV_FRAMES 17      /* two u64, start and end: a trace compacted at close
                              * (writer.c): while frames_offset == start, the frames
                              * end at `end` and nothing after it is read */
-#define SP_TLV_RUN 16       /* text: the run's identity, the same in every process
+#define SP_TLV_RUN 16         /* text: the run's identity, the same in every process
                                of one job (SCALEPROF_RUN_ID) */
 
 /* The header page.  Little endian; numbers that change after creation are
@@ -496,26 +499,26 @@ long sp_decode_event(const uint8_t *p, const uint8_t *end, struct sp_event *ev,
 struct sp_file_header {
     char magic[8];
     uint32_t version;
-    uint32_t header_size;   /* SP_HEADER_SIZE */
+    uint32_t header_size; /* SP_HEADER_SIZE */
     uint64_t strings_offset;
-    uint64_t strings_size;  /* arena capacity */
-    uint64_t strings_used;  /* bytes allocated in the arena (atomic) */
+    uint64_t strings_size; /* arena capacity */
+    uint64_t strings_used; /* bytes allocated in the arena (atomic) */
     uint64_t slots_offset;
-    uint32_t slot_size;     /* bytes per slot, header included */
+    uint32_t slot_size; /* bytes per slot, header included */
     uint32_t slot_count;
     uint64_t frames_offset; /* first frame; frames run to end of file */
     int32_t pid, ppid;
     int32_t rank, local_rank, world_size, local_world_size; /* -1 unknown */
-    uint64_t start_mono, start_real; /* clock pair at start */
-    uint64_t end_mono, end_real;     /* clock pair at close; 0 if never closed */
-    uint64_t events_dropped;         /* total lost events (atomic) */
+    uint64_t start_mono, start_real;                        /* clock pair at start */
+    uint64_t end_mono, end_real;                            /* clock pair at close; 0 if never closed */
+    uint64_t events_dropped;                                /* total lost events (atomic) */
     uint64_t strings_dropped;
-    uint32_t flags;                  /* SP_FLAG_* */
-    uint32_t tlv_size;               /* bytes of TLV area in use */
+    uint32_t flags;    /* SP_FLAG_* */
+    uint32_t tlv_size; /* bytes of TLV area in use */
     uint64_t reserved[8];
 };
-#define SP_FLAG_CLOSED 1u   /* the writer closed the file cleanly */
-#define SP_FLAG_IMPORTED 2u /* converted from another tool's trace */
+#define SP_FLAG_CLOSED 1u     /* the writer closed the file cleanly */
+#define SP_FLAG_IMPORTED 2u   /* converted from another tool's trace */
 #define SP_FLAG_NO_FILE_IO 4u /* the source could not record file I/O */
 #define SP_FLAG_NO_CPU 8u     /* ... nor CPU samples */
 
@@ -523,14 +526,17 @@ struct sp_file_header {
  * whole events after the header, and is stored with release order after
  * each event, so a reader never sees half an event. */
 struct sp_slot_header {
-    uint32_t magic; /* SP_SLOT_MAGIC */
-    uint32_t state; /* SP_SLOT_* */
+    uint32_t magic;    /* SP_SLOT_MAGIC */
+    uint32_t state;    /* SP_SLOT_* */
     uint64_t chunk_id; /* unique within the file, from 1 */
     uint32_t tid;
     uint32_t used;
     uint64_t reserved[5];
 };
-enum { SP_SLOT_FREE = 0, SP_SLOT_ACTIVE = 1, SP_SLOT_FULL = 2, SP_SLOT_FLUSHING = 3 };
+enum { SP_SLOT_FREE = 0,
+       SP_SLOT_ACTIVE = 1,
+       SP_SLOT_FULL = 2,
+       SP_SLOT_FLUSHING = 3 };
 
 /* Frame header, followed by `csize` bytes of one zstd frame that
  * decompresses to `usize & SP_FRAME_SIZE_MASK` bytes: the chunk's events,
@@ -544,8 +550,8 @@ struct sp_frame_header {
     uint32_t usize; /* payload bytes, | SP_FRAME_COLUMNS */
     uint32_t tid;
     uint64_t chunk_id;
-    uint32_t crc;    /* CRC-32C of the compressed bytes */
-    uint32_t hcrc;   /* CRC-32C of the header's first 28 bytes */
+    uint32_t crc;  /* CRC-32C of the compressed bytes */
+    uint32_t hcrc; /* CRC-32C of the header's first 28 bytes */
 };
 
 uint32_t sp_crc32c(uint32_t crc, const void *buf, size_t len);
@@ -568,30 +574,30 @@ long sp_columns_to_rows(uint8_t *out, size_t cap, const uint8_t *cols, size_t le
 struct sp_writer;
 
 struct sp_writer_opts {
-    uint32_t slot_size;     /* default 128 KiB */
-    uint32_t slot_count;    /* default 128 */
-    uint64_t strings_size;  /* default 8 MiB */
-    int zstd_level;         /* default 1 */
-    int mode;               /* file mode, default 0600 */
-    int background;         /* 1: start the compressor thread (default), 0: compress inline on slot full (single-threaded tools) */
-    int flush_interval_ms;  /* how often the compressor looks at slots; default 20 */
-    void (*on_pass)(void);  /* called by the compressor thread after each pass (the
+    uint32_t slot_size;    /* default 128 KiB */
+    uint32_t slot_count;   /* default 128 */
+    uint64_t strings_size; /* default 8 MiB */
+    int zstd_level;        /* default 1 */
+    int mode;              /* file mode, default 0600 */
+    int background;        /* 1: start the compressor thread (default), 0: compress inline on slot full (single-threaded tools) */
+    int flush_interval_ms; /* how often the compressor looks at slots; default 20 */
+    void (*on_pass)(void); /* called by the compressor thread after each pass (the
                              * recorder recalibrates its clock there); NULL: none */
-    int defer_thread;       /* with background: the thread starts when
+    int defer_thread;      /* with background: the thread starts when
                              * sp_writer_start_thread() is called, not at creation
                              * (full slots wait in the file until then) */
-    size_t thread_stack;    /* the compressor thread's stack size; 0: the libc default (8 MiB) */
-    void (*wake)(void);     /* with background: no compressor thread at all; a slot
+    size_t thread_stack;   /* the compressor thread's stack size; 0: the libc default (8 MiB) */
+    void (*wake)(void);    /* with background: no compressor thread at all; a slot
                              * filled calls wake() (from the appending thread:
                              * it must be async-signal-safe and not block), and the
                              * caller's own thread runs sp_writer_pass() soon
                              * after, and every flush_interval_ms */
-    int grow;               /* with wake: the file's blocks are reserved as they are
+    int grow;              /* with wake: the file's blocks are reserved as they are
                              * needed, by the passes, not all at creation: the header
                              * page, 256 KiB of the arena and 32 slots at first, and
                              * ahead of use from then on; what does not fit while a
                              * pass catches up is counted as dropped */
-    uint64_t grow_floor;    /* with grow: free space (what an unprivileged writer may
+    uint64_t grow_floor;   /* with grow: free space (what an unprivileged writer may
                              * use) the file system keeps: a reservation that would
                              * leave less is not made, as if the disk were full
                              * (sp_writer_reserve_failed says 2); 0: no check */
@@ -672,13 +678,13 @@ struct sp_file_info {
     struct sp_file_header hdr; /* copy, validated */
     char host[256];
     char exe[1024];
-    char argv[4096];       /* arguments joined by spaces */
+    char argv[4096]; /* arguments joined by spaces */
     char source[64];
     char cuda_devices[256];
-    int closed;            /* SP_FLAG_CLOSED was set */
-    char clock[128];       /* SP_TLV_CLOCK, "" when absent (older writers: monotonic) */
-    char clock_cal[128];   /* SP_TLV_CLOCK_CAL */
-    char run[64];          /* SP_TLV_RUN, "" in traces without it */
+    int closed;          /* SP_FLAG_CLOSED was set */
+    char clock[128];     /* SP_TLV_CLOCK, "" when absent (older writers: monotonic) */
+    char clock_cal[128]; /* SP_TLV_CLOCK_CAL */
+    char run[64];        /* SP_TLV_RUN, "" in traces without it */
 };
 
 struct sp_reader_stats {
@@ -720,7 +726,7 @@ void sp_reader_set_types(struct sp_reader *r, uint32_t mask);
  * next event's time is counted from this one's end.  Exact like the type
  * mask, and taken up at the same moments: before the first sp_reader_next,
  * else from the next chunk.  SP_FIELDS_ALL restores a type. */
-#define SP_FIELD_BIT(name, field)                                              \
+#define SP_FIELD_BIT(name, field) \
     (UINT64_C(1) << (offsetof(struct sp_ev_##name, field) / sizeof(uint64_t)))
 #define SP_FIELDS_ALL UINT64_MAX
 void sp_reader_set_fields(struct sp_reader *r, unsigned type, uint64_t fields);
@@ -768,7 +774,7 @@ void sp_reader_close(struct sp_reader *r);
  * A NULL callback skips that type.  A callback returning non-zero stops the
  * stream and sp_reader_feed returns that value. */
 struct sp_tool {
-#define SP_X_CB(id, NAME, name, FIELDS)                                        \
+#define SP_X_CB(id, NAME, name, FIELDS) \
     int (*name)(void *ctx, const struct sp_reader *r, const struct sp_event *ev);
     SP_EVENTS(SP_X_CB)
 #undef SP_X_CB
@@ -779,8 +785,8 @@ int sp_reader_feed(struct sp_reader *r, const struct sp_tool *tool, void *ctx);
 /* One event to the tool: `any` first, then the event's own callback.
  * Inline, so that a constant tool's callbacks are called directly. */
 static inline __attribute__((always_inline)) int sp_tool_dispatch(const struct sp_tool *tool, void *ctx,
-                                                                   const struct sp_reader *r,
-                                                                   const struct sp_event *ev)
+                                                                  const struct sp_reader *r,
+                                                                  const struct sp_event *ev)
 {
     if (tool->any) {
         int rc = tool->any(ctx, r, ev);
@@ -788,8 +794,8 @@ static inline __attribute__((always_inline)) int sp_tool_dispatch(const struct s
             return rc;
     }
     switch (ev->type) {
-#define SP_X_DISPATCH(id, NAME, name, FIELDS)                                  \
-    case id:                                                                   \
+#define SP_X_DISPATCH(id, NAME, name, FIELDS) \
+    case id:                                  \
         return tool->name ? tool->name(ctx, r, ev) : 0;
         SP_EVENTS(SP_X_DISPATCH)
 #undef SP_X_DISPATCH

@@ -125,12 +125,12 @@ struct sp_writer {
     void (*wake)(void);         /* opts.wake: no thread, the caller's passes */
     /* opts.grow: the blocks reserved so far (atomic), grown by passes */
     int grow;
-    uint32_t slots_reserved; /* slots [0, n) have their blocks */
+    uint32_t slots_reserved;   /* slots [0, n) have their blocks */
     uint64_t strings_reserved; /* arena bytes [0, n) have theirs */
-    int reserve_failed;      /* atomic: a reservation failed (1 a full disk, 2 the floor) */
-    uint64_t grow_floor;     /* opts.grow_floor */
-    uint32_t reserve_gen;    /* atomic futex word: bumped when slots are added */
-    uint32_t driver_tid;     /* atomic: the thread that runs sp_writer_pass */
+    int reserve_failed;        /* atomic: a reservation failed (1 a full disk, 2 the floor) */
+    uint64_t grow_floor;       /* opts.grow_floor */
+    uint32_t reserve_gen;      /* atomic futex word: bumped when slots are added */
+    uint32_t driver_tid;       /* atomic: the thread that runs sp_writer_pass */
     int fd;
     uint8_t *map;
     size_t map_size;
@@ -149,11 +149,11 @@ struct sp_writer {
     int level;
     uint8_t *cbuf;
     size_t cbuf_size;
-    uint8_t *colbuf;   /* a chunk regrouped into columns: slot capacity + slack */
-    uint32_t *scratch; /* the regrouping's per-event offsets */
+    uint8_t *colbuf;                  /* a chunk regrouped into columns: slot capacity + slack */
+    uint32_t *scratch;                /* the regrouping's per-event offsets */
     struct sp_summary_build *summary; /* the chunk's, while it is compressed */
-    struct pending_slot *pending; /* slot_count entries, for one pass */
-    struct chunk_link *links;     /* per slot: the same thread's previous chunk */
+    struct pending_slot *pending;     /* slot_count entries, for one pass */
+    struct chunk_link *links;         /* per slot: the same thread's previous chunk */
     uint64_t frames_end;
     int frames_disabled; /* atomic: a frame write failed */
 
@@ -162,10 +162,10 @@ struct sp_writer {
     int flush_ms;
     int thread_started;
     pthread_t thread;
-    uint32_t nudges;  /* atomic futex word: bumped to wake the compressor */
-    int sleeping;     /* atomic */
-    int stop;         /* atomic */
-    pid_t owner;      /* the process that created the writer (and its thread) */
+    uint32_t nudges;       /* atomic futex word: bumped to wake the compressor */
+    int sleeping;          /* atomic */
+    int stop;              /* atomic */
+    pid_t owner;           /* the process that created the writer (and its thread) */
     void (*on_pass)(void); /* sp_writer_opts.on_pass */
 
     /* Logical threads of sp_writer_append_as (one caller thread at a time). */
@@ -914,7 +914,7 @@ uint32_t sp_writer_intern(struct sp_writer *w, const char *s, size_t len)
 /* ---- appending ------------------------------------------------------------------- */
 
 static inline __attribute__((always_inline)) void put_event(struct sp_tls_slot *ts,
-                                                             const struct sp_event *ev)
+                                                            const struct sp_event *ev)
 {
     uint8_t *pos = ts->pos;
     ts->pos = pos + sp_codec_encode(pos, ev, &ts->codec);

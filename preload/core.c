@@ -148,8 +148,8 @@ volatile int sp_core_sampler_pending;
 /* A process that records nothing and ends (exit or exec) sooner than this
  * after its start (load, or fork) leaves no file: see "Quiet short lives". */
 #define SP_QUIET_LIFE_NS (20ull * 1000 * 1000)
-#define SP_NAME_RACES 1000           /* names taken under us, one after another, before giving up */
-#define SP_NAME_MAX_N 0x40000000u    /* <pid>.<n>.sprof, n below this */
+#define SP_NAME_RACES 1000        /* names taken under us, one after another, before giving up */
+#define SP_NAME_MAX_N 0x40000000u /* <pid>.<n>.sprof, n below this */
 #define SP_DEFAULT_MODE 0600
 #define SP_DEFAULT_CPU_HZ 10
 #define SP_LINE_MAX 512
@@ -178,10 +178,10 @@ static __thread unsigned t_stripe __attribute__((tls_model("initial-exec")));
 static int g_membarrier_ok; /* registered for MEMBARRIER_CMD_PRIVATE_EXPEDITED */
 static _Atomic int g_failed_once;
 static _Atomic int g_shutdown_done;
-static volatile int g_paused;      /* the control file said "stop" */
+static volatile int g_paused; /* the control file said "stop" */
 static volatile int g_exit_status = SP_EXIT_UNKNOWN;
 static int g_handlers_registered;
-static pid_t g_self_pid; /* this process, as of load or fork */
+static pid_t g_self_pid;      /* this process, as of load or fork */
 static uint64_t g_life_start; /* CLOCK_MONOTONIC ns at load or fork */
 static pthread_key_t g_exit_key;
 static struct sp_writer *g_driven; /* the writer the service thread compresses */
@@ -1679,7 +1679,8 @@ void *sp_resolve(const char *name, void *(*resolve)(const char *), atomic_int *s
         char line[SP_LINE_MAX];
         int n = snprintf(line, sizeof line,
                          "scaleprof: %s is called but no library after libscaleprof.so defines it; "
-                         "it fails with ENOSYS\n", name);
+                         "it fails with ENOSYS\n",
+                         name);
         if (n > (int)sizeof line - 1)
             n = (int)sizeof line - 1;
         syscall(SYS_write, 2, line, (size_t)n);

@@ -49,16 +49,16 @@
 #include "preload.h"
 #include "sp_gpu.h"
 
-#define STACK_DEPTH 8          /* frames kept per call site */
-#define STACK_OURS_MAX 4       /* our own frames (wrapper, helpers) on top */
-#define SITE_TABLE_SIZE 4096   /* distinct sync call sites, power of two */
+#define STACK_DEPTH 8        /* frames kept per call site */
+#define STACK_OURS_MAX 4     /* our own frames (wrapper, helpers) on top */
+#define SITE_TABLE_SIZE 4096 /* distinct sync call sites, power of two */
 #define SITE_TEXT_MAX 1024
-#define SITE_HASH_SHIFT 20     /* hash bits that pick the first probe */
+#define SITE_HASH_SHIFT 20 /* hash bits that pick the first probe */
 #define HASH_PRIME 0x100000001b3ull
 #define HASH_SEED 0xcbf29ce484222325ull
 
 /* The real runtime function; a missing one fails the call (interpose.h). */
-#define CUDA_REAL(name, params)                                                                    \
+#define CUDA_REAL(name, params) \
     SP_REAL(name, cudaError_t, params, sp_real, return cudaErrorSharedObjectSymbolNotFound)
 
 /* ---- current device ------------------------------------------------------- */
@@ -102,8 +102,7 @@ static void site_text(void *const *pcs, int n, char *out, size_t cap)
                          (unsigned long)((char *)pcs[i] - (char *)info.dli_saddr));
         else if (info.dli_fname)
             w = snprintf(out + used, cap - used, "%s%s+0x%lx", sep,
-                         strrchr(info.dli_fname, '/') ? strrchr(info.dli_fname, '/') + 1
-                                                      : info.dli_fname,
+                         (strrchr(info.dli_fname, '/') ? strrchr(info.dli_fname, '/') + 1 : info.dli_fname),
                          (unsigned long)((char *)pcs[i] - (char *)info.dli_fbase));
         else
             w = snprintf(out + used, cap - used, "%s%p", sep, pcs[i]);
@@ -281,71 +280,71 @@ static inline __attribute__((always_inline)) int want_record(void)
 #define MEMCPY_ASYNC_PARAMS MEMCPY_PARAMS, cudaStream_t stream
 #define NONE SP_COPY_UNKNOWN
 
-#define CUDA_FUNCTIONS(X)                                                                          \
-    X(cudaLaunchKernel, (LAUNCH_PARAMS), LAUNCH_ARGS, SP_CUDA_LAUNCH, stream, 0, NONE, 0)            \
-    X(cudaLaunchKernel_ptsz, (LAUNCH_PARAMS), LAUNCH_ARGS, SP_CUDA_LAUNCH, stream, 0, NONE, 0)       \
-    X(cudaLaunchCooperativeKernel, (LAUNCH_PARAMS), LAUNCH_ARGS, SP_CUDA_LAUNCH, stream, 0, NONE, 0) \
-    X(cudaLaunchCooperativeKernel_ptsz, (LAUNCH_PARAMS), LAUNCH_ARGS, SP_CUDA_LAUNCH, stream, 0, NONE, 0) \
-    X(__cudaLaunchKernel, (STUB_PARAMS), STUB_ARGS, SP_CUDA_LAUNCH, stream, 0, NONE, 0)              \
-    X(__cudaLaunchKernel_ptsz, (STUB_PARAMS), STUB_ARGS, SP_CUDA_LAUNCH, stream, 0, NONE, 0)         \
-    X(cudaLaunchKernelExC, (EX_PARAMS), (config, func, kargs), SP_CUDA_LAUNCH, EX_STREAM, 0, NONE, 0) \
-    X(cudaLaunchKernelExC_ptsz, (EX_PARAMS), (config, func, kargs), SP_CUDA_LAUNCH, EX_STREAM, 0, NONE, 0) \
-    X(cudaGraphLaunch, (cudaGraphExec_t exec, cudaStream_t stream), (exec, stream),                 \
-      SP_CUDA_GRAPH_LAUNCH, stream, 0, NONE, 0)                                                     \
-    X(cudaGraphLaunch_ptsz, (cudaGraphExec_t exec, cudaStream_t stream), (exec, stream),            \
-      SP_CUDA_GRAPH_LAUNCH, stream, 0, NONE, 0)                                                     \
-    X(cudaDeviceSynchronize, (void), (), SP_CUDA_DEVICE_SYNC, NULL, 0, NONE, 1)                     \
-    X(cudaStreamSynchronize, (cudaStream_t stream), (stream), SP_CUDA_STREAM_SYNC, stream, 0, NONE, 1) \
+#define CUDA_FUNCTIONS(X)                                                                                   \
+    X(cudaLaunchKernel, (LAUNCH_PARAMS), LAUNCH_ARGS, SP_CUDA_LAUNCH, stream, 0, NONE, 0)                   \
+    X(cudaLaunchKernel_ptsz, (LAUNCH_PARAMS), LAUNCH_ARGS, SP_CUDA_LAUNCH, stream, 0, NONE, 0)              \
+    X(cudaLaunchCooperativeKernel, (LAUNCH_PARAMS), LAUNCH_ARGS, SP_CUDA_LAUNCH, stream, 0, NONE, 0)        \
+    X(cudaLaunchCooperativeKernel_ptsz, (LAUNCH_PARAMS), LAUNCH_ARGS, SP_CUDA_LAUNCH, stream, 0, NONE, 0)   \
+    X(__cudaLaunchKernel, (STUB_PARAMS), STUB_ARGS, SP_CUDA_LAUNCH, stream, 0, NONE, 0)                     \
+    X(__cudaLaunchKernel_ptsz, (STUB_PARAMS), STUB_ARGS, SP_CUDA_LAUNCH, stream, 0, NONE, 0)                \
+    X(cudaLaunchKernelExC, (EX_PARAMS), (config, func, kargs), SP_CUDA_LAUNCH, EX_STREAM, 0, NONE, 0)       \
+    X(cudaLaunchKernelExC_ptsz, (EX_PARAMS), (config, func, kargs), SP_CUDA_LAUNCH, EX_STREAM, 0, NONE, 0)  \
+    X(cudaGraphLaunch, (cudaGraphExec_t exec, cudaStream_t stream), (exec, stream),                         \
+      SP_CUDA_GRAPH_LAUNCH, stream, 0, NONE, 0)                                                             \
+    X(cudaGraphLaunch_ptsz, (cudaGraphExec_t exec, cudaStream_t stream), (exec, stream),                    \
+      SP_CUDA_GRAPH_LAUNCH, stream, 0, NONE, 0)                                                             \
+    X(cudaDeviceSynchronize, (void), (), SP_CUDA_DEVICE_SYNC, NULL, 0, NONE, 1)                             \
+    X(cudaStreamSynchronize, (cudaStream_t stream), (stream), SP_CUDA_STREAM_SYNC, stream, 0, NONE, 1)      \
     X(cudaStreamSynchronize_ptsz, (cudaStream_t stream), (stream), SP_CUDA_STREAM_SYNC, stream, 0, NONE, 1) \
-    X(cudaEventSynchronize, (cudaEvent_t event), (event), SP_CUDA_EVENT_SYNC, NULL, 0, NONE, 1)     \
-    X(cudaStreamWaitEvent, (cudaStream_t stream, cudaEvent_t event, unsigned int flags),            \
-      (stream, event, flags), SP_CUDA_STREAM_WAIT_EVENT, stream, 0, NONE, 0)                        \
-    X(cudaStreamWaitEvent_ptsz, (cudaStream_t stream, cudaEvent_t event, unsigned int flags),       \
-      (stream, event, flags), SP_CUDA_STREAM_WAIT_EVENT, stream, 0, NONE, 0)                        \
-    X(cudaMemcpy, (MEMCPY_PARAMS), (dst, src, count, kind), SP_CUDA_MEMCPY, NULL, count,           \
-      copy_kind_of(kind), 1)                                                                        \
-    X(cudaMemcpy_ptds, (MEMCPY_PARAMS), (dst, src, count, kind), SP_CUDA_MEMCPY, NULL, count,      \
-      copy_kind_of(kind), 1)                                                                        \
-    X(cudaMemcpyAsync, (MEMCPY_ASYNC_PARAMS), (dst, src, count, kind, stream), SP_CUDA_MEMCPY_ASYNC, \
-      stream, count, copy_kind_of(kind), SITE_IF_BLOCKED)                                           \
-    X(cudaMemcpyAsync_ptsz, (MEMCPY_ASYNC_PARAMS), (dst, src, count, kind, stream),                 \
-      SP_CUDA_MEMCPY_ASYNC, stream, count, copy_kind_of(kind), SITE_IF_BLOCKED)                     \
-    X(cudaMemset, (void *dst, int value, size_t count), (dst, value, count), SP_CUDA_MEMSET, NULL,  \
-      count, NONE, 0)                                                                               \
-    X(cudaMemset_ptds, (void *dst, int value, size_t count), (dst, value, count), SP_CUDA_MEMSET,   \
-      NULL, count, NONE, 0)                                                                         \
-    X(cudaMemsetAsync, (void *dst, int value, size_t count, cudaStream_t stream),                   \
-      (dst, value, count, stream), SP_CUDA_MEMSET, stream, count, NONE, 0)                          \
-    X(cudaMemsetAsync_ptsz, (void *dst, int value, size_t count, cudaStream_t stream),              \
+    X(cudaEventSynchronize, (cudaEvent_t event), (event), SP_CUDA_EVENT_SYNC, NULL, 0, NONE, 1)             \
+    X(cudaStreamWaitEvent, (cudaStream_t stream, cudaEvent_t event, unsigned int flags),                    \
+      (stream, event, flags), SP_CUDA_STREAM_WAIT_EVENT, stream, 0, NONE, 0)                                \
+    X(cudaStreamWaitEvent_ptsz, (cudaStream_t stream, cudaEvent_t event, unsigned int flags),               \
+      (stream, event, flags), SP_CUDA_STREAM_WAIT_EVENT, stream, 0, NONE, 0)                                \
+    X(cudaMemcpy, (MEMCPY_PARAMS), (dst, src, count, kind), SP_CUDA_MEMCPY, NULL, count,                    \
+      copy_kind_of(kind), 1)                                                                                \
+    X(cudaMemcpy_ptds, (MEMCPY_PARAMS), (dst, src, count, kind), SP_CUDA_MEMCPY, NULL, count,               \
+      copy_kind_of(kind), 1)                                                                                \
+    X(cudaMemcpyAsync, (MEMCPY_ASYNC_PARAMS), (dst, src, count, kind, stream), SP_CUDA_MEMCPY_ASYNC,        \
+      stream, count, copy_kind_of(kind), SITE_IF_BLOCKED)                                                   \
+    X(cudaMemcpyAsync_ptsz, (MEMCPY_ASYNC_PARAMS), (dst, src, count, kind, stream),                         \
+      SP_CUDA_MEMCPY_ASYNC, stream, count, copy_kind_of(kind), SITE_IF_BLOCKED)                             \
+    X(cudaMemset, (void *dst, int value, size_t count), (dst, value, count), SP_CUDA_MEMSET, NULL,          \
+      count, NONE, 0)                                                                                       \
+    X(cudaMemset_ptds, (void *dst, int value, size_t count), (dst, value, count), SP_CUDA_MEMSET,           \
+      NULL, count, NONE, 0)                                                                                 \
+    X(cudaMemsetAsync, (void *dst, int value, size_t count, cudaStream_t stream),                           \
+      (dst, value, count, stream), SP_CUDA_MEMSET, stream, count, NONE, 0)                                  \
+    X(cudaMemsetAsync_ptsz, (void *dst, int value, size_t count, cudaStream_t stream),                      \
       (dst, value, count, stream), SP_CUDA_MEMSET, stream, count, NONE, 0)
 
 /* The one body: the real call with the caller's errno and our guard held
  * (so NCCL's or the runtime's nested calls are not recorded), two clock
  * reads around it, one event after. */
-#define CUDA_DEFINE(name, params, fwd, API, STREAM, BYTES, KIND, STACK)                            \
-    SP_EXPORT cudaError_t name params                                                              \
-    {                                                                                              \
-        int entry_errno = errno;                                                                   \
-        CUDA_REAL(name, params);                                                                   \
-        sp_cupti_ensure();                                                                         \
-        if (!want_record()) {                                                                      \
-            errno = entry_errno;                                                                   \
-            return real fwd;                                                                       \
-        }                                                                                          \
-        struct cuda_call c = {.api = API, .stream = STREAM, .bytes = BYTES, .copy_kind = KIND};    \
-        if (STACK == SITE_ALWAYS)                                                                  \
-            c.stack = call_site();                                                                 \
-        c.t0 = sp_now();                                                                           \
-        sp_guard_take(); /* want_record() saw it free; call_site()'s guards are balanced */      \
-        errno = entry_errno;                                                                       \
-        cudaError_t res = real fwd;                                                                \
-        int saved = errno;                                                                         \
-        sp_guard_drop();                                                                           \
-        if (STACK == SITE_IF_BLOCKED && (c.t1 = sp_now()) - c.t0 > BLOCKED_NS)                     \
-            c.stack = call_site();                                                                 \
-        emit_cuda(&c, res);                                                                        \
-        errno = saved;                                                                             \
-        return res;                                                                                \
+#define CUDA_DEFINE(name, params, fwd, API, STREAM, BYTES, KIND, STACK)                         \
+    SP_EXPORT cudaError_t name params                                                           \
+    {                                                                                           \
+        int entry_errno = errno;                                                                \
+        CUDA_REAL(name, params);                                                                \
+        sp_cupti_ensure();                                                                      \
+        if (!want_record()) {                                                                   \
+            errno = entry_errno;                                                                \
+            return real fwd;                                                                    \
+        }                                                                                       \
+        struct cuda_call c = {.api = API, .stream = STREAM, .bytes = BYTES, .copy_kind = KIND}; \
+        if (STACK == SITE_ALWAYS)                                                               \
+            c.stack = call_site();                                                              \
+        c.t0 = sp_now();                                                                        \
+        sp_guard_take(); /* want_record() saw it free; call_site()'s guards are balanced */     \
+        errno = entry_errno;                                                                    \
+        cudaError_t res = real fwd;                                                             \
+        int saved = errno;                                                                      \
+        sp_guard_drop();                                                                        \
+        if (STACK == SITE_IF_BLOCKED && (c.t1 = sp_now()) - c.t0 > BLOCKED_NS)                  \
+            c.stack = call_site();                                                              \
+        emit_cuda(&c, res);                                                                     \
+        errno = saved;                                                                          \
+        return res;                                                                             \
     }
 CUDA_FUNCTIONS(CUDA_DEFINE)
 

@@ -98,8 +98,8 @@ static void *nccl_resolve(const char *name)
 /* The real NCCL function; a missing one fails the call with
  * ncclSystemError (interpose.h).  Declares `real` and `entry_errno`, the
  * caller's errno, which the real call gets back. */
-#define NCCL_REAL(name)                                                                            \
-    int entry_errno = errno;                                                                       \
+#define NCCL_REAL(name)      \
+    int entry_errno = errno; \
     SP_REAL_AS(name, __typeof__(&name), nccl_resolve, return ncclSystemError)
 
 /* Run CALL (the real function) with the caller's errno and our guard held,
@@ -107,12 +107,12 @@ static void *nccl_resolve(const char *name)
  * `saved` (the errno it left, to restore after our own recording).  NCCL
  * calls are recorded whatever the guard says, so the guard is simply taken
  * for this frame and the previous holder, if any, put back after. */
-#define CALL_GUARDED(res, saved, CALL)                                         \
-    uintptr_t holder_ = sp_guard_frame;                                        \
-    sp_guard_take();                                                           \
-    errno = entry_errno;                                                       \
-    ncclResult_t res = CALL;                                                   \
-    int saved = errno;                                                         \
+#define CALL_GUARDED(res, saved, CALL)  \
+    uintptr_t holder_ = sp_guard_frame; \
+    sp_guard_take();                    \
+    errno = entry_errno;                \
+    ncclResult_t res = CALL;            \
+    int saved = errno;                  \
     sp_guard_frame = holder_
 
 /* ---- identity -------------------------------------------------------------- */
@@ -395,15 +395,15 @@ SP_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCo
     return res;
 }
 
-#define LIFECYCLE_END(fn, kind)                                                \
-    SP_EXPORT ncclResult_t fn(ncclComm_t comm)                                 \
-    {                                                                          \
-        NCCL_REAL(fn);                                                         \
-        uint64_t t0 = sp_now();                                                \
-        CALL_GUARDED(res, saved, real(comm));                                  \
-        comm_ended(t0, kind, comm, res);                                       \
-        errno = saved;                                                         \
-        return res;                                                            \
+#define LIFECYCLE_END(fn, kind)                \
+    SP_EXPORT ncclResult_t fn(ncclComm_t comm) \
+    {                                          \
+        NCCL_REAL(fn);                         \
+        uint64_t t0 = sp_now();                \
+        CALL_GUARDED(res, saved, real(comm));  \
+        comm_ended(t0, kind, comm, res);       \
+        errno = saved;                         \
+        return res;                            \
     }
 LIFECYCLE_END(ncclCommFinalize, SP_COMM_FINALIZE)
 LIFECYCLE_END(ncclCommDestroy, SP_COMM_DESTROY)
@@ -411,12 +411,12 @@ LIFECYCLE_END(ncclCommAbort, SP_COMM_ABORT)
 
 /* ---- GPU timing with CUDA events (fallback) ------------------------------ */
 
-#define EVT_POOL 1024            /* event pairs in flight at once */
-#define EVT_GROUP_MAX 64         /* grouped calls awaiting their GroupEnd */
+#define EVT_POOL 1024    /* event pairs in flight at once */
+#define EVT_GROUP_MAX 64 /* grouped calls awaiting their GroupEnd */
 #define MAX_DEVICES 64
 #define REANCHOR_NS 1000000000ull /* keep float ms of elapsed time precise */
 #define NS_PER_MS 1e6
-#define FINAL_DRAIN_TRIES 200    /* x 1 ms: how long exit waits for the last */
+#define FINAL_DRAIN_TRIES 200 /* x 1 ms: how long exit waits for the last */
 #define FINAL_DRAIN_SLEEP_US 1000
 
 struct cuda_fns {
@@ -434,7 +434,9 @@ struct cuda_fns {
  * pair whose end could not be recorded goes back to FREE and is skipped.
  * The lock is the one exception to "no lock on a hot path": it is taken
  * only in fallback mode, for a few instructions plus the drain. */
-enum { PAIR_FREE, PAIR_ISSUED, PAIR_RECORDED };
+enum { PAIR_FREE,
+       PAIR_ISSUED,
+       PAIR_RECORDED };
 struct evt_pair {
     atomic_int state;
     cudaEvent_t start, end;
@@ -449,9 +451,9 @@ struct anchor {
 };
 
 static struct {
-    atomic_int state;    /* 0 not tried, 1 ready, -1 unusable */
+    atomic_int state; /* 0 not tried, 1 ready, -1 unusable */
     atomic_flag setup_lock;
-    atomic_flag lock;    /* pool head/tail, anchors: fallback mode only */
+    atomic_flag lock; /* pool head/tail, anchors: fallback mode only */
     struct cuda_fns fn;
     struct evt_pair pairs[EVT_POOL];
     uint64_t head, tail; /* next pair to issue, next to drain */
@@ -730,7 +732,8 @@ static inline __attribute__((always_inline)) void call_begin(struct call *c)
     c->seq = 0;
     if (c->entry)
         c->seq = atomic_fetch_add_explicit(is_p2p(c->op) ? &c->entry->p2p_seq : &c->entry->coll_seq,
-                                           1, memory_order_relaxed) + 1;
+                                           1, memory_order_relaxed) +
+                 1;
     int device = c->entry ? c->entry->device : sp_gpu_current_device();
     c->pair = evt_begin(c->op, c->stream, device);
     c->t0 = sp_now();
@@ -794,63 +797,62 @@ static inline __attribute__((always_inline)) void call_end(struct call *c, ncclR
  * parameters named comm and stream.  gather/scatter are rooted: every rank
  * sends `count` elements to the root, or the root `count` to each rank. */
 #define SEND_PARAMS const void *sendbuff, void *recvbuff
-#define NCCL_FUNCTIONS(X)                                                                          \
-    X(ncclAllReduce,                                                                               \
-      (SEND_PARAMS, size_t count, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,        \
-       cudaStream_t stream),                                                                       \
-      (sendbuff, recvbuff, count, datatype, op, comm, stream), SP_NCCL_ALLREDUCE, count, datatype, -1) \
-    X(ncclBroadcast,                                                                               \
-      (SEND_PARAMS, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,              \
-       cudaStream_t stream),                                                                       \
-      (sendbuff, recvbuff, count, datatype, root, comm, stream), SP_NCCL_BROADCAST, count, datatype, root) \
-    X(ncclBcast,                                                                                   \
-      (void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream), \
-      (buff, count, datatype, root, comm, stream), SP_NCCL_BROADCAST, count, datatype, root)         \
-    X(ncclReduce,                                                                                  \
-      (SEND_PARAMS, size_t count, ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, \
-       cudaStream_t stream),                                                                       \
+#define NCCL_FUNCTIONS(X)                                                                                   \
+    X(ncclAllReduce,                                                                                        \
+      (SEND_PARAMS, size_t count, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,                 \
+       cudaStream_t stream),                                                                                \
+      (sendbuff, recvbuff, count, datatype, op, comm, stream), SP_NCCL_ALLREDUCE, count, datatype, -1)      \
+    X(ncclBroadcast,                                                                                        \
+      (SEND_PARAMS, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,                       \
+       cudaStream_t stream),                                                                                \
+      (sendbuff, recvbuff, count, datatype, root, comm, stream), SP_NCCL_BROADCAST, count, datatype, root)  \
+    X(ncclBcast,                                                                                            \
+      (void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream),  \
+      (buff, count, datatype, root, comm, stream), SP_NCCL_BROADCAST, count, datatype, root)                \
+    X(ncclReduce,                                                                                           \
+      (SEND_PARAMS, size_t count, ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,       \
+       cudaStream_t stream),                                                                                \
       (sendbuff, recvbuff, count, datatype, op, root, comm, stream), SP_NCCL_REDUCE, count, datatype, root) \
-    X(ncclAllGather,                                                                               \
-      (SEND_PARAMS, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream), \
-      (sendbuff, recvbuff, sendcount, datatype, comm, stream), SP_NCCL_ALLGATHER, sendcount, datatype, -1) \
-    X(ncclReduceScatter,                                                                           \
-      (SEND_PARAMS, size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,    \
-       cudaStream_t stream),                                                                       \
-      (sendbuff, recvbuff, recvcount, datatype, op, comm, stream), SP_NCCL_REDUCESCATTER, recvcount, \
-      datatype, -1)                                                                                \
-    X(ncclAlltoAll,                                                                                \
-      (SEND_PARAMS, size_t count, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream),  \
-      (sendbuff, recvbuff, count, datatype, comm, stream), SP_NCCL_ALLTOALL, count, datatype, -1)    \
-    X(ncclGather,                                                                                  \
-      (SEND_PARAMS, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,              \
-       cudaStream_t stream),                                                                       \
-      (sendbuff, recvbuff, count, datatype, root, comm, stream), SP_NCCL_GATHER, count, datatype, root) \
-    X(ncclScatter,                                                                                 \
-      (SEND_PARAMS, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,              \
-       cudaStream_t stream),                                                                       \
-      (sendbuff, recvbuff, count, datatype, root, comm, stream), SP_NCCL_SCATTER, count, datatype, root) \
-    X(ncclSend,                                                                                    \
-      (const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,     \
-       cudaStream_t stream),                                                                       \
-      (sendbuff, count, datatype, peer, comm, stream), SP_NCCL_SEND, count, datatype, peer)          \
-    X(ncclRecv,                                                                                    \
-      (void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,           \
-       cudaStream_t stream),                                                                       \
+    X(ncclAllGather,                                                                                        \
+      (SEND_PARAMS, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream),       \
+      (sendbuff, recvbuff, sendcount, datatype, comm, stream), SP_NCCL_ALLGATHER, sendcount, datatype, -1)  \
+    X(ncclReduceScatter,                                                                                    \
+      (SEND_PARAMS, size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,             \
+       cudaStream_t stream),                                                                                \
+      (sendbuff, recvbuff, recvcount, datatype, op, comm, stream), SP_NCCL_REDUCESCATTER, recvcount,        \
+      datatype, -1)                                                                                         \
+    X(ncclAlltoAll,                                                                                         \
+      (SEND_PARAMS, size_t count, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream),           \
+      (sendbuff, recvbuff, count, datatype, comm, stream), SP_NCCL_ALLTOALL, count, datatype, -1)           \
+    X(ncclGather,                                                                                           \
+      (SEND_PARAMS, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,                       \
+       cudaStream_t stream),                                                                                \
+      (sendbuff, recvbuff, count, datatype, root, comm, stream), SP_NCCL_GATHER, count, datatype, root)     \
+    X(ncclScatter,                                                                                          \
+      (SEND_PARAMS, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,                       \
+       cudaStream_t stream),                                                                                \
+      (sendbuff, recvbuff, count, datatype, root, comm, stream), SP_NCCL_SCATTER, count, datatype, root)    \
+    X(ncclSend,                                                                                             \
+      (const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,              \
+       cudaStream_t stream),                                                                                \
+      (sendbuff, count, datatype, peer, comm, stream), SP_NCCL_SEND, count, datatype, peer)                 \
+    X(ncclRecv,                                                                                             \
+      (void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,                    \
+       cudaStream_t stream),                                                                                \
       (recvbuff, count, datatype, peer, comm, stream), SP_NCCL_RECV, count, datatype, peer)
 
 /* The one body: identity, timing, the real call with the guard held (the
  * runtime calls NCCL makes are not the job's), the event. */
-#define NCCL_DEFINE(name, params, fwd, OP, COUNT, DTYPE, PEER)                                     \
-    SP_EXPORT ncclResult_t name params                                                             \
-    {                                                                                              \
-        NCCL_REAL(name);                                                                           \
-        struct call c = {.op = OP, .count = COUNT, .dtype = DTYPE, .peer = PEER, .comm = comm,     \
-                         .stream = stream};                                                        \
-        call_begin(&c);                                                                            \
-        CALL_GUARDED(res, saved, real fwd);                                                        \
-        call_end(&c, res, is_p2p(OP) ? p2p_done(&c, res) : 0); /* OP is a constant */             \
-        errno = saved;                                                                             \
-        return res;                                                                                \
+#define NCCL_DEFINE(name, params, fwd, OP, COUNT, DTYPE, PEER)                                                    \
+    SP_EXPORT ncclResult_t name params                                                                            \
+    {                                                                                                             \
+        NCCL_REAL(name);                                                                                          \
+        struct call c = {.op = OP, .count = COUNT, .dtype = DTYPE, .peer = PEER, .comm = comm, .stream = stream}; \
+        call_begin(&c);                                                                                           \
+        CALL_GUARDED(res, saved, real fwd);                                                                       \
+        call_end(&c, res, is_p2p(OP) ? p2p_done(&c, res) : 0); /* OP is a constant */                             \
+        errno = saved;                                                                                            \
+        return res;                                                                                               \
     }
 NCCL_FUNCTIONS(NCCL_DEFINE)
 

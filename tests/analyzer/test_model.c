@@ -13,7 +13,12 @@
  *  - bus bandwidth: nccl-tests' factors (allreduce 2(n-1)/n, allgather,
  *    reducescatter and alltoall (n-1)/n, anything else 1), n = 0 taken as 1;
  *  - point-to-point keys: a send and its recv meet under one key, which no
- *    collective's sequence number can equal, and each field keeps 21 bits.
+ *    collective's sequence number can equal, and each field keeps 21 bits;
+ *  - the replay (with gen_trace's path as argument): the graph of a small
+ *    generated job (4 ranks on 2 hosts, a slow rank, buckets and a helper)
+ *    replayed unchanged gives every node's recorded arrival and end to
+ *    the nanosecond, and a counterfactual (the slow rank fixed) makes no
+ *    node later and the job's last node earlier.
  *
  * Exit status 0 when every check holds; each failure is printed.
  */
@@ -211,17 +216,96 @@ static void test_p2p_keys(void)
           "send and recv are point-to-point, allreduce is not");
 }
 
-int main(void)
+/* What a replay gave, node by node, against the recorded chain. */
+struct replay_seen {
+    const struct sp_model *m;
+    size_t nodes, moved, later;
+    int64_t worst, last_e;
+};
+
+static void on_node(void *arg, int rank, size_t node, int64_t a, int64_t e)
+{
+    struct replay_seen *s = arg;
+    const struct sp_rnode *n = &s->m->ranks[rank].nodes[node];
+    int64_t d = (a > n->a ? a - n->a : n->a - a) + (e > n->e ? e - n->e : n->e - e);
+    s->nodes++;
+    s->moved += d != 0;
+    s->later += a > n->a || e > n->e;
+    if (d > s->worst)
+        s->worst = d;
+    if (e > s->last_e)
+        s->last_e = e;
+}
+
+static void test_replay(const char *gen_trace)
+{
+    char dir[] = "/tmp/test_model_XXXXXX", cmd[4096], path[sizeof dir + 8];
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp failed");
+        return;
+    }
+    snprintf(path, sizeof path, "%s/t", dir);
+    snprintf(cmd, sizeof cmd,
+             "'%s' '%s' --ranks 4 --hosts 2 --steps 12 --kernels 6 --colls 3 --slow-rank 2 "
+             "--slow-compute-ms 3 --helper > /dev/null",
+             gen_trace, path);
+    CHECK(system(cmd) == 0, "gen_trace wrote the job: %s", cmd);
+    struct sp_model_opts o;
+    sp_model_opts_default(&o);
+    struct sp_model m;
+    int rc = sp_model_open(path, &o, &m);
+    if (rc == 0)
+        rc = sp_model_run(&m, SP_STAGE_FINDINGS);
+    CHECK(rc == 0, "the generated job is analyzed");
+    struct sp_replay rp;
+    memset(&rp, 0, sizeof rp);
+    if (rc == 0 && sp_model_replay(&m, &rp) == 0) {
+        size_t total = 0;
+        int64_t recorded_last = 0;
+        for (int r = 0; r < m.nranks; r++) {
+            total += m.ranks[r].nnodes;
+            for (size_t k = 0; k < m.ranks[r].nnodes; k++)
+                if (m.ranks[r].nodes[k].e > recorded_last)
+                    recorded_last = m.ranks[r].nodes[k].e;
+        }
+        struct replay_seen asis = {.m = &m};
+        CHECK(sp_model_replay_nodes(&m, &rp, SP_CAUSE_N, on_node, &asis) == 0, "the job as recorded replays");
+        CHECK(total > 100 && asis.nodes == total, "every node replayed: %zu of %zu", asis.nodes, total);
+        CHECK(asis.moved == 0, "replayed unchanged, %zu nodes moved (by up to %lld ns)", asis.moved,
+              (long long)asis.worst);
+        struct replay_seen fixed = {.m = &m};
+        CHECK(sp_model_replay_nodes(&m, &rp, SP_CAUSE_STRAGGLER, on_node, &fixed) == 0,
+              "the slow rank's fix replays");
+        CHECK(fixed.nodes == total && fixed.later == 0, "no node later once a rank is faster (%zu of %zu)",
+              fixed.later, fixed.nodes);
+        CHECK(fixed.last_e < recorded_last, "the job ends earlier: %lld -> %lld ns", (long long)recorded_last,
+              (long long)fixed.last_e);
+        printf("replay: %zu nodes of %d ranks replayed unchanged; the slow rank fixed, the last node ends "
+               "%.3f ms earlier\n",
+               asis.nodes, m.nranks, (double)(recorded_last - fixed.last_e) / 1e6);
+    } else if (rc == 0) {
+        CHECK(0, "the replay has nothing to replay");
+    }
+    sp_model_replay_free(&rp);
+    sp_model_free(&m);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0, "%s", cmd);
+}
+
+int main(int argc, char **argv)
 {
     test_medians();
     test_pair_sort();
     test_sort();
     test_busbw();
     test_p2p_keys();
+    if (argc > 1)
+        test_replay(argv[1]);
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
     }
-    printf("test_model: medians, pair sort, sort, bus bandwidth, p2p keys: all checks hold\n");
+    printf("test_model: medians, pair sort, sort, bus bandwidth, p2p keys%s: all checks hold\n",
+           argc > 1 ? ", the replay" : "");
     return 0;
 }

@@ -960,29 +960,49 @@ static void retire_slot(struct sp_writer *w, struct sp_tls_slot *ts)
 
 /* opts.grow: every reserved slot is taken (more threads recording at once
  * than the reservation had room for).  Rather than drop this thread's
- * events, wake the driver, whose pass reserves more, and wait for it -
- * bounded (SP_GROW_WAIT_NS), once per claim that finds the reservation
- * short, which doubling makes rare - then claim again.  Not when the
- * reservation failed (a full disk) or has every slot already. */
+ * events, wake the driver, whose pass reserves more (only the service
+ * thread holds the trace's fd), and wait for it; claim again after each
+ * pass it makes, and wait again while the reservation is still short for
+ * this thread (64 threads starting at once need two doublings of
+ * SP_GROW_SLOTS), SP_GROW_WAIT_NS at a time and SP_GROW_WAIT_MAX_NS in
+ * all: on a loaded machine the driver may take tens of milliseconds to
+ * run.  Not when the reservation failed (a full disk) or has every slot
+ * already. */
 #define SP_GROW_WAIT_NS 5000000L
+#define SP_GROW_WAIT_MAX_NS 60000000L
+
+static int growth_may_help(struct sp_writer *w)
+{
+    return !__atomic_load_n(&w->reserve_failed, __ATOMIC_RELAXED) &&
+           __atomic_load_n(&w->slots_reserved, __ATOMIC_ACQUIRE) < w->slot_count;
+}
 
 static struct sp_slot_header *claim_after_growth(struct sp_writer *w, struct sp_tls_slot *ts)
 {
-    uint32_t seen = __atomic_load_n(&w->reserve_gen, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&w->reserve_failed, __ATOMIC_RELAXED) ||
-        __atomic_load_n(&w->slots_reserved, __ATOMIC_ACQUIRE) >= w->slot_count)
+    if (!growth_may_help(w))
         return NULL;
     int e = errno;
+    struct sp_slot_header *s = NULL;
     if (raw_gettid() == __atomic_load_n(&w->driver_tid, __ATOMIC_RELAXED)) {
         grow_reservation(w); /* the driver itself (its CPU samples): no one to wait for */
+        s = claim_slot(w, ts, raw_gettid());
         errno = e;
-        return claim_slot(w, ts, raw_gettid());
+        return s;
     }
-    nudge_compressor(w);
-    struct timespec ts_wait = {0, SP_GROW_WAIT_NS};
-    syscall(SYS_futex, &w->reserve_gen, FUTEX_WAIT_PRIVATE, seen, &ts_wait, NULL, 0);
+    for (long waited = 0; !s && waited < SP_GROW_WAIT_MAX_NS && growth_may_help(w); waited += SP_GROW_WAIT_NS) {
+        /* the generation before the claim: a pass that ends between the
+         * two is not slept through */
+        uint32_t seen = __atomic_load_n(&w->reserve_gen, __ATOMIC_SEQ_CST);
+        s = claim_slot(w, ts, raw_gettid());
+        if (s)
+            break;
+        nudge_compressor(w);
+        struct timespec ts_wait = {0, SP_GROW_WAIT_NS};
+        syscall(SYS_futex, &w->reserve_gen, FUTEX_WAIT_PRIVATE, seen, &ts_wait, NULL, 0);
+        s = claim_slot(w, ts, raw_gettid());
+    }
     errno = e;
-    return claim_slot(w, ts, raw_gettid());
+    return s;
 }
 
 int sp_writer_reserve_slow(struct sp_writer *w, uint64_t t)

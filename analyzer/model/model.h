@@ -28,6 +28,9 @@
  *                     first thing to try, priced by the replay
  *   model_summary.c   per-host summaries (scaleprof reduce), read in place
  *                     of pass 1 and pass 2
+ *   model_graph.c     a model built in memory (model_graph.h): ranks,
+ *                     steps, ops and their local time, in place of the
+ *                     passes up to classify
  * The replay and the findings walk the cause table (causes.c; its row,
  * causes.h: each cause's rule, evidence writer and counterfactual), which
  * they read through m->causes.

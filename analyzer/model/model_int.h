@@ -24,6 +24,9 @@ int sp_model_group(struct sp_model *m);
 /* Classify's last step (warnings, whether any rank has a step), shared
  * with the summaries' stand-in for pass 2 (model_summary.c). */
 int sp_model_classify_done(struct sp_model *m);
+/* After pass 2 (or what stands for it: the summaries, a graph built in
+ * memory): the breakdown over the ranks and the mean and median step. */
+void sp_model_summarize_steps(struct sp_model *m);
 void sp_model_align_clocks(struct sp_model *m);
 int sp_model_find_steps(struct sp_model *m);
 void sp_model_match_collectives(struct sp_model *m);

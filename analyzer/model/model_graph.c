@@ -62,19 +62,19 @@ static int fits(const float v[SP_LOC_N], int64_t window)
     return sum_of(v) <= (double)window * (1 + LOCAL_SLACK) + 1;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
+/* p with room for need items of size (*cap of them now), or NULL when
+ * out of memory (p left as it was). */
+static void *grown(void *p, size_t *cap, size_t need, size_t size)
 {
     if (need <= *cap)
-        return 0;
+        return p;
     size_t n = *cap ? 2 * *cap : 8;
     while (n < need)
         n *= 2;
-    void *q = realloc(*p, n * size);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = n;
-    return 0;
+    void *q = realloc(p, n * size);
+    if (q)
+        *cap = n;
+    return q;
 }
 
 struct sp_graph_build *sp_graph_begin(struct sp_model *m, int nranks, const int *host)
@@ -187,8 +187,10 @@ static struct sp_rnode *add_node(struct sp_graph_build *b, int rank, int64_t a, 
         refuse(b, rank, "a gap's local time is longer than the gap");
         return NULL;
     }
-    if (grow((void **)&r->nodes, &rb->nodes_cap, r->nnodes + 1, sizeof *r->nodes) < 0)
+    struct sp_rnode *nodes = grown(r->nodes, &rb->nodes_cap, r->nnodes + 1, sizeof *r->nodes);
+    if (!nodes)
         return NULL;
+    r->nodes = nodes;
     struct sp_rnode *n = &r->nodes[r->nnodes++];
     memset(n, 0, sizeof *n);
     memcpy(n->gap, gap, sizeof n->gap);
@@ -209,10 +211,12 @@ int sp_graph_op(struct sp_graph_build *b, int rank, const struct sp_graph_op *op
         return refuse(b, rank, "an op outside a step");
     if (op->a < rb->start || op->e < op->a || (rb->have_op && op->a < rb->prev_a))
         return refuse(b, rank, "an op before its step, before the previous op, or ending before it starts");
-    if (op->ncalls < 1 || op->ncalls > UINT16_MAX)
-        return refuse(b, rank, "an op without a call");
-    if (grow((void **)&r->calls, &rb->calls_cap, r->ncalls + (size_t)op->ncalls, sizeof *r->calls) < 0)
+    if (op->ncalls < 1 || op->ncalls > UINT16_MAX || r->ncalls + (size_t)op->ncalls > UINT32_MAX)
+        return refuse(b, rank, "an op without a call, or more calls than a node can name");
+    struct sp_coll_call *calls = grown(r->calls, &rb->calls_cap, r->ncalls + (size_t)op->ncalls, sizeof *r->calls);
+    if (!calls)
         return -1;
+    r->calls = calls;
     struct sp_rnode *n = add_node(b, rank, op->a, op->gap);
     if (!n)
         return -1;
@@ -260,8 +264,11 @@ int sp_graph_step_end(struct sp_graph_build *b, int rank, int64_t end, const flo
         return refuse(b, rank, "a step that ends before it starts or before its last op");
     if (rb->have_op && rb->prev_e > end)
         rb->prev_e = end; /* an op's window ends with its step */
-    if (grow((void **)&r->steps, &rb->steps_cap, (size_t)r->nsteps + 1, sizeof *r->steps) < 0 ||
-        !add_node(b, rank, end, gap))
+    struct sp_span *steps = grown(r->steps, &rb->steps_cap, (size_t)r->nsteps + 1, sizeof *r->steps);
+    if (!steps)
+        return -1;
+    r->steps = steps;
+    if (!add_node(b, rank, end, gap))
         return -1;
     r->steps[r->nsteps++] = (struct sp_span){rb->start, end};
     rb->open = 0;

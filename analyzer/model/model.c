@@ -217,11 +217,7 @@ void sp_model_free(struct sp_model *m)
     }
     for (int i = 0; i < m->nfrecs; i++)
         sp_file_rec_free(&m->frecs[i]);
-    for (int i = 0; i < m->nwarnings; i++) {
-        if (m->warnings[i] != m->warn_base[i])
-            free(m->warnings[i]);
-        free(m->warn_base[i]);
-    }
+    sp_model_warnings_free(m);
     if (m->replay)
         sp_model_replay_free(m->replay);
     free(m->replay);

@@ -16,6 +16,9 @@
 #include "model.h"
 
 void sp_model_warn(struct sp_model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A warning of an analysis over a const model, into its list (model.h,
+ * struct sp_warn_list) for its caller to add to the model. */
+void sp_warn_list_add(struct sp_warn_list *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Progress on stderr: at most once a second on a terminal (one line
  * rewritten with \r), at most every 5 s otherwise; done == total ends it. */
 void sp_model_progress(const struct sp_model *m, const char *what, int done, int total);

@@ -19,6 +19,9 @@
  *    replayed unchanged gives every node's recorded arrival and end to
  *    the nanosecond, and a counterfactual (the slow rank fixed) makes no
  *    node later and the job's last node earlier;
+ *  - warnings an analysis of a const model keeps in a list, added to the
+ *    model afterwards, read as those made in place (alike ones counted,
+ *    the cap's last slot counting the rest);
  *  - the replay of graphs built by hand (model_graph.h), each small enough
  *    to work out on paper, with the times written here from that
  *    reasoning: two ranks and one all-reduce (the later arrival sets the
@@ -303,6 +306,63 @@ static void test_replay(const char *gen_trace)
     sp_model_free(&m);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0, "%s", cmd);
+}
+
+/* Warnings an analysis of a const model makes (struct sp_warn_list), added
+ * to the model afterwards, read as if made there: alike ones counted into
+ * the first, the cap's last slot counting the rest. */
+static const char *const warn_fmt_a = "%s: could not be read again (%d)", *const warn_fmt_b = "other %d";
+
+static void warn_directly(struct sp_model *m, int i)
+{
+    if (i % 3)
+        sp_model_warn(m, warn_fmt_a, "f", i);
+    else
+        sp_model_warn(m, warn_fmt_b, i);
+}
+
+static void warn_by_list(struct sp_warn_list *w, int i)
+{
+    if (i % 3)
+        sp_warn_list_add(w, warn_fmt_a, "f", i);
+    else
+        sp_warn_list_add(w, warn_fmt_b, i);
+}
+
+static void test_warn_list(void)
+{
+    for (int before = 0; before < SP_MODEL_MAX_WARNINGS + 2; before += SP_MODEL_MAX_WARNINGS / 2 + 1) {
+        struct sp_model direct, later;
+        memset(&direct, 0, sizeof direct);
+        memset(&later, 0, sizeof later);
+        char fmt[SP_MODEL_MAX_WARNINGS][16]; /* distinct formats fill the model first */
+        for (int i = 0; i < before; i++) {
+            snprintf(fmt[i % SP_MODEL_MAX_WARNINGS], sizeof fmt[0], "w%d", i);
+            sp_model_warn(&direct, fmt[i % SP_MODEL_MAX_WARNINGS], NULL);
+            sp_model_warn(&later, fmt[i % SP_MODEL_MAX_WARNINGS], NULL);
+        }
+        struct sp_warn_list w = {0};
+        for (int i = 0; i < 7; i++) {
+            warn_directly(&direct, i);
+            warn_by_list(&w, i);
+        }
+        CHECK(w.n == 7 && later.nwarnings == (before < SP_MODEL_MAX_WARNINGS ? before : SP_MODEL_MAX_WARNINGS),
+              "the list holds the analysis's warnings until they are added (%d)", w.n);
+        sp_model_warn_all(&later, &w);
+        CHECK(w.n == 0 && !w.text, "the list is emptied");
+        int same = direct.nwarnings == later.nwarnings;
+        for (int i = 0; same && i < direct.nwarnings; i++)
+            same = !strcmp(direct.warnings[i], later.warnings[i]);
+        CHECK(same, "after %d warnings, the list's read as if made in place (%d and %d warnings, the last: %s | %s)",
+              before, direct.nwarnings, later.nwarnings,
+              direct.nwarnings ? direct.warnings[direct.nwarnings - 1] : "",
+              later.nwarnings ? later.warnings[later.nwarnings - 1] : "");
+        if (before == 0)
+            CHECK(direct.nwarnings == 2 && strstr(direct.warnings[1], "(and 3 more like it)"),
+                  "alike warnings counted into the first: %s", direct.nwarnings > 1 ? direct.warnings[1] : "");
+        sp_model_free(&direct);
+        sp_model_free(&later);
+    }
 }
 
 /* ---- graphs built by hand ---- */
@@ -616,6 +676,7 @@ int main(int argc, char **argv)
     test_sort();
     test_busbw();
     test_p2p_keys();
+    test_warn_list();
     test_graph_allreduce();
     test_graph_send_recv();
     test_graph_group();
@@ -627,7 +688,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
     }
-    printf("test_model: medians, pair sort, sort, bus bandwidth, p2p keys, hand-built graphs%s: all checks hold\n",
+    printf("test_model: medians, pair sort, sort, bus bandwidth, p2p keys, warning lists, hand-built graphs%s: all checks hold\n",
            argc > 1 ? ", the replay" : "");
     return 0;
 }

@@ -29,7 +29,8 @@
  *    ends before its send began), a grouped send+recv between three ranks
  *    (the group waits for its slowest pair), and a rank whose compute is
  *    brought to its peer's (the peer's wait shrinks by exactly that, over
- *    two steps).  Each: unchanged, every node at its recorded arrival and
+ *    two steps), and an exchange whose recv started while its send ran
+ *    (it arrives as recorded after the send, not after its end).  Each: unchanged, every node at its recorded arrival and
  *    end to the nanosecond; the counterfactual's times as worked out; the
  *    replay's check holds, no cause saving more than its own time on the
  *    critical path, and the cause's saving and bound as worked out.  The
@@ -460,7 +461,8 @@ static void check_hand(struct sp_model *m, const char *what, const struct hand_t
  * of compute end the step at 10.  Without the input wait rank 1 arrives
  * at 2, the transfer ends at 3 on both, the step at 7: rank 0's wait
  * (3 ms) is gone, and its kernel ends exactly 3 ms earlier.  Input's
- * time on the critical path: rank 1's 3 ms in the all-reduce's group. */
+ * time on the critical path: rank 1's 3 ms in the all-reduce's group.
+ * Communication's: the 1 ms transfer, all it can save. */
 static void test_graph_allreduce(void)
 {
     struct sp_model m;
@@ -491,6 +493,10 @@ static void test_graph_allreduce(void)
         const struct hand_times rec = {2, {2, 2}, {{2 * MS, 10 * MS}, {5 * MS, 10 * MS}}, {{6 * MS, 10 * MS}, {6 * MS, 10 * MS}}};
         const struct hand_times fixed = {2, {2, 2}, {{2 * MS, 7 * MS}, {2 * MS, 7 * MS}}, {{3 * MS, 7 * MS}, {3 * MS, 7 * MS}}};
         check_hand(&m, "all-reduce", &rec, SP_CAUSE_INPUT, &fixed, 3, 3);
+        /* the transfer hidden: both leave at the last arrival, 5 ms, and
+         * the step ends at 9; 1 ms saved, the transfer on the path */
+        const struct hand_times hidden = {2, {2, 2}, {{2 * MS, 9 * MS}, {5 * MS, 9 * MS}}, {{5 * MS, 9 * MS}, {5 * MS, 9 * MS}}};
+        check_hand(&m, "all-reduce", &rec, SP_CAUSE_COMMUNICATION, &hidden, 1, 1);
     }
     sp_model_free(&m);
 }
@@ -646,6 +652,60 @@ static void test_graph_compute(void)
     sp_model_free(&m);
 }
 
+/* Two ranks exchange (each sends to the other), rank 0's send and recv
+ * on their own streams: it sends at 2, spends 1 ms of host time issuing
+ * the recv, which starts at 3 while the send still runs (it did not wait
+ * for it); rank 1 computes 3 ms and waits 2 ms for input, then runs its
+ * send and recv as one kernel from 5.  Both pairs are complete at 5; every
+ * kernel ends 1 ms later, at 6, and 4 ms of compute end the steps at 10.
+ * Without input rank 1 arrives at 3: the pairs complete at 3, the
+ * kernels end at 4, the steps at 8 - and rank 0's recv still starts at
+ * 3, 1 ms after its send, though the send now ends at 4: 2 ms saved,
+ * rank 1's 2 ms of input in its kernel's group. */
+static void test_graph_concurrent(void)
+{
+    struct sp_model m;
+    struct sp_graph_build *b = sp_graph_begin(&m, 2, NULL);
+    CHECK(b, "a graph of 2 ranks begins");
+    const struct sp_graph_call send01 = {SP_NCCL_SEND, 0xf0f, 2, 0, 1, 1, 4096},
+                               recv10 = {SP_NCCL_RECV, 0xf0f, 2, 0, 1, 1, 4096};
+    const struct sp_graph_call both1[2] = {{SP_NCCL_RECV, 0xf0f, 2, 1, 0, 1, 4096},
+                                           {SP_NCCL_SEND, 0xf0f, 2, 1, 0, 1, 4096}};
+    const float tail[SP_LOC_N] = {[SP_LOC_BUSY] = 4 * MS};
+    int rc = 0;
+    rc |= sp_graph_step(b, 0, 0);
+    rc |= sp_graph_op(b, 0,
+                      &(struct sp_graph_op){2 * MS, 6 * MS, .gap = {[SP_LOC_BUSY] = 2 * MS},
+                                            .under = {[SP_LOC_HOST] = 1 * MS}, .calls = &send01, .ncalls = 1});
+    rc |= sp_graph_op(b, 0, &(struct sp_graph_op){3 * MS, 6 * MS, .calls = &recv10, .ncalls = 1});
+    rc |= sp_graph_step_end(b, 0, 10 * MS, tail);
+    rc |= sp_graph_step(b, 1, 0);
+    rc |= sp_graph_op(b, 1,
+                      &(struct sp_graph_op){5 * MS, 6 * MS, .gap = {[SP_LOC_BUSY] = 3 * MS, [SP_LOC_INPUT] = 2 * MS},
+                                            .calls = both1, .ncalls = 2});
+    rc |= sp_graph_step_end(b, 1, 10 * MS, tail);
+    rc |= sp_graph_finish(b);
+    CHECK(rc == 0, "the exchange graph is built (%s)", m.nwarnings ? m.warnings[0] : "");
+    if (rc == 0) {
+        CHECK(m.ranks[0].calls[0].wait == 3 * MS && m.ranks[0].calls[1].wait == 2 * MS,
+              "rank 0's send waited 3 ms for rank 1, its recv 2 ms: %lld, %lld ns",
+              (long long)m.ranks[0].calls[0].wait, (long long)m.ranks[0].calls[1].wait);
+        CHECK(m.ranks[0].cat[0][SP_CAT_COLL_WAIT] == 2 * MS && m.ranks[0].cat[0][SP_CAT_COLL_TRANSFER] == 1 * MS &&
+                  m.ranks[0].cat[0][SP_CAT_IDLE_HOST] == 1 * MS,
+              "rank 0's categories: the recv's 2 ms of wait and 1 ms of transfer after its 1 ms of host time");
+        const struct hand_times rec = {2,
+                                       {3, 2},
+                                       {{2 * MS, 3 * MS, 10 * MS}, {5 * MS, 10 * MS}},
+                                       {{6 * MS, 6 * MS, 10 * MS}, {6 * MS, 10 * MS}}};
+        const struct hand_times fixed = {2,
+                                         {3, 2},
+                                         {{2 * MS, 3 * MS, 8 * MS}, {3 * MS, 8 * MS}},
+                                         {{4 * MS, 4 * MS, 8 * MS}, {4 * MS, 8 * MS}}};
+        check_hand(&m, "exchange", &rec, SP_CAUSE_INPUT, &fixed, 2, 2);
+    }
+    sp_model_free(&m);
+}
+
 /* Local time longer than the window it is measured in is refused, with
  * a warning that says so. */
 static void test_graph_refuses(void)
@@ -681,6 +741,7 @@ int main(int argc, char **argv)
     test_graph_send_recv();
     test_graph_group();
     test_graph_compute();
+    test_graph_concurrent();
     test_graph_refuses();
     if (argc > 1)
         test_replay(argv[1]);

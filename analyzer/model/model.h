@@ -383,7 +383,7 @@ struct sp_model {
     int nhosts;
     int64_t *host_offset;    /* ns added to a host's monotonic time */
     double skew_us;          /* estimated residual clock skew */
-    const char *detected_by; /* markers | collectives | kernels | none */
+    const char *detected_by; /* markers | collectives | kernels | none | given (model_graph.h) */
     int steps_total;         /* aligned steps found on every rank */
     int step_number0;        /* the user's number of step 0 (its marker's), 0 when none */
     int steps_paused;        /* steps left out: recording was paused during them */

@@ -84,7 +84,7 @@ struct sp_graph_build *sp_graph_begin(struct sp_model *m, int nranks, const int 
     m->opts.skip = 0; /* the steps given are the steps analyzed */
     m->dir = "";
     snprintf(m->source, sizeof m->source, "graph");
-    m->detected_by = "none";
+    m->detected_by = "given";
     m->causes = sp_cause_table();
     if (nranks < 1)
         return NULL;

@@ -12,7 +12,8 @@
  * (sender, receiver, k), waits, bus bandwidth), sums each step's seven
  * categories from the nodes and leaves the model classified
  * (SP_STAGE_CLASSIFY): sp_model_run(m, SP_STAGE_FINDINGS) then finds the
- * stragglers, replays and prices the causes, and every renderer reads it.
+ * stragglers, replays and prices the causes, and the renderers read it
+ * (report's text, JSON and CSV, html), its steps "given".
  *
  * For tests that check the replay on graphs small enough to work out by
  * hand, and for an importer that knows a job's ops and local time without

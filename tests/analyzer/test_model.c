@@ -29,7 +29,7 @@
  *    ends before its send began), a grouped send+recv between three ranks
  *    (the group waits for its slowest pair), and a rank whose compute is
  *    brought to its peer's (the peer's wait shrinks by exactly that, over
- *    two steps), and an exchange whose recv started while its send ran
+ *    two steps; its findings name rank 1, as its HTML page does), and an exchange whose recv started while its send ran
  *    (it arrives as recorded after the send, not after its end).  Each: unchanged, every node at its recorded arrival and
  *    end to the nanosecond; the counterfactual's times as worked out; the
  *    replay's check holds, no cause saving more than its own time on the
@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "html_report.h"
 #include "model.h"
 #include "model_graph.h"
 #include "model_int.h"
@@ -648,6 +649,17 @@ static void test_graph_compute(void)
         CHECK(f && f->cause == SP_CAUSE_STRAGGLER && f->nranks == 1 && f->ranks[0] == 1 && fabs(f->gain - 0.3) < 1e-9,
               "the first finding: rank 1 the straggler, 30%% of the step (%s, %d ranks, gain %g)",
               f ? sp_cause_info(f->cause)->name : "none", f ? f->nranks : 0, f ? f->gain : 0);
+        /* and a renderer reads it as any model: the HTML page leads with it */
+        FILE *page = tmpfile();
+        char html[1 << 16] = "";
+        if (page && sp_html_report(page, &m, NULL, 0) == 0 && fseek(page, 0, SEEK_SET) == 0)
+            html[fread(html, 1, sizeof html - 1, page)] = 0;
+        if (page)
+            fclose(page);
+        const char *first = strstr(html, "class=\"finding "), *cause = first ? strstr(first, "data-cause=") : NULL;
+        CHECK(cause && !strncmp(cause, "data-cause=\"straggler\" data-gain=\"0.3000\"", 41) &&
+                  strstr(first, "rank 1, steps 0-1"),
+              "the graph's HTML page leads with the straggler, rank 1, 30%%");
     }
     sp_model_free(&m);
 }

@@ -1,11 +1,13 @@
 /*
  * model_util.h - the helpers of model_util.c and the model's passes that
- * an analysis over a finished model may use beside model.h: warnings and
- * progress, a rank's clock in global time, whether a trace is still being
- * written, the thread pool, medians, sorts (stable by key pairs, or none
- * when in order), and the iterator over collective instances.  The
- * passes' own entry points are model_int.h's, which no analysis or output
- * includes but the export's what-if timeline.
+ * an analysis over a finished model may use beside model.h: warnings (the
+ * passes' into the model; an analysis, which takes the model const, keeps
+ * its own in a list for its caller) and progress, a rank's clock in global
+ * time, whether a trace is still being written, the thread pool, medians,
+ * sorts (stable by key pairs, or none when in order), and the iterator
+ * over collective instances.  The passes' own entry points are
+ * model_int.h's, which no analysis or output includes but the export's
+ * what-if timeline.
  */
 #ifndef SP_MODEL_UTIL_H
 #define SP_MODEL_UTIL_H

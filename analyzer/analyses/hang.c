@@ -126,7 +126,7 @@ struct member {
     int64_t done_t;
 };
 
-static struct sp_coll_call *call_at(struct sp_model *m, const struct cref *x)
+static const struct sp_coll_call *call_at(const struct sp_model *m, const struct cref *x)
 {
     return &m->ranks[x->r].calls[x->c];
 }
@@ -152,7 +152,7 @@ static int push_int(int **v, int *n, int x)
 }
 
 /* The median gap between the first entries of consecutive instances. */
-static double median_gap_s(struct sp_model *m, const struct cref *k, size_t n)
+static double median_gap_s(const struct sp_model *m, const struct cref *k, size_t n)
 {
     int64_t *first = malloc((n + 1) * sizeof *first);
     size_t nf = 0;
@@ -191,7 +191,7 @@ static int same_sig(const struct sp_coll_call *c, const struct call_sig *s)
 }
 
 /* The calls of one (comm, seq): a desync when they differ. */
-static int check_desync(struct sp_model *m, struct sp_hang *h, const struct cref *k, size_t n,
+static int check_desync(const struct sp_model *m, struct sp_hang *h, const struct cref *k, size_t n,
                         int *seen_comm)
 {
     struct call_sig sig[8];
@@ -238,7 +238,7 @@ static int check_desync(struct sp_model *m, struct sp_hang *h, const struct cref
     return 0;
 }
 
-static const struct sp_coll_call *find_call(struct sp_model *m, int r, uint64_t comm, uint64_t seq)
+static const struct sp_coll_call *find_call(const struct sp_model *m, int r, uint64_t comm, uint64_t seq)
 {
     const struct sp_rank *rk = &m->ranks[r];
     for (size_t c = rk->ncalls; c-- > 0;)
@@ -253,7 +253,7 @@ static int is_done(const struct sp_coll_call *c)
 }
 
 /* One communicator's calls k[0..n) (sorted by seq): its pending instance. */
-static int analyze_comm(struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang *h,
+static int analyze_comm(const struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang *h,
                         const struct cref *k, size_t n, const struct host_done *hv, size_t nhv)
 {
     uint64_t comm = k[0].comm;
@@ -417,7 +417,7 @@ static void free_desyncs(struct sp_hang *h)
 }
 
 /* Every communicator: pending instances (and desyncs when asked). */
-static int find_instances(struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang *h,
+static int find_instances(const struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang *h,
                           const struct host_done *hv, size_t nhv, int desync)
 {
     size_t total = 0;
@@ -480,9 +480,9 @@ struct hv_entry {
 };
 
 struct file_read {
-    struct sp_model *m;
+    const struct sp_model *m;
     const struct sp_hang_opts *o;
-    struct sp_file_rec *f;
+    const struct sp_file_rec *f;
     int rank_index, helper;
     struct ring *rings;
     int nrings, dropped, last_ring;
@@ -969,7 +969,7 @@ static void describe_rank(const struct sp_model *m, const struct sp_hang *h, int
 
 /* The files to read for rank index r: its own, then (for a missing rank)
  * its helpers. */
-static int add_reads(struct sp_model *m, const struct sp_hang_opts *o, int r, int helpers,
+static int add_reads(const struct sp_model *m, const struct sp_hang_opts *o, int r, int helpers,
                      struct file_read **v, int *n)
 {
     const struct sp_rank *rk = &m->ranks[r];
@@ -1003,20 +1003,20 @@ static int cmp_rank_entry(const void *a, const void *b)
 /* Summaries hold no events: the deep pass reads the few traces of the
  * ranks concerned where the summaries recorded them; one this machine
  * cannot read is said, not guessed at. */
-static void warn_unreachable(struct sp_model *m, const struct file_read *reads, int nreads)
+static void warn_unreachable(struct sp_warn_list *warn, const struct file_read *reads, int nreads)
 {
     int n = 0;
     const char *first = NULL;
     for (int i = 0; i < nreads; i++)
         if (access(reads[i].f->path, R_OK) != 0 && n++ == 0) first = reads[i].f->path;
     if (n)
-        sp_model_warn(m, "%d trace file(s) of the ranks concerned (%s first) are not readable here: the summaries "
-                         "hold no events, so what those processes did last is not shown; run scaleprof hang on "
-                         "their host's traces for it",
-                      n, first);
+        sp_warn_list_add(warn, "%d trace file(s) of the ranks concerned (%s first) are not readable here: the summaries "
+                               "hold no events, so what those processes did last is not shown; run scaleprof hang on "
+                               "their host's traces for it",
+                         n, first);
 }
 
-static int deep(struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang *h)
+static int deep(const struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang *h)
 {
     /* the ranks concerned: members of a pending instance */
     char *concerned = calloc((size_t)m->nranks + 1, 1);
@@ -1035,7 +1035,7 @@ static int deep(struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang
     }
     for (int r = 0; r < m->nranks && rc == 0; r++)
         if (concerned[r]) rc = add_reads(m, o, r, concerned[r] == 2, &reads, &nreads);
-    if (sp_model_from_summaries(m)) warn_unreachable(m, reads, nreads);
+    if (sp_model_from_summaries(m)) warn_unreachable(&h->warnings, reads, nreads);
     if (rc == 0 && nreads) {
         struct deep_job job = {reads};
         sp_model_parallel(m, nreads, read_one, &job);
@@ -1166,7 +1166,7 @@ static void find_stalled(const struct sp_model *m, struct sp_hang *h)
     }
 }
 
-int sp_hang_analyze(struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang *h)
+int sp_hang_analyze(const struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang *h)
 {
     memset(h, 0, sizeof *h);
     h->hung_s = -1;
@@ -1200,6 +1200,7 @@ void sp_hang_mark_failed(struct sp_hang *h, const int *ranks, int n)
 
 void sp_hang_free(struct sp_hang *h)
 {
+    sp_warn_list_free(&h->warnings);
     free_insts(h);
     free_comms(h);
     free_desyncs(h);

@@ -157,17 +157,20 @@ struct sp_hang {
     int ndesyncs;
     struct sp_hang_rank *ranks; /* ranks of the hung instances, missing first (deep only) */
     int nranks;
-    double hung_s;        /* the job: min over hung instances, < 0 when none */
-    int completion_known; /* some call of the job has a recorded completion */
-    int cpu_sampled;      /* some file has CPU samples (the traces run until the end) */
+    double hung_s;                /* the job: min over hung instances, < 0 when none */
+    int completion_known;         /* some call of the job has a recorded completion */
+    int cpu_sampled;              /* some file has CPU samples (the traces run until the end) */
+    struct sp_warn_list warnings; /* trace files the deep pass cannot read here */
 };
 
 /* Finds pending and hung instances and desyncs in the model (after
  * SP_STAGE_LOAD); with o->deep, reads the files of the ranks concerned
- * (sp_trace_feed) to say what each was doing.  Free h with sp_hang_free. */
+ * (sp_trace_feed) to say what each was doing, and says in h->warnings
+ * (for m: sp_model_warn_all) which it cannot read.  Free h with
+ * sp_hang_free. */
 /* The entry of `rank` in h->ranks (filled with deep analysis), NULL if none. */
 const struct sp_hang_rank *sp_hang_rank_of(const struct sp_hang *h, int rank);
-int sp_hang_analyze(struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang *h);
+int sp_hang_analyze(const struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang *h);
 /* A pending instance that a rank which failed (a fatal signal or a
  * non-zero exit the launcher recorded, sp_ended_failed) never entered can never
  * complete: marked hung and stranded, as mark_stranded does for a rank

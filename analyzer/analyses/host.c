@@ -443,9 +443,9 @@ static void host_cpu(const struct sp_model *m, struct sp_host *h)
     }
 }
 
-static void rank_view(struct sp_model *m, int i, struct sp_host_rank *hr)
+static void rank_view(const struct sp_model *m, int i, struct sp_host_rank *hr, struct sp_warn_list *warn)
 {
-    struct sp_rank *r = &m->ranks[i];
+    const struct sp_rank *r = &m->ranks[i];
     hr->rank = r->rank;
     hr->workers = r->nhelpers;
     hr->main_cpu = -1;
@@ -459,8 +459,8 @@ static void rank_view(struct sp_model *m, int i, struct sp_host_rank *hr)
     for (int f = 0; f < r->nfiles && !c.oom; f++) {
         int err = 0;
         if (sp_trace_feed(r->files[f]->path, &pipe_pass, &c, &err) < 0 && err)
-            sp_model_warn(m, "%s: could not be read again for the host-side view (%s)", r->files[f]->path,
-                          sp_strerror(err));
+            sp_warn_list_add(warn, "%s: could not be read again for the host-side view (%s)", r->files[f]->path,
+                             sp_strerror(err));
     }
     int pipes = 0;
     for (size_t k = 0; k < c.n; k++)
@@ -536,7 +536,7 @@ static void input_finding(const struct sp_model *m, struct sp_host *h)
     }
 }
 
-int sp_host_analyze(struct sp_model *m, struct sp_host *h)
+int sp_host_analyze(const struct sp_model *m, struct sp_host *h)
 {
     memset(h, 0, sizeof *h);
     h->r = calloc((size_t)m->nranks + 1, sizeof *h->r);
@@ -544,7 +544,7 @@ int sp_host_analyze(struct sp_model *m, struct sp_host *h)
         return -1;
     h->nranks = m->nranks;
     for (int i = 0; i < m->nranks; i++)
-        rank_view(m, i, &h->r[i]);
+        rank_view(m, i, &h->r[i], &h->warnings);
     host_cpu(m, h);
     input_finding(m, h);
     return 0;
@@ -554,5 +554,6 @@ void sp_host_free(struct sp_host *h)
 {
     free(h->r);
     free(h->cpu);
+    sp_warn_list_free(&h->warnings);
     memset(h, 0, sizeof *h);
 }

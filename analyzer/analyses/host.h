@@ -46,12 +46,15 @@ struct sp_host {
     int input_finding;     /* the share is worth a finding (>= SP_GAIN_MODERATE... low) */
     int input_lower_bound; /* some rank's wait is a lower bound (from file reads) */
     char evidence[SP_MODEL_TEXT];
+    struct sp_warn_list warnings; /* files that could not be read again */
 };
 
 /* Reads the ranks' own files again (m opened: SP_STAGE_LOAD) for their
  * waits on loader pipes and builds the view.  Returns 0, or -1 when
- * memory ran out; free h with sp_host_free either way. */
-int sp_host_analyze(struct sp_model *m, struct sp_host *h);
+ * memory ran out; free h with sp_host_free either way.  A file that
+ * cannot be read again is a warning in h->warnings (for m:
+ * sp_model_warn_all). */
+int sp_host_analyze(const struct sp_model *m, struct sp_host *h);
 void sp_host_free(struct sp_host *h);
 
 #endif

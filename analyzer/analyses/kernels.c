@@ -36,7 +36,7 @@ struct entry {
 };
 
 struct collect {
-    struct sp_model *m;
+    const struct sp_model *m;
     struct entry *e;
     size_t n, cap;
     size_t *slot; /* open addressing: entry index + 1, 0 empty */
@@ -226,13 +226,13 @@ static int finish(struct collect *c, struct sp_kernels *k)
     return 0;
 }
 
-int sp_kernels_analyze(struct sp_model *m, struct sp_kernels *k)
+int sp_kernels_analyze(const struct sp_model *m, struct sp_kernels *k)
 {
     memset(k, 0, sizeof *k);
     k->nranks = m->nranks;
     struct collect c = {.m = m};
     for (int i = 0; i < m->nranks && !c.oom; i++) {
-        struct sp_rank *r = &m->ranks[i];
+        const struct sp_rank *r = &m->ranks[i];
         int hi = m->step_hi < r->nsteps ? m->step_hi : r->nsteps;
         if (hi <= m->step_lo)
             continue;
@@ -242,8 +242,8 @@ int sp_kernels_analyze(struct sp_model *m, struct sp_kernels *k)
         for (int f = 0; f < r->nfiles && !c.oom; f++) {
             int err = 0;
             if (sp_trace_feed(r->files[f]->path, &kernel_pass, &c, &err) < 0 && err)
-                sp_model_warn(m, "%s: could not be read again for the kernel view (%s)", r->files[f]->path,
-                              sp_strerror(err));
+                sp_warn_list_add(&k->warnings, "%s: could not be read again for the kernel view (%s)",
+                                 r->files[f]->path, sp_strerror(err));
         }
     }
     int rc = c.oom ? -1 : finish(&c, k);
@@ -265,5 +265,6 @@ void sp_kernels_free(struct sp_kernels *k)
     }
     free(k->k);
     free(k->rank_ns);
+    sp_warn_list_free(&k->warnings);
     memset(k, 0, sizeof *k);
 }

@@ -35,14 +35,15 @@ struct sp_kernels {
     double ns;       /* every kernel's time, all ranks */
     double *rank_ns; /* per rank index: its kernels' time */
     int nranks;
+    struct sp_warn_list warnings; /* files that could not be read again */
 };
 
 /* Reads the GPU kernels (compute and NCCL) of every rank's own files that
  * start within the analyzed steps (m run to SP_STAGE_STEPS at least) and
  * sums them per name.  Returns 0, or -1 when memory ran out; free k with
  * sp_kernels_free either way.  Files that cannot be read again are left
- * out with a warning in m. */
-int sp_kernels_analyze(struct sp_model *m, struct sp_kernels *k);
+ * out with a warning in k->warnings (for m: sp_model_warn_all). */
+int sp_kernels_analyze(const struct sp_model *m, struct sp_kernels *k);
 void sp_kernels_free(struct sp_kernels *k);
 
 #endif

@@ -108,6 +108,7 @@ int cmd_hang(int argc, char **argv)
     sp_ended_analyze(&m, &hang_ended);
     if (sp_hang_analyze(&m, &ho, &h) < 0)
         fprintf(stderr, "scaleprof hang: out of memory: what was found so far is shown\n");
+    sp_model_warn_all(&m, &h.warnings);
     int failed[64];
     sp_hang_mark_failed(&h, failed, sp_ended_failed(&hang_ended, failed, 64));
     if (json)

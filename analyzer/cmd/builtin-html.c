@@ -95,7 +95,9 @@ static int one_run(const char *dir, const struct sp_model_opts *o, const char *p
     }
     struct sp_kernels k;
     memset(&k, 0, sizeof k);
-    if (top_kernels && sp_kernels_analyze(&m, &k) < 0) {
+    int krc = top_kernels ? sp_kernels_analyze(&m, &k) : 0;
+    sp_model_warn_all(&m, &k.warnings);
+    if (krc < 0) {
         fprintf(stderr, "scaleprof html: the kernel view ran out of memory\n");
         sp_kernels_free(&k);
         sp_model_free(&m);

@@ -108,7 +108,9 @@ static int host_report(struct sp_model *m, int json, int csv)
     sp_seen_no_gpu(VERB, m, "what follows is the host-side view (iterations, input wait, loader workers, "
                             "reads), with no GPU claim");
     struct sp_host h;
-    if (sp_host_analyze(m, &h) < 0) {
+    int hrc = sp_host_analyze(m, &h);
+    sp_model_warn_all(m, &h.warnings);
+    if (hrc < 0) {
         fprintf(stderr, "scaleprof report: the host-side view ran out of memory\n");
         sp_host_free(&h);
         return 1;
@@ -186,6 +188,7 @@ int cmd_report(int argc, char **argv)
     if (rc == 0) {
         int failed[64];
         sp_hang_analyze(&m, &ho, &hang);
+        sp_model_warn_all(&m, &hang.warnings);
         sp_hang_mark_failed(&hang, failed, sp_ended_failed(&ended, failed, 64));
     }
     if (rc == 0 && !json && !csv)
@@ -222,7 +225,9 @@ int cmd_report(int argc, char **argv)
         sp_opt_kernels_need_traces(VERB);
         return report_end(&m, &hang, &ended, 1);
     }
-    if (top_kernels && !csv && sp_kernels_analyze(&m, &kernels) < 0) {
+    int krc = top_kernels && !csv ? sp_kernels_analyze(&m, &kernels) : 0;
+    sp_model_warn_all(&m, &kernels.warnings);
+    if (krc < 0) {
         fprintf(stderr, "scaleprof report: the kernel view ran out of memory\n");
         sp_kernels_free(&kernels);
         return report_end(&m, &hang, &ended, 1);

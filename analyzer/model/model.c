@@ -28,7 +28,7 @@ void sp_model_opts_default(struct sp_model_opts *o)
 /* Overall breakdown: time-weighted over the ranks; step lengths averaged
  * over the ranks per step (report's --rank narrows what it prints, not
  * the model). */
-static void summarize_steps(struct sp_model *m)
+void sp_model_summarize_steps(struct sp_model *m)
 {
     double total = 0;
     int nsteps = m->step_hi - m->step_lo;
@@ -164,7 +164,7 @@ static int run_stage(struct sp_model *m, enum sp_stage s)
     case SP_STAGE_CLASSIFY:
         if (sp_model_classify(m) < 0)
             return -1;
-        summarize_steps(m);
+        sp_model_summarize_steps(m);
         return 0;
     case SP_STAGE_FINDINGS:
         sp_model_stragglers(m);
@@ -217,11 +217,7 @@ void sp_model_free(struct sp_model *m)
     }
     for (int i = 0; i < m->nfrecs; i++)
         sp_file_rec_free(&m->frecs[i]);
-    for (int i = 0; i < m->nwarnings; i++) {
-        if (m->warnings[i] != m->warn_base[i])
-            free(m->warnings[i]);
-        free(m->warn_base[i]);
-    }
+    sp_model_warnings_free(m);
     if (m->replay)
         sp_model_replay_free(m->replay);
     free(m->replay);

@@ -28,6 +28,9 @@
  *                     first thing to try, priced by the replay
  *   model_summary.c   per-host summaries (scaleprof reduce), read in place
  *                     of pass 1 and pass 2
+ *   model_graph.c     a model built in memory (model_graph.h): ranks,
+ *                     steps, ops and their local time, in place of the
+ *                     passes up to classify
  * The replay and the findings walk the cause table (causes.c; its row,
  * causes.h: each cause's rule, evidence writer and counterfactual), which
  * they read through m->causes.
@@ -186,23 +189,6 @@ struct sp_mark {
 };
 
 /* What pass 1 learned about one file (model_load.c). */
-/* A recording thread as pass 1 saw it, in the order the reader streams
- * it: how many events pass 2 will classify from it, the latest time among
- * them, and its disorder - how far an event's time fell below the latest
- * time of the thread seen before it (a CUPTI buffer thread delivers GPU
- * records grouped by stream, so its times go back and forth). */
-struct sp_tid_mark {
-    uint32_t tid;
-    int64_t last_t, max_t, lag;
-    uint64_t count;
-};
-/* A compute kernel of a file with no step marker and no collective yet:
- * the sequence single-GPU step detection looks for a period in. */
-struct sp_kernel_rec {
-    uint32_t name, stream;
-    int64_t start, end;
-    uint64_t grid; /* threads */
-};
 /* CPU samples of one process: first and last, for its busy fraction. */
 struct sp_cpu_span {
     int64_t t0, t1;
@@ -232,10 +218,10 @@ struct sp_file_rec {
     size_t ncalls;
     struct sp_mark *marks;
     size_t nmarks;
-    struct sp_tid_mark *tids;
-    size_t ntids; /* classified threads */
+    struct sp_tid_mark *tids; /* pass 1's, for pass 2 (model_int.h) */
+    size_t ntids;             /* classified threads */
     struct sp_kernel_rec *kseq;
-    size_t nkseq;        /* see sp_kernel_rec */
+    size_t nkseq;        /* see sp_kernel_rec (model_int.h) */
     int kseq_full;       /* the kernel sequence reached its cap */
     uint64_t read_bytes; /* bytes read from regular files */
     int64_t read_ns;     /* time inside those reads */
@@ -397,7 +383,7 @@ struct sp_model {
     int nhosts;
     int64_t *host_offset;    /* ns added to a host's monotonic time */
     double skew_us;          /* estimated residual clock skew */
-    const char *detected_by; /* markers | collectives | kernels | none */
+    const char *detected_by; /* markers | collectives | kernels | none | given (model_graph.h) */
     int steps_total;         /* aligned steps found on every rank */
     int step_number0;        /* the user's number of step 0 (its marker's), 0 when none */
     int steps_paused;        /* steps left out: recording was paused during them */
@@ -435,11 +421,8 @@ struct sp_model {
      * there were. */
     char *warnings[SP_MODEL_MAX_WARNINGS];
     int nwarnings;
-    const char *warn_fmt[SP_MODEL_MAX_WARNINGS];
-    char *warn_base[SP_MODEL_MAX_WARNINGS];
-    int warn_more[SP_MODEL_MAX_WARNINGS];
-    int warnings_dropped;
-    int *missing_ranks; /* ranks below world_size with no trace, ascending */
+    struct sp_warn_count *warn_count; /* how they are counted (model_util.c's) */
+    int *missing_ranks;               /* ranks below world_size with no trace, ascending */
     int nmissing;
     uint64_t events, dropped;
     uint64_t gpu_events; /* GPU activity records on the ranks' own files */
@@ -474,6 +457,21 @@ int sp_model_analyze(const char *dir, const struct sp_model_opts *o, struct sp_m
  * default for these traces (none in a step window). */
 int sp_model_skip(const struct sp_model *m);
 void sp_model_free(struct sp_model *m);
+
+/* The warnings an analysis makes over a finished model, which it takes
+ * const: in order, each with the format it was made from (what the
+ * model counts alike warnings by), until its caller adds them to the
+ * model's (sp_model_warn_all) where its renderers read them. */
+struct sp_warn_list {
+    const char **fmt;
+    char **text;
+    int n, cap;
+};
+/* Adds w's warnings to m's in order, as if each had been made there with
+ * sp_model_warn (alike ones counted into the first, past the cap
+ * counted), and empties w. */
+void sp_model_warn_all(struct sp_model *m, struct sp_warn_list *w);
+void sp_warn_list_free(struct sp_warn_list *w);
 
 /* Transfer-weighted mean bus bandwidth of the collectives in view, GB/s:
  * spans 1 only those spanning hosts, 0 only those within a host, -1 all.

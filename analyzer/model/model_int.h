@@ -13,6 +13,25 @@
 #include "model.h"
 #include "model_util.h"
 
+/* What pass 1 keeps of a file for the passes after it alone (struct
+ * sp_file_rec's tids and kseq). */
+/* A recording thread as pass 1 saw it, in the order the reader streams
+ * it: how many events pass 2 will classify from it, the latest time among
+ * them, and its disorder - how far an event's time fell below the latest
+ * time of the thread seen before it (a CUPTI buffer thread delivers GPU
+ * records grouped by stream, so its times go back and forth). */
+struct sp_tid_mark {
+    uint32_t tid;
+    int64_t last_t, max_t, lag;
+    uint64_t count;
+};
+/* A compute kernel of a file with no step marker and no collective yet:
+ * the sequence single-GPU step detection looks for a period in. */
+struct sp_kernel_rec {
+    uint32_t name, stream;
+    int64_t start, end;
+    uint64_t grid; /* threads */
+};
 /* Pass 1 over the *.sprof files under m->dir: m->frecs as read, not yet
  * grouped (sp_model_open groups them, or the summaries' records). */
 int sp_model_load(struct sp_model *m);
@@ -24,6 +43,9 @@ int sp_model_group(struct sp_model *m);
 /* Classify's last step (warnings, whether any rank has a step), shared
  * with the summaries' stand-in for pass 2 (model_summary.c). */
 int sp_model_classify_done(struct sp_model *m);
+/* After pass 2 (or what stands for it: the summaries, a graph built in
+ * memory): the breakdown over the ranks and the mean and median step. */
+void sp_model_summarize_steps(struct sp_model *m);
 void sp_model_align_clocks(struct sp_model *m);
 int sp_model_find_steps(struct sp_model *m);
 void sp_model_match_collectives(struct sp_model *m);
@@ -90,6 +112,8 @@ typedef void (*sp_replay_node_fn)(void *arg, int rank, size_t node, int64_t a, i
 int sp_model_replay_nodes(struct sp_model *m, const struct sp_replay *rp, int cause, sp_replay_node_fn fn,
                           void *arg);
 void sp_model_findings(struct sp_model *m);
+/* Frees m's warnings and what counts them. */
+void sp_model_warnings_free(struct sp_model *m);
 /* Frees what a file record owns (not the record itself). */
 void sp_file_rec_free(struct sp_file_rec *f);
 /* Whether [s, e) on rank r's clock meets a pause of any rank's recording

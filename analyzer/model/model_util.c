@@ -63,46 +63,137 @@ static char *controls_escaped(char *s)
     return out;
 }
 
-void sp_model_warn(struct sp_model *m, const char *fmt, ...)
+/* How the model counts its warnings (m->warn_count, made with the first
+ * warning): per warning, the format it was made from, its text as first
+ * made and how many alike came after it; the warnings left out past the
+ * cap. */
+struct sp_warn_count {
+    const char *fmt[SP_MODEL_MAX_WARNINGS];
+    char *base[SP_MODEL_MAX_WARNINGS];
+    int more[SP_MODEL_MAX_WARNINGS];
+    int dropped;
+};
+
+/* 1 when a warning made from fmt needs no text of its own: counted into
+ * the first made from it, or past the cap into the last slot's count (or
+ * lost: no memory to count it); else 0, and the caller adds its text
+ * (warn_new). */
+static int warn_counted(struct sp_model *m, const char *fmt)
 {
+    struct sp_warn_count *wc = m->warn_count;
+    if (!wc && !(wc = m->warn_count = calloc(1, sizeof *wc)))
+        return 1;
     for (int i = 0; i < m->nwarnings; i++) {
-        if (m->warn_fmt[i] != fmt)
+        if (wc->fmt[i] != fmt)
             continue;
         char *s = NULL;
-        m->warn_more[i]++;
-        if (asprintf(&s, "%s (and %d more like it)", m->warn_base[i], m->warn_more[i]) >= 0) {
-            if (m->warnings[i] != m->warn_base[i])
+        wc->more[i]++;
+        if (asprintf(&s, "%s (and %d more like it)", wc->base[i], wc->more[i]) >= 0) {
+            if (m->warnings[i] != wc->base[i])
                 free(m->warnings[i]);
             m->warnings[i] = s;
         }
-        return;
+        return 1;
     }
     if (m->nwarnings >= SP_MODEL_MAX_WARNINGS - 1) {
         /* the last slot says how many were left out */
         char *s = NULL;
-        m->warnings_dropped++;
-        if (asprintf(&s, "%d more warning%s not shown", m->warnings_dropped, m->warnings_dropped == 1 ? "" : "s") < 0)
-            return;
+        wc->dropped++;
+        if (asprintf(&s, "%d more warning%s not shown", wc->dropped, wc->dropped == 1 ? "" : "s") < 0)
+            return 1;
         if (m->nwarnings == SP_MODEL_MAX_WARNINGS - 1) {
-            m->warn_fmt[m->nwarnings] = NULL;
-            m->warn_base[m->nwarnings] = NULL;
+            wc->fmt[m->nwarnings] = NULL;
+            wc->base[m->nwarnings] = NULL;
             m->nwarnings++;
         } else {
             free(m->warnings[m->nwarnings - 1]);
         }
         m->warnings[m->nwarnings - 1] = s;
+        return 1;
+    }
+    return 0;
+}
+
+/* A new warning from fmt with its text s (taken; NULL: none, out of
+ * memory), after warn_counted said it needs one. */
+static void warn_new(struct sp_model *m, const char *fmt, char *s)
+{
+    struct sp_warn_count *wc = m->warn_count;
+    if (s && (s = controls_escaped(s))) {
+        wc->fmt[m->nwarnings] = fmt;
+        wc->base[m->nwarnings] = s;
+        wc->more[m->nwarnings] = 0;
+        m->warnings[m->nwarnings++] = s;
+    }
+}
+
+void sp_model_warnings_free(struct sp_model *m)
+{
+    struct sp_warn_count *wc = m->warn_count;
+    for (int i = 0; i < m->nwarnings; i++) {
+        if (!wc || m->warnings[i] != wc->base[i])
+            free(m->warnings[i]);
+        if (wc)
+            free(wc->base[i]);
+    }
+    free(wc);
+    m->warn_count = NULL;
+    m->nwarnings = 0;
+}
+
+void sp_model_warn(struct sp_model *m, const char *fmt, ...)
+{
+    if (warn_counted(m, fmt))
         return;
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    warn_new(m, fmt, s);
+}
+
+void sp_warn_list_add(struct sp_warn_list *w, const char *fmt, ...)
+{
+    if (w->n == w->cap) {
+        int cap = w->cap ? 2 * w->cap : 4;
+        const char **f = realloc(w->fmt, (size_t)cap * sizeof *f);
+        if (f)
+            w->fmt = f;
+        char **t = f ? realloc(w->text, (size_t)cap * sizeof *t) : NULL;
+        if (!t)
+            return;
+        w->text = t;
+        w->cap = cap;
     }
     va_list ap;
     va_start(ap, fmt);
     char *s = NULL;
-    if (vasprintf(&s, fmt, ap) >= 0 && (s = controls_escaped(s))) {
-        m->warn_fmt[m->nwarnings] = fmt;
-        m->warn_base[m->nwarnings] = s;
-        m->warn_more[m->nwarnings] = 0;
-        m->warnings[m->nwarnings++] = s;
+    if (vasprintf(&s, fmt, ap) >= 0) {
+        w->fmt[w->n] = fmt;
+        w->text[w->n++] = s;
     }
     va_end(ap);
+}
+
+void sp_model_warn_all(struct sp_model *m, struct sp_warn_list *w)
+{
+    for (int i = 0; i < w->n; i++)
+        if (!warn_counted(m, w->fmt[i])) {
+            warn_new(m, w->fmt[i], w->text[i]);
+            w->text[i] = NULL;
+        }
+    sp_warn_list_free(w);
+}
+
+void sp_warn_list_free(struct sp_warn_list *w)
+{
+    for (int i = 0; i < w->n; i++)
+        free(w->text[i]);
+    free(w->fmt);
+    free(w->text);
+    memset(w, 0, sizeof *w);
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -1,11 +1,13 @@
 /*
  * model_util.h - the helpers of model_util.c and the model's passes that
- * an analysis over a finished model may use beside model.h: warnings and
- * progress, a rank's clock in global time, whether a trace is still being
- * written, the thread pool, medians, sorts (stable by key pairs, or none
- * when in order), and the iterator over collective instances.  The
- * passes' own entry points are model_int.h's, which no analysis or output
- * includes but the export's what-if timeline.
+ * an analysis over a finished model may use beside model.h: warnings (the
+ * passes' into the model; an analysis, which takes the model const, keeps
+ * its own in a list for its caller) and progress, a rank's clock in global
+ * time, whether a trace is still being written, the thread pool, medians,
+ * sorts (stable by key pairs, or none when in order), and the iterator
+ * over collective instances.  The passes' own entry points are
+ * model_int.h's, which no analysis or output includes but the export's
+ * what-if timeline.
  */
 #ifndef SP_MODEL_UTIL_H
 #define SP_MODEL_UTIL_H
@@ -16,6 +18,9 @@
 #include "model.h"
 
 void sp_model_warn(struct sp_model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A warning of an analysis over a const model, into its list (model.h,
+ * struct sp_warn_list) for its caller to add to the model. */
+void sp_warn_list_add(struct sp_warn_list *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Progress on stderr: at most once a second on a terminal (one line
  * rewritten with \r), at most every 5 s otherwise; done == total ends it. */
 void sp_model_progress(const struct sp_model *m, const char *what, int done, int total);

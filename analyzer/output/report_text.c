@@ -66,6 +66,8 @@ static const char *detected_by_text(const char *how)
         return "from the repeating pattern of collectives";
     if (!strcmp(how, "kernels"))
         return "from the repeating sequence of GPU kernels";
+    if (!strcmp(how, "given"))
+        return "as given with the model's ops";
     return "none found: the whole trace is taken as one step";
 }
 

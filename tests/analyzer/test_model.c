@@ -18,7 +18,23 @@
  *    generated job (4 ranks on 2 hosts, a slow rank, buckets and a helper)
  *    replayed unchanged gives every node's recorded arrival and end to
  *    the nanosecond, and a counterfactual (the slow rank fixed) makes no
- *    node later and the job's last node earlier.
+ *    node later and the job's last node earlier;
+ *  - warnings an analysis of a const model keeps in a list, added to the
+ *    model afterwards, read as those made in place (alike ones counted,
+ *    the cap's last slot counting the rest);
+ *  - the replay of graphs built by hand (model_graph.h), each small enough
+ *    to work out on paper, with the times written here from that
+ *    reasoning: two ranks and one all-reduce (the later arrival sets the
+ *    end, the transfer comes after it), a send and its recv (a recv never
+ *    ends before its send began), a grouped send+recv between three ranks
+ *    (the group waits for its slowest pair), and a rank whose compute is
+ *    brought to its peer's (the peer's wait shrinks by exactly that, over
+ *    two steps; its findings name rank 1, as its HTML page does), and an exchange whose recv started while its send ran
+ *    (it arrives as recorded after the send, not after its end).  Each: unchanged, every node at its recorded arrival and
+ *    end to the nanosecond; the counterfactual's times as worked out; the
+ *    replay's check holds, no cause saving more than its own time on the
+ *    critical path, and the cause's saving and bound as worked out.  The
+ *    builder refuses local time longer than its window.
  *
  * Exit status 0 when every check holds; each failure is printed.
  */
@@ -28,7 +44,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "html_report.h"
 #include "model.h"
+#include "model_graph.h"
 #include "model_int.h"
 
 static int failures;
@@ -292,6 +310,437 @@ static void test_replay(const char *gen_trace)
     CHECK(system(cmd) == 0, "%s", cmd);
 }
 
+/* Warnings an analysis of a const model makes (struct sp_warn_list), added
+ * to the model afterwards, read as if made there: alike ones counted into
+ * the first, the cap's last slot counting the rest. */
+static const char *const warn_fmt_a = "%s: could not be read again (%d)", *const warn_fmt_b = "other %d";
+
+static void warn_directly(struct sp_model *m, int i)
+{
+    if (i % 3)
+        sp_model_warn(m, warn_fmt_a, "f", i);
+    else
+        sp_model_warn(m, warn_fmt_b, i);
+}
+
+static void warn_by_list(struct sp_warn_list *w, int i)
+{
+    if (i % 3)
+        sp_warn_list_add(w, warn_fmt_a, "f", i);
+    else
+        sp_warn_list_add(w, warn_fmt_b, i);
+}
+
+static void test_warn_list(void)
+{
+    for (int before = 0; before < SP_MODEL_MAX_WARNINGS + 2; before += SP_MODEL_MAX_WARNINGS / 2 + 1) {
+        struct sp_model direct, later;
+        memset(&direct, 0, sizeof direct);
+        memset(&later, 0, sizeof later);
+        char fmt[SP_MODEL_MAX_WARNINGS][16]; /* distinct formats fill the model first */
+        for (int i = 0; i < before; i++) {
+            snprintf(fmt[i % SP_MODEL_MAX_WARNINGS], sizeof fmt[0], "w%d", i);
+            sp_model_warn(&direct, fmt[i % SP_MODEL_MAX_WARNINGS], NULL);
+            sp_model_warn(&later, fmt[i % SP_MODEL_MAX_WARNINGS], NULL);
+        }
+        struct sp_warn_list w = {0};
+        for (int i = 0; i < 7; i++) {
+            warn_directly(&direct, i);
+            warn_by_list(&w, i);
+        }
+        CHECK(w.n == 7 && later.nwarnings == (before < SP_MODEL_MAX_WARNINGS ? before : SP_MODEL_MAX_WARNINGS),
+              "the list holds the analysis's warnings until they are added (%d)", w.n);
+        sp_model_warn_all(&later, &w);
+        CHECK(w.n == 0 && !w.text, "the list is emptied");
+        int same = direct.nwarnings == later.nwarnings;
+        for (int i = 0; same && i < direct.nwarnings; i++)
+            same = !strcmp(direct.warnings[i], later.warnings[i]);
+        CHECK(same, "after %d warnings, the list's read as if made in place (%d and %d warnings, the last: %s | %s)",
+              before, direct.nwarnings, later.nwarnings,
+              direct.nwarnings ? direct.warnings[direct.nwarnings - 1] : "",
+              later.nwarnings ? later.warnings[later.nwarnings - 1] : "");
+        if (before == 0)
+            CHECK(direct.nwarnings == 2 && strstr(direct.warnings[1], "(and 3 more like it)"),
+                  "alike warnings counted into the first: %s", direct.nwarnings > 1 ? direct.warnings[1] : "");
+        sp_model_free(&direct);
+        sp_model_free(&later);
+    }
+}
+
+/* ---- graphs built by hand ---- */
+
+#define MS 1000000LL /* ns; every time below is whole ms, which a float holds exactly */
+#define HAND_RANKS 3
+#define HAND_NODES 4
+
+/* Each rank's nodes in order (ops, then its step's end), arrival and end. */
+struct hand_times {
+    int nranks;
+    size_t n[HAND_RANKS];
+    int64_t a[HAND_RANKS][HAND_NODES], e[HAND_RANKS][HAND_NODES];
+};
+
+static void on_hand_node(void *arg, int rank, size_t node, int64_t a, int64_t e)
+{
+    struct hand_times *p = arg;
+    if (rank < 0 || rank >= HAND_RANKS || node >= HAND_NODES)
+        return;
+    p->a[rank][node] = a;
+    p->e[rank][node] = e;
+    if (node + 1 > p->n[rank])
+        p->n[rank] = node + 1;
+}
+
+/* One replay of m node by node (cause SP_CAUSE_N: as recorded) against
+ * want, and, for a counterfactual, no node later than recorded. */
+static void expect_replay(struct sp_model *m, const struct sp_replay *rp, const char *what, int cause,
+                          const struct hand_times *want)
+{
+    struct hand_times got = {.nranks = m->nranks};
+    CHECK(sp_model_replay_nodes(m, rp, cause, on_hand_node, &got) == 0, "%s: %s replays", what,
+          cause == SP_CAUSE_N ? "the graph as recorded" : sp_cause_info(cause)->name);
+    for (int r = 0; r < want->nranks; r++) {
+        CHECK(got.n[r] == want->n[r], "%s, %s: rank %d has %zu nodes replayed, want %zu", what,
+              sp_cause_info(cause)->name, r, got.n[r], want->n[r]);
+        for (size_t j = 0; j < want->n[r] && j < got.n[r]; j++) {
+            CHECK(got.a[r][j] == want->a[r][j] && got.e[r][j] == want->e[r][j],
+                  "%s, %s: rank %d node %zu replayed at [%lld, %lld] ns, want [%lld, %lld]", what,
+                  cause == SP_CAUSE_N ? "unchanged" : sp_cause_info(cause)->name, r, j, (long long)got.a[r][j],
+                  (long long)got.e[r][j], (long long)want->a[r][j], (long long)want->e[r][j]);
+            const struct sp_rnode *n = &m->ranks[r].nodes[j];
+            CHECK(got.a[r][j] <= n->a && got.e[r][j] <= n->e, "%s, %s: rank %d node %zu later than recorded", what,
+                  sp_cause_info(cause)->name, r, j);
+        }
+    }
+}
+
+/* What every hand-built graph must show: its nodes as given; replayed
+ * unchanged, each at its recorded times; with the cause removed, at the
+ * times worked out (want); the replay's check holds for every cause it
+ * priced, and the cause saves saved_ms per step against its own time on
+ * the critical path, bound_ms (both worked out). */
+static void check_hand(struct sp_model *m, const char *what, const struct hand_times *rec, int cause,
+                       const struct hand_times *want, double saved_ms, double bound_ms)
+{
+    for (int r = 0; r < rec->nranks; r++) {
+        const struct sp_rank *rk = &m->ranks[r];
+        CHECK(rk->nnodes == rec->n[r], "%s: rank %d has %zu nodes, %zu given", what, r, rk->nnodes, rec->n[r]);
+        for (size_t j = 0; j < rk->nnodes && j < rec->n[r]; j++)
+            CHECK(rk->nodes[j].a == rec->a[r][j] && rk->nodes[j].e == rec->e[r][j],
+                  "%s: rank %d node %zu recorded at [%lld, %lld], given [%lld, %lld]", what, r, j,
+                  (long long)rk->nodes[j].a, (long long)rk->nodes[j].e, (long long)rec->a[r][j],
+                  (long long)rec->e[r][j]);
+    }
+    struct sp_replay rp;
+    if (sp_model_replay(m, &rp) < 0) {
+        CHECK(0, "%s: the graph replays", what);
+        sp_model_replay_free(&rp);
+        return;
+    }
+    expect_replay(m, &rp, what, SP_CAUSE_N, rec);
+    expect_replay(m, &rp, what, cause, want);
+    struct sp_whatif_check ck;
+    sp_model_replay_check(m, &rp, &ck);
+    CHECK(ck.done && ck.replay_ok && ck.replay_error_pct == 0 && ck.step_error_pct == 0 && ck.unplaced == 0,
+          "%s: the unchanged replay is the recording (error %g%% per node, %g%% per step, %d unplaced)", what,
+          ck.replay_error_pct, ck.step_error_pct, ck.unplaced);
+    for (int c = 0; c < SP_CAUSE_N; c++)
+        CHECK(ck.bound_ok[c], "%s: %s saves %.6f ms, more than its %.6f ms on the critical path", what,
+              sp_cause_info(c)->name, ck.saved_ms[c], ck.bound_ms[c]);
+    CHECK(fabs(ck.saved_ms[cause] - saved_ms) < 1e-9 && fabs(rp.base_ms - rp.ms[cause] - saved_ms) < 1e-9,
+          "%s: %s saves %.9f ms per step, want %.3f", what, sp_cause_info(cause)->name, ck.saved_ms[cause],
+          saved_ms);
+    CHECK(fabs(ck.bound_ms[cause] - bound_ms) < 1e-9, "%s: %s's time on the critical path %.9f ms, want %.3f", what,
+          sp_cause_info(cause)->name, ck.bound_ms[cause], bound_ms);
+    CHECK(ck.ok, "%s: the replay's check holds", what);
+    sp_model_replay_free(&rp);
+}
+
+/* Two ranks, one all-reduce.  Rank 0 computes 2 ms and arrives at 2;
+ * rank 1 computes 2 ms and waits 3 ms for input, arriving at 5.  The data
+ * moves after the later arrival, 1 ms: both kernels end at 6, then 4 ms
+ * of compute end the step at 10.  Without the input wait rank 1 arrives
+ * at 2, the transfer ends at 3 on both, the step at 7: rank 0's wait
+ * (3 ms) is gone, and its kernel ends exactly 3 ms earlier.  Input's
+ * time on the critical path: rank 1's 3 ms in the all-reduce's group.
+ * Communication's: the 1 ms transfer, all it can save. */
+static void test_graph_allreduce(void)
+{
+    struct sp_model m;
+    struct sp_graph_build *b = sp_graph_begin(&m, 2, NULL);
+    CHECK(b, "a graph of 2 ranks begins");
+    const struct sp_graph_call ar[2] = {{SP_NCCL_ALLREDUCE, 0xa11, 2, 0, -1, 1, 1 << 20},
+                                        {SP_NCCL_ALLREDUCE, 0xa11, 2, 1, -1, 1, 1 << 20}};
+    const float tail[SP_LOC_N] = {[SP_LOC_BUSY] = 4 * MS};
+    int rc = 0;
+    rc |= sp_graph_step(b, 0, 0);
+    rc |= sp_graph_op(b, 0,
+                      &(struct sp_graph_op){2 * MS, 6 * MS, .gap = {[SP_LOC_BUSY] = 2 * MS}, .calls = &ar[0], .ncalls = 1});
+    rc |= sp_graph_step_end(b, 0, 10 * MS, tail);
+    rc |= sp_graph_step(b, 1, 0);
+    rc |= sp_graph_op(b, 1,
+                      &(struct sp_graph_op){5 * MS, 6 * MS, .gap = {[SP_LOC_BUSY] = 2 * MS, [SP_LOC_INPUT] = 3 * MS},
+                                            .calls = &ar[1], .ncalls = 1});
+    rc |= sp_graph_step_end(b, 1, 10 * MS, tail);
+    rc |= sp_graph_finish(b);
+    CHECK(rc == 0, "the all-reduce graph is built (%s)", m.nwarnings ? m.warnings[0] : "");
+    if (rc == 0) {
+        CHECK(m.ranks[0].calls[0].wait == 3 * MS && m.ranks[1].calls[0].wait == 0,
+              "rank 0 waited 3 ms for rank 1, which did not wait: %lld, %lld ns",
+              (long long)m.ranks[0].calls[0].wait, (long long)m.ranks[1].calls[0].wait);
+        CHECK(m.ranks[0].cat[0][SP_CAT_COLL_WAIT] == 3 * MS && m.ranks[0].cat[0][SP_CAT_COLL_TRANSFER] == 1 * MS &&
+                  m.ranks[1].cat[0][SP_CAT_IDLE_INPUT] == 3 * MS && m.step_mean_ms == 10,
+              "the categories: rank 0 waits 3 ms and moves data 1 ms, rank 1 waits 3 ms for input; 10 ms steps");
+        const struct hand_times rec = {2, {2, 2}, {{2 * MS, 10 * MS}, {5 * MS, 10 * MS}}, {{6 * MS, 10 * MS}, {6 * MS, 10 * MS}}};
+        const struct hand_times fixed = {2, {2, 2}, {{2 * MS, 7 * MS}, {2 * MS, 7 * MS}}, {{3 * MS, 7 * MS}, {3 * MS, 7 * MS}}};
+        check_hand(&m, "all-reduce", &rec, SP_CAUSE_INPUT, &fixed, 3, 3);
+        /* the transfer hidden: both leave at the last arrival, 5 ms, and
+         * the step ends at 9; 1 ms saved, the transfer on the path */
+        const struct hand_times hidden = {2, {2, 2}, {{2 * MS, 9 * MS}, {5 * MS, 9 * MS}}, {{5 * MS, 9 * MS}, {5 * MS, 9 * MS}}};
+        check_hand(&m, "all-reduce", &rec, SP_CAUSE_COMMUNICATION, &hidden, 1, 1);
+    }
+    sp_model_free(&m);
+}
+
+/* Rank 0 sends to rank 1.  The sender computes 2 ms and waits 4 ms for
+ * input, sending at 6; the receiver is in its recv from 1 (after 1 ms of
+ * host work) and gets the data 1 ms after the send began: both end at 7,
+ * and 3 ms of compute end the step at 10.  Without input the send starts
+ * at 2, both end at 3, the steps at 6 (the receiver's wait 4 ms shorter).
+ * Without the receiver's host time its recv starts at 0 but still ends
+ * at 7: a recv never ends before its send began, and nothing moves. */
+static void test_graph_send_recv(void)
+{
+    struct sp_model m;
+    struct sp_graph_build *b = sp_graph_begin(&m, 2, NULL);
+    CHECK(b, "a graph of 2 ranks begins");
+    const struct sp_graph_call send = {SP_NCCL_SEND, 0xb0b, 2, 0, 1, 1, 4096},
+                               recv = {SP_NCCL_RECV, 0xb0b, 2, 1, 0, 1, 4096};
+    const float tail[SP_LOC_N] = {[SP_LOC_BUSY] = 3 * MS};
+    int rc = 0;
+    rc |= sp_graph_step(b, 0, 0);
+    rc |= sp_graph_op(b, 0,
+                      &(struct sp_graph_op){6 * MS, 7 * MS, .gap = {[SP_LOC_BUSY] = 2 * MS, [SP_LOC_INPUT] = 4 * MS},
+                                            .calls = &send, .ncalls = 1});
+    rc |= sp_graph_step_end(b, 0, 10 * MS, tail);
+    rc |= sp_graph_step(b, 1, 0);
+    rc |= sp_graph_op(b, 1,
+                      &(struct sp_graph_op){1 * MS, 7 * MS, .gap = {[SP_LOC_HOST] = 1 * MS}, .calls = &recv, .ncalls = 1});
+    rc |= sp_graph_step_end(b, 1, 10 * MS, tail);
+    rc |= sp_graph_finish(b);
+    CHECK(rc == 0, "the send/recv graph is built (%s)", m.nwarnings ? m.warnings[0] : "");
+    if (rc == 0) {
+        CHECK(m.ranks[0].calls[0].inst >= 0 && m.ranks[0].calls[0].inst == m.ranks[1].calls[0].inst,
+              "the send and its recv are one instance");
+        CHECK(m.ranks[1].calls[0].wait == 5 * MS, "the receiver waited 5 ms for the send: %lld ns",
+              (long long)m.ranks[1].calls[0].wait);
+        const struct hand_times rec = {2, {2, 2}, {{6 * MS, 10 * MS}, {1 * MS, 10 * MS}}, {{7 * MS, 10 * MS}, {7 * MS, 10 * MS}}};
+        const struct hand_times no_input = {2, {2, 2}, {{2 * MS, 6 * MS}, {1 * MS, 6 * MS}}, {{3 * MS, 6 * MS}, {3 * MS, 6 * MS}}};
+        check_hand(&m, "send/recv", &rec, SP_CAUSE_INPUT, &no_input, 4, 4);
+        /* the receiver's own host time: its recv starts earlier and ends no earlier */
+        struct sp_replay rp;
+        if (sp_model_replay(&m, &rp) == 0) {
+            const struct hand_times no_host = {2, {2, 2}, {{6 * MS, 10 * MS}, {0, 10 * MS}}, {{7 * MS, 10 * MS}, {7 * MS, 10 * MS}}};
+            expect_replay(&m, &rp, "send/recv", SP_CAUSE_HOST, &no_host);
+            CHECK(rp.gain[SP_CAUSE_HOST] == 0, "the receiver's host time gains nothing: %g", rp.gain[SP_CAUSE_HOST]);
+        } else {
+            CHECK(0, "the send/recv graph replays");
+        }
+        sp_model_replay_free(&rp);
+    }
+    sp_model_free(&m);
+}
+
+/* Three ranks on a chain, 0 -> 1 -> 2; rank 1 receives from 0 and sends
+ * to 2 in one group (one kernel, as 1F1B's send+recv).  Rank 0 sends at
+ * 2; rank 1 enters its group at 1; rank 2 computes 2 ms and waits 3 ms
+ * for input, receiving from 5.  Rank 0's pair is complete at 2 and its
+ * send ends at 3; rank 1's group waits for its slowest pair (rank 2, at
+ * 5) and ends at 6 with rank 2's recv; 4 ms of compute follow on each:
+ * steps of 7, 10 and 10 ms, 9 ms on average.  Without input rank 2
+ * arrives at 2, rank 1's group and rank 2's recv end at 3 and every step
+ * at 7 (rank 1's wait 3 ms shorter, rank 0 as it was): 2 ms saved on
+ * average, against rank 2's 3 ms of input in its recv's group. */
+static void test_graph_group(void)
+{
+    struct sp_model m;
+    struct sp_graph_build *b = sp_graph_begin(&m, 3, NULL);
+    CHECK(b, "a graph of 3 ranks begins");
+    const struct sp_graph_call send01 = {SP_NCCL_SEND, 0xc0c, 3, 0, 1, 1, 4096};
+    const struct sp_graph_call group1[2] = {{SP_NCCL_RECV, 0xc0c, 3, 1, 0, 1, 4096},
+                                            {SP_NCCL_SEND, 0xc0c, 3, 1, 2, 1, 4096}};
+    const struct sp_graph_call recv21 = {SP_NCCL_RECV, 0xc0c, 3, 2, 1, 1, 4096};
+    const float tail[SP_LOC_N] = {[SP_LOC_BUSY] = 4 * MS};
+    int rc = 0;
+    rc |= sp_graph_step(b, 0, 0);
+    rc |= sp_graph_op(b, 0,
+                      &(struct sp_graph_op){2 * MS, 3 * MS, .gap = {[SP_LOC_BUSY] = 2 * MS}, .calls = &send01, .ncalls = 1});
+    rc |= sp_graph_step_end(b, 0, 7 * MS, tail);
+    rc |= sp_graph_step(b, 1, 0);
+    rc |= sp_graph_op(b, 1,
+                      &(struct sp_graph_op){1 * MS, 6 * MS, .gap = {[SP_LOC_BUSY] = 1 * MS}, .calls = group1, .ncalls = 2});
+    rc |= sp_graph_step_end(b, 1, 10 * MS, tail);
+    rc |= sp_graph_step(b, 2, 0);
+    rc |= sp_graph_op(b, 2,
+                      &(struct sp_graph_op){5 * MS, 6 * MS, .gap = {[SP_LOC_BUSY] = 2 * MS, [SP_LOC_INPUT] = 3 * MS},
+                                            .calls = &recv21, .ncalls = 1});
+    rc |= sp_graph_step_end(b, 2, 10 * MS, tail);
+    rc |= sp_graph_finish(b);
+    CHECK(rc == 0, "the grouped send+recv graph is built (%s)", m.nwarnings ? m.warnings[0] : "");
+    if (rc == 0) {
+        CHECK(m.ranks[1].calls[0].wait == 4 * MS && m.ranks[1].calls[1].wait == 4 * MS,
+              "both calls of rank 1's group wait for its slowest pair, 4 ms: %lld, %lld ns",
+              (long long)m.ranks[1].calls[0].wait, (long long)m.ranks[1].calls[1].wait);
+        const struct hand_times rec = {3,
+                                       {2, 2, 2},
+                                       {{2 * MS, 7 * MS}, {1 * MS, 10 * MS}, {5 * MS, 10 * MS}},
+                                       {{3 * MS, 7 * MS}, {6 * MS, 10 * MS}, {6 * MS, 10 * MS}}};
+        const struct hand_times fixed = {3,
+                                         {2, 2, 2},
+                                         {{2 * MS, 7 * MS}, {1 * MS, 7 * MS}, {2 * MS, 7 * MS}},
+                                         {{3 * MS, 7 * MS}, {3 * MS, 7 * MS}, {3 * MS, 7 * MS}}};
+        check_hand(&m, "grouped send+recv", &rec, SP_CAUSE_INPUT, &fixed, 2, 3);
+    }
+    sp_model_free(&m);
+}
+
+/* Two ranks, an all-reduce in each of two 10 ms steps.  Rank 1 computes
+ * 5 ms before it, rank 0 2 ms; the transfer takes 1 ms after rank 1
+ * arrives, then 4 ms of compute end the step.  The straggler fix brings
+ * rank 1's local time to its peer's: it computes 2 ms, both arrive at 2,
+ * end at 3, the first step at 7; the second step's all-reduce comes 2 ms
+ * after it (the recorded distance from the step's start), at 9, ends at
+ * 10, and the second step at 14: 3 ms saved per step, rank 0's wait of
+ * 3 ms gone in each, against rank 1's 3 ms of excess compute per step. */
+static void test_graph_compute(void)
+{
+    struct sp_model m;
+    struct sp_graph_build *b = sp_graph_begin(&m, 2, NULL);
+    CHECK(b, "a graph of 2 ranks begins");
+    const float tail[SP_LOC_N] = {[SP_LOC_BUSY] = 4 * MS};
+    int rc = 0;
+    for (int s = 0; s < 2; s++) {
+        int64_t t0 = s * 10 * MS;
+        for (int r = 0; r < 2; r++) {
+            const struct sp_graph_call ar = {SP_NCCL_ALLREDUCE, 0xd0d, 2, r, -1, (uint64_t)s + 1, 1 << 20};
+            int64_t busy = r ? 5 * MS : 2 * MS;
+            rc |= sp_graph_step(b, r, t0);
+            rc |= sp_graph_op(b, r,
+                              &(struct sp_graph_op){t0 + busy, t0 + 6 * MS, .gap = {[SP_LOC_BUSY] = (float)busy},
+                                                    .calls = &ar, .ncalls = 1});
+            rc |= sp_graph_step_end(b, r, t0 + 10 * MS, tail);
+        }
+    }
+    rc |= sp_graph_finish(b);
+    CHECK(rc == 0, "the two-step graph is built (%s)", m.nwarnings ? m.warnings[0] : "");
+    if (rc == 0) {
+        const struct hand_times rec = {2,
+                                       {4, 4},
+                                       {{2 * MS, 10 * MS, 12 * MS, 20 * MS}, {5 * MS, 10 * MS, 15 * MS, 20 * MS}},
+                                       {{6 * MS, 10 * MS, 16 * MS, 20 * MS}, {6 * MS, 10 * MS, 16 * MS, 20 * MS}}};
+        const struct hand_times fixed = {2,
+                                         {4, 4},
+                                         {{2 * MS, 7 * MS, 9 * MS, 14 * MS}, {2 * MS, 7 * MS, 9 * MS, 14 * MS}},
+                                         {{3 * MS, 7 * MS, 10 * MS, 14 * MS}, {3 * MS, 7 * MS, 10 * MS, 14 * MS}}};
+        check_hand(&m, "slow compute", &rec, SP_CAUSE_STRAGGLER, &fixed, 3, 3);
+        /* the passes after it run on the graph: the findings name rank 1 */
+        CHECK(sp_model_run(&m, SP_STAGE_FINDINGS) == 0 && m.nfindings > 0, "the graph's findings are made");
+        const struct sp_finding *f = m.nfindings ? &m.findings[0] : NULL;
+        CHECK(f && f->cause == SP_CAUSE_STRAGGLER && f->nranks == 1 && f->ranks[0] == 1 && fabs(f->gain - 0.3) < 1e-9,
+              "the first finding: rank 1 the straggler, 30%% of the step (%s, %d ranks, gain %g)",
+              f ? sp_cause_info(f->cause)->name : "none", f ? f->nranks : 0, f ? f->gain : 0);
+        /* and a renderer reads it as any model: the HTML page leads with it */
+        FILE *page = tmpfile();
+        char html[1 << 16] = "";
+        if (page && sp_html_report(page, &m, NULL, 0) == 0 && fseek(page, 0, SEEK_SET) == 0)
+            html[fread(html, 1, sizeof html - 1, page)] = 0;
+        if (page)
+            fclose(page);
+        const char *first = strstr(html, "class=\"finding "), *cause = first ? strstr(first, "data-cause=") : NULL;
+        CHECK(cause && !strncmp(cause, "data-cause=\"straggler\" data-gain=\"0.3000\"", 41) &&
+                  strstr(first, "rank 1, steps 0-1"),
+              "the graph's HTML page leads with the straggler, rank 1, 30%%");
+    }
+    sp_model_free(&m);
+}
+
+/* Two ranks exchange (each sends to the other), rank 0's send and recv
+ * on their own streams: it sends at 2, spends 1 ms of host time issuing
+ * the recv, which starts at 3 while the send still runs (it did not wait
+ * for it); rank 1 computes 3 ms and waits 2 ms for input, then runs its
+ * send and recv as one kernel from 5.  Both pairs are complete at 5; every
+ * kernel ends 1 ms later, at 6, and 4 ms of compute end the steps at 10.
+ * Without input rank 1 arrives at 3: the pairs complete at 3, the
+ * kernels end at 4, the steps at 8 - and rank 0's recv still starts at
+ * 3, 1 ms after its send, though the send now ends at 4: 2 ms saved,
+ * rank 1's 2 ms of input in its kernel's group. */
+static void test_graph_concurrent(void)
+{
+    struct sp_model m;
+    struct sp_graph_build *b = sp_graph_begin(&m, 2, NULL);
+    CHECK(b, "a graph of 2 ranks begins");
+    const struct sp_graph_call send01 = {SP_NCCL_SEND, 0xf0f, 2, 0, 1, 1, 4096},
+                               recv10 = {SP_NCCL_RECV, 0xf0f, 2, 0, 1, 1, 4096};
+    const struct sp_graph_call both1[2] = {{SP_NCCL_RECV, 0xf0f, 2, 1, 0, 1, 4096},
+                                           {SP_NCCL_SEND, 0xf0f, 2, 1, 0, 1, 4096}};
+    const float tail[SP_LOC_N] = {[SP_LOC_BUSY] = 4 * MS};
+    int rc = 0;
+    rc |= sp_graph_step(b, 0, 0);
+    rc |= sp_graph_op(b, 0,
+                      &(struct sp_graph_op){2 * MS, 6 * MS, .gap = {[SP_LOC_BUSY] = 2 * MS},
+                                            .under = {[SP_LOC_HOST] = 1 * MS}, .calls = &send01, .ncalls = 1});
+    rc |= sp_graph_op(b, 0, &(struct sp_graph_op){3 * MS, 6 * MS, .calls = &recv10, .ncalls = 1});
+    rc |= sp_graph_step_end(b, 0, 10 * MS, tail);
+    rc |= sp_graph_step(b, 1, 0);
+    rc |= sp_graph_op(b, 1,
+                      &(struct sp_graph_op){5 * MS, 6 * MS, .gap = {[SP_LOC_BUSY] = 3 * MS, [SP_LOC_INPUT] = 2 * MS},
+                                            .calls = both1, .ncalls = 2});
+    rc |= sp_graph_step_end(b, 1, 10 * MS, tail);
+    rc |= sp_graph_finish(b);
+    CHECK(rc == 0, "the exchange graph is built (%s)", m.nwarnings ? m.warnings[0] : "");
+    if (rc == 0) {
+        CHECK(m.ranks[0].calls[0].wait == 3 * MS && m.ranks[0].calls[1].wait == 2 * MS,
+              "rank 0's send waited 3 ms for rank 1, its recv 2 ms: %lld, %lld ns",
+              (long long)m.ranks[0].calls[0].wait, (long long)m.ranks[0].calls[1].wait);
+        CHECK(m.ranks[0].cat[0][SP_CAT_COLL_WAIT] == 2 * MS && m.ranks[0].cat[0][SP_CAT_COLL_TRANSFER] == 1 * MS &&
+                  m.ranks[0].cat[0][SP_CAT_IDLE_HOST] == 1 * MS,
+              "rank 0's categories: the recv's 2 ms of wait and 1 ms of transfer after its 1 ms of host time");
+        const struct hand_times rec = {2,
+                                       {3, 2},
+                                       {{2 * MS, 3 * MS, 10 * MS}, {5 * MS, 10 * MS}},
+                                       {{6 * MS, 6 * MS, 10 * MS}, {6 * MS, 10 * MS}}};
+        const struct hand_times fixed = {2,
+                                         {3, 2},
+                                         {{2 * MS, 3 * MS, 8 * MS}, {3 * MS, 8 * MS}},
+                                         {{4 * MS, 4 * MS, 8 * MS}, {4 * MS, 8 * MS}}};
+        check_hand(&m, "exchange", &rec, SP_CAUSE_INPUT, &fixed, 2, 2);
+    }
+    sp_model_free(&m);
+}
+
+/* Local time longer than the window it is measured in is refused, with
+ * a warning that says so. */
+static void test_graph_refuses(void)
+{
+    struct sp_model m;
+    struct sp_graph_build *b = sp_graph_begin(&m, 1, NULL);
+    const struct sp_graph_call ar = {SP_NCCL_ALLREDUCE, 0xe0e, 1, 0, -1, 1, 64};
+    CHECK(b && sp_graph_step(b, 0, 0) == 0, "a graph of one rank begins a step");
+    CHECK(sp_graph_op(b, 0,
+                      &(struct sp_graph_op){2 * MS, 3 * MS, .gap = {[SP_LOC_BUSY] = 3 * MS}, .calls = &ar, .ncalls = 1}) < 0,
+          "3 ms of compute in a 2 ms gap is refused");
+    CHECK(m.nwarnings == 1 && strstr(m.warnings[0], "longer than the gap"), "and said: %s",
+          m.nwarnings ? m.warnings[0] : "nothing");
+    CHECK(sp_graph_op(b, 0,
+                      &(struct sp_graph_op){2 * MS, 3 * MS, .under = {[SP_LOC_BUSY] = 2 * MS}, .calls = &ar, .ncalls = 1}) ==
+              0,
+          "an op whose compute under it is longer than it ran is taken until the next node");
+    CHECK(sp_graph_step_end(b, 0, 10 * MS, (const float[SP_LOC_N]){0}) < 0,
+          "and refused then: 2 ms of compute under a 1 ms kernel");
+    CHECK(sp_graph_finish(b) < 0, "a graph with a step left open is not finished");
+    sp_model_free(&m);
+}
+
 int main(int argc, char **argv)
 {
     test_medians();
@@ -299,13 +748,20 @@ int main(int argc, char **argv)
     test_sort();
     test_busbw();
     test_p2p_keys();
+    test_warn_list();
+    test_graph_allreduce();
+    test_graph_send_recv();
+    test_graph_group();
+    test_graph_compute();
+    test_graph_concurrent();
+    test_graph_refuses();
     if (argc > 1)
         test_replay(argv[1]);
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
         return 1;
     }
-    printf("test_model: medians, pair sort, sort, bus bandwidth, p2p keys%s: all checks hold\n",
+    printf("test_model: medians, pair sort, sort, bus bandwidth, p2p keys, warning lists, hand-built graphs%s: all checks hold\n",
            argc > 1 ? ", the replay" : "");
     return 0;
 }

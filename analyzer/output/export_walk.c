@@ -159,13 +159,21 @@ void sp_export_arg_str(struct sp_export_args *l, int name, const char *v, int fl
 
 /* ---- tracks ---- */
 
-int sp_export_walk_track(struct sp_export_walk *w, int kind, int32_t file, uint64_t id,
-                         const char *name, int sort)
+/* The group's track (kind, file, id), -2 when it has none yet. */
+static int track_find(const struct sp_export_walk *w, int kind, int32_t file, uint64_t id)
 {
     for (int i = w->ntracks - 1; i >= w->group_first; i--) {
         const struct sp_export_walk_track *t = &w->tracks[i];
         if (t->kind == kind && t->file == file && t->id == id) return i;
     }
+    return -2;
+}
+
+int sp_export_walk_track(struct sp_export_walk *w, int kind, int32_t file, uint64_t id,
+                         const char *name, int sort)
+{
+    int found = track_find(w, kind, file, id);
+    if (found >= 0) return found;
     if (w->ntracks - w->group_first >= w->enc->max_tracks) return -1; /* the rest join steps */
     if (w->ntracks == w->cap) {
         int cap = w->cap ? 2 * w->cap : 32;
@@ -184,18 +192,20 @@ int sp_export_walk_track(struct sp_export_walk *w, int kind, int32_t file, uint6
  * of device), a thread's calls or its I/O and waits (id the thread). */
 static int file_track(struct sp_export_walk *w, int kind, int64_t device, uint64_t id)
 {
+    uint64_t key = kind == TRK_STREAM ? ((uint64_t)(device & 0xffff) << 48) ^ id : id;
+    int found = track_find(w, kind, w->f.fi, key); /* the name only for a new one */
+    if (found >= 0) return found;
     char pre[64], name[300];
     file_prefix(w->m, w->f.fi, pre, sizeof pre);
     int sort = w->f.fsort + sp_export_kind_sort[kind] + (int)(id % 1000);
     if (kind == TRK_STREAM) {
         snprintf(name, sizeof name, "%sGPU %" PRId64 " stream %" PRIu64, pre, device, id);
-        id = ((uint64_t)(device & 0xffff) << 48) ^ id;
     } else if (kind == TRK_IO) {
         snprintf(name, sizeof name, "%sfile I/O and waits, thread %" PRIu64, pre, id);
     } else {
         snprintf(name, sizeof name, "%sthread %" PRIu64, pre, id);
     }
-    return sp_export_walk_track(w, kind, w->f.fi, id, name, sort);
+    return sp_export_walk_track(w, kind, w->f.fi, key, name, sort);
 }
 
 static int comm_track(struct sp_export_walk *w, uint64_t comm)

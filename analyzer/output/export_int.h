@@ -193,6 +193,7 @@ struct sp_export_enc {
     int full_names;       /* kernel names whole (else at most GPU_NAME_MAX bytes) */
 };
 #define GPU_NAME_MAX 1023
+#define SP_EXPORT_COMM_LEN 20 /* a communicator as text: 16 hex digits */
 
 /* The trace file the walk is reading: its index in m->frecs, the sort
  * base of its tracks, its previous CPU sample. */

@@ -517,7 +517,7 @@ static void pb_op(struct sp_export_walk *walk, const struct sp_export_op *x)
     struct writer *w = walk->ctx;
     const struct sp_coll_call *c = x->c;
     uint64_t tr = uuid_of(w, x->track);
-    char name[160], op[64], b[32], comm[20];
+    char name[160], op[64], b[32], comm[SP_EXPORT_COMM_LEN];
     sp_text_bytes(c->bytes, b, sizeof b);
     snprintf(op, sizeof op, "%s %s", sp_export_enum(SP_EV_NCCL, "op", c->op, "op"), b);
     snprintf(comm, sizeof comm, "%016" PRIx64, c->comm);

@@ -253,7 +253,7 @@ static void json_counter(struct sp_export_walk *w, int64_t t, const char *name, 
 static void json_op(struct sp_export_walk *w, const struct sp_export_op *x)
 {
     const struct sp_coll_call *c = x->c;
-    char name[160], slice[192], comm[20];
+    char name[160], slice[192], comm[SP_EXPORT_COMM_LEN];
     sp_export_op_name(c, name, sizeof name);
     snprintf(comm, sizeof comm, "%016" PRIx64, c->comm);
     struct sp_export_args a = {.n = 0};

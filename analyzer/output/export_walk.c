@@ -363,7 +363,7 @@ static int host_args(const struct sp_reader *r, const struct sp_event *ev, char 
     }
     case SP_EV_NCCL:
         snprintf(name, len, "nccl %s", sp_export_enum(SP_EV_NCCL, "op", ev->nccl.op, "call"));
-        snprintf(comm, 20, "%016" PRIx64, ev->nccl.comm);
+        snprintf(comm, SP_EXPORT_COMM_LEN, "%016" PRIx64, ev->nccl.comm);
         sp_export_arg_str(a, A_COMM, comm, 0);
         sp_export_arg_uint(a, A_SEQ, ev->nccl.seq, 0);
         sp_export_arg_uint(a, A_BYTES, ev->nccl.bytes, 0);
@@ -399,7 +399,7 @@ static int on_host(void *ctx, const struct sp_reader *r, const struct sp_event *
                             : ev->type == SP_EV_IO   ? ev->io.dur
                                                      : ev->wait.dur);
     if (!in_window(w, t, dur)) return 0;
-    char name[128], comm[20];
+    char name[128], comm[SP_EXPORT_COMM_LEN];
     struct sp_export_args a = {.n = 0};
     int cat = host_args(r, ev, name, sizeof name, comm, &a);
     int kind = ev->type == SP_EV_IO || ev->type == SP_EV_WAIT ? TRK_IO : TRK_THREAD;
@@ -502,7 +502,10 @@ static const struct sp_pass export_pass = {
              SP_TYPE_BIT(SP_EV_IO) | SP_TYPE_BIT(SP_EV_WAIT) | SP_TYPE_BIT(SP_EV_MARKER) |
              SP_TYPE_BIT(SP_EV_CPU) | SP_TYPE_BIT(SP_EV_PROC) | SP_TYPE_BIT(SP_EV_THREAD),
     /* a host call of any kind is one slice, whatever its arguments */
-    .tool = {.gpu = on_gpu, .cuda = on_host, .nccl = on_host, .io = on_host, .wait = on_host, .marker = on_marker, .cpu = on_cpu, .proc = on_proc, .thread = on_thread},
+    // clang-format off
+    .tool = {.gpu = on_gpu, .cuda = on_host, .nccl = on_host, .io = on_host, .wait = on_host,
+             .marker = on_marker, .cpu = on_cpu, .proc = on_proc, .thread = on_thread},
+    // clang-format on
 };
 
 /* Reads each file of the rank again; one that cannot be read is counted

@@ -186,6 +186,9 @@ int cmd_export(int argc, char **argv)
         rc = 1;
         goto out;
     }
+    /* the model keeps the counterfactual's nodes for the timeline, so
+     * that the output only draws them */
+    if (mrc == 0 && eo.whatif >= 0) sp_model_keep_whatif(&m, eo.whatif);
     if (mrc == 0)
         eo.host_only = sp_seen_no_gpu(VERB, &m, "the timeline holds the host's events and steps only: no "
                                                 "breakdown, no finding");

@@ -150,6 +150,60 @@ int sp_summary_open(struct sp_model *m)
     return 0;
 }
 
+void sp_model_keep_whatif(struct sp_model *m, int cause)
+{
+    m->whatif.asked = 1;
+    m->whatif.cause = cause;
+}
+
+static void whatif_free(struct sp_whatif_nodes *w, int nranks)
+{
+    for (int i = 0; w->arr && w->end && i < nranks; i++) {
+        free(w->arr[i]);
+        free(w->end[i]);
+    }
+    free(w->arr);
+    free(w->end);
+    w->arr = w->end = NULL;
+    w->ok = 0;
+}
+
+static void whatif_node(void *arg, int rank, size_t node, int64_t a, int64_t e)
+{
+    struct sp_whatif_nodes *w = arg;
+    w->arr[rank][node] = a;
+    w->end[rank][node] = e;
+}
+
+/* The counterfactual asked for, replayed as its finding priced it (the
+ * choices m->replay kept) and kept node by node; none when the replay
+ * cannot remove that cause in this run. */
+static void keep_whatif(struct sp_model *m)
+{
+    struct sp_whatif_nodes *w = &m->whatif;
+    size_t nr = (size_t)m->nranks;
+    w->arr = calloc(nr + 1, sizeof *w->arr);
+    w->end = calloc(nr + 1, sizeof *w->end);
+    int rc = w->arr && w->end && m->replay ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < nr; i++) {
+        size_t n = m->ranks[i].nnodes + 1;
+        w->arr[i] = malloc(n * sizeof **w->arr);
+        w->end[i] = malloc(n * sizeof **w->end);
+        if (!w->arr[i] || !w->end[i]) {
+            rc = -1;
+            break;
+        }
+        for (size_t j = 0; j < n; j++)
+            w->arr[i][j] = w->end[i][j] = INT64_MIN;
+    }
+    if (rc == 0)
+        rc = sp_model_replay_nodes(m, m->replay, w->cause, whatif_node, w);
+    if (rc < 0)
+        whatif_free(w, m->nranks);
+    else
+        w->ok = 1;
+}
+
 /* One pass; 0, or -1 when it found nothing to work on. */
 static int run_stage(struct sp_model *m, enum sp_stage s)
 {
@@ -169,6 +223,8 @@ static int run_stage(struct sp_model *m, enum sp_stage s)
     case SP_STAGE_FINDINGS:
         sp_model_stragglers(m);
         sp_model_findings(m);
+        if (m->whatif.asked)
+            keep_whatif(m);
         return 0;
     default:
         return 0;
@@ -221,6 +277,7 @@ void sp_model_free(struct sp_model *m)
     if (m->replay)
         sp_model_replay_free(m->replay);
     free(m->replay);
+    whatif_free(&m->whatif, m->nranks);
     sp_summary_free(m);
     free(m->frecs);
     free(m->ranks);

@@ -368,6 +368,18 @@ struct sp_whatif_check {
 /* The finding's first thing to try: its own, else its cause's. */
 const char *sp_finding_first_try(const struct sp_finding *f);
 
+/* One counterfactual replayed node by node, kept for an output that draws
+ * it beside the recording (export --whatif): the findings stage replays
+ * it once more, the cause's fix as its finding priced it, after them. */
+struct sp_whatif_nodes {
+    int asked;            /* sp_model_keep_whatif was called */
+    int cause;            /* enum sp_cause; SP_CAUSE_N: the job as recorded */
+    int ok;               /* replayed: the replay could remove the cause */
+    int64_t **arr, **end; /* [rank index][node index]: replayed arrival and
+                             end, global ns; INT64_MIN where the replay
+                             stopped (NULL when not ok) */
+};
+
 struct sp_model {
     struct sp_model_opts opts;
     const char *dir;
@@ -403,10 +415,12 @@ struct sp_model {
     double replay_step_ms; /* the replay of the job as recorded */
     struct sp_whatif_check check;
     /* What the what-if replay found, kept after the findings for the
-     * outputs that draw a counterfactual (export --whatif): the straggler
-     * set, the stage and the link scale it chose (model_int.h); NULL
-     * before the findings. */
+     * passes that replay a counterfactual again as it was priced (the
+     * ideal, the check, whatif below): the straggler set, the stage and
+     * the link scale it chose (model_int.h); NULL before the findings. */
     struct sp_replay *replay;
+    /* The counterfactual asked for with sp_model_keep_whatif, node by node */
+    struct sp_whatif_nodes whatif;
     /* The cause table (causes.h: sp_cause_table), SP_CAUSE_N rows, as the
      * passes read it: the table names their rules, evidence writers and
      * counterfactuals, so they take it from the model instead of calling
@@ -451,6 +465,10 @@ int sp_model_open(const char *dir, const struct sp_model_opts *o, struct sp_mode
  * Returns 0, or -1 when a pass found nothing to work on (say, no step to
  * classify; m->warnings say why): the passes before it stay valid. */
 int sp_model_run(struct sp_model *m, enum sp_stage until);
+/* Asks the findings stage (not run yet) to keep cause's counterfactual
+ * node by node in m->whatif (SP_CAUSE_N: the job replayed as recorded).
+ * Two int64 per replay node. */
+void sp_model_keep_whatif(struct sp_model *m, int cause);
 /* sp_model_open, then every pass. */
 int sp_model_analyze(const char *dir, const struct sp_model_opts *o, struct sp_model *m);
 /* The warm-up steps skipped: opts.skip when given (>= 0), else the

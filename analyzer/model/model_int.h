@@ -4,8 +4,7 @@
  * calls them, the replay's results and its entry points, the pauses and
  * bus bandwidth factors the passes read.  The helpers the analyses use too
  * (warnings, medians, sorts, the thread pool, the instance iterator) are
- * model_util.h's.  Today export_trace.c still includes it for the
- * replay's nodes (its what-if timeline).
+ * model_util.h's.
  */
 #ifndef SP_MODEL_INT_H
 #define SP_MODEL_INT_H

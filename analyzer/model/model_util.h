@@ -6,8 +6,7 @@
  * time, whether a trace is still being written, the thread pool, medians,
  * sorts (stable by key pairs, or none when in order), and the iterator
  * over collective instances.  The passes' own entry points are
- * model_int.h's, which no analysis or output includes but the export's
- * what-if timeline.
+ * model_int.h's, which no analysis or output includes.
  */
 #ifndef SP_MODEL_UTIL_H
 #define SP_MODEL_UTIL_H

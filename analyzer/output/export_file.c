@@ -74,7 +74,35 @@ int sp_export_path_is_json(const char *path)
     return ends_with(path, ".json") || ends_with(path, ".json.gz");
 }
 
-int sp_export_write(struct sp_model *m, const struct sp_export_opts *o, const char *dir, const char *path, int json)
+/* A warning about a path from a trace: its control bytes written as
+ * \xNN, as the model's warnings are. */
+static void warn_path(const char *path)
+{
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+        if (*p < 32 || *p == 127)
+            fprintf(stderr, "\\x%02x", *p);
+        else
+            putc(*p, stderr);
+}
+
+/* What the timeline left out, after the model's warnings. */
+static void warn_left_out(const struct sp_model *m, const struct sp_export_opts *o,
+                          const struct sp_export_stats *st)
+{
+    if (o->whatif >= 0 && !st->whatif_ok)
+        fprintf(stderr,
+                "scaleprof export: warning: what-if %s: the replay could not remove it in this run; "
+                "the timeline has the recorded groups only\n",
+                o->whatif == SP_CAUSE_N ? "none" : sp_cause_info(o->whatif)->name);
+    if (!st->unread) return;
+    fputs("scaleprof export: warning: ", stderr);
+    warn_path(m->frecs[st->unread_fi].path);
+    fprintf(stderr, ": could not be read again for the timeline (%s)", sp_strerror(st->unread_err));
+    if (st->unread > 1) fprintf(stderr, " (and %d more like it)", st->unread - 1);
+    fputc('\n', stderr);
+}
+
+int sp_export_write(const struct sp_model *m, const struct sp_export_opts *o, const char *dir, const char *path, int json)
 {
     int rc, gz;
     if (json || o->detail == SP_EXPORT_FULL)
@@ -86,11 +114,12 @@ int sp_export_write(struct sp_model *m, const struct sp_export_opts *o, const ch
         return 1;
     }
     setvbuf(f, NULL, _IOFBF, OUT_BUFFER);
-    struct sp_export_stats st;
+    struct sp_export_stats st = {0};
     int wrc = json ? sp_export_trace(m, o, f, &st) : sp_export_perfetto(m, o, f, &st);
     int crc = f == stdout ? fflush(f) : fclose(f);
     for (int i = 0; i < m->nwarnings; i++)
         fprintf(stderr, "scaleprof export: warning: %s\n", m->warnings[i]);
+    warn_left_out(m, o, &st);
     if (wrc < 0 || crc != 0) {
         fprintf(stderr, "scaleprof export: %s: could not be written (%s)\n", path, strerror(errno));
         if (f != stdout) unlink(path);

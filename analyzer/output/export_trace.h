@@ -5,9 +5,10 @@
  * (docs/export.md).
  *
  * The model gives the structure (ranks, steps, collectives split into
- * wait and transfer, findings, the what-if replay); the events come from
- * the traces, one rank at a time through sp_trace_feed, written as they
- * are read: memory holds the model, never the timeline.
+ * wait and transfer, findings, the what-if replay it kept); the events
+ * come from the traces, one rank at a time through sp_trace_feed, written
+ * as they are read: memory holds the model, never the timeline.  Both
+ * formats are one walk (export_walk.c) over a const model.
  */
 #ifndef SP_EXPORT_TRACE_H
 #define SP_EXPORT_TRACE_H
@@ -45,22 +46,28 @@ struct sp_export_stats {
     int summary;      /* Perfetto: the summary timeline was chosen */
     int detailed;     /* Perfetto: ranks written in full */
     uint64_t dropped; /* Perfetto: packets left out (past the packet size) */
+    /* trace files that could not be read again, the first of them (its
+     * index in m->frecs) and why (errno or SP_E*) */
+    int unread, unread_fi, unread_err;
 };
 
 /* The bytes the timeline would take, from pass 1's event counts and the
  * window: what the verb compares with its warning threshold. */
 double sp_export_estimate(const struct sp_model *m, const struct sp_export_opts *o);
 
-/* Writes the timeline of m (run to SP_STAGE_FINDINGS) to out.  Returns 0,
- * or -1 when out failed (errno set); unreadable traces are skipped with a
- * warning in m.  st (when not NULL) receives what was written. */
-int sp_export_trace(struct sp_model *m, const struct sp_export_opts *o, FILE *out,
+/* Writes the timeline of m (run to SP_STAGE_FINDINGS, and for a what-if
+ * asked to keep it first: sp_model_keep_whatif(m, o->whatif)) to out.
+ * Returns 0, or -1 when out failed (errno set); unreadable traces are
+ * skipped.  st (when not NULL) receives what was written and what was
+ * left out (the what-if the model did not keep, the traces that could
+ * not be read again), which sp_export_write says. */
+int sp_export_trace(const struct sp_model *m, const struct sp_export_opts *o, FILE *out,
                     struct sp_export_stats *st);
 
 /* The same timeline as Perfetto's protobuf trace (a Trace of
  * TracePackets), in full or as the summary (o->detail).  Returns 0, or -1
  * when out failed or memory ran out. */
-int sp_export_perfetto(struct sp_model *m, const struct sp_export_opts *o, FILE *out,
+int sp_export_perfetto(const struct sp_model *m, const struct sp_export_opts *o, FILE *out,
                        struct sp_export_stats *st);
 /* The bytes of the full Perfetto timeline, from pass 1's counts. */
 double sp_export_perfetto_estimate(const struct sp_model *m, const struct sp_export_opts *o);
@@ -74,7 +81,7 @@ int sp_export_whatif_cause(const char *name, char *names, size_t len);
  * first when it will be too large for a viewer and, after it, what went
  * in; dir names the traces in that note.  Returns the verb's exit status
  * (1: not written, said on stderr, nothing left at path). */
-int sp_export_write(struct sp_model *m, const struct sp_export_opts *o, const char *dir, const char *path, int json);
+int sp_export_write(const struct sp_model *m, const struct sp_export_opts *o, const char *dir, const char *path, int json);
 /* Whether an output path asks for gzip (.gz) or for the JSON (.json,
  * .json.gz) */
 int sp_export_path_is_gz(const char *path);

@@ -255,6 +255,54 @@ static void on_node(void *arg, int rank, size_t node, int64_t a, int64_t e)
         s->last_e = e;
 }
 
+/* A kept node against the one the replay gives again: how many differ. */
+struct kept_seen {
+    const struct sp_whatif_nodes *w;
+    size_t nodes, differ;
+};
+
+static void on_kept(void *arg, int rank, size_t node, int64_t a, int64_t e)
+{
+    struct kept_seen *s = arg;
+    s->nodes++;
+    s->differ += s->w->arr[rank][node] != a || s->w->end[rank][node] != e;
+}
+
+/* export --whatif draws what the model kept of the counterfactual: asked
+ * before the run, the findings stage keeps every node of the slow rank's
+ * fix as the replay places it; a cause it cannot replay keeps nothing
+ * (the job test_replay generates). */
+static void test_keep_whatif(const char *path)
+{
+    for (int c = 0; c < 2; c++) {
+        int cause = c ? SP_CAUSE_PIPELINE_BUBBLE : SP_CAUSE_STRAGGLER;
+        struct sp_model_opts o;
+        sp_model_opts_default(&o);
+        struct sp_model m;
+        int rc = sp_model_open(path, &o, &m);
+        if (rc == 0) {
+            sp_model_keep_whatif(&m, cause);
+            rc = sp_model_run(&m, SP_STAGE_FINDINGS);
+        }
+        CHECK(rc == 0, "the generated job is analyzed");
+        if (rc == 0 && c) {
+            CHECK(!m.whatif.ok && !m.whatif.arr, "pipeline_bubble, no replay of its own, keeps nothing");
+        } else if (rc == 0) {
+            struct kept_seen s = {&m.whatif, 0, 0};
+            size_t total = 0;
+            for (int r = 0; r < m.nranks; r++)
+                total += m.ranks[r].nnodes;
+            CHECK(m.whatif.ok && m.replay, "the straggler's fix is kept");
+            if (m.whatif.ok && m.replay)
+                CHECK(sp_model_replay_nodes(&m, m.replay, cause, on_kept, &s) == 0, "it replays again");
+            CHECK(total > 50 && s.nodes == total && s.differ == 0,
+                  "every node kept as the replay places it: %zu of %zu replayed, %zu differ", s.nodes, total,
+                  s.differ);
+        }
+        sp_model_free(&m);
+    }
+}
+
 static void test_replay(const char *gen_trace)
 {
     char dir[] = "/tmp/test_model_XXXXXX", cmd[4096], path[sizeof dir + 8];
@@ -306,6 +354,7 @@ static void test_replay(const char *gen_trace)
     }
     sp_model_replay_free(&rp);
     sp_model_free(&m);
+    test_keep_whatif(path);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0, "%s", cmd);
 }
@@ -762,6 +811,6 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("test_model: medians, pair sort, sort, bus bandwidth, p2p keys, warning lists, hand-built graphs%s: all checks hold\n",
-           argc > 1 ? ", the replay" : "");
+           argc > 1 ? ", the replay, the what-if kept" : "");
     return 0;
 }

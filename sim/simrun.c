@@ -143,29 +143,23 @@ static int sim_remove_entry(const char *path, const struct stat *st, int flag, s
     return remove(path);
 }
 
-/* Waits for all N children; terminates the rest on the first failure. */
+/* Waits for the children (pids, 0 for one that did not start) until none
+ * is left; terminates the rest on the first failure. */
 static int sim_wait_all(pid_t *pids, int n)
 {
-    int worst = 0, left = n;
-    while (left > 0) {
-        int status;
-        pid_t pid = wait(&status);
-        if (pid < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        for (int i = 0; i < n; i++)
-            if (pids[i] == pid) {
-                pids[i] = 0;
-                left--;
-            }
+    int worst = 0, status;
+    pid_t pid;
+    while ((pid = wait(&status)) > 0 || errno == EINTR) {
+        if (pid < 0)
+            continue;
         /* as a shell says it: the exit status, or 128 + the signal */
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : (WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1);
-        if (code && !worst)
-            for (int i = 0; i < n; i++)
-                if (pids[i])
-                    kill(pids[i], SIGTERM);
+        for (int i = 0; i < n; i++) {
+            if (pids[i] == pid)
+                pids[i] = 0;
+            else if (pids[i] && code && !worst)
+                kill(pids[i], SIGTERM);
+        }
         if (code > worst)
             worst = code;
     }

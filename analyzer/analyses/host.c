@@ -410,14 +410,6 @@ static void iterations_from_reads(struct sp_host_rank *hr, struct collect *c, in
     free(len);
 }
 
-static double file_cores(const struct sp_file_rec *f)
-{
-    const struct sp_cpu_span *c = &f->cpu;
-    if (c->nsamples < 2 || c->t1 <= c->t0)
-        return -1;
-    return (double)(c->ns1 - c->ns0) / (double)(c->t1 - c->t0);
-}
-
 static void host_cpu(const struct sp_model *m, struct sp_host *h)
 {
     h->cpu = calloc((size_t)m->nhosts + 1, sizeof *h->cpu);
@@ -447,7 +439,7 @@ static void rank_view(struct sp_model *m, int i, struct sp_host_rank *hr)
     hr->read_s = (double)r->read_ns / 1e9;
     hr->span_s = (double)(r->last_t - r->first_t) / 1e9;
     if (r->nfiles)
-        hr->main_cpu = file_cores(r->files[0]);
+        hr->main_cpu = sp_file_cores(r->files[0]);
     struct collect c = {0};
     for (int f = 0; f < r->nfiles && !c.oom; f++) {
         int err = 0;

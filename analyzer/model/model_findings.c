@@ -409,13 +409,25 @@ static int one_gpu(const char *who, const struct sp_finding *f)
     return f->nranks == 1 && strcmp(who, "GPUs") != 0;
 }
 
+/* The evidence of a category's time: the ranks it costs min of their step
+ * or more, who they are (into who, as named_share's) and the share of
+ * step time it takes them, *step their mean step (ms); then what fixing
+ * it would gain. */
+static double category_evidence(const struct sp_model *m, struct sp_finding *f, int cat, double min, const char *fix,
+                                char *who, size_t len, double *step)
+{
+    ranks_over(m, cat, min, f);
+    double share = named_share(m, f, cat, step, who, len);
+    say_gain(m, f, fix);
+    return share;
+}
+
 void sp_evidence_input(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
 {
     (void)rp;
-    ranks_over(m, SP_CAT_IDLE_INPUT, SP_GAIN_MODERATE, f);
     char who[96];
-    double step, share = named_share(m, f, SP_CAT_IDLE_INPUT, &step, who, sizeof who);
-    say_gain(m, f, "removing the waits for input");
+    double step, share = category_evidence(m, f, SP_CAT_IDLE_INPUT, SP_GAIN_MODERATE, "removing the waits for input",
+                                           who, sizeof who, &step);
     say(f, "; %s sat idle waiting for input %.1f%% of step time (%.2f ms of a %.2f ms step%s)", who, 100 * share,
         share * step, step, f->nranks == 1 ? "" : " on average");
     int dips, steps;
@@ -1017,10 +1029,9 @@ void sp_evidence_cross_node(const struct sp_model *m, const struct sp_replay *rp
 void sp_evidence_unexplained(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
 {
     (void)rp;
-    ranks_over(m, SP_CAT_IDLE_OTHER, UNEXPLAINED_MIN, f);
     char who[96];
-    double step, other = named_share(m, f, SP_CAT_IDLE_OTHER, &step, who, sizeof who);
-    say_gain(m, f, "removing GPU idle time nothing in the trace explains");
+    double step, other = category_evidence(m, f, SP_CAT_IDLE_OTHER, UNEXPLAINED_MIN,
+                                           "removing GPU idle time nothing in the trace explains", who, sizeof who, &step);
     say(f, "; %s %s idle %.1f%% of step time while the host is in none of the calls the trace records "
            "(CUDA, NCCL, input reads or waits)",
         who, one_gpu(who, f) ? "is" : "are", 100 * other);

@@ -47,6 +47,7 @@
 
 #include "bench.h"
 #include "sprof.h"
+#include "xorshift.h"
 
 #define DEFAULT_EVENTS (1u << 20)
 #define RING 65536u
@@ -68,13 +69,7 @@ static struct sp_event ring[RING];
 #define APPEND_CLOCK CLOCK_THREAD_CPUTIME_ID
 
 static uint32_t rng_state = 2463534242u;
-static uint32_t rnd(uint32_t n)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 17;
-    rng_state ^= rng_state << 5;
-    return rng_state % n;
-}
+static uint32_t rnd(uint32_t n) { return xorshift_below(&rng_state, n); }
 
 struct gen {
     uint64_t t, gpu_t, corr, seq, offset;

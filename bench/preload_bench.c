@@ -30,6 +30,7 @@
 
 #include "bench.h"
 #include "gpu_job.h" /* the runtime's registration entry points */
+#include "one_rank.h"
 
 #define BATCHES 21
 #define CALLS_PER_BATCH 2000
@@ -120,13 +121,13 @@ int main(int argc, char **argv)
     __cudaRegisterFunction(h, (const char *)(uintptr_t)tiny_stub, NULL, "_Z4tinyv", -1, NULL,
                            NULL, NULL, NULL, NULL);
     __cudaRegisterFatBinaryEnd(h);
-    CHECK(cudaSetDevice(0));
-    ncclUniqueId id;
-    CHECK(ncclGetUniqueId(&id));
     ncclComm_t comm;
-    CHECK(ncclCommInitRank(&comm, 1, id, 0));
     cudaStream_t s;
-    CHECK(cudaStreamCreate(&s));
+    const char *failed = one_rank_setup(&comm, &s);
+    if (failed) {
+        fprintf(stderr, "preload_bench: %s failed\n", failed);
+        return 1;
+    }
     float *buf;
     void *dev, *host = calloc(1, STEP_COPY_BYTES);
     CHECK(cudaMalloc((void **)&buf, sizeof *buf));

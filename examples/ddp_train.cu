@@ -65,26 +65,27 @@
 #define MAX_WORKERS 64
 #define MAX_BUCKETS 256
 
+/* The options, each at its default (the rest 0). */
 struct options {
-    int steps;
-    int batch;             /* samples per GPU per step */
-    int layer_kthreads;    /* GPU threads per sample per forward layer, x1000 */
-    int kernel_iters;      /* arithmetic per GPU thread (real GPUs only) */
-    int workers;           /* loader processes; 0 = read in the main process */
-    double worker_cost_ms; /* CPU time per batch spent preparing it */
-    int worker_busy;       /* burn the CPU (1) or sleep (0) for that cost */
-    int read_kb;           /* bytes read from disk per batch */
-    double grad_mb;        /* gradient size reduced every step */
-    int buckets;
+    int steps = 10;
+    int batch = 32;            /* samples per GPU per step */
+    int layer_kthreads = 64;   /* GPU threads per sample per forward layer, x1000 */
+    int kernel_iters = 64;     /* arithmetic per GPU thread (real GPUs only) */
+    int workers = 2;           /* loader processes; 0 = read in the main process */
+    double worker_cost_ms = 1; /* CPU time per batch spent preparing it */
+    int worker_busy;           /* burn the CPU (1) or sleep (0) for that cost */
+    int read_kb = 256;         /* bytes read from disk per batch */
+    double grad_mb = 16;       /* gradient size reduced every step */
+    int buckets = 4;
     int overlap;
     int hierarchical;
-    int slow_rank;
-    double slow_factor;
-    int uneven_rank;
-    double uneven_factor;
-    int markers;
-    unsigned seed;
-    const char *data_dir;
+    int slow_rank = -1;
+    double slow_factor = 1;
+    int uneven_rank = -1;
+    double uneven_factor = 1;
+    int markers = 1;
+    unsigned seed = 1;
+    const char *data_dir = default_data_dir();
     const char *rendezvous;
 };
 
@@ -185,26 +186,10 @@ static const struct option long_opts[] = {
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
-    memset(o, 0, sizeof *o);
-    o->steps = 10;
-    o->batch = 32;
-    o->layer_kthreads = 64;
-    o->kernel_iters = 64;
-    o->workers = 2;
-    o->worker_cost_ms = 1;
-    o->read_kb = 256;
-    o->grad_mb = 16;
-    o->buckets = 4;
-    o->slow_rank = -1;
-    o->slow_factor = 1;
-    o->uneven_rank = -1;
-    o->uneven_factor = 1;
-    o->markers = 1;
-    o->seed = 1;
-    o->data_dir = default_data_dir();
+    *o = options();
     int c;
-    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
-        const char *n = option_name(long_opts, c);
+    const char *n;
+    while ((c = next_option(argc, argv, long_opts, &n)) != -1) {
         switch (c) {
         case OPT_STEPS: o->steps = (int)parse_number(n, optarg, 1, 1e6); break;
         case OPT_BATCH: o->batch = (int)parse_number(n, optarg, 1, 1e6); break;
@@ -376,18 +361,6 @@ static void loader_stop(struct loader *l)
 
 /* ------------------------------------------------------------ kernels */
 
-/* Synthetic work: ITERS multiply-adds per thread on the activation buffer.
- * Its duration follows the thread count, so the grid sizes below set time. */
-__global__ void layer_kernel(float *act, unsigned n, int iters, float scale)
-{
-    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-    float v = act[i % n];
-    for (int k = 0; k < iters; k++)
-        v = v * scale + 1e-3f;
-    if (v == 12345.0f) /* keeps the loop; never true in practice */
-        act[i % n] = v;
-}
-
 __global__ void sgd_kernel(float *grad, size_t n, float lr)
 {
     size_t stride = (size_t)gridDim.x * blockDim.x;
@@ -408,7 +381,7 @@ static double compute_scale(const struct options *o, int rank)
 
 static void launch_layer(const struct options *o, const struct gpu_state *g, double threads)
 {
-    layer_kernel<<<blocks_for(threads), THREADS_PER_BLOCK, 0, g->compute>>>(
+    busy_kernel<<<blocks_for(threads), THREADS_PER_BLOCK, 0, g->compute>>>(
         g->act, ACT_ELEMS, o->kernel_iters, 0.999f);
     CUDA_CHECK(cudaGetLastError());
 }

@@ -1,15 +1,17 @@
 /*
  * example.h - what the example programs (ddp_train, shapes, multigpu)
  * share: their fatal errors, the checks of every CUDA and NCCL call, the
- * monotonic clock, the launcher's rank variables, the host-side truth
+ * monotonic clock, option parsing, the kernel that stands for a layer's
+ * work, the launcher's rank variables, the host-side truth
  * they log with EXAMPLE_TRUTH=FILE, whole reads and writes of pipes and
  * files, and the rendezvous through which rank 0 hands the NCCL id to the
  * other processes.
  *
  * Each program sets example_name (how its messages begin) first, and
  * g_rank once it knows its rank (-1: a program whose messages name no
- * rank).  Everything is static (inline: a program need not use it all):
- * each program is one file.
+ * rank).  Everything is static (inline: a program need not use it all),
+ * but for the kernel, which nvcc registers by its name: each program is
+ * one file.
  */
 #ifndef EXAMPLE_H
 #define EXAMPLE_H
@@ -83,6 +85,28 @@ static inline const char *option_name(const struct option *opts, int c)
         if (o->val == c)
             return o->name;
     return NULL;
+}
+
+/* Synthetic work: ITERS multiply-adds per thread on the activation buffer
+ * ACT of N floats.  Its duration follows the thread count (on the sim,
+ * SIM_THREADS_PER_US), so a launch's grid sets its time. */
+__global__ void busy_kernel(float *act, unsigned n, int iters, float scale)
+{
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = act[i % n];
+    for (int k = 0; k < iters; k++)
+        v = v * scale + 1e-3f;
+    if (v == 12345.0f) /* keeps the loop; never true in practice */
+        act[i % n] = v;
+}
+
+/* getopt_long over opts (short options: -h alone): the next option's value,
+ * -1 after the last, and in *name its long name for parse_number. */
+static inline int next_option(int argc, char **argv, const struct option *opts, const char **name)
+{
+    int c = getopt_long(argc, argv, "h", opts, NULL);
+    *name = option_name(opts, c);
+    return c;
 }
 
 /* The value of option --name, a number in [min, max]; any other ends the

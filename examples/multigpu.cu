@@ -52,10 +52,11 @@
 #define BUCKET_A_SHARE 0.625 /* the first bucket's share of the gradient */
 #define ACT_ELEMS 4096
 
+/* The options, each at its default (the rest 0). */
 struct options {
-    int gpus, steps, threads, init_all, device_offset, slow_device, slow_rank;
+    int gpus = 4, steps = 10, threads, init_all = 1, device_offset, slow_device = -1, slow_rank = -1;
     int procs, proc, local_proc; /* from the launcher: WORLD_SIZE, RANK, LOCAL_RANK */
-    double layer_kthreads, grad_mb, slow_factor;
+    double layer_kthreads = 2000, grad_mb = 24, slow_factor = 1;
 };
 
 /* What one rank owns: its device, stream, communicator and buffers. */
@@ -98,15 +99,7 @@ static void parse_options(int argc, char **argv, struct options *o)
         {0, 0, 0, 0},
     };
     // clang-format on
-    memset(o, 0, sizeof *o);
-    o->gpus = 4;
-    o->steps = 10;
-    o->init_all = 1;
-    o->slow_device = -1;
-    o->slow_rank = -1;
-    o->layer_kthreads = 2000;
-    o->grad_mb = 24;
-    o->slow_factor = 1;
+    *o = options();
     int c;
     while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
         switch (c) {
@@ -133,10 +126,9 @@ static void parse_options(int argc, char **argv, struct options *o)
     }
     if (optind < argc)
         usage();
-    const char *e;
-    o->procs = (e = getenv("WORLD_SIZE")) && *e ? atoi(e) : 1;
-    o->proc = (e = getenv("RANK")) && *e ? atoi(e) : 0;
-    o->local_proc = (e = getenv("LOCAL_RANK")) && *e ? atoi(e) : 0;
+    o->procs = env_int("WORLD_SIZE", 1);
+    o->proc = env_int("RANK", 0);
+    o->local_proc = env_int("LOCAL_RANK", 0);
     if (o->procs < 1 || o->proc < 0 || o->proc >= o->procs || o->local_proc < 0)
         die("bad RANK %d / WORLD_SIZE %d", o->proc, o->procs);
     if (o->procs > 1 && o->init_all && !o->threads)

@@ -129,49 +129,50 @@ enum shape {
 static const char *const shape_names[] = {"dp", "pipeline", "tpdp", "launch", "loader", "copy", "alltoall", "1f1b"};
 #define COPY_BUFFERS 2 /* copy --prefetch: one batch in use, the next arriving */
 
+/* The options, each at its default (the rest 0). */
 struct options {
-    enum shape shape;
-    int steps, skip;
-    double work_ms; /* GPU work per step per rank (per stage for pipeline) */
-    double grad_mb;
-    int buckets;
+    enum shape shape = (enum shape)(-1);
+    int steps = 10, skip = 3;
+    double work_ms = 20; /* GPU work per step per rank (per stage for pipeline) */
+    double grad_mb = 16;
+    int buckets = 4;
     int unequal; /* bucket b holds 2^b parts of the gradient */
     int nslow;   /* --slow-rank given this many times */
     int slow_rank[MAX_SLOW];
     double slow_rank_factor[MAX_SLOW]; /* 0: --slow-factor */
-    int slow_group;
-    double slow_factor;
-    double imbalance; /* per-step work factor drawn from [1-S, 1+S] */
-    int balance;      /* every rank does the step's mean work */
-    int micro;        /* pipeline micro-batches per step */
-    int one_f_one_b;  /* pipeline: 1F1B schedule instead of GPipe */
-    int pp_dp;        /* pipeline: data-parallel replicas of the whole pipeline */
-    int slow_stage;   /* pipeline: this stage's ranks in every copy are slow */
-    int interleave;   /* pipeline: model chunks per rank (virtual stages), 1 none */
-    double act_kb;    /* pipeline activations per step, split over them */
-    int tp, layers;
-    double tp_kb;      /* tpdp: bytes of each per-layer all-reduce */
-    double token_kb;   /* alltoall: tokens one rank sends another per layer */
-    int hot_rank;      /* alltoall: the rank that receives more tokens */
-    double hot_factor; /* ... this many times the others' */
-    int kernels;       /* launch: kernels per step */
-    double kernel_us, host_us;
+    int slow_group = -1;
+    double slow_factor = 1;
+    double imbalance;     /* per-step work factor drawn from [1-S, 1+S] */
+    int balance;          /* every rank does the step's mean work */
+    int micro = 4;        /* pipeline micro-batches per step */
+    int one_f_one_b;      /* pipeline: 1F1B schedule instead of GPipe */
+    int pp_dp = 1;        /* pipeline: data-parallel replicas of the whole pipeline */
+    int slow_stage = -1;  /* pipeline: this stage's ranks in every copy are slow */
+    int interleave = 1;   /* pipeline: model chunks per rank (virtual stages), 1 none */
+    double act_kb = 1024; /* pipeline activations per step, split over them */
+    int tp = 2, layers = 4;
+    double tp_kb = 1024;   /* tpdp: bytes of each per-layer all-reduce */
+    double token_kb = 64;  /* alltoall: tokens one rank sends another per layer */
+    int hot_rank = -1;     /* alltoall: the rank that receives more tokens */
+    double hot_factor = 1; /* ... this many times the others' */
+    int kernels = 2000;    /* launch: kernels per step */
+    double kernel_us = 4, host_us = 40;
     int host_sleep; /* launch: the host work sleeps instead of spinning */
-    double loader_ms, loader_slow_ms;
+    double loader_ms = 2, loader_slow_ms = 30;
     int prefetch;
-    int read_kb;
-    double batch_mb; /* copy: bytes copied to the GPU per step */
-    int pinned;      /* copy: the host buffer is pinned (cudaMallocHost) */
-    int kernel_iters;
-    int markers;
+    int read_kb = 64;
+    double batch_mb = 4; /* copy: bytes copied to the GPU per step */
+    int pinned;          /* copy: the host buffer is pinned (cudaMallocHost) */
+    int kernel_iters = 16;
+    int markers = 1;
     int mid_sync;        /* dp: the loss read back (.item()) after the forward */
     int no_nccl;         /* one GPU and no communicator: no collective at all */
     double step_host_ms; /* dp: host work per step (logging, Python) */
     int ckpt_every;      /* dp: a checkpoint every N steps (0: none) */
-    double ckpt_mb;
+    double ckpt_mb = 64;
     int ckpt_rank;
-    unsigned seed;
-    const char *data_dir;
+    unsigned seed = 1;
+    const char *data_dir = default_data_dir();
     const char *rendezvous;
 };
 
@@ -366,41 +367,10 @@ static void parse_slow_rank(const char *name, const char *arg, struct options *o
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
-    memset(o, 0, sizeof *o);
-    o->shape = (enum shape)(-1);
-    o->steps = 10;
-    o->skip = 3;
-    o->work_ms = 20;
-    o->grad_mb = 16;
-    o->buckets = 4;
-    o->slow_group = -1;
-    o->slow_factor = 1;
-    o->micro = 4;
-    o->pp_dp = 1;
-    o->slow_stage = -1;
-    o->interleave = 1;
-    o->act_kb = 1024;
-    o->tp = 2;
-    o->layers = 4;
-    o->tp_kb = 1024;
-    o->token_kb = 64;
-    o->hot_rank = -1;
-    o->hot_factor = 1;
-    o->kernels = 2000;
-    o->kernel_us = 4;
-    o->host_us = 40;
-    o->loader_ms = 2;
-    o->loader_slow_ms = 30;
-    o->read_kb = 64;
-    o->batch_mb = 4;
-    o->kernel_iters = 16;
-    o->markers = 1;
-    o->ckpt_mb = 64;
-    o->seed = 1;
-    o->data_dir = default_data_dir();
+    *o = options();
     int c;
-    while ((c = getopt_long(argc, argv, "h", long_opts, NULL)) != -1) {
-        const char *n = option_name(long_opts, c);
+    const char *n;
+    while ((c = next_option(argc, argv, long_opts, &n)) != -1) {
         switch (c) {
         case OPT_SHAPE: {
             int found = -1;
@@ -502,16 +472,6 @@ static void truth_work(int step, double factor)
 }
 
 /* ----------------------------------------------------------- kernels */
-
-__global__ void busy_kernel(float *act, unsigned n, int iters, float scale)
-{
-    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-    float v = act[i % n];
-    for (int k = 0; k < iters; k++)
-        v = v * scale + 1e-3f;
-    if (v == 12345.0f) /* keeps the loop; never true in practice */
-        act[i % n] = v;
-}
 
 /* A kernel of MS milliseconds at the sim's default speed. */
 static void launch_ms(const struct options *o, struct gpu *g, double ms)

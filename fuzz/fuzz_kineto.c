@@ -26,6 +26,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fuzz_file.h"
 #include "import_kineto.h"
 
 #define NUMBER_TEXT_MAX 64
@@ -47,15 +48,10 @@ static int on_event(void *ctx, const struct sp_kineto_event *ev, const struct sp
 
 static void convert(const uint8_t *data, size_t size)
 {
-    int fd = memfd_create("fuzz-kineto", 0);
+    char path[64], err[2048], line[2048];
+    int fd = fuzz_as_file(data, size, "fuzz-kineto", path, sizeof path);
     if (fd < 0)
         return;
-    if (write(fd, data, size) != (ssize_t)size) {
-        close(fd);
-        return;
-    }
-    char path[64], err[2048], line[2048];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     static struct sp_kineto_meta meta;
     static struct sp_kineto_result res;
     (void)sp_kineto_read(path, on_event, NULL, &meta, &res);

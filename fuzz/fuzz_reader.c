@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fuzz_file.h"
 #include "sprof.h"
 
 static void read_as_chunk(const uint8_t *data, size_t size)
@@ -47,15 +48,10 @@ static void read_as_columns(const uint8_t *data, size_t size)
 
 static void read_as_file(const uint8_t *data, size_t size)
 {
-    int fd = memfd_create("fuzz-trace", 0);
+    char path[64];
+    int fd = fuzz_as_file(data, size, "fuzz-trace", path, sizeof path);
     if (fd < 0)
         return;
-    if (write(fd, data, size) != (ssize_t)size) {
-        close(fd);
-        return;
-    }
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     int err;
     struct sp_reader *r = sp_reader_open(path, &err);
     if (r) {

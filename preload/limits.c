@@ -108,6 +108,19 @@ static long read_small(const char *path, char *buf, size_t size)
     return (long)got;
 }
 
+/* Whether the comma-separated list names the pids controller (a v1
+ * cgroup line's controllers, a v1 cgroup mount's options). */
+static int lists_pids(const char *list)
+{
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == 4 && memcmp(p, "pids", 4) == 0)
+            return 1;
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
 /* The path of the process's pids cgroup in /proc/self/cgroup: v1's pids
  * line when there is one, else v2's.  Sets *v2.  0 when found. */
 static int cgroup_path(char *out, size_t size, int *v2)
@@ -125,13 +138,7 @@ static int cgroup_path(char *out, size_t size, int *v2)
         if (c2) {
             *c2 = 0;
             const char *ctl = c1 + 1, *path = c2 + 1;
-            int is_pids = 0;
-            for (const char *p = ctl; *p;) {
-                size_t n = strcspn(p, ",");
-                if (n == 4 && memcmp(p, "pids", 4) == 0)
-                    is_pids = 1;
-                p += n + (p[n] == ',');
-            }
+            int is_pids = lists_pids(ctl);
             if ((is_pids || (!found && *ctl == 0)) && strlen(path) < size) {
                 strcpy(out, path);
                 *v2 = !is_pids;
@@ -184,17 +191,8 @@ static int match_mount(char *line, const char *path, int v2)
         return 0;
     if (v2 ? strcmp(type, "cgroup2") != 0 : strcmp(type, "cgroup") != 0)
         return 0;
-    if (!v2) {
-        int has = 0;
-        for (const char *p = opts; *p;) {
-            size_t n = strcspn(p, ",");
-            if (n == 4 && memcmp(p, "pids", 4) == 0)
-                has = 1;
-            p += n + (p[n] == ',');
-        }
-        if (!has)
-            return 0;
-    }
+    if (!v2 && !lists_pids(opts))
+        return 0;
     size_t rl = strlen(root);
     const char *below = path;
     if (strcmp(root, "/") != 0) {

@@ -259,11 +259,20 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
 
 /* ------------------------------------------------------------ copies */
 
-/* A copy's or a memset's operation of count bytes to dst, reported as
- * activity act_kind of call corr. */
+/* How a copy or a memset of count bytes to dst on stream starts: the
+ * call counted, its pointers checked (ptrs_ok), the stream resolved into
+ * *st, and its operation made, reported as activity act_kind.  NULL, with
+ * *err the call's error (set as the last), when a pointer is missing or
+ * the stream is not one. */
 static struct sim_op *sim_bytes_op(enum sim_op_kind kind, enum sim_activity_kind act_kind, void *dst, size_t count,
-                                   uint32_t corr)
+                                   int ptrs_ok, cudaStream_t stream, struct sim_stream **st, cudaError_t *err)
 {
+    uint32_t corr = sim_api_enter();
+    *st = ptrs_ok ? sim_stream_resolve(stream) : NULL;
+    if (!*st) {
+        *err = sim_set_error(ptrs_ok ? cudaErrorInvalidResourceHandle : cudaErrorInvalidValue);
+        return NULL;
+    }
     struct sim_op *op = sim_op_new(kind);
     op->dst = dst;
     op->bytes = count;
@@ -276,13 +285,11 @@ static struct sim_op *sim_bytes_op(enum sim_op_kind kind, enum sim_activity_kind
 static cudaError_t sim_copy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
                             cudaStream_t stream, int sync)
 {
-    uint32_t corr = sim_api_enter();
-    if (count && (!dst || !src))
-        return sim_set_error(cudaErrorInvalidValue);
-    struct sim_stream *st = sim_stream_resolve(stream);
-    if (!st)
-        return sim_set_error(cudaErrorInvalidResourceHandle);
-    struct sim_op *op = sim_bytes_op(SIM_OP_MEMCPY, SIM_ACT_MEMCPY, dst, count, corr);
+    struct sim_stream *st;
+    cudaError_t err;
+    struct sim_op *op = sim_bytes_op(SIM_OP_MEMCPY, SIM_ACT_MEMCPY, dst, count, !count || (dst && src), stream, &st, &err);
+    if (!op)
+        return err;
     op->src = src;
     op->act.copy_kind = sim_copy_kind_of(dst, src, kind, &op->act.src_pinned, &op->act.dst_pinned);
     enum sim_copy_kind ck = op->act.copy_kind;
@@ -335,13 +342,11 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int s
 
 static cudaError_t sim_memset(void *dst, int value, size_t count, cudaStream_t stream, int sync)
 {
-    uint32_t corr = sim_api_enter();
-    if (count && !dst)
-        return sim_set_error(cudaErrorInvalidValue);
-    struct sim_stream *st = sim_stream_resolve(stream);
-    if (!st)
-        return sim_set_error(cudaErrorInvalidResourceHandle);
-    struct sim_op *op = sim_bytes_op(SIM_OP_MEMSET, SIM_ACT_MEMSET, dst, count, corr);
+    struct sim_stream *st;
+    cudaError_t err;
+    struct sim_op *op = sim_bytes_op(SIM_OP_MEMSET, SIM_ACT_MEMSET, dst, count, !count || dst, stream, &st, &err);
+    if (!op)
+        return err;
     op->value = value;
     op->act.memset_value = (uint32_t)value;
     op->duration_ns = sim_model_copy_ns(count, SIM_COPY_D2D, 1);

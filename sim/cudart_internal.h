@@ -75,12 +75,7 @@ struct sim_stream {
 extern pthread_mutex_t sim_lock;
 extern pthread_cond_t sim_done_cv;
 
-/* model.c: the time model, read once from the environment. */
-struct sim_model {
-    double threads_per_us, launch_latency_us, launch_call_us, pinned_gbps, pageable_gbps, d2d_gbps;
-    int gpus_per_node;
-};
-const struct sim_model *sim_model(void);
+/* model.c: the time model (sim_model(): sim_private.h) */
 uint64_t sim_model_kernel_ns(dim3 grid, dim3 block);
 /* HOST_PINNED: the host side of an H2D or D2H copy is pinned memory. */
 uint64_t sim_model_copy_ns(size_t bytes, enum sim_copy_kind kind, int host_pinned);

@@ -11,6 +11,8 @@
  *             pageable (the driver stages it through a pinned buffer, as
  *             CUDA's does, so it is slower); SIM_D2D_GBPS for D2D, H2H and
  *             memset.  SIM_PCIE_GBPS, when set, is the pinned default.
+ *   collective: SIM_NVLINK_GBPS, SIM_NET_GBPS and SIM_NCCL_LATENCY_US, for
+ *             libnccl's (nccl_group.c), which asks sim_model() here.
  * GB/s means 1e9 bytes per second, so bytes / GBps is nanoseconds.
  */
 #include "cudart_internal.h"
@@ -34,6 +36,9 @@ static void sim_model_load(void)
     sim_model_values.gpus_per_node = n > SIM_MAX_DEVICES ? SIM_MAX_DEVICES : (int)n;
     if (sim_model_values.gpus_per_node < 1)
         sim_model_values.gpus_per_node = 1;
+    sim_model_values.nvlink_gbps = sim_env_double("SIM_NVLINK_GBPS", 300);
+    sim_model_values.net_gbps = sim_env_double("SIM_NET_GBPS", 25);
+    sim_model_values.nccl_latency_us = sim_env_double("SIM_NCCL_LATENCY_US", 10);
 }
 
 const struct sim_model *sim_model(void)

@@ -71,20 +71,6 @@ static _Thread_local struct sim_nccl_op *sim_group_ops;
 static _Thread_local int sim_group_nops, sim_group_cap;
 static _Thread_local ncclResult_t sim_group_error;
 
-struct sim_nccl_model {
-    double nvlink_gbps, net_gbps, latency_us;
-};
-
-static struct sim_nccl_model sim_nmodel;
-static pthread_once_t sim_nmodel_once = PTHREAD_ONCE_INIT;
-
-static void sim_nmodel_load(void)
-{
-    sim_nmodel.nvlink_gbps = sim_env_double("SIM_NVLINK_GBPS", 300);
-    sim_nmodel.net_gbps = sim_env_double("SIM_NET_GBPS", 25);
-    sim_nmodel.latency_us = sim_env_double("SIM_NCCL_LATENCY_US", 10);
-}
-
 size_t sim_nccl_type_size(ncclDataType_t t)
 {
     // clang-format off
@@ -167,7 +153,7 @@ static const char *sim_intern(const char *name)
 /* ------------------------------------------------------------ data */
 
 /* Elements are handled in three classes, each through its widest type:
- * signed integers as int64_t, unsigned as uint64_t, floating point as
+ * integers as 64 bits (signed ones sign-extended), floating point as
  * double.  Half, bfloat16 and fp8 have no host arithmetic here: kept as is. */
 enum sim_class {
     SIM_SIGNED,
@@ -188,40 +174,32 @@ static enum sim_class sim_class_of(ncclDataType_t t)
     // clang-format on
 }
 
-static int64_t sim_get_i(const void *p, size_t i, ncclDataType_t t)
+/* Element I of an integer array of SIZE-byte elements, as its bits: the
+ * same load and store serve signed and unsigned types of one width. */
+static uint64_t sim_get_bits(const void *p, size_t i, size_t size)
 {
-    switch (t) {
-    case ncclInt8: return ((const int8_t *)p)[i];
-    case ncclInt32: return ((const int32_t *)p)[i];
-    default: return ((const int64_t *)p)[i];
-    }
-}
-
-static void sim_set_i(void *p, size_t i, ncclDataType_t t, int64_t v)
-{
-    switch (t) {
-    case ncclInt8: ((int8_t *)p)[i] = (int8_t)v; break;
-    case ncclInt32: ((int32_t *)p)[i] = (int32_t)v; break;
-    default: ((int64_t *)p)[i] = v; break;
-    }
-}
-
-static uint64_t sim_get_u(const void *p, size_t i, ncclDataType_t t)
-{
-    switch (t) {
-    case ncclUint8: return ((const uint8_t *)p)[i];
-    case ncclUint32: return ((const uint32_t *)p)[i];
+    switch (size) {
+    case 1: return ((const uint8_t *)p)[i];
+    case 4: return ((const uint32_t *)p)[i];
     default: return ((const uint64_t *)p)[i];
     }
 }
 
-static void sim_set_u(void *p, size_t i, ncclDataType_t t, uint64_t v)
+static void sim_set_bits(void *p, size_t i, size_t size, uint64_t v)
 {
-    switch (t) {
-    case ncclUint8: ((uint8_t *)p)[i] = (uint8_t)v; break;
-    case ncclUint32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+    switch (size) {
+    case 1: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case 4: ((uint32_t *)p)[i] = (uint32_t)v; break;
     default: ((uint64_t *)p)[i] = v; break;
     }
+}
+
+/* The same element as 64 bits: a signed one with its sign extended. */
+static uint64_t sim_get_int(const void *p, size_t i, size_t size, int is_signed)
+{
+    unsigned unused = 64 - 8 * (unsigned)size;
+    uint64_t v = sim_get_bits(p, i, size);
+    return is_signed ? (uint64_t)((int64_t)(v << unused) >> unused) : v;
 }
 
 static double sim_get_f(const void *p, size_t i, ncclDataType_t t)
@@ -248,22 +226,16 @@ static double sim_combine_f(double a, double b, ncclRedOp_t op)
     }
 }
 
-static int64_t sim_combine_i(int64_t a, int64_t b, ncclRedOp_t op)
+/* The same on integers (signed ones sign-extended): a sum or a product
+ * is the same bits signed or not (two's complement, wrapping); max and
+ * min compare as the type does. */
+static uint64_t sim_combine_int(uint64_t a, uint64_t b, ncclRedOp_t op, int is_signed)
 {
-    switch (op) {
-    case ncclProd: return (int64_t)((uint64_t)a * (uint64_t)b);
-    case ncclMax: return b > a ? b : a;
-    case ncclMin: return b < a ? b : a;
-    default: return (int64_t)((uint64_t)a + (uint64_t)b);
-    }
-}
-
-static uint64_t sim_combine_u(uint64_t a, uint64_t b, ncclRedOp_t op)
-{
+    int b_above = is_signed ? (int64_t)b > (int64_t)a : b > a;
     switch (op) {
     case ncclProd: return a * b;
-    case ncclMax: return b > a ? b : a;
-    case ncclMin: return b < a ? b : a;
+    case ncclMax: return b_above ? b : a;
+    case ncclMin: return b_above ? a : b;
     default: return a + b;
     }
 }
@@ -272,13 +244,13 @@ static uint64_t sim_combine_u(uint64_t a, uint64_t b, ncclRedOp_t op)
 static void sim_reduce_into(void *dst, const void *src, size_t n, ncclDataType_t t, ncclRedOp_t op)
 {
     enum sim_class c = sim_class_of(t);
+    size_t w = sim_nccl_type_size(t);
+    int sgn = c == SIM_SIGNED;
     for (size_t i = 0; i < n && c != SIM_OPAQUE; i++) {
         if (c == SIM_FLOAT)
             sim_set_f(dst, i, t, sim_combine_f(sim_get_f(dst, i, t), sim_get_f(src, i, t), op));
-        else if (c == SIM_SIGNED)
-            sim_set_i(dst, i, t, sim_combine_i(sim_get_i(dst, i, t), sim_get_i(src, i, t), op));
         else
-            sim_set_u(dst, i, t, sim_combine_u(sim_get_u(dst, i, t), sim_get_u(src, i, t), op));
+            sim_set_bits(dst, i, w, sim_combine_int(sim_get_int(dst, i, w, sgn), sim_get_int(src, i, w, sgn), op, sgn));
     }
 }
 
@@ -286,13 +258,14 @@ static void sim_reduce_into(void *dst, const void *src, size_t n, ncclDataType_t
 static void sim_divide(void *buf, size_t n, ncclDataType_t t, int by)
 {
     enum sim_class c = sim_class_of(t);
+    size_t w = sim_nccl_type_size(t);
     for (size_t i = 0; i < n && c != SIM_OPAQUE; i++) {
         if (c == SIM_FLOAT)
             sim_set_f(buf, i, t, sim_get_f(buf, i, t) / by);
         else if (c == SIM_SIGNED)
-            sim_set_i(buf, i, t, sim_get_i(buf, i, t) / by);
+            sim_set_bits(buf, i, w, (uint64_t)((int64_t)sim_get_int(buf, i, w, 1) / by));
         else
-            sim_set_u(buf, i, t, sim_get_u(buf, i, t) / (uint64_t)by);
+            sim_set_bits(buf, i, w, sim_get_bits(buf, i, w) / (uint64_t)by);
     }
 }
 
@@ -361,15 +334,13 @@ static void sim_collect_data(struct sim_nccl_op *op)
 static double sim_bandwidth(struct sim_comm *c, int cross_node)
 {
     (void)c;
-    pthread_once(&sim_nmodel_once, sim_nmodel_load);
-    return cross_node ? sim_nmodel.net_gbps : sim_nmodel.nvlink_gbps;
+    return cross_node ? sim_model()->net_gbps : sim_model()->nvlink_gbps;
 }
 
 static uint64_t sim_transfer_ns(const struct sim_nccl_op *op, int cross_node)
 {
-    pthread_once(&sim_nmodel_once, sim_nmodel_load);
     double bw = sim_bandwidth(op->comm, cross_node); /* GB/s = bytes per ns */
-    return (uint64_t)(sim_nmodel.latency_us * SIM_NS_PER_US + (double)op->bytes * op->factor / bw);
+    return (uint64_t)(sim_model()->nccl_latency_us * SIM_NS_PER_US + (double)op->bytes * op->factor / bw);
 }
 
 static int sim_is_p2p(const struct sim_nccl_op *op) { return op->coll == SIM_SEND || op->coll == SIM_RECV; }

@@ -71,7 +71,17 @@ struct sim_custom_op {
 
 typedef void (*sim_cupti_attach_fn)(const struct sim_cupti_ops *ops);
 
+/* The time model of every simulated library, read once from the
+ * environment (model.c, docs/sim.md): GPUs, copies, and the links
+ * collectives cross. */
+struct sim_model {
+    double threads_per_us, launch_latency_us, launch_call_us, pinned_gbps, pageable_gbps, d2d_gbps;
+    int gpus_per_node;
+    double nvlink_gbps, net_gbps, nccl_latency_us;
+};
+
 /* Exported by libcudart (SIM_PRIVATE_1). */
+const struct sim_model *sim_model(void);
 void sim_cupti_attach(const struct sim_cupti_ops *ops);
 int sim_stream_enqueue_custom(void *stream, const struct sim_custom_op *op);
 int sim_stream_device(void *stream);

@@ -13,8 +13,8 @@
  * the others are terminated, as torchrun does, and the worst exit status
  * is simrun's (128 + signal for a rank killed by a signal).
  */
-#include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
@@ -27,6 +27,7 @@
 
 #define SIM_EXIT_USAGE 2
 #define SIM_EXIT_SETUP 1
+#define SIM_RMDIR_FDS 8 /* descriptors nftw may hold open (the directory is flat) */
 
 struct sim_args {
     int nproc, nodes;
@@ -135,53 +136,30 @@ static void sim_exec_rank(const struct sim_args *a, int rank, const char *rdv)
     _exit(127);
 }
 
-static void sim_remove_dir(const char *dir)
+/* nftw's callback: removes what it is given, deepest first. */
+static int sim_remove_entry(const char *path, const struct stat *st, int flag, struct FTW *at)
 {
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *e;
-        char path[PATH_MAX];
-        while ((e = readdir(d)))
-            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-                snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-                unlink(path);
-            }
-        closedir(d);
-    }
-    rmdir(dir);
+    (void)st, (void)flag, (void)at;
+    return remove(path);
 }
 
-static int sim_status_code(int status)
-{
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    if (WIFSIGNALED(status))
-        return 128 + WTERMSIG(status);
-    return 1;
-}
-
-/* Waits for all N children; terminates the rest on the first failure. */
+/* Waits for the children (pids, 0 for one that did not start) until none
+ * is left; terminates the rest on the first failure. */
 static int sim_wait_all(pid_t *pids, int n)
 {
-    int worst = 0, left = n;
-    while (left > 0) {
-        int status;
-        pid_t pid = wait(&status);
-        if (pid < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        for (int i = 0; i < n; i++)
-            if (pids[i] == pid) {
+    int worst = 0, status;
+    pid_t pid;
+    while ((pid = wait(&status)) > 0 || errno == EINTR) {
+        if (pid < 0)
+            continue;
+        /* as a shell says it: the exit status, or 128 + the signal */
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : (WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1);
+        for (int i = 0; i < n; i++) {
+            if (pids[i] == pid)
                 pids[i] = 0;
-                left--;
-            }
-        int code = sim_status_code(status);
-        if (code && !worst)
-            for (int i = 0; i < n; i++)
-                if (pids[i])
-                    kill(pids[i], SIGTERM);
+            else if (pids[i] && code && !worst)
+                kill(pids[i], SIGTERM);
+        }
         if (code > worst)
             worst = code;
     }
@@ -220,7 +198,7 @@ int main(int argc, char **argv)
         }
     }
     int worst = sim_wait_all(pids, a.nproc);
-    sim_remove_dir(rdv);
+    nftw(rdv, sim_remove_entry, SIM_RMDIR_FDS, FTW_DEPTH | FTW_PHYS);
     free(pids);
     return worst;
 }

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "host.h"
 #include "model_util.h"
 #include "traceset.h"
@@ -97,32 +98,24 @@ static int add_rd(struct collect *c, const struct sp_reader *r, const struct sp_
     uint64_t dir = data_dir(sp_reader_string(r, ev->io.path));
     if (!dir)
         return 0;
-    if (c->nrd == c->caprd) {
-        size_t cap = c->caprd ? 2 * c->caprd : 256;
-        void *p = realloc(c->rd, cap * sizeof *c->rd);
-        if (!p) {
-            c->oom = 1;
-            return 1;
-        }
-        c->rd = p;
-        c->caprd = cap;
+    struct file_rd *p = sp_grow(c->rd, c->nrd, &c->caprd, sizeof *c->rd, 256);
+    if (!p) {
+        c->oom = 1;
+        return 1;
     }
+    c->rd = p;
     c->rd[c->nrd++] = (struct file_rd){(int64_t)ev->t, (int64_t)ev->t + (int64_t)ev->io.dur, dir, ev->tid};
     return 0;
 }
 
 static int add_ev(struct collect *c, uint32_t tid, int64_t t, int64_t dur, int pipe)
 {
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? 2 * c->cap : 256;
-        void *p = realloc(c->ev, cap * sizeof *c->ev);
-        if (!p) {
-            c->oom = 1;
-            return 1;
-        }
-        c->ev = p;
-        c->cap = cap;
+    struct pipe_ev *p = sp_grow(c->ev, c->n, &c->cap, sizeof *c->ev, 256);
+    if (!p) {
+        c->oom = 1;
+        return 1;
     }
+    c->ev = p;
     c->ev[c->n++] = (struct pipe_ev){t, t + dur, pipe, tid};
     return 0;
 }
@@ -417,14 +410,6 @@ static void iterations_from_reads(struct sp_host_rank *hr, struct collect *c, in
     free(len);
 }
 
-static double file_cores(const struct sp_file_rec *f)
-{
-    const struct sp_cpu_span *c = &f->cpu;
-    if (c->nsamples < 2 || c->t1 <= c->t0)
-        return -1;
-    return (double)(c->ns1 - c->ns0) / (double)(c->t1 - c->t0);
-}
-
 static void host_cpu(const struct sp_model *m, struct sp_host *h)
 {
     h->cpu = calloc((size_t)m->nhosts + 1, sizeof *h->cpu);
@@ -454,7 +439,7 @@ static void rank_view(const struct sp_model *m, int i, struct sp_host_rank *hr, 
     hr->read_s = (double)r->read_ns / 1e9;
     hr->span_s = (double)(r->last_t - r->first_t) / 1e9;
     if (r->nfiles)
-        hr->main_cpu = file_cores(r->files[0]);
+        hr->main_cpu = sp_file_cores(r->files[0]);
     struct collect c = {0};
     for (int f = 0; f < r->nfiles && !c.oom; f++) {
         int err = 0;

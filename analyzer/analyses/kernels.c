@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "kernels.h"
 #include "model_util.h"
 #include "traceset.h"
@@ -84,14 +85,10 @@ static struct entry *entry_of(struct collect *c, const char *name, int nccl)
         if (e->hash == h && !strcmp(e->s.name, name))
             return e;
     }
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? 2 * c->cap : 64;
-        struct entry *e = realloc(c->e, cap * sizeof *e);
-        if (!e)
-            return NULL;
-        c->e = e;
-        c->cap = cap;
-    }
+    struct entry *grown = sp_grow(c->e, c->n, &c->cap, sizeof *c->e, 64);
+    if (!grown)
+        return NULL;
+    c->e = grown;
     struct entry *e = &c->e[c->n];
     memset(e, 0, sizeof *e);
     e->hash = h;
@@ -123,16 +120,12 @@ static int on_gpu(void *ctx, const struct sp_reader *r, const struct sp_event *e
         c->oom = 1;
         return 1;
     }
-    if (e->ndurs == e->cap) {
-        size_t cap = e->cap ? 2 * e->cap : 16;
-        int64_t *d = realloc(e->durs, cap * sizeof *d);
-        if (!d) {
-            c->oom = 1;
-            return 1;
-        }
-        e->durs = d;
-        e->cap = cap;
+    int64_t *d = sp_grow(e->durs, e->ndurs, &e->cap, sizeof *e->durs, 16);
+    if (!d) {
+        c->oom = 1;
+        return 1;
     }
+    e->durs = d;
     e->durs[e->ndurs++] = (int64_t)g->dur;
     e->s.calls++;
     e->s.ns += (double)g->dur;

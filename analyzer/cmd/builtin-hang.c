@@ -55,7 +55,11 @@ static const char usage_text[] =
     "the traces cannot say, 2 usage.\n";
 // clang-format on
 
-int cmd_hang(int argc, char **argv)
+/* The options into *ho, *o and *json: the trace directory, or NULL with
+ * *rc the status to return (0 after --help, SP_EXIT_USAGE after a usage
+ * error, said on stderr). */
+static const char *parse(int argc, char **argv, struct sp_hang_opts *ho, struct sp_model_opts *o, int *json,
+                         int *rc)
 {
     static const struct option opts[] = {
         SP_OPT_JSON,
@@ -63,41 +67,54 @@ int cmd_hang(int argc, char **argv)
         {"min-hang", required_argument, NULL, 'H'},
         SP_OPT_HELP_END,
     };
+    int c;
+    struct sp_opts p = sp_opts_model(VERB, opts, o);
+    *rc = SP_EXIT_USAGE;
+    while ((c = sp_opts_next(&p, argc, argv, "h")) != -1) {
+        switch (c) {
+        case 'J':
+            *json = 1;
+            break;
+        case 'e':
+            if (sp_opt_int(VERB, "--events", optarg, 1, SP_HANG_EVENTS_MAX, &ho->events) < 0)
+                return NULL;
+            break;
+        case 'H':
+            if (sp_opt_double(VERB, "--min-hang", optarg, 1e-6, MAX_MIN_HANG_S, &ho->min_hang_s) < 0)
+                return NULL;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            *rc = 0;
+            return NULL;
+        default: /* said by sp_opts_next */
+            return NULL;
+        }
+    }
+    if (optind == argc) {
+        sp_usage_error(VERB, "no trace directory given (scaleprof hang DIR)");
+        return NULL;
+    }
+    if (optind != argc - 1) {
+        sp_usage_error(VERB, "one trace directory expected, got %d (%s, %s%s)", argc - optind, argv[optind],
+                       argv[optind + 1], argc - optind > 2 ? ", ..." : "");
+        return NULL;
+    }
+    return argv[optind];
+}
+
+int cmd_hang(int argc, char **argv)
+{
     struct sp_hang_opts ho;
     sp_hang_opts_default(&ho);
     ho.deep = 1;
     struct sp_ended_set hang_ended; /* ranks that did not end well (ended.h) */
     memset(&hang_ended, 0, sizeof hang_ended);
     struct sp_model_opts o;
-    int json = 0, c;
-    struct sp_opts p = sp_opts_model(VERB, opts, &o);
-    while ((c = sp_opts_next(&p, argc, argv, "h")) != -1) {
-        switch (c) {
-        case 'J':
-            json = 1;
-            break;
-        case 'e':
-            if (sp_opt_int(VERB, "--events", optarg, 1, SP_HANG_EVENTS_MAX, &ho.events) < 0)
-                return SP_EXIT_USAGE;
-            break;
-        case 'H':
-            if (sp_opt_double(VERB, "--min-hang", optarg, 1e-6, MAX_MIN_HANG_S, &ho.min_hang_s) < 0)
-                return SP_EXIT_USAGE;
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            return 0;
-        default: /* said by sp_opts_next */
-            return SP_EXIT_USAGE;
-        }
-    }
-    if (optind == argc)
-        return sp_usage_error(VERB, "no trace directory given (scaleprof hang DIR)");
-    if (optind != argc - 1)
-        return sp_usage_error(VERB, "one trace directory expected, got %d (%s, %s%s)",
-                              argc - optind, argv[optind], argv[optind + 1],
-                              argc - optind > 2 ? ", ..." : "");
-    const char *dir = argv[optind];
+    int json = 0, rc;
+    const char *dir = parse(argc, argv, &ho, &o, &json, &rc);
+    if (!dir)
+        return rc;
     struct sp_model m;
     if (sp_model_open(dir, &o, &m) < 0) {
         sp_opt_nothing_to_analyze(VERB, &m, dir);
@@ -115,7 +132,7 @@ int cmd_hang(int argc, char **argv)
         sp_hang_json(&m, &h, &hang_ended);
     else
         sp_hang_text(&m, &h, &hang_ended, sp_text_columns());
-    int rc = h.nhung || h.ndesyncs ? 0 : 1;
+    rc = h.nhung || h.ndesyncs ? 0 : 1;
     sp_hang_free(&h);
     sp_ended_free(&hang_ended);
     sp_model_free(&m);

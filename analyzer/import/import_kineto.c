@@ -558,7 +558,6 @@ static void write_cuda(struct importer *im, const struct sp_kineto_event *k, int
     ev.cuda.correlation = k->correlation > 0 ? (uint64_t)k->correlation : 0;
     ev.cuda.device = k->device;
     ev.cuda.stream = k->stream > 0 ? (uint64_t)k->stream : 0;
-    im->sum->cuda++;
     append(im, &ev, ev.cuda.dur);
 }
 
@@ -568,7 +567,6 @@ static void write_step(struct importer *im, const struct sp_kineto_event *k)
     ev.marker.dur = event_dur(k);
     ev.marker.kind = SP_MARK_RANGE;
     ev.marker.name = intern(im, k->name, k->name_len);
-    im->sum->steps++;
     append(im, &ev, ev.marker.dur);
 }
 
@@ -579,7 +577,6 @@ static void write_dataloader(struct importer *im, const struct sp_kineto_event *
     ev.wait.op = SP_WAIT_DATALOADER;
     ev.wait.timeout_ms = -1;
     ev.wait.fd_kind = SP_FD_UNKNOWN;
-    im->sum->dataloader++;
     append(im, &ev, ev.wait.dur);
 }
 
@@ -632,10 +629,13 @@ static void write_mapped(struct importer *im, const struct sp_kineto_event *k, c
         im->sum->memset++;
     } else if (im->lane == LANE_CUDA) {
         write_cuda(im, k, sp_import_cuda_api(k->name));
+        im->sum->cuda++;
     } else if (starts_with(k->name, "ProfilerStep#")) {
         write_step(im, k);
+        im->sum->steps++;
     } else {
         write_dataloader(im, k);
+        im->sum->dataloader++;
     }
 }
 

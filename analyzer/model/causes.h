@@ -45,6 +45,11 @@ struct sp_cause_try {
     const char *when, *text;
 };
 
+/* A cause's rule and evidence writer (model_findings.c), as the table
+ * below names them. */
+typedef int sp_rule_fn(const struct sp_model *m, const struct sp_replay *rp, int cause);
+typedef void sp_evidence_fn(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f);
+
 struct sp_cause_info {
     const char *name;      /* JSON and text: "input_pipeline", ... */
     const char *first_try; /* the seed's first thing to try */
@@ -66,10 +71,10 @@ struct sp_cause_info {
     /* whether the finding is listed, given the replay's gains (NULL: when
      * it gains at least the listing minimum); the choice between findings
      * that fix the same time is sp_model_findings' */
-    int (*reported)(const struct sp_model *m, const struct sp_replay *rp, int cause);
+    sp_rule_fn *reported;
     /* the finding's ranks and evidence (f made: cause, gain, steps, every
      * rank); NULL: not a finding of one run (compare's, hang's) */
-    void (*evidence)(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f);
+    sp_evidence_fn *evidence;
     /* first things to try the evidence may choose, {NULL} ended; NULL none */
     const struct sp_cause_try *tries;
     /* how the what-if replay prices it and removes it (model_replay.c's
@@ -97,24 +102,10 @@ static inline const char *sp_cause_try(const struct sp_cause_info *ci, const cha
 }
 
 /* The rules and evidence writers the table names (model_findings.c). */
-int sp_rule_straggler(const struct sp_model *m, const struct sp_replay *rp, int cause);
-int sp_rule_pipeline_stage(const struct sp_model *m, const struct sp_replay *rp, int cause);
-int sp_rule_pipeline_bubble(const struct sp_model *m, const struct sp_replay *rp, int cause);
-int sp_rule_cross_node(const struct sp_model *m, const struct sp_replay *rp, int cause);
-int sp_rule_unexplained(const struct sp_model *m, const struct sp_replay *rp, int cause);
-void sp_evidence_straggler(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f);
-void sp_evidence_imbalance(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f);
-void sp_evidence_pipeline_stage(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f);
-void sp_evidence_pipeline_bubble(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f);
-void sp_evidence_input(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f);
-void sp_evidence_host(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f);
-void sp_evidence_host_sync(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f);
-void sp_evidence_file_writes(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f);
-void sp_evidence_launch_api(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f);
-void sp_evidence_communication(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f);
-void sp_evidence_cross_node(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f);
-void sp_evidence_unexplained(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f);
-void sp_evidence_memcpy(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f);
+sp_rule_fn sp_rule_straggler, sp_rule_pipeline_stage, sp_rule_pipeline_bubble, sp_rule_cross_node, sp_rule_unexplained;
+sp_evidence_fn sp_evidence_straggler, sp_evidence_imbalance, sp_evidence_pipeline_stage, sp_evidence_pipeline_bubble,
+    sp_evidence_input, sp_evidence_host, sp_evidence_host_sync, sp_evidence_file_writes, sp_evidence_launch_api,
+    sp_evidence_communication, sp_evidence_cross_node, sp_evidence_unexplained, sp_evidence_memcpy;
 
 /* The counterfactuals the table names (model_replay.c). */
 extern const struct sp_counterfactual sp_cf_straggler, sp_cf_imbalance, sp_cf_pipeline_stage, sp_cf_pipeline_bubble,

@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "model_int.h"
 #include "model_summary.h"
 #include "sprof.h"
@@ -450,14 +451,10 @@ static void local_in(struct rank_pass *rp, int64_t lo, int64_t hi, float out[SP_
 static struct sp_rnode *new_node(struct rank_pass *rp)
 {
     struct sp_rank *r = rp->r;
-    if (r->nnodes == rp->nodes_cap) {
-        size_t cap = rp->nodes_cap ? 2 * rp->nodes_cap : 256;
-        struct sp_rnode *p = realloc(r->nodes, cap * sizeof *p);
-        if (!p)
-            return NULL;
-        r->nodes = p;
-        rp->nodes_cap = cap;
-    }
+    struct sp_rnode *p = sp_grow(r->nodes, r->nnodes, &rp->nodes_cap, sizeof *r->nodes, 256);
+    if (!p)
+        return NULL;
+    r->nodes = p;
     struct sp_rnode *n = &r->nodes[r->nnodes++];
     memset(n, 0, sizeof *n);
     return n;
@@ -887,14 +884,10 @@ static __attribute__((noinline)) void note_sync(struct rank_pass *rp, const stru
         site = rp->nsites++;
     if (site >= 0)
         rp->sites[site].calls++;
-    if (rp->nsyncs == rp->syncs_cap) {
-        size_t cap = rp->syncs_cap ? 2 * rp->syncs_cap : 64;
-        struct sync_call *p = realloc(rp->syncs, cap * sizeof *p);
-        if (!p)
-            return;
-        rp->syncs = p;
-        rp->syncs_cap = cap;
-    }
+    struct sync_call *p = sp_grow(rp->syncs, rp->nsyncs, &rp->syncs_cap, sizeof *rp->syncs, 64);
+    if (!p)
+        return;
+    rp->syncs = p;
     rp->syncs[rp->nsyncs++] = (struct sync_call){t, t + (int64_t)ev->cuda.dur, site};
 }
 
@@ -1085,25 +1078,14 @@ static void classify_rank(int i, void *arg)
     free(rp.buf);
     for (int k = 0; k < rp.nspare; k++)
         free(rp.spare[k].v);
-    free(rp.ext.v);
-    free(rp.tmp.v);
     for (int d = 0; d < D_N; d++) {
         free(rp.small[d].v);
         free(rp.d[d].v);
     }
-    free(rp.ui.v);
-    free(rp.e1.v);
-    free(rp.e2.v);
-    free(rp.e3.v);
-    free(rp.e12.v);
-    free(rp.e.v);
-    free(rp.twc.v);
-    free(rp.sy.v);
-    free(rp.esy.v);
-    free(rp.ew.v);
-    free(rp.ews.v);
-    free(rp.ewsk.v);
-    free(rp.eall.v);
+    struct ivec *const lists[] = {&rp.ext, &rp.tmp, &rp.ui, &rp.e1, &rp.e2, &rp.e3, &rp.e12, &rp.e,
+                                  &rp.twc, &rp.sy, &rp.esy, &rp.ew, &rp.ews, &rp.ewsk, &rp.eall};
+    for (size_t l = 0; l < sizeof lists / sizeof *lists; l++)
+        free(lists[l]->v);
     free(rp.syncs);
     int best = -1; /* the site whose syncs cost most */
     for (int s = 0; s < rp.nsites; s++)

@@ -214,14 +214,6 @@ static void say(struct sp_finding *f, const char *fmt, ...)
     va_end(ap);
 }
 
-static double file_cores(const struct sp_file_rec *f)
-{
-    const struct sp_cpu_span *c = &f->cpu;
-    if (c->nsamples < 2 || c->t1 <= c->t0)
-        return -1;
-    return (double)(c->ns1 - c->ns0) / (double)(c->t1 - c->t0);
-}
-
 double sp_model_job_cores(const struct sp_model *m, int host, int *ncores)
 {
     double cores = -1;
@@ -230,7 +222,7 @@ double sp_model_job_cores(const struct sp_model *m, int host, int *ncores)
         const struct sp_file_rec *f = &m->frecs[i];
         if (!f->ok || f->rank < 0 || host < 0 || host >= m->nhosts || strcmp(f->host, m->hosts[host]))
             continue;
-        double c = file_cores(f);
+        double c = sp_file_cores(f);
         if (c < 0)
             continue;
         cores = (cores < 0 ? 0 : cores) + c;
@@ -417,13 +409,25 @@ static int one_gpu(const char *who, const struct sp_finding *f)
     return f->nranks == 1 && strcmp(who, "GPUs") != 0;
 }
 
+/* The evidence of a category's time: the ranks it costs min of their step
+ * or more, who they are (into who, as named_share's) and the share of
+ * step time it takes them, *step their mean step (ms); then what fixing
+ * it would gain. */
+static double category_evidence(const struct sp_model *m, struct sp_finding *f, int cat, double min, const char *fix,
+                                char *who, size_t len, double *step)
+{
+    ranks_over(m, cat, min, f);
+    double share = named_share(m, f, cat, step, who, len);
+    say_gain(m, f, fix);
+    return share;
+}
+
 void sp_evidence_input(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
 {
     (void)rp;
-    ranks_over(m, SP_CAT_IDLE_INPUT, SP_GAIN_MODERATE, f);
     char who[96];
-    double step, share = named_share(m, f, SP_CAT_IDLE_INPUT, &step, who, sizeof who);
-    say_gain(m, f, "removing the waits for input");
+    double step, share = category_evidence(m, f, SP_CAT_IDLE_INPUT, SP_GAIN_MODERATE, "removing the waits for input",
+                                           who, sizeof who, &step);
     say(f, "; %s sat idle waiting for input %.1f%% of step time (%.2f ms of a %.2f ms step%s)", who, 100 * share,
         share * step, step, f->nranks == 1 ? "" : " on average");
     int dips, steps;
@@ -678,6 +682,18 @@ static void ranks_by_share(const struct sp_model *m, size_t field, double min, s
 
 #define PART_MIN 0.02 /* a rank is named when the part costs it this share of its step */
 
+/* The evidence of one of idle_host's parts (field, as ranks_by_share's):
+ * the ranks it costs PART_MIN or more, then what fixing it would gain;
+ * the rank it costs most, NULL when none. */
+static const struct sp_rank *part_evidence(const struct sp_model *m, struct sp_finding *f, size_t field,
+                                           const char *fix)
+{
+    int top;
+    ranks_by_share(m, field, PART_MIN, f, &top);
+    say_gain(m, f, fix);
+    return top < 0 ? NULL : &m->ranks[top];
+}
+
 /* A rank's idle_host share less its parts of their own (host_sync,
  * file_writes, launch_api): the host's own work, the sync ending a step. */
 static double host_rest_share(const struct sp_model *m, const struct sp_rank *r)
@@ -719,12 +735,10 @@ void sp_evidence_host(const struct sp_model *m, const struct sp_replay *rp, stru
 void sp_evidence_host_sync(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
 {
     (void)rp;
-    int top;
-    ranks_by_share(m, offsetof(struct sp_rank, sync_idle), PART_MIN, f, &top);
-    say_gain(m, f, "the host issuing work ahead of the GPU across the synchronizations inside the step");
-    if (top < 0)
+    const struct sp_rank *r = part_evidence(m, f, offsetof(struct sp_rank, sync_idle),
+                                            "the host issuing work ahead of the GPU across the synchronizations inside the step");
+    if (!r)
         return;
-    const struct sp_rank *r = &m->ranks[top];
     say(f, "; on rank %d the GPU waits %.1f%% of step time after a synchronization inside the step, for the "
            "host's next call",
         r->rank, 100 * rank_share(m, r, r->sync_idle));
@@ -750,9 +764,8 @@ void sp_evidence_host_sync(const struct sp_model *m, const struct sp_replay *rp,
 void sp_evidence_launch_api(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
 {
     (void)rp;
-    int top;
-    ranks_by_share(m, offsetof(struct sp_rank, launch_idle), PART_MIN, f, &top);
-    say_gain(m, f, "launch calls that return at once (the GPU idle inside none of them)");
+    part_evidence(m, f, offsetof(struct sp_rank, launch_idle),
+                  "launch calls that return at once (the GPU idle inside none of them)");
     int steps = m->step_hi - m->step_lo, said = 0;
     for (int i = 0; steps > 0 && i < m->nranks; i++) {
         const struct sp_rank *r = &m->ranks[i];
@@ -801,12 +814,9 @@ static void say_write_steps(const struct sp_model *m, const struct sp_rank *r, s
 void sp_evidence_file_writes(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
 {
     (void)rp;
-    int top;
-    ranks_by_share(m, offsetof(struct sp_rank, write_idle), PART_MIN, f, &top);
-    say_gain(m, f, "file writes off the training thread");
-    if (top < 0)
+    const struct sp_rank *r = part_evidence(m, f, offsetof(struct sp_rank, write_idle), "file writes off the training thread");
+    if (!r)
         return;
-    const struct sp_rank *r = &m->ranks[top];
     say(f, "; rank %d blocks in file writes with its GPU idle %.1f%% of its step time", r->rank,
         100 * rank_share(m, r, r->write_idle));
     say_write_steps(m, r, f);
@@ -1019,10 +1029,9 @@ void sp_evidence_cross_node(const struct sp_model *m, const struct sp_replay *rp
 void sp_evidence_unexplained(const struct sp_model *m, const struct sp_replay *rp, struct sp_finding *f)
 {
     (void)rp;
-    ranks_over(m, SP_CAT_IDLE_OTHER, UNEXPLAINED_MIN, f);
     char who[96];
-    double step, other = named_share(m, f, SP_CAT_IDLE_OTHER, &step, who, sizeof who);
-    say_gain(m, f, "removing GPU idle time nothing in the trace explains");
+    double step, other = category_evidence(m, f, SP_CAT_IDLE_OTHER, UNEXPLAINED_MIN,
+                                           "removing GPU idle time nothing in the trace explains", who, sizeof who, &step);
     say(f, "; %s %s idle %.1f%% of step time while the host is in none of the calls the trace records "
            "(CUDA, NCCL, input reads or waits)",
         who, one_gpu(who, f) ? "is" : "are", 100 * other);

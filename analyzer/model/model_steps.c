@@ -138,6 +138,33 @@ static int same_key(const struct key *a, const struct key *b)
     return a->comm == b->comm && a->bytes == b->bytes && a->op == b->op;
 }
 
+/* Whether the keys at positions a and b are equal: collectives' keys, or
+ * kernels' (a name and grid mixed into a number). */
+typedef int (*same_at_fn)(const void *keys, size_t a, size_t b);
+static int same_call_key(const void *k, size_t a, size_t b) { return same_key((const struct key *)k + a, (const struct key *)k + b); }
+static int same_kernel_key(const void *k, size_t a, size_t b) { return ((const uint32_t *)k)[a] == ((const uint32_t *)k)[b]; }
+
+/* How many steps end at phase j of period p: in *last the position of
+ * the last occurrence of the phase, and the count of occurrences back
+ * from it, p apart, whose key is its own (the steps are those, and the
+ * first that differs is before them). */
+static size_t steps_ending_at(size_t j, size_t n, size_t p, const void *keys, same_at_fn same, size_t *last)
+{
+    size_t l = j;
+    while (l + p < n)
+        l += p;
+    size_t count = 0;
+    for (size_t i = l;; i -= p) {
+        if (!same(keys, i, l))
+            break;
+        count++;
+        if (i < p)
+            break;
+    }
+    *last = l;
+    return count;
+}
+
 static int cmp_host_t(const void *a, const void *b)
 {
     const struct sp_coll_call *x = a, *y = b;
@@ -206,15 +233,29 @@ static size_t longest_gap_phase(const double *gap, size_t ngap, size_t p, const 
     return best;
 }
 
-/* The residue whose call is followed by the longest median pause (of
- * those with only[j] set, when only is not NULL). */
-static size_t pattern_end(const struct sp_coll_call *c, size_t n, size_t p, const uint8_t *only)
+/* The time between item i and the next: collectives' calls (from call
+ * to call) or kernels (idle between them, negative where they overlap). */
+typedef double (*gap_after_fn)(const void *items, size_t i);
+static double call_gap(const void *c, size_t i)
+{
+    const struct sp_coll_call *x = (const struct sp_coll_call *)c + i;
+    return (double)(x[1].host_t - x[0].host_t);
+}
+static double kernel_gap(const void *k, size_t i)
+{
+    const struct sp_kernel_rec *x = (const struct sp_kernel_rec *)k + i;
+    return (double)(x[1].start - x[0].end);
+}
+
+/* The residue whose item is followed by the longest median gap (of those
+ * with only[j] set, when only is not NULL). */
+static size_t pattern_end(const void *items, size_t n, size_t p, gap_after_fn gap_after, const uint8_t *only)
 {
     double *gap = n >= 2 ? malloc(n * sizeof *gap) : NULL;
     if (!gap)
         return p - 1;
     for (size_t i = 0; i + 1 < n; i++)
-        gap[i] = (double)(c[i + 1].host_t - c[i].host_t);
+        gap[i] = gap_after(items, i);
     size_t j = longest_gap_phase(gap, n - 1, p, only);
     free(gap);
     return j;
@@ -559,18 +600,8 @@ again:
         for (j = 0; !only[j]; j++)
             ;
     else
-        j = pattern_end(c, n, p, wide ? only : NULL);
-    size_t last = j;
-    while (last + p < n)
-        last += p;
-    size_t count = 0;
-    for (size_t i = last;; i -= p) {
-        if (!same_key(&k[i], &k[last]))
-            break;
-        count++;
-        if (i < p)
-            break;
-    }
+        j = pattern_end(c, n, p, call_gap, wide ? only : NULL);
+    size_t last, count = steps_ending_at(j, n, p, k, same_call_key, &last);
     /* bounds: first event, then the end of each occurrence, oldest first */
     b[0] = r->first_t;
     for (size_t s = 0; s < count; s++)
@@ -669,19 +700,6 @@ static struct sp_kernel_rec *main_stream_kernels(struct sp_model *m, struct sp_r
     return k;
 }
 
-/* The residue whose kernel is followed by the longest median idle gap. */
-static size_t kernel_pattern_end(const struct sp_kernel_rec *k, size_t n, size_t p)
-{
-    double *gap = n >= 2 ? malloc(n * sizeof *gap) : NULL;
-    if (!gap)
-        return p - 1;
-    for (size_t i = 0; i + 1 < n; i++)
-        gap[i] = (double)(k[i + 1].start - k[i].end);
-    size_t j = longest_gap_phase(gap, n - 1, p, NULL);
-    free(gap);
-    return j;
-}
-
 /* Steps from the repeating kernel names of one rank; 0 when none repeat. */
 static int steps_from_kernels(struct sp_model *m, struct sp_rank *r)
 {
@@ -714,17 +732,8 @@ static int steps_from_kernels(struct sp_model *m, struct sp_rank *r)
     }
     free(gap);
     free(span);
-    size_t last = pause >= 0 ? (size_t)pause : kernel_pattern_end(k, n, p);
-    while (last + p < n)
-        last += p;
-    size_t count = 0;
-    for (size_t i = last;; i -= p) {
-        if (key[i] != key[last])
-            break;
-        count++;
-        if (i < p)
-            break;
-    }
+    size_t j = pause >= 0 ? (size_t)pause : pattern_end(k, n, p, kernel_gap, NULL);
+    size_t last, count = steps_ending_at(j, n, p, key, same_kernel_key, &last);
     b[0] = r->first_t;
     for (size_t s = 0; s < count; s++)
         b[s + 1] = k[last - (count - 1 - s) * p].end;

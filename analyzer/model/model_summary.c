@@ -22,6 +22,7 @@
 
 #include <zstd.h>
 
+#include "grow.h"
 #include "model_int.h"
 
 static const char summary_magic[8] = {'S', 'P', 'S', 'U', 'M', '0', '1', '\n'};
@@ -313,6 +314,15 @@ static void *get_arr(struct rd *r, size_t *count, size_t elt)
     *count = n;
     return p;
 }
+/* The same, NULL when empty, as pass 1 leaves every array but the calls. */
+static void *get_arr_or_null(struct rd *r, size_t *count, size_t elt)
+{
+    void *p = get_arr(r, count, elt);
+    if (*count)
+        return p;
+    free(p);
+    return NULL;
+}
 static void *get_fixed(struct rd *r, size_t n, size_t elt)
 {
     if (r->bad || (n && n > (r->n - r->at) / elt)) {
@@ -350,46 +360,19 @@ static int read_frec(struct rd *r, struct sp_file_rec *f)
 {
     int ok = 1;
     size_t n;
-    get(r, f, sizeof *f);
-    f->path = f->diag = NULL;
-    f->calls = NULL;
-    f->marks = NULL;
-    f->tids = NULL;
-    f->kseq = NULL;
-    f->pauses = NULL;
-    f->devranks = NULL;
-    if (r->bad)
+    /* the pointers read here are stale: each is replaced below (and a
+     * record cut short is all zeros) */
+    if (get(r, f, sizeof *f) < 0)
         return -1;
     f->path = get_str(r, &ok);
     f->diag = get_str(r, &ok);
     f->calls = get_arr(r, &f->ncalls, sizeof *f->calls);
-    f->marks = get_arr(r, &f->nmarks, sizeof *f->marks);
-    f->tids = get_arr(r, &f->ntids, sizeof *f->tids);
-    f->kseq = get_arr(r, &f->nkseq, sizeof *f->kseq);
-    f->pauses = get_arr(r, &f->npauses, sizeof *f->pauses);
-    f->devranks = get_arr(r, &n, sizeof *f->devranks);
+    f->marks = get_arr_or_null(r, &f->nmarks, sizeof *f->marks);
+    f->tids = get_arr_or_null(r, &f->ntids, sizeof *f->tids);
+    f->kseq = get_arr_or_null(r, &f->nkseq, sizeof *f->kseq);
+    f->pauses = get_arr_or_null(r, &f->npauses, sizeof *f->pauses);
+    f->devranks = get_arr_or_null(r, &n, sizeof *f->devranks);
     f->ndevranks = (int)n;
-    /* empty arrays are NULL, as pass 1 leaves them (the calls excepted) */
-    if (!f->ndevranks) {
-        free(f->devranks);
-        f->devranks = NULL;
-    }
-    if (!f->nmarks) {
-        free(f->marks);
-        f->marks = NULL;
-    }
-    if (!f->ntids) {
-        free(f->tids);
-        f->tids = NULL;
-    }
-    if (!f->nkseq) {
-        free(f->kseq);
-        f->kseq = NULL;
-    }
-    if (!f->npauses) {
-        free(f->pauses);
-        f->pauses = NULL;
-    }
     f->host[sizeof f->host - 1] = 0;
     f->source[sizeof f->source - 1] = 0;
     f->run[sizeof f->run - 1] = 0;
@@ -566,14 +549,10 @@ static int read_plain(struct sp_model *m, const char *name, const unsigned char 
             if (!red && !(red = reduced_of(m)))
                 return -1;
             for (uint64_t i = 0; i < count && !r.bad; i++) {
-                if (red->n == red->cap) {
-                    size_t cap = red->cap ? red->cap * 2 : 64;
-                    struct rank_res *q = realloc(red->res, cap * sizeof *q);
-                    if (!q)
-                        return -1;
-                    red->res = q;
-                    red->cap = cap;
-                }
+                struct rank_res *q = sp_grow(red->res, red->n, &red->cap, sizeof *red->res, 64);
+                if (!q)
+                    return -1;
+                red->res = q;
                 struct rank_res *x = &red->res[red->n];
                 if (read_rank(&r, x) < 0) {
                     free_res(x);

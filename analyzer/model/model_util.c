@@ -202,6 +202,14 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+double sp_file_cores(const struct sp_file_rec *f)
+{
+    const struct sp_cpu_span *c = &f->cpu;
+    if (c->nsamples < 2 || c->t1 <= c->t0)
+        return -1;
+    return (double)(c->ns1 - c->ns0) / (double)(c->t1 - c->t0);
+}
+
 double sp_median(double *v, size_t n)
 {
     if (!n)

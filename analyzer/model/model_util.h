@@ -27,6 +27,9 @@ void sp_model_progress(const struct sp_model *m, const char *what, int done, int
  * writer maps its file; nothing else does). */
 int sp_model_file_open(const struct sp_file_rec *f);
 int64_t sp_model_global(const struct sp_model *m, const struct sp_rank *r, int64_t t);
+/* The CPU cores f's process used on average over its recording (its CPU
+ * time over the span between its first and last samples); -1 unknown. */
+double sp_file_cores(const struct sp_file_rec *f);
 /* Run fn(i, arg) for i in [0, n) on the model's thread pool. */
 void sp_model_parallel(const struct sp_model *m, int n, void (*fn)(int i, void *arg), void *arg);
 double sp_median(double *v, size_t n); /* sorts v */

@@ -110,6 +110,32 @@ static void put_num_or_null(struct sp_json *j, const char *key, double v, int kn
         sp_json_null(j, key);
 }
 
+/* One rank's object of per_rank. */
+static void rank_json(struct sp_json *j, const struct sp_host_rank *hr)
+{
+    sp_json_open(j, NULL, '{');
+    sp_json_int(j, "rank", hr->rank);
+    sp_json_int(j, "loader_workers", hr->workers);
+    sp_json_str_or_null(j, "iterations_from", hr->iter_from);
+    sp_json_int(j, "iterations", hr->iterations);
+    put_num_or_null(j, "iteration_ms", hr->iter_ms, hr->iterations);
+    sp_json_num_if(j, "iteration_median_ms", hr->iter_median_ms > 0, hr->iter_median_ms);
+    put_num_or_null(j, "input_wait_ms", hr->wait_ms, hr->iterations);
+    put_num_or_null(j, "input_wait_share", hr->iter_ms > 0 ? hr->wait_ms / hr->iter_ms : 0,
+                    hr->iterations && hr->iter_ms > 0);
+    sp_json_bool(j, "input_wait_lower_bound", hr->wait_lower_bound);
+    if (hr->reads_per_iter)
+        sp_json_int(j, "reads_per_iteration", hr->reads_per_iter);
+    else
+        sp_json_null(j, "reads_per_iteration");
+    sp_json_num(j, "input_wait_total_ms", hr->wait_total_ms);
+    sp_json_num_if(j, "main_cpu_cores", hr->main_cpu >= 0, hr->main_cpu);
+    sp_json_num_if(j, "worker_cpu_cores", hr->worker_cpu >= 0, hr->worker_cpu);
+    sp_json_num(j, "read_mb", (double)hr->read_bytes / MIB);
+    sp_json_num(j, "read_mb_per_s", hr->span_s > 0 ? (double)hr->read_bytes / MIB / hr->span_s : 0);
+    sp_json_close(j, '}');
+}
+
 void sp_host_json(const struct sp_model *m, const struct sp_host *h, int schema_version, const char *version)
 {
     struct sp_json j;
@@ -127,30 +153,8 @@ void sp_host_json(const struct sp_model *m, const struct sp_host *h, int schema_
     sp_json_int(&j, "ranks", m->nranks);
     sp_json_str_rows(&j, "hosts", m->hosts[0], sizeof m->hosts[0], m->nhosts);
     sp_json_open(&j, "per_rank", '[');
-    for (int i = 0; i < h->nranks; i++) {
-        const struct sp_host_rank *hr = &h->r[i];
-        sp_json_open(&j, NULL, '{');
-        sp_json_int(&j, "rank", hr->rank);
-        sp_json_int(&j, "loader_workers", hr->workers);
-        sp_json_str_or_null(&j, "iterations_from", hr->iter_from);
-        sp_json_int(&j, "iterations", hr->iterations);
-        put_num_or_null(&j, "iteration_ms", hr->iter_ms, hr->iterations);
-        sp_json_num_if(&j, "iteration_median_ms", hr->iter_median_ms > 0, hr->iter_median_ms);
-        put_num_or_null(&j, "input_wait_ms", hr->wait_ms, hr->iterations);
-        put_num_or_null(&j, "input_wait_share", hr->iter_ms > 0 ? hr->wait_ms / hr->iter_ms : 0,
-                        hr->iterations && hr->iter_ms > 0);
-        sp_json_bool(&j, "input_wait_lower_bound", hr->wait_lower_bound);
-        if (hr->reads_per_iter)
-            sp_json_int(&j, "reads_per_iteration", hr->reads_per_iter);
-        else
-            sp_json_null(&j, "reads_per_iteration");
-        sp_json_num(&j, "input_wait_total_ms", hr->wait_total_ms);
-        sp_json_num_if(&j, "main_cpu_cores", hr->main_cpu >= 0, hr->main_cpu);
-        sp_json_num_if(&j, "worker_cpu_cores", hr->worker_cpu >= 0, hr->worker_cpu);
-        sp_json_num(&j, "read_mb", (double)hr->read_bytes / MIB);
-        sp_json_num(&j, "read_mb_per_s", hr->span_s > 0 ? (double)hr->read_bytes / MIB / hr->span_s : 0);
-        sp_json_close(&j, '}');
-    }
+    for (int i = 0; i < h->nranks; i++)
+        rank_json(&j, &h->r[i]);
     sp_json_close(&j, ']');
     sp_json_open(&j, "cpu", '[');
     for (int i = 0; i < h->ncpu; i++) {

@@ -69,6 +69,18 @@ static const char *const line_color[] = {
 
 /* ---- text ---- */
 
+/* What stands for c in HTML text and attribute values; NULL: c itself. */
+static const char *html_entity(char c)
+{
+    switch (c) {
+    case '<': return "&lt;";
+    case '>': return "&gt;";
+    case '&': return "&amp;";
+    case '"': return "&quot;";
+    default: return NULL;
+    }
+}
+
 /* s as HTML text, always valid UTF-8: a byte that does not begin a
  * well-formed sequence (a damaged host name, a path from a trace) is
  * written as the character of the same value (&#xNN;), as the JSON
@@ -86,22 +98,11 @@ static void esc(FILE *out, const char *s)
             }
             continue;
         }
-        switch (*s) {
-        case '<':
-            fputs("&lt;", out);
-            break;
-        case '>':
-            fputs("&gt;", out);
-            break;
-        case '&':
-            fputs("&amp;", out);
-            break;
-        case '"':
-            fputs("&quot;", out);
-            break;
-        default:
+        const char *entity = html_entity(*s);
+        if (entity)
+            fputs(entity, out);
+        else
             putc(*s, out);
-        }
     }
 }
 

@@ -14,6 +14,7 @@
  * what it has seen (pass 2 reduces the steps no thread can still add to;
  * pass 1 stops reading kernel names once it no longer needs them).
  */
+#include "grow.h"
 #include "traceset.h"
 
 #include <dirent.h>
@@ -37,14 +38,10 @@ struct walk {
 
 static int push(void **v, size_t *n, size_t *cap, size_t elt)
 {
-    if (*n < *cap)
-        return 0;
-    size_t c = *cap ? *cap * 2 : 64;
-    void *p = realloc(*v, c * elt);
+    void *p = sp_grow(*v, *n, cap, elt, 64);
     if (!p)
         return -1;
     *v = p;
-    *cap = c;
     return 0;
 }
 

@@ -24,6 +24,7 @@
 #include <zstd.h>
 
 #include "testutil.h"
+#include "xorshift.h"
 
 #define EVENTS 60000
 #define SLOT_SIZE 8192u
@@ -32,13 +33,7 @@
 #define MAX_MIDWAY_SWITCH 500
 
 static uint32_t rng = 88172645u;
-static uint32_t rnd(uint32_t n)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 17;
-    rng ^= rng << 5;
-    return rng % n;
-}
+static uint32_t rnd(uint32_t n) { return xorshift_below(&rng, n); }
 
 /* Every type, with values that move the codec's memory: durations, ids
  * that grow (DS fields), now and then a large value or a time that jumps

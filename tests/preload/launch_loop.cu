@@ -8,6 +8,8 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include "one_rank.h"
+
 #define STEPS 5
 #define KERNELS_PER_STEP 4
 #define COUNT 1024
@@ -29,13 +31,13 @@ __global__ void scale(float *x, int n)
 
 int main()
 {
-    CHECK(cudaSetDevice(0));
-    ncclUniqueId id;
-    CHECK(ncclGetUniqueId(&id));
     ncclComm_t comm;
-    CHECK(ncclCommInitRank(&comm, 1, id, 0));
     cudaStream_t s;
-    CHECK(cudaStreamCreate(&s));
+    const char *failed = one_rank_setup(&comm, &s);
+    if (failed) {
+        std::fprintf(stderr, "launch_loop: %s failed\n", failed);
+        return 1;
+    }
     float *x;
     CHECK(cudaMalloc(&x, COUNT * sizeof(float)));
     for (int step = 0; step < STEPS; step++) {

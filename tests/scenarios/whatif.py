@@ -91,6 +91,23 @@ PIPE_FIXED_MICRO = 64
 COPY = ["--shape", "copy", "--work-ms", "8", "--batch-mb", "4", "--grad-mb", "1"]
 SLOW_HOST_LINK = {"SIM_PAGEABLE_GBPS": "1", "SIM_PINNED_GBPS": "2.5"}
 
+def as_is_and_fixed(job, asis=(), fixed=()):
+    """The flags of a job run as is and fixed: JOB's own, then those that
+    make the difference (none where only the environment changes)."""
+    return {"asis": job + list(asis), "fixed": job + list(fixed)}
+
+
+def bubble(job, micro, fixed_micro=PIPE_FIXED_MICRO, chunks=1):
+    """A pipeline's bubble, fixed by more micro-batches for the same work:
+    the flags, what the report must name (the bubble, no stage or rank to
+    blame) and the bubble the fixed schedule keeps by construction,
+    (S-1)/(V*M+S-1) of its step with V model chunks per rank."""
+    return {**as_is_and_fixed(job, ["--micro-batches", str(micro)],
+                              ["--micro-batches", str(fixed_micro)]),
+            "cause": "pipeline_bubble", "ranks": None, "forbid": ["straggler", "pipeline_stage"],
+            "fixed_residual": (PIPE_STAGES - 1.0) / (chunks * fixed_micro + PIPE_STAGES - 1.0)}
+
+
 # A shape: the job (ranks, environment, flags as is and fixed), what the
 # report should name, and the band of gains its sizes give (outside it the
 # pair was disturbed).  "premises" name truth checks (PREMISES below).
@@ -127,8 +144,8 @@ SHAPES = {
                  "pass over a 5 GB/s link, nothing overlapped (fix: the same job on links "
                  "so fast the transfer vanishes: what hiding it entirely would give)",
         "nproc": 4, "env": {"SIM_NVLINK_GBPS": "5"}, "env_fixed": {"SIM_NVLINK_GBPS": "100000"},
-        "asis": ["--shape", "dp", "--work-ms", "20", "--grad-mb", "64", "--buckets", "4"],
-        "fixed": ["--shape", "dp", "--work-ms", "20", "--grad-mb", "64", "--buckets", "4"],
+        **as_is_and_fixed(["--shape", "dp", "--work-ms", "20", "--grad-mb", "64",
+                           "--buckets", "4"]),
         "cause": "communication", "ranks": None, "band": (0.25, 0.65),
         "premises": [],
     },
@@ -137,10 +154,9 @@ SHAPES = {
                  "each launch (GPU busy under 10%) (fix: --host-us 0: the host time between "
                  "launches cut to the launch latency, which the kernels then hide)",
         "nproc": 2, "env": {},
-        "asis": ["--shape", "launch", "--kernels", "500", "--kernel-us", "30",
-                 "--host-us", "300", "--grad-mb", "1"],
-        "fixed": ["--shape", "launch", "--kernels", "500", "--kernel-us", "30",
-                  "--host-us", "0", "--grad-mb", "1"],
+        **as_is_and_fixed(["--shape", "launch", "--kernels", "500", "--kernel-us", "30",
+                           "--grad-mb", "1"],
+                          ["--host-us", "300"], ["--host-us", "0"]),
         "cause": "host_overhead", "ranks": [0, 1], "band": (0.6, 0.98),
         # 500 x (300 us + the ~18 us launch call)
         "asis_step_ms": (150, 200),
@@ -154,10 +170,8 @@ SHAPES = {
                  "each launch call keeps the host 40 us (a slow launch path) (fix: launch calls "
                  "that return in what they should)",
         "nproc": 2, "env": {"SIM_LAUNCH_CALL_US": "40"}, "env_fixed": {"SIM_LAUNCH_CALL_US": "0"},
-        "asis": ["--shape", "launch", "--kernels", "1000", "--kernel-us", "10",
-                 "--host-us", "0", "--grad-mb", "1"],
-        "fixed": ["--shape", "launch", "--kernels", "1000", "--kernel-us", "10",
-                  "--host-us", "0", "--grad-mb", "1"],
+        **as_is_and_fixed(["--shape", "launch", "--kernels", "1000", "--kernel-us", "10",
+                           "--host-us", "0", "--grad-mb", "1"]),
         "cause": "launch_api", "ranks": [0, 1], "band": (0.5, 0.95),
         # 1000 x (40 us + the sim's ~10 us of its own per call)
         "asis_step_ms": (45, 90),
@@ -198,23 +212,17 @@ SHAPES = {
                  "stage equal: the fill and drain bubble (fix: 64 micro-batches, same "
                  "total work)",
         "nproc": PIPE_STAGES, "env": {},
-        "asis": ["--shape", "pipeline", "--work-ms", "96", "--micro-batches", "4"],
-        "fixed": ["--shape", "pipeline", "--work-ms", "96",
-                  "--micro-batches", str(PIPE_FIXED_MICRO)],
-        "cause": "pipeline_bubble", "ranks": None, "band": (0.3, 0.45),
-        "forbid": ["straggler", "pipeline_stage"],
-        # the fixed schedule keeps (S-1)/(M+S-1) of its step as bubble
-        "fixed_residual": (PIPE_STAGES - 1.0) / (PIPE_FIXED_MICRO + PIPE_STAGES - 1.0),
+        **bubble(["--shape", "pipeline", "--work-ms", "96"], 4),
+        "band": (0.3, 0.45),
         "premises": [],
     },
     "pipeline_slow_stage": {
         "story": "4 pipeline stages, GPipe with 8 micro-batches; stage 2 computes 2x "
                  "slower (fix: stage 2 at the others' speed)",
         "nproc": PIPE_STAGES, "env": {},
-        "asis": ["--shape", "pipeline", "--work-ms", "24", "--micro-batches", "8",
-                 "--slow-rank", "2", "--slow-factor", "2"],
-        "fixed": ["--shape", "pipeline", "--work-ms", "24", "--micro-batches", "8",
-                  "--slow-rank", "2", "--slow-factor", "1"],
+        **as_is_and_fixed(["--shape", "pipeline", "--work-ms", "24", "--micro-batches", "8",
+                           "--slow-rank", "2"],
+                          ["--slow-factor", "2"], ["--slow-factor", "1"]),
         "cause": "pipeline_stage", "ranks": [2], "band": (0.3, 0.55),
         "premises": [],
     },
@@ -236,8 +244,8 @@ SHAPES = {
                  "8 MiB between every two ranks per layer each way over a 5 GB/s link (fix: "
                  "links so fast the transfer vanishes: what hiding it entirely would give)",
         "nproc": 4, "env": {"SIM_NVLINK_GBPS": "5"}, "env_fixed": {"SIM_NVLINK_GBPS": "100000"},
-        "asis": ["--shape", "alltoall", "--work-ms", "24", "--layers", "4", "--token-kb", "8192"],
-        "fixed": ["--shape", "alltoall", "--work-ms", "24", "--layers", "4", "--token-kb", "8192"],
+        **as_is_and_fixed(["--shape", "alltoall", "--work-ms", "24", "--layers", "4",
+                           "--token-kb", "8192"]),
         "cause": "communication", "ranks": None, "band": (0.25, 0.5),
         "truth_categories": ["collective_wait", "collective_transfer"],
         "premises": [],
@@ -248,10 +256,9 @@ SHAPES = {
                  "one group (and the other way); stage 1 computes 2x slower (fix: stage 1 at "
                  "the others' speed)",
         "nproc": PIPE_STAGES, "env": {},
-        "asis": ["--shape", "1f1b", "--work-ms", "24", "--micro-batches", "8",
-                 "--slow-rank", "1", "--slow-factor", "2"],
-        "fixed": ["--shape", "1f1b", "--work-ms", "24", "--micro-batches", "8",
-                  "--slow-rank", "1", "--slow-factor", "1"],
+        **as_is_and_fixed(["--shape", "1f1b", "--work-ms", "24", "--micro-batches", "8",
+                           "--slow-rank", "1"],
+                          ["--slow-factor", "2"], ["--slow-factor", "1"]),
         "cause": "pipeline_stage", "ranks": [1], "band": (0.3, 0.55),
         "truth_categories": ["collective_wait", "collective_transfer"],
         "premises": [],
@@ -261,12 +268,8 @@ SHAPES = {
                  "stage equal: the warm-up and cool-down bubble (fix: 64 micro-batches, same "
                  "total work)",
         "nproc": PIPE_STAGES, "env": {},
-        "asis": ["--shape", "1f1b", "--work-ms", "96", "--micro-batches", "4"],
-        "fixed": ["--shape", "1f1b", "--work-ms", "96",
-                  "--micro-batches", str(PIPE_FIXED_MICRO)],
-        "cause": "pipeline_bubble", "ranks": None, "band": (0.3, 0.45),
-        "forbid": ["straggler", "pipeline_stage"],
-        "fixed_residual": (PIPE_STAGES - 1.0) / (PIPE_FIXED_MICRO + PIPE_STAGES - 1.0),
+        **bubble(["--shape", "1f1b", "--work-ms", "96"], 4),
+        "band": (0.3, 0.45),
         "truth_categories": ["collective_wait", "collective_transfer"],
         "premises": [],
     },
@@ -275,14 +278,9 @@ SHAPES = {
                  "equal, and no step marker: the steps are the job's only from its traffic "
                  "(fix: 64 micro-batches, same total work)",
         "nproc": PIPE_STAGES, "env": {}, "steps": 12,
-        "asis": ["--shape", "pipeline", "--work-ms", "60", "--micro-batches", "4",
-                 "--no-markers"],
-        "fixed": ["--shape", "pipeline", "--work-ms", "60", "--micro-batches", str(PIPE_FIXED_MICRO),
-                  "--no-markers"],
-        "cause": "pipeline_bubble", "ranks": None, "band": (0.3, 0.45),
-        "forbid": ["straggler", "pipeline_stage"],
+        **bubble(["--shape", "pipeline", "--work-ms", "60", "--no-markers"], 4),
+        "band": (0.3, 0.45),
         "forbid_high": ["communication", "host_overhead"],
-        "fixed_residual": (PIPE_STAGES - 1.0) / (PIPE_FIXED_MICRO + PIPE_STAGES - 1.0),
         "pipeline": (PIPE_STAGES, 4, "GPipe"),
         "premises": [],
     },
@@ -290,10 +288,9 @@ SHAPES = {
         "story": "4 pipeline stages, GPipe with 8 micro-batches and no step marker; stage 2 "
                  "computes 1.8x slower (fix: stage 2 at the others' speed)",
         "nproc": PIPE_STAGES, "env": {}, "steps": 12,
-        "asis": ["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
-                 "--slow-rank", "2", "--slow-factor", "1.8", "--no-markers"],
-        "fixed": ["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
-                  "--slow-rank", "2", "--slow-factor", "1", "--no-markers"],
+        **as_is_and_fixed(["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
+                           "--slow-rank", "2", "--no-markers"],
+                          ["--slow-factor", "1.8"], ["--slow-factor", "1"]),
         "cause": "pipeline_stage", "ranks": [2], "band": (0.25, 0.5),
         "pipeline": (PIPE_STAGES, 8, "GPipe"),
         "premises": [],
@@ -303,16 +300,11 @@ SHAPES = {
                  "recv) with 6 micro-batches, every stage equal, no step marker: the bubble, "
                  "and the schedule named (fix: 64 micro-batches, same total work)",
         "nproc": PIPE_STAGES, "env": {}, "steps": 12,
-        "asis": ["--shape", "pipeline", "--work-ms", "50", "--micro-batches", "6", "--1f1b",
-                 "--no-markers"],
-        "fixed": ["--shape", "pipeline", "--work-ms", "50", "--micro-batches",
-                  str(PIPE_FIXED_MICRO), "--1f1b", "--no-markers"],
-        "cause": "pipeline_bubble", "ranks": None, "band": (0.2, 0.4),
-        "forbid": ["straggler", "pipeline_stage"],
+        **bubble(["--shape", "pipeline", "--work-ms", "50", "--1f1b", "--no-markers"], 6),
+        "band": (0.2, 0.4),
         "forbid_high": ["communication", "host_overhead"],
         "evidence": ["1F1B"],
         "pipeline": (PIPE_STAGES, 6, "1F1B"),
-        "fixed_residual": (PIPE_STAGES - 1.0) / (PIPE_FIXED_MICRO + PIPE_STAGES - 1.0),
         "premises": [],
     },
     "pipeline_interleaved_no_markers": {
@@ -321,16 +313,12 @@ SHAPES = {
                  "every stage equal, no step marker: the bubble of the interleaved schedule "
                  "(fix: 32 micro-batches, same total work)",
         "nproc": PIPE_STAGES, "env": {}, "steps": 12,
-        "asis": ["--shape", "pipeline", "--work-ms", "96", "--micro-batches", "4",
-                 "--interleave", "2", "--no-markers"],
-        "fixed": ["--shape", "pipeline", "--work-ms", "96", "--micro-batches", "32",
-                  "--interleave", "2", "--no-markers"],
-        "cause": "pipeline_bubble", "ranks": None, "band": (0.15, 0.35),
-        "forbid": ["straggler", "pipeline_stage"],
+        **bubble(["--shape", "pipeline", "--work-ms", "96", "--interleave", "2",
+                  "--no-markers"], 4, fixed_micro=32, chunks=2),
+        "band": (0.15, 0.35),
         "forbid_high": ["communication", "host_overhead"],
         "evidence": ["interleaved"],
         "pipeline": (PIPE_STAGES, 4, "interleaved"),
-        "fixed_residual": (PIPE_STAGES - 1.0) / (2 * 32 + PIPE_STAGES - 1.0),
         "premises": [],
     },
     "pipeline_dp_slow_rank": {
@@ -339,12 +327,9 @@ SHAPES = {
                  "(copy 0's stage 1) computes 1.8x slower, its copy rank 4 does not: a slow "
                  "rank, not a slow stage (fix: rank 1 at normal speed)",
         "nproc": 6, "env": {}, "steps": 12,
-        "asis": ["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
-                 "--pp-dp", "2", "--grad-mb", "4", "--slow-rank", "1", "--slow-factor", "1.8",
-                 "--no-markers"],
-        "fixed": ["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
-                  "--pp-dp", "2", "--grad-mb", "4", "--slow-rank", "1", "--slow-factor", "1",
-                  "--no-markers"],
+        **as_is_and_fixed(["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
+                           "--pp-dp", "2", "--grad-mb", "4", "--slow-rank", "1", "--no-markers"],
+                          ["--slow-factor", "1.8"], ["--slow-factor", "1"]),
         "cause": "straggler", "ranks": [1], "band": (0.2, 0.5),
         "pipeline": (3, 8, "GPipe"),
         "premises": [],
@@ -353,12 +338,9 @@ SHAPES = {
         "story": "the same 2 copies of the pipeline; stage 1 computes 1.8x slower in both "
                  "(ranks 1 and 4): a slow stage (fix: stage 1 at the others' speed)",
         "nproc": 6, "env": {}, "steps": 12,
-        "asis": ["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
-                 "--pp-dp", "2", "--grad-mb", "4", "--slow-stage", "1", "--slow-factor", "1.8",
-                 "--no-markers"],
-        "fixed": ["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
-                  "--pp-dp", "2", "--grad-mb", "4", "--slow-stage", "1", "--slow-factor", "1",
-                  "--no-markers"],
+        **as_is_and_fixed(["--shape", "pipeline", "--work-ms", "18", "--micro-batches", "8",
+                           "--pp-dp", "2", "--grad-mb", "4", "--slow-stage", "1", "--no-markers"],
+                          ["--slow-factor", "1.8"], ["--slow-factor", "1"]),
         "cause": "pipeline_stage", "ranks": [1, 4], "band": (0.2, 0.5),
         "pipeline": (3, 8, "GPipe"),
         "premises": [],
@@ -368,10 +350,9 @@ SHAPES = {
                  "layer) x data parallel across them; group 1 (ranks 2, 3) computes 2x "
                  "slower (fix: group 1 at normal speed)",
         "nproc": 4, "env": {},
-        "asis": ["--shape", "tpdp", "--work-ms", "20", "--tp", "2", "--layers", "4",
-                 "--slow-group", "1", "--slow-factor", "2"],
-        "fixed": ["--shape", "tpdp", "--work-ms", "20", "--tp", "2", "--layers", "4",
-                  "--slow-group", "1", "--slow-factor", "1"],
+        **as_is_and_fixed(["--shape", "tpdp", "--work-ms", "20", "--tp", "2", "--layers", "4",
+                           "--slow-group", "1"],
+                          ["--slow-factor", "2"], ["--slow-factor", "1"]),
         "cause": "straggler", "ranks": [2, 3], "band": (0.35, 0.6),
         "premises": ["waits_asis", "no_waits_fixed"],
     },
@@ -381,9 +362,9 @@ SHAPES = {
                  "before launching the backward, besides the sync that ends every step (fix: no "
                  "read-back: the host work overlaps the forward)",
         "nproc": 4, "env": {},
-        "asis": ["--shape", "dp", "--work-ms", "20", "--grad-mb", "4", "--step-host-ms", "8",
-                 "--mid-sync"],
-        "fixed": ["--shape", "dp", "--work-ms", "20", "--grad-mb", "4", "--step-host-ms", "8"],
+        **as_is_and_fixed(["--shape", "dp", "--work-ms", "20", "--grad-mb", "4",
+                           "--step-host-ms", "8"],
+                          ["--mid-sync"], []),
         "cause": "host_sync", "ranks": [0, 1, 2, 3], "band": (0.12, 0.35),
         "clean": ["fixed"],      # as is, the GPU idles after the sync by design
         "premises": [],
@@ -393,9 +374,8 @@ SHAPES = {
                  "fsyncs it from the training loop while the others wait in the next all-reduce "
                  "(fix: no checkpoint in the loop: what an asynchronous one would give)",
         "nproc": 4, "env": {}, "steps": 16,
-        "asis": ["--shape", "dp", "--work-ms", "20", "--grad-mb", "4", "--ckpt-every", "4",
-                 "--ckpt-mb", "64"],
-        "fixed": ["--shape", "dp", "--work-ms", "20", "--grad-mb", "4"],
+        **as_is_and_fixed(["--shape", "dp", "--work-ms", "20", "--grad-mb", "4"],
+                          ["--ckpt-every", "4", "--ckpt-mb", "64"], []),
         "cause": "file_writes", "ranks": [0], "band": (0.15, 0.7),
         "clean": ["fixed"],      # as is, rank 0's GPU idles while it writes
         "premises": [],
@@ -406,10 +386,9 @@ SHAPES = {
                  "otherwise, against 10 ms of GPU work (fix: no preparation on any step: "
                  "the batch costs its read alone)",
         "nproc": 2, "env": {},
-        "asis": ["--shape", "loader", "--work-ms", "10", "--loader-ms", "0",
-                 "--loader-slow-ms", "30", "--read-kb", "64"],
-        "fixed": ["--shape", "loader", "--work-ms", "10", "--loader-ms", "0",
-                  "--loader-slow-ms", "0", "--read-kb", "64"],
+        **as_is_and_fixed(["--shape", "loader", "--work-ms", "10", "--loader-ms", "0",
+                           "--read-kb", "64"],
+                          ["--loader-slow-ms", "30"], ["--loader-slow-ms", "0"]),
         "cause": "input_pipeline", "ranks": [0, 1], "band": (0.5, 0.85),
         "outranks": ["straggler", "imbalance"],
         "premises": ["input_asis", "no_input_fixed", "loaders_take_turns"],
@@ -422,10 +401,9 @@ SHAPES = {
         "nproc": 2, "env": {},
         # 11 steps: the 8 kept are 4 whole periods of a late and a quick step
         "steps": 11,
-        "asis": ["--shape", "loader", "--work-ms", "10", "--loader-ms", "0",
-                 "--loader-slow-ms", "30", "--read-kb", "64", "--prefetch", "1"],
-        "fixed": ["--shape", "loader", "--work-ms", "10", "--loader-ms", "0",
-                  "--loader-slow-ms", "0", "--read-kb", "64", "--prefetch", "1"],
+        **as_is_and_fixed(["--shape", "loader", "--work-ms", "10", "--loader-ms", "0",
+                           "--read-kb", "64", "--prefetch", "1"],
+                          ["--loader-slow-ms", "30"], ["--loader-slow-ms", "0"]),
         "cause": "input_pipeline", "ranks": None, "band": (0.35, 0.6),
         "outranks": ["straggler", "imbalance"],
         "premises": ["some_input_asis", "no_input_fixed"],
@@ -639,19 +617,6 @@ def premise_clean(pair, which):
                                               rank, extra / 1e6, step))
 
 
-def premise_waits_asis(pair):
-    f = pair.frac("asis")[0]["collective_wait"]
-    if f < 0.15:
-        raise Disturbed("as is: collective wait only %.1f%% of step time in the truth" % (100 * f))
-
-
-def premise_no_waits_fixed(pair):
-    f = pair.frac("fixed")[0]["collective_wait"]
-    if f > 0.05:
-        raise Disturbed("fixed: collective wait still %.1f%% of step time in the truth"
-                        % (100 * f))
-
-
 def premise_last_rank_changes(pair):
     """By design (the seed), the rank last at each step's first collective
     changes; fewer than 3 different ranks means the shape is mis-sized."""
@@ -667,12 +632,6 @@ def premise_last_rank_changes(pair):
         raise Failure("%s: last ranks %s over the kept steps: mis-sized" % (pair.shape, lasts))
 
 
-def premise_gpu_mostly_idle_asis(pair):
-    f = pair.frac("asis")[0]["compute"]
-    if f > 0.10:
-        raise Disturbed("as is: GPU computes %.1f%% of the step, not launch-bound" % (100 * f))
-
-
 def premise_host_paced_asis(pair):
     """A host-bound run is as long as its host's work: the step its sizes
     give (asis_step_ms).  A longer one had its host slowed by the machine's
@@ -682,14 +641,6 @@ def premise_host_paced_asis(pair):
     if not lo <= pair.step["asis"] <= hi:
         raise Disturbed("as is: step %.1f ms, its sizes give %.0f-%.0f ms: the host was slowed"
                         % (pair.step["asis"], lo, hi))
-
-
-def premise_gpu_busy_fixed(pair):
-    """With the launch calls back to back the GPU, not the host, sets the
-    pace: it computes at least 80% of the fixed step."""
-    f = pair.frac("fixed")[0]["compute"]
-    if f < 0.8:
-        raise Disturbed("fixed: GPU computes only %.1f%% of the step" % (100 * f))
 
 
 def premise_in_launch_calls_asis(pair):
@@ -708,24 +659,6 @@ def premise_in_launch_calls_asis(pair):
                             % (rank, 100 * inside / max(total, 1)))
 
 
-def premise_input_asis(pair):
-    f = pair.frac("asis")[0]["idle_input"]
-    if f < 0.25:
-        raise Disturbed("as is: idle on input only %.1f%% in the truth" % (100 * f))
-
-
-def premise_some_input_asis(pair):
-    f = pair.frac("asis")[0]["idle_input"]
-    if f < 0.15:
-        raise Disturbed("as is: idle on input only %.1f%% in the truth" % (100 * f))
-
-
-def premise_no_input_fixed(pair):
-    f = pair.frac("fixed")[0]["idle_input"]
-    if f > 0.05:
-        raise Disturbed("fixed: idle on input still %.1f%% in the truth" % (100 * f))
-
-
 def premise_loaders_take_turns(pair):
     """Rank s % 2 waits longest for its input at step s."""
     waits = {}
@@ -737,33 +670,35 @@ def premise_loaders_take_turns(pair):
         raise Disturbed("as is: at steps %s the late loader is not rank step %% 2" % wrong)
 
 
-def premise_memcpy_asis(pair):
-    f = pair.frac("asis")[0]["memcpy"]
-    if f < 0.08:
-        raise Disturbed("as is: copies outside compute only %.1f%% of step time in the truth"
-                        % (100 * f))
+def share_premise(which, category, at_least=0.0, at_most=1.0):
+    """A premise on the truth: CATEGORY's share of the step time in run
+    WHICH lies in [AT_LEAST, AT_MOST], or the pair was disturbed."""
+    def premise(pair):
+        f = pair.frac(which)[0][category]
+        if not at_least <= f <= at_most:
+            raise Disturbed("%s: %s %.1f%% of step time in the truth, not in %.0f%%..%.0f%%"
+                            % (RUN_NAMES[which], category, 100 * f, 100 * at_least,
+                               100 * at_most))
+    return premise
 
 
-def premise_no_memcpy_fixed(pair):
-    f = pair.frac("fixed")[0]["memcpy"]
-    if f > 0.03:
-        raise Disturbed("fixed: copies outside compute still %.1f%% of step time in the truth"
-                        % (100 * f))
-
+RUN_NAMES = {"asis": "as is", "fixed": "fixed"}
 
 PREMISES = {
-    "memcpy_asis": premise_memcpy_asis,
-    "no_memcpy_fixed": premise_no_memcpy_fixed,
-    "waits_asis": premise_waits_asis,
-    "no_waits_fixed": premise_no_waits_fixed,
+    "memcpy_asis": share_premise("asis", "memcpy", at_least=0.08),
+    "no_memcpy_fixed": share_premise("fixed", "memcpy", at_most=0.03),
+    "waits_asis": share_premise("asis", "collective_wait", at_least=0.15),
+    "no_waits_fixed": share_premise("fixed", "collective_wait", at_most=0.05),
     "last_rank_changes": premise_last_rank_changes,
-    "gpu_mostly_idle_asis": premise_gpu_mostly_idle_asis,
+    # launch-bound: the GPU computes little of the step
+    "gpu_mostly_idle_asis": share_premise("asis", "compute", at_most=0.10),
     "host_paced_asis": premise_host_paced_asis,
-    "gpu_busy_fixed": premise_gpu_busy_fixed,
+    # with the launch calls back to back the GPU, not the host, sets the pace
+    "gpu_busy_fixed": share_premise("fixed", "compute", at_least=0.8),
     "in_launch_calls_asis": premise_in_launch_calls_asis,
-    "input_asis": premise_input_asis,
-    "some_input_asis": premise_some_input_asis,
-    "no_input_fixed": premise_no_input_fixed,
+    "input_asis": share_premise("asis", "idle_input", at_least=0.25),
+    "some_input_asis": share_premise("asis", "idle_input", at_least=0.15),
+    "no_input_fixed": share_premise("fixed", "idle_input", at_most=0.05),
     "loaders_take_turns": premise_loaders_take_turns,
 }
 

@@ -1,7 +1,8 @@
 /*
  * The NCCL operations of two ranks really move data across processes:
  * broadcast, reduce, all-gather, reduce-scatter, and a send/recv exchange
- * inside a group (which must not deadlock).  A rank whose peer never comes
+ * inside a group (which must not deadlock); integers reduce in their own
+ * type (signed max and min, unsigned wrap-around, a truncated average).  A rank whose peer never comes
  * hangs like on a GPU, until ncclCommAbort releases it.  Versions, error
  * strings and unsupported calls answer as NCCL does.
  */
@@ -62,6 +63,54 @@ static void data_moves(ncclComm_t comm, int rank, cudaStream_t s)
     SIM_CHECK(h[7] == (float)(100 * peer + 7));
 }
 
+/* One element of each rank all-reduced by OP as type T (SIZE bytes). */
+static int64_t reduce_pair(ncclComm_t comm, cudaStream_t s, ncclDataType_t t, size_t size, ncclRedOp_t op,
+                           int64_t mine)
+{
+    unsigned char *d, h[sizeof(int64_t)];
+    SIM_CUDA(cudaMalloc((void **)&d, size));
+    memcpy(h, &mine, size); /* the low bytes: the value in the narrower type */
+    SIM_CUDA(cudaMemcpy(d, h, size, cudaMemcpyHostToDevice));
+    SIM_CHECK(ncclAllReduce(d, d, 1, t, op, comm, s) == ncclSuccess);
+    SIM_CUDA(cudaStreamSynchronize(s));
+    SIM_CUDA(cudaMemcpy(h, d, size, cudaMemcpyDeviceToHost));
+    SIM_CUDA(cudaFree(d));
+    switch (size) {
+    case 1: return t == ncclInt8 ? (int8_t)h[0] : h[0];
+    case 4: {
+        int32_t v;
+        memcpy(&v, h, sizeof v);
+        return t == ncclInt32 ? v : (int64_t)(uint32_t)v;
+    }
+    default: {
+        int64_t v;
+        memcpy(&v, h, sizeof v);
+        return v;
+    }
+    }
+}
+
+/* Integers reduce in their own type: signed ones compare below zero,
+ * unsigned ones wrap, an average divides as C does. */
+static void integers_keep_their_type(ncclComm_t comm, int rank, cudaStream_t s)
+{
+    int64_t i8 = rank ? 5 : -3;
+    SIM_CHECK(reduce_pair(comm, s, ncclInt8, 1, ncclMax, i8) == 5);
+    SIM_CHECK(reduce_pair(comm, s, ncclInt8, 1, ncclMin, i8) == -3);
+    SIM_CHECK(reduce_pair(comm, s, ncclInt8, 1, ncclSum, i8) == 2);
+    int64_t u8 = rank ? 10 : 250;
+    SIM_CHECK(reduce_pair(comm, s, ncclUint8, 1, ncclMax, u8) == 250);
+    SIM_CHECK(reduce_pair(comm, s, ncclUint8, 1, ncclMin, u8) == 10);
+    SIM_CHECK(reduce_pair(comm, s, ncclUint8, 1, ncclSum, u8) == 4); /* 260 mod 256 */
+    int64_t i32 = rank ? 2 : -7;
+    SIM_CHECK(reduce_pair(comm, s, ncclInt32, 4, ncclAvg, i32) == -2);
+    SIM_CHECK(reduce_pair(comm, s, ncclInt32, 4, ncclProd, i32) == -14);
+    SIM_CHECK(reduce_pair(comm, s, ncclUint32, 4, ncclMax, rank ? 1 : 0xfffffff0) == 0xfffffff0);
+    int64_t i64 = rank ? -(INT64_C(1) << 40) : 1;
+    SIM_CHECK(reduce_pair(comm, s, ncclInt64, 8, ncclMin, i64) == -(INT64_C(1) << 40));
+    SIM_CHECK(reduce_pair(comm, s, ncclUint64, 8, ncclMax, i64) == -(INT64_C(1) << 40));
+}
+
 static void abort_releases_a_hang(ncclComm_t comm, int rank, cudaStream_t s)
 {
     float *a;
@@ -100,6 +149,7 @@ static int rank_main(void)
     SIM_CUDA(cudaStreamCreate(&s));
     api_answers();
     data_moves(comm, rank, s);
+    integers_keep_their_type(comm, rank, s);
     abort_releases_a_hang(comm, rank, s);
     return 0;
 }

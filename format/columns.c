@@ -10,13 +10,21 @@
  * not know, or an event whose length is not exactly its varints.  The
  * events a reader decodes are therefore the same from both layouts.
  *
- * Two passes over the rows: the first checks every event and sizes every
- * column (and adds the event to the chunk's summary, summary.h, so that
- * the compressor walks the rows once for both), the second copies.  Both run in the compressor thread, off the
- * job's path; a 128 KiB chunk takes a few tens of microseconds.
+ * Two passes over the rows: the first checks every event's type and
+ * length and counts each type's events and bytes, which bound each
+ * column (the scratch then holds every column in room for its bound);
+ * the second walks the events in chunk order, each type's fields copied
+ * by a straight line of word loads and stores generated from the schema
+ * (no field's boundary is found twice, no per-event cursor is kept), and
+ * adds each event to the chunk's summary (summary.h) with the delta and
+ * duration it has just passed.  Both run in the compressor thread, off
+ * the job's path; a 128 KiB chunk takes a few tens of microseconds.
  */
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "columns.h"
 #include "summary.h"
@@ -28,6 +36,8 @@ _Static_assert(sizeof(struct sp_ev_nccl) / sizeof(uint64_t) + 1 <= SP_MAX_COLUMN
  * fits the room the writer leaves for one event. */
 _Static_assert(3 + SP_MAX_COLUMNS * SP_VARINT_MAX + SP_WORD <= SP_EVENT_MAX_BYTES,
                "SP_EVENT_MAX_BYTES must cover the longest event and a word");
+/* Pass 2 reads an event's length in one or two varint bytes. */
+_Static_assert(SP_MAX_COLUMNS *SP_VARINT_MAX < 1 << 14, "a body's length must fit two varint bytes");
 
 /* Bytes of the varint at p, bounded by end; 0 when it runs past end or
  * past SP_VARINT_MAX bytes. */
@@ -49,172 +59,200 @@ static size_t varint_size(uint64_t v)
     return n;
 }
 
-/* What pass 1 learns.  Offsets are from the start of the rows. */
+/* What the first pass learns.  Offsets are from the start of the rows. */
 struct plan {
     uint32_t n;                /* events */
     uint32_t count[SP_EV_MAX]; /* events per type */
-    uint32_t first[SP_EV_MAX]; /* where each type's events start in the grouped arrays */
+    size_t bytes[SP_EV_MAX];   /* the bodies' bytes per type: its columns' sum */
     size_t data;               /* bytes of all columns: the sum of the bodies */
-    uint32_t *body;            /* per event, in chunk order: its body's offset */
-    uint32_t *cur, *end;       /* grouped by type: each body's cursor and end */
 };
 
-/* Pass 1: every event of a known type with a canonical length; the type
- * stream goes to `types`.  0, or -1 when the chunk must stay in rows. */
-static int plan_events(struct plan *pl, const uint8_t *rows, size_t len, uint8_t *types,
-                       uint32_t max_events, struct sp_summary_build *sb)
+/* An event's length of more than one byte at p + 1: its value in *blen
+ * and its bytes in *lb.  0, or -1 when it is not a canonical varint. */
+static __attribute__((noinline)) int long_length(const uint8_t *p, const uint8_t *end, uint64_t *blen,
+                                                 size_t *lb)
 {
-    const uint8_t *p = rows, *end = rows + len;
-    while (p < end && *p != 0) {
-        unsigned type = *p;
-        uint64_t blen;
-        const uint8_t *q = p + 1;
-        if (!sp_columns_of(type) || pl->n == max_events)
-            return -1;
-        if (sp_get_uvarint(&q, end, &blen) < 0 || blen > (uint64_t)(end - q) ||
-            (size_t)(q - p - 1) != varint_size(blen) || blen == 0)
-            return -1;
-        if (sb && sp_summary_event(sb, type, q, q + blen) < 0)
-            return -1;
-        types[pl->n] = (uint8_t)type;
-        pl->cur[pl->n] = (uint32_t)(q + blen - rows); /* its end, for now */
-        pl->body[pl->n++] = (uint32_t)(q - rows);
-        pl->count[type]++;
-        pl->data += blen;
-        p = q + blen;
-    }
-    /* Grouped arrays: each type's bodies in chunk order (a counting sort). */
-    uint32_t at = 0;
-    for (unsigned t = 1; t < SP_EV_MAX; t++) {
-        pl->first[t] = at;
-        at += pl->count[t];
-    }
-    uint32_t fill[SP_EV_MAX];
-    memcpy(fill, pl->first, sizeof fill);
-    for (uint32_t i = 0; i < pl->n; i++) /* cur[] held the ends, in chunk order */
-        pl->end[fill[types[i]]++] = pl->cur[i];
-    memcpy(fill, pl->first, sizeof fill);
-    for (uint32_t i = 0; i < pl->n; i++)
-        pl->cur[fill[types[i]]++] = pl->body[i];
+    const uint8_t *q = p + 1;
+    if (sp_get_uvarint(&q, end, blen) < 0 || (size_t)(q - p - 1) != varint_size(*blen))
+        return -1;
+    *lb = (size_t)(q - p - 1);
     return 0;
 }
 
-/* One field the word path cannot take (near the rows' end, or longer
- * than a word): copied byte by byte, within its event.  The output's new
- * end, or NULL when the field is not a varint within its event. */
-static __attribute__((noinline)) uint8_t *copy_field_slow(const uint8_t *rows, uint32_t o, uint32_t end,
-                                                          uint8_t *d, const uint8_t *dlimit, uint32_t *cur)
+/* Pass 1: every event of a known type with a canonical length; the type
+ * stream goes to `types`.  0, or -1 when the chunk must stay in rows. */
+static int plan_events(struct plan *pl, const uint8_t *rows, size_t len, uint8_t *types)
 {
-    if (o >= end)
-        return NULL;
-    size_t b = varint_bytes(rows + o, rows + end);
-    if (!b || d + b > dlimit)
-        return NULL;
-    memcpy(d, rows + o, b);
-    *cur = o + (uint32_t)b;
-    return d + b;
+    const uint8_t *p = rows, *end = rows + len;
+    uint32_t n = 0;
+    while (p < end && *p != 0) {
+        unsigned type = *p;
+        unsigned k = sp_columns_of(type);
+        uint64_t blen;
+        size_t lb = 1;
+        if (__builtin_expect(end - p > 2 && p[1] < SP_ONE_BYTE_LIMIT, 1))
+            blen = p[1]; /* one byte: canonical */
+        else if (long_length(p, end, &blen, &lb) < 0)
+            return -1;
+        const uint8_t *q = p + 1 + lb;
+        /* A body shorter or longer than its varints can be is not copied:
+         * refused here, so that column_bound holds for the events before
+         * it and pass 2 reads every length in one or two bytes. */
+        if (!k || blen < k || blen > (uint64_t)k * SP_VARINT_MAX || blen > (uint64_t)(end - q))
+            return -1;
+        types[n++] = (uint8_t)type;
+        pl->count[type]++;
+        pl->bytes[type] += blen;
+        p = q + blen;
+    }
+    pl->n = n;
+    for (unsigned t = 1; t < SP_EV_MAX; t++)
+        pl->data += pl->bytes[t];
+    return 0;
 }
 
-/* One field of the checked loop (copy_type): event i's next varint to d.
- * The output's new end, or NULL when the chunk must stay in rows. */
-static inline uint8_t *copy_field_checked(const uint8_t *rows, uint32_t *cur, const uint32_t *end, uint32_t i,
-                                          uint64_t word_ok, uint8_t *d, const uint8_t *dlimit)
+/* The most bytes one column of type t can hold: each event gives it at
+ * most SP_VARINT_MAX bytes, and at most its body less one byte for
+ * each of its other varints. */
+static size_t column_bound(const struct plan *pl, unsigned t)
 {
-    uint32_t o = cur[i];
-    if (__builtin_expect(o <= word_ok, 1)) {
+    size_t n = pl->count[t], k = sp_columns_of(t);
+    size_t by_body = pl->bytes[t] - (k - 1) * n; /* every body has k bytes or more (pass 1) */
+    size_t by_varint = n * SP_VARINT_MAX;
+    return by_body < by_varint ? by_body : by_varint;
+}
+
+/* Bodies shorter than this are copied by the mask path (copy_event_*):
+ * one bit per byte of a 64-bit mask, and bit 63 a sentinel. */
+#define MASK_BODY 63
+/* Bytes of a field moved at once: any varint (SP_VARINT_MAX). */
+#define FIELD_MOVE 16
+
+/* Bit i set where byte i of [q, q + blen) ends a varint (its high bit
+ * clear), for blen < MASK_BODY; reads up to 64 bytes from q. */
+static inline __attribute__((always_inline)) uint64_t stop_mask(const uint8_t *q, size_t blen)
+{
+    uint64_t cont;
+#ifdef __SSE2__
+    cont = (uint32_t)_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)q));
+    if (blen > 16) {
+        cont |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(q + 16))) << 16;
+        if (blen > 32) {
+            cont |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(q + 32))) << 32;
+            cont |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(q + 48))) << 48;
+        }
+    }
+#else
+    cont = 0;
+    for (size_t i = 0; i < blen; i += SP_WORD) { /* the high bits of a word gathered by a multiply */
         uint64_t x;
-        memcpy(&x, rows + o, sizeof x);
-        uint64_t stops = ~x & SP_CONT_BITS;
-        if (__builtin_expect(stops != 0, 1)) {
-            uint32_t b = (uint32_t)__builtin_ctzll(stops) / 8 + 1;
-            if (__builtin_expect(d + b > dlimit, 0))
-                return NULL; /* more than the bodies hold: fields past an event */
-            memcpy(d, &x, sizeof x);
-            cur[i] = o + b;
-            return d + b;
-        }
+        memcpy(&x, q + i, sizeof x);
+        cont |= (((x & SP_CONT_BITS) >> 7) * 0x0102040810204080ull >> 56) << i;
     }
-    return copy_field_slow(rows, o, end[i], d, dlimit, &cur[i]);
+#endif
+    return ~cont & ((UINT64_C(1) << blen) - 1);
 }
 
-/* Pass 2, one type: column after column, every event's next varint.  A
- * word is stored for each (up to SP_WORD bytes past the column's end,
- * which the next column or the slack overwrites).  Returns the end of
- * the type's data, with each column's size in `size`, or NULL when an
- * event's bytes are not exactly its fields.
- *
- * The common field (a varint of up to SP_WORD bytes, a word's read from
- * the rows' end) is a load, a count of its bytes and a store, with no
- * check against its event's end: an event whose fields run past its end
- * leaves its cursor past its end for good (cursors only grow), which the
- * check after the last column refuses, as it refuses bytes left over;
- * meanwhile `dlimit` (the end of all the bodies' bytes) keeps the
- * stores within the output. */
-static uint8_t *copy_type(const struct plan *pl, unsigned t, const uint8_t *rows, size_t len,
-                          uint8_t *d, const uint8_t *dlimit, uint32_t *size)
+/* Whether the body of blen bytes whose varint ends are m holds a run of
+ * more than SP_VARINT_MAX - 1 bytes continued (a varint longer than any:
+ * refused, as the byte-by-byte copy refuses it).  Runs of 2, 4, 8, then
+ * two runs of 8 two bytes apart: 10. */
+static inline __attribute__((always_inline)) int longer_than_varint(uint64_t m, size_t blen)
 {
-    uint32_t *cur = pl->cur + pl->first[t], *end = pl->end + pl->first[t];
-    uint32_t count = pl->count[t];
-    unsigned k = sp_columns_of(t);
-    /* A word can be read at o when o <= word_ok (none when len < SP_WORD). */
-    const uint64_t word_ok = len >= SP_WORD ? len - SP_WORD : 0;
-    const int words = len >= SP_WORD;
-    /* Events [0, safe) may be read a word at a time in every column:
-     * their bodies start far enough from the rows' end (a cursor moves at
-     * most SP_VARINT_MAX bytes a column; bodies are in chunk order, so
-     * only a few last events are left out). */
-    uint32_t safe = count;
-    while (safe > 0 && (uint64_t)cur[safe - 1] + (uint64_t)k * SP_VARINT_MAX > word_ok)
-        safe--;
-    for (unsigned c = 0; c < k && words; c++) {
-        uint8_t *start = d;
-        uint32_t i = 0;
-        /* In runs of as many events as the output has room for a word
-         * each: no field then needs either check of the loop below (which
-         * would refuse nothing there). */
-        while (i < safe) {
-            size_t room = (size_t)(dlimit - d);
-            size_t fit = room >= 2 * SP_WORD ? (room - SP_WORD) / SP_WORD : 0;
-            if (!fit)
-                break;
-            uint32_t stop = safe - i < fit ? safe : i + (uint32_t)fit;
-            for (; i < stop; i++) {
-                uint32_t o = cur[i];
-                uint64_t x;
-                memcpy(&x, rows + o, sizeof x);
-                uint64_t stops = ~x & SP_CONT_BITS;
-                if (__builtin_expect(stops == 0, 0))
-                    break;
-                uint32_t b = (uint32_t)__builtin_ctzll(stops) / 8 + 1;
-                memcpy(d, &x, sizeof x);
-                d += b;
-                cur[i] = o + b;
-            }
-            if (i < stop) { /* longer than a word (a 64-bit hash): checked, then a new run */
-                d = copy_field_checked(rows, cur, end, i++, word_ok, d, dlimit);
-                if (!d)
-                    return NULL;
-            }
-        }
-        for (; i < count; i++) {
-            d = copy_field_checked(rows, cur, end, i, word_ok, d, dlimit);
-            if (!d)
-                return NULL;
-        }
-        size[c] = (uint32_t)(d - start);
+    uint64_t c = ~m & ((UINT64_C(1) << blen) - 1);
+    c &= c >> 1;
+    c &= c >> 2;
+    c &= c >> 4;
+    c &= c >> 2;
+    return c != 0;
+}
+
+/* The value of the varint of b bytes at q (the delta and the duration,
+ * for the summary). */
+static inline __attribute__((always_inline)) uint64_t field_value(const uint8_t *q, size_t b)
+{
+    uint64_t x;
+    memcpy(&x, q, sizeof x);
+    if (__builtin_expect(b == 1, 1))
+        return x & 0x7f;
+    if (b == 2)
+        return (x & 0x7f) | ((x >> 1) & 0x3f80);
+    unsigned len;
+    uint64_t v = sp_varint_from_word(x, &len);
+    if (len == 0)
+        sp_get_uvarint_long(&q, q + SP_VARINT_MAX, &v);
+    return v;
+}
+
+/* Pass 2, per type: one event's varints, each to its column (col[c] is
+ * column c's cursor), the delta and the duration decoded for the
+ * summary.  Generated from the schema, so each type's copy is a straight
+ * line.  Where each varint ends comes from one mask of the body's bytes,
+ * not from the varint before it: the loads and stores of an event's
+ * fields do not wait on each other (a chain through each field's length
+ * made a copy with fewer instructions slower than the column-by-column
+ * one).  Each field moves FIELD_MOVE bytes (the column's room has that
+ * slack).  The event's end when its body, shorter than MASK_BODY, is
+ * exactly its varints, else NULL (a missing varint ends at the sentinel,
+ * past the body).  The caller makes sure that 64 + FIELD_MOVE bytes can
+ * be read from the body's start. */
+#define CT_VALUE_U(v)
+#define CT_VALUE_S(v)
+#define CT_VALUE_D(v)
+#define CT_VALUE_DS(v)
+#define CT_VALUE_STR(v)
+#define CT_VALUE_DUR(v) v = field_value(q + at, end - at);
+#define CT_COPY(value)                                                          \
+    {                                                                           \
+        size_t end = (size_t)__builtin_ctzll(m | UINT64_C(1) << MASK_BODY) + 1; \
+        m &= m - 1;                                                             \
+        memcpy(*col, q + at, FIELD_MOVE);                                       \
+        value;                                                                  \
+        *col++ += end - at;                                                     \
+        at = end;                                                               \
     }
-    for (unsigned c = 0; c < k && !words; c++) { /* rows shorter than a word */
-        uint8_t *start = d;
-        for (uint32_t i = 0; i < count && d; i++)
-            d = copy_field_slow(rows, cur[i], end[i], d, dlimit, &cur[i]);
-        if (!d)
+#define CT_X_FIELD(kind, field) CT_COPY(CT_VALUE_##kind(dur))
+#define CT_X_TYPE(id, NAME, name, FIELDS)                                          \
+    static inline __attribute__((always_inline)) const uint8_t *copy_event_##name( \
+        const uint8_t *q, size_t blen, uint8_t **col, struct sp_summary_build *sb) \
+    {                                                                              \
+        uint64_t m = stop_mask(q, blen), delta, dur = 0;                           \
+        size_t at = 0;                                                             \
+        if (__builtin_expect(longer_than_varint(m, blen), 0))                      \
+            return NULL;                                                           \
+        CT_COPY(delta = field_value(q, end))                                       \
+        FIELDS(CT_X_FIELD)                                                         \
+        if (at != blen)                                                            \
+            return NULL;                                                           \
+        if (sb) {                                                                  \
+            uint64_t t = sb->last_end[id] + (uint64_t)sp_unzigzag(delta);          \
+            sb->last_end[id] = t + dur;                                            \
+            sp_summary_add(sb, id, t);                                             \
+        }                                                                          \
+        return q + at;                                                             \
+    }
+SP_EVENTS(CT_X_TYPE)
+#undef CT_X_TYPE
+#undef CT_X_FIELD
+#undef CT_COPY
+
+/* The same for an event near the rows' end, where the mask cannot be
+ * read, or with a longer body: byte by byte, any type. */
+static const uint8_t *copy_event_slow(unsigned type, const uint8_t *q, const uint8_t *bend, uint8_t **col,
+                                      struct sp_summary_build *sb)
+{
+    const uint8_t *body = q;
+    for (unsigned c = 0, k = sp_columns_of(type); c < k; c++) {
+        size_t b = q < bend ? varint_bytes(q, bend) : 0;
+        if (!b)
             return NULL;
-        size[c] = (uint32_t)(d - start);
+        memcpy(col[c], q, b);
+        col[c] += b;
+        q += b;
     }
-    for (uint32_t i = 0; i < count; i++)
-        if (cur[i] != end[i])
-            return NULL; /* bytes beyond the fields this build knows, or fields past the event */
-    return d;
+    if (q != bend || (sb && sp_summary_event(sb, type, body, bend) < 0))
+        return NULL;
+    return q;
 }
 
 /* The bytes before the columns, beyond the type stream, at most. */
@@ -246,34 +284,90 @@ static uint8_t *put_table(uint8_t *p, const struct plan *pl,
     return p;
 }
 
-/* Layout while building: the type stream at out + SP_VARINT_MAX (n's
- * varint is not known yet), the columns after room for the largest
- * table; both move down once n and the table are written. */
-size_t sp_columns_from_rows(uint8_t *out, size_t cap, const uint8_t *rows, size_t len,
-                            uint32_t *scratch, struct sp_summary_build *sb)
+/* Each column's room in the scratch: its bound and SP_COLUMNS_COLUMN_SLACK,
+ * for the bytes moved past a field (FIELD_MOVE at most, also for an
+ * event refused mid-way: it moves one field more to each column). */
+_Static_assert(SP_COLUMNS_COLUMN_SLACK >= 2 * FIELD_MOVE, "a column's slack must cover a field's move");
+/* The mask path reads up to this far past a body's start (a missing
+ * varint's field moved from the sentinel). */
+#define MASK_REACH (64 + FIELD_MOVE)
+
+/* Pass 2: the events in chunk order, each varint to its column in the
+ * scratch, the summary built on the way.  0, or -1 when an event's bytes
+ * are not exactly its varints. */
+static int copy_events(const uint8_t *rows, size_t len, const uint8_t *types, uint32_t n,
+                       uint8_t *col[SP_EV_MAX][SP_MAX_COLUMNS], struct sp_summary_build *sb)
 {
-    uint32_t max_events = (uint32_t)(len / SP_COLUMNS_MIN_EVENT + 1);
-    struct plan pl = {.body = scratch, .cur = scratch + max_events, .end = scratch + 2 * (size_t)max_events};
+    const uint8_t *p = rows;
+    const uint8_t *fast_end = len > MASK_REACH ? rows + len - MASK_REACH : rows;
+    for (uint32_t i = 0; i < n; i++) {
+        unsigned type = types[i];
+        size_t blen = p[1];
+        const uint8_t *q = p + 2;
+        if (__builtin_expect(blen >= SP_ONE_BYTE_LIMIT, 0)) { /* canonical, two bytes (pass 1) */
+            blen = (blen & 0x7f) | (size_t)p[2] << 7;
+            q++;
+        }
+        const uint8_t *bend = q + blen;
+        if (__builtin_expect(q >= fast_end || blen >= MASK_BODY, 0))
+            p = copy_event_slow(type, q, bend, col[type], sb);
+        else
+            switch (type) {
+#define CT_X_CASE(id, NAME, name, FIELDS)              \
+    case id:                                           \
+        p = copy_event_##name(q, blen, col[type], sb); \
+        break;
+                SP_EVENTS(CT_X_CASE)
+#undef CT_X_CASE
+            default:
+                p = NULL;
+                break;
+            }
+        if (!p)
+            return -1;
+    }
+    return 0;
+}
+
+/* Layout while building: the type stream at out + SP_VARINT_MAX (n's
+ * varint is not known yet), the columns in the scratch, each in room for
+ * its bound; then n, the stream and the table are written, and the
+ * columns copied after them. */
+size_t sp_columns_from_rows(uint8_t *out, size_t cap, const uint8_t *rows, size_t len,
+                            uint8_t *scratch, struct sp_summary_build *sb)
+{
+    struct plan pl = {0};
     uint8_t *types = out + SP_VARINT_MAX;
-    if (len + SP_VARINT_MAX > cap || plan_events(&pl, rows, len, types, max_events, sb) < 0 ||
-        pl.n == 0)
+    if (len + SP_VARINT_MAX > cap || plan_events(&pl, rows, len, types) < 0 || pl.n == 0)
         return 0;
     size_t head = SP_VARINT_MAX + pl.n + table_bound(&pl, len);
     if (head + pl.data > cap)
         return 0;
-    static __thread uint32_t size[SP_EV_MAX][SP_MAX_COLUMNS];
-    uint8_t *data = out + head, *d = data;
-    for (unsigned t = 1; t < SP_EV_MAX && d; t++)
-        if (pl.count[t])
-            d = copy_type(&pl, t, rows, len, d, data + pl.data, size[t]);
-    if (!d)
+    uint8_t *col[SP_EV_MAX][SP_MAX_COLUMNS], *start[SP_EV_MAX][SP_MAX_COLUMNS];
+    size_t at = 0;
+    for (unsigned t = 1; t < SP_EV_MAX; t++) {
+        if (!pl.count[t])
+            continue;
+        size_t room = column_bound(&pl, t) + SP_COLUMNS_COLUMN_SLACK;
+        for (unsigned c = 0, k = sp_columns_of(t); c < k; c++, at += room)
+            start[t][c] = col[t][c] = scratch + at;
+    }
+    if (at > SP_COLUMNS_SCRATCH(len) || copy_events(rows, len, types, pl.n, col, sb) < 0)
         return 0;
-    /* n, the type stream and the table, then the columns right after. */
+    static __thread uint32_t size[SP_EV_MAX][SP_MAX_COLUMNS];
+    for (unsigned t = 1; t < SP_EV_MAX; t++)
+        for (unsigned c = 0, k = pl.count[t] ? sp_columns_of(t) : 0; c < k; c++)
+            size[t][c] = (uint32_t)(col[t][c] - start[t][c]);
+    /* n, the type stream and the table, then the columns. */
     uint8_t *p = sp_put_uvarint(out, pl.n);
     memmove(p, types, pl.n);
     p = put_table(p + pl.n, &pl, (const uint32_t(*)[SP_MAX_COLUMNS])size);
-    memmove(p, data, (size_t)(d - data));
-    return (size_t)(p - out) + (size_t)(d - data);
+    for (unsigned t = 1; t < SP_EV_MAX; t++)
+        for (unsigned c = 0, k = pl.count[t] ? sp_columns_of(t) : 0; c < k; c++) {
+            memcpy(p, start[t][c], size[t][c]);
+            p += size[t][c];
+        }
+    return (size_t)(p - out);
 }
 
 /* ---- reading ---------------------------------------------------------------------- */

@@ -72,18 +72,29 @@ static inline unsigned sp_columns_of(unsigned type)
  * the chunk should stay in rows: it holds an event this build cannot
  * regroup exactly (a type it does not know, an event whose length is not
  * exactly its fields), or the payload would exceed `cap`.  `out` must
- * have SP_COLUMNS_SLACK bytes of room past `cap` (varints are moved a
- * word at a time), and `scratch` room for SP_COLUMNS_SCRATCH(len)
- * entries.  With `sb` (begun by the caller, summary.h), the first pass
- * over the rows also adds each event to that summary: when the result is
- * not 0, `sb` holds the chunk's summary (else it is incomplete, and the
- * caller builds it from the rows). */
+ * have SP_COLUMNS_SLACK bytes of room past `cap`, and `scratch`
+ * SP_COLUMNS_SCRATCH(len) bytes: the columns are built there, each in
+ * room for the most it can hold, then copied behind the table.  With `sb`
+ * (begun by the caller, summary.h), the pass that copies the fields also
+ * adds each event to that summary: when the result is not 0, `sb` holds
+ * the chunk's summary (else it is incomplete, and the caller builds it
+ * from the rows). */
 struct sp_summary_build;
-#define SP_COLUMNS_MIN_EVENT 3 /* type, length, delta */
-#define SP_COLUMNS_SCRATCH(len) (3 * ((len) / SP_COLUMNS_MIN_EVENT + 1))
+/* The scratch's bound.  Each column of a type with k columns holds at
+ * most SP_VARINT_MAX bytes per event, and at most its events' bodies less
+ * a byte for each of their k - 1 other varints; the sum over the k
+ * columns, against the rows the events take (a body of at least k bytes,
+ * a type and a length byte), is largest for bodies of k + 9 bytes:
+ * SP_VARINT_MAX * k / (k + SP_VARINT_MAX + 1) times the rows, under 7
+ * for k up to SP_MAX_COLUMNS.  Then each column's slack (a field is moved
+ * 16 bytes at a time, twice that is kept) and a word for the rounding. */
+#define SP_COLUMNS_COLUMN_SLACK 32
+#define SP_COLUMNS_SCRATCH(len)                                                      \
+    ((len) / (SP_MAX_COLUMNS + SP_VARINT_MAX + 1) * SP_VARINT_MAX * SP_MAX_COLUMNS + \
+     (size_t)SP_EV_MAX * SP_MAX_COLUMNS * (SP_COLUMNS_COLUMN_SLACK + SP_WORD))
 #define SP_COLUMNS_SLACK 8
 size_t sp_columns_from_rows(uint8_t *out, size_t cap, const uint8_t *rows, size_t len,
-                            uint32_t *scratch, struct sp_summary_build *sb);
+                            uint8_t *scratch, struct sp_summary_build *sb);
 
 /* The columns of one chunk, being read.  A cursor reads a column only
  * once sp_columns_check has found that it holds exactly one varint per

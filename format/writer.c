@@ -150,7 +150,7 @@ struct sp_writer {
     uint8_t *cbuf;
     size_t cbuf_size;
     uint8_t *colbuf;                  /* a chunk regrouped into columns: slot capacity + slack */
-    uint32_t *scratch;                /* the regrouping's per-event offsets */
+    uint8_t *scratch;                 /* where the regrouping builds its columns */
     struct sp_summary_build *summary; /* the chunk's, while it is compressed */
     struct pending_slot *pending;     /* slot_count entries, for one pass */
     struct chunk_link *links;         /* per slot: the same thread's previous chunk */

@@ -11,8 +11,11 @@
  *     nothing;
  *   - changing the mask in the middle of a read never yields a wrong
  *     value: whatever comes out is an unmasked event, unchanged;
- *   - compressed frames are in the column layout, and undoing it by hand
- *     (sp_columns_to_rows) gives rows that decode to the same events;
+ *   - compressed frames are in the column layout, every one of them (the
+ *     events are all well formed: 64-bit values of ten bytes, collectives
+ *     of more than 63 bytes, the last events of a chunk), and undoing it
+ *     by hand (sp_columns_to_rows) gives rows that decode to the same
+ *     events;
  *   - a writer that recorded one event has faulted in one slot page, not
  *     one per slot, even after its compressor looked at the slots;
  *   - the trace's descriptor sits at 512 or above, out of the way of the
@@ -212,6 +215,14 @@ static void frames_are_columns(const char *dir)
     CHECK(fh.usize & SP_FRAME_COLUMNS, "the first frame is in the column layout");
     uint8_t *c = malloc(fh.csize), *cols = malloc(SLOT_SIZE), *rows = malloc(2 * SLOT_SIZE);
     CHECK(c && cols && rows && fread(c, 1, fh.csize, f) == fh.csize, "payload");
+    /* The others: a chunk the compressor could not regroup would be in rows. */
+    struct sp_frame_header next;
+    unsigned frames = 1;
+    for (; fread(&next, sizeof next, 1, f) == 1 && next.magic == SP_FRAME_MAGIC; frames++) {
+        CHECK(next.usize & SP_FRAME_COLUMNS, "frame %u is in the column layout", frames);
+        CHECK(fseek(f, (long)next.csize, SEEK_CUR) == 0, "frame %u's payload", frames);
+    }
+    CHECK(frames > 10, "%u frames", frames);
     fclose(f);
     size_t n = ZSTD_decompress(cols, SLOT_SIZE, c, fh.csize);
     CHECK(n == (fh.usize & SP_FRAME_SIZE_MASK), "decompresses to usize");
@@ -237,7 +248,8 @@ static void frames_are_columns(const char *dir)
     free(c);
     free(cols);
     free(rows);
-    printf("ok: frames hold columns; undone by hand they give the reader's %zu events\n", k);
+    printf("ok: all %u frames hold columns; the first undone by hand gives the reader's %zu events\n", frames,
+           k);
 }
 
 /* Pages of the trace file in memory, over [off, off + len). */

@@ -657,23 +657,39 @@ static int build_instances(struct graph *g)
             in->sends += x->op == SP_NCCL_SEND;
         }
     }
-    free(fill);
     /* a node's synchronization point: the latest last arrival over its
-     * instances (a group's pairs end together, when the latest has) */
+     * instances (a group's pairs end together, when the latest has); then
+     * each participant's tail, its recorded end past that point.  Both
+     * rank after rank, in the order the participants were placed: the
+     * nodes and their sync points are read in memory order (instance
+     * after instance, each participant was a cache miss at thousands of
+     * ranks), and a participant's place is found again by counting. */
     int64_t *sync = malloc((g->total + 1) * sizeof *sync);
-    if (!sync)
+    if (!sync) {
+        free(fill);
         return -1;
+    }
     for (size_t f = 0; f < g->total; f++)
         sync[f] = INT64_MIN;
-    for (size_t t = 0; t < g->ninsts; t++) {
-        const struct inst *in = &g->insts[t];
-        for (int32_t p = 0; p < in->n; p++) {
-            const struct part *pt = &g->parts[in->first + p];
-            size_t flat = g->node_base[pt->r] + (size_t)pt->node;
-            if (in->last > sync[flat])
-                sync[flat] = in->last;
+    for (int i = 0; i < m->nranks; i++)
+        for (size_t c = 0; c < m->ranks[i].ncalls; c++) {
+            const struct sp_coll_call *x = &m->ranks[i].calls[c];
+            if (x->node < 0 || x->inst < 0 || (size_t)x->inst >= g->ninsts)
+                continue;
+            size_t flat = g->node_base[i] + (size_t)x->node;
+            if (g->insts[x->inst].last > sync[flat])
+                sync[flat] = g->insts[x->inst].last;
         }
-    }
+    memset(fill, 0, (g->ninsts + 1) * sizeof *fill);
+    for (int i = 0; i < m->nranks; i++)
+        for (size_t c = 0; c < m->ranks[i].ncalls; c++) {
+            const struct sp_coll_call *x = &m->ranks[i].calls[c];
+            if (x->node < 0 || x->inst < 0 || (size_t)x->inst >= g->ninsts)
+                continue;
+            int64_t e = m->ranks[i].nodes[x->node].e, s = sync[g->node_base[i] + (size_t)x->node];
+            g->parts[g->insts[x->inst].first + fill[x->inst]++].tail = e - s > 0 ? e - s : 0;
+        }
+    free(fill);
     for (size_t t = 0; t < g->ninsts; t++) {
         struct inst *in = &g->insts[t];
         int sorted = 1; /* filled rank after rank: already in order */
@@ -682,13 +698,8 @@ static int build_instances(struct graph *g)
         if (!sorted)
             qsort(g->parts + in->first, (size_t)in->n, sizeof *g->parts, cmp_part);
         in->pair = in->p2p && in->n == 2 && in->sends == 1;
-        for (int32_t p = 0; p < in->n; p++) {
-            struct part *pt = &g->parts[in->first + p];
-            const struct sp_rnode *nd = &m->ranks[pt->r].nodes[pt->node];
-            int64_t s = sync[g->node_base[pt->r] + (size_t)pt->node];
-            pt->tail = nd->e - s > 0 ? nd->e - s : 0;
-            in->spans |= m->ranks[pt->r].host != m->ranks[g->parts[in->first].r].host;
-        }
+        for (int32_t p = 0; p < in->n; p++)
+            in->spans |= m->ranks[g->parts[in->first + p].r].host != m->ranks[g->parts[in->first].r].host;
     }
     free(sync);
     return 0;
@@ -793,6 +804,56 @@ static int cmp_float(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Below this many values sort_f sorts by insertion. */
+#define SORT_SMALL 16
+
+/* v ascending, as qsort with cmp_float puts it (a float's place does not
+ * depend on the order it came in, equal values being the same value),
+ * without a call per comparison: Hoare's partition around the middle
+ * value (equal values go to both sides, so a run of them halves), the
+ * smaller side first, small ranges by insertion.  Values that do not
+ * compare (NaN) leave the order to qsort. */
+static void sort_f(float *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (isnan(v[i])) {
+            qsort(v, n, sizeof *v, cmp_float);
+            return;
+        }
+    while (n > SORT_SMALL) {
+        float pivot = v[n / 2];
+        size_t i = 0, j = n - 1;
+        for (;;) {
+            while (v[i] < pivot)
+                i++;
+            while (v[j] > pivot)
+                j--;
+            if (i >= j)
+                break;
+            float t = v[i];
+            v[i++] = v[j];
+            v[j--] = t;
+        }
+        /* [0, j] and [j + 1, n): every value of the first at most every one of the second */
+        size_t left = j + 1;
+        if (left < n - left) {
+            sort_f(v, left);
+            v += left;
+            n -= left;
+        } else {
+            sort_f(v + left, n - left);
+            n = left;
+        }
+    }
+    for (size_t i = 1; i < n; i++) {
+        float x = v[i];
+        size_t k = i;
+        for (; k > 0 && v[k - 1] > x; k--)
+            v[k] = v[k - 1];
+        v[k] = x;
+    }
+}
+
 static float node_total(const struct sp_rnode *n)
 {
     float t = 0;
@@ -830,7 +891,7 @@ static void group_excess(const struct graph *g, size_t a, uint32_t n, const floa
                          float *sorted, double *excess, double *by_step)
 {
     memcpy(sorted, tot, n * sizeof *sorted);
-    qsort(sorted, n, sizeof *sorted, cmp_float);
+    sort_f(sorted, n);
     for (uint32_t p = 0; p < n; p++) {
         float own = tot[p];
         size_t i = 0, hi_i = n - 1; /* own's place in the sorted totals: */
@@ -929,6 +990,20 @@ static void fill_window(struct graph *g, uint32_t n, uint32_t at, float *vals)
     }
 }
 
+/* A large group's medians per window and component, off its kept values
+ * (median_f's arithmetic: the values at sorted positions n / 2 and
+ * n / 2 - 1 lie among them). */
+static void window_median_of(const struct graph *g, uint32_t n, uint32_t at, float (*out)[SP_LOC_N])
+{
+    size_t mid = n / 2 - (n / 2 - WIN_R - 1); /* n / 2's place among the kept values */
+    for (int w = 0; w < 2; w++)
+        for (int c = 0; c < SP_LOC_N; c++) {
+            const float *k = g->win + at + (size_t)(w * SP_LOC_N + c) * WIN_N;
+            double hi = k[mid];
+            out[w][c] = (float)(n % 2 ? hi : 0.5 * ((double)k[mid - 1] + hi));
+        }
+}
+
 /* g->win_at and g->win (vals: scratch as for group_medians), unless
  * gather_groups made them. */
 static void build_windows(struct graph *g, float *vals)
@@ -975,10 +1050,13 @@ static int gather_groups(struct graph *g, double *excess, double *by_step)
         gather_group(g, a, n, vals, tot, step);
         if (n >= 2)
             group_excess(g, a, n, tot, step, sorted, excess, by_step);
-        if (g->gmed_early)
-            group_median_of(vals, n, g->gmed_early[id]);
-        if (win && g->win_at[id] != UINT32_MAX)
+        if (win && g->win_at[id] != UINT32_MAX) {
             fill_window(g, n, g->win_at[id], vals);
+            if (g->gmed_early)
+                window_median_of(g, n, g->win_at[id], g->gmed_early[id]);
+        } else if (g->gmed_early) {
+            group_median_of(vals, n, g->gmed_early[id]);
+        }
         a += n ? n : 1;
     }
     free(vals);
@@ -1052,9 +1130,8 @@ static int build_perm(struct graph *g)
 {
     const struct sp_model *m = g->m;
     g->perm = malloc((g->total + 1) * sizeof *g->perm);
-    size_t *cur = calloc((size_t)m->nranks + 1, sizeof *cur);
     uint32_t *cnt = calloc((size_t)g->nsteps + 1, sizeof *cnt);
-    int ok = g->perm && cur && cnt;
+    int ok = g->perm && cnt;
     /* per step, the most nodes any rank has in it */
     for (int r = 0; ok && r < m->nranks; r++) {
         const struct sp_rank *rk = &m->ranks[r];
@@ -1068,22 +1145,50 @@ static int build_perm(struct graph *g)
         }
         ok = j == rk->nnodes; /* every node in a step, in step order */
     }
-    size_t cost = 0;
-    for (int st = 0; ok && st < g->nsteps; st++)
+    size_t cost = 0, nslots = 0;
+    for (int st = 0; ok && st < g->nsteps; st++) {
         cost += (size_t)cnt[st] * (size_t)m->nranks;
+        nslots += cnt[st];
+    }
     ok = ok && cost <= PERM_PASSES * (g->total + 1);
+    /* The place of a rank's k-th node of step st: the nodes of the (step,
+     * k) before it, then those of the ranks before it.  Worked out rank
+     * after rank, each rank's nodes in memory order (step after step
+     * across the ranks was a cache miss per node): per (step, k), first
+     * how many ranks have a k-th node, then where its next one goes. */
+    size_t *first = ok ? calloc(nslots + 1, sizeof *first) : NULL;
+    size_t *slot = ok ? malloc(((size_t)g->nsteps + 1) * sizeof *slot) : NULL;
+    ok = ok && first && slot;
+    for (size_t st = 0, x = 0; ok && st < (size_t)g->nsteps; st++) {
+        slot[st] = x; /* step st's (step, k) entries start here */
+        x += cnt[st];
+    }
+    for (int r = 0; ok && r < m->nranks; r++) {
+        const struct sp_rank *rk = &m->ranks[r];
+        for (size_t j = 0, k = 0; j < rk->nnodes; j++) {
+            k = j && rk->nodes[j].step == rk->nodes[j - 1].step ? k + 1 : 0;
+            first[slot[rk->nodes[j].step] + k]++;
+        }
+    }
     size_t at = 0;
     for (int st = 0; ok && st < g->nsteps; st++)
-        for (uint32_t k = 0; k < cnt[st]; k++)
-            for (int r = 0; r < m->nranks; r++) {
-                const struct sp_rank *rk = &m->ranks[r];
-                if (cur[r] < rk->nnodes && rk->nodes[cur[r]].step == st)
-                    g->perm[g->node_base[r] + cur[r]++] = (uint32_t)at++;
-            }
+        for (uint32_t k = 0; k < cnt[st]; k++) {
+            size_t n = first[slot[st] + k];
+            first[slot[st] + k] = at;
+            at += n;
+        }
+    for (int r = 0; ok && r < m->nranks; r++) {
+        const struct sp_rank *rk = &m->ranks[r];
+        for (size_t j = 0, k = 0; j < rk->nnodes; j++) {
+            k = j && rk->nodes[j].step == rk->nodes[j - 1].step ? k + 1 : 0;
+            g->perm[g->node_base[r] + j] = (uint32_t)first[slot[rk->nodes[j].step] + k]++;
+        }
+    }
+    free(first);
+    free(slot);
     ok = ok && at == g->total;
     for (size_t f = 0; !ok && g->perm && f < g->total; f++)
         g->perm[f] = (uint32_t)f;
-    free(cur);
     free(cnt);
     return g->perm ? 0 : -1;
 }

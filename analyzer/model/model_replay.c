@@ -620,13 +620,8 @@ static int build_instances(struct graph *g)
     struct sp_model *m = g->m;
     g->ninsts = m->coll_instances;
     g->insts = calloc(g->ninsts + 1, sizeof *g->insts);
-    size_t nparts = 0;
-    for (int i = 0; i < m->nranks; i++)
-        for (size_t c = 0; c < m->ranks[i].ncalls; c++)
-            nparts += m->ranks[i].calls[c].node >= 0 && m->ranks[i].calls[c].inst >= 0;
-    g->parts = malloc((nparts + 1) * sizeof *g->parts);
     int32_t *fill = calloc(g->ninsts + 1, sizeof *fill);
-    if (!g->insts || !g->parts || !fill) {
+    if (!g->insts || !fill) {
         free(fill);
         return -1;
     }
@@ -641,6 +636,10 @@ static int build_instances(struct graph *g)
         g->insts[t].first = off;
         off += g->insts[t].n;
         g->insts[t].last = INT64_MIN;
+    }
+    if (!(g->parts = malloc(((size_t)off + 1) * sizeof *g->parts))) {
+        free(fill);
+        return -1;
     }
     for (int i = 0; i < m->nranks; i++) {
         struct sp_rank *r = &m->ranks[i];
@@ -660,10 +659,11 @@ static int build_instances(struct graph *g)
     /* a node's synchronization point: the latest last arrival over its
      * instances (a group's pairs end together, when the latest has); then
      * each participant's tail, its recorded end past that point.  Both
-     * rank after rank, in the order the participants were placed: the
-     * nodes and their sync points are read in memory order (instance
-     * after instance, each participant was a cache miss at thousands of
-     * ranks), and a participant's place is found again by counting. */
+     * rank after rank (one rank's calls read twice while in cache), in
+     * the order the participants were placed: the nodes and their sync
+     * points are read in memory order (instance after instance, each
+     * participant was a cache miss at thousands of ranks), and a
+     * participant's place is found again by counting. */
     int64_t *sync = malloc((g->total + 1) * sizeof *sync);
     if (!sync) {
         free(fill);
@@ -671,24 +671,25 @@ static int build_instances(struct graph *g)
     }
     for (size_t f = 0; f < g->total; f++)
         sync[f] = INT64_MIN;
-    for (int i = 0; i < m->nranks; i++)
-        for (size_t c = 0; c < m->ranks[i].ncalls; c++) {
-            const struct sp_coll_call *x = &m->ranks[i].calls[c];
+    memset(fill, 0, (g->ninsts + 1) * sizeof *fill);
+    for (int i = 0; i < m->nranks; i++) {
+        const struct sp_rank *r = &m->ranks[i];
+        for (size_t c = 0; c < r->ncalls; c++) {
+            const struct sp_coll_call *x = &r->calls[c];
             if (x->node < 0 || x->inst < 0 || (size_t)x->inst >= g->ninsts)
                 continue;
             size_t flat = g->node_base[i] + (size_t)x->node;
             if (g->insts[x->inst].last > sync[flat])
                 sync[flat] = g->insts[x->inst].last;
         }
-    memset(fill, 0, (g->ninsts + 1) * sizeof *fill);
-    for (int i = 0; i < m->nranks; i++)
-        for (size_t c = 0; c < m->ranks[i].ncalls; c++) {
-            const struct sp_coll_call *x = &m->ranks[i].calls[c];
+        for (size_t c = 0; c < r->ncalls; c++) {
+            const struct sp_coll_call *x = &r->calls[c];
             if (x->node < 0 || x->inst < 0 || (size_t)x->inst >= g->ninsts)
                 continue;
-            int64_t e = m->ranks[i].nodes[x->node].e, s = sync[g->node_base[i] + (size_t)x->node];
+            int64_t e = r->nodes[x->node].e, s = sync[g->node_base[i] + (size_t)x->node];
             g->parts[g->insts[x->inst].first + fill[x->inst]++].tail = e - s > 0 ? e - s : 0;
         }
+    }
     free(fill);
     for (size_t t = 0; t < g->ninsts; t++) {
         struct inst *in = &g->insts[t];
@@ -1523,6 +1524,12 @@ static void complete(struct replay *rp, size_t in_idx)
     const struct inst *in = &g->insts[in_idx];
     double scale = in->spans ? rp->cf->cross * rp->cf->transfer : rp->cf->transfer;
     const struct part *parts = &g->parts[in->first];
+    /* the first participants' states, which nothing asked for ahead (all
+     * of a small instance's: one host's ranks), are asked for together */
+    for (int32_t p = 0; p < in->n && p < COMPLETE_AHEAD; p++) {
+        __builtin_prefetch(&rp->ns[parts[p].at], 1);
+        __builtin_prefetch(&g->gn[parts[p].at]);
+    }
     for (int32_t p = 0; p < in->n; p++) {
         if (p + COMPLETE_AHEAD < in->n) {
             uint32_t ahead = parts[p + COMPLETE_AHEAD].at;

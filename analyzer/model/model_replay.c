@@ -286,6 +286,21 @@ static const struct sp_rnode *node_at(const struct graph *g, uint32_t flat, int 
     return &g->m->ranks[a].nodes[flat - g->node_base[a]];
 }
 
+/* The rank of a node a few ranks after *r's (a group's nodes come in flat
+ * order, most often of ranks next to each other): *r moved to the last
+ * rank whose base <= flat, as node_at finds it; 0 when that is farther
+ * than RANK_STEPS ranks (node_at then searches: 10 steps at 1024 ranks). */
+#define RANK_STEPS 8
+static int rank_after(const struct graph *g, uint32_t flat, int *r)
+{
+    for (int i = 0; i < RANK_STEPS; i++) {
+        if (*r + 1 >= g->m->nranks || g->node_base[*r + 1] > flat)
+            return 1;
+        ++*r;
+    }
+    return *r + 1 >= g->m->nranks || g->node_base[*r + 1] > flat;
+}
+
 /* The p-th node of a peer group (an index into peers[]). */
 static inline const struct sp_rnode *peer_node(const struct graph *g, uint32_t p)
 {
@@ -593,9 +608,10 @@ static int build_peers(struct graph *g)
             b++;
         if (b - a > g->max_peers)
             g->max_peers = (uint32_t)(b - a);
+        int r = 0;
         for (size_t x = a; x < b; x++) {
-            int r;
-            node_at(g, k[x].flat, &r);
+            if (x == a || !rank_after(g, k[x].flat, &r))
+                node_at(g, k[x].flat, &r);
             g->peers[x] = k[x].flat;
             g->peer_rank[x] = r;
             g->peer_first[k[x].flat] = (uint32_t)a;

@@ -21,6 +21,7 @@
  * the error says "no memory" (ENOMEM, REG_ESPACE, SP_E_NOMEM) the caller
  * says so with sp_alloc_lost().
  */
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -43,6 +44,24 @@ int __wrap_vasprintf(char **out, const char *fmt, va_list ap);
 int __wrap_asprintf(char **out, const char *fmt, ...);
 
 static atomic_int failed;
+
+/* The analyzer allocates arrays of hundreds of megabytes at thousands of
+ * ranks (a value per call or per replay node: the instance passes, the
+ * peer keys, the replay's graph), frees them and allocates the next.
+ * glibc maps every block above its mmap threshold (dynamic, at most 32
+ * MiB) afresh and unmaps it when freed, so each page of each such array
+ * faults and is cleared again: 580k page faults and a sixth of the CPU in
+ * the kernel for a 1024-rank report of 16 collectives a step.  Blocks up
+ * to LARGE_IN_HEAP come from the heap instead, whose top is given back
+ * only past as much free: freed pages are reused (40% fewer faults, the
+ * peak 1-3% higher). */
+#define LARGE_IN_HEAP (1 << 30)
+
+void sp_alloc_tune(void)
+{
+    mallopt(M_MMAP_THRESHOLD, LARGE_IN_HEAP);
+    mallopt(M_TRIM_THRESHOLD, LARGE_IN_HEAP);
+}
 
 static void *seen(void *p, int wanted)
 {

@@ -10,6 +10,10 @@
  * may be incomplete. */
 #define SP_EXIT_NOMEM 3
 
+/* At start, once: large blocks are kept in the heap when freed, to be
+ * reused, not unmapped (alloc.c). */
+void sp_alloc_tune(void);
+
 /* 1 once an allocation asked for memory and got none. */
 int sp_alloc_failed(void);
 /* For a call that allocates where alloc.c cannot see it (inside libc or a

@@ -58,6 +58,7 @@ static int after_verb(const char *verb, int rc, int keep_status)
 
 int main(int argc, char **argv)
 {
+    sp_alloc_tune();
     if (argc < 2) {
         usage(stderr);
         return 2;

@@ -100,10 +100,17 @@ struct host_done {
 
 /* ---- per communicator ---- */
 
+/* A call, with a copy of what the passes over a communicator's calls
+ * read of it: they go instance after instance, and the calls themselves
+ * lie rank after rank (at thousands of ranks a cache miss per call and
+ * pass); the copies are made in the calls' order. */
 struct cref {
-    uint64_t comm, seq;
+    uint64_t comm, seq, bytes;
+    int64_t host_t, end;
     int r;
     uint32_t c;
+    uint32_t op, dtype, nranks;
+    uint8_t timing;
 };
 
 /* k by (comm, seq), each instance's calls by rank: k comes rank after
@@ -125,11 +132,6 @@ struct member {
     uint64_t entered, done;
     int64_t done_t;
 };
-
-static const struct sp_coll_call *call_at(const struct sp_model *m, const struct cref *x)
-{
-    return &m->ranks[x->r].calls[x->c];
-}
 
 static int64_t gl(const struct sp_model *m, int r, int64_t t)
 {
@@ -161,7 +163,7 @@ static double median_gap_s(const struct sp_model *m, const struct cref *k, size_
         size_t b = a;
         int64_t t = INT64_MAX;
         while (b < n && k[b].seq == k[a].seq) {
-            int64_t h = gl(m, k[b].r, call_at(m, &k[b])->host_t);
+            int64_t h = gl(m, k[b].r, k[b].host_t);
             t = h < t ? h : t;
             b++;
         }
@@ -185,7 +187,7 @@ struct call_sig {
     uint64_t bytes;
 };
 
-static int same_sig(const struct sp_coll_call *c, const struct call_sig *s)
+static int same_sig(const struct cref *c, const struct call_sig *s)
 {
     return c->op == s->op && c->dtype == s->dtype && c->bytes == s->bytes;
 }
@@ -197,7 +199,7 @@ static int check_desync(const struct sp_model *m, struct sp_hang *h, const struc
     struct call_sig sig[8];
     int count[8], ns = 0;
     for (size_t i = 0; i < n; i++) {
-        const struct sp_coll_call *c = call_at(m, &k[i]);
+        const struct cref *c = &k[i];
         int j = 0;
         while (j < ns && !same_sig(c, &sig[j]))
             j++;
@@ -228,7 +230,7 @@ static int check_desync(const struct sp_model *m, struct sp_hang *h, const struc
     d->a = (struct sp_hang_call){sig[big].op, sig[big].dtype, sig[big].bytes, NULL, 0};
     d->b = (struct sp_hang_call){sig[other].op, sig[other].dtype, sig[other].bytes, NULL, 0};
     for (size_t i = 0; i < n; i++) {
-        const struct sp_coll_call *c = call_at(m, &k[i]);
+        const struct cref *c = &k[i];
         int rank = m->ranks[k[i].r].rank;
         if (same_sig(c, &sig[big]))
             push_int(&d->a.ranks, &d->a.nranks, rank);
@@ -247,7 +249,7 @@ static const struct sp_coll_call *find_call(const struct sp_model *m, int r, uin
     return NULL;
 }
 
-static int is_done(const struct sp_coll_call *c)
+static int is_done(const struct cref *c)
 {
     return c->timing != SP_TIMING_HOST;
 }
@@ -259,7 +261,7 @@ static int analyze_comm(const struct sp_model *m, const struct sp_hang_opts *o, 
     uint64_t comm = k[0].comm;
     uint32_t nranks = 0;
     for (size_t i = 0; i < n; i++) {
-        uint32_t x = call_at(m, &k[i])->nranks;
+        uint32_t x = k[i].nranks;
         nranks = x > nranks ? x : nranks;
     }
     int world = m->world_size > 0 && nranks == (uint32_t)m->world_size;
@@ -275,7 +277,7 @@ static int analyze_comm(const struct sp_model *m, const struct sp_hang_opts *o, 
     }
     int64_t last_entry_t = INT64_MIN;
     for (size_t i = 0; i < n; i++) {
-        const struct sp_coll_call *c = call_at(m, &k[i]);
+        const struct cref *c = &k[i];
         struct member *x = &all[k[i].r];
         has[k[i].r] = 1;
         if (c->seq > x->entered) x->entered = c->seq;
@@ -430,7 +432,8 @@ static int find_instances(const struct sp_model *m, const struct sp_hang_opts *o
         for (size_t c = 0; c < m->ranks[r].ncalls; c++) {
             const struct sp_coll_call *x = &m->ranks[r].calls[c];
             if (is_coll(x->op) && x->seq > 0 && c <= UINT32_MAX)
-                k[n++] = (struct cref){x->comm, x->seq, r, (uint32_t)c};
+                k[n++] = (struct cref){x->comm, x->seq, x->bytes, x->host_t, x->end, r, (uint32_t)c,
+                                       x->op, x->dtype, x->nranks, x->timing};
         }
     if (sort_crefs(k, n) < 0) {
         free(k);

@@ -51,7 +51,8 @@ struct inst_arrivals {
 struct coll_pass {
     struct inst_arrivals *in;
     size_t cap;
-    int failed; /* out of memory: p2p waits stay per pair, out of the arrival table */
+    int failed;  /* out of memory: p2p waits stay per pair, out of the arrival table */
+    size_t hint; /* the summary the last instance went to (add_to_summary) */
 };
 
 /* p2p keys: the k-th message between a sender and a receiver on a
@@ -160,17 +161,30 @@ static int in_view(struct sp_model *m, const struct sp_coll_ref *x)
     return last > m->step_lo && t >= r->steps[m->step_lo].start && t < r->steps[last - 1].end;
 }
 
-static struct sp_coll_summary *summary_for(struct sp_model *m, const struct sp_coll_call *c)
+/* The summary of c's (comm, op, bytes), added when none.  Instances come
+ * by communicator, so the one *hint names (the last found, when not NULL)
+ * is asked first: a job with a communicator per host has hundreds. */
+static struct sp_coll_summary *summary_for(struct sp_model *m, const struct sp_coll_call *c, size_t *hint)
 {
-    for (size_t i = 0; i < m->ncolls; i++) {
-        struct sp_coll_summary *s = &m->colls[i];
+    if (hint && *hint < m->ncolls) {
+        struct sp_coll_summary *s = &m->colls[*hint];
         if (s->comm == c->comm && s->op == c->op && s->bytes == c->bytes)
             return s;
+    }
+    for (size_t i = 0; i < m->ncolls; i++) {
+        struct sp_coll_summary *s = &m->colls[i];
+        if (s->comm == c->comm && s->op == c->op && s->bytes == c->bytes) {
+            if (hint)
+                *hint = i;
+            return s;
+        }
     }
     void *p = realloc(m->colls, (m->ncolls + 1) * sizeof *m->colls);
     if (!p)
         return NULL;
     m->colls = p;
+    if (hint)
+        *hint = m->ncolls;
     struct sp_coll_summary *s = &m->colls[m->ncolls++];
     memset(s, 0, sizeof *s);
     s->comm = c->comm;
@@ -181,9 +195,9 @@ static struct sp_coll_summary *summary_for(struct sp_model *m, const struct sp_c
 }
 
 static void add_to_summary(struct sp_model *m, const struct sp_coll_call *c, double transfer,
-                           double mean_wait, int complete, int spans)
+                           double mean_wait, int complete, int spans, size_t *hint)
 {
-    struct sp_coll_summary *s = summary_for(m, c);
+    struct sp_coll_summary *s = summary_for(m, c, hint);
     if (!s)
         return;
     s->calls++;
@@ -288,7 +302,7 @@ static void measure_instance(struct sp_model *m, const struct sp_coll_ref *refs,
      * before a pause: not a rank that never arrived */
     if (!complete && sp_model_in_pause(m, &m->ranks[refs[0].r], c0->start - PAUSE_MARGIN_NS, c0->end + PAUSE_MARGIN_NS))
         complete = 1;
-    add_to_summary(m, c0, (double)transfer, wait_sum / (double)n, complete, spans);
+    add_to_summary(m, c0, (double)transfer, wait_sum / (double)n, complete, spans, &cp->hint);
     /* a p2p call is one of its kernel's pairs: the kernel, not the pair,
      * is the synchronization point (sync_kernel) */
     if (sp_op_is_p2p(c0->op))
@@ -395,7 +409,7 @@ static void summarize_p2p(struct sp_model *m, const struct sp_coll_ref *refs, si
     int complete = n >= 2;
     if (!complete && sp_model_in_pause(m, &m->ranks[refs[0].r], c0->start - PAUSE_MARGIN_NS, c0->end + PAUSE_MARGIN_NS))
         complete = 1;
-    add_to_summary(m, c0, (double)transfer, wait_sum / (double)n, complete, spans);
+    add_to_summary(m, c0, (double)transfer, wait_sum / (double)n, complete, spans, NULL);
 }
 
 static void finish_summaries(struct sp_model *m)

@@ -87,6 +87,7 @@
  * more than its own time on the critical path, bounded per peer group.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,14 +151,22 @@ struct gnode {
  * and end; latest replayed last arrival of its instances; the latest
  * replayed end among the ends it waits for; its gap's and its under's
  * local time under the counterfactual; ends it waits for still to come;
- * its instances not yet complete; whether its end is final. */
+ * its instances not yet complete; whether its end is final.  And, the
+ * same in every replay (set with the graph), the place of its rank's next
+ * node (UINT32_MAX: none), where the walk goes on to: read here, not in
+ * perm, it costs no cache miss of its own and can be asked for ahead.
+ * One cache line each (NSTATE_ALIGN): a node's state never spans two. */
+#define NSTATE_ALIGN 64
 struct nstate {
-    int64_t arr, end, sync, gate_max;
+    _Alignas(NSTATE_ALIGN) int64_t arr;
+    int64_t end, sync, gate_max;
     double gap, under;
     uint32_t gate_left;
+    uint32_t next;
     uint16_t pending;
     uint8_t done;
 };
+_Static_assert(sizeof(struct nstate) == NSTATE_ALIGN, "a node's state is one cache line");
 
 struct graph {
     struct sp_model *m;
@@ -184,6 +193,7 @@ struct graph {
     /* per group, window (gap, under) and component: the median over the
      * group, computed at the first replay that wants it (imbalance) */
     float (*gmed)[2][SP_LOC_N];
+    float (*gmed_early)[2][SP_LOC_N]; /* the same, from gather_groups, until asked */
     /* per group of at least WIN_MIN_PEERS: where its WIN_N sorted values
      * of each window and component start in win (UINT32_MAX: none kept),
      * built before the first counterfactual that fixes ranks */
@@ -214,6 +224,7 @@ struct graph {
     /* the node states, one replay after another: allocated once, so that
      * a dozen replays do not map and clear their pages a dozen times */
     struct nstate *ns;
+    void *ns_mem; /* ns as allocated (ns is aligned in it) */
 };
 
 /* ---- a counterfactual ---- */
@@ -273,6 +284,21 @@ static const struct sp_rnode *node_at(const struct graph *g, uint32_t flat, int 
     }
     *rank = a;
     return &g->m->ranks[a].nodes[flat - g->node_base[a]];
+}
+
+/* The rank of a node a few ranks after *r's (a group's nodes come in flat
+ * order, most often of ranks next to each other): *r moved to the last
+ * rank whose base <= flat, as node_at finds it; 0 when that is farther
+ * than RANK_STEPS ranks (node_at then searches: 10 steps at 1024 ranks). */
+#define RANK_STEPS 8
+static int rank_after(const struct graph *g, uint32_t flat, int *r)
+{
+    for (int i = 0; i < RANK_STEPS; i++) {
+        if (*r + 1 >= g->m->nranks || g->node_base[*r + 1] > flat)
+            return 1;
+        ++*r;
+    }
+    return *r + 1 >= g->m->nranks || g->node_base[*r + 1] > flat;
 }
 
 /* The p-th node of a peer group (an index into peers[]). */
@@ -582,9 +608,10 @@ static int build_peers(struct graph *g)
             b++;
         if (b - a > g->max_peers)
             g->max_peers = (uint32_t)(b - a);
+        int r = 0;
         for (size_t x = a; x < b; x++) {
-            int r;
-            node_at(g, k[x].flat, &r);
+            if (x == a || !rank_after(g, k[x].flat, &r))
+                node_at(g, k[x].flat, &r);
             g->peers[x] = k[x].flat;
             g->peer_rank[x] = r;
             g->peer_first[k[x].flat] = (uint32_t)a;
@@ -609,13 +636,8 @@ static int build_instances(struct graph *g)
     struct sp_model *m = g->m;
     g->ninsts = m->coll_instances;
     g->insts = calloc(g->ninsts + 1, sizeof *g->insts);
-    size_t nparts = 0;
-    for (int i = 0; i < m->nranks; i++)
-        for (size_t c = 0; c < m->ranks[i].ncalls; c++)
-            nparts += m->ranks[i].calls[c].node >= 0 && m->ranks[i].calls[c].inst >= 0;
-    g->parts = malloc((nparts + 1) * sizeof *g->parts);
     int32_t *fill = calloc(g->ninsts + 1, sizeof *fill);
-    if (!g->insts || !g->parts || !fill) {
+    if (!g->insts || !fill) {
         free(fill);
         return -1;
     }
@@ -630,6 +652,10 @@ static int build_instances(struct graph *g)
         g->insts[t].first = off;
         off += g->insts[t].n;
         g->insts[t].last = INT64_MIN;
+    }
+    if (!(g->parts = malloc(((size_t)off + 1) * sizeof *g->parts))) {
+        free(fill);
+        return -1;
     }
     for (int i = 0; i < m->nranks; i++) {
         struct sp_rank *r = &m->ranks[i];
@@ -646,23 +672,41 @@ static int build_instances(struct graph *g)
             in->sends += x->op == SP_NCCL_SEND;
         }
     }
-    free(fill);
     /* a node's synchronization point: the latest last arrival over its
-     * instances (a group's pairs end together, when the latest has) */
+     * instances (a group's pairs end together, when the latest has); then
+     * each participant's tail, its recorded end past that point.  Both
+     * rank after rank (one rank's calls read twice while in cache), in
+     * the order the participants were placed: the nodes and their sync
+     * points are read in memory order (instance after instance, each
+     * participant was a cache miss at thousands of ranks), and a
+     * participant's place is found again by counting. */
     int64_t *sync = malloc((g->total + 1) * sizeof *sync);
-    if (!sync)
+    if (!sync) {
+        free(fill);
         return -1;
+    }
     for (size_t f = 0; f < g->total; f++)
         sync[f] = INT64_MIN;
-    for (size_t t = 0; t < g->ninsts; t++) {
-        const struct inst *in = &g->insts[t];
-        for (int32_t p = 0; p < in->n; p++) {
-            const struct part *pt = &g->parts[in->first + p];
-            size_t flat = g->node_base[pt->r] + (size_t)pt->node;
-            if (in->last > sync[flat])
-                sync[flat] = in->last;
+    memset(fill, 0, (g->ninsts + 1) * sizeof *fill);
+    for (int i = 0; i < m->nranks; i++) {
+        const struct sp_rank *r = &m->ranks[i];
+        for (size_t c = 0; c < r->ncalls; c++) {
+            const struct sp_coll_call *x = &r->calls[c];
+            if (x->node < 0 || x->inst < 0 || (size_t)x->inst >= g->ninsts)
+                continue;
+            size_t flat = g->node_base[i] + (size_t)x->node;
+            if (g->insts[x->inst].last > sync[flat])
+                sync[flat] = g->insts[x->inst].last;
+        }
+        for (size_t c = 0; c < r->ncalls; c++) {
+            const struct sp_coll_call *x = &r->calls[c];
+            if (x->node < 0 || x->inst < 0 || (size_t)x->inst >= g->ninsts)
+                continue;
+            int64_t e = r->nodes[x->node].e, s = sync[g->node_base[i] + (size_t)x->node];
+            g->parts[g->insts[x->inst].first + fill[x->inst]++].tail = e - s > 0 ? e - s : 0;
         }
     }
+    free(fill);
     for (size_t t = 0; t < g->ninsts; t++) {
         struct inst *in = &g->insts[t];
         int sorted = 1; /* filled rank after rank: already in order */
@@ -671,13 +715,8 @@ static int build_instances(struct graph *g)
         if (!sorted)
             qsort(g->parts + in->first, (size_t)in->n, sizeof *g->parts, cmp_part);
         in->pair = in->p2p && in->n == 2 && in->sends == 1;
-        for (int32_t p = 0; p < in->n; p++) {
-            struct part *pt = &g->parts[in->first + p];
-            const struct sp_rnode *nd = &m->ranks[pt->r].nodes[pt->node];
-            int64_t s = sync[g->node_base[pt->r] + (size_t)pt->node];
-            pt->tail = nd->e - s > 0 ? nd->e - s : 0;
-            in->spans |= m->ranks[pt->r].host != m->ranks[g->parts[in->first].r].host;
-        }
+        for (int32_t p = 0; p < in->n; p++)
+            in->spans |= m->ranks[g->parts[in->first + p].r].host != m->ranks[g->parts[in->first].r].host;
     }
     free(sync);
     return 0;
@@ -756,6 +795,7 @@ static void graph_free(struct graph *g)
     free(g->peer_rank);
     free(g->gid);
     free(g->gmed);
+    free(g->gmed_early);
     free(g->win_at);
     free(g->win);
     free(g->insts);
@@ -772,13 +812,63 @@ static void graph_free(struct graph *g)
     free(g->rec_under);
     free(g->nz);
     free(g->base_last);
-    free(g->ns);
+    free(g->ns_mem);
 }
 
 static int cmp_float(const void *a, const void *b)
 {
     float x = *(const float *)a, y = *(const float *)b;
     return (x > y) - (x < y);
+}
+
+/* Below this many values sort_f sorts by insertion. */
+#define SORT_SMALL 16
+
+/* v ascending, as qsort with cmp_float puts it (a float's place does not
+ * depend on the order it came in, equal values being the same value),
+ * without a call per comparison: Hoare's partition around the middle
+ * value (equal values go to both sides, so a run of them halves), the
+ * smaller side first, small ranges by insertion.  Values that do not
+ * compare (NaN) leave the order to qsort. */
+static void sort_f(float *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (isnan(v[i])) {
+            qsort(v, n, sizeof *v, cmp_float);
+            return;
+        }
+    while (n > SORT_SMALL) {
+        float pivot = v[n / 2];
+        size_t i = 0, j = n - 1;
+        for (;;) {
+            while (v[i] < pivot)
+                i++;
+            while (v[j] > pivot)
+                j--;
+            if (i >= j)
+                break;
+            float t = v[i];
+            v[i++] = v[j];
+            v[j--] = t;
+        }
+        /* [0, j] and [j + 1, n): every value of the first at most every one of the second */
+        size_t left = j + 1;
+        if (left < n - left) {
+            sort_f(v, left);
+            v += left;
+            n -= left;
+        } else {
+            sort_f(v + left, n - left);
+            n = left;
+        }
+    }
+    for (size_t i = 1; i < n; i++) {
+        float x = v[i];
+        size_t k = i;
+        for (; k > 0 && v[k - 1] > x; k--)
+            v[k] = v[k - 1];
+        v[k] = x;
+    }
 }
 
 static float node_total(const struct sp_rnode *n)
@@ -789,85 +879,99 @@ static float node_total(const struct sp_rnode *n)
     return t;
 }
 
+/* A peer group's values, each peer read once (at thousands of ranks a
+ * cache miss each): window w's component c at vals + (w * SP_LOC_N + c) * n,
+ * and per peer its total and its step. */
+static void gather_group(const struct graph *g, size_t a, uint32_t n, float *vals, float *tot, uint16_t *step)
+{
+    for (uint32_t p = 0; p < n; p++) {
+        const struct sp_rnode *pn = peer_node(g, (uint32_t)a + p);
+        for (int c = 0; c < SP_LOC_N; c++) {
+            vals[(size_t)c * n + p] = pn->gap[c];
+            vals[(size_t)(SP_LOC_N + c) * n + p] = pn->under[c];
+        }
+        if (tot)
+            tot[p] = node_total(pn);
+        if (step)
+            step[p] = pn->step;
+    }
+}
+
 /* A rank's excess: the sum over its nodes of its local time beyond the
  * median of its peers' (itself left out) for the same node; by_step (when
  * not NULL) gets it per rank and step, by_step[rank * nsteps + step].  Only a rank
  * with an excess can gain by being brought to its peers, so the straggler
  * search replays the ranks (and groups) with the largest.  Per group the
- * totals are sorted once; the median without one member is then read off
- * the sorted list. */
-static void rank_excess(const struct graph *g, double *excess, double *by_step, float *vals)
+ * totals (tot, the group's in order; sorted: scratch) are sorted once;
+ * the median without one member is then read off the sorted list. */
+static void group_excess(const struct graph *g, size_t a, uint32_t n, const float *tot, const uint16_t *step,
+                         float *sorted, double *excess, double *by_step)
 {
-    const struct sp_model *m = g->m;
-    for (int r = 0; r < m->nranks; r++)
-        excess[r] = 0;
-    for (size_t x = 0; by_step && x < (size_t)m->nranks * (size_t)g->nsteps; x++)
-        by_step[x] = 0;
-    for (size_t a = 0; a < g->total;) {
-        uint32_t n = g->peer_n[g->peers[a]];
-        if (n >= 2) {
-            for (uint32_t p = 0; p < n; p++)
-                vals[p] = node_total(peer_node(g, (uint32_t)a + p));
-            qsort(vals, n, sizeof *vals, cmp_float);
-            for (uint32_t p = 0; p < n; p++) {
-                float own = node_total(peer_node(g, (uint32_t)a + p));
-                size_t i = 0, hi_i = n - 1; /* own's place in the sorted totals: */
-                while (i < hi_i) {          /* the first not below it (own is one of them) */
-                    size_t mid = i + (hi_i - i) / 2;
-                    if (vals[mid] < own)
-                        i = mid + 1;
-                    else
-                        hi_i = mid;
-                }
-                /* the n - 1 others: sorted[j] for j < i, sorted[j + 1] from i on */
-                size_t m1 = n - 1, hi = m1 / 2;
-                double med_hi = hi < i ? vals[hi] : vals[hi + 1];
-                double med = med_hi;
-                if (m1 % 2 == 0) {
-                    size_t lo = hi - 1;
-                    med = 0.5 * ((lo < i ? vals[lo] : vals[lo + 1]) + med_hi);
-                }
-                excess[g->peer_rank[a + p]] += own - med;
-                int st = peer_node(g, (uint32_t)a + p)->step;
-                if (by_step && st < g->nsteps)
-                    by_step[(size_t)g->peer_rank[a + p] * (size_t)g->nsteps + (size_t)st] += own - med;
-            }
+    memcpy(sorted, tot, n * sizeof *sorted);
+    sort_f(sorted, n);
+    for (uint32_t p = 0; p < n; p++) {
+        float own = tot[p];
+        size_t i = 0, hi_i = n - 1; /* own's place in the sorted totals: */
+        while (i < hi_i) {          /* the first not below it (own is one of them) */
+            size_t mid = i + (hi_i - i) / 2;
+            if (sorted[mid] < own)
+                i = mid + 1;
+            else
+                hi_i = mid;
         }
-        a += n ? n : 1;
+        /* the n - 1 others: sorted[j] for j < i, sorted[j + 1] from i on */
+        size_t m1 = n - 1, hi = m1 / 2;
+        double med_hi = hi < i ? sorted[hi] : sorted[hi + 1];
+        double med = med_hi;
+        if (m1 % 2 == 0) {
+            size_t lo = hi - 1;
+            med = 0.5 * ((lo < i ? sorted[lo] : sorted[lo + 1]) + med_hi);
+        }
+        excess[g->peer_rank[a + p]] += own - med;
+        int st = step[p];
+        if (by_step && st < g->nsteps)
+            by_step[(size_t)g->peer_rank[a + p] * (size_t)g->nsteps + (size_t)st] += own - med;
     }
+}
+
+/* A group's medians per window and component (vals as gather_group
+ * leaves them; reordered). */
+static void group_median_of(float *vals, uint32_t n, float (*out)[SP_LOC_N])
+{
+    for (int w = 0; w < 2; w++)
+        for (int c = 0; c < SP_LOC_N; c++)
+            out[w][c] = (float)median_f(vals + (size_t)(w * SP_LOC_N + c) * n, n);
 }
 
 /* The group medians for imbalance, once (vals: scratch for 2 x SP_LOC_N
- * times the largest group; each peer is read once, window w's component
- * c at vals + (w * SP_LOC_N + c) * n). */
+ * times the largest group): those gather_groups worked out, else each
+ * group's peers read now.  The bubble reads their presence as "imbalance
+ * priced", so they are set here only. */
 static void group_medians(struct graph *g, float *vals)
 {
-    if (g->gmed || !(g->gmed = malloc(((size_t)g->ngroups + 1) * sizeof *g->gmed)))
+    if (g->gmed)
+        return;
+    if (g->gmed_early) {
+        g->gmed = g->gmed_early;
+        g->gmed_early = NULL;
+        return;
+    }
+    if (!(g->gmed = malloc(((size_t)g->ngroups + 1) * sizeof *g->gmed)))
         return;
     for (size_t a = 0; a < g->total;) {
         uint32_t n = g->peer_n[g->peers[a]], id = g->gid[g->peers[a]];
-        for (uint32_t p = 0; p < n; p++) {
-            const struct sp_rnode *pn = peer_node(g, (uint32_t)a + p);
-            for (int c = 0; c < SP_LOC_N; c++) {
-                vals[(size_t)c * n + p] = pn->gap[c];
-                vals[(size_t)(SP_LOC_N + c) * n + p] = pn->under[c];
-            }
-        }
-        for (int w = 0; w < 2; w++)
-            for (int c = 0; c < SP_LOC_N; c++)
-                g->gmed[id][w][c] = (float)median_f(vals + (size_t)(w * SP_LOC_N + c) * n, n);
+        gather_group(g, a, n, vals, NULL, NULL);
+        group_median_of(vals, n, g->gmed[id]);
         a += n ? n : 1;
     }
 }
 
-/* g->win_at and g->win (vals: scratch as for group_medians): each large
- * group's peers read once, and per window and component the values at
- * sorted positions lo .. lo + WIN_N - 1 found by two selections (the
- * first leaves every value from lo on at or after it) and put in order. */
-static void build_windows(struct graph *g, float *vals)
+/* g->win_at and room in g->win for each large group's kept values; 0
+ * when there is none (no memory). */
+static int plan_windows(struct graph *g)
 {
-    if (g->win_at || !(g->win_at = malloc(((size_t)g->ngroups + 1) * sizeof *g->win_at)))
-        return;
+    if (!(g->win_at = malloc(((size_t)g->ngroups + 1) * sizeof *g->win_at)))
+        return 0;
     size_t nwin = 0;
     for (size_t a = 0; a < g->total;) {
         uint32_t n = g->peer_n[g->peers[a]];
@@ -877,34 +981,104 @@ static void build_windows(struct graph *g, float *vals)
     if (nwin * 2 * SP_LOC_N * WIN_N >= UINT32_MAX || !(g->win = malloc((nwin * 2 * SP_LOC_N * WIN_N + 1) * sizeof *g->win))) {
         free(g->win_at);
         g->win_at = NULL;
-        return;
+        return 0;
     }
+    return 1;
+}
+
+/* One large group's kept values (vals as gather_group leaves them;
+ * reordered): per window and component the values at sorted positions
+ * lo .. lo + WIN_N - 1, found by two selections (the first leaves every
+ * value from lo on at or after it) and put in order. */
+static void fill_window(struct graph *g, uint32_t n, uint32_t at, float *vals)
+{
+    size_t lo = n / 2 - WIN_R - 1;
+    for (int wc = 0; wc < 2 * SP_LOC_N; wc++) {
+        float *v = vals + (size_t)wc * n, *out = g->win + at + (size_t)wc * WIN_N;
+        kth_f(v, n, lo);
+        kth_f(v + lo, n - lo, WIN_N - 1);
+        for (int i = 0; i < WIN_N; i++) { /* insertion: WIN_N values */
+            float x = v[lo + (size_t)i];
+            int j = i;
+            for (; j > 0 && out[j - 1] > x; j--)
+                out[j] = out[j - 1];
+            out[j] = x;
+        }
+    }
+}
+
+/* A large group's medians per window and component, off its kept values
+ * (median_f's arithmetic: the values at sorted positions n / 2 and
+ * n / 2 - 1 lie among them). */
+static void window_median_of(const struct graph *g, uint32_t n, uint32_t at, float (*out)[SP_LOC_N])
+{
+    size_t mid = n / 2 - (n / 2 - WIN_R - 1); /* n / 2's place among the kept values */
+    for (int w = 0; w < 2; w++)
+        for (int c = 0; c < SP_LOC_N; c++) {
+            const float *k = g->win + at + (size_t)(w * SP_LOC_N + c) * WIN_N;
+            double hi = k[mid];
+            out[w][c] = (float)(n % 2 ? hi : 0.5 * ((double)k[mid - 1] + hi));
+        }
+}
+
+/* g->win_at and g->win (vals: scratch as for group_medians), unless
+ * gather_groups made them. */
+static void build_windows(struct graph *g, float *vals)
+{
+    if (g->win_at || !plan_windows(g))
+        return;
     for (size_t a = 0; a < g->total;) {
         uint32_t n = g->peer_n[g->peers[a]], at = g->win_at[g->gid[g->peers[a]]];
         if (at != UINT32_MAX) {
-            for (uint32_t p = 0; p < n; p++) {
-                const struct sp_rnode *pn = peer_node(g, (uint32_t)a + p);
-                for (int c = 0; c < SP_LOC_N; c++) {
-                    vals[(size_t)c * n + p] = pn->gap[c];
-                    vals[(size_t)(SP_LOC_N + c) * n + p] = pn->under[c];
-                }
-            }
-            size_t lo = n / 2 - WIN_R - 1;
-            for (int wc = 0; wc < 2 * SP_LOC_N; wc++) {
-                float *v = vals + (size_t)wc * n, *out = g->win + at + (size_t)wc * WIN_N;
-                kth_f(v, n, lo);
-                kth_f(v + lo, n - lo, WIN_N - 1);
-                for (int i = 0; i < WIN_N; i++) { /* insertion: WIN_N values */
-                    float x = v[lo + (size_t)i];
-                    int j = i;
-                    for (; j > 0 && out[j - 1] > x; j--)
-                        out[j] = out[j - 1];
-                    out[j] = x;
-                }
-            }
+            gather_group(g, a, n, vals, NULL, NULL);
+            fill_window(g, n, at, vals);
         }
         a += n ? n : 1;
     }
+}
+
+/* What the counterfactuals over peer groups need, from one read of every
+ * group (three reads of every node before, each a cache miss per node at
+ * thousands of ranks): each rank's excess (group_excess; excess and
+ * by_step zeroed here), the large groups' kept values (build_windows) and
+ * every group's medians (kept aside for group_medians).  A part whose
+ * memory is missing is left to its own pass.  -1: no scratch, nothing done. */
+static int gather_groups(struct graph *g, double *excess, double *by_step)
+{
+    const struct sp_model *m = g->m;
+    size_t np = (size_t)g->max_peers + 1;
+    float *vals = malloc(np * (2 * SP_LOC_N + 2) * sizeof *vals);
+    uint16_t *step = malloc(np * sizeof *step);
+    if (!vals || !step) {
+        free(vals);
+        free(step);
+        return -1;
+    }
+    float *tot = vals + np * 2 * SP_LOC_N, *sorted = tot + np;
+    for (int r = 0; r < m->nranks; r++)
+        excess[r] = 0;
+    for (size_t x = 0; by_step && x < (size_t)m->nranks * (size_t)g->nsteps; x++)
+        by_step[x] = 0;
+    int win = !g->win_at && plan_windows(g);
+    if (!g->gmed && !g->gmed_early)
+        g->gmed_early = malloc(((size_t)g->ngroups + 1) * sizeof *g->gmed_early);
+    for (size_t a = 0; a < g->total;) {
+        uint32_t n = g->peer_n[g->peers[a]], id = g->gid[g->peers[a]];
+        gather_group(g, a, n, vals, tot, step);
+        if (n >= 2)
+            group_excess(g, a, n, tot, step, sorted, excess, by_step);
+        if (win && g->win_at[id] != UINT32_MAX) {
+            fill_window(g, n, g->win_at[id], vals);
+            if (g->gmed_early)
+                window_median_of(g, n, g->win_at[id], g->gmed_early[id]);
+        } else if (g->gmed_early) {
+            group_median_of(vals, n, g->gmed_early[id]);
+        }
+        a += n ? n : 1;
+    }
+    free(vals);
+    free(step);
+    return 0;
 }
 
 /* The medians of window `under` of flat's group over the peers outside
@@ -973,9 +1147,8 @@ static int build_perm(struct graph *g)
 {
     const struct sp_model *m = g->m;
     g->perm = malloc((g->total + 1) * sizeof *g->perm);
-    size_t *cur = calloc((size_t)m->nranks + 1, sizeof *cur);
     uint32_t *cnt = calloc((size_t)g->nsteps + 1, sizeof *cnt);
-    int ok = g->perm && cur && cnt;
+    int ok = g->perm && cnt;
     /* per step, the most nodes any rank has in it */
     for (int r = 0; ok && r < m->nranks; r++) {
         const struct sp_rank *rk = &m->ranks[r];
@@ -989,22 +1162,50 @@ static int build_perm(struct graph *g)
         }
         ok = j == rk->nnodes; /* every node in a step, in step order */
     }
-    size_t cost = 0;
-    for (int st = 0; ok && st < g->nsteps; st++)
+    size_t cost = 0, nslots = 0;
+    for (int st = 0; ok && st < g->nsteps; st++) {
         cost += (size_t)cnt[st] * (size_t)m->nranks;
+        nslots += cnt[st];
+    }
     ok = ok && cost <= PERM_PASSES * (g->total + 1);
+    /* The place of a rank's k-th node of step st: the nodes of the (step,
+     * k) before it, then those of the ranks before it.  Worked out rank
+     * after rank, each rank's nodes in memory order (step after step
+     * across the ranks was a cache miss per node): per (step, k), first
+     * how many ranks have a k-th node, then where its next one goes. */
+    size_t *first = ok ? calloc(nslots + 1, sizeof *first) : NULL;
+    size_t *slot = ok ? malloc(((size_t)g->nsteps + 1) * sizeof *slot) : NULL;
+    ok = ok && first && slot;
+    for (size_t st = 0, x = 0; ok && st < (size_t)g->nsteps; st++) {
+        slot[st] = x; /* step st's (step, k) entries start here */
+        x += cnt[st];
+    }
+    for (int r = 0; ok && r < m->nranks; r++) {
+        const struct sp_rank *rk = &m->ranks[r];
+        for (size_t j = 0, k = 0; j < rk->nnodes; j++) {
+            k = j && rk->nodes[j].step == rk->nodes[j - 1].step ? k + 1 : 0;
+            first[slot[rk->nodes[j].step] + k]++;
+        }
+    }
     size_t at = 0;
     for (int st = 0; ok && st < g->nsteps; st++)
-        for (uint32_t k = 0; k < cnt[st]; k++)
-            for (int r = 0; r < m->nranks; r++) {
-                const struct sp_rank *rk = &m->ranks[r];
-                if (cur[r] < rk->nnodes && rk->nodes[cur[r]].step == st)
-                    g->perm[g->node_base[r] + cur[r]++] = (uint32_t)at++;
-            }
+        for (uint32_t k = 0; k < cnt[st]; k++) {
+            size_t n = first[slot[st] + k];
+            first[slot[st] + k] = at;
+            at += n;
+        }
+    for (int r = 0; ok && r < m->nranks; r++) {
+        const struct sp_rank *rk = &m->ranks[r];
+        for (size_t j = 0, k = 0; j < rk->nnodes; j++) {
+            k = j && rk->nodes[j].step == rk->nodes[j - 1].step ? k + 1 : 0;
+            g->perm[g->node_base[r] + j] = (uint32_t)first[slot[rk->nodes[j].step] + k]++;
+        }
+    }
+    free(first);
+    free(slot);
     ok = ok && at == g->total;
     for (size_t f = 0; !ok && g->perm && f < g->total; f++)
         g->perm[f] = (uint32_t)f;
-    free(cur);
     free(cnt);
     return g->perm ? 0 : -1;
 }
@@ -1054,8 +1255,9 @@ static int graph_build(struct sp_model *m, struct graph *g)
     if (!(g->gn = malloc((g->total + 1) * sizeof *g->gn)) ||
         !(g->rec_under = malloc((g->total + 1) * sizeof *g->rec_under)) ||
         !(g->nz = malloc((g->total + 1) * sizeof *g->nz)) ||
-        !(g->ns = malloc((g->total + 1) * sizeof *g->ns)) || build_perm(g) < 0)
+        !(g->ns_mem = malloc((g->total + 1) * sizeof *g->ns + NSTATE_ALIGN - 1)) || build_perm(g) < 0)
         return -1;
+    g->ns = (struct nstate *)(((uintptr_t)g->ns_mem + NSTATE_ALIGN - 1) & ~(uintptr_t)(NSTATE_ALIGN - 1));
     for (int i = 0; i < m->nranks; i++)
         for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
             const struct sp_rnode *nd = &m->ranks[i].nodes[j];
@@ -1075,6 +1277,7 @@ static int graph_build(struct sp_model *m, struct graph *g)
                                           : (uint32_t)(g->call_base[i] + nd->call);
             x->ncalls = nd->ncalls;
             x->nparts = 0;
+            g->ns[g->perm[flat]].next = j + 1 < m->ranks[i].nnodes ? g->perm[flat + 1] : UINT32_MAX;
         }
     for (size_t t = 0; t < g->ninsts; t++)
         for (int32_t p = 0; p < g->insts[t].n; p++) {
@@ -1093,6 +1296,18 @@ static int graph_build(struct sp_model *m, struct graph *g)
 }
 
 /* ---- one replay ---- */
+
+/* llround, inline (the walk rounds twice per node; libm's is a call): x
+ * less its truncation is exact, so comparing that with a half rounds as
+ * llround does, halves away from zero.  x is a time in ns, far inside
+ * int64_t. */
+static inline int64_t round_ns(double x)
+{
+    int64_t i = (int64_t)x;
+    double f = x - (double)i;
+    return f >= 0.5 ? i + 1 : f <= -0.5 ? i - 1
+                                        : i;
+}
 
 struct rstate {
     int64_t a;    /* the replayed arrival of the rank's last node */
@@ -1262,7 +1477,7 @@ static void advance(struct replay *rp, int r)
             double off = (double)nd->gate_off + gap - nd->rec_gap;
             by_gate = (double)ns->gate_max + (off > 0 ? off : 0);
         }
-        int64_t a = (int64_t)llround(by_gate > by_local ? by_gate : by_local);
+        int64_t a = round_ns(by_gate > by_local ? by_gate : by_local);
         ns->arr = a;
         if (rp->cp_arr && by_gate > by_local)
             rp->cp_arr[at] = rp->cp_end[rp->gate_who[at]];
@@ -1271,7 +1486,7 @@ static void advance(struct replay *rp, int r)
         s->a = a;
         s->under = ns->under;
         rp->cur[r] = j + 1;
-        rp->next_at[r] = j + 1 < rk->nnodes ? PM(g, flat + 1) : UINT32_MAX;
+        rp->next_at[r] = ns->next;
         for (uint32_t c = 0; c < nd->ncalls; c++) {
             int32_t in = nd->ncalls == 1 ? (int32_t)nd->cinst_at : g->cinst[nd->cinst_at + c];
             if (in < 0 || (size_t)in >= g->ninsts)
@@ -1325,27 +1540,48 @@ static void complete(struct replay *rp, size_t in_idx)
     const struct inst *in = &g->insts[in_idx];
     double scale = in->spans ? rp->cf->cross * rp->cf->transfer : rp->cf->transfer;
     const struct part *parts = &g->parts[in->first];
+    /* the first participants' states, which nothing asked for ahead (all
+     * of a small instance's: one host's ranks), are asked for together */
+    for (int32_t p = 0; p < in->n && p < COMPLETE_AHEAD; p++) {
+        __builtin_prefetch(&rp->ns[parts[p].at], 1);
+        __builtin_prefetch(&g->gn[parts[p].at]);
+    }
     for (int32_t p = 0; p < in->n; p++) {
         if (p + COMPLETE_AHEAD < in->n) {
             uint32_t ahead = parts[p + COMPLETE_AHEAD].at;
             __builtin_prefetch(&rp->ns[ahead], 1);
             __builtin_prefetch(&g->gn[ahead]);
         }
-        if (p + COMPLETE_AHEAD / 2 < in->n) {
-            int32_t w = g->gn[parts[p + COMPLETE_AHEAD / 2].at].waiter;
+        if (p + COMPLETE_AHEAD * 3 / 4 < in->n) {
+            int32_t w = g->gn[parts[p + COMPLETE_AHEAD * 3 / 4].at].waiter;
             if (w >= 0) {
                 __builtin_prefetch(&rp->ns[w], 1);
                 __builtin_prefetch(&g->gn[w]);
             }
         }
+        if (p + COMPLETE_AHEAD / 2 < in->n) {
+            int32_t w = g->gn[parts[p + COMPLETE_AHEAD / 2].at].waiter;
+            if (w >= 0) {
+                uint32_t next = rp->ns[w].next;
+                if (next != UINT32_MAX) {
+                    __builtin_prefetch(&rp->ns[next], 1);
+                    __builtin_prefetch(&g->gn[next]);
+                }
+                if ((w = g->gn[w].waiter) >= 0)
+                    __builtin_prefetch(&rp->ns[w]);
+            }
+        }
         if (p + COMPLETE_AHEAD / 4 < in->n) {
             int32_t w = g->gn[parts[p + COMPLETE_AHEAD / 4].at].waiter;
-            if (w >= 0 && (w = g->gn[w].waiter) >= 0)
-                __builtin_prefetch(&rp->ns[w]);
+            uint32_t next = w >= 0 ? rp->ns[w].next : UINT32_MAX;
+            if (next != UINT32_MAX && (next = rp->ns[next].next) != UINT32_MAX) {
+                __builtin_prefetch(&rp->ns[next], 1);
+                __builtin_prefetch(&g->gn[next]);
+            }
         }
         const struct part *pt = &parts[p];
         uint32_t at = pt->at;
-        int64_t tail = (int64_t)llround((double)pt->tail * scale), e = rp->last[in_idx] + tail;
+        int64_t tail = round_ns((double)pt->tail * scale), e = rp->last[in_idx] + tail;
         struct nstate *ns = &rp->ns[at];
         if (ns->arr == INT64_MIN)
             continue; /* forced before this participant arrived */
@@ -2051,15 +2287,12 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     int waits = m->breakdown[SP_CAT_COLL_WAIT] >= NO_WAIT;
     double *excess = calloc(nr + 1, sizeof *excess);
     double *by_step = calloc(nr * (size_t)g.nsteps + 1, sizeof *by_step);
-    float *vals = malloc(((size_t)g.max_peers + 1) * sizeof *vals);
     struct pricing p = {.m = m, .g = &g, .out = out, .b = base.step_ms, .waits = waits};
     p.fix = fix, p.sets = sets, p.scale = scale, p.excess = excess;
     out->alone = malloc((nr + 1) * sizeof *out->alone);
     out->excess_ms = calloc(nr + 1, sizeof *out->excess_ms);
-    if (waits && excess && by_step && vals) {
-        rank_excess(&g, excess, by_step, vals);
+    if (waits && excess && by_step && gather_groups(&g, excess, by_step) == 0)
         p.ncons = consistent_ranks(&g, excess, by_step, base.step_ms, p.cons);
-    }
     out->steady = calloc(nr + 1, 1);
     for (int k = 0; out->steady && k < p.ncons; k++)
         out->steady[p.cons[k]] = 1;
@@ -2069,7 +2302,6 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
         if (out->excess_ms && excess)
             out->excess_ms[i] = excess[i] / g.nsteps / NS_PER_MS;
     }
-    free(vals);
     free(by_step);
     g.base_placed = dev.placed;
     out->ok = 1;

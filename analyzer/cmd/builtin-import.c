@@ -3,30 +3,23 @@
  * PyTorch-profiler (Kineto) JSON traces, plain or gzip, into scaleprof
  * trace files, one per input (one per rank), so every verb works on them.
  *
- * This file is the verb only: options, one summary line per input, exit
- * status, and the threads.  The reading is import_json.c, the mapping
- * import_kineto.c.  A bad input does not stop the others; the status is 1
- * if any failed.
- *
- * Files are converted in parallel, one thread per file up to the number
- * of CPUs (or -j): each thread takes the next file not yet started and
- * writes its output under a temporary name.  This thread then places the
- * outputs and prints the summary lines in the order of the arguments, as
- * each one is done, so the outputs, the lines and the status are those of
- * converting the files one after the other.  Each conversion streams in a
- * few MiB; nothing is shared between them.
+ * This file is the verb only: options, one summary line per input (in
+ * the order of the arguments, as each is done), --stats, the exit status.
+ * The files are converted in parallel by import_many.c, one thread per
+ * file up to the number of CPUs (or -j); the reading is import_json.c,
+ * the mapping import_kineto.c.  A bad input does not stop the others;
+ * the status is 1 if any failed.
  */
-#include <pthread.h>
-#include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "builtin.h"
 #include "import_kineto.h"
+#include "import_many.h"
 #include "opt.h"
 #include "parse.h"
 
@@ -34,8 +27,6 @@
 #define BYTES_PER_MB 1e6
 #define KIB 1024.0
 #define SUMMARY_MAX 2048
-#define ERR_MAX 2048
-#define JOBS_MAX 256
 
 static void usage(FILE *out)
 {
@@ -67,125 +58,58 @@ static void print_stats(const struct sp_import_summary *sum, double seconds)
            seconds > 0 ? mb / seconds : 0.0, (double)ru.ru_maxrss / KIB);
 }
 
-/* One input: its conversion's result, filled by a worker. */
-struct import_job {
-    const char *path;
-    struct sp_import_summary sum;
-    char err[ERR_MAX];
-    int rc;
-    double seconds;
-    int done;
+/* What the verb keeps across the inputs for --stats. */
+struct import_run {
+    int quiet, stats;
+    uint64_t bytes;
 };
 
-struct import_pool {
-    struct import_job *jobs;
-    size_t n, next;
-    const struct sp_import_opts *opts;
-    pthread_mutex_t lock;
-    pthread_cond_t done;
-};
-
-static void *import_worker(void *arg)
+/* Say what became of one placed input; returns 0 or 1 (the status). */
+static int finish_one(const struct sp_import_done *d, void *arg)
 {
-    struct import_pool *pool = arg;
-    for (;;) {
-        pthread_mutex_lock(&pool->lock);
-        size_t i = pool->next < pool->n ? pool->next++ : pool->n;
-        pthread_mutex_unlock(&pool->lock);
-        if (i == pool->n)
-            return NULL;
-        struct import_job *job = &pool->jobs[i];
-        double t0 = now_s();
-        job->rc = sp_import_kineto_convert(job->path, pool->opts, &job->sum, job->err, sizeof job->err);
-        job->seconds = now_s() - t0;
-        pthread_mutex_lock(&pool->lock);
-        job->done = 1;
-        pthread_cond_broadcast(&pool->done);
-        pthread_mutex_unlock(&pool->lock);
-    }
-}
-
-/* Place one converted input and say what became of it; returns 0 or 1. */
-static int finish_one(struct import_job *job, const struct sp_import_opts *opts, int quiet, int stats)
-{
-    struct sp_import_summary *sum = &job->sum;
+    struct import_run *run = arg;
+    const struct sp_import_summary *sum = &d->sum;
     char line[SUMMARY_MAX];
-    if (sp_import_kineto_place(sum, opts, job->err, sizeof job->err)) {
-        job->rc = -1;
-        sum->events = 0; /* nothing was placed: no "imported N events" */
-    }
-    if (!quiet && (job->rc == 0 || sum->out_path[0])) {
+    if (!run->quiet && (d->rc == 0 || sum->out_path[0])) {
         sp_import_format_summary(sum, line, sizeof line);
-        printf("%s -> %s: %s\n", job->path, sum->out_path[0] ? sum->out_path : "(nothing)", line);
+        printf("%s -> %s: %s\n", d->path, sum->out_path[0] ? sum->out_path : "(nothing)", line);
     }
-    if (stats)
-        print_stats(sum, job->seconds);
-    if (job->rc) {
-        fprintf(stderr, "scaleprof import: %s\n", job->err);
+    if (run->stats)
+        print_stats(sum, d->seconds);
+    if (d->rc) {
+        fprintf(stderr, "scaleprof import: %s\n", d->err);
         if (sum->out_path[0])
             fprintf(stderr, "scaleprof import: kept the %llu events %s in %s\n",
                     (unsigned long long)sum->events,
                     sum->read.err[0] ? "before the error" : "converted", sum->out_path);
     }
     fflush(stdout);
-    return job->rc ? 1 : 0;
+    run->bytes += sum->read.bytes;
+    return d->rc ? 1 : 0;
 }
 
-/* The CPUs this process may run on (its affinity, as taskset or a
- * container's cpuset leave it), else those online. */
-static int default_jobs(void)
-{
-    cpu_set_t set;
-    long n = sched_getaffinity(0, sizeof set, &set) ? sysconf(_SC_NPROCESSORS_ONLN) : CPU_COUNT(&set);
-    if (n > JOBS_MAX)
-        return JOBS_MAX;
-    return n < 1 ? 1 : (int)n;
-}
-
-/* Convert paths[0..n) on up to `jobs` threads; outputs placed and lines
- * printed in order.  Returns the exit status. */
+/* Convert paths[0..n) on up to `jobs` threads, with a line for each in
+ * order and, with --stats and several files, one for them all.  Returns
+ * the exit status. */
 static int import_all(char **paths, size_t n, int jobs, const struct sp_import_opts *opts, int quiet,
                       int stats)
 {
-    struct import_pool pool = {calloc(n, sizeof *pool.jobs), n, 0, opts,
-                               PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
-    pthread_t threads[JOBS_MAX];
-    int started = 0, status = 0;
+    struct import_run run = {quiet, stats, 0};
+    int threads = 1;
     double t0 = now_s();
-    if (!pool.jobs) {
+    int status = sp_import_kineto_many(paths, n, jobs, opts, finish_one, &run, &threads);
+    if (status < 0) {
         fprintf(stderr, "scaleprof import: out of memory\n");
         return 1;
     }
-    for (size_t i = 0; i < n; i++)
-        pool.jobs[i].path = paths[i];
-    if ((size_t)jobs > n)
-        jobs = (int)n;
-    /* This thread places outputs; with one job it also converts. */
-    for (int t = 0; t < jobs && jobs > 1; t++)
-        if (!pthread_create(&threads[t], NULL, import_worker, &pool))
-            started++;
-    if (!started)
-        import_worker(&pool);
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < n; i++) {
-        pthread_mutex_lock(&pool.lock);
-        while (!pool.jobs[i].done)
-            pthread_cond_wait(&pool.done, &pool.lock);
-        pthread_mutex_unlock(&pool.lock);
-        status |= finish_one(&pool.jobs[i], opts, quiet, stats);
-        bytes += pool.jobs[i].sum.read.bytes;
-    }
-    for (int t = 0; t < started; t++)
-        pthread_join(threads[t], NULL);
     if (stats && n > 1) {
         struct rusage ru;
-        double seconds = now_s() - t0, mb = (double)bytes / BYTES_PER_MB;
+        double seconds = now_s() - t0, mb = (double)run.bytes / BYTES_PER_MB;
         getrusage(RUSAGE_SELF, &ru);
         printf("stats: %zu files, %.1f MB of JSON in %.2f s = %.1f MB/s on %d thread%s, peak RSS %.1f MiB\n",
-               n, mb, seconds, seconds > 0 ? mb / seconds : 0.0, started ? started : 1,
-               started > 1 ? "s" : "", (double)ru.ru_maxrss / KIB);
+               n, mb, seconds, seconds > 0 ? mb / seconds : 0.0, threads, threads > 1 ? "s" : "",
+               (double)ru.ru_maxrss / KIB);
     }
-    free(pool.jobs);
     return status;
 }
 
@@ -202,7 +126,7 @@ int cmd_import(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     struct sp_import_opts opts = {NULL, 0};
-    int quiet = 0, stats = 0, jobs = default_jobs(), c;
+    int quiet = 0, stats = 0, jobs = sp_import_default_jobs(), c;
     long long n;
     char perr[SP_PARSE_ERR];
     struct sp_opts p;
@@ -211,7 +135,7 @@ int cmd_import(int argc, char **argv)
         switch (c) {
         case 'o': opts.outdir = optarg; break;
         case 'j':
-            if (sp_parse_int(optarg, 1, JOBS_MAX, &n, perr, sizeof perr)) {
+            if (sp_parse_int(optarg, 1, SP_IMPORT_JOBS_MAX, &n, perr, sizeof perr)) {
                 fprintf(stderr, "scaleprof import: --jobs: %s\n", perr);
                 return EXIT_USAGE;
             }

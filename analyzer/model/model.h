@@ -52,6 +52,7 @@
 #include "sprof.h"
 
 struct sp_replay;
+struct sp_file_pass;
 
 /* The seven exclusive categories, in priority order, then overlap. */
 enum sp_cat {
@@ -212,29 +213,19 @@ struct sp_file_rec {
     uint64_t events, dropped, gpu_events;
     uint64_t api_events; /* CUDA runtime and NCCL calls */
     char *diag;          /* reader damage report, NULL when clean */
-    /* pass 1's calls and markers: copied to the file's rank(s) when the
-     * files are grouped, then freed (NULL, 0) */
-    struct sp_coll_call *calls;
-    size_t ncalls;
-    struct sp_mark *marks;
-    size_t nmarks;
-    struct sp_tid_mark *tids; /* pass 1's, for pass 2 (model_int.h) */
-    size_t ntids;             /* classified threads */
-    struct sp_kernel_rec *kseq;
-    size_t nkseq;        /* see sp_kernel_rec (model_int.h) */
-    int kseq_full;       /* the kernel sequence reached its cap */
+    /* what pass 1 keeps for the passes after it alone (model_int.h);
+     * NULL when there is none */
+    struct sp_file_pass *pass;
     uint64_t read_bytes; /* bytes read from regular files */
     int64_t read_ns;     /* time inside those reads */
     struct sp_cpu_span cpu;
     struct sp_span *pauses;
-    size_t npauses;       /* recording paused (control file) */
-    int64_t pause_open;   /* pass 1: a stop not yet followed by a start, else -1 */
-    int64_t pause_status; /* pass 1: that stop's status (> 0: a step window's edge) */
-    int64_t window_step;  /* the step a step window (SCALEPROF_STEPS) opened at, else -1 */
-    int64_t window_t;     /* ... and when, on this file's clock */
-    int exited;           /* its process's own EXIT event was read ... */
-    int32_t exit_status;  /* ... with this status (-1: not known) */
-    int helper;           /* attached to its rank through the ppid chain */
+    size_t npauses;      /* recording paused (control file) */
+    int64_t window_step; /* the step a step window (SCALEPROF_STEPS) opened at, else -1 */
+    int64_t window_t;    /* ... and when, on this file's clock */
+    int exited;          /* its process's own EXIT event was read ... */
+    int32_t exit_status; /* ... with this status (-1: not known) */
+    int helper;          /* attached to its rank through the ppid chain */
     /* A process that drives several GPUs (one thread and group calls, a
      * thread per GPU, JAX): the ranks it holds, one per device, ascending
      * by rank; NULL (0) when it holds at most one. */

@@ -157,7 +157,7 @@ struct rank_pass {
     struct sp_file_rec *f;
     int device;             /* GPU events of this device only (a process of
                                several ranks), -1 all */
-    struct thread_seen *th; /* per tid of f, same index as f->tids */
+    struct thread_seen *th; /* per tid of f, same index as its pass's tids */
     size_t last_tid;
     uint32_t cur_tid;           /* the tid of the previous event, and its */
     struct thread_seen *cur_th; /* th (NULL: not a thread of f), when valid */
@@ -807,15 +807,15 @@ static void close_step(struct rank_pass *rp, int k)
     b->done = 1;
 }
 
-/* The thread's index in f->tids; the last one is cached, since a chunk is
- * one thread's events in a row. */
+/* The thread's index in f's tids; the last one is cached, since a chunk
+ * is one thread's events in a row. */
 static int tid_index(struct rank_pass *rp, uint32_t tid)
 {
-    const struct sp_file_rec *f = rp->f;
-    if (rp->last_tid < f->ntids && f->tids[rp->last_tid].tid == tid)
+    const struct sp_file_pass *fp = sp_file_pass_of(rp->f);
+    if (rp->last_tid < fp->ntids && fp->tids[rp->last_tid].tid == tid)
         return (int)rp->last_tid;
-    for (size_t i = 0; i < f->ntids; i++)
-        if (f->tids[i].tid == tid) {
+    for (size_t i = 0; i < fp->ntids; i++)
+        if (fp->tids[i].tid == tid) {
             rp->last_tid = i;
             return (int)i;
         }
@@ -826,12 +826,12 @@ static int tid_index(struct rank_pass *rp, uint32_t tid)
  * INT64_MAX when every thread has delivered all its events. */
 static int64_t earliest_to_come(const struct rank_pass *rp)
 {
-    const struct sp_file_rec *f = rp->f;
+    const struct sp_file_pass *fp = sp_file_pass_of(rp->f);
     int64_t low = INT64_MAX;
-    for (size_t i = 0; i < f->ntids; i++) {
-        if (rp->th[i].seen >= f->tids[i].count)
+    for (size_t i = 0; i < fp->ntids; i++) {
+        if (rp->th[i].seen >= fp->tids[i].count)
             continue;
-        int64_t b = rp->th[i].wm == INT64_MIN ? INT64_MIN : rp->th[i].wm - f->tids[i].lag;
+        int64_t b = rp->th[i].wm == INT64_MIN ? INT64_MIN : rp->th[i].wm - fp->tids[i].lag;
         if (b < low)
             low = b;
     }
@@ -1025,10 +1025,11 @@ static void read_file(struct rank_pass *rp, struct sp_file_rec *f)
     rp->f = f;
     rp->last_tid = 0;
     rp->cur_tid_ok = 0;
-    rp->th = calloc(f->ntids + 1, sizeof *rp->th);
+    size_t nth = sp_file_pass_of(f)->ntids;
+    rp->th = calloc(nth + 1, sizeof *rp->th);
     if (!rp->th)
         return;
-    for (size_t i = 0; i < f->ntids; i++)
+    for (size_t i = 0; i < nth; i++)
         rp->th[i].wm = INT64_MIN;
     sp_trace_feed(f->path, &pass2, rp, NULL);
     free(rp->th);

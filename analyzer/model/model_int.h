@@ -1,10 +1,12 @@
 /*
  * model_int.h - what the passes of the model (model_*.c) share and
  * nothing else sees: the pass entry points in the order sp_model_run
- * calls them, the replay's results and its entry points, the pauses and
- * bus bandwidth factors the passes read.  The helpers the analyses use too
- * (warnings, medians, sorts, the thread pool, the instance iterator) are
- * model_util.h's.
+ * calls them, what pass 1 keeps of each file for the passes after it
+ * (struct sp_file_pass: a file's calls and markers until grouping, its
+ * threads, its kernel sequence), the replay's results and its entry
+ * points, the pauses and bus bandwidth factors the passes read.  The
+ * helpers the analyses use too (warnings, medians, sorts, the thread
+ * pool, the instance iterator) are model_util.h's.
  */
 #ifndef SP_MODEL_INT_H
 #define SP_MODEL_INT_H
@@ -13,7 +15,7 @@
 #include "model_util.h"
 
 /* What pass 1 keeps of a file for the passes after it alone (struct
- * sp_file_rec's tids and kseq). */
+ * sp_file_pass, below), and its parts. */
 /* A recording thread as pass 1 saw it, in the order the reader streams
  * it: how many events pass 2 will classify from it, the latest time among
  * them, and its disorder - how far an event's time fell below the latest
@@ -31,6 +33,28 @@ struct sp_kernel_rec {
     int64_t start, end;
     uint64_t grid; /* threads */
 };
+/* A file's pass (sp_file_rec's): made by its scan or read from a summary,
+ * freed with the file (sp_file_rec_free). */
+struct sp_file_pass {
+    /* the calls and markers: copied to the file's rank(s) when the files
+     * are grouped, then freed (NULL, 0) */
+    struct sp_coll_call *calls;
+    size_t ncalls;
+    struct sp_mark *marks;
+    size_t nmarks;
+    struct sp_tid_mark *tids; /* for pass 2 */
+    size_t ntids;             /* classified threads */
+    struct sp_kernel_rec *kseq;
+    size_t nkseq;
+    int kseq_full; /* the sequence reached its cap (1), was dropped for good (-1) */
+};
+/* f's pass; an empty one when f has none (a record built in memory, an
+ * allocation that failed). */
+static inline const struct sp_file_pass *sp_file_pass_of(const struct sp_file_rec *f)
+{
+    static const struct sp_file_pass none;
+    return f->pass ? f->pass : &none;
+}
 /* Pass 1 over the *.sprof files under m->dir: m->frecs as read, not yet
  * grouped (sp_model_open groups them, or the summaries' records). */
 int sp_model_load(struct sp_model *m);

@@ -107,12 +107,15 @@ struct file_scan {
     int names_dropped;
     int summaries; /* counts and times come from chunk summaries */
     struct vec calls, kernels, marks, tids, stacks, kseq, pauses;
+    int kseq_full; /* sp_file_pass's, until the file is read */
     size_t last_tid;
     struct group_state groups[MAX_GROUP_THREADS];
     int ngroups;
     uint32_t next_group;
     struct held held[MAX_HELD];
     int nheld;
+    int64_t pause_open;   /* a stop not yet followed by a start, else -1 */
+    int64_t pause_status; /* that stop's status (> 0: a step window's edge) */
 };
 
 /* Single-GPU step detection needs the compute kernels' names in order;
@@ -301,15 +304,15 @@ static void drop_kernel_seq(struct file_scan *s)
 {
     free(s->kseq.p);
     s->kseq = (struct vec){0};
-    s->f->kseq_full = -1; /* never again for this file */
+    s->kseq_full = -1; /* never again for this file */
 }
 
 static void on_kernel(struct file_scan *s, const struct sp_event *ev)
 {
-    if (s->f->kseq_full)
+    if (s->kseq_full)
         return;
     if (s->kseq.n >= KSEQ_MAX) {
-        s->f->kseq_full = 1;
+        s->kseq_full = 1;
         return;
     }
     struct sp_kernel_rec *k = vec_push(&s->kseq, sizeof *k);
@@ -458,7 +461,7 @@ static void on_event(struct file_scan *s, const struct sp_reader *r, const struc
         if (!counted)
             f->api_events++;
         on_nccl(s, ev);
-        if (s->f->kseq_full >= 0 && is_collective_op(ev->nccl.op))
+        if (s->kseq_full >= 0 && is_collective_op(ev->nccl.op))
             drop_kernel_seq(s);
         break;
     case SP_EV_COMM:
@@ -502,7 +505,7 @@ static void on_event(struct file_scan *s, const struct sp_reader *r, const struc
         break;
     case SP_EV_MARKER:
         on_marker(s, r, ev);
-        if (s->f->kseq_full >= 0 && s->marks.n)
+        if (s->kseq_full >= 0 && s->marks.n)
             drop_kernel_seq(s);
         break;
     case SP_EV_DROPPED:
@@ -517,20 +520,20 @@ static void on_event(struct file_scan *s, const struct sp_reader *r, const struc
             f->exited = 1;
             f->exit_status = (int32_t)ev->proc.status;
         }
-        if (ev->proc.kind == SP_PROC_STOP && f->pause_open < 0) {
-            f->pause_open = t;
-            f->pause_status = ev->proc.status;
+        if (ev->proc.kind == SP_PROC_STOP && s->pause_open < 0) {
+            s->pause_open = t;
+            s->pause_status = ev->proc.status;
         } else if (ev->proc.kind == SP_PROC_START && ev->proc.status > 0) {
             if (f->window_step < 0) {
                 f->window_step = ev->proc.status;
                 f->window_t = t;
             }
-            f->pause_open = -1;
-        } else if (ev->proc.kind == SP_PROC_START && f->pause_open >= 0) {
+            s->pause_open = -1;
+        } else if (ev->proc.kind == SP_PROC_START && s->pause_open >= 0) {
             struct sp_span *p = vec_push(&s->pauses, sizeof *p);
             if (p)
-                *p = (struct sp_span){f->pause_open, t};
-            f->pause_open = -1;
+                *p = (struct sp_span){s->pause_open, t};
+            s->pause_open = -1;
         }
         break;
     default:
@@ -712,7 +715,7 @@ static int pass1_event(void *ctx, const struct sp_reader *r, const struct sp_eve
 static void pass1_every(void *ctx, struct sp_reader *r)
 {
     struct file_scan *s = ctx;
-    if (!s->names_dropped && s->f->kseq_full != 0) {
+    if (!s->names_dropped && s->kseq_full != 0) {
         sp_reader_set_fields(r, SP_EV_GPU, PASS1_GPU_FIELDS & ~(SP_FIELD_BIT(gpu, name) | SP_FIELD_BIT(gpu, grid)));
         s->names_dropped = 1;
     }
@@ -750,7 +753,7 @@ static const struct sp_pass pass1 = {
 
 static void scan_file(struct sp_file_rec *f, const regex_t *re)
 {
-    struct file_scan s = {.f = f, .re = re};
+    struct file_scan s = {.f = f, .re = re, .pause_open = -1};
     int err = 0;
     if (sp_trace_feed(f->path, &pass1, &s, &err) < 0 && err) {
         if (asprintf(&f->diag, "%s: not readable as a trace (%s)", f->path, sp_strerror(err)) < 0)
@@ -758,22 +761,34 @@ static void scan_file(struct sp_file_rec *f, const regex_t *re)
     }
     find_devranks(&s);
     match_kernels(&s);
+    /* without room for its pass the file keeps none of it, as if empty */
+    struct sp_file_pass lost = {0}, *fp = calloc(1, sizeof *fp);
+    f->pass = fp;
+    if (!fp)
+        fp = &lost;
     const struct scan_call *sc = s.calls.p;
-    f->calls = malloc((s.calls.n + 1) * sizeof *f->calls);
-    for (size_t i = 0; f->calls && i < s.calls.n; i++)
-        f->calls[i] = sc[i].c;
-    f->ncalls = f->calls ? s.calls.n : 0;
+    fp->calls = malloc((s.calls.n + 1) * sizeof *fp->calls);
+    for (size_t i = 0; fp->calls && i < s.calls.n; i++)
+        fp->calls[i] = sc[i].c;
+    fp->ncalls = fp->calls ? s.calls.n : 0;
     free(s.calls.p);
-    f->marks = s.marks.p;
-    f->nmarks = s.marks.n;
-    f->tids = s.tids.p;
-    f->ntids = s.tids.n;
-    f->kseq = s.kseq.p;
-    f->nkseq = s.kseq.n;
-    if (f->pause_open >= 0 && f->pause_status <= 0) { /* paused to the end (not a window's close) */
+    fp->marks = s.marks.p;
+    fp->nmarks = s.marks.n;
+    fp->tids = s.tids.p;
+    fp->ntids = s.tids.n;
+    fp->kseq = s.kseq.p;
+    fp->nkseq = s.kseq.n;
+    fp->kseq_full = s.kseq_full;
+    if (fp == &lost) {
+        free(lost.calls);
+        free(lost.marks);
+        free(lost.tids);
+        free(lost.kseq);
+    }
+    if (s.pause_open >= 0 && s.pause_status <= 0) { /* paused to the end (not a window's close) */
         struct sp_span *p = vec_push(&s.pauses, sizeof *p);
         if (p)
-            *p = (struct sp_span){f->pause_open, f->last_t + 1};
+            *p = (struct sp_span){s.pause_open, f->last_t + 1};
     }
     f->pauses = s.pauses.p;
     f->npauses = s.pauses.n;
@@ -1024,9 +1039,10 @@ static int cmp_call_start(const void *a, const void *b)
  * the device when f's process holds several ranks. */
 static int append_file(struct sp_rank *r, struct sp_file_rec *f, int device)
 {
+    const struct sp_file_pass *fp = sp_file_pass_of(f);
     void *p = realloc(r->files, (size_t)(r->nfiles + 1) * sizeof *r->files);
-    void *c = realloc(r->calls, (r->ncalls + f->ncalls + 1) * sizeof *r->calls);
-    void *k = realloc(r->marks, (r->nmarks + f->nmarks + 1) * sizeof *r->marks);
+    void *c = realloc(r->calls, (r->ncalls + fp->ncalls + 1) * sizeof *r->calls);
+    void *k = realloc(r->marks, (r->nmarks + fp->nmarks + 1) * sizeof *r->marks);
     if (p)
         r->files = p;
     if (c)
@@ -1037,17 +1053,17 @@ static int append_file(struct sp_rank *r, struct sp_file_rec *f, int device)
         return -1;
     r->files[r->nfiles++] = f;
     if (device >= 0) {
-        for (size_t i = 0; i < f->ncalls; i++)
-            if (f->calls[i].device == device)
-                r->calls[r->ncalls++] = f->calls[i];
+        for (size_t i = 0; i < fp->ncalls; i++)
+            if (fp->calls[i].device == device)
+                r->calls[r->ncalls++] = fp->calls[i];
     } else {
-        if (f->ncalls)
-            memcpy(r->calls + r->ncalls, f->calls, f->ncalls * sizeof *f->calls);
-        r->ncalls += f->ncalls;
+        if (fp->ncalls)
+            memcpy(r->calls + r->ncalls, fp->calls, fp->ncalls * sizeof *fp->calls);
+        r->ncalls += fp->ncalls;
     }
-    if (f->nmarks)
-        memcpy(r->marks + r->nmarks, f->marks, f->nmarks * sizeof *f->marks);
-    r->nmarks += f->nmarks;
+    if (fp->nmarks)
+        memcpy(r->marks + r->nmarks, fp->marks, fp->nmarks * sizeof *fp->marks);
+    r->nmarks += fp->nmarks;
     if (f->events && (!r->events || f->first_t < r->first_t))
         r->first_t = f->first_t;
     if (f->last_t > r->last_t)
@@ -1300,12 +1316,14 @@ static void group_files(struct sp_model *m)
     /* The ranks hold their files' calls and markers now: the files' own
      * copies, as long as the trace, go. */
     for (int i = 0; i < m->nfrecs; i++) {
-        struct sp_file_rec *f = &m->frecs[i];
-        free(f->calls);
-        free(f->marks);
-        f->calls = NULL;
-        f->marks = NULL;
-        f->ncalls = f->nmarks = 0;
+        struct sp_file_pass *fp = m->frecs[i].pass;
+        if (!fp)
+            continue;
+        free(fp->calls);
+        free(fp->marks);
+        fp->calls = NULL;
+        fp->marks = NULL;
+        fp->ncalls = fp->nmarks = 0;
     }
     m->rank_procs = count_rank_procs(m);
     m->gpus = m->nranks;
@@ -1579,7 +1597,6 @@ int sp_model_scan(struct sp_model *m, char **pv, int n)
     for (int i = 0; i < n; i++) {
         m->frecs[i].path = pv[i];
         m->frecs[i].hdr_rank = m->frecs[i].comm_rank = m->frecs[i].rank = -1;
-        m->frecs[i].pause_open = -1;
         m->frecs[i].window_step = -1;
     }
     free(pv);

@@ -669,16 +669,17 @@ static struct sp_kernel_rec *main_stream_kernels(struct sp_model *m, struct sp_r
     size_t count[MAX_STREAMS] = {0}, ns = 0, total = 0;
     for (int f = 0; f < r->nfiles; f++) {
         const struct sp_file_rec *fr = r->files[f];
-        if (fr->kseq_full > 0)
+        const struct sp_file_pass *fp = sp_file_pass_of(fr);
+        if (fp->kseq_full > 0)
             sp_model_warn(m, "%s: more than %zu kernels before any step: steps are looked for in "
                              "the first ones only",
-                          fr->path, fr->nkseq);
-        for (size_t i = 0; i < fr->nkseq; i++) {
+                          fr->path, fp->nkseq);
+        for (size_t i = 0; i < fp->nkseq; i++) {
             size_t x = 0;
-            while (x < ns && stream[x] != fr->kseq[i].stream)
+            while (x < ns && stream[x] != fp->kseq[i].stream)
                 x++;
             if (x == ns && ns < MAX_STREAMS)
-                stream[ns++] = fr->kseq[i].stream;
+                stream[ns++] = fp->kseq[i].stream;
             if (x < ns)
                 count[x]++;
             total++;
@@ -692,10 +693,12 @@ static struct sp_kernel_rec *main_stream_kernels(struct sp_model *m, struct sp_r
     struct sp_kernel_rec *k = total ? malloc(total * sizeof *k) : NULL;
     if (!k)
         return NULL;
-    for (int f = 0; f < r->nfiles; f++)
-        for (size_t i = 0; i < r->files[f]->nkseq; i++)
-            if (r->files[f]->kseq[i].stream == stream[best])
-                k[(*n)++] = r->files[f]->kseq[i];
+    for (int f = 0; f < r->nfiles; f++) {
+        const struct sp_file_pass *fp = sp_file_pass_of(r->files[f]);
+        for (size_t i = 0; i < fp->nkseq; i++)
+            if (fp->kseq[i].stream == stream[best])
+                k[(*n)++] = fp->kseq[i];
+    }
     qsort(k, *n, sizeof *k, cmp_kernel_start);
     return k;
 }

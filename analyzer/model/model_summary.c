@@ -2,7 +2,8 @@
  * model_summary.c - writing and reading per-host summaries (model_summary.h).
  *
  * The records are stored as the structs the model holds, pointers
- * cleared, each followed by the arrays it points to: a summary is an
+ * cleared, each followed by the arrays it points to (a file's: those of
+ * its pass too, and the pass's kseq_full): a summary is an
  * intermediate file between `scaleprof reduce` and the verbs of the same
  * scaleprof build, not an archive format, and the header's record sizes
  * and version make another build refuse it clearly.  Pass 2's results are
@@ -30,7 +31,8 @@ static const char summary_magic[8] = {'S', 'P', 'S', 'U', 'M', '0', '1', '\n'};
 static const char packed_magic[8] = {'S', 'P', 'S', 'U', 'M', 'Z', '1', '\n'};
 #define PACK_LEVEL 3
 #define UNPACK_MAX ((size_t)1 << 40) /* a length beyond this is damage */
-#define SUMMARY_VERSION 1
+/* 2: a file's pass (its calls, markers, threads, kernels) follows its record */
+#define SUMMARY_VERSION 2
 /* Sections after the header. */
 enum { SEC_FRECS = 1,
        SEC_RANKS = 2 };
@@ -155,21 +157,20 @@ void sp_summary_put_frecs(struct sp_sbuf *b, const struct sp_model *m, const uin
         if (own && !own[i])
             continue;
         const struct sp_file_rec *f = &m->frecs[i];
+        const struct sp_file_pass *fp = sp_file_pass_of(f);
         struct sp_file_rec c = *f;
         c.path = c.diag = NULL;
-        c.calls = NULL;
-        c.marks = NULL;
-        c.tids = NULL;
-        c.kseq = NULL;
+        c.pass = NULL;
         c.pauses = NULL;
         c.devranks = NULL;
         put(b, &c, sizeof c);
         put_str(b, f->path);
         put_str(b, f->diag);
-        put_arr(b, f->calls, f->ncalls, sizeof *f->calls);
-        put_arr(b, f->marks, f->nmarks, sizeof *f->marks);
-        put_arr(b, f->tids, f->ntids, sizeof *f->tids);
-        put_arr(b, f->kseq, f->nkseq, sizeof *f->kseq);
+        put_arr(b, fp->calls, fp->ncalls, sizeof *fp->calls);
+        put_arr(b, fp->marks, fp->nmarks, sizeof *fp->marks);
+        put_arr(b, fp->tids, fp->ntids, sizeof *fp->tids);
+        put_arr(b, fp->kseq, fp->nkseq, sizeof *fp->kseq);
+        put_i32(b, fp->kseq_full);
         put_arr(b, f->pauses, f->npauses, sizeof *f->pauses);
         put_arr(b, f->devranks, (size_t)f->ndevranks, sizeof *f->devranks);
     }
@@ -360,16 +361,28 @@ static int read_frec(struct rd *r, struct sp_file_rec *f)
 {
     int ok = 1;
     size_t n;
+    struct sp_file_pass fp = {0};
     /* the pointers read here are stale: each is replaced below (and a
      * record cut short is all zeros) */
     if (get(r, f, sizeof *f) < 0)
         return -1;
     f->path = get_str(r, &ok);
     f->diag = get_str(r, &ok);
-    f->calls = get_arr(r, &f->ncalls, sizeof *f->calls);
-    f->marks = get_arr_or_null(r, &f->nmarks, sizeof *f->marks);
-    f->tids = get_arr_or_null(r, &f->ntids, sizeof *f->tids);
-    f->kseq = get_arr_or_null(r, &f->nkseq, sizeof *f->kseq);
+    fp.calls = get_arr(r, &fp.ncalls, sizeof *fp.calls);
+    fp.marks = get_arr_or_null(r, &fp.nmarks, sizeof *fp.marks);
+    fp.tids = get_arr_or_null(r, &fp.ntids, sizeof *fp.tids);
+    fp.kseq = get_arr_or_null(r, &fp.nkseq, sizeof *fp.kseq);
+    fp.kseq_full = get_i32(r);
+    f->pass = malloc(sizeof *f->pass);
+    if (f->pass) {
+        *f->pass = fp;
+    } else {
+        free(fp.calls);
+        free(fp.marks);
+        free(fp.tids);
+        free(fp.kseq);
+        ok = 0;
+    }
     f->pauses = get_arr_or_null(r, &f->npauses, sizeof *f->pauses);
     f->devranks = get_arr_or_null(r, &n, sizeof *f->devranks);
     f->ndevranks = (int)n;

@@ -534,10 +534,13 @@ void sp_file_rec_free(struct sp_file_rec *f)
 {
     free(f->path);
     free(f->diag);
-    free(f->calls);
-    free(f->marks);
-    free(f->tids);
-    free(f->kseq);
+    if (f->pass) {
+        free(f->pass->calls);
+        free(f->pass->marks);
+        free(f->pass->tids);
+        free(f->pass->kseq);
+        free(f->pass);
+    }
     free(f->pauses);
     free(f->devranks);
 }

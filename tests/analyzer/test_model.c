@@ -505,6 +505,17 @@ static void check_hand(struct sp_model *m, const char *what, const struct hand_t
     sp_model_replay_free(&rp);
 }
 
+/* A step from 0 to `end` on `rank` holding one op, `tail` of local time
+ * after it: the shape of most hand graphs. */
+static int one_op_step(struct sp_graph_build *b, int rank, const struct sp_graph_op *op, int64_t end,
+                       const float tail[SP_LOC_N])
+{
+    int rc = sp_graph_step(b, rank, 0);
+    rc |= sp_graph_op(b, rank, op);
+    rc |= sp_graph_step_end(b, rank, end, tail);
+    return rc;
+}
+
 /* Two ranks, one all-reduce.  Rank 0 computes 2 ms and arrives at 2;
  * rank 1 computes 2 ms and waits 3 ms for input, arriving at 5.  The data
  * moves after the later arrival, 1 ms: both kernels end at 6, then 4 ms
@@ -522,15 +533,8 @@ static void test_graph_allreduce(void)
                                         {SP_NCCL_ALLREDUCE, 0xa11, 2, 1, -1, 1, 1 << 20}};
     const float tail[SP_LOC_N] = {[SP_LOC_BUSY] = 4 * MS};
     int rc = 0;
-    rc |= sp_graph_step(b, 0, 0);
-    rc |= sp_graph_op(b, 0,
-                      &(struct sp_graph_op){2 * MS, 6 * MS, .gap = {[SP_LOC_BUSY] = 2 * MS}, .calls = &ar[0], .ncalls = 1});
-    rc |= sp_graph_step_end(b, 0, 10 * MS, tail);
-    rc |= sp_graph_step(b, 1, 0);
-    rc |= sp_graph_op(b, 1,
-                      &(struct sp_graph_op){5 * MS, 6 * MS, .gap = {[SP_LOC_BUSY] = 2 * MS, [SP_LOC_INPUT] = 3 * MS},
-                                            .calls = &ar[1], .ncalls = 1});
-    rc |= sp_graph_step_end(b, 1, 10 * MS, tail);
+    rc |= one_op_step(b, 0, &(struct sp_graph_op){2 * MS, 6 * MS, .gap = {[SP_LOC_BUSY] = 2 * MS}, .calls = &ar[0], .ncalls = 1}, 10 * MS, tail);
+    rc |= one_op_step(b, 1, &(struct sp_graph_op){5 * MS, 6 * MS, .gap = {[SP_LOC_BUSY] = 2 * MS, [SP_LOC_INPUT] = 3 * MS}, .calls = &ar[1], .ncalls = 1}, 10 * MS, tail);
     rc |= sp_graph_finish(b);
     CHECK(rc == 0, "the all-reduce graph is built (%s)", m.nwarnings ? m.warnings[0] : "");
     if (rc == 0) {
@@ -567,15 +571,8 @@ static void test_graph_send_recv(void)
                                recv = {SP_NCCL_RECV, 0xb0b, 2, 1, 0, 1, 4096};
     const float tail[SP_LOC_N] = {[SP_LOC_BUSY] = 3 * MS};
     int rc = 0;
-    rc |= sp_graph_step(b, 0, 0);
-    rc |= sp_graph_op(b, 0,
-                      &(struct sp_graph_op){6 * MS, 7 * MS, .gap = {[SP_LOC_BUSY] = 2 * MS, [SP_LOC_INPUT] = 4 * MS},
-                                            .calls = &send, .ncalls = 1});
-    rc |= sp_graph_step_end(b, 0, 10 * MS, tail);
-    rc |= sp_graph_step(b, 1, 0);
-    rc |= sp_graph_op(b, 1,
-                      &(struct sp_graph_op){1 * MS, 7 * MS, .gap = {[SP_LOC_HOST] = 1 * MS}, .calls = &recv, .ncalls = 1});
-    rc |= sp_graph_step_end(b, 1, 10 * MS, tail);
+    rc |= one_op_step(b, 0, &(struct sp_graph_op){6 * MS, 7 * MS, .gap = {[SP_LOC_BUSY] = 2 * MS, [SP_LOC_INPUT] = 4 * MS}, .calls = &send, .ncalls = 1}, 10 * MS, tail);
+    rc |= one_op_step(b, 1, &(struct sp_graph_op){1 * MS, 7 * MS, .gap = {[SP_LOC_HOST] = 1 * MS}, .calls = &recv, .ncalls = 1}, 10 * MS, tail);
     rc |= sp_graph_finish(b);
     CHECK(rc == 0, "the send/recv graph is built (%s)", m.nwarnings ? m.warnings[0] : "");
     if (rc == 0) {
@@ -621,19 +618,9 @@ static void test_graph_group(void)
     const struct sp_graph_call recv21 = {SP_NCCL_RECV, 0xc0c, 3, 2, 1, 1, 4096};
     const float tail[SP_LOC_N] = {[SP_LOC_BUSY] = 4 * MS};
     int rc = 0;
-    rc |= sp_graph_step(b, 0, 0);
-    rc |= sp_graph_op(b, 0,
-                      &(struct sp_graph_op){2 * MS, 3 * MS, .gap = {[SP_LOC_BUSY] = 2 * MS}, .calls = &send01, .ncalls = 1});
-    rc |= sp_graph_step_end(b, 0, 7 * MS, tail);
-    rc |= sp_graph_step(b, 1, 0);
-    rc |= sp_graph_op(b, 1,
-                      &(struct sp_graph_op){1 * MS, 6 * MS, .gap = {[SP_LOC_BUSY] = 1 * MS}, .calls = group1, .ncalls = 2});
-    rc |= sp_graph_step_end(b, 1, 10 * MS, tail);
-    rc |= sp_graph_step(b, 2, 0);
-    rc |= sp_graph_op(b, 2,
-                      &(struct sp_graph_op){5 * MS, 6 * MS, .gap = {[SP_LOC_BUSY] = 2 * MS, [SP_LOC_INPUT] = 3 * MS},
-                                            .calls = &recv21, .ncalls = 1});
-    rc |= sp_graph_step_end(b, 2, 10 * MS, tail);
+    rc |= one_op_step(b, 0, &(struct sp_graph_op){2 * MS, 3 * MS, .gap = {[SP_LOC_BUSY] = 2 * MS}, .calls = &send01, .ncalls = 1}, 7 * MS, tail);
+    rc |= one_op_step(b, 1, &(struct sp_graph_op){1 * MS, 6 * MS, .gap = {[SP_LOC_BUSY] = 1 * MS}, .calls = group1, .ncalls = 2}, 10 * MS, tail);
+    rc |= one_op_step(b, 2, &(struct sp_graph_op){5 * MS, 6 * MS, .gap = {[SP_LOC_BUSY] = 2 * MS, [SP_LOC_INPUT] = 3 * MS}, .calls = &recv21, .ncalls = 1}, 10 * MS, tail);
     rc |= sp_graph_finish(b);
     CHECK(rc == 0, "the grouped send+recv graph is built (%s)", m.nwarnings ? m.warnings[0] : "");
     if (rc == 0) {
@@ -740,11 +727,7 @@ static void test_graph_concurrent(void)
                                             .under = {[SP_LOC_HOST] = 1 * MS}, .calls = &send01, .ncalls = 1});
     rc |= sp_graph_op(b, 0, &(struct sp_graph_op){3 * MS, 6 * MS, .calls = &recv10, .ncalls = 1});
     rc |= sp_graph_step_end(b, 0, 10 * MS, tail);
-    rc |= sp_graph_step(b, 1, 0);
-    rc |= sp_graph_op(b, 1,
-                      &(struct sp_graph_op){5 * MS, 6 * MS, .gap = {[SP_LOC_BUSY] = 3 * MS, [SP_LOC_INPUT] = 2 * MS},
-                                            .calls = both1, .ncalls = 2});
-    rc |= sp_graph_step_end(b, 1, 10 * MS, tail);
+    rc |= one_op_step(b, 1, &(struct sp_graph_op){5 * MS, 6 * MS, .gap = {[SP_LOC_BUSY] = 3 * MS, [SP_LOC_INPUT] = 2 * MS}, .calls = both1, .ncalls = 2}, 10 * MS, tail);
     rc |= sp_graph_finish(b);
     CHECK(rc == 0, "the exchange graph is built (%s)", m.nwarnings ? m.warnings[0] : "");
     if (rc == 0) {

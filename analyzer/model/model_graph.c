@@ -143,6 +143,19 @@ static int rank_ok(const struct sp_graph_build *b, int rank)
     return b && rank >= 0 && rank < b->m->nranks;
 }
 
+/* The build state of `rank`'s open step, or NULL (refused: `what` says
+ * why) when the rank is out of range or has no step open. */
+static struct rank_build *open_step(struct sp_graph_build *b, int rank, const char *what)
+{
+    if (!rank_ok(b, rank))
+        return NULL;
+    if (!b->rb[rank].open) {
+        refuse(b, rank, what);
+        return NULL;
+    }
+    return &b->rb[rank];
+}
+
 int sp_graph_step(struct sp_graph_build *b, int rank, int64_t start)
 {
     if (!rank_ok(b, rank))
@@ -203,12 +216,10 @@ static struct sp_rnode *add_node(struct sp_graph_build *b, int rank, int64_t a, 
 
 int sp_graph_op(struct sp_graph_build *b, int rank, const struct sp_graph_op *op)
 {
-    if (!rank_ok(b, rank))
+    struct rank_build *rb = open_step(b, rank, "an op outside a step");
+    if (!rb)
         return -1;
     struct sp_rank *r = &b->m->ranks[rank];
-    struct rank_build *rb = &b->rb[rank];
-    if (!rb->open)
-        return refuse(b, rank, "an op outside a step");
     if (op->a < rb->start || op->e < op->a || (rb->have_op && op->a < rb->prev_a))
         return refuse(b, rank, "an op before its step, before the previous op, or ending before it starts");
     if (op->ncalls < 1 || op->ncalls > UINT16_MAX || r->ncalls + (size_t)op->ncalls > UINT32_MAX)
@@ -254,12 +265,10 @@ int sp_graph_op(struct sp_graph_build *b, int rank, const struct sp_graph_op *op
 
 int sp_graph_step_end(struct sp_graph_build *b, int rank, int64_t end, const float gap[SP_LOC_N])
 {
-    if (!rank_ok(b, rank))
+    struct rank_build *rb = open_step(b, rank, "a step closed that is not open");
+    if (!rb)
         return -1;
     struct sp_rank *r = &b->m->ranks[rank];
-    struct rank_build *rb = &b->rb[rank];
-    if (!rb->open)
-        return refuse(b, rank, "a step closed that is not open");
     if (end <= rb->start || (rb->have_op && end <= rb->prev_a))
         return refuse(b, rank, "a step that ends before it starts or before its last op");
     if (rb->have_op && rb->prev_e > end)

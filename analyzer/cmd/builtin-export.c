@@ -218,7 +218,14 @@ int cmd_export(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    rc = sp_export_write(&m, &eo, dir, path, json);
+    struct sp_export_done done;
+    if (sp_export_write(&m, &eo, dir, path, json, &done) < 0) {
+        rc = 1;
+    } else {
+        sp_model_warn_all(&m, &done.st.warnings); /* what the timeline left out, counted as the model's */
+        rc = sp_export_say(&m, &eo, path, json, &done);
+        sp_warn_list_free(&done.st.warnings);
+    }
     sp_model_free(&m);
 out:
     free(ranks);

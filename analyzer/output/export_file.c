@@ -74,75 +74,56 @@ int sp_export_path_is_json(const char *path)
     return ends_with(path, ".json") || ends_with(path, ".json.gz");
 }
 
-/* A warning about a path from a trace: its control bytes written as
- * \xNN, as the model's warnings are. */
-static void warn_path(const char *path)
+int sp_export_write(const struct sp_model *m, const struct sp_export_opts *o, const char *dir, const char *path,
+                    int json, struct sp_export_done *d)
 {
-    for (const unsigned char *p = (const unsigned char *)path; *p; p++)
-        if (*p < 32 || *p == 127)
-            fprintf(stderr, "\\x%02x", *p);
-        else
-            putc(*p, stderr);
-}
-
-/* What the timeline left out, after the model's warnings. */
-static void warn_left_out(const struct sp_model *m, const struct sp_export_opts *o,
-                          const struct sp_export_stats *st)
-{
-    if (o->whatif >= 0 && !st->whatif_ok)
-        fprintf(stderr,
-                "scaleprof export: warning: what-if %s: the replay could not remove it in this run; "
-                "the timeline has the recorded groups only\n",
-                o->whatif == SP_CAUSE_N ? "none" : sp_cause_info(o->whatif)->name);
-    if (!st->unread) return;
-    fputs("scaleprof export: warning: ", stderr);
-    warn_path(m->frecs[st->unread_fi].path);
-    fprintf(stderr, ": could not be read again for the timeline (%s)", sp_strerror(st->unread_err));
-    if (st->unread > 1) fprintf(stderr, " (and %d more like it)", st->unread - 1);
-    fputc('\n', stderr);
-}
-
-int sp_export_write(const struct sp_model *m, const struct sp_export_opts *o, const char *dir, const char *path, int json)
-{
-    int rc, gz;
+    int gz;
     if (json || o->detail == SP_EXPORT_FULL)
         warn_size(dir, json ? sp_export_estimate(m, o) : sp_export_perfetto_estimate(m, o),
                   sp_export_path_is_gz(path), json);
     FILE *f = open_output(path, &gz);
     if (!f) {
         fprintf(stderr, "scaleprof export: %s: %s\n", path, strerror(errno));
-        return 1;
+        return -1;
     }
     setvbuf(f, NULL, _IOFBF, OUT_BUFFER);
-    struct sp_export_stats st = {0};
-    int wrc = json ? sp_export_trace(m, o, f, &st) : sp_export_perfetto(m, o, f, &st);
+    memset(d, 0, sizeof *d);
+    int wrc = json ? sp_export_trace(m, o, f, &d->st) : sp_export_perfetto(m, o, f, &d->st);
     int crc = f == stdout ? fflush(f) : fclose(f);
+    if (wrc < 0 || crc != 0) {
+        d->failed = 1;
+        d->err = errno;
+        if (f != stdout) unlink(path);
+    }
+    return 0;
+}
+
+int sp_export_say(const struct sp_model *m, const struct sp_export_opts *o, const char *path, int json,
+                  const struct sp_export_done *d)
+{
+    const struct sp_export_stats *st = &d->st;
     for (int i = 0; i < m->nwarnings; i++)
         fprintf(stderr, "scaleprof export: warning: %s\n", m->warnings[i]);
-    warn_left_out(m, o, &st);
-    if (wrc < 0 || crc != 0) {
-        fprintf(stderr, "scaleprof export: %s: could not be written (%s)\n", path, strerror(errno));
-        if (f != stdout) unlink(path);
-        rc = 1;
-    } else {
-        if (st.dropped)
-            fprintf(stderr, "scaleprof export: warning: %llu events too large to encode were left out\n",
-                    (unsigned long long)st.dropped);
-        if (st.summary)
-            fprintf(stderr,
-                    "scaleprof export: %s: summary timeline (%d ranks x %d steps%s): every rank's "
-                    "steps and categories, %d rank%s named by the findings in full; --full for "
-                    "everything, --ranks/--steps for a part\n",
-                    path, st.ranks, m->steps_total,
-                    o->detail == SP_EXPORT_SUMMARY ? ", --summary" : " is past what the viewer holds in full",
-                    st.detailed, st.detailed == 1 ? "" : "s");
-        fprintf(stderr,
-                "scaleprof export: %s: %d rank%s, %llu trace events, %llu timeline entries, %llu "
-                "arrows%s; open it in ui.perfetto.dev%s\n",
-                path, st.ranks, st.ranks == 1 ? "" : "s", (unsigned long long)st.events,
-                (unsigned long long)st.slices, (unsigned long long)st.flows,
-                st.whatif_ok ? ", with the what-if replay" : "", json ? " or chrome://tracing" : "");
-        rc = 0;
+    if (d->failed) {
+        fprintf(stderr, "scaleprof export: %s: could not be written (%s)\n", path, strerror(d->err));
+        return 1;
     }
-    return rc;
+    if (st->dropped)
+        fprintf(stderr, "scaleprof export: warning: %llu events too large to encode were left out\n",
+                (unsigned long long)st->dropped);
+    if (st->summary)
+        fprintf(stderr,
+                "scaleprof export: %s: summary timeline (%d ranks x %d steps%s): every rank's "
+                "steps and categories, %d rank%s named by the findings in full; --full for "
+                "everything, --ranks/--steps for a part\n",
+                path, st->ranks, m->steps_total,
+                o->detail == SP_EXPORT_SUMMARY ? ", --summary" : " is past what the viewer holds in full",
+                st->detailed, st->detailed == 1 ? "" : "s");
+    fprintf(stderr,
+            "scaleprof export: %s: %d rank%s, %llu trace events, %llu timeline entries, %llu "
+            "arrows%s; open it in ui.perfetto.dev%s\n",
+            path, st->ranks, st->ranks == 1 ? "" : "s", (unsigned long long)st->events,
+            (unsigned long long)st->slices, (unsigned long long)st->flows,
+            st->whatif_ok ? ", with the what-if replay" : "", json ? " or chrome://tracing" : "");
+    return 0;
 }

@@ -584,7 +584,10 @@ int sp_export_perfetto(const struct sp_model *m, const struct sp_export_opts *o,
     free(w.pk.p);
     free(w.fresh.p);
     free(w.outbuf.p);
-    if (st) *st = s;
+    if (st)
+        *st = s;
+    else
+        sp_warn_list_free(&s.warnings);
     return rc;
 }
 

@@ -315,7 +315,10 @@ int sp_export_trace(const struct sp_model *m, const struct sp_export_opts *o, FI
     struct sp_export_stats s;
     int rc = sp_export_walk(m, o, &json_enc, &x, &s);
     if (rc == 0 && ferror(out)) rc = -1;
-    if (st) *st = s;
+    if (st)
+        *st = s;
+    else
+        sp_warn_list_free(&s.warnings);
     return rc;
 }
 

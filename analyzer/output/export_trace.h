@@ -46,9 +46,10 @@ struct sp_export_stats {
     int summary;      /* Perfetto: the summary timeline was chosen */
     int detailed;     /* Perfetto: ranks written in full */
     uint64_t dropped; /* Perfetto: packets left out (past the packet size) */
-    /* trace files that could not be read again, the first of them (its
-     * index in m->frecs) and why (errno or SP_E*) */
-    int unread, unread_fi, unread_err;
+    /* what the timeline left out, for the verb to add to the model's
+     * warnings (sp_model_warn_all): the what-if the model did not keep,
+     * the traces that could not be read again */
+    struct sp_warn_list warnings;
 };
 
 /* The bytes the timeline would take, from pass 1's event counts and the
@@ -59,8 +60,7 @@ double sp_export_estimate(const struct sp_model *m, const struct sp_export_opts 
  * asked to keep it first: sp_model_keep_whatif(m, o->whatif)) to out.
  * Returns 0, or -1 when out failed (errno set); unreadable traces are
  * skipped.  st (when not NULL) receives what was written and what was
- * left out (the what-if the model did not keep, the traces that could
- * not be read again), which sp_export_write says. */
+ * left out (its warnings: the caller frees them, sp_warn_list_free). */
 int sp_export_trace(const struct sp_model *m, const struct sp_export_opts *o, FILE *out,
                     struct sp_export_stats *st);
 
@@ -76,12 +76,26 @@ double sp_export_perfetto_estimate(const struct sp_model *m, const struct sp_exp
  * the replay cannot remove it; names (when not NULL) lists the valid ones. */
 int sp_export_whatif_cause(const char *name, char *names, size_t len);
 
+/* What sp_export_write did: whether the timeline could not be written
+ * (and why: errno), and what went in. */
+struct sp_export_done {
+    int failed, err;
+    struct sp_export_stats st;
+};
+
 /* export_file.c: writes m's timeline to path (stdout for "-", gzip'd
  * when it ends in .gz; the JSON when json, else the protobuf), with a note
- * first when it will be too large for a viewer and, after it, what went
- * in; dir names the traces in that note.  Returns the verb's exit status
- * (1: not written, said on stderr, nothing left at path). */
-int sp_export_write(const struct sp_model *m, const struct sp_export_opts *o, const char *dir, const char *path, int json);
+ * first when it will be too large for a viewer; dir names the traces in
+ * that note.  -1 when path cannot be opened (said on stderr), else 0 with
+ * *d filled (a timeline that could not be written is removed).  The verb
+ * then adds d->st.warnings to the model's and calls sp_export_say. */
+int sp_export_write(const struct sp_model *m, const struct sp_export_opts *o, const char *dir, const char *path,
+                    int json, struct sp_export_done *d);
+/* Says on stderr the model's warnings, then what went in (or that path
+ * could not be written).  Returns the verb's exit status (1: not
+ * written, nothing left at path). */
+int sp_export_say(const struct sp_model *m, const struct sp_export_opts *o, const char *path, int json,
+                  const struct sp_export_done *d);
 /* Whether an output path asks for gzip (.gz) or for the JSON (.json,
  * .json.gz) */
 int sp_export_path_is_gz(const char *path);

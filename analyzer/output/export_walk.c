@@ -508,8 +508,8 @@ static const struct sp_pass export_pass = {
     // clang-format on
 };
 
-/* Reads each file of the rank again; one that cannot be read is counted
- * for the warning. */
+/* Reads each file of the rank again; one that cannot be read is a
+ * warning. */
 static void feed_files(struct sp_export_walk *w)
 {
     const struct sp_model *m = w->m;
@@ -519,10 +519,9 @@ static void feed_files(struct sp_export_walk *w)
         if (!f->ok || f->rank != m->ranks[w->ri].rank) continue;
         w->f = (struct sp_export_file){fi, f->helper ? HELPER_SORT * (++helpers) : 0, 0, 0};
         int err = 0;
-        if (sp_trace_feed(f->path, &export_pass, w, &err) < 0 && err && !w->st.unread++) {
-            w->st.unread_fi = fi;
-            w->st.unread_err = err;
-        }
+        if (sp_trace_feed(f->path, &export_pass, w, &err) < 0 && err)
+            sp_warn_list_add(&w->st.warnings, "%s: could not be read again for the timeline (%s)", f->path,
+                             sp_strerror(err));
     }
 }
 
@@ -896,6 +895,11 @@ int sp_export_walk(const struct sp_model *m, const struct sp_export_opts *o,
     if (o->whatif >= 0 && wi->asked && wi->cause == o->whatif && wi->ok) {
         w.wi = wi;
         w.st.whatif_ok = 1;
+    } else if (o->whatif >= 0) {
+        sp_warn_list_add(&w.st.warnings,
+                         "what-if %s: the replay could not remove it in this run; the timeline has the "
+                         "recorded groups only",
+                         o->whatif == SP_CAUSE_N ? "none" : sp_cause_info(o->whatif)->name);
     }
     if (rc == 0) {
         w.st.summary = choose_detail(&w);

@@ -24,12 +24,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "model_graph.h"
 #include "model_int.h"
 
 /* Float components against integer windows: a sum may pass its window by
  * this share (and a nanosecond) before it is refused as too large. */
 #define LOCAL_SLACK 1e-6
+/* a rank's nodes, calls and steps: room for this many at first */
+#define GRAPH_FIRST 8
 
 struct rank_build {
     int open;         /* a step is open */
@@ -60,21 +63,6 @@ static int fits(const float v[SP_LOC_N], int64_t window)
         if (!(v[c] >= 0))
             return 0; /* negative or NaN */
     return sum_of(v) <= (double)window * (1 + LOCAL_SLACK) + 1;
-}
-
-/* p with room for need items of size (*cap of them now), or NULL when
- * out of memory (p left as it was). */
-static void *grown(void *p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return p;
-    size_t n = *cap ? 2 * *cap : 8;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(p, n * size);
-    if (q)
-        *cap = n;
-    return q;
 }
 
 struct sp_graph_build *sp_graph_begin(struct sp_model *m, int nranks, const int *host)
@@ -200,7 +188,7 @@ static struct sp_rnode *add_node(struct sp_graph_build *b, int rank, int64_t a, 
         refuse(b, rank, "a gap's local time is longer than the gap");
         return NULL;
     }
-    struct sp_rnode *nodes = grown(r->nodes, &rb->nodes_cap, r->nnodes + 1, sizeof *r->nodes);
+    struct sp_rnode *nodes = sp_grow(r->nodes, r->nnodes, &rb->nodes_cap, sizeof *r->nodes, GRAPH_FIRST);
     if (!nodes)
         return NULL;
     r->nodes = nodes;
@@ -224,7 +212,7 @@ int sp_graph_op(struct sp_graph_build *b, int rank, const struct sp_graph_op *op
         return refuse(b, rank, "an op before its step, before the previous op, or ending before it starts");
     if (op->ncalls < 1 || op->ncalls > UINT16_MAX || r->ncalls + (size_t)op->ncalls > UINT32_MAX)
         return refuse(b, rank, "an op without a call, or more calls than a node can name");
-    struct sp_coll_call *calls = grown(r->calls, &rb->calls_cap, r->ncalls + (size_t)op->ncalls, sizeof *r->calls);
+    struct sp_coll_call *calls = sp_grow_to(r->calls, r->ncalls + (size_t)op->ncalls, &rb->calls_cap, sizeof *r->calls, GRAPH_FIRST);
     if (!calls)
         return -1;
     r->calls = calls;
@@ -273,7 +261,7 @@ int sp_graph_step_end(struct sp_graph_build *b, int rank, int64_t end, const flo
         return refuse(b, rank, "a step that ends before it starts or before its last op");
     if (rb->have_op && rb->prev_e > end)
         rb->prev_e = end; /* an op's window ends with its step */
-    struct sp_span *steps = grown(r->steps, &rb->steps_cap, (size_t)r->nsteps + 1, sizeof *r->steps);
+    struct sp_span *steps = sp_grow(r->steps, (size_t)r->nsteps, &rb->steps_cap, sizeof *r->steps, GRAPH_FIRST);
     if (!steps)
         return -1;
     r->steps = steps;

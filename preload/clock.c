@@ -41,7 +41,12 @@
  * it out.  From then on the compressor's passes keep the period.
  *
  * Hot path: one load of the segment's address (NULL: clock_gettime), its
- * sequence number and three loads, rdtsc, a 128-bit multiply.  Segments
+ * sequence number and three loads, rdtsc, a 64x64->128-bit multiply
+ * (unsigned: the signed one only for a tick before the base).  A timed
+ * call (struct sp_span, preload.h) reads only the tick at its start, and
+ * at its end the tick and the segment once: both ends are converted with
+ * that one snapshot, the start to ns and the duration with its rate.
+ * Segments
  * are double-buffered: the thread writes the one not in use, then
  * publishes its index and address; a reader that finds its segment
  * rewritten under it (its sequence number moved) reads clock_gettime
@@ -261,6 +266,22 @@ static void tick(void)
     if (slew < -SP_CLOCK_MAX_SLEW)
         slew = -SP_CLOCK_MAX_SLEW;
     publish(tsc, at, ck.rate * (1.0 + slew));
+}
+
+/* A span's end (preload.h) other than a tick the current segment
+ * converts: the end is clock_gettime (before calibration, and once the
+ * TSC is off: no rdtsc), or the tick's conversion found its segment
+ * rewritten while read.  A start that is a tick is converted with the
+ * current segment, which still holds the last calibration (turning the
+ * TSC off only withdraws its address); one that cannot be (that segment
+ * rewritten too) makes the call start at its end, with no duration. */
+struct sp_times sp_span_end_slow(uint64_t start)
+{
+    uint64_t t1 = sp_clock_gettime_ns();
+    uint64_t s = start & SP_SPAN_TSC ? sp_clock_from_tsc(start) : start >> 1;
+    if (s == 0 || s > t1)
+        s = t1; /* unknown, or a clock that went back */
+    return (struct sp_times){s, t1 - s};
 }
 
 /* In a forked child only the forking thread runs: a tick the parent's

@@ -222,6 +222,19 @@ static uint32_t entry_path_stale(int fd, uint64_t e)
     return id;
 }
 
+/* The recorded read's one test of its fd's entry: in the table,
+ * classified, not excluded, its path interned in the current file.  1
+ * with *e set when so; the rest (a first sight, a path from before a
+ * fork, an excluded path, an fd past the table) is fd_entry_other's. */
+#define FD_CURRENT_MASK (FD_CLASSIFIED | FD_EXCLUDED | FD_GEN_MASK << FD_GEN_SHIFT)
+
+static inline __attribute__((always_inline)) int fd_entry_current(int fd, uint64_t *e)
+{
+    uint64_t want = FD_CLASSIFIED | (uint64_t)(sp_generation & FD_GEN_MASK) << FD_GEN_SHIFT;
+    *e = SP_LIKELY((unsigned)fd < SP_FD_TABLE) ? atomic_load_explicit(&g_fds[fd], memory_order_relaxed) : 0;
+    return (*e & FD_CURRENT_MASK) == want;
+}
+
 static void fd_forget(int fd)
 {
     if (SP_UNLIKELY(sp_in_vfork))
@@ -353,7 +366,7 @@ static int path_excluded(const char *path)
 /* ---- recording ------------------------------------------------------------ */
 
 struct io_call {
-    struct sp_span span; /* its start, and what its duration needs (preload.h) */
+    struct sp_span span; /* its start, converted at its end (preload.h) */
 };
 
 /* Start timing a call; 0 when it must pass through unrecorded.  The guard
@@ -390,6 +403,28 @@ static inline __attribute__((always_inline)) void emit_io(uint64_t t0, uint64_t 
     sp_emit_inline(&ev); /* every caller restores errno next */
 }
 
+/* emit_io for an entry whose path is the current file's (fd_entry_current,
+ * fd_entry_other): the path is the entry's low word. */
+static inline __attribute__((always_inline)) void emit_io_current(uint64_t t0, uint64_t t1, int op, int fd,
+                                                                  uint64_t entry, int64_t ret, uint64_t bytes,
+                                                                  uint64_t offset, int err)
+{
+    struct sp_event ev;
+    sp_event_head(&ev, SP_EV_IO, t0);
+    ev.io = (struct sp_ev_io){
+        .dur = t1 - t0,
+        .op = (uint64_t)op,
+        .fd = fd,
+        .fd_kind = (uint64_t)entry_kind(entry),
+        .path = (uint32_t)(entry & FD_PATH_MASK),
+        .ret = ret,
+        .bytes = bytes,
+        .offset = offset,
+        .err = ret < 0 ? (uint64_t)err : 0,
+    };
+    sp_emit_inline(&ev); /* every caller restores errno next */
+}
+
 /* emit_io, once, for the opens and closes: they are not worth a copy of
  * the encoder each. */
 static __attribute__((noinline)) void emit_io_once(uint64_t t0, uint64_t t1, int op, int fd, uint64_t entry,
@@ -398,17 +433,31 @@ static __attribute__((noinline)) void emit_io_once(uint64_t t0, uint64_t t1, int
     emit_io(t0, t1, op, fd, entry, ret, bytes, offset, err);
 }
 
+/* io_leave's end for an fd whose entry is not current (fd_entry_current):
+ * seen for the first time, its path interned before a fork, excluded, or
+ * past the table.  Out of line, so that the fast path calls nothing
+ * between the clock and the encoder. */
+static __attribute__((noinline)) void io_leave_other(uint64_t t0, uint64_t t1, int op, int fd, int64_t ret,
+                                                     uint64_t bytes, uint64_t offset, int err)
+{
+    uint64_t e = fd_entry(fd);
+    if (!(e & FD_EXCLUDED))
+        emit_io_once(t0, t1, op, fd, e, ret, bytes, offset, err);
+}
+
 /* End a timed call on `fd`: record it unless the fd is excluded.  `err` is
  * errno as the real call left it, restored on return.  Inlined into each
  * interposer, whose op and constant arguments then cost nothing. */
 static inline __attribute__((always_inline)) void io_leave(struct io_call *c, int err, int op, int fd, int64_t ret,
                                                            uint64_t bytes, uint64_t offset)
 {
-    uint64_t t1 = c->span.t0 + sp_span_dur(&c->span);
+    struct sp_times tm = sp_span_end(c->span);
+    uint64_t e;
     sp_guard_take();
-    uint64_t e = fd_entry(fd);
-    if (!(e & FD_EXCLUDED))
-        emit_io(c->span.t0, t1, op, fd, e, ret, bytes, offset, err);
+    if (SP_LIKELY(fd_entry_current(fd, &e)))
+        emit_io_current(tm.t0, tm.t0 + tm.dur, op, fd, e, ret, bytes, offset, err);
+    else
+        io_leave_other(tm.t0, tm.t0 + tm.dur, op, fd, ret, bytes, offset, err);
     sp_guard_drop();
     errno = err;
 }
@@ -416,7 +465,8 @@ static inline __attribute__((always_inline)) void io_leave(struct io_call *c, in
 /* After a successful open: remember the fd, and record the open. */
 static void io_leave_open(struct io_call *c, int err, int op, int fd, const char *path)
 {
-    uint64_t t1 = c->span.t0 + sp_span_dur(&c->span);
+    struct sp_times tm = sp_span_end(c->span);
+    uint64_t t0 = tm.t0, t1 = tm.t0 + tm.dur;
     sp_guard_take();
     if (fd >= 0 && path) {
         int excluded = path_excluded(path);
@@ -428,11 +478,11 @@ static void io_leave_open(struct io_call *c, int err, int op, int fd, const char
                 name_save(fd, path);
         }
         if (!excluded)
-            emit_io_once(c->span.t0, t1, op, fd, e, fd, 0, 0, err);
+            emit_io_once(t0, t1, op, fd, e, fd, 0, 0, err);
     } else if (path && !path_excluded(path)) {
         /* A failed open: the path is worth seeing (ENOENT on a dataset). */
         uint64_t e = fd_pack(path_id(path), SP_FD_UNKNOWN, 0);
-        emit_io_once(c->span.t0, t1, op, fd, e, fd, 0, 0, err);
+        emit_io_once(t0, t1, op, fd, e, fd, 0, 0, err);
     }
     sp_guard_drop();
     errno = err;
@@ -457,9 +507,9 @@ static void close_done(struct io_call *c, int recording, int fd, uint64_t e, int
 {
     int err = errno;
     if (recording && !(e & FD_EXCLUDED) && (fd >= 0 || r < 0)) {
-        uint64_t t1 = c->span.t0 + sp_span_dur(&c->span);
+        struct sp_times tm = sp_span_end(c->span);
         sp_guard_take();
-        emit_io_once(c->span.t0, t1, SP_IO_CLOSE, fd, e, r, 0, 0, err);
+        emit_io_once(tm.t0, tm.t0 + tm.dur, SP_IO_CLOSE, fd, e, r, 0, 0, err);
         sp_guard_drop();
     }
     errno = err;
@@ -468,12 +518,12 @@ static void close_done(struct io_call *c, int recording, int fd, uint64_t e, int
 static void wait_leave(struct io_call *c, int err, int op, uint64_t nfds, int64_t ret, int64_t timeout_ms,
                        int first_fd)
 {
-    uint64_t dur = sp_span_dur(&c->span);
+    struct sp_times tm = sp_span_end(c->span);
     sp_guard_take();
     struct sp_event ev;
-    sp_event_head(&ev, SP_EV_WAIT, c->span.t0);
+    sp_event_head(&ev, SP_EV_WAIT, tm.t0);
     ev.wait = (struct sp_ev_wait){
-        .dur = dur,
+        .dur = tm.dur,
         .op = (uint64_t)op,
         .nfds = nfds,
         .ret = ret,

@@ -194,31 +194,42 @@ static inline uint64_t sp_clock_gettime_ns(void)
     return sp_clock_read_ns(CLOCK_MONOTONIC);
 }
 
-/* A TSC reading in ns of segment s: 1 with *ns set, 0 when the segment
- * was rewritten while read (the caller reads clock_gettime instead). */
-static inline __attribute__((always_inline)) int sp_clock_convert_m(const struct sp_clock_seg *s, uint64_t tsc,
-                                                                    uint64_t *ns, uint64_t *mult)
+/* ns of `tsc` with segment s's (bt, bn, m): the multiply is unsigned when
+ * the tick is at or after the base (nearly always), signed otherwise
+ * (another core's TSC a little behind, or a tick read before the segment
+ * was published). */
+static inline __attribute__((always_inline)) uint64_t sp_clock_apply(uint64_t tsc, uint64_t bt, uint64_t bn,
+                                                                     uint64_t m)
 {
-    uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
-    uint64_t bt = __atomic_load_n(&s->base_tsc, __ATOMIC_RELAXED);
-    uint64_t bn = __atomic_load_n(&s->base_ns, __ATOMIC_RELAXED);
-    uint64_t m = __atomic_load_n(&s->mult, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (SP_UNLIKELY((seq & 1) || __atomic_load_n(&s->seq, __ATOMIC_RELAXED) != seq))
-        return 0;
-    /* signed: another core's TSC may read a little before the base */
-    __int128 d = (__int128)(int64_t)(tsc - bt) * (__int128)m;
-    *ns = bn + (uint64_t)(int64_t)(d >> 32);
-    *mult = m;
-    return 1;
+    int64_t d = (int64_t)(tsc - bt);
+    if (SP_LIKELY(d >= 0))
+        return bn + (uint64_t)(((unsigned __int128)(uint64_t)d * m) >> 32);
+    return bn + (uint64_t)(int64_t)(((__int128)d * (__int128)m) >> 32);
 }
 
-/* The same, without the rate. */
+/* Segment s read whole: 1 with its base and rate, 0 when it was rewritten
+ * while read (the caller reads clock_gettime instead). */
+static inline __attribute__((always_inline)) int sp_clock_snap(const struct sp_clock_seg *s, uint64_t *bt,
+                                                               uint64_t *bn, uint64_t *m)
+{
+    uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+    *bt = __atomic_load_n(&s->base_tsc, __ATOMIC_RELAXED);
+    *bn = __atomic_load_n(&s->base_ns, __ATOMIC_RELAXED);
+    *m = __atomic_load_n(&s->mult, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return SP_LIKELY(!(seq & 1)) && SP_LIKELY(__atomic_load_n(&s->seq, __ATOMIC_RELAXED) == seq);
+}
+
+/* A TSC reading in ns of segment s: 1 with *ns set, 0 when the segment
+ * was rewritten while read. */
 static inline __attribute__((always_inline)) int sp_clock_convert(const struct sp_clock_seg *s, uint64_t tsc,
                                                                   uint64_t *ns)
 {
-    uint64_t m;
-    return sp_clock_convert_m(s, tsc, ns, &m);
+    uint64_t bt, bn, m;
+    if (SP_UNLIKELY(!sp_clock_snap(s, &bt, &bn, &m)))
+        return 0;
+    *ns = sp_clock_apply(tsc, bt, bn, m);
+    return 1;
 }
 
 /* A TSC reading in ns of the current segment; 0 when the segment was
@@ -240,44 +251,67 @@ static inline __attribute__((always_inline)) uint64_t sp_now(void)
     return sp_clock_gettime_ns();
 }
 
-/* A timed call: its start in ns and, when the TSC is the clock, the tick
- * and the rate that start was converted with.  A recorded call used to
- * read sp_now() at both ends; its end is only wanted as a duration, and a
- * duration in ticks needs no segment: the end is then a rdtsc, a
- * subtraction and a multiply (no segment to load and check again, no
- * base to add), about half the instructions of a second sp_now().  The
- * rate is the start's; a segment published during the call changes it by
- * at most SP_CLOCK_MAX_SLEW (clock.c), 0.05% of the duration. */
+/* A timed call, read as two ticks and converted once.  Its start is only
+ * a rdtsc (or clock_gettime before the TSC is calibrated, and where it is
+ * not the clock); its end reads the tick, then the current segment once,
+ * and converts the start with it and the duration with its rate: one
+ * seqlock read and one base for both ends of the call, and one word kept
+ * across the real call.  A segment published during the call converts a
+ * start read before its base, which it continues (clock.c: each segment
+ * begins where the last one is at its base, with a rate at most
+ * SP_CLOCK_MAX_SLEW apart: 0.05% of the call's duration).  Each call
+ * reads its own start: the time between two calls is the job's, never the
+ * call's.
+ *
+ * The word: the start's tick with bit 0 set (a tick's worth of error at
+ * most), or its clock_gettime ns shifted left by one (bit 0 clear; ns
+ * since boot stay below 2^63 for 292 years). */
 struct sp_span {
-    uint64_t t0;
-    uint64_t tsc0;
-    uint64_t mult; /* 0: the start came from clock_gettime, and so does the end */
+    uint64_t v;
 };
+#define SP_SPAN_TSC 1u
 
 static inline __attribute__((always_inline)) void sp_span_begin(struct sp_span *sp)
 {
-    const struct sp_clock_seg *s = __atomic_load_n(&sp_clock_seg, __ATOMIC_ACQUIRE);
-    if (SP_LIKELY(s != NULL)) {
-        uint64_t tsc = sp_rdtsc();
-        if (SP_LIKELY(sp_clock_convert_m(s, tsc, &sp->t0, &sp->mult))) {
-            sp->tsc0 = tsc;
-            return;
-        }
-    }
-    sp->t0 = sp_clock_gettime_ns();
-    sp->mult = 0;
+    if (SP_LIKELY(__atomic_load_n(&sp_clock_seg, __ATOMIC_ACQUIRE) != NULL))
+        sp->v = sp_rdtsc() | SP_SPAN_TSC;
+    else
+        sp->v = sp_clock_gettime_ns() << 1;
 }
 
-/* Nanoseconds since sp_span_begin; 0 for a clock that went back (another
- * core's TSC a little behind).  No rdtsc once the TSC may trap. */
-static inline __attribute__((always_inline)) uint64_t sp_span_dur(const struct sp_span *sp)
+/* A timed call's start (ns) and duration: two words, returned in
+ * registers (an out-parameter would keep them in memory on the hot path). */
+struct sp_times {
+    uint64_t t0, dur;
+};
+
+/* sp_span_end when the start was not a tick the current segment converts
+ * with a tick read now: a clock_gettime start (the TSC not calibrated
+ * yet), the TSC turned off during the call, or a segment rewritten while
+ * read (clock.c, out of line). */
+struct sp_times sp_span_end_slow(uint64_t start);
+
+/* The call's start (ns) and duration, read right after the real call; the
+ * duration is 0 for a clock that went back (another core's TSC a little
+ * behind).  No rdtsc once the TSC may trap (the segment's address is NULL
+ * from then on). */
+static inline __attribute__((always_inline)) struct sp_times sp_span_end(struct sp_span sp)
 {
-    if (SP_LIKELY(sp->mult != 0) && SP_LIKELY(!sp_clock_notsc)) {
-        int64_t d = (int64_t)(sp_rdtsc() - sp->tsc0);
-        return d > 0 ? (uint64_t)(((unsigned __int128)(uint64_t)d * sp->mult) >> 32) : 0;
+    if (SP_LIKELY(sp.v & SP_SPAN_TSC)) {
+        const struct sp_clock_seg *s = __atomic_load_n(&sp_clock_seg, __ATOMIC_ACQUIRE);
+        uint64_t bt, bn, m;
+        if (SP_LIKELY(s != NULL)) {
+            uint64_t tsc1 = sp_rdtsc();
+            if (SP_LIKELY(sp_clock_snap(s, &bt, &bn, &m))) {
+                int64_t d = (int64_t)(tsc1 - sp.v);
+                return (struct sp_times){
+                    .t0 = sp_clock_apply(sp.v, bt, bn, m),
+                    .dur = d > 0 ? (uint64_t)(((unsigned __int128)(uint64_t)d * m) >> 32) : 0,
+                };
+            }
+        }
     }
-    uint64_t t1 = sp_clock_gettime_ns();
-    return t1 > sp->t0 ? t1 - sp->t0 : 0;
+    return sp_span_end_slow(sp.v);
 }
 
 /* clock.c: choose the clock (at trace open), recalibrate (background

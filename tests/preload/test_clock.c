@@ -18,6 +18,11 @@
  *
  * Each comparison brackets sp_now() between two clock_gettime reads and
  * keeps only narrow brackets (a preempted one says nothing).
+ *
+ * A timed call's span (preload.h: a tick at the start, both ends
+ * converted at the end) must say where the call lay on CLOCK_MONOTONIC
+ * and how long it took: with the TSC, with clock_gettime, and when the
+ * TSC is turned off while the call runs (its end is clock_gettime then).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +37,8 @@
 #define BRACKET_MAX_NS 3000
 #define BOUND_NS 1000.0                 /* 1 us */
 #define SP_TEST_SETTLE_NS 1100000000ull /* past the first period: the first rate is from 50 ms */
+#define SPAN_CALL_NS 2000000ull         /* the timed "call": a 2 ms sleep */
+#define SPAN_SLACK_NS 2000.0            /* the clock's bound plus a rounding */
 
 static uint64_t mono(void)
 {
@@ -74,6 +81,41 @@ static int cpuinfo_has_invariant_tsc(void)
     return yes;
 }
 
+/* A span around a sleep lies within the clock_gettime reads around it,
+ * and lasts the sleep at least.  turn_off: the TSC is turned off after the
+ * span's start, as a job's prctl(PR_SET_TSC) on another thread would. */
+static void span_brackets_a_call(const char *what, int turn_off)
+{
+    uint64_t a = mono();
+    struct sp_span sp;
+    sp_span_begin(&sp);
+    if (turn_off)
+        sp_clock_tsc_off();
+    sleep_ns(SPAN_CALL_NS);
+    struct sp_times tm = sp_span_end(sp);
+    uint64_t b = mono();
+    double early = (double)(int64_t)(a - tm.t0), late = (double)(int64_t)(tm.t0 + tm.dur - b);
+    printf("span (%s): started %.0f ns after the bracket's start, lasted %.0f ns of %.0f\n", what, -early,
+           (double)tm.dur, (double)(b - a));
+    CHECK(early < SPAN_SLACK_NS, "%s: the span starts %.0f ns before the call", what, early);
+    CHECK(late < SPAN_SLACK_NS, "%s: the span ends %.0f ns after the call", what, late);
+    CHECK(tm.dur + SPAN_SLACK_NS >= SPAN_CALL_NS, "%s: a %llu ns call lasted %llu ns", what,
+          (unsigned long long)SPAN_CALL_NS, (unsigned long long)tm.dur);
+}
+
+/* A tick before its segment's base (a call that began before the
+ * segment converting it was published) converts backwards from the base,
+ * as one after it does forwards. */
+static void ticks_before_the_base(void)
+{
+    const uint64_t bt = 1000000000000ull, bn = 500000000000ull, k = 3000000000ull;
+    const uint64_t m = (uint64_t)(0.3 * 4294967296.0); /* 0.3 ns a tick */
+    double after = (double)(int64_t)(sp_clock_apply(bt + k, bt, bn, m) - bn);
+    double before = (double)(int64_t)(sp_clock_apply(bt - k, bt, bn, m) - bn);
+    CHECK(after > 0.9e9 - 2 && after < 0.9e9 + 2, "3e9 ticks after the base: %.0f ns", after);
+    CHECK(before > -0.9e9 - 2 && before < -0.9e9 + 2, "3e9 ticks before the base: %.0f ns", before);
+}
+
 static void tsc_tracks_monotonic(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -107,6 +149,10 @@ static void tsc_tracks_monotonic(void)
     CHECK(worst < BOUND_NS, "sp_now() was %.0f ns from CLOCK_MONOTONIC", worst);
     CHECK(hi - lo < BOUND_NS, "the difference moved by %.0f ns: a drift", hi - lo);
     CHECK(segs >= 3, "the discipline ran %u times", segs);
+    span_brackets_a_call("tsc", 0);
+    /* last: the TSC stays off for the process */
+    span_brackets_a_call("tsc turned off during the call", 1);
+    CHECK(sp_clock_notsc && !sp_clock_seg, "the TSC is still the clock");
 #else
     printf("tsc: not this architecture, skipped\n");
 #endif
@@ -124,6 +170,7 @@ static void fallback_is_clock_gettime(void)
     CHECK(!sp_clock_tsc, "the fallback uses the TSC");
     uint64_t a = mono(), t = sp_now(), b = mono();
     CHECK(a <= t && t <= b, "fallback reads CLOCK_MONOTONIC");
+    span_brackets_a_call("clock_gettime", 0);
     printf("fallback: %s\n", sp_clock_describe());
 }
 
@@ -143,6 +190,7 @@ static void detection_follows_cpuinfo(void)
 
 int main(void)
 {
+    ticks_before_the_base();
     detection_follows_cpuinfo();
     fallback_is_clock_gettime();
     tsc_tracks_monotonic();

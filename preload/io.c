@@ -88,13 +88,16 @@
 #undef fwrite_unlocked
 
 #define SP_FD_TABLE 65536
+/* An entry: the path id in bits 0-31, the flags in 32 and 33, the kind in
+ * 40-47, the generation's low 16 bits on top (a shift makes the value
+ * fd_entry_current compares with, no mask). */
 #define FD_PATH_MASK 0xffffffffull
-#define FD_GEN_SHIFT 32
-#define FD_GEN_MASK 0xffffull
-#define FD_KIND_SHIFT 48
+#define FD_CLASSIFIED (1ull << 32)
+#define FD_EXCLUDED (1ull << 33)
+#define FD_KIND_SHIFT 40
 #define FD_KIND_MASK 0xffull
-#define FD_CLASSIFIED (1ull << 56)
-#define FD_EXCLUDED (1ull << 57)
+#define FD_GEN_SHIFT 48
+#define FD_GEN_MASK 0xffffull
 #define SP_EXCLUDE_MAX 1024
 
 /* ---- the fd table ------------------------------------------------------- */
@@ -230,7 +233,7 @@ static uint32_t entry_path_stale(int fd, uint64_t e)
 
 static inline __attribute__((always_inline)) int fd_entry_current(int fd, uint64_t *e)
 {
-    uint64_t want = FD_CLASSIFIED | (uint64_t)(sp_generation & FD_GEN_MASK) << FD_GEN_SHIFT;
+    uint64_t want = FD_CLASSIFIED | (uint64_t)sp_generation << FD_GEN_SHIFT;
     *e = SP_LIKELY((unsigned)fd < SP_FD_TABLE) ? atomic_load_explicit(&g_fds[fd], memory_order_relaxed) : 0;
     return (*e & FD_CURRENT_MASK) == want;
 }

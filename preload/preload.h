@@ -194,17 +194,17 @@ static inline uint64_t sp_clock_gettime_ns(void)
     return sp_clock_read_ns(CLOCK_MONOTONIC);
 }
 
-/* ns of `tsc` with segment s's (bt, bn, m): the multiply is unsigned when
- * the tick is at or after the base (nearly always), signed otherwise
- * (another core's TSC a little behind, or a tick read before the segment
- * was published). */
+/* ns of `tsc` with segment s's (bt, bn, m); the tick may lie before the
+ * base (another core's TSC a little behind, or a tick read before the
+ * segment was published).  One signed 64x64->128-bit multiply: the rate
+ * is far below 2^31 ns per tick, so m (ns per tick times 2^32) is a
+ * positive int64_t, and no sign correction of an unsigned operand is
+ * needed. */
 static inline __attribute__((always_inline)) uint64_t sp_clock_apply(uint64_t tsc, uint64_t bt, uint64_t bn,
                                                                      uint64_t m)
 {
     int64_t d = (int64_t)(tsc - bt);
-    if (SP_LIKELY(d >= 0))
-        return bn + (uint64_t)(((unsigned __int128)(uint64_t)d * m) >> 32);
-    return bn + (uint64_t)(int64_t)(((__int128)d * (__int128)m) >> 32);
+    return bn + (uint64_t)(int64_t)(((__int128)d * (__int128)(int64_t)m) >> 32);
 }
 
 /* Segment s read whole: 1 with its base and rate, 0 when it was rewritten

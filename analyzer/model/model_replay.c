@@ -631,6 +631,8 @@ static int cmp_part(const void *a, const void *b)
     return (x->r > y->r) - (x->r < y->r);
 }
 
+/* The instances and their participants, and each call's instance in
+ * cinst (allocated by the caller). */
 static int build_instances(struct graph *g)
 {
     struct sp_model *m = g->m;
@@ -641,9 +643,11 @@ static int build_instances(struct graph *g)
         free(fill);
         return -1;
     }
+    /* the participants counted, and cinst filled, in one pass over the calls */
     for (int i = 0; i < m->nranks; i++)
         for (size_t c = 0; c < m->ranks[i].ncalls; c++) {
             const struct sp_coll_call *x = &m->ranks[i].calls[c];
+            g->cinst[g->call_base[i] + c] = x->inst;
             if (x->node >= 0 && x->inst >= 0 && (size_t)x->inst < g->ninsts)
                 g->insts[x->inst].n++;
         }
@@ -1216,9 +1220,16 @@ static inline uint32_t PM(const struct graph *g, size_t flat)
     return g->perm[flat];
 }
 
-static const struct cf recorded;
-static double local_time(const struct graph *g, const struct cf *cf, int rank, uint32_t flat, int under,
-                         float *vals);
+/* A window's local time as recorded: local_time under `recorded` (no
+ * fixed rank, no scale, nothing dropped), summed in the same order, so
+ * the same double, without its tests per node. */
+static inline double recorded_sum(const float *own)
+{
+    double t = 0;
+    for (int c = 0; c < SP_LOC_N; c++)
+        t += (double)own[c];
+    return t;
+}
 
 /* Fills g; on failure (out of memory, no analyzed step) returns -1 and
  * leaves g safe to graph_free. */
@@ -1244,9 +1255,6 @@ static int graph_build(struct sp_model *m, struct graph *g)
     }
     if (!(g->cinst = malloc((ncalls + 1) * sizeof *g->cinst)))
         return -1;
-    for (int i = 0; i < m->nranks; i++)
-        for (size_t c = 0; c < m->ranks[i].ncalls; c++)
-            g->cinst[g->call_base[i] + c] = m->ranks[i].calls[c].inst;
     if (build_instances(g) < 0 || build_gates(g) < 0)
         return -1;
     sp_model_find_stages(m);
@@ -1265,8 +1273,8 @@ static int graph_build(struct sp_model *m, struct graph *g)
             struct gnode *x = &g->gn[g->perm[flat]];
             x->dur = nd->e - nd->a;
             x->gate_off = g->gate_off[flat];
-            x->rec_gap = local_time(g, &recorded, i, flat, 0, NULL);
-            g->rec_under[g->perm[flat]] = nd->ncalls ? local_time(g, &recorded, i, flat, 1, NULL) : 0;
+            x->rec_gap = recorded_sum(nd->gap);
+            g->rec_under[g->perm[flat]] = nd->ncalls ? recorded_sum(nd->under) : 0;
             uint16_t z = 0;
             for (int c = 0; c < SP_LOC_N; c++)
                 z |= (uint16_t)((nd->gap[c] != 0) << c | (nd->under[c] != 0) << (NZ_UNDER + c));

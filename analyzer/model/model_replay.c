@@ -755,7 +755,17 @@ static int build_gates(struct graph *g)
             pm[base + j] = j && pm[base + j - 1] > rk->nodes[j].a ? pm[base + j - 1] : rk->nodes[j].a;
         for (size_t j = 0; j < n; j++) {
             int64_t e = rk->nodes[j].e;
-            size_t lo = j + 1, hi = n; /* the first k > j with pm[k] >= e */
+            /* the first k > j with pm[k] >= e: mostly a node or two on
+             * (ops in turn), so bounded by steps doubling from j + 1 before
+             * the binary search, which then has a few to halve, not the
+             * rest of the rank */
+            size_t lo = j + 1, hi = n, step = 1;
+            while (lo + step < n && pm[base + lo + step - 1] < e) {
+                lo += step;
+                step *= 2;
+            }
+            if (lo + step < n)
+                hi = lo + step;
             while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
                 if (pm[base + mid] >= e)

@@ -2435,6 +2435,11 @@ static int cause_cf(struct sp_model *m, const struct sp_replay *rp, int cause, s
     return d && d->apply(m, rp, cause, cf, scale);
 }
 
+/* A peer group's largest cuts (critical_bound). */
+struct group_cut {
+    double local, tail;
+};
+
 /* A cause's own time on the critical path, ms per step: what its fix
  * takes off the local time and transfers of the nodes.  Whichever path
  * through the graph sets a rank's step, it meets a peer group (the same
@@ -2445,8 +2450,8 @@ static int cause_cf(struct sp_model *m, const struct sp_replay *rp, int cause, s
  * a rank's step cannot shrink by more than the cut of the path that set
  * it.  A group that holds k ops of one rank (two communicators of one
  * class) counts k times.  Linear in nodes (a fixed rank's medians aside). */
-static double critical_bound(const struct graph *g, const struct cf *cf, double *tail_cut, double *local_cut,
-                             float *vals, uint32_t *per_rank)
+static double critical_bound(const struct graph *g, const struct cf *cf, struct group_cut *gcut, const uint32_t *gk,
+                             float *vals)
 {
     const struct sp_model *m = g->m;
     /* a counterfactual that keeps every transfer cuts no tail, one that
@@ -2455,24 +2460,25 @@ static double critical_bound(const struct graph *g, const struct cf *cf, double 
     int tails = cf->transfer != 1 || cf->cross != 1;
     int by_drop = !cf->imbalance && !cf->busy_scale; /* as in run_replay_nodes */
     int locals = !by_drop || cf->fix || cf->drop;
-    for (size_t f = 0; tails && f < g->total; f++)
-        tail_cut[f] = 0;
-    for (int r = 0; r < m->nranks; r++)
-        per_rank[r] = 0;
+    /* per group, its largest local cut and tail cut, none below 0: each
+     * node's folded into its group as it is worked out, the nodes in
+     * memory order and the participants instance after instance (the
+     * groups, a few thousand, stay in cache; a value per node read again
+     * group by group was a cache miss per node) */
+    for (uint32_t q = 0; q < g->ngroups; q++)
+        gcut[q] = (struct group_cut){0, 0};
     for (size_t t = 0; tails && t < g->ninsts; t++) {
         const struct inst *in = &g->insts[t];
         double scale = in->spans ? cf->cross * cf->transfer : cf->transfer;
         for (int32_t p = 0; p < in->n; p++) {
             const struct part *pt = &g->parts[in->first + p];
             size_t flat = g->node_base[pt->r] + (size_t)pt->node;
-            double cut = (double)pt->tail * (1 - scale);
-            if (cut > tail_cut[flat])
-                tail_cut[flat] = cut;
+            double cut = (double)pt->tail * (1 - scale), *to = &gcut[g->gid[flat]].tail;
+            if (cut > *to)
+                *to = cut;
         }
     }
-    /* each node's local cut, in memory order (the groups below visit the
-     * nodes rank after rank) */
-    for (int r = 0; locals && local_cut && r < m->nranks; r++) {
+    for (int r = 0; locals && r < m->nranks; r++) {
         int all = !by_drop || (cf->fix && cf->fix[r]);
         for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
             uint32_t flat = (uint32_t)(g->node_base[r] + j);
@@ -2482,40 +2488,34 @@ static double critical_bound(const struct graph *g, const struct cf *cf, double 
                 cut = g->gn[PM(g, flat)].rec_gap - local_time(g, cf, r, flat, 0, vals);
             if (m->ranks[r].nodes[j].ncalls && (z >> NZ_UNDER & cf->drop || all))
                 cut += g->rec_under[PM(g, flat)] - local_time(g, cf, r, flat, 1, vals);
-            local_cut[flat] = cut;
+            double *to = &gcut[g->gid[flat]].local;
+            if (cut > *to)
+                *to = cut;
         }
     }
     double bound = 0;
-    for (size_t a = 0; a < g->total;) {
+    for (uint32_t q = 0; q < g->ngroups; q++)
+        bound += gk[q] * (gcut[q].local + gcut[q].tail);
+    return bound / g->nsteps / NS_PER_MS;
+}
+
+/* Per group (in the order of peers[]), how many of its ops the rank with
+ * most of them has: at least 1.  The same for every counterfactual. */
+static void group_multiplicity(const struct graph *g, uint32_t *gk, uint32_t *per_rank)
+{
+    for (int r = 0; r < g->m->nranks; r++)
+        per_rank[r] = 0;
+    uint32_t q = 0;
+    for (size_t a = 0; a < g->total && q < g->ngroups; q++) {
         uint32_t n = g->peer_n[g->peers[a]], k = 1;
-        double local = 0, tail = 0;
-        for (uint32_t p = 0; p < n; p++) {
-            uint32_t flat = g->peers[a + p];
-            int r = g->peer_rank[a + p];
-            double cut = 0;
-            if (!locals) {
-                /* no local cut */
-            } else if (local_cut) {
-                cut = local_cut[flat];
-            } else {
-                const struct sp_rnode *nd = &m->ranks[r].nodes[flat - g->node_base[r]];
-                cut = local_time(g, &recorded, r, flat, 0, vals) - local_time(g, cf, r, flat, 0, vals);
-                if (nd->ncalls)
-                    cut += local_time(g, &recorded, r, flat, 1, vals) - local_time(g, cf, r, flat, 1, vals);
-            }
-            if (cut > local)
-                local = cut;
-            if (tails && tail_cut[flat] > tail)
-                tail = tail_cut[flat];
-            if (++per_rank[r] > k)
-                k = per_rank[r];
-        }
+        for (uint32_t p = 0; p < n; p++)
+            if (++per_rank[g->peer_rank[a + p]] > k)
+                k = per_rank[g->peer_rank[a + p]];
         for (uint32_t p = 0; p < n; p++)
             per_rank[g->peer_rank[a + p]] = 0;
-        bound += k * (local + tail);
+        gk[q] = k;
         a += n ? n : 1;
     }
-    return bound / g->nsteps / NS_PER_MS;
 }
 
 int sp_model_replay_check(struct sp_model *m, const struct sp_replay *rp, struct sp_whatif_check *out)
@@ -2535,25 +2535,27 @@ int sp_model_replay_check(struct sp_model *m, const struct sp_replay *rp, struct
     out->step_error_pct = 100 * fabs(rp->base_ms - m->step_mean_ms) / m->step_mean_ms;
     out->replay_ok = out->replay_error_pct <= CHECK_REPLAY_PCT && out->step_error_pct <= CHECK_REPLAY_PCT;
     out->ok = out->replay_ok;
-    double *tail_cut = malloc((g->total + 1) * sizeof *tail_cut);
-    double *local_cut = malloc((g->total + 1) * sizeof *local_cut); /* NULL: worked out per visit */
+    struct group_cut *gcut = malloc(((size_t)g->ngroups + 1) * sizeof *gcut);
+    uint32_t *gk = malloc(((size_t)g->ngroups + 1) * sizeof *gk);
     float *vals = malloc(((size_t)g->max_peers + 1) * SP_LOC_N * sizeof *vals);
     float *scale = malloc(((size_t)m->nranks + 1) * sizeof *scale);
     uint32_t *per_rank = malloc(((size_t)m->nranks + 1) * sizeof *per_rank);
-    for (int c = 0; tail_cut && vals && scale && per_rank && c < SP_CAUSE_N; c++) {
+    if (gk && per_rank)
+        group_multiplicity(g, gk, per_rank);
+    for (int c = 0; gcut && gk && vals && scale && per_rank && c < SP_CAUSE_N; c++) {
         struct cf cf;
         if (rp->gain[c] <= 0 || !cause_cf(m, rp, c, &cf, scale))
             continue;
         out->saved_ms[c] = rp->base_ms - rp->ms[c];
         struct cf fcopy;
         const struct cf *use = with_fix_medians(g, &cf, &fcopy);
-        out->bound_ms[c] = critical_bound(g, use, tail_cut, local_cut, vals, per_rank);
+        out->bound_ms[c] = critical_bound(g, use, gcut, gk, vals);
         with_fix_free(&cf, &fcopy);
         out->bound_ok[c] = out->saved_ms[c] <= out->bound_ms[c] + CHECK_SLACK * rp->base_ms;
         out->ok &= out->bound_ok[c];
     }
-    free(tail_cut);
-    free(local_cut);
+    free(gcut);
+    free(gk);
     free(vals);
     free(scale);
     free(per_rank);

@@ -208,6 +208,9 @@ struct graph {
     int32_t *waiter;
     uint32_t *gate_n;
     int64_t *gate_off;
+    /* per flat node, while the graph is built: in how many instances it
+     * takes part (gn's nparts) */
+    uint16_t *nparts;
     /* per place in gn: the under's local time as recorded (0 for a step
      * end), what a replay that changes no local time of the node reads */
     double *rec_under;
@@ -639,7 +642,8 @@ static int build_instances(struct graph *g)
     g->ninsts = m->coll_instances;
     g->insts = calloc(g->ninsts + 1, sizeof *g->insts);
     int32_t *fill = calloc(g->ninsts + 1, sizeof *fill);
-    if (!g->insts || !fill) {
+    g->nparts = calloc(g->total + 1, sizeof *g->nparts);
+    if (!g->insts || !fill || !g->nparts) {
         free(fill);
         return -1;
     }
@@ -669,7 +673,9 @@ static int build_instances(struct graph *g)
                 continue;
             struct inst *in = &g->insts[x->inst];
             const struct sp_rnode *nd = &r->nodes[x->node];
-            g->parts[in->first + fill[x->inst]++] = (struct part){i, x->node, 0, 0};
+            size_t flat = g->node_base[i] + (size_t)x->node;
+            g->parts[in->first + fill[x->inst]++] = (struct part){i, x->node, g->perm[flat], 0};
+            g->nparts[flat]++;
             if (nd->a > in->last)
                 in->last = nd->a;
             in->p2p = (uint8_t)sp_op_is_p2p(x->op);
@@ -803,6 +809,7 @@ static int build_gates(struct graph *g)
 
 static void graph_free(struct graph *g)
 {
+    free(g->nparts);
     free(g->waiter);
     free(g->gate_n);
     free(g->gate_off);
@@ -1265,7 +1272,8 @@ static int graph_build(struct sp_model *m, struct graph *g)
     }
     if (!(g->cinst = malloc((ncalls + 1) * sizeof *g->cinst)))
         return -1;
-    if (build_instances(g) < 0 || build_gates(g) < 0)
+    /* the places first: a participant is placed with its place */
+    if (build_perm(g) < 0 || build_instances(g) < 0 || build_gates(g) < 0)
         return -1;
     sp_model_find_stages(m);
     if (build_peers(g) < 0)
@@ -1273,7 +1281,7 @@ static int graph_build(struct sp_model *m, struct graph *g)
     if (!(g->gn = malloc((g->total + 1) * sizeof *g->gn)) ||
         !(g->rec_under = malloc((g->total + 1) * sizeof *g->rec_under)) ||
         !(g->nz = malloc((g->total + 1) * sizeof *g->nz)) ||
-        !(g->ns_mem = malloc((g->total + 1) * sizeof *g->ns + NSTATE_ALIGN - 1)) || build_perm(g) < 0)
+        !(g->ns_mem = malloc((g->total + 1) * sizeof *g->ns + NSTATE_ALIGN - 1)))
         return -1;
     g->ns = (struct nstate *)(((uintptr_t)g->ns_mem + NSTATE_ALIGN - 1) & ~(uintptr_t)(NSTATE_ALIGN - 1));
     for (int i = 0; i < m->nranks; i++)
@@ -1294,16 +1302,12 @@ static int graph_build(struct sp_model *m, struct graph *g)
             x->cinst_at = nd->ncalls == 1 ? (uint32_t)g->cinst[g->call_base[i] + nd->call]
                                           : (uint32_t)(g->call_base[i] + nd->call);
             x->ncalls = nd->ncalls;
-            x->nparts = 0;
+            x->nparts = g->nparts[flat];
             g->ns[g->perm[flat]].next = j + 1 < m->ranks[i].nnodes ? g->perm[flat + 1] : UINT32_MAX;
         }
-    for (size_t t = 0; t < g->ninsts; t++)
-        for (int32_t p = 0; p < g->insts[t].n; p++) {
-            struct part *pt = &g->parts[g->insts[t].first + p];
-            pt->at = g->perm[g->node_base[pt->r] + (size_t)pt->node];
-            g->gn[pt->at].nparts++;
-        }
-    /* the gates live on in gn */
+    /* the gates and the counts of participants live on in gn */
+    free(g->nparts);
+    g->nparts = NULL;
     free(g->waiter);
     free(g->gate_n);
     free(g->gate_off);

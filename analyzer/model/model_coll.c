@@ -156,29 +156,25 @@ void sp_model_each_instance(struct sp_model *m, sp_instance_fn fn, void *arg)
         total += m->ranks[i].ncalls;
     /* the calls by (comm, seq), each instance's by rank (the calls come
      * rank after rank, and the order keeps that) */
-    struct sp_pair_key *k = malloc((total + 1) * sizeof *k), *ks = malloc((total + 1) * sizeof *ks);
+    struct sp_pair_key *k = malloc((total + 1) * sizeof *k);
     struct sp_coll_ref *refs = malloc((total + 1) * sizeof *refs);
-    uint32_t *place = malloc((total + 1) * sizeof *place);
-    size_t n = 0;
+    uint32_t *place = malloc((total + 1) * sizeof *place), *runs = NULL;
+    size_t n = 0, nruns = 0;
     for (int i = 0; k && i < m->nranks; i++)
         for (size_t c = 0; c < m->ranks[i].ncalls; c++)
             k[n++] = (struct sp_pair_key){m->ranks[i].calls[c].comm, m->ranks[i].calls[c].key};
-    int ok = k && ks && refs && place && sp_pair_places(k, n, place) == 0;
+    /* the instances are the runs of equal keys, their lengths told by
+     * sp_pair_runs (not found by comparing a copy of the keys placed in
+     * order: 16 bytes a call written out of order, and read again) */
+    int ok = k && refs && place && sp_pair_runs(k, n, place, &runs, &nruns) == 0;
     size_t x = 0;
     for (int i = 0; ok && i < m->nranks; i++)
-        for (size_t c = 0; c < m->ranks[i].ncalls; c++, x++) {
+        for (size_t c = 0; c < m->ranks[i].ncalls; c++, x++)
             refs[place[x]] = (struct sp_coll_ref){i, c};
-            ks[place[x]] = k[x];
-        }
-    for (size_t a = 0; ok && a < n;) {
-        size_t b = a;
-        while (b < n && ks[b].a == ks[a].a && ks[b].b == ks[a].b)
-            b++;
-        fn(m, refs + a, b - a, arg);
-        a = b;
-    }
+    for (size_t r = 0, a = 0; ok && r < nruns; a += runs[r++])
+        fn(m, refs + a, runs[r], arg);
     free(k);
-    free(ks);
+    free(runs);
     free(refs);
     free(place);
 }

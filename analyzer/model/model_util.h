@@ -55,6 +55,10 @@ struct sp_pair_key {
  * call is not, and moving item i to place[i] reads the items in order.
  * -1: no memory. */
 int sp_pair_places(const struct sp_pair_key *k, size_t n, uint32_t *place);
+/* sp_pair_places, and in *runs (malloc'd, *nruns of them) how many items
+ * each distinct pair has, in order: the runs of equal keys that place[]
+ * lays out one after another.  -1: no memory (*runs NULL). */
+int sp_pair_runs(const struct sp_pair_key *k, size_t n, uint32_t *place, uint32_t **runs, size_t *nruns);
 /* The n items of `size` bytes at base sorted by their keys k, a stable
  * sort (sp_pair_places, then each item moved to its place through a
  * copy).  -1 (items left as they were): no memory. */

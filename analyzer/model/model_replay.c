@@ -183,13 +183,18 @@ struct graph {
      * the k-th node of the step of every rank side by side, those visits
      * walk memory in order instead of jumping a rank's chain length each */
     uint32_t *perm;
-    size_t total;                  /* nodes over all ranks */
-    uint32_t *peer_first, *peer_n; /* per flat node: its peer group in `peers` */
-    uint32_t *peers;               /* flat node ids grouped by (step, key) */
-    int32_t *peer_rank;            /* the rank index of each of peers[] */
-    uint32_t max_peers;            /* the largest group */
-    uint32_t *gid;                 /* per flat node: its group, in order of peers[] */
+    size_t total;       /* nodes over all ranks */
+    uint32_t *peers;    /* flat node ids grouped by (step, key) */
+    int32_t *peer_rank; /* the rank index of each of peers[] */
+    uint32_t max_peers; /* the largest group */
+    uint32_t *gid;      /* per flat node: its group, in order of peers[] */
     uint32_t ngroups;
+    /* per group: where it starts in peers[] (and [ngroups]: total), so
+     * its size is the difference with the next.  A few thousand groups,
+     * in cache: per node only its group is kept (a group's first and size
+     * per node were two more arrays of a value per node, written out of
+     * order and read through gid's neighbour) */
+    uint32_t *group_first;
     /* per group, window (gap, under) and component: the median over the
      * group, computed at the first replay that wants it (imbalance) */
     float (*gmed)[2][SP_LOC_N];
@@ -305,6 +310,12 @@ static int rank_after(const struct graph *g, uint32_t flat, int *r)
 }
 
 /* The p-th node of a peer group (an index into peers[]). */
+/* How many nodes group id holds (its peers[] run). */
+static inline uint32_t group_n(const struct graph *g, uint32_t id)
+{
+    return g->group_first[id + 1] - g->group_first[id];
+}
+
 static inline const struct sp_rnode *peer_node(const struct graph *g, uint32_t p)
 {
     int r = g->peer_rank[p];
@@ -538,11 +549,11 @@ static int build_peers(struct graph *g)
     struct sp_model *m = g->m;
     struct keyrec *k = malloc((g->total + 1) * sizeof *k);
     g->peers = malloc((g->total + 1) * sizeof *g->peers);
-    g->peer_first = malloc((g->total + 1) * sizeof *g->peer_first);
-    g->peer_n = malloc((g->total + 1) * sizeof *g->peer_n);
+    /* room for a group per node; only the groups' entries are touched */
+    g->group_first = malloc((g->total + 1) * sizeof *g->group_first);
     g->peer_rank = malloc((g->total + 1) * sizeof *g->peer_rank);
     g->gid = malloc((g->total + 1) * sizeof *g->gid);
-    if (!k || !g->peers || !g->peer_first || !g->peer_n || !g->peer_rank || !g->gid) {
+    if (!k || !g->peers || !g->group_first || !g->peer_rank || !g->gid) {
         free(k);
         return -1;
     }
@@ -617,13 +628,12 @@ static int build_peers(struct graph *g)
                 node_at(g, k[x].flat, &r);
             g->peers[x] = k[x].flat;
             g->peer_rank[x] = r;
-            g->peer_first[k[x].flat] = (uint32_t)a;
-            g->peer_n[k[x].flat] = (uint32_t)(b - a);
             g->gid[k[x].flat] = g->ngroups;
         }
-        g->ngroups++;
+        g->group_first[g->ngroups++] = (uint32_t)a;
         a = b;
     }
+    g->group_first[g->ngroups] = (uint32_t)n;
     free(k);
     return 0;
 }
@@ -827,8 +837,7 @@ static void graph_free(struct graph *g)
     free(g->gn);
     free(g->perm);
     free(g->peers);
-    free(g->peer_first);
-    free(g->peer_n);
+    free(g->group_first);
     free(g->start);
     free(g->rec_under);
     free(g->nz);
@@ -979,11 +988,10 @@ static void group_medians(struct graph *g, float *vals)
     }
     if (!(g->gmed = malloc(((size_t)g->ngroups + 1) * sizeof *g->gmed)))
         return;
-    for (size_t a = 0; a < g->total;) {
-        uint32_t n = g->peer_n[g->peers[a]], id = g->gid[g->peers[a]];
-        gather_group(g, a, n, vals, NULL, NULL);
+    for (uint32_t id = 0; id < g->ngroups; id++) {
+        uint32_t n = group_n(g, id);
+        gather_group(g, g->group_first[id], n, vals, NULL, NULL);
         group_median_of(vals, n, g->gmed[id]);
-        a += n ? n : 1;
     }
 }
 
@@ -994,10 +1002,9 @@ static int plan_windows(struct graph *g)
     if (!(g->win_at = malloc(((size_t)g->ngroups + 1) * sizeof *g->win_at)))
         return 0;
     size_t nwin = 0;
-    for (size_t a = 0; a < g->total;) {
-        uint32_t n = g->peer_n[g->peers[a]];
-        g->win_at[g->gid[g->peers[a]]] = n >= WIN_MIN_PEERS ? (uint32_t)(nwin++ * 2 * SP_LOC_N * WIN_N) : UINT32_MAX;
-        a += n ? n : 1;
+    for (uint32_t id = 0; id < g->ngroups; id++) {
+        uint32_t n = group_n(g, id);
+        g->win_at[id] = n >= WIN_MIN_PEERS ? (uint32_t)(nwin++ * 2 * SP_LOC_N * WIN_N) : UINT32_MAX;
     }
     if (nwin * 2 * SP_LOC_N * WIN_N >= UINT32_MAX || !(g->win = malloc((nwin * 2 * SP_LOC_N * WIN_N + 1) * sizeof *g->win))) {
         free(g->win_at);
@@ -1048,13 +1055,12 @@ static void build_windows(struct graph *g, float *vals)
 {
     if (g->win_at || !plan_windows(g))
         return;
-    for (size_t a = 0; a < g->total;) {
-        uint32_t n = g->peer_n[g->peers[a]], at = g->win_at[g->gid[g->peers[a]]];
+    for (uint32_t id = 0; id < g->ngroups; id++) {
+        uint32_t n = group_n(g, id), at = g->win_at[id];
         if (at != UINT32_MAX) {
-            gather_group(g, a, n, vals, NULL, NULL);
+            gather_group(g, g->group_first[id], n, vals, NULL, NULL);
             fill_window(g, n, at, vals);
         }
-        a += n ? n : 1;
     }
 }
 
@@ -1083,8 +1089,9 @@ static int gather_groups(struct graph *g, double *excess, double *by_step)
     int win = !g->win_at && plan_windows(g);
     if (!g->gmed && !g->gmed_early)
         g->gmed_early = malloc(((size_t)g->ngroups + 1) * sizeof *g->gmed_early);
-    for (size_t a = 0; a < g->total;) {
-        uint32_t n = g->peer_n[g->peers[a]], id = g->gid[g->peers[a]];
+    for (uint32_t id = 0; id < g->ngroups; id++) {
+        uint32_t n = group_n(g, id);
+        size_t a = g->group_first[id];
         gather_group(g, a, n, vals, tot, step);
         if (n >= 2)
             group_excess(g, a, n, tot, step, sorted, excess, by_step);
@@ -1095,7 +1102,6 @@ static int gather_groups(struct graph *g, double *excess, double *by_step)
         } else if (g->gmed_early) {
             group_median_of(vals, n, g->gmed_early[id]);
         }
-        a += n ? n : 1;
     }
     free(vals);
     free(step);
@@ -1113,7 +1119,7 @@ static int window_medians(const struct graph *g, const struct cf *cf, uint32_t f
     uint32_t id = g->gid[flat];
     if (!g->win_at || g->win_at[id] == UINT32_MAX)
         return 0;
-    uint32_t first = g->peer_first[flat], n = g->peer_n[flat], k = 0;
+    uint32_t first = g->group_first[id], n = group_n(g, id), k = 0;
     float own[WIN_R][SP_LOC_N];
     for (uint32_t p = 0; p < n; p++)
         if (cf->fix[g->peer_rank[first + p]]) {
@@ -1347,20 +1353,20 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
     for (int c = 0; c < SP_LOC_N; c++)
         v[c] = own[c];
     int fixed = cf->fix && cf->fix[rank];
-    if (fixed && g->peer_n[flat] > 1 && cf->fmed && (cf->fmed_have[g->gid[flat]] >> under & 1)) {
+    if (fixed && group_n(g, g->gid[flat]) > 1 && cf->fmed && (cf->fmed_have[g->gid[flat]] >> under & 1)) {
         for (int c = 0; c < SP_LOC_N; c++)
             if (!isnan(cf->fmed[g->gid[flat]][under][c]))
                 v[c] = cf->fmed[g->gid[flat]][under][c];
-    } else if (fixed && g->peer_n[flat] > 1 && window_medians(g, cf, flat, under, v)) {
+    } else if (fixed && group_n(g, g->gid[flat]) > 1 && window_medians(g, cf, flat, under, v)) {
         for (int c = 0; cf->fmed && c < SP_LOC_N; c++)
             cf->fmed[g->gid[flat]][under][c] = v[c];
         if (cf->fmed)
             cf->fmed_have[g->gid[flat]] |= (uint8_t)(1u << under);
-    } else if (fixed && g->peer_n[flat] > 1) {
+    } else if (fixed && group_n(g, g->gid[flat]) > 1) {
         /* the median of the peers outside the fixed set, the same for
          * every member of the group: kept when there is room (NaN: no peer
          * outside, the node keeps its own) */
-        uint32_t first = g->peer_first[flat], n = g->peer_n[flat];
+        uint32_t first = g->group_first[g->gid[flat]], n = group_n(g, g->gid[flat]);
         size_t k = 0; /* each peer read once: component c's values at vals + c * n */
         for (uint32_t p = 0; p < n; p++)
             if (!cf->fix[g->peer_rank[first + p]]) {
@@ -1378,7 +1384,7 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
         }
         if (cf->fmed)
             cf->fmed_have[g->gid[flat]] |= (uint8_t)(1u << under);
-    } else if (cf->imbalance && g->gmed && g->peer_n[flat] > 1) {
+    } else if (cf->imbalance && g->gmed && group_n(g, g->gid[flat]) > 1) {
         for (int c = 0; c < SP_LOC_N; c++)
             if (c != SP_LOC_INPUT) /* each rank keeps its own input */
                 v[c] = g->gmed[g->gid[flat]][under][c];
@@ -2509,16 +2515,15 @@ static void group_multiplicity(const struct graph *g, uint32_t *gk, uint32_t *pe
 {
     for (int r = 0; r < g->m->nranks; r++)
         per_rank[r] = 0;
-    uint32_t q = 0;
-    for (size_t a = 0; a < g->total && q < g->ngroups; q++) {
-        uint32_t n = g->peer_n[g->peers[a]], k = 1;
+    for (uint32_t q = 0; q < g->ngroups; q++) {
+        uint32_t n = group_n(g, q), k = 1;
+        size_t a = g->group_first[q];
         for (uint32_t p = 0; p < n; p++)
             if (++per_rank[g->peer_rank[a + p]] > k)
                 k = per_rank[g->peer_rank[a + p]];
         for (uint32_t p = 0; p < n; p++)
             per_rank[g->peer_rank[a + p]] = 0;
         gk[q] = k;
-        a += n ? n : 1;
     }
 }
 

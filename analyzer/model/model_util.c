@@ -353,19 +353,31 @@ void sp_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const v
         qsort(base, n, size, cmp);
 }
 
-int sp_sort_by_pairs(void *base, size_t size, size_t n, const struct sp_pair_key *k)
+void *sp_sorted_by_pairs(const void *base, size_t size, size_t n, const struct sp_pair_key *k)
 {
     uint32_t *place = malloc((n + 1) * sizeof *place);
-    unsigned char *b = base, *copy = malloc(n * size + 1);
+    const unsigned char *b = base;
+    unsigned char *copy = malloc(n * size + 1);
     int rc = place && copy ? sp_pair_places(k, n, place) : -1;
-    if (rc == 0) {
+    if (rc == 0)
         for (size_t i = 0; i < n; i++)
             memcpy(copy + (size_t)place[i] * size, b + i * size, size);
-        memcpy(b, copy, n * size);
-    }
     free(place);
-    free(copy);
-    return rc;
+    if (rc < 0) {
+        free(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+int sp_sort_by_pairs(void *base, size_t size, size_t n, const struct sp_pair_key *k)
+{
+    void *sorted = sp_sorted_by_pairs(base, size, n, k);
+    if (!sorted)
+        return -1;
+    memcpy(base, sorted, n * size);
+    free(sorted);
+    return 0;
 }
 
 double sp_median_select(double *v, size_t n)

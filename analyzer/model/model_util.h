@@ -63,6 +63,10 @@ int sp_pair_runs(const struct sp_pair_key *k, size_t n, uint32_t *place, uint32_
  * sort (sp_pair_places, then each item moved to its place through a
  * copy).  -1 (items left as they were): no memory. */
 int sp_sort_by_pairs(void *base, size_t size, size_t n, const struct sp_pair_key *k);
+/* The same order in a new array (malloc'd; base left as it is), for a
+ * caller that can take it in base's stead: no copy back.  NULL: no
+ * memory. */
+void *sp_sorted_by_pairs(const void *base, size_t size, size_t n, const struct sp_pair_key *k);
 /* qsort, but nothing done when base is in order already (a job's records
  * mostly come in order: the check is one pass, the sort many). */
 void sp_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));

@@ -591,30 +591,41 @@ static int steps_from_collectives(struct sp_rank *r, int ranks)
         goto out;
 again:
     n = r->ncalls;
-    memcpy(c, r->calls, n * sizeof *c);
-    sp_sort(c, n, sizeof *c, cmp_host_t);
+    /* the calls by host time: the rank's own when they come so (mostly),
+     * else a sorted copy in c; cv is what is read (c once calls are set
+     * apart from it) */
+    const struct sp_coll_call *cv = r->calls;
+    size_t in_order = 1;
+    while (in_order < n && cmp_host_t(&r->calls[in_order - 1], &r->calls[in_order]) <= 0)
+        in_order++;
+    if (in_order < n) {
+        memcpy(c, r->calls, n * sizeof *c);
+        qsort(c, n, sizeof *c, cmp_host_t);
+        cv = c;
+    }
     for (size_t i = 0; i < n; i++)
-        k[i] = (struct key){c[i].comm, c[i].bytes, c[i].op};
+        k[i] = (struct key){cv[i].comm, cv[i].bytes, cv[i].op};
     size_t p = p0 = find_period(k, n);
     if (!p)
         goto out;
     /* passes between steps set apart, the steps found in what is left */
     if (!keep_rare && !rare_mark)
         rare_mark = malloc(n);
-    nrare = rare_mark && !keep_rare ? rare_calls(c, k, n, p, rare_mark, &most_rare, &rare_in_period) : 0;
+    nrare = rare_mark && !keep_rare ? rare_calls(cv, k, n, p, rare_mark, &most_rare, &rare_in_period) : 0;
     if (nrare) {
         rare = malloc(nrare * sizeof *rare);
         if (!rare)
             goto out;
         size_t kept = 0, got_rare = 0;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n; i++) { /* c filled from cv, or in place */
             if (rare_mark[i]) {
-                rare[got_rare++] = c[i];
+                rare[got_rare++] = cv[i];
             } else {
-                c[kept] = c[i];
+                c[kept] = cv[i];
                 k[kept++] = k[i];
             }
         }
+        cv = c;
         n = kept;
         p = find_period(k, n);
         if (!p)
@@ -626,7 +637,7 @@ again:
      * own at a multiple); steps of equal collectives are told by their
      * pause as ever. */
     if (!nrare || p == 1)
-        p = period_from_gaps(c, n, p, &pause);
+        p = period_from_gaps(cv, n, p, &pause);
     if (nrare && most_rare * p >= p0 - rare_in_period) {
         /* a rare key as often as the steps are (a metric all-reduce in
          * every step): part of the step, no pass; look again with it */
@@ -640,7 +651,7 @@ again:
      * pipeline stage's own traffic (the last stage's longest pause is
      * between its forward and backward passes). */
     only = calloc(p, 1);
-    size_t wide = only ? job_wide_phases(c, n, p, ranks, only) : 0;
+    size_t wide = only ? job_wide_phases(cv, n, p, ranks, only) : 0;
     size_t j;
     if (pause >= 0 && (!wide || only[pause]))
         j = (size_t)pause;
@@ -648,18 +659,18 @@ again:
         for (j = 0; !only[j]; j++)
             ;
     else
-        j = pattern_end(c, n, p, call_gap, wide ? only : NULL);
+        j = pattern_end(cv, n, p, call_gap, wide ? only : NULL);
     size_t last, count = steps_ending_at(j, n, p, k, same_call_key, &last);
     /* bounds: first event, then the end of each occurrence, oldest first */
     b[0] = r->first_t;
     for (size_t s = 0; s < count; s++)
-        b[s + 1] = c[last - (count - 1 - s) * p].end;
+        b[s + 1] = cv[last - (count - 1 - s) * p].end;
     got = set_steps(r, b, (int)count);
     r->passes_aside = 0;
     if (nrare && got > 1) {
         /* each step's first regular call, for the passes that open it */
         for (size_t s = 1; s < count; s++)
-            b[s] = c[last - (count - 1 - s) * p - p + 1].start;
+            b[s] = cv[last - (count - 1 - s) * p - p + 1].start;
         set_aside_passes(r, rare, nrare, b);
     }
 out:

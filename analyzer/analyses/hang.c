@@ -113,18 +113,24 @@ struct cref {
     uint8_t timing;
 };
 
-/* k by (comm, seq), each instance's calls by rank: k comes rank after
- * rank, and the sort keeps that order within a pair. */
-static int sort_crefs(struct cref *k, size_t n)
+/* *k by (comm, seq), each instance's calls by rank: *k comes rank after
+ * rank, and the sort keeps that order within a pair.  *k is replaced by
+ * the sorted copy (a call each, 72 bytes: not copied back); on failure
+ * it is left as it was. */
+static int sort_crefs(struct cref **k, size_t n)
 {
     struct sp_pair_key *pk = malloc((n + 1) * sizeof *pk);
     if (!pk)
         return -1;
     for (size_t i = 0; i < n; i++)
-        pk[i] = (struct sp_pair_key){k[i].comm, k[i].seq};
-    int rc = sp_sort_by_pairs(k, sizeof *k, n, pk);
+        pk[i] = (struct sp_pair_key){(*k)[i].comm, (*k)[i].seq};
+    struct cref *sorted = sp_sorted_by_pairs(*k, sizeof **k, n, pk);
     free(pk);
-    return rc;
+    if (!sorted)
+        return -1;
+    free(*k);
+    *k = sorted;
+    return 0;
 }
 
 struct member {
@@ -435,7 +441,7 @@ static int find_instances(const struct sp_model *m, const struct sp_hang_opts *o
                 k[n++] = (struct cref){x->comm, x->seq, x->bytes, x->host_t, x->end, r, (uint32_t)c,
                                        x->op, x->dtype, x->nranks, x->timing};
         }
-    if (sort_crefs(k, n) < 0) {
+    if (sort_crefs(&k, n) < 0) {
         free(k);
         return -1;
     }

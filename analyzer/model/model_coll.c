@@ -51,9 +51,49 @@ struct inst_arrivals {
 struct coll_pass {
     struct inst_arrivals *in;
     size_t cap;
-    int failed;  /* out of memory: p2p waits stay per pair, out of the arrival table */
-    size_t hint; /* the summary the last instance went to (add_to_summary) */
+    int failed; /* out of memory: p2p waits stay per pair, out of the arrival table */
+    /* the summaries by (comm, op, bytes): open addressing, a summary's
+     * index + 1 per slot (0: empty), nslot a power of two (0: none, the
+     * summaries are searched in turn).  A job with a communicator per host
+     * has hundreds of summaries, and the instances of one communicator
+     * cycle through its sizes */
+    uint32_t *slot;
+    size_t nslot;
 };
+
+#define SUMMARY_SLOTS_MIN 64
+
+static size_t summary_hash(uint64_t comm, uint32_t op, uint64_t bytes, size_t nslot)
+{
+    uint64_t h = comm * 0x9E3779B97F4A7C15ull;
+    h = (h ^ (h >> 29) ^ bytes) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ (h >> 31) ^ op) * 0x94D049BB133111EBull;
+    return (size_t)(h ^ (h >> 32)) & (nslot - 1);
+}
+
+static void summary_slot_put(struct coll_pass *cp, const struct sp_coll_summary *s, size_t idx)
+{
+    size_t at = summary_hash(s->comm, s->op, s->bytes, cp->nslot);
+    while (cp->slot[at])
+        at = (at + 1) & (cp->nslot - 1);
+    cp->slot[at] = (uint32_t)idx + 1;
+}
+
+/* Room in the table for one summary more (the table kept at most half
+ * full); without memory the table is dropped and the summaries searched. */
+static void summary_slots_fit(struct coll_pass *cp, const struct sp_model *m)
+{
+    if (2 * (m->ncolls + 1) <= cp->nslot || (!cp->slot && cp->nslot))
+        return;
+    size_t n = cp->nslot ? 2 * cp->nslot : SUMMARY_SLOTS_MIN;
+    while (2 * (m->ncolls + 1) > n)
+        n *= 2;
+    free(cp->slot);
+    cp->slot = n <= UINT32_MAX ? calloc(n, sizeof *cp->slot) : NULL;
+    cp->nslot = cp->slot ? n : 1; /* 1 with no table: never tried again */
+    for (size_t i = 0; cp->slot && i < m->ncolls; i++)
+        summary_slot_put(cp, &m->colls[i], i);
+}
 
 /* p2p keys: the k-th message between a sender and a receiver on a
  * communicator.  The recorder numbers them (peer_seq); in traces older
@@ -80,13 +120,15 @@ static int cmp_p2p(const void *a, const void *b)
     return (x->c > y->c) - (x->c < y->c);
 }
 
-static void assign_keys(struct sp_rank *r, uint32_t rank_index)
+/* Numbers r's calls for matching; returns how many are p2p. */
+static size_t assign_keys(struct sp_rank *r, uint32_t rank_index)
 {
     struct p2p_ord *o = malloc((r->ncalls + 1) * sizeof *o);
-    size_t n = 0;
+    size_t n = 0, p2p = 0;
     for (size_t c = 0; c < r->ncalls; c++) {
         struct sp_coll_call *x = &r->calls[c];
         x->key = x->seq;
+        p2p += sp_op_is_p2p(x->op);
         if (sp_op_is_p2p(x->op) && o)
             o[n++] = (struct p2p_ord){x->comm, (int32_t)x->op, x->peer, x->host_t, c};
     }
@@ -104,6 +146,7 @@ static void assign_keys(struct sp_rank *r, uint32_t rank_index)
             x->key = x->op == SP_NCCL_SEND ? sp_p2p_key(me, peer, nth) : sp_p2p_key(peer, me, nth);
     }
     free(o);
+    return p2p;
 }
 
 void sp_model_each_instance(struct sp_model *m, sp_instance_fn fn, void *arg)
@@ -113,29 +156,25 @@ void sp_model_each_instance(struct sp_model *m, sp_instance_fn fn, void *arg)
         total += m->ranks[i].ncalls;
     /* the calls by (comm, seq), each instance's by rank (the calls come
      * rank after rank, and the order keeps that) */
-    struct sp_pair_key *k = malloc((total + 1) * sizeof *k), *ks = malloc((total + 1) * sizeof *ks);
+    struct sp_pair_key *k = malloc((total + 1) * sizeof *k);
     struct sp_coll_ref *refs = malloc((total + 1) * sizeof *refs);
-    uint32_t *place = malloc((total + 1) * sizeof *place);
-    size_t n = 0;
+    uint32_t *place = malloc((total + 1) * sizeof *place), *runs = NULL;
+    size_t n = 0, nruns = 0;
     for (int i = 0; k && i < m->nranks; i++)
         for (size_t c = 0; c < m->ranks[i].ncalls; c++)
             k[n++] = (struct sp_pair_key){m->ranks[i].calls[c].comm, m->ranks[i].calls[c].key};
-    int ok = k && ks && refs && place && sp_pair_places(k, n, place) == 0;
+    /* the instances are the runs of equal keys, their lengths told by
+     * sp_pair_runs (not found by comparing a copy of the keys placed in
+     * order: 16 bytes a call written out of order, and read again) */
+    int ok = k && refs && place && sp_pair_runs(k, n, place, &runs, &nruns) == 0;
     size_t x = 0;
     for (int i = 0; ok && i < m->nranks; i++)
-        for (size_t c = 0; c < m->ranks[i].ncalls; c++, x++) {
+        for (size_t c = 0; c < m->ranks[i].ncalls; c++, x++)
             refs[place[x]] = (struct sp_coll_ref){i, c};
-            ks[place[x]] = k[x];
-        }
-    for (size_t a = 0; ok && a < n;) {
-        size_t b = a;
-        while (b < n && ks[b].a == ks[a].a && ks[b].b == ks[a].b)
-            b++;
-        fn(m, refs + a, b - a, arg);
-        a = b;
-    }
+    for (size_t r = 0, a = 0; ok && r < nruns; a += runs[r++])
+        fn(m, refs + a, runs[r], arg);
     free(k);
-    free(ks);
+    free(runs);
     free(refs);
     free(place);
 }
@@ -161,43 +200,45 @@ static int in_view(struct sp_model *m, const struct sp_coll_ref *x)
     return last > m->step_lo && t >= r->steps[m->step_lo].start && t < r->steps[last - 1].end;
 }
 
-/* The summary of c's (comm, op, bytes), added when none.  Instances come
- * by communicator, so the one *hint names (the last found, when not NULL)
- * is asked first: a job with a communicator per host has hundreds. */
-static struct sp_coll_summary *summary_for(struct sp_model *m, const struct sp_coll_call *c, size_t *hint)
+/* The summary of c's (comm, op, bytes), added when none: found in cp's
+ * table (cp NULL or without one: searched for). */
+static struct sp_coll_summary *summary_for(struct sp_model *m, const struct sp_coll_call *c, struct coll_pass *cp)
 {
-    if (hint && *hint < m->ncolls) {
-        struct sp_coll_summary *s = &m->colls[*hint];
-        if (s->comm == c->comm && s->op == c->op && s->bytes == c->bytes)
-            return s;
-    }
-    for (size_t i = 0; i < m->ncolls; i++) {
-        struct sp_coll_summary *s = &m->colls[i];
-        if (s->comm == c->comm && s->op == c->op && s->bytes == c->bytes) {
-            if (hint)
-                *hint = i;
-            return s;
+    if (cp)
+        summary_slots_fit(cp, m);
+    if (cp && cp->slot) {
+        for (size_t at = summary_hash(c->comm, c->op, c->bytes, cp->nslot); cp->slot[at];
+             at = (at + 1) & (cp->nslot - 1)) {
+            struct sp_coll_summary *s = &m->colls[cp->slot[at] - 1];
+            if (s->comm == c->comm && s->op == c->op && s->bytes == c->bytes)
+                return s;
+        }
+    } else {
+        for (size_t i = 0; i < m->ncolls; i++) {
+            struct sp_coll_summary *s = &m->colls[i];
+            if (s->comm == c->comm && s->op == c->op && s->bytes == c->bytes)
+                return s;
         }
     }
     void *p = realloc(m->colls, (m->ncolls + 1) * sizeof *m->colls);
     if (!p)
         return NULL;
     m->colls = p;
-    if (hint)
-        *hint = m->ncolls;
     struct sp_coll_summary *s = &m->colls[m->ncolls++];
     memset(s, 0, sizeof *s);
     s->comm = c->comm;
     s->op = c->op;
     s->bytes = c->bytes;
     s->nranks = c->nranks;
+    if (cp && cp->slot)
+        summary_slot_put(cp, s, m->ncolls - 1);
     return s;
 }
 
 static void add_to_summary(struct sp_model *m, const struct sp_coll_call *c, double transfer,
-                           double mean_wait, int complete, int spans, size_t *hint)
+                           double mean_wait, int complete, int spans, struct coll_pass *cp)
 {
-    struct sp_coll_summary *s = summary_for(m, c, hint);
+    struct sp_coll_summary *s = summary_for(m, c, cp);
     if (!s)
         return;
     s->calls++;
@@ -238,13 +279,30 @@ static double tie_ns(const struct sp_model *m)
     return TIE_NS > 2e3 * m->skew_us ? TIE_NS : 2e3 * m->skew_us;
 }
 
+/* The fields of a call an instance's passes read and write (op to
+ * matched: bytes 32-97 of the 104), asked for ahead: an instance's calls
+ * lie on as many ranks, a cache miss or two each, and the first pass
+ * would wait for each in turn. */
+#define CALL_AHEAD 8
+static void want_call(struct sp_model *m, const struct sp_coll_ref *x)
+{
+    const struct sp_coll_call *c = call_of(m, x);
+    __builtin_prefetch(&c->op, 1);
+    __builtin_prefetch(&c->matched, 1);
+}
+
 static void measure_instance(struct sp_model *m, const struct sp_coll_ref *refs, size_t n, void *arg)
 {
     struct coll_pass *cp = arg;
-    int64_t last = arrival(m, &refs[0]);
-    for (size_t i = 1; i < n; i++)
-        if (arrival(m, &refs[i]) > last)
+    for (size_t i = 0; i < n && i < CALL_AHEAD; i++)
+        want_call(m, &refs[i]);
+    int64_t last = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        if (i + CALL_AHEAD < n)
+            want_call(m, &refs[i + CALL_AHEAD]);
+        if (!i || arrival(m, &refs[i]) > last)
             last = arrival(m, &refs[i]);
+    }
     int64_t transfer = -1;
     int host0 = m->ranks[refs[0].r].host, spans = 0;
     double wait_sum = 0;
@@ -302,7 +360,7 @@ static void measure_instance(struct sp_model *m, const struct sp_coll_ref *refs,
      * before a pause: not a rank that never arrived */
     if (!complete && sp_model_in_pause(m, &m->ranks[refs[0].r], c0->start - PAUSE_MARGIN_NS, c0->end + PAUSE_MARGIN_NS))
         complete = 1;
-    add_to_summary(m, c0, (double)transfer, wait_sum / (double)n, complete, spans, &cp->hint);
+    add_to_summary(m, c0, (double)transfer, wait_sum / (double)n, complete, spans, cp);
     /* a p2p call is one of its kernel's pairs: the kernel, not the pair,
      * is the synchronization point (sync_kernel) */
     if (sp_op_is_p2p(c0->op))
@@ -390,7 +448,7 @@ static void p2p_sync(struct sp_model *m, const struct coll_pass *cp)
  * synchronization point). */
 static void summarize_p2p(struct sp_model *m, const struct sp_coll_ref *refs, size_t n, void *arg)
 {
-    (void)arg;
+    struct coll_pass *cp = arg;
     const struct sp_coll_call *c0 = call_of(m, &refs[0]);
     if (!sp_op_is_p2p(c0->op) || !in_view(m, &refs[0]))
         return;
@@ -409,7 +467,7 @@ static void summarize_p2p(struct sp_model *m, const struct sp_coll_ref *refs, si
     int complete = n >= 2;
     if (!complete && sp_model_in_pause(m, &m->ranks[refs[0].r], c0->start - PAUSE_MARGIN_NS, c0->end + PAUSE_MARGIN_NS))
         complete = 1;
-    add_to_summary(m, c0, (double)transfer, wait_sum / (double)n, complete, spans, NULL);
+    add_to_summary(m, c0, (double)transfer, wait_sum / (double)n, complete, spans, cp);
 }
 
 static void finish_summaries(struct sp_model *m)
@@ -442,19 +500,24 @@ static int cmp_cost(const void *a, const void *b)
 
 void sp_model_match_collectives(struct sp_model *m)
 {
+    size_t p2p = 0;
     for (int i = 0; i < m->nranks; i++)
-        assign_keys(&m->ranks[i], (uint32_t)i);
+        p2p += assign_keys(&m->ranks[i], (uint32_t)i);
     struct coll_pass cp = {0};
     for (int i = 0; i < m->nranks; i++) /* at most one instance per call */
         cp.cap += m->ranks[i].ncalls;
     cp.in = malloc((cp.cap + 1) * sizeof *cp.in);
     cp.failed = !cp.in;
     sp_model_each_instance(m, measure_instance, &cp);
-    if (!cp.failed) {
+    /* a p2p call's wait and its instance's summary wait for the first
+     * pass; without p2p calls neither pass has anything to do (a pass over
+     * every call, and a second grouping of them into instances) */
+    if (!cp.failed && p2p) {
         p2p_sync(m, &cp);
-        sp_model_each_instance(m, summarize_p2p, NULL);
+        sp_model_each_instance(m, summarize_p2p, &cp);
     }
     free(cp.in);
+    free(cp.slot);
     if (m->coll_doubtful)
         sp_model_warn(m, "%llu collective instance(s) end far apart on their ranks (a blocking collective ends "
                          "together everywhere): the calls were likely paired wrongly (collectives without "

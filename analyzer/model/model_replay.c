@@ -183,13 +183,18 @@ struct graph {
      * the k-th node of the step of every rank side by side, those visits
      * walk memory in order instead of jumping a rank's chain length each */
     uint32_t *perm;
-    size_t total;                  /* nodes over all ranks */
-    uint32_t *peer_first, *peer_n; /* per flat node: its peer group in `peers` */
-    uint32_t *peers;               /* flat node ids grouped by (step, key) */
-    int32_t *peer_rank;            /* the rank index of each of peers[] */
-    uint32_t max_peers;            /* the largest group */
-    uint32_t *gid;                 /* per flat node: its group, in order of peers[] */
+    size_t total;       /* nodes over all ranks */
+    uint32_t *peers;    /* flat node ids grouped by (step, key) */
+    int32_t *peer_rank; /* the rank index of each of peers[] */
+    uint32_t max_peers; /* the largest group */
+    uint32_t *gid;      /* per flat node: its group, in order of peers[] */
     uint32_t ngroups;
+    /* per group: where it starts in peers[] (and [ngroups]: total), so
+     * its size is the difference with the next.  A few thousand groups,
+     * in cache: per node only its group is kept (a group's first and size
+     * per node were two more arrays of a value per node, written out of
+     * order and read through gid's neighbour) */
+    uint32_t *group_first;
     /* per group, window (gap, under) and component: the median over the
      * group, computed at the first replay that wants it (imbalance) */
     float (*gmed)[2][SP_LOC_N];
@@ -208,6 +213,9 @@ struct graph {
     int32_t *waiter;
     uint32_t *gate_n;
     int64_t *gate_off;
+    /* per flat node, while the graph is built: in how many instances it
+     * takes part (gn's nparts) */
+    uint16_t *nparts;
     /* per place in gn: the under's local time as recorded (0 for a step
      * end), what a replay that changes no local time of the node reads */
     double *rec_under;
@@ -302,6 +310,12 @@ static int rank_after(const struct graph *g, uint32_t flat, int *r)
 }
 
 /* The p-th node of a peer group (an index into peers[]). */
+/* How many nodes group id holds (its peers[] run). */
+static inline uint32_t group_n(const struct graph *g, uint32_t id)
+{
+    return g->group_first[id + 1] - g->group_first[id];
+}
+
 static inline const struct sp_rnode *peer_node(const struct graph *g, uint32_t p)
 {
     int r = g->peer_rank[p];
@@ -535,11 +549,11 @@ static int build_peers(struct graph *g)
     struct sp_model *m = g->m;
     struct keyrec *k = malloc((g->total + 1) * sizeof *k);
     g->peers = malloc((g->total + 1) * sizeof *g->peers);
-    g->peer_first = malloc((g->total + 1) * sizeof *g->peer_first);
-    g->peer_n = malloc((g->total + 1) * sizeof *g->peer_n);
+    /* room for a group per node; only the groups' entries are touched */
+    g->group_first = malloc((g->total + 1) * sizeof *g->group_first);
     g->peer_rank = malloc((g->total + 1) * sizeof *g->peer_rank);
     g->gid = malloc((g->total + 1) * sizeof *g->gid);
-    if (!k || !g->peers || !g->peer_first || !g->peer_n || !g->peer_rank || !g->gid) {
+    if (!k || !g->peers || !g->group_first || !g->peer_rank || !g->gid) {
         free(k);
         return -1;
     }
@@ -614,13 +628,12 @@ static int build_peers(struct graph *g)
                 node_at(g, k[x].flat, &r);
             g->peers[x] = k[x].flat;
             g->peer_rank[x] = r;
-            g->peer_first[k[x].flat] = (uint32_t)a;
-            g->peer_n[k[x].flat] = (uint32_t)(b - a);
             g->gid[k[x].flat] = g->ngroups;
         }
-        g->ngroups++;
+        g->group_first[g->ngroups++] = (uint32_t)a;
         a = b;
     }
+    g->group_first[g->ngroups] = (uint32_t)n;
     free(k);
     return 0;
 }
@@ -631,19 +644,24 @@ static int cmp_part(const void *a, const void *b)
     return (x->r > y->r) - (x->r < y->r);
 }
 
+/* The instances and their participants, and each call's instance in
+ * cinst (allocated by the caller). */
 static int build_instances(struct graph *g)
 {
     struct sp_model *m = g->m;
     g->ninsts = m->coll_instances;
     g->insts = calloc(g->ninsts + 1, sizeof *g->insts);
     int32_t *fill = calloc(g->ninsts + 1, sizeof *fill);
-    if (!g->insts || !fill) {
+    g->nparts = calloc(g->total + 1, sizeof *g->nparts);
+    if (!g->insts || !fill || !g->nparts) {
         free(fill);
         return -1;
     }
+    /* the participants counted, and cinst filled, in one pass over the calls */
     for (int i = 0; i < m->nranks; i++)
         for (size_t c = 0; c < m->ranks[i].ncalls; c++) {
             const struct sp_coll_call *x = &m->ranks[i].calls[c];
+            g->cinst[g->call_base[i] + c] = x->inst;
             if (x->node >= 0 && x->inst >= 0 && (size_t)x->inst < g->ninsts)
                 g->insts[x->inst].n++;
         }
@@ -665,7 +683,9 @@ static int build_instances(struct graph *g)
                 continue;
             struct inst *in = &g->insts[x->inst];
             const struct sp_rnode *nd = &r->nodes[x->node];
-            g->parts[in->first + fill[x->inst]++] = (struct part){i, x->node, 0, 0};
+            size_t flat = g->node_base[i] + (size_t)x->node;
+            g->parts[in->first + fill[x->inst]++] = (struct part){i, x->node, g->perm[flat], 0};
+            g->nparts[flat]++;
             if (nd->a > in->last)
                 in->last = nd->a;
             in->p2p = (uint8_t)sp_op_is_p2p(x->op);
@@ -751,7 +771,17 @@ static int build_gates(struct graph *g)
             pm[base + j] = j && pm[base + j - 1] > rk->nodes[j].a ? pm[base + j - 1] : rk->nodes[j].a;
         for (size_t j = 0; j < n; j++) {
             int64_t e = rk->nodes[j].e;
-            size_t lo = j + 1, hi = n; /* the first k > j with pm[k] >= e */
+            /* the first k > j with pm[k] >= e: mostly a node or two on
+             * (ops in turn), so bounded by steps doubling from j + 1 before
+             * the binary search, which then has a few to halve, not the
+             * rest of the rank */
+            size_t lo = j + 1, hi = n, step = 1;
+            while (lo + step < n && pm[base + lo + step - 1] < e) {
+                lo += step;
+                step *= 2;
+            }
+            if (lo + step < n)
+                hi = lo + step;
             while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
                 if (pm[base + mid] >= e)
@@ -789,6 +819,7 @@ static int build_gates(struct graph *g)
 
 static void graph_free(struct graph *g)
 {
+    free(g->nparts);
     free(g->waiter);
     free(g->gate_n);
     free(g->gate_off);
@@ -806,8 +837,7 @@ static void graph_free(struct graph *g)
     free(g->gn);
     free(g->perm);
     free(g->peers);
-    free(g->peer_first);
-    free(g->peer_n);
+    free(g->group_first);
     free(g->start);
     free(g->rec_under);
     free(g->nz);
@@ -958,11 +988,10 @@ static void group_medians(struct graph *g, float *vals)
     }
     if (!(g->gmed = malloc(((size_t)g->ngroups + 1) * sizeof *g->gmed)))
         return;
-    for (size_t a = 0; a < g->total;) {
-        uint32_t n = g->peer_n[g->peers[a]], id = g->gid[g->peers[a]];
-        gather_group(g, a, n, vals, NULL, NULL);
+    for (uint32_t id = 0; id < g->ngroups; id++) {
+        uint32_t n = group_n(g, id);
+        gather_group(g, g->group_first[id], n, vals, NULL, NULL);
         group_median_of(vals, n, g->gmed[id]);
-        a += n ? n : 1;
     }
 }
 
@@ -973,10 +1002,9 @@ static int plan_windows(struct graph *g)
     if (!(g->win_at = malloc(((size_t)g->ngroups + 1) * sizeof *g->win_at)))
         return 0;
     size_t nwin = 0;
-    for (size_t a = 0; a < g->total;) {
-        uint32_t n = g->peer_n[g->peers[a]];
-        g->win_at[g->gid[g->peers[a]]] = n >= WIN_MIN_PEERS ? (uint32_t)(nwin++ * 2 * SP_LOC_N * WIN_N) : UINT32_MAX;
-        a += n ? n : 1;
+    for (uint32_t id = 0; id < g->ngroups; id++) {
+        uint32_t n = group_n(g, id);
+        g->win_at[id] = n >= WIN_MIN_PEERS ? (uint32_t)(nwin++ * 2 * SP_LOC_N * WIN_N) : UINT32_MAX;
     }
     if (nwin * 2 * SP_LOC_N * WIN_N >= UINT32_MAX || !(g->win = malloc((nwin * 2 * SP_LOC_N * WIN_N + 1) * sizeof *g->win))) {
         free(g->win_at);
@@ -1027,13 +1055,12 @@ static void build_windows(struct graph *g, float *vals)
 {
     if (g->win_at || !plan_windows(g))
         return;
-    for (size_t a = 0; a < g->total;) {
-        uint32_t n = g->peer_n[g->peers[a]], at = g->win_at[g->gid[g->peers[a]]];
+    for (uint32_t id = 0; id < g->ngroups; id++) {
+        uint32_t n = group_n(g, id), at = g->win_at[id];
         if (at != UINT32_MAX) {
-            gather_group(g, a, n, vals, NULL, NULL);
+            gather_group(g, g->group_first[id], n, vals, NULL, NULL);
             fill_window(g, n, at, vals);
         }
-        a += n ? n : 1;
     }
 }
 
@@ -1062,8 +1089,9 @@ static int gather_groups(struct graph *g, double *excess, double *by_step)
     int win = !g->win_at && plan_windows(g);
     if (!g->gmed && !g->gmed_early)
         g->gmed_early = malloc(((size_t)g->ngroups + 1) * sizeof *g->gmed_early);
-    for (size_t a = 0; a < g->total;) {
-        uint32_t n = g->peer_n[g->peers[a]], id = g->gid[g->peers[a]];
+    for (uint32_t id = 0; id < g->ngroups; id++) {
+        uint32_t n = group_n(g, id);
+        size_t a = g->group_first[id];
         gather_group(g, a, n, vals, tot, step);
         if (n >= 2)
             group_excess(g, a, n, tot, step, sorted, excess, by_step);
@@ -1074,7 +1102,6 @@ static int gather_groups(struct graph *g, double *excess, double *by_step)
         } else if (g->gmed_early) {
             group_median_of(vals, n, g->gmed_early[id]);
         }
-        a += n ? n : 1;
     }
     free(vals);
     free(step);
@@ -1092,7 +1119,7 @@ static int window_medians(const struct graph *g, const struct cf *cf, uint32_t f
     uint32_t id = g->gid[flat];
     if (!g->win_at || g->win_at[id] == UINT32_MAX)
         return 0;
-    uint32_t first = g->peer_first[flat], n = g->peer_n[flat], k = 0;
+    uint32_t first = g->group_first[id], n = group_n(g, id), k = 0;
     float own[WIN_R][SP_LOC_N];
     for (uint32_t p = 0; p < n; p++)
         if (cf->fix[g->peer_rank[first + p]]) {
@@ -1216,9 +1243,16 @@ static inline uint32_t PM(const struct graph *g, size_t flat)
     return g->perm[flat];
 }
 
-static const struct cf recorded;
-static double local_time(const struct graph *g, const struct cf *cf, int rank, uint32_t flat, int under,
-                         float *vals);
+/* A window's local time as recorded: local_time under `recorded` (no
+ * fixed rank, no scale, nothing dropped), summed in the same order, so
+ * the same double, without its tests per node. */
+static inline double recorded_sum(const float *own)
+{
+    double t = 0;
+    for (int c = 0; c < SP_LOC_N; c++)
+        t += (double)own[c];
+    return t;
+}
 
 /* Fills g; on failure (out of memory, no analyzed step) returns -1 and
  * leaves g safe to graph_free. */
@@ -1244,10 +1278,8 @@ static int graph_build(struct sp_model *m, struct graph *g)
     }
     if (!(g->cinst = malloc((ncalls + 1) * sizeof *g->cinst)))
         return -1;
-    for (int i = 0; i < m->nranks; i++)
-        for (size_t c = 0; c < m->ranks[i].ncalls; c++)
-            g->cinst[g->call_base[i] + c] = m->ranks[i].calls[c].inst;
-    if (build_instances(g) < 0 || build_gates(g) < 0)
+    /* the places first: a participant is placed with its place */
+    if (build_perm(g) < 0 || build_instances(g) < 0 || build_gates(g) < 0)
         return -1;
     sp_model_find_stages(m);
     if (build_peers(g) < 0)
@@ -1255,7 +1287,7 @@ static int graph_build(struct sp_model *m, struct graph *g)
     if (!(g->gn = malloc((g->total + 1) * sizeof *g->gn)) ||
         !(g->rec_under = malloc((g->total + 1) * sizeof *g->rec_under)) ||
         !(g->nz = malloc((g->total + 1) * sizeof *g->nz)) ||
-        !(g->ns_mem = malloc((g->total + 1) * sizeof *g->ns + NSTATE_ALIGN - 1)) || build_perm(g) < 0)
+        !(g->ns_mem = malloc((g->total + 1) * sizeof *g->ns + NSTATE_ALIGN - 1)))
         return -1;
     g->ns = (struct nstate *)(((uintptr_t)g->ns_mem + NSTATE_ALIGN - 1) & ~(uintptr_t)(NSTATE_ALIGN - 1));
     for (int i = 0; i < m->nranks; i++)
@@ -1265,8 +1297,8 @@ static int graph_build(struct sp_model *m, struct graph *g)
             struct gnode *x = &g->gn[g->perm[flat]];
             x->dur = nd->e - nd->a;
             x->gate_off = g->gate_off[flat];
-            x->rec_gap = local_time(g, &recorded, i, flat, 0, NULL);
-            g->rec_under[g->perm[flat]] = nd->ncalls ? local_time(g, &recorded, i, flat, 1, NULL) : 0;
+            x->rec_gap = recorded_sum(nd->gap);
+            g->rec_under[g->perm[flat]] = nd->ncalls ? recorded_sum(nd->under) : 0;
             uint16_t z = 0;
             for (int c = 0; c < SP_LOC_N; c++)
                 z |= (uint16_t)((nd->gap[c] != 0) << c | (nd->under[c] != 0) << (NZ_UNDER + c));
@@ -1276,16 +1308,12 @@ static int graph_build(struct sp_model *m, struct graph *g)
             x->cinst_at = nd->ncalls == 1 ? (uint32_t)g->cinst[g->call_base[i] + nd->call]
                                           : (uint32_t)(g->call_base[i] + nd->call);
             x->ncalls = nd->ncalls;
-            x->nparts = 0;
+            x->nparts = g->nparts[flat];
             g->ns[g->perm[flat]].next = j + 1 < m->ranks[i].nnodes ? g->perm[flat + 1] : UINT32_MAX;
         }
-    for (size_t t = 0; t < g->ninsts; t++)
-        for (int32_t p = 0; p < g->insts[t].n; p++) {
-            struct part *pt = &g->parts[g->insts[t].first + p];
-            pt->at = g->perm[g->node_base[pt->r] + (size_t)pt->node];
-            g->gn[pt->at].nparts++;
-        }
-    /* the gates live on in gn */
+    /* the gates and the counts of participants live on in gn */
+    free(g->nparts);
+    g->nparts = NULL;
     free(g->waiter);
     free(g->gate_n);
     free(g->gate_off);
@@ -1325,20 +1353,20 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
     for (int c = 0; c < SP_LOC_N; c++)
         v[c] = own[c];
     int fixed = cf->fix && cf->fix[rank];
-    if (fixed && g->peer_n[flat] > 1 && cf->fmed && (cf->fmed_have[g->gid[flat]] >> under & 1)) {
+    if (fixed && group_n(g, g->gid[flat]) > 1 && cf->fmed && (cf->fmed_have[g->gid[flat]] >> under & 1)) {
         for (int c = 0; c < SP_LOC_N; c++)
             if (!isnan(cf->fmed[g->gid[flat]][under][c]))
                 v[c] = cf->fmed[g->gid[flat]][under][c];
-    } else if (fixed && g->peer_n[flat] > 1 && window_medians(g, cf, flat, under, v)) {
+    } else if (fixed && group_n(g, g->gid[flat]) > 1 && window_medians(g, cf, flat, under, v)) {
         for (int c = 0; cf->fmed && c < SP_LOC_N; c++)
             cf->fmed[g->gid[flat]][under][c] = v[c];
         if (cf->fmed)
             cf->fmed_have[g->gid[flat]] |= (uint8_t)(1u << under);
-    } else if (fixed && g->peer_n[flat] > 1) {
+    } else if (fixed && group_n(g, g->gid[flat]) > 1) {
         /* the median of the peers outside the fixed set, the same for
          * every member of the group: kept when there is room (NaN: no peer
          * outside, the node keeps its own) */
-        uint32_t first = g->peer_first[flat], n = g->peer_n[flat];
+        uint32_t first = g->group_first[g->gid[flat]], n = group_n(g, g->gid[flat]);
         size_t k = 0; /* each peer read once: component c's values at vals + c * n */
         for (uint32_t p = 0; p < n; p++)
             if (!cf->fix[g->peer_rank[first + p]]) {
@@ -1356,7 +1384,7 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
         }
         if (cf->fmed)
             cf->fmed_have[g->gid[flat]] |= (uint8_t)(1u << under);
-    } else if (cf->imbalance && g->gmed && g->peer_n[flat] > 1) {
+    } else if (cf->imbalance && g->gmed && group_n(g, g->gid[flat]) > 1) {
         for (int c = 0; c < SP_LOC_N; c++)
             if (c != SP_LOC_INPUT) /* each rank keeps its own input */
                 v[c] = g->gmed[g->gid[flat]][under][c];
@@ -2417,6 +2445,11 @@ static int cause_cf(struct sp_model *m, const struct sp_replay *rp, int cause, s
     return d && d->apply(m, rp, cause, cf, scale);
 }
 
+/* A peer group's largest cuts (critical_bound). */
+struct group_cut {
+    double local, tail;
+};
+
 /* A cause's own time on the critical path, ms per step: what its fix
  * takes off the local time and transfers of the nodes.  Whichever path
  * through the graph sets a rank's step, it meets a peer group (the same
@@ -2427,8 +2460,8 @@ static int cause_cf(struct sp_model *m, const struct sp_replay *rp, int cause, s
  * a rank's step cannot shrink by more than the cut of the path that set
  * it.  A group that holds k ops of one rank (two communicators of one
  * class) counts k times.  Linear in nodes (a fixed rank's medians aside). */
-static double critical_bound(const struct graph *g, const struct cf *cf, double *tail_cut, double *local_cut,
-                             float *vals, uint32_t *per_rank)
+static double critical_bound(const struct graph *g, const struct cf *cf, struct group_cut *gcut, const uint32_t *gk,
+                             float *vals)
 {
     const struct sp_model *m = g->m;
     /* a counterfactual that keeps every transfer cuts no tail, one that
@@ -2437,24 +2470,25 @@ static double critical_bound(const struct graph *g, const struct cf *cf, double 
     int tails = cf->transfer != 1 || cf->cross != 1;
     int by_drop = !cf->imbalance && !cf->busy_scale; /* as in run_replay_nodes */
     int locals = !by_drop || cf->fix || cf->drop;
-    for (size_t f = 0; tails && f < g->total; f++)
-        tail_cut[f] = 0;
-    for (int r = 0; r < m->nranks; r++)
-        per_rank[r] = 0;
+    /* per group, its largest local cut and tail cut, none below 0: each
+     * node's folded into its group as it is worked out, the nodes in
+     * memory order and the participants instance after instance (the
+     * groups, a few thousand, stay in cache; a value per node read again
+     * group by group was a cache miss per node) */
+    for (uint32_t q = 0; q < g->ngroups; q++)
+        gcut[q] = (struct group_cut){0, 0};
     for (size_t t = 0; tails && t < g->ninsts; t++) {
         const struct inst *in = &g->insts[t];
         double scale = in->spans ? cf->cross * cf->transfer : cf->transfer;
         for (int32_t p = 0; p < in->n; p++) {
             const struct part *pt = &g->parts[in->first + p];
             size_t flat = g->node_base[pt->r] + (size_t)pt->node;
-            double cut = (double)pt->tail * (1 - scale);
-            if (cut > tail_cut[flat])
-                tail_cut[flat] = cut;
+            double cut = (double)pt->tail * (1 - scale), *to = &gcut[g->gid[flat]].tail;
+            if (cut > *to)
+                *to = cut;
         }
     }
-    /* each node's local cut, in memory order (the groups below visit the
-     * nodes rank after rank) */
-    for (int r = 0; locals && local_cut && r < m->nranks; r++) {
+    for (int r = 0; locals && r < m->nranks; r++) {
         int all = !by_drop || (cf->fix && cf->fix[r]);
         for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
             uint32_t flat = (uint32_t)(g->node_base[r] + j);
@@ -2464,40 +2498,33 @@ static double critical_bound(const struct graph *g, const struct cf *cf, double 
                 cut = g->gn[PM(g, flat)].rec_gap - local_time(g, cf, r, flat, 0, vals);
             if (m->ranks[r].nodes[j].ncalls && (z >> NZ_UNDER & cf->drop || all))
                 cut += g->rec_under[PM(g, flat)] - local_time(g, cf, r, flat, 1, vals);
-            local_cut[flat] = cut;
+            double *to = &gcut[g->gid[flat]].local;
+            if (cut > *to)
+                *to = cut;
         }
     }
     double bound = 0;
-    for (size_t a = 0; a < g->total;) {
-        uint32_t n = g->peer_n[g->peers[a]], k = 1;
-        double local = 0, tail = 0;
-        for (uint32_t p = 0; p < n; p++) {
-            uint32_t flat = g->peers[a + p];
-            int r = g->peer_rank[a + p];
-            double cut = 0;
-            if (!locals) {
-                /* no local cut */
-            } else if (local_cut) {
-                cut = local_cut[flat];
-            } else {
-                const struct sp_rnode *nd = &m->ranks[r].nodes[flat - g->node_base[r]];
-                cut = local_time(g, &recorded, r, flat, 0, vals) - local_time(g, cf, r, flat, 0, vals);
-                if (nd->ncalls)
-                    cut += local_time(g, &recorded, r, flat, 1, vals) - local_time(g, cf, r, flat, 1, vals);
-            }
-            if (cut > local)
-                local = cut;
-            if (tails && tail_cut[flat] > tail)
-                tail = tail_cut[flat];
-            if (++per_rank[r] > k)
-                k = per_rank[r];
-        }
+    for (uint32_t q = 0; q < g->ngroups; q++)
+        bound += gk[q] * (gcut[q].local + gcut[q].tail);
+    return bound / g->nsteps / NS_PER_MS;
+}
+
+/* Per group (in the order of peers[]), how many of its ops the rank with
+ * most of them has: at least 1.  The same for every counterfactual. */
+static void group_multiplicity(const struct graph *g, uint32_t *gk, uint32_t *per_rank)
+{
+    for (int r = 0; r < g->m->nranks; r++)
+        per_rank[r] = 0;
+    for (uint32_t q = 0; q < g->ngroups; q++) {
+        uint32_t n = group_n(g, q), k = 1;
+        size_t a = g->group_first[q];
+        for (uint32_t p = 0; p < n; p++)
+            if (++per_rank[g->peer_rank[a + p]] > k)
+                k = per_rank[g->peer_rank[a + p]];
         for (uint32_t p = 0; p < n; p++)
             per_rank[g->peer_rank[a + p]] = 0;
-        bound += k * (local + tail);
-        a += n ? n : 1;
+        gk[q] = k;
     }
-    return bound / g->nsteps / NS_PER_MS;
 }
 
 int sp_model_replay_check(struct sp_model *m, const struct sp_replay *rp, struct sp_whatif_check *out)
@@ -2517,25 +2544,27 @@ int sp_model_replay_check(struct sp_model *m, const struct sp_replay *rp, struct
     out->step_error_pct = 100 * fabs(rp->base_ms - m->step_mean_ms) / m->step_mean_ms;
     out->replay_ok = out->replay_error_pct <= CHECK_REPLAY_PCT && out->step_error_pct <= CHECK_REPLAY_PCT;
     out->ok = out->replay_ok;
-    double *tail_cut = malloc((g->total + 1) * sizeof *tail_cut);
-    double *local_cut = malloc((g->total + 1) * sizeof *local_cut); /* NULL: worked out per visit */
+    struct group_cut *gcut = malloc(((size_t)g->ngroups + 1) * sizeof *gcut);
+    uint32_t *gk = malloc(((size_t)g->ngroups + 1) * sizeof *gk);
     float *vals = malloc(((size_t)g->max_peers + 1) * SP_LOC_N * sizeof *vals);
     float *scale = malloc(((size_t)m->nranks + 1) * sizeof *scale);
     uint32_t *per_rank = malloc(((size_t)m->nranks + 1) * sizeof *per_rank);
-    for (int c = 0; tail_cut && vals && scale && per_rank && c < SP_CAUSE_N; c++) {
+    if (gk && per_rank)
+        group_multiplicity(g, gk, per_rank);
+    for (int c = 0; gcut && gk && vals && scale && per_rank && c < SP_CAUSE_N; c++) {
         struct cf cf;
         if (rp->gain[c] <= 0 || !cause_cf(m, rp, c, &cf, scale))
             continue;
         out->saved_ms[c] = rp->base_ms - rp->ms[c];
         struct cf fcopy;
         const struct cf *use = with_fix_medians(g, &cf, &fcopy);
-        out->bound_ms[c] = critical_bound(g, use, tail_cut, local_cut, vals, per_rank);
+        out->bound_ms[c] = critical_bound(g, use, gcut, gk, vals);
         with_fix_free(&cf, &fcopy);
         out->bound_ok[c] = out->saved_ms[c] <= out->bound_ms[c] + CHECK_SLACK * rp->base_ms;
         out->ok &= out->bound_ok[c];
     }
-    free(tail_cut);
-    free(local_cut);
+    free(gcut);
+    free(gk);
     free(vals);
     free(scale);
     free(per_rank);

@@ -171,6 +171,33 @@ static int cmp_host_t(const void *a, const void *b)
     return (x->host_t > y->host_t) - (x->host_t < y->host_t);
 }
 
+/* Each key as a number, equal where the keys are (the place of the key's
+ * first occurrence), so that find_period's thousands of comparisons per
+ * candidate period compare one word; NULL without memory. */
+static uint32_t *key_ids(const struct key *k, size_t n)
+{
+    size_t nslot = 16;
+    while (nslot < 2 * n)
+        nslot *= 2;
+    uint32_t *id = n <= UINT32_MAX ? malloc((n + 1) * sizeof *id) : NULL;
+    uint32_t *slot = id ? calloc(nslot, sizeof *slot) : NULL; /* first place + 1, 0: empty */
+    if (!slot) {
+        free(id);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t h = (k[i].comm * 0x9E3779B97F4A7C15ull ^ k[i].bytes) * 0xBF58476D1CE4E5B9ull ^ k[i].op;
+        size_t at = (size_t)(h ^ (h >> 29)) & (nslot - 1);
+        while (slot[at] && !same_key(&k[slot[at] - 1], &k[i]))
+            at = (at + 1) & (nslot - 1);
+        if (!slot[at])
+            slot[at] = (uint32_t)i + 1;
+        id[i] = slot[at] - 1;
+    }
+    free(slot);
+    return id;
+}
+
 /* The step's period in calls: the smallest p whose shifted mismatch ratio
  * is at most twice (plus PERIOD_SLACK) the best of any period up to
  * PERIOD_MAX, when that best matches PERIOD_MATCH.  The first p past PERIOD_MATCH is not
@@ -182,10 +209,17 @@ static size_t find_period(const struct key *k, size_t n)
     double *ratio = pmax ? malloc((pmax + 1) * sizeof *ratio) : NULL, best = 0;
     if (!ratio)
         return 0;
+    /* the keys compared: the last PERIOD_WINDOW + pmax */
+    size_t base = n - pmax > PERIOD_WINDOW ? n - pmax - PERIOD_WINDOW : 0;
+    uint32_t *id = key_ids(k + base, n - base);
     for (size_t p = 1; p <= pmax; p++) {
         size_t from = n - p > PERIOD_WINDOW ? n - p - PERIOD_WINDOW : 0, same = 0;
-        for (size_t i = from; i + p < n; i++)
-            same += same_key(&k[i], &k[i + p]);
+        if (id)
+            for (size_t i = from - base; i + p < n - base; i++)
+                same += id[i] == id[i + p];
+        else
+            for (size_t i = from; i + p < n; i++)
+                same += same_key(&k[i], &k[i + p]);
         ratio[p] = (double)same / (double)(n - p - from);
         if (ratio[p] > best)
             best = ratio[p];
@@ -204,6 +238,7 @@ static size_t find_period(const struct key *k, size_t n)
         if (ratio[p] >= bar)
             got = p;
     free(ratio);
+    free(id);
     return got;
 }
 
@@ -261,9 +296,20 @@ static size_t pattern_end(const void *items, size_t n, size_t p, gap_after_fn ga
     return j;
 }
 
+/* Scratch for step_pause_phase, sized once for every multiple tried
+ * (period_by_pause): a value per period or phase, a median per phase, and
+ * two counts per phase. */
+struct pause_scratch {
+    double *v, *med;
+    size_t *over;
+};
+
 /* The phase of period k whose following gap is the step's pause, or -1.
  * gap[i] is the idle time from call i's end to call i+1's start (0 when
- * they overlap); span[i] the time from call i's start to call i+1's.  Over
+ * they overlap); at[i] call i's start (at[0..ngap]), so a period's time
+ * from its first call's start to the next period's is one difference (the
+ * sum of its calls' start-to-start times, each an integer number of ns:
+ * the same double, added up or not).  Over
  * the last periods, each phase's median gap is taken; the longest must be
  * more than GAP_RATIO times the median of the other phases' medians and
  * than GAP_FLOOR of the median period, and be so in GAP_CONSISTENT of the
@@ -271,44 +317,45 @@ static size_t pattern_end(const void *items, size_t n, size_t p, gap_after_fn ga
  * make a phase, nor do microseconds of noise between back-to-back
  * collectives.  The phase is returned as the residue of the call index
  * modulo k. */
-static long step_pause_phase(const double *gap, const double *span, size_t ngap, size_t k)
+static long step_pause_phase(const double *gap, const int64_t *at, size_t ngap, size_t k, struct pause_scratch *s)
 {
     size_t window = GAP_WINDOW > GAP_MIN_PERIODS * k ? GAP_WINDOW : GAP_MIN_PERIODS * k;
     size_t from = ngap > window ? ngap - window : 0, periods = (ngap - from) / k;
     if (k < 2 || periods < GAP_MIN_PERIODS)
         return -1;
-    double *med = malloc(k * sizeof *med);
-    double *v = malloc((periods > k ? periods : k) * sizeof *v);
-    size_t *over = calloc(2 * k, sizeof *over), *top_of = over + k;
-    long phase = -1;
-    if (!med || !v || !over)
-        goto out;
+    double *med = s->med, *v = s->v;
+    size_t *over = s->over, *top_of = over + k;
+    memset(over, 0, 2 * k * sizeof *over);
+    double need = GAP_CONSISTENT * (double)periods;
     /* Either test below needs one phase over the floor, or the longest of
      * its period, in GAP_CONSISTENT of the periods: counted first, in one
      * pass, before the medians of every phase (most multiples of the key
-     * period fail here) */
-    for (size_t q = 0; q < periods; q++) {
-        v[q] = 0;
-        for (size_t j = 0; j < k; j++)
-            v[q] += span[from + q * k + j];
-    }
-    double at_least = GAP_FLOOR * sp_median_select(v, periods);
-    int may = 0;
+     * period fail here, most of them before the pass ends: once no phase
+     * can reach the share with every period left in its favour) */
+    for (size_t q = 0; q < periods; q++)
+        v[q] = (double)(at[from + (q + 1) * k] - at[from + q * k]);
+    double floor = GAP_FLOOR * sp_median_select(v, periods);
+    size_t most = 0; /* the largest count of either kind so far */
     for (size_t q = 0; q < periods; q++) {
         const double *g = gap + from + q * k;
         size_t top = 0;
         for (size_t j = 0; j < k; j++) {
-            over[j] += g[j] > at_least;
+            over[j] += g[j] > floor;
+            if (over[j] > most)
+                most = over[j];
             if (j && g[j] > g[top])
                 top = j;
         }
-        top_of[top]++;
+        if (++top_of[top] > most)
+            most = top_of[top];
+        if ((double)(most + periods - 1 - q) < need)
+            return -1;
     }
+    int may = 0;
     for (size_t j = 0; j < k && !may; j++)
-        may = (double)over[j] >= GAP_CONSISTENT * (double)periods ||
-              (double)top_of[j] >= GAP_CONSISTENT * (double)periods;
+        may = (double)over[j] >= need || (double)top_of[j] >= need;
     if (!may)
-        goto out;
+        return -1;
     size_t best = 0;
     for (size_t j = 0; j < k; j++) {
         for (size_t q = 0; q < periods; q++)
@@ -322,12 +369,6 @@ static long step_pause_phase(const double *gap, const double *span, size_t ngap,
         if (j != best)
             v[nv++] = med[j];
     double rest = sp_median_select(v, nv), bar = GAP_RATIO * rest;
-    for (size_t q = 0; q < periods; q++) {
-        v[q] = 0;
-        for (size_t j = 0; j < k; j++)
-            v[q] += span[from + q * k + j];
-    }
-    double floor = GAP_FLOOR * sp_median_select(v, periods);
     if (bar < floor)
         bar = floor;
     size_t clear = 0, longest = 0;
@@ -348,33 +389,39 @@ static long step_pause_phase(const double *gap, const double *span, size_t ngap,
      * time drifts (a growing batch) and no one bar fits the whole run,
      * the longest of its own period in most of them and well ahead of the
      * runner-up. */
-    int by_bar = med[best] > bar && (double)clear >= GAP_CONSISTENT * (double)periods;
+    int by_bar = med[best] > bar && (double)clear >= need;
     int by_rank = periods >= GAP_RANK_PERIODS && med[best] > floor && med[best] > GAP_MARGIN * second &&
-                  (double)longest >= GAP_CONSISTENT * (double)periods;
-    if (by_bar || by_rank)
-        phase = (long)((from + best) % k);
-out:
-    free(med);
-    free(v);
-    free(over);
-    return phase;
+                  (double)longest >= need;
+    return by_bar || by_rank ? (long)((from + best) % k) : -1;
 }
 
 /* The smallest multiple k of p whose gaps show one clear pause per period
- * (step_pause_phase), over gap[i] (idle after item i) and span[i] (item i's
- * start to item i+1's); p when no multiple does.  *end receives the
+ * (step_pause_phase), over gap[i] (idle after item i) and at[i] (item i's
+ * start, at[0..ngap]); p when no multiple does.  *end receives the
  * pattern's last residue when a pause was found, else -1. */
-static size_t period_by_pause(const double *gap, const double *span, size_t ngap, size_t p, long *end)
+static size_t period_by_pause(const double *gap, const int64_t *at, size_t ngap, size_t p, long *end)
 {
     *end = -1;
-    for (size_t k = p; k <= PERIOD_MAX && GAP_MIN_PERIODS * k <= ngap; k += p) {
-        long phase = step_pause_phase(gap, span, ngap, k);
+    size_t kmax = ngap / GAP_MIN_PERIODS < PERIOD_MAX ? ngap / GAP_MIN_PERIODS : PERIOD_MAX;
+    if (kmax < p)
+        return p;
+    /* a value per period (at most ngap / p) or per phase (at most kmax) */
+    size_t nv = ngap / p > kmax ? ngap / p : kmax;
+    struct pause_scratch s = {malloc((nv + 1) * sizeof *s.v), malloc((kmax + 1) * sizeof *s.med),
+                              malloc((2 * kmax + 1) * sizeof *s.over)};
+    size_t got = p;
+    for (size_t k = p; s.v && s.med && s.over && k <= kmax; k += p) {
+        long phase = step_pause_phase(gap, at, ngap, k, &s);
         if (phase >= 0) {
             *end = phase;
-            return k;
+            got = k;
+            break;
         }
     }
-    return p;
+    free(s.v);
+    free(s.med);
+    free(s.over);
+    return got;
 }
 
 /* When every collective of a step is the same (equal gradient buckets),
@@ -384,18 +431,19 @@ static size_t period_from_gaps(const struct sp_coll_call *c, size_t n, size_t p,
 {
     *end = -1;
     double *gap = n > 1 ? malloc((n - 1) * sizeof *gap) : NULL;
-    double *span = n > 1 ? malloc((n - 1) * sizeof *span) : NULL;
+    int64_t *at = n > 1 ? malloc(n * sizeof *at) : NULL;
     size_t got = p;
-    if (gap && span) {
+    if (gap && at) {
         for (size_t i = 0; i + 1 < n; i++) {
             int64_t idle = c[i + 1].start - c[i].end;
             gap[i] = idle > 0 ? (double)idle : 0;
-            span[i] = (double)(c[i + 1].start - c[i].start);
         }
-        got = period_by_pause(gap, span, n - 1, p, end);
+        for (size_t i = 0; i < n; i++)
+            at[i] = c[i].start;
+        got = period_by_pause(gap, at, n - 1, p, end);
     }
     free(gap);
-    free(span);
+    free(at);
     return got;
 }
 
@@ -543,30 +591,41 @@ static int steps_from_collectives(struct sp_rank *r, int ranks)
         goto out;
 again:
     n = r->ncalls;
-    memcpy(c, r->calls, n * sizeof *c);
-    sp_sort(c, n, sizeof *c, cmp_host_t);
+    /* the calls by host time: the rank's own when they come so (mostly),
+     * else a sorted copy in c; cv is what is read (c once calls are set
+     * apart from it) */
+    const struct sp_coll_call *cv = r->calls;
+    size_t in_order = 1;
+    while (in_order < n && cmp_host_t(&r->calls[in_order - 1], &r->calls[in_order]) <= 0)
+        in_order++;
+    if (in_order < n) {
+        memcpy(c, r->calls, n * sizeof *c);
+        qsort(c, n, sizeof *c, cmp_host_t);
+        cv = c;
+    }
     for (size_t i = 0; i < n; i++)
-        k[i] = (struct key){c[i].comm, c[i].bytes, c[i].op};
+        k[i] = (struct key){cv[i].comm, cv[i].bytes, cv[i].op};
     size_t p = p0 = find_period(k, n);
     if (!p)
         goto out;
     /* passes between steps set apart, the steps found in what is left */
     if (!keep_rare && !rare_mark)
         rare_mark = malloc(n);
-    nrare = rare_mark && !keep_rare ? rare_calls(c, k, n, p, rare_mark, &most_rare, &rare_in_period) : 0;
+    nrare = rare_mark && !keep_rare ? rare_calls(cv, k, n, p, rare_mark, &most_rare, &rare_in_period) : 0;
     if (nrare) {
         rare = malloc(nrare * sizeof *rare);
         if (!rare)
             goto out;
         size_t kept = 0, got_rare = 0;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n; i++) { /* c filled from cv, or in place */
             if (rare_mark[i]) {
-                rare[got_rare++] = c[i];
+                rare[got_rare++] = cv[i];
             } else {
-                c[kept] = c[i];
+                c[kept] = cv[i];
                 k[kept++] = k[i];
             }
         }
+        cv = c;
         n = kept;
         p = find_period(k, n);
         if (!p)
@@ -578,7 +637,7 @@ again:
      * own at a multiple); steps of equal collectives are told by their
      * pause as ever. */
     if (!nrare || p == 1)
-        p = period_from_gaps(c, n, p, &pause);
+        p = period_from_gaps(cv, n, p, &pause);
     if (nrare && most_rare * p >= p0 - rare_in_period) {
         /* a rare key as often as the steps are (a metric all-reduce in
          * every step): part of the step, no pass; look again with it */
@@ -592,7 +651,7 @@ again:
      * pipeline stage's own traffic (the last stage's longest pause is
      * between its forward and backward passes). */
     only = calloc(p, 1);
-    size_t wide = only ? job_wide_phases(c, n, p, ranks, only) : 0;
+    size_t wide = only ? job_wide_phases(cv, n, p, ranks, only) : 0;
     size_t j;
     if (pause >= 0 && (!wide || only[pause]))
         j = (size_t)pause;
@@ -600,18 +659,18 @@ again:
         for (j = 0; !only[j]; j++)
             ;
     else
-        j = pattern_end(c, n, p, call_gap, wide ? only : NULL);
+        j = pattern_end(cv, n, p, call_gap, wide ? only : NULL);
     size_t last, count = steps_ending_at(j, n, p, k, same_call_key, &last);
     /* bounds: first event, then the end of each occurrence, oldest first */
     b[0] = r->first_t;
     for (size_t s = 0; s < count; s++)
-        b[s + 1] = c[last - (count - 1 - s) * p].end;
+        b[s + 1] = cv[last - (count - 1 - s) * p].end;
     got = set_steps(r, b, (int)count);
     r->passes_aside = 0;
     if (nrare && got > 1) {
         /* each step's first regular call, for the passes that open it */
         for (size_t s = 1; s < count; s++)
-            b[s] = c[last - (count - 1 - s) * p - p + 1].start;
+            b[s] = cv[last - (count - 1 - s) * p - p + 1].start;
         set_aside_passes(r, rare, nrare, b);
     }
 out:
@@ -724,17 +783,19 @@ static int steps_from_kernels(struct sp_model *m, struct sp_rank *r)
      * layer's kernels): the pause between steps tells the step, as for
      * equal gradient buckets. */
     long pause = -1;
-    double *gap = malloc(n * sizeof *gap), *span = malloc(n * sizeof *span);
-    if (gap && span) {
+    double *gap = malloc(n * sizeof *gap);
+    int64_t *at = malloc(n * sizeof *at);
+    if (gap && at) {
         for (size_t i = 0; i + 1 < n; i++) {
             int64_t idle = k[i + 1].start - k[i].end;
             gap[i] = idle > 0 ? (double)idle : 0;
-            span[i] = (double)(k[i + 1].start - k[i].start);
         }
-        p = period_by_pause(gap, span, n - 1, p, &pause);
+        for (size_t i = 0; i < n; i++)
+            at[i] = k[i].start;
+        p = period_by_pause(gap, at, n - 1, p, &pause);
     }
     free(gap);
-    free(span);
+    free(at);
     size_t j = pause >= 0 ? (size_t)pause : pattern_end(k, n, p, kernel_gap, NULL);
     size_t last, count = steps_ending_at(j, n, p, key, same_kernel_key, &last);
     b[0] = r->first_t;

@@ -289,7 +289,16 @@ static int cmp_pair_rank(const void *x, const void *y)
 
 int sp_pair_places(const struct sp_pair_key *k, size_t n, uint32_t *place)
 {
+    return sp_pair_runs(k, n, place, NULL, NULL);
+}
+
+int sp_pair_runs(const struct sp_pair_key *k, size_t n, uint32_t *place, uint32_t **runs, size_t *nruns)
+{
     struct pair_set s = {0};
+    if (runs) {
+        *runs = NULL;
+        *nruns = 0;
+    }
     uint32_t *pid = malloc((n + 1) * sizeof *pid);
     int rc = pid && n < UINT32_MAX && pair_set_grow(&s) == 0 ? 0 : -1;
     for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -309,14 +318,22 @@ int sp_pair_places(const struct sp_pair_key *k, size_t n, uint32_t *place)
         qsort(pr, s.n, sizeof *pr, cmp_pair_rank); /* distinct pairs: no ties */
         for (size_t i = 0; i < n; i++)             /* at[id]: how many of pair id */
             at[pid[i]]++;
-        uint32_t off = 0;
+        uint32_t off = 0, *run = runs ? malloc((s.n + 1) * sizeof *run) : NULL;
         for (size_t r = 0; r < s.n; r++) { /* then where pair id's run starts */
             uint32_t c = at[pr[r].id];
             at[pr[r].id] = off;
             off += c;
+            if (run)
+                run[r] = c;
         }
         for (size_t i = 0; i < n; i++)
             place[i] = at[pid[i]]++;
+        if (runs && run) {
+            *runs = run;
+            *nruns = s.n;
+        } else if (runs) {
+            rc = -1;
+        }
     }
     free(pr);
     free(at);
@@ -336,19 +353,31 @@ void sp_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const v
         qsort(base, n, size, cmp);
 }
 
-int sp_sort_by_pairs(void *base, size_t size, size_t n, const struct sp_pair_key *k)
+void *sp_sorted_by_pairs(const void *base, size_t size, size_t n, const struct sp_pair_key *k)
 {
     uint32_t *place = malloc((n + 1) * sizeof *place);
-    unsigned char *b = base, *copy = malloc(n * size + 1);
+    const unsigned char *b = base;
+    unsigned char *copy = malloc(n * size + 1);
     int rc = place && copy ? sp_pair_places(k, n, place) : -1;
-    if (rc == 0) {
+    if (rc == 0)
         for (size_t i = 0; i < n; i++)
             memcpy(copy + (size_t)place[i] * size, b + i * size, size);
-        memcpy(b, copy, n * size);
-    }
     free(place);
-    free(copy);
-    return rc;
+    if (rc < 0) {
+        free(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+int sp_sort_by_pairs(void *base, size_t size, size_t n, const struct sp_pair_key *k)
+{
+    void *sorted = sp_sorted_by_pairs(base, size, n, k);
+    if (!sorted)
+        return -1;
+    memcpy(base, sorted, n * size);
+    free(sorted);
+    return 0;
 }
 
 double sp_median_select(double *v, size_t n)

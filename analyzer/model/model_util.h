@@ -55,10 +55,18 @@ struct sp_pair_key {
  * call is not, and moving item i to place[i] reads the items in order.
  * -1: no memory. */
 int sp_pair_places(const struct sp_pair_key *k, size_t n, uint32_t *place);
+/* sp_pair_places, and in *runs (malloc'd, *nruns of them) how many items
+ * each distinct pair has, in order: the runs of equal keys that place[]
+ * lays out one after another.  -1: no memory (*runs NULL). */
+int sp_pair_runs(const struct sp_pair_key *k, size_t n, uint32_t *place, uint32_t **runs, size_t *nruns);
 /* The n items of `size` bytes at base sorted by their keys k, a stable
  * sort (sp_pair_places, then each item moved to its place through a
  * copy).  -1 (items left as they were): no memory. */
 int sp_sort_by_pairs(void *base, size_t size, size_t n, const struct sp_pair_key *k);
+/* The same order in a new array (malloc'd; base left as it is), for a
+ * caller that can take it in base's stead: no copy back.  NULL: no
+ * memory. */
+void *sp_sorted_by_pairs(const void *base, size_t size, size_t n, const struct sp_pair_key *k);
 /* qsort, but nothing done when base is in order already (a job's records
  * mostly come in order: the check is one pass, the sort many). */
 void sp_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));

@@ -81,6 +81,31 @@ def case_breakdown():
              max(0.05 * tc["wait_ms"], 0.005))
 
 
+def case_many_communicators():
+    """A communicator per host over 40 hosts (123 kinds of collective): each
+    is reported once, with its calls and its transfer, none merged with
+    another nor split in two."""
+    d, truth = gen("manycomm", "--ranks", 80, "--hosts", 40, "--intra-coll", "--colls", 3, "--steps", 12)
+    rep = report(d)
+    seen = {}
+    for c in rep["collectives"]:
+        key = (int(c["comm"], 16), c["op"], c["bytes"])
+        if key in seen:
+            fail(f"collective {c['comm']} {c['op']} {c['bytes']}B reported twice")
+        seen[key] = c
+    print(f"  {len(seen)} collectives reported, {len(truth['collectives'])} made")
+    if len(seen) != len(truth["collectives"]):
+        fail(f"{len(seen)} collectives reported, {len(truth['collectives'])} made")
+    for tc in truth["collectives"]:
+        got = [c for k, c in seen.items() if k[0] == int(tc["comm"], 16) and k[2] == tc["bytes"]]
+        if len(got) != 1:
+            fail(f"collective {tc['comm']} {tc['bytes']}B reported {len(got)} times")
+        if got[0]["nranks"] != tc["nranks"]:
+            fail(f"collective {tc['comm']} {tc['bytes']}B over {got[0]['nranks']} ranks, made over {tc['nranks']}")
+        near(f"comm {tc['comm']} {tc['bytes']}B transfer_ms", got[0]["transfer_ms"], tc["transfer_ms"],
+             0.05 * tc["transfer_ms"])
+
+
 def check_steps_found(d, truth, by, why, label=""):
     """The report of d finds truth's steps, by `by` when given (why: the
     failure's words), their mean within 2%; returns the report."""

@@ -541,12 +541,16 @@ struct blocks {
 
 /* The type's fields of e[i]: each decoder defines rd_ev as its type. */
 #define RD_EV(i) ((rd_ev *)(base + (size_t)(i) * sizeof(struct sp_event)))
-#define RD_BF_U(f, i, v) RD_EV(i)->f = (v);
-#define RD_BF_D(f, i, v) RD_EV(i)->f = (v);
-#define RD_BF_STR(f, i, v) RD_EV(i)->f = (v);
-#define RD_BF_DUR(f, i, v) RD_EV(i)->f = (v);
-#define RD_BF_S(f, i, v) RD_EV(i)->f = sp_unzigzag(v);
-#define RD_BF_DS(f, i, v) RD_EV(i)->f = prev->f += (uint64_t)sp_unzigzag(v);
+/* The stores of a column's loop (RD_COLUMN): the k-th event from the
+ * loop's place q, k a constant, so that each store is one instruction
+ * at a fixed displacement. */
+#define RD_AT(k) (q + (size_t)(k) * sizeof(struct sp_event))
+#define RD_BF_U(f, k, v) ((rd_ev *)RD_AT(k))->f = (v);
+#define RD_BF_D(f, k, v) ((rd_ev *)RD_AT(k))->f = (v);
+#define RD_BF_STR(f, k, v) ((rd_ev *)RD_AT(k))->f = (v);
+#define RD_BF_DUR(f, k, v) ((rd_ev *)RD_AT(k))->f = (v);
+#define RD_BF_S(f, k, v) ((rd_ev *)RD_AT(k))->f = sp_unzigzag(v);
+#define RD_BF_DS(f, k, v) ((rd_ev *)RD_AT(k))->f = prev->f += (uint64_t)sp_unzigzag(v);
 /* Two-byte varints four to a word, three-byte ones two to six bytes: the
  * continuation bits such a word has (durations of launches and of
  * kernels, the gaps between launches), and the values of its k-th. */
@@ -556,44 +560,49 @@ struct blocks {
 #define RD_V2(x, k) ((((x) >> (16 * (k))) & 0x7f) | (((x) >> (16 * (k) + 1)) & 0x3f80))
 #define RD_V3(x, k) \
     ((((x) >> (24 * (k))) & 0x7f) | (((x) >> (24 * (k) + 1)) & 0x3f80) | (((x) >> (24 * (k) + 2)) & 0x1fc000))
-/* A column's next n varints to STORE(field, i, value): eight one-byte
+/* A column's next n varints to STORE(field, k, value), the k-th from the
+ * event at q (qbase for the first, then moved on): eight one-byte
  * varints at a time where a word holds them (no continuation bit in it),
  * four two-byte or two three-byte ones where it holds those, else one by
  * one.  Each word's varints are the column's next ones (the column holds
  * n or more), so they never run past its end. */
-#define RD_COLUMN(cur, STORE, field)                                   \
+#define RD_COLUMN(cur, STORE, field, qbase)                            \
     {                                                                  \
         const uint8_t *p = *(cur);                                     \
+        char *q = (qbase);                                             \
         for (i = 0; i < n;) {                                          \
             uint64_t x;                                                \
             memcpy(&x, p, sizeof x);                                   \
             uint64_t cont = x & SP_CONT_BITS;                          \
             if (!cont && n - i >= 8) {                                 \
-                STORE(field, i, x & 0xff)                              \
-                STORE(field, i + 1, (x >> 8) & 0xff)                   \
-                STORE(field, i + 2, (x >> 16) & 0xff)                  \
-                STORE(field, i + 3, (x >> 24) & 0xff)                  \
-                STORE(field, i + 4, (x >> 32) & 0xff)                  \
-                STORE(field, i + 5, (x >> 40) & 0xff)                  \
-                STORE(field, i + 6, (x >> 48) & 0xff)                  \
-                STORE(field, i + 7, x >> 56)                           \
+                STORE(field, 0, x & 0xff)                              \
+                STORE(field, 1, (x >> 8) & 0xff)                       \
+                STORE(field, 2, (x >> 16) & 0xff)                      \
+                STORE(field, 3, (x >> 24) & 0xff)                      \
+                STORE(field, 4, (x >> 32) & 0xff)                      \
+                STORE(field, 5, (x >> 40) & 0xff)                      \
+                STORE(field, 6, (x >> 48) & 0xff)                      \
+                STORE(field, 7, x >> 56)                               \
                 i += 8;                                                \
+                q += 8 * sizeof(struct sp_event);                      \
                 p += 8;                                                \
                 continue;                                              \
             }                                                          \
             if (cont == RD_CONT_2X4 && n - i >= 4) {                   \
-                STORE(field, i, RD_V2(x, 0))                           \
-                STORE(field, i + 1, RD_V2(x, 1))                       \
-                STORE(field, i + 2, RD_V2(x, 2))                       \
-                STORE(field, i + 3, RD_V2(x, 3))                       \
+                STORE(field, 0, RD_V2(x, 0))                           \
+                STORE(field, 1, RD_V2(x, 1))                           \
+                STORE(field, 2, RD_V2(x, 2))                           \
+                STORE(field, 3, RD_V2(x, 3))                           \
                 i += 4;                                                \
+                q += 4 * sizeof(struct sp_event);                      \
                 p += 8;                                                \
                 continue;                                              \
             }                                                          \
             if ((x & RD_CONT_MASK_3X2) == RD_CONT_3X2 && n - i >= 2) { \
-                STORE(field, i, RD_V3(x, 0))                           \
-                STORE(field, i + 1, RD_V3(x, 1))                       \
+                STORE(field, 0, RD_V3(x, 0))                           \
+                STORE(field, 1, RD_V3(x, 1))                           \
                 i += 2;                                                \
+                q += 2 * sizeof(struct sp_event);                      \
                 p += 6;                                                \
                 continue;                                              \
             }                                                          \
@@ -601,19 +610,20 @@ struct blocks {
                 n = i;                                                 \
                 break;                                                 \
             }                                                          \
-            STORE(field, i, v)                                         \
+            STORE(field, 0, v)                                         \
             i++;                                                       \
+            q += sizeof(struct sp_event);                              \
         }                                                              \
         *(cur) = p;                                                    \
     }
 /* One field's column, when the field is wanted. */
-#define RD_X_BFIELD(kind, field)            \
-    if (want & 1)                           \
-        RD_COLUMN(col, RD_BF_##kind, field) \
-    col++;                                  \
+#define RD_X_BFIELD(kind, field)                  \
+    if (want & 1)                                 \
+        RD_COLUMN(col, RD_BF_##kind, field, base) \
+    col++;                                        \
     want >>= 1;
 /* The time deltas, kept in t until the times are worked out. */
-#define RD_BF_DELTA(f, i, v) e[i].t = (v);
+#define RD_BF_DELTA(f, k, v) ((struct sp_event *)RD_AT(k))->t = (v);
 #define RD_BSTOP_U(f)
 #define RD_BSTOP_D(f)
 #define RD_BSTOP_STR(f)
@@ -638,7 +648,7 @@ struct blocks {
         (void)base;                                                                             \
         FIELDS(RD_X_BFIELD)                                                                     \
         (void)want;                                                                             \
-        RD_COLUMN(delta, RD_BF_DELTA, t)                                                        \
+        RD_COLUMN(delta, RD_BF_DELTA, t, (char *)e)                                             \
         uint64_t end = st->end[id];                                                             \
         for (i = 0; i < n; i++) {                                                               \
             e[i].tid = tid;                                                                     \
@@ -653,6 +663,7 @@ SP_EVENTS(RD_X_BDECODER)
 #undef RD_X_BFIELD
 #undef RD_COLUMN
 #undef RD_BF_DELTA
+#undef RD_AT
 #undef RD_X_BSTOP
 #undef RD_EV
 

@@ -1017,7 +1017,7 @@ static void pass2_every(void *ctx, struct sp_reader *rd)
 
 static const struct sp_pass pass2 = {
     .types = SP_MODEL_CLASSIFIED_TYPES,
-    .tool = {.gpu = pass2_event, .cuda = pass2_event, .io = pass2_event, .wait = pass2_event},
+    .tool = {.any = pass2_event}, /* the types read are the four on_event classifies */
     .open = pass2_open,
     .every = pass2_every,
 };

@@ -93,6 +93,13 @@ struct type_block {
 };
 struct blocks;
 
+/* A selection (sp_reader_select): the field's index and its values kept,
+ * and the time window outside which every event is kept. */
+struct select {
+    int field; /* -1: none */
+    uint64_t values, lo, span;
+};
+
 struct sp_reader {
     int fd;
     uint64_t file_size;
@@ -128,9 +135,12 @@ struct sp_reader {
     uint64_t fields[SP_EV_MAX];      /* per type, the fields filled in this chunk */
     uint64_t fields_next[SP_EV_MAX]; /* sp_reader_set_fields: from the next chunk */
     int partial, partial_next;       /* some type has fields left out */
-    uint8_t act[SP_TYPE_IDS];        /* per type id, what this chunk does: enum act */
-    struct blocks *blocks;           /* a column chunk's events, decoded by type */
-    struct sp_event row;             /* a row chunk's event */
+    struct select sel[SP_EV_MAX];    /* sp_reader_select: in force for this chunk */
+    struct select sel_next[SP_EV_MAX];
+    int selecting, selecting_next; /* some type has a selection */
+    uint8_t act[SP_TYPE_IDS];      /* per type id, what this chunk does: enum act */
+    struct blocks *blocks;         /* a column chunk's events, decoded by type */
+    struct sp_event row;           /* a row chunk's event */
     struct type_block block[SP_EV_MAX];
     struct type_block *block_of[SP_TYPE_IDS]; /* per type id: its block, NULL when skipped */
 
@@ -423,6 +433,17 @@ static void take_fields(struct sp_reader *r)
     r->partial = r->partial_next;
     if (r->partial)
         memcpy(r->fields, r->fields_next, sizeof r->fields);
+    r->selecting = r->selecting_next;
+    if (r->selecting)
+        memcpy(r->sel, r->sel_next, sizeof r->sel);
+}
+
+/* Whether the selection of the event's type leaves it out. */
+static inline int left_out(const struct select *s, const struct sp_event *ev)
+{
+    uint64_t v;
+    memcpy(&v, (const unsigned char *)&ev->nccl + (size_t)s->field * sizeof v, sizeof v);
+    return v < 64 && !((s->values >> v) & 1) && ev->t - s->lo <= s->span;
 }
 
 /* What a column chunk does with each type id, worked out once per chunk
@@ -452,7 +473,9 @@ static uint64_t columns_read(const struct sp_reader *r, unsigned type)
     case ACT_ALL:
         return UINT64_MAX;
     case ACT_SOME:
-        return r->fields[type] << 1 | 1;
+        return (r->fields[type] | (r->selecting && r->sel[type].field >= 0 ? UINT64_C(1) << r->sel[type].field : 0))
+                   << 1 |
+               1;
     default:
         return 0;
     }
@@ -483,6 +506,34 @@ static int check_planned_columns(struct sp_reader *r)
  * was when decoded alone. */
 #define RD_BLOCK 64
 
+/* The next varint of a checked column, for the block decoders: as
+ * sp_column_get, with a case of its own for three bytes.  Kernel and copy
+ * durations (16 us to 2 ms) are three bytes, in every GPU event: the
+ * general word path took twice the instructions. */
+#define RD_BYTE3_STOP 0x800000u
+static inline __attribute__((always_inline)) int rd_column_get(const uint8_t **pp, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    uint64_t x;
+    memcpy(&x, p, sizeof x);
+    if (__builtin_expect(!(x & 0x80), 1)) {
+        *out = x & 0x7f;
+        *pp = p + 1;
+        return 0;
+    }
+    if (!(x & 0x8000)) {
+        *out = (x & 0x7f) | ((x >> 1) & 0x3f80);
+        *pp = p + 2;
+        return 0;
+    }
+    if (!(x & RD_BYTE3_STOP)) {
+        *out = (x & 0x7f) | ((x >> 1) & 0x3f80) | ((x >> 2) & 0x1fc000);
+        *pp = p + 3;
+        return 0;
+    }
+    return sp_column_get(pp, out);
+}
+
 /* Per type, its block: whole events, handed out in place. */
 struct blocks {
     struct sp_event ev[SP_EV_MAX][RD_BLOCK];
@@ -490,44 +541,89 @@ struct blocks {
 
 /* The type's fields of e[i]: each decoder defines rd_ev as its type. */
 #define RD_EV(i) ((rd_ev *)(base + (size_t)(i) * sizeof(struct sp_event)))
-#define RD_BF_U(f, i, v) RD_EV(i)->f = (v);
-#define RD_BF_D(f, i, v) RD_EV(i)->f = (v);
-#define RD_BF_STR(f, i, v) RD_EV(i)->f = (v);
-#define RD_BF_DUR(f, i, v) RD_EV(i)->f = (v);
-#define RD_BF_S(f, i, v) RD_EV(i)->f = sp_unzigzag(v);
-#define RD_BF_DS(f, i, v) RD_EV(i)->f = prev->f += (uint64_t)sp_unzigzag(v);
-/* One field's column: eight one-byte varints at a time where a word holds
- * them (no continuation bit in it), else one by one. */
-#define RD_X_BFIELD(kind, field)                                                     \
-    if (want & 1) {                                                                  \
-        const uint8_t *p = *col;                                                     \
-        for (i = 0; i < n;) {                                                        \
-            uint64_t x;                                                              \
-            memcpy(&x, p, sizeof x);                                                 \
-            if (!(x & SP_CONT_BITS) && n - i >= 8) {                                 \
-                RD_BF_##kind(field, i, x & 0xff)                                     \
-                    RD_BF_##kind(field, i + 1, (x >> 8) & 0xff)                      \
-                        RD_BF_##kind(field, i + 2, (x >> 16) & 0xff)                 \
-                            RD_BF_##kind(field, i + 3, (x >> 24) & 0xff)             \
-                                RD_BF_##kind(field, i + 4, (x >> 32) & 0xff)         \
-                                    RD_BF_##kind(field, i + 5, (x >> 40) & 0xff)     \
-                                        RD_BF_##kind(field, i + 6, (x >> 48) & 0xff) \
-                                            RD_BF_##kind(field, i + 7, x >> 56)      \
-                                                i += 8;                              \
-                p += 8;                                                              \
-                continue;                                                            \
-            }                                                                        \
-            if (__builtin_expect(sp_column_get(&p, &v) < 0, 0)) {                    \
-                n = i;                                                               \
-                break;                                                               \
-            }                                                                        \
-            RD_BF_##kind(field, i, v)                                                \
-                i++;                                                                 \
-        }                                                                            \
-        *col = p;                                                                    \
-    }                                                                                \
-    col++;                                                                           \
+/* The stores of a column's loop (RD_COLUMN): the k-th event from the
+ * loop's place q, k a constant, so that each store is one instruction
+ * at a fixed displacement. */
+#define RD_AT(k) (q + (size_t)(k) * sizeof(struct sp_event))
+#define RD_BF_U(f, k, v) ((rd_ev *)RD_AT(k))->f = (v);
+#define RD_BF_D(f, k, v) ((rd_ev *)RD_AT(k))->f = (v);
+#define RD_BF_STR(f, k, v) ((rd_ev *)RD_AT(k))->f = (v);
+#define RD_BF_DUR(f, k, v) ((rd_ev *)RD_AT(k))->f = (v);
+#define RD_BF_S(f, k, v) ((rd_ev *)RD_AT(k))->f = sp_unzigzag(v);
+#define RD_BF_DS(f, k, v) ((rd_ev *)RD_AT(k))->f = prev->f += (uint64_t)sp_unzigzag(v);
+/* Two-byte varints four to a word, three-byte ones two to six bytes: the
+ * continuation bits such a word has (durations of launches and of
+ * kernels, the gaps between launches), and the values of its k-th. */
+#define RD_CONT_2X4 0x0080008000800080ull
+#define RD_CONT_MASK_3X2 0x0000808080808080ull
+#define RD_CONT_3X2 0x0000008080008080ull
+#define RD_V2(x, k) ((((x) >> (16 * (k))) & 0x7f) | (((x) >> (16 * (k) + 1)) & 0x3f80))
+#define RD_V3(x, k) \
+    ((((x) >> (24 * (k))) & 0x7f) | (((x) >> (24 * (k) + 1)) & 0x3f80) | (((x) >> (24 * (k) + 2)) & 0x1fc000))
+/* A column's next n varints to STORE(field, k, value), the k-th from the
+ * event at q (qbase for the first, then moved on): eight one-byte
+ * varints at a time where a word holds them (no continuation bit in it),
+ * four two-byte or two three-byte ones where it holds those, else one by
+ * one.  Each word's varints are the column's next ones (the column holds
+ * n or more), so they never run past its end. */
+#define RD_COLUMN(cur, STORE, field, qbase)                            \
+    {                                                                  \
+        const uint8_t *p = *(cur);                                     \
+        char *q = (qbase);                                             \
+        for (i = 0; i < n;) {                                          \
+            uint64_t x;                                                \
+            memcpy(&x, p, sizeof x);                                   \
+            uint64_t cont = x & SP_CONT_BITS;                          \
+            if (!cont && n - i >= 8) {                                 \
+                STORE(field, 0, x & 0xff)                              \
+                STORE(field, 1, (x >> 8) & 0xff)                       \
+                STORE(field, 2, (x >> 16) & 0xff)                      \
+                STORE(field, 3, (x >> 24) & 0xff)                      \
+                STORE(field, 4, (x >> 32) & 0xff)                      \
+                STORE(field, 5, (x >> 40) & 0xff)                      \
+                STORE(field, 6, (x >> 48) & 0xff)                      \
+                STORE(field, 7, x >> 56)                               \
+                i += 8;                                                \
+                q += 8 * sizeof(struct sp_event);                      \
+                p += 8;                                                \
+                continue;                                              \
+            }                                                          \
+            if (cont == RD_CONT_2X4 && n - i >= 4) {                   \
+                STORE(field, 0, RD_V2(x, 0))                           \
+                STORE(field, 1, RD_V2(x, 1))                           \
+                STORE(field, 2, RD_V2(x, 2))                           \
+                STORE(field, 3, RD_V2(x, 3))                           \
+                i += 4;                                                \
+                q += 4 * sizeof(struct sp_event);                      \
+                p += 8;                                                \
+                continue;                                              \
+            }                                                          \
+            if ((x & RD_CONT_MASK_3X2) == RD_CONT_3X2 && n - i >= 2) { \
+                STORE(field, 0, RD_V3(x, 0))                           \
+                STORE(field, 1, RD_V3(x, 1))                           \
+                i += 2;                                                \
+                q += 2 * sizeof(struct sp_event);                      \
+                p += 6;                                                \
+                continue;                                              \
+            }                                                          \
+            if (__builtin_expect(rd_column_get(&p, &v) < 0, 0)) {      \
+                n = i;                                                 \
+                break;                                                 \
+            }                                                          \
+            STORE(field, 0, v)                                         \
+            i++;                                                       \
+            q += sizeof(struct sp_event);                              \
+        }                                                              \
+        *(cur) = p;                                                    \
+    }
+/* One field's column, when the field is wanted. */
+#define RD_X_BFIELD(kind, field)                  \
+    if (want & 1)                                 \
+        RD_COLUMN(col, RD_BF_##kind, field, base) \
+    col++;                                        \
     want >>= 1;
+/* The time deltas, kept in t until the times are worked out. */
+#define RD_BF_DELTA(f, k, v) ((struct sp_event *)RD_AT(k))->t = (v);
 #define RD_BSTOP_U(f)
 #define RD_BSTOP_D(f)
 #define RD_BSTOP_STR(f)
@@ -552,37 +648,65 @@ struct blocks {
         (void)base;                                                                             \
         FIELDS(RD_X_BFIELD)                                                                     \
         (void)want;                                                                             \
-        const uint8_t *p = *delta;                                                              \
+        RD_COLUMN(delta, RD_BF_DELTA, t, (char *)e)                                             \
         uint64_t end = st->end[id];                                                             \
         for (i = 0; i < n; i++) {                                                               \
-            if (__builtin_expect(sp_column_get(&p, &v) < 0, 0)) {                               \
-                n = i;                                                                          \
-                break;                                                                          \
-            }                                                                                   \
             e[i].tid = tid;                                                                     \
-            e[i].t = end + (uint64_t)sp_unzigzag(v);                                            \
+            e[i].t = end + (uint64_t)sp_unzigzag(e[i].t);                                       \
             end = e[i].t FIELDS(RD_X_BSTOP);                                                    \
         }                                                                                       \
-        *delta = p;                                                                             \
         st->end[id] = end;                                                                      \
         return n;                                                                               \
     }
 SP_EVENTS(RD_X_BDECODER)
 #undef RD_X_BDECODER
 #undef RD_X_BFIELD
+#undef RD_COLUMN
+#undef RD_BF_DELTA
+#undef RD_AT
 #undef RD_X_BSTOP
 #undef RD_EV
 
 /* The fields of `type` its action fills (bit i: field i). */
 static uint64_t fields_read(const struct sp_reader *r, unsigned type)
 {
-    return r->act[type] == ACT_ALL ? all_fields(type) : r->fields[type];
+    if (r->act[type] == ACT_ALL)
+        return all_fields(type);
+    uint64_t f = r->fields[type];
+    if (r->selecting && r->sel[type].field >= 0)
+        f |= UINT64_C(1) << r->sel[type].field;
+    return f;
+}
+
+/* The block's events the selection keeps, moved to its front; the type
+ * stream's bytes of the others become 0 (no type: stepped over like a
+ * masked one), so that it hands out exactly the kept ones.  `at` is the
+ * stream position of the block's first event; the others are found by
+ * the type.  The chunk is this reader's own buffer, so the stream may be
+ * written. */
+static uint32_t select_block(struct sp_reader *r, unsigned type, struct sp_event *e, uint32_t got, uint32_t at)
+{
+    const struct select *s = &r->sel[type];
+    uint8_t *types = r->chunk + (r->cols.types - r->chunk);
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < got; i++, at++) {
+        while (types[at] != type)
+            at++;
+        if (left_out(s, &e[i])) {
+            types[at] = 0;
+            continue;
+        }
+        if (kept != i)
+            e[kept] = e[i];
+        kept++;
+    }
+    return kept;
 }
 
 /* Decodes the type's next block.  Fields the plan leaves out read 0: the
  * block's fields are cleared when it holds some written under another
  * plan. */
-static uint32_t fill_block(struct sp_reader *r, unsigned type)
+static uint32_t fill_block(struct sp_reader *r, unsigned type, uint32_t at)
 {
     struct type_block *b = &r->block[type];
     uint32_t n = b->left < RD_BLOCK ? b->left : RD_BLOCK;
@@ -608,7 +732,7 @@ static uint32_t fill_block(struct sp_reader *r, unsigned type)
         break;
     }
     b->next = e;
-    b->end = e + got;
+    b->end = e + (r->selecting && r->sel[type].field >= 0 ? select_block(r, type, e, got, at) : got);
     b->left -= got;
     b->bad = got < n;
     return got;
@@ -1013,6 +1137,8 @@ static const struct sp_event *next_from_rows(struct sp_reader *r)
         r->chunk_pos += (size_t)n;
         if (!wanted(r->types, *p) || !sp_codec_known(*p))
             continue; /* masked out, or a type from a newer writer */
+        if (r->selecting && r->sel[*p].field >= 0 && left_out(&r->sel[*p], ev))
+            continue;
         if (r->partial && r->fields[*p] != UINT64_MAX)
             clear_fields(ev, r->fields[*p]);
         return ev;
@@ -1031,9 +1157,13 @@ static const struct sp_event *next_from_columns(struct sp_reader *r)
         if (r->act[type] == ACT_SKIP)
             continue; /* masked out, or a type from a newer writer */
         struct type_block *b = &r->block[type];
-        if (b->next == b->end && (b->bad || fill_block(r, type) == 0)) {
-            malformed(r, c->next - 1);
-            break;
+        if (b->next == b->end) {
+            if (b->bad || fill_block(r, type, c->next - 1) == 0) {
+                malformed(r, c->next - 1);
+                break;
+            }
+            if (!c->types[c->next - 1])
+                continue; /* the block's first event: left out by the selection */
         }
         return b->next++;
     }
@@ -1112,6 +1242,26 @@ void sp_reader_set_types(struct sp_reader *r, uint32_t mask)
     }
 }
 
+/* Fewer fields of a type in the chunk being read, from the type's next
+ * block on: a column left unread simply stops (each has its own cursor),
+ * and nobody reads the field again before the chunk ends (a wider mask
+ * waits for the next chunk), so a DS field's memory going stale harms
+ * nothing.  The block's copies of the dropped fields are cleared at its
+ * next fill (fill_block's dirty fields), a row event's at once. */
+static void narrow_fields(struct sp_reader *r, unsigned type, uint64_t fields)
+{
+    uint64_t cur = r->partial ? r->fields[type] : UINT64_MAX;
+    if (fields == cur || (cur != UINT64_MAX && (fields & ~cur)))
+        return;
+    if (!r->partial)
+        for (unsigned i = 0; i < SP_EV_MAX; i++)
+            r->fields[i] = UINT64_MAX;
+    r->partial = 1;
+    r->fields[type] = fields;
+    if (r->act[type] == ACT_ALL)
+        r->act[type] = ACT_SOME;
+}
+
 void sp_reader_set_fields(struct sp_reader *r, unsigned type, uint64_t fields)
 {
     if (!r || type >= SP_EV_MAX || !sp_codec_known(type))
@@ -1128,6 +1278,40 @@ void sp_reader_set_fields(struct sp_reader *r, unsigned type, uint64_t fields)
     if (r->chunk_pos == 0 && (!r->columnar || r->cols.next == 0)) {
         take_fields(r); /* nothing of this chunk decoded yet */
         replan_chunk(r);
+    } else {
+        narrow_fields(r, type, r->fields_next[type]);
+    }
+}
+
+void sp_reader_select(struct sp_reader *r, unsigned type, uint64_t field, uint64_t values, uint64_t lo,
+                      uint64_t span)
+{
+    if (!r || type >= SP_EV_MAX || !sp_codec_known(type) || (field & (field - 1)) ||
+        (field && !(field & all_fields(type))))
+        return;
+    if (!r->selecting_next)
+        for (unsigned i = 0; i < SP_EV_MAX; i++)
+            r->sel_next[i].field = -1;
+    struct select sel = {field ? __builtin_ctzll(field) : -1, values, lo, span};
+    r->sel_next[type] = sel;
+    r->selecting_next = 0;
+    for (unsigned i = 0; i < SP_EV_MAX; i++)
+        if (r->sel_next[i].field >= 0)
+            r->selecting_next = 1;
+    if (r->chunk_pos == 0 && (!r->columnar || r->cols.next == 0)) {
+        take_fields(r); /* nothing of this chunk decoded yet */
+        replan_chunk(r);
+    } else if (sel.field < 0 || (fields_read(r, type) >> sel.field & 1)) {
+        /* The chunk reads the field already: its next block is selected
+         * so (a selection changes no decoding, only what is handed out). */
+        if (!r->selecting)
+            for (unsigned i = 0; i < SP_EV_MAX; i++)
+                r->sel[i].field = -1;
+        r->sel[type] = sel;
+        r->selecting = 0;
+        for (unsigned i = 0; i < SP_EV_MAX; i++)
+            if (r->sel[i].field >= 0)
+                r->selecting = 1;
     }
 }
 

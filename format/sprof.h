@@ -725,11 +725,28 @@ void sp_reader_set_types(struct sp_reader *r, uint32_t mask);
  * those only.  `t` and the duration field (dur) are always filled: the
  * next event's time is counted from this one's end.  Exact like the type
  * mask, and taken up at the same moments: before the first sp_reader_next,
- * else from the next chunk.  SP_FIELDS_ALL restores a type. */
+ * else from the next chunk; fewer fields than the chunk being read fills
+ * are also left out of it from the type's next block of decoded events
+ * (at most 64 events of the type on).  SP_FIELDS_ALL restores a type. */
 #define SP_FIELD_BIT(name, field) \
     (UINT64_C(1) << (offsetof(struct sp_ev_##name, field) / sizeof(uint64_t)))
 #define SP_FIELDS_ALL UINT64_MAX
 void sp_reader_set_fields(struct sp_reader *r, unsigned type, uint64_t fields);
+/* Leaves out the events of `type` a pass has no use for, by one field's
+ * value (a GPU event's kind, say): an event whose field `field` (one
+ * SP_FIELD_BIT) holds a value below 64 without its bit in `values` is not
+ * delivered, unless its time lies outside [lo, lo + span] (the window of
+ * sp_trace_window, traceset.h: such an event is delivered, so that the
+ * damage is counted where it was).  The events left out are still decoded
+ * for the times and differences of the ones after them, and their field
+ * is filled whatever the field mask says; but they cost neither a
+ * delivery nor a caller's look at them.  Taken up before the first
+ * sp_reader_next; later, from the type's next block of decoded events
+ * (at most 64 events of the type on) when the chunk being read fills the
+ * field, else from the next chunk.  A `field` of 0 delivers every event
+ * of the type again. */
+void sp_reader_select(struct sp_reader *r, unsigned type, uint64_t field, uint64_t values, uint64_t lo,
+                      uint64_t span);
 /* Chunk summaries: what a chunk holds, told before its events.  The
  * writer stores one with every frame (docs/format.md, "Chunk summaries");
  * for a chunk without one (an older writer, a chunk left in a slot, a

@@ -356,7 +356,7 @@ static void cursor_init(struct cursor *c, const struct ivec *v)
 }
 
 /* |v n (-inf, q)|: the cursor moves on from the last q. */
-static int64_t prefix(struct cursor *c, int64_t q)
+static inline __attribute__((always_inline)) int64_t prefix(struct cursor *c, int64_t q)
 {
     const struct sp_span *x = c->v->v;
     size_t n = c->v->n;
@@ -373,7 +373,7 @@ static int64_t prefix(struct cursor *c, int64_t q)
 }
 
 /* |v n [lo, hi)|, lo <= hi, the cursor moving on from the last window. */
-static int64_t window(struct cursor *c, int64_t lo, int64_t hi)
+static inline __attribute__((always_inline)) int64_t window(struct cursor *c, int64_t lo, int64_t hi)
 {
     int64_t a = prefix(c, lo);
     return prefix(c, hi) - a;
@@ -728,7 +728,7 @@ static __attribute__((noinline)) void add_interval_steps(struct rank_pass *rp, i
             rp->last_touched = k;
     }
     k = rp->hint;
-    if (k < rp->hi) {
+    if (k < rp->hi && !rp->buf[k - rp->lo].done) {
         rp->cur_k = k;
         rp->cur_start = steps[k].start;
         rp->cur_end = steps[k].end;
@@ -742,11 +742,8 @@ static __attribute__((noinline)) void add_interval_steps(struct rank_pass *rp, i
 static inline void add_interval(struct rank_pass *rp, int64_t s, int64_t e, int cat)
 {
     if (s >= rp->cur_start && s < rp->cur_end && e <= rp->cur_next && s < e) {
-        /* in the hint's step, and the next starts at or after e */
-        if (rp->cur->done) {
-            rp->r->late_events++;
-            return;
-        }
+        /* in the hint's step, and the next starts at or after e (a step
+         * reduced is never the cached one: close_step lets it go) */
         push_ival(rp, rp->cur, s, e, cat);
         if (rp->cur_k > rp->last_touched)
             rp->last_touched = rp->cur_k;
@@ -805,6 +802,11 @@ static void close_step(struct rank_pass *rp, int k)
         b->c[c] = (struct ivec){0};
     }
     b->done = 1;
+    if (b == rp->cur) { /* no interval goes there without the search now */
+        rp->cur = NULL;
+        rp->cur_start = INT64_MAX;
+        rp->cur_end = INT64_MIN;
+    }
 }
 
 /* The thread's index in f's tids; the last one is cached, since a chunk
@@ -1015,7 +1017,7 @@ static void pass2_every(void *ctx, struct sp_reader *rd)
 
 static const struct sp_pass pass2 = {
     .types = SP_MODEL_CLASSIFIED_TYPES,
-    .tool = {.gpu = pass2_event, .cuda = pass2_event, .io = pass2_event, .wait = pass2_event},
+    .tool = {.any = pass2_event}, /* the types read are the four on_event classifies */
     .open = pass2_open,
     .every = pass2_every,
 };

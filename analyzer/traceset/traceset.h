@@ -31,8 +31,10 @@ struct sp_pass {
     /* After the file opened, before any event: set field masks here.
      * Non-zero skips the file (sp_trace_feed returns it). */
     int (*open)(void *ctx, struct sp_reader *r);
-    /* Every SP_PASS_EVERY events and once at the end (may change masks). */
+    /* Every SP_PASS_EVERY events (or every_events, a power of two, when
+     * set) and once at the end (may change masks). */
     void (*every)(void *ctx, struct sp_reader *r);
+    uint32_t every_events;
     /* After the last event, with the reader still open (its diagnostics,
      * statistics). */
     void (*close)(void *ctx, struct sp_reader *r);
@@ -87,7 +89,7 @@ static inline __attribute__((always_inline)) int sp_trace_feed(const char *path,
         }
         if ((rc = sp_tool_dispatch(&p->tool, ctx, r, ev)) != 0)
             break;
-        if (p->every && ++n % SP_PASS_EVERY == 0)
+        if (p->every && (++n & ((p->every_events ? p->every_events : SP_PASS_EVERY) - 1)) == 0)
             p->every(ctx, r);
     }
     if (bad)

@@ -79,15 +79,27 @@ static __attribute__((noinline)) int long_length(const uint8_t *p, const uint8_t
     return 0;
 }
 
+/* Columns of each type id, 0 for a type this build does not know: pass
+ * 1 reads it for every event, a load where sp_columns_of is a switch. */
+static const uint8_t columns_by_type[SP_TYPE_IDS] = {
+#define SP_X_NCOLS(id, NAME, name, FIELDS) [id] = 1 FIELDS(SP_X_ONE_COLUMN),
+    SP_EVENTS(SP_X_NCOLS)
+#undef SP_X_NCOLS
+};
+
 /* Pass 1: every event of a known type with a canonical length; the type
- * stream goes to `types`.  0, or -1 when the chunk must stay in rows. */
+ * stream goes to `types`.  0, or -1 when the chunk must stay in rows.
+ * One branch per event in the common case (a one-byte length, a body of
+ * k to k * SP_VARINT_MAX bytes within the rows): blen - k compared
+ * unsigned catches a body shorter than k, and k == 0 (an unknown type)
+ * leaves no room at all. */
 static int plan_events(struct plan *pl, const uint8_t *rows, size_t len, uint8_t *types)
 {
     const uint8_t *p = rows, *end = rows + len;
     uint32_t n = 0;
     while (p < end && *p != 0) {
         unsigned type = *p;
-        unsigned k = sp_columns_of(type);
+        size_t k = columns_by_type[type];
         uint64_t blen;
         size_t lb = 1;
         if (__builtin_expect(end - p > 2 && p[1] < SP_ONE_BYTE_LIMIT, 1))
@@ -98,7 +110,7 @@ static int plan_events(struct plan *pl, const uint8_t *rows, size_t len, uint8_t
         /* A body shorter or longer than its varints can be is not copied:
          * refused here, so that column_bound holds for the events before
          * it and pass 2 reads every length in one or two bytes. */
-        if (!k || blen < k || blen > (uint64_t)k * SP_VARINT_MAX || blen > (uint64_t)(end - q))
+        if (__builtin_expect(blen - k > k * (SP_VARINT_MAX - 1) || k == 0 || blen > (uint64_t)(end - q), 0))
             return -1;
         types[n++] = (uint8_t)type;
         pl->count[type]++;
@@ -125,6 +137,7 @@ static size_t column_bound(const struct plan *pl, unsigned t)
 /* Bodies shorter than this are copied by the mask path (copy_event_*):
  * one bit per byte of a 64-bit mask, and bit 63 a sentinel. */
 #define MASK_BODY 63
+_Static_assert(MASK_BODY <= SP_ONE_BYTE_LIMIT, "a two-byte length must take the slow path");
 /* Bytes of a field moved at once: any varint (SP_VARINT_MAX). */
 #define FIELD_MOVE 16
 
@@ -218,7 +231,9 @@ static inline __attribute__((always_inline)) uint64_t field_value(const uint8_t 
     {                                                                              \
         uint64_t m = stop_mask(q, blen), delta, dur = 0;                           \
         size_t at = 0;                                                             \
-        if (__builtin_expect(longer_than_varint(m, blen), 0))                      \
+        /* k varints in blen bytes: none longer than blen - (k - 1) */             \
+        if (blen > (1 FIELDS(SP_X_ONE_COLUMN)) + SP_VARINT_MAX - 1 &&              \
+            __builtin_expect(longer_than_varint(m, blen), 0))                      \
             return NULL;                                                           \
         CT_COPY(delta = field_value(q, end))                                       \
         FIELDS(CT_X_FIELD)                                                         \
@@ -304,14 +319,15 @@ static int copy_events(const uint8_t *rows, size_t len, const uint8_t *types, ui
         unsigned type = types[i];
         size_t blen = p[1];
         const uint8_t *q = p + 2;
-        if (__builtin_expect(blen >= SP_ONE_BYTE_LIMIT, 0)) { /* canonical, two bytes (pass 1) */
-            blen = (blen & 0x7f) | (size_t)p[2] << 7;
-            q++;
-        }
-        const uint8_t *bend = q + blen;
-        if (__builtin_expect(q >= fast_end || blen >= MASK_BODY, 0))
-            p = copy_event_slow(type, q, bend, col[type], sb);
-        else
+        /* One test for the common case: a two-byte length is a body
+         * longer than MASK_BODY too. */
+        if (__builtin_expect(q >= fast_end || blen >= MASK_BODY, 0)) {
+            if (blen >= SP_ONE_BYTE_LIMIT) { /* canonical, two bytes (pass 1) */
+                blen = (blen & 0x7f) | (size_t)p[2] << 7;
+                q++;
+            }
+            p = copy_event_slow(type, q, q + blen, col[type], sb);
+        } else
             switch (type) {
 #define CT_X_CASE(id, NAME, name, FIELDS)              \
     case id:                                           \

@@ -222,12 +222,69 @@ SP_EVENTS(SP_X_ENCODER)
 #undef SP_X_ENCODER
 #undef SP_X_ENC_FIELD
 
+/* ---- IO events: repeats (version 4) ------------------------------------------- *
+ * A job that reads a file a block at a time records the same op, fd,
+ * kind, size asked, offset and errno event after event.  Since version 4
+ * such an IO event (those six fields equal to the previous IO event's in
+ * the chunk: its codec memory, st->io) is a repeat, and leaves them out.
+ * The mark is the low bit of the path's varint, which comes first: path
+ * << 1 | SP_IO_REPEAT (a string id is 32 bits, docs/format.md).  A body
+ * is then
+ *
+ *   repeat:  delta, dur, path << 1 | 1, ret
+ *   other:   delta, dur, path << 1, op, fd, fd_kind, ret, bytes, offset, err
+ *
+ * offset coded as ever (the zigzag difference from the previous one's).
+ * In the column layout each field keeps its column (columns.h); the six
+ * columns a repeat leaves out hold the varints of the other IO events
+ * only.  An older trace (st->io_plain) is read with the generated
+ * decoder. */
+#define SP_IO_REPEAT 1u
+
+/* Whether the IO event `e` repeats `prev`: one test of the six fields. */
+static inline __attribute__((always_inline)) int sp_io_repeats(const struct sp_ev_io *e, const struct sp_ev_io *prev)
+{
+    return ((e->op ^ prev->op) | ((uint64_t)e->fd ^ (uint64_t)prev->fd) | (e->fd_kind ^ prev->fd_kind) |
+            (e->bytes ^ prev->bytes) | (e->offset ^ prev->offset) | (e->err ^ prev->err)) == 0;
+}
+
+static inline __attribute__((always_inline)) uint8_t *sp_encode_io_v4(uint8_t *p, uint64_t t,
+                                                                      const struct sp_ev_io *e,
+                                                                      struct sp_codec_state *st)
+{
+    struct sp_ev_io *prev = &st->io;
+    p = sp_put_uvarint(p, sp_zigzag((int64_t)(t - st->end[SP_EV_IO])));
+    p = sp_put_uvarint(p, e->dur);
+    st->end[SP_EV_IO] = t + e->dur;
+    if (__builtin_expect(sp_io_repeats(e, prev), 1)) {
+        p = sp_put_uvarint(p, e->path << 1 | SP_IO_REPEAT);
+        return sp_put_uvarint(p, sp_zigzag(e->ret));
+    }
+    p = sp_put_uvarint(p, e->path << 1);
+    p = sp_put_uvarint(p, e->op);
+    p = sp_put_uvarint(p, sp_zigzag(e->fd));
+    p = sp_put_uvarint(p, e->fd_kind);
+    p = sp_put_uvarint(p, sp_zigzag(e->ret));
+    p = sp_put_uvarint(p, e->bytes);
+    p = sp_put_uvarint(p, sp_zigzag((int64_t)(e->offset - prev->offset)));
+    p = sp_put_uvarint(p, e->err);
+    prev->op = e->op;
+    prev->fd = e->fd;
+    prev->fd_kind = e->fd_kind;
+    prev->bytes = e->bytes;
+    prev->offset = e->offset;
+    prev->err = e->err;
+    return p;
+}
+
 /* Writes the body (delta and fields) at `body`; returns its end.  An
  * unknown type gets a delta of 0 and no fields (it cannot be produced
  * through the public structs). */
 static inline __attribute__((always_inline)) uint8_t *sp_encode_body(uint8_t *body, const struct sp_event *ev,
                                                                      struct sp_codec_state *st)
 {
+    if (ev->type == SP_EV_IO) /* a constant where the recorder inlines it */
+        return sp_encode_io_v4(body, ev->t, &ev->io, st);
     switch (ev->type) {
 #define SP_X_CASE(id, NAME, name, FIELDS) \
     case id:                              \
@@ -310,6 +367,53 @@ SP_EVENTS(SP_X_DECODER)
 #undef SP_X_DEC_FIELD
 #undef SP_X_STOP_FIELD
 
+/* An IO event's fields since version 4 (the repeats above): the same
+ * rules as the generated decoders (a field whose bytes are missing reads
+ * 0, and so do all after it; a missing offset leaves its memory alone). */
+static inline int sp_decode_io_v4(const uint8_t *p, const uint8_t *bend, uint64_t t, struct sp_ev_io *e,
+                                  struct sp_codec_state *st)
+{
+    struct sp_ev_io *prev = &st->io;
+    /* In the order of the body: dur, path, then op, fd, fd_kind, ret,
+     * bytes, offset, err (a repeat: ret alone). */
+    uint64_t v[9] = {0};
+    unsigned got = 0;
+    for (; got < 2 && p < bend; got++)
+        if (sp_get_uvarint(&p, bend, &v[got]) < 0)
+            return SP_E_CORRUPT;
+    e->dur = v[0];
+    e->path = v[1] >> 1;
+    st->end[SP_EV_IO] = t + e->dur;
+    if (got == 2 && (v[1] & SP_IO_REPEAT)) {
+        if (p < bend && sp_get_uvarint(&p, bend, &v[2]) < 0)
+            return SP_E_CORRUPT;
+        e->op = prev->op;
+        e->fd = prev->fd;
+        e->fd_kind = prev->fd_kind;
+        e->ret = sp_unzigzag(v[2]);
+        e->bytes = prev->bytes;
+        e->offset = prev->offset;
+        e->err = prev->err;
+        return 0;
+    }
+    if (got == 2)
+        for (; got < 9 && p < bend; got++)
+            if (sp_get_uvarint(&p, bend, &v[got]) < 0)
+                return SP_E_CORRUPT;
+    e->op = prev->op = v[2];
+    e->fd = prev->fd = sp_unzigzag(v[3]);
+    e->fd_kind = prev->fd_kind = v[4];
+    e->ret = sp_unzigzag(v[5]);
+    e->bytes = prev->bytes = v[6];
+    e->err = prev->err = v[8];
+    e->offset = 0;
+    if (got > 7) { /* the offset's varint was there */
+        prev->offset += (uint64_t)sp_unzigzag(v[7]);
+        e->offset = prev->offset;
+    }
+    return 0;
+}
+
 /* True for the types this build knows; others come from a newer writer. */
 static inline int sp_codec_known(unsigned type)
 {
@@ -356,6 +460,11 @@ static inline long sp_codec_decode(const uint8_t *p, const uint8_t *end, struct 
     if (sp_get_uvarint(&p, bend, &delta) < 0)
         return SP_E_CORRUPT;
     int rc;
+    if (type == SP_EV_IO && !st->io_plain) {
+        ev->t = st->end[SP_EV_IO] + (uint64_t)sp_unzigzag(delta);
+        rc = sp_decode_io_v4(p, bend, ev->t, &ev->io, st);
+        return rc < 0 ? rc : (long)(bend - start);
+    }
     switch (type) {
 #define SP_X_DEC_CASE(id, NAME, name, FIELDS)                 \
     case id:                                                  \

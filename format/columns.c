@@ -277,7 +277,8 @@ static inline __attribute__((always_inline)) const uint8_t *copy_event_io_v4(con
 {
     uint64_t m = stop_mask(q, blen), delta, dur;
     size_t at = 0;
-    if (blen > sp_columns_of(SP_EV_IO) + SP_VARINT_MAX - 1 && __builtin_expect(longer_than_varint(m, blen), 0))
+    /* At least four varints (a repeat's): none longer than blen - 3. */
+    if (blen > IO_REPEAT_VARINTS + SP_VARINT_MAX - 1 && __builtin_expect(longer_than_varint(m, blen), 0))
         return NULL;
     CT_COPY_TO(0, delta = field_value(q, end))
     CT_COPY_TO(1, dur = field_value(q + at, end - at))

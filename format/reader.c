@@ -696,19 +696,21 @@ static uint32_t fill_block(struct sp_reader *r, unsigned type)
     }
     b->dirty |= want;
     uint32_t got = 0;
-    if (type == SP_EV_IO && !r->codec.io_plain)
+    if (type == SP_EV_IO && !r->codec.io_plain) {
         got = block_io_v4(r->cols.col[SP_EV_IO], &r->codec, want, n, r->tid, e);
-    else
-        switch (type) {
+        goto filled;
+    }
+    switch (type) {
 #define RD_X_FILL(id, NAME, name, FIELDS)                                   \
     case id:                                                                \
         got = block_##name(r->cols.col[id], &r->codec, want, n, r->tid, e); \
         break;
-            SP_EVENTS(RD_X_FILL)
+        SP_EVENTS(RD_X_FILL)
 #undef RD_X_FILL
-        default:
-            break;
-        }
+    default:
+        break;
+    }
+filled:
     b->next = e;
     b->end = e + got;
     b->left -= got;

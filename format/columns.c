@@ -83,21 +83,22 @@ static __attribute__((noinline)) int long_length(const uint8_t *p, const uint8_t
     return 0;
 }
 
-/* Columns of each type id, 0 for a type this build does not know: pass
- * 1 reads it for every event, a load where sp_columns_of is a switch. */
-static const uint8_t columns_by_type[SP_TYPE_IDS] = {
-#define SP_X_NCOLS(id, NAME, name, FIELDS) [id] = 1 FIELDS(SP_X_ONE_COLUMN),
-    SP_EVENTS(SP_X_NCOLS)
-#undef SP_X_NCOLS
-};
-
-/* The fewest varints an event of the type holds: all its columns, but a
- * repeated IO event (codec.h) only its delta, dur, op and ret. */
+/* Per type id, for pass 1 (a load each, where sp_columns_of is a
+ * switch): the fewest varints an event of the type holds, 0 for a type
+ * this build does not know (all its columns, but a repeated IO event,
+ * codec.h, only its delta, dur, path and ret); and the bytes a body may
+ * hold beyond that many, up to SP_VARINT_MAX per column. */
 #define IO_REPEAT_VARINTS 4
-static size_t least_varints(unsigned type)
-{
-    return type == SP_EV_IO ? IO_REPEAT_VARINTS : columns_by_type[type];
-}
+#define SP_X_LEAST(id, NAME, name, FIELDS) (id == SP_EV_IO ? IO_REPEAT_VARINTS : 1 FIELDS(SP_X_ONE_COLUMN))
+#define SP_X_LEAST_OF(id, NAME, name, FIELDS) [id] = SP_X_LEAST(id, NAME, name, FIELDS),
+#define SP_X_SPAN_OF(id, NAME, name, FIELDS) \
+    [id] = (1 FIELDS(SP_X_ONE_COLUMN)) * SP_VARINT_MAX - SP_X_LEAST(id, NAME, name, FIELDS),
+static const uint8_t least_varints[SP_TYPE_IDS] = {SP_EVENTS(SP_X_LEAST_OF)};
+static const uint8_t body_span[SP_TYPE_IDS] = {SP_EVENTS(SP_X_SPAN_OF)};
+#undef SP_X_SPAN_OF
+#undef SP_X_LEAST_OF
+#undef SP_X_LEAST
+_Static_assert(SP_MAX_COLUMNS *SP_VARINT_MAX <= UINT8_MAX, "a body's span fits a byte");
 /* IO columns (column c: field c - 1, the delta's 0), in the order of an
  * IO event's body (codec.h): path, with the repeat's mark, first. */
 #define IO_COL_PATH 5
@@ -111,7 +112,7 @@ _Static_assert(sizeof io_body_columns == 1 SP_FIELDS_IO(SP_X_ONE_COLUMN), "an IO
  * stream goes to `types`.  0, or -1 when the chunk must stay in rows.
  * One branch per event in the common case (a one-byte length, a body of
  * least_varints to k * SP_VARINT_MAX bytes within the rows): blen - least
- * compared unsigned catches a body too short, and k == 0 (an unknown
+ * compared unsigned catches a body too short, and least == 0 (an unknown
  * type) is refused. */
 static int plan_events(struct plan *pl, const uint8_t *rows, size_t len, uint8_t *types)
 {
@@ -119,7 +120,7 @@ static int plan_events(struct plan *pl, const uint8_t *rows, size_t len, uint8_t
     uint32_t n = 0;
     while (p < end && *p != 0) {
         unsigned type = *p;
-        size_t k = columns_by_type[type], least = least_varints(type);
+        size_t least = least_varints[type], span = body_span[type];
         uint64_t blen;
         size_t lb = 1;
         if (__builtin_expect(end - p > 2 && p[1] < SP_ONE_BYTE_LIMIT, 1))
@@ -130,7 +131,7 @@ static int plan_events(struct plan *pl, const uint8_t *rows, size_t len, uint8_t
         /* A body shorter or longer than its varints can be is not copied:
          * refused here, so that column_bound holds for the events before
          * it and pass 2 reads every length in one or two bytes. */
-        if (__builtin_expect(blen - least > k * SP_VARINT_MAX - least || k == 0 || blen > (uint64_t)(end - q), 0))
+        if (__builtin_expect(blen - least > span || least == 0 || blen > (uint64_t)(end - q), 0))
             return -1;
         types[n++] = (uint8_t)type;
         pl->count[type]++;
@@ -148,7 +149,7 @@ static int plan_events(struct plan *pl, const uint8_t *rows, size_t len, uint8_t
  * each of its other varints (least_varints - 1 at the fewest). */
 static size_t column_bound(const struct plan *pl, unsigned t)
 {
-    size_t n = pl->count[t], least = least_varints(t);
+    size_t n = pl->count[t], least = least_varints[t];
     size_t by_body = pl->bytes[t] - (least - 1) * n; /* every body has `least` varints or more (pass 2) */
     size_t by_varint = n * SP_VARINT_MAX;
     return by_body < by_varint ? by_body : by_varint;

@@ -224,22 +224,25 @@ SP_EVENTS(SP_X_ENCODER)
 
 /* ---- IO events: repeats (version 4) ------------------------------------------- *
  * A job that reads a file a block at a time records the same op, fd,
- * kind, size asked, offset and errno event after event.  Since version 4
- * such an IO event (those six fields equal to the previous IO event's in
- * the chunk: its codec memory, st->io) is a repeat, and leaves them out.
- * The mark is the low bit of the path's varint, which comes first: path
- * << 1 | SP_IO_REPEAT (a string id is 32 bits, docs/format.md).  A body
- * is then
+ * kind, size asked, offset and errno event after event, and gets what it
+ * asked for.  Since version 4 such an IO event (those six fields equal to
+ * the previous IO event's in the chunk: its codec memory, st->io) is a
+ * repeat, and leaves them out; and an IO event whose result is the size
+ * asked (ret == bytes) leaves out its result.  The two marks are the low
+ * bits of the path's varint, which comes first: path << 2 | marks (a
+ * string id is 32 bits, docs/format.md).  A body is then
  *
- *   repeat:  delta, dur, path << 1 | 1, ret
- *   other:   delta, dur, path << 1, op, fd, fd_kind, ret, bytes, offset, err
+ *   repeat:  delta, dur, path << 2 | marks, [ret]
+ *   other:   delta, dur, path << 2 | marks, op, fd, fd_kind, [ret], bytes, offset, err
  *
- * offset coded as ever (the zigzag difference from the previous one's).
- * In the column layout each field keeps its column (columns.h); the six
- * columns a repeat leaves out hold the varints of the other IO events
- * only.  An older trace (st->io_plain) is read with the generated
- * decoder. */
+ * ret present unless SP_IO_RET_BYTES is marked, offset coded as ever (the
+ * zigzag difference from the previous one's).  In the column layout each
+ * field keeps its column (columns.h); the columns an event leaves out
+ * hold the varints of the other IO events only.  An older trace
+ * (st->io_plain) is read with the generated decoder. */
 #define SP_IO_REPEAT 1u
+#define SP_IO_RET_BYTES 2u
+#define SP_IO_MARK_BITS 2
 
 /* Whether the IO event `e` repeats `prev`: one test of the six fields. */
 static inline __attribute__((always_inline)) int sp_io_repeats(const struct sp_ev_io *e, const struct sp_ev_io *prev)
@@ -256,15 +259,20 @@ static inline __attribute__((always_inline)) uint8_t *sp_encode_io_v4(uint8_t *p
     p = sp_put_uvarint(p, sp_zigzag((int64_t)(t - st->end[SP_EV_IO])));
     p = sp_put_uvarint(p, e->dur);
     st->end[SP_EV_IO] = t + e->dur;
+    int full = (uint64_t)e->ret == e->bytes;
+    uint64_t path = e->path << SP_IO_MARK_BITS | (full ? SP_IO_RET_BYTES : 0);
     if (__builtin_expect(sp_io_repeats(e, prev), 1)) {
-        p = sp_put_uvarint(p, e->path << 1 | SP_IO_REPEAT);
-        return sp_put_uvarint(p, sp_zigzag(e->ret));
+        p = sp_put_uvarint(p, path | SP_IO_REPEAT);
+        if (__builtin_expect(!full, 0))
+            p = sp_put_uvarint(p, sp_zigzag(e->ret));
+        return p;
     }
-    p = sp_put_uvarint(p, e->path << 1);
+    p = sp_put_uvarint(p, path);
     p = sp_put_uvarint(p, e->op);
     p = sp_put_uvarint(p, sp_zigzag(e->fd));
     p = sp_put_uvarint(p, e->fd_kind);
-    p = sp_put_uvarint(p, sp_zigzag(e->ret));
+    if (!full)
+        p = sp_put_uvarint(p, sp_zigzag(e->ret));
     p = sp_put_uvarint(p, e->bytes);
     p = sp_put_uvarint(p, sp_zigzag((int64_t)(e->offset - prev->offset)));
     p = sp_put_uvarint(p, e->err);
@@ -374,43 +382,52 @@ static inline int sp_decode_io_v4(const uint8_t *p, const uint8_t *bend, uint64_
                                   struct sp_codec_state *st)
 {
     struct sp_ev_io *prev = &st->io;
-    /* In the order of the body: dur, path, then op, fd, fd_kind, ret,
-     * bytes, offset, err (a repeat: ret alone). */
-    uint64_t v[9] = {0};
-    unsigned got = 0;
-    for (; got < 2 && p < bend; got++)
-        if (sp_get_uvarint(&p, bend, &v[got]) < 0)
+    /* v[i] in the order of the body: dur, path, then op, fd, fd_kind,
+     * ret, bytes, offset, err, those the marks leave in. */
+    enum { DUR,
+           PATH,
+           OP,
+           FD,
+           FD_KIND,
+           RET,
+           BYTES,
+           OFFSET,
+           ERR,
+           N };
+    uint64_t v[N] = {0};
+    unsigned i = DUR, have = 0;
+    for (; i <= PATH && p < bend; i++)
+        if (sp_get_uvarint(&p, bend, &v[i]) < 0)
             return SP_E_CORRUPT;
-    e->dur = v[0];
-    e->path = v[1] >> 1;
-    st->end[SP_EV_IO] = t + e->dur;
-    if (got == 2 && (v[1] & SP_IO_REPEAT)) {
-        if (p < bend && sp_get_uvarint(&p, bend, &v[2]) < 0)
-            return SP_E_CORRUPT;
-        e->op = prev->op;
-        e->fd = prev->fd;
-        e->fd_kind = prev->fd_kind;
-        e->ret = sp_unzigzag(v[2]);
-        e->bytes = prev->bytes;
-        e->offset = prev->offset;
-        e->err = prev->err;
-        return 0;
-    }
-    if (got == 2)
-        for (; got < 9 && p < bend; got++)
-            if (sp_get_uvarint(&p, bend, &v[got]) < 0)
+    uint64_t marks = i > PATH ? v[PATH] & ((1u << SP_IO_MARK_BITS) - 1) : 0;
+    unsigned in = (marks & SP_IO_REPEAT) ? 1u << RET : ((1u << N) - 1) & ~((1u << DUR) | (1u << PATH));
+    if (marks & SP_IO_RET_BYTES)
+        in &= ~(1u << RET);
+    for (i = OP; i < N && p < bend; i++)
+        if ((in >> i) & 1) {
+            if (sp_get_uvarint(&p, bend, &v[i]) < 0)
                 return SP_E_CORRUPT;
-    e->op = prev->op = v[2];
-    e->fd = prev->fd = sp_unzigzag(v[3]);
-    e->fd_kind = prev->fd_kind = v[4];
-    e->ret = sp_unzigzag(v[5]);
-    e->bytes = prev->bytes = v[6];
-    e->err = prev->err = v[8];
-    e->offset = 0;
-    if (got > 7) { /* the offset's varint was there */
-        prev->offset += (uint64_t)sp_unzigzag(v[7]);
-        e->offset = prev->offset;
+            have |= 1u << i;
+        }
+    e->dur = v[DUR];
+    e->path = v[PATH] >> SP_IO_MARK_BITS;
+    st->end[SP_EV_IO] = t + e->dur;
+    if (!(marks & SP_IO_REPEAT)) {
+        prev->op = v[OP];
+        prev->fd = sp_unzigzag(v[FD]);
+        prev->fd_kind = v[FD_KIND];
+        prev->bytes = v[BYTES];
+        prev->err = v[ERR];
+        if ((have >> OFFSET) & 1) /* the offset's varint was there */
+            prev->offset += (uint64_t)sp_unzigzag(v[OFFSET]);
     }
+    e->op = prev->op;
+    e->fd = prev->fd;
+    e->fd_kind = prev->fd_kind;
+    e->bytes = prev->bytes;
+    e->err = prev->err;
+    e->offset = (marks & SP_IO_REPEAT) || ((have >> OFFSET) & 1) ? prev->offset : 0;
+    e->ret = (marks & SP_IO_RET_BYTES) ? (int64_t)e->bytes : sp_unzigzag(v[RET]);
     return 0;
 }
 

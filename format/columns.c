@@ -19,8 +19,8 @@
  * adds each event to the chunk's summary (summary.h) with the delta and
  * duration it has just passed.  An IO event is the one type whose
  * varints are not its columns in order: since version 4 its path comes
- * first, and a repeat (codec.h) has four varints, which go to the
- * columns of its delta, dur, path and ret.  Both passes run in the
+ * first, and a repeat (codec.h) has three or four varints, which go to
+ * the columns of its delta, dur, path and (unless it is its size) ret.  Both passes run in the
  * compressor thread, off the job's path; a 128 KiB chunk takes a few
  * tens of microseconds.
  */
@@ -86,9 +86,9 @@ static __attribute__((noinline)) int long_length(const uint8_t *p, const uint8_t
 /* Per type id, for pass 1 (a load each, where sp_columns_of is a
  * switch): the fewest varints an event of the type holds, 0 for a type
  * this build does not know (all its columns, but a repeated IO event,
- * codec.h, only its delta, dur, path and ret); and the bytes a body may
+ * codec.h, only its delta, dur and path); and the bytes a body may
  * hold beyond that many, up to SP_VARINT_MAX per column. */
-#define IO_REPEAT_VARINTS 4
+#define IO_REPEAT_VARINTS 3
 #define SP_X_LEAST(id, NAME, name, FIELDS) (id == SP_EV_IO ? IO_REPEAT_VARINTS : 1 FIELDS(SP_X_ONE_COLUMN))
 #define SP_X_LEAST_OF(id, NAME, name, FIELDS) [id] = SP_X_LEAST(id, NAME, name, FIELDS),
 #define SP_X_SPAN_OF(id, NAME, name, FIELDS) \
@@ -104,8 +104,16 @@ _Static_assert(SP_MAX_COLUMNS *SP_VARINT_MAX <= UINT8_MAX, "a body's span fits a
 #define IO_COL_PATH 5
 static const uint8_t io_body_columns[] = {0, 1, IO_COL_PATH, 2, 3, 4, 6, 7, 8, 9};
 /* The columns a repeat leaves out (bit c: column c): op, fd, fd_kind,
- * bytes, offset, err. */
+ * bytes, offset, err; and ret's, which an event whose result is its
+ * size leaves out. */
 #define IO_REPEATED_COLUMNS 0x39cu
+#define IO_COL_RET 6
+/* The IO columns an event leaves out, by the marks of its path varint's
+ * first byte. */
+static inline uint32_t io_left_out(unsigned first)
+{
+    return ((first & SP_IO_REPEAT) ? IO_REPEATED_COLUMNS : 0) | ((first & SP_IO_RET_BYTES) ? 1u << IO_COL_RET : 0);
+}
 _Static_assert(sizeof io_body_columns == 1 SP_FIELDS_IO(SP_X_ONE_COLUMN), "an IO body's order names every column");
 
 /* Pass 1: every event of a known type with a canonical length; the type
@@ -270,26 +278,30 @@ static inline __attribute__((always_inline)) uint64_t field_value(const uint8_t 
     }
 
 /* An IO event (codec.h's repeats): delta, dur and path; then ret alone
- * for a repeat, or the seven other fields.  The repeat's mark is the low
- * bit of the path varint's first byte. */
+ * for a repeat, or the seven other fields, ret left out when its result
+ * is its size.  The marks are the low bits of the path varint's first
+ * byte. */
 static inline __attribute__((always_inline)) const uint8_t *copy_event_io_v4(const uint8_t *q, size_t blen,
                                                                              uint8_t **col,
                                                                              struct sp_summary_build *sb)
 {
     uint64_t m = stop_mask(q, blen), delta, dur;
     size_t at = 0;
-    /* At least four varints (a repeat's): none longer than blen - 3. */
+    /* At least three varints (a repeat's): none longer than blen - 2. */
     if (blen > IO_REPEAT_VARINTS + SP_VARINT_MAX - 1 && __builtin_expect(longer_than_varint(m, blen), 0))
         return NULL;
     CT_COPY_TO(0, delta = field_value(q, end))
     CT_COPY_TO(1, dur = field_value(q + at, end - at))
-    unsigned repeat = q[at] & SP_IO_REPEAT;
+    unsigned marks = q[at];
     CT_COPY_TO(IO_COL_PATH, )
-    if (__builtin_expect(!repeat, 0))
+    if (__builtin_expect(!(marks & SP_IO_REPEAT), 0)) {
+        uint32_t out = io_left_out(marks);
         for (unsigned i = 3; i < sizeof io_body_columns; i++)
-            CT_COPY_TO(io_body_columns[i], )
-    else
-        CT_COPY_TO(io_body_columns[6], ) /* ret */
+            if (!((out >> io_body_columns[i]) & 1))
+                CT_COPY_TO(io_body_columns[i], )
+    } else if (__builtin_expect(!(marks & SP_IO_RET_BYTES), 0)) {
+        CT_COPY_TO(IO_COL_RET, )
+    }
     CT_DONE(SP_EV_IO)
 }
 #undef CT_COPY_TO
@@ -330,8 +342,8 @@ static const uint8_t *copy_event_slow(unsigned type, const uint8_t *q, const uin
         size_t b = q < bend ? varint_bytes(q, bend) : 0;
         if (!b)
             return NULL;
-        if (type == SP_EV_IO && c == IO_COL_PATH && (*q & SP_IO_REPEAT))
-            skip = IO_REPEATED_COLUMNS;
+        if (type == SP_EV_IO && c == IO_COL_PATH)
+            skip = io_left_out(*q);
         memcpy(col[c], q, b);
         col[c] += b;
         q += b;
@@ -581,17 +593,20 @@ int sp_columns_open(struct sp_columns *c, const uint8_t *buf, size_t len, const 
     return open_table(c, p, end, ntypes, zeros);
 }
 
-/* The IO events of a checked path column (n varints at p, each with the
- * repeat's mark) that are not repeats. */
-static uint32_t io_count_full(const uint8_t *p, uint32_t n)
+/* Of the IO events of a checked path column (n varints at p, each with
+ * the marks): those that are not repeats (*full) and those that hold
+ * their ret (*ret). */
+static void io_count_marks(const uint8_t *p, uint32_t n, uint32_t *full, uint32_t *ret)
 {
-    uint32_t full = 0;
+    uint32_t f = 0, r = 0;
     for (uint32_t i = 0; i < n; i++) {
-        full += !(*p & SP_IO_REPEAT);
+        f += !(*p & SP_IO_REPEAT);
+        r += !(*p & SP_IO_RET_BYTES);
         while (*p++ & 0x80)
             ;
     }
-    return full;
+    *full = f;
+    *ret = r;
 }
 
 int sp_columns_check(struct sp_columns *c, unsigned type, uint64_t cols)
@@ -601,7 +616,7 @@ int sp_columns_check(struct sp_columns *c, unsigned type, uint64_t cols)
     unsigned k = sp_columns_of(type);
     uint64_t todo = cols & ~c->checked[type];
     uint32_t count = c->count[type], repeated = 0;
-    if (type == SP_EV_IO && !c->io_plain && (cols & IO_REPEATED_COLUMNS)) {
+    if (type == SP_EV_IO && !c->io_plain && (cols & (IO_REPEATED_COLUMNS | 1u << IO_COL_RET))) {
         /* Which events repeat is in the path column: checked first. */
         if (!c->io_counted) {
             if (!((c->checked[type] >> IO_COL_PATH) & 1) &&
@@ -609,14 +624,15 @@ int sp_columns_check(struct sp_columns *c, unsigned type, uint64_t cols)
                 return SP_E_CORRUPT;
             c->checked[type] |= UINT64_C(1) << IO_COL_PATH;
             todo &= ~(UINT64_C(1) << IO_COL_PATH);
-            c->io_full = io_count_full(c->col[type][IO_COL_PATH], count);
+            io_count_marks(c->col[type][IO_COL_PATH], count, &c->io_full, &c->io_ret);
             c->io_counted = 1;
         }
         repeated = IO_REPEATED_COLUMNS;
     }
     for (unsigned j = 0; j < k && todo >> j; j++)
         if ((todo >> j) & 1 &&
-            !column_ok(c->col[type][j], c->size[type][j], (repeated >> j) & 1 ? c->io_full : count))
+            !column_ok(c->col[type][j], c->size[type][j],
+                       (repeated >> j) & 1 ? c->io_full : (repeated && j == IO_COL_RET ? c->io_ret : count)))
             return SP_E_CORRUPT;
     c->checked[type] |= todo;
     return 0;
@@ -661,8 +677,8 @@ long sp_columns_to_rows(uint8_t *out, size_t cap, const uint8_t *cols, size_t le
             unsigned j = type == SP_EV_IO ? io_body_columns[f] : f;
             if ((skip >> j) & 1)
                 continue;
-            if (type == SP_EV_IO && j == IO_COL_PATH && (*c.col[type][j] & SP_IO_REPEAT))
-                skip = IO_REPEATED_COLUMNS;
+            if (type == SP_EV_IO && j == IO_COL_PATH)
+                skip = io_left_out(*c.col[type][j]);
             rc = copy_varint(&c.col[type][j], &p, body + sizeof body);
         }
         size_t n = (size_t)(p - body);

@@ -116,9 +116,10 @@ struct sp_columns {
      * by a reader of an older trace after sp_columns_open (which clears
      * it).  Else a repeated IO event (codec.h) has no varint in the
      * columns of the six fields it repeats, which hold io_full varints:
-     * the IO events that are not repeats, counted from the path column
-     * (the repeat's mark) once it is checked (io_counted). */
-    uint32_t io_plain, io_counted, io_full;
+     * the IO events that are not repeats; and an IO event whose result is
+     * its size none in ret's, which holds io_ret.  Both are counted from
+     * the path column (its marks) once it is checked (io_counted). */
+    uint32_t io_plain, io_counted, io_full, io_ret;
 };
 
 /* Sets `c` up to decode the column payload [buf, buf + len), which is

@@ -576,11 +576,11 @@ SP_EVENTS(RD_X_BDECODER)
 /* ---- IO events since version 4 ------------------------------------------------ *
  * A repeated IO event (codec.h) has no varint in the columns of the six
  * fields it repeats (op, fd, fd_kind, bytes, offset, err): its values are
- * the previous IO event's.  Decoded event by event, since which columns
- * an event reads depends on the mark in its path; the path column is read
- * whenever one of those six fields is wanted (sp_columns_check has then
- * checked it and counted the events that are not repeats, the length of
- * the six columns). */
+ * the previous IO event's; one whose result is its size has none in
+ * ret's.  Decoded event by event, since which columns an event reads
+ * depends on the marks in its path; the path column is read whenever one
+ * of those seven fields is wanted (sp_columns_check has then checked it
+ * and counted the varints of each column), and bytes whenever ret is. */
 
 /* Whether IO events are coded as before version 4 (no repeats). */
 static uint32_t io_plain(const struct sp_reader *r)
@@ -611,7 +611,9 @@ static uint32_t block_io_v4(const uint8_t **col, struct sp_codec_state *st, uint
     struct sp_ev_io *prev = &st->io;
     const uint8_t *c[SP_MAX_COLUMNS];
     memcpy(c, col, sizeof c);
-    int need_path = (want & (IO_F(IO_F_PATH) | IO_F_REPEATED)) != 0;
+    int need_path = (want & (IO_F(IO_F_PATH) | IO_F(IO_F_RET) | IO_F_REPEATED)) != 0;
+    /* ret may be bytes: then bytes is decoded (and its memory kept) */
+    uint64_t get = want & IO_F(IO_F_RET) ? want | IO_F(IO_F_BYTES) : want;
     uint64_t v = 0;
     uint32_t i;
 /* Column f + 1 into v, or the block ends before event i. */
@@ -621,37 +623,41 @@ static uint32_t block_io_v4(const uint8_t **col, struct sp_codec_state *st, uint
         break;                                                     \
     }
 /* A field a repeat takes from the previous event. */
-#define IO_REPEATED(f, field, value) \
-    if (want & IO_F(f)) {            \
-        if (!repeat) {               \
-            IO_GET(f)                \
-            prev->field = (value);   \
-        }                            \
-        io->field = prev->field;     \
+#define IO_REPEATED(f, field, value)   \
+    if (get & IO_F(f)) {               \
+        if (!(marks & SP_IO_REPEAT)) { \
+            IO_GET(f)                  \
+            prev->field = (value);     \
+        }                              \
+        if (want & IO_F(f))            \
+            io->field = prev->field;   \
     }
     for (i = 0; i < n; i++) {
         struct sp_ev_io *io = &e[i].io;
-        uint64_t repeat = 0;
+        uint64_t marks = 0;
         if (want & IO_F(IO_F_DUR)) {
             IO_GET(IO_F_DUR)
             io->dur = v;
         }
         if (need_path) {
             IO_GET(IO_F_PATH)
-            repeat = v & SP_IO_REPEAT;
+            marks = v & ((1u << SP_IO_MARK_BITS) - 1);
             if (want & IO_F(IO_F_PATH))
-                io->path = v >> 1;
+                io->path = v >> SP_IO_MARK_BITS;
         }
         IO_REPEATED(IO_F_OP, op, v)
         IO_REPEATED(IO_F_FD, fd, sp_unzigzag(v))
         IO_REPEATED(IO_F_FD_KIND, fd_kind, v)
-        if (want & IO_F(IO_F_RET)) {
-            IO_GET(IO_F_RET)
-            io->ret = sp_unzigzag(v);
-        }
         IO_REPEATED(IO_F_BYTES, bytes, v)
         IO_REPEATED(IO_F_OFFSET, offset, prev->offset + (uint64_t)sp_unzigzag(v))
         IO_REPEATED(IO_F_ERR, err, v)
+        if (want & IO_F(IO_F_RET)) {
+            if (marks & SP_IO_RET_BYTES)
+                v = sp_zigzag((int64_t)prev->bytes);
+            else
+                IO_GET(IO_F_RET)
+            io->ret = sp_unzigzag(v);
+        }
     }
 #undef IO_REPEATED
 #undef IO_GET

@@ -201,9 +201,11 @@ static void count_column_frames(const char *path, int *columns, int *all)
     fclose(f);
 }
 
-/* Repeated IO events (codec.h) leave six fields out; every one of them
- * comes back, in frames (columns) and in the slots a running process
- * holds (rows), whichever fields a reader asks for. */
+/* Repeated IO events (codec.h) leave six fields out, and those whose
+ * result is their size (most here, and a -1 for UINT64_MAX bytes) their
+ * result; every one of them comes back, in frames (columns) and in the
+ * slots a running process holds (rows), whichever fields a reader asks
+ * for. */
 static void io_repeats_round_trip(const char *dir)
 {
     char path[4200];

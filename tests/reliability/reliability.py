@@ -748,7 +748,7 @@ def story_disk_grow(tmp):
     threads read at once (the trace wants 4 MiB more for their slots;
     the floor and 2 MiB were left), or one thread reads 1,200,000 times
     (the trace appends compressed chunks; the floor and 128 KiB were left;
-    a slot holds about 14,000 reads, which repeat one another);
+    a slot holds about 18,000 reads, which repeat one another);
     then it writes what fits in the floor.  The write succeeds, as bare
     (before, the trace grew into the floor and the job's write failed
     with ENOSPC); one line says the trace grows no further; the trace is

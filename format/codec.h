@@ -222,12 +222,77 @@ SP_EVENTS(SP_X_ENCODER)
 #undef SP_X_ENCODER
 #undef SP_X_ENC_FIELD
 
+/* ---- IO events: repeats (version 4) ------------------------------------------- *
+ * A job that reads a file a block at a time records the same op, fd,
+ * kind, size asked, offset and errno event after event, and gets what it
+ * asked for.  Since version 4 such an IO event (those six fields equal to
+ * the previous IO event's in the chunk: its codec memory, st->io) is a
+ * repeat, and leaves them out; and an IO event whose result is the size
+ * asked (ret == bytes) leaves out its result.  The two marks are the low
+ * bits of the path's varint, which comes first: path << 2 | marks (a
+ * string id is 32 bits, docs/format.md).  A body is then
+ *
+ *   repeat:  delta, dur, path << 2 | marks, [ret]
+ *   other:   delta, dur, path << 2 | marks, op, fd, fd_kind, [ret], bytes, offset, err
+ *
+ * ret present unless SP_IO_RET_BYTES is marked, offset coded as ever (the
+ * zigzag difference from the previous one's).  In the column layout each
+ * field keeps its column (columns.h); the columns an event leaves out
+ * hold the varints of the other IO events only.  An older trace
+ * (st->io_plain) is read with the generated decoder. */
+#define SP_IO_REPEAT 1u
+#define SP_IO_RET_BYTES 2u
+#define SP_IO_MARK_BITS 2
+
+/* Whether the IO event `e` repeats `prev`: one test of the six fields. */
+static inline __attribute__((always_inline)) int sp_io_repeats(const struct sp_ev_io *e, const struct sp_ev_io *prev)
+{
+    return ((e->op ^ prev->op) | ((uint64_t)e->fd ^ (uint64_t)prev->fd) | (e->fd_kind ^ prev->fd_kind) |
+            (e->bytes ^ prev->bytes) | (e->offset ^ prev->offset) | (e->err ^ prev->err)) == 0;
+}
+
+static inline __attribute__((always_inline)) uint8_t *sp_encode_io_v4(uint8_t *p, uint64_t t,
+                                                                      const struct sp_ev_io *e,
+                                                                      struct sp_codec_state *st)
+{
+    struct sp_ev_io *prev = &st->io;
+    p = sp_put_uvarint(p, sp_zigzag((int64_t)(t - st->end[SP_EV_IO])));
+    p = sp_put_uvarint(p, e->dur);
+    st->end[SP_EV_IO] = t + e->dur;
+    int full = (uint64_t)e->ret == e->bytes;
+    uint64_t path = e->path << SP_IO_MARK_BITS | (full ? SP_IO_RET_BYTES : 0);
+    if (__builtin_expect(sp_io_repeats(e, prev), 1)) {
+        p = sp_put_uvarint(p, path | SP_IO_REPEAT);
+        if (__builtin_expect(!full, 0))
+            p = sp_put_uvarint(p, sp_zigzag(e->ret));
+        return p;
+    }
+    p = sp_put_uvarint(p, path);
+    p = sp_put_uvarint(p, e->op);
+    p = sp_put_uvarint(p, sp_zigzag(e->fd));
+    p = sp_put_uvarint(p, e->fd_kind);
+    if (!full)
+        p = sp_put_uvarint(p, sp_zigzag(e->ret));
+    p = sp_put_uvarint(p, e->bytes);
+    p = sp_put_uvarint(p, sp_zigzag((int64_t)(e->offset - prev->offset)));
+    p = sp_put_uvarint(p, e->err);
+    prev->op = e->op;
+    prev->fd = e->fd;
+    prev->fd_kind = e->fd_kind;
+    prev->bytes = e->bytes;
+    prev->offset = e->offset;
+    prev->err = e->err;
+    return p;
+}
+
 /* Writes the body (delta and fields) at `body`; returns its end.  An
  * unknown type gets a delta of 0 and no fields (it cannot be produced
  * through the public structs). */
 static inline __attribute__((always_inline)) uint8_t *sp_encode_body(uint8_t *body, const struct sp_event *ev,
                                                                      struct sp_codec_state *st)
 {
+    if (ev->type == SP_EV_IO) /* a constant where the recorder inlines it */
+        return sp_encode_io_v4(body, ev->t, &ev->io, st);
     switch (ev->type) {
 #define SP_X_CASE(id, NAME, name, FIELDS) \
     case id:                              \
@@ -310,6 +375,62 @@ SP_EVENTS(SP_X_DECODER)
 #undef SP_X_DEC_FIELD
 #undef SP_X_STOP_FIELD
 
+/* An IO event's fields since version 4 (the repeats above): the same
+ * rules as the generated decoders (a field whose bytes are missing reads
+ * 0, and so do all after it; a missing offset leaves its memory alone). */
+static inline int sp_decode_io_v4(const uint8_t *p, const uint8_t *bend, uint64_t t, struct sp_ev_io *e,
+                                  struct sp_codec_state *st)
+{
+    struct sp_ev_io *prev = &st->io;
+    /* v[i] in the order of the body: dur, path, then op, fd, fd_kind,
+     * ret, bytes, offset, err, those the marks leave in. */
+    enum { DUR,
+           PATH,
+           OP,
+           FD,
+           FD_KIND,
+           RET,
+           BYTES,
+           OFFSET,
+           ERR,
+           N };
+    uint64_t v[N] = {0};
+    unsigned i = DUR, have = 0;
+    for (; i <= PATH && p < bend; i++)
+        if (sp_get_uvarint(&p, bend, &v[i]) < 0)
+            return SP_E_CORRUPT;
+    uint64_t marks = i > PATH ? v[PATH] & ((1u << SP_IO_MARK_BITS) - 1) : 0;
+    unsigned in = (marks & SP_IO_REPEAT) ? 1u << RET : ((1u << N) - 1) & ~((1u << DUR) | (1u << PATH));
+    if (marks & SP_IO_RET_BYTES)
+        in &= ~(1u << RET);
+    for (i = OP; i < N && p < bend; i++)
+        if ((in >> i) & 1) {
+            if (sp_get_uvarint(&p, bend, &v[i]) < 0)
+                return SP_E_CORRUPT;
+            have |= 1u << i;
+        }
+    e->dur = v[DUR];
+    e->path = v[PATH] >> SP_IO_MARK_BITS;
+    st->end[SP_EV_IO] = t + e->dur;
+    if (!(marks & SP_IO_REPEAT)) {
+        prev->op = v[OP];
+        prev->fd = sp_unzigzag(v[FD]);
+        prev->fd_kind = v[FD_KIND];
+        prev->bytes = v[BYTES];
+        prev->err = v[ERR];
+        if ((have >> OFFSET) & 1) /* the offset's varint was there */
+            prev->offset += (uint64_t)sp_unzigzag(v[OFFSET]);
+    }
+    e->op = prev->op;
+    e->fd = prev->fd;
+    e->fd_kind = prev->fd_kind;
+    e->bytes = prev->bytes;
+    e->err = prev->err;
+    e->offset = (marks & SP_IO_REPEAT) || ((have >> OFFSET) & 1) ? prev->offset : 0;
+    e->ret = (marks & SP_IO_RET_BYTES) ? (int64_t)e->bytes : sp_unzigzag(v[RET]);
+    return 0;
+}
+
 /* True for the types this build knows; others come from a newer writer. */
 static inline int sp_codec_known(unsigned type)
 {
@@ -356,6 +477,11 @@ static inline long sp_codec_decode(const uint8_t *p, const uint8_t *end, struct 
     if (sp_get_uvarint(&p, bend, &delta) < 0)
         return SP_E_CORRUPT;
     int rc;
+    if (type == SP_EV_IO && !st->io_plain) {
+        ev->t = st->end[SP_EV_IO] + (uint64_t)sp_unzigzag(delta);
+        rc = sp_decode_io_v4(p, bend, ev->t, &ev->io, st);
+        return rc < 0 ? rc : (long)(bend - start);
+    }
     switch (type) {
 #define SP_X_DEC_CASE(id, NAME, name, FIELDS)                 \
     case id:                                                  \

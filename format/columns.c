@@ -17,8 +17,12 @@
  * by a straight line of word loads and stores generated from the schema
  * (no field's boundary is found twice, no per-event cursor is kept), and
  * adds each event to the chunk's summary (summary.h) with the delta and
- * duration it has just passed.  Both run in the compressor thread, off
- * the job's path; a 128 KiB chunk takes a few tens of microseconds.
+ * duration it has just passed.  An IO event is the one type whose
+ * varints are not its columns in order: since version 4 its path comes
+ * first, and a repeat (codec.h) has three or four varints, which go to
+ * the columns of its delta, dur, path and (unless it is its size) ret.  Both passes run in the
+ * compressor thread, off the job's path; a 128 KiB chunk takes a few
+ * tens of microseconds.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -79,15 +83,52 @@ static __attribute__((noinline)) int long_length(const uint8_t *p, const uint8_t
     return 0;
 }
 
+/* Per type id, for pass 1 (a load each, where sp_columns_of is a
+ * switch): the fewest varints an event of the type holds, 0 for a type
+ * this build does not know (all its columns, but a repeated IO event,
+ * codec.h, only its delta, dur and path); and the bytes a body may
+ * hold beyond that many, up to SP_VARINT_MAX per column. */
+#define IO_REPEAT_VARINTS 3
+#define SP_X_LEAST(id, NAME, name, FIELDS) (id == SP_EV_IO ? IO_REPEAT_VARINTS : 1 FIELDS(SP_X_ONE_COLUMN))
+#define SP_X_LEAST_OF(id, NAME, name, FIELDS) [id] = SP_X_LEAST(id, NAME, name, FIELDS),
+#define SP_X_SPAN_OF(id, NAME, name, FIELDS) \
+    [id] = (1 FIELDS(SP_X_ONE_COLUMN)) * SP_VARINT_MAX - SP_X_LEAST(id, NAME, name, FIELDS),
+static const uint8_t least_varints[SP_TYPE_IDS] = {SP_EVENTS(SP_X_LEAST_OF)};
+static const uint8_t body_span[SP_TYPE_IDS] = {SP_EVENTS(SP_X_SPAN_OF)};
+#undef SP_X_SPAN_OF
+#undef SP_X_LEAST_OF
+#undef SP_X_LEAST
+_Static_assert(SP_MAX_COLUMNS *SP_VARINT_MAX <= UINT8_MAX, "a body's span fits a byte");
+/* IO columns (column c: field c - 1, the delta's 0), in the order of an
+ * IO event's body (codec.h): path, with the repeat's mark, first. */
+#define IO_COL_PATH 5
+static const uint8_t io_body_columns[] = {0, 1, IO_COL_PATH, 2, 3, 4, 6, 7, 8, 9};
+/* The columns a repeat leaves out (bit c: column c): op, fd, fd_kind,
+ * bytes, offset, err; and ret's, which an event whose result is its
+ * size leaves out. */
+#define IO_REPEATED_COLUMNS 0x39cu
+#define IO_COL_RET 6
+/* The IO columns an event leaves out, by the marks of its path varint's
+ * first byte. */
+static inline uint32_t io_left_out(unsigned first)
+{
+    return ((first & SP_IO_REPEAT) ? IO_REPEATED_COLUMNS : 0) | ((first & SP_IO_RET_BYTES) ? 1u << IO_COL_RET : 0);
+}
+_Static_assert(sizeof io_body_columns == 1 SP_FIELDS_IO(SP_X_ONE_COLUMN), "an IO body's order names every column");
+
 /* Pass 1: every event of a known type with a canonical length; the type
- * stream goes to `types`.  0, or -1 when the chunk must stay in rows. */
+ * stream goes to `types`.  0, or -1 when the chunk must stay in rows.
+ * One branch per event in the common case (a one-byte length, a body of
+ * least_varints to k * SP_VARINT_MAX bytes within the rows): blen - least
+ * compared unsigned catches a body too short, and least == 0 (an unknown
+ * type) is refused. */
 static int plan_events(struct plan *pl, const uint8_t *rows, size_t len, uint8_t *types)
 {
     const uint8_t *p = rows, *end = rows + len;
     uint32_t n = 0;
     while (p < end && *p != 0) {
         unsigned type = *p;
-        unsigned k = sp_columns_of(type);
+        size_t least = least_varints[type], span = body_span[type];
         uint64_t blen;
         size_t lb = 1;
         if (__builtin_expect(end - p > 2 && p[1] < SP_ONE_BYTE_LIMIT, 1))
@@ -98,7 +139,7 @@ static int plan_events(struct plan *pl, const uint8_t *rows, size_t len, uint8_t
         /* A body shorter or longer than its varints can be is not copied:
          * refused here, so that column_bound holds for the events before
          * it and pass 2 reads every length in one or two bytes. */
-        if (!k || blen < k || blen > (uint64_t)k * SP_VARINT_MAX || blen > (uint64_t)(end - q))
+        if (__builtin_expect(blen - least > span || least == 0 || blen > (uint64_t)(end - q), 0))
             return -1;
         types[n++] = (uint8_t)type;
         pl->count[type]++;
@@ -113,11 +154,11 @@ static int plan_events(struct plan *pl, const uint8_t *rows, size_t len, uint8_t
 
 /* The most bytes one column of type t can hold: each event gives it at
  * most SP_VARINT_MAX bytes, and at most its body less one byte for
- * each of its other varints. */
+ * each of its other varints (least_varints - 1 at the fewest). */
 static size_t column_bound(const struct plan *pl, unsigned t)
 {
-    size_t n = pl->count[t], k = sp_columns_of(t);
-    size_t by_body = pl->bytes[t] - (k - 1) * n; /* every body has k bytes or more (pass 1) */
+    size_t n = pl->count[t], least = least_varints[t];
+    size_t by_body = pl->bytes[t] - (least - 1) * n; /* every body has `least` varints or more (pass 2) */
     size_t by_varint = n * SP_VARINT_MAX;
     return by_body < by_varint ? by_body : by_varint;
 }
@@ -125,6 +166,7 @@ static size_t column_bound(const struct plan *pl, unsigned t)
 /* Bodies shorter than this are copied by the mask path (copy_event_*):
  * one bit per byte of a 64-bit mask, and bit 63 a sentinel. */
 #define MASK_BODY 63
+_Static_assert(MASK_BODY <= SP_ONE_BYTE_LIMIT, "a two-byte length must take the slow path");
 /* Bytes of a field moved at once: any varint (SP_VARINT_MAX). */
 #define FIELD_MOVE 16
 
@@ -212,28 +254,84 @@ static inline __attribute__((always_inline)) uint64_t field_value(const uint8_t 
         at = end;                                                               \
     }
 #define CT_X_FIELD(kind, field) CT_COPY(CT_VALUE_##kind(dur))
+/* The end of an event copied: the summary given its time, and the event's
+ * end, or NULL when its bytes were not exactly its varints. */
+#define CT_DONE(id)                                                   \
+    if (at != blen)                                                   \
+        return NULL;                                                  \
+    if (sb) {                                                         \
+        uint64_t t = sb->last_end[id] + (uint64_t)sp_unzigzag(delta); \
+        sb->last_end[id] = t + dur;                                   \
+        sp_summary_add(sb, id, t);                                    \
+    }                                                                 \
+    return q + at;
+
+/* CT_COPY to column c, the body's fields being out of the columns' order. */
+#define CT_COPY_TO(c, value)                                                    \
+    {                                                                           \
+        size_t end = (size_t)__builtin_ctzll(m | UINT64_C(1) << MASK_BODY) + 1; \
+        m &= m - 1;                                                             \
+        memcpy(col[c], q + at, FIELD_MOVE);                                     \
+        value;                                                                  \
+        col[c] += end - at;                                                     \
+        at = end;                                                               \
+    }
+
+/* An IO event (codec.h's repeats): delta, dur and path; then ret alone
+ * for a repeat, or the seven other fields, ret left out when its result
+ * is its size.  The marks are the low bits of the path varint's first
+ * byte. */
+static inline __attribute__((always_inline)) const uint8_t *copy_event_io_v4(const uint8_t *q, size_t blen,
+                                                                             uint8_t **col,
+                                                                             struct sp_summary_build *sb)
+{
+    uint64_t m = stop_mask(q, blen), delta, dur;
+    size_t at = 0;
+    /* At least three varints (a repeat's): none longer than blen - 2. */
+    if (blen > IO_REPEAT_VARINTS + SP_VARINT_MAX - 1 && __builtin_expect(longer_than_varint(m, blen), 0))
+        return NULL;
+    CT_COPY_TO(0, delta = field_value(q, end))
+    CT_COPY_TO(1, dur = field_value(q + at, end - at))
+    unsigned marks = q[at];
+    CT_COPY_TO(IO_COL_PATH, )
+    /* Straight lines, the columns constants (a loop over the body's
+     * order tested each column and ran slower on format_bench's mix). */
+    if (__builtin_expect(!(marks & SP_IO_REPEAT), 0)) {
+        CT_COPY_TO(2, ) /* op */
+        CT_COPY_TO(3, ) /* fd */
+        CT_COPY_TO(4, ) /* fd_kind */
+        if (!(marks & SP_IO_RET_BYTES))
+            CT_COPY_TO(IO_COL_RET, )
+        CT_COPY_TO(7, ) /* bytes */
+        CT_COPY_TO(8, ) /* offset */
+        CT_COPY_TO(9, ) /* err */
+    } else if (__builtin_expect(!(marks & SP_IO_RET_BYTES), 0)) {
+        CT_COPY_TO(IO_COL_RET, )
+    }
+    CT_DONE(SP_EV_IO)
+}
+#undef CT_COPY_TO
+
 #define CT_X_TYPE(id, NAME, name, FIELDS)                                          \
     static inline __attribute__((always_inline)) const uint8_t *copy_event_##name( \
         const uint8_t *q, size_t blen, uint8_t **col, struct sp_summary_build *sb) \
     {                                                                              \
+        if (id == SP_EV_IO)                                                        \
+            return copy_event_io_v4(q, blen, col, sb);                             \
         uint64_t m = stop_mask(q, blen), delta, dur = 0;                           \
         size_t at = 0;                                                             \
-        if (__builtin_expect(longer_than_varint(m, blen), 0))                      \
+        /* k varints in blen bytes: none longer than blen - (k - 1) */             \
+        if (blen > (1 FIELDS(SP_X_ONE_COLUMN)) + SP_VARINT_MAX - 1 &&              \
+            __builtin_expect(longer_than_varint(m, blen), 0))                      \
             return NULL;                                                           \
         CT_COPY(delta = field_value(q, end))                                       \
         FIELDS(CT_X_FIELD)                                                         \
-        if (at != blen)                                                            \
-            return NULL;                                                           \
-        if (sb) {                                                                  \
-            uint64_t t = sb->last_end[id] + (uint64_t)sp_unzigzag(delta);          \
-            sb->last_end[id] = t + dur;                                            \
-            sp_summary_add(sb, id, t);                                             \
-        }                                                                          \
-        return q + at;                                                             \
+        CT_DONE(id)                                                                \
     }
 SP_EVENTS(CT_X_TYPE)
 #undef CT_X_TYPE
 #undef CT_X_FIELD
+#undef CT_DONE
 #undef CT_COPY
 
 /* The same for an event near the rows' end, where the mask cannot be
@@ -242,10 +340,16 @@ static const uint8_t *copy_event_slow(unsigned type, const uint8_t *q, const uin
                                       struct sp_summary_build *sb)
 {
     const uint8_t *body = q;
-    for (unsigned c = 0, k = sp_columns_of(type); c < k; c++) {
+    uint32_t skip = 0; /* columns this event leaves out: a repeated IO event's */
+    for (unsigned i = 0, k = sp_columns_of(type); i < k; i++) {
+        unsigned c = type == SP_EV_IO ? io_body_columns[i] : i;
+        if ((skip >> c) & 1)
+            continue;
         size_t b = q < bend ? varint_bytes(q, bend) : 0;
         if (!b)
             return NULL;
+        if (type == SP_EV_IO && c == IO_COL_PATH)
+            skip = io_left_out(*q);
         memcpy(col[c], q, b);
         col[c] += b;
         q += b;
@@ -304,14 +408,15 @@ static int copy_events(const uint8_t *rows, size_t len, const uint8_t *types, ui
         unsigned type = types[i];
         size_t blen = p[1];
         const uint8_t *q = p + 2;
-        if (__builtin_expect(blen >= SP_ONE_BYTE_LIMIT, 0)) { /* canonical, two bytes (pass 1) */
-            blen = (blen & 0x7f) | (size_t)p[2] << 7;
-            q++;
-        }
-        const uint8_t *bend = q + blen;
-        if (__builtin_expect(q >= fast_end || blen >= MASK_BODY, 0))
-            p = copy_event_slow(type, q, bend, col[type], sb);
-        else
+        /* One test for the common case: a two-byte length is a body
+         * longer than MASK_BODY too. */
+        if (__builtin_expect(q >= fast_end || blen >= MASK_BODY, 0)) {
+            if (blen >= SP_ONE_BYTE_LIMIT) { /* canonical, two bytes (pass 1) */
+                blen = (blen & 0x7f) | (size_t)p[2] << 7;
+                q++;
+            }
+            p = copy_event_slow(type, q, q + blen, col[type], sb);
+        } else
             switch (type) {
 #define CT_X_CASE(id, NAME, name, FIELDS)              \
     case id:                                           \
@@ -484,6 +589,7 @@ int sp_columns_open(struct sp_columns *c, const uint8_t *buf, size_t len, const 
     c->types = p;
     c->n = (uint32_t)n;
     c->next = 0;
+    c->io_plain = c->io_counted = 0;
     count_types(c->count, p, c->n);
     if (c->count[0])
         return SP_E_CORRUPT;
@@ -493,14 +599,46 @@ int sp_columns_open(struct sp_columns *c, const uint8_t *buf, size_t len, const 
     return open_table(c, p, end, ntypes, zeros);
 }
 
+/* Of the IO events of a checked path column (n varints at p, each with
+ * the marks): those that are not repeats (*full) and those that hold
+ * their ret (*ret). */
+static void io_count_marks(const uint8_t *p, uint32_t n, uint32_t *full, uint32_t *ret)
+{
+    uint32_t f = 0, r = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        f += !(*p & SP_IO_REPEAT);
+        r += !(*p & SP_IO_RET_BYTES);
+        while (*p++ & 0x80)
+            ;
+    }
+    *full = f;
+    *ret = r;
+}
+
 int sp_columns_check(struct sp_columns *c, unsigned type, uint64_t cols)
 {
     if (type >= SP_EV_MAX || !c->count[type])
         return 0; /* not in this chunk: nothing will be read */
     unsigned k = sp_columns_of(type);
     uint64_t todo = cols & ~c->checked[type];
+    uint32_t count = c->count[type], repeated = 0;
+    if (type == SP_EV_IO && !c->io_plain && (cols & (IO_REPEATED_COLUMNS | 1u << IO_COL_RET))) {
+        /* Which events repeat is in the path column: checked first. */
+        if (!c->io_counted) {
+            if (!((c->checked[type] >> IO_COL_PATH) & 1) &&
+                !column_ok(c->col[type][IO_COL_PATH], c->size[type][IO_COL_PATH], count))
+                return SP_E_CORRUPT;
+            c->checked[type] |= UINT64_C(1) << IO_COL_PATH;
+            todo &= ~(UINT64_C(1) << IO_COL_PATH);
+            io_count_marks(c->col[type][IO_COL_PATH], count, &c->io_full, &c->io_ret);
+            c->io_counted = 1;
+        }
+        repeated = IO_REPEATED_COLUMNS;
+    }
     for (unsigned j = 0; j < k && todo >> j; j++)
-        if ((todo >> j) & 1 && !column_ok(c->col[type][j], c->size[type][j], c->count[type]))
+        if ((todo >> j) & 1 &&
+            !column_ok(c->col[type][j], c->size[type][j],
+                       (repeated >> j) & 1 ? c->io_full : (repeated && j == IO_COL_RET ? c->io_ret : count)))
             return SP_E_CORRUPT;
     c->checked[type] |= todo;
     return 0;
@@ -540,8 +678,15 @@ long sp_columns_to_rows(uint8_t *out, size_t cap, const uint8_t *cols, size_t le
         if (!k)
             continue; /* a type this build does not know: dropped */
         uint8_t *p = body;
-        for (unsigned j = 0; j < k && rc == 0; j++)
+        uint32_t skip = 0; /* a repeated IO event's missing columns */
+        for (unsigned f = 0; f < k && rc == 0; f++) {
+            unsigned j = type == SP_EV_IO ? io_body_columns[f] : f;
+            if ((skip >> j) & 1)
+                continue;
+            if (type == SP_EV_IO && j == IO_COL_PATH)
+                skip = io_left_out(*c.col[type][j]);
             rc = copy_varint(&c.col[type][j], &p, body + sizeof body);
+        }
         size_t n = (size_t)(p - body);
         if (rc == 0 && 1 + SP_VARINT_MAX + n > (size_t)(out + cap - o))
             rc = SP_E_FULL;

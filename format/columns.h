@@ -112,6 +112,14 @@ struct sp_columns {
     uint64_t checked[SP_EV_MAX];              /* bit j: column j is fit to read */
     uint32_t size[SP_EV_MAX][SP_MAX_COLUMNS]; /* bytes of each column */
     const uint8_t *col[SP_EV_MAX][SP_MAX_COLUMNS];
+    /* IO columns as version 3 wrote them, every field of every event: set
+     * by a reader of an older trace after sp_columns_open (which clears
+     * it).  Else a repeated IO event (codec.h) has no varint in the
+     * columns of the six fields it repeats, which hold io_full varints:
+     * the IO events that are not repeats; and an IO event whose result is
+     * its size none in ret's, which holds io_ret.  Both are counted from
+     * the path column (its marks) once it is checked (io_counted). */
+    uint32_t io_plain, io_counted, io_full, io_ret;
 };
 
 /* Sets `c` up to decode the column payload [buf, buf + len), which is

@@ -667,6 +667,111 @@ SP_EVENTS(RD_X_BDECODER)
 #undef RD_X_BSTOP
 #undef RD_EV
 
+/* ---- IO events since version 4 ------------------------------------------------ *
+ * A repeated IO event (codec.h) has no varint in the columns of the six
+ * fields it repeats (op, fd, fd_kind, bytes, offset, err): its values are
+ * the previous IO event's; one whose result is its size has none in
+ * ret's.  Decoded event by event, since which columns an event reads
+ * depends on the marks in its path; the path column is read whenever one
+ * of those seven fields is wanted (sp_columns_check has then checked it
+ * and counted the varints of each column), and bytes whenever ret is. */
+
+/* Whether IO events are coded as before version 4 (no repeats). */
+static uint32_t io_plain(const struct sp_reader *r)
+{
+    return r->info.hdr.version < 4;
+}
+
+/* Field i of an IO event (bit i of a field mask); column i + 1. */
+enum { IO_F_DUR,
+       IO_F_OP,
+       IO_F_FD,
+       IO_F_FD_KIND,
+       IO_F_PATH,
+       IO_F_RET,
+       IO_F_BYTES,
+       IO_F_OFFSET,
+       IO_F_ERR };
+#define IO_F(f) (UINT64_C(1) << (f))
+#define IO_F_REPEATED \
+    (IO_F(IO_F_OP) | IO_F(IO_F_FD) | IO_F(IO_F_FD_KIND) | IO_F(IO_F_BYTES) | IO_F(IO_F_OFFSET) | IO_F(IO_F_ERR))
+
+/* block_io's counterpart (the generated decoder of the same shape): the
+ * next n IO events into e[], the fields in `want`, then the times;
+ * returns n, or the index of the first malformed one. */
+static uint32_t block_io_v4(const uint8_t **col, struct sp_codec_state *st, uint64_t want, uint32_t n,
+                            uint32_t tid, struct sp_event *e)
+{
+    struct sp_ev_io *prev = &st->io;
+    const uint8_t *c[SP_MAX_COLUMNS];
+    memcpy(c, col, sizeof c);
+    int need_path = (want & (IO_F(IO_F_PATH) | IO_F(IO_F_RET) | IO_F_REPEATED)) != 0;
+    /* ret may be bytes: then bytes is decoded (and its memory kept) */
+    uint64_t get = want & IO_F(IO_F_RET) ? want | IO_F(IO_F_BYTES) : want;
+    uint64_t v = 0;
+    uint32_t i;
+/* Column f + 1 into v, or the block ends before event i. */
+#define IO_GET(f)                                                  \
+    if (__builtin_expect(sp_column_get(&c[(f) + 1], &v) < 0, 0)) { \
+        n = i;                                                     \
+        break;                                                     \
+    }
+/* A field a repeat takes from the previous event. */
+#define IO_REPEATED(f, field, value)   \
+    if (get & IO_F(f)) {               \
+        if (!(marks & SP_IO_REPEAT)) { \
+            IO_GET(f)                  \
+            prev->field = (value);     \
+        }                              \
+        if (want & IO_F(f))            \
+            io->field = prev->field;   \
+    }
+    for (i = 0; i < n; i++) {
+        struct sp_ev_io *io = &e[i].io;
+        uint64_t marks = 0;
+        if (want & IO_F(IO_F_DUR)) {
+            IO_GET(IO_F_DUR)
+            io->dur = v;
+        }
+        if (need_path) {
+            IO_GET(IO_F_PATH)
+            marks = v & ((1u << SP_IO_MARK_BITS) - 1);
+            if (want & IO_F(IO_F_PATH))
+                io->path = v >> SP_IO_MARK_BITS;
+        }
+        IO_REPEATED(IO_F_OP, op, v)
+        IO_REPEATED(IO_F_FD, fd, sp_unzigzag(v))
+        IO_REPEATED(IO_F_FD_KIND, fd_kind, v)
+        IO_REPEATED(IO_F_BYTES, bytes, v)
+        IO_REPEATED(IO_F_OFFSET, offset, prev->offset + (uint64_t)sp_unzigzag(v))
+        IO_REPEATED(IO_F_ERR, err, v)
+        if (want & IO_F(IO_F_RET)) {
+            if (marks & SP_IO_RET_BYTES)
+                v = sp_zigzag((int64_t)prev->bytes);
+            else
+                IO_GET(IO_F_RET)
+            io->ret = sp_unzigzag(v);
+        }
+    }
+#undef IO_REPEATED
+#undef IO_GET
+    memcpy(col + 1, c + 1, sizeof c - sizeof c[0]);
+    const uint8_t *p = col[0];
+    uint64_t end = st->end[SP_EV_IO];
+    for (i = 0; i < n; i++) {
+        if (__builtin_expect(sp_column_get(&p, &v) < 0, 0)) {
+            n = i;
+            break;
+        }
+        e[i].tid = tid;
+        e[i].t = end + (uint64_t)sp_unzigzag(v);
+        end = e[i].t + e[i].io.dur;
+    }
+    col[0] = p;
+    st->end[SP_EV_IO] = end;
+    return n;
+}
+
 /* The fields of `type` its action fills (bit i: field i). */
 static uint64_t fields_read(const struct sp_reader *r, unsigned type)
 {
@@ -721,6 +826,10 @@ static uint32_t fill_block(struct sp_reader *r, unsigned type, uint32_t at)
     }
     b->dirty |= want;
     uint32_t got = 0;
+    if (type == SP_EV_IO && !r->codec.io_plain) {
+        got = block_io_v4(r->cols.col[SP_EV_IO], &r->codec, want, n, r->tid, e);
+        goto filled;
+    }
     switch (type) {
 #define RD_X_FILL(id, NAME, name, FIELDS)                                   \
     case id:                                                                \
@@ -731,6 +840,7 @@ static uint32_t fill_block(struct sp_reader *r, unsigned type, uint32_t at)
     default:
         break;
     }
+filled:
     b->next = e;
     b->end = e + (r->selecting && r->sel[type].field >= 0 ? select_block(r, type, e, got, at) : got);
     b->left -= got;
@@ -760,6 +870,7 @@ static void start_chunk(struct sp_reader *r, size_t len, uint64_t id, uint32_t t
     r->chunk_id = id;
     r->tid = tid;
     sp_codec_reset(&r->codec);
+    r->codec.io_plain = io_plain(r);
     r->chunk_from_slot = from_slot;
     r->columnar = 0;
     r->types = r->types_next;
@@ -956,6 +1067,7 @@ static int open_columns(struct sp_reader *r, uint64_t at)
 {
     r->chunk_at = at;
     if (sp_columns_open(&r->cols, r->chunk, r->chunk_len, r->zeros) == 0) {
+        r->cols.io_plain = io_plain(r);
         r->columnar = 1;
         for (unsigned t = 1; t < SP_EV_MAX; t++) {
             struct type_block *b = &r->block[t];

@@ -48,7 +48,8 @@
 #include <stdint.h>
 
 #define SP_MAGIC "SPROF\r\n\032" /* 8 bytes; the \r\n\032 catches text-mode mangling */
-#define SP_VERSION 3             /* 3: frames may hold chunks in the column layout */
+#define SP_VERSION 4             /* 4: an IO event like the one before it is a repeat;
+                                  * 3: frames may hold chunks in the column layout */
 #define SP_VERSION_OLDEST 2      /* 2: rows only, still read; 1: times and ids coded
                              * without per-type memory, refused */
 #define SP_HEADER_SIZE 4096u
@@ -457,6 +458,10 @@ const char *sp_enum_name(int type, const char *field, uint64_t value);
  * decodable alone. */
 struct sp_codec_state {
     uint64_t end[SP_EV_MAX];
+    /* 1: IO events are coded as in version 3 (never a repeat): set by a
+     * reader of an older trace after each reset; 0 (reset) for this
+     * version's coding. */
+    uint64_t io_plain;
 #define SP_X_PREV(id, NAME, name, FIELDS) struct sp_ev_##name name;
     SP_EVENTS(SP_X_PREV)
 #undef SP_X_PREV

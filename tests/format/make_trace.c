@@ -4,7 +4,7 @@
  * all-reduce and a marker.  `make_trace PATH [crash] [small]`: "crash"
  * exits without closing the writer, as a killed process would;
  * "small" uses tiny slots and arena (fuzzing seeds) and adds enough
- * events for several frames.
+ * events for several frames, reads among them.
  */
 #include <string.h>
 
@@ -13,6 +13,10 @@
 #define NAME_WITH_QUOTES "/data/img \"001\"\\\t\xc3\xa9.jpg"
 
 #define SMALL_EXTRA_EVENTS 300
+/* In those, a read after every IO_EVERY-th marker, its offset moved every
+ * IO_RUN markers. */
+#define IO_EVERY 3
+#define IO_RUN 30
 
 static int has_flag(int argc, char **argv, const char *flag)
 {
@@ -74,6 +78,13 @@ int main(int argc, char **argv)
         m.marker.kind = i % 2 ? SP_MARK_POP : SP_MARK_PUSH;
         m.marker.depth = (uint64_t)i;
         CHECK(sp_writer_append(w, &m) == 0, "append");
+        if (i % IO_EVERY == 0) { /* reads of the file in runs: mostly repeats of the one before */
+            ev.t = m.t + 10;
+            ev.io.dur = 100 + (uint64_t)i;
+            ev.io.offset = (uint64_t)(i / IO_RUN) * 4096;
+            ev.io.ret = i % 17 ? 4096 : 0;
+            CHECK(sp_writer_append(w, &ev) == 0, "append");
+        }
     }
     if (has_flag(argc, argv, "crash"))
         _exit(0); /* die without closing: the trace is what a crash leaves */

@@ -6,7 +6,7 @@
  *
  * The damage is made the way a buggy writer would make it, with valid
  * checksums: the first column frame is decompressed, the last byte of its
- * `path` column (an io field) is given a continuation bit, so the column
+ * `fd_kind` column (an io field) is given a continuation bit, so the column
  * no longer holds one varint per event, and the frame is compressed and
  * checksummed again.  The expectations come from the undamaged file read
  * with every field: the same io events, by their offsets, in the same
@@ -20,7 +20,9 @@
 #define MAX_EVENTS 4096
 #define FRAME_MAX 65536
 #define FRAME_HCRC_BYTES 28 /* the frame header bytes its hcrc covers (sprof.h) */
-#define IO_FIELD_PATH 4     /* dur, op, fd, fd_kind, path: the fifth field */
+/* dur, op, fd, fd_kind: the fourth field (not the path, which an IO
+ * event's other fields need since version 4: it says which repeat) */
+#define IO_FIELD_FD_KIND 3
 
 static void record(const char *path)
 {
@@ -95,7 +97,7 @@ static size_t last_byte_of_column(const uint8_t *pay, unsigned type, unsigned co
     return 0;
 }
 
-/* Writes to `out` the file with its first column frame's path column
+/* Writes to `out` the file with its first column frame's fd_kind column
  * damaged (checksums valid); returns the events that frame holds. */
 static uint64_t damage_first_column_frame(const uint8_t *orig, size_t size, const char *out)
 {
@@ -115,7 +117,7 @@ static uint64_t damage_first_column_frame(const uint8_t *orig, size_t size, cons
         CHECK(n == (fh.usize & SP_FRAME_SIZE_MASK), "frame decompresses");
         const uint8_t *p = pay;
         uint64_t events = get_varint(&p);
-        pay[last_byte_of_column(pay, SP_EV_IO, 1 + IO_FIELD_PATH)] |= 0x80;
+        pay[last_byte_of_column(pay, SP_EV_IO, 1 + IO_FIELD_FD_KIND)] |= 0x80;
         size_t c = ZSTD_compress(comp, sizeof comp, pay, n, 1);
         CHECK(!ZSTD_isError(c), "recompress");
         fh.csize = (uint32_t)c;
@@ -134,15 +136,15 @@ static uint64_t damage_first_column_frame(const uint8_t *orig, size_t size, cons
     return 0;
 }
 
-/* Reads the io offsets of `path` into `offs`, every field or all but the
- * path; returns how many, and whether damage was reported. */
+/* Reads the io offsets of `path` into `offs`, every field or all but
+ * fd_kind; returns how many, and whether damage was reported. */
 static size_t read_offsets(const char *path, int all_fields, uint64_t *offs, int *reported)
 {
     int err;
     struct sp_reader *r = sp_reader_open(path, &err);
     CHECK(r, "open %s: %s", path, sp_strerror(err));
     if (!all_fields)
-        sp_reader_set_fields(r, SP_EV_IO, ~(UINT64_C(1) << IO_FIELD_PATH));
+        sp_reader_set_fields(r, SP_EV_IO, ~(UINT64_C(1) << IO_FIELD_FD_KIND));
     struct sp_event ev;
     size_t n = 0;
     while (sp_reader_next(r, &ev))
@@ -171,7 +173,7 @@ int main(void)
 
     size_t m = read_offsets(bad, 0, got, &reported);
     CHECK(m == n && memcmp(got, want, n * sizeof *got) == 0 && !reported,
-          "without the path field, all %zu events read from the damaged trace (%zu)", n, m);
+          "without the fd_kind field, all %zu events read from the damaged trace (%zu)", n, m);
     printf("ok: a damaged column nobody asked for costs nothing: %zu of %zu events\n", m, n);
 
     m = read_offsets(bad, 1, got, &reported);

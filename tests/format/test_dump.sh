@@ -5,11 +5,12 @@
 #     with quotes, a tab and a non-ASCII letter survives the round trip) and
 #     enum names beside their numbers;
 #   - a trace left by a killed process dumps the same events;
+#   - a trace of the previous version (3) dumps the events this one writes;
 #   - a file that is not a trace gets one clear line naming it, exit 1;
 #   - --help explains the verb.
-# Needs SCALEPROF_BIN and MAKE_TRACE from meson.
+# Needs SCALEPROF_BIN, MAKE_TRACE and FORMAT_DATA (tests/format/data) from meson.
 set -eu
-: "${SCALEPROF_BIN:?}" "${MAKE_TRACE:?}"
+: "${SCALEPROF_BIN:?}" "${MAKE_TRACE:?}" "${FORMAT_DATA:?}"
 dir=$(mktemp -d "${TMPDIR:-/tmp}/sprof-dump-XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAILED: $*" >&2; exit 1; }
@@ -40,6 +41,23 @@ print("ok: %s trace: %d JSON lines parse, fields and strings as recorded" % (sys
 PY
   [ ! -s "$dir/$f.err" ] || fail "no damage expected in $f: $(cat "$dir/$f.err")"
 done
+
+# Traces of version 3 (IO events without repeats), kept as make_trace
+# wrote them at that version, closed and killed: they dump the events this
+# build's make_trace writes (the same program), line for line but the
+# process and thread ids.
+"$MAKE_TRACE" "$dir/small-closed.sprof" small
+"$MAKE_TRACE" "$dir/small-killed.sprof" crash small
+events() { "$SCALEPROF_BIN" dump "$1" | grep -v '^#' | awk '{$2 = ""; print}'; }
+for f in closed killed; do
+  "$SCALEPROF_BIN" dump --header-only "$FORMAT_DATA/v3-$f.sprof" | grep -q '^#   version 3 ' ||
+    fail "v3-$f.sprof is a version 3 trace"
+  events "$FORMAT_DATA/v3-$f.sprof" > "$dir/v3-$f.out"
+  events "$dir/small-$f.sprof" > "$dir/small-$f.out"
+  [ "$(grep -c ' io ' "$dir/v3-$f.out")" -gt 100 ] || fail "v3-$f.sprof holds reads: $(head -3 "$dir/v3-$f.out")"
+  cmp -s "$dir/v3-$f.out" "$dir/small-$f.out" || fail "version 3 and this version differ ($f): $(diff "$dir/v3-$f.out" "$dir/small-$f.out" | head -5)"
+done
+echo "ok: version 3 traces, closed and killed, read as this version's"
 
 "$SCALEPROF_BIN" dump "$dir/closed.sprof" > "$dir/text.out"
 grep -q '^# .*closed.sprof' "$dir/text.out" || fail "text header names the file"

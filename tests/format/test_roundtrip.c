@@ -112,6 +112,153 @@ static void every_type_survives_the_file(const char *dir)
     printf("ok: %d events of %d types with extreme values round-trip\n", nsent, SP_EV_MAX - 1);
 }
 
+/* ---- IO repeats (version 4) ------------------------------------------------ */
+
+#define REPEAT_EVENTS 6000
+#define REPEAT_SLOT 4096 /* a few hundred events a chunk: many chunks, each from empty memory */
+
+/* Event i of a job that reads in runs: most events repeat the one before
+ * (op, fd, fd_kind, bytes, offset, err), with their own times, durations,
+ * results and paths; every 7th changes one of the six (an extreme value
+ * at times), and GPU events come between. */
+static void repeat_event(struct sp_event *ev, int i, uint64_t path_id)
+{
+    static const int64_t fds[] = {3, INT64_MIN, -1, INT64_MAX};
+    static const uint64_t big[] = {4096, UINT64_MAX, 0, 1};
+    memset(ev, 0, sizeof *ev);
+    if (i % 11 == 10) {
+        ev->type = SP_EV_GPU;
+        ev->t = 1000000 + (uint64_t)i * 900;
+        ev->gpu.dur = 50;
+        ev->gpu.kind = SP_GPU_KERNEL;
+        return;
+    }
+    int run = i / 7, change = run % 7;
+    ev->type = SP_EV_IO;
+    ev->t = 1000000 + (uint64_t)i * 900;
+    ev->io.dur = (uint64_t)(i * 37 % 500);
+    ev->io.ret = i % 13 ? 4096 : -1;
+    ev->io.path = i % 5 == 0 ? path_id : (uint64_t)(run % 3);
+    ev->io.op = change == 0 ? (uint64_t)(run % SP_IO_OP_MAX) : SP_IO_READ;
+    ev->io.fd = change == 1 ? fds[run % 4] : 3;
+    ev->io.fd_kind = change == 2 ? big[run % 4] : 1;
+    ev->io.bytes = change == 3 ? big[run % 4] : 4096;
+    ev->io.offset = change == 4 ? (uint64_t)run * 4096 : (change == 5 ? UINT64_MAX - (uint64_t)run : 0);
+    ev->io.err = change == 6 ? big[run % 4] : 0;
+}
+
+/* Reads `path` with IO's fields limited to `fields` (all: UINT64_MAX) and
+ * compares every event with what was sent, the fields left out read 0.
+ * Returns the chunks read from slots (rows) and from frames, in *slots
+ * and *frames. */
+static void repeats_read_back(const char *path, const struct sp_event *sent, int nsent, uint64_t fields,
+                              const char *what, uint64_t *slots, uint64_t *frames)
+{
+    int err;
+    struct sp_reader *r = sp_reader_open(path, &err);
+    CHECK(r, "open: %s", sp_strerror(err));
+    if (fields != UINT64_MAX)
+        sp_reader_set_fields(r, SP_EV_IO, fields);
+    struct sp_event ev;
+    int got = 0;
+    while (sp_reader_next(r, &ev)) {
+        CHECK(got < nsent, "%s: more events than recorded", what);
+        struct sp_event want = sent[got];
+        if (want.type == SP_EV_IO && fields != UINT64_MAX) {
+            int n;
+            const struct sp_field_desc *f = sp_event_fields(SP_EV_IO, &n);
+            for (int i = 0; i < n; i++)
+                if (!((fields >> i) & 1) && strcmp(f[i].name, "dur") != 0) /* durations are always read */
+                    memset((char *)&want + f[i].offset, 0, sizeof(uint64_t));
+        }
+        char at[96];
+        snprintf(at, sizeof at, "%s, event %d", what, got);
+        check_same(&want, &ev, at);
+        got++;
+    }
+    CHECK(got == nsent, "%s: read %d of %d events", what, got, nsent);
+    CHECK(!strcmp(sp_reader_diag(r), ""), "%s: no damage reported: %s", what, sp_reader_diag(r));
+    *slots = sp_reader_stats(r)->slots_recovered;
+    *frames = sp_reader_stats(r)->frames;
+    sp_reader_close(r);
+}
+
+/* Frames of the closed trace `path` in the column layout, and in all. */
+static void count_column_frames(const char *path, int *columns, int *all)
+{
+    FILE *f = fopen(path, "rb");
+    CHECK(f, "open %s", path);
+    struct sp_file_header h;
+    CHECK(fread(&h, sizeof h, 1, f) == 1, "header");
+    *columns = *all = 0;
+    struct sp_frame_header fh;
+    for (uint64_t at = h.frames_offset;
+         fseek(f, (long)at, SEEK_SET) == 0 && fread(&fh, sizeof fh, 1, f) == 1 && fh.magic == SP_FRAME_MAGIC;
+         at += sizeof fh + fh.csize) {
+        *columns += (fh.usize & SP_FRAME_COLUMNS) != 0;
+        ++*all;
+    }
+    fclose(f);
+}
+
+/* Repeated IO events (codec.h) leave six fields out, and those whose
+ * result is their size (most here, and a -1 for UINT64_MAX bytes) their
+ * result; every one of them comes back, in frames (columns) and in the
+ * slots a running process holds (rows), whichever fields a reader asks
+ * for. */
+static void io_repeats_round_trip(const char *dir)
+{
+    char path[4200];
+    struct sp_writer_opts o = {.slot_size = REPEAT_SLOT, .slot_count = 64, .background = 0};
+    struct sp_writer *w = test_writer(dir, "repeats.sprof", &o, path, sizeof path);
+    uint64_t path_id = sp_writer_intern(w, "/data/shard-00017.bin", 21);
+    static struct sp_event sent[REPEAT_EVENTS];
+    for (int i = 0; i < REPEAT_EVENTS; i++) {
+        repeat_event(&sent[i], i, path_id);
+        CHECK(sp_writer_append(w, &sent[i]) == 0, "append %d", i);
+    }
+    /* Before close: the chunks the writer has not compressed are read
+     * from their slots, in rows. */
+    uint64_t slots, frames;
+    repeats_read_back(path, sent, REPEAT_EVENTS, UINT64_MAX, "open writer, every field", &slots, &frames);
+    CHECK(slots >= 1, "the open writer's last chunk read from its slot (%llu)", (unsigned long long)slots);
+    CHECK(sp_writer_close(w) == 0, "close");
+    int columns, all;
+    count_column_frames(path, &columns, &all);
+    CHECK(all > 1 && columns == all, "every frame in columns (%d of %d)", columns, all);
+    /* Field i of an IO event: dur 0, op 1, fd 2, fd_kind 3, path 4, ret 5,
+     * bytes 6, offset 7, err 8. */
+    static const struct {
+        uint64_t fields;
+        const char *what;
+    } masks[] = {
+        {UINT64_MAX, "every field"},
+        {1u << 7, "offset alone"},
+        {1u << 4, "path alone"},
+        {1u << 5, "ret alone"},
+        {~(UINT64_C(1) << 4), "all but the path"},
+        {(1u << 1) | (1u << 8), "op and err"},
+    };
+    for (size_t m = 0; m < sizeof masks / sizeof masks[0]; m++) {
+        repeats_read_back(path, sent, REPEAT_EVENTS, masks[m].fields, masks[m].what, &slots, &frames);
+        CHECK(slots == 0 && frames > 1, "%s: the closed trace's chunks read from frames (%llu)", masks[m].what,
+              (unsigned long long)frames);
+    }
+
+    /* A repeat is smaller than the event it repeats. */
+    struct sp_codec_state st;
+    sp_codec_reset(&st);
+    uint8_t buf[SP_EVENT_MAX_BYTES];
+    size_t first = sp_encode_event(buf, &sent[0], &st), again;
+    struct sp_event next = sent[0];
+    next.t += 1000;
+    again = sp_encode_event(buf, &next, &st);
+    /* Each of the six fields left out takes a byte at least. */
+    CHECK(again + 6 <= first, "a repeat codes to %zu bytes, the first to %zu", again, first);
+    printf("ok: %d IO events, most of them repeats, read back in rows and columns under 6 field masks\n",
+           REPEAT_EVENTS);
+}
+
 /* ---- the tool interface -------------------------------------------------- */
 
 struct counts {
@@ -415,6 +562,7 @@ int main(void)
     nccl_before_peer_seq();
     interleaved_types_stay_small();
     every_type_survives_the_file(dir);
+    io_repeats_round_trip(dir);
     tools_are_fed(dir);
     threads_lose_nothing(dir, 1);
     threads_lose_nothing(dir, 0);

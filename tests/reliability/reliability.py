@@ -739,15 +739,16 @@ GROW_FLOOR = max(2 * DISK_FULL_RES, (GROW_FS_MIB << 20) // 100)
 GROW_WRITE_KIB = (GROW_FLOOR >> 10) - 64  # written last: fits in the floor
 # (what the job leaves free beyond the floor, threads reading at once, reads after)
 GROW_CASES = {"slots": (2048, 64, 0),         # the trace wants 32 more slots (4 MiB)
-              "chunks": (128, 1, 600000)}     # the trace appends ~0.7 MiB of compressed chunks
+              "chunks": (128, 1, 1200000)}    # the trace appends ~1.4 MiB of compressed chunks
 
 
 def story_disk_grow(tmp):
     """A job whose trace was made on a roomy file system fills it until
     the floor and a little more are left, then makes its trace grow: 64
     threads read at once (the trace wants 4 MiB more for their slots;
-    the floor and 2 MiB were left), or one thread reads 600,000 times (the
-    trace appends compressed chunks; the floor and 128 KiB were left);
+    the floor and 2 MiB were left), or one thread reads 1,200,000 times
+    (the trace appends compressed chunks; the floor and 128 KiB were left;
+    a slot holds about 18,000 reads, which repeat one another);
     then it writes what fits in the floor.  The write succeeds, as bare
     (before, the trace grew into the floor and the job's write failed
     with ENOSPC); one line says the trace grows no further; the trace is

@@ -67,6 +67,7 @@
  * and traps the same way.  A job that changes the mode with a raw system
  * call is not seen.
  */
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,10 +278,12 @@ static void tick(void)
  * rewritten too) makes the call start at its end, with no duration. */
 struct sp_times sp_span_end_slow(uint64_t start)
 {
+    int e = errno; /* the interposers' fast path leaves errno alone */
     uint64_t t1 = sp_clock_gettime_ns();
     uint64_t s = start & SP_SPAN_TSC ? sp_clock_from_tsc(start) : start >> 1;
     if (s == 0 || s > t1)
         s = t1; /* unknown, or a clock that went back */
+    errno = e;
     return (struct sp_times){s, t1 - s};
 }
 

@@ -34,7 +34,10 @@
  * interposers that record on every call: a thread with a counter of its
  * own and membarrier registered raises it, checks the state and appends
  * with no call at all (sp_emit_enter); everything else, the first event
- * that opens the trace included, is sp_emit_enter_slow's, here.
+ * that opens the trace included, is sp_emit_enter_slow's, here.  The
+ * state that the fast path checks is one word, emit.h's gate, with a bit
+ * for "not READY" that the closer sets after its CAS to CLOSING and
+ * before its membarrier, as the pattern above needs (see "emit.h's gate").
  *
  * Files.  DIR is made absolute once, in the first process (from its cwd
  * at load), and exported so that every child writes into the same DIR
@@ -169,6 +172,7 @@ struct inflight_stripe {
 _Atomic int sp_core_state = SP_CORE_UNINIT;
 struct sp_writer *sp_core_writer;
 volatile int sp_emit_detour;
+_Atomic unsigned sp_emit_gate = SP_GATE_STATE;
 __thread _Atomic long *sp_inflight_mine __attribute__((tls_model("initial-exec")));
 static struct sp_config g_cfg;
 static int g_cfg_loaded;
@@ -254,10 +258,57 @@ static void thread_exit_handler(void *arg);
 static void close_trace(void);
 static void clock_init_once(void);
 
+/* ---- emit.h's gate --------------------------------------------------------- *
+ *
+ * The one word the fast path tests (emit.h): a bit for each of the state,
+ * sp_recording, sp_emit_detour and sp_tls_lent, set and cleared with
+ * atomic or/and so that writers of different bits never undo each other.
+ * sp_recording and sp_emit_detour are written through their setters
+ * below, which then make the bit say what the variable says now (read
+ * again until it holds still).  The STATE bit is cleared in one place,
+ * by the thread that owns OPENING, just before it stores READY; it is set
+ * after every way out of READY (close_trace, a forked child).  So it is
+ * never cleared after a closer has set it. */
+static void gate_bit(unsigned bit, int set)
+{
+    if (set)
+        atomic_fetch_or(&sp_emit_gate, bit);
+    else
+        atomic_fetch_and(&sp_emit_gate, ~bit);
+}
+
+static void set_recording(int on)
+{
+    sp_recording = on;
+    int now;
+    do {
+        now = sp_recording;
+        gate_bit(SP_GATE_OFF, !now);
+    } while (now != sp_recording);
+}
+
+static void set_detour(int on)
+{
+    sp_emit_detour = on;
+    int now;
+    do {
+        now = sp_emit_detour;
+        gate_bit(SP_GATE_DETOUR, now);
+    } while (now != sp_emit_detour);
+}
+
+/* The state leaves READY (or may have): the fast path stops at the gate.
+ * The closer calls it after its CAS to CLOSING and before its membarrier
+ * (drain_inflight): Dekker's pattern of the top comment, on the gate. */
+static void gate_closed(void)
+{
+    gate_bit(SP_GATE_STATE, 1);
+}
+
 void sp_fail(const char *fmt, ...)
 {
     int e = errno;
-    sp_recording = 0;
+    set_recording(0);
     if (atomic_load(&sp_core_state) == SP_CORE_READY) {
         (void)SP_GUARD_ENTER();
         close_trace(); /* what was recorded stays readable, and closed */
@@ -1097,7 +1148,7 @@ __attribute__((constructor)) static void core_constructor(void)
     if (g_cfg.step_first >= 0)
         step_counter_map();
     if (!g_cfg.enabled)
-        sp_recording = 0;
+        set_recording(0);
 }
 
 /* The trace's compression runs on the service thread (fd.c): no thread
@@ -1164,7 +1215,7 @@ static void open_trace_here(void *arg)
     int start_sampler = *(int *)arg;
     load_config();
     if (!g_cfg.enabled) {
-        sp_recording = 0;
+        set_recording(0);
         atomic_store(&sp_core_state, SP_CORE_OFF);
         return;
     }
@@ -1207,6 +1258,10 @@ static void open_trace_here(void *arg)
     fill_header(sp_core_writer, host);
     g_driven = sp_core_writer;
     sp_generation++;
+    /* The gate opens first: only this thread (OPENING's owner) clears the
+     * STATE bit, and only here, so a closer, who can set it only once the
+     * state is READY, always sets it after. */
+    gate_bit(SP_GATE_STATE, 0);
     atomic_store(&sp_core_state, SP_CORE_READY);
     emit_clock();
     recompute_recording();
@@ -1347,7 +1402,7 @@ static void window_edge(uint64_t t)
 static void recompute_recording(void)
 {
     int before = sp_recording;
-    sp_recording = atomic_load(&sp_core_state) == SP_CORE_READY && !g_paused && (!g_step_counting || in_step_window());
+    set_recording(atomic_load(&sp_core_state) == SP_CORE_READY && !g_paused && (!g_step_counting || in_step_window()));
     if (before != sp_recording && atomic_load(&sp_core_state) == SP_CORE_READY)
         window_edge(sp_now());
 }
@@ -1543,7 +1598,8 @@ void sp_core_tls_lent(void)
         t_tls_owner = (pid_t)syscall(SYS_gettid);
     sp_inflight_mine = NULL;
     sp_tls_lent = 1;
-    sp_emit_detour = 1;
+    gate_bit(SP_GATE_LENT, 1);
+    set_detour(1);
 }
 
 /* 1 when the calling thread's storage is its own. */
@@ -1582,7 +1638,7 @@ static void drop_borrowed(void)
 /* Whether events must leave emit.h's fast path for the slow one. */
 static void recompute_detour(void)
 {
-    sp_emit_detour = sp_core_sampler_pending || (g_cfg.step_first >= 0 && !g_step_counting) || sp_tls_lent;
+    set_detour(sp_core_sampler_pending || (g_cfg.step_first >= 0 && !g_step_counting) || sp_tls_lent);
 }
 
 /* The slow path of emit.h's sp_emit_enter: what sp_emit_raw checks before
@@ -1590,7 +1646,27 @@ static void recompute_detour(void)
  * sampler); a thread's first event in the process gets its counter, and
  * the fast path from then on when the counter is its own and membarrier
  * stands in for its fence. */
+static sp_emit_ticket emit_enter_slow(void);
+
+/* Preserves errno: emit.h's fast path leaves it alone, and interposers
+ * rely on that (emit.h's top comment). */
 sp_emit_ticket sp_emit_enter_slow(void)
+{
+    int e = errno;
+    sp_emit_ticket ticket = emit_enter_slow();
+    errno = e;
+    return ticket;
+}
+
+int sp_emit_reserve_slow(uint64_t t)
+{
+    int e = errno;
+    int ok = sp_writer_reserve_slow(sp_core_writer, t);
+    errno = e;
+    return ok;
+}
+
+static sp_emit_ticket emit_enter_slow(void)
 {
     if (SP_UNLIKELY(sp_tls_lent) && !tls_is_mine()) {
         drop_borrowed();
@@ -1762,7 +1838,8 @@ static void close_trace(void)
     int expect = SP_CORE_READY;
     if (!atomic_compare_exchange_strong(&sp_core_state, &expect, SP_CORE_CLOSING))
         return;
-    sp_recording = 0;
+    gate_closed(); /* before drain_inflight's membarrier */
+    set_recording(0);
     drain_inflight();
     struct sp_writer *w = sp_core_writer;
     sp_core_writer = NULL;
@@ -1891,7 +1968,8 @@ void sp_core_atfork_child(void)
     membarrier_register(); /* a registration does not survive fork */
     if (!g_membarrier_ok)
         sp_inflight_mine = NULL; /* this thread's fast path needs it */
-    sp_emit_detour = 1;          /* the first event sees to the sampler and steps */
+    set_detour(1);               /* the first event sees to the sampler and steps */
+    gate_closed();               /* until the child's own file is READY */
     atomic_store(&g_shutdown_done, 0);
     if (st == SP_CORE_OFF || st == SP_CORE_UNINIT) {
         errno = e; /* the child decides for itself, lazily */

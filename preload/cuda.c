@@ -3,8 +3,9 @@
  * GPU: kernel and graph launches, synchronizations, copies, memsets, and
  * the current device.
  *
- * Launches are the hot path (thousands per step): one clock read before
- * and after the real call, and one event encoded straight into the
+ * Launches are the hot path (thousands per step): the call timed as a
+ * span (preload.h: one tick before the real call, the tick after and one
+ * conversion for both), and one event encoded straight into the
  * thread's slot (emit.h), inlined into each interposer of the table so
  * that its api and its zero fields are constants.  No CUPTI
  * correlation id is fetched per launch - that would cost more than the
@@ -224,7 +225,7 @@ static enum sp_copy_kind copy_kind_of(enum cudaMemcpyKind k)
 #define BLOCKED_NS 50000
 
 struct cuda_call {
-    uint64_t t0, t1; /* t1: the call's end when read already, else 0 */
+    struct sp_span span; /* its start, converted at its end (preload.h) */
     enum sp_cuda_api api;
     cudaStream_t stream;
     uint64_t bytes;
@@ -234,14 +235,14 @@ struct cuda_call {
 
 /* Inlined into each interposer of the table, where the api, the copy
  * kind and which fields are zero are constants. */
-static inline __attribute__((always_inline)) void emit_cuda(const struct cuda_call *c, cudaError_t res)
+static inline __attribute__((always_inline)) void emit_cuda(const struct cuda_call *c, struct sp_times tm,
+                                                            cudaError_t res)
 {
-    uint64_t t1 = c->t1 ? c->t1 : sp_now();
     struct sp_event ev = {
         .type = SP_EV_CUDA,
-        .t = c->t0,
+        .t = tm.t0,
         .cuda = {
-            .dur = t1 - c->t0,
+            .dur = tm.dur,
             .api = c->api,
             .stream = (uint64_t)(uintptr_t)c->stream,
             .device = sp_gpu_current_device(),
@@ -319,8 +320,8 @@ static inline __attribute__((always_inline)) int want_record(void)
       (dst, value, count, stream), SP_CUDA_MEMSET, stream, count, NONE, 0)
 
 /* The one body: the real call with the caller's errno and our guard held
- * (so NCCL's or the runtime's nested calls are not recorded), two clock
- * reads around it, one event after. */
+ * (so NCCL's or the runtime's nested calls are not recorded), timed as a
+ * span, one event after. */
 #define CUDA_DEFINE(name, params, fwd, API, STREAM, BYTES, KIND, STACK)                         \
     SP_EXPORT cudaError_t name params                                                           \
     {                                                                                           \
@@ -334,15 +335,16 @@ static inline __attribute__((always_inline)) int want_record(void)
         struct cuda_call c = {.api = API, .stream = STREAM, .bytes = BYTES, .copy_kind = KIND}; \
         if (STACK == SITE_ALWAYS)                                                               \
             c.stack = call_site();                                                              \
-        c.t0 = sp_now();                                                                        \
+        sp_span_begin(&c.span);                                                                 \
         sp_guard_take(); /* want_record() saw it free; call_site()'s guards are balanced */     \
         errno = entry_errno;                                                                    \
         cudaError_t res = real fwd;                                                             \
         int saved = errno;                                                                      \
+        struct sp_times tm = sp_span_end(c.span);                                               \
         sp_guard_drop();                                                                        \
-        if (STACK == SITE_IF_BLOCKED && (c.t1 = sp_now()) - c.t0 > BLOCKED_NS)                  \
+        if (STACK == SITE_IF_BLOCKED && tm.dur > BLOCKED_NS)                                    \
             c.stack = call_site();                                                              \
-        emit_cuda(&c, res);                                                                     \
+        emit_cuda(&c, tm, res);                                                                 \
         errno = saved;                                                                          \
         return res;                                                                             \
     }
@@ -358,18 +360,18 @@ SP_EXPORT cudaError_t cudaSetDevice(int device)
     int entry_errno = errno;
     CUDA_REAL(cudaSetDevice, (int device));
     sp_cupti_ensure();
-    uint64_t t0 = sp_now();
+    struct cuda_call c = {.api = SP_CUDA_SET_DEVICE};
+    sp_span_begin(&c.span);
     int outer = SP_GUARD_ENTER();
     errno = entry_errno;
     cudaError_t res = real(device);
     int saved = errno;
+    struct sp_times tm = sp_span_end(c.span);
     (void)SP_GUARD_LEAVE();
     if (res == cudaSuccess)
         tls_device = device;
-    if (outer && sp_recording) {
-        struct cuda_call c = {.t0 = t0, .api = SP_CUDA_SET_DEVICE};
-        emit_cuda(&c, res);
-    }
+    if (outer && sp_recording)
+        emit_cuda(&c, tm, res);
     errno = saved;
     return res;
 }

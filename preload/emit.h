@@ -1,7 +1,8 @@
 /*
  * emit.h - the recorder's per-event fast path, inlined into the code of
- * the interposers that build an event on every call (io.c's reads and
- * waits, cuda.c, nccl.c).
+ * the interposers that build an event on every call (io.c's reads, writes
+ * and waits, cuda.c, nccl.c; the reads and writes use its pieces,
+ * sp_emit_try_fast and sp_emit_leave_own, around append.h's put).
  *
  * sp_emit_raw() (preload.h) is the same path behind a call: any event,
  * any caller.  The inline form lets the event stay a local: nothing out
@@ -15,26 +16,30 @@
  *
  *   - one thread-local load (the thread's own in-flight counter), one
  *     plain increment of it, a compiler barrier;
- *   - three loads: the core's state, sp_recording, sp_emit_detour (the
- *     flag that sends every event through the slow path while something
- *     needs doing there: a CPU sampler to start after fork, a step window
- *     to look up live);
+ *   - one load: sp_emit_gate, a word that is 0 only while the core is
+ *     READY, sp_recording is set and nothing needs the slow path
+ *     (sp_emit_detour: a CPU sampler to start after fork, a step window to
+ *     look up live; a thread on another's storage); core.c, which writes
+ *     those (rarely), keeps the word's bits in step with them;
  *   - the writer's reserve (one compare), the encoder, one release store
  *     (append.h);
  *   - the counter's decrement, a release store.
  *
- * No lock, no lock-prefixed instruction, no call.  Anything else (the
- * trace is not open yet, the thread has no counter of its own, membarrier
- * is missing, the step window, the CPU sampler) is sp_emit_enter_slow's,
- * which does what sp_emit_raw always did before appending and hands back
- * a ticket for the same append.
+ * No lock, no lock-prefixed instruction, no call, and nothing that can
+ * change errno: every out-of-line step the path may take (the slow enter,
+ * the writer's reserve of a new slot) saves and restores errno itself, so
+ * an interposer whose real call succeeded need not touch errno at all.
+ * Anything else (the trace is not open yet, the thread has no counter of
+ * its own, membarrier is missing, the step window, the CPU sampler) is
+ * sp_emit_enter_slow's, which does what sp_emit_raw always did before
+ * appending and hands back a ticket for the same append.
  *
  * The in-flight counter is core.c's protocol with the closer (its top
  * comment): the counter is raised before the state is read, and the
- * closer publishes CLOSING before its membarrier and waits for the
- * counters to drain, so either the emitter sees CLOSING or the closer
- * sees the emitter.  A thread gets the fast path's counter only when it
- * owns one (the first SP_OWNED_SLOTS threads) and membarrier is
+ * closer publishes CLOSING (and the gate's STATE bit) before its
+ * membarrier and waits for the counters to drain, so either the emitter
+ * sees the bit or the closer sees the emitter.  A thread gets the fast
+ * path's counter only when it owns one (the first SP_OWNED_SLOTS threads) and membarrier is
  * registered (the closer's barrier replaces the emitter's fence); the
  * others take the slow path every time, with a fence or an atomic add.
  */
@@ -61,6 +66,22 @@ enum { SP_CORE_UNINIT,
 extern _Atomic int sp_core_state;
 extern struct sp_writer *sp_core_writer;
 
+/* The fast path's one test: 0 while the core is READY, recording is on
+ * and nothing sends events to the slow path; else the bits say which is
+ * not so.  Written only by core.c, with atomic or/and of one bit, after
+ * the variable it mirrors: the STATE bit is cleared just before the state
+ * becomes READY (so an emitter that sees the word 0 also sees the writer)
+ * and set again when READY leaves: by the closer, right after its CAS and
+ * before its membarrier, and in a forked child.
+ * OFF and DETOUR follow sp_recording and sp_emit_detour (a racing pair of
+ * writers may leave either's value, as it may in the variables); LENT is
+ * set before the first child on a thread's storage is made, and stays. */
+#define SP_GATE_STATE 1u  /* sp_core_state is not READY */
+#define SP_GATE_OFF 2u    /* sp_recording is 0 */
+#define SP_GATE_DETOUR 4u /* sp_emit_detour is set */
+#define SP_GATE_LENT 8u   /* sp_tls_lent: set for good, never cleared */
+extern _Atomic unsigned sp_emit_gate;
+
 /* Non-zero while events must go through sp_emit_enter_slow: the CPU
  * sampler waits to be started (a forked child), or this process follows
  * another's step window (SCALEPROF_STEPS in a data-loader worker). */
@@ -77,8 +98,13 @@ typedef uintptr_t sp_emit_ticket;
 
 /* Out of line (core.c): everything sp_emit_raw checks before appending
  * (opening the trace on the first event, starting the CPU sampler, the
- * step window, the thread's counter), then the counter raised. */
+ * step window, the thread's counter), then the counter raised.  Preserves
+ * errno. */
 sp_emit_ticket sp_emit_enter_slow(void);
+
+/* Out of line (core.c): sp_writer_reserve_slow for the core's writer,
+ * preserving errno. */
+int sp_emit_reserve_slow(uint64_t t);
 
 /* Raise the thread's in-flight counter and check that the event may be
  * appended; 0 when it may not (nothing to undo then). */
@@ -90,12 +116,38 @@ static inline __attribute__((always_inline)) sp_emit_ticket sp_emit_enter(void)
          * resume, so load-then-store cannot lose its update. */
         atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
         atomic_signal_fence(memory_order_seq_cst); /* the closer's membarrier does the rest */
-        if (SP_LIKELY(atomic_load_explicit(&sp_core_state, memory_order_acquire) == SP_CORE_READY &&
-                      sp_recording && !sp_emit_detour))
+        if (SP_LIKELY(atomic_load_explicit(&sp_emit_gate, memory_order_acquire) == 0))
             return (sp_emit_ticket)c;
         atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) - 1, memory_order_release);
     }
     return sp_emit_enter_slow();
+}
+
+/* The fast path alone, for an interposer that hands every other case to
+ * an out-of-line path of its own (io.c's reads): the thread's own counter,
+ * raised, when the event may be appended now with no call at all (the
+ * gate is open and the thread's slot has room: sp_writer_put may follow
+ * at once, then sp_emit_leave_own); NULL, with nothing raised, when not.
+ * The caller holds the re-entry guard, so that no signal handler's event
+ * fills the slot between the check and the put. */
+static inline __attribute__((always_inline)) _Atomic long *sp_emit_try_fast(void)
+{
+    _Atomic long *c = sp_inflight_mine;
+    if (SP_UNLIKELY(c == NULL))
+        return NULL;
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst); /* as in sp_emit_enter */
+    if (SP_LIKELY(atomic_load_explicit(&sp_emit_gate, memory_order_acquire) == 0) &&
+        SP_LIKELY(sp_writer_tls.ready == ((const struct sp_writer_head *)sp_core_writer)->gen))
+        return c;
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) - 1, memory_order_release);
+    return NULL;
+}
+
+/* sp_emit_leave for sp_emit_try_fast's counter: the thread's own. */
+static inline __attribute__((always_inline)) void sp_emit_leave_own(_Atomic long *c)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) - 1, memory_order_release);
 }
 
 static inline __attribute__((always_inline)) void sp_emit_leave(sp_emit_ticket ticket)
@@ -109,8 +161,7 @@ static inline __attribute__((always_inline)) void sp_emit_leave(sp_emit_ticket t
 
 /* sp_emit_raw, inline: append `ev` (a local of the caller's, whose
  * address goes nowhere else) to this process's trace.  Does nothing when
- * not recording; never blocks; leaves errno to the caller, which restores
- * it next (the slow path may change it).
+ * not recording; never blocks; preserves errno (see the top comment).
  *
  * Builds with the sanitizers (meson defines SP_EMIT_OUTLINE there) call
  * sp_emit_raw instead: instrumented, an inlined copy of the encoder takes
@@ -127,7 +178,9 @@ static inline __attribute__((always_inline)) void sp_emit_inline(const struct sp
     sp_emit_ticket ticket = sp_emit_enter();
     if (!ticket)
         return;
-    if (SP_LIKELY(sp_writer_reserve(sp_core_writer, ev->t)))
+    /* append.h's sp_writer_reserve, with a slow path that keeps errno */
+    if (SP_LIKELY(sp_writer_tls.ready == ((const struct sp_writer_head *)sp_core_writer)->gen) ||
+        sp_emit_reserve_slow(ev->t))
         sp_writer_put(ev);
     sp_emit_leave(ticket);
 }

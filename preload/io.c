@@ -38,8 +38,11 @@
  * colon-separated) are tracked in the table but produce no events.
  *
  * A recorded call's event is encoded straight into the thread's slot
- * (emit.h): inlined into each interposer of the read shape, whose op and
- * constant arguments then cost nothing, and into wait_leave for the waits.
+ * (emit.h): inlined into each interposer of the read and write shapes,
+ * whose op and constant arguments then cost nothing, and into wait_leave
+ * for the waits.  A read or a write calls nothing but the real function
+ * on its usual path (see "the reads' and writes' fast path"): anything
+ * rarer is a tail call to an out-of-line copy of the same steps.
  *
  * The interposers are generated from one table (IO_FUNCTIONS, below):
  * each function is listed once with its parameters, its error value and
@@ -439,21 +442,29 @@ static __attribute__((noinline)) void emit_io_once(uint64_t t0, uint64_t t1, int
 /* io_leave's end for an fd whose entry is not current (fd_entry_current):
  * seen for the first time, its path interned before a fork, excluded, or
  * past the table.  Out of line, so that the fast path calls nothing
- * between the clock and the encoder. */
+ * between the clock and the encoder.  Preserves errno (io_leave's fast
+ * path does not touch it): the fstat of a first sight and the interning
+ * of a path may change it. */
 static __attribute__((noinline)) void io_leave_other(uint64_t t0, uint64_t t1, int op, int fd, int64_t ret,
                                                      uint64_t bytes, uint64_t offset, int err)
 {
+    int saved = errno;
     uint64_t e = fd_entry(fd);
     if (!(e & FD_EXCLUDED))
         emit_io_once(t0, t1, op, fd, e, ret, bytes, offset, err);
+    errno = saved;
 }
 
-/* End a timed call on `fd`: record it unless the fd is excluded.  `err` is
- * errno as the real call left it, restored on return.  Inlined into each
- * interposer, whose op and constant arguments then cost nothing. */
-static inline __attribute__((always_inline)) void io_leave(struct io_call *c, int err, int op, int fd, int64_t ret,
+/* End a timed call on `fd`: record it unless the fd is excluded.  errno is
+ * read only when the call failed (the event's err), and never written: the
+ * fast path below cannot change it, and every out-of-line step it may take
+ * (the clock's, io_leave_other, emit.h's slow enter and reserve) restores
+ * it itself, so the job sees errno as the real call left it.  Inlined into
+ * each interposer, whose op and constant arguments then cost nothing. */
+static inline __attribute__((always_inline)) void io_leave(struct io_call *c, int op, int fd, int64_t ret,
                                                            uint64_t bytes, uint64_t offset)
 {
+    int err = SP_UNLIKELY(ret < 0) ? errno : 0;
     struct sp_times tm = sp_span_end(c->span);
     uint64_t e;
     sp_guard_take();
@@ -462,7 +473,104 @@ static inline __attribute__((always_inline)) void io_leave(struct io_call *c, in
     else
         io_leave_other(tm.t0, tm.t0 + tm.dur, op, fd, ret, bytes, offset, err);
     sp_guard_drop();
-    errno = err;
+}
+
+/* ---- the reads' and writes' fast path ---------------------------------------- *
+ *
+ * A read or a write interposer is two functions (IO_FAST_SHAPE): the
+ * exported one does only what needs no call - io_enter_fast's checks,
+ * the real call, io_finish_fast - and hands everything else to
+ * io_slow_NAME (before the real call) or io_finish_slow (after it), out of
+ * line, by tail calls.  Any call on the path besides the real one (an
+ * fd's first fstat, the trace's opening, a new slot, the clock's slow
+ * path, a failed call's errno) would make the compiler keep every value
+ * it needs in callee-saved registers, pushed and popped on every call;
+ * this way the exported function keeps three across the real call (the
+ * start, the fd, the bytes asked).  The event and its bytes are the same
+ * either way. */
+
+/* io_enter without a call: emit.h's gate open (so recording is on and no
+ * thread runs on another's storage: SP_GATE_LENT), the guard free, the
+ * TSC the clock.  0 sends the call to its slow
+ * path, which decides in full (a call while not recording passes through
+ * there). */
+static inline __attribute__((always_inline)) int io_enter_fast(struct io_call *c)
+{
+    if (SP_UNLIKELY(atomic_load_explicit(&sp_emit_gate, memory_order_relaxed) != 0) ||
+        SP_UNLIKELY(sp_guard_frame != 0) ||
+        SP_UNLIKELY(__atomic_load_n(&sp_clock_seg, __ATOMIC_ACQUIRE) == NULL))
+        return 0;
+    c->span.v = sp_rdtsc() | SP_SPAN_TSC;
+    return 1;
+}
+
+/* io_leave for a call that succeeded on an fd whose entry is current,
+ * when emit.h's fast path takes the event and the clock's segment reads
+ * whole: 1 once recorded; 0, having done nothing, for io_finish_slow.  The
+ * end's tick is read first, as io_leave reads it. */
+static inline __attribute__((always_inline)) int io_finish_fast(struct io_call c, int op, int fd, int64_t ret,
+                                                                uint64_t bytes, uint64_t offset)
+{
+#ifdef SP_EMIT_OUTLINE
+    /* Builds with the sanitizers (emit.h): one copy of the encoder, in
+     * io_finish_slow's path. */
+    (void)c, (void)op, (void)fd, (void)ret, (void)bytes, (void)offset;
+    return 0;
+#endif
+    const struct sp_clock_seg *s = __atomic_load_n(&sp_clock_seg, __ATOMIC_ACQUIRE);
+    if (SP_UNLIKELY(s == NULL))
+        return 0;
+    uint64_t tsc1 = sp_rdtsc();
+    uint64_t e;
+    if (SP_UNLIKELY(ret < 0) || SP_UNLIKELY(!fd_entry_current(fd, &e)))
+        return 0;
+    sp_guard_take(); /* before the slot's check: no handler's event fills it under us */
+    _Atomic long *inflight = sp_emit_try_fast();
+    struct sp_times tm;
+    if (SP_UNLIKELY(!inflight) || SP_UNLIKELY(!sp_span_convert(s, c.span, tsc1, &tm))) {
+        if (inflight)
+            sp_emit_leave_own(inflight);
+        sp_guard_drop();
+        return 0;
+    }
+    struct sp_event ev;
+    sp_event_head(&ev, SP_EV_IO, tm.t0);
+    ev.io = (struct sp_ev_io){
+        .dur = tm.dur,
+        .op = (uint64_t)op,
+        .fd = fd,
+        .fd_kind = (uint64_t)entry_kind(e),
+        .path = (uint32_t)(e & FD_PATH_MASK),
+        .ret = ret,
+        .bytes = bytes,
+        .offset = offset,
+        .err = 0,
+    };
+    sp_writer_put(&ev);
+    sp_emit_leave_own(inflight);
+    sp_guard_drop();
+    return 1;
+}
+
+/* An op and an fd in one argument: io_finish_slow's six fit in registers,
+ * which its callers' tail calls need. */
+#define IO_OP_FD(op, fd) ((uint64_t)(op) << 32 | (uint32_t)(fd))
+
+/* io_leave, out of line, for what io_finish_fast leaves: returns `r`, the
+ * real call's result, for its callers' tail calls.  Preserves errno. */
+static __attribute__((noinline)) int64_t io_finish_slow(struct io_call c, int64_t r, int64_t ret, uint64_t op_fd,
+                                                        uint64_t bytes, uint64_t offset)
+{
+    int saved = errno;
+    int op = (int)(op_fd >> 32), fd = (int)(uint32_t)op_fd;
+    struct sp_times tm = sp_span_end(c.span);
+    sp_guard_take();
+    uint64_t e = fd_entry(fd);
+    if (!(e & FD_EXCLUDED))
+        emit_io_once(tm.t0, tm.t0 + tm.dur, op, fd, e, ret, bytes, offset, ret < 0 ? saved : 0);
+    sp_guard_drop();
+    errno = saved;
+    return r;
 }
 
 /* After a successful open: remember the fd, and record the open. */
@@ -596,6 +704,15 @@ static int write_worth_recording(int fd)
 {
     int k = entry_kind(fd_entry(fd));
     return k == SP_FD_PIPE || k == SP_FD_SOCKET || k == SP_FD_FILE;
+}
+
+/* write_worth_recording without a call: the fd classified already and of
+ * a kind worth it.  0 sends the write to its slow path, which decides. */
+static inline __attribute__((always_inline)) int write_fast_ok(int fd)
+{
+    uint64_t e = (unsigned)fd < SP_FD_TABLE ? atomic_load_explicit(&g_fds[fd], memory_order_relaxed) : 0;
+    int k = entry_kind(e);
+    return (e & FD_CLASSIFIED) && (k == SP_FD_PIPE || k == SP_FD_SOCKET || k == SP_FD_FILE);
 }
 
 static void dup_done(int fd, int to, int r)
@@ -749,24 +866,47 @@ int __openat64_2(int dirfd, const char *path, int flags);
     if ((pass) || !io_enter(&c))                                 \
     return real args
 
-/* A write: recorded on the kinds of fd it can block on (write_worth_recording). */
-#define IO_SHAPE_WRITE(name, ret, params, args, errval, op, fd_, result, asked, off)     \
-    SP_EXPORT ret name params                                                            \
-    {                                                                                    \
-        IO_TIMED_PROLOGUE(name, ret, params, args, errval, !write_worth_recording(fd_)); \
-        ret r = real args;                                                               \
-        io_leave(&c, errno, op, fd_, (int64_t)(result), asked, (uint64_t)(off));         \
-        return r;                                                                        \
+/* A read or a write (see "the reads' and writes' fast path"): `pass`, the
+ * shape's reason to pass through, decided in full by the slow function;
+ * `fast_ok`, its test without a call, by the exported one.  The fd, the
+ * bytes asked and the offset are computed before the real call (they are
+ * arguments, or read from them), the result after. */
+#define IO_FAST_SHAPE(name, ret, params, args, errval, op, fd_, result, asked, off, pass, fast_ok)        \
+    static ret(*io_real_##name) params;                                                                   \
+    static __attribute__((noinline)) ret io_slow_##name params                                            \
+    {                                                                                                     \
+        IO_REAL(name, ret, params, errval);                                                               \
+        if (__atomic_load_n(&io_real_##name, __ATOMIC_RELAXED) != real) /* shared: stored once */         \
+            __atomic_store_n(&io_real_##name, real, __ATOMIC_RELAXED);                                    \
+        struct io_call c;                                                                                 \
+        if ((pass) || !io_enter(&c))                                                                      \
+            return real args;                                                                             \
+        int fd_at_ = (fd_);                                                                               \
+        uint64_t asked_ = (asked), off_ = (uint64_t)(off);                                                \
+        ret r = real args;                                                                                \
+        return (ret)io_finish_slow(c, (int64_t)r, (int64_t)(result), IO_OP_FD(op, fd_at_), asked_, off_); \
+    }                                                                                                     \
+    SP_EXPORT ret name params                                                                             \
+    {                                                                                                     \
+        ret(*real) params = __atomic_load_n(&io_real_##name, __ATOMIC_RELAXED);                           \
+        struct io_call c;                                                                                 \
+        if (SP_UNLIKELY(!real) || SP_UNLIKELY(!(fast_ok)) || SP_UNLIKELY(!io_enter_fast(&c)))             \
+            return io_slow_##name args;                                                                   \
+        int fd_at_ = (fd_);                                                                               \
+        uint64_t asked_ = (asked), off_ = (uint64_t)(off);                                                \
+        ret r = real args;                                                                                \
+        if (SP_LIKELY(io_finish_fast(c, op, fd_at_, (int64_t)(result), asked_, off_)))                    \
+            return r;                                                                                     \
+        return (ret)io_finish_slow(c, (int64_t)r, (int64_t)(result), IO_OP_FD(op, fd_at_), asked_, off_); \
     }
 
+/* A write: recorded on the kinds of fd it can block on (write_worth_recording). */
+#define IO_SHAPE_WRITE(name, ret, params, args, errval, op, fd_, result, asked, off) \
+    IO_FAST_SHAPE(name, ret, params, args, errval, op, fd_, result, asked, off,      \
+                  !write_worth_recording(fd_), write_fast_ok(fd_))
+
 #define IO_SHAPE_READ(name, ret, params, args, errval, op, fd_, result, asked, off) \
-    SP_EXPORT ret name params                                                       \
-    {                                                                               \
-        IO_TIMED_PROLOGUE(name, ret, params, args, errval, 0);                      \
-        ret r = real args;                                                          \
-        io_leave(&c, errno, op, fd_, (int64_t)(result), asked, (uint64_t)(off));    \
-        return r;                                                                   \
-    }
+    IO_FAST_SHAPE(name, ret, params, args, errval, op, fd_, result, asked, off, 0, 1)
 
 #define IO_SHAPE_WAIT(name, ret, params, args, errval, op, nfds, timeout_ms, first_fd) \
     SP_EXPORT ret name params                                                          \
@@ -820,7 +960,7 @@ int __openat64_2(int dirfd, const char *path, int flags);
     {                                                                                          \
         IO_TIMED_PROLOGUE(name, ret, params, args, errval, (flags & MAP_ANONYMOUS) || fd < 0); \
         ret r = real args;                                                                     \
-        io_leave(&c, errno, SP_IO_MMAP, fd, r == MAP_FAILED ? -1 : 0, len, (uint64_t)off);     \
+        io_leave(&c, SP_IO_MMAP, fd, r == MAP_FAILED ? -1 : 0, len, (uint64_t)off);            \
         return r;                                                                              \
     }
 

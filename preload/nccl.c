@@ -29,7 +29,8 @@
  * (NCCL_FUNCTIONS); the lifecycle and group calls, each different, are
  * written out, all on interpose.h's SP_REAL with nccl_resolve (the next
  * ncclX, else NCCL's pncclX alias).  A collective is the hot path: the
- * communicator lookup, the numbering, two clock reads and the event,
+ * communicator lookup, the numbering, the call timed as a span (two
+ * ticks and one conversion, preload.h) and the event,
  * encoded straight into the thread's slot (emit.h), are inlined into each
  * interposer of the table, where the op and what follows from it (the
  * bytes formula, the counter, a collective's peer) are constants.
@@ -674,7 +675,7 @@ static void evt_group_closed(void)
 
 /* What one call is about, gathered before the real call. */
 struct call {
-    uint64_t t0;
+    struct sp_span span; /* its start, converted at its end (preload.h) */
     enum sp_nccl_op op;
     size_t count;
     ncclDataType_t dtype;
@@ -736,7 +737,7 @@ static inline __attribute__((always_inline)) void call_begin(struct call *c)
                  1;
     int device = c->entry ? c->entry->device : sp_gpu_current_device();
     c->pair = evt_begin(c->op, c->stream, device);
-    c->t0 = sp_now();
+    sp_span_begin(&c->span);
 }
 
 static uint64_t call_bytes(const struct call *c, int nranks)
@@ -760,16 +761,16 @@ static uint64_t p2p_done(const struct call *c, ncclResult_t res)
 
 static inline __attribute__((always_inline)) void call_end(struct call *c, ncclResult_t res, uint64_t peer_seq)
 {
-    uint64_t t1 = sp_now();
+    struct sp_times tm = sp_span_end(c->span);
     evt_end(c->pair, c->stream);
     struct comm_entry *e = c->entry;
     if (!sp_recording)
         return;
     /* sp_event_head, not memset: this runs on every collective. */
     struct sp_event ev;
-    sp_event_head(&ev, SP_EV_NCCL, c->t0);
+    sp_event_head(&ev, SP_EV_NCCL, tm.t0);
     ev.nccl = (struct sp_ev_nccl){
-        .dur = t1 - c->t0,
+        .dur = tm.dur,
         .comm = e ? e->id : 0,
         .seq = c->seq,
         .op = c->op,

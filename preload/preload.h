@@ -291,25 +291,33 @@ struct sp_times {
  * read (clock.c, out of line). */
 struct sp_times sp_span_end_slow(uint64_t start);
 
-/* The call's start (ns) and duration, read right after the real call; the
- * duration is 0 for a clock that went back (another core's TSC a little
- * behind).  No rdtsc once the TSC may trap (the segment's address is NULL
- * from then on). */
+/* A TSC start `sp` and an end tick `tsc1` read after loading the current
+ * segment's address `s` (non-NULL: no rdtsc otherwise) as the call's
+ * start (ns) and duration: 1 with *tm set, 0 when the segment was
+ * rewritten while read.  The duration is 0 for a clock that went back
+ * (another core's TSC a little behind). */
+static inline __attribute__((always_inline)) int sp_span_convert(const struct sp_clock_seg *s, struct sp_span sp,
+                                                                 uint64_t tsc1, struct sp_times *tm)
+{
+    uint64_t bt, bn, m;
+    if (SP_UNLIKELY(!sp_clock_snap(s, &bt, &bn, &m)))
+        return 0;
+    int64_t d = (int64_t)(tsc1 - sp.v);
+    tm->t0 = sp_clock_apply(sp.v, bt, bn, m);
+    tm->dur = d > 0 ? (uint64_t)(((unsigned __int128)(uint64_t)d * m) >> 32) : 0;
+    return 1;
+}
+
+/* The call's start (ns) and duration, read right after the real call.  No
+ * rdtsc once the TSC may trap (the segment's address is NULL from then
+ * on). */
 static inline __attribute__((always_inline)) struct sp_times sp_span_end(struct sp_span sp)
 {
     if (SP_LIKELY(sp.v & SP_SPAN_TSC)) {
         const struct sp_clock_seg *s = __atomic_load_n(&sp_clock_seg, __ATOMIC_ACQUIRE);
-        uint64_t bt, bn, m;
-        if (SP_LIKELY(s != NULL)) {
-            uint64_t tsc1 = sp_rdtsc();
-            if (SP_LIKELY(sp_clock_snap(s, &bt, &bn, &m))) {
-                int64_t d = (int64_t)(tsc1 - sp.v);
-                return (struct sp_times){
-                    .t0 = sp_clock_apply(sp.v, bt, bn, m),
-                    .dur = d > 0 ? (uint64_t)(((unsigned __int128)(uint64_t)d * m) >> 32) : 0,
-                };
-            }
-        }
+        struct sp_times tm;
+        if (SP_LIKELY(s != NULL) && SP_LIKELY(sp_span_convert(s, sp, sp_rdtsc(), &tm)))
+            return tm;
     }
     return sp_span_end_slow(sp.v);
 }

@@ -569,14 +569,18 @@ def story_errno(tmp):
     check(any(e[4] == -1 and e[6] == EBADF for e in reads), "the bad fd: EBADF")
     check(any(e[3] == content and e[4] == 9 and e[5] == 9 for e in events_of(t, "readv")), "the scatter read")
     check(len(events_of(t, "preadv")) == 4, "preadv, preadv64, preadv2, preadv64v2")
-    check(len(events_of(t, "pread")) == 5, "pread, pread64, __pread_chk, __pread64_chk and a bad one")
+    check(len(events_of(t, "pread")) == 6, "pread, pread64, __pread_chk, __pread64_chk, a bad one and the "
+          "one that left errno alone")
     check(any(e[3] == content and e[4] == 6 for e in events_of(t, "fread")), "fread's short read: 6 bytes")
     check(len(events_of(t, "fread")) == 5, "fread, fread_unlocked, __fread_chk")
     check(any(e[6] == ENOTSOCK for e in events_of(t, "recv")), "recv on a pipe: ENOTSOCK")
     check(len(events_of(t, "recv")) == 5, "recv, recvfrom, recvmsg")
     check(any(e[3] == content for e in events_of(t, "mmap")), "the file mapping")
     writes = events_of(t, "write")
-    check(len(writes) == 2 and {e[2] for e in writes} == {FD_PIPE, FD_SOCKET}, "writes to a pipe and a socket, nothing else")
+    check(len(writes) == 4 and {e[2] for e in writes} == {FD_PIPE, FD_SOCKET},
+          "writes to a pipe (two of them leaving errno alone) and a socket, nothing else")
+    kept = [e for e in reads if e[2] == FD_PIPE and e[4] == 4 and e[5] == 4]
+    check(len(kept) == 2, f"the pipe's reads that left errno alone are recorded (got {len(kept)})")
     check(t["types"].get("wait") == 8, f"eight poll-family waits (got {t['types'].get('wait')})")
     check(any(e[3] == content and e[4] == 1 for e in reads), "a read through a dup2'd fd keeps the path")
 

@@ -55,13 +55,14 @@ void sp_schema_dur_init(void);
 
 void sp_summary_begin(struct sp_summary_build *b, uint32_t tid);
 
-/* Adds one event of a known type starting at t, the next in chunk order. */
-static inline void sp_summary_add(struct sp_summary_build *b, unsigned type, uint64_t t)
+/* Places one event of a known type starting at t, the next in chunk
+ * order, in the summary's times, without counting it (the column
+ * transform counts each type's events in its first pass and sets the
+ * counts once, sp_summary_set_counts). */
+static inline void sp_summary_place(struct sp_summary_build *b, unsigned type, uint64_t t)
 {
     struct sp_chunk_summary *s = &b->s;
     uint32_t bit = SP_TYPE_BIT(type);
-    s->count[type]++;
-    s->events++;
     if (t >= b->latest) { /* most events: nothing started after them yet */
         b->latest = t;
         if (!(s->types & bit))
@@ -81,6 +82,25 @@ static inline void sp_summary_add(struct sp_summary_build *b, unsigned type, uin
             s->t_min[type] = t;
         if (t > s->t_max[type])
             s->t_max[type] = t;
+    }
+}
+
+/* Adds one event of a known type starting at t, the next in chunk order. */
+static inline void sp_summary_add(struct sp_summary_build *b, unsigned type, uint64_t t)
+{
+    b->s.count[type]++;
+    b->s.events++;
+    sp_summary_place(b, type, t);
+}
+
+/* The summary's counts: count[t] events of each type, whatever was
+ * counted before (events placed with sp_summary_place, or added). */
+static inline void sp_summary_set_counts(struct sp_summary_build *b, const uint32_t count[SP_EV_MAX])
+{
+    b->s.events = 0;
+    for (unsigned t = 1; t < SP_EV_MAX; t++) {
+        b->s.count[t] = count[t];
+        b->s.events += count[t];
     }
 }
 

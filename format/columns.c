@@ -448,9 +448,8 @@ static int copy_events(const uint8_t *rows, size_t len, const uint8_t *types, ui
         break;
                 SP_EVENTS(CT_X_CASE)
 #undef CT_X_CASE
-            default:
-                p = NULL;
-                break;
+            default: /* pass 1 refused every type without a case */
+                __builtin_unreachable();
             }
         if (!p)
             return -1;
@@ -483,8 +482,10 @@ size_t sp_columns_from_rows(uint8_t *out, size_t cap, const uint8_t *rows, size_
     }
     if (at > SP_COLUMNS_SCRATCH(len) || copy_events(rows, len, types, pl.n, col, sb) < 0)
         return 0;
-    if (sb) /* placed, not counted, by pass 2 (counted by copy_event_slow's) */
+    if (sb) { /* placed, not counted, by pass 2 (counted by copy_event_slow's) */
         sp_summary_set_counts(sb, pl.count);
+        sp_summary_finish(sb);
+    }
     static __thread uint32_t size[SP_EV_MAX][SP_MAX_COLUMNS];
     for (unsigned t = 1; t < SP_EV_MAX; t++)
         for (unsigned c = 0, k = pl.count[t] ? sp_columns_of(t) : 0; c < k; c++)

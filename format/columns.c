@@ -268,14 +268,14 @@ static inline __attribute__((always_inline)) uint64_t field_value(const uint8_t 
 #define CT_VALUE_DS(v)
 #define CT_VALUE_STR(v)
 #define CT_VALUE_DUR(v) v = field_value(q + at, end - at);
-#define CT_COPY(value)                                                          \
-    {                                                                           \
-        size_t end = (size_t)__builtin_ctzll(m | UINT64_C(1) << MASK_BODY) + 1; \
-        m &= m - 1;                                                             \
-        memcpy(*col, q + at, FIELD_MOVE);                                       \
-        value;                                                                  \
-        *col++ += end - at;                                                     \
-        at = end;                                                               \
+#define CT_COPY(value)                                                             \
+    {                                                                              \
+        size_t end = (unsigned)__builtin_ctzll(m | UINT64_C(1) << MASK_BODY) + 1u; \
+        m &= m - 1;                                                                \
+        memcpy(*col, q + at, FIELD_MOVE);                                          \
+        value;                                                                     \
+        *col++ += end - at;                                                        \
+        at = end;                                                                  \
     }
 #define CT_X_FIELD(kind, field) CT_COPY(CT_VALUE_##kind(dur))
 /* The end of an event copied: the summary given its time, and the event's
@@ -291,14 +291,14 @@ static inline __attribute__((always_inline)) uint64_t field_value(const uint8_t 
     return q + at;
 
 /* CT_COPY to column c, the body's fields being out of the columns' order. */
-#define CT_COPY_TO(c, value)                                                    \
-    {                                                                           \
-        size_t end = (size_t)__builtin_ctzll(m | UINT64_C(1) << MASK_BODY) + 1; \
-        m &= m - 1;                                                             \
-        memcpy(col[c], q + at, FIELD_MOVE);                                     \
-        value;                                                                  \
-        col[c] += end - at;                                                     \
-        at = end;                                                               \
+#define CT_COPY_TO(c, value)                                                       \
+    {                                                                              \
+        size_t end = (unsigned)__builtin_ctzll(m | UINT64_C(1) << MASK_BODY) + 1u; \
+        m &= m - 1;                                                                \
+        memcpy(col[c], q + at, FIELD_MOVE);                                        \
+        value;                                                                     \
+        col[c] += end - at;                                                        \
+        at = end;                                                                  \
     }
 
 /* An IO event (codec.h's repeats): delta, dur and path; then ret alone

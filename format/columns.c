@@ -280,14 +280,12 @@ static inline __attribute__((always_inline)) uint64_t field_value(const uint8_t 
 #define CT_X_FIELD(kind, field) CT_COPY(CT_VALUE_##kind(dur))
 /* The end of an event copied: the summary given its time, and the event's
  * end, or NULL when its bytes were not exactly its varints. */
-#define CT_DONE(id)                                                   \
-    if (at != blen)                                                   \
-        return NULL;                                                  \
-    if (sb) {                                                         \
-        uint64_t t = sb->last_end[id] + (uint64_t)sp_unzigzag(delta); \
-        sb->last_end[id] = t + dur;                                   \
-        sp_summary_place(sb, id, t);                                  \
-    }                                                                 \
+#define CT_DONE(id)                                               \
+    if (at != blen)                                               \
+        return NULL;                                              \
+    uint64_t t = sb->last_end[id] + (uint64_t)sp_unzigzag(delta); \
+    sb->last_end[id] = t + dur;                                   \
+    sp_summary_place(sb, id, t);                                  \
     return q + at;
 
 /* CT_COPY to column c, the body's fields being out of the columns' order. */
@@ -378,7 +376,7 @@ static const uint8_t *copy_event_slow(unsigned type, const uint8_t *q, const uin
         col[c] += b;
         q += b;
     }
-    if (q != bend || (sb && sp_summary_event(sb, type, body, bend) < 0))
+    if (q != bend || sp_summary_event(sb, type, body, bend) < 0)
         return NULL;
     return q;
 }
@@ -482,10 +480,8 @@ size_t sp_columns_from_rows(uint8_t *out, size_t cap, const uint8_t *rows, size_
     }
     if (at > SP_COLUMNS_SCRATCH(len) || copy_events(rows, len, types, pl.n, col, sb) < 0)
         return 0;
-    if (sb) { /* placed, not counted, by pass 2 (counted by copy_event_slow's) */
-        sp_summary_set_counts(sb, pl.count);
-        sp_summary_finish(sb);
-    }
+    sp_summary_set_counts(sb, pl.count); /* placed, not counted, by pass 2 (counted by copy_event_slow's) */
+    sp_summary_finish(sb);
     static __thread uint32_t size[SP_EV_MAX][SP_MAX_COLUMNS];
     for (unsigned t = 1; t < SP_EV_MAX; t++)
         for (unsigned c = 0, k = pl.count[t] ? sp_columns_of(t) : 0; c < k; c++)

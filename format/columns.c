@@ -86,13 +86,16 @@ static __attribute__((noinline)) int long_length(const uint8_t *p, const uint8_t
 /* Per type id, for pass 1 (a load each, where sp_columns_of is a
  * switch): the fewest varints an event of the type holds, 0 for a type
  * this build does not know (all its columns, but a repeated IO event,
- * codec.h, only its delta, dur and path); and the bytes a body may
- * hold beyond that many, up to SP_VARINT_MAX per column. */
+ * codec.h, only its delta, dur and path); and one more than the bytes a
+ * body may hold beyond that many (up to SP_VARINT_MAX per column), 0 for
+ * a type this build does not know, so that one unsigned compare,
+ * blen - least >= body_span, refuses a body too short, too long or of an
+ * unknown type (padding, type 0, included). */
 #define IO_REPEAT_VARINTS 3
 #define SP_X_LEAST(id, NAME, name, FIELDS) (id == SP_EV_IO ? IO_REPEAT_VARINTS : 1 FIELDS(SP_X_ONE_COLUMN))
 #define SP_X_LEAST_OF(id, NAME, name, FIELDS) [id] = SP_X_LEAST(id, NAME, name, FIELDS),
 #define SP_X_SPAN_OF(id, NAME, name, FIELDS) \
-    [id] = (1 FIELDS(SP_X_ONE_COLUMN)) * SP_VARINT_MAX - SP_X_LEAST(id, NAME, name, FIELDS),
+    [id] = (1 FIELDS(SP_X_ONE_COLUMN)) * SP_VARINT_MAX - SP_X_LEAST(id, NAME, name, FIELDS) + 1,
 static const uint8_t least_varints[SP_TYPE_IDS] = {SP_EVENTS(SP_X_LEAST_OF)};
 static const uint8_t body_span[SP_TYPE_IDS] = {SP_EVENTS(SP_X_SPAN_OF)};
 #undef SP_X_SPAN_OF
@@ -116,22 +119,41 @@ static inline uint32_t io_left_out(unsigned first)
 }
 _Static_assert(sizeof io_body_columns == 1 SP_FIELDS_IO(SP_X_ONE_COLUMN), "an IO body's order names every column");
 
+/* Where pass 1's fast loop stops: an event with a one-byte length
+ * (SP_ONE_BYTE_LIMIT - 1 bytes of body at most) that starts before it
+ * ends before the rows do. */
+#define PLAN_REACH (1 + SP_ONE_BYTE_LIMIT)
+/* Pass 1's per-type tally in one word: events above, bytes below (a
+ * chunk's bytes fit 32 bits, and so does its count of events). */
+#define TALLY_EVENT (UINT64_C(1) << 32)
+
 /* Pass 1: every event of a known type with a canonical length; the type
  * stream goes to `types`.  0, or -1 when the chunk must stay in rows.
  * One branch per event in the common case (a one-byte length, a body of
- * least_varints to k * SP_VARINT_MAX bytes within the rows): blen - least
- * compared unsigned catches a body too short, and least == 0 (an unknown
- * type) is refused. */
+ * least_varints to k * SP_VARINT_MAX bytes, an event that starts
+ * PLAN_REACH bytes or more before the rows' end, so it ends within them);
+ * the rest (the rows' last events, long bodies, padding, anything
+ * refused) by the careful loop after it. */
 static int plan_events(struct plan *pl, const uint8_t *rows, size_t len, uint8_t *types)
 {
     const uint8_t *p = rows, *end = rows + len;
+    const uint8_t *fast_end = len > PLAN_REACH ? end - PLAN_REACH : rows;
+    uint64_t tally[SP_EV_MAX] = {0};
     uint32_t n = 0;
+    while (p < fast_end) {
+        unsigned type = p[0];
+        size_t blen = p[1];
+        if (__builtin_expect(blen >= SP_ONE_BYTE_LIMIT || blen - least_varints[type] >= body_span[type], 0))
+            break;
+        types[n++] = (uint8_t)type;
+        tally[type] += TALLY_EVENT | blen;
+        p += 2 + blen;
+    }
     while (p < end && *p != 0) {
         unsigned type = *p;
-        size_t least = least_varints[type], span = body_span[type];
         uint64_t blen;
         size_t lb = 1;
-        if (__builtin_expect(end - p > 2 && p[1] < SP_ONE_BYTE_LIMIT, 1))
+        if (end - p > 2 && p[1] < SP_ONE_BYTE_LIMIT)
             blen = p[1]; /* one byte: canonical */
         else if (long_length(p, end, &blen, &lb) < 0)
             return -1;
@@ -139,16 +161,18 @@ static int plan_events(struct plan *pl, const uint8_t *rows, size_t len, uint8_t
         /* A body shorter or longer than its varints can be is not copied:
          * refused here, so that column_bound holds for the events before
          * it and pass 2 reads every length in one or two bytes. */
-        if (__builtin_expect(blen - least > span || least == 0 || blen > (uint64_t)(end - q), 0))
+        if (blen - least_varints[type] >= body_span[type] || blen > (uint64_t)(end - q))
             return -1;
         types[n++] = (uint8_t)type;
-        pl->count[type]++;
-        pl->bytes[type] += blen;
+        tally[type] += TALLY_EVENT | blen;
         p = q + blen;
     }
     pl->n = n;
-    for (unsigned t = 1; t < SP_EV_MAX; t++)
+    for (unsigned t = 1; t < SP_EV_MAX; t++) {
+        pl->count[t] = (uint32_t)(tally[t] / TALLY_EVENT);
+        pl->bytes[t] = (uint32_t)tally[t];
         pl->data += pl->bytes[t];
+    }
     return 0;
 }
 
@@ -244,37 +268,35 @@ static inline __attribute__((always_inline)) uint64_t field_value(const uint8_t 
 #define CT_VALUE_DS(v)
 #define CT_VALUE_STR(v)
 #define CT_VALUE_DUR(v) v = field_value(q + at, end - at);
-#define CT_COPY(value)                                                          \
-    {                                                                           \
-        size_t end = (size_t)__builtin_ctzll(m | UINT64_C(1) << MASK_BODY) + 1; \
-        m &= m - 1;                                                             \
-        memcpy(*col, q + at, FIELD_MOVE);                                       \
-        value;                                                                  \
-        *col++ += end - at;                                                     \
-        at = end;                                                               \
+#define CT_COPY(value)                                                             \
+    {                                                                              \
+        size_t end = (unsigned)__builtin_ctzll(m | UINT64_C(1) << MASK_BODY) + 1u; \
+        m &= m - 1;                                                                \
+        memcpy(*col, q + at, FIELD_MOVE);                                          \
+        value;                                                                     \
+        *col++ += end - at;                                                        \
+        at = end;                                                                  \
     }
 #define CT_X_FIELD(kind, field) CT_COPY(CT_VALUE_##kind(dur))
 /* The end of an event copied: the summary given its time, and the event's
  * end, or NULL when its bytes were not exactly its varints. */
-#define CT_DONE(id)                                                   \
-    if (at != blen)                                                   \
-        return NULL;                                                  \
-    if (sb) {                                                         \
-        uint64_t t = sb->last_end[id] + (uint64_t)sp_unzigzag(delta); \
-        sb->last_end[id] = t + dur;                                   \
-        sp_summary_add(sb, id, t);                                    \
-    }                                                                 \
+#define CT_DONE(id)                                               \
+    if (at != blen)                                               \
+        return NULL;                                              \
+    uint64_t t = sb->last_end[id] + (uint64_t)sp_unzigzag(delta); \
+    sb->last_end[id] = t + dur;                                   \
+    sp_summary_place(sb, id, t);                                  \
     return q + at;
 
 /* CT_COPY to column c, the body's fields being out of the columns' order. */
-#define CT_COPY_TO(c, value)                                                    \
-    {                                                                           \
-        size_t end = (size_t)__builtin_ctzll(m | UINT64_C(1) << MASK_BODY) + 1; \
-        m &= m - 1;                                                             \
-        memcpy(col[c], q + at, FIELD_MOVE);                                     \
-        value;                                                                  \
-        col[c] += end - at;                                                     \
-        at = end;                                                               \
+#define CT_COPY_TO(c, value)                                                       \
+    {                                                                              \
+        size_t end = (unsigned)__builtin_ctzll(m | UINT64_C(1) << MASK_BODY) + 1u; \
+        m &= m - 1;                                                                \
+        memcpy(col[c], q + at, FIELD_MOVE);                                        \
+        value;                                                                     \
+        col[c] += end - at;                                                        \
+        at = end;                                                                  \
     }
 
 /* An IO event (codec.h's repeats): delta, dur and path; then ret alone
@@ -354,7 +376,7 @@ static const uint8_t *copy_event_slow(unsigned type, const uint8_t *q, const uin
         col[c] += b;
         q += b;
     }
-    if (q != bend || (sb && sp_summary_event(sb, type, body, bend) < 0))
+    if (q != bend || sp_summary_event(sb, type, body, bend) < 0)
         return NULL;
     return q;
 }
@@ -424,9 +446,8 @@ static int copy_events(const uint8_t *rows, size_t len, const uint8_t *types, ui
         break;
                 SP_EVENTS(CT_X_CASE)
 #undef CT_X_CASE
-            default:
-                p = NULL;
-                break;
+            default: /* pass 1 refused every type without a case */
+                __builtin_unreachable();
             }
         if (!p)
             return -1;
@@ -459,6 +480,8 @@ size_t sp_columns_from_rows(uint8_t *out, size_t cap, const uint8_t *rows, size_
     }
     if (at > SP_COLUMNS_SCRATCH(len) || copy_events(rows, len, types, pl.n, col, sb) < 0)
         return 0;
+    sp_summary_set_counts(sb, pl.count); /* placed, not counted, by pass 2 (counted by copy_event_slow's) */
+    sp_summary_finish(sb);
     static __thread uint32_t size[SP_EV_MAX][SP_MAX_COLUMNS];
     for (unsigned t = 1; t < SP_EV_MAX; t++)
         for (unsigned c = 0, k = pl.count[t] ? sp_columns_of(t) : 0; c < k; c++)

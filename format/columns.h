@@ -74,11 +74,11 @@ static inline unsigned sp_columns_of(unsigned type)
  * exactly its fields), or the payload would exceed `cap`.  `out` must
  * have SP_COLUMNS_SLACK bytes of room past `cap`, and `scratch`
  * SP_COLUMNS_SCRATCH(len) bytes: the columns are built there, each in
- * room for the most it can hold, then copied behind the table.  With `sb`
- * (begun by the caller, summary.h), the pass that copies the fields also
- * adds each event to that summary: when the result is not 0, `sb` holds
- * the chunk's summary (else it is incomplete, and the caller builds it
- * from the rows). */
+ * room for the most it can hold, then copied behind the table.  `sb`
+ * (begun by the caller, summary.h; required): the pass that copies the
+ * fields also adds each event to that summary: when the result is not 0,
+ * `sb` holds the chunk's summary (else it is incomplete, and the caller
+ * builds it from the rows). */
 struct sp_summary_build;
 /* The scratch's bound.  Each column of a type with k columns holds at
  * most SP_VARINT_MAX bytes per event, and at most its events' bodies less

@@ -31,10 +31,21 @@ int sp_zc_load(void);
 extern int (*sp_zc_load_refused)(void);
 /* 1 when the library is in memory already (sp_zc_load succeeded). */
 int sp_zc_loaded(void);
-struct sp_zc *sp_zc_create(void);
+/* A context for zstd `level`, its parameters set once (a frame then
+ * only resets its tables).  At the writer's default level, 1, the
+ * shortest match zstd looks for is SP_ZC_MIN_MATCH bytes instead of the
+ * 6 it picks for a 128 KiB chunk: the column layout's noisy columns (a
+ * read's time delta and duration, two bytes each) hold many 6-byte
+ * repeats that are not worth a sequence, and the match finder, the
+ * sequences and their coding are most of what zstd spends on them
+ * (bench/RESULTS.md, "zstd's parameters").  Other levels keep zstd's own
+ * parameters. */
+#define SP_ZC_TUNED_LEVEL 1
+#define SP_ZC_MIN_MATCH 7
+struct sp_zc *sp_zc_create(int level);
 void sp_zc_free(struct sp_zc *z);
-/* Compresses n bytes of src into dst (cap bytes): the frame's size, or 0
- * on error. */
+/* Compresses n bytes of src into dst (cap bytes) at the level z was made
+ * for: the frame's size, or 0 on error. */
 size_t sp_zc_compress(struct sp_zc *z, void *dst, size_t cap, const void *src, size_t n, int level);
 
 /* A zstd frame of raw blocks holding src: its size, or 0 when cap is too

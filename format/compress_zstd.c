@@ -18,9 +18,16 @@ int sp_zc_loaded(void)
     return 1;
 }
 
-struct sp_zc *sp_zc_create(void)
+struct sp_zc *sp_zc_create(int level)
 {
-    return (struct sp_zc *)ZSTD_createCCtx();
+    ZSTD_CCtx *z = ZSTD_createCCtx();
+    if (z && (ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_compressionLevel, level)) ||
+              (level == SP_ZC_TUNED_LEVEL &&
+               ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_minMatch, SP_ZC_MIN_MATCH))))) {
+        ZSTD_freeCCtx(z);
+        return NULL;
+    }
+    return (struct sp_zc *)z;
 }
 
 void sp_zc_free(struct sp_zc *z)
@@ -30,6 +37,7 @@ void sp_zc_free(struct sp_zc *z)
 
 size_t sp_zc_compress(struct sp_zc *z, void *dst, size_t cap, const void *src, size_t n, int level)
 {
-    size_t r = ZSTD_compressCCtx((ZSTD_CCtx *)z, dst, cap, src, n, level);
+    (void)level; /* set in the context */
+    size_t r = ZSTD_compress2((ZSTD_CCtx *)z, dst, cap, src, n);
     return ZSTD_isError(r) ? 0 : r;
 }

@@ -17,10 +17,12 @@ void sp_summary_begin(struct sp_summary_build *b, uint32_t tid)
 {
     memset(b, 0, sizeof *b);
     b->s.tid = tid;
+    for (unsigned t = 1; t < SP_EV_MAX; t++)
+        b->s.t_min[t] = UINT64_MAX; /* no event yet (summary.h) */
     sp_schema_dur_init();
 }
 
-int sp_summary_from_rows(struct sp_summary_build *b, const uint8_t *rows, size_t len)
+static int rows_walk(struct sp_summary_build *b, const uint8_t *rows, size_t len)
 {
     const uint8_t *p = rows, *end = rows + len;
     while (p < end && *p) {
@@ -34,6 +36,13 @@ int sp_summary_from_rows(struct sp_summary_build *b, const uint8_t *rows, size_t
             return SP_E_CORRUPT;
     }
     return 0;
+}
+
+int sp_summary_from_rows(struct sp_summary_build *b, const uint8_t *rows, size_t len)
+{
+    int rc = rows_walk(b, rows, len);
+    sp_summary_finish(b); /* the events before any damage */
+    return rc;
 }
 
 static uint8_t *put_u32(uint8_t *p, uint32_t v)
@@ -125,7 +134,7 @@ long sp_summary_decode(struct sp_chunk_summary *s, const uint8_t *p, size_t len)
     return (long)(8 + size);
 }
 
-int sp_summary_from_columns(struct sp_summary_build *b, struct sp_columns *c)
+static int columns_walk(struct sp_summary_build *b, struct sp_columns *c)
 {
     const uint8_t *delta[SP_EV_MAX] = {0}, *dur[SP_EV_MAX] = {0};
     uint64_t last_end[SP_EV_MAX] = {0};
@@ -153,4 +162,11 @@ int sp_summary_from_columns(struct sp_summary_build *b, struct sp_columns *c)
         sp_summary_add(b, t, start);
     }
     return 0;
+}
+
+int sp_summary_from_columns(struct sp_summary_build *b, struct sp_columns *c)
+{
+    int rc = columns_walk(b, c);
+    sp_summary_finish(b);
+    return rc;
 }

@@ -39,7 +39,11 @@
 
 /* A summary being built, in chunk order.  A type's t_max so far is the
  * latest start of that type before the next event, which is what the
- * pair lags are measured from. */
+ * pair lags are measured from.  While it is built, a type with no event
+ * yet has t_min UINT64_MAX and t_max 0, so that each event only takes
+ * the least and the most of its start and those (no test of whether its
+ * type was seen); sp_summary_finish then sets `types` from the counts
+ * and the absent types' t_min back to 0. */
 struct sp_summary_build {
     struct sp_chunk_summary s;
     uint64_t latest;              /* latest start so far, any type */
@@ -55,32 +59,58 @@ void sp_schema_dur_init(void);
 
 void sp_summary_begin(struct sp_summary_build *b, uint32_t tid);
 
+/* Places one event of a known type starting at t, the next in chunk
+ * order, in the summary's times, without counting it (the column
+ * transform counts each type's events in its first pass and sets the
+ * counts once, sp_summary_set_counts). */
+static inline void sp_summary_place(struct sp_summary_build *b, unsigned type, uint64_t t)
+{
+    struct sp_chunk_summary *s = &b->s;
+    if (t < s->t_min[type])
+        s->t_min[type] = t;
+    if (t >= b->latest) { /* most events: nothing started after them yet */
+        b->latest = t;
+        s->t_max[type] = t;
+        return;
+    }
+    /* A type not seen yet has t_max 0, never after t. */
+    for (unsigned a = 1; a < SP_EV_MAX; a++)
+        if (s->t_max[a] > t && s->t_max[a] - t > s->lag[a][type])
+            s->lag[a][type] = s->t_max[a] - t;
+    if (t > s->t_max[type])
+        s->t_max[type] = t;
+}
+
 /* Adds one event of a known type starting at t, the next in chunk order. */
 static inline void sp_summary_add(struct sp_summary_build *b, unsigned type, uint64_t t)
 {
+    b->s.count[type]++;
+    b->s.events++;
+    sp_summary_place(b, type, t);
+}
+
+/* The summary of the events added, ready to be read or encoded: its
+ * types, and t_min 0 for the others.  sp_summary_from_rows and
+ * sp_summary_from_columns call it; so does the column transform. */
+static inline void sp_summary_finish(struct sp_summary_build *b)
+{
     struct sp_chunk_summary *s = &b->s;
-    uint32_t bit = SP_TYPE_BIT(type);
-    s->count[type]++;
-    s->events++;
-    if (t >= b->latest) { /* most events: nothing started after them yet */
-        b->latest = t;
-        if (!(s->types & bit))
-            s->t_min[type] = t;
-        s->t_max[type] = t;
-        s->types |= bit;
-        return;
+    for (unsigned t = 1; t < SP_EV_MAX; t++) {
+        if (s->count[t])
+            s->types |= SP_TYPE_BIT(t);
+        else
+            s->t_min[t] = 0;
     }
-    for (unsigned a = 1; a < SP_EV_MAX; a++)
-        if ((s->types & SP_TYPE_BIT(a)) && s->t_max[a] > t && s->t_max[a] - t > s->lag[a][type])
-            s->lag[a][type] = s->t_max[a] - t;
-    if (!(s->types & bit)) {
-        s->t_min[type] = s->t_max[type] = t;
-        s->types |= bit;
-    } else {
-        if (t < s->t_min[type])
-            s->t_min[type] = t;
-        if (t > s->t_max[type])
-            s->t_max[type] = t;
+}
+
+/* The summary's counts: count[t] events of each type, whatever was
+ * counted before (events placed with sp_summary_place, or added). */
+static inline void sp_summary_set_counts(struct sp_summary_build *b, const uint32_t count[SP_EV_MAX])
+{
+    b->s.events = 0;
+    for (unsigned t = 1; t < SP_EV_MAX; t++) {
+        b->s.count[t] = count[t];
+        b->s.events += count[t];
     }
 }
 

@@ -421,7 +421,7 @@ static int write_frame(struct sp_writer *w, struct sp_slot_header *s)
     size_t slen = chunk_summary(w, s, (const uint8_t *)(s + 1), used, payload, layout != 0);
     size_t cap = w->cbuf_size - sizeof fh - slen, csize;
     if (!w->cctx && (sp_zc_loaded() || usize > SP_RAW_SMALL) && sp_zc_load())
-        w->cctx = sp_zc_create();
+        w->cctx = sp_zc_create(w->level);
     csize = w->cctx ? sp_zc_compress(w->cctx, payload + slen, cap, src, usize, w->level) : 0;
     if (!csize) /* not loaded, not worth it, or failed: stored as it is */
         csize = sp_zc_raw_frame(payload + slen, cap, src, usize);

@@ -260,13 +260,17 @@ static inline __attribute__((always_inline)) uint8_t *sp_encode_io_v4(uint8_t *p
     p = sp_put_uvarint(p, e->dur);
     st->end[SP_EV_IO] = t + e->dur;
     int full = (uint64_t)e->ret == e->bytes;
-    uint64_t path = e->path << SP_IO_MARK_BITS | (full ? SP_IO_RET_BYTES : 0);
+    uint64_t path = (uint64_t)e->path << SP_IO_MARK_BITS;
     if (__builtin_expect(sp_io_repeats(e, prev), 1)) {
+        /* The common event (a block read again, all of it) on a branch of
+         * its own: its path word's marks are a constant there. */
+        if (__builtin_expect(full, 1))
+            return sp_put_uvarint(p, path | SP_IO_REPEAT | SP_IO_RET_BYTES);
         p = sp_put_uvarint(p, path | SP_IO_REPEAT);
-        if (__builtin_expect(!full, 0))
-            p = sp_put_uvarint(p, sp_zigzag(e->ret));
-        return p;
+        return sp_put_uvarint(p, sp_zigzag(e->ret));
     }
+    if (full)
+        path |= SP_IO_RET_BYTES;
     p = sp_put_uvarint(p, path);
     p = sp_put_uvarint(p, e->op);
     p = sp_put_uvarint(p, sp_zigzag(e->fd));

@@ -244,6 +244,15 @@ SP_EVENTS(SP_X_ENCODER)
 #define SP_IO_RET_BYTES 2u
 #define SP_IO_MARK_BITS 2
 
+/* An IO event's body is its delta and its fields, a varint each of at
+ * most SP_VARINT_MAX bytes: under SP_ONE_BYTE_LIMIT, so its length is one
+ * byte always (sp_codec_encode), and the long case's memmove, a call, is
+ * no part of the code inlined into the recorder's reads. */
+#define SP_X_COUNT_FIELD(kind, field) +1
+#define SP_IO_BODY_MAX ((1 SP_FIELDS_IO(SP_X_COUNT_FIELD)) * SP_VARINT_MAX)
+_Static_assert(SP_IO_BODY_MAX < SP_ONE_BYTE_LIMIT, "an IO event's length fits one byte");
+#undef SP_X_COUNT_FIELD
+
 /* Whether the IO event `e` repeats `prev`: one test of the six fields. */
 static inline __attribute__((always_inline)) int sp_io_repeats(const struct sp_ev_io *e, const struct sp_ev_io *prev)
 {
@@ -319,7 +328,7 @@ static inline __attribute__((always_inline)) size_t sp_codec_encode(uint8_t *out
     uint8_t *body = out + 2;
     uint8_t *end = sp_encode_body(body, ev, st);
     size_t len = (size_t)(end - body);
-    if (__builtin_expect(len < SP_ONE_BYTE_LIMIT, 1)) {
+    if (__builtin_expect(len < SP_ONE_BYTE_LIMIT, 1) || ev->type == SP_EV_IO /* SP_IO_BODY_MAX */) {
         out[1] = (uint8_t)len;
         return (size_t)(end - out);
     }

@@ -389,9 +389,11 @@ static inline __attribute__((always_inline)) int io_enter(struct io_call *c)
 }
 
 /* Inlined into its callers: ten arguments would otherwise go through the
- * stack on every recorded call. */
-static inline __attribute__((always_inline)) void emit_io(uint64_t t0, uint64_t t1, int op, int fd, uint64_t entry,
-                                                          int64_t ret, uint64_t bytes, uint64_t offset, int err)
+ * stack on every recorded call.  `path` is the entry's path id, however
+ * the caller found it (emit_io, emit_io_current). */
+static inline __attribute__((always_inline)) void emit_io_path(uint64_t t0, uint64_t t1, int op, int fd,
+                                                               uint64_t entry, uint32_t path, int64_t ret,
+                                                               uint64_t bytes, uint64_t offset, int err)
 {
     struct sp_event ev;
     sp_event_head(&ev, SP_EV_IO, t0);
@@ -400,7 +402,7 @@ static inline __attribute__((always_inline)) void emit_io(uint64_t t0, uint64_t 
         .op = (uint64_t)op,
         .fd = fd,
         .fd_kind = (uint64_t)entry_kind(entry),
-        .path = entry_path(fd, entry),
+        .path = path,
         .ret = ret,
         .bytes = bytes,
         .offset = offset,
@@ -409,26 +411,19 @@ static inline __attribute__((always_inline)) void emit_io(uint64_t t0, uint64_t 
     sp_emit_inline(&ev); /* every caller restores errno next */
 }
 
+static inline __attribute__((always_inline)) void emit_io(uint64_t t0, uint64_t t1, int op, int fd, uint64_t entry,
+                                                          int64_t ret, uint64_t bytes, uint64_t offset, int err)
+{
+    emit_io_path(t0, t1, op, fd, entry, entry_path(fd, entry), ret, bytes, offset, err);
+}
+
 /* emit_io for an entry whose path is the current file's (fd_entry_current,
  * fd_entry_other): the path is the entry's low word. */
 static inline __attribute__((always_inline)) void emit_io_current(uint64_t t0, uint64_t t1, int op, int fd,
                                                                   uint64_t entry, int64_t ret, uint64_t bytes,
                                                                   uint64_t offset, int err)
 {
-    struct sp_event ev;
-    sp_event_head(&ev, SP_EV_IO, t0);
-    ev.io = (struct sp_ev_io){
-        .dur = t1 - t0,
-        .op = (uint64_t)op,
-        .fd = fd,
-        .fd_kind = (uint64_t)entry_kind(entry),
-        .path = (uint32_t)(entry & FD_PATH_MASK),
-        .ret = ret,
-        .bytes = bytes,
-        .offset = offset,
-        .err = ret < 0 ? (uint64_t)err : 0,
-    };
-    sp_emit_inline(&ev); /* every caller restores errno next */
+    emit_io_path(t0, t1, op, fd, entry, (uint32_t)(entry & FD_PATH_MASK), ret, bytes, offset, err);
 }
 
 /* emit_io, once, for the opens and closes: they are not worth a copy of

@@ -506,34 +506,6 @@ static int check_planned_columns(struct sp_reader *r)
  * was when decoded alone. */
 #define RD_BLOCK 64
 
-/* The next varint of a checked column, for the block decoders: as
- * sp_column_get, with a case of its own for three bytes.  Kernel and copy
- * durations (16 us to 2 ms) are three bytes, in every GPU event: the
- * general word path took twice the instructions. */
-#define RD_BYTE3_STOP 0x800000u
-static inline __attribute__((always_inline)) int rd_column_get(const uint8_t **pp, uint64_t *out)
-{
-    const uint8_t *p = *pp;
-    uint64_t x;
-    memcpy(&x, p, sizeof x);
-    if (__builtin_expect(!(x & 0x80), 1)) {
-        *out = x & 0x7f;
-        *pp = p + 1;
-        return 0;
-    }
-    if (!(x & 0x8000)) {
-        *out = (x & 0x7f) | ((x >> 1) & 0x3f80);
-        *pp = p + 2;
-        return 0;
-    }
-    if (!(x & RD_BYTE3_STOP)) {
-        *out = (x & 0x7f) | ((x >> 1) & 0x3f80) | ((x >> 2) & 0x1fc000);
-        *pp = p + 3;
-        return 0;
-    }
-    return sp_column_get(pp, out);
-}
-
 /* Per type, its block: whole events, handed out in place. */
 struct blocks {
     struct sp_event ev[SP_EV_MAX][RD_BLOCK];
@@ -606,7 +578,7 @@ struct blocks {
                 p += 6;                                                \
                 continue;                                              \
             }                                                          \
-            if (__builtin_expect(rd_column_get(&p, &v) < 0, 0)) {      \
+            if (__builtin_expect(sp_column_get(&p, &v) < 0, 0)) {      \
                 n = i;                                                 \
                 break;                                                 \
             }                                                          \

@@ -6,7 +6,7 @@
  * on the VMs we measure on, rdtsc about 10.  Where the CPU says its TSC is
  * invariant (CPUID 80000007h EDX[8], nonstop_tsc in /proc/cpuinfo: it ticks at
  * one rate in every power state and on every core), sp_now() reads the TSC
- * and converts it at once: ns = base_ns + (tsc - base_tsc) * mult / 2^32.
+ * and converts it at once: ns = off + tsc * mult / 2^32.
  * Every time in a trace is therefore still CLOCK_MONOTONIC ns, for every
  * field and every reader, and the CUPTI timestamp callback (which must
  * return nanoseconds: CUPTI and the sim place GPU records on the host
@@ -40,17 +40,17 @@
  * 200 ms one, measured: under 0.1 us by the time the refined rate steers
  * it out.  From then on the compressor's passes keep the period.
  *
- * Hot path: one load of the segment's address (NULL: clock_gettime), its
- * sequence number and three loads, rdtsc, a 64x64->128-bit multiply
- * (unsigned: the signed one only for a tick before the base).  A timed
- * call (struct sp_span, preload.h) reads only the tick at its start, and
- * at its end the tick and the segment once: both ends are converted with
- * that one snapshot, the start to ns and the duration with its rate.
- * Segments
- * are double-buffered: the thread writes the one not in use, then
- * publishes its index and address; a reader that finds its segment
- * rewritten under it (its sequence number moved) reads clock_gettime
- * instead of waiting.  No lock, no system call, no allocation.
+ * Hot path: one load of sp_clock_on (0: clock_gettime), rdtsc, one
+ * 16-byte load of the segment (its rate and offset), a 64x64->128-bit
+ * multiply.  A timed call (struct sp_span, preload.h) reads only the tick
+ * at its start, and at its end the tick and the segment once: both ends
+ * are converted with that one load, the start to ns and the duration with
+ * its rate.  A segment is written with one 16-byte store and read with
+ * one 16-byte load, which every CPU with AVX makes atomic (preload.h's
+ * struct sp_clock_seg): a reader sees the old segment or the new one,
+ * never half of each, so there is no sequence number to read twice and
+ * nothing to retry.  Where AVX is missing (x86-64 CPUs from before 2011)
+ * the clock is clock_gettime.  No lock, no system call, no allocation.
  *
  * Where rdtsc traps.  A job may turn the TSC off for itself:
  * prctl(PR_SET_TSC, PR_TSC_SIGSEGV) (record-and-replay tools, sandboxes),
@@ -85,10 +85,9 @@
 #define SP_CLOCK_PAIR_TRIES 5
 #define SP_CLOCK_MAX_SLEW 0.0005 /* steer by at most 500 ppm */
 
-struct sp_clock_seg sp_clock_segs[2];
-volatile unsigned sp_clock_cur;
+struct sp_clock_seg sp_clock_live;
 volatile int sp_clock_tsc;
-struct sp_clock_seg *volatile sp_clock_seg;
+volatile int sp_clock_on;
 volatile int sp_clock_notsc;
 
 static struct {
@@ -114,7 +113,7 @@ void sp_clock_tsc_off(void)
 {
     __atomic_store_n(&sp_clock_notsc, 1, __ATOMIC_SEQ_CST);
     __atomic_store_n(&ck.wanted, 0, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&sp_clock_seg, NULL, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&sp_clock_on, 0, __ATOMIC_SEQ_CST);
     ck.why = k_why_notsc;
 }
 
@@ -128,7 +127,7 @@ void sp_clock_check_tsc(void)
 }
 
 
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
 #include <cpuid.h>
 /* CPUID leaf 0x80000007, EDX bit 8: the invariant TSC, which the kernel
  * shows as nonstop_tsc (and, with it, constant_tsc) in /proc/cpuinfo.
@@ -142,6 +141,14 @@ static int cpu_invariant_tsc(void)
     if (!__get_cpuid(0x80000007u, &a, &b, &c, &d))
         return 0;
     return (d >> 8) & 1;
+}
+
+/* CPUID.01H:ECX bit 28: AVX, and with it the atomic 16-byte loads and
+ * stores the segment relies on (preload.h). */
+static int cpu_avx(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && ((c >> 28) & 1);
 }
 #endif
 
@@ -164,16 +171,18 @@ void sp_clock_init(void)
 {
     const char *env = getenv("SCALEPROF_CLOCK");
     sp_clock_tsc = 0;
-    sp_clock_seg = NULL;
+    sp_clock_on = 0;
     ck.wanted = 0;
     sp_clock_check_tsc(); /* this thread's mode is the one it was started with */
     if (sp_clock_notsc) {
         ck.why = k_why_notsc;
         return;
     }
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
     if (env && !strcmp(env, "monotonic"))
         ck.why = "monotonic (SCALEPROF_CLOCK=monotonic)";
+    else if (!cpu_avx())
+        ck.why = "monotonic (no AVX: CPUID 01h ECX[28] clear, so no atomic 16-byte load for the TSC's conversion)";
     else if (env && !strcmp(env, "tsc"))
         ck.wanted = 1, ck.why = "tsc (SCALEPROF_CLOCK=tsc), calibrated against CLOCK_MONOTONIC";
     else if (cpu_invariant_tsc())
@@ -182,7 +191,7 @@ void sp_clock_init(void)
         ck.why = "monotonic (no invariant TSC: CPUID 80000007h EDX[8] clear, no nonstop_tsc)";
 #else
     (void)env;
-    ck.why = "monotonic (no TSC on this architecture)";
+    ck.why = "monotonic (the TSC is used on x86-64 only)";
 #endif
     if (ck.wanted) {
         read_pair(&ck.tsc0, &ck.ns0);
@@ -197,21 +206,25 @@ const char *sp_clock_describe(void)
     return ck.why ? ck.why : "monotonic";
 }
 
-/* Publishes a segment starting at (tsc, ns) with `rate` ns per tick. */
+/* Publishes a segment that reads `ns` at `tsc`, with `rate` ns per tick:
+ * one 16-byte store (preload.h's struct sp_clock_seg), then the TSC on. */
 static void publish(uint64_t tsc, uint64_t ns, double rate)
 {
-    unsigned next = sp_clock_cur ^ 1u;
-    struct sp_clock_seg *s = &sp_clock_segs[next];
-    __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE); /* odd: being written */
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    __atomic_store_n(&s->base_tsc, tsc, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->base_ns, ns, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->mult, (uint64_t)(rate * 4294967296.0), __ATOMIC_RELAXED);
-    __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
-    __atomic_store_n(&sp_clock_cur, next, __ATOMIC_RELEASE);
-    __atomic_store_n(&sp_clock_seg, s, __ATOMIC_SEQ_CST);
+    uint64_t mult = (uint64_t)(rate * 4294967296.0);
+    uint64_t off = ns - (uint64_t)(((unsigned __int128)tsc * mult) >> 32);
+#if defined(__x86_64__)
+    typedef uint64_t sp_v2u64 __attribute__((vector_size(16)));
+    sp_v2u64 v = {mult, off};
+    __asm__ volatile("movdqa %1, %0"
+                     : "=m"(sp_clock_live)
+                     : "x"(v)
+                     : "memory");
+#else
+    sp_clock_live = (struct sp_clock_seg){mult, off};
+#endif
+    __atomic_store_n(&sp_clock_on, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&sp_clock_notsc, __ATOMIC_SEQ_CST))
-        __atomic_store_n(&sp_clock_seg, NULL, __ATOMIC_SEQ_CST); /* turned off meanwhile */
+        __atomic_store_n(&sp_clock_on, 0, __ATOMIC_SEQ_CST); /* turned off meanwhile */
     __atomic_store_n(&ck.segments, ck.segments + 1, __ATOMIC_RELAXED);
 }
 
@@ -269,20 +282,19 @@ static void tick(void)
     publish(tsc, at, ck.rate * (1.0 + slew));
 }
 
-/* A span's end (preload.h) other than a tick the current segment
- * converts: the end is clock_gettime (before calibration, and once the
- * TSC is off: no rdtsc), or the tick's conversion found its segment
- * rewritten while read.  A start that is a tick is converted with the
- * current segment, which still holds the last calibration (turning the
- * TSC off only withdraws its address); one that cannot be (that segment
- * rewritten too) makes the call start at its end, with no duration. */
+/* A span's end (preload.h) other than a tick: the end is clock_gettime
+ * (before calibration, and once the TSC is off: no rdtsc).  A start that
+ * is a tick is converted with the current segment, which still holds the
+ * last calibration (turning the TSC off only clears sp_clock_on); one
+ * after the end (a clock that went back) makes the call start at its
+ * end, with no duration. */
 struct sp_times sp_span_end_slow(uint64_t start)
 {
     int e = errno; /* the interposers' fast path leaves errno alone */
     uint64_t t1 = sp_clock_gettime_ns();
     uint64_t s = start & SP_SPAN_TSC ? sp_clock_from_tsc(start) : start >> 1;
-    if (s == 0 || s > t1)
-        s = t1; /* unknown, or a clock that went back */
+    if (s > t1)
+        s = t1; /* a clock that went back */
     errno = e;
     return (struct sp_times){s, t1 - s};
 }

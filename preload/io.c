@@ -493,16 +493,16 @@ static inline __attribute__((always_inline)) int io_enter_fast(struct io_call *c
 {
     if (SP_UNLIKELY(atomic_load_explicit(&sp_emit_gate, memory_order_relaxed) != 0) ||
         SP_UNLIKELY(sp_guard_frame != 0) ||
-        SP_UNLIKELY(__atomic_load_n(&sp_clock_seg, __ATOMIC_ACQUIRE) == NULL))
+        SP_UNLIKELY(!sp_clock_uses_tsc()))
         return 0;
     c->span.v = sp_rdtsc() | SP_SPAN_TSC;
     return 1;
 }
 
 /* io_leave for a call that succeeded on an fd whose entry is current,
- * when emit.h's fast path takes the event and the clock's segment reads
- * whole: 1 once recorded; 0, having done nothing, for io_finish_slow.  The
- * end's tick is read first, as io_leave reads it. */
+ * when emit.h's fast path takes the event and the TSC is still the clock:
+ * 1 once recorded; 0, having done nothing, for io_finish_slow.  The end's
+ * tick is read first, as io_leave reads it. */
 static inline __attribute__((always_inline)) int io_finish_fast(struct io_call c, int op, int fd, int64_t ret,
                                                                 uint64_t bytes, uint64_t offset)
 {
@@ -512,8 +512,7 @@ static inline __attribute__((always_inline)) int io_finish_fast(struct io_call c
     (void)c, (void)op, (void)fd, (void)ret, (void)bytes, (void)offset;
     return 0;
 #endif
-    const struct sp_clock_seg *s = __atomic_load_n(&sp_clock_seg, __ATOMIC_ACQUIRE);
-    if (SP_UNLIKELY(s == NULL))
+    if (SP_UNLIKELY(!sp_clock_uses_tsc()))
         return 0;
     uint64_t tsc1 = sp_rdtsc();
     uint64_t e;
@@ -521,13 +520,11 @@ static inline __attribute__((always_inline)) int io_finish_fast(struct io_call c
         return 0;
     sp_guard_take(); /* before the slot's check: no handler's event fills it under us */
     _Atomic long *inflight = sp_emit_try_fast();
-    struct sp_times tm;
-    if (SP_UNLIKELY(!inflight) || SP_UNLIKELY(!sp_span_convert(s, c.span, tsc1, &tm))) {
-        if (inflight)
-            sp_emit_leave_own(inflight);
+    if (SP_UNLIKELY(!inflight)) {
         sp_guard_drop();
         return 0;
     }
+    struct sp_times tm = sp_span_convert(sp_clock_load(), c.span.v, tsc1);
     struct sp_event ev;
     sp_event_head(&ev, SP_EV_IO, tm.t0);
     ev.io = (struct sp_ev_io){

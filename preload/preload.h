@@ -148,18 +148,27 @@ static inline void sp_guard_forever(void)
 extern volatile int sp_recording;
 
 /* The recorder's clock (clock.c): CLOCK_MONOTONIC ns, from the TSC where
- * it is invariant and calibrated, else from clock_gettime. */
+ * it is invariant and calibrated, else from clock_gettime.
+ *
+ * A segment converts a tick: ns = off + tsc * mult / 2^32, modulo 2^64
+ * (mult: ns per tick, times 2^32).  It is two words, 16-aligned, written
+ * with one 16-byte store and read with one 16-byte load (MOVDQA), which
+ * Intel and AMD both guarantee to be single-copy atomic on every CPU that
+ * reports AVX (CPUID.01H:ECX[28]; Intel SDM vol. 3A 9.1.1, AMD APM vol. 2
+ * 7.3.2, for aligned accesses to cacheable memory): a reader sees the old
+ * segment or the new one whole, with no sequence number to check and no
+ * retry.  So the TSC is the clock only on a CPU with AVX (clock.c). */
 struct sp_clock_seg {
-    uint64_t seq; /* odd while being rewritten */
-    uint64_t base_tsc, base_ns;
-    uint64_t mult; /* ns per tick, times 2^32 */
-};
-extern struct sp_clock_seg sp_clock_segs[2];
-extern volatile unsigned sp_clock_cur; /* the segment in use */
-extern volatile int sp_clock_tsc;      /* 1 once the TSC is calibrated */
-/* &sp_clock_segs[sp_clock_cur] once the TSC is calibrated, NULL until
- * then and where clock_gettime is the clock: sp_now's one load. */
-extern struct sp_clock_seg *volatile sp_clock_seg;
+    uint64_t mult, off;
+} __attribute__((aligned(16)));
+/* The current segment; never cleared once written (a tick read before
+ * the TSC was turned off is still converted with it). */
+extern struct sp_clock_seg sp_clock_live;
+extern volatile int sp_clock_tsc; /* 1 once the TSC is calibrated */
+/* 1 while the TSC is the clock: calibrated, on a CPU with AVX, and rdtsc
+ * not turned off; the one load that decides between rdtsc and
+ * clock_gettime. */
+extern volatile int sp_clock_on;
 /* 1 when rdtsc may trap in this process (prctl(PR_SET_TSC,
  * PR_TSC_SIGSEGV) by the job, or inherited): no rdtsc from then on, and
  * the clock is read with the system call, since the vDSO's clock_gettime
@@ -194,74 +203,63 @@ static inline uint64_t sp_clock_gettime_ns(void)
     return sp_clock_read_ns(CLOCK_MONOTONIC);
 }
 
-/* ns of `tsc` with segment s's (bt, bn, m); the tick may lie before the
- * base (another core's TSC a little behind, or a tick read before the
- * segment was published).  One signed 64x64->128-bit multiply: the rate
- * is far below 2^31 ns per tick, so m (ns per tick times 2^32) is a
- * positive int64_t, and no sign correction of an unsigned operand is
- * needed. */
-static inline __attribute__((always_inline)) uint64_t sp_clock_apply(uint64_t tsc, uint64_t bt, uint64_t bn,
-                                                                     uint64_t m)
+/* The current segment, read whole (see struct sp_clock_seg): only where
+ * sp_clock_on was seen set, so on a CPU with AVX (and SSE4.1's pextrq). */
+static inline __attribute__((always_inline)) struct sp_clock_seg sp_clock_load(void)
 {
-    int64_t d = (int64_t)(tsc - bt);
-    return bn + (uint64_t)(int64_t)(((__int128)d * (__int128)(int64_t)m) >> 32);
+    struct sp_clock_seg s;
+#if defined(__x86_64__)
+    typedef uint64_t sp_v2u64 __attribute__((vector_size(16)));
+    sp_v2u64 v;
+    __asm__ volatile("movdqa %3, %2\n\t"
+                     "movq %2, %0\n\t"
+                     "pextrq $1, %2, %1"
+                     : "=r"(s.mult), "=r"(s.off), "=&x"(v)
+                     : "m"(sp_clock_live));
+#else
+    /* never read: the TSC is the clock only on x86-64 */
+    s.mult = __atomic_load_n(&sp_clock_live.mult, __ATOMIC_RELAXED);
+    s.off = __atomic_load_n(&sp_clock_live.off, __ATOMIC_RELAXED);
+#endif
+    return s;
 }
 
-/* Segment s read whole: 1 with its base and rate, 0 when it was rewritten
- * while read (the caller reads clock_gettime instead). */
-static inline __attribute__((always_inline)) int sp_clock_snap(const struct sp_clock_seg *s, uint64_t *bt,
-                                                               uint64_t *bn, uint64_t *m)
+/* ns of `tsc` with segment s: one unsigned 64x64->128-bit multiply. */
+static inline __attribute__((always_inline)) uint64_t sp_clock_apply(struct sp_clock_seg s, uint64_t tsc)
 {
-    uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
-    *bt = __atomic_load_n(&s->base_tsc, __ATOMIC_RELAXED);
-    *bn = __atomic_load_n(&s->base_ns, __ATOMIC_RELAXED);
-    *m = __atomic_load_n(&s->mult, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    return SP_LIKELY(!(seq & 1)) && SP_LIKELY(__atomic_load_n(&s->seq, __ATOMIC_RELAXED) == seq);
+    return s.off + (uint64_t)(((unsigned __int128)tsc * s.mult) >> 32);
 }
 
-/* A TSC reading in ns of segment s: 1 with *ns set, 0 when the segment
- * was rewritten while read. */
-static inline __attribute__((always_inline)) int sp_clock_convert(const struct sp_clock_seg *s, uint64_t tsc,
-                                                                  uint64_t *ns)
-{
-    uint64_t bt, bn, m;
-    if (SP_UNLIKELY(!sp_clock_snap(s, &bt, &bn, &m)))
-        return 0;
-    *ns = sp_clock_apply(tsc, bt, bn, m);
-    return 1;
-}
-
-/* A TSC reading in ns of the current segment; 0 when the segment was
- * rewritten while read. */
+/* A TSC reading in ns of the current segment. */
 static inline uint64_t sp_clock_from_tsc(uint64_t tsc)
 {
-    uint64_t ns;
-    const struct sp_clock_seg *s =
-        &sp_clock_segs[__atomic_load_n(&sp_clock_cur, __ATOMIC_ACQUIRE) & 1u];
-    return sp_clock_convert(s, tsc, &ns) ? ns : 0;
+    return sp_clock_apply(sp_clock_load(), tsc);
+}
+
+static inline __attribute__((always_inline)) int sp_clock_uses_tsc(void)
+{
+    return __atomic_load_n(&sp_clock_on, __ATOMIC_ACQUIRE) != 0;
 }
 
 static inline __attribute__((always_inline)) uint64_t sp_now(void)
 {
-    const struct sp_clock_seg *s = __atomic_load_n(&sp_clock_seg, __ATOMIC_ACQUIRE);
-    uint64_t ns;
-    if (SP_LIKELY(s != NULL) && SP_LIKELY(sp_clock_convert(s, sp_rdtsc(), &ns)))
-        return ns;
+    if (SP_LIKELY(sp_clock_uses_tsc())) {
+        uint64_t tsc = sp_rdtsc();
+        return sp_clock_apply(sp_clock_load(), tsc);
+    }
     return sp_clock_gettime_ns();
 }
 
 /* A timed call, read as two ticks and converted once.  Its start is only
  * a rdtsc (or clock_gettime before the TSC is calibrated, and where it is
- * not the clock); its end reads the tick, then the current segment once,
- * and converts the start with it and the duration with its rate: one
- * seqlock read and one base for both ends of the call, and one word kept
- * across the real call.  A segment published during the call converts a
- * start read before its base, which it continues (clock.c: each segment
- * begins where the last one is at its base, with a rate at most
- * SP_CLOCK_MAX_SLEW apart: 0.05% of the call's duration).  Each call
- * reads its own start: the time between two calls is the job's, never the
- * call's.
+ * not the clock); its end reads the tick, then the current segment once
+ * (one 16-byte load), and converts the start with it and the duration
+ * with its rate, and one word is kept across the real call.  A segment
+ * published during the call converts a start read before it, which it
+ * continues (clock.c: each segment begins where the last one is at its
+ * tick, with a rate at most SP_CLOCK_MAX_SLEW apart: 0.05% of the call's
+ * duration).  Each call reads its own start: the time between two calls
+ * is the job's, never the call's.
  *
  * The word: the start's tick with bit 0 set (a tick's worth of error at
  * most), or its clock_gettime ns shifted left by one (bit 0 clear; ns
@@ -273,7 +271,7 @@ struct sp_span {
 
 static inline __attribute__((always_inline)) void sp_span_begin(struct sp_span *sp)
 {
-    if (SP_LIKELY(__atomic_load_n(&sp_clock_seg, __ATOMIC_ACQUIRE) != NULL))
+    if (SP_LIKELY(sp_clock_uses_tsc()))
         sp->v = sp_rdtsc() | SP_SPAN_TSC;
     else
         sp->v = sp_clock_gettime_ns() << 1;
@@ -285,39 +283,29 @@ struct sp_times {
     uint64_t t0, dur;
 };
 
-/* sp_span_end when the start was not a tick the current segment converts
- * with a tick read now: a clock_gettime start (the TSC not calibrated
- * yet), the TSC turned off during the call, or a segment rewritten while
- * read (clock.c, out of line). */
+/* sp_span_end when the start or the end is not a tick: a clock_gettime
+ * start (the TSC not calibrated yet), or the TSC turned off during the
+ * call (clock.c, out of line). */
 struct sp_times sp_span_end_slow(uint64_t start);
 
-/* A TSC start `sp` and an end tick `tsc1` read after loading the current
- * segment's address `s` (non-NULL: no rdtsc otherwise) as the call's
- * start (ns) and duration: 1 with *tm set, 0 when the segment was
- * rewritten while read.  The duration is 0 for a clock that went back
- * (another core's TSC a little behind). */
-static inline __attribute__((always_inline)) int sp_span_convert(const struct sp_clock_seg *s, struct sp_span sp,
-                                                                 uint64_t tsc1, struct sp_times *tm)
+/* A call that started at tick `start` and ended at tick `tsc1`, read
+ * before segment s was loaded, as its start (ns) and duration.  The
+ * duration is 0 for a clock that went back (another core's TSC a little
+ * behind). */
+static inline __attribute__((always_inline)) struct sp_times sp_span_convert(struct sp_clock_seg s, uint64_t start,
+                                                                             uint64_t tsc1)
 {
-    uint64_t bt, bn, m;
-    if (SP_UNLIKELY(!sp_clock_snap(s, &bt, &bn, &m)))
-        return 0;
-    int64_t d = (int64_t)(tsc1 - sp.v);
-    tm->t0 = sp_clock_apply(sp.v, bt, bn, m);
-    tm->dur = d > 0 ? (uint64_t)(((unsigned __int128)(uint64_t)d * m) >> 32) : 0;
-    return 1;
+    int64_t d = (int64_t)(tsc1 - start);
+    return (struct sp_times){sp_clock_apply(s, start), d > 0 ? (uint64_t)(((unsigned __int128)(uint64_t)d * s.mult) >> 32) : 0};
 }
 
 /* The call's start (ns) and duration, read right after the real call.  No
- * rdtsc once the TSC may trap (the segment's address is NULL from then
- * on). */
+ * rdtsc once the TSC may trap (sp_clock_on is clear from then on). */
 static inline __attribute__((always_inline)) struct sp_times sp_span_end(struct sp_span sp)
 {
-    if (SP_LIKELY(sp.v & SP_SPAN_TSC)) {
-        const struct sp_clock_seg *s = __atomic_load_n(&sp_clock_seg, __ATOMIC_ACQUIRE);
-        struct sp_times tm;
-        if (SP_LIKELY(s != NULL) && SP_LIKELY(sp_span_convert(s, sp, sp_rdtsc(), &tm)))
-            return tm;
+    if (SP_LIKELY(sp.v & SP_SPAN_TSC) && SP_LIKELY(sp_clock_uses_tsc())) {
+        uint64_t tsc1 = sp_rdtsc();
+        return sp_span_convert(sp_clock_load(), sp.v, tsc1);
     }
     return sp_span_end_slow(sp.v);
 }

@@ -66,19 +66,27 @@ static double difference(int *ok)
     return 0;
 }
 
-static int cpuinfo_has_invariant_tsc(void)
+/* /proc/cpuinfo's first flags line has `flag` (" name"). */
+static int cpuinfo_has_flag(const char *flag)
 {
     FILE *f = fopen("/proc/cpuinfo", "r");
     char line[8192];
     int yes = 0;
     while (f && fgets(line, sizeof line, f))
         if (!strncmp(line, "flags", 5)) {
-            yes = strstr(line, " constant_tsc") && strstr(line, " nonstop_tsc");
+            yes = strstr(line, flag) != NULL;
             break;
         }
     if (f)
         fclose(f);
     return yes;
+}
+
+/* The TSC is the clock where it is invariant and the CPU has AVX (the
+ * segment's 16-byte loads, preload.h). */
+static int cpuinfo_has_invariant_tsc(void)
+{
+    return cpuinfo_has_flag(" constant_tsc") && cpuinfo_has_flag(" nonstop_tsc") && cpuinfo_has_flag(" avx");
 }
 
 /* A span around a sleep lies within the clock_gettime reads around it,
@@ -103,24 +111,40 @@ static void span_brackets_a_call(const char *what, int turn_off)
           (unsigned long long)SPAN_CALL_NS, (unsigned long long)tm.dur);
 }
 
-/* A tick before its segment's base (a call that began before the
- * segment converting it was published) converts backwards from the base,
- * as one after it does forwards. */
-static void ticks_before_the_base(void)
+/* A segment that reads bn at tick bt (as clock.c publishes it) converts
+ * a tick before bt (a call that began before the segment converting it
+ * was published) backwards, as one after it forwards; so with ticks
+ * whose product with the rate passes 2^64 (years of uptime), and with an
+ * offset below zero (a TSC that counted before CLOCK_MONOTONIC began). */
+static void ticks_around_a_segment(void)
 {
-    const uint64_t bt = 1000000000000ull, bn = 500000000000ull, k = 3000000000ull;
+    const uint64_t k = 3000000000ull;
     const uint64_t m = (uint64_t)(0.3 * 4294967296.0); /* 0.3 ns a tick */
-    double after = (double)(int64_t)(sp_clock_apply(bt + k, bt, bn, m) - bn);
-    double before = (double)(int64_t)(sp_clock_apply(bt - k, bt, bn, m) - bn);
-    CHECK(after > 0.9e9 - 2 && after < 0.9e9 + 2, "3e9 ticks after the base: %.0f ns", after);
-    CHECK(before > -0.9e9 - 2 && before < -0.9e9 + 2, "3e9 ticks before the base: %.0f ns", before);
+    const uint64_t ticks[] = {1000000000000ull, 1ull << 62, 9000000000000000000ull};
+    const uint64_t nss[] = {500000000000ull, 1000000000ull, 123456789ull};
+    for (int i = 0; i < 3; i++) {
+        uint64_t bt = ticks[i], bn = nss[i];
+        struct sp_clock_seg s = {m, bn - (uint64_t)(((unsigned __int128)bt * m) >> 32)};
+        double at = (double)(int64_t)(sp_clock_apply(s, bt) - bn);
+        double after = (double)(int64_t)(sp_clock_apply(s, bt + k) - bn);
+        double before = (double)(int64_t)(sp_clock_apply(s, bt - k) - bn);
+        CHECK(at == 0, "tick %llu: the segment's own tick reads %.0f ns off", (unsigned long long)bt, at);
+        CHECK(after > 0.9e9 - 2 && after < 0.9e9 + 2, "3e9 ticks after: %.0f ns", after);
+        CHECK(before > -0.9e9 - 2 && before < -0.9e9 + 2, "3e9 ticks before: %.0f ns", before);
+    }
 }
 
 static void tsc_tracks_monotonic(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
     setenv("SCALEPROF_CLOCK", "tsc", 1);
     sp_clock_init();
+    if (!cpuinfo_has_flag(" avx")) {
+        /* forcing the TSC cannot override the atomicity its segment needs */
+        CHECK(strstr(sp_clock_describe(), "no AVX") != NULL, "forced without AVX: %s", sp_clock_describe());
+        printf("tsc: no AVX on this CPU: %s\n", sp_clock_describe());
+        return;
+    }
     CHECK(!strncmp(sp_clock_describe(), "tsc", 3), "forced: %s", sp_clock_describe());
     uint64_t start = mono();
     double n = 0, worst = 0, lo = 1e18, hi = -1e18;
@@ -152,7 +176,7 @@ static void tsc_tracks_monotonic(void)
     span_brackets_a_call("tsc", 0);
     /* last: the TSC stays off for the process */
     span_brackets_a_call("tsc turned off during the call", 1);
-    CHECK(sp_clock_notsc && !sp_clock_seg, "the TSC is still the clock");
+    CHECK(sp_clock_notsc && !sp_clock_on, "the TSC is still the clock");
 #else
     printf("tsc: not this architecture, skipped\n");
 #endif
@@ -179,7 +203,7 @@ static void detection_follows_cpuinfo(void)
     unsetenv("SCALEPROF_CLOCK");
     sp_clock_init();
     int tsc = !strncmp(sp_clock_describe(), "tsc", 3);
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
     CHECK(tsc == cpuinfo_has_invariant_tsc(), "chose %s, cpuinfo says %d", sp_clock_describe(),
           cpuinfo_has_invariant_tsc());
 #else
@@ -190,7 +214,7 @@ static void detection_follows_cpuinfo(void)
 
 int main(void)
 {
-    ticks_before_the_base();
+    ticks_around_a_segment();
     detection_follows_cpuinfo();
     fallback_is_clock_gettime();
     tsc_tracks_monotonic();

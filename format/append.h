@@ -38,6 +38,13 @@ struct sp_writer_head {
 
 /* The calling thread's current slot, valid only while gen == the writer's. */
 struct sp_tls_slot {
+    /* Two words of the program the writer is linked into, which the
+     * writer never reads or writes: the recorder keeps its re-entry guard
+     * and its in-flight counter here (preload.h, emit.h), so that its
+     * fast path reaches them and the slot state from one thread-pointer
+     * offset, not one per variable. */
+    uintptr_t host_word;
+    void *host_ptr;
     uint64_t ready; /* gen while the slot has room for one more event, else 0:
                      * the fast path's one compare */
     uint64_t gen;   /* the writer this state belongs to */

@@ -72,6 +72,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -1008,7 +1009,8 @@ static struct sp_slot_header *claim_after_growth(struct sp_writer *w, struct sp_
 int sp_writer_reserve_slow(struct sp_writer *w, uint64_t t)
 {
     if (tls.gen != w->head.gen) {
-        memset(&tls, 0, sizeof tls);
+        /* all but the host's words (append.h) */
+        memset(&tls.ready, 0, sizeof tls - offsetof(struct sp_tls_slot, ready));
         tls_forget_slot(&tls);
         tls.gen = w->head.gen;
     } else {

@@ -171,9 +171,9 @@ struct inflight_stripe {
 
 _Atomic int sp_core_state = SP_CORE_UNINIT;
 struct sp_writer *sp_core_writer;
+uint64_t sp_core_gen = SP_CORE_NO_GEN;
 volatile int sp_emit_detour;
 _Atomic unsigned sp_emit_gate = SP_GATE_STATE;
-__thread _Atomic long *sp_inflight_mine __attribute__((tls_model("initial-exec")));
 static struct sp_config g_cfg;
 static int g_cfg_loaded;
 static struct inflight_stripe g_inflight[SP_OWNED_SLOTS + SP_INFLIGHT_STRIPES];
@@ -1257,7 +1257,9 @@ static void open_trace_here(void *arg)
     }
     fill_header(sp_core_writer, host);
     g_driven = sp_core_writer;
+    sp_core_gen = ((const struct sp_writer_head *)sp_core_writer)->gen; /* before the gate opens, below */
     sp_generation++;
+    sp_io_new_generation();
     /* The gate opens first: only this thread (OPENING's owner) clears the
      * STATE bit, and only here, so a closer, who can set it only once the
      * state is READY, always sets it after. */
@@ -1843,6 +1845,7 @@ static void close_trace(void)
     drain_inflight();
     struct sp_writer *w = sp_core_writer;
     sp_core_writer = NULL;
+    sp_core_gen = SP_CORE_NO_GEN;
     sp_writer_thread_exit(w); /* this thread's slot: its TLS is here, not there */
     if (sp_fd_run(close_trace_here, w) != 0)
         sp_log("the trace could not be closed; what was recorded stays in it");
@@ -1979,7 +1982,9 @@ void sp_core_atfork_child(void)
     if (sp_core_writer)
         sp_writer_abandon(sp_core_writer); /* unmapped; its fd stayed in the parent's service table */
     sp_core_writer = NULL;
+    sp_core_gen = SP_CORE_NO_GEN;
     sp_generation++;
+    sp_io_new_generation();
     if (st == SP_CORE_CLOSED || st == SP_CORE_CLOSING) {
         atomic_store(&sp_core_state, SP_CORE_CLOSED); /* forked after exit began */
         errno = e;

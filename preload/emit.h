@@ -65,6 +65,13 @@ enum { SP_CORE_UNINIT,
 
 extern _Atomic int sp_core_state;
 extern struct sp_writer *sp_core_writer;
+/* sp_core_writer's generation (append.h's struct sp_writer_head), the
+ * value a thread's ready word is compared with: one load where the
+ * writer's address and its first word were two.  SP_CORE_NO_GEN while
+ * there is no writer: no ready word is ever that (0, or a generation,
+ * which counts writers from 1). */
+extern uint64_t sp_core_gen;
+#define SP_CORE_NO_GEN UINT64_MAX
 
 /* The fast path's one test: 0 while the core is READY, recording is on
  * and nothing sends events to the slow path; else the bits say which is
@@ -89,7 +96,7 @@ extern volatile int sp_emit_detour;
 
 /* The calling thread's own in-flight counter, when the fast path may use
  * it; NULL until its first event (and for good when it may not). */
-extern __thread _Atomic long *sp_inflight_mine __attribute__((tls_model("initial-exec")));
+#define sp_inflight_mine (sp_writer_tls.host_ptr) /* beside the slot state (append.h) */
 
 /* A ticket for one append: the counter raised, with bit 0 set when it is
  * a shared one (lowered with an atomic subtraction); 0: record nothing. */
@@ -157,7 +164,7 @@ static inline __attribute__((always_inline)) _Atomic long *sp_emit_try_fast(void
     sp_inflight_add_own(c, 1);
     atomic_signal_fence(memory_order_seq_cst); /* as in sp_emit_enter */
     if (SP_LIKELY(atomic_load_explicit(&sp_emit_gate, memory_order_acquire) == 0) &&
-        SP_LIKELY(sp_writer_tls.ready == ((const struct sp_writer_head *)sp_core_writer)->gen))
+        SP_LIKELY(sp_writer_tls.ready == sp_core_gen))
         return c;
     sp_inflight_add_own(c, -1);
     return NULL;
@@ -198,7 +205,7 @@ static inline __attribute__((always_inline)) void sp_emit_inline(const struct sp
     if (!ticket)
         return;
     /* append.h's sp_writer_reserve, with a slow path that keeps errno */
-    if (SP_LIKELY(sp_writer_tls.ready == ((const struct sp_writer_head *)sp_core_writer)->gen) ||
+    if (SP_LIKELY(sp_writer_tls.ready == sp_core_gen) ||
         sp_emit_reserve_slow(ev->t))
         sp_writer_put(ev);
     sp_emit_leave(ticket);

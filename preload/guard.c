@@ -13,7 +13,6 @@
 
 #include "preload.h"
 
-__thread uintptr_t sp_guard_frame __attribute__((tls_model("initial-exec")));
 __thread int sp_guard_nested __attribute__((tls_model("initial-exec")));
 
 /* A guard that looks stale (see preload.h): kept on an alternate signal

@@ -231,14 +231,24 @@ static uint32_t entry_path_stale(int fd, uint64_t e)
 /* The recorded read's one test of its fd's entry: in the table,
  * classified, not excluded, its path interned in the current file.  1
  * with *e set when so; the rest (a first sight, a path from before a
- * fork, an excluded path, an fd past the table) is fd_entry_other's. */
+ * fork, an excluded path, an fd past the table) is fd_entry_other's.
+ * What the masked entry must equal is kept ready in g_fd_want (one
+ * compare with memory), made again whenever sp_generation moves; a read
+ * racing with that (the trace's opening, from another thread) finds the
+ * old value and takes the slow path, which decides in full. */
 #define FD_CURRENT_MASK (FD_CLASSIFIED | FD_EXCLUDED | FD_GEN_MASK << FD_GEN_SHIFT)
+
+static uint64_t g_fd_want = FD_CLASSIFIED; /* an aligned word: read and written whole */
+
+void sp_io_new_generation(void)
+{
+    g_fd_want = FD_CLASSIFIED | (uint64_t)(sp_generation & FD_GEN_MASK) << FD_GEN_SHIFT;
+}
 
 static inline __attribute__((always_inline)) int fd_entry_current(int fd, uint64_t *e)
 {
-    uint64_t want = FD_CLASSIFIED | (uint64_t)sp_generation << FD_GEN_SHIFT;
     *e = SP_LIKELY((unsigned)fd < SP_FD_TABLE) ? atomic_load_explicit(&g_fds[fd], memory_order_relaxed) : 0;
-    return (*e & FD_CURRENT_MASK) == want;
+    return (*e & FD_CURRENT_MASK) == g_fd_want;
 }
 
 static void fd_forget(int fd)
@@ -488,16 +498,20 @@ static inline __attribute__((always_inline)) void io_leave(struct io_call *c, in
  * thread runs on another's storage: SP_GATE_LENT), the guard free, the
  * TSC the clock.  0 sends the call to its slow
  * path, which decides in full (a call while not recording passes through
- * there). */
+ * there).  The start is the bare tick: the fast end converts it as it is,
+ * and IO_SLOW_SPAN marks it a tick for io_finish_slow. */
 static inline __attribute__((always_inline)) int io_enter_fast(struct io_call *c)
 {
     if (SP_UNLIKELY(atomic_load_explicit(&sp_emit_gate, memory_order_relaxed) != 0) ||
         SP_UNLIKELY(sp_guard_frame != 0) ||
         SP_UNLIKELY(!sp_clock_uses_tsc()))
         return 0;
-    c->span.v = sp_rdtsc() | SP_SPAN_TSC;
+    c->span.v = sp_rdtsc();
     return 1;
 }
+
+/* io_enter_fast's call as io_finish_slow takes it: a span (preload.h). */
+#define IO_SLOW_SPAN(c) ((struct io_call){{(c).span.v | SP_SPAN_TSC}})
 
 /* io_leave for a call that succeeded on an fd whose entry is current,
  * when emit.h's fast path takes the event and the TSC is still the clock:
@@ -889,7 +903,8 @@ int __openat64_2(int dirfd, const char *path, int flags);
         ret r = real args;                                                                                \
         if (SP_LIKELY(io_finish_fast(c, op, fd_at_, (int64_t)(result), asked_, off_)))                    \
             return r;                                                                                     \
-        return (ret)io_finish_slow(c, (int64_t)r, (int64_t)(result), IO_OP_FD(op, fd_at_), asked_, off_); \
+        return (ret)io_finish_slow(IO_SLOW_SPAN(c), (int64_t)r, (int64_t)(result), IO_OP_FD(op, fd_at_),  \
+                                   asked_, off_);                                                         \
     }
 
 /* A write: recorded on the kinds of fd it can block on (write_worth_recording). */

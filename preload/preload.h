@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "append.h" /* sp_writer_tls: the guard lives in it */
 #include "sprof.h"
 
 /* Everything declared here is the library's own: hidden, so that its
@@ -66,7 +67,10 @@
  * their own recording, so a jump out of a blocking read, poll or recv
  * never leaves it set; the GPU side must hold it across (NCCL's own
  * runtime calls are not the job's) and relies on the frame check. */
-extern __thread uintptr_t sp_guard_frame __attribute__((tls_model("initial-exec")));
+/* The guard's frame is the writer's thread-local slot state's host word
+ * (format/append.h): the fast path of a recorded call reads it, the
+ * in-flight counter (emit.h) and the slot from one thread-pointer offset. */
+#define sp_guard_frame (sp_writer_tls.host_word)
 extern __thread int sp_guard_nested __attribute__((tls_model("initial-exec")));
 
 /* Threads of our own (CPU sampler, CUPTI's flusher) hold the guard for
@@ -441,6 +445,9 @@ extern void (*sp_core_flush_hook)(int final);
  * child, reopen after a failed exec): ids cached from an older file (such
  * as interned paths) are stale when their generation differs. */
 extern volatile unsigned sp_generation;
+
+/* io.c: sp_generation moved (called right after each change). */
+void sp_io_new_generation(void);
 
 /* The exit status exit() was called with, for the PROC EXIT event written
  * by the atexit handler (main's return goes through libc's internal exit). */

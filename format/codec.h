@@ -79,6 +79,21 @@ static const uint8_t sp_varint_cont_shift_by_clz[64] = {
     24, 24, 24, 24, 24, 24, 24, 32, 32, 32, 32, 32, 32, 32, 40, 40, 40, 40, 40, 40, 40, 48,
     48, 48, 48, 48, 48, 48, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
 
+/* The varint of v (128 <= v < 2^14: two bytes) at p; returns its end. */
+static inline __attribute__((always_inline)) uint8_t *sp_put_two(uint8_t *p, uint64_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* both bytes in one store: v plus its high group moves that group up
+     * one bit (to byte 1), and 0x80 is byte 0's continuation */
+    uint16_t w = (uint16_t)(v + (v & 0x3f80) + 0x80);
+    memcpy(p, &w, sizeof w);
+#else
+    p[0] = (uint8_t)(v | 0x80);
+    p[1] = (uint8_t)(v >> 7);
+#endif
+    return p + 2;
+}
+
 /* Writes v as a varint at p and returns its end.  May store up to
  * SP_WORD - 1 bytes past that end (callers leave room: see
  * SP_EVENT_MAX_BYTES).  One byte is the common case (kinds, streams,
@@ -130,11 +145,8 @@ static inline __attribute__((always_inline)) uint8_t *sp_put_uvarint(uint8_t *p,
  * the same bytes. */
 static inline __attribute__((always_inline)) uint8_t *sp_put_uvarint_2(uint8_t *p, uint64_t v)
 {
-    if (__builtin_expect(v - (1u << 7) < (1u << 14) - (1u << 7), 1)) {
-        p[0] = (uint8_t)(v | 0x80);
-        p[1] = (uint8_t)(v >> 7);
-        return p + 2;
-    }
+    if (__builtin_expect(v - (1u << 7) < (1u << 14) - (1u << 7), 1))
+        return sp_put_two(p, v);
     return sp_put_uvarint(p, v);
 }
 
@@ -288,7 +300,7 @@ static inline __attribute__((always_inline)) uint8_t *sp_encode_io_v4(uint8_t *p
         /* The common event (a block read again, all of it) on a branch of
          * its own: its path word's marks are a constant there. */
         if (__builtin_expect(full, 1))
-            return sp_put_uvarint(p, path | SP_IO_REPEAT | SP_IO_RET_BYTES);
+            return sp_put_uvarint(p, (uint64_t)e->path * (1u << SP_IO_MARK_BITS) + (SP_IO_REPEAT | SP_IO_RET_BYTES));
         p = sp_put_uvarint(p, path | SP_IO_REPEAT);
         return sp_put_uvarint(p, sp_zigzag(e->ret));
     }

@@ -247,7 +247,10 @@ void sp_io_new_generation(void)
 
 static inline __attribute__((always_inline)) int fd_entry_current(int fd, uint64_t *e)
 {
-    *e = SP_LIKELY((unsigned)fd < SP_FD_TABLE) ? atomic_load_explicit(&g_fds[fd], memory_order_relaxed) : 0;
+    /* indexed by the sign-extended fd, which the event needs too: a
+     * negative one is past the table as well */
+    uint64_t i = (uint64_t)(int64_t)fd;
+    *e = SP_LIKELY(i < SP_FD_TABLE) ? atomic_load_explicit(&g_fds[i], memory_order_relaxed) : 0;
     return (*e & FD_CURRENT_MASK) == g_fd_want;
 }
 

@@ -181,7 +181,14 @@ extern volatile int sp_clock_notsc;
 
 static inline uint64_t sp_rdtsc(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
+    /* 64-bit outputs: rdtsc clears the registers' upper halves, so the
+     * low half needs no zero extension of its own */
+    uint64_t lo, hi;
+    __asm__ __volatile__("rdtsc"
+                         : "=a"(lo), "=d"(hi));
+    return hi << 32 | lo;
+#elif defined(__i386__)
     uint32_t lo, hi;
     __asm__ __volatile__("rdtsc"
                          : "=a"(lo), "=d"(hi));

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "codec.h"
 #include "testutil.h"
 
 #define THREADS 8
@@ -550,6 +551,24 @@ static void names_and_checksums(void)
     printf("ok: names, enum names, strerror, crc32c\n");
 }
 
+/* An I/O event's duration is written by the encoder's two-byte-first
+ * varint (codec.h, sp_put_uvarint_2, one 16-bit store): the same bytes as
+ * the plain varint for every value, the boundaries of each length
+ * included. */
+static void short_varints_are_varints(void)
+{
+    uint8_t a[16], b[16];
+    uint64_t tail[] = {1ull << 21, (1ull << 21) - 1, 1ull << 28, UINT64_MAX, UINT64_MAX >> 1, 1ull << 56};
+    for (uint64_t i = 0; i < (1u << 16) + 6; i++) {
+        uint64_t v = i < (1u << 16) ? i : tail[i - (1u << 16)];
+        memset(a, 0xee, sizeof a);
+        memset(b, 0xee, sizeof b);
+        size_t na = (size_t)(sp_put_uvarint(a, v) - a), nb = (size_t)(sp_put_uvarint_2(b, v) - b);
+        CHECK(na == nb && !memcmp(a, b, na), "%llu: the two-byte-first varint is %zu bytes, not the varint's %zu",
+              (unsigned long long)v, nb, na);
+    }
+}
+
 int main(void)
 {
     memset(long_string, 'x', LONG_STRING_LEN);
@@ -558,6 +577,7 @@ int main(void)
     char dir[4096];
     tmpdir_make(dir, sizeof dir);
     names_and_checksums();
+    short_varints_are_varints();
     schema_can_grow();
     nccl_before_peer_seq();
     interleaved_types_stay_small();

@@ -135,6 +135,12 @@
  * call times itself and its sp_emit() opens the trace. */
 volatile int sp_recording = 1;
 volatile unsigned sp_generation;
+uint64_t sp_generation_tag = SP_GEN_TAG_MARK; /* generation 0's */
+
+static void new_generation_tag(void)
+{
+    sp_generation_tag = SP_GEN_TAG_MARK | (uint64_t)(sp_generation & SP_GEN_TAG_MASK) << SP_GEN_TAG_SHIFT;
+}
 void (*sp_core_flush_hook)(int final);
 /* cpu.c's (preload.h), set at its load; unset until then. */
 void (*volatile sp_core_sampler_start)(void);
@@ -1259,7 +1265,7 @@ static void open_trace_here(void *arg)
     g_driven = sp_core_writer;
     sp_core_gen = ((const struct sp_writer_head *)sp_core_writer)->gen; /* before the gate opens, below */
     sp_generation++;
-    sp_io_new_generation();
+    new_generation_tag();
     /* The gate opens first: only this thread (OPENING's owner) clears the
      * STATE bit, and only here, so a closer, who can set it only once the
      * state is READY, always sets it after. */
@@ -1984,7 +1990,7 @@ void sp_core_atfork_child(void)
     sp_core_writer = NULL;
     sp_core_gen = SP_CORE_NO_GEN;
     sp_generation++;
-    sp_io_new_generation();
+    new_generation_tag();
     if (st == SP_CORE_CLOSED || st == SP_CORE_CLOSING) {
         atomic_store(&sp_core_state, SP_CORE_CLOSED); /* forked after exit began */
         errno = e;

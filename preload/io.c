@@ -232,18 +232,12 @@ static uint32_t entry_path_stale(int fd, uint64_t e)
  * classified, not excluded, its path interned in the current file.  1
  * with *e set when so; the rest (a first sight, a path from before a
  * fork, an excluded path, an fd past the table) is fd_entry_other's.
- * What the masked entry must equal is kept ready in g_fd_want (one
- * compare with memory), made again whenever sp_generation moves; a read
- * racing with that (the trace's opening, from another thread) finds the
- * old value and takes the slow path, which decides in full. */
+ * The entry's flag and generation bits are core.c's generation tag
+ * (preload.h), so the masked entry is compared with the tag itself: one
+ * compare with memory. */
 #define FD_CURRENT_MASK (FD_CLASSIFIED | FD_EXCLUDED | FD_GEN_MASK << FD_GEN_SHIFT)
-
-static uint64_t g_fd_want = FD_CLASSIFIED; /* an aligned word: read and written whole */
-
-void sp_io_new_generation(void)
-{
-    g_fd_want = FD_CLASSIFIED | (uint64_t)(sp_generation & FD_GEN_MASK) << FD_GEN_SHIFT;
-}
+_Static_assert(FD_CLASSIFIED == SP_GEN_TAG_MARK && FD_GEN_SHIFT == SP_GEN_TAG_SHIFT && FD_GEN_MASK == SP_GEN_TAG_MASK,
+               "an fd entry's classified bit and generation are the generation tag's");
 
 static inline __attribute__((always_inline)) int fd_entry_current(int fd, uint64_t *e)
 {
@@ -251,7 +245,7 @@ static inline __attribute__((always_inline)) int fd_entry_current(int fd, uint64
      * negative one is past the table as well */
     uint64_t i = (uint64_t)(int64_t)fd;
     *e = SP_LIKELY(i < SP_FD_TABLE) ? atomic_load_explicit(&g_fds[i], memory_order_relaxed) : 0;
-    return (*e & FD_CURRENT_MASK) == g_fd_want;
+    return (*e & FD_CURRENT_MASK) == sp_generation_tag;
 }
 
 static void fd_forget(int fd)

@@ -453,8 +453,18 @@ extern void (*sp_core_flush_hook)(int final);
  * as interned paths) are stale when their generation differs. */
 extern volatile unsigned sp_generation;
 
-/* io.c: sp_generation moved (called right after each change). */
-void sp_io_new_generation(void);
+/* The current generation as a tag a table can keep in its entries
+ * (io.c's fd table): SP_GEN_TAG_MARK set, so that no zero entry matches,
+ * and sp_generation's low 16 bits from bit SP_GEN_TAG_SHIFT up.  Made
+ * again by core.c right after each change of sp_generation; an aligned
+ * word read whole (a reader racing with the change sees the old tag, and
+ * an entry of the new generation does not match it: the reader's slow
+ * path decides).  Plain, not volatile: the reads' fast path compares an
+ * entry with it in one instruction. */
+extern uint64_t sp_generation_tag;
+#define SP_GEN_TAG_MARK (1ull << 32)
+#define SP_GEN_TAG_SHIFT 48
+#define SP_GEN_TAG_MASK 0xffffull
 
 /* The exit status exit() was called with, for the PROC EXIT event written
  * by the atexit handler (main's return goes through libc's internal exit). */

@@ -126,11 +126,13 @@ enum { D_M,
        D_N };
 
 /* Prefixes of a sorted, disjoint list: |v n (-inf, q)| for q in order
- * (a q below the last one starts over). */
+ * (a q below the last one starts over).  The node windows tile the step,
+ * each starting where the one before ended: the prefix at the last q is
+ * kept, so each bound is measured once. */
 struct cursor {
     const struct ivec *v;
     size_t j;
-    int64_t acc, last;
+    int64_t acc, last, at_last;
 };
 
 struct rank_pass {
@@ -352,12 +354,14 @@ static int subtract(const struct ivec *a, const struct ivec *b, struct ivec *out
 
 static void cursor_init(struct cursor *c, const struct ivec *v)
 {
-    *c = (struct cursor){v, 0, 0, INT64_MIN};
+    *c = (struct cursor){v, 0, 0, INT64_MIN, 0};
 }
 
 /* |v n (-inf, q)|: the cursor moves on from the last q. */
 static inline __attribute__((always_inline)) int64_t prefix(struct cursor *c, int64_t q)
 {
+    if (q == c->last)
+        return c->at_last;
     const struct sp_span *x = c->v->v;
     size_t n = c->v->n;
     if (q < c->last) {
@@ -369,7 +373,8 @@ static inline __attribute__((always_inline)) int64_t prefix(struct cursor *c, in
         c->acc += x[c->j].end - x[c->j].start;
         c->j++;
     }
-    return c->j < n && x[c->j].start < q ? c->acc + (q - x[c->j].start) : c->acc;
+    c->at_last = c->j < n && x[c->j].start < q ? c->acc + (q - x[c->j].start) : c->acc;
+    return c->at_last;
 }
 
 /* |v n [lo, hi)|, lo <= hi, the cursor moving on from the last window. */

@@ -522,7 +522,22 @@ struct blocks {
 #define RD_BF_STR(f, k, v) ((rd_ev *)RD_AT(k))->f = (v);
 #define RD_BF_DUR(f, k, v) ((rd_ev *)RD_AT(k))->f = (v);
 #define RD_BF_S(f, k, v) ((rd_ev *)RD_AT(k))->f = sp_unzigzag(v);
-#define RD_BF_DS(f, k, v) ((rd_ev *)RD_AT(k))->f = prev->f += (uint64_t)sp_unzigzag(v);
+/* A DS field's running value is kept in a local (acc) for the column's
+ * loop and stored back after it: through prev, each event's store to the
+ * block, which the compiler cannot tell apart from prev, reloaded it. */
+#define RD_BF_DS(f, k, v) ((rd_ev *)RD_AT(k))->f = acc += (uint64_t)sp_unzigzag(v);
+#define RD_PRE_U(f)
+#define RD_PRE_D(f)
+#define RD_PRE_STR(f)
+#define RD_PRE_DUR(f)
+#define RD_PRE_S(f)
+#define RD_PRE_DS(f) uint64_t acc = prev->f;
+#define RD_POST_U(f)
+#define RD_POST_D(f)
+#define RD_POST_STR(f)
+#define RD_POST_DUR(f)
+#define RD_POST_S(f)
+#define RD_POST_DS(f) prev->f = acc;
 /* Two-byte varints four to a word, three-byte ones two to six bytes: the
  * continuation bits such a word has (durations of launches and of
  * kernels, the gaps between launches), and the values of its k-th. */
@@ -589,10 +604,13 @@ struct blocks {
         *(cur) = p;                                                    \
     }
 /* One field's column, when the field is wanted. */
-#define RD_X_BFIELD(kind, field)                  \
-    if (want & 1)                                 \
-        RD_COLUMN(col, RD_BF_##kind, field, base) \
-    col++;                                        \
+#define RD_X_BFIELD(kind, field)                      \
+    if (want & 1) {                                   \
+        RD_PRE_##kind(field)                          \
+            RD_COLUMN(col, RD_BF_##kind, field, base) \
+                RD_POST_##kind(field)                 \
+    }                                                 \
+    col++;                                            \
     want >>= 1;
 /* The time deltas, kept in t until the times are worked out. */
 #define RD_BF_DELTA(f, k, v) ((struct sp_event *)RD_AT(k))->t = (v);

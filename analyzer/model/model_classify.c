@@ -103,10 +103,11 @@ struct ivec {
 };
 struct step_buf {
     struct ivec c[I_N];
+    unsigned unsorted; /* bit c: list c got an interval before its last */
     int done;
 };
 
-#define SPARE_MAX 8       /* emptied lists kept for the next steps */
+#define SPARE_MAX 8       /* emptied lists kept per category for the next steps */
 #define HEAD_TINY_DIV 100 /* compute shorter than 1% of the step does not start it */
 
 struct thread_seen {
@@ -164,8 +165,11 @@ struct rank_pass {
     uint32_t cur_tid;           /* the tid of the previous event, and its */
     struct thread_seen *cur_th; /* th (NULL: not a thread of f), when valid */
     int cur_tid_ok;
-    struct ivec spare[SPARE_MAX];
-    int nspare;
+    /* Emptied lists by category: a step's list of launches or kernels
+     * takes one as long as the last step's (a list of any category grew
+     * from the waits' few to the kernels' hundreds, copied each time). */
+    struct ivec spare[I_N][SPARE_MAX];
+    int nspare[I_N];
     struct ivec ext, tmp; /* late-host spans; transfer u wait */
     /* The step's levels as compute plus what each adds (reduce): d[L] the
      * part of level L outside compute, e what the host adds to U_I */
@@ -198,12 +202,13 @@ static int grow(struct ivec *v, size_t need)
     return 0;
 }
 
-/* Room for one more interval in v: an emptied list kept from an earlier
- * step when v has none, else a larger one.  -1 when out of memory. */
-static __attribute__((noinline)) int make_room(struct rank_pass *rp, struct ivec *v)
+/* Room for one more interval in v, the list of category cat: an emptied
+ * list of that category kept from an earlier step when v has none, else
+ * a larger one.  -1 when out of memory. */
+static __attribute__((noinline)) int make_room(struct rank_pass *rp, struct ivec *v, int cat)
 {
-    if (!v->v && rp->nspare)
-        *v = rp->spare[--rp->nspare];
+    if (!v->v && rp->nspare[cat])
+        *v = rp->spare[cat][--rp->nspare[cat]];
     if (v->n == v->cap && grow(v, v->n + 1) < 0)
         return -1;
     return 0;
@@ -222,8 +227,10 @@ static inline void push_ival(struct rank_pass *rp, struct step_buf *b, int64_t s
                 last->end = e;
             return;
         }
+        if (s < last->start)
+            b->unsorted |= 1u << cat;
     }
-    if (v->n == v->cap && make_room(rp, v) < 0)
+    if (v->n == v->cap && make_room(rp, v, cat) < 0)
         return;
     v->v[v->n++] = (struct sp_span){s, e};
 }
@@ -232,6 +239,24 @@ static int cmp_span_start(const void *a, const void *b)
 {
     const struct sp_span *x = a, *y = b;
     return (x->start > y->start) - (x->start < y->start);
+}
+
+/* The categories whose intervals come through add_interval alone (not
+ * add_collectives, whose waits and transfers may end before the step or
+ * be empty): with the steps in order, each meets its step. */
+#define ADDED_ONLY (~((1u << I_ISSUE) | (1u << I_WAIT) | (1u << I_TRANSFER)))
+
+/* normalize for a list that came in order: push_ival kept it sorted and
+ * disjoint, and each of its intervals meets the step, so only the first
+ * can start before the step and only the last end after it. */
+static void clip_ends(struct ivec *v, struct sp_span st)
+{
+    if (!v->n)
+        return;
+    if (v->v[0].start < st.start)
+        v->v[0].start = st.start;
+    if (v->v[v->n - 1].end > st.end)
+        v->v[v->n - 1].end = st.end;
 }
 
 /* Clip to the step and merge overlaps in place, in one pass while the
@@ -397,17 +422,12 @@ static int first_call_from(const struct sp_rank *r, int64_t t);
 /* Host calls made while the GPU was idle, stretched back to the start of
  * that idle gap: the GPU waited for the host from then on.  `busy` is the
  * union of everything that is not idle (and input waits); the calls come
- * from the n sorted lists, each walked along busy on its own (out is in
- * order then only list by list: normalize makes it one union). */
+ * from the n sorted lists, each walked along busy on its own, and are
+ * appended to out, which has room for them (in order then only list by
+ * list: normalize makes it one union). */
 static void late_host(const struct ivec *const *calls, int n, const struct ivec *busy, struct sp_span st,
                       struct ivec *out)
 {
-    out->n = 0;
-    size_t total = 0;
-    for (int k = 0; k < n; k++)
-        total += calls[k]->n;
-    if (!total || grow(out, total + 1) < 0)
-        return;
     const struct sp_span *b = busy->v;
     size_t nb = busy->n;
     for (int k = 0; k < n; k++) {
@@ -424,6 +444,48 @@ static void late_host(const struct ivec *const *calls, int n, const struct ivec 
                 out->v[out->n++] = (struct sp_span){gap_start, h};
         }
     }
+}
+
+/* subtract(a, busy, out) and late_host of a's calls (appended to late,
+ * which has room for them; NULL: none kept) in one walk along busy: the
+ * launches, hundreds a step, nearly all inside a kernel (busy from their
+ * start to their end), which is one test. */
+static int subtract_noting_late(const struct ivec *a, const struct ivec *busy, struct sp_span st,
+                                struct ivec *out, struct ivec *late)
+{
+    out->n = 0;
+    if (!a->n)
+        return 0;
+    if (grow(out, a->n + busy->n + 1) < 0)
+        return -1;
+    const struct sp_span *x = a->v, *y = busy->v;
+    size_t nb = busy->n, j = 0, n = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        int64_t cur = x[i].start, e = x[i].end;
+        if (j < nb && y[j].end <= cur && ++j < nb && y[j].end <= cur)
+            j = first_end_after(y, j, nb, cur); /* more than one to step over */
+        /* y[j]: the first busy interval that ends after the call starts */
+        if (j < nb && y[j].start <= cur) {
+            if (e <= y[j].end)
+                continue; /* inside it: nothing outside busy, and not late */
+        } else if (late) {
+            int64_t gap_start = j > 0 ? y[j - 1].end : st.start;
+            if (gap_start < cur)
+                late->v[late->n++] = (struct sp_span){gap_start, cur};
+        }
+        for (; j < nb && y[j].start < e; j++) {
+            if (y[j].start > cur)
+                out->v[n++] = (struct sp_span){cur, y[j].start};
+            if (y[j].end > cur)
+                cur = y[j].end;
+            if (y[j].end > e)
+                break; /* it reaches into a's next interval */
+        }
+        if (cur < e)
+            out->v[n++] = (struct sp_span){cur, e};
+    }
+    out->n = n;
+    return 0;
 }
 
 /* Local time of the rank in [lo, hi) by sp_loc: everything but the NCCL
@@ -616,8 +678,13 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[S
     struct sp_span st = rp->r->steps[k];
     memset(out, 0, sizeof(double) * SP_CAT_N);
     *head = 0;
-    for (int c = 0; c < I_N; c++)
-        normalize(&b->c[c], st);
+    unsigned in_order = rp->ordered ? ADDED_ONLY & ~b->unsorted : 0;
+    for (int c = 0; c < I_N; c++) {
+        if ((in_order >> c) & 1)
+            clip_ends(&b->c[c], st);
+        else
+            normalize(&b->c[c], st);
+    }
     const struct ivec *C = &b->c[I_COMPUTE], *sm[D_N], *tw;
     /* the busy side beyond compute, level by level, and its part outside compute */
     sm[D_M] = &b->c[I_MEMCPY];
@@ -637,13 +704,20 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[S
     /* U_I as one list, for the host's side */
     if (level(C, rp->dl[D_MTWI], &rp->ui, &rp->uil) < 0)
         return;
-    const struct ivec *calls[] = {&b->c[I_HOST], &b->c[I_LAUNCH], &b->c[I_ISSUE]};
-    late_host(calls, 3, rp->uil, st, &rp->ext);
+    /* the late host's spans (ext) of every call list; the launches' with
+     * what they add outside U_I (e2) */
+    const struct ivec *calls[] = {&b->c[I_HOST], &b->c[I_ISSUE]};
+    size_t ncalls = b->c[I_HOST].n + b->c[I_LAUNCH].n + b->c[I_ISSUE].n;
+    rp->ext.n = 0;
+    int late_kept = ncalls && grow(&rp->ext, ncalls + 1) == 0;
+    if (late_kept)
+        late_host(calls, 2, rp->uil, st, &rp->ext);
+    if (subtract_noting_late(&b->c[I_LAUNCH], rp->uil, st, &rp->e2, late_kept ? &rp->ext : NULL) < 0)
+        return;
     normalize(&rp->ext, st);
     const struct ivec *e12, *eh;
-    if (subtract(&b->c[I_HOST], rp->uil, &rp->e1) < 0 || subtract(&b->c[I_LAUNCH], rp->uil, &rp->e2) < 0 ||
-        subtract(&rp->ext, rp->uil, &rp->e3) < 0 || level(&rp->e1, &rp->e2, &rp->e12, &e12) < 0 ||
-        level(e12, &rp->e3, &rp->e, &eh) < 0)
+    if (subtract(&b->c[I_HOST], rp->uil, &rp->e1) < 0 || subtract(&rp->ext, rp->uil, &rp->e3) < 0 ||
+        level(&rp->e1, &rp->e2, &rp->e12, &e12) < 0 || level(e12, &rp->e3, &rp->e, &eh) < 0)
         return;
     /* the host's parts, by priority: writes, then what syncs inside the
      * step caused, then the launch calls (e2: inside them with the GPU
@@ -798,14 +872,15 @@ static void close_step(struct rank_pass *rp, int k)
     add_collectives(rp, k);
     reduce(rp, b, k, rp->r->cat[k], &rp->r->input_head[k]);
     for (int c = 0; c < I_N; c++) {
-        if (b->c[c].v && rp->nspare < SPARE_MAX) {
+        if (b->c[c].v && rp->nspare[c] < SPARE_MAX) {
             b->c[c].n = 0;
-            rp->spare[rp->nspare++] = b->c[c];
+            rp->spare[c][rp->nspare[c]++] = b->c[c];
         } else {
             free(b->c[c].v);
         }
         b->c[c] = (struct ivec){0};
     }
+    b->unsorted = 0;
     b->done = 1;
     if (b == rp->cur) { /* no interval goes there without the search now */
         rp->cur = NULL;
@@ -1074,6 +1149,12 @@ static void classify_rank(int i, void *arg)
     for (size_t c = 0; c < r->ncalls; c++)
         if (r->calls[c].end - r->calls[c].start > rp.max_call)
             rp.max_call = r->calls[c].end - r->calls[c].start;
+    /* The chain's room at once: a node per call at most, and one per step
+     * end (grown a doubling at a time, the nodes were copied about twice
+     * over; the room left is given back at the end). */
+    size_t most = r->ncalls + (size_t)(rp.hi - rp.lo);
+    if (!r->nodes && (r->nodes = malloc(most * sizeof *r->nodes)))
+        rp.nodes_cap = most;
     for (int f = 0; f < r->nfiles; f++)
         read_file(&rp, r->files[f]);
     for (int k = rp.lo; k < rp.hi; k++)
@@ -1084,8 +1165,9 @@ static void classify_rank(int i, void *arg)
             r->nodes = p;
     }
     free(rp.buf);
-    for (int k = 0; k < rp.nspare; k++)
-        free(rp.spare[k].v);
+    for (int c = 0; c < I_N; c++)
+        for (int k = 0; k < rp.nspare[c]; k++)
+            free(rp.spare[c][k].v);
     for (int d = 0; d < D_N; d++) {
         free(rp.small[d].v);
         free(rp.d[d].v);

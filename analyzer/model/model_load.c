@@ -677,6 +677,10 @@ static void ask_pass1_fields(struct sp_reader *r)
     sp_reader_set_fields(r, SP_EV_GPU, PASS1_GPU_FIELDS);
     sp_reader_set_fields(r, SP_EV_IO,
                          SP_FIELD_BIT(io, op) | SP_FIELD_BIT(io, fd_kind) | SP_FIELD_BIT(io, ret));
+    /* A call's element count (a four-byte varint in most calls), group
+     * depth and result are not the pass's (on_nccl, track_group). */
+    sp_reader_set_fields(r, SP_EV_NCCL,
+                         ~(SP_FIELD_BIT(nccl, count) | SP_FIELD_BIT(nccl, group_depth) | SP_FIELD_BIT(nccl, result)));
 }
 
 /* With the chunks' summaries counting the GPU events, on_event looks

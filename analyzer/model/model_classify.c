@@ -114,6 +114,7 @@ struct thread_seen {
     int64_t wm;
     uint64_t seen;
 };
+#define NO_TID UINT64_MAX /* no event's: a tid is 32 bits */
 
 /* The unions of the priority levels, each a superset of the one before:
  * compute+memcpy (U_CM), +transfer, +wait (U_CMTW), +input (U_I), +the
@@ -131,8 +132,8 @@ enum { D_M,
  * each starting where the one before ended: the prefix at the last q is
  * kept, so each bound is measured once. */
 struct cursor {
-    const struct ivec *v;
-    size_t j;
+    const struct sp_span *x;
+    size_t n, j;
     int64_t acc, last, at_last;
 };
 
@@ -162,9 +163,9 @@ struct rank_pass {
                                several ranks), -1 all */
     struct thread_seen *th; /* per tid of f, same index as its pass's tids */
     size_t last_tid;
-    uint32_t cur_tid;           /* the tid of the previous event, and its */
-    struct thread_seen *cur_th; /* th (NULL: not a thread of f), when valid */
-    int cur_tid_ok;
+    uint64_t cur_tid;           /* the tid of the previous event, NO_TID before any */
+    struct thread_seen *cur_th; /* and its th: th[ntids], counted for nothing, when
+                                   it is not a thread of f */
     /* Emptied lists by category: a step's list of launches or kernels
      * takes one as long as the last step's (a list of any category grew
      * from the waits' few to the kernels' hundreds, copied each time). */
@@ -379,7 +380,7 @@ static int subtract(const struct ivec *a, const struct ivec *b, struct ivec *out
 
 static void cursor_init(struct cursor *c, const struct ivec *v)
 {
-    *c = (struct cursor){v, 0, 0, INT64_MIN, 0};
+    *c = (struct cursor){v->v, v->n, 0, 0, INT64_MIN, 0};
 }
 
 /* |v n (-inf, q)|: the cursor moves on from the last q. */
@@ -387,8 +388,8 @@ static inline __attribute__((always_inline)) int64_t prefix(struct cursor *c, in
 {
     if (q == c->last)
         return c->at_last;
-    const struct sp_span *x = c->v->v;
-    size_t n = c->v->n;
+    const struct sp_span *x = c->x;
+    size_t n = c->n;
     if (q < c->last) {
         c->j = 0;
         c->acc = 0;
@@ -402,9 +403,12 @@ static inline __attribute__((always_inline)) int64_t prefix(struct cursor *c, in
     return c->at_last;
 }
 
-/* |v n [lo, hi)|, lo <= hi, the cursor moving on from the last window. */
+/* |v n [lo, hi)|, lo <= hi, the cursor moving on from the last window.
+ * Most of the host's lists are empty in most steps: one test then. */
 static inline __attribute__((always_inline)) int64_t window(struct cursor *c, int64_t lo, int64_t hi)
 {
+    if (!c->n)
+        return 0;
     int64_t a = prefix(c, lo);
     return prefix(c, hi) - a;
 }
@@ -1008,22 +1012,45 @@ static void count_copy(struct rank_pass *rp, const struct sp_ev_gpu *g, int64_t 
     c->ns += (int64_t)g->dur;
 }
 
+/* The IO events and waits: host time, for input or writing. */
+static inline __attribute__((always_inline)) int on_host_event(struct rank_pass *rp, const struct sp_event *ev,
+                                                               int64_t t)
+{
+    switch (ev->type) {
+    case SP_EV_IO:
+        if (sp_io_op_is_read(ev->io.op) && (is_input_fd(ev->io.fd_kind) || ev->io.fd_kind == SP_FD_FILE))
+            add_interval(rp, t, t + (int64_t)ev->io.dur, I_INPUT);
+        else if (ev->io.fd_kind == SP_FD_FILE && (sp_io_op_is_write(ev->io.op) || sp_io_op_is_flush(ev->io.op)))
+            note_write(rp, ev);
+        else if (ev->io.fd_kind == SP_FD_FILE &&
+                 (ev->io.op == SP_IO_OPEN || ev->io.op == SP_IO_FOPEN || ev->io.op == SP_IO_CLOSE))
+            add_interval(rp, t, t + (int64_t)ev->io.dur, I_FILE);
+        return 1;
+    case SP_EV_WAIT:
+        if (ev->wait.op == SP_WAIT_DATALOADER || is_input_fd(ev->wait.fd_kind))
+            add_interval(rp, t, t + (int64_t)ev->wait.dur, I_INPUT);
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 static inline __attribute__((always_inline)) void on_event(struct rank_pass *rp, const struct sp_reader *rd,
                                                            const struct sp_event *ev)
 {
     int64_t t = (int64_t)ev->t;
-    switch (ev->type) {
-    case SP_EV_GPU:
-        if (rp->device >= 0 && ev->gpu.device != rp->device)
-            break; /* another rank's GPU: counted for its thread below */
-        if (ev->gpu.kind == SP_GPU_KERNEL)
-            add_interval(rp, t, t + (int64_t)ev->gpu.dur, I_COMPUTE);
-        else if (ev->gpu.kind == SP_GPU_MEMCPY || ev->gpu.kind == SP_GPU_MEMSET)
-            add_interval(rp, t, t + (int64_t)ev->gpu.dur, I_MEMCPY);
-        if (ev->gpu.kind == SP_GPU_MEMCPY)
-            count_copy(rp, &ev->gpu, t);
-        break;
-    case SP_EV_CUDA:
+    /* GPU events and CUDA calls, nearly every event, by two compares (a
+     * switch's jump cost more) */
+    if (ev->type == SP_EV_GPU) {
+        if (rp->device < 0 || ev->gpu.device == rp->device) { /* else another rank's GPU */
+            if (ev->gpu.kind == SP_GPU_KERNEL)
+                add_interval(rp, t, t + (int64_t)ev->gpu.dur, I_COMPUTE);
+            else if (ev->gpu.kind == SP_GPU_MEMCPY || ev->gpu.kind == SP_GPU_MEMSET)
+                add_interval(rp, t, t + (int64_t)ev->gpu.dur, I_MEMCPY);
+            if (ev->gpu.kind == SP_GPU_MEMCPY)
+                count_copy(rp, &ev->gpu, t);
+        }
+    } else if (ev->type == SP_EV_CUDA) {
         if (ev->cuda.api == SP_CUDA_LAUNCH || ev->cuda.api == SP_CUDA_GRAPH_LAUNCH) {
             add_interval(rp, t, t + (int64_t)ev->cuda.dur + 1, I_LAUNCH);
             if (t >= rp->view_start && t < rp->view_end) {
@@ -1036,35 +1063,20 @@ static inline __attribute__((always_inline)) void on_event(struct rank_pass *rp,
             if (is_sync_api(ev->cuda.api))
                 note_sync(rp, rd, ev);
         }
-        break;
-    case SP_EV_IO:
-        if (sp_io_op_is_read(ev->io.op) && (is_input_fd(ev->io.fd_kind) || ev->io.fd_kind == SP_FD_FILE))
-            add_interval(rp, t, t + (int64_t)ev->io.dur, I_INPUT);
-        else if (ev->io.fd_kind == SP_FD_FILE && (sp_io_op_is_write(ev->io.op) || sp_io_op_is_flush(ev->io.op)))
-            note_write(rp, ev);
-        else if (ev->io.fd_kind == SP_FD_FILE &&
-                 (ev->io.op == SP_IO_OPEN || ev->io.op == SP_IO_FOPEN || ev->io.op == SP_IO_CLOSE))
-            add_interval(rp, t, t + (int64_t)ev->io.dur, I_FILE);
-        break;
-    case SP_EV_WAIT:
-        if (ev->wait.op == SP_WAIT_DATALOADER || is_input_fd(ev->wait.fd_kind))
-            add_interval(rp, t, t + (int64_t)ev->wait.dur, I_INPUT);
-        break;
-    default:
+    } else if (!on_host_event(rp, ev, t)) {
         return;
     }
-    if (!rp->cur_tid_ok || ev->tid != rp->cur_tid) {
+    /* the thread's count and latest time (a chunk is one thread's: the
+     * last one's th is nearly always the one) */
+    if (ev->tid != rp->cur_tid) {
         int i = tid_index(rp, ev->tid);
-        rp->cur_th = i >= 0 ? &rp->th[i] : NULL;
+        rp->cur_th = &rp->th[i >= 0 ? (size_t)i : sp_file_pass_of(rp->f)->ntids];
         rp->cur_tid = ev->tid;
-        rp->cur_tid_ok = 1;
     }
     struct thread_seen *th = rp->cur_th;
-    if (th) {
-        th->seen++;
-        if (t > th->wm)
-            th->wm = t;
-    }
+    th->seen++;
+    if (t > th->wm)
+        th->wm = t;
 }
 
 /* The second pass needs only what it classifies, and of those only the
@@ -1106,7 +1118,7 @@ static void read_file(struct rank_pass *rp, struct sp_file_rec *f)
 {
     rp->f = f;
     rp->last_tid = 0;
-    rp->cur_tid_ok = 0;
+    rp->cur_tid = NO_TID;
     size_t nth = sp_file_pass_of(f)->ntids;
     rp->th = calloc(nth + 1, sizeof *rp->th);
     if (!rp->th)

@@ -172,9 +172,10 @@ struct rank_pass {
     struct ivec spare[I_N][SPARE_MAX];
     int nspare[I_N];
     struct ivec ext, tmp; /* late-host spans; transfer u wait */
-    /* The step's levels as compute plus what each adds (reduce): d[L] the
+    /* The step's levels as compute plus what each adds (reduce): out[]
+     * each busy category's part outside compute, d[L] (their unions) the
      * part of level L outside compute, e what the host adds to U_I */
-    struct ivec small[D_N], d[D_N], ui, e1, e2, e3, e12, e, twc;
+    struct ivec out[D_N], d[D_N], ui, e1, e2, e3, e12, e, twc;
     const struct ivec *dl[D_N], *uil, *el;
     /* the host level's parts: writes (ew), writes and syncs (ews), those
      * and launch calls (ewsk), all (el) */
@@ -327,6 +328,50 @@ static int unite(const struct ivec *a, const struct ivec *b, struct ivec *out)
                 out->v[n - 1].end = x.end;
         } else {
             out->v[n++] = x;
+        }
+    }
+    out->n = n;
+    return 0;
+}
+
+/* out = a u b, both sorted and disjoint and each disjoint from the other
+ * (they may touch): unite's result, the runs of a between b's intervals
+ * copied whole.  a is the long list (compute, hundreds a step), b what a
+ * level adds outside it (a few dozen): a merge step per element of a cost
+ * more than the rest of a level.  -1 when out of memory. */
+static int unite_outside(const struct ivec *a, const struct ivec *b, struct ivec *out)
+{
+    if (grow(out, a->n + b->n + 1) < 0)
+        return -1;
+    const struct sp_span *x = a->v;
+    struct sp_span *o = out->v;
+    size_t i = 0, n = 0;
+    for (size_t j = 0; j <= b->n; j++) {
+        /* a's intervals before b's j-th (all of the rest after the last) */
+        size_t k = i;
+        if (j < b->n)
+            while (k < a->n && x[k].start < b->v[j].start)
+                k++;
+        else
+            k = a->n;
+        if (k > i && n && x[i].start <= o[n - 1].end) { /* touches a b interval */
+            if (x[i].end > o[n - 1].end)
+                o[n - 1].end = x[i].end;
+            i++;
+        }
+        if (k > i) {
+            memcpy(o + n, x + i, (k - i) * sizeof *o); /* a's own are apart */
+            n += k - i;
+        }
+        i = k;
+        if (j == b->n)
+            break;
+        struct sp_span y = b->v[j];
+        if (n && y.start <= o[n - 1].end) {
+            if (y.end > o[n - 1].end)
+                o[n - 1].end = y.end;
+        } else {
+            o[n++] = y;
         }
     }
     out->n = n;
@@ -689,25 +734,28 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[S
         else
             normalize(&b->c[c], st);
     }
-    const struct ivec *C = &b->c[I_COMPUTE], *sm[D_N], *tw;
-    /* the busy side beyond compute, level by level, and its part outside compute */
-    sm[D_M] = &b->c[I_MEMCPY];
-    if (level(sm[D_M], &b->c[I_TRANSFER], &rp->small[D_MT], &sm[D_MT]) < 0 ||
-        level(sm[D_MT], &b->c[I_WAIT], &rp->small[D_MTW], &sm[D_MTW]) < 0 ||
-        level(sm[D_MTW], &b->c[I_INPUT], &rp->small[D_MTWI], &sm[D_MTWI]) < 0)
-        return;
-    for (int d = 0; d < D_N; d++) {
-        if (d > 0 && sm[d] == sm[d - 1]) {
-            rp->dl[d] = rp->dl[d - 1];
-            continue;
-        }
-        if (subtract(sm[d], C, &rp->d[d]) < 0)
+    const struct ivec *C = &b->c[I_COMPUTE], *tw;
+    /* The busy side beyond compute, level by level, outside compute: each
+     * category's part outside compute (out[]: memcpy, transfer, wait,
+     * input) and their unions, since (a u b) \ C = (a \ C) u (b \ C) and
+     * both sides are the same sorted, disjoint list.  Each short list is
+     * searched in compute once, not once per level it is in. */
+    static const int busy_cat[D_N] = {I_MEMCPY, I_TRANSFER, I_WAIT, I_INPUT};
+    for (int d = 0; d < D_N; d++)
+        if (subtract(&b->c[busy_cat[d]], C, &rp->out[d]) < 0)
             return;
-        rp->dl[d] = &rp->d[d];
-    }
-    /* U_I as one list, for the host's side */
-    if (level(C, rp->dl[D_MTWI], &rp->ui, &rp->uil) < 0)
+    rp->dl[D_M] = &rp->out[0];
+    if (level(rp->dl[D_M], &rp->out[1], &rp->d[D_MT], &rp->dl[D_MT]) < 0 ||
+        level(rp->dl[D_MT], &rp->out[2], &rp->d[D_MTW], &rp->dl[D_MTW]) < 0 ||
+        level(rp->dl[D_MTW], &rp->out[3], &rp->d[D_MTWI], &rp->dl[D_MTWI]) < 0)
         return;
+    /* U_I as one list, for the host's side */
+    rp->uil = C;
+    if (rp->dl[D_MTWI]->n) {
+        if (unite_outside(C, rp->dl[D_MTWI], &rp->ui) < 0)
+            return;
+        rp->uil = &rp->ui;
+    }
     /* the late host's spans (ext) of every call list; the launches' with
      * what they add outside U_I (e2) */
     const struct ivec *calls[] = {&b->c[I_HOST], &b->c[I_ISSUE]};
@@ -764,9 +812,10 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[S
     if (level(&b->c[I_TRANSFER], &b->c[I_WAIT], &rp->tmp, &tw) < 0)
         return;
     if (C->n && tw->n) {
-        if (subtract(tw, C, &rp->twc) < 0)
+        const struct ivec *twc; /* tw \ C */
+        if (level(&rp->out[1], &rp->out[2], &rp->twc, &twc) < 0)
             return;
-        out[SP_CAT_OVERLAP] = (double)(measure(tw) - measure(&rp->twc));
+        out[SP_CAT_OVERLAP] = (double)(measure(tw) - measure(twc));
     }
     cursor_init(&rp->cur_c, C);
     for (int d = 0; d < D_N; d++)
@@ -1181,7 +1230,7 @@ static void classify_rank(int i, void *arg)
         for (int k = 0; k < rp.nspare[c]; k++)
             free(rp.spare[c][k].v);
     for (int d = 0; d < D_N; d++) {
-        free(rp.small[d].v);
+        free(rp.out[d].v);
         free(rp.d[d].v);
     }
     struct ivec *const lists[] = {&rp.ext, &rp.tmp, &rp.ui, &rp.e1, &rp.e2, &rp.e3, &rp.e12, &rp.e,

@@ -812,8 +812,10 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[S
     if (level(&b->c[I_TRANSFER], &b->c[I_WAIT], &rp->tmp, &tw) < 0)
         return;
     if (C->n && tw->n) {
-        const struct ivec *twc; /* tw \ C */
-        if (level(&rp->out[1], &rp->out[2], &rp->twc, &twc) < 0)
+        /* tw \ C: the transfers' and waits' parts outside compute, which
+         * d[MTW] is already when no copy is */
+        const struct ivec *twc = rp->dl[D_MTW];
+        if (rp->out[0].n && level(&rp->out[1], &rp->out[2], &rp->twc, &twc) < 0)
             return;
         out[SP_CAT_OVERLAP] = (double)(measure(tw) - measure(twc));
     }

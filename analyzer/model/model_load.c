@@ -856,6 +856,7 @@ struct sp_group_index {
     int *rank_at;
     int nrank_at;
     int last_host; /* -1 none */
+    int ranks_cap; /* room in m->ranks (grown by doubling while grouping) */
 };
 
 static int cmp_pid_ref(const void *a, const void *b)
@@ -905,6 +906,7 @@ static void index_open(struct sp_model *m)
     for (int i = 0; i < m->nranks; i++) /* the ranks there are already: the first of a number */
         if (m->ranks[i].rank >= 0 && m->ranks[i].rank < x->nrank_at && !x->rank_at[m->ranks[i].rank])
             x->rank_at[m->ranks[i].rank] = i + 1;
+    x->ranks_cap = m->nranks;
     m->grouping = x;
 }
 
@@ -1015,6 +1017,7 @@ static int host_index(struct sp_model *m, const char *host)
     return m->nhosts++;
 }
 
+#define RANKS_FIRST 64
 static struct sp_rank *rank_slot(struct sp_model *m, int rank)
 {
     struct sp_group_index *x = m->grouping;
@@ -1024,10 +1027,21 @@ static struct sp_rank *rank_slot(struct sp_model *m, int rank)
     for (int i = 0; !mapped && i < m->nranks; i++)
         if (m->ranks[i].rank == rank)
             return &m->ranks[i];
-    void *p = realloc(m->ranks, (size_t)(m->nranks + 1) * sizeof *m->ranks);
-    if (!p)
-        return NULL;
-    m->ranks = p;
+    /* Room by doubling: a rank at a time, the ranks (over a KiB each) were
+     * copied over and over, quadratic in the ranks of the job. */
+    int cap = m->nranks + 1;
+    if (x && m->nranks < x->ranks_cap)
+        cap = x->ranks_cap;
+    else if (x)
+        cap = m->nranks < RANKS_FIRST ? RANKS_FIRST : 2 * m->nranks;
+    if (!x || cap != x->ranks_cap) {
+        void *p = realloc(m->ranks, (size_t)cap * sizeof *m->ranks);
+        if (!p)
+            return NULL;
+        m->ranks = p;
+        if (x)
+            x->ranks_cap = cap;
+    }
     if (mapped)
         x->rank_at[rank] = m->nranks + 1;
     struct sp_rank *r = &m->ranks[m->nranks++];

@@ -57,6 +57,22 @@ static void *vec_push(struct vec *v, size_t elt)
     return (char *)v->p + elt * v->n++;
 }
 
+/* Room in v for `more` elements beyond those it holds (a hint: on
+ * failure v is left as it is, and vec_push grows it when it fills). */
+static void vec_reserve(struct vec *v, size_t more, size_t elt)
+{
+    if (v->cap - v->n >= more)
+        return;
+    size_t cap = v->cap ? v->cap : 64;
+    while (cap - v->n < more)
+        cap *= 2;
+    void *p = realloc(v->p, cap * elt);
+    if (p) {
+        v->p = p;
+        v->cap = cap;
+    }
+}
+
 /* ---- per-file reading ---- */
 
 struct kernel {
@@ -432,6 +448,13 @@ static void on_summary(void *ctx, const struct sp_chunk_summary *cs)
                 lag = cs->lag[u][t];
     }
     note_file_time(f, lo, hi, cs->events);
+    /* The chunk's NCCL calls bound the collectives it adds, and about as
+     * many NCCL kernels come with them: room at once, where doubling from
+     * 64 copied both lists about twice over. */
+    if (cs->count[SP_EV_NCCL]) {
+        vec_reserve(&s->calls, cs->count[SP_EV_NCCL], sizeof(struct scan_call));
+        vec_reserve(&s->kernels, cs->count[SP_EV_NCCL], sizeof(struct kernel));
+    }
     f->gpu_events += cs->count[SP_EV_GPU];
     f->api_events += cs->count[SP_EV_CUDA] + cs->count[SP_EV_NCCL];
     if (!n)

@@ -1311,6 +1311,34 @@ const struct sp_event *sp_reader_next_ref(struct sp_reader *r)
     return next_slow(r);
 }
 
+/* sp_reader_next_ref's loop, without a call per event: the events of
+ * the chunk's type stream whose blocks are decoded already, up to the
+ * first that needs its block decoded (a decode overwrites the block). */
+size_t sp_reader_next_refs(struct sp_reader *r, const struct sp_event **out, size_t max)
+{
+    if (!r || !max)
+        return 0;
+    size_t k = 0;
+    if (r->columnar) {
+        struct sp_columns *c = &r->cols;
+        const uint8_t *types = c->types;
+        uint32_t next = c->next, n = c->n;
+        for (; next < n; next++) {
+            struct type_block *b = r->block_of[types[next]];
+            if (!b)
+                continue; /* masked out, or a type from a newer writer */
+            if (b->next == b->end || k == max)
+                break;
+            out[k++] = b->next++;
+        }
+        c->next = next;
+        r->stats.events += k;
+    }
+    if (!k && (out[0] = next_slow(r)))
+        k = 1;
+    return k;
+}
+
 int sp_reader_next(struct sp_reader *r, struct sp_event *ev)
 {
     if (!r || !ev)

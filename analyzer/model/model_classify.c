@@ -861,8 +861,11 @@ static __attribute__((noinline)) void add_interval_steps(struct rank_pass *rp, i
         if (k > rp->last_touched)
             rp->last_touched = k;
     }
+    /* The hint's step is cached once it holds an interval (it may not yet:
+     * s before its start, between two steps), so that an interval the
+     * cache takes never makes it the newest step touched. */
     k = rp->hint;
-    if (k < rp->hi && !rp->buf[k - rp->lo].done) {
+    if (k < rp->hi && !rp->buf[k - rp->lo].done && k <= rp->last_touched) {
         rp->cur_k = k;
         rp->cur_start = steps[k].start;
         rp->cur_end = steps[k].end;
@@ -879,8 +882,6 @@ static inline void add_interval(struct rank_pass *rp, int64_t s, int64_t e, int 
         /* in the hint's step, and the next starts at or after e (a step
          * reduced is never the cached one: close_step lets it go) */
         push_ival(rp, rp->cur, s, e, cat);
-        if (rp->cur_k > rp->last_touched)
-            rp->last_touched = rp->cur_k;
         return;
     }
     if (e <= s || (rp->ordered && (e <= rp->view_start || s >= rp->view_end)))

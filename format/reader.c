@@ -90,6 +90,7 @@ struct type_block {
     uint32_t left;                     /* the type's events in the chunk not decoded yet */
     uint32_t bad;                      /* the type's event after the block is malformed */
     uint64_t dirty;                    /* fields written since the block was last cleared */
+    uint64_t zero;                     /* fields 0 in every event of the block */
 };
 struct blocks;
 
@@ -552,8 +553,10 @@ struct blocks {
  * varints at a time where a word holds them (no continuation bit in it),
  * four two-byte or two three-byte ones where it holds those, else one by
  * one.  Each word's varints are the column's next ones (the column holds
- * n or more), so they never run past its end. */
-#define RD_COLUMN(cur, STORE, field, qbase)                            \
+ * n or more), so they never run past its end.  With SKIP0 (the field is
+ * 0 in every event of the block, and a 0 varint stores 0), eight 0s are
+ * not stored; nz is left non-zero when a value that may not be 0 was. */
+#define RD_COLUMN(cur, STORE, field, qbase, SKIP0)                     \
     {                                                                  \
         const uint8_t *p = *(cur);                                     \
         char *q = (qbase);                                             \
@@ -562,6 +565,13 @@ struct blocks {
             memcpy(&x, p, sizeof x);                                   \
             uint64_t cont = x & SP_CONT_BITS;                          \
             if (!cont && n - i >= 8) {                                 \
+                nz |= x;                                               \
+                if ((SKIP0) && !x) {                                   \
+                    i += 8;                                            \
+                    q += 8 * sizeof(struct sp_event);                  \
+                    p += 8;                                            \
+                    continue;                                          \
+                }                                                      \
                 STORE(field, 0, x & 0xff)                              \
                 STORE(field, 1, (x >> 8) & 0xff)                       \
                 STORE(field, 2, (x >> 16) & 0xff)                      \
@@ -576,6 +586,7 @@ struct blocks {
                 continue;                                              \
             }                                                          \
             if (cont == RD_CONT_2X4 && n - i >= 4) {                   \
+                nz = 1;                                                \
                 STORE(field, 0, RD_V2(x, 0))                           \
                 STORE(field, 1, RD_V2(x, 1))                           \
                 STORE(field, 2, RD_V2(x, 2))                           \
@@ -586,6 +597,7 @@ struct blocks {
                 continue;                                              \
             }                                                          \
             if ((x & RD_CONT_MASK_3X2) == RD_CONT_3X2 && n - i >= 2) { \
+                nz = 1;                                                \
                 STORE(field, 0, RD_V3(x, 0))                           \
                 STORE(field, 1, RD_V3(x, 1))                           \
                 i += 2;                                                \
@@ -597,21 +609,35 @@ struct blocks {
                 n = i;                                                 \
                 break;                                                 \
             }                                                          \
+            nz |= v;                                                   \
             STORE(field, 0, v)                                         \
             i++;                                                       \
             q += sizeof(struct sp_event);                              \
         }                                                              \
         *(cur) = p;                                                    \
     }
-/* One field's column, when the field is wanted. */
-#define RD_X_BFIELD(kind, field)                      \
-    if (want & 1) {                                   \
-        RD_PRE_##kind(field)                          \
-            RD_COLUMN(col, RD_BF_##kind, field, base) \
-                RD_POST_##kind(field)                 \
-    }                                                 \
-    col++;                                            \
-    want >>= 1;
+/* Whether a 0 varint stores 0 (not a DS field's running value). */
+#define RD_SKIP0_U 1
+#define RD_SKIP0_D 1
+#define RD_SKIP0_STR 1
+#define RD_SKIP0_DUR 1
+#define RD_SKIP0_S 1
+#define RD_SKIP0_DS 0
+/* One field's column, when the field is wanted; a field found 0 in every
+ * event stays so in the block (the kernels' copy fields, say), and its
+ * zeros need not be stored again. */
+#define RD_X_BFIELD(kind, field)                                                     \
+    if (want & 1) {                                                                  \
+        RD_PRE_##kind(field)                                                         \
+            nz = 0;                                                                  \
+        RD_COLUMN(col, RD_BF_##kind, field, base, RD_SKIP0_##kind && (*zero & zbit)) \
+        if (nz)                                                                      \
+            *zero &= ~zbit;                                                          \
+        RD_POST_##kind(field)                                                        \
+    }                                                                                \
+    col++;                                                                           \
+    want >>= 1;                                                                      \
+    zbit <<= 1;
 /* The time deltas, kept in t until the times are worked out. */
 #define RD_BF_DELTA(f, k, v) ((struct sp_event *)RD_AT(k))->t = (v);
 #define RD_BSTOP_U(f)
@@ -626,19 +652,21 @@ struct blocks {
  * returns how many decoded: n, or the index of the first malformed one. */
 #define RD_X_BDECODER(id, NAME, name, FIELDS)                                                   \
     static uint32_t block_##name(const uint8_t **col, struct sp_codec_state *st, uint64_t want, \
-                                 uint32_t n, uint32_t tid, struct sp_event *e)                  \
+                                 uint32_t n, uint32_t tid, struct sp_event *e, uint64_t *zero)  \
     {                                                                                           \
         typedef struct sp_ev_##name rd_ev;                                                      \
         struct sp_ev_##name *prev = &st->name;                                                  \
         char *base = (char *)&e->name;                                                          \
         const uint8_t **delta = col++;                                                          \
-        uint64_t v;                                                                             \
+        uint64_t v, nz = 0, zbit = 1;                                                           \
         uint32_t i;                                                                             \
         (void)prev;                                                                             \
         (void)base;                                                                             \
         FIELDS(RD_X_BFIELD)                                                                     \
         (void)want;                                                                             \
-        RD_COLUMN(delta, RD_BF_DELTA, t, (char *)e)                                             \
+        (void)zero;                                                                             \
+        (void)zbit;                                                                             \
+        RD_COLUMN(delta, RD_BF_DELTA, t, (char *)e, 0)                                          \
         uint64_t end = st->end[id];                                                             \
         for (i = 0; i < n; i++) {                                                               \
             e[i].tid = tid;                                                                     \
@@ -813,17 +841,19 @@ static uint32_t fill_block(struct sp_reader *r, unsigned type, uint32_t at)
             e[i].type = (uint8_t)type;
         }
         b->dirty = 0;
+        b->zero = UINT64_MAX;
     }
     b->dirty |= want;
     uint32_t got = 0;
     if (type == SP_EV_IO && !r->codec.io_plain) {
         got = block_io_v4(r->cols.col[SP_EV_IO], &r->codec, want, n, r->tid, e);
+        b->zero &= ~want; /* its fields, stored whatever their values */
         goto filled;
     }
     switch (type) {
-#define RD_X_FILL(id, NAME, name, FIELDS)                                   \
-    case id:                                                                \
-        got = block_##name(r->cols.col[id], &r->codec, want, n, r->tid, e); \
+#define RD_X_FILL(id, NAME, name, FIELDS)                                             \
+    case id:                                                                          \
+        got = block_##name(r->cols.col[id], &r->codec, want, n, r->tid, e, &b->zero); \
         break;
         SP_EVENTS(RD_X_FILL)
 #undef RD_X_FILL

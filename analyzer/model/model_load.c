@@ -1099,6 +1099,16 @@ static int cmp_call_start(const void *a, const void *b)
 static int append_file(struct sp_rank *r, struct sp_file_rec *f, int device)
 {
     const struct sp_file_pass *fp = sp_file_pass_of(f);
+    if (device < 0 && !r->ncalls && f->pass && f->pass->calls) {
+        /* The rank's first calls: the file's list becomes the rank's (the
+         * file's own goes once grouping is done), not a copy into fresh
+         * pages, a few hundred KiB a rank of a long job. */
+        free(r->calls);
+        r->calls = f->pass->calls;
+        r->ncalls = f->pass->ncalls;
+        f->pass->calls = NULL;
+        f->pass->ncalls = 0;
+    }
     void *p = realloc(r->files, (size_t)(r->nfiles + 1) * sizeof *r->files);
     void *c = realloc(r->calls, (r->ncalls + fp->ncalls + 1) * sizeof *r->calls);
     void *k = realloc(r->marks, (r->nmarks + fp->nmarks + 1) * sizeof *r->marks);

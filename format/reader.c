@@ -616,13 +616,21 @@ struct blocks {
         }                                                              \
         *(cur) = p;                                                    \
     }
-/* Whether a 0 varint stores 0 (not a DS field's running value). */
+/* Whether a 0 varint stores 0: always, but in a DS field only while its
+ * running value is 0; and what else may have made a stored value other
+ * than 0 (a DS field's running value at the end). */
 #define RD_SKIP0_U 1
 #define RD_SKIP0_D 1
 #define RD_SKIP0_STR 1
 #define RD_SKIP0_DUR 1
 #define RD_SKIP0_S 1
-#define RD_SKIP0_DS 0
+#define RD_SKIP0_DS !acc
+#define RD_NZ_U
+#define RD_NZ_D
+#define RD_NZ_STR
+#define RD_NZ_DUR
+#define RD_NZ_S
+#define RD_NZ_DS || acc
 /* One field's column, when the field is wanted; a field found 0 in every
  * event stays so in the block (the kernels' copy fields, say), and its
  * zeros need not be stored again. */
@@ -630,8 +638,8 @@ struct blocks {
     if (want & 1) {                                                                  \
         RD_PRE_##kind(field)                                                         \
             nz = 0;                                                                  \
-        RD_COLUMN(col, RD_BF_##kind, field, base, RD_SKIP0_##kind && (*zero & zbit)) \
-        if (nz)                                                                      \
+        RD_COLUMN(col, RD_BF_##kind, field, base, (*zero & zbit) && RD_SKIP0_##kind) \
+        if (nz RD_NZ_##kind)                                                         \
             *zero &= ~zbit;                                                          \
         RD_POST_##kind(field)                                                        \
     }                                                                                \

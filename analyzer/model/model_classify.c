@@ -243,10 +243,11 @@ static int cmp_span_start(const void *a, const void *b)
     return (x->start > y->start) - (x->start < y->start);
 }
 
-/* The categories whose intervals come through add_interval alone (not
- * add_collectives, whose waits and transfers may end before the step or
- * be empty): with the steps in order, each meets its step. */
-#define ADDED_ONLY (~((1u << I_ISSUE) | (1u << I_WAIT) | (1u << I_TRANSFER)))
+/* The categories add_collectives fills (it pushes only what meets the
+ * step), and those add_interval does: with the steps in order, each
+ * interval add_interval gives a step meets it. */
+#define COLLECTIVE_CATS ((1u << I_ISSUE) | (1u << I_WAIT) | (1u << I_TRANSFER))
+#define ADDED_ONLY (~COLLECTIVE_CATS)
 
 /* normalize for a list that came in order: push_ival kept it sorted and
  * disjoint, and each of its intervals meets the step, so only the first
@@ -727,7 +728,7 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[S
     struct sp_span st = rp->r->steps[k];
     memset(out, 0, sizeof(double) * SP_CAT_N);
     *head = 0;
-    unsigned in_order = rp->ordered ? ADDED_ONLY & ~b->unsorted : 0;
+    unsigned in_order = ((rp->ordered ? ADDED_ONLY : 0) | COLLECTIVE_CATS) & ~b->unsorted;
     for (int c = 0; c < I_N; c++) {
         if ((in_order >> c) & 1)
             clip_ends(&b->c[c], st);
@@ -915,8 +916,13 @@ static void add_collectives(struct rank_pass *rp, int k)
             push_ival(rp, b, c->host_t, c->host_t + 1, I_ISSUE);
         if (c->timing == SP_TIMING_HOST || c->end <= st.start)
             continue;
-        push_ival(rp, b, c->start, c->start + c->wait, I_WAIT);
-        push_ival(rp, b, c->start + c->wait, c->end, I_TRANSFER);
+        /* what meets the step (the rest normalize would drop): the lists
+         * can then be clipped, not normalized, when they come in order */
+        int64_t w = c->start + c->wait;
+        if (c->start < w && w > st.start)
+            push_ival(rp, b, c->start, w, I_WAIT);
+        if (w < c->end && w < st.end)
+            push_ival(rp, b, w, c->end, I_TRANSFER);
     }
 }
 

@@ -646,18 +646,35 @@ struct blocks {
     col++;                                                                           \
     want >>= 1;                                                                      \
     zbit <<= 1;
-/* The time deltas, kept in t until the times are worked out. */
-#define RD_BF_DELTA(f, k, v) ((struct sp_event *)RD_AT(k))->t = (v);
-#define RD_BSTOP_U(f)
-#define RD_BSTOP_D(f)
-#define RD_BSTOP_STR(f)
-#define RD_BSTOP_S(f)
-#define RD_BSTOP_DS(f)
-#define RD_BSTOP_DUR(f) +RD_EV(i)->f
-#define RD_X_BSTOP(kind, field) RD_BSTOP_##kind(field)
+/* The time deltas, decoded last: each event's time is the end of the
+ * one before (end) plus its delta, and its end that time plus its
+ * duration, decoded already (the duration is at dur_at in the event,
+ * when the type has one: a type has one duration field at most). */
+#define RD_BF_DELTA(f, k, v)                                                            \
+    {                                                                                   \
+        struct sp_event *ev_ = (struct sp_event *)RD_AT(k);                             \
+        ev_->tid = tid;                                                                 \
+        ev_->t = end + (uint64_t)sp_unzigzag(v);                                        \
+        end = ev_->t + (has_dur ? *(const uint64_t *)((const char *)ev_ + dur_at) : 0); \
+    }
+#define RD_DURAT_U(f)
+#define RD_DURAT_D(f)
+#define RD_DURAT_STR(f)
+#define RD_DURAT_S(f)
+#define RD_DURAT_DS(f)
+#define RD_DURAT_DUR(f) +offsetof(rd_ev, f)
+#define RD_X_DURAT(kind, field) RD_DURAT_##kind(field)
+#define RD_HASDUR_U(f)
+#define RD_HASDUR_D(f)
+#define RD_HASDUR_STR(f)
+#define RD_HASDUR_S(f)
+#define RD_HASDUR_DS(f)
+#define RD_HASDUR_DUR(f) +1
+#define RD_X_HASDUR(kind, field) RD_HASDUR_##kind(field)
 /* Decodes the next n events of the type from its columns into e[]: the
  * fields in `want` (the others are left as they are), then the times;
- * returns how many decoded: n, or the index of the first malformed one. */
+ * returns how many decoded: n, or the index of the first malformed one
+ * (its fields and time, and those of the events after it, unset). */
 #define RD_X_BDECODER(id, NAME, name, FIELDS)                                                   \
     static uint32_t block_##name(const uint8_t **col, struct sp_codec_state *st, uint64_t want, \
                                  uint32_t n, uint32_t tid, struct sp_event *e, uint64_t *zero)  \
@@ -674,13 +691,10 @@ struct blocks {
         (void)want;                                                                             \
         (void)zero;                                                                             \
         (void)zbit;                                                                             \
-        RD_COLUMN(delta, RD_BF_DELTA, t, (char *)e, 0)                                          \
+        const size_t dur_at = (size_t)(base - (char *)e) FIELDS(RD_X_DURAT);                    \
+        const int has_dur = 0 FIELDS(RD_X_HASDUR);                                              \
         uint64_t end = st->end[id];                                                             \
-        for (i = 0; i < n; i++) {                                                               \
-            e[i].tid = tid;                                                                     \
-            e[i].t = end + (uint64_t)sp_unzigzag(e[i].t);                                       \
-            end = e[i].t FIELDS(RD_X_BSTOP);                                                    \
-        }                                                                                       \
+        RD_COLUMN(delta, RD_BF_DELTA, t, (char *)e, 0)                                          \
         st->end[id] = end;                                                                      \
         return n;                                                                               \
     }
@@ -690,7 +704,8 @@ SP_EVENTS(RD_X_BDECODER)
 #undef RD_COLUMN
 #undef RD_BF_DELTA
 #undef RD_AT
-#undef RD_X_BSTOP
+#undef RD_X_DURAT
+#undef RD_X_HASDUR
 #undef RD_EV
 
 /* ---- IO events since version 4 ------------------------------------------------ *

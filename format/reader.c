@@ -832,13 +832,15 @@ static uint64_t fields_read(const struct sp_reader *r, unsigned type)
  * written. */
 static uint32_t select_block(struct sp_reader *r, unsigned type, struct sp_event *e, uint32_t got, uint32_t at)
 {
-    const struct select *s = &r->sel[type];
+    /* The selection in a local: a store to the type stream (bytes) could
+     * be to it as far as the compiler knows, and would reload it. */
+    const struct select s = r->sel[type];
     uint8_t *types = r->chunk + (r->cols.types - r->chunk);
     uint32_t kept = 0;
     for (uint32_t i = 0; i < got; i++, at++) {
         while (types[at] != type)
             at++;
-        if (left_out(s, &e[i])) {
+        if (left_out(&s, &e[i])) {
             types[at] = 0;
             continue;
         }

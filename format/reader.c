@@ -32,8 +32,10 @@
  * A frame in the column layout (columns.h) is decoded straight from its
  * columns, with no rows rebuilt: a block of one type's events at a time,
  * column after column, handed out in the chunk's order (sp_reader_next_ref
- * in place, sp_reader_next as a copy); one whose columns do not hold
- * together is skipped whole.  A type mask (sp_reader_set_types) is fixed for a chunk
+ * in place, sp_reader_next_refs those decoded already a batch at a time,
+ * sp_reader_next as a copy); one whose columns do not hold together is
+ * skipped whole.  A field found 0 in every event of a block is not
+ * stored again for a run of 0s (type_block's zero).  A type mask (sp_reader_set_types) is fixed for a chunk
  * at its start: masked types are stepped over by their length in rows,
  * by one byte of the type stream in columns, and their codec memory is
  * left alone, which is exact because only a type's own events use it.

@@ -32,8 +32,10 @@
  * A frame in the column layout (columns.h) is decoded straight from its
  * columns, with no rows rebuilt: a block of one type's events at a time,
  * column after column, handed out in the chunk's order (sp_reader_next_ref
- * in place, sp_reader_next as a copy); one whose columns do not hold
- * together is skipped whole.  A type mask (sp_reader_set_types) is fixed for a chunk
+ * in place, sp_reader_next_refs those decoded already a batch at a time,
+ * sp_reader_next as a copy); one whose columns do not hold together is
+ * skipped whole.  A field found 0 in every event of a block is not
+ * stored again for a run of 0s (type_block's zero).  A type mask (sp_reader_set_types) is fixed for a chunk
  * at its start: masked types are stepped over by their length in rows,
  * by one byte of the type stream in columns, and their codec memory is
  * left alone, which is exact because only a type's own events use it.
@@ -90,6 +92,7 @@ struct type_block {
     uint32_t left;                     /* the type's events in the chunk not decoded yet */
     uint32_t bad;                      /* the type's event after the block is malformed */
     uint64_t dirty;                    /* fields written since the block was last cleared */
+    uint64_t zero;                     /* fields 0 in every event of the block */
 };
 struct blocks;
 
@@ -522,7 +525,22 @@ struct blocks {
 #define RD_BF_STR(f, k, v) ((rd_ev *)RD_AT(k))->f = (v);
 #define RD_BF_DUR(f, k, v) ((rd_ev *)RD_AT(k))->f = (v);
 #define RD_BF_S(f, k, v) ((rd_ev *)RD_AT(k))->f = sp_unzigzag(v);
-#define RD_BF_DS(f, k, v) ((rd_ev *)RD_AT(k))->f = prev->f += (uint64_t)sp_unzigzag(v);
+/* A DS field's running value is kept in a local (acc) for the column's
+ * loop and stored back after it: through prev, each event's store to the
+ * block, which the compiler cannot tell apart from prev, reloaded it. */
+#define RD_BF_DS(f, k, v) ((rd_ev *)RD_AT(k))->f = acc += (uint64_t)sp_unzigzag(v);
+#define RD_PRE_U(f)
+#define RD_PRE_D(f)
+#define RD_PRE_STR(f)
+#define RD_PRE_DUR(f)
+#define RD_PRE_S(f)
+#define RD_PRE_DS(f) uint64_t acc = prev->f;
+#define RD_POST_U(f)
+#define RD_POST_D(f)
+#define RD_POST_STR(f)
+#define RD_POST_DUR(f)
+#define RD_POST_S(f)
+#define RD_POST_DS(f) prev->f = acc;
 /* Two-byte varints four to a word, three-byte ones two to six bytes: the
  * continuation bits such a word has (durations of launches and of
  * kernels, the gaps between launches), and the values of its k-th. */
@@ -537,8 +555,10 @@ struct blocks {
  * varints at a time where a word holds them (no continuation bit in it),
  * four two-byte or two three-byte ones where it holds those, else one by
  * one.  Each word's varints are the column's next ones (the column holds
- * n or more), so they never run past its end. */
-#define RD_COLUMN(cur, STORE, field, qbase)                            \
+ * n or more), so they never run past its end.  With SKIP0 (the field is
+ * 0 in every event of the block, and a 0 varint stores 0), eight 0s are
+ * not stored; nz is left non-zero when a value that may not be 0 was. */
+#define RD_COLUMN(cur, STORE, field, qbase, SKIP0)                     \
     {                                                                  \
         const uint8_t *p = *(cur);                                     \
         char *q = (qbase);                                             \
@@ -547,6 +567,13 @@ struct blocks {
             memcpy(&x, p, sizeof x);                                   \
             uint64_t cont = x & SP_CONT_BITS;                          \
             if (!cont && n - i >= 8) {                                 \
+                nz |= x;                                               \
+                if ((SKIP0) && !x) {                                   \
+                    i += 8;                                            \
+                    q += 8 * sizeof(struct sp_event);                  \
+                    p += 8;                                            \
+                    continue;                                          \
+                }                                                      \
                 STORE(field, 0, x & 0xff)                              \
                 STORE(field, 1, (x >> 8) & 0xff)                       \
                 STORE(field, 2, (x >> 16) & 0xff)                      \
@@ -561,6 +588,7 @@ struct blocks {
                 continue;                                              \
             }                                                          \
             if (cont == RD_CONT_2X4 && n - i >= 4) {                   \
+                nz = 1;                                                \
                 STORE(field, 0, RD_V2(x, 0))                           \
                 STORE(field, 1, RD_V2(x, 1))                           \
                 STORE(field, 2, RD_V2(x, 2))                           \
@@ -571,6 +599,7 @@ struct blocks {
                 continue;                                              \
             }                                                          \
             if ((x & RD_CONT_MASK_3X2) == RD_CONT_3X2 && n - i >= 2) { \
+                nz = 1;                                                \
                 STORE(field, 0, RD_V3(x, 0))                           \
                 STORE(field, 1, RD_V3(x, 1))                           \
                 i += 2;                                                \
@@ -582,51 +611,92 @@ struct blocks {
                 n = i;                                                 \
                 break;                                                 \
             }                                                          \
+            nz |= v;                                                   \
             STORE(field, 0, v)                                         \
             i++;                                                       \
             q += sizeof(struct sp_event);                              \
         }                                                              \
         *(cur) = p;                                                    \
     }
-/* One field's column, when the field is wanted. */
-#define RD_X_BFIELD(kind, field)                  \
-    if (want & 1)                                 \
-        RD_COLUMN(col, RD_BF_##kind, field, base) \
-    col++;                                        \
-    want >>= 1;
-/* The time deltas, kept in t until the times are worked out. */
-#define RD_BF_DELTA(f, k, v) ((struct sp_event *)RD_AT(k))->t = (v);
-#define RD_BSTOP_U(f)
-#define RD_BSTOP_D(f)
-#define RD_BSTOP_STR(f)
-#define RD_BSTOP_S(f)
-#define RD_BSTOP_DS(f)
-#define RD_BSTOP_DUR(f) +RD_EV(i)->f
-#define RD_X_BSTOP(kind, field) RD_BSTOP_##kind(field)
+/* Whether a 0 varint stores 0: always, but in a DS field only while its
+ * running value is 0; and what else may have made a stored value other
+ * than 0 (a DS field's running value at the end). */
+#define RD_SKIP0_U 1
+#define RD_SKIP0_D 1
+#define RD_SKIP0_STR 1
+#define RD_SKIP0_DUR 1
+#define RD_SKIP0_S 1
+#define RD_SKIP0_DS !acc
+#define RD_NZ_U
+#define RD_NZ_D
+#define RD_NZ_STR
+#define RD_NZ_DUR
+#define RD_NZ_S
+#define RD_NZ_DS || acc
+/* One field's column, when the field is wanted; a field found 0 in every
+ * event stays so in the block (the kernels' copy fields, say), and its
+ * zeros need not be stored again. */
+#define RD_X_BFIELD(kind, field)                                                     \
+    if (want & 1) {                                                                  \
+        RD_PRE_##kind(field)                                                         \
+            nz = 0;                                                                  \
+        RD_COLUMN(col, RD_BF_##kind, field, base, (*zero & zbit) && RD_SKIP0_##kind) \
+        if (nz RD_NZ_##kind)                                                         \
+            *zero &= ~zbit;                                                          \
+        RD_POST_##kind(field)                                                        \
+    }                                                                                \
+    col++;                                                                           \
+    want >>= 1;                                                                      \
+    zbit <<= 1;
+/* The time deltas, decoded last: each event's time is the end of the
+ * one before (end) plus its delta, and its end that time plus its
+ * duration, decoded already (the duration is at dur_at in the event,
+ * when the type has one: a type has one duration field at most). */
+#define RD_BF_DELTA(f, k, v)                                                            \
+    {                                                                                   \
+        struct sp_event *ev_ = (struct sp_event *)RD_AT(k);                             \
+        ev_->tid = tid;                                                                 \
+        ev_->t = end + (uint64_t)sp_unzigzag(v);                                        \
+        end = ev_->t + (has_dur ? *(const uint64_t *)((const char *)ev_ + dur_at) : 0); \
+    }
+#define RD_DURAT_U(f)
+#define RD_DURAT_D(f)
+#define RD_DURAT_STR(f)
+#define RD_DURAT_S(f)
+#define RD_DURAT_DS(f)
+#define RD_DURAT_DUR(f) +offsetof(rd_ev, f)
+#define RD_X_DURAT(kind, field) RD_DURAT_##kind(field)
+#define RD_HASDUR_U(f)
+#define RD_HASDUR_D(f)
+#define RD_HASDUR_STR(f)
+#define RD_HASDUR_S(f)
+#define RD_HASDUR_DS(f)
+#define RD_HASDUR_DUR(f) +1
+#define RD_X_HASDUR(kind, field) RD_HASDUR_##kind(field)
 /* Decodes the next n events of the type from its columns into e[]: the
  * fields in `want` (the others are left as they are), then the times;
- * returns how many decoded: n, or the index of the first malformed one. */
+ * returns how many decoded: n, or the index of the first malformed one
+ * (its fields and time, and those of the events after it, unset). */
 #define RD_X_BDECODER(id, NAME, name, FIELDS)                                                   \
     static uint32_t block_##name(const uint8_t **col, struct sp_codec_state *st, uint64_t want, \
-                                 uint32_t n, uint32_t tid, struct sp_event *e)                  \
+                                 uint32_t n, uint32_t tid, struct sp_event *e, uint64_t *zero)  \
     {                                                                                           \
         typedef struct sp_ev_##name rd_ev;                                                      \
         struct sp_ev_##name *prev = &st->name;                                                  \
         char *base = (char *)&e->name;                                                          \
         const uint8_t **delta = col++;                                                          \
-        uint64_t v;                                                                             \
+        uint64_t v, nz = 0, zbit = 1;                                                           \
         uint32_t i;                                                                             \
         (void)prev;                                                                             \
         (void)base;                                                                             \
         FIELDS(RD_X_BFIELD)                                                                     \
         (void)want;                                                                             \
-        RD_COLUMN(delta, RD_BF_DELTA, t, (char *)e)                                             \
+        (void)zero;                                                                             \
+        (void)zbit;                                                                             \
+        const size_t dur_at = (size_t)(base - (char *)e) FIELDS(RD_X_DURAT);                    \
+        const int has_dur = 0 FIELDS(RD_X_HASDUR);                                              \
         uint64_t end = st->end[id];                                                             \
-        for (i = 0; i < n; i++) {                                                               \
-            e[i].tid = tid;                                                                     \
-            e[i].t = end + (uint64_t)sp_unzigzag(e[i].t);                                       \
-            end = e[i].t FIELDS(RD_X_BSTOP);                                                    \
-        }                                                                                       \
+        RD_COLUMN(delta, RD_BF_DELTA, t, (char *)e, 0)                                          \
         st->end[id] = end;                                                                      \
         return n;                                                                               \
     }
@@ -636,7 +706,8 @@ SP_EVENTS(RD_X_BDECODER)
 #undef RD_COLUMN
 #undef RD_BF_DELTA
 #undef RD_AT
-#undef RD_X_BSTOP
+#undef RD_X_DURAT
+#undef RD_X_HASDUR
 #undef RD_EV
 
 /* ---- IO events since version 4 ------------------------------------------------ *
@@ -763,13 +834,15 @@ static uint64_t fields_read(const struct sp_reader *r, unsigned type)
  * written. */
 static uint32_t select_block(struct sp_reader *r, unsigned type, struct sp_event *e, uint32_t got, uint32_t at)
 {
-    const struct select *s = &r->sel[type];
+    /* The selection in a local: a store to the type stream (bytes) could
+     * be to it as far as the compiler knows, and would reload it. */
+    const struct select s = r->sel[type];
     uint8_t *types = r->chunk + (r->cols.types - r->chunk);
     uint32_t kept = 0;
     for (uint32_t i = 0; i < got; i++, at++) {
         while (types[at] != type)
             at++;
-        if (left_out(s, &e[i])) {
+        if (left_out(&s, &e[i])) {
             types[at] = 0;
             continue;
         }
@@ -795,17 +868,19 @@ static uint32_t fill_block(struct sp_reader *r, unsigned type, uint32_t at)
             e[i].type = (uint8_t)type;
         }
         b->dirty = 0;
+        b->zero = UINT64_MAX;
     }
     b->dirty |= want;
     uint32_t got = 0;
     if (type == SP_EV_IO && !r->codec.io_plain) {
         got = block_io_v4(r->cols.col[SP_EV_IO], &r->codec, want, n, r->tid, e);
+        b->zero &= ~want; /* its fields, stored whatever their values */
         goto filled;
     }
     switch (type) {
-#define RD_X_FILL(id, NAME, name, FIELDS)                                   \
-    case id:                                                                \
-        got = block_##name(r->cols.col[id], &r->codec, want, n, r->tid, e); \
+#define RD_X_FILL(id, NAME, name, FIELDS)                                             \
+    case id:                                                                          \
+        got = block_##name(r->cols.col[id], &r->codec, want, n, r->tid, e, &b->zero); \
         break;
         SP_EVENTS(RD_X_FILL)
 #undef RD_X_FILL
@@ -1291,6 +1366,34 @@ const struct sp_event *sp_reader_next_ref(struct sp_reader *r)
         }
     }
     return next_slow(r);
+}
+
+/* sp_reader_next_ref's loop, without a call per event: the events of
+ * the chunk's type stream whose blocks are decoded already, up to the
+ * first that needs its block decoded (a decode overwrites the block). */
+size_t sp_reader_next_refs(struct sp_reader *r, const struct sp_event **out, size_t max)
+{
+    if (!r || !max)
+        return 0;
+    size_t k = 0;
+    if (r->columnar) {
+        struct sp_columns *c = &r->cols;
+        const uint8_t *types = c->types;
+        uint32_t next = c->next, n = c->n;
+        for (; next < n; next++) {
+            struct type_block *b = r->block_of[types[next]];
+            if (!b)
+                continue; /* masked out, or a type from a newer writer */
+            if (b->next == b->end || k == max)
+                break;
+            out[k++] = b->next++;
+        }
+        c->next = next;
+        r->stats.events += k;
+    }
+    if (!k && (out[0] = next_slow(r)))
+        k = 1;
+    return k;
 }
 
 int sp_reader_next(struct sp_reader *r, struct sp_event *ev)

@@ -707,6 +707,13 @@ int sp_reader_next(struct sp_reader *r, struct sp_event *ev);
 /* The same event in place, without a copy: NULL at the end of the file.
  * The event is the reader's, valid until the next call on r. */
 const struct sp_event *sp_reader_next_ref(struct sp_reader *r);
+/* The next events in place, up to max of them into out[], in the order
+ * sp_reader_next_ref gives them: as many as are decoded already, at least
+ * one unless the file is at its end (then 0).  They are the reader's,
+ * valid until the next call on r that reads (a mask set in between
+ * leaves them as they are, and takes effect as it would have between
+ * them one by one).  They count as read (sp_reader_stats) when given. */
+size_t sp_reader_next_refs(struct sp_reader *r, const struct sp_event **out, size_t max);
 
 /* Which event types sp_reader_next (and sp_reader_feed) deliver: a mask of
  * SP_TYPE_BIT(type), all types by default.  The others are stepped over

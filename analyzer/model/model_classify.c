@@ -103,16 +103,18 @@ struct ivec {
 };
 struct step_buf {
     struct ivec c[I_N];
+    unsigned unsorted; /* bit c: list c got an interval before its last */
     int done;
 };
 
-#define SPARE_MAX 8       /* emptied lists kept for the next steps */
+#define SPARE_MAX 8       /* emptied lists kept per category for the next steps */
 #define HEAD_TINY_DIV 100 /* compute shorter than 1% of the step does not start it */
 
 struct thread_seen {
     int64_t wm;
     uint64_t seen;
 };
+#define NO_TID UINT64_MAX /* no event's: a tid is 32 bits */
 
 /* The unions of the priority levels, each a superset of the one before:
  * compute+memcpy (U_CM), +transfer, +wait (U_CMTW), +input (U_I), +the
@@ -126,11 +128,13 @@ enum { D_M,
        D_N };
 
 /* Prefixes of a sorted, disjoint list: |v n (-inf, q)| for q in order
- * (a q below the last one starts over). */
+ * (a q below the last one starts over).  The node windows tile the step,
+ * each starting where the one before ended: the prefix at the last q is
+ * kept, so each bound is measured once. */
 struct cursor {
-    const struct ivec *v;
-    size_t j;
-    int64_t acc, last;
+    const struct sp_span *x;
+    size_t n, j;
+    int64_t acc, last, at_last;
 };
 
 struct rank_pass {
@@ -159,15 +163,19 @@ struct rank_pass {
                                several ranks), -1 all */
     struct thread_seen *th; /* per tid of f, same index as its pass's tids */
     size_t last_tid;
-    uint32_t cur_tid;           /* the tid of the previous event, and its */
-    struct thread_seen *cur_th; /* th (NULL: not a thread of f), when valid */
-    int cur_tid_ok;
-    struct ivec spare[SPARE_MAX];
-    int nspare;
+    uint64_t cur_tid;           /* the tid of the previous event, NO_TID before any */
+    struct thread_seen *cur_th; /* and its th: th[ntids], counted for nothing, when
+                                   it is not a thread of f */
+    /* Emptied lists by category: a step's list of launches or kernels
+     * takes one as long as the last step's (a list of any category grew
+     * from the waits' few to the kernels' hundreds, copied each time). */
+    struct ivec spare[I_N][SPARE_MAX];
+    int nspare[I_N];
     struct ivec ext, tmp; /* late-host spans; transfer u wait */
-    /* The step's levels as compute plus what each adds (reduce): d[L] the
+    /* The step's levels as compute plus what each adds (reduce): out[]
+     * each busy category's part outside compute, d[L] (their unions) the
      * part of level L outside compute, e what the host adds to U_I */
-    struct ivec small[D_N], d[D_N], ui, e1, e2, e3, e12, e, twc;
+    struct ivec out[D_N], d[D_N], ui, e1, e2, e3, e12, e, twc;
     const struct ivec *dl[D_N], *uil, *el;
     /* the host level's parts: writes (ew), writes and syncs (ews), those
      * and launch calls (ewsk), all (el) */
@@ -196,12 +204,13 @@ static int grow(struct ivec *v, size_t need)
     return 0;
 }
 
-/* Room for one more interval in v: an emptied list kept from an earlier
- * step when v has none, else a larger one.  -1 when out of memory. */
-static __attribute__((noinline)) int make_room(struct rank_pass *rp, struct ivec *v)
+/* Room for one more interval in v, the list of category cat: an emptied
+ * list of that category kept from an earlier step when v has none, else
+ * a larger one.  -1 when out of memory. */
+static __attribute__((noinline)) int make_room(struct rank_pass *rp, struct ivec *v, int cat)
 {
-    if (!v->v && rp->nspare)
-        *v = rp->spare[--rp->nspare];
+    if (!v->v && rp->nspare[cat])
+        *v = rp->spare[cat][--rp->nspare[cat]];
     if (v->n == v->cap && grow(v, v->n + 1) < 0)
         return -1;
     return 0;
@@ -220,8 +229,10 @@ static inline void push_ival(struct rank_pass *rp, struct step_buf *b, int64_t s
                 last->end = e;
             return;
         }
+        if (s < last->start)
+            b->unsorted |= 1u << cat;
     }
-    if (v->n == v->cap && make_room(rp, v) < 0)
+    if (v->n == v->cap && make_room(rp, v, cat) < 0)
         return;
     v->v[v->n++] = (struct sp_span){s, e};
 }
@@ -230,6 +241,25 @@ static int cmp_span_start(const void *a, const void *b)
 {
     const struct sp_span *x = a, *y = b;
     return (x->start > y->start) - (x->start < y->start);
+}
+
+/* The categories add_collectives fills (it pushes only what meets the
+ * step), and those add_interval does: with the steps in order, each
+ * interval add_interval gives a step meets it. */
+#define COLLECTIVE_CATS ((1u << I_ISSUE) | (1u << I_WAIT) | (1u << I_TRANSFER))
+#define ADDED_ONLY (~COLLECTIVE_CATS)
+
+/* normalize for a list that came in order: push_ival kept it sorted and
+ * disjoint, and each of its intervals meets the step, so only the first
+ * can start before the step and only the last end after it. */
+static void clip_ends(struct ivec *v, struct sp_span st)
+{
+    if (!v->n)
+        return;
+    if (v->v[0].start < st.start)
+        v->v[0].start = st.start;
+    if (v->v[v->n - 1].end > st.end)
+        v->v[v->n - 1].end = st.end;
 }
 
 /* Clip to the step and merge overlaps in place, in one pass while the
@@ -305,6 +335,50 @@ static int unite(const struct ivec *a, const struct ivec *b, struct ivec *out)
     return 0;
 }
 
+/* out = a u b, both sorted and disjoint and each disjoint from the other
+ * (they may touch): unite's result, the runs of a between b's intervals
+ * copied whole.  a is the long list (compute, hundreds a step), b what a
+ * level adds outside it (a few dozen): a merge step per element of a cost
+ * more than the rest of a level.  -1 when out of memory. */
+static int unite_outside(const struct ivec *a, const struct ivec *b, struct ivec *out)
+{
+    if (grow(out, a->n + b->n + 1) < 0)
+        return -1;
+    const struct sp_span *x = a->v;
+    struct sp_span *o = out->v;
+    size_t i = 0, n = 0;
+    for (size_t j = 0; j <= b->n; j++) {
+        /* a's intervals before b's j-th (all of the rest after the last) */
+        size_t k = i;
+        if (j < b->n)
+            while (k < a->n && x[k].start < b->v[j].start)
+                k++;
+        else
+            k = a->n;
+        if (k > i && n && x[i].start <= o[n - 1].end) { /* touches a b interval */
+            if (x[i].end > o[n - 1].end)
+                o[n - 1].end = x[i].end;
+            i++;
+        }
+        if (k > i) {
+            memcpy(o + n, x + i, (k - i) * sizeof *o); /* a's own are apart */
+            n += k - i;
+        }
+        i = k;
+        if (j == b->n)
+            break;
+        struct sp_span y = b->v[j];
+        if (n && y.start <= o[n - 1].end) {
+            if (y.end > o[n - 1].end)
+                o[n - 1].end = y.end;
+        } else {
+            o[n++] = y;
+        }
+    }
+    out->n = n;
+    return 0;
+}
+
 /* The first interval of v[lo, n) that ends after t (n when none). */
 static size_t first_end_after(const struct sp_span *v, size_t lo, size_t n, int64_t t)
 {
@@ -352,14 +426,16 @@ static int subtract(const struct ivec *a, const struct ivec *b, struct ivec *out
 
 static void cursor_init(struct cursor *c, const struct ivec *v)
 {
-    *c = (struct cursor){v, 0, 0, INT64_MIN};
+    *c = (struct cursor){v->v, v->n, 0, 0, INT64_MIN, 0};
 }
 
 /* |v n (-inf, q)|: the cursor moves on from the last q. */
 static inline __attribute__((always_inline)) int64_t prefix(struct cursor *c, int64_t q)
 {
-    const struct sp_span *x = c->v->v;
-    size_t n = c->v->n;
+    if (q == c->last)
+        return c->at_last;
+    const struct sp_span *x = c->x;
+    size_t n = c->n;
     if (q < c->last) {
         c->j = 0;
         c->acc = 0;
@@ -369,12 +445,16 @@ static inline __attribute__((always_inline)) int64_t prefix(struct cursor *c, in
         c->acc += x[c->j].end - x[c->j].start;
         c->j++;
     }
-    return c->j < n && x[c->j].start < q ? c->acc + (q - x[c->j].start) : c->acc;
+    c->at_last = c->j < n && x[c->j].start < q ? c->acc + (q - x[c->j].start) : c->acc;
+    return c->at_last;
 }
 
-/* |v n [lo, hi)|, lo <= hi, the cursor moving on from the last window. */
+/* |v n [lo, hi)|, lo <= hi, the cursor moving on from the last window.
+ * Most of the host's lists are empty in most steps: one test then. */
 static inline __attribute__((always_inline)) int64_t window(struct cursor *c, int64_t lo, int64_t hi)
 {
+    if (!c->n)
+        return 0;
     int64_t a = prefix(c, lo);
     return prefix(c, hi) - a;
 }
@@ -392,17 +472,12 @@ static int first_call_from(const struct sp_rank *r, int64_t t);
 /* Host calls made while the GPU was idle, stretched back to the start of
  * that idle gap: the GPU waited for the host from then on.  `busy` is the
  * union of everything that is not idle (and input waits); the calls come
- * from the n sorted lists, each walked along busy on its own (out is in
- * order then only list by list: normalize makes it one union). */
+ * from the n sorted lists, each walked along busy on its own, and are
+ * appended to out, which has room for them (in order then only list by
+ * list: normalize makes it one union). */
 static void late_host(const struct ivec *const *calls, int n, const struct ivec *busy, struct sp_span st,
                       struct ivec *out)
 {
-    out->n = 0;
-    size_t total = 0;
-    for (int k = 0; k < n; k++)
-        total += calls[k]->n;
-    if (!total || grow(out, total + 1) < 0)
-        return;
     const struct sp_span *b = busy->v;
     size_t nb = busy->n;
     for (int k = 0; k < n; k++) {
@@ -419,6 +494,48 @@ static void late_host(const struct ivec *const *calls, int n, const struct ivec 
                 out->v[out->n++] = (struct sp_span){gap_start, h};
         }
     }
+}
+
+/* subtract(a, busy, out) and late_host of a's calls (appended to late,
+ * which has room for them; NULL: none kept) in one walk along busy: the
+ * launches, hundreds a step, nearly all inside a kernel (busy from their
+ * start to their end), which is one test. */
+static int subtract_noting_late(const struct ivec *a, const struct ivec *busy, struct sp_span st,
+                                struct ivec *out, struct ivec *late)
+{
+    out->n = 0;
+    if (!a->n)
+        return 0;
+    if (grow(out, a->n + busy->n + 1) < 0)
+        return -1;
+    const struct sp_span *x = a->v, *y = busy->v;
+    size_t nb = busy->n, j = 0, n = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        int64_t cur = x[i].start, e = x[i].end;
+        if (j < nb && y[j].end <= cur && ++j < nb && y[j].end <= cur)
+            j = first_end_after(y, j, nb, cur); /* more than one to step over */
+        /* y[j]: the first busy interval that ends after the call starts */
+        if (j < nb && y[j].start <= cur) {
+            if (e <= y[j].end)
+                continue; /* inside it: nothing outside busy, and not late */
+        } else if (late) {
+            int64_t gap_start = j > 0 ? y[j - 1].end : st.start;
+            if (gap_start < cur)
+                late->v[late->n++] = (struct sp_span){gap_start, cur};
+        }
+        for (; j < nb && y[j].start < e; j++) {
+            if (y[j].start > cur)
+                out->v[n++] = (struct sp_span){cur, y[j].start};
+            if (y[j].end > cur)
+                cur = y[j].end;
+            if (y[j].end > e)
+                break; /* it reaches into a's next interval */
+        }
+        if (cur < e)
+            out->v[n++] = (struct sp_span){cur, e};
+    }
+    out->n = n;
+    return 0;
 }
 
 /* Local time of the rank in [lo, hi) by sp_loc: everything but the NCCL
@@ -611,34 +728,49 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[S
     struct sp_span st = rp->r->steps[k];
     memset(out, 0, sizeof(double) * SP_CAT_N);
     *head = 0;
-    for (int c = 0; c < I_N; c++)
-        normalize(&b->c[c], st);
-    const struct ivec *C = &b->c[I_COMPUTE], *sm[D_N], *tw;
-    /* the busy side beyond compute, level by level, and its part outside compute */
-    sm[D_M] = &b->c[I_MEMCPY];
-    if (level(sm[D_M], &b->c[I_TRANSFER], &rp->small[D_MT], &sm[D_MT]) < 0 ||
-        level(sm[D_MT], &b->c[I_WAIT], &rp->small[D_MTW], &sm[D_MTW]) < 0 ||
-        level(sm[D_MTW], &b->c[I_INPUT], &rp->small[D_MTWI], &sm[D_MTWI]) < 0)
-        return;
-    for (int d = 0; d < D_N; d++) {
-        if (d > 0 && sm[d] == sm[d - 1]) {
-            rp->dl[d] = rp->dl[d - 1];
-            continue;
-        }
-        if (subtract(sm[d], C, &rp->d[d]) < 0)
-            return;
-        rp->dl[d] = &rp->d[d];
+    unsigned in_order = ((rp->ordered ? ADDED_ONLY : 0) | COLLECTIVE_CATS) & ~b->unsorted;
+    for (int c = 0; c < I_N; c++) {
+        if ((in_order >> c) & 1)
+            clip_ends(&b->c[c], st);
+        else
+            normalize(&b->c[c], st);
     }
-    /* U_I as one list, for the host's side */
-    if (level(C, rp->dl[D_MTWI], &rp->ui, &rp->uil) < 0)
+    const struct ivec *C = &b->c[I_COMPUTE], *tw;
+    /* The busy side beyond compute, level by level, outside compute: each
+     * category's part outside compute (out[]: memcpy, transfer, wait,
+     * input) and their unions, since (a u b) \ C = (a \ C) u (b \ C) and
+     * both sides are the same sorted, disjoint list.  Each short list is
+     * searched in compute once, not once per level it is in. */
+    static const int busy_cat[D_N] = {I_MEMCPY, I_TRANSFER, I_WAIT, I_INPUT};
+    for (int d = 0; d < D_N; d++)
+        if (subtract(&b->c[busy_cat[d]], C, &rp->out[d]) < 0)
+            return;
+    rp->dl[D_M] = &rp->out[0];
+    if (level(rp->dl[D_M], &rp->out[1], &rp->d[D_MT], &rp->dl[D_MT]) < 0 ||
+        level(rp->dl[D_MT], &rp->out[2], &rp->d[D_MTW], &rp->dl[D_MTW]) < 0 ||
+        level(rp->dl[D_MTW], &rp->out[3], &rp->d[D_MTWI], &rp->dl[D_MTWI]) < 0)
         return;
-    const struct ivec *calls[] = {&b->c[I_HOST], &b->c[I_LAUNCH], &b->c[I_ISSUE]};
-    late_host(calls, 3, rp->uil, st, &rp->ext);
+    /* U_I as one list, for the host's side */
+    rp->uil = C;
+    if (rp->dl[D_MTWI]->n) {
+        if (unite_outside(C, rp->dl[D_MTWI], &rp->ui) < 0)
+            return;
+        rp->uil = &rp->ui;
+    }
+    /* the late host's spans (ext) of every call list; the launches' with
+     * what they add outside U_I (e2) */
+    const struct ivec *calls[] = {&b->c[I_HOST], &b->c[I_ISSUE]};
+    size_t ncalls = b->c[I_HOST].n + b->c[I_LAUNCH].n + b->c[I_ISSUE].n;
+    rp->ext.n = 0;
+    int late_kept = ncalls && grow(&rp->ext, ncalls + 1) == 0;
+    if (late_kept)
+        late_host(calls, 2, rp->uil, st, &rp->ext);
+    if (subtract_noting_late(&b->c[I_LAUNCH], rp->uil, st, &rp->e2, late_kept ? &rp->ext : NULL) < 0)
+        return;
     normalize(&rp->ext, st);
     const struct ivec *e12, *eh;
-    if (subtract(&b->c[I_HOST], rp->uil, &rp->e1) < 0 || subtract(&b->c[I_LAUNCH], rp->uil, &rp->e2) < 0 ||
-        subtract(&rp->ext, rp->uil, &rp->e3) < 0 || level(&rp->e1, &rp->e2, &rp->e12, &e12) < 0 ||
-        level(e12, &rp->e3, &rp->e, &eh) < 0)
+    if (subtract(&b->c[I_HOST], rp->uil, &rp->e1) < 0 || subtract(&rp->ext, rp->uil, &rp->e3) < 0 ||
+        level(&rp->e1, &rp->e2, &rp->e12, &e12) < 0 || level(e12, &rp->e3, &rp->e, &eh) < 0)
         return;
     /* the host's parts, by priority: writes, then what syncs inside the
      * step caused, then the launch calls (e2: inside them with the GPU
@@ -681,9 +813,12 @@ static void reduce(struct rank_pass *rp, struct step_buf *b, int k, double out[S
     if (level(&b->c[I_TRANSFER], &b->c[I_WAIT], &rp->tmp, &tw) < 0)
         return;
     if (C->n && tw->n) {
-        if (subtract(tw, C, &rp->twc) < 0)
+        /* tw \ C: the transfers' and waits' parts outside compute, which
+         * d[MTW] is already when no copy is */
+        const struct ivec *twc = rp->dl[D_MTW];
+        if (rp->out[0].n && level(&rp->out[1], &rp->out[2], &rp->twc, &twc) < 0)
             return;
-        out[SP_CAT_OVERLAP] = (double)(measure(tw) - measure(&rp->twc));
+        out[SP_CAT_OVERLAP] = (double)(measure(tw) - measure(twc));
     }
     cursor_init(&rp->cur_c, C);
     for (int d = 0; d < D_N; d++)
@@ -727,8 +862,11 @@ static __attribute__((noinline)) void add_interval_steps(struct rank_pass *rp, i
         if (k > rp->last_touched)
             rp->last_touched = k;
     }
+    /* The hint's step is cached once it holds an interval (it may not yet:
+     * s before its start, between two steps), so that an interval the
+     * cache takes never makes it the newest step touched. */
     k = rp->hint;
-    if (k < rp->hi && !rp->buf[k - rp->lo].done) {
+    if (k < rp->hi && !rp->buf[k - rp->lo].done && k <= rp->last_touched) {
         rp->cur_k = k;
         rp->cur_start = steps[k].start;
         rp->cur_end = steps[k].end;
@@ -745,8 +883,6 @@ static inline void add_interval(struct rank_pass *rp, int64_t s, int64_t e, int 
         /* in the hint's step, and the next starts at or after e (a step
          * reduced is never the cached one: close_step lets it go) */
         push_ival(rp, rp->cur, s, e, cat);
-        if (rp->cur_k > rp->last_touched)
-            rp->last_touched = rp->cur_k;
         return;
     }
     if (e <= s || (rp->ordered && (e <= rp->view_start || s >= rp->view_end)))
@@ -780,8 +916,13 @@ static void add_collectives(struct rank_pass *rp, int k)
             push_ival(rp, b, c->host_t, c->host_t + 1, I_ISSUE);
         if (c->timing == SP_TIMING_HOST || c->end <= st.start)
             continue;
-        push_ival(rp, b, c->start, c->start + c->wait, I_WAIT);
-        push_ival(rp, b, c->start + c->wait, c->end, I_TRANSFER);
+        /* what meets the step (the rest normalize would drop): the lists
+         * can then be clipped, not normalized, when they come in order */
+        int64_t w = c->start + c->wait;
+        if (c->start < w && w > st.start)
+            push_ival(rp, b, c->start, w, I_WAIT);
+        if (w < c->end && w < st.end)
+            push_ival(rp, b, w, c->end, I_TRANSFER);
     }
 }
 
@@ -793,14 +934,15 @@ static void close_step(struct rank_pass *rp, int k)
     add_collectives(rp, k);
     reduce(rp, b, k, rp->r->cat[k], &rp->r->input_head[k]);
     for (int c = 0; c < I_N; c++) {
-        if (b->c[c].v && rp->nspare < SPARE_MAX) {
+        if (b->c[c].v && rp->nspare[c] < SPARE_MAX) {
             b->c[c].n = 0;
-            rp->spare[rp->nspare++] = b->c[c];
+            rp->spare[c][rp->nspare[c]++] = b->c[c];
         } else {
             free(b->c[c].v);
         }
         b->c[c] = (struct ivec){0};
     }
+    b->unsorted = 0;
     b->done = 1;
     if (b == rp->cur) { /* no interval goes there without the search now */
         rp->cur = NULL;
@@ -928,22 +1070,45 @@ static void count_copy(struct rank_pass *rp, const struct sp_ev_gpu *g, int64_t 
     c->ns += (int64_t)g->dur;
 }
 
+/* The IO events and waits: host time, for input or writing. */
+static inline __attribute__((always_inline)) int on_host_event(struct rank_pass *rp, const struct sp_event *ev,
+                                                               int64_t t)
+{
+    switch (ev->type) {
+    case SP_EV_IO:
+        if (sp_io_op_is_read(ev->io.op) && (is_input_fd(ev->io.fd_kind) || ev->io.fd_kind == SP_FD_FILE))
+            add_interval(rp, t, t + (int64_t)ev->io.dur, I_INPUT);
+        else if (ev->io.fd_kind == SP_FD_FILE && (sp_io_op_is_write(ev->io.op) || sp_io_op_is_flush(ev->io.op)))
+            note_write(rp, ev);
+        else if (ev->io.fd_kind == SP_FD_FILE &&
+                 (ev->io.op == SP_IO_OPEN || ev->io.op == SP_IO_FOPEN || ev->io.op == SP_IO_CLOSE))
+            add_interval(rp, t, t + (int64_t)ev->io.dur, I_FILE);
+        return 1;
+    case SP_EV_WAIT:
+        if (ev->wait.op == SP_WAIT_DATALOADER || is_input_fd(ev->wait.fd_kind))
+            add_interval(rp, t, t + (int64_t)ev->wait.dur, I_INPUT);
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 static inline __attribute__((always_inline)) void on_event(struct rank_pass *rp, const struct sp_reader *rd,
                                                            const struct sp_event *ev)
 {
     int64_t t = (int64_t)ev->t;
-    switch (ev->type) {
-    case SP_EV_GPU:
-        if (rp->device >= 0 && ev->gpu.device != rp->device)
-            break; /* another rank's GPU: counted for its thread below */
-        if (ev->gpu.kind == SP_GPU_KERNEL)
-            add_interval(rp, t, t + (int64_t)ev->gpu.dur, I_COMPUTE);
-        else if (ev->gpu.kind == SP_GPU_MEMCPY || ev->gpu.kind == SP_GPU_MEMSET)
-            add_interval(rp, t, t + (int64_t)ev->gpu.dur, I_MEMCPY);
-        if (ev->gpu.kind == SP_GPU_MEMCPY)
-            count_copy(rp, &ev->gpu, t);
-        break;
-    case SP_EV_CUDA:
+    /* GPU events and CUDA calls, nearly every event, by two compares (a
+     * switch's jump cost more) */
+    if (ev->type == SP_EV_GPU) {
+        if (rp->device < 0 || ev->gpu.device == rp->device) { /* else another rank's GPU */
+            if (ev->gpu.kind == SP_GPU_KERNEL)
+                add_interval(rp, t, t + (int64_t)ev->gpu.dur, I_COMPUTE);
+            else if (ev->gpu.kind == SP_GPU_MEMCPY || ev->gpu.kind == SP_GPU_MEMSET)
+                add_interval(rp, t, t + (int64_t)ev->gpu.dur, I_MEMCPY);
+            if (ev->gpu.kind == SP_GPU_MEMCPY)
+                count_copy(rp, &ev->gpu, t);
+        }
+    } else if (ev->type == SP_EV_CUDA) {
         if (ev->cuda.api == SP_CUDA_LAUNCH || ev->cuda.api == SP_CUDA_GRAPH_LAUNCH) {
             add_interval(rp, t, t + (int64_t)ev->cuda.dur + 1, I_LAUNCH);
             if (t >= rp->view_start && t < rp->view_end) {
@@ -956,35 +1121,20 @@ static inline __attribute__((always_inline)) void on_event(struct rank_pass *rp,
             if (is_sync_api(ev->cuda.api))
                 note_sync(rp, rd, ev);
         }
-        break;
-    case SP_EV_IO:
-        if (sp_io_op_is_read(ev->io.op) && (is_input_fd(ev->io.fd_kind) || ev->io.fd_kind == SP_FD_FILE))
-            add_interval(rp, t, t + (int64_t)ev->io.dur, I_INPUT);
-        else if (ev->io.fd_kind == SP_FD_FILE && (sp_io_op_is_write(ev->io.op) || sp_io_op_is_flush(ev->io.op)))
-            note_write(rp, ev);
-        else if (ev->io.fd_kind == SP_FD_FILE &&
-                 (ev->io.op == SP_IO_OPEN || ev->io.op == SP_IO_FOPEN || ev->io.op == SP_IO_CLOSE))
-            add_interval(rp, t, t + (int64_t)ev->io.dur, I_FILE);
-        break;
-    case SP_EV_WAIT:
-        if (ev->wait.op == SP_WAIT_DATALOADER || is_input_fd(ev->wait.fd_kind))
-            add_interval(rp, t, t + (int64_t)ev->wait.dur, I_INPUT);
-        break;
-    default:
+    } else if (!on_host_event(rp, ev, t)) {
         return;
     }
-    if (!rp->cur_tid_ok || ev->tid != rp->cur_tid) {
+    /* the thread's count and latest time (a chunk is one thread's: the
+     * last one's th is nearly always the one) */
+    if (ev->tid != rp->cur_tid) {
         int i = tid_index(rp, ev->tid);
-        rp->cur_th = i >= 0 ? &rp->th[i] : NULL;
+        rp->cur_th = &rp->th[i >= 0 ? (size_t)i : sp_file_pass_of(rp->f)->ntids];
         rp->cur_tid = ev->tid;
-        rp->cur_tid_ok = 1;
     }
     struct thread_seen *th = rp->cur_th;
-    if (th) {
-        th->seen++;
-        if (t > th->wm)
-            th->wm = t;
-    }
+    th->seen++;
+    if (t > th->wm)
+        th->wm = t;
 }
 
 /* The second pass needs only what it classifies, and of those only the
@@ -1026,7 +1176,7 @@ static void read_file(struct rank_pass *rp, struct sp_file_rec *f)
 {
     rp->f = f;
     rp->last_tid = 0;
-    rp->cur_tid_ok = 0;
+    rp->cur_tid = NO_TID;
     size_t nth = sp_file_pass_of(f)->ntids;
     rp->th = calloc(nth + 1, sizeof *rp->th);
     if (!rp->th)
@@ -1069,6 +1219,12 @@ static void classify_rank(int i, void *arg)
     for (size_t c = 0; c < r->ncalls; c++)
         if (r->calls[c].end - r->calls[c].start > rp.max_call)
             rp.max_call = r->calls[c].end - r->calls[c].start;
+    /* The chain's room at once: a node per call at most, and one per step
+     * end (grown a doubling at a time, the nodes were copied about twice
+     * over; the room left is given back at the end). */
+    size_t most = r->ncalls + (size_t)(rp.hi - rp.lo);
+    if (!r->nodes && (r->nodes = malloc(most * sizeof *r->nodes)))
+        rp.nodes_cap = most;
     for (int f = 0; f < r->nfiles; f++)
         read_file(&rp, r->files[f]);
     for (int k = rp.lo; k < rp.hi; k++)
@@ -1079,10 +1235,11 @@ static void classify_rank(int i, void *arg)
             r->nodes = p;
     }
     free(rp.buf);
-    for (int k = 0; k < rp.nspare; k++)
-        free(rp.spare[k].v);
+    for (int c = 0; c < I_N; c++)
+        for (int k = 0; k < rp.nspare[c]; k++)
+            free(rp.spare[c][k].v);
     for (int d = 0; d < D_N; d++) {
-        free(rp.small[d].v);
+        free(rp.out[d].v);
         free(rp.d[d].v);
     }
     struct ivec *const lists[] = {&rp.ext, &rp.tmp, &rp.ui, &rp.e1, &rp.e2, &rp.e3, &rp.e12, &rp.e,

@@ -57,6 +57,22 @@ static void *vec_push(struct vec *v, size_t elt)
     return (char *)v->p + elt * v->n++;
 }
 
+/* Room in v for `more` elements beyond those it holds (a hint: on
+ * failure v is left as it is, and vec_push grows it when it fills). */
+static void vec_reserve(struct vec *v, size_t more, size_t elt)
+{
+    if (v->cap - v->n >= more)
+        return;
+    size_t cap = v->cap ? v->cap : 64;
+    while (cap - v->n < more)
+        cap *= 2;
+    void *p = realloc(v->p, cap * elt);
+    if (p) {
+        v->p = p;
+        v->cap = cap;
+    }
+}
+
 /* ---- per-file reading ---- */
 
 struct kernel {
@@ -432,6 +448,13 @@ static void on_summary(void *ctx, const struct sp_chunk_summary *cs)
                 lag = cs->lag[u][t];
     }
     note_file_time(f, lo, hi, cs->events);
+    /* The chunk's NCCL calls bound the collectives it adds, and about as
+     * many NCCL kernels come with them: room at once, where doubling from
+     * 64 copied both lists about twice over. */
+    if (cs->count[SP_EV_NCCL]) {
+        vec_reserve(&s->calls, cs->count[SP_EV_NCCL], sizeof(struct scan_call));
+        vec_reserve(&s->kernels, cs->count[SP_EV_NCCL], sizeof(struct kernel));
+    }
     f->gpu_events += cs->count[SP_EV_GPU];
     f->api_events += cs->count[SP_EV_CUDA] + cs->count[SP_EV_NCCL];
     if (!n)
@@ -677,6 +700,10 @@ static void ask_pass1_fields(struct sp_reader *r)
     sp_reader_set_fields(r, SP_EV_GPU, PASS1_GPU_FIELDS);
     sp_reader_set_fields(r, SP_EV_IO,
                          SP_FIELD_BIT(io, op) | SP_FIELD_BIT(io, fd_kind) | SP_FIELD_BIT(io, ret));
+    /* A call's element count (a four-byte varint in most calls), group
+     * depth and result are not the pass's (on_nccl, track_group). */
+    sp_reader_set_fields(r, SP_EV_NCCL,
+                         ~(SP_FIELD_BIT(nccl, count) | SP_FIELD_BIT(nccl, group_depth) | SP_FIELD_BIT(nccl, result)));
 }
 
 /* With the chunks' summaries counting the GPU events, on_event looks
@@ -852,6 +879,7 @@ struct sp_group_index {
     int *rank_at;
     int nrank_at;
     int last_host; /* -1 none */
+    int ranks_cap; /* room in m->ranks (grown by doubling while grouping) */
 };
 
 static int cmp_pid_ref(const void *a, const void *b)
@@ -901,6 +929,7 @@ static void index_open(struct sp_model *m)
     for (int i = 0; i < m->nranks; i++) /* the ranks there are already: the first of a number */
         if (m->ranks[i].rank >= 0 && m->ranks[i].rank < x->nrank_at && !x->rank_at[m->ranks[i].rank])
             x->rank_at[m->ranks[i].rank] = i + 1;
+    x->ranks_cap = m->nranks;
     m->grouping = x;
 }
 
@@ -1011,6 +1040,7 @@ static int host_index(struct sp_model *m, const char *host)
     return m->nhosts++;
 }
 
+#define RANKS_FIRST 64
 static struct sp_rank *rank_slot(struct sp_model *m, int rank)
 {
     struct sp_group_index *x = m->grouping;
@@ -1020,10 +1050,21 @@ static struct sp_rank *rank_slot(struct sp_model *m, int rank)
     for (int i = 0; !mapped && i < m->nranks; i++)
         if (m->ranks[i].rank == rank)
             return &m->ranks[i];
-    void *p = realloc(m->ranks, (size_t)(m->nranks + 1) * sizeof *m->ranks);
-    if (!p)
-        return NULL;
-    m->ranks = p;
+    /* Room by doubling: a rank at a time, the ranks (over a KiB each) were
+     * copied over and over, quadratic in the ranks of the job. */
+    int cap = m->nranks + 1;
+    if (x && m->nranks < x->ranks_cap)
+        cap = x->ranks_cap;
+    else if (x)
+        cap = m->nranks < RANKS_FIRST ? RANKS_FIRST : 2 * m->nranks;
+    if (!x || cap != x->ranks_cap) {
+        void *p = realloc(m->ranks, (size_t)cap * sizeof *m->ranks);
+        if (!p)
+            return NULL;
+        m->ranks = p;
+        if (x)
+            x->ranks_cap = cap;
+    }
     if (mapped)
         x->rank_at[rank] = m->nranks + 1;
     struct sp_rank *r = &m->ranks[m->nranks++];
@@ -1058,6 +1099,16 @@ static int cmp_call_start(const void *a, const void *b)
 static int append_file(struct sp_rank *r, struct sp_file_rec *f, int device)
 {
     const struct sp_file_pass *fp = sp_file_pass_of(f);
+    if (device < 0 && !r->ncalls && f->pass && f->pass->calls) {
+        /* The rank's first calls: the file's list becomes the rank's (the
+         * file's own goes once grouping is done), not a copy into fresh
+         * pages, a few hundred KiB a rank of a long job. */
+        free(r->calls);
+        r->calls = f->pass->calls;
+        r->ncalls = f->pass->ncalls;
+        f->pass->calls = NULL;
+        f->pass->ncalls = 0;
+    }
     void *p = realloc(r->files, (size_t)(r->nfiles + 1) * sizeof *r->files);
     void *c = realloc(r->calls, (r->ncalls + fp->ncalls + 1) * sizeof *r->calls);
     void *k = realloc(r->marks, (r->nmarks + fp->nmarks + 1) * sizeof *r->marks);

@@ -24,6 +24,9 @@
 
 /* How often (events) a pass's `every` callback runs. */
 #define SP_PASS_EVERY 4096
+/* Events taken from the reader at a time (sp_reader_next_refs): those
+ * decoded already, without a call per event. */
+#define SP_FEED_BATCH 64
 
 struct sp_pass {
     uint64_t types;      /* SP_TYPE_BIT()s to read; 0 reads every type */
@@ -78,19 +81,23 @@ static inline __attribute__((always_inline)) int sp_trace_feed(const char *path,
         sp_reader_close(r);
         return rc;
     }
-    const struct sp_event *ev;
+    const struct sp_event *evs[SP_FEED_BATCH];
+    size_t got;
     uint64_t n = 0, lo, span, bad = 0, bad_t = 0;
     sp_trace_window(r, &lo, &span);
-    while ((ev = sp_reader_next_ref(r))) {
-        if (__builtin_expect(ev->t - lo > span, 0)) { /* damage: never reaches a pass */
-            if (!bad++)
-                bad_t = ev->t;
-            continue;
+    while (!rc && (got = sp_reader_next_refs(r, evs, SP_FEED_BATCH))) {
+        for (size_t i = 0; i < got; i++) {
+            const struct sp_event *ev = evs[i];
+            if (__builtin_expect(ev->t - lo > span, 0)) { /* damage: never reaches a pass */
+                if (!bad++)
+                    bad_t = ev->t;
+                continue;
+            }
+            if ((rc = sp_tool_dispatch(&p->tool, ctx, r, ev)) != 0)
+                break;
+            if (p->every && (++n & ((p->every_events ? p->every_events : SP_PASS_EVERY) - 1)) == 0)
+                p->every(ctx, r);
         }
-        if ((rc = sp_tool_dispatch(&p->tool, ctx, r, ev)) != 0)
-            break;
-        if (p->every && (++n & ((p->every_events ? p->every_events : SP_PASS_EVERY) - 1)) == 0)
-            p->every(ctx, r);
     }
     if (bad)
         sp_trace_note_bad_times(r, bad, bad_t, lo, span);

@@ -7,10 +7,16 @@
  * The trace interleaves GPU events of three kinds with CUDA calls, in
  * runs whose durations and gaps are one, two, three and four bytes long
  * (and runs that mix them), with a correlation that is a difference
- * field; small slots make it many column chunks.  Every expectation is
- * the list of events as written, not another read: each event handed
- * out must be the written one (time, duration, kind, stream,
- * correlation), in order, and the events left out exactly those asked.
+ * field; small slots make it many column chunks.  A GPU event's bytes
+ * are 0 for runs of hundreds of events and not 0 between them, and its
+ * correlation runs through 0, a constant (when the mask narrows), 0 and
+ * changing values: a field 0 in every event of a block is not stored
+ * again (reader.c), which must not leave a value behind when a run ends.
+ * Every expectation is the list of events as written, not another read:
+ * each event handed out must be the written one (time, duration, kind,
+ * stream, bytes, correlation), in order, and the events left out exactly
+ * those asked; handed out a batch at a time (sp_reader_next_refs), the
+ * same events in the same order.
  */
 #include "testutil.h"
 
@@ -19,6 +25,10 @@
 #define BLOCK_EVENTS 64   /* the reader's block (reader.c's RD_BLOCK) */
 #define NARROW_AFTER 1000 /* events read before a mask or selection changes */
 #define OUTSIDE_FROM 8000 /* events from here on lie outside the test's window */
+#define ZERO_RUN 500      /* GPU bytes: 0 for this many events, then not, and so on */
+#define CORR_RUN 700      /* GPU correlations by runs: 0, a constant, 0, changing */
+#define CORR_CONST 5000
+#define BATCH 7 /* events asked for at a time (not a divisor of a block) */
 
 static struct sp_event written[EVENTS];
 
@@ -52,8 +62,11 @@ static void record(const char *path)
                                                                         : SP_GPU_KERNEL;
             ev.gpu.dur = width_value(i, 1);
             ev.gpu.stream = 7 + i % 3;
-            ev.gpu.correlation = corr;
+            uint64_t phase = (i / CORR_RUN) % 4;
+            ev.gpu.correlation = phase == 1 ? CORR_CONST : phase == 3 ? corr
+                                                                      : 0;
             ev.gpu.device = (int64_t)(i % 2);
+            ev.gpu.bytes = (i / ZERO_RUN) % 2 ? 4096 + i : 0;
         }
         corr += 1 + i % 5 * 40; /* differences of one and two bytes */
         t += width_value(i, 2);
@@ -63,7 +76,8 @@ static void record(const char *path)
     CHECK(sp_writer_close(w) == 0, "close");
 }
 
-/* The written event i against the one handed out: the fields read. */
+/* The written event i against the one handed out: the fields read (a GPU
+ * event's stream and bytes only with_stream, else they read 0). */
 static int same(uint64_t i, const struct sp_event *ev, int with_stream)
 {
     const struct sp_event *w = &written[i];
@@ -72,7 +86,7 @@ static int same(uint64_t i, const struct sp_event *ev, int with_stream)
     if (w->type == SP_EV_CUDA)
         return ev->cuda.dur == w->cuda.dur && ev->cuda.correlation == w->cuda.correlation;
     return ev->gpu.dur == w->gpu.dur && ev->gpu.kind == w->gpu.kind && ev->gpu.correlation == w->gpu.correlation &&
-           ev->gpu.stream == (with_stream ? w->gpu.stream : 0);
+           ev->gpu.stream == (with_stream ? w->gpu.stream : 0) && ev->gpu.bytes == (with_stream ? w->gpu.bytes : 0);
 }
 
 /* The written index of the next event handed out, matched in order from
@@ -115,6 +129,26 @@ int main(void)
           (unsigned long long)sp_reader_stats(r)->frames);
     sp_reader_close(r);
     printf("ok: %d events of one- to four-byte varints, in runs and mixed, read as written\n", EVENTS);
+
+    /* The same a batch at a time: each batch's events are the next ones
+     * written, and stay whole until the next batch is asked for. */
+    r = sp_reader_open(path, &err);
+    CHECK(r, "open: %s", sp_strerror(err));
+    const struct sp_event *batch[BATCH];
+    size_t k, batches = 0;
+    n = 0;
+    while ((k = sp_reader_next_refs(r, batch, BATCH)) > 0) {
+        CHECK(k <= BATCH, "a batch holds at most what was asked (%zu)", k);
+        for (size_t b = 0; b < k; b++, n++)
+            CHECK(n < EVENTS && same(n, batch[b], 1), "event %llu (batch %zu) reads as written",
+                  (unsigned long long)n, batches);
+        batches++;
+    }
+    CHECK(n == EVENTS && sp_reader_stats(r)->events == EVENTS, "all %d events given and counted (%llu, %llu)",
+          EVENTS, (unsigned long long)n, (unsigned long long)sp_reader_stats(r)->events);
+    CHECK(batches < EVENTS / 2, "events come several to a batch (%zu batches)", batches);
+    sp_reader_close(r);
+    printf("ok: the same %d events a batch of up to %d at a time, in %zu batches\n", EVENTS, BATCH, batches);
 
     /* NCCL kernels and memcpys only, from the start, within a window that
      * leaves the events from OUTSIDE_FROM on outside: those come whatever

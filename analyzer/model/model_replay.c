@@ -87,6 +87,7 @@
  * more than its own time on the critical path, bounded per peer group.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,14 +137,17 @@ struct inst {
  * graph; the waiter as its place in gn, -1 none), its gap's local time as
  * recorded, its first call in cinst (a node of one call: that call's
  * instance itself, as cinst holds it, which spares the walk a cache miss
- * per node), how many calls, and in how many instances it takes part (the
+ * per node), how many calls, in how many instances it takes part (the
  * same in every replay: counted once, not by a pass over the instances per
- * replay). */
+ * replay), and the place of its rank's next node (UINT32_MAX: none), where
+ * the walk goes on to: read here, not in perm, it costs no cache miss of
+ * its own and can be asked for ahead. */
 struct gnode {
     int64_t dur, gate_off;
     double rec_gap;
     int32_t waiter;
     uint32_t gate_n, cinst_at;
+    uint32_t next;
     uint16_t ncalls, nparts;
 };
 
@@ -151,22 +155,48 @@ struct gnode {
  * and end; latest replayed last arrival of its instances; the latest
  * replayed end among the ends it waits for; its gap's and its under's
  * local time under the counterfactual; ends it waits for still to come;
- * its instances not yet complete; whether its end is final.  And, the
- * same in every replay (set with the graph), the place of its rank's next
- * node (UINT32_MAX: none), where the walk goes on to: read here, not in
- * perm, it costs no cache miss of its own and can be asked for ahead.
- * One cache line each (NSTATE_ALIGN): a node's state never spans two. */
+ * its instances not yet complete; whether its end is final.  One cache
+ * line each (NSTATE_ALIGN): a node's state never spans two. */
 #define NSTATE_ALIGN 64
 struct nstate {
     _Alignas(NSTATE_ALIGN) int64_t arr;
     int64_t end, sync, gate_max;
     double gap, under;
     uint32_t gate_left;
-    uint32_t next;
     uint16_t pending;
     uint8_t done;
 };
 _Static_assert(sizeof(struct nstate) == NSTATE_ALIGN, "a node's state is one cache line");
+
+/* Once the base replay has run on a graph the walk placed (struct graph's
+ * walked), the replays after it follow the walk (follow_walk), and each
+ * node's record is rewritten in place (gn's room) as what they read of it:
+ * its duration when it is in no instance (its end is then its arrival
+ * plus that: 0 for a step end), its gate, its local time as recorded, its
+ * waiter, its rank, which components it has (struct graph's nz; no
+ * under's for a step end, which has none), whether it waits for an end
+ * and whether it takes part in an instance. */
+struct fnode {
+    int64_t dur, gate_off;
+    double rec_gap, rec_under;
+    int32_t waiter, rank;
+    uint16_t nz;
+    uint8_t gated, parts;
+};
+_Static_assert(sizeof(struct fnode) == sizeof(struct gnode), "a node's follow record takes its record's room");
+
+/* A node in a replay that follows the walk: its arrival and end, and its
+ * gap's and under's local time when the counterfactual changes them (read
+ * only then: the others are fnode's).  The latest end among those it
+ * waits for is apart (struct graph's gmax), and so is its latest
+ * synchronization, only when asked for (REPLAY_WAIT). */
+struct fstate {
+    int64_t arr, end;
+    double gap, under;
+};
+/* local_times() writes a gap's and an under's local time side by side */
+_Static_assert(offsetof(struct nstate, under) == offsetof(struct nstate, gap) + sizeof(double), "under after gap");
+_Static_assert(offsetof(struct fstate, under) == offsetof(struct fstate, gap) + sizeof(double), "under after gap");
 
 struct graph {
     struct sp_model *m;
@@ -214,8 +244,11 @@ struct graph {
     uint32_t *gate_n;
     int64_t *gate_off;
     /* per flat node, while the graph is built: in how many instances it
-     * takes part (gn's nparts) */
-    uint16_t *nparts;
+     * takes part (gn's nparts); its calls, the first one's place in cinst
+     * (read by walk_order, which would take a cache miss per node in the
+     * ranks' node records) */
+    uint16_t *nparts, *ncalls;
+    uint32_t *call_at;
     /* per place in gn: the under's local time as recorded (0 for a step
      * end), what a replay that changes no local time of the node reads */
     double *rec_under;
@@ -233,6 +266,35 @@ struct graph {
      * a dozen replays do not map and clear their pages a dozen times */
     struct nstate *ns;
     void *ns_mem; /* ns as allocated (ns is aligned in it) */
+    /* The walk, worked out once (walk_order).  What a replay does next
+     * never depends on a time: a node arrives once the ends it waits for
+     * are final, an instance completes at its last arrival, each a count
+     * of events reaching zero, so every replay of the graph can take the
+     * same steps in the same order, whatever its counterfactual.  When
+     * that walk places every node without forcing an instance (walked),
+     * the nodes are placed in the order it meets them (perm), and a replay
+     * that needs no more than the ends follows it (follow_walk): arrivals
+     * in place order, the instances completed in between, without the
+     * counts and with its reads of the nodes in memory order. */
+    int32_t *walk_rank; /* per place: its rank */
+    struct comp *comps; /* every instance's completion, in order */
+    size_t ncomps;
+    int walked;
+    /* after the base replay, on a walked graph (follow_ready): gn's room
+     * holds the follow records, ns's the follow states and, after them,
+     * per place the latest end among those it waits for.  Each arrival
+     * reads its own and puts it back to INT64_MIN, so every replay finds
+     * them so without a pass over the nodes.  Until then, nz_at: the
+     * components per place */
+    const struct fnode *fn;
+    struct fstate *fs;
+    int64_t *gmax;
+    uint16_t *nz_at;
+};
+
+/* An instance's completion in the walk, after how many arrivals. */
+struct comp {
+    uint32_t inst, after;
 };
 
 /* ---- a counterfactual ---- */
@@ -645,7 +707,8 @@ static int cmp_part(const void *a, const void *b)
 }
 
 /* The instances and their participants, and each call's instance in
- * cinst (allocated by the caller). */
+ * cinst (allocated by the caller).  A participant's at is its flat node
+ * until the nodes are placed (graph_build). */
 static int build_instances(struct graph *g)
 {
     struct sp_model *m = g->m;
@@ -684,7 +747,7 @@ static int build_instances(struct graph *g)
             struct inst *in = &g->insts[x->inst];
             const struct sp_rnode *nd = &r->nodes[x->node];
             size_t flat = g->node_base[i] + (size_t)x->node;
-            g->parts[in->first + fill[x->inst]++] = (struct part){i, x->node, g->perm[flat], 0};
+            g->parts[in->first + fill[x->inst]++] = (struct part){i, x->node, (uint32_t)flat, 0};
             g->nparts[flat]++;
             if (nd->a > in->last)
                 in->last = nd->a;
@@ -757,7 +820,9 @@ static int build_gates(struct graph *g)
     g->gate_n = calloc(g->total + 1, sizeof *g->gate_n);
     g->gate_off = malloc((g->total + 1) * sizeof *g->gate_off);
     int64_t *pm = malloc((g->total + 1) * sizeof *pm);
-    if (!g->waiter || !g->gate_n || !g->gate_off || !pm) {
+    g->ncalls = malloc((g->total + 1) * sizeof *g->ncalls);
+    g->call_at = malloc((g->total + 1) * sizeof *g->call_at);
+    if (!g->waiter || !g->gate_n || !g->gate_off || !pm || !g->ncalls || !g->call_at) {
         free(pm);
         return -1;
     }
@@ -767,8 +832,12 @@ static int build_gates(struct graph *g)
     for (int r = 0; r < g->m->nranks; r++) {
         const struct sp_rank *rk = &g->m->ranks[r];
         size_t base = g->node_base[r], n = rk->nnodes;
-        for (size_t j = 0; j < n; j++)
+        for (size_t j = 0; j < n; j++) {
             pm[base + j] = j && pm[base + j - 1] > rk->nodes[j].a ? pm[base + j - 1] : rk->nodes[j].a;
+            /* and the node's calls, for walk_order (read in passing) */
+            g->ncalls[base + j] = rk->nodes[j].ncalls;
+            g->call_at[base + j] = (uint32_t)(g->call_base[r] + rk->nodes[j].call);
+        }
         for (size_t j = 0; j < n; j++) {
             int64_t e = rk->nodes[j].e;
             /* the first k > j with pm[k] >= e: mostly a node or two on
@@ -817,9 +886,130 @@ static int build_gates(struct graph *g)
     return 0;
 }
 
+/* The walk every replay takes (struct graph's walked), from the counts
+ * alone: run_replay_nodes' advance, node_done and complete without the
+ * times, over flat nodes, a rank's nodes side by side (the walk keeps
+ * each rank's few in cache).  Sets g->perm to the order of arrival,
+ * g->walk_rank, g->comps and g->walked; 0 when the walk would have to
+ * force an instance (steps cut differently on two ranks: build_perm then
+ * places the nodes, and every replay walks on its own), -1 out of memory. */
+/* What the walk reads and counts of a flat node, in one record (the walk
+ * goes from rank to rank, and a node's fields spread over five arrays cost
+ * a cache miss each): its waiter (flat, -1 none), ends it waits for still
+ * to come, its instances not yet complete, its calls and the first one's
+ * place in cinst (a node of one call: that call's instance itself). */
+struct wnode {
+    int32_t waiter;
+    uint32_t gate_left;
+    uint32_t call;
+    uint16_t ncalls, pending;
+};
+
+struct walk {
+    struct graph *g;
+    struct wnode *wn;              /* per flat node */
+    int32_t *need;                 /* per instance: participants still to arrive */
+    size_t *cur;                   /* per rank: its next node to arrive */
+    uint32_t *queue, qhead, qtail; /* first in, first out */
+    uint32_t narr;
+};
+
+static void walk_advance(struct walk *wk, int r)
+{
+    struct graph *g = wk->g;
+    size_t base = g->node_base[r], n = g->m->ranks[r].nnodes;
+    while (wk->cur[r] < n) {
+        size_t j = wk->cur[r], f = base + j;
+        const struct wnode *x = &wk->wn[f];
+        if (x->gate_left)
+            return;
+        g->perm[f] = wk->narr;
+        g->walk_rank[wk->narr++] = r;
+        wk->cur[r] = j + 1;
+        for (uint32_t c = 0; c < x->ncalls; c++) {
+            int32_t in = x->ncalls == 1 ? (int32_t)x->call : g->cinst[x->call + c];
+            if (in >= 0 && (size_t)in < g->ninsts && --wk->need[in] == 0)
+                wk->queue[wk->qtail++] = (uint32_t)in;
+        }
+        if (!x->pending && x->waiter >= 0)
+            wk->wn[x->waiter].gate_left--;
+    }
+}
+
+static void walk_complete(struct walk *wk, uint32_t in_idx)
+{
+    struct graph *g = wk->g;
+    const struct inst *in = &g->insts[in_idx];
+    g->comps[g->ncomps++] = (struct comp){in_idx, wk->narr};
+    for (int32_t p = 0; p < in->n; p++) {
+        const struct part *pt = &g->parts[in->first + p];
+        struct wnode *x = &wk->wn[pt->at];
+        if (!x->pending || --x->pending)
+            continue;
+        int32_t w = x->waiter;
+        if (w >= 0 && --wk->wn[w].gate_left == 0 && (size_t)w == g->node_base[pt->r] + wk->cur[pt->r])
+            walk_advance(wk, pt->r);
+    }
+}
+
+static int walk_order(struct graph *g)
+{
+    struct walk wk = {.g = g};
+    size_t nr = (size_t)g->m->nranks;
+    g->perm = malloc((g->total + 1) * sizeof *g->perm);
+    g->walk_rank = malloc((g->total + 1) * sizeof *g->walk_rank);
+    g->comps = malloc((g->ninsts + 1) * sizeof *g->comps);
+    wk.wn = malloc((g->total + 1) * sizeof *wk.wn);
+    wk.need = malloc((g->ninsts + 1) * sizeof *wk.need);
+    wk.cur = calloc(nr + 1, sizeof *wk.cur);
+    wk.queue = malloc((g->ninsts + 1) * sizeof *wk.queue);
+    int rc = -1;
+    if (!g->perm || !g->walk_rank || !g->comps || !wk.wn || !wk.need || !wk.cur || !wk.queue)
+        goto out;
+    for (size_t f = 0; f < g->total; f++) {
+        uint32_t call = g->call_at[f];
+        wk.wn[f] = (struct wnode){g->waiter[f], g->gate_n[f], g->ncalls[f] == 1 ? (uint32_t)g->cinst[call] : call,
+                                  g->ncalls[f], g->nparts[f]};
+    }
+    free(g->ncalls); /* read only here */
+    free(g->call_at);
+    g->ncalls = NULL;
+    g->call_at = NULL;
+    for (size_t t = 0; t < g->ninsts; t++)
+        wk.need[t] = g->insts[t].n;
+    for (int r = 0; r < g->m->nranks; r++)
+        walk_advance(&wk, r);
+    while (wk.qhead < wk.qtail)
+        walk_complete(&wk, wk.queue[wk.qhead++]);
+    /* every node arrived and every instance completed: nothing was left
+     * for a replay to force */
+    g->walked = wk.narr == g->total;
+    for (size_t t = 0; g->walked && t < g->ninsts; t++)
+        g->walked = wk.need[t] == 0;
+    rc = g->walked;
+out:
+    if (rc <= 0) {
+        free(g->perm);
+        free(g->walk_rank);
+        free(g->comps);
+        g->perm = NULL;
+        g->walk_rank = NULL;
+        g->comps = NULL;
+        g->ncomps = 0;
+        g->walked = 0;
+    }
+    free(wk.wn);
+    free(wk.need);
+    free(wk.cur);
+    free(wk.queue);
+    return rc;
+}
+
 static void graph_free(struct graph *g)
 {
     free(g->nparts);
+    free(g->ncalls);
+    free(g->call_at);
     free(g->waiter);
     free(g->gate_n);
     free(g->gate_off);
@@ -843,6 +1033,9 @@ static void graph_free(struct graph *g)
     free(g->nz);
     free(g->base_last);
     free(g->ns_mem);
+    free(g->walk_rank);
+    free(g->comps);
+    free(g->nz_at);
 }
 
 static int cmp_float(const void *a, const void *b)
@@ -1278,15 +1471,21 @@ static int graph_build(struct sp_model *m, struct graph *g)
     }
     if (!(g->cinst = malloc((ncalls + 1) * sizeof *g->cinst)))
         return -1;
-    /* the places first: a participant is placed with its place */
-    if (build_perm(g) < 0 || build_instances(g) < 0 || build_gates(g) < 0)
+    /* the nodes placed in the walk's order, else step by step; then each
+     * participant's place */
+    int walked = build_instances(g) < 0 || build_gates(g) < 0 ? -1 : walk_order(g);
+    if (walked < 0 || (!walked && build_perm(g) < 0))
         return -1;
+    for (size_t t = 0; t < g->ninsts; t++)
+        for (int32_t p = 0; p < g->insts[t].n; p++)
+            g->parts[g->insts[t].first + p].at = g->perm[g->parts[g->insts[t].first + p].at];
     sp_model_find_stages(m);
     if (build_peers(g) < 0)
         return -1;
     if (!(g->gn = malloc((g->total + 1) * sizeof *g->gn)) ||
         !(g->rec_under = malloc((g->total + 1) * sizeof *g->rec_under)) ||
         !(g->nz = malloc((g->total + 1) * sizeof *g->nz)) ||
+        (g->walked && !(g->nz_at = malloc((g->total + 1) * sizeof *g->nz_at))) ||
         !(g->ns_mem = malloc((g->total + 1) * sizeof *g->ns + NSTATE_ALIGN - 1)))
         return -1;
     g->ns = (struct nstate *)(((uintptr_t)g->ns_mem + NSTATE_ALIGN - 1) & ~(uintptr_t)(NSTATE_ALIGN - 1));
@@ -1303,17 +1502,23 @@ static int graph_build(struct sp_model *m, struct graph *g)
             for (int c = 0; c < SP_LOC_N; c++)
                 z |= (uint16_t)((nd->gap[c] != 0) << c | (nd->under[c] != 0) << (NZ_UNDER + c));
             g->nz[flat] = z;
+            if (g->nz_at)
+                g->nz_at[g->perm[flat]] = nd->ncalls ? z : (uint16_t)(z & ((1u << NZ_UNDER) - 1));
             x->waiter = g->waiter[flat] >= 0 ? (int32_t)g->perm[g->waiter[flat]] : -1;
             x->gate_n = g->gate_n[flat];
             x->cinst_at = nd->ncalls == 1 ? (uint32_t)g->cinst[g->call_base[i] + nd->call]
                                           : (uint32_t)(g->call_base[i] + nd->call);
             x->ncalls = nd->ncalls;
             x->nparts = g->nparts[flat];
-            g->ns[g->perm[flat]].next = j + 1 < m->ranks[i].nnodes ? g->perm[flat + 1] : UINT32_MAX;
+            x->next = j + 1 < m->ranks[i].nnodes ? g->perm[flat + 1] : UINT32_MAX;
         }
     /* the gates and the counts of participants live on in gn */
     free(g->nparts);
     g->nparts = NULL;
+    free(g->ncalls);
+    free(g->call_at);
+    g->ncalls = NULL;
+    g->call_at = NULL;
     free(g->waiter);
     free(g->gate_n);
     free(g->gate_off);
@@ -1514,7 +1719,7 @@ static void advance(struct replay *rp, int r)
         s->a = a;
         s->under = ns->under;
         rp->cur[r] = j + 1;
-        rp->next_at[r] = ns->next;
+        rp->next_at[r] = nd->next;
         for (uint32_t c = 0; c < nd->ncalls; c++) {
             int32_t in = nd->ncalls == 1 ? (int32_t)nd->cinst_at : g->cinst[nd->cinst_at + c];
             if (in < 0 || (size_t)in >= g->ninsts)
@@ -1590,7 +1795,7 @@ static void complete(struct replay *rp, size_t in_idx)
         if (p + COMPLETE_AHEAD / 2 < in->n) {
             int32_t w = g->gn[parts[p + COMPLETE_AHEAD / 2].at].waiter;
             if (w >= 0) {
-                uint32_t next = rp->ns[w].next;
+                uint32_t next = g->gn[w].next;
                 if (next != UINT32_MAX) {
                     __builtin_prefetch(&rp->ns[next], 1);
                     __builtin_prefetch(&g->gn[next]);
@@ -1601,8 +1806,8 @@ static void complete(struct replay *rp, size_t in_idx)
         }
         if (p + COMPLETE_AHEAD / 4 < in->n) {
             int32_t w = g->gn[parts[p + COMPLETE_AHEAD / 4].at].waiter;
-            uint32_t next = w >= 0 ? rp->ns[w].next : UINT32_MAX;
-            if (next != UINT32_MAX && (next = rp->ns[next].next) != UINT32_MAX) {
+            uint32_t next = w >= 0 ? g->gn[w].next : UINT32_MAX;
+            if (next != UINT32_MAX && (next = g->gn[next].next) != UINT32_MAX) {
                 __builtin_prefetch(&rp->ns[next], 1);
                 __builtin_prefetch(&g->gn[next]);
             }
@@ -1688,6 +1893,168 @@ static double rank_wait(const struct replay *rp, int r)
 enum { REPLAY_CRITICAL = 1,
        REPLAY_WAIT = 2 };
 
+/* Every node's local time under cf that differs from the recorded one,
+ * into gap0[place * stride] (its gap's) and the double after it (its
+ * under's), in one pass in memory order: of every node when more than
+ * components change (imbalance, a stage scaled), of the fixed ranks'
+ * nodes, and of the nodes that have a component cf removes (struct
+ * graph's nz); a node left alone keeps its recorded local time. */
+static void local_times(const struct graph *g, const struct cf *cf, double *gap0, size_t stride, float *vals)
+{
+    const struct sp_model *m = g->m;
+    int by_drop = !cf->imbalance && !cf->busy_scale; /* plain, or components removed */
+    for (int r = 0; r < m->nranks; r++) {
+        int all = !by_drop || (cf->fix && cf->fix[r]);
+        for (size_t j = 0; (all || cf->drop) && j < m->ranks[r].nnodes; j++) {
+            uint32_t flat = (uint32_t)(g->node_base[r] + j);
+            uint32_t z = all ? 0 : g->nz[flat];
+            double *x = gap0 + (size_t)PM(g, flat) * stride;
+            if (all || z & cf->drop)
+                x[0] = local_time(g, cf, r, flat, 0, vals);
+            if (all)
+                x[1] = m->ranks[r].nodes[j].ncalls ? local_time(g, cf, r, flat, 1, vals) : 0;
+            else if (z >> NZ_UNDER & cf->drop && m->ranks[r].nodes[j].ncalls)
+                x[1] = local_time(g, cf, r, flat, 1, vals);
+        }
+    }
+}
+
+/* What a replay that follows the walk reads of cf per node: whether every
+ * node's local time changes, which ranks' do (NULL: none), and the
+ * components removed (gap's, then under's bits as in nz). */
+struct follow_cf {
+    int all;
+    const uint8_t *fix;
+    uint32_t drop;
+};
+
+/* The node at place w arrives, as advance() works it out: the ends it
+ * waits for are final (the walk met them first).  A node in no instance
+ * ends at once, and its waiter's latest gate moves. */
+static inline void follow_arrive(const struct graph *g, const struct follow_cf *fc, struct rstate *st, uint32_t w,
+                                 int64_t *sync)
+{
+    const struct fnode *nd = &g->fn[w];
+    struct fstate *x = &g->fs[w];
+    struct rstate *s = &st[nd->rank];
+    int own = fc->all || (fc->fix && fc->fix[nd->rank]);
+    double gap = own || nd->nz & fc->drop ? x->gap : nd->rec_gap;
+    double under = own || nd->nz >> NZ_UNDER & fc->drop ? x->under : nd->rec_under;
+    double by_local = (double)s->a + s->under + gap, by_gate = by_local;
+    if (nd->gated) {
+        double off = (double)nd->gate_off + gap - nd->rec_gap;
+        by_gate = (double)g->gmax[w] + (off > 0 ? off : 0);
+        g->gmax[w] = INT64_MIN; /* as the next replay wants it */
+    }
+    int64_t a = round_ns(by_gate > by_local ? by_gate : by_local);
+    x->arr = a;
+    s->a = a;
+    s->under = under;
+    if (sync)
+        sync[w] = INT64_MIN;
+    if (nd->parts) {
+        x->end = INT64_MIN;
+    } else {
+        int64_t e = a + nd->dur;
+        x->end = e;
+        if (nd->waiter >= 0 && e > g->gmax[nd->waiter])
+            g->gmax[nd->waiter] = e;
+    }
+}
+
+/* Instance in_idx completes, as complete() works it out: every participant
+ * has arrived, so its last arrival is theirs, read now.  A node's end is
+ * the latest of its instances', and each raise of it raises its waiter's
+ * latest gate (the largest of all is that of the final ends). */
+static inline void follow_complete(const struct graph *g, const struct cf *cf, size_t in_idx, int64_t *sync)
+{
+    const struct inst *in = &g->insts[in_idx];
+    const struct part *parts = &g->parts[in->first];
+    double scale = in->spans ? cf->cross * cf->transfer : cf->transfer;
+    struct fstate *fs = g->fs;
+    int64_t last = INT64_MIN;
+    for (int32_t p = 0; p < in->n; p++)
+        if (fs[parts[p].at].arr > last)
+            last = fs[parts[p].at].arr;
+    for (int32_t p = 0; p < in->n; p++) {
+        uint32_t at = parts[p].at;
+        int64_t e = last + round_ns((double)parts[p].tail * scale);
+        if (e > fs[at].end) {
+            fs[at].end = e;
+            int32_t w = g->fn[at].waiter;
+            if (w >= 0 && e > g->gmax[w])
+                g->gmax[w] = e;
+        }
+        if (sync && last > sync[at])
+            sync[at] = last;
+    }
+}
+
+/* rank_wait() in a replay that follows the walk (sync: per place). */
+static double follow_wait(const struct graph *g, const int64_t *sync, int r)
+{
+    double wait = 0;
+    int64_t cover = INT64_MIN;
+    for (size_t j = 0; j < g->m->ranks[r].nnodes; j++) {
+        uint32_t at = PM(g, g->node_base[r] + j);
+        int64_t a = g->fs[at].arr, s = sync[at];
+        if (a == INT64_MIN || s == INT64_MIN || s <= a)
+            continue;
+        int64_t from = a > cover ? a : cover;
+        if (s > from)
+            wait += (double)(s - from);
+        if (s > cover)
+            cover = s;
+    }
+    return wait;
+}
+
+/* The replay of cf on a graph ready to follow its walk (follow_ready): as
+ * run_replay_nodes, without the critical path or a node callback. */
+static int run_follow(const struct graph *g, const struct cf *cf, struct result *res, unsigned want)
+{
+    const struct sp_model *m = g->m;
+    struct rstate *st = malloc(((size_t)m->nranks + 1) * sizeof *st);
+    float *vals = malloc(((size_t)g->max_peers + 1) * SP_LOC_N * sizeof *vals);
+    int64_t *sync = want & REPLAY_WAIT ? malloc((g->total + 1) * sizeof *sync) : NULL;
+    int rc = -1;
+    if (!st || !vals || (want & REPLAY_WAIT && !sync))
+        goto out;
+    int by_drop = !cf->imbalance && !cf->busy_scale;
+    struct follow_cf fc = {!by_drop, cf->fix, cf->drop};
+    local_times(g, cf, &g->fs[0].gap, sizeof *g->fs / sizeof(double), vals);
+    for (int r = 0; r < m->nranks; r++)
+        st[r] = (struct rstate){g->start[r], 0};
+    uint32_t w = 0;
+    for (size_t k = 0; k <= g->ncomps; k++) {
+        size_t until = k < g->ncomps ? g->comps[k].after : g->total;
+        for (; w < until; w++)
+            follow_arrive(g, &fc, st, w, sync);
+        if (k < g->ncomps)
+            follow_complete(g, cf, g->comps[k].inst, sync);
+    }
+    double sum = 0, wait = 0;
+    int n = 0;
+    for (int r = 0; r < m->nranks; r++) {
+        const struct sp_rank *rk = &m->ranks[r];
+        if (!rk->nnodes)
+            continue;
+        sum += (double)(g->fs[PM(g, g->node_base[r] + rk->nnodes - 1)].end - g->start[r]);
+        if (sync)
+            wait += follow_wait(g, sync, r);
+        n++;
+    }
+    res->step_ms = n ? sum / n / g->nsteps / NS_PER_MS : 0;
+    res->path_transfer_ms = 0;
+    res->wait_share = sum > 0 ? wait / sum : 0;
+    rc = n ? 0 : -1;
+out:
+    free(st);
+    free(vals);
+    free(sync);
+    return rc;
+}
+
 /* The replay; fn (when not NULL) is given every node it placed: rank
  * index, node index, replayed arrival and end. */
 static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct result *res, sp_replay_node_fn fn,
@@ -1698,6 +2065,11 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
     struct cf fcopy;
     const struct cf *orig = cf;
     cf = with_fix_medians(g, orig, &fcopy);
+    if (g->fn) { /* gn's room holds the follow records now */
+        int frc = critical || fn ? -1 : run_follow(g, cf, res, want);
+        with_fix_free(orig, &fcopy);
+        return frc;
+    }
     struct replay rp = {.g = g, .cf = cf};
     rp.cur = calloc((size_t)m->nranks + 1, sizeof *rp.cur);
     rp.next_at = malloc(((size_t)m->nranks + 1) * sizeof *rp.next_at);
@@ -1737,31 +2109,17 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
             ns->under = g->rec_under[f];
         }
     }
-    for (int r = 0; r < m->nranks; r++) {
-        /* every node of a fixed rank, or of every rank when more than
-         * components change; else only the nodes with a component removed */
-        int all = !by_drop || (cf->fix && cf->fix[r]);
-        for (size_t j = 0; (all || cf->drop) && j < m->ranks[r].nnodes; j++) {
-            uint32_t flat = (uint32_t)(g->node_base[r] + j);
-            uint32_t z = all ? 0 : g->nz[flat];
-            if (all || z & cf->drop)
-                rp.ns[PM(g, flat)].gap = local_time(g, cf, r, flat, 0, rp.vals);
-            if (all)
-                rp.ns[PM(g, flat)].under = m->ranks[r].nodes[j].ncalls ? local_time(g, cf, r, flat, 1, rp.vals) : 0;
-            else if (z >> NZ_UNDER & cf->drop && m->ranks[r].nodes[j].ncalls)
-                rp.ns[PM(g, flat)].under = local_time(g, cf, r, flat, 1, rp.vals);
-        }
-    }
+    local_times(g, cf, &rp.ns[0].gap, sizeof *rp.ns / sizeof(double), rp.vals);
     for (size_t t = 0; t < g->ninsts; t++) {
         rp.need[t] = g->insts[t].n;
         rp.last[t] = INT64_MIN;
     }
     for (int r = 0; r < m->nranks; r++)
-        rp.next_at[r] = m->ranks[r].nnodes ? PM(g, g->node_base[r]) : UINT32_MAX;
-    for (int r = 0; r < m->nranks; r++) {
         rp.st[r] = (struct rstate){g->start[r], 0};
+    for (int r = 0; r < m->nranks; r++)
+        rp.next_at[r] = m->ranks[r].nnodes ? PM(g, g->node_base[r]) : UINT32_MAX;
+    for (int r = 0; r < m->nranks; r++)
         advance(&rp, r);
-    }
     for (;;) {
         while (rp.nq)
             complete(&rp, rp.queue[--rp.nq]);
@@ -1991,6 +2349,42 @@ static void base_init(struct node_dev *d, int nranks)
     for (int i = 0; i < nranks; i++)
         d->last[i] = INT64_MIN;
     d->placed = 0;
+}
+
+/* After the base replay, on a walked graph: each node's record rewritten
+ * as its follow record (struct fnode) in place, the node states' room
+ * taken by the follow states and gmax, and what only the records read
+ * (rec_under, nz_at, walk_rank) freed.  Every replay after this one
+ * follows the walk (run_follow). */
+static void follow_ready(struct graph *g)
+{
+    if (!g->walked || !g->nz_at)
+        return;
+    struct fnode *fn = (struct fnode *)(void *)g->gn;
+    for (size_t w = 0; w < g->total; w++) {
+        struct gnode x = g->gn[w];
+        int64_t own_end = x.ncalls ? x.dur : 0; /* a step end ends at its arrival */
+        fn[w] = (struct fnode){.dur = x.nparts ? 0 : own_end,
+                               .gate_off = x.gate_off,
+                               .rec_gap = x.rec_gap,
+                               .rec_under = g->rec_under[w],
+                               .waiter = x.waiter,
+                               .rank = g->walk_rank[w],
+                               .nz = g->nz_at[w],
+                               .gated = x.gate_n != 0,
+                               .parts = x.nparts != 0};
+    }
+    g->fn = fn;
+    g->fs = (struct fstate *)(void *)g->ns;
+    g->gmax = (int64_t *)(void *)(g->fs + g->total);
+    for (size_t w = 0; w < g->total; w++)
+        g->gmax[w] = INT64_MIN;
+    free(g->rec_under);
+    free(g->nz_at);
+    free(g->walk_rank);
+    g->rec_under = NULL;
+    g->nz_at = NULL;
+    g->walk_rank = NULL;
 }
 
 /* ---- each cause's counterfactual (the cause table's cf) ---- */
@@ -2312,6 +2706,7 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
         free(scale);
         return -1;
     }
+    follow_ready(&g);
     int waits = m->breakdown[SP_CAT_COLL_WAIT] >= NO_WAIT;
     double *excess = calloc(nr + 1, sizeof *excess);
     double *by_step = calloc(nr * (size_t)g.nsteps + 1, sizeof *by_step);
@@ -2493,11 +2888,16 @@ static double critical_bound(const struct graph *g, const struct cf *cf, struct 
         for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
             uint32_t flat = (uint32_t)(g->node_base[r] + j);
             uint32_t z = all ? 0 : g->nz[flat];
-            double cut = 0; /* a node without a removed component keeps its local time */
+            /* a node without a removed component keeps its local time; the
+             * recorded one is summed again from the node local_time reads
+             * (the same sum graph_build made, without a cache miss per
+             * node in the records, placed in the walk's order) */
+            double cut = 0;
+            const struct sp_rnode *nd = &m->ranks[r].nodes[j];
             if (z & cf->drop || all)
-                cut = g->gn[PM(g, flat)].rec_gap - local_time(g, cf, r, flat, 0, vals);
-            if (m->ranks[r].nodes[j].ncalls && (z >> NZ_UNDER & cf->drop || all))
-                cut += g->rec_under[PM(g, flat)] - local_time(g, cf, r, flat, 1, vals);
+                cut = recorded_sum(nd->gap) - local_time(g, cf, r, flat, 0, vals);
+            if ((z >> NZ_UNDER & cf->drop || all) && nd->ncalls)
+                cut += recorded_sum(nd->under) - local_time(g, cf, r, flat, 1, vals);
             double *to = &gcut[g->gid[flat]].local;
             if (cut > *to)
                 *to = cut;

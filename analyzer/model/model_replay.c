@@ -258,6 +258,7 @@ struct graph {
      * them at its recorded local time (its sum without a zero term is the
      * same sum), so it need not be worked out again */
     uint16_t *nz;
+    uint32_t nz_all; /* every node's nz together: the components some node has */
     /* the base replay's per rank last replayed end and nodes placed, for
      * sp_model_replay_check (the same replay, not run again) */
     int64_t *base_last;
@@ -1447,6 +1448,8 @@ static inline double recorded_sum(const float *own)
     return t;
 }
 
+#define PLACE_AHEAD 8 /* graph_build: records asked for this many nodes ahead */
+
 /* Fills g; on failure (out of memory, no analyzed step) returns -1 and
  * leaves g safe to graph_free. */
 static int graph_build(struct sp_model *m, struct graph *g)
@@ -1493,6 +1496,15 @@ static int graph_build(struct sp_model *m, struct graph *g)
         for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
             const struct sp_rnode *nd = &m->ranks[i].nodes[j];
             uint32_t flat = (uint32_t)(g->node_base[i] + j);
+            /* a rank's nodes lie a wave of the walk apart (a cache miss
+             * each): the records a few nodes on are asked for now */
+            if (flat + PLACE_AHEAD < g->total) {
+                uint32_t on = g->perm[flat + PLACE_AHEAD];
+                __builtin_prefetch(&g->gn[on], 1);
+                __builtin_prefetch(&g->rec_under[on], 1);
+                if (g->nz_at)
+                    __builtin_prefetch(&g->nz_at[on], 1);
+            }
             struct gnode *x = &g->gn[g->perm[flat]];
             x->dur = nd->e - nd->a;
             x->gate_off = g->gate_off[flat];
@@ -1502,6 +1514,7 @@ static int graph_build(struct sp_model *m, struct graph *g)
             for (int c = 0; c < SP_LOC_N; c++)
                 z |= (uint16_t)((nd->gap[c] != 0) << c | (nd->under[c] != 0) << (NZ_UNDER + c));
             g->nz[flat] = z;
+            g->nz_all |= z;
             if (g->nz_at)
                 g->nz_at[g->perm[flat]] = nd->ncalls ? z : (uint16_t)(z & ((1u << NZ_UNDER) - 1));
             x->waiter = g->waiter[flat] >= 0 ? (int32_t)g->perm[g->waiter[flat]] : -1;
@@ -1554,10 +1567,10 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
 {
     const struct sp_rnode *nd = &g->m->ranks[rank].nodes[flat - g->node_base[rank]];
     const float *own = under ? nd->under : nd->gap;
+    int fixed = cf->fix && cf->fix[rank];
     double v[SP_LOC_N];
     for (int c = 0; c < SP_LOC_N; c++)
         v[c] = own[c];
-    int fixed = cf->fix && cf->fix[rank];
     if (fixed && group_n(g, g->gid[flat]) > 1 && cf->fmed && (cf->fmed_have[g->gid[flat]] >> under & 1)) {
         for (int c = 0; c < SP_LOC_N; c++)
             if (!isnan(cf->fmed[g->gid[flat]][under][c]))
@@ -2189,20 +2202,6 @@ static double gain_of(const struct graph *g, const struct cf *cf, double base_ms
     return gain > 0 ? gain : 0;
 }
 
-/* The local-time components (bit per sp_loc) some node has. */
-static uint32_t present_locs(const struct graph *g)
-{
-    uint32_t bits = 0;
-    for (int r = 0; r < g->m->nranks; r++)
-        for (size_t j = 0; j < g->m->ranks[r].nnodes; j++) {
-            const struct sp_rnode *nd = &g->m->ranks[r].nodes[j];
-            for (int c = 0; c < SP_LOC_N; c++)
-                if (nd->gap[c] != 0 || nd->under[c] != 0)
-                    bits |= 1u << c;
-        }
-    return bits;
-}
-
 /* Small communicators (tensor-parallel groups and the like): the ranks
  * that called on each, as candidate straggler groups: sets[k * nranks + i]. */
 #define MAX_GROUPS 16
@@ -2329,26 +2328,32 @@ void sp_model_replay_free(struct sp_replay *rp)
     sp_model_replay_keep(rp);
 }
 
-struct node_dev {
-    int64_t *last; /* per rank: the replayed end of its last node */
-    size_t placed; /* nodes placed */
-};
-
-static void node_dev(void *arg, int rank, size_t node, int64_t a, int64_t e)
+/* After the base replay, what sp_model_replay_check reads of it: per rank
+ * the latest replayed end of its nodes placed (g->base_last, INT64_MIN
+ * none), and how many were placed.  In place order (memory order) when
+ * the walk gave each place its rank; else rank by rank. */
+static void base_ends(struct graph *g)
 {
-    struct node_dev *d = arg;
-    (void)node;
-    (void)a;
-    if (e > d->last[rank])
-        d->last[rank] = e;
-    d->placed++;
-}
-
-static void base_init(struct node_dev *d, int nranks)
-{
-    for (int i = 0; i < nranks; i++)
-        d->last[i] = INT64_MIN;
-    d->placed = 0;
+    for (int i = 0; i < g->m->nranks; i++)
+        g->base_last[i] = INT64_MIN;
+    g->base_placed = 0;
+    for (size_t w = 0; g->walk_rank && w < g->total; w++) {
+        const struct nstate *x = &g->ns[w];
+        if (x->arr == INT64_MIN || x->end == INT64_MIN)
+            continue;
+        if (x->end > g->base_last[g->walk_rank[w]])
+            g->base_last[g->walk_rank[w]] = x->end;
+        g->base_placed++;
+    }
+    for (int r = 0; !g->walk_rank && r < g->m->nranks; r++)
+        for (size_t j = 0; j < g->m->ranks[r].nnodes; j++) {
+            const struct nstate *x = &g->ns[PM(g, g->node_base[r] + j)];
+            if (x->arr == INT64_MIN || x->end == INT64_MIN)
+                continue;
+            if (x->end > g->base_last[r])
+                g->base_last[r] = x->end;
+            g->base_placed++;
+        }
 }
 
 /* After the base replay, on a walked graph: each node's record rewritten
@@ -2695,17 +2700,16 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     float *scale = malloc((nr + 1) * sizeof *scale);
     out->straggler_set = calloc(nr + 1, 1);
     struct result base;
-    struct node_dev dev = {NULL, 0};
     if (!fix || !sets || !scale || !out->straggler_set || graph_build(m, &g) < 0 || !g.total ||
-        !(dev.last = g.base_last = malloc(((size_t)m->nranks + 1) * sizeof *g.base_last)) ||
-        (base_init(&dev, m->nranks), run_replay_nodes(&g, &recorded, &base, node_dev, &dev, REPLAY_CRITICAL) < 0) ||
-        base.step_ms <= 0) {
+        !(g.base_last = malloc(((size_t)m->nranks + 1) * sizeof *g.base_last)) ||
+        run_replay_nodes(&g, &recorded, &base, NULL, NULL, REPLAY_CRITICAL) < 0 || base.step_ms <= 0) {
         graph_free(&g);
         free(fix);
         free(sets);
         free(scale);
         return -1;
     }
+    base_ends(&g);
     follow_ready(&g);
     int waits = m->breakdown[SP_CAT_COLL_WAIT] >= NO_WAIT;
     double *excess = calloc(nr + 1, sizeof *excess);
@@ -2726,12 +2730,11 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
             out->excess_ms[i] = excess[i] / g.nsteps / NS_PER_MS;
     }
     free(by_step);
-    g.base_placed = dev.placed;
     out->ok = 1;
     out->base_ms = base.step_ms;
     out->cross_scale = cross_scale(m);
     out->path_transfer_share = base.path_transfer_ms / base.step_ms;
-    p.present = present_locs(&g);
+    p.present = (g.nz_all | g.nz_all >> NZ_UNDER) & ((1u << NZ_UNDER) - 1);
 
     if (waits) { /* the fixed sets' medians read the large groups' kept values */
         float *buf = malloc(((size_t)g.max_peers + 1) * 2 * SP_LOC_N * sizeof *buf);

@@ -121,6 +121,7 @@ _Static_assert(SP_LOC_N <= NZ_UNDER, "a node's components fit its nz bits");
 struct part {
     int32_t r, node;
     uint32_t at;
+    uint8_t final; /* the walk: its node's last instance to complete */
     int64_t tail;
 };
 struct inst {
@@ -168,14 +169,14 @@ struct nstate {
 };
 _Static_assert(sizeof(struct nstate) == NSTATE_ALIGN, "a node's state is one cache line");
 
-/* Once the base replay has run on a graph the walk placed (struct graph's
- * walked), the replays after it follow the walk (follow_walk), and each
- * node's record is rewritten in place (gn's room) as what they read of it:
- * its duration when it is in no instance (its end is then its arrival
- * plus that: 0 for a step end), its gate, its local time as recorded, its
- * waiter, its rank, which components it has (struct graph's nz; no
- * under's for a step end, which has none), whether it waits for an end
- * and whether it takes part in an instance. */
+/* On a graph the walk placed (struct graph's walked), what a replay that
+ * follows the walk (run_follow) reads of a node, in one record in place
+ * of struct gnode, struct nstate and rec_under: its duration when it is
+ * in no instance (its end is then its arrival plus that: 0 for a step
+ * end), its gate, its local time as recorded, its waiter, its rank, which
+ * components it has (struct graph's nz; no under's for a step end, which
+ * has none), whether it waits for an end and whether it takes part in an
+ * instance. */
 struct fnode {
     int64_t dur, gate_off;
     double rec_gap, rec_under;
@@ -183,13 +184,12 @@ struct fnode {
     uint16_t nz;
     uint8_t gated, parts;
 };
-_Static_assert(sizeof(struct fnode) == sizeof(struct gnode), "a node's follow record takes its record's room");
 
 /* A node in a replay that follows the walk: its arrival and end, and its
  * gap's and under's local time when the counterfactual changes them (read
  * only then: the others are fnode's).  The latest end among those it
  * waits for is apart (struct graph's gmax), and so is its latest
- * synchronization, only when asked for (REPLAY_WAIT). */
+ * synchronization, only when asked for (REPLAY_WAIT, REPLAY_CRITICAL). */
 struct fstate {
     int64_t arr, end;
     double gap, under;
@@ -273,24 +273,20 @@ struct graph {
      * of events reaching zero, so every replay of the graph can take the
      * same steps in the same order, whatever its counterfactual.  When
      * that walk places every node without forcing an instance (walked),
-     * the nodes are placed in the order it meets them (perm), and a replay
-     * that needs no more than the ends follows it (follow_walk): arrivals
-     * in place order, the instances completed in between, without the
-     * counts and with its reads of the nodes in memory order. */
-    int32_t *walk_rank; /* per place: its rank */
+     * the nodes are placed in the order it meets them (perm), and every
+     * replay follows it (run_follow): arrivals in place order, the
+     * instances completed in between, without the counts and with its
+     * reads of the nodes in memory order. */
     struct comp *comps; /* every instance's completion, in order */
     size_t ncomps;
     int walked;
-    /* after the base replay, on a walked graph (follow_ready): gn's room
-     * holds the follow records, ns's the follow states and, after them,
-     * per place the latest end among those it waits for.  Each arrival
-     * reads its own and puts it back to INT64_MIN, so every replay finds
-     * them so without a pass over the nodes.  Until then, nz_at: the
-     * components per place */
-    const struct fnode *fn;
+    /* walked: per place the follow record and state, and the latest end
+     * among those it waits for, which each arrival reads and puts back to
+     * INT64_MIN, so every replay finds them so without a pass over the
+     * nodes (gn, ns and rec_under are then not made) */
+    struct fnode *fn;
     struct fstate *fs;
     int64_t *gmax;
-    uint16_t *nz_at;
 };
 
 /* An instance's completion in the walk, after how many arrivals. */
@@ -748,7 +744,7 @@ static int build_instances(struct graph *g)
             struct inst *in = &g->insts[x->inst];
             const struct sp_rnode *nd = &r->nodes[x->node];
             size_t flat = g->node_base[i] + (size_t)x->node;
-            g->parts[in->first + fill[x->inst]++] = (struct part){i, x->node, (uint32_t)flat, 0};
+            g->parts[in->first + fill[x->inst]++] = (struct part){i, x->node, (uint32_t)flat, 0, 0};
             g->nparts[flat]++;
             if (nd->a > in->last)
                 in->last = nd->a;
@@ -887,13 +883,6 @@ static int build_gates(struct graph *g)
     return 0;
 }
 
-/* The walk every replay takes (struct graph's walked), from the counts
- * alone: run_replay_nodes' advance, node_done and complete without the
- * times, over flat nodes, a rank's nodes side by side (the walk keeps
- * each rank's few in cache).  Sets g->perm to the order of arrival,
- * g->walk_rank, g->comps and g->walked; 0 when the walk would have to
- * force an instance (steps cut differently on two ranks: build_perm then
- * places the nodes, and every replay walks on its own), -1 out of memory. */
 /* What the walk reads and counts of a flat node, in one record (the walk
  * goes from rank to rank, and a node's fields spread over five arrays cost
  * a cache miss each): its waiter (flat, -1 none), ends it waits for still
@@ -908,11 +897,12 @@ struct wnode {
 
 struct walk {
     struct graph *g;
-    struct wnode *wn;              /* per flat node */
-    int32_t *need;                 /* per instance: participants still to arrive */
-    size_t *cur;                   /* per rank: its next node to arrive */
-    uint32_t *queue, qhead, qtail; /* first in, first out */
+    struct wnode *wn;    /* per flat node */
+    int32_t *need;       /* per instance: participants still to arrive */
+    size_t *cur;         /* per rank: its next node to arrive */
+    uint32_t *queue, nq; /* last in, first out, as run_replay_nodes' */
     uint32_t narr;
+    int twice; /* a rank takes part twice in one instance */
 };
 
 static void walk_advance(struct walk *wk, int r)
@@ -924,13 +914,12 @@ static void walk_advance(struct walk *wk, int r)
         const struct wnode *x = &wk->wn[f];
         if (x->gate_left)
             return;
-        g->perm[f] = wk->narr;
-        g->walk_rank[wk->narr++] = r;
+        g->perm[f] = wk->narr++;
         wk->cur[r] = j + 1;
         for (uint32_t c = 0; c < x->ncalls; c++) {
             int32_t in = x->ncalls == 1 ? (int32_t)x->call : g->cinst[x->call + c];
             if (in >= 0 && (size_t)in < g->ninsts && --wk->need[in] == 0)
-                wk->queue[wk->qtail++] = (uint32_t)in;
+                wk->queue[wk->nq++] = (uint32_t)in;
         }
         if (!x->pending && x->waiter >= 0)
             wk->wn[x->waiter].gate_left--;
@@ -943,29 +932,40 @@ static void walk_complete(struct walk *wk, uint32_t in_idx)
     const struct inst *in = &g->insts[in_idx];
     g->comps[g->ncomps++] = (struct comp){in_idx, wk->narr};
     for (int32_t p = 0; p < in->n; p++) {
-        const struct part *pt = &g->parts[in->first + p];
+        struct part *pt = &g->parts[in->first + p];
         struct wnode *x = &wk->wn[pt->at];
+        wk->twice |= p && pt[-1].r == pt->r;
         if (!x->pending || --x->pending)
             continue;
+        pt->final = 1;
         int32_t w = x->waiter;
         if (w >= 0 && --wk->wn[w].gate_left == 0 && (size_t)w == g->node_base[pt->r] + wk->cur[pt->r])
             walk_advance(wk, pt->r);
     }
 }
 
+/* The walk every replay takes (struct graph's walked), from the counts
+ * alone: run_replay_nodes' advance, node_done and complete without the
+ * times, in their order (the first arrival of the latest and the first of
+ * the latest ends a node waits for, which the critical path follows, are
+ * then the same), over flat nodes, a rank's nodes side by side (the walk
+ * keeps each rank's few in cache).  Sets g->perm to the order of arrival,
+ * g->comps, each participant's final and g->walked; 0 when the walk
+ * would have to force an instance (steps cut differently on two ranks:
+ * build_perm then places the nodes, and every replay walks on its own),
+ * -1 out of memory. */
 static int walk_order(struct graph *g)
 {
     struct walk wk = {.g = g};
     size_t nr = (size_t)g->m->nranks;
     g->perm = malloc((g->total + 1) * sizeof *g->perm);
-    g->walk_rank = malloc((g->total + 1) * sizeof *g->walk_rank);
     g->comps = malloc((g->ninsts + 1) * sizeof *g->comps);
     wk.wn = malloc((g->total + 1) * sizeof *wk.wn);
     wk.need = malloc((g->ninsts + 1) * sizeof *wk.need);
     wk.cur = calloc(nr + 1, sizeof *wk.cur);
     wk.queue = malloc((g->ninsts + 1) * sizeof *wk.queue);
     int rc = -1;
-    if (!g->perm || !g->walk_rank || !g->comps || !wk.wn || !wk.need || !wk.cur || !wk.queue)
+    if (!g->perm || !g->comps || !wk.wn || !wk.need || !wk.cur || !wk.queue)
         goto out;
     for (size_t f = 0; f < g->total; f++) {
         uint32_t call = g->call_at[f];
@@ -980,21 +980,21 @@ static int walk_order(struct graph *g)
         wk.need[t] = g->insts[t].n;
     for (int r = 0; r < g->m->nranks; r++)
         walk_advance(&wk, r);
-    while (wk.qhead < wk.qtail)
-        walk_complete(&wk, wk.queue[wk.qhead++]);
+    while (wk.nq)
+        walk_complete(&wk, wk.queue[--wk.nq]);
     /* every node arrived and every instance completed: nothing was left
-     * for a replay to force */
-    g->walked = wk.narr == g->total;
+     * for a replay to force.  (A rank twice in one instance would take its
+     * steps after the instance in a different order than advance() takes
+     * them, in the middle of it: such a graph walks on its own.) */
+    g->walked = wk.narr == g->total && !wk.twice;
     for (size_t t = 0; g->walked && t < g->ninsts; t++)
         g->walked = wk.need[t] == 0;
     rc = g->walked;
 out:
     if (rc <= 0) {
         free(g->perm);
-        free(g->walk_rank);
         free(g->comps);
         g->perm = NULL;
-        g->walk_rank = NULL;
         g->comps = NULL;
         g->ncomps = 0;
         g->walked = 0;
@@ -1034,9 +1034,8 @@ static void graph_free(struct graph *g)
     free(g->nz);
     free(g->base_last);
     free(g->ns_mem);
-    free(g->walk_rank);
     free(g->comps);
-    free(g->nz_at);
+    free(g->fn);
 }
 
 static int cmp_float(const void *a, const void *b)
@@ -1450,6 +1449,84 @@ static inline double recorded_sum(const float *own)
 
 #define PLACE_AHEAD 8 /* graph_build: records asked for this many nodes ahead */
 
+/* Node flat's components (struct graph's nz), kept, and added to nz_all. */
+static uint16_t node_nz(struct graph *g, const struct sp_rnode *nd, uint32_t flat)
+{
+    uint16_t z = 0;
+    for (int c = 0; c < SP_LOC_N; c++)
+        z |= (uint16_t)((nd->gap[c] != 0) << c | (nd->under[c] != 0) << (NZ_UNDER + c));
+    g->nz[flat] = z;
+    g->nz_all |= z;
+    return z;
+}
+
+/* The records of a graph the walk did not place (gn, rec_under), and the
+ * node states its replays walk with (ns). */
+static int graph_nodes(struct graph *g)
+{
+    const struct sp_model *m = g->m;
+    if (!(g->gn = malloc((g->total + 1) * sizeof *g->gn)) ||
+        !(g->rec_under = malloc((g->total + 1) * sizeof *g->rec_under)) ||
+        !(g->ns_mem = malloc((g->total + 1) * sizeof *g->ns + NSTATE_ALIGN - 1)))
+        return -1;
+    g->ns = (struct nstate *)(((uintptr_t)g->ns_mem + NSTATE_ALIGN - 1) & ~(uintptr_t)(NSTATE_ALIGN - 1));
+    for (int i = 0; i < m->nranks; i++)
+        for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
+            const struct sp_rnode *nd = &m->ranks[i].nodes[j];
+            uint32_t flat = (uint32_t)(g->node_base[i] + j);
+            struct gnode *x = &g->gn[g->perm[flat]];
+            x->dur = nd->e - nd->a;
+            x->gate_off = g->gate_off[flat];
+            x->rec_gap = recorded_sum(nd->gap);
+            g->rec_under[g->perm[flat]] = nd->ncalls ? recorded_sum(nd->under) : 0;
+            node_nz(g, nd, flat);
+            x->waiter = g->waiter[flat] >= 0 ? (int32_t)g->perm[g->waiter[flat]] : -1;
+            x->gate_n = g->gate_n[flat];
+            x->cinst_at = nd->ncalls == 1 ? (uint32_t)g->cinst[g->call_base[i] + nd->call]
+                                          : (uint32_t)(g->call_base[i] + nd->call);
+            x->ncalls = nd->ncalls;
+            x->nparts = g->nparts[flat];
+            x->next = j + 1 < m->ranks[i].nnodes ? g->perm[flat + 1] : UINT32_MAX;
+        }
+    return 0;
+}
+
+/* The follow records of a walked graph (fn), and its replays' follow
+ * states and latest gates (fs, gmax; the latter at INT64_MIN). */
+static int graph_follow_nodes(struct graph *g)
+{
+    const struct sp_model *m = g->m;
+    if (!(g->fn = malloc((g->total + 1) * sizeof *g->fn)) ||
+        !(g->ns_mem = malloc((g->total + 1) * (sizeof *g->fs + sizeof *g->gmax))))
+        return -1;
+    g->fs = g->ns_mem;
+    g->gmax = (int64_t *)(void *)(g->fs + g->total + 1);
+    for (size_t w = 0; w < g->total; w++)
+        g->gmax[w] = INT64_MIN;
+    for (int i = 0; i < m->nranks; i++)
+        for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
+            const struct sp_rnode *nd = &m->ranks[i].nodes[j];
+            uint32_t flat = (uint32_t)(g->node_base[i] + j);
+            /* a rank's nodes lie a wave of the walk apart (a cache miss
+             * each): the record a few nodes on is asked for now */
+            if (flat + PLACE_AHEAD < g->total)
+                __builtin_prefetch(&g->fn[g->perm[flat + PLACE_AHEAD]], 1);
+            uint16_t z = node_nz(g, nd, flat);
+            int64_t own_end = nd->ncalls ? nd->e - nd->a : 0; /* a step end ends at its arrival */
+            g->fn[g->perm[flat]] = (struct fnode){
+                .dur = g->nparts[flat] ? 0 : own_end,
+                .gate_off = g->gate_off[flat],
+                .rec_gap = recorded_sum(nd->gap),
+                .rec_under = nd->ncalls ? recorded_sum(nd->under) : 0,
+                .waiter = g->waiter[flat] >= 0 ? (int32_t)g->perm[g->waiter[flat]] : -1,
+                .rank = i,
+                .nz = nd->ncalls ? z : (uint16_t)(z & ((1u << NZ_UNDER) - 1)),
+                .gated = g->gate_n[flat] != 0,
+                .parts = g->nparts[flat] != 0};
+        }
+    return 0;
+}
+
 /* Fills g; on failure (out of memory, no analyzed step) returns -1 and
  * leaves g safe to graph_free. */
 static int graph_build(struct sp_model *m, struct graph *g)
@@ -1485,47 +1562,11 @@ static int graph_build(struct sp_model *m, struct graph *g)
     sp_model_find_stages(m);
     if (build_peers(g) < 0)
         return -1;
-    if (!(g->gn = malloc((g->total + 1) * sizeof *g->gn)) ||
-        !(g->rec_under = malloc((g->total + 1) * sizeof *g->rec_under)) ||
-        !(g->nz = malloc((g->total + 1) * sizeof *g->nz)) ||
-        (g->walked && !(g->nz_at = malloc((g->total + 1) * sizeof *g->nz_at))) ||
-        !(g->ns_mem = malloc((g->total + 1) * sizeof *g->ns + NSTATE_ALIGN - 1)))
+    if (!(g->nz = malloc((g->total + 1) * sizeof *g->nz)))
         return -1;
-    g->ns = (struct nstate *)(((uintptr_t)g->ns_mem + NSTATE_ALIGN - 1) & ~(uintptr_t)(NSTATE_ALIGN - 1));
-    for (int i = 0; i < m->nranks; i++)
-        for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
-            const struct sp_rnode *nd = &m->ranks[i].nodes[j];
-            uint32_t flat = (uint32_t)(g->node_base[i] + j);
-            /* a rank's nodes lie a wave of the walk apart (a cache miss
-             * each): the records a few nodes on are asked for now */
-            if (flat + PLACE_AHEAD < g->total) {
-                uint32_t on = g->perm[flat + PLACE_AHEAD];
-                __builtin_prefetch(&g->gn[on], 1);
-                __builtin_prefetch(&g->rec_under[on], 1);
-                if (g->nz_at)
-                    __builtin_prefetch(&g->nz_at[on], 1);
-            }
-            struct gnode *x = &g->gn[g->perm[flat]];
-            x->dur = nd->e - nd->a;
-            x->gate_off = g->gate_off[flat];
-            x->rec_gap = recorded_sum(nd->gap);
-            g->rec_under[g->perm[flat]] = nd->ncalls ? recorded_sum(nd->under) : 0;
-            uint16_t z = 0;
-            for (int c = 0; c < SP_LOC_N; c++)
-                z |= (uint16_t)((nd->gap[c] != 0) << c | (nd->under[c] != 0) << (NZ_UNDER + c));
-            g->nz[flat] = z;
-            g->nz_all |= z;
-            if (g->nz_at)
-                g->nz_at[g->perm[flat]] = nd->ncalls ? z : (uint16_t)(z & ((1u << NZ_UNDER) - 1));
-            x->waiter = g->waiter[flat] >= 0 ? (int32_t)g->perm[g->waiter[flat]] : -1;
-            x->gate_n = g->gate_n[flat];
-            x->cinst_at = nd->ncalls == 1 ? (uint32_t)g->cinst[g->call_base[i] + nd->call]
-                                          : (uint32_t)(g->call_base[i] + nd->call);
-            x->ncalls = nd->ncalls;
-            x->nparts = g->nparts[flat];
-            x->next = j + 1 < m->ranks[i].nnodes ? g->perm[flat + 1] : UINT32_MAX;
-        }
-    /* the gates and the counts of participants live on in gn */
+    if (g->walked ? graph_follow_nodes(g) < 0 : graph_nodes(g) < 0)
+        return -1;
+    /* the gates and the counts of participants live on in the records */
     free(g->nparts);
     g->nparts = NULL;
     free(g->ncalls);
@@ -1941,11 +1982,49 @@ struct follow_cf {
     uint32_t drop;
 };
 
+/* The critical path in a replay that follows the walk (struct replay's
+ * cp_*, who and gate_who, by place), with what working it out needs:
+ * per node its latest synchronization, per rank the place of its node
+ * that arrived last (UINT32_MAX: none yet). */
+struct follow_cp {
+    double *arr, *end;
+    uint8_t *moved;
+    uint32_t *who, *gate_who, *prev;
+};
+
+/* Node w's local time under its op (its under's), as its arrival read it. */
+static inline double follow_under(const struct graph *g, const struct follow_cf *fc, uint32_t w)
+{
+    const struct fnode *nd = &g->fn[w];
+    int own = fc->all || (fc->fix && fc->fix[nd->rank]);
+    return own || nd->nz >> NZ_UNDER & fc->drop ? g->fs[w].under : nd->rec_under;
+}
+
+/* Node w's end is final, with the critical path (node_done()): the
+ * transfer its rank's work under it leaves exposed, and its waiter's
+ * latest gate, the first of the latest ends naming whose it is. */
+static void follow_done(const struct graph *g, const struct follow_cf *fc, const struct follow_cp *cp,
+                        const int64_t *sync, uint32_t w)
+{
+    const struct fstate *x = &g->fs[w];
+    if (cp->moved[w]) {
+        double from = (double)x->arr + follow_under(g, fc, w);
+        double at_sync = (double)sync[w];
+        double exposed = (double)x->end - (from > at_sync ? from : at_sync);
+        cp->end[w] += exposed > 0 ? exposed : 0;
+    }
+    int32_t waiter = g->fn[w].waiter;
+    if (waiter >= 0 && x->end > g->gmax[waiter]) {
+        g->gmax[waiter] = x->end;
+        cp->gate_who[waiter] = w;
+    }
+}
+
 /* The node at place w arrives, as advance() works it out: the ends it
  * waits for are final (the walk met them first).  A node in no instance
  * ends at once, and its waiter's latest gate moves. */
 static inline void follow_arrive(const struct graph *g, const struct follow_cf *fc, struct rstate *st, uint32_t w,
-                                 int64_t *sync)
+                                 int64_t *sync, const struct follow_cp *cp)
 {
     const struct fnode *nd = &g->fn[w];
     struct fstate *x = &g->fs[w];
@@ -1965,34 +2044,60 @@ static inline void follow_arrive(const struct graph *g, const struct follow_cf *
     s->under = under;
     if (sync)
         sync[w] = INT64_MIN;
+    if (cp) { /* a rank's first node starts the path */
+        uint32_t prev = cp->prev[nd->rank];
+        double from_rank = prev == UINT32_MAX ? 0 : cp->arr[prev];
+        cp->arr[w] = by_gate > by_local ? cp->end[cp->gate_who[w]] : from_rank;
+        cp->prev[nd->rank] = w;
+        cp->moved[w] = 0;
+    }
     if (nd->parts) {
         x->end = INT64_MIN;
     } else {
         int64_t e = a + nd->dur;
         x->end = e;
-        if (nd->waiter >= 0 && e > g->gmax[nd->waiter])
+        if (cp) {
+            cp->end[w] = cp->arr[w];
+            follow_done(g, fc, cp, sync, w);
+        } else if (nd->waiter >= 0 && e > g->gmax[nd->waiter]) {
             g->gmax[nd->waiter] = e;
+        }
     }
 }
 
 /* Instance in_idx completes, as complete() works it out: every participant
- * has arrived, so its last arrival is theirs, read now.  A node's end is
- * the latest of its instances', and each raise of it raises its waiter's
- * latest gate (the largest of all is that of the final ends). */
-static inline void follow_complete(const struct graph *g, const struct cf *cf, size_t in_idx, int64_t *sync)
+ * has arrived, so its last arrival is theirs, read now (and the first of
+ * them to arrive at it, the one with the least place, for the critical
+ * path).  A node's end is the latest of its instances'; without the
+ * critical path each raise of it raises its waiter's latest gate (the
+ * largest of all is that of the final ends), with it the final end does,
+ * in the order node_done() would. */
+static inline void follow_complete(const struct graph *g, const struct follow_cf *fc, const struct cf *cf,
+                                   size_t in_idx, int64_t *sync, const struct follow_cp *cp)
 {
     const struct inst *in = &g->insts[in_idx];
     const struct part *parts = &g->parts[in->first];
     double scale = in->spans ? cf->cross * cf->transfer : cf->transfer;
     struct fstate *fs = g->fs;
     int64_t last = INT64_MIN;
-    for (int32_t p = 0; p < in->n; p++)
-        if (fs[parts[p].at].arr > last)
-            last = fs[parts[p].at].arr;
+    uint32_t who = UINT32_MAX;
+    for (int32_t p = 0; p < in->n; p++) {
+        int64_t a = fs[parts[p].at].arr;
+        if (a > last || (a == last && parts[p].at < who)) {
+            last = a;
+            who = parts[p].at;
+        }
+    }
     for (int32_t p = 0; p < in->n; p++) {
         uint32_t at = parts[p].at;
         int64_t e = last + round_ns((double)parts[p].tail * scale);
-        if (e > fs[at].end) {
+        if (cp) {
+            if (e > fs[at].end) { /* the path comes from the last arrival, then moves the data */
+                fs[at].end = e;
+                cp->end[at] = cp->arr[who];
+                cp->moved[at] = 1;
+            }
+        } else if (e > fs[at].end) {
             fs[at].end = e;
             int32_t w = g->fn[at].waiter;
             if (w >= 0 && e > g->gmax[w])
@@ -2000,6 +2105,8 @@ static inline void follow_complete(const struct graph *g, const struct cf *cf, s
         }
         if (sync && last > sync[at])
             sync[at] = last;
+        if (cp && parts[p].final)
+            follow_done(g, fc, cp, sync, at);
     }
 }
 
@@ -2022,49 +2129,79 @@ static double follow_wait(const struct graph *g, const int64_t *sync, int r)
     return wait;
 }
 
-/* The replay of cf on a graph ready to follow its walk (follow_ready): as
- * run_replay_nodes, without the critical path or a node callback. */
-static int run_follow(const struct graph *g, const struct cf *cf, struct result *res, unsigned want)
+/* The replay of cf on a walked graph (run_replay_nodes' arguments): the
+ * arrivals in place order, the completions in between. */
+static int run_follow(const struct graph *g, const struct cf *cf, struct result *res, sp_replay_node_fn fn, void *arg,
+                      unsigned want)
 {
     const struct sp_model *m = g->m;
+    int critical = (want & REPLAY_CRITICAL) != 0;
     struct rstate *st = malloc(((size_t)m->nranks + 1) * sizeof *st);
     float *vals = malloc(((size_t)g->max_peers + 1) * SP_LOC_N * sizeof *vals);
-    int64_t *sync = want & REPLAY_WAIT ? malloc((g->total + 1) * sizeof *sync) : NULL;
+    int64_t *sync = want & (REPLAY_WAIT | REPLAY_CRITICAL) ? malloc((g->total + 1) * sizeof *sync) : NULL;
+    struct follow_cp c = {0}, *cp = NULL;
+    if (critical) {
+        c.arr = malloc((g->total + 1) * sizeof *c.arr);
+        c.end = malloc((g->total + 1) * sizeof *c.end);
+        c.moved = malloc(g->total + 1);
+        c.who = NULL; /* read off the participants */
+        c.gate_who = malloc((g->total + 1) * sizeof *c.gate_who);
+        c.prev = malloc(((size_t)m->nranks + 1) * sizeof *c.prev);
+        cp = &c;
+    }
     int rc = -1;
-    if (!st || !vals || (want & REPLAY_WAIT && !sync))
+    if (!st || !vals || (want & (REPLAY_WAIT | REPLAY_CRITICAL) && !sync) ||
+        (critical && (!c.arr || !c.end || !c.moved || !c.gate_who || !c.prev)))
         goto out;
     int by_drop = !cf->imbalance && !cf->busy_scale;
     struct follow_cf fc = {!by_drop, cf->fix, cf->drop};
     local_times(g, cf, &g->fs[0].gap, sizeof *g->fs / sizeof(double), vals);
-    for (int r = 0; r < m->nranks; r++)
+    for (int r = 0; r < m->nranks; r++) {
         st[r] = (struct rstate){g->start[r], 0};
+        if (cp)
+            c.prev[r] = UINT32_MAX;
+    }
     uint32_t w = 0;
     for (size_t k = 0; k <= g->ncomps; k++) {
         size_t until = k < g->ncomps ? g->comps[k].after : g->total;
         for (; w < until; w++)
-            follow_arrive(g, &fc, st, w, sync);
+            follow_arrive(g, &fc, st, w, sync, cp);
         if (k < g->ncomps)
-            follow_complete(g, cf, g->comps[k].inst, sync);
+            follow_complete(g, &fc, cf, g->comps[k].inst, sync, cp);
     }
-    double sum = 0, wait = 0;
+    double sum = 0, wait = 0, path = 0;
     int n = 0;
     for (int r = 0; r < m->nranks; r++) {
         const struct sp_rank *rk = &m->ranks[r];
         if (!rk->nnodes)
             continue;
-        sum += (double)(g->fs[PM(g, g->node_base[r] + rk->nnodes - 1)].end - g->start[r]);
-        if (sync)
+        uint32_t lastw = PM(g, g->node_base[r] + rk->nnodes - 1);
+        sum += (double)(g->fs[lastw].end - g->start[r]);
+        if (want & REPLAY_WAIT)
             wait += follow_wait(g, sync, r);
+        if (cp)
+            path += c.end[lastw];
         n++;
     }
     res->step_ms = n ? sum / n / g->nsteps / NS_PER_MS : 0;
-    res->path_transfer_ms = 0;
+    res->path_transfer_ms = n ? path / n / g->nsteps / NS_PER_MS : 0;
     res->wait_share = sum > 0 ? wait / sum : 0;
     rc = n ? 0 : -1;
+    for (int r = 0; fn && r < m->nranks; r++)
+        for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
+            const struct fstate *x = &g->fs[PM(g, g->node_base[r] + j)];
+            if (x->arr != INT64_MIN && x->end != INT64_MIN)
+                fn(arg, r, j, x->arr, x->end);
+        }
 out:
     free(st);
     free(vals);
     free(sync);
+    free(c.arr);
+    free(c.end);
+    free(c.moved);
+    free(c.gate_who);
+    free(c.prev);
     return rc;
 }
 
@@ -2078,8 +2215,8 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
     struct cf fcopy;
     const struct cf *orig = cf;
     cf = with_fix_medians(g, orig, &fcopy);
-    if (g->fn) { /* gn's room holds the follow records now */
-        int frc = critical || fn ? -1 : run_follow(g, cf, res, want);
+    if (g->walked) {
+        int frc = run_follow(g, cf, res, fn, arg, want);
         with_fix_free(orig, &fcopy);
         return frc;
     }
@@ -2337,15 +2474,15 @@ static void base_ends(struct graph *g)
     for (int i = 0; i < g->m->nranks; i++)
         g->base_last[i] = INT64_MIN;
     g->base_placed = 0;
-    for (size_t w = 0; g->walk_rank && w < g->total; w++) {
-        const struct nstate *x = &g->ns[w];
+    for (size_t w = 0; g->walked && w < g->total; w++) {
+        const struct fstate *x = &g->fs[w];
         if (x->arr == INT64_MIN || x->end == INT64_MIN)
             continue;
-        if (x->end > g->base_last[g->walk_rank[w]])
-            g->base_last[g->walk_rank[w]] = x->end;
+        if (x->end > g->base_last[g->fn[w].rank])
+            g->base_last[g->fn[w].rank] = x->end;
         g->base_placed++;
     }
-    for (int r = 0; !g->walk_rank && r < g->m->nranks; r++)
+    for (int r = 0; !g->walked && r < g->m->nranks; r++)
         for (size_t j = 0; j < g->m->ranks[r].nnodes; j++) {
             const struct nstate *x = &g->ns[PM(g, g->node_base[r] + j)];
             if (x->arr == INT64_MIN || x->end == INT64_MIN)
@@ -2354,42 +2491,6 @@ static void base_ends(struct graph *g)
                 g->base_last[r] = x->end;
             g->base_placed++;
         }
-}
-
-/* After the base replay, on a walked graph: each node's record rewritten
- * as its follow record (struct fnode) in place, the node states' room
- * taken by the follow states and gmax, and what only the records read
- * (rec_under, nz_at, walk_rank) freed.  Every replay after this one
- * follows the walk (run_follow). */
-static void follow_ready(struct graph *g)
-{
-    if (!g->walked || !g->nz_at)
-        return;
-    struct fnode *fn = (struct fnode *)(void *)g->gn;
-    for (size_t w = 0; w < g->total; w++) {
-        struct gnode x = g->gn[w];
-        int64_t own_end = x.ncalls ? x.dur : 0; /* a step end ends at its arrival */
-        fn[w] = (struct fnode){.dur = x.nparts ? 0 : own_end,
-                               .gate_off = x.gate_off,
-                               .rec_gap = x.rec_gap,
-                               .rec_under = g->rec_under[w],
-                               .waiter = x.waiter,
-                               .rank = g->walk_rank[w],
-                               .nz = g->nz_at[w],
-                               .gated = x.gate_n != 0,
-                               .parts = x.nparts != 0};
-    }
-    g->fn = fn;
-    g->fs = (struct fstate *)(void *)g->ns;
-    g->gmax = (int64_t *)(void *)(g->fs + g->total);
-    for (size_t w = 0; w < g->total; w++)
-        g->gmax[w] = INT64_MIN;
-    free(g->rec_under);
-    free(g->nz_at);
-    free(g->walk_rank);
-    g->rec_under = NULL;
-    g->nz_at = NULL;
-    g->walk_rank = NULL;
 }
 
 /* ---- each cause's counterfactual (the cause table's cf) ---- */
@@ -2710,7 +2811,6 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
         return -1;
     }
     base_ends(&g);
-    follow_ready(&g);
     int waits = m->breakdown[SP_CAT_COLL_WAIT] >= NO_WAIT;
     double *excess = calloc(nr + 1, sizeof *excess);
     double *by_step = calloc(nr * (size_t)g.nsteps + 1, sizeof *by_step);

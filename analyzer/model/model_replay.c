@@ -130,6 +130,7 @@ struct inst {
     uint8_t spans, p2p;
     uint8_t pair; /* a send and its recv */
     uint8_t sends;
+    uint8_t scan; /* walked: a participant's node is in more instances (struct fnode's inst) */
 };
 
 /* Per flat node, what the replay's walk reads of it, in one place (the
@@ -176,11 +177,15 @@ _Static_assert(sizeof(struct nstate) == NSTATE_ALIGN, "a node's state is one cac
  * end), its gate, its local time as recorded, its waiter, its rank, which
  * components it has (struct graph's nz; no under's for a step end, which
  * has none), whether it waits for an end and whether it takes part in an
- * instance. */
+ * instance; and when it takes part in one only, which (its arrival then
+ * moves the instance's last arrival, struct graph's ilast, and an
+ * instance whose participants all do is completed without reading their
+ * arrivals again). */
 struct fnode {
     int64_t dur, gate_off;
     double rec_gap, rec_under;
     int32_t waiter, rank;
+    uint32_t inst; /* its one instance (one call in one), else UINT32_MAX */
     uint16_t nz;
     uint8_t gated, parts;
 };
@@ -287,6 +292,11 @@ struct graph {
     struct fnode *fn;
     struct fstate *fs;
     int64_t *gmax;
+    /* walked: per instance its last arrival so far and the first node to
+     * reach it (the critical path's who), put back to INT64_MIN as it
+     * completes, as gmax */
+    int64_t *ilast;
+    uint32_t *iwho;
 };
 
 /* An instance's completion in the walk, after how many arrivals. */
@@ -1036,6 +1046,8 @@ static void graph_free(struct graph *g)
     free(g->ns_mem);
     free(g->comps);
     free(g->fn);
+    free(g->ilast);
+    free(g->iwho);
 }
 
 static int cmp_float(const void *a, const void *b)
@@ -1447,6 +1459,29 @@ static inline double recorded_sum(const float *own)
     return t;
 }
 
+/* A walked graph's participants laid out instance after instance in the
+ * order the walk completes them, so that a replay reads them in memory
+ * order (in the instances' order, a host's few were a cache miss each). */
+static int parts_by_walk(struct graph *g)
+{
+    size_t nparts = 0;
+    for (size_t t = 0; t < g->ninsts; t++)
+        nparts += (size_t)g->insts[t].n;
+    struct part *np = malloc((nparts + 1) * sizeof *np);
+    if (!np)
+        return -1;
+    int32_t off = 0;
+    for (size_t k = 0; k < g->ncomps; k++) {
+        struct inst *in = &g->insts[g->comps[k].inst];
+        memcpy(np + off, g->parts + in->first, (size_t)in->n * sizeof *np);
+        in->first = off;
+        off += in->n;
+    }
+    free(g->parts);
+    g->parts = np;
+    return 0;
+}
+
 #define PLACE_AHEAD 8 /* graph_build: records asked for this many nodes ahead */
 
 /* Node flat's components (struct graph's nz), kept, and added to nz_all. */
@@ -1497,8 +1532,12 @@ static int graph_follow_nodes(struct graph *g)
 {
     const struct sp_model *m = g->m;
     if (!(g->fn = malloc((g->total + 1) * sizeof *g->fn)) ||
-        !(g->ns_mem = malloc((g->total + 1) * (sizeof *g->fs + sizeof *g->gmax))))
+        !(g->ns_mem = malloc((g->total + 1) * (sizeof *g->fs + sizeof *g->gmax))) ||
+        !(g->ilast = malloc((g->ninsts + 1) * sizeof *g->ilast)) ||
+        !(g->iwho = malloc((g->ninsts + 1) * sizeof *g->iwho)))
         return -1;
+    for (size_t t = 0; t < g->ninsts; t++)
+        g->ilast[t] = INT64_MIN;
     g->fs = g->ns_mem;
     g->gmax = (int64_t *)(void *)(g->fs + g->total + 1);
     for (size_t w = 0; w < g->total; w++)
@@ -1513,6 +1552,16 @@ static int graph_follow_nodes(struct graph *g)
                 __builtin_prefetch(&g->fn[g->perm[flat + PLACE_AHEAD]], 1);
             uint16_t z = node_nz(g, nd, flat);
             int64_t own_end = nd->ncalls ? nd->e - nd->a : 0; /* a step end ends at its arrival */
+            uint32_t inst = UINT32_MAX;
+            for (uint32_t c = 0; c < nd->ncalls && g->nparts[flat]; c++) {
+                int32_t in = g->cinst[g->call_base[i] + nd->call + c];
+                if (in < 0 || (size_t)in >= g->ninsts)
+                    continue;
+                if (nd->ncalls == 1 && g->nparts[flat] == 1)
+                    inst = (uint32_t)in;
+                else /* more than one: its instances read their arrivals at the end */
+                    g->insts[in].scan = 1;
+            }
             g->fn[g->perm[flat]] = (struct fnode){
                 .dur = g->nparts[flat] ? 0 : own_end,
                 .gate_off = g->gate_off[flat],
@@ -1520,6 +1569,7 @@ static int graph_follow_nodes(struct graph *g)
                 .rec_under = nd->ncalls ? recorded_sum(nd->under) : 0,
                 .waiter = g->waiter[flat] >= 0 ? (int32_t)g->perm[g->waiter[flat]] : -1,
                 .rank = i,
+                .inst = inst,
                 .nz = nd->ncalls ? z : (uint16_t)(z & ((1u << NZ_UNDER) - 1)),
                 .gated = g->gate_n[flat] != 0,
                 .parts = g->nparts[flat] != 0};
@@ -1559,6 +1609,8 @@ static int graph_build(struct sp_model *m, struct graph *g)
     for (size_t t = 0; t < g->ninsts; t++)
         for (int32_t p = 0; p < g->insts[t].n; p++)
             g->parts[g->insts[t].first + p].at = g->perm[g->parts[g->insts[t].first + p].at];
+    if (g->walked && parts_by_walk(g) < 0)
+        return -1;
     sp_model_find_stages(m);
     if (build_peers(g) < 0)
         return -1;
@@ -2042,6 +2094,10 @@ static inline void follow_arrive(const struct graph *g, const struct follow_cf *
     x->arr = a;
     s->a = a;
     s->under = under;
+    if (nd->inst != UINT32_MAX && a > g->ilast[nd->inst]) { /* the first of the latest, as advance() keeps who */
+        g->ilast[nd->inst] = a;
+        g->iwho[nd->inst] = w;
+    }
     if (sync)
         sync[w] = INT64_MIN;
     if (cp) { /* a rank's first node starts the path */
@@ -2065,10 +2121,13 @@ static inline void follow_arrive(const struct graph *g, const struct follow_cf *
     }
 }
 
+#define EXACT_NS (INT64_C(1) << 53) /* a time this long or shorter is a double exactly */
+
 /* Instance in_idx completes, as complete() works it out: every participant
- * has arrived, so its last arrival is theirs, read now (and the first of
- * them to arrive at it, the one with the least place, for the critical
- * path).  A node's end is the latest of its instances'; without the
+ * has arrived, so its last arrival is theirs (and the first of them to
+ * arrive at it, the one with the least place, for the critical path):
+ * kept as they arrived, or read now when one of them is in more
+ * instances.  A node's end is the latest of its instances'; without the
  * critical path each raise of it raises its waiter's latest gate (the
  * largest of all is that of the final ends), with it the final end does,
  * in the order node_done() would. */
@@ -2079,9 +2138,10 @@ static inline void follow_complete(const struct graph *g, const struct follow_cf
     const struct part *parts = &g->parts[in->first];
     double scale = in->spans ? cf->cross * cf->transfer : cf->transfer;
     struct fstate *fs = g->fs;
-    int64_t last = INT64_MIN;
-    uint32_t who = UINT32_MAX;
-    for (int32_t p = 0; p < in->n; p++) {
+    int64_t last = g->ilast[in_idx];
+    uint32_t who = g->iwho[in_idx];
+    g->ilast[in_idx] = INT64_MIN; /* as the next replay wants it */
+    for (int32_t p = 0; in->scan && p < in->n; p++) {
         int64_t a = fs[parts[p].at].arr;
         if (a > last || (a == last && parts[p].at < who)) {
             last = a;
@@ -2090,7 +2150,9 @@ static inline void follow_complete(const struct graph *g, const struct follow_cf
     }
     for (int32_t p = 0; p < in->n; p++) {
         uint32_t at = parts[p].at;
-        int64_t e = last + round_ns((double)parts[p].tail * scale);
+        /* a transfer kept as recorded is its own rounding */
+        int64_t tail = parts[p].tail;
+        int64_t e = last + (scale == 1 && tail <= EXACT_NS ? tail : round_ns((double)tail * scale));
         if (cp) {
             if (e > fs[at].end) { /* the path comes from the last arrival, then moves the data */
                 fs[at].end = e;
@@ -2975,8 +3037,11 @@ static double critical_bound(const struct graph *g, const struct cf *cf, struct 
      * group by group was a cache miss per node) */
     for (uint32_t q = 0; q < g->ngroups; q++)
         gcut[q] = (struct group_cut){0, 0};
-    for (size_t t = 0; tails && t < g->ninsts; t++) {
-        const struct inst *in = &g->insts[t];
+    /* the instances in the order their participants lie (a walked graph's
+     * are the walk's, parts_by_walk: an instance with none is in no list) */
+    size_t ntodo = g->walked ? g->ncomps : g->ninsts;
+    for (size_t k = 0; tails && k < ntodo; k++) {
+        const struct inst *in = &g->insts[g->walked ? g->comps[k].inst : k];
         double scale = in->spans ? cf->cross * cf->transfer : cf->transfer;
         for (int32_t p = 0; p < in->n; p++) {
             const struct part *pt = &g->parts[in->first + p];

@@ -634,7 +634,11 @@ static int build_peers(struct graph *g)
      * scratch as large as the job.  The nodes are read rank after rank, in
      * memory order (step after step would jump from rank to rank, a cache
      * miss per node and per call at thousands of ranks). */
-    int by_step = 1;
+    /* per step, where its keys go next (by_step), then where they end:
+     * counted in the pass that checks the order (a node's step is 16 bits,
+     * and only the steps up to the last one seen are read) */
+    size_t *at = calloc((size_t)UINT16_MAX + 2, sizeof *at);
+    int by_step = at != NULL;
     uint32_t top = 0;
     for (int i = 0; by_step && i < m->nranks; i++)
         for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
@@ -643,13 +647,8 @@ static int build_peers(struct graph *g)
                 by_step = 0;
             if (st > top)
                 top = st;
+            at[st + 1]++;
         }
-    /* per step, where its keys go next (by_step), then where they end */
-    size_t *at = by_step ? calloc((size_t)top + 2, sizeof *at) : NULL;
-    by_step = at != NULL;
-    for (int i = 0; by_step && i < m->nranks; i++)
-        for (size_t j = 0; j < m->ranks[i].nnodes; j++)
-            at[m->ranks[i].nodes[j].step + 1]++;
     for (uint32_t st = 0; by_step && st <= top; st++)
         at[st + 1] += at[st];
     size_t n = 0, pk_cap = 0;

@@ -712,6 +712,15 @@ static int cmp_part(const void *a, const void *b)
     return (x->r > y->r) - (x->r < y->r);
 }
 
+/* What build_instances reads of a call after its first pass: its node
+ * (-1: none, or no instance), and whether it is a p2p call, a send.  A
+ * call's record is 112 bytes, and each pass over them all streamed the
+ * whole table (360 MB at 1024 ranks x 100 steps). */
+struct ccall {
+    int32_t node;
+    uint8_t p2p, send;
+};
+
 /* The instances and their participants, and each call's instance in
  * cinst (allocated by the caller).  A participant's at is its flat node
  * until the nodes are placed (graph_build). */
@@ -722,16 +731,25 @@ static int build_instances(struct graph *g)
     g->insts = calloc(g->ninsts + 1, sizeof *g->insts);
     int32_t *fill = calloc(g->ninsts + 1, sizeof *fill);
     g->nparts = calloc(g->total + 1, sizeof *g->nparts);
-    if (!g->insts || !fill || !g->nparts) {
+    size_t ncalls = 0;
+    for (int i = 0; i < m->nranks; i++)
+        ncalls += m->ranks[i].ncalls;
+    struct ccall *cc = malloc((ncalls + 1) * sizeof *cc);
+    if (!g->insts || !fill || !g->nparts || !cc) {
         free(fill);
+        free(cc);
         return -1;
     }
-    /* the participants counted, and cinst filled, in one pass over the calls */
+    /* the participants counted, and cinst and cc filled, in one pass over
+     * the calls */
     for (int i = 0; i < m->nranks; i++)
         for (size_t c = 0; c < m->ranks[i].ncalls; c++) {
             const struct sp_coll_call *x = &m->ranks[i].calls[c];
+            int part = x->node >= 0 && x->inst >= 0 && (size_t)x->inst < g->ninsts;
             g->cinst[g->call_base[i] + c] = x->inst;
-            if (x->node >= 0 && x->inst >= 0 && (size_t)x->inst < g->ninsts)
+            cc[g->call_base[i] + c] = (struct ccall){part ? x->node : -1, (uint8_t)sp_op_is_p2p(x->op),
+                                                     x->op == SP_NCCL_SEND};
+            if (part)
                 g->insts[x->inst].n++;
         }
     int32_t off = 0;
@@ -742,23 +760,25 @@ static int build_instances(struct graph *g)
     }
     if (!(g->parts = malloc(((size_t)off + 1) * sizeof *g->parts))) {
         free(fill);
+        free(cc);
         return -1;
     }
     for (int i = 0; i < m->nranks; i++) {
         struct sp_rank *r = &m->ranks[i];
         for (size_t c = 0; c < r->ncalls; c++) {
-            const struct sp_coll_call *x = &r->calls[c];
-            if (x->node < 0 || x->inst < 0 || (size_t)x->inst >= g->ninsts)
+            const struct ccall *x = &cc[g->call_base[i] + c];
+            if (x->node < 0)
                 continue;
-            struct inst *in = &g->insts[x->inst];
+            int32_t t = g->cinst[g->call_base[i] + c];
+            struct inst *in = &g->insts[t];
             const struct sp_rnode *nd = &r->nodes[x->node];
             size_t flat = g->node_base[i] + (size_t)x->node;
-            g->parts[in->first + fill[x->inst]++] = (struct part){i, x->node, (uint32_t)flat, 0, 0};
+            g->parts[in->first + fill[t]++] = (struct part){i, x->node, (uint32_t)flat, 0, 0};
             g->nparts[flat]++;
             if (nd->a > in->last)
                 in->last = nd->a;
-            in->p2p = (uint8_t)sp_op_is_p2p(x->op);
-            in->sends += x->op == SP_NCCL_SEND;
+            in->p2p = x->p2p;
+            in->sends += x->send;
         }
     }
     /* a node's synchronization point: the latest last arrival over its
@@ -772,6 +792,7 @@ static int build_instances(struct graph *g)
     int64_t *sync = malloc((g->total + 1) * sizeof *sync);
     if (!sync) {
         free(fill);
+        free(cc);
         return -1;
     }
     for (size_t f = 0; f < g->total; f++)
@@ -779,23 +800,24 @@ static int build_instances(struct graph *g)
     memset(fill, 0, (g->ninsts + 1) * sizeof *fill);
     for (int i = 0; i < m->nranks; i++) {
         const struct sp_rank *r = &m->ranks[i];
+        const struct ccall *rc = &cc[g->call_base[i]];
+        const int32_t *ri = &g->cinst[g->call_base[i]];
         for (size_t c = 0; c < r->ncalls; c++) {
-            const struct sp_coll_call *x = &r->calls[c];
-            if (x->node < 0 || x->inst < 0 || (size_t)x->inst >= g->ninsts)
+            if (rc[c].node < 0)
                 continue;
-            size_t flat = g->node_base[i] + (size_t)x->node;
-            if (g->insts[x->inst].last > sync[flat])
-                sync[flat] = g->insts[x->inst].last;
+            size_t flat = g->node_base[i] + (size_t)rc[c].node;
+            if (g->insts[ri[c]].last > sync[flat])
+                sync[flat] = g->insts[ri[c]].last;
         }
         for (size_t c = 0; c < r->ncalls; c++) {
-            const struct sp_coll_call *x = &r->calls[c];
-            if (x->node < 0 || x->inst < 0 || (size_t)x->inst >= g->ninsts)
+            if (rc[c].node < 0)
                 continue;
-            int64_t e = r->nodes[x->node].e, s = sync[g->node_base[i] + (size_t)x->node];
-            g->parts[g->insts[x->inst].first + fill[x->inst]++].tail = e - s > 0 ? e - s : 0;
+            int64_t e = r->nodes[rc[c].node].e, s = sync[g->node_base[i] + (size_t)rc[c].node];
+            g->parts[g->insts[ri[c]].first + fill[ri[c]]++].tail = e - s > 0 ? e - s : 0;
         }
     }
     free(fill);
+    free(cc);
     for (size_t t = 0; t < g->ninsts; t++) {
         struct inst *in = &g->insts[t];
         int sorted = 1; /* filled rank after rank: already in order */

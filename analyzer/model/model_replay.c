@@ -78,9 +78,18 @@
  * MAX_TRIED ranks and MAX_TRIED small communicators, MAX_SET - 1 sets of
  * ranks slow in every step and each member of a winning set alone (15
  * replays at most, whatever the number of ranks).  Nothing searches over
- * ranks per node; the walk's reads of a node sit in one record (struct
- * gnode, struct nstate), placed step by step (build_perm), since at
- * thousands of ranks cache misses, not instructions, set its cost.
+ * ranks per node.  At thousands of ranks cache misses, not instructions,
+ * set a replay's cost, so what a replay reads of a node sits in one
+ * record, and the records lie in the order the replay reads them: what a
+ * replay does next never depends on a time (a node arrives once the ends
+ * it waits for are final, an instance completes at its last arrival), so
+ * the walk is worked out once per graph from the counts alone
+ * (walk_order), the nodes are placed in its order, and every replay
+ * follows it in memory order without the counts (run_follow: struct
+ * fnode, struct fstate).  A graph whose walk would have to force an
+ * instance (steps cut differently on two ranks) places its nodes step by
+ * step (build_perm) and each replay walks on its own (advance, complete:
+ * struct gnode, struct nstate).
  *
  * The replay checks itself (sp_model_replay_check): replayed unchanged it
  * must give back each rank's recorded mean step, and no cause may save
@@ -212,11 +221,13 @@ struct graph {
     size_t *call_base; /* per rank: offset of its calls in cinst */
     int32_t *cinst;    /* per call: its inst, packed (read at every node) */
     struct gnode *gn;
-    /* per flat node: its place in gn and in a replay's node states.  The
-     * walk completes an instance by visiting its participants rank after
-     * rank, and each then goes on to its next node: placed step by step,
-     * the k-th node of the step of every rank side by side, those visits
-     * walk memory in order instead of jumping a rank's chain length each */
+    /* per flat node: its place in the records and a replay's node states
+     * (fn and fs, or gn and ns).  The walk completes an instance by
+     * visiting its participants rank after rank, and each then goes on to
+     * its next node: placed in the order the walk meets them (walk_order),
+     * or else step by step, the k-th node of the step of every rank side
+     * by side (build_perm), those visits walk memory in order instead of
+     * jumping a rank's chain length each */
     uint32_t *perm;
     size_t total;       /* nodes over all ranks */
     uint32_t *peers;    /* flat node ids grouped by (step, key) */

@@ -1149,9 +1149,16 @@ static float node_total(const struct sp_rnode *n)
 /* A peer group's values, each peer read once (at thousands of ranks a
  * cache miss each): window w's component c at vals + (w * SP_LOC_N + c) * n,
  * and per peer its total and its step. */
+#define GATHER_AHEAD 8 /* gather_group: peers asked for this many ahead */
+
 static void gather_group(const struct graph *g, size_t a, uint32_t n, float *vals, float *tot, uint16_t *step)
 {
     for (uint32_t p = 0; p < n; p++) {
+        if (p + GATHER_AHEAD < n) { /* a peer's node record is two cache lines, each a miss */
+            const struct sp_rnode *on = peer_node(g, (uint32_t)a + p + GATHER_AHEAD);
+            __builtin_prefetch(on->gap);
+            __builtin_prefetch(&on->step);
+        }
         const struct sp_rnode *pn = peer_node(g, (uint32_t)a + p);
         for (int c = 0; c < SP_LOC_N; c++) {
             vals[(size_t)c * n + p] = pn->gap[c];
@@ -1175,24 +1182,50 @@ static void group_excess(const struct graph *g, size_t a, uint32_t n, const floa
                          float *sorted, double *excess, double *by_step)
 {
     memcpy(sorted, tot, n * sizeof *sorted);
-    sort_f(sorted, n);
+    int nan = 0; /* totals that do not compare: sorted by qsort, searched as such */
+    for (uint32_t p = 0; p < n; p++)
+        nan |= isnan(tot[p]);
+    /* The n - 1 others of a member: sorted[j] for j < i, sorted[j + 1]
+     * from i on, i its place in the sorted totals (the first not below
+     * it, itself one of them).  Their median reads the sorted totals at
+     * hi and hi + 1 (and lo, when n - 1 is even), by whether those lie
+     * before i: in totals that all compare, whether the value there is
+     * below the member's.  So those two or three values, selected (every
+     * value before hi is at most the one there, every value after it at
+     * least), are all a member needs: no sort, no search (a binary search
+     * per member mispredicted half its steps). */
+    size_t m1 = n - 1, hi = m1 / 2, lo = hi - 1;
+    float at_hi = 0, after_hi = 0, at_lo = 0;
+    if (!nan) {
+        at_hi = kth_f(sorted, n, hi);
+        after_hi = sorted[hi + 1];
+        for (size_t j = hi + 2; j < n; j++)
+            after_hi = sorted[j] < after_hi ? sorted[j] : after_hi;
+        if (m1 % 2 == 0) {
+            at_lo = sorted[0];
+            for (size_t j = 1; j < hi; j++)
+                at_lo = sorted[j] > at_lo ? sorted[j] : at_lo;
+        }
+    } else {
+        sort_f(sorted, n);
+    }
     for (uint32_t p = 0; p < n; p++) {
         float own = tot[p];
-        size_t i = 0, hi_i = n - 1; /* own's place in the sorted totals: */
-        while (i < hi_i) {          /* the first not below it (own is one of them) */
-            size_t mid = i + (hi_i - i) / 2;
-            if (sorted[mid] < own)
-                i = mid + 1;
-            else
-                hi_i = mid;
-        }
-        /* the n - 1 others: sorted[j] for j < i, sorted[j + 1] from i on */
-        size_t m1 = n - 1, hi = m1 / 2;
-        double med_hi = hi < i ? sorted[hi] : sorted[hi + 1];
-        double med = med_hi;
-        if (m1 % 2 == 0) {
-            size_t lo = hi - 1;
-            med = 0.5 * ((lo < i ? sorted[lo] : sorted[lo + 1]) + med_hi);
+        double med_hi, med;
+        if (!nan) {
+            med_hi = at_hi < own ? at_hi : after_hi;
+            med = m1 % 2 ? med_hi : 0.5 * ((at_lo < own ? at_lo : at_hi) + med_hi);
+        } else {
+            size_t i = 0, hi_i = n - 1;
+            while (i < hi_i) {
+                size_t mid = i + (hi_i - i) / 2;
+                if (sorted[mid] < own)
+                    i = mid + 1;
+                else
+                    hi_i = mid;
+            }
+            med_hi = hi < i ? sorted[hi] : sorted[hi + 1];
+            med = m1 % 2 ? med_hi : 0.5 * ((lo < i ? sorted[lo] : sorted[lo + 1]) + med_hi);
         }
         excess[g->peer_rank[a + p]] += own - med;
         int st = step[p];

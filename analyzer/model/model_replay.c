@@ -282,7 +282,7 @@ struct graph {
     /* the node states, one replay after another: allocated once, so that
      * a dozen replays do not map and clear their pages a dozen times */
     struct nstate *ns;
-    void *ns_mem; /* ns as allocated (ns is aligned in it) */
+    void *ns_mem; /* ns as allocated (ns is aligned in it); walked: fs and gmax */
     /* The walk, worked out once (walk_order).  What a replay does next
      * never depends on a time: a node arrives once the ends it waits for
      * are final, an instance completes at its last arrival, each a count

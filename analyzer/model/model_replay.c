@@ -78,15 +78,25 @@
  * MAX_TRIED ranks and MAX_TRIED small communicators, MAX_SET - 1 sets of
  * ranks slow in every step and each member of a winning set alone (15
  * replays at most, whatever the number of ranks).  Nothing searches over
- * ranks per node; the walk's reads of a node sit in one record (struct
- * gnode, struct nstate), placed step by step (build_perm), since at
- * thousands of ranks cache misses, not instructions, set its cost.
+ * ranks per node.  At thousands of ranks cache misses, not instructions,
+ * set a replay's cost, so what a replay reads of a node sits in one
+ * record, and the records lie in the order the replay reads them: what a
+ * replay does next never depends on a time (a node arrives once the ends
+ * it waits for are final, an instance completes at its last arrival), so
+ * the walk is worked out once per graph from the counts alone
+ * (walk_order), the nodes are placed in its order, and every replay
+ * follows it in memory order without the counts (run_follow: struct
+ * fnode, struct fstate).  A graph whose walk would have to force an
+ * instance (steps cut differently on two ranks) places its nodes step by
+ * step (build_perm) and each replay walks on its own (advance, complete:
+ * struct gnode, struct nstate).
  *
  * The replay checks itself (sp_model_replay_check): replayed unchanged it
  * must give back each rank's recorded mean step, and no cause may save
  * more than its own time on the critical path, bounded per peer group.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +130,7 @@ _Static_assert(SP_LOC_N <= NZ_UNDER, "a node's components fit its nz bits");
 struct part {
     int32_t r, node;
     uint32_t at;
+    uint8_t final; /* the walk: its node's last instance to complete */
     int64_t tail;
 };
 struct inst {
@@ -128,6 +139,7 @@ struct inst {
     uint8_t spans, p2p;
     uint8_t pair; /* a send and its recv */
     uint8_t sends;
+    uint8_t scan; /* walked: a participant's node is in more instances (struct fnode's inst) */
 };
 
 /* Per flat node, what the replay's walk reads of it, in one place (the
@@ -136,14 +148,17 @@ struct inst {
  * graph; the waiter as its place in gn, -1 none), its gap's local time as
  * recorded, its first call in cinst (a node of one call: that call's
  * instance itself, as cinst holds it, which spares the walk a cache miss
- * per node), how many calls, and in how many instances it takes part (the
+ * per node), how many calls, in how many instances it takes part (the
  * same in every replay: counted once, not by a pass over the instances per
- * replay). */
+ * replay), and the place of its rank's next node (UINT32_MAX: none), where
+ * the walk goes on to: read here, not in perm, it costs no cache miss of
+ * its own and can be asked for ahead. */
 struct gnode {
     int64_t dur, gate_off;
     double rec_gap;
     int32_t waiter;
     uint32_t gate_n, cinst_at;
+    uint32_t next;
     uint16_t ncalls, nparts;
 };
 
@@ -151,22 +166,51 @@ struct gnode {
  * and end; latest replayed last arrival of its instances; the latest
  * replayed end among the ends it waits for; its gap's and its under's
  * local time under the counterfactual; ends it waits for still to come;
- * its instances not yet complete; whether its end is final.  And, the
- * same in every replay (set with the graph), the place of its rank's next
- * node (UINT32_MAX: none), where the walk goes on to: read here, not in
- * perm, it costs no cache miss of its own and can be asked for ahead.
- * One cache line each (NSTATE_ALIGN): a node's state never spans two. */
+ * its instances not yet complete; whether its end is final.  One cache
+ * line each (NSTATE_ALIGN): a node's state never spans two. */
 #define NSTATE_ALIGN 64
 struct nstate {
     _Alignas(NSTATE_ALIGN) int64_t arr;
     int64_t end, sync, gate_max;
     double gap, under;
     uint32_t gate_left;
-    uint32_t next;
     uint16_t pending;
     uint8_t done;
 };
 _Static_assert(sizeof(struct nstate) == NSTATE_ALIGN, "a node's state is one cache line");
+
+/* On a graph the walk placed (struct graph's walked), what a replay that
+ * follows the walk (run_follow) reads of a node, in one record in place
+ * of struct gnode, struct nstate and rec_under: its duration when it is
+ * in no instance (its end is then its arrival plus that: 0 for a step
+ * end), its gate, its local time as recorded, its waiter, its rank, which
+ * components it has (struct graph's nz; no under's for a step end, which
+ * has none), whether it waits for an end and whether it takes part in an
+ * instance; and when it takes part in one only, which (its arrival then
+ * moves the instance's last arrival, struct graph's ilast, and an
+ * instance whose participants all do is completed without reading their
+ * arrivals again). */
+struct fnode {
+    int64_t dur, gate_off;
+    double rec_gap, rec_under;
+    int32_t waiter, rank;
+    uint32_t inst; /* its one instance (one call in one), else UINT32_MAX */
+    uint16_t nz;
+    uint8_t gated, parts;
+};
+
+/* A node in a replay that follows the walk: its arrival and end, and its
+ * gap's and under's local time when the counterfactual changes them (read
+ * only then: the others are fnode's).  The latest end among those it
+ * waits for is apart (struct graph's gmax), and so is its latest
+ * synchronization, only when asked for (REPLAY_WAIT, REPLAY_CRITICAL). */
+struct fstate {
+    int64_t arr, end;
+    double gap, under;
+};
+/* local_times() writes a gap's and an under's local time side by side */
+_Static_assert(offsetof(struct nstate, under) == offsetof(struct nstate, gap) + sizeof(double), "under after gap");
+_Static_assert(offsetof(struct fstate, under) == offsetof(struct fstate, gap) + sizeof(double), "under after gap");
 
 struct graph {
     struct sp_model *m;
@@ -177,11 +221,13 @@ struct graph {
     size_t *call_base; /* per rank: offset of its calls in cinst */
     int32_t *cinst;    /* per call: its inst, packed (read at every node) */
     struct gnode *gn;
-    /* per flat node: its place in gn and in a replay's node states.  The
-     * walk completes an instance by visiting its participants rank after
-     * rank, and each then goes on to its next node: placed step by step,
-     * the k-th node of the step of every rank side by side, those visits
-     * walk memory in order instead of jumping a rank's chain length each */
+    /* per flat node: its place in the records and a replay's node states
+     * (fn and fs, or gn and ns).  The walk completes an instance by
+     * visiting its participants rank after rank, and each then goes on to
+     * its next node: placed in the order the walk meets them (walk_order),
+     * or else step by step, the k-th node of the step of every rank side
+     * by side (build_perm), those visits walk memory in order instead of
+     * jumping a rank's chain length each */
     uint32_t *perm;
     size_t total;       /* nodes over all ranks */
     uint32_t *peers;    /* flat node ids grouped by (step, key) */
@@ -214,8 +260,11 @@ struct graph {
     uint32_t *gate_n;
     int64_t *gate_off;
     /* per flat node, while the graph is built: in how many instances it
-     * takes part (gn's nparts) */
-    uint16_t *nparts;
+     * takes part (gn's nparts); its calls, the first one's place in cinst
+     * (read by walk_order, which would take a cache miss per node in the
+     * ranks' node records) */
+    uint16_t *nparts, *ncalls;
+    uint32_t *call_at;
     /* per place in gn: the under's local time as recorded (0 for a step
      * end), what a replay that changes no local time of the node reads */
     double *rec_under;
@@ -225,6 +274,7 @@ struct graph {
      * them at its recorded local time (its sum without a zero term is the
      * same sum), so it need not be worked out again */
     uint16_t *nz;
+    uint32_t nz_all; /* every node's nz together: the components some node has */
     /* the base replay's per rank last replayed end and nodes placed, for
      * sp_model_replay_check (the same replay, not run again) */
     int64_t *base_last;
@@ -232,7 +282,37 @@ struct graph {
     /* the node states, one replay after another: allocated once, so that
      * a dozen replays do not map and clear their pages a dozen times */
     struct nstate *ns;
-    void *ns_mem; /* ns as allocated (ns is aligned in it) */
+    void *ns_mem; /* ns as allocated (ns is aligned in it); walked: fs and gmax */
+    /* The walk, worked out once (walk_order).  What a replay does next
+     * never depends on a time: a node arrives once the ends it waits for
+     * are final, an instance completes at its last arrival, each a count
+     * of events reaching zero, so every replay of the graph can take the
+     * same steps in the same order, whatever its counterfactual.  When
+     * that walk places every node without forcing an instance (walked),
+     * the nodes are placed in the order it meets them (perm), and every
+     * replay follows it (run_follow): arrivals in place order, the
+     * instances completed in between, without the counts and with its
+     * reads of the nodes in memory order. */
+    struct comp *comps; /* every instance's completion, in order */
+    size_t ncomps;
+    int walked;
+    /* walked: per place the follow record and state, and the latest end
+     * among those it waits for, which each arrival reads and puts back to
+     * INT64_MIN, so every replay finds them so without a pass over the
+     * nodes (gn, ns and rec_under are then not made) */
+    struct fnode *fn;
+    struct fstate *fs;
+    int64_t *gmax;
+    /* walked: per instance its last arrival so far and the first node to
+     * reach it (the critical path's who), put back to INT64_MIN as it
+     * completes, as gmax */
+    int64_t *ilast;
+    uint32_t *iwho;
+};
+
+/* An instance's completion in the walk, after how many arrivals. */
+struct comp {
+    uint32_t inst, after;
 };
 
 /* ---- a counterfactual ---- */
@@ -565,7 +645,11 @@ static int build_peers(struct graph *g)
      * scratch as large as the job.  The nodes are read rank after rank, in
      * memory order (step after step would jump from rank to rank, a cache
      * miss per node and per call at thousands of ranks). */
-    int by_step = 1;
+    /* per step, where its keys go next (by_step), then where they end:
+     * counted in the pass that checks the order (a node's step is 16 bits,
+     * and only the steps up to the last one seen are read) */
+    size_t *at = calloc((size_t)UINT16_MAX + 2, sizeof *at);
+    int by_step = at != NULL;
     uint32_t top = 0;
     for (int i = 0; by_step && i < m->nranks; i++)
         for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
@@ -574,13 +658,8 @@ static int build_peers(struct graph *g)
                 by_step = 0;
             if (st > top)
                 top = st;
+            at[st + 1]++;
         }
-    /* per step, where its keys go next (by_step), then where they end */
-    size_t *at = by_step ? calloc((size_t)top + 2, sizeof *at) : NULL;
-    by_step = at != NULL;
-    for (int i = 0; by_step && i < m->nranks; i++)
-        for (size_t j = 0; j < m->ranks[i].nnodes; j++)
-            at[m->ranks[i].nodes[j].step + 1]++;
     for (uint32_t st = 0; by_step && st <= top; st++)
         at[st + 1] += at[st];
     size_t n = 0, pk_cap = 0;
@@ -644,8 +723,18 @@ static int cmp_part(const void *a, const void *b)
     return (x->r > y->r) - (x->r < y->r);
 }
 
+/* What build_instances reads of a call after its first pass: its node
+ * (-1: none, or no instance), and whether it is a p2p call, a send.  A
+ * call's record is 112 bytes, and each pass over them all streamed the
+ * whole table (360 MB at 1024 ranks x 100 steps). */
+struct ccall {
+    int32_t node;
+    uint8_t p2p, send;
+};
+
 /* The instances and their participants, and each call's instance in
- * cinst (allocated by the caller). */
+ * cinst (allocated by the caller).  A participant's at is its flat node
+ * until the nodes are placed (graph_build). */
 static int build_instances(struct graph *g)
 {
     struct sp_model *m = g->m;
@@ -653,16 +742,25 @@ static int build_instances(struct graph *g)
     g->insts = calloc(g->ninsts + 1, sizeof *g->insts);
     int32_t *fill = calloc(g->ninsts + 1, sizeof *fill);
     g->nparts = calloc(g->total + 1, sizeof *g->nparts);
-    if (!g->insts || !fill || !g->nparts) {
+    size_t ncalls = 0;
+    for (int i = 0; i < m->nranks; i++)
+        ncalls += m->ranks[i].ncalls;
+    struct ccall *cc = malloc((ncalls + 1) * sizeof *cc);
+    if (!g->insts || !fill || !g->nparts || !cc) {
         free(fill);
+        free(cc);
         return -1;
     }
-    /* the participants counted, and cinst filled, in one pass over the calls */
+    /* the participants counted, and cinst and cc filled, in one pass over
+     * the calls */
     for (int i = 0; i < m->nranks; i++)
         for (size_t c = 0; c < m->ranks[i].ncalls; c++) {
             const struct sp_coll_call *x = &m->ranks[i].calls[c];
+            int part = x->node >= 0 && x->inst >= 0 && (size_t)x->inst < g->ninsts;
             g->cinst[g->call_base[i] + c] = x->inst;
-            if (x->node >= 0 && x->inst >= 0 && (size_t)x->inst < g->ninsts)
+            cc[g->call_base[i] + c] = (struct ccall){part ? x->node : -1, (uint8_t)sp_op_is_p2p(x->op),
+                                                     x->op == SP_NCCL_SEND};
+            if (part)
                 g->insts[x->inst].n++;
         }
     int32_t off = 0;
@@ -673,23 +771,25 @@ static int build_instances(struct graph *g)
     }
     if (!(g->parts = malloc(((size_t)off + 1) * sizeof *g->parts))) {
         free(fill);
+        free(cc);
         return -1;
     }
     for (int i = 0; i < m->nranks; i++) {
         struct sp_rank *r = &m->ranks[i];
         for (size_t c = 0; c < r->ncalls; c++) {
-            const struct sp_coll_call *x = &r->calls[c];
-            if (x->node < 0 || x->inst < 0 || (size_t)x->inst >= g->ninsts)
+            const struct ccall *x = &cc[g->call_base[i] + c];
+            if (x->node < 0)
                 continue;
-            struct inst *in = &g->insts[x->inst];
+            int32_t t = g->cinst[g->call_base[i] + c];
+            struct inst *in = &g->insts[t];
             const struct sp_rnode *nd = &r->nodes[x->node];
             size_t flat = g->node_base[i] + (size_t)x->node;
-            g->parts[in->first + fill[x->inst]++] = (struct part){i, x->node, g->perm[flat], 0};
+            g->parts[in->first + fill[t]++] = (struct part){i, x->node, (uint32_t)flat, 0, 0};
             g->nparts[flat]++;
             if (nd->a > in->last)
                 in->last = nd->a;
-            in->p2p = (uint8_t)sp_op_is_p2p(x->op);
-            in->sends += x->op == SP_NCCL_SEND;
+            in->p2p = x->p2p;
+            in->sends += x->send;
         }
     }
     /* a node's synchronization point: the latest last arrival over its
@@ -703,6 +803,7 @@ static int build_instances(struct graph *g)
     int64_t *sync = malloc((g->total + 1) * sizeof *sync);
     if (!sync) {
         free(fill);
+        free(cc);
         return -1;
     }
     for (size_t f = 0; f < g->total; f++)
@@ -710,23 +811,24 @@ static int build_instances(struct graph *g)
     memset(fill, 0, (g->ninsts + 1) * sizeof *fill);
     for (int i = 0; i < m->nranks; i++) {
         const struct sp_rank *r = &m->ranks[i];
+        const struct ccall *rc = &cc[g->call_base[i]];
+        const int32_t *ri = &g->cinst[g->call_base[i]];
         for (size_t c = 0; c < r->ncalls; c++) {
-            const struct sp_coll_call *x = &r->calls[c];
-            if (x->node < 0 || x->inst < 0 || (size_t)x->inst >= g->ninsts)
+            if (rc[c].node < 0)
                 continue;
-            size_t flat = g->node_base[i] + (size_t)x->node;
-            if (g->insts[x->inst].last > sync[flat])
-                sync[flat] = g->insts[x->inst].last;
+            size_t flat = g->node_base[i] + (size_t)rc[c].node;
+            if (g->insts[ri[c]].last > sync[flat])
+                sync[flat] = g->insts[ri[c]].last;
         }
         for (size_t c = 0; c < r->ncalls; c++) {
-            const struct sp_coll_call *x = &r->calls[c];
-            if (x->node < 0 || x->inst < 0 || (size_t)x->inst >= g->ninsts)
+            if (rc[c].node < 0)
                 continue;
-            int64_t e = r->nodes[x->node].e, s = sync[g->node_base[i] + (size_t)x->node];
-            g->parts[g->insts[x->inst].first + fill[x->inst]++].tail = e - s > 0 ? e - s : 0;
+            int64_t e = r->nodes[rc[c].node].e, s = sync[g->node_base[i] + (size_t)rc[c].node];
+            g->parts[g->insts[ri[c]].first + fill[ri[c]]++].tail = e - s > 0 ? e - s : 0;
         }
     }
     free(fill);
+    free(cc);
     for (size_t t = 0; t < g->ninsts; t++) {
         struct inst *in = &g->insts[t];
         int sorted = 1; /* filled rank after rank: already in order */
@@ -757,7 +859,9 @@ static int build_gates(struct graph *g)
     g->gate_n = calloc(g->total + 1, sizeof *g->gate_n);
     g->gate_off = malloc((g->total + 1) * sizeof *g->gate_off);
     int64_t *pm = malloc((g->total + 1) * sizeof *pm);
-    if (!g->waiter || !g->gate_n || !g->gate_off || !pm) {
+    g->ncalls = malloc((g->total + 1) * sizeof *g->ncalls);
+    g->call_at = malloc((g->total + 1) * sizeof *g->call_at);
+    if (!g->waiter || !g->gate_n || !g->gate_off || !pm || !g->ncalls || !g->call_at) {
         free(pm);
         return -1;
     }
@@ -767,8 +871,12 @@ static int build_gates(struct graph *g)
     for (int r = 0; r < g->m->nranks; r++) {
         const struct sp_rank *rk = &g->m->ranks[r];
         size_t base = g->node_base[r], n = rk->nnodes;
-        for (size_t j = 0; j < n; j++)
+        for (size_t j = 0; j < n; j++) {
             pm[base + j] = j && pm[base + j - 1] > rk->nodes[j].a ? pm[base + j - 1] : rk->nodes[j].a;
+            /* and the node's calls, for walk_order (read in passing) */
+            g->ncalls[base + j] = rk->nodes[j].ncalls;
+            g->call_at[base + j] = (uint32_t)(g->call_base[r] + rk->nodes[j].call);
+        }
         for (size_t j = 0; j < n; j++) {
             int64_t e = rk->nodes[j].e;
             /* the first k > j with pm[k] >= e: mostly a node or two on
@@ -817,9 +925,134 @@ static int build_gates(struct graph *g)
     return 0;
 }
 
+/* What the walk reads and counts of a flat node, in one record (the walk
+ * goes from rank to rank, and a node's fields spread over five arrays cost
+ * a cache miss each): its waiter (flat, -1 none), ends it waits for still
+ * to come, its instances not yet complete, its calls and the first one's
+ * place in cinst (a node of one call: that call's instance itself). */
+struct wnode {
+    int32_t waiter;
+    uint32_t gate_left;
+    uint32_t call;
+    uint16_t ncalls, pending;
+};
+
+struct walk {
+    struct graph *g;
+    struct wnode *wn;    /* per flat node */
+    int32_t *need;       /* per instance: participants still to arrive */
+    size_t *cur;         /* per rank: its next node to arrive */
+    uint32_t *queue, nq; /* last in, first out, as run_replay_nodes' */
+    uint32_t narr;
+    int twice; /* a rank takes part twice in one instance */
+};
+
+static void walk_advance(struct walk *wk, int r)
+{
+    struct graph *g = wk->g;
+    size_t base = g->node_base[r], n = g->m->ranks[r].nnodes;
+    while (wk->cur[r] < n) {
+        size_t j = wk->cur[r], f = base + j;
+        const struct wnode *x = &wk->wn[f];
+        if (x->gate_left)
+            return;
+        g->perm[f] = wk->narr++;
+        wk->cur[r] = j + 1;
+        for (uint32_t c = 0; c < x->ncalls; c++) {
+            int32_t in = x->ncalls == 1 ? (int32_t)x->call : g->cinst[x->call + c];
+            if (in >= 0 && (size_t)in < g->ninsts && --wk->need[in] == 0)
+                wk->queue[wk->nq++] = (uint32_t)in;
+        }
+        if (!x->pending && x->waiter >= 0)
+            wk->wn[x->waiter].gate_left--;
+    }
+}
+
+static void walk_complete(struct walk *wk, uint32_t in_idx)
+{
+    struct graph *g = wk->g;
+    const struct inst *in = &g->insts[in_idx];
+    g->comps[g->ncomps++] = (struct comp){in_idx, wk->narr};
+    for (int32_t p = 0; p < in->n; p++) {
+        struct part *pt = &g->parts[in->first + p];
+        struct wnode *x = &wk->wn[pt->at];
+        wk->twice |= p && pt[-1].r == pt->r;
+        if (!x->pending || --x->pending)
+            continue;
+        pt->final = 1;
+        int32_t w = x->waiter;
+        if (w >= 0 && --wk->wn[w].gate_left == 0 && (size_t)w == g->node_base[pt->r] + wk->cur[pt->r])
+            walk_advance(wk, pt->r);
+    }
+}
+
+/* The walk every replay takes (struct graph's walked), from the counts
+ * alone: run_replay_nodes' advance, node_done and complete without the
+ * times, in their order (the first arrival of the latest and the first of
+ * the latest ends a node waits for, which the critical path follows, are
+ * then the same), over flat nodes, a rank's nodes side by side (the walk
+ * keeps each rank's few in cache).  Sets g->perm to the order of arrival,
+ * g->comps, each participant's final and g->walked; 0 when the walk
+ * would have to force an instance (steps cut differently on two ranks:
+ * build_perm then places the nodes, and every replay walks on its own),
+ * -1 out of memory. */
+static int walk_order(struct graph *g)
+{
+    struct walk wk = {.g = g};
+    size_t nr = (size_t)g->m->nranks;
+    g->perm = malloc((g->total + 1) * sizeof *g->perm);
+    g->comps = malloc((g->ninsts + 1) * sizeof *g->comps);
+    wk.wn = malloc((g->total + 1) * sizeof *wk.wn);
+    wk.need = malloc((g->ninsts + 1) * sizeof *wk.need);
+    wk.cur = calloc(nr + 1, sizeof *wk.cur);
+    wk.queue = malloc((g->ninsts + 1) * sizeof *wk.queue);
+    int rc = -1;
+    if (!g->perm || !g->comps || !wk.wn || !wk.need || !wk.cur || !wk.queue)
+        goto out;
+    for (size_t f = 0; f < g->total; f++) {
+        uint32_t call = g->call_at[f];
+        wk.wn[f] = (struct wnode){g->waiter[f], g->gate_n[f], g->ncalls[f] == 1 ? (uint32_t)g->cinst[call] : call,
+                                  g->ncalls[f], g->nparts[f]};
+    }
+    free(g->ncalls); /* read only here */
+    free(g->call_at);
+    g->ncalls = NULL;
+    g->call_at = NULL;
+    for (size_t t = 0; t < g->ninsts; t++)
+        wk.need[t] = g->insts[t].n;
+    for (int r = 0; r < g->m->nranks; r++)
+        walk_advance(&wk, r);
+    while (wk.nq)
+        walk_complete(&wk, wk.queue[--wk.nq]);
+    /* every node arrived and every instance completed: nothing was left
+     * for a replay to force.  (A rank twice in one instance would take its
+     * steps after the instance in a different order than advance() takes
+     * them, in the middle of it: such a graph walks on its own.) */
+    g->walked = wk.narr == g->total && !wk.twice;
+    for (size_t t = 0; g->walked && t < g->ninsts; t++)
+        g->walked = wk.need[t] == 0;
+    rc = g->walked;
+out:
+    if (rc <= 0) {
+        free(g->perm);
+        free(g->comps);
+        g->perm = NULL;
+        g->comps = NULL;
+        g->ncomps = 0;
+        g->walked = 0;
+    }
+    free(wk.wn);
+    free(wk.need);
+    free(wk.cur);
+    free(wk.queue);
+    return rc;
+}
+
 static void graph_free(struct graph *g)
 {
     free(g->nparts);
+    free(g->ncalls);
+    free(g->call_at);
     free(g->waiter);
     free(g->gate_n);
     free(g->gate_off);
@@ -843,6 +1076,10 @@ static void graph_free(struct graph *g)
     free(g->nz);
     free(g->base_last);
     free(g->ns_mem);
+    free(g->comps);
+    free(g->fn);
+    free(g->ilast);
+    free(g->iwho);
 }
 
 static int cmp_float(const void *a, const void *b)
@@ -912,9 +1149,16 @@ static float node_total(const struct sp_rnode *n)
 /* A peer group's values, each peer read once (at thousands of ranks a
  * cache miss each): window w's component c at vals + (w * SP_LOC_N + c) * n,
  * and per peer its total and its step. */
+#define GATHER_AHEAD 8 /* gather_group: peers asked for this many ahead */
+
 static void gather_group(const struct graph *g, size_t a, uint32_t n, float *vals, float *tot, uint16_t *step)
 {
     for (uint32_t p = 0; p < n; p++) {
+        if (p + GATHER_AHEAD < n) { /* a peer's node record is two cache lines, each a miss */
+            const struct sp_rnode *on = peer_node(g, (uint32_t)a + p + GATHER_AHEAD);
+            __builtin_prefetch(on->gap);
+            __builtin_prefetch(&on->step);
+        }
         const struct sp_rnode *pn = peer_node(g, (uint32_t)a + p);
         for (int c = 0; c < SP_LOC_N; c++) {
             vals[(size_t)c * n + p] = pn->gap[c];
@@ -938,24 +1182,50 @@ static void group_excess(const struct graph *g, size_t a, uint32_t n, const floa
                          float *sorted, double *excess, double *by_step)
 {
     memcpy(sorted, tot, n * sizeof *sorted);
-    sort_f(sorted, n);
+    int nan = 0; /* totals that do not compare: sorted by qsort, searched as such */
+    for (uint32_t p = 0; p < n; p++)
+        nan |= isnan(tot[p]);
+    /* The n - 1 others of a member: sorted[j] for j < i, sorted[j + 1]
+     * from i on, i its place in the sorted totals (the first not below
+     * it, itself one of them).  Their median reads the sorted totals at
+     * hi and hi + 1 (and lo, when n - 1 is even), by whether those lie
+     * before i: in totals that all compare, whether the value there is
+     * below the member's.  So those two or three values, selected (every
+     * value before hi is at most the one there, every value after it at
+     * least), are all a member needs: no sort, no search (a binary search
+     * per member mispredicted half its steps). */
+    size_t m1 = n - 1, hi = m1 / 2, lo = hi - 1;
+    float at_hi = 0, after_hi = 0, at_lo = 0;
+    if (!nan) {
+        at_hi = kth_f(sorted, n, hi);
+        after_hi = sorted[hi + 1];
+        for (size_t j = hi + 2; j < n; j++)
+            after_hi = sorted[j] < after_hi ? sorted[j] : after_hi;
+        if (m1 % 2 == 0) {
+            at_lo = sorted[0];
+            for (size_t j = 1; j < hi; j++)
+                at_lo = sorted[j] > at_lo ? sorted[j] : at_lo;
+        }
+    } else {
+        sort_f(sorted, n);
+    }
     for (uint32_t p = 0; p < n; p++) {
         float own = tot[p];
-        size_t i = 0, hi_i = n - 1; /* own's place in the sorted totals: */
-        while (i < hi_i) {          /* the first not below it (own is one of them) */
-            size_t mid = i + (hi_i - i) / 2;
-            if (sorted[mid] < own)
-                i = mid + 1;
-            else
-                hi_i = mid;
-        }
-        /* the n - 1 others: sorted[j] for j < i, sorted[j + 1] from i on */
-        size_t m1 = n - 1, hi = m1 / 2;
-        double med_hi = hi < i ? sorted[hi] : sorted[hi + 1];
-        double med = med_hi;
-        if (m1 % 2 == 0) {
-            size_t lo = hi - 1;
-            med = 0.5 * ((lo < i ? sorted[lo] : sorted[lo + 1]) + med_hi);
+        double med_hi, med;
+        if (!nan) {
+            med_hi = at_hi < own ? at_hi : after_hi;
+            med = m1 % 2 ? med_hi : 0.5 * ((at_lo < own ? at_lo : at_hi) + med_hi);
+        } else {
+            size_t i = 0, hi_i = n - 1;
+            while (i < hi_i) {
+                size_t mid = i + (hi_i - i) / 2;
+                if (sorted[mid] < own)
+                    i = mid + 1;
+                else
+                    hi_i = mid;
+            }
+            med_hi = hi < i ? sorted[hi] : sorted[hi + 1];
+            med = m1 % 2 ? med_hi : 0.5 * ((lo < i ? sorted[lo] : sorted[lo + 1]) + med_hi);
         }
         excess[g->peer_rank[a + p]] += own - med;
         int st = step[p];
@@ -1254,6 +1524,124 @@ static inline double recorded_sum(const float *own)
     return t;
 }
 
+/* A walked graph's participants laid out instance after instance in the
+ * order the walk completes them, so that a replay reads them in memory
+ * order (in the instances' order, a host's few were a cache miss each). */
+static int parts_by_walk(struct graph *g)
+{
+    size_t nparts = 0;
+    for (size_t t = 0; t < g->ninsts; t++)
+        nparts += (size_t)g->insts[t].n;
+    struct part *np = malloc((nparts + 1) * sizeof *np);
+    if (!np)
+        return -1;
+    int32_t off = 0;
+    for (size_t k = 0; k < g->ncomps; k++) {
+        struct inst *in = &g->insts[g->comps[k].inst];
+        memcpy(np + off, g->parts + in->first, (size_t)in->n * sizeof *np);
+        in->first = off;
+        off += in->n;
+    }
+    free(g->parts);
+    g->parts = np;
+    return 0;
+}
+
+#define PLACE_AHEAD 8 /* graph_build: records asked for this many nodes ahead */
+
+/* Node flat's components (struct graph's nz), kept, and added to nz_all. */
+static uint16_t node_nz(struct graph *g, const struct sp_rnode *nd, uint32_t flat)
+{
+    uint16_t z = 0;
+    for (int c = 0; c < SP_LOC_N; c++)
+        z |= (uint16_t)((nd->gap[c] != 0) << c | (nd->under[c] != 0) << (NZ_UNDER + c));
+    g->nz[flat] = z;
+    g->nz_all |= z;
+    return z;
+}
+
+/* The records of a graph the walk did not place (gn, rec_under), and the
+ * node states its replays walk with (ns). */
+static int graph_nodes(struct graph *g)
+{
+    const struct sp_model *m = g->m;
+    if (!(g->gn = malloc((g->total + 1) * sizeof *g->gn)) ||
+        !(g->rec_under = malloc((g->total + 1) * sizeof *g->rec_under)) ||
+        !(g->ns_mem = malloc((g->total + 1) * sizeof *g->ns + NSTATE_ALIGN - 1)))
+        return -1;
+    g->ns = (struct nstate *)(((uintptr_t)g->ns_mem + NSTATE_ALIGN - 1) & ~(uintptr_t)(NSTATE_ALIGN - 1));
+    for (int i = 0; i < m->nranks; i++)
+        for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
+            const struct sp_rnode *nd = &m->ranks[i].nodes[j];
+            uint32_t flat = (uint32_t)(g->node_base[i] + j);
+            struct gnode *x = &g->gn[g->perm[flat]];
+            x->dur = nd->e - nd->a;
+            x->gate_off = g->gate_off[flat];
+            x->rec_gap = recorded_sum(nd->gap);
+            g->rec_under[g->perm[flat]] = nd->ncalls ? recorded_sum(nd->under) : 0;
+            node_nz(g, nd, flat);
+            x->waiter = g->waiter[flat] >= 0 ? (int32_t)g->perm[g->waiter[flat]] : -1;
+            x->gate_n = g->gate_n[flat];
+            x->cinst_at = nd->ncalls == 1 ? (uint32_t)g->cinst[g->call_base[i] + nd->call]
+                                          : (uint32_t)(g->call_base[i] + nd->call);
+            x->ncalls = nd->ncalls;
+            x->nparts = g->nparts[flat];
+            x->next = j + 1 < m->ranks[i].nnodes ? g->perm[flat + 1] : UINT32_MAX;
+        }
+    return 0;
+}
+
+/* The follow records of a walked graph (fn), and its replays' follow
+ * states and latest gates (fs, gmax; the latter at INT64_MIN). */
+static int graph_follow_nodes(struct graph *g)
+{
+    const struct sp_model *m = g->m;
+    if (!(g->fn = malloc((g->total + 1) * sizeof *g->fn)) ||
+        !(g->ns_mem = malloc((g->total + 1) * (sizeof *g->fs + sizeof *g->gmax))) ||
+        !(g->ilast = malloc((g->ninsts + 1) * sizeof *g->ilast)) ||
+        !(g->iwho = malloc((g->ninsts + 1) * sizeof *g->iwho)))
+        return -1;
+    for (size_t t = 0; t < g->ninsts; t++)
+        g->ilast[t] = INT64_MIN;
+    g->fs = g->ns_mem;
+    g->gmax = (int64_t *)(void *)(g->fs + g->total + 1);
+    for (size_t w = 0; w < g->total; w++)
+        g->gmax[w] = INT64_MIN;
+    for (int i = 0; i < m->nranks; i++)
+        for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
+            const struct sp_rnode *nd = &m->ranks[i].nodes[j];
+            uint32_t flat = (uint32_t)(g->node_base[i] + j);
+            /* a rank's nodes lie a wave of the walk apart (a cache miss
+             * each): the record a few nodes on is asked for now */
+            if (flat + PLACE_AHEAD < g->total)
+                __builtin_prefetch(&g->fn[g->perm[flat + PLACE_AHEAD]], 1);
+            uint16_t z = node_nz(g, nd, flat);
+            int64_t own_end = nd->ncalls ? nd->e - nd->a : 0; /* a step end ends at its arrival */
+            uint32_t inst = UINT32_MAX;
+            for (uint32_t c = 0; c < nd->ncalls && g->nparts[flat]; c++) {
+                int32_t in = g->cinst[g->call_base[i] + nd->call + c];
+                if (in < 0 || (size_t)in >= g->ninsts)
+                    continue;
+                if (nd->ncalls == 1 && g->nparts[flat] == 1)
+                    inst = (uint32_t)in;
+                else /* more than one: its instances read their arrivals at the end */
+                    g->insts[in].scan = 1;
+            }
+            g->fn[g->perm[flat]] = (struct fnode){
+                .dur = g->nparts[flat] ? 0 : own_end,
+                .gate_off = g->gate_off[flat],
+                .rec_gap = recorded_sum(nd->gap),
+                .rec_under = nd->ncalls ? recorded_sum(nd->under) : 0,
+                .waiter = g->waiter[flat] >= 0 ? (int32_t)g->perm[g->waiter[flat]] : -1,
+                .rank = i,
+                .inst = inst,
+                .nz = nd->ncalls ? z : (uint16_t)(z & ((1u << NZ_UNDER) - 1)),
+                .gated = g->gate_n[flat] != 0,
+                .parts = g->nparts[flat] != 0};
+        }
+    return 0;
+}
+
 /* Fills g; on failure (out of memory, no analyzed step) returns -1 and
  * leaves g safe to graph_free. */
 static int graph_build(struct sp_model *m, struct graph *g)
@@ -1278,42 +1666,30 @@ static int graph_build(struct sp_model *m, struct graph *g)
     }
     if (!(g->cinst = malloc((ncalls + 1) * sizeof *g->cinst)))
         return -1;
-    /* the places first: a participant is placed with its place */
-    if (build_perm(g) < 0 || build_instances(g) < 0 || build_gates(g) < 0)
+    /* the nodes placed in the walk's order, else step by step; then each
+     * participant's place */
+    int walked = build_instances(g) < 0 || build_gates(g) < 0 ? -1 : walk_order(g);
+    if (walked < 0 || (!walked && build_perm(g) < 0))
+        return -1;
+    for (size_t t = 0; t < g->ninsts; t++)
+        for (int32_t p = 0; p < g->insts[t].n; p++)
+            g->parts[g->insts[t].first + p].at = g->perm[g->parts[g->insts[t].first + p].at];
+    if (g->walked && parts_by_walk(g) < 0)
         return -1;
     sp_model_find_stages(m);
     if (build_peers(g) < 0)
         return -1;
-    if (!(g->gn = malloc((g->total + 1) * sizeof *g->gn)) ||
-        !(g->rec_under = malloc((g->total + 1) * sizeof *g->rec_under)) ||
-        !(g->nz = malloc((g->total + 1) * sizeof *g->nz)) ||
-        !(g->ns_mem = malloc((g->total + 1) * sizeof *g->ns + NSTATE_ALIGN - 1)))
+    if (!(g->nz = malloc((g->total + 1) * sizeof *g->nz)))
         return -1;
-    g->ns = (struct nstate *)(((uintptr_t)g->ns_mem + NSTATE_ALIGN - 1) & ~(uintptr_t)(NSTATE_ALIGN - 1));
-    for (int i = 0; i < m->nranks; i++)
-        for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
-            const struct sp_rnode *nd = &m->ranks[i].nodes[j];
-            uint32_t flat = (uint32_t)(g->node_base[i] + j);
-            struct gnode *x = &g->gn[g->perm[flat]];
-            x->dur = nd->e - nd->a;
-            x->gate_off = g->gate_off[flat];
-            x->rec_gap = recorded_sum(nd->gap);
-            g->rec_under[g->perm[flat]] = nd->ncalls ? recorded_sum(nd->under) : 0;
-            uint16_t z = 0;
-            for (int c = 0; c < SP_LOC_N; c++)
-                z |= (uint16_t)((nd->gap[c] != 0) << c | (nd->under[c] != 0) << (NZ_UNDER + c));
-            g->nz[flat] = z;
-            x->waiter = g->waiter[flat] >= 0 ? (int32_t)g->perm[g->waiter[flat]] : -1;
-            x->gate_n = g->gate_n[flat];
-            x->cinst_at = nd->ncalls == 1 ? (uint32_t)g->cinst[g->call_base[i] + nd->call]
-                                          : (uint32_t)(g->call_base[i] + nd->call);
-            x->ncalls = nd->ncalls;
-            x->nparts = g->nparts[flat];
-            g->ns[g->perm[flat]].next = j + 1 < m->ranks[i].nnodes ? g->perm[flat + 1] : UINT32_MAX;
-        }
-    /* the gates and the counts of participants live on in gn */
+    if (g->walked ? graph_follow_nodes(g) < 0 : graph_nodes(g) < 0)
+        return -1;
+    /* the gates and the counts of participants live on in the records */
     free(g->nparts);
     g->nparts = NULL;
+    free(g->ncalls);
+    free(g->call_at);
+    g->ncalls = NULL;
+    g->call_at = NULL;
     free(g->waiter);
     free(g->gate_n);
     free(g->gate_off);
@@ -1349,10 +1725,10 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
 {
     const struct sp_rnode *nd = &g->m->ranks[rank].nodes[flat - g->node_base[rank]];
     const float *own = under ? nd->under : nd->gap;
+    int fixed = cf->fix && cf->fix[rank];
     double v[SP_LOC_N];
     for (int c = 0; c < SP_LOC_N; c++)
         v[c] = own[c];
-    int fixed = cf->fix && cf->fix[rank];
     if (fixed && group_n(g, g->gid[flat]) > 1 && cf->fmed && (cf->fmed_have[g->gid[flat]] >> under & 1)) {
         for (int c = 0; c < SP_LOC_N; c++)
             if (!isnan(cf->fmed[g->gid[flat]][under][c]))
@@ -1514,7 +1890,7 @@ static void advance(struct replay *rp, int r)
         s->a = a;
         s->under = ns->under;
         rp->cur[r] = j + 1;
-        rp->next_at[r] = ns->next;
+        rp->next_at[r] = nd->next;
         for (uint32_t c = 0; c < nd->ncalls; c++) {
             int32_t in = nd->ncalls == 1 ? (int32_t)nd->cinst_at : g->cinst[nd->cinst_at + c];
             if (in < 0 || (size_t)in >= g->ninsts)
@@ -1590,7 +1966,7 @@ static void complete(struct replay *rp, size_t in_idx)
         if (p + COMPLETE_AHEAD / 2 < in->n) {
             int32_t w = g->gn[parts[p + COMPLETE_AHEAD / 2].at].waiter;
             if (w >= 0) {
-                uint32_t next = rp->ns[w].next;
+                uint32_t next = g->gn[w].next;
                 if (next != UINT32_MAX) {
                     __builtin_prefetch(&rp->ns[next], 1);
                     __builtin_prefetch(&g->gn[next]);
@@ -1601,8 +1977,8 @@ static void complete(struct replay *rp, size_t in_idx)
         }
         if (p + COMPLETE_AHEAD / 4 < in->n) {
             int32_t w = g->gn[parts[p + COMPLETE_AHEAD / 4].at].waiter;
-            uint32_t next = w >= 0 ? rp->ns[w].next : UINT32_MAX;
-            if (next != UINT32_MAX && (next = rp->ns[next].next) != UINT32_MAX) {
+            uint32_t next = w >= 0 ? g->gn[w].next : UINT32_MAX;
+            if (next != UINT32_MAX && (next = g->gn[next].next) != UINT32_MAX) {
                 __builtin_prefetch(&rp->ns[next], 1);
                 __builtin_prefetch(&g->gn[next]);
             }
@@ -1688,6 +2064,274 @@ static double rank_wait(const struct replay *rp, int r)
 enum { REPLAY_CRITICAL = 1,
        REPLAY_WAIT = 2 };
 
+/* Every node's local time under cf that differs from the recorded one,
+ * into gap0[place * stride] (its gap's) and the double after it (its
+ * under's), in one pass in memory order: of every node when more than
+ * components change (imbalance, a stage scaled), of the fixed ranks'
+ * nodes, and of the nodes that have a component cf removes (struct
+ * graph's nz); a node left alone keeps its recorded local time. */
+static void local_times(const struct graph *g, const struct cf *cf, double *gap0, size_t stride, float *vals)
+{
+    const struct sp_model *m = g->m;
+    int by_drop = !cf->imbalance && !cf->busy_scale; /* plain, or components removed */
+    for (int r = 0; r < m->nranks; r++) {
+        int all = !by_drop || (cf->fix && cf->fix[r]);
+        for (size_t j = 0; (all || cf->drop) && j < m->ranks[r].nnodes; j++) {
+            uint32_t flat = (uint32_t)(g->node_base[r] + j);
+            uint32_t z = all ? 0 : g->nz[flat];
+            double *x = gap0 + (size_t)PM(g, flat) * stride;
+            if (all || z & cf->drop)
+                x[0] = local_time(g, cf, r, flat, 0, vals);
+            if (all)
+                x[1] = m->ranks[r].nodes[j].ncalls ? local_time(g, cf, r, flat, 1, vals) : 0;
+            else if (z >> NZ_UNDER & cf->drop && m->ranks[r].nodes[j].ncalls)
+                x[1] = local_time(g, cf, r, flat, 1, vals);
+        }
+    }
+}
+
+/* What a replay that follows the walk reads of cf per node: whether every
+ * node's local time changes, which ranks' do (NULL: none), and the
+ * components removed (gap's, then under's bits as in nz). */
+struct follow_cf {
+    int all;
+    const uint8_t *fix;
+    uint32_t drop;
+};
+
+/* The critical path in a replay that follows the walk (struct replay's
+ * cp_*, who and gate_who, by place), with what working it out needs:
+ * per node its latest synchronization, per rank the place of its node
+ * that arrived last (UINT32_MAX: none yet). */
+struct follow_cp {
+    double *arr, *end;
+    uint8_t *moved;
+    uint32_t *who, *gate_who, *prev;
+};
+
+/* Node w's local time under its op (its under's), as its arrival read it. */
+static inline double follow_under(const struct graph *g, const struct follow_cf *fc, uint32_t w)
+{
+    const struct fnode *nd = &g->fn[w];
+    int own = fc->all || (fc->fix && fc->fix[nd->rank]);
+    return own || nd->nz >> NZ_UNDER & fc->drop ? g->fs[w].under : nd->rec_under;
+}
+
+/* Node w's end is final, with the critical path (node_done()): the
+ * transfer its rank's work under it leaves exposed, and its waiter's
+ * latest gate, the first of the latest ends naming whose it is. */
+static void follow_done(const struct graph *g, const struct follow_cf *fc, const struct follow_cp *cp,
+                        const int64_t *sync, uint32_t w)
+{
+    const struct fstate *x = &g->fs[w];
+    if (cp->moved[w]) {
+        double from = (double)x->arr + follow_under(g, fc, w);
+        double at_sync = (double)sync[w];
+        double exposed = (double)x->end - (from > at_sync ? from : at_sync);
+        cp->end[w] += exposed > 0 ? exposed : 0;
+    }
+    int32_t waiter = g->fn[w].waiter;
+    if (waiter >= 0 && x->end > g->gmax[waiter]) {
+        g->gmax[waiter] = x->end;
+        cp->gate_who[waiter] = w;
+    }
+}
+
+/* The node at place w arrives, as advance() works it out: the ends it
+ * waits for are final (the walk met them first).  A node in no instance
+ * ends at once, and its waiter's latest gate moves. */
+static inline void follow_arrive(const struct graph *g, const struct follow_cf *fc, struct rstate *st, uint32_t w,
+                                 int64_t *sync, const struct follow_cp *cp)
+{
+    const struct fnode *nd = &g->fn[w];
+    struct fstate *x = &g->fs[w];
+    struct rstate *s = &st[nd->rank];
+    int own = fc->all || (fc->fix && fc->fix[nd->rank]);
+    double gap = own || nd->nz & fc->drop ? x->gap : nd->rec_gap;
+    double under = own || nd->nz >> NZ_UNDER & fc->drop ? x->under : nd->rec_under;
+    double by_local = (double)s->a + s->under + gap, by_gate = by_local;
+    if (nd->gated) {
+        double off = (double)nd->gate_off + gap - nd->rec_gap;
+        by_gate = (double)g->gmax[w] + (off > 0 ? off : 0);
+        g->gmax[w] = INT64_MIN; /* as the next replay wants it */
+    }
+    int64_t a = round_ns(by_gate > by_local ? by_gate : by_local);
+    x->arr = a;
+    s->a = a;
+    s->under = under;
+    if (nd->inst != UINT32_MAX && a > g->ilast[nd->inst]) { /* the first of the latest, as advance() keeps who */
+        g->ilast[nd->inst] = a;
+        g->iwho[nd->inst] = w;
+    }
+    if (sync)
+        sync[w] = INT64_MIN;
+    if (cp) { /* a rank's first node starts the path */
+        uint32_t prev = cp->prev[nd->rank];
+        double from_rank = prev == UINT32_MAX ? 0 : cp->arr[prev];
+        cp->arr[w] = by_gate > by_local ? cp->end[cp->gate_who[w]] : from_rank;
+        cp->prev[nd->rank] = w;
+        cp->moved[w] = 0;
+    }
+    if (nd->parts) {
+        x->end = INT64_MIN;
+    } else {
+        int64_t e = a + nd->dur;
+        x->end = e;
+        if (cp) {
+            cp->end[w] = cp->arr[w];
+            follow_done(g, fc, cp, sync, w);
+        } else if (nd->waiter >= 0 && e > g->gmax[nd->waiter]) {
+            g->gmax[nd->waiter] = e;
+        }
+    }
+}
+
+#define EXACT_NS (INT64_C(1) << 53) /* a time this long or shorter is a double exactly */
+
+/* Instance in_idx completes, as complete() works it out: every participant
+ * has arrived, so its last arrival is theirs (and the first of them to
+ * arrive at it, the one with the least place, for the critical path):
+ * kept as they arrived, or read now when one of them is in more
+ * instances.  A node's end is the latest of its instances'; without the
+ * critical path each raise of it raises its waiter's latest gate (the
+ * largest of all is that of the final ends), with it the final end does,
+ * in the order node_done() would. */
+static inline void follow_complete(const struct graph *g, const struct follow_cf *fc, const struct cf *cf,
+                                   size_t in_idx, int64_t *sync, const struct follow_cp *cp)
+{
+    const struct inst *in = &g->insts[in_idx];
+    const struct part *parts = &g->parts[in->first];
+    double scale = in->spans ? cf->cross * cf->transfer : cf->transfer;
+    struct fstate *fs = g->fs;
+    int64_t last = g->ilast[in_idx];
+    uint32_t who = g->iwho[in_idx];
+    g->ilast[in_idx] = INT64_MIN; /* as the next replay wants it */
+    for (int32_t p = 0; in->scan && p < in->n; p++) {
+        int64_t a = fs[parts[p].at].arr;
+        if (a > last || (a == last && parts[p].at < who)) {
+            last = a;
+            who = parts[p].at;
+        }
+    }
+    for (int32_t p = 0; p < in->n; p++) {
+        uint32_t at = parts[p].at;
+        /* a transfer kept as recorded is its own rounding */
+        int64_t tail = parts[p].tail;
+        int64_t e = last + (scale == 1 && tail <= EXACT_NS ? tail : round_ns((double)tail * scale));
+        if (cp) {
+            if (e > fs[at].end) { /* the path comes from the last arrival, then moves the data */
+                fs[at].end = e;
+                cp->end[at] = cp->arr[who];
+                cp->moved[at] = 1;
+            }
+        } else if (e > fs[at].end) {
+            fs[at].end = e;
+            int32_t w = g->fn[at].waiter;
+            if (w >= 0 && e > g->gmax[w])
+                g->gmax[w] = e;
+        }
+        if (sync && last > sync[at])
+            sync[at] = last;
+        if (cp && parts[p].final)
+            follow_done(g, fc, cp, sync, at);
+    }
+}
+
+/* rank_wait() in a replay that follows the walk (sync: per place). */
+static double follow_wait(const struct graph *g, const int64_t *sync, int r)
+{
+    double wait = 0;
+    int64_t cover = INT64_MIN;
+    for (size_t j = 0; j < g->m->ranks[r].nnodes; j++) {
+        uint32_t at = PM(g, g->node_base[r] + j);
+        int64_t a = g->fs[at].arr, s = sync[at];
+        if (a == INT64_MIN || s == INT64_MIN || s <= a)
+            continue;
+        int64_t from = a > cover ? a : cover;
+        if (s > from)
+            wait += (double)(s - from);
+        if (s > cover)
+            cover = s;
+    }
+    return wait;
+}
+
+/* The replay of cf on a walked graph (run_replay_nodes' arguments): the
+ * arrivals in place order, the completions in between. */
+static int run_follow(const struct graph *g, const struct cf *cf, struct result *res, sp_replay_node_fn fn, void *arg,
+                      unsigned want)
+{
+    const struct sp_model *m = g->m;
+    int critical = (want & REPLAY_CRITICAL) != 0;
+    struct rstate *st = malloc(((size_t)m->nranks + 1) * sizeof *st);
+    float *vals = malloc(((size_t)g->max_peers + 1) * SP_LOC_N * sizeof *vals);
+    int64_t *sync = want & (REPLAY_WAIT | REPLAY_CRITICAL) ? malloc((g->total + 1) * sizeof *sync) : NULL;
+    struct follow_cp c = {0}, *cp = NULL;
+    if (critical) {
+        c.arr = malloc((g->total + 1) * sizeof *c.arr);
+        c.end = malloc((g->total + 1) * sizeof *c.end);
+        c.moved = malloc(g->total + 1);
+        c.who = NULL; /* read off the participants */
+        c.gate_who = malloc((g->total + 1) * sizeof *c.gate_who);
+        c.prev = malloc(((size_t)m->nranks + 1) * sizeof *c.prev);
+        cp = &c;
+    }
+    int rc = -1;
+    if (!st || !vals || (want & (REPLAY_WAIT | REPLAY_CRITICAL) && !sync) ||
+        (critical && (!c.arr || !c.end || !c.moved || !c.gate_who || !c.prev)))
+        goto out;
+    int by_drop = !cf->imbalance && !cf->busy_scale;
+    struct follow_cf fc = {!by_drop, cf->fix, cf->drop};
+    local_times(g, cf, &g->fs[0].gap, sizeof *g->fs / sizeof(double), vals);
+    for (int r = 0; r < m->nranks; r++) {
+        st[r] = (struct rstate){g->start[r], 0};
+        if (cp)
+            c.prev[r] = UINT32_MAX;
+    }
+    uint32_t w = 0;
+    for (size_t k = 0; k <= g->ncomps; k++) {
+        size_t until = k < g->ncomps ? g->comps[k].after : g->total;
+        for (; w < until; w++)
+            follow_arrive(g, &fc, st, w, sync, cp);
+        if (k < g->ncomps)
+            follow_complete(g, &fc, cf, g->comps[k].inst, sync, cp);
+    }
+    double sum = 0, wait = 0, path = 0;
+    int n = 0;
+    for (int r = 0; r < m->nranks; r++) {
+        const struct sp_rank *rk = &m->ranks[r];
+        if (!rk->nnodes)
+            continue;
+        uint32_t lastw = PM(g, g->node_base[r] + rk->nnodes - 1);
+        sum += (double)(g->fs[lastw].end - g->start[r]);
+        if (want & REPLAY_WAIT)
+            wait += follow_wait(g, sync, r);
+        if (cp)
+            path += c.end[lastw];
+        n++;
+    }
+    res->step_ms = n ? sum / n / g->nsteps / NS_PER_MS : 0;
+    res->path_transfer_ms = n ? path / n / g->nsteps / NS_PER_MS : 0;
+    res->wait_share = sum > 0 ? wait / sum : 0;
+    rc = n ? 0 : -1;
+    for (int r = 0; fn && r < m->nranks; r++)
+        for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
+            const struct fstate *x = &g->fs[PM(g, g->node_base[r] + j)];
+            if (x->arr != INT64_MIN && x->end != INT64_MIN)
+                fn(arg, r, j, x->arr, x->end);
+        }
+out:
+    free(st);
+    free(vals);
+    free(sync);
+    free(c.arr);
+    free(c.end);
+    free(c.moved);
+    free(c.gate_who);
+    free(c.prev);
+    return rc;
+}
+
 /* The replay; fn (when not NULL) is given every node it placed: rank
  * index, node index, replayed arrival and end. */
 static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct result *res, sp_replay_node_fn fn,
@@ -1698,6 +2342,11 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
     struct cf fcopy;
     const struct cf *orig = cf;
     cf = with_fix_medians(g, orig, &fcopy);
+    if (g->walked) {
+        int frc = run_follow(g, cf, res, fn, arg, want);
+        with_fix_free(orig, &fcopy);
+        return frc;
+    }
     struct replay rp = {.g = g, .cf = cf};
     rp.cur = calloc((size_t)m->nranks + 1, sizeof *rp.cur);
     rp.next_at = malloc(((size_t)m->nranks + 1) * sizeof *rp.next_at);
@@ -1737,31 +2386,17 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
             ns->under = g->rec_under[f];
         }
     }
-    for (int r = 0; r < m->nranks; r++) {
-        /* every node of a fixed rank, or of every rank when more than
-         * components change; else only the nodes with a component removed */
-        int all = !by_drop || (cf->fix && cf->fix[r]);
-        for (size_t j = 0; (all || cf->drop) && j < m->ranks[r].nnodes; j++) {
-            uint32_t flat = (uint32_t)(g->node_base[r] + j);
-            uint32_t z = all ? 0 : g->nz[flat];
-            if (all || z & cf->drop)
-                rp.ns[PM(g, flat)].gap = local_time(g, cf, r, flat, 0, rp.vals);
-            if (all)
-                rp.ns[PM(g, flat)].under = m->ranks[r].nodes[j].ncalls ? local_time(g, cf, r, flat, 1, rp.vals) : 0;
-            else if (z >> NZ_UNDER & cf->drop && m->ranks[r].nodes[j].ncalls)
-                rp.ns[PM(g, flat)].under = local_time(g, cf, r, flat, 1, rp.vals);
-        }
-    }
+    local_times(g, cf, &rp.ns[0].gap, sizeof *rp.ns / sizeof(double), rp.vals);
     for (size_t t = 0; t < g->ninsts; t++) {
         rp.need[t] = g->insts[t].n;
         rp.last[t] = INT64_MIN;
     }
     for (int r = 0; r < m->nranks; r++)
-        rp.next_at[r] = m->ranks[r].nnodes ? PM(g, g->node_base[r]) : UINT32_MAX;
-    for (int r = 0; r < m->nranks; r++) {
         rp.st[r] = (struct rstate){g->start[r], 0};
+    for (int r = 0; r < m->nranks; r++)
+        rp.next_at[r] = m->ranks[r].nnodes ? PM(g, g->node_base[r]) : UINT32_MAX;
+    for (int r = 0; r < m->nranks; r++)
         advance(&rp, r);
-    }
     for (;;) {
         while (rp.nq)
             complete(&rp, rp.queue[--rp.nq]);
@@ -1829,20 +2464,6 @@ static double gain_of(const struct graph *g, const struct cf *cf, double base_ms
     *step_ms = r.step_ms;
     double gain = 1 - r.step_ms / base_ms;
     return gain > 0 ? gain : 0;
-}
-
-/* The local-time components (bit per sp_loc) some node has. */
-static uint32_t present_locs(const struct graph *g)
-{
-    uint32_t bits = 0;
-    for (int r = 0; r < g->m->nranks; r++)
-        for (size_t j = 0; j < g->m->ranks[r].nnodes; j++) {
-            const struct sp_rnode *nd = &g->m->ranks[r].nodes[j];
-            for (int c = 0; c < SP_LOC_N; c++)
-                if (nd->gap[c] != 0 || nd->under[c] != 0)
-                    bits |= 1u << c;
-        }
-    return bits;
 }
 
 /* Small communicators (tensor-parallel groups and the like): the ranks
@@ -1971,26 +2592,32 @@ void sp_model_replay_free(struct sp_replay *rp)
     sp_model_replay_keep(rp);
 }
 
-struct node_dev {
-    int64_t *last; /* per rank: the replayed end of its last node */
-    size_t placed; /* nodes placed */
-};
-
-static void node_dev(void *arg, int rank, size_t node, int64_t a, int64_t e)
+/* After the base replay, what sp_model_replay_check reads of it: per rank
+ * the latest replayed end of its nodes placed (g->base_last, INT64_MIN
+ * none), and how many were placed.  In place order (memory order) when
+ * the walk gave each place its rank; else rank by rank. */
+static void base_ends(struct graph *g)
 {
-    struct node_dev *d = arg;
-    (void)node;
-    (void)a;
-    if (e > d->last[rank])
-        d->last[rank] = e;
-    d->placed++;
-}
-
-static void base_init(struct node_dev *d, int nranks)
-{
-    for (int i = 0; i < nranks; i++)
-        d->last[i] = INT64_MIN;
-    d->placed = 0;
+    for (int i = 0; i < g->m->nranks; i++)
+        g->base_last[i] = INT64_MIN;
+    g->base_placed = 0;
+    for (size_t w = 0; g->walked && w < g->total; w++) {
+        const struct fstate *x = &g->fs[w];
+        if (x->arr == INT64_MIN || x->end == INT64_MIN)
+            continue;
+        if (x->end > g->base_last[g->fn[w].rank])
+            g->base_last[g->fn[w].rank] = x->end;
+        g->base_placed++;
+    }
+    for (int r = 0; !g->walked && r < g->m->nranks; r++)
+        for (size_t j = 0; j < g->m->ranks[r].nnodes; j++) {
+            const struct nstate *x = &g->ns[PM(g, g->node_base[r] + j)];
+            if (x->arr == INT64_MIN || x->end == INT64_MIN)
+                continue;
+            if (x->end > g->base_last[r])
+                g->base_last[r] = x->end;
+            g->base_placed++;
+        }
 }
 
 /* ---- each cause's counterfactual (the cause table's cf) ---- */
@@ -2301,17 +2928,16 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
     float *scale = malloc((nr + 1) * sizeof *scale);
     out->straggler_set = calloc(nr + 1, 1);
     struct result base;
-    struct node_dev dev = {NULL, 0};
     if (!fix || !sets || !scale || !out->straggler_set || graph_build(m, &g) < 0 || !g.total ||
-        !(dev.last = g.base_last = malloc(((size_t)m->nranks + 1) * sizeof *g.base_last)) ||
-        (base_init(&dev, m->nranks), run_replay_nodes(&g, &recorded, &base, node_dev, &dev, REPLAY_CRITICAL) < 0) ||
-        base.step_ms <= 0) {
+        !(g.base_last = malloc(((size_t)m->nranks + 1) * sizeof *g.base_last)) ||
+        run_replay_nodes(&g, &recorded, &base, NULL, NULL, REPLAY_CRITICAL) < 0 || base.step_ms <= 0) {
         graph_free(&g);
         free(fix);
         free(sets);
         free(scale);
         return -1;
     }
+    base_ends(&g);
     int waits = m->breakdown[SP_CAT_COLL_WAIT] >= NO_WAIT;
     double *excess = calloc(nr + 1, sizeof *excess);
     double *by_step = calloc(nr * (size_t)g.nsteps + 1, sizeof *by_step);
@@ -2331,12 +2957,11 @@ int sp_model_replay(struct sp_model *m, struct sp_replay *out)
             out->excess_ms[i] = excess[i] / g.nsteps / NS_PER_MS;
     }
     free(by_step);
-    g.base_placed = dev.placed;
     out->ok = 1;
     out->base_ms = base.step_ms;
     out->cross_scale = cross_scale(m);
     out->path_transfer_share = base.path_transfer_ms / base.step_ms;
-    p.present = present_locs(&g);
+    p.present = (g.nz_all | g.nz_all >> NZ_UNDER) & ((1u << NZ_UNDER) - 1);
 
     if (waits) { /* the fixed sets' medians read the large groups' kept values */
         float *buf = malloc(((size_t)g.max_peers + 1) * 2 * SP_LOC_N * sizeof *buf);
@@ -2477,8 +3102,11 @@ static double critical_bound(const struct graph *g, const struct cf *cf, struct 
      * group by group was a cache miss per node) */
     for (uint32_t q = 0; q < g->ngroups; q++)
         gcut[q] = (struct group_cut){0, 0};
-    for (size_t t = 0; tails && t < g->ninsts; t++) {
-        const struct inst *in = &g->insts[t];
+    /* the instances in the order their participants lie (a walked graph's
+     * are the walk's, parts_by_walk: an instance with none is in no list) */
+    size_t ntodo = g->walked ? g->ncomps : g->ninsts;
+    for (size_t k = 0; tails && k < ntodo; k++) {
+        const struct inst *in = &g->insts[g->walked ? g->comps[k].inst : k];
         double scale = in->spans ? cf->cross * cf->transfer : cf->transfer;
         for (int32_t p = 0; p < in->n; p++) {
             const struct part *pt = &g->parts[in->first + p];
@@ -2493,11 +3121,16 @@ static double critical_bound(const struct graph *g, const struct cf *cf, struct 
         for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
             uint32_t flat = (uint32_t)(g->node_base[r] + j);
             uint32_t z = all ? 0 : g->nz[flat];
-            double cut = 0; /* a node without a removed component keeps its local time */
+            /* a node without a removed component keeps its local time; the
+             * recorded one is summed again from the node local_time reads
+             * (the same sum graph_build made, without a cache miss per
+             * node in the records, placed in the walk's order) */
+            double cut = 0;
+            const struct sp_rnode *nd = &m->ranks[r].nodes[j];
             if (z & cf->drop || all)
-                cut = g->gn[PM(g, flat)].rec_gap - local_time(g, cf, r, flat, 0, vals);
-            if (m->ranks[r].nodes[j].ncalls && (z >> NZ_UNDER & cf->drop || all))
-                cut += g->rec_under[PM(g, flat)] - local_time(g, cf, r, flat, 1, vals);
+                cut = recorded_sum(nd->gap) - local_time(g, cf, r, flat, 0, vals);
+            if ((z >> NZ_UNDER & cf->drop || all) && nd->ncalls)
+                cut += recorded_sum(nd->under) - local_time(g, cf, r, flat, 1, vals);
             double *to = &gcut[g->gid[flat]].local;
             if (cut > *to)
                 *to = cut;

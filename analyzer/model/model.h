@@ -109,21 +109,40 @@ struct sp_coll_call {
     uint64_t comm, seq, bytes;
     uint64_t key; /* what matches it across ranks: seq for a
                                collective, sp_p2p_key() for a send or recv */
-    uint32_t op, nranks;
+    uint32_t nranks;
     int32_t crank;      /* rank within the communicator */
     int32_t peer;       /* send/recv: the other rank in the communicator */
     uint32_t peer_seq;  /* send/recv: k-th message with that peer, from the
                                recorder; 0 in traces older than the field */
     int32_t inst;       /* instance index (model_coll.c), -1 unmatched */
     int32_t node;       /* replay node of the rank (model_classify.c), -1 none */
-    uint32_t dtype;     /* ncclDataType_t as recorded (hang.c's desync check) */
     int64_t host_t;     /* host enter */
     int64_t start, end; /* GPU execution (or host fallback) */
     int64_t wait;       /* ns of [start,end) spent waiting for peers */
-    uint8_t timing;     /* enum sp_coll_timing */
-    uint8_t matched;    /* found on every participant */
-    int32_t device;     /* the GPU it ran on, -1 unknown */
+    /* The narrow fields last, side by side: a call is 96 bytes, not 112
+     * (a few million of them are held to the end of a report of a long
+     * job).  op is an SP_NCCL_* collective or p2p op (pass 1 keeps no
+     * other); dtype and device as sp_call_dtype() and sp_call_device()
+     * narrow them. */
+    uint16_t op;
+    uint16_t dtype;  /* ncclDataType_t as recorded (hang.c's desync check) */
+    int16_t device;  /* the GPU it ran on, -1 unknown */
+    uint8_t timing;  /* enum sp_coll_timing */
+    uint8_t matched; /* found on every participant */
 };
+_Static_assert(sizeof(struct sp_coll_call) == 96, "a call record is 96 bytes");
+/* A recorded datatype as a call keeps it: one past 16 bits (no
+ * ncclDataType_t is) reads as the largest, which names none either. */
+static inline uint16_t sp_call_dtype(uint64_t dtype)
+{
+    return dtype < UINT16_MAX ? (uint16_t)dtype : UINT16_MAX;
+}
+/* A recorded device ordinal as a call keeps it: one outside 16 bits (no
+ * CUDA device is) reads as unknown, -1. */
+static inline int16_t sp_call_device(int64_t device)
+{
+    return device >= INT16_MIN && device <= INT16_MAX ? (int16_t)device : -1;
+}
 /* (The stream, correlation and group that match a call to its NCCL
  * kernel are pass 1's alone: model_load.c.) */
 enum sp_coll_timing { SP_TIMING_HOST = 0,

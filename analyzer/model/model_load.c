@@ -296,13 +296,13 @@ static void on_nccl(struct file_scan *s, const struct sp_event *ev)
     c->comm = n->comm;
     c->seq = n->seq;
     c->bytes = n->bytes;
-    c->op = (uint32_t)n->op;
-    c->dtype = (uint32_t)n->datatype;
+    c->op = (uint16_t)n->op; /* is_collective_op: an SP_NCCL_* op */
+    c->dtype = sp_call_dtype(n->datatype);
     c->nranks = (uint32_t)n->nranks;
     c->crank = (int32_t)n->rank;
     c->peer = (int32_t)n->peer;
     c->peer_seq = (uint32_t)n->peer_seq;
-    c->device = (int32_t)n->device;
+    c->device = sp_call_device((int64_t)n->device);
     c->inst = c->node = -1;
     c->host_t = (int64_t)ev->t;
     if (n->gpu_start && n->gpu_dur) {

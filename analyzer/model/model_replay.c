@@ -201,7 +201,9 @@ struct fnode {
 
 /* A node in a replay that follows the walk: its arrival and end, and its
  * gap's and under's local time when the counterfactual changes them (read
- * only then: the others are fnode's).  The latest end among those it
+ * only then: the others are fnode's; in a replay that changes none,
+ * the critical path's times at its arrival and end, struct follow_cp).
+ * The latest end among those it
  * waits for is apart (struct graph's gmax), and so is its latest
  * synchronization, only when asked for (REPLAY_WAIT, REPLAY_CRITICAL). */
 struct fstate {
@@ -219,7 +221,8 @@ struct graph {
     size_t ninsts;
     size_t *node_base; /* per rank: offset of its nodes in the flat arrays */
     size_t *call_base; /* per rank: offset of its calls in cinst */
-    int32_t *cinst;    /* per call: its inst, packed (read at every node) */
+    int32_t *cinst;    /* per call: its inst, packed (read at every node); a walked
+                          graph's goes once its records are made */
     struct gnode *gn;
     /* per flat node: its place in the records and a replay's node states
      * (fn and fs, or gn and ns).  The walk completes an instance by
@@ -282,7 +285,7 @@ struct graph {
     /* the node states, one replay after another: allocated once, so that
      * a dozen replays do not map and clear their pages a dozen times */
     struct nstate *ns;
-    void *ns_mem; /* ns as allocated (ns is aligned in it); walked: fs and gmax */
+    void *ns_mem; /* ns as allocated (ns is aligned in it); walked: fs */
     /* The walk, worked out once (walk_order).  What a replay does next
      * never depends on a time: a node arrives once the ends it waits for
      * are final, an instance completes at its last arrival, each a count
@@ -1076,6 +1079,7 @@ static void graph_free(struct graph *g)
     free(g->nz);
     free(g->base_last);
     free(g->ns_mem);
+    free(g->gmax);
     free(g->comps);
     free(g->fn);
     free(g->ilast);
@@ -1591,22 +1595,32 @@ static int graph_nodes(struct graph *g)
     return 0;
 }
 
-/* The follow records of a walked graph (fn), and its replays' follow
- * states and latest gates (fs, gmax; the latter at INT64_MIN). */
-static int graph_follow_nodes(struct graph *g)
+/* A walked graph's replays' follow states and latest gates (fs, gmax;
+ * the latter at INT64_MIN), and its instances' last arrivals (ilast, at
+ * INT64_MIN) and first nodes (iwho).  Made once graph_build has freed
+ * what only the records are made from: their pages are then the first
+ * reused (made with the records, they came on top of those, and the
+ * heap's high-water mark of a report was theirs). */
+static int graph_follow_states(struct graph *g)
 {
-    const struct sp_model *m = g->m;
-    if (!(g->fn = malloc((g->total + 1) * sizeof *g->fn)) ||
-        !(g->ns_mem = malloc((g->total + 1) * (sizeof *g->fs + sizeof *g->gmax))) ||
+    if (!(g->ns_mem = malloc((g->total + 1) * sizeof *g->fs)) || !(g->gmax = malloc((g->total + 1) * sizeof *g->gmax)) ||
         !(g->ilast = malloc((g->ninsts + 1) * sizeof *g->ilast)) ||
         !(g->iwho = malloc((g->ninsts + 1) * sizeof *g->iwho)))
         return -1;
     for (size_t t = 0; t < g->ninsts; t++)
         g->ilast[t] = INT64_MIN;
     g->fs = g->ns_mem;
-    g->gmax = (int64_t *)(void *)(g->fs + g->total + 1);
     for (size_t w = 0; w < g->total; w++)
         g->gmax[w] = INT64_MIN;
+    return 0;
+}
+
+/* The follow records of a walked graph (fn). */
+static int graph_follow_nodes(struct graph *g)
+{
+    const struct sp_model *m = g->m;
+    if (!(g->fn = malloc((g->total + 1) * sizeof *g->fn)))
+        return -1;
     for (int i = 0; i < m->nranks; i++)
         for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
             const struct sp_rnode *nd = &m->ranks[i].nodes[j];
@@ -1696,7 +1710,11 @@ static int graph_build(struct sp_model *m, struct graph *g)
     g->waiter = NULL;
     g->gate_n = NULL;
     g->gate_off = NULL;
-    return 0;
+    if (g->walked) { /* the calls' instances live on in fnode's inst and the participants */
+        free(g->cinst);
+        g->cinst = NULL;
+    }
+    return g->walked ? graph_follow_states(g) : 0;
 }
 
 /* ---- one replay ---- */
@@ -2104,10 +2122,20 @@ struct follow_cf {
  * per node its latest synchronization, per rank the place of its node
  * that arrived last (UINT32_MAX: none yet). */
 struct follow_cp {
-    double *arr, *end;
+    double *arr, *end; /* a place's every `stride` doubles */
+    size_t stride;
     uint8_t *moved;
     uint32_t *who, *gate_who, *prev;
 };
+/* The path's time at place w's arrival and at its end. */
+static inline double *cp_arr(const struct follow_cp *cp, uint32_t w)
+{
+    return cp->arr + (size_t)w * cp->stride;
+}
+static inline double *cp_end(const struct follow_cp *cp, uint32_t w)
+{
+    return cp->end + (size_t)w * cp->stride;
+}
 
 /* Node w's local time under its op (its under's), as its arrival read it. */
 static inline double follow_under(const struct graph *g, const struct follow_cf *fc, uint32_t w)
@@ -2128,7 +2156,7 @@ static void follow_done(const struct graph *g, const struct follow_cf *fc, const
         double from = (double)x->arr + follow_under(g, fc, w);
         double at_sync = (double)sync[w];
         double exposed = (double)x->end - (from > at_sync ? from : at_sync);
-        cp->end[w] += exposed > 0 ? exposed : 0;
+        *cp_end(cp, w) += exposed > 0 ? exposed : 0;
     }
     int32_t waiter = g->fn[w].waiter;
     if (waiter >= 0 && x->end > g->gmax[waiter]) {
@@ -2167,8 +2195,8 @@ static inline void follow_arrive(const struct graph *g, const struct follow_cf *
         sync[w] = INT64_MIN;
     if (cp) { /* a rank's first node starts the path */
         uint32_t prev = cp->prev[nd->rank];
-        double from_rank = prev == UINT32_MAX ? 0 : cp->arr[prev];
-        cp->arr[w] = by_gate > by_local ? cp->end[cp->gate_who[w]] : from_rank;
+        double from_rank = prev == UINT32_MAX ? 0 : *cp_arr(cp, prev);
+        *cp_arr(cp, w) = by_gate > by_local ? *cp_end(cp, cp->gate_who[w]) : from_rank;
         cp->prev[nd->rank] = w;
         cp->moved[w] = 0;
     }
@@ -2178,7 +2206,7 @@ static inline void follow_arrive(const struct graph *g, const struct follow_cf *
         int64_t e = a + nd->dur;
         x->end = e;
         if (cp) {
-            cp->end[w] = cp->arr[w];
+            *cp_end(cp, w) = *cp_arr(cp, w);
             follow_done(g, fc, cp, sync, w);
         } else if (nd->waiter >= 0 && e > g->gmax[nd->waiter]) {
             g->gmax[nd->waiter] = e;
@@ -2221,7 +2249,7 @@ static inline void follow_complete(const struct graph *g, const struct follow_cf
         if (cp) {
             if (e > fs[at].end) { /* the path comes from the last arrival, then moves the data */
                 fs[at].end = e;
-                cp->end[at] = cp->arr[who];
+                *cp_end(cp, at) = *cp_arr(cp, who);
                 cp->moved[at] = 1;
             }
         } else if (e > fs[at].end) {
@@ -2267,9 +2295,22 @@ static int run_follow(const struct graph *g, const struct cf *cf, struct result 
     float *vals = malloc(((size_t)g->max_peers + 1) * SP_LOC_N * sizeof *vals);
     int64_t *sync = want & (REPLAY_WAIT | REPLAY_CRITICAL) ? malloc((g->total + 1) * sizeof *sync) : NULL;
     struct follow_cp c = {0}, *cp = NULL;
-    if (critical) {
+    /* A replay that changes no node's local time neither writes nor reads
+     * the follow states' gap and under (local_times, follow_arrive): the
+     * path's times take their place there (the replay of the recording
+     * is the one that asks for the path; two arrays of a double per node
+     * at the peak of a report), else arrays of their own. */
+    int in_fs = !cf->imbalance && !cf->busy_scale && !cf->fix && !cf->drop;
+    if (critical && in_fs) {
+        c.arr = &g->fs[0].gap;
+        c.end = &g->fs[0].under;
+        c.stride = sizeof *g->fs / sizeof(double);
+    } else if (critical) {
         c.arr = malloc((g->total + 1) * sizeof *c.arr);
         c.end = malloc((g->total + 1) * sizeof *c.end);
+        c.stride = 1;
+    }
+    if (critical) {
         c.moved = malloc(g->total + 1);
         c.who = NULL; /* read off the participants */
         c.gate_who = malloc((g->total + 1) * sizeof *c.gate_who);
@@ -2307,7 +2348,7 @@ static int run_follow(const struct graph *g, const struct cf *cf, struct result 
         if (want & REPLAY_WAIT)
             wait += follow_wait(g, sync, r);
         if (cp)
-            path += c.end[lastw];
+            path += *cp_end(&c, lastw);
         n++;
     }
     res->step_ms = n ? sum / n / g->nsteps / NS_PER_MS : 0;
@@ -2324,8 +2365,10 @@ out:
     free(st);
     free(vals);
     free(sync);
-    free(c.arr);
-    free(c.end);
+    if (!in_fs) {
+        free(c.arr);
+        free(c.end);
+    }
     free(c.moved);
     free(c.gate_who);
     free(c.prev);

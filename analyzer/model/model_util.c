@@ -287,6 +287,53 @@ static int cmp_pair_rank(const void *x, const void *y)
     return (p->k.b > q->k.b) - (p->k.b < q->k.b);
 }
 
+static int pair_before(const struct pair_rank *p, const struct pair_rank *q)
+{
+    return p->k.a != q->k.a ? p->k.a < q->k.a : p->k.b < q->k.b;
+}
+
+#define PAIR_RUN 16 /* sort_pair_ranks: runs this long put in order by insertion, then merged */
+
+/* p[0..n) by pair, through tmp (as many): runs ordered by insertion, then
+ * merged bottom-up.  The pairs are distinct, so any sort gives this one
+ * order; qsort took a call through its comparison per compare, and the
+ * pairs of a job's calls are thousands (an instance each). */
+static void sort_pair_ranks(struct pair_rank *p, struct pair_rank *tmp, size_t n)
+{
+    size_t i = 1;
+    while (i < n && pair_before(&p[i - 1], &p[i]))
+        i++;
+    if (i >= n)
+        return;
+    for (size_t lo = 0; lo < n; lo += PAIR_RUN) {
+        size_t hi = n - lo > PAIR_RUN ? lo + PAIR_RUN : n;
+        for (size_t x = lo + 1; x < hi; x++) {
+            struct pair_rank v = p[x];
+            size_t y = x;
+            for (; y > lo && pair_before(&v, &p[y - 1]); y--)
+                p[y] = p[y - 1];
+            p[y] = v;
+        }
+    }
+    struct pair_rank *src = p, *dst = tmp;
+    for (size_t w = PAIR_RUN; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = n - lo > w ? lo + w : n, hi = n - mid > w ? mid + w : n, a = lo, b = mid, o = lo;
+            while (a < mid && b < hi)
+                dst[o++] = pair_before(&src[b], &src[a]) ? src[b++] : src[a++];
+            while (a < mid)
+                dst[o++] = src[a++];
+            while (b < hi)
+                dst[o++] = src[b++];
+        }
+        struct pair_rank *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != p)
+        memcpy(p, src, n * sizeof *p);
+}
+
 int sp_pair_places(const struct sp_pair_key *k, size_t n, uint32_t *place)
 {
     return sp_pair_runs(k, n, place, NULL, NULL);
@@ -308,6 +355,7 @@ int sp_pair_runs(const struct sp_pair_key *k, size_t n, uint32_t *place, uint32_
             pid[i] = pair_id(&s, &k[i]);
     }
     struct pair_rank *pr = rc == 0 ? malloc((s.n + 1) * sizeof *pr) : NULL;
+    struct pair_rank *tmp = rc == 0 ? malloc((s.n + 1) * sizeof *tmp) : NULL;
     uint32_t *at = rc == 0 ? calloc(s.n + 1, sizeof *at) : NULL;
     if (!pr || !at)
         rc = -1;
@@ -315,7 +363,10 @@ int sp_pair_runs(const struct sp_pair_key *k, size_t n, uint32_t *place, uint32_
         for (size_t j = 0; j < s.cap; j++)
             if (s.id[j] != UINT32_MAX)
                 pr[s.id[j]] = (struct pair_rank){s.key[j], s.id[j]};
-        qsort(pr, s.n, sizeof *pr, cmp_pair_rank); /* distinct pairs: no ties */
+        if (tmp) /* distinct pairs: no ties */
+            sort_pair_ranks(pr, tmp, s.n);
+        else
+            qsort(pr, s.n, sizeof *pr, cmp_pair_rank);
         for (size_t i = 0; i < n; i++)             /* at[id]: how many of pair id */
             at[pid[i]]++;
         uint32_t off = 0, *run = runs ? malloc((s.n + 1) * sizeof *run) : NULL;
@@ -336,6 +387,7 @@ int sp_pair_runs(const struct sp_pair_key *k, size_t n, uint32_t *place, uint32_
         }
     }
     free(pr);
+    free(tmp);
     free(at);
     free(pid);
     free(s.key);

@@ -225,6 +225,12 @@ struct pair_set {
     struct sp_pair_key *key; /* per slot */
     uint32_t *id;            /* per slot: the pair's number, UINT32_MAX when free */
     size_t cap, n;           /* cap a power of 2 */
+    /* per number (at most cap / 2 of them): the pair, and the number of
+     * the pair that came after it when last looked up (UINT32_MAX: none).
+     * A job's ranks issue their calls in the same order, so the item after
+     * pair p is most often pair next[p] again: one compare, not a look-up */
+    struct sp_pair_key *by_id;
+    uint32_t *next;
 };
 
 static size_t pair_hash(const struct sp_pair_key *k)
@@ -238,7 +244,13 @@ static int pair_set_grow(struct pair_set *s)
     size_t cap = s->cap ? 2 * s->cap : 1024;
     struct sp_pair_key *key = malloc(cap * sizeof *key);
     uint32_t *id = malloc(cap * sizeof *id);
-    if (!key || !id) {
+    struct sp_pair_key *by_id = key && id ? realloc(s->by_id, (cap / 2 + 1) * sizeof *by_id) : NULL;
+    if (by_id)
+        s->by_id = by_id;
+    uint32_t *next = by_id ? realloc(s->next, (cap / 2 + 1) * sizeof *next) : NULL;
+    if (next)
+        s->next = next;
+    if (!key || !id || !by_id || !next) {
         free(key);
         free(id);
         return -1;
@@ -271,6 +283,8 @@ static uint32_t pair_id(struct pair_set *s, const struct sp_pair_key *k)
             return s->id[j];
     s->key[j] = *k;
     s->id[j] = (uint32_t)s->n;
+    s->by_id[s->n] = *k;
+    s->next[s->n] = UINT32_MAX;
     return (uint32_t)s->n++;
 }
 
@@ -348,11 +362,21 @@ int sp_pair_runs(const struct sp_pair_key *k, size_t n, uint32_t *place, uint32_
     }
     uint32_t *pid = malloc((n + 1) * sizeof *pid);
     int rc = pid && n < UINT32_MAX && pair_set_grow(&s) == 0 ? 0 : -1;
+    uint32_t prev = UINT32_MAX;
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        if (2 * (s.n + 1) > s.cap && pair_set_grow(&s) < 0)
+        uint32_t guess = prev != UINT32_MAX ? s.next[prev] : UINT32_MAX;
+        if (guess != UINT32_MAX && s.by_id[guess].a == k[i].a && s.by_id[guess].b == k[i].b) {
+            pid[i] = prev = guess;
+            continue;
+        }
+        if (2 * (s.n + 1) > s.cap && pair_set_grow(&s) < 0) {
             rc = -1;
-        else
-            pid[i] = pair_id(&s, &k[i]);
+            continue;
+        }
+        pid[i] = pair_id(&s, &k[i]);
+        if (prev != UINT32_MAX)
+            s.next[prev] = pid[i];
+        prev = pid[i];
     }
     struct pair_rank *pr = rc == 0 ? malloc((s.n + 1) * sizeof *pr) : NULL;
     struct pair_rank *tmp = rc == 0 ? malloc((s.n + 1) * sizeof *tmp) : NULL;
@@ -360,9 +384,8 @@ int sp_pair_runs(const struct sp_pair_key *k, size_t n, uint32_t *place, uint32_
     if (!pr || !at)
         rc = -1;
     if (rc == 0) {
-        for (size_t j = 0; j < s.cap; j++)
-            if (s.id[j] != UINT32_MAX)
-                pr[s.id[j]] = (struct pair_rank){s.key[j], s.id[j]};
+        for (size_t j = 0; j < s.n; j++)
+            pr[j] = (struct pair_rank){s.by_id[j], (uint32_t)j};
         if (tmp) /* distinct pairs: no ties */
             sort_pair_ranks(pr, tmp, s.n);
         else
@@ -392,6 +415,8 @@ int sp_pair_runs(const struct sp_pair_key *k, size_t n, uint32_t *place, uint32_
     free(pid);
     free(s.key);
     free(s.id);
+    free(s.by_id);
+    free(s.next);
     return rc;
 }
 

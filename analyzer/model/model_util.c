@@ -577,11 +577,6 @@ int sp_model_in_pause(const struct sp_model *m, const struct sp_rank *r, int64_t
     return 0;
 }
 
-int64_t sp_model_global(const struct sp_model *m, const struct sp_rank *r, int64_t t)
-{
-    return t + (m->host_offset ? m->host_offset[r->host] : 0);
-}
-
 void sp_model_layout_text(const struct sp_model *m, char *out, size_t len)
 {
     int n = m->nranks, p = m->rank_procs;

@@ -228,9 +228,10 @@ struct pair_set {
     /* per number (at most cap / 2 of them): the pair, and the number of
      * the pair that came after it when last looked up (UINT32_MAX: none).
      * A job's ranks issue their calls in the same order, so the item after
-     * pair p is most often pair next[p] again: one compare, not a look-up */
+     * pair p is most often pair next[p] again: one compare, not a look-up;
+     * and how many items have the pair, counted as they are numbered */
     struct sp_pair_key *by_id;
-    uint32_t *next;
+    uint32_t *next, *count;
 };
 
 static size_t pair_hash(const struct sp_pair_key *k)
@@ -250,7 +251,10 @@ static int pair_set_grow(struct pair_set *s)
     uint32_t *next = by_id ? realloc(s->next, (cap / 2 + 1) * sizeof *next) : NULL;
     if (next)
         s->next = next;
-    if (!key || !id || !by_id || !next) {
+    uint32_t *count = next ? realloc(s->count, (cap / 2 + 1) * sizeof *count) : NULL;
+    if (count)
+        s->count = count;
+    if (!key || !id || !by_id || !next || !count) {
         free(key);
         free(id);
         return -1;
@@ -285,6 +289,7 @@ static uint32_t pair_id(struct pair_set *s, const struct sp_pair_key *k)
     s->id[j] = (uint32_t)s->n;
     s->by_id[s->n] = *k;
     s->next[s->n] = UINT32_MAX;
+    s->count[s->n] = 0;
     return (uint32_t)s->n++;
 }
 
@@ -367,6 +372,7 @@ int sp_pair_runs(const struct sp_pair_key *k, size_t n, uint32_t *place, uint32_
         uint32_t guess = prev != UINT32_MAX ? s.next[prev] : UINT32_MAX;
         if (guess != UINT32_MAX && s.by_id[guess].a == k[i].a && s.by_id[guess].b == k[i].b) {
             pid[i] = prev = guess;
+            s.count[guess]++;
             continue;
         }
         if (2 * (s.n + 1) > s.cap && pair_set_grow(&s) < 0) {
@@ -377,11 +383,12 @@ int sp_pair_runs(const struct sp_pair_key *k, size_t n, uint32_t *place, uint32_
         if (prev != UINT32_MAX)
             s.next[prev] = pid[i];
         prev = pid[i];
+        s.count[prev]++;
     }
     struct pair_rank *pr = rc == 0 ? malloc((s.n + 1) * sizeof *pr) : NULL;
     struct pair_rank *tmp = rc == 0 ? malloc((s.n + 1) * sizeof *tmp) : NULL;
-    uint32_t *at = rc == 0 ? calloc(s.n + 1, sizeof *at) : NULL;
-    if (!pr || !at)
+    uint32_t *at = s.count; /* how many of pair id, then where its run goes next */
+    if (!pr)
         rc = -1;
     if (rc == 0) {
         for (size_t j = 0; j < s.n; j++)
@@ -390,8 +397,6 @@ int sp_pair_runs(const struct sp_pair_key *k, size_t n, uint32_t *place, uint32_
             sort_pair_ranks(pr, tmp, s.n);
         else
             qsort(pr, s.n, sizeof *pr, cmp_pair_rank);
-        for (size_t i = 0; i < n; i++)             /* at[id]: how many of pair id */
-            at[pid[i]]++;
         uint32_t off = 0, *run = runs ? malloc((s.n + 1) * sizeof *run) : NULL;
         for (size_t r = 0; r < s.n; r++) { /* then where pair id's run starts */
             uint32_t c = at[pr[r].id];
@@ -411,12 +416,12 @@ int sp_pair_runs(const struct sp_pair_key *k, size_t n, uint32_t *place, uint32_
     }
     free(pr);
     free(tmp);
-    free(at);
     free(pid);
     free(s.key);
     free(s.id);
     free(s.by_id);
     free(s.next);
+    free(s.count);
     return rc;
 }
 

@@ -113,21 +113,23 @@ struct cref {
     uint8_t timing;
 };
 
-/* *k by (comm, seq), each instance's calls by rank: *k comes rank after
- * rank, and the sort keeps that order within a pair.  *k is replaced by
- * the sorted copy (a call each, 72 bytes: not copied back); on failure
- * it is left as it was. */
-static int sort_crefs(struct cref **k, size_t n)
+/* *k by (comm, seq) (pk[i] is k[i]'s pair), each instance's calls by
+ * rank: *k comes rank after rank, and the sort keeps that order within a
+ * pair.  *k is replaced by the sorted copy (a call each, 72 bytes: not
+ * copied back; each moved as a struct, not through a call to memcpy); on
+ * failure it is left as it was. */
+static int sort_crefs(struct cref **k, const struct sp_pair_key *pk, size_t n)
 {
-    struct sp_pair_key *pk = malloc((n + 1) * sizeof *pk);
-    if (!pk)
+    uint32_t *place = malloc((n + 1) * sizeof *place);
+    struct cref *sorted = malloc((n + 1) * sizeof *sorted);
+    if (!place || !sorted || sp_pair_places(pk, n, place) < 0) {
+        free(place);
+        free(sorted);
         return -1;
+    }
     for (size_t i = 0; i < n; i++)
-        pk[i] = (struct sp_pair_key){(*k)[i].comm, (*k)[i].seq};
-    struct cref *sorted = sp_sorted_by_pairs(*k, sizeof **k, n, pk);
-    free(pk);
-    if (!sorted)
-        return -1;
+        sorted[place[i]] = (*k)[i];
+    free(place);
     free(*k);
     *k = sorted;
     return 0;
@@ -137,6 +139,7 @@ struct member {
     int r;
     uint64_t entered, done;
     int64_t done_t;
+    int64_t entry_t; /* its latest entry (analyze_comm: on its own clock) */
 };
 
 static int64_t gl(const struct sp_model *m, int r, int64_t t)
@@ -281,17 +284,26 @@ static int analyze_comm(const struct sp_model *m, const struct sp_hang_opts *o, 
         free(has);
         return -1;
     }
+    /* a rank's times stay on its clock until its last call: the common
+     * axis is the clock plus its host's offset, so the latest entry and
+     * the last completion are the ones they were (a conversion a member,
+     * not two a call) */
     int64_t last_entry_t = INT64_MIN;
     for (size_t i = 0; i < n; i++) {
         const struct cref *c = &k[i];
         struct member *x = &all[k[i].r];
+        if (!has[k[i].r] || c->host_t > x->entry_t) x->entry_t = c->host_t;
         has[k[i].r] = 1;
         if (c->seq > x->entered) x->entered = c->seq;
         if (is_done(c) && c->seq >= x->done) {
             x->done = c->seq;
-            x->done_t = gl(m, k[i].r, c->end);
+            x->done_t = c->end;
         }
-        int64_t e = gl(m, k[i].r, c->host_t);
+    }
+    for (int r = 0; r < m->nranks; r++) {
+        if (!has[r]) continue;
+        if (all[r].done) all[r].done_t = gl(m, r, all[r].done_t); /* a call's seq is > 0: done set, done_t too */
+        int64_t e = gl(m, r, all[r].entry_t);
         last_entry_t = e > last_entry_t ? e : last_entry_t;
     }
     for (size_t i = 0; i < nhv; i++) {
@@ -432,16 +444,25 @@ static int find_instances(const struct sp_model *m, const struct sp_hang_opts *o
     for (int r = 0; r < m->nranks; r++)
         total += m->ranks[r].ncalls;
     struct cref *k = malloc((total + 1) * sizeof *k);
-    if (!k) return -1;
+    struct sp_pair_key *pk = malloc((total + 1) * sizeof *pk);
+    if (!k || !pk) {
+        free(k);
+        free(pk);
+        return -1;
+    }
     size_t n = 0;
     for (int r = 0; r < m->nranks; r++)
         for (size_t c = 0; c < m->ranks[r].ncalls; c++) {
             const struct sp_coll_call *x = &m->ranks[r].calls[c];
-            if (is_coll(x->op) && x->seq > 0 && c <= UINT32_MAX)
+            if (is_coll(x->op) && x->seq > 0 && c <= UINT32_MAX) {
+                pk[n] = (struct sp_pair_key){x->comm, x->seq};
                 k[n++] = (struct cref){x->comm, x->seq, x->bytes, x->host_t, x->end, r, (uint32_t)c,
                                        x->op, x->dtype, x->nranks, x->timing};
+            }
         }
-    if (sort_crefs(&k, n) < 0) {
+    int sorted = sort_crefs(&k, pk, n);
+    free(pk);
+    if (sorted < 0) {
         free(k);
         return -1;
     }

@@ -59,6 +59,18 @@ struct coll_pass {
      * cycle through its sizes */
     uint32_t *slot;
     size_t nslot;
+    /* the instance being measured, a member a call (NULL, none yet) */
+    struct member *mb;
+    size_t mb_cap;
+};
+
+/* What an instance's passes read of a member, found once: its call, and
+ * its arrival, end and host on the common axis.  Each pass found them
+ * again (a rank's record, its host's offset: a few cache lines a call). */
+struct member {
+    struct sp_coll_call *c;
+    int64_t a, e;
+    int host;
 };
 
 #define SUMMARY_SLOTS_MIN 64
@@ -184,11 +196,6 @@ static struct sp_coll_call *call_of(struct sp_model *m, const struct sp_coll_ref
     return &m->ranks[x->r].calls[x->c];
 }
 
-static int64_t arrival(struct sp_model *m, const struct sp_coll_ref *x)
-{
-    return sp_model_global(m, &m->ranks[x->r], call_of(m, x)->start);
-}
-
 /* Whether the instance falls in the steps in view, judged on its first rank. */
 static int in_view(struct sp_model *m, const struct sp_coll_ref *x)
 {
@@ -249,12 +256,12 @@ static void add_to_summary(struct sp_model *m, const struct sp_coll_call *c, dou
         s->missing++;
 }
 
-static int ends_far_apart(struct sp_model *m, const struct sp_coll_ref *refs, size_t n)
+static int ends_far_apart(struct sp_model *m, const struct member *mb, size_t n)
 {
     int64_t lo = INT64_MAX, hi = INT64_MIN, shortest = INT64_MAX;
     for (size_t i = 0; i < n; i++) {
-        const struct sp_coll_call *c = call_of(m, &refs[i]);
-        int64_t e = sp_model_global(m, &m->ranks[refs[i].r], c->end);
+        const struct sp_coll_call *c = mb[i].c;
+        int64_t e = mb[i].e;
         lo = e < lo ? e : lo;
         hi = e > hi ? e : hi;
         if (c->end - c->start < shortest)
@@ -291,27 +298,50 @@ static void want_call(struct sp_model *m, const struct sp_coll_ref *x)
     __builtin_prefetch(&c->matched, 1);
 }
 
+/* Room in cp for the members of an instance of n; -1: no memory. */
+static int members_fit(struct coll_pass *cp, size_t n)
+{
+    if (n <= cp->mb_cap)
+        return 0;
+    size_t cap = cp->mb_cap ? 2 * cp->mb_cap : 64;
+    while (cap < n)
+        cap *= 2;
+    struct member *p = realloc(cp->mb, cap * sizeof *p);
+    if (!p)
+        return -1;
+    cp->mb = p;
+    cp->mb_cap = cap;
+    return 0;
+}
+
 static void measure_instance(struct sp_model *m, const struct sp_coll_ref *refs, size_t n, void *arg)
 {
     struct coll_pass *cp = arg;
+    if (members_fit(cp, n) < 0) /* as without memory for the matching: not measured */
+        return;
+    struct member *mb = cp->mb;
     for (size_t i = 0; i < n && i < CALL_AHEAD; i++)
         want_call(m, &refs[i]);
     int64_t last = INT64_MIN;
     for (size_t i = 0; i < n; i++) {
         if (i + CALL_AHEAD < n)
             want_call(m, &refs[i + CALL_AHEAD]);
-        if (!i || arrival(m, &refs[i]) > last)
-            last = arrival(m, &refs[i]);
+        const struct sp_rank *r = &m->ranks[refs[i].r];
+        struct sp_coll_call *c = &r->calls[refs[i].c];
+        int64_t a = sp_model_global(m, r, c->start);
+        mb[i] = (struct member){c, a, sp_model_global(m, r, c->end), r->host};
+        if (!i || a > last)
+            last = a;
     }
     int64_t transfer = -1;
-    int host0 = m->ranks[refs[0].r].host, spans = 0;
+    int host0 = mb[0].host, spans = 0;
     double wait_sum = 0;
     size_t nlast = 0, late_idx = 0;
     int64_t second = INT64_MIN;
     for (size_t i = 0; i < n; i++) {
-        struct sp_coll_call *c = call_of(m, &refs[i]);
-        int64_t a = arrival(m, &refs[i]);
-        int64_t end = sp_model_global(m, &m->ranks[refs[i].r], c->end);
+        struct sp_coll_call *c = mb[i].c;
+        int64_t a = mb[i].a;
+        int64_t end = mb[i].e;
         int64_t tr = end - last > 0 ? end - last : 0;
         if (transfer < 0 || tr < transfer)
             transfer = tr;
@@ -320,7 +350,7 @@ static void measure_instance(struct sp_model *m, const struct sp_coll_ref *refs,
         if (c->wait < 0)
             c->wait = 0;
         wait_sum += (double)(last - a);
-        spans |= m->ranks[refs[i].r].host != host0;
+        spans |= mb[i].host != host0;
         if (a == last) {
             nlast++;
             late_idx = i;
@@ -328,22 +358,22 @@ static void measure_instance(struct sp_model *m, const struct sp_coll_ref *refs,
             second = a;
         }
     }
-    struct sp_coll_call *c0 = call_of(m, &refs[0]);
+    struct sp_coll_call *c0 = mb[0].c;
     /* A blocking collective's kernels end together on every rank: ends far
      * apart mean the calls were paired wrongly (imported collectives
      * without sequence numbers, numbered by their order on a stream, on a
      * sampled trace).  Their wait is not believed. */
-    if (!sp_op_is_p2p(c0->op) && n >= 2 && ends_far_apart(m, refs, n)) {
+    if (!sp_op_is_p2p(c0->op) && n >= 2 && ends_far_apart(m, mb, n)) {
         for (size_t i = 0; i < n; i++)
-            call_of(m, &refs[i])->wait = 0;
+            mb[i].c->wait = 0;
         wait_sum = 0;
         nlast = 0;
         m->coll_doubtful++;
     }
     int complete = sp_op_is_p2p(c0->op) ? n >= 2 : n >= c0->nranks;
     for (size_t i = 0; i < n; i++) {
-        call_of(m, &refs[i])->matched = (uint8_t)complete;
-        call_of(m, &refs[i])->inst = (int32_t)m->coll_instances;
+        mb[i].c->matched = (uint8_t)complete;
+        mb[i].c->inst = (int32_t)m->coll_instances;
     }
     keep_arrivals(cp, m->coll_instances, last, second, nlast, n);
     m->coll_instances++;
@@ -369,7 +399,7 @@ static void measure_instance(struct sp_model *m, const struct sp_coll_ref *refs,
     for (size_t i = 0; i < n; i++) {
         struct sp_rank *r = &m->ranks[refs[i].r];
         r->coll_present++;
-        r->coll_wait_ns += (double)(last - arrival(m, &refs[i]));
+        r->coll_wait_ns += (double)(last - mb[i].a);
     }
     if (n > 1 && nlast == 1 && (second == INT64_MIN || (double)(last - second) > tol))
         m->ranks[refs[late_idx].r].coll_last++;
@@ -518,6 +548,7 @@ void sp_model_match_collectives(struct sp_model *m)
     }
     free(cp.in);
     free(cp.slot);
+    free(cp.mb);
     if (m->coll_doubtful)
         sp_model_warn(m, "%llu collective instance(s) end far apart on their ranks (a blocking collective ends "
                          "together everywhere): the calls were likely paired wrongly (collectives without "

@@ -102,6 +102,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "model_int.h"
 #include "units.h"
 
@@ -421,27 +425,6 @@ static int cmp_keyrec(const void *a, const void *b)
     return (x->flat > y->flat) - (x->flat < y->flat);
 }
 
-/* k[0..n) by (step, key, flat).  They come in flat order, so a stable
- * sort by (step, key) gives it (sp_sort_by_pairs: a job's nodes share a
- * few keys per step); *pk is its scratch, grown as needed. */
-static void sort_keyrecs(struct keyrec *k, size_t n, struct sp_pair_key **pk, size_t *cap)
-{
-    if (n > *cap) {
-        void *p = realloc(*pk, n * sizeof **pk);
-        if (p) {
-            *pk = p;
-            *cap = n;
-        }
-    }
-    if (n <= *cap) {
-        for (size_t i = 0; i < n; i++)
-            (*pk)[i] = (struct sp_pair_key){k[i].step, k[i].key};
-        if (sp_sort_by_pairs(k, sizeof *k, n, *pk) == 0)
-            return;
-    }
-    qsort(k, n, sizeof *k, cmp_keyrec);
-}
-
 /* A communicator's class: communicators of the same size whose first call
  * is the same op of the same size, called as often in the first step, are
  * one kind (the tensor-parallel groups of a job); a data-parallel
@@ -627,6 +610,86 @@ static uint64_t node_key(const struct sp_model *m, const struct sp_rank *r, cons
     return mix(mix(mix(cc[i].cls, c->op), (uint64_t)(r->stage + 1)), cc[i].n++);
 }
 
+/* Scratch of group_keys, grown as needed. */
+struct peer_scratch {
+    struct sp_pair_key *pk;
+    uint32_t *place, *grp;
+    size_t cap;
+};
+
+/* The peer groups of k[from..to), the keys of one step (or of all, by
+ * (step, key)), in flat order: a group per distinct (step, key), in that
+ * order, its nodes in flat order (as a stable sort would lay them out).
+ * The keys are not moved: each node goes straight to its place in peers[]
+ * (sp_pair_runs), its rank found by walking the ranks along (the keys
+ * come in flat order).  Without memory for that, the keys are sorted and
+ * the groups read off them. */
+static void group_keys(struct graph *g, struct keyrec *k, size_t from, size_t to, struct peer_scratch *ps)
+{
+    size_t cnt = to - from;
+    if (!cnt)
+        return;
+    if (cnt > ps->cap) {
+        size_t cap = cnt > 2 * ps->cap ? cnt : 2 * ps->cap;
+        void *a = realloc(ps->pk, cap * sizeof *ps->pk);
+        ps->pk = a ? a : ps->pk;
+        void *b = a ? realloc(ps->place, cap * sizeof *ps->place) : NULL;
+        ps->place = b ? b : ps->place;
+        void *c = b ? realloc(ps->grp, cap * sizeof *ps->grp) : NULL;
+        ps->grp = c ? c : ps->grp;
+        if (c)
+            ps->cap = cap;
+    }
+    uint32_t *runs = NULL;
+    size_t nruns = 0;
+    if (cnt <= ps->cap) {
+        for (size_t i = 0; i < cnt; i++)
+            ps->pk[i] = (struct sp_pair_key){k[from + i].step, k[from + i].key};
+        if (sp_pair_runs(ps->pk, cnt, ps->place, &runs, &nruns) < 0)
+            runs = NULL;
+    }
+    if (runs) {
+        uint32_t base = (uint32_t)g->ngroups, pos = 0;
+        for (size_t r = 0; r < nruns; r++) {
+            if (runs[r] > g->max_peers)
+                g->max_peers = runs[r];
+            g->group_first[g->ngroups++] = (uint32_t)from + pos;
+            for (uint32_t x = 0; x < runs[r]; x++)
+                ps->grp[pos + x] = base + (uint32_t)r;
+            pos += runs[r];
+        }
+        free(runs);
+        int r = 0;
+        for (size_t i = 0; i < cnt; i++) {
+            uint32_t flat = k[from + i].flat, x = ps->place[i];
+            while (r + 1 < g->m->nranks && g->node_base[r + 1] <= flat)
+                r++;
+            g->peers[from + x] = flat;
+            g->peer_rank[from + x] = r;
+            g->gid[flat] = ps->grp[x];
+        }
+        return;
+    }
+    qsort(k + from, cnt, sizeof *k, cmp_keyrec);
+    for (size_t a = from; a < to;) {
+        size_t b = a;
+        while (b < to && k[b].step == k[a].step && k[b].key == k[a].key)
+            b++;
+        if (b - a > g->max_peers)
+            g->max_peers = (uint32_t)(b - a);
+        int r = 0;
+        for (size_t x = a; x < b; x++) {
+            if (x == a || !rank_after(g, k[x].flat, &r))
+                node_at(g, k[x].flat, &r);
+            g->peers[x] = k[x].flat;
+            g->peer_rank[x] = r;
+            g->gid[k[x].flat] = g->ngroups;
+        }
+        g->group_first[g->ngroups++] = (uint32_t)a;
+        a = b;
+    }
+}
+
 static int build_peers(struct graph *g)
 {
     struct sp_model *m = g->m;
@@ -644,7 +707,7 @@ static int build_peers(struct graph *g)
      * collective's key counts its calls on the communicator in the step).
      * When every rank's nodes come in step order (they are built so), each
      * step's keys are placed together, rank after rank, and each step's
-     * are sorted alone: the same order as one sort of all, without its
+     * are grouped alone: the same groups as for all at once, without
      * scratch as large as the job.  The nodes are read rank after rank, in
      * memory order (step after step would jump from rank to rank, a cache
      * miss per node and per call at thousands of ranks). */
@@ -665,8 +728,7 @@ static int build_peers(struct graph *g)
         }
     for (uint32_t st = 0; by_step && st <= top; st++)
         at[st + 1] += at[st];
-    size_t n = 0, pk_cap = 0;
-    struct sp_pair_key *pk = NULL;
+    size_t n = 0;
     struct class_memo memo = {0};
     memo_fill(&memo, m);
     for (int i = 0; i < m->nranks; i++) {
@@ -688,33 +750,18 @@ static int build_peers(struct graph *g)
         }
     }
     memo_free(&memo);
-    /* at[st] is now where step st's keys end */
-    for (uint32_t st = 0; by_step && st <= top; st++) {
-        size_t from = st ? at[st - 1] : 0;
-        if (at[st] - from > 1)
-            sort_keyrecs(k + from, at[st] - from, &pk, &pk_cap);
-    }
-    free(at);
+    /* at[st] is now where step st's keys end; each step's keys are
+     * grouped alone (all of them at once when the nodes were not in step
+     * order) */
+    struct peer_scratch ps = {0};
+    for (uint32_t st = 0; by_step && st <= top; st++)
+        group_keys(g, k, st ? at[st - 1] : 0, at[st], &ps);
     if (!by_step)
-        sort_keyrecs(k, n, &pk, &pk_cap);
-    free(pk);
-    for (size_t a = 0; a < n;) {
-        size_t b = a;
-        while (b < n && k[b].step == k[a].step && k[b].key == k[a].key)
-            b++;
-        if (b - a > g->max_peers)
-            g->max_peers = (uint32_t)(b - a);
-        int r = 0;
-        for (size_t x = a; x < b; x++) {
-            if (x == a || !rank_after(g, k[x].flat, &r))
-                node_at(g, k[x].flat, &r);
-            g->peers[x] = k[x].flat;
-            g->peer_rank[x] = r;
-            g->gid[k[x].flat] = g->ngroups;
-        }
-        g->group_first[g->ngroups++] = (uint32_t)a;
-        a = b;
-    }
+        group_keys(g, k, 0, n, &ps);
+    free(at);
+    free(ps.pk);
+    free(ps.place);
+    free(ps.grp);
     g->group_first[g->ngroups] = (uint32_t)n;
     free(k);
     return 0;
@@ -1522,9 +1569,18 @@ static inline uint32_t PM(const struct graph *g, size_t flat)
  * the same double, without its tests per node. */
 static inline double recorded_sum(const float *own)
 {
+    /* written out: a loop of eight was not unrolled, and its counting
+     * cost as much as the adds (each node's two sums, graph_build) */
+    _Static_assert(SP_LOC_N == 8, "recorded_sum adds every component, in order");
     double t = 0;
-    for (int c = 0; c < SP_LOC_N; c++)
-        t += (double)own[c];
+    t += (double)own[0];
+    t += (double)own[1];
+    t += (double)own[2];
+    t += (double)own[3];
+    t += (double)own[4];
+    t += (double)own[5];
+    t += (double)own[6];
+    t += (double)own[7];
     return t;
 }
 
@@ -1557,8 +1613,20 @@ static int parts_by_walk(struct graph *g)
 static uint16_t node_nz(struct graph *g, const struct sp_rnode *nd, uint32_t flat)
 {
     uint16_t z = 0;
+#ifdef __SSE2__
+    /* four components a compare, their signs gathered: a float compared
+     * unequal to zero as != does (a NaN is nonzero, -0 is not) */
+    _Static_assert(SP_LOC_N == 8 && NZ_UNDER == 8, "two vectors of four per sum, a byte of bits each");
+    const __m128 zero = _mm_setzero_ps();
+    int gap = _mm_movemask_ps(_mm_cmpneq_ps(_mm_loadu_ps(nd->gap), zero)) |
+              _mm_movemask_ps(_mm_cmpneq_ps(_mm_loadu_ps(nd->gap + 4), zero)) << 4;
+    int under = _mm_movemask_ps(_mm_cmpneq_ps(_mm_loadu_ps(nd->under), zero)) |
+                _mm_movemask_ps(_mm_cmpneq_ps(_mm_loadu_ps(nd->under + 4), zero)) << 4;
+    z = (uint16_t)(gap | under << NZ_UNDER);
+#else
     for (int c = 0; c < SP_LOC_N; c++)
         z |= (uint16_t)((nd->gap[c] != 0) << c | (nd->under[c] != 0) << (NZ_UNDER + c));
+#endif
     g->nz[flat] = z;
     g->nz_all |= z;
     return z;

@@ -225,6 +225,13 @@ struct pair_set {
     struct sp_pair_key *key; /* per slot */
     uint32_t *id;            /* per slot: the pair's number, UINT32_MAX when free */
     size_t cap, n;           /* cap a power of 2 */
+    /* per number (at most cap / 2 of them): the pair, and the number of
+     * the pair that came after it when last looked up (UINT32_MAX: none).
+     * A job's ranks issue their calls in the same order, so the item after
+     * pair p is most often pair next[p] again: one compare, not a look-up;
+     * and how many items have the pair, counted as they are numbered */
+    struct sp_pair_key *by_id;
+    uint32_t *next, *count;
 };
 
 static size_t pair_hash(const struct sp_pair_key *k)
@@ -238,7 +245,16 @@ static int pair_set_grow(struct pair_set *s)
     size_t cap = s->cap ? 2 * s->cap : 1024;
     struct sp_pair_key *key = malloc(cap * sizeof *key);
     uint32_t *id = malloc(cap * sizeof *id);
-    if (!key || !id) {
+    struct sp_pair_key *by_id = key && id ? realloc(s->by_id, (cap / 2 + 1) * sizeof *by_id) : NULL;
+    if (by_id)
+        s->by_id = by_id;
+    uint32_t *next = by_id ? realloc(s->next, (cap / 2 + 1) * sizeof *next) : NULL;
+    if (next)
+        s->next = next;
+    uint32_t *count = next ? realloc(s->count, (cap / 2 + 1) * sizeof *count) : NULL;
+    if (count)
+        s->count = count;
+    if (!key || !id || !by_id || !next || !count) {
         free(key);
         free(id);
         return -1;
@@ -271,6 +287,9 @@ static uint32_t pair_id(struct pair_set *s, const struct sp_pair_key *k)
             return s->id[j];
     s->key[j] = *k;
     s->id[j] = (uint32_t)s->n;
+    s->by_id[s->n] = *k;
+    s->next[s->n] = UINT32_MAX;
+    s->count[s->n] = 0;
     return (uint32_t)s->n++;
 }
 
@@ -287,6 +306,53 @@ static int cmp_pair_rank(const void *x, const void *y)
     return (p->k.b > q->k.b) - (p->k.b < q->k.b);
 }
 
+static int pair_before(const struct pair_rank *p, const struct pair_rank *q)
+{
+    return p->k.a != q->k.a ? p->k.a < q->k.a : p->k.b < q->k.b;
+}
+
+#define PAIR_RUN 16 /* sort_pair_ranks: runs this long put in order by insertion, then merged */
+
+/* p[0..n) by pair, through tmp (as many): runs ordered by insertion, then
+ * merged bottom-up.  The pairs are distinct, so any sort gives this one
+ * order; qsort took a call through its comparison per compare, and the
+ * pairs of a job's calls are thousands (an instance each). */
+static void sort_pair_ranks(struct pair_rank *p, struct pair_rank *tmp, size_t n)
+{
+    size_t i = 1;
+    while (i < n && pair_before(&p[i - 1], &p[i]))
+        i++;
+    if (i >= n)
+        return;
+    for (size_t lo = 0; lo < n; lo += PAIR_RUN) {
+        size_t hi = n - lo > PAIR_RUN ? lo + PAIR_RUN : n;
+        for (size_t x = lo + 1; x < hi; x++) {
+            struct pair_rank v = p[x];
+            size_t y = x;
+            for (; y > lo && pair_before(&v, &p[y - 1]); y--)
+                p[y] = p[y - 1];
+            p[y] = v;
+        }
+    }
+    struct pair_rank *src = p, *dst = tmp;
+    for (size_t w = PAIR_RUN; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = n - lo > w ? lo + w : n, hi = n - mid > w ? mid + w : n, a = lo, b = mid, o = lo;
+            while (a < mid && b < hi)
+                dst[o++] = pair_before(&src[b], &src[a]) ? src[b++] : src[a++];
+            while (a < mid)
+                dst[o++] = src[a++];
+            while (b < hi)
+                dst[o++] = src[b++];
+        }
+        struct pair_rank *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != p)
+        memcpy(p, src, n * sizeof *p);
+}
+
 int sp_pair_places(const struct sp_pair_key *k, size_t n, uint32_t *place)
 {
     return sp_pair_runs(k, n, place, NULL, NULL);
@@ -301,23 +367,36 @@ int sp_pair_runs(const struct sp_pair_key *k, size_t n, uint32_t *place, uint32_
     }
     uint32_t *pid = malloc((n + 1) * sizeof *pid);
     int rc = pid && n < UINT32_MAX && pair_set_grow(&s) == 0 ? 0 : -1;
+    uint32_t prev = UINT32_MAX;
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        if (2 * (s.n + 1) > s.cap && pair_set_grow(&s) < 0)
+        uint32_t guess = prev != UINT32_MAX ? s.next[prev] : UINT32_MAX;
+        if (guess != UINT32_MAX && s.by_id[guess].a == k[i].a && s.by_id[guess].b == k[i].b) {
+            pid[i] = prev = guess;
+            s.count[guess]++;
+            continue;
+        }
+        if (2 * (s.n + 1) > s.cap && pair_set_grow(&s) < 0) {
             rc = -1;
-        else
-            pid[i] = pair_id(&s, &k[i]);
+            continue;
+        }
+        pid[i] = pair_id(&s, &k[i]);
+        if (prev != UINT32_MAX)
+            s.next[prev] = pid[i];
+        prev = pid[i];
+        s.count[prev]++;
     }
     struct pair_rank *pr = rc == 0 ? malloc((s.n + 1) * sizeof *pr) : NULL;
-    uint32_t *at = rc == 0 ? calloc(s.n + 1, sizeof *at) : NULL;
-    if (!pr || !at)
+    struct pair_rank *tmp = rc == 0 ? malloc((s.n + 1) * sizeof *tmp) : NULL;
+    uint32_t *at = s.count; /* how many of pair id, then where its run goes next */
+    if (!pr)
         rc = -1;
     if (rc == 0) {
-        for (size_t j = 0; j < s.cap; j++)
-            if (s.id[j] != UINT32_MAX)
-                pr[s.id[j]] = (struct pair_rank){s.key[j], s.id[j]};
-        qsort(pr, s.n, sizeof *pr, cmp_pair_rank); /* distinct pairs: no ties */
-        for (size_t i = 0; i < n; i++)             /* at[id]: how many of pair id */
-            at[pid[i]]++;
+        for (size_t j = 0; j < s.n; j++)
+            pr[j] = (struct pair_rank){s.by_id[j], (uint32_t)j};
+        if (tmp) /* distinct pairs: no ties */
+            sort_pair_ranks(pr, tmp, s.n);
+        else
+            qsort(pr, s.n, sizeof *pr, cmp_pair_rank);
         uint32_t off = 0, *run = runs ? malloc((s.n + 1) * sizeof *run) : NULL;
         for (size_t r = 0; r < s.n; r++) { /* then where pair id's run starts */
             uint32_t c = at[pr[r].id];
@@ -336,10 +415,13 @@ int sp_pair_runs(const struct sp_pair_key *k, size_t n, uint32_t *place, uint32_
         }
     }
     free(pr);
-    free(at);
+    free(tmp);
     free(pid);
     free(s.key);
     free(s.id);
+    free(s.by_id);
+    free(s.next);
+    free(s.count);
     return rc;
 }
 
@@ -498,11 +580,6 @@ int sp_model_in_pause(const struct sp_model *m, const struct sp_rank *r, int64_t
             }
     }
     return 0;
-}
-
-int64_t sp_model_global(const struct sp_model *m, const struct sp_rank *r, int64_t t)
-{
-    return t + (m->host_offset ? m->host_offset[r->host] : 0);
 }
 
 void sp_model_layout_text(const struct sp_model *m, char *out, size_t len)

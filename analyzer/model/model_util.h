@@ -26,7 +26,13 @@ void sp_model_progress(const struct sp_model *m, const char *what, int done, int
 /* Whether a live process on this machine still maps f's trace (a running
  * writer maps its file; nothing else does). */
 int sp_model_file_open(const struct sp_file_rec *f);
-int64_t sp_model_global(const struct sp_model *m, const struct sp_rank *r, int64_t t);
+/* A time on r's clock on the common axis: its host's offset added (none
+ * before the clocks are aligned).  Inline: the passes over collective
+ * calls ask it twice a call, and a call cost more than the add. */
+static inline int64_t sp_model_global(const struct sp_model *m, const struct sp_rank *r, int64_t t)
+{
+    return t + (m->host_offset ? m->host_offset[r->host] : 0);
+}
 /* The CPU cores f's process used on average over its recording (its CPU
  * time over the span between its first and last samples); -1 unknown. */
 double sp_file_cores(const struct sp_file_rec *f);

@@ -96,6 +96,7 @@ struct type_block {
     uint32_t bad;                      /* the type's event after the block is malformed */
     uint64_t dirty;                    /* fields written since the block was last cleared */
     uint64_t zero;                     /* fields 0 in every event of the block */
+    uint64_t tid;                      /* the tid in every event of the block, NO_TID: not set */
 };
 struct blocks;
 
@@ -511,6 +512,7 @@ static int check_planned_columns(struct sp_reader *r)
  * that event is then malformed where the type stream reaches it, as it
  * was when decoded alone. */
 #define RD_BLOCK 64
+#define NO_TID UINT64_MAX /* no event's: a tid is 32 bits */
 
 /* Per type, its block: whole events, handed out in place. */
 struct blocks {
@@ -686,11 +688,11 @@ static inline uint64_t rd_join_3x2(uint64_t x)
 /* The time deltas, decoded last: each event's time is the end of the
  * one before (end) plus its delta, and its end that time plus its
  * duration, decoded already (the duration is at dur_at in the event,
- * when the type has one: a type has one duration field at most). */
+ * when the type has one: a type has one duration field at most).  The
+ * tid is the block's already (fill_block). */
 #define RD_BF_DELTA(f, k, v)                                                            \
     {                                                                                   \
         struct sp_event *ev_ = (struct sp_event *)RD_AT(k);                             \
-        ev_->tid = tid;                                                                 \
         ev_->t = end + (uint64_t)sp_unzigzag(v);                                        \
         end = ev_->t + (has_dur ? *(const uint64_t *)((const char *)ev_ + dur_at) : 0); \
     }
@@ -714,7 +716,7 @@ static inline uint64_t rd_join_3x2(uint64_t x)
  * (its fields and time, and those of the events after it, unset). */
 #define RD_X_BDECODER(id, NAME, name, FIELDS)                                                   \
     static uint32_t block_##name(const uint8_t **col, struct sp_codec_state *st, uint64_t want, \
-                                 uint32_t n, uint32_t tid, struct sp_event *e, uint64_t *zero)  \
+                                 uint32_t n, struct sp_event *e, uint64_t *zero)                \
     {                                                                                           \
         typedef struct sp_ev_##name rd_ev;                                                      \
         struct sp_ev_##name *prev = &st->name;                                                  \
@@ -936,6 +938,12 @@ static uint32_t fill_block(struct sp_reader *r, unsigned type, uint32_t at)
         }
         b->dirty = 0;
         b->zero = UINT64_MAX;
+        b->tid = NO_TID;
+    }
+    if (b->tid != r->tid) { /* a new chunk's thread: the decoders leave the tid alone */
+        for (unsigned i = 0; i < RD_BLOCK; i++)
+            e[i].tid = r->tid;
+        b->tid = r->tid;
     }
     b->dirty |= want;
     uint32_t got = 0;
@@ -945,9 +953,9 @@ static uint32_t fill_block(struct sp_reader *r, unsigned type, uint32_t at)
         goto filled;
     }
     switch (type) {
-#define RD_X_FILL(id, NAME, name, FIELDS)                                             \
-    case id:                                                                          \
-        got = block_##name(r->cols.col[id], &r->codec, want, n, r->tid, e, &b->zero); \
+#define RD_X_FILL(id, NAME, name, FIELDS)                                     \
+    case id:                                                                  \
+        got = block_##name(r->cols.col[id], &r->codec, want, n, e, &b->zero); \
         break;
         SP_EVENTS(RD_X_FILL)
 #undef RD_X_FILL

@@ -1453,17 +1453,21 @@ size_t sp_reader_next_refs(struct sp_reader *r, const struct sp_event **out, siz
     size_t k = 0;
     if (r->columnar) {
         struct sp_columns *c = &r->cols;
-        const uint8_t *types = c->types;
-        uint32_t next = c->next, n = c->n;
-        for (; next < n; next++) {
-            struct type_block *b = r->block_of[types[next]];
+        const uint8_t *tp = c->types + c->next, *tend = c->types + c->n;
+        struct type_block *const *block_of = r->block_of;
+        const struct sp_event **o = out, **oend = out + max;
+        for (; tp < tend; tp++) {
+            struct type_block *b = block_of[*tp];
             if (!b)
                 continue; /* masked out, or a type from a newer writer */
-            if (b->next == b->end || k == max)
+            const struct sp_event *ev = b->next;
+            if (ev == b->end || o == oend)
                 break;
-            out[k++] = b->next++;
+            b->next = ev + 1;
+            *o++ = ev;
         }
-        c->next = next;
+        c->next = (uint32_t)(tp - c->types);
+        k = (size_t)(o - out);
         r->stats.events += k;
     }
     if (!k && (out[0] = next_slow(r)))

@@ -57,6 +57,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "codec.h"
 #include "columns.h"
@@ -93,6 +96,7 @@ struct type_block {
     uint32_t bad;                      /* the type's event after the block is malformed */
     uint64_t dirty;                    /* fields written since the block was last cleared */
     uint64_t zero;                     /* fields 0 in every event of the block */
+    uint64_t tid;                      /* the tid in every event of the block, NO_TID: not set */
 };
 struct blocks;
 
@@ -508,6 +512,7 @@ static int check_planned_columns(struct sp_reader *r)
  * that event is then malformed where the type stream reaches it, as it
  * was when decoded alone. */
 #define RD_BLOCK 64
+#define NO_TID UINT64_MAX /* no event's: a tid is 32 bits */
 
 /* Per type, its block: whole events, handed out in place. */
 struct blocks {
@@ -543,18 +548,38 @@ struct blocks {
 #define RD_POST_DS(f) prev->f = acc;
 /* Two-byte varints four to a word, three-byte ones two to six bytes: the
  * continuation bits such a word has (durations of launches and of
- * kernels, the gaps between launches), and the values of its k-th. */
+ * kernels, the gaps between launches). */
 #define RD_CONT_2X4 0x0080008000800080ull
 #define RD_CONT_MASK_3X2 0x0000808080808080ull
 #define RD_CONT_3X2 0x0000008080008080ull
-#define RD_V2(x, k) ((((x) >> (16 * (k))) & 0x7f) | (((x) >> (16 * (k) + 1)) & 0x3f80))
-#define RD_V3(x, k) \
-    ((((x) >> (24 * (k))) & 0x7f) | (((x) >> (24 * (k) + 1)) & 0x3f80) | (((x) >> (24 * (k) + 2)) & 0x1fc000))
+#define RD_BYTES_3X2 0x0000ffffffffffffull
+#define RD_HI_2X4 0xff00ff00ff00ff00ull /* each varint's second byte */
+#define RD_MID_3X2 0x000000ff0000ff00ull
+#define RD_HI_3X2 0x0000ff0000ff0000ull
+#define RD_V2_BITS 0x3fff
+#define RD_V3_BITS 0x1fffff
+/* Such a word's varints joined in place, the k-th value at bit 16k (or
+ * 24k) with nothing above it: with its continuation bits cleared, a
+ * varint's byte j stands at 8j and must stand at 7j, so each byte is
+ * lowered by (8j - 7j) bits by subtracting its excess (b 2^8j - b 2^7j),
+ * which never borrows from the varint after it.  A few instructions for
+ * the word, where each value on its own took three shifts and masks. */
+static inline uint64_t rd_join_2x4(uint64_t x)
+{
+    uint64_t t = x ^ RD_CONT_2X4;
+    return t - ((t & RD_HI_2X4) >> 1);
+}
+static inline uint64_t rd_join_3x2(uint64_t x)
+{
+    uint64_t t = (x & RD_BYTES_3X2) ^ RD_CONT_3X2, hi = t & RD_HI_3X2;
+    return t - ((t & RD_MID_3X2) >> 1) - (hi >> 1) - (hi >> 2);
+}
 /* A column's next n varints to STORE(field, k, value), the k-th from the
  * event at q (qbase for the first, then moved on): eight one-byte
  * varints at a time where a word holds them (no continuation bit in it),
- * four two-byte or two three-byte ones where it holds those, else one by
- * one.  Each word's varints are the column's next ones (the column holds
+ * four two-byte or two three-byte ones where it holds those (then word
+ * after word while the next holds the same, without the tests before
+ * them: a column of durations is most often one run), else one by one.  Each word's varints are the column's next ones (the column holds
  * n or more), so they never run past its end.  With SKIP0 (the field is
  * 0 in every event of the block, and a 0 varint stores 0), eight 0s are
  * not stored; nz is left non-zero when a value that may not be 0 was. */
@@ -589,22 +614,34 @@ struct blocks {
             }                                                          \
             if (cont == RD_CONT_2X4 && n - i >= 4) {                   \
                 nz = 1;                                                \
-                STORE(field, 0, RD_V2(x, 0))                           \
-                STORE(field, 1, RD_V2(x, 1))                           \
-                STORE(field, 2, RD_V2(x, 2))                           \
-                STORE(field, 3, RD_V2(x, 3))                           \
-                i += 4;                                                \
-                q += 4 * sizeof(struct sp_event);                      \
-                p += 8;                                                \
+                do {                                                   \
+                    x = rd_join_2x4(x);                                \
+                    STORE(field, 0, (x & RD_V2_BITS))                  \
+                    STORE(field, 1, (x >> 16) & RD_V2_BITS)            \
+                    STORE(field, 2, (x >> 32) & RD_V2_BITS)            \
+                    STORE(field, 3, x >> 48)                           \
+                    i += 4;                                            \
+                    q += 4 * sizeof(struct sp_event);                  \
+                    p += 8;                                            \
+                    if (n - i < 4)                                     \
+                        break;                                         \
+                    memcpy(&x, p, sizeof x);                           \
+                } while ((x & SP_CONT_BITS) == RD_CONT_2X4);           \
                 continue;                                              \
             }                                                          \
             if ((x & RD_CONT_MASK_3X2) == RD_CONT_3X2 && n - i >= 2) { \
                 nz = 1;                                                \
-                STORE(field, 0, RD_V3(x, 0))                           \
-                STORE(field, 1, RD_V3(x, 1))                           \
-                i += 2;                                                \
-                q += 2 * sizeof(struct sp_event);                      \
-                p += 6;                                                \
+                do {                                                   \
+                    x = rd_join_3x2(x);                                \
+                    STORE(field, 0, (x & RD_V3_BITS))                  \
+                    STORE(field, 1, x >> 24)                           \
+                    i += 2;                                            \
+                    q += 2 * sizeof(struct sp_event);                  \
+                    p += 6;                                            \
+                    if (n - i < 2)                                     \
+                        break;                                         \
+                    memcpy(&x, p, sizeof x);                           \
+                } while ((x & RD_CONT_MASK_3X2) == RD_CONT_3X2);       \
                 continue;                                              \
             }                                                          \
             if (__builtin_expect(sp_column_get(&p, &v) < 0, 0)) {      \
@@ -651,11 +688,11 @@ struct blocks {
 /* The time deltas, decoded last: each event's time is the end of the
  * one before (end) plus its delta, and its end that time plus its
  * duration, decoded already (the duration is at dur_at in the event,
- * when the type has one: a type has one duration field at most). */
+ * when the type has one: a type has one duration field at most).  The
+ * tid is the block's already (fill_block). */
 #define RD_BF_DELTA(f, k, v)                                                            \
     {                                                                                   \
         struct sp_event *ev_ = (struct sp_event *)RD_AT(k);                             \
-        ev_->tid = tid;                                                                 \
         ev_->t = end + (uint64_t)sp_unzigzag(v);                                        \
         end = ev_->t + (has_dur ? *(const uint64_t *)((const char *)ev_ + dur_at) : 0); \
     }
@@ -679,7 +716,7 @@ struct blocks {
  * (its fields and time, and those of the events after it, unset). */
 #define RD_X_BDECODER(id, NAME, name, FIELDS)                                                   \
     static uint32_t block_##name(const uint8_t **col, struct sp_codec_state *st, uint64_t want, \
-                                 uint32_t n, uint32_t tid, struct sp_event *e, uint64_t *zero)  \
+                                 uint32_t n, struct sp_event *e, uint64_t *zero)                \
     {                                                                                           \
         typedef struct sp_ev_##name rd_ev;                                                      \
         struct sp_ev_##name *prev = &st->name;                                                  \
@@ -838,8 +875,40 @@ static uint32_t select_block(struct sp_reader *r, unsigned type, struct sp_event
      * be to it as far as the compiler knows, and would reload it. */
     const struct select s = r->sel[type];
     uint8_t *types = r->chunk + (r->cols.types - r->chunk);
-    uint32_t kept = 0;
-    for (uint32_t i = 0; i < got; i++, at++) {
+    uint32_t kept = 0, i = 0;
+#ifdef __SSE2__
+    /* The events' places found 16 bytes of the stream at a time (a GPU
+     * thread's chunk is nearly all of one type), and most of them left
+     * out (pass 1 keeps the NCCL kernels): the 16 bytes are stored back
+     * with every event of the type cleared, then the few kept set again. */
+    const __m128i mine = _mm_set1_epi8((char)type);
+    const uint32_t n = r->cols.n;
+    while (i < got && n - at >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(types + at));
+        __m128i is_mine = _mm_cmpeq_epi8(x, mine);
+        uint32_t m = (uint32_t)_mm_movemask_epi8(is_mine), all = m, keep = 0;
+        for (; m && i < got; m &= m - 1, i++) {
+            if (left_out(&s, &e[i]))
+                continue;
+            keep |= m & -m;
+            if (kept != i)
+                e[kept] = e[i];
+            kept++;
+        }
+        if (!m) {
+            _mm_storeu_si128((__m128i *)(types + at), _mm_andnot_si128(is_mine, x));
+        } else {
+            keep |= m; /* the next block's events: not this one's to clear */
+            for (uint32_t d = all & ~keep; d; d &= d - 1)
+                types[at + (uint32_t)__builtin_ctz(d)] = 0;
+            keep = 0;
+        }
+        for (; keep; keep &= keep - 1)
+            types[at + (uint32_t)__builtin_ctz(keep)] = (uint8_t)type;
+        at += 16;
+    }
+#endif
+    for (; i < got; i++, at++) {
         while (types[at] != type)
             at++;
         if (left_out(&s, &e[i])) {
@@ -869,6 +938,12 @@ static uint32_t fill_block(struct sp_reader *r, unsigned type, uint32_t at)
         }
         b->dirty = 0;
         b->zero = UINT64_MAX;
+        b->tid = NO_TID;
+    }
+    if (b->tid != r->tid) { /* a new chunk's thread: the decoders leave the tid alone */
+        for (unsigned i = 0; i < RD_BLOCK; i++)
+            e[i].tid = r->tid;
+        b->tid = r->tid;
     }
     b->dirty |= want;
     uint32_t got = 0;
@@ -878,9 +953,9 @@ static uint32_t fill_block(struct sp_reader *r, unsigned type, uint32_t at)
         goto filled;
     }
     switch (type) {
-#define RD_X_FILL(id, NAME, name, FIELDS)                                             \
-    case id:                                                                          \
-        got = block_##name(r->cols.col[id], &r->codec, want, n, r->tid, e, &b->zero); \
+#define RD_X_FILL(id, NAME, name, FIELDS)                                     \
+    case id:                                                                  \
+        got = block_##name(r->cols.col[id], &r->codec, want, n, e, &b->zero); \
         break;
         SP_EVENTS(RD_X_FILL)
 #undef RD_X_FILL
@@ -1378,17 +1453,21 @@ size_t sp_reader_next_refs(struct sp_reader *r, const struct sp_event **out, siz
     size_t k = 0;
     if (r->columnar) {
         struct sp_columns *c = &r->cols;
-        const uint8_t *types = c->types;
-        uint32_t next = c->next, n = c->n;
-        for (; next < n; next++) {
-            struct type_block *b = r->block_of[types[next]];
+        const uint8_t *tp = c->types + c->next, *tend = c->types + c->n;
+        struct type_block *const *block_of = r->block_of;
+        const struct sp_event **o = out, **oend = out + max;
+        for (; tp < tend; tp++) {
+            struct type_block *b = block_of[*tp];
             if (!b)
                 continue; /* masked out, or a type from a newer writer */
-            if (b->next == b->end || k == max)
+            const struct sp_event *ev = b->next;
+            if (ev == b->end || o == oend)
                 break;
-            out[k++] = b->next++;
+            b->next = ev + 1;
+            *o++ = ev;
         }
-        c->next = next;
+        c->next = (uint32_t)(tp - c->types);
+        k = (size_t)(o - out);
         r->stats.events += k;
     }
     if (!k && (out[0] = next_slow(r)))

@@ -1121,20 +1121,27 @@ static inline __attribute__((always_inline)) void on_event(struct rank_pass *rp,
             if (is_sync_api(ev->cuda.api))
                 note_sync(rp, rd, ev);
         }
-    } else if (!on_host_event(rp, ev, t)) {
-        return;
+    } else {
+        on_host_event(rp, ev, t);
     }
-    /* the thread's count and latest time (a chunk is one thread's: the
-     * last one's th is nearly always the one) */
-    if (ev->tid != rp->cur_tid) {
-        int i = tid_index(rp, ev->tid);
+}
+
+/* The thread's count and latest time, a batch of its events at a time
+ * (pass2_batch): every event the pass is given counts, its types being
+ * the four on_event classifies.  A batch is one chunk's, so the last
+ * thread's th is nearly always the one. */
+static inline __attribute__((always_inline)) void pass2_batch(void *ctx, uint32_t tid, uint64_t n, int64_t max_t)
+{
+    struct rank_pass *rp = ctx;
+    if (tid != rp->cur_tid) {
+        int i = tid_index(rp, tid);
         rp->cur_th = &rp->th[i >= 0 ? (size_t)i : sp_file_pass_of(rp->f)->ntids];
-        rp->cur_tid = ev->tid;
+        rp->cur_tid = tid;
     }
     struct thread_seen *th = rp->cur_th;
-    th->seen++;
-    if (t > th->wm)
-        th->wm = t;
+    th->seen += n;
+    if (max_t > th->wm)
+        th->wm = max_t;
 }
 
 /* The second pass needs only what it classifies, and of those only the
@@ -1170,6 +1177,7 @@ static const struct sp_pass pass2 = {
     .tool = {.any = pass2_event}, /* the types read are the four on_event classifies */
     .open = pass2_open,
     .every = pass2_every,
+    .batch = pass2_batch,
 };
 
 static void read_file(struct rank_pass *rp, struct sp_file_rec *f)

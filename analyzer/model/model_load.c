@@ -472,7 +472,8 @@ static void on_summary(void *ctx, const struct sp_chunk_summary *cs)
     m->last_t = m->max_t;
 }
 
-static void on_event(struct file_scan *s, const struct sp_reader *r, const struct sp_event *ev)
+static inline __attribute__((always_inline)) void on_event(struct file_scan *s, const struct sp_reader *r,
+                                                           const struct sp_event *ev)
 {
     struct sp_file_rec *f = s->f;
     int64_t t = (int64_t)ev->t;
@@ -740,7 +741,7 @@ static int pass1_open(void *ctx, struct sp_reader *r)
     return 0;
 }
 
-static int pass1_event(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
+static inline __attribute__((always_inline)) int pass1_event(void *ctx, const struct sp_reader *r, const struct sp_event *ev)
 {
     on_event(ctx, r, ev);
     return 0;

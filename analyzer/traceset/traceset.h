@@ -41,6 +41,11 @@ struct sp_pass {
     /* After the last event, with the reader still open (its diagnostics,
      * statistics). */
     void (*close)(void *ctx, struct sp_reader *r);
+    /* When set, after a batch's events went to the tool: how many (n, not
+     * 0) and the latest time among them, all of thread tid (a batch is
+     * one chunk's, and a chunk one thread's); a batch in which `every`
+     * runs gives each event on its own, before `every` sees it. */
+    void (*batch)(void *ctx, uint32_t tid, uint64_t n, int64_t max_t);
 };
 
 /* The times a trace's events may have: a window around its own span, from
@@ -84,8 +89,33 @@ static inline __attribute__((always_inline)) int sp_trace_feed(const char *path,
     const struct sp_event *evs[SP_FEED_BATCH];
     size_t got;
     uint64_t n = 0, lo, span, bad = 0, bad_t = 0;
+    const uint64_t every_mask = (p->every_events ? p->every_events : SP_PASS_EVERY) - 1;
     sp_trace_window(r, &lo, &span);
     while (!rc && (got = sp_reader_next_refs(r, evs, SP_FEED_BATCH))) {
+        /* A batch that cannot reach the next `every` (nearly all of them)
+         * counts its events at its end, not one by one: the same loop
+         * without the count and its test. */
+        if (!p->every || (n & every_mask) + got <= every_mask) {
+            const uint64_t bad_before = bad;
+            int64_t max_t = INT64_MIN;
+            for (size_t i = 0; i < got; i++) {
+                const struct sp_event *ev = evs[i];
+                if (__builtin_expect(ev->t - lo > span, 0)) {
+                    if (!bad++)
+                        bad_t = ev->t;
+                    continue;
+                }
+                if (p->batch && (int64_t)ev->t > max_t)
+                    max_t = (int64_t)ev->t;
+                if ((rc = sp_tool_dispatch(&p->tool, ctx, r, ev)) != 0)
+                    break;
+            }
+            uint64_t good = got - (bad - bad_before);
+            n += good;
+            if (p->batch && good && !rc)
+                p->batch(ctx, evs[0]->tid, good, max_t);
+            continue;
+        }
         for (size_t i = 0; i < got; i++) {
             const struct sp_event *ev = evs[i];
             if (__builtin_expect(ev->t - lo > span, 0)) { /* damage: never reaches a pass */
@@ -95,7 +125,9 @@ static inline __attribute__((always_inline)) int sp_trace_feed(const char *path,
             }
             if ((rc = sp_tool_dispatch(&p->tool, ctx, r, ev)) != 0)
                 break;
-            if (p->every && (++n & ((p->every_events ? p->every_events : SP_PASS_EVERY) - 1)) == 0)
+            if (p->batch)
+                p->batch(ctx, ev->tid, 1, (int64_t)ev->t);
+            if ((++n & every_mask) == 0)
                 p->every(ctx, r);
         }
     }

@@ -260,6 +260,75 @@ static void io_repeats_round_trip(const char *dir)
            REPEAT_EVENTS);
 }
 
+/* A stretch of kernels' durations, each value of one varint length or of
+ * mixed ones: runs of two-byte values (the column decoder joins four to
+ * a word, word after word), of three-byte ones (two to six bytes), the
+ * edges of each length one after another, and longer ones. */
+#define RUN_EVENTS 6000
+#define RUN_STRETCH 37 /* events of one shape; not a multiple of 2, 4 or 8 */
+static uint64_t run_value(int i)
+{
+    static const uint64_t edges[] = {0, 127, 128, 16383, 16384, (1u << 21) - 1, 1u << 21, 300, 20000};
+    uint64_t k = (uint64_t)i;
+    switch ((i / RUN_STRETCH) % 4) {
+    case 0:
+        return 128 + k * 7919 % (16384 - 128);
+    case 1:
+        return 16384 + k * 104729 % ((1u << 21) - 16384);
+    case 2:
+        return edges[k % (sizeof edges / sizeof edges[0])];
+    default:
+        return k * 2654435761u % (1u << 30);
+    }
+}
+
+/* Every kernel comes back with its duration and its time (a gap after
+ * the kernel before of the same shapes, so the deltas' column holds
+ * them too), from the column frames of the closed trace. */
+static void durations_of_every_length(const char *dir)
+{
+    char path[4200];
+    struct sp_writer_opts o = {.slot_size = REPEAT_SLOT, .slot_count = 64, .background = 0};
+    struct sp_writer *w = test_writer(dir, "durations.sprof", &o, path, sizeof path);
+    static struct sp_event sent[RUN_EVENTS];
+    uint64_t end = 1000000000000ull;
+    for (int i = 0; i < RUN_EVENTS; i++) {
+        struct sp_event *ev = &sent[i];
+        memset(ev, 0, sizeof *ev);
+        ev->type = SP_EV_GPU;
+        ev->t = end + run_value(i + RUN_STRETCH) / 2; /* the delta is zigzagged: twice the gap */
+        ev->gpu.dur = run_value(i);
+        ev->gpu.kind = SP_GPU_KERNEL;
+        ev->gpu.stream = (uint64_t)(i % 3);
+        end = ev->t + ev->gpu.dur;
+        CHECK(sp_writer_append(w, ev) == 0, "append %d", i);
+    }
+    CHECK(sp_writer_close(w) == 0, "close");
+    int columns, all;
+    count_column_frames(path, &columns, &all);
+    CHECK(all > 1 && columns == all, "every frame in columns (%d of %d)", columns, all);
+    int err;
+    struct sp_reader *r = sp_reader_open(path, &err);
+    CHECK(r, "open: %s", sp_strerror(err));
+    const struct sp_event *ev;
+    int got = 0;
+    while ((ev = sp_reader_next_ref(r))) {
+        CHECK(got < RUN_EVENTS, "more events than recorded");
+        const struct sp_event *want = &sent[got];
+        CHECK(ev->type == SP_EV_GPU && ev->t == want->t && ev->gpu.dur == want->gpu.dur &&
+                  ev->gpu.kind == want->gpu.kind && ev->gpu.stream == want->gpu.stream,
+              "kernel %d: t %llu dur %llu stream %llu, recorded t %llu dur %llu stream %llu", got,
+              (unsigned long long)ev->t, (unsigned long long)ev->gpu.dur, (unsigned long long)ev->gpu.stream,
+              (unsigned long long)want->t, (unsigned long long)want->gpu.dur, (unsigned long long)want->gpu.stream);
+        got++;
+    }
+    CHECK(got == RUN_EVENTS, "read %d of %d kernels", got, RUN_EVENTS);
+    CHECK(!strcmp(sp_reader_diag(r), ""), "no damage reported: %s", sp_reader_diag(r));
+    sp_reader_close(r);
+    printf("ok: %d kernels, durations and gaps of every varint length in runs, read back from columns\n",
+           RUN_EVENTS);
+}
+
 /* ---- the tool interface -------------------------------------------------- */
 
 struct counts {
@@ -583,6 +652,7 @@ int main(void)
     interleaved_types_stay_small();
     every_type_survives_the_file(dir);
     io_repeats_round_trip(dir);
+    durations_of_every_length(dir);
     tools_are_fed(dir);
     threads_lose_nothing(dir, 1);
     threads_lose_nothing(dir, 0);

@@ -392,6 +392,27 @@ static size_t first_end_after(const struct sp_span *v, size_t lo, size_t n, int6
     return lo;
 }
 
+/* The parts of [cur, e) that no interval of y from y[*j] on covers,
+ * appended at out[n]: the new count.  *j is left at the first interval
+ * that may reach into the next span of the caller's list. */
+static inline size_t subtract_one(const struct sp_span *y, size_t *jp, size_t nb, int64_t cur, int64_t e,
+                                  struct sp_span *out, size_t n)
+{
+    size_t j = *jp;
+    for (; j < nb && y[j].start < e; j++) {
+        if (y[j].start > cur)
+            out[n++] = (struct sp_span){cur, y[j].start};
+        if (y[j].end > cur)
+            cur = y[j].end;
+        if (y[j].end > e)
+            break; /* it reaches into the caller's next interval */
+    }
+    if (cur < e)
+        out[n++] = (struct sp_span){cur, e};
+    *jp = j;
+    return n;
+}
+
 /* out = a \ b, both sorted and disjoint: the parts of a that no interval
  * of b covers, in order.  b is searched, not walked, between a's
  * intervals: a small a against a long b costs little.  -1 when out of
@@ -409,16 +430,7 @@ static int subtract(const struct ivec *a, const struct ivec *b, struct ivec *out
         int64_t cur = x[i].start, e = x[i].end;
         if (j < nb && y[j].end <= cur && ++j < nb && y[j].end <= cur)
             j = first_end_after(y, j, nb, cur); /* more than one to step over */
-        for (; j < nb && y[j].start < e; j++) {
-            if (y[j].start > cur)
-                out->v[n++] = (struct sp_span){cur, y[j].start};
-            if (y[j].end > cur)
-                cur = y[j].end;
-            if (y[j].end > e)
-                break; /* it reaches into a's next interval */
-        }
-        if (cur < e)
-            out->v[n++] = (struct sp_span){cur, e};
+        n = subtract_one(y, &j, nb, cur, e, out->v, n);
     }
     out->n = n;
     return 0;
@@ -523,16 +535,7 @@ static int subtract_noting_late(const struct ivec *a, const struct ivec *busy, s
             if (gap_start < cur)
                 late->v[late->n++] = (struct sp_span){gap_start, cur};
         }
-        for (; j < nb && y[j].start < e; j++) {
-            if (y[j].start > cur)
-                out->v[n++] = (struct sp_span){cur, y[j].start};
-            if (y[j].end > cur)
-                cur = y[j].end;
-            if (y[j].end > e)
-                break; /* it reaches into a's next interval */
-        }
-        if (cur < e)
-            out->v[n++] = (struct sp_span){cur, e};
+        n = subtract_one(y, &j, nb, cur, e, out->v, n);
     }
     out->n = n;
     return 0;

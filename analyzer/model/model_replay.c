@@ -2122,6 +2122,20 @@ static int force_one(struct replay *rp)
     return 1;
 }
 
+/* One node's wait (arrival a to synchronization point s) added to a
+ * rank's union of waits, `cover` the end of the union so far; nothing
+ * for a node without both times or without a wait. */
+static inline void wait_add(double *wait, int64_t *cover, int64_t a, int64_t s)
+{
+    if (a == INT64_MIN || s == INT64_MIN || s <= a)
+        return;
+    int64_t from = a > *cover ? a : *cover;
+    if (s > from)
+        *wait += (double)(s - from);
+    if (s > *cover)
+        *cover = s;
+}
+
 /* Time rank r spent waiting for peers: the union of its nodes' waits
  * (arrival to synchronization point), which overlap when its ops ran
  * concurrently.  Arrivals come in order. */
@@ -2132,14 +2146,7 @@ static double rank_wait(const struct replay *rp, int r)
     int64_t cover = INT64_MIN;
     for (size_t j = 0; j < g->m->ranks[r].nnodes; j++) {
         size_t flat = g->node_base[r] + j;
-        int64_t a = rp->ns[PM(g, flat)].arr, s = rp->ns[PM(g, flat)].sync;
-        if (a == INT64_MIN || s == INT64_MIN || s <= a)
-            continue;
-        int64_t from = a > cover ? a : cover;
-        if (s > from)
-            wait += (double)(s - from);
-        if (s > cover)
-            cover = s;
+        wait_add(&wait, &cover, rp->ns[PM(g, flat)].arr, rp->ns[PM(g, flat)].sync);
     }
     return wait;
 }
@@ -2340,16 +2347,20 @@ static double follow_wait(const struct graph *g, const int64_t *sync, int r)
     int64_t cover = INT64_MIN;
     for (size_t j = 0; j < g->m->ranks[r].nnodes; j++) {
         uint32_t at = PM(g, g->node_base[r] + j);
-        int64_t a = g->fs[at].arr, s = sync[at];
-        if (a == INT64_MIN || s == INT64_MIN || s <= a)
-            continue;
-        int64_t from = a > cover ? a : cover;
-        if (s > from)
-            wait += (double)(s - from);
-        if (s > cover)
-            cover = s;
+        wait_add(&wait, &cover, g->fs[at].arr, sync[at]);
     }
     return wait;
+}
+
+/* A replay's result from its ranks' sums (end of the last node less the
+ * start, the critical path's transfer, the waits) over the n ranks
+ * counted: -1 when none was. */
+static int set_result(struct result *res, const struct graph *g, int n, double sum, double path, double wait)
+{
+    res->step_ms = n ? sum / n / g->nsteps / NS_PER_MS : 0;
+    res->path_transfer_ms = n ? path / n / g->nsteps / NS_PER_MS : 0;
+    res->wait_share = sum > 0 ? wait / sum : 0;
+    return n ? 0 : -1;
 }
 
 /* The replay of cf on a walked graph (run_replay_nodes' arguments): the
@@ -2419,10 +2430,7 @@ static int run_follow(const struct graph *g, const struct cf *cf, struct result 
             path += *cp_end(&c, lastw);
         n++;
     }
-    res->step_ms = n ? sum / n / g->nsteps / NS_PER_MS : 0;
-    res->path_transfer_ms = n ? path / n / g->nsteps / NS_PER_MS : 0;
-    res->wait_share = sum > 0 ? wait / sum : 0;
-    rc = n ? 0 : -1;
+    rc = set_result(res, g, n, sum, path, wait);
     for (int r = 0; fn && r < m->nranks; r++)
         for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
             const struct fstate *x = &g->fs[PM(g, g->node_base[r] + j)];
@@ -2528,10 +2536,7 @@ static int run_replay_nodes(const struct graph *g, const struct cf *cf, struct r
             path += rp.cp_end[PM(g, lastf)];
         n++;
     }
-    res->step_ms = n ? sum / n / g->nsteps / NS_PER_MS : 0;
-    res->path_transfer_ms = n ? path / n / g->nsteps / NS_PER_MS : 0;
-    res->wait_share = sum > 0 ? wait / sum : 0;
-    rc = n ? 0 : -1;
+    rc = set_result(res, g, n, sum, path, wait);
     for (int r = 0; fn && r < m->nranks; r++)
         for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
             size_t flat = g->node_base[r] + j;

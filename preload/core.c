@@ -137,8 +137,10 @@ volatile int sp_recording = 1;
 volatile unsigned sp_generation;
 uint64_t sp_generation_tag = SP_GEN_TAG_MARK; /* generation 0's */
 
-static void new_generation_tag(void)
+/* A new generation, and its tag with it (preload.h). */
+static void next_generation(void)
 {
+    sp_generation++;
     sp_generation_tag = SP_GEN_TAG_MARK | (uint64_t)(sp_generation & SP_GEN_TAG_MASK) << SP_GEN_TAG_SHIFT;
 }
 void (*sp_core_flush_hook)(int final);
@@ -1264,8 +1266,7 @@ static void open_trace_here(void *arg)
     fill_header(sp_core_writer, host);
     g_driven = sp_core_writer;
     sp_core_gen = ((const struct sp_writer_head *)sp_core_writer)->gen; /* before the gate opens, below */
-    sp_generation++;
-    new_generation_tag();
+    next_generation();
     /* The gate opens first: only this thread (OPENING's owner) clears the
      * STATE bit, and only here, so a closer, who can set it only once the
      * state is READY, always sets it after. */
@@ -1989,8 +1990,7 @@ void sp_core_atfork_child(void)
         sp_writer_abandon(sp_core_writer); /* unmapped; its fd stayed in the parent's service table */
     sp_core_writer = NULL;
     sp_core_gen = SP_CORE_NO_GEN;
-    sp_generation++;
-    new_generation_tag();
+    next_generation();
     if (st == SP_CORE_CLOSED || st == SP_CORE_CLOSING) {
         atomic_store(&sp_core_state, SP_CORE_CLOSED); /* forked after exit began */
         errno = e;

@@ -920,8 +920,10 @@ static uint32_t select_block(struct sp_reader *r, unsigned type, struct sp_event
         __m128i x = _mm_loadu_si128((const __m128i *)(types + at));
         __m128i is_mine = _mm_cmpeq_epi8(x, mine);
         uint32_t m = (uint32_t)_mm_movemask_epi8(is_mine), all = m, keep = 0;
-        for (; m && i < got; m &= m - 1, i++) {
-            if (left_out(&s, &e[i]))
+        /* the event by a pointer stepped on: its index times the event's
+         * size was three instructions an event */
+        for (const struct sp_event *ev = e + i; m && i < got; m &= m - 1, i++, ev++) {
+            if (left_out(&s, ev))
                 continue;
             keep |= m & -m;
             if (kept != i)

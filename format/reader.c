@@ -100,6 +100,10 @@ struct type_block {
 };
 struct blocks;
 
+/* At most this many type ids handed out from a chunk let the reader find
+ * their events in the type stream 16 bytes at a time (plan_sparse). */
+#define SPARSE_IDS 2
+
 /* A selection (sp_reader_select): the field's index and its values kept,
  * and the time window outside which every event is kept. */
 struct select {
@@ -150,6 +154,8 @@ struct sp_reader {
     struct sp_event row;           /* a row chunk's event */
     struct type_block block[SP_EV_MAX];
     struct type_block *block_of[SP_TYPE_IDS]; /* per type id: its block, NULL when skipped */
+    uint8_t sparse[SPARSE_IDS];               /* plan_sparse: the ids handed out, when few */
+    unsigned nsparse;                         /* how many; 0: the stream is read byte by byte */
 
     uint8_t *cbuf;
     size_t cbuf_cap;
@@ -1030,6 +1036,7 @@ static void start_chunk(struct sp_reader *r, size_t len, uint64_t id, uint32_t t
     r->codec.io_plain = io_plain(r);
     r->chunk_from_slot = from_slot;
     r->columnar = 0;
+    r->nsparse = 0;
     r->types = r->types_next;
     take_fields(r);
     plan_chunk(r);
@@ -1220,6 +1227,33 @@ static void skip_bad_columns(struct sp_reader *r)
     r->columnar = 0;
 }
 
+/* The type ids a column chunk hands out, when they are at most
+ * SPARSE_IDS and, but for those selected, hold at most one event in
+ * SPARSE_SHARE of the stream: pass 1 takes NCCL calls and the few NCCL
+ * kernels its selection keeps from a stream of launches and kernels, most
+ * of whose bytes it would step over one by one.  sp_reader_next_refs then
+ * looks for them 16 bytes at a time.  Only the speed depends on it: a
+ * plan made before a selection, or kept after one ends, reads the same
+ * events. */
+#define SPARSE_SHARE 4
+static void plan_sparse(struct sp_reader *r)
+{
+    unsigned k = 0;
+    uint64_t dense = 0;
+    r->nsparse = 0;
+    for (unsigned t = 1; t < SP_EV_MAX; t++) {
+        if (!r->block_of[t] || !r->cols.count[t])
+            continue;
+        if (k == SPARSE_IDS)
+            return;
+        r->sparse[k++] = (uint8_t)t;
+        if (!r->selecting || r->sel[t].field < 0)
+            dense += r->cols.count[t];
+    }
+    if (k && dense * SPARSE_SHARE <= r->cols.n)
+        r->nsparse = k;
+}
+
 static int open_columns(struct sp_reader *r, uint64_t at)
 {
     r->chunk_at = at;
@@ -1232,8 +1266,10 @@ static int open_columns(struct sp_reader *r, uint64_t at)
             b->bad = 0;
             b->left = r->cols.count[t];
         }
-        if (check_planned_columns(r) == 0)
+        if (check_planned_columns(r) == 0) {
+            plan_sparse(r);
             return 1;
+        }
     }
     skip_bad_columns(r);
     return 0;
@@ -1246,6 +1282,8 @@ static void replan_chunk(struct sp_reader *r)
     plan_chunk(r);
     if (r->columnar && check_planned_columns(r) < 0)
         skip_bad_columns(r);
+    if (r->columnar)
+        plan_sparse(r);
 }
 
 static int by_u64(const void *a, const void *b)
@@ -1491,6 +1529,30 @@ size_t sp_reader_next_refs(struct sp_reader *r, const struct sp_event **out, siz
         const uint8_t *tp = c->types + c->next, *tend = c->types + c->n;
         struct type_block *const *block_of = r->block_of;
         const struct sp_event **o = out, **oend = out + max;
+#ifdef __SSE2__
+        if (r->nsparse) {
+            /* the ids' bytes among the next 16, the others stepped over
+             * together (with one id, both compares are with it) */
+            const __m128i id0 = _mm_set1_epi8((char)r->sparse[0]);
+            const __m128i id1 = _mm_set1_epi8((char)r->sparse[r->nsparse - 1]);
+            while (tend - tp >= 16) {
+                __m128i x = _mm_loadu_si128((const __m128i *)tp);
+                uint32_t m = (uint32_t)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, id0), _mm_cmpeq_epi8(x, id1)));
+                if (!m) {
+                    tp += 16;
+                    continue;
+                }
+                tp += __builtin_ctz(m);
+                struct type_block *b = block_of[*tp];
+                const struct sp_event *ev = b->next;
+                if (ev == b->end || o == oend)
+                    goto stop;
+                b->next = ev + 1;
+                *o++ = ev;
+                tp++;
+            }
+        }
+#endif
         for (; tp < tend; tp++) {
             struct type_block *b = block_of[*tp];
             if (!b)
@@ -1501,6 +1563,9 @@ size_t sp_reader_next_refs(struct sp_reader *r, const struct sp_event **out, siz
             b->next = ev + 1;
             *o++ = ev;
         }
+#ifdef __SSE2__
+    stop:
+#endif
         c->next = (uint32_t)(tp - c->types);
         k = (size_t)(o - out);
         r->stats.events += k;
@@ -1613,6 +1678,8 @@ void sp_reader_select(struct sp_reader *r, unsigned type, uint64_t field, uint64
         for (unsigned i = 0; i < SP_EV_MAX; i++)
             if (r->sel[i].field >= 0)
                 r->selecting = 1;
+        if (r->columnar)
+            plan_sparse(r);
     }
 }
 

@@ -684,20 +684,44 @@ static inline uint64_t rd_join_3x2(uint64_t x)
 #define RD_NZ_DUR
 #define RD_NZ_S
 #define RD_NZ_DS || acc
+/* Whether the column's next n bytes are all 0: then they are its next n
+ * varints, each a 0.  A word at a time, the last masked to the bytes
+ * left (a column holds n bytes or more, and a word past the payload is
+ * readable). */
+static inline int rd_zeros(const uint8_t *p, uint32_t n)
+{
+    uint64_t x;
+    uint32_t i = 0;
+    for (; n - i >= 8; i += 8) {
+        memcpy(&x, p + i, sizeof x);
+        if (x)
+            return 0;
+    }
+    if (i == n)
+        return 1;
+    memcpy(&x, p + i, sizeof x);
+    return !(x & (UINT64_MAX >> (64 - 8 * (n - i))));
+}
 /* One field's column, when the field is wanted; a field found 0 in every
  * event stays so in the block (the kernels' copy fields, say), and its
- * zeros need not be stored again. */
-#define RD_X_BFIELD(kind, field)                                                                \
-    if (want & 1) {                                                                             \
-        RD_PRE_##kind(field)                                                                    \
-            nz = 0;                                                                             \
-        RD_COLUMN(col, RD_BF_##kind, RD_STORE8, field, base, (*zero & zbit) && RD_SKIP0_##kind) \
-        if (nz RD_NZ_##kind)                                                                    \
-            *zero &= ~zbit;                                                                     \
-        RD_POST_##kind(field)                                                                   \
-    }                                                                                           \
-    col++;                                                                                      \
-    want >>= 1;                                                                                 \
+ * zeros need not be stored again: a run of n zero bytes (the copy fields
+ * of a block of kernels, a launch's call site) is stepped over whole,
+ * where the column's loop took ten instructions for eight. */
+#define RD_X_BFIELD(kind, field)                                                                    \
+    if (want & 1) {                                                                                 \
+        RD_PRE_##kind(field)                                                                        \
+            nz = 0;                                                                                 \
+        if ((*zero & zbit) && RD_SKIP0_##kind && rd_zeros(*col, n)) {                               \
+            *col += n;                                                                              \
+        } else {                                                                                    \
+            RD_COLUMN(col, RD_BF_##kind, RD_STORE8, field, base, (*zero & zbit) && RD_SKIP0_##kind) \
+            if (nz RD_NZ_##kind)                                                                    \
+                *zero &= ~zbit;                                                                     \
+        }                                                                                           \
+        RD_POST_##kind(field)                                                                       \
+    }                                                                                               \
+    col++;                                                                                          \
+    want >>= 1;                                                                                     \
     zbit <<= 1;
 /* The time deltas, decoded last: each event's time is the end of the
  * one before (end) plus its delta, and its end that time plus its

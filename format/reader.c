@@ -35,7 +35,9 @@
  * in place, sp_reader_next_refs those decoded already a batch at a time,
  * sp_reader_next as a copy); one whose columns do not hold together is
  * skipped whole.  A field found 0 in every event of a block is not
- * stored again for a run of 0s (type_block's zero).  A type mask (sp_reader_set_types) is fixed for a chunk
+ * stored again for a run of 0s (type_block's zero), nor one found the
+ * same one-byte varint in a whole block for a run of that byte
+ * (type_block's same).  A type mask (sp_reader_set_types) is fixed for a chunk
  * at its start: masked types are stepped over by their length in rows,
  * by one byte of the type stream in columns, and their codec memory is
  * left alone, which is exact because only a type's own events use it.
@@ -96,6 +98,8 @@ struct type_block {
     uint32_t bad;                      /* the type's event after the block is malformed */
     uint64_t dirty;                    /* fields written since the block was last cleared */
     uint64_t zero;                     /* fields 0 in every event of the block */
+    uint64_t same;                     /* fields of one value in every event of the block: */
+    uint8_t same_byte[SP_MAX_COLUMNS]; /* per field, the one-byte varint that gave it */
     uint64_t tid;                      /* the tid in every event of the block, NO_TID: not set */
 };
 struct blocks;
@@ -556,6 +560,7 @@ struct blocks {
  * continuation bits such a word has (durations of launches and of
  * kernels, the gaps between launches). */
 #define RD_CONT_2X4 0x0080008000800080ull
+#define RD_BYTES_LOW 0x0101010101010101ull /* each byte's low bit */
 #define RD_CONT_MASK_3X2 0x0000808080808080ull
 #define RD_CONT_3X2 0x0000008080008080ull
 #define RD_BYTES_3X2 0x0000ffffffffffffull
@@ -684,45 +689,68 @@ static inline uint64_t rd_join_3x2(uint64_t x)
 #define RD_NZ_DUR
 #define RD_NZ_S
 #define RD_NZ_DS || acc
-/* Whether the column's next n bytes are all 0: then they are its next n
- * varints, each a 0.  A word at a time, the last masked to the bytes
- * left (a column holds n bytes or more, and a word past the payload is
- * readable). */
-static inline int rd_zeros(const uint8_t *p, uint32_t n)
+/* Whether a field's value is its varint's alone (not a DS field's, which
+ * adds to the one before). */
+#define RD_SAME_U 1
+#define RD_SAME_D 1
+#define RD_SAME_STR 1
+#define RD_SAME_DUR 1
+#define RD_SAME_S 1
+#define RD_SAME_DS 0
+/* Whether the column's next n bytes are all c (below 0x80): then they
+ * are its next n varints, each c.  A word at a time, the last masked to
+ * the bytes left (a column holds n bytes or more, and a word past the
+ * payload is readable). */
+static inline int rd_all_byte(const uint8_t *p, uint32_t n, uint8_t c)
 {
+    const uint64_t cs = c * RD_BYTES_LOW;
     uint64_t x;
     uint32_t i = 0;
     for (; n - i >= 8; i += 8) {
         memcpy(&x, p + i, sizeof x);
-        if (x)
+        if (x != cs)
             return 0;
     }
     if (i == n)
         return 1;
     memcpy(&x, p + i, sizeof x);
-    return !(x & (UINT64_MAX >> (64 - 8 * (n - i))));
+    return !((x ^ cs) & (UINT64_MAX >> (64 - 8 * (n - i))));
 }
-/* One field's column, when the field is wanted; a field found 0 in every
- * event stays so in the block (the kernels' copy fields, say), and its
- * zeros need not be stored again: a run of n zero bytes (the copy fields
- * of a block of kernels, a launch's call site) is stepped over whole,
- * where the column's loop took ten instructions for eight. */
-#define RD_X_BFIELD(kind, field)                                                                    \
-    if (want & 1) {                                                                                 \
-        RD_PRE_##kind(field)                                                                        \
-            nz = 0;                                                                                 \
-        if ((*zero & zbit) && RD_SKIP0_##kind && rd_zeros(*col, n)) {                               \
-            *col += n;                                                                              \
-        } else {                                                                                    \
-            RD_COLUMN(col, RD_BF_##kind, RD_STORE8, field, base, (*zero & zbit) && RD_SKIP0_##kind) \
-            if (nz RD_NZ_##kind)                                                                    \
-                *zero &= ~zbit;                                                                     \
-        }                                                                                           \
-        RD_POST_##kind(field)                                                                       \
-    }                                                                                               \
-    col++;                                                                                          \
-    want >>= 1;                                                                                     \
-    zbit <<= 1;
+/* One field's column, when the field is wanted.  A field found 0 in
+ * every event stays so in the block (the kernels' copy fields, say), and
+ * a run of n zero bytes (n varints, each a 0) is stepped over whole,
+ * where the column's loop took ten instructions for eight.  The same
+ * for a field whose column gave every event of a whole block one
+ * one-byte varint (a GPU thread's device, a launch's API, most of an
+ * NCCL call's fields): a run of n of that byte leaves nothing to store.
+ * Only a whole block makes a field the same (the events past a shorter
+ * one keep older values). */
+#define RD_X_BFIELD(kind, field)                                                                      \
+    if (want & 1) {                                                                                   \
+        RD_PRE_##kind(field)                                                                          \
+            nz = 0;                                                                                   \
+        if (RD_SAME_##kind && (b->same & zbit) && rd_all_byte(*col, n, b->same_byte[fi])) {           \
+            *col += n;                                                                                \
+        } else if ((b->zero & zbit) && RD_SKIP0_##kind && rd_all_byte(*col, n, 0)) {                  \
+            *col += n;                                                                                \
+        } else {                                                                                      \
+            const uint8_t *from = *col;                                                               \
+            RD_COLUMN(col, RD_BF_##kind, RD_STORE8, field, base, (b->zero & zbit) && RD_SKIP0_##kind) \
+            if (nz RD_NZ_##kind)                                                                      \
+                b->zero &= ~zbit;                                                                     \
+            b->same &= ~zbit;                                                                         \
+            if (RD_SAME_##kind && n == RD_BLOCK && *col - from == RD_BLOCK &&                         \
+                rd_all_byte(from, RD_BLOCK, from[0])) {                                               \
+                b->same |= zbit;                                                                      \
+                b->same_byte[fi] = from[0];                                                           \
+            }                                                                                         \
+        }                                                                                             \
+        RD_POST_##kind(field)                                                                         \
+    }                                                                                                 \
+    col++;                                                                                            \
+    want >>= 1;                                                                                       \
+    zbit <<= 1;                                                                                       \
+    fi++;
 /* The time deltas, decoded last: each event's time is the end of the
  * one before (end) plus its delta, and its end that time plus its
  * duration, decoded already (the duration is at dur_at in the event,
@@ -740,7 +768,6 @@ static inline int rd_zeros(const uint8_t *p, uint32_t n)
  * flipped where its low bit was set (s * 0xff makes each such byte 0xff
  * and carries nowhere), is its delta as a signed byte, which a shift
  * pair extends.  Where each delta on its own took five instructions. */
-#define RD_BYTES_LOW 0x0101010101010101ull
 #define RD_BYTES_HALF 0x3f3f3f3f3f3f3f3full
 #define RD_SBYTE(y, k) ((int64_t)((y) << (56 - 8 * (k))) >> 56)
 #define RD_STORE8_DELTA(STORE, f, x)                                                  \
@@ -775,7 +802,7 @@ static inline int rd_zeros(const uint8_t *p, uint32_t n)
  * (its fields and time, and those of the events after it, unset). */
 #define RD_X_BDECODER(id, NAME, name, FIELDS)                                                   \
     static uint32_t block_##name(const uint8_t **col, struct sp_codec_state *st, uint64_t want, \
-                                 uint32_t n, struct sp_event *e, uint64_t *zero)                \
+                                 uint32_t n, struct sp_event *e, struct type_block *b)          \
     {                                                                                           \
         typedef struct sp_ev_##name rd_ev;                                                      \
         struct sp_ev_##name *prev = &st->name;                                                  \
@@ -783,11 +810,13 @@ static inline int rd_zeros(const uint8_t *p, uint32_t n)
         const uint8_t **delta = col++;                                                          \
         uint64_t v, nz = 0, zbit = 1;                                                           \
         uint32_t i;                                                                             \
+        unsigned fi = 0;                                                                        \
         (void)prev;                                                                             \
         (void)base;                                                                             \
         FIELDS(RD_X_BFIELD)                                                                     \
         (void)want;                                                                             \
-        (void)zero;                                                                             \
+        (void)b;                                                                                \
+        (void)fi;                                                                               \
         (void)zbit;                                                                             \
         const size_t dur_at = (size_t)(base - (char *)e) FIELDS(RD_X_DURAT);                    \
         const int has_dur = 0 FIELDS(RD_X_HASDUR);                                              \
@@ -1003,6 +1032,7 @@ static uint32_t fill_block(struct sp_reader *r, unsigned type, uint32_t at)
         }
         b->dirty = 0;
         b->zero = UINT64_MAX;
+        b->same = 0;
         b->tid = NO_TID;
     }
     if (b->tid != r->tid) { /* a new chunk's thread: the decoders leave the tid alone */
@@ -1015,12 +1045,13 @@ static uint32_t fill_block(struct sp_reader *r, unsigned type, uint32_t at)
     if (type == SP_EV_IO && !r->codec.io_plain) {
         got = block_io_v4(r->cols.col[SP_EV_IO], &r->codec, want, n, r->tid, e);
         b->zero &= ~want; /* its fields, stored whatever their values */
+        b->same &= ~want;
         goto filled;
     }
     switch (type) {
-#define RD_X_FILL(id, NAME, name, FIELDS)                                     \
-    case id:                                                                  \
-        got = block_##name(r->cols.col[id], &r->codec, want, n, e, &b->zero); \
+#define RD_X_FILL(id, NAME, name, FIELDS)                              \
+    case id:                                                           \
+        got = block_##name(r->cols.col[id], &r->codec, want, n, e, b); \
         break;
         SP_EVENTS(RD_X_FILL)
 #undef RD_X_FILL

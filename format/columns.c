@@ -550,12 +550,39 @@ static uint64_t count_varints(const uint8_t *p, const uint8_t *end)
     return n;
 }
 
+/* Whether no byte of [p, end) has its high bit set: its bytes are then
+ * as many one-byte varints.  The bytes are or'ed together, 32 at a time,
+ * where counting took twice the instructions. */
+static int all_one_byte(const uint8_t *p, const uint8_t *end)
+{
+    uint64_t high = 0;
+#ifdef __SSE2__
+    __m128i any = _mm_setzero_si128();
+    for (; end - p >= 32; p += 32)
+        any = _mm_or_si128(any, _mm_or_si128(_mm_loadu_si128((const __m128i *)p),
+                                             _mm_loadu_si128((const __m128i *)(p + 16))));
+    high = (uint64_t)_mm_movemask_epi8(any);
+#endif
+    for (; end - p >= SP_WORD; p += SP_WORD) {
+        uint64_t x;
+        memcpy(&x, p, sizeof x);
+        high |= x & SP_CONT_BITS;
+    }
+    for (; p < end; p++)
+        high |= *p & 0x80;
+    return !high;
+}
+
 /* A column fit for unchecked reading: `count` varints, the last ending
- * with the column. */
+ * with the column.  A column of as many bytes as varints (most are: a
+ * kind, a stream, a small difference) holds them exactly when every
+ * byte is one. */
 static int column_ok(const uint8_t *p, uint64_t size, uint32_t count)
 {
     if (size == 0)
         return count == 0;
+    if (size == count)
+        return all_one_byte(p, p + size);
     return p[size - 1] < 0x80 && count_varints(p, p + size) == count;
 }
 

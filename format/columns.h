@@ -139,13 +139,17 @@ int sp_columns_check(struct sp_columns *c, unsigned type, uint64_t cols);
 /* Out of line: a varint longer than a word (SP_E_CORRUPT past 64 bits). */
 int sp_column_get_long(const uint8_t **pp, uint64_t *out);
 
-/* The next varint of a checked column: one byte, two, three, else the
- * word's, else the long loop (only varints past 8 bytes).  Three bytes
- * have a case of their own: kernel and copy durations (16 us to 2 ms) are
- * three bytes in every GPU event, and the word's path took twice the
- * instructions.  The cursor is copied for the long loop alone, so that a
- * caller's cursor can stay in a register. */
+/* The next varint of a checked column: one byte, two, three, four, else
+ * the word's, else the long loop (only varints past 8 bytes).  Three
+ * bytes have a case of their own: kernel and copy durations (16 us to 2
+ * ms) are three bytes in every GPU event, and the word's path took twice
+ * the instructions; four bytes too: a time delta of 1 to 134 ms (from
+ * one NCCL call to the next, a launch after a wait) is four, and the
+ * word's path took three times the instructions.  The cursor is copied
+ * for the long loop alone, so that a caller's cursor can stay in a
+ * register. */
 #define SP_COLUMN_BYTE3_STOP 0x800000u
+#define SP_COLUMN_BYTE4_STOP 0x80000000u
 static inline __attribute__((always_inline)) int sp_column_get(const uint8_t **pp, uint64_t *out)
 {
     const uint8_t *p = *pp;
@@ -165,6 +169,11 @@ static inline __attribute__((always_inline)) int sp_column_get(const uint8_t **p
     if (!(x & SP_COLUMN_BYTE3_STOP)) {
         *out = (x & 0x7f) | ((x >> 1) & 0x3f80) | ((x >> 2) & 0x1fc000);
         *pp = p + 3;
+        return 0;
+    }
+    if (!(x & SP_COLUMN_BYTE4_STOP)) {
+        *out = (x & 0x7f) | ((x >> 1) & 0x3f80) | ((x >> 2) & 0x1fc000) | ((x >> 3) & 0xfe00000);
+        *pp = p + 4;
         return 0;
     }
     *out = sp_varint_from_word(x, &len);

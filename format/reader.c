@@ -35,7 +35,9 @@
  * in place, sp_reader_next_refs those decoded already a batch at a time,
  * sp_reader_next as a copy); one whose columns do not hold together is
  * skipped whole.  A field found 0 in every event of a block is not
- * stored again for a run of 0s (type_block's zero).  A type mask (sp_reader_set_types) is fixed for a chunk
+ * stored again for a run of 0s (type_block's zero), nor one found the
+ * same one-byte varint in a whole block for a run of that byte
+ * (type_block's same).  A type mask (sp_reader_set_types) is fixed for a chunk
  * at its start: masked types are stepped over by their length in rows,
  * by one byte of the type stream in columns, and their codec memory is
  * left alone, which is exact because only a type's own events use it.
@@ -96,9 +98,15 @@ struct type_block {
     uint32_t bad;                      /* the type's event after the block is malformed */
     uint64_t dirty;                    /* fields written since the block was last cleared */
     uint64_t zero;                     /* fields 0 in every event of the block */
+    uint64_t same;                     /* fields of one value in every event of the block: */
+    uint8_t same_byte[SP_MAX_COLUMNS]; /* per field, the one-byte varint that gave it */
     uint64_t tid;                      /* the tid in every event of the block, NO_TID: not set */
 };
 struct blocks;
+
+/* At most this many type ids handed out from a chunk let the reader find
+ * their events in the type stream 16 bytes at a time (plan_sparse). */
+#define SPARSE_IDS 2
 
 /* A selection (sp_reader_select): the field's index and its values kept,
  * and the time window outside which every event is kept. */
@@ -150,6 +158,8 @@ struct sp_reader {
     struct sp_event row;           /* a row chunk's event */
     struct type_block block[SP_EV_MAX];
     struct type_block *block_of[SP_TYPE_IDS]; /* per type id: its block, NULL when skipped */
+    uint8_t sparse[SPARSE_IDS];               /* plan_sparse: the ids handed out, when few */
+    unsigned nsparse;                         /* how many; 0: the stream is read byte by byte */
 
     uint8_t *cbuf;
     size_t cbuf_cap;
@@ -550,6 +560,7 @@ struct blocks {
  * continuation bits such a word has (durations of launches and of
  * kernels, the gaps between launches). */
 #define RD_CONT_2X4 0x0080008000800080ull
+#define RD_BYTES_LOW 0x0101010101010101ull /* each byte's low bit */
 #define RD_CONT_MASK_3X2 0x0000808080808080ull
 #define RD_CONT_3X2 0x0000008080008080ull
 #define RD_BYTES_3X2 0x0000ffffffffffffull
@@ -572,7 +583,8 @@ static inline uint64_t rd_join_2x4(uint64_t x)
 static inline uint64_t rd_join_3x2(uint64_t x)
 {
     uint64_t t = (x & RD_BYTES_3X2) ^ RD_CONT_3X2, hi = t & RD_HI_3X2;
-    return t - ((t & RD_MID_3X2) >> 1) - (hi >> 1) - (hi >> 2);
+    /* b 2^16 - b 2^14 is 3/4 of b 2^16 (hi's bytes), in one lea and a shift */
+    return t - ((t & RD_MID_3X2) >> 1) - ((hi * 3) >> 2);
 }
 /* A column's next n varints to STORE(field, k, value), the k-th from the
  * event at q (qbase for the first, then moved on): eight one-byte
@@ -583,7 +595,7 @@ static inline uint64_t rd_join_3x2(uint64_t x)
  * n or more), so they never run past its end.  With SKIP0 (the field is
  * 0 in every event of the block, and a 0 varint stores 0), eight 0s are
  * not stored; nz is left non-zero when a value that may not be 0 was. */
-#define RD_COLUMN(cur, STORE, field, qbase, SKIP0)                     \
+#define RD_COLUMN(cur, STORE, STORE8, field, qbase, SKIP0)             \
     {                                                                  \
         const uint8_t *p = *(cur);                                     \
         char *q = (qbase);                                             \
@@ -599,14 +611,7 @@ static inline uint64_t rd_join_3x2(uint64_t x)
                     p += 8;                                            \
                     continue;                                          \
                 }                                                      \
-                STORE(field, 0, x & 0xff)                              \
-                STORE(field, 1, (x >> 8) & 0xff)                       \
-                STORE(field, 2, (x >> 16) & 0xff)                      \
-                STORE(field, 3, (x >> 24) & 0xff)                      \
-                STORE(field, 4, (x >> 32) & 0xff)                      \
-                STORE(field, 5, (x >> 40) & 0xff)                      \
-                STORE(field, 6, (x >> 48) & 0xff)                      \
-                STORE(field, 7, x >> 56)                               \
+                STORE8(STORE, field, x)                                \
                 i += 8;                                                \
                 q += 8 * sizeof(struct sp_event);                      \
                 p += 8;                                                \
@@ -655,6 +660,20 @@ static inline uint64_t rd_join_3x2(uint64_t x)
         }                                                              \
         *(cur) = p;                                                    \
     }
+/* A word of eight one-byte varints, each to STORE. */
+#define RD_STORE8(STORE, field, x) \
+    {                              \
+        uint8_t b_[8];             \
+        memcpy(b_, &x, sizeof b_); \
+        STORE(field, 0, b_[0])     \
+        STORE(field, 1, b_[1])     \
+        STORE(field, 2, b_[2])     \
+        STORE(field, 3, b_[3])     \
+        STORE(field, 4, b_[4])     \
+        STORE(field, 5, b_[5])     \
+        STORE(field, 6, b_[6])     \
+        STORE(field, 7, b_[7])     \
+    }
 /* Whether a 0 varint stores 0: always, but in a DS field only while its
  * running value is 0; and what else may have made a stored value other
  * than 0 (a DS field's running value at the end). */
@@ -670,31 +689,98 @@ static inline uint64_t rd_join_3x2(uint64_t x)
 #define RD_NZ_DUR
 #define RD_NZ_S
 #define RD_NZ_DS || acc
-/* One field's column, when the field is wanted; a field found 0 in every
- * event stays so in the block (the kernels' copy fields, say), and its
- * zeros need not be stored again. */
-#define RD_X_BFIELD(kind, field)                                                     \
-    if (want & 1) {                                                                  \
-        RD_PRE_##kind(field)                                                         \
-            nz = 0;                                                                  \
-        RD_COLUMN(col, RD_BF_##kind, field, base, (*zero & zbit) && RD_SKIP0_##kind) \
-        if (nz RD_NZ_##kind)                                                         \
-            *zero &= ~zbit;                                                          \
-        RD_POST_##kind(field)                                                        \
-    }                                                                                \
-    col++;                                                                           \
-    want >>= 1;                                                                      \
-    zbit <<= 1;
+/* Whether a field's value is its varint's alone (not a DS field's, which
+ * adds to the one before). */
+#define RD_SAME_U 1
+#define RD_SAME_D 1
+#define RD_SAME_STR 1
+#define RD_SAME_DUR 1
+#define RD_SAME_S 1
+#define RD_SAME_DS 0
+/* Whether the column's next n bytes are all c (below 0x80): then they
+ * are its next n varints, each c.  A word at a time, the last masked to
+ * the bytes left (a column holds n bytes or more, and a word past the
+ * payload is readable). */
+static inline int rd_all_byte(const uint8_t *p, uint32_t n, uint8_t c)
+{
+    const uint64_t cs = c * RD_BYTES_LOW;
+    uint64_t x;
+    uint32_t i = 0;
+    for (; n - i >= 8; i += 8) {
+        memcpy(&x, p + i, sizeof x);
+        if (x != cs)
+            return 0;
+    }
+    if (i == n)
+        return 1;
+    memcpy(&x, p + i, sizeof x);
+    return !((x ^ cs) & (UINT64_MAX >> (64 - 8 * (n - i))));
+}
+/* One field's column, when the field is wanted.  A field found 0 in
+ * every event stays so in the block (the kernels' copy fields, say), and
+ * a run of n zero bytes (n varints, each a 0) is stepped over whole,
+ * where the column's loop took ten instructions for eight.  The same
+ * for a field whose column gave every event of a whole block one
+ * one-byte varint (a GPU thread's device, a launch's API, most of an
+ * NCCL call's fields): a run of n of that byte leaves nothing to store.
+ * Only a whole block makes a field the same (the events past a shorter
+ * one keep older values). */
+#define RD_X_BFIELD(kind, field)                                                                      \
+    if (want & 1) {                                                                                   \
+        RD_PRE_##kind(field)                                                                          \
+            nz = 0;                                                                                   \
+        if (RD_SAME_##kind && (b->same & zbit) && rd_all_byte(*col, n, b->same_byte[fi])) {           \
+            *col += n;                                                                                \
+        } else if ((b->zero & zbit) && RD_SKIP0_##kind && rd_all_byte(*col, n, 0)) {                  \
+            *col += n;                                                                                \
+        } else {                                                                                      \
+            const uint8_t *from = *col;                                                               \
+            RD_COLUMN(col, RD_BF_##kind, RD_STORE8, field, base, (b->zero & zbit) && RD_SKIP0_##kind) \
+            if (nz RD_NZ_##kind)                                                                      \
+                b->zero &= ~zbit;                                                                     \
+            b->same &= ~zbit;                                                                         \
+            if (RD_SAME_##kind && n == RD_BLOCK && *col - from == RD_BLOCK &&                         \
+                rd_all_byte(from, RD_BLOCK, from[0])) {                                               \
+                b->same |= zbit;                                                                      \
+                b->same_byte[fi] = from[0];                                                           \
+            }                                                                                         \
+        }                                                                                             \
+        RD_POST_##kind(field)                                                                         \
+    }                                                                                                 \
+    col++;                                                                                            \
+    want >>= 1;                                                                                       \
+    zbit <<= 1;                                                                                       \
+    fi++;
 /* The time deltas, decoded last: each event's time is the end of the
  * one before (end) plus its delta, and its end that time plus its
  * duration, decoded already (the duration is at dur_at in the event,
  * when the type has one: a type has one duration field at most).  The
  * tid is the block's already (fill_block). */
-#define RD_BF_DELTA(f, k, v)                                                            \
+#define RD_TIME(k, d)                                                                   \
     {                                                                                   \
         struct sp_event *ev_ = (struct sp_event *)RD_AT(k);                             \
-        ev_->t = end + (uint64_t)sp_unzigzag(v);                                        \
+        ev_->t = end + (uint64_t)(d);                                                   \
         end = ev_->t + (has_dur ? *(const uint64_t *)((const char *)ev_ + dur_at) : 0); \
+    }
+#define RD_BF_DELTA(f, k, v) RD_TIME(k, sp_unzigzag(v))
+/* Eight one-byte deltas (kernels one after the other, most of a GPU
+ * thread's) undone from zigzag in the word at once: each byte's half,
+ * flipped where its low bit was set (s * 0xff makes each such byte 0xff
+ * and carries nowhere), is its delta as a signed byte, which a shift
+ * pair extends.  Where each delta on its own took five instructions. */
+#define RD_BYTES_HALF 0x3f3f3f3f3f3f3f3full
+#define RD_SBYTE(y, k) ((int64_t)((y) << (56 - 8 * (k))) >> 56)
+#define RD_STORE8_DELTA(STORE, f, x)                                                  \
+    {                                                                                 \
+        const uint64_t y_ = ((x >> 1) & RD_BYTES_HALF) ^ ((x & RD_BYTES_LOW) * 0xff); \
+        RD_TIME(0, RD_SBYTE(y_, 0))                                                   \
+        RD_TIME(1, RD_SBYTE(y_, 1))                                                   \
+        RD_TIME(2, RD_SBYTE(y_, 2))                                                   \
+        RD_TIME(3, RD_SBYTE(y_, 3))                                                   \
+        RD_TIME(4, RD_SBYTE(y_, 4))                                                   \
+        RD_TIME(5, RD_SBYTE(y_, 5))                                                   \
+        RD_TIME(6, RD_SBYTE(y_, 6))                                                   \
+        RD_TIME(7, RD_SBYTE(y_, 7))                                                   \
     }
 #define RD_DURAT_U(f)
 #define RD_DURAT_D(f)
@@ -716,7 +802,7 @@ static inline uint64_t rd_join_3x2(uint64_t x)
  * (its fields and time, and those of the events after it, unset). */
 #define RD_X_BDECODER(id, NAME, name, FIELDS)                                                   \
     static uint32_t block_##name(const uint8_t **col, struct sp_codec_state *st, uint64_t want, \
-                                 uint32_t n, struct sp_event *e, uint64_t *zero)                \
+                                 uint32_t n, struct sp_event *e, struct type_block *b)          \
     {                                                                                           \
         typedef struct sp_ev_##name rd_ev;                                                      \
         struct sp_ev_##name *prev = &st->name;                                                  \
@@ -724,16 +810,18 @@ static inline uint64_t rd_join_3x2(uint64_t x)
         const uint8_t **delta = col++;                                                          \
         uint64_t v, nz = 0, zbit = 1;                                                           \
         uint32_t i;                                                                             \
+        unsigned fi = 0;                                                                        \
         (void)prev;                                                                             \
         (void)base;                                                                             \
         FIELDS(RD_X_BFIELD)                                                                     \
         (void)want;                                                                             \
-        (void)zero;                                                                             \
+        (void)b;                                                                                \
+        (void)fi;                                                                               \
         (void)zbit;                                                                             \
         const size_t dur_at = (size_t)(base - (char *)e) FIELDS(RD_X_DURAT);                    \
         const int has_dur = 0 FIELDS(RD_X_HASDUR);                                              \
         uint64_t end = st->end[id];                                                             \
-        RD_COLUMN(delta, RD_BF_DELTA, t, (char *)e, 0)                                          \
+        RD_COLUMN(delta, RD_BF_DELTA, RD_STORE8_DELTA, t, (char *)e, 0)                         \
         st->end[id] = end;                                                                      \
         return n;                                                                               \
     }
@@ -742,6 +830,10 @@ SP_EVENTS(RD_X_BDECODER)
 #undef RD_X_BFIELD
 #undef RD_COLUMN
 #undef RD_BF_DELTA
+#undef RD_TIME
+#undef RD_STORE8_DELTA
+#undef RD_STORE8
+#undef RD_SBYTE
 #undef RD_AT
 #undef RD_X_DURAT
 #undef RD_X_HASDUR
@@ -887,8 +979,10 @@ static uint32_t select_block(struct sp_reader *r, unsigned type, struct sp_event
         __m128i x = _mm_loadu_si128((const __m128i *)(types + at));
         __m128i is_mine = _mm_cmpeq_epi8(x, mine);
         uint32_t m = (uint32_t)_mm_movemask_epi8(is_mine), all = m, keep = 0;
-        for (; m && i < got; m &= m - 1, i++) {
-            if (left_out(&s, &e[i]))
+        /* the event by a pointer stepped on: its index times the event's
+         * size was three instructions an event */
+        for (const struct sp_event *ev = e + i; m && i < got; m &= m - 1, i++, ev++) {
+            if (left_out(&s, ev))
                 continue;
             keep |= m & -m;
             if (kept != i)
@@ -938,6 +1032,7 @@ static uint32_t fill_block(struct sp_reader *r, unsigned type, uint32_t at)
         }
         b->dirty = 0;
         b->zero = UINT64_MAX;
+        b->same = 0;
         b->tid = NO_TID;
     }
     if (b->tid != r->tid) { /* a new chunk's thread: the decoders leave the tid alone */
@@ -950,12 +1045,13 @@ static uint32_t fill_block(struct sp_reader *r, unsigned type, uint32_t at)
     if (type == SP_EV_IO && !r->codec.io_plain) {
         got = block_io_v4(r->cols.col[SP_EV_IO], &r->codec, want, n, r->tid, e);
         b->zero &= ~want; /* its fields, stored whatever their values */
+        b->same &= ~want;
         goto filled;
     }
     switch (type) {
-#define RD_X_FILL(id, NAME, name, FIELDS)                                     \
-    case id:                                                                  \
-        got = block_##name(r->cols.col[id], &r->codec, want, n, e, &b->zero); \
+#define RD_X_FILL(id, NAME, name, FIELDS)                              \
+    case id:                                                           \
+        got = block_##name(r->cols.col[id], &r->codec, want, n, e, b); \
         break;
         SP_EVENTS(RD_X_FILL)
 #undef RD_X_FILL
@@ -995,6 +1091,7 @@ static void start_chunk(struct sp_reader *r, size_t len, uint64_t id, uint32_t t
     r->codec.io_plain = io_plain(r);
     r->chunk_from_slot = from_slot;
     r->columnar = 0;
+    r->nsparse = 0;
     r->types = r->types_next;
     take_fields(r);
     plan_chunk(r);
@@ -1185,6 +1282,33 @@ static void skip_bad_columns(struct sp_reader *r)
     r->columnar = 0;
 }
 
+/* The type ids a column chunk hands out, when they are at most
+ * SPARSE_IDS and, but for those selected, hold at most one event in
+ * SPARSE_SHARE of the stream: pass 1 takes NCCL calls and the few NCCL
+ * kernels its selection keeps from a stream of launches and kernels, most
+ * of whose bytes it would step over one by one.  sp_reader_next_refs then
+ * looks for them 16 bytes at a time.  Only the speed depends on it: a
+ * plan made before a selection, or kept after one ends, reads the same
+ * events. */
+#define SPARSE_SHARE 4
+static void plan_sparse(struct sp_reader *r)
+{
+    unsigned k = 0;
+    uint64_t dense = 0;
+    r->nsparse = 0;
+    for (unsigned t = 1; t < SP_EV_MAX; t++) {
+        if (!r->block_of[t] || !r->cols.count[t])
+            continue;
+        if (k == SPARSE_IDS)
+            return;
+        r->sparse[k++] = (uint8_t)t;
+        if (!r->selecting || r->sel[t].field < 0)
+            dense += r->cols.count[t];
+    }
+    if (k && dense * SPARSE_SHARE <= r->cols.n)
+        r->nsparse = k;
+}
+
 static int open_columns(struct sp_reader *r, uint64_t at)
 {
     r->chunk_at = at;
@@ -1197,8 +1321,10 @@ static int open_columns(struct sp_reader *r, uint64_t at)
             b->bad = 0;
             b->left = r->cols.count[t];
         }
-        if (check_planned_columns(r) == 0)
+        if (check_planned_columns(r) == 0) {
+            plan_sparse(r);
             return 1;
+        }
     }
     skip_bad_columns(r);
     return 0;
@@ -1211,6 +1337,8 @@ static void replan_chunk(struct sp_reader *r)
     plan_chunk(r);
     if (r->columnar && check_planned_columns(r) < 0)
         skip_bad_columns(r);
+    if (r->columnar)
+        plan_sparse(r);
 }
 
 static int by_u64(const void *a, const void *b)
@@ -1456,6 +1584,30 @@ size_t sp_reader_next_refs(struct sp_reader *r, const struct sp_event **out, siz
         const uint8_t *tp = c->types + c->next, *tend = c->types + c->n;
         struct type_block *const *block_of = r->block_of;
         const struct sp_event **o = out, **oend = out + max;
+#ifdef __SSE2__
+        if (r->nsparse) {
+            /* the ids' bytes among the next 16, the others stepped over
+             * together (with one id, both compares are with it) */
+            const __m128i id0 = _mm_set1_epi8((char)r->sparse[0]);
+            const __m128i id1 = _mm_set1_epi8((char)r->sparse[r->nsparse - 1]);
+            while (tend - tp >= 16) {
+                __m128i x = _mm_loadu_si128((const __m128i *)tp);
+                uint32_t m = (uint32_t)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, id0), _mm_cmpeq_epi8(x, id1)));
+                if (!m) {
+                    tp += 16;
+                    continue;
+                }
+                tp += __builtin_ctz(m);
+                struct type_block *b = block_of[*tp];
+                const struct sp_event *ev = b->next;
+                if (ev == b->end || o == oend)
+                    goto stop;
+                b->next = ev + 1;
+                *o++ = ev;
+                tp++;
+            }
+        }
+#endif
         for (; tp < tend; tp++) {
             struct type_block *b = block_of[*tp];
             if (!b)
@@ -1466,6 +1618,9 @@ size_t sp_reader_next_refs(struct sp_reader *r, const struct sp_event **out, siz
             b->next = ev + 1;
             *o++ = ev;
         }
+#ifdef __SSE2__
+    stop:
+#endif
         c->next = (uint32_t)(tp - c->types);
         k = (size_t)(o - out);
         r->stats.events += k;
@@ -1578,6 +1733,8 @@ void sp_reader_select(struct sp_reader *r, unsigned type, uint64_t field, uint64
         for (unsigned i = 0; i < SP_EV_MAX; i++)
             if (r->sel[i].field >= 0)
                 r->selecting = 1;
+        if (r->columnar)
+            plan_sparse(r);
     }
 }
 

@@ -175,6 +175,33 @@ int main(void)
     printf("ok: selected by kind, %llu of %d events handed out, each as written\n", (unsigned long long)got,
            EVENTS);
 
+    /* NCCL kernels only, the CUDA calls left out by the type mask, a
+     * batch at a time: most of the type stream is then neither handed
+     * out nor decoded (pass 1's case), and the reader looks for the
+     * kernels kept 16 bytes of it at a time; they come in order, each
+     * once, and so do the events outside the window. */
+    r = sp_reader_open(path, &err);
+    CHECK(r, "open: %s", sp_strerror(err));
+    sp_reader_set_types(r, SP_TYPE_BIT(SP_EV_GPU));
+    sp_reader_select(r, SP_EV_GPU, SP_FIELD_BIT(gpu, kind), UINT64_C(1) << SP_GPU_NCCL_KERNEL, lo, span);
+    at = 0;
+    got = 0;
+    while ((k = sp_reader_next_refs(r, batch, BATCH)) > 0)
+        for (size_t b = 0; b < k; b++, got++) {
+            int64_t i = match_next(&at, batch[b], 1);
+            CHECK(i >= 0, "event %llu handed out is a written one, in order", (unsigned long long)got);
+            CHECK(written[i].type == SP_EV_GPU &&
+                      (written[i].gpu.kind == SP_GPU_NCCL_KERNEL || i >= OUTSIDE_FROM),
+                  "event %lld: an NCCL kernel, or outside the window", (long long)i);
+        }
+    expect = 0;
+    for (uint64_t i = 0; i < EVENTS; i++)
+        expect += written[i].type == SP_EV_GPU && (written[i].gpu.kind == SP_GPU_NCCL_KERNEL || i >= OUTSIDE_FROM);
+    CHECK(got == expect, "every NCCL kernel, and every GPU event outside the window, handed out (%llu of %llu)",
+          (unsigned long long)got, (unsigned long long)expect);
+    sp_reader_close(r);
+    printf("ok: NCCL kernels alone a batch at a time, %llu events, each as written\n", (unsigned long long)got);
+
     /* The same selection asked for mid-chunk, and the stream left out
      * mid-chunk: both take effect within a block of GPU events, every
      * event before them is whole, and the times and differences after

@@ -1862,6 +1862,27 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
     return t;
 }
 
+/* local_time() of a window under a counterfactual that only removes
+ * components (drop), on a rank it does not fix: the same sum in the same
+ * order, without local_time's tests and call per node.  A removed
+ * component adds +0, which leaves every sum the loop can reach as it was
+ * (it starts at +0, and a sum of doubles becomes -0 only from -0 + -0). */
+static inline double dropped_sum(const float *own, uint32_t drop)
+{
+    /* written out, as recorded_sum: a loop of eight is not unrolled */
+    _Static_assert(SP_LOC_N == 8, "dropped_sum adds every component kept, in order");
+    double t = 0;
+    t += drop & 1u << 0 ? 0.0 : (double)own[0];
+    t += drop & 1u << 1 ? 0.0 : (double)own[1];
+    t += drop & 1u << 2 ? 0.0 : (double)own[2];
+    t += drop & 1u << 3 ? 0.0 : (double)own[3];
+    t += drop & 1u << 4 ? 0.0 : (double)own[4];
+    t += drop & 1u << 5 ? 0.0 : (double)own[5];
+    t += drop & 1u << 6 ? 0.0 : (double)own[6];
+    t += drop & 1u << 7 ? 0.0 : (double)own[7];
+    return t;
+}
+
 /* cf, with room for its fixed set's medians per group when it fixes ranks
  * (*copy is then what to use, and with_fix_free releases it). */
 static const struct cf *with_fix_medians(const struct graph *g, const struct cf *cf, struct cf *copy)
@@ -2171,14 +2192,18 @@ static void local_times(const struct graph *g, const struct cf *cf, double *gap0
         int all = !by_drop || (cf->fix && cf->fix[r]);
         for (size_t j = 0; (all || cf->drop) && j < m->ranks[r].nnodes; j++) {
             uint32_t flat = (uint32_t)(g->node_base[r] + j);
-            uint32_t z = all ? 0 : g->nz[flat];
             double *x = gap0 + (size_t)PM(g, flat) * stride;
-            if (all || z & cf->drop)
+            if (all) {
                 x[0] = local_time(g, cf, r, flat, 0, vals);
-            if (all)
                 x[1] = m->ranks[r].nodes[j].ncalls ? local_time(g, cf, r, flat, 1, vals) : 0;
-            else if (z >> NZ_UNDER & cf->drop && m->ranks[r].nodes[j].ncalls)
-                x[1] = local_time(g, cf, r, flat, 1, vals);
+                continue;
+            }
+            uint32_t z = g->nz[flat];
+            const struct sp_rnode *nd = &m->ranks[r].nodes[j];
+            if (z & cf->drop)
+                x[0] = dropped_sum(nd->gap, cf->drop);
+            if (z >> NZ_UNDER & cf->drop && nd->ncalls)
+                x[1] = dropped_sum(nd->under, cf->drop);
         }
     }
 }
@@ -3243,10 +3268,16 @@ static double critical_bound(const struct graph *g, const struct cf *cf, struct 
              * node in the records, placed in the walk's order) */
             double cut = 0;
             const struct sp_rnode *nd = &m->ranks[r].nodes[j];
-            if (z & cf->drop || all)
+            if (all) {
                 cut = recorded_sum(nd->gap) - local_time(g, cf, r, flat, 0, vals);
-            if ((z >> NZ_UNDER & cf->drop || all) && nd->ncalls)
-                cut += recorded_sum(nd->under) - local_time(g, cf, r, flat, 1, vals);
+                if (nd->ncalls)
+                    cut += recorded_sum(nd->under) - local_time(g, cf, r, flat, 1, vals);
+            } else {
+                if (z & cf->drop)
+                    cut = recorded_sum(nd->gap) - dropped_sum(nd->gap, cf->drop);
+                if (z >> NZ_UNDER & cf->drop && nd->ncalls)
+                    cut += recorded_sum(nd->under) - dropped_sum(nd->under, cf->drop);
+            }
             double *to = &gcut[g->gid[flat]].local;
             if (cut > *to)
                 *to = cut;

@@ -2268,13 +2268,14 @@ static void follow_done(const struct graph *g, const struct follow_cf *fc, const
 /* The node at place w arrives, as advance() works it out: the ends it
  * waits for are final (the walk met them first).  A node in no instance
  * ends at once, and its waiter's latest gate moves. */
-static inline void follow_arrive(const struct graph *g, const struct follow_cf *fc, struct rstate *st, uint32_t w,
-                                 int64_t *sync, const struct follow_cp *cp)
+static inline __attribute__((always_inline)) void
+follow_arrive(const struct graph *g, const struct follow_cf *fc, struct rstate *st, uint32_t w, int64_t *sync,
+              const struct follow_cp *cp, int owns)
 {
     const struct fnode *nd = &g->fn[w];
     struct fstate *x = &g->fs[w];
     struct rstate *s = &st[nd->rank];
-    int own = fc->all || (fc->fix && fc->fix[nd->rank]);
+    int own = owns && (fc->all || (fc->fix && fc->fix[nd->rank]));
     double gap = own || nd->nz & fc->drop ? x->gap : nd->rec_gap;
     double under = own || nd->nz >> NZ_UNDER & fc->drop ? x->under : nd->rec_under;
     double by_local = (double)s->a + s->under + gap, by_gate = by_local;
@@ -2324,8 +2325,9 @@ static inline void follow_arrive(const struct graph *g, const struct follow_cf *
  * critical path each raise of it raises its waiter's latest gate (the
  * largest of all is that of the final ends), with it the final end does,
  * in the order node_done() would. */
-static inline void follow_complete(const struct graph *g, const struct follow_cf *fc, const struct cf *cf,
-                                   size_t in_idx, int64_t *sync, const struct follow_cp *cp)
+static inline __attribute__((always_inline)) void
+follow_complete(const struct graph *g, const struct follow_cf *fc, const struct cf *cf, size_t in_idx, int64_t *sync,
+                const struct follow_cp *cp)
 {
     const struct inst *in = &g->insts[in_idx];
     const struct part *parts = &g->parts[in->first];
@@ -2362,6 +2364,23 @@ static inline void follow_complete(const struct graph *g, const struct follow_cf
             sync[at] = last;
         if (cp && parts[p].final)
             follow_done(g, fc, cp, sync, at);
+    }
+}
+
+/* The arrivals in place order, the completions in between; owns 0: no
+ * node's local time changes as a whole (fc has no fixed rank and not
+ * all), only by the components removed. */
+static inline __attribute__((always_inline)) void
+follow_walk(const struct graph *g, const struct follow_cf *fc, const struct cf *cf, struct rstate *st, int64_t *sync,
+            const struct follow_cp *cp, int owns)
+{
+    uint32_t w = 0;
+    for (size_t k = 0; k <= g->ncomps; k++) {
+        size_t until = k < g->ncomps ? g->comps[k].after : g->total;
+        for (; w < until; w++)
+            follow_arrive(g, fc, st, w, sync, cp, owns);
+        if (k < g->ncomps)
+            follow_complete(g, fc, cf, g->comps[k].inst, sync, cp);
     }
 }
 
@@ -2433,14 +2452,16 @@ static int run_follow(const struct graph *g, const struct cf *cf, struct result 
         if (cp)
             c.prev[r] = UINT32_MAX;
     }
-    uint32_t w = 0;
-    for (size_t k = 0; k <= g->ncomps; k++) {
-        size_t until = k < g->ncomps ? g->comps[k].after : g->total;
-        for (; w < until; w++)
-            follow_arrive(g, &fc, st, w, sync, cp);
-        if (k < g->ncomps)
-            follow_complete(g, &fc, cf, g->comps[k].inst, sync, cp);
-    }
+    /* the walk made for what this replay asks (constant arguments: each
+     * its own loop, without the tests for the rest per node) */
+    if (cp)
+        follow_walk(g, &fc, cf, st, sync, cp, 1);
+    else if (sync)
+        follow_walk(g, &fc, cf, st, sync, NULL, 1);
+    else if (fc.all || fc.fix)
+        follow_walk(g, &fc, cf, st, NULL, NULL, 1);
+    else /* plain, or components removed: no node's own local time changes */
+        follow_walk(g, &fc, cf, st, NULL, NULL, 0);
     double sum = 0, wait = 0, path = 0;
     int n = 0;
     for (int r = 0; r < m->nranks; r++) {

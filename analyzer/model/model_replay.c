@@ -272,6 +272,13 @@ struct graph {
      * ranks' node records) */
     uint16_t *nparts, *ncalls;
     uint32_t *call_at;
+    /* while the graph is built: rank_gates' prefix maxima of arrivals, and
+     * rank_steps' nodes per step (by_step: every rank's in step order;
+     * step_top: the last step seen) for build_peers */
+    int64_t *gate_pm;
+    size_t *step_at;
+    int by_step;
+    uint32_t step_top;
     /* per place in gn: the under's local time as recorded (0 for a step
      * end), what a replay that changes no local time of the node reads */
     double *rec_under;
@@ -690,6 +697,23 @@ static void group_keys(struct graph *g, struct keyrec *k, size_t from, size_t to
     }
 }
 
+/* Rank r's nodes counted per step, for build_peers, and whether they come
+ * in step order (a node's step is 16 bits, and only the steps up to the
+ * last one seen are read): in the pass over the rank that finds its gates,
+ * while its nodes are in cache. */
+static void rank_steps(struct graph *g, int r)
+{
+    const struct sp_rank *rk = &g->m->ranks[r];
+    for (size_t j = 0; g->step_at && g->by_step && j < rk->nnodes; j++) {
+        uint16_t st = rk->nodes[j].step;
+        if (j && st < rk->nodes[j - 1].step)
+            g->by_step = 0;
+        if (st > g->step_top)
+            g->step_top = st;
+        g->step_at[st + 1]++;
+    }
+}
+
 static int build_peers(struct graph *g)
 {
     struct sp_model *m = g->m;
@@ -712,20 +736,10 @@ static int build_peers(struct graph *g)
      * memory order (step after step would jump from rank to rank, a cache
      * miss per node and per call at thousands of ranks). */
     /* per step, where its keys go next (by_step), then where they end:
-     * counted in the pass that checks the order (a node's step is 16 bits,
-     * and only the steps up to the last one seen are read) */
-    size_t *at = calloc((size_t)UINT16_MAX + 2, sizeof *at);
-    int by_step = at != NULL;
-    uint32_t top = 0;
-    for (int i = 0; by_step && i < m->nranks; i++)
-        for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
-            uint16_t st = m->ranks[i].nodes[j].step;
-            if (j && st < m->ranks[i].nodes[j - 1].step)
-                by_step = 0;
-            if (st > top)
-                top = st;
-            at[st + 1]++;
-        }
+     * counted rank by rank while the instances were built (rank_steps) */
+    size_t *at = g->step_at;
+    int by_step = at != NULL && g->by_step;
+    uint32_t top = g->step_top;
     for (uint32_t st = 0; by_step && st <= top; st++)
         at[st + 1] += at[st];
     size_t n = 0;
@@ -759,12 +773,92 @@ static int build_peers(struct graph *g)
     if (!by_step)
         group_keys(g, k, 0, n, &ps);
     free(at);
+    g->step_at = NULL;
     free(ps.pk);
     free(ps.place);
     free(ps.grp);
     g->group_first[g->ngroups] = (uint32_t)n;
     free(k);
     return 0;
+}
+
+/* Which node waited for each node's end.  In the recording a node that
+ * started after an op of its rank had ended may have waited for it (the
+ * op before it on its stream, or the compute stream's wait for every op of
+ * a communicate call); one that started while the op ran did not.  Each
+ * node is waited for by the first later node that started at or after its
+ * end: the node-to-node order is kept, and ops that ran concurrently (a
+ * send and a recv of one call on their own streams) are not ordered.
+ * Arrivals come in time order within a rank (calls are sorted by start),
+ * so a binary search over the prefix maximum of arrivals finds it. */
+static int gates_alloc(struct graph *g)
+{
+    g->waiter = malloc((g->total + 1) * sizeof *g->waiter);
+    g->gate_n = calloc(g->total + 1, sizeof *g->gate_n);
+    g->gate_off = malloc((g->total + 1) * sizeof *g->gate_off);
+    g->gate_pm = malloc((g->total + 1) * sizeof *g->gate_pm);
+    g->ncalls = malloc((g->total + 1) * sizeof *g->ncalls);
+    g->call_at = malloc((g->total + 1) * sizeof *g->call_at);
+    return g->waiter && g->gate_n && g->gate_off && g->gate_pm && g->ncalls && g->call_at ? 0 : -1;
+}
+
+/* Rank r's gates (gates_alloc made their arrays). */
+static void rank_gates(struct graph *g, int r)
+{
+    /* a rank's part of pm is read only while its waiters are found; it
+     * then holds the latest end each of its nodes waited for */
+    int64_t *pm = g->gate_pm, *latest = pm;
+    const struct sp_rank *rk = &g->m->ranks[r];
+    size_t base = g->node_base[r], n = rk->nnodes;
+    for (size_t j = 0; j < n; j++) {
+        pm[base + j] = j && pm[base + j - 1] > rk->nodes[j].a ? pm[base + j - 1] : rk->nodes[j].a;
+        /* and the node's calls, for walk_order (read in passing) */
+        g->ncalls[base + j] = rk->nodes[j].ncalls;
+        g->call_at[base + j] = (uint32_t)(g->call_base[r] + rk->nodes[j].call);
+    }
+    for (size_t j = 0; j < n; j++) {
+        int64_t e = rk->nodes[j].e;
+        /* the first k > j with pm[k] >= e: mostly a node or two on
+         * (ops in turn), so bounded by steps doubling from j + 1 before
+         * the binary search, which then has a few to halve, not the
+         * rest of the rank */
+        size_t lo = j + 1, hi = n, step = 1;
+        while (lo + step < n && pm[base + lo + step - 1] < e) {
+            lo += step;
+            step *= 2;
+        }
+        if (lo + step < n)
+            hi = lo + step;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (pm[base + mid] >= e)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        g->waiter[base + j] = lo < n && rk->nodes[lo].a >= e ? (int32_t)(base + lo) : -1;
+    }
+    for (size_t j = 0; j < n; j++)
+        latest[base + j] = INT64_MIN;
+    for (size_t j = 0; j < n; j++) {
+        int32_t w = g->waiter[base + j];
+        if (w < 0)
+            continue;
+        g->gate_n[w]++;
+        /* the time between two steps (a pause of the recording) is no
+         * step's: a gate into the next step counts from its start */
+        int64_t e = rk->nodes[j].e;
+        const struct sp_rnode *wn = &rk->nodes[(size_t)w - base];
+        size_t ws = (size_t)g->m->step_lo + wn->step;
+        if (wn->step != rk->nodes[j].step && ws < (size_t)rk->nsteps) {
+            int64_t from = sp_model_global(g->m, rk, rk->steps[ws].start);
+            e = from > e ? from : e;
+        }
+        if (e > latest[w])
+            latest[w] = e;
+    }
+    for (size_t j = 0; j < n; j++)
+        g->gate_off[base + j] = g->gate_n[base + j] ? rk->nodes[j].a - latest[base + j] : 0;
 }
 
 static int cmp_part(const void *a, const void *b)
@@ -876,7 +970,14 @@ static int build_instances(struct graph *g)
             int64_t e = r->nodes[rc[c].node].e, s = sync[g->node_base[i] + (size_t)rc[c].node];
             g->parts[g->insts[ri[c]].first + fill[ri[c]]++].tail = e - s > 0 ? e - s : 0;
         }
+        /* the rank's gates and its nodes per step, while its nodes are in
+         * cache (a pass of their own read every node record again: a
+         * third of a gigabyte at 1024 ranks x 100 steps) */
+        rank_gates(g, i);
+        rank_steps(g, i);
     }
+    free(g->gate_pm);
+    g->gate_pm = NULL;
     free(fill);
     free(cc);
     for (size_t t = 0; t < g->ninsts; t++) {
@@ -891,87 +992,6 @@ static int build_instances(struct graph *g)
             in->spans |= m->ranks[g->parts[in->first + p].r].host != m->ranks[g->parts[in->first].r].host;
     }
     free(sync);
-    return 0;
-}
-
-/* Which node waited for each node's end.  In the recording a node that
- * started after an op of its rank had ended may have waited for it (the
- * op before it on its stream, or the compute stream's wait for every op of
- * a communicate call); one that started while the op ran did not.  Each
- * node is waited for by the first later node that started at or after its
- * end: the node-to-node order is kept, and ops that ran concurrently (a
- * send and a recv of one call on their own streams) are not ordered.
- * Arrivals come in time order within a rank (calls are sorted by start),
- * so a binary search over the prefix maximum of arrivals finds it. */
-static int build_gates(struct graph *g)
-{
-    g->waiter = malloc((g->total + 1) * sizeof *g->waiter);
-    g->gate_n = calloc(g->total + 1, sizeof *g->gate_n);
-    g->gate_off = malloc((g->total + 1) * sizeof *g->gate_off);
-    int64_t *pm = malloc((g->total + 1) * sizeof *pm);
-    g->ncalls = malloc((g->total + 1) * sizeof *g->ncalls);
-    g->call_at = malloc((g->total + 1) * sizeof *g->call_at);
-    if (!g->waiter || !g->gate_n || !g->gate_off || !pm || !g->ncalls || !g->call_at) {
-        free(pm);
-        return -1;
-    }
-    /* a rank's part of pm is read only while its waiters are found; it
-     * then holds the latest end each of its nodes waited for */
-    int64_t *latest = pm;
-    for (int r = 0; r < g->m->nranks; r++) {
-        const struct sp_rank *rk = &g->m->ranks[r];
-        size_t base = g->node_base[r], n = rk->nnodes;
-        for (size_t j = 0; j < n; j++) {
-            pm[base + j] = j && pm[base + j - 1] > rk->nodes[j].a ? pm[base + j - 1] : rk->nodes[j].a;
-            /* and the node's calls, for walk_order (read in passing) */
-            g->ncalls[base + j] = rk->nodes[j].ncalls;
-            g->call_at[base + j] = (uint32_t)(g->call_base[r] + rk->nodes[j].call);
-        }
-        for (size_t j = 0; j < n; j++) {
-            int64_t e = rk->nodes[j].e;
-            /* the first k > j with pm[k] >= e: mostly a node or two on
-             * (ops in turn), so bounded by steps doubling from j + 1 before
-             * the binary search, which then has a few to halve, not the
-             * rest of the rank */
-            size_t lo = j + 1, hi = n, step = 1;
-            while (lo + step < n && pm[base + lo + step - 1] < e) {
-                lo += step;
-                step *= 2;
-            }
-            if (lo + step < n)
-                hi = lo + step;
-            while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (pm[base + mid] >= e)
-                    hi = mid;
-                else
-                    lo = mid + 1;
-            }
-            g->waiter[base + j] = lo < n && rk->nodes[lo].a >= e ? (int32_t)(base + lo) : -1;
-        }
-        for (size_t j = 0; j < n; j++)
-            latest[base + j] = INT64_MIN;
-        for (size_t j = 0; j < n; j++) {
-            int32_t w = g->waiter[base + j];
-            if (w < 0)
-                continue;
-            g->gate_n[w]++;
-            /* the time between two steps (a pause of the recording) is no
-             * step's: a gate into the next step counts from its start */
-            int64_t e = rk->nodes[j].e;
-            const struct sp_rnode *wn = &rk->nodes[(size_t)w - base];
-            size_t ws = (size_t)g->m->step_lo + wn->step;
-            if (wn->step != rk->nodes[j].step && ws < (size_t)rk->nsteps) {
-                int64_t from = sp_model_global(g->m, rk, rk->steps[ws].start);
-                e = from > e ? from : e;
-            }
-            if (e > latest[w])
-                latest[w] = e;
-        }
-        for (size_t j = 0; j < n; j++)
-            g->gate_off[base + j] = g->gate_n[base + j] ? rk->nodes[j].a - latest[base + j] : 0;
-    }
-    free(pm);
     return 0;
 }
 
@@ -1106,6 +1126,8 @@ static void graph_free(struct graph *g)
     free(g->waiter);
     free(g->gate_n);
     free(g->gate_off);
+    free(g->gate_pm);
+    free(g->step_at);
     free(g->peer_rank);
     free(g->gid);
     free(g->gmed);
@@ -1750,7 +1772,13 @@ static int graph_build(struct sp_model *m, struct graph *g)
         return -1;
     /* the nodes placed in the walk's order, else step by step; then each
      * participant's place */
-    int walked = build_instances(g) < 0 || build_gates(g) < 0 ? -1 : walk_order(g);
+    /* the gates and the peers' step counts are made rank by rank with the
+     * instances' tails (rank_gates, rank_steps) */
+    if (gates_alloc(g) < 0)
+        return -1;
+    g->step_at = calloc((size_t)UINT16_MAX + 2, sizeof *g->step_at);
+    g->by_step = g->step_at != NULL;
+    int walked = build_instances(g) < 0 ? -1 : walk_order(g);
     if (walked < 0 || (!walked && build_perm(g) < 0))
         return -1;
     for (size_t t = 0; t < g->ninsts; t++)

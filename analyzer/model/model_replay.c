@@ -203,20 +203,26 @@ struct fnode {
     uint8_t gated, parts;
 };
 
-/* A node in a replay that follows the walk: its arrival and end, and its
- * gap's and under's local time when the counterfactual changes them (read
- * only then: the others are fnode's; in a replay that changes none,
- * the critical path's times at its arrival and end, struct follow_cp).
- * The latest end among those it
- * waits for is apart (struct graph's gmax), and so is its latest
- * synchronization, only when asked for (REPLAY_WAIT, REPLAY_CRITICAL). */
+/* A node in a replay that follows the walk: its arrival and end.  Its
+ * gap's and under's local time when the counterfactual changes them are
+ * apart (struct flocal, read only then: the others are fnode's), and so
+ * is the latest end among those it waits for (struct graph's gmax, which
+ * holds its latest synchronization once it has arrived, when asked for:
+ * REPLAY_WAIT, REPLAY_CRITICAL).  Two arrays of 16 bytes a node, not one
+ * of 32: each fits a hole the graph's build left in the heap, where the
+ * one did not and was placed on top. */
 struct fstate {
     int64_t arr, end;
+};
+/* A node's gap's and under's local time under the counterfactual (in a
+ * replay that changes none, the critical path's times at its arrival and
+ * end, struct follow_cp). */
+struct flocal {
     double gap, under;
 };
 /* local_times() writes a gap's and an under's local time side by side */
 _Static_assert(offsetof(struct nstate, under) == offsetof(struct nstate, gap) + sizeof(double), "under after gap");
-_Static_assert(offsetof(struct fstate, under) == offsetof(struct fstate, gap) + sizeof(double), "under after gap");
+_Static_assert(offsetof(struct flocal, under) == offsetof(struct flocal, gap) + sizeof(double), "under after gap");
 
 struct graph {
     struct sp_model *m;
@@ -313,9 +319,13 @@ struct graph {
     /* walked: per place the follow record and state, and the latest end
      * among those it waits for, which each arrival reads and puts back to
      * INT64_MIN, so every replay finds them so without a pass over the
-     * nodes (gn, ns and rec_under are then not made) */
+     * nodes (gn, ns and rec_under are then not made).  Once a node has
+     * arrived no end is waited for by it any more: a replay that asks for
+     * the synchronizations keeps its node's there (run_follow's sync),
+     * and puts them back after (no array of its own at the peak) */
     struct fnode *fn;
     struct fstate *fs;
+    struct flocal *fl;
     int64_t *gmax;
     /* walked: per instance its last arrival so far and the first node to
      * reach it (the critical path's who), put back to INT64_MIN as it
@@ -945,9 +955,10 @@ static int build_instances(struct graph *g)
      * participant was a cache miss at thousands of ranks), and a
      * participant's place is found again by counting. */
     int64_t *sync = malloc((g->total + 1) * sizeof *sync);
-    if (!sync) {
+    if (!sync || gates_alloc(g) < 0) {
         free(fill);
         free(cc);
+        free(sync);
         return -1;
     }
     for (size_t f = 0; f < g->total; f++)
@@ -1148,6 +1159,7 @@ static void graph_free(struct graph *g)
     free(g->nz);
     free(g->base_last);
     free(g->ns_mem);
+    free(g->fl);
     free(g->gmax);
     free(g->comps);
     free(g->fn);
@@ -1693,7 +1705,8 @@ static int graph_nodes(struct graph *g)
  * heap's high-water mark of a report was theirs). */
 static int graph_follow_states(struct graph *g)
 {
-    if (!(g->ns_mem = malloc((g->total + 1) * sizeof *g->fs)) || !(g->gmax = malloc((g->total + 1) * sizeof *g->gmax)) ||
+    if (!(g->ns_mem = malloc((g->total + 1) * sizeof *g->fs)) || !(g->fl = malloc((g->total + 1) * sizeof *g->fl)) ||
+        !(g->gmax = malloc((g->total + 1) * sizeof *g->gmax)) ||
         !(g->ilast = malloc((g->ninsts + 1) * sizeof *g->ilast)) ||
         !(g->iwho = malloc((g->ninsts + 1) * sizeof *g->iwho)))
         return -1;
@@ -1774,8 +1787,6 @@ static int graph_build(struct sp_model *m, struct graph *g)
      * participant's place */
     /* the gates and the peers' step counts are made rank by rank with the
      * instances' tails (rank_gates, rank_steps) */
-    if (gates_alloc(g) < 0)
-        return -1;
     g->step_at = calloc((size_t)UINT16_MAX + 2, sizeof *g->step_at);
     g->by_step = g->step_at != NULL;
     int walked = build_instances(g) < 0 ? -1 : walk_order(g);
@@ -2270,7 +2281,7 @@ static inline double follow_under(const struct graph *g, const struct follow_cf 
 {
     const struct fnode *nd = &g->fn[w];
     int own = fc->all || (fc->fix && fc->fix[nd->rank]);
-    return own || nd->nz >> NZ_UNDER & fc->drop ? g->fs[w].under : nd->rec_under;
+    return own || nd->nz >> NZ_UNDER & fc->drop ? g->fl[w].under : nd->rec_under;
 }
 
 /* Node w's end is final, with the critical path (node_done()): the
@@ -2304,8 +2315,8 @@ follow_arrive(const struct graph *g, const struct follow_cf *fc, struct rstate *
     struct fstate *x = &g->fs[w];
     struct rstate *s = &st[nd->rank];
     int own = owns && (fc->all || (fc->fix && fc->fix[nd->rank]));
-    double gap = own || nd->nz & fc->drop ? x->gap : nd->rec_gap;
-    double under = own || nd->nz >> NZ_UNDER & fc->drop ? x->under : nd->rec_under;
+    double gap = own || nd->nz & fc->drop ? g->fl[w].gap : nd->rec_gap;
+    double under = own || nd->nz >> NZ_UNDER & fc->drop ? g->fl[w].under : nd->rec_under;
     double by_local = (double)s->a + s->under + gap, by_gate = by_local;
     if (nd->gated) {
         double off = (double)nd->gate_off + gap - nd->rec_gap;
@@ -2444,18 +2455,18 @@ static int run_follow(const struct graph *g, const struct cf *cf, struct result 
     int critical = (want & REPLAY_CRITICAL) != 0;
     struct rstate *st = malloc(((size_t)m->nranks + 1) * sizeof *st);
     float *vals = malloc(((size_t)g->max_peers + 1) * SP_LOC_N * sizeof *vals);
-    int64_t *sync = want & (REPLAY_WAIT | REPLAY_CRITICAL) ? malloc((g->total + 1) * sizeof *sync) : NULL;
+    int64_t *sync = want & (REPLAY_WAIT | REPLAY_CRITICAL) ? g->gmax : NULL; /* struct graph's gmax */
     struct follow_cp c = {0}, *cp = NULL;
     /* A replay that changes no node's local time neither writes nor reads
-     * the follow states' gap and under (local_times, follow_arrive): the
+     * its nodes' struct flocal (local_times, follow_arrive): the
      * path's times take their place there (the replay of the recording
      * is the one that asks for the path; two arrays of a double per node
      * at the peak of a report), else arrays of their own. */
-    int in_fs = !cf->imbalance && !cf->busy_scale && !cf->fix && !cf->drop;
-    if (critical && in_fs) {
-        c.arr = &g->fs[0].gap;
-        c.end = &g->fs[0].under;
-        c.stride = sizeof *g->fs / sizeof(double);
+    int in_fl = !cf->imbalance && !cf->busy_scale && !cf->fix && !cf->drop;
+    if (critical && in_fl) {
+        c.arr = &g->fl[0].gap;
+        c.end = &g->fl[0].under;
+        c.stride = sizeof *g->fl / sizeof(double);
     } else if (critical) {
         c.arr = malloc((g->total + 1) * sizeof *c.arr);
         c.end = malloc((g->total + 1) * sizeof *c.end);
@@ -2469,12 +2480,12 @@ static int run_follow(const struct graph *g, const struct cf *cf, struct result 
         cp = &c;
     }
     int rc = -1;
-    if (!st || !vals || (want & (REPLAY_WAIT | REPLAY_CRITICAL) && !sync) ||
+    if (!st || !vals ||
         (critical && (!c.arr || !c.end || !c.moved || !c.gate_who || !c.prev)))
         goto out;
     int by_drop = !cf->imbalance && !cf->busy_scale;
     struct follow_cf fc = {!by_drop, cf->fix, cf->drop};
-    local_times(g, cf, &g->fs[0].gap, sizeof *g->fs / sizeof(double), vals);
+    local_times(g, cf, &g->fl[0].gap, sizeof *g->fl / sizeof(double), vals);
     for (int r = 0; r < m->nranks; r++) {
         st[r] = (struct rstate){g->start[r], 0};
         if (cp)
@@ -2504,6 +2515,8 @@ static int run_follow(const struct graph *g, const struct cf *cf, struct result 
             path += *cp_end(&c, lastw);
         n++;
     }
+    for (size_t w = 0; sync && w < g->total; w++)
+        sync[w] = INT64_MIN; /* gmax, as the next replay wants it */
     rc = set_result(res, g, n, sum, path, wait);
     for (int r = 0; fn && r < m->nranks; r++)
         for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
@@ -2514,8 +2527,7 @@ static int run_follow(const struct graph *g, const struct cf *cf, struct result 
 out:
     free(st);
     free(vals);
-    free(sync);
-    if (!in_fs) {
+    if (!in_fl) {
         free(c.arr);
         free(c.end);
     }

@@ -224,6 +224,18 @@ struct flocal {
 _Static_assert(offsetof(struct nstate, under) == offsetof(struct nstate, gap) + sizeof(double), "under after gap");
 _Static_assert(offsetof(struct flocal, under) == offsetof(struct flocal, gap) + sizeof(double), "under after gap");
 
+/* What the walk reads and counts of a flat node, in one record (the walk
+ * goes from rank to rank, and a node's fields spread over five arrays cost
+ * a cache miss each): its waiter (flat, -1 none), ends it waits for still
+ * to come, its instances not yet complete, its calls and the first one's
+ * place in cinst (a node of one call: that call's instance itself). */
+struct wnode {
+    int32_t waiter;
+    uint32_t gate_left;
+    uint32_t call;
+    uint16_t ncalls, pending;
+};
+
 struct graph {
     struct sp_model *m;
     struct inst *insts;
@@ -273,11 +285,11 @@ struct graph {
     uint32_t *gate_n;
     int64_t *gate_off;
     /* per flat node, while the graph is built: in how many instances it
-     * takes part (gn's nparts); its calls, the first one's place in cinst
-     * (read by walk_order, which would take a cache miss per node in the
-     * ranks' node records) */
-    uint16_t *nparts, *ncalls;
-    uint32_t *call_at;
+     * takes part (gn's nparts); the walk's record (struct wnode), made
+     * rank by rank with the gates, while the rank's nodes are in cache
+     * (walk_order reading them would take a cache miss per node) */
+    uint16_t *nparts;
+    struct wnode *wn;
     /* while the graph is built: rank_gates' prefix maxima of arrivals, and
      * rank_steps' nodes per step (by_step: every rank's in step order;
      * step_top: the last step seen) for build_peers */
@@ -807,12 +819,12 @@ static int gates_alloc(struct graph *g)
     g->gate_n = calloc(g->total + 1, sizeof *g->gate_n);
     g->gate_off = malloc((g->total + 1) * sizeof *g->gate_off);
     g->gate_pm = malloc((g->total + 1) * sizeof *g->gate_pm);
-    g->ncalls = malloc((g->total + 1) * sizeof *g->ncalls);
-    g->call_at = malloc((g->total + 1) * sizeof *g->call_at);
-    return g->waiter && g->gate_n && g->gate_off && g->gate_pm && g->ncalls && g->call_at ? 0 : -1;
+    g->wn = malloc((g->total + 1) * sizeof *g->wn);
+    return g->waiter && g->gate_n && g->gate_off && g->gate_pm && g->wn ? 0 : -1;
 }
 
-/* Rank r's gates (gates_alloc made their arrays). */
+/* Rank r's gates and its nodes' walk records (gates_alloc made their
+ * arrays; the participants are counted and cinst is filled). */
 static void rank_gates(struct graph *g, int r)
 {
     /* a rank's part of pm is read only while its waiters are found; it
@@ -820,12 +832,8 @@ static void rank_gates(struct graph *g, int r)
     int64_t *pm = g->gate_pm, *latest = pm;
     const struct sp_rank *rk = &g->m->ranks[r];
     size_t base = g->node_base[r], n = rk->nnodes;
-    for (size_t j = 0; j < n; j++) {
+    for (size_t j = 0; j < n; j++)
         pm[base + j] = j && pm[base + j - 1] > rk->nodes[j].a ? pm[base + j - 1] : rk->nodes[j].a;
-        /* and the node's calls, for walk_order (read in passing) */
-        g->ncalls[base + j] = rk->nodes[j].ncalls;
-        g->call_at[base + j] = (uint32_t)(g->call_base[r] + rk->nodes[j].call);
-    }
     for (size_t j = 0; j < n; j++) {
         int64_t e = rk->nodes[j].e;
         /* the first k > j with pm[k] >= e: mostly a node or two on
@@ -867,8 +875,15 @@ static void rank_gates(struct graph *g, int r)
         if (e > latest[w])
             latest[w] = e;
     }
-    for (size_t j = 0; j < n; j++)
-        g->gate_off[base + j] = g->gate_n[base + j] ? rk->nodes[j].a - latest[base + j] : 0;
+    /* a node's waiter is a later node of its rank: the rank's counts are final */
+    for (size_t j = 0; j < n; j++) {
+        const struct sp_rnode *nd = &rk->nodes[j];
+        size_t f = base + j;
+        uint32_t call = (uint32_t)(g->call_base[r] + nd->call);
+        g->gate_off[f] = g->gate_n[f] ? nd->a - latest[f] : 0;
+        g->wn[f] = (struct wnode){g->waiter[f], g->gate_n[f], nd->ncalls == 1 ? (uint32_t)g->cinst[call] : call,
+                                  nd->ncalls, g->nparts[f]};
+    }
 }
 
 static int cmp_part(const void *a, const void *b)
@@ -1006,18 +1021,6 @@ static int build_instances(struct graph *g)
     return 0;
 }
 
-/* What the walk reads and counts of a flat node, in one record (the walk
- * goes from rank to rank, and a node's fields spread over five arrays cost
- * a cache miss each): its waiter (flat, -1 none), ends it waits for still
- * to come, its instances not yet complete, its calls and the first one's
- * place in cinst (a node of one call: that call's instance itself). */
-struct wnode {
-    int32_t waiter;
-    uint32_t gate_left;
-    uint32_t call;
-    uint16_t ncalls, pending;
-};
-
 struct walk {
     struct graph *g;
     struct wnode *wn;    /* per flat node */
@@ -1083,22 +1086,14 @@ static int walk_order(struct graph *g)
     size_t nr = (size_t)g->m->nranks;
     g->perm = malloc((g->total + 1) * sizeof *g->perm);
     g->comps = malloc((g->ninsts + 1) * sizeof *g->comps);
-    wk.wn = malloc((g->total + 1) * sizeof *wk.wn);
+    wk.wn = g->wn; /* made with the gates (rank_gates) */
+    g->wn = NULL;
     wk.need = malloc((g->ninsts + 1) * sizeof *wk.need);
     wk.cur = calloc(nr + 1, sizeof *wk.cur);
     wk.queue = malloc((g->ninsts + 1) * sizeof *wk.queue);
     int rc = -1;
     if (!g->perm || !g->comps || !wk.wn || !wk.need || !wk.cur || !wk.queue)
         goto out;
-    for (size_t f = 0; f < g->total; f++) {
-        uint32_t call = g->call_at[f];
-        wk.wn[f] = (struct wnode){g->waiter[f], g->gate_n[f], g->ncalls[f] == 1 ? (uint32_t)g->cinst[call] : call,
-                                  g->ncalls[f], g->nparts[f]};
-    }
-    free(g->ncalls); /* read only here */
-    free(g->call_at);
-    g->ncalls = NULL;
-    g->call_at = NULL;
     for (size_t t = 0; t < g->ninsts; t++)
         wk.need[t] = g->insts[t].n;
     for (int r = 0; r < g->m->nranks; r++)
@@ -1132,8 +1127,7 @@ out:
 static void graph_free(struct graph *g)
 {
     free(g->nparts);
-    free(g->ncalls);
-    free(g->call_at);
+    free(g->wn);
     free(g->waiter);
     free(g->gate_n);
     free(g->gate_off);
@@ -1807,10 +1801,6 @@ static int graph_build(struct sp_model *m, struct graph *g)
     /* the gates and the counts of participants live on in the records */
     free(g->nparts);
     g->nparts = NULL;
-    free(g->ncalls);
-    free(g->call_at);
-    g->ncalls = NULL;
-    g->call_at = NULL;
     free(g->waiter);
     free(g->gate_n);
     free(g->gate_off);

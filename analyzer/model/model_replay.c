@@ -2249,12 +2249,16 @@ struct follow_cf {
 /* The critical path in a replay that follows the walk (struct replay's
  * cp_*, who and gate_who, by place), with what working it out needs:
  * per node its latest synchronization, per rank the place of its node
- * that arrived last (UINT32_MAX: none yet). */
+ * that arrived last (UINT32_MAX: none yet).  And per rank the latest of
+ * its nodes' final ends, when last is not NULL (the base replay's,
+ * struct graph's base_last: taken as each end is final, not in a pass
+ * over every node's record and state after the replay). */
 struct follow_cp {
     double *arr, *end; /* a place's every `stride` doubles */
     size_t stride;
     uint8_t *moved;
     uint32_t *who, *gate_who, *prev;
+    int64_t *last;
 };
 /* The path's time at place w's arrival and at its end. */
 static inline double *cp_arr(const struct follow_cp *cp, uint32_t w)
@@ -2292,6 +2296,8 @@ static void follow_done(const struct graph *g, const struct follow_cf *fc, const
         g->gmax[waiter] = x->end;
         cp->gate_who[waiter] = w;
     }
+    if (cp->last && x->end > cp->last[g->fn[w].rank])
+        cp->last[g->fn[w].rank] = x->end;
 }
 
 /* The node at place w arrives, as advance() works it out: the ends it
@@ -2467,6 +2473,7 @@ static int run_follow(const struct graph *g, const struct cf *cf, struct result 
         c.who = NULL; /* read off the participants */
         c.gate_who = malloc((g->total + 1) * sizeof *c.gate_who);
         c.prev = malloc(((size_t)m->nranks + 1) * sizeof *c.prev);
+        c.last = g->base_last; /* the base replay's (the one that asks for the path) */
         cp = &c;
     }
     int rc = -1;
@@ -2480,6 +2487,8 @@ static int run_follow(const struct graph *g, const struct cf *cf, struct result 
         st[r] = (struct rstate){g->start[r], 0};
         if (cp)
             c.prev[r] = UINT32_MAX;
+        if (cp && c.last)
+            c.last[r] = INT64_MIN;
     }
     /* the walk made for what this replay asks (constant arguments: each
      * its own loop, without the tests for the rest per node) */
@@ -2786,22 +2795,20 @@ void sp_model_replay_free(struct sp_replay *rp)
 
 /* After the base replay, what sp_model_replay_check reads of it: per rank
  * the latest replayed end of its nodes placed (g->base_last, INT64_MIN
- * none), and how many were placed.  In place order (memory order) when
- * the walk gave each place its rank; else rank by rank. */
+ * none), and how many were placed.  A walked graph's replay places every
+ * node (the walk met them all, and completed every instance), and took
+ * each rank's latest end as it went (struct follow_cp's last); else rank
+ * by rank. */
 static void base_ends(struct graph *g)
 {
+    if (g->walked) {
+        g->base_placed = g->total;
+        return;
+    }
     for (int i = 0; i < g->m->nranks; i++)
         g->base_last[i] = INT64_MIN;
     g->base_placed = 0;
-    for (size_t w = 0; g->walked && w < g->total; w++) {
-        const struct fstate *x = &g->fs[w];
-        if (x->arr == INT64_MIN || x->end == INT64_MIN)
-            continue;
-        if (x->end > g->base_last[g->fn[w].rank])
-            g->base_last[g->fn[w].rank] = x->end;
-        g->base_placed++;
-    }
-    for (int r = 0; !g->walked && r < g->m->nranks; r++)
+    for (int r = 0; r < g->m->nranks; r++)
         for (size_t j = 0; j < g->m->ranks[r].nnodes; j++) {
             const struct nstate *x = &g->ns[PM(g, g->node_base[r] + j)];
             if (x->arr == INT64_MIN || x->end == INT64_MIN)

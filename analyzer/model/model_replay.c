@@ -3274,6 +3274,8 @@ struct group_cut {
     double local, tail;
 };
 
+#define CUT_AHEAD 16 /* critical_bound: participants' groups asked for this many ahead */
+
 /* A cause's own time on the critical path, ms per step: what its fix
  * takes off the local time and transfers of the nodes.  Whichever path
  * through the graph sets a rank's step, it meets a peer group (the same
@@ -3303,12 +3305,20 @@ static double critical_bound(const struct graph *g, const struct cf *cf, struct 
         gcut[q] = (struct group_cut){0, 0};
     /* the instances in the order their participants lie (a walked graph's
      * are the walk's, parts_by_walk: an instance with none is in no list) */
-    size_t ntodo = g->walked ? g->ncomps : g->ninsts;
+    size_t ntodo = g->walked ? g->ncomps : g->ninsts, nparts = 0;
+    for (size_t t = 0; tails && t < g->ninsts; t++)
+        nparts += (size_t)g->insts[t].n;
     for (size_t k = 0; tails && k < ntodo; k++) {
         const struct inst *in = &g->insts[g->walked ? g->comps[k].inst : k];
         double scale = in->spans ? cf->cross * cf->transfer : cf->transfer;
         for (int32_t p = 0; p < in->n; p++) {
-            const struct part *pt = &g->parts[in->first + p];
+            size_t i = (size_t)in->first + (size_t)p;
+            const struct part *pt = &g->parts[i];
+            /* so the participants are read in memory order, but their
+             * nodes' groups lie a rank's nodes apart (a cache miss each):
+             * the group a few participants on is asked for now */
+            if (i + CUT_AHEAD < nparts)
+                __builtin_prefetch(&g->gid[g->node_base[pt[CUT_AHEAD].r] + (size_t)pt[CUT_AHEAD].node]);
             size_t flat = g->node_base[pt->r] + (size_t)pt->node;
             double cut = (double)pt->tail * (1 - scale), *to = &gcut[g->gid[flat]].tail;
             if (cut > *to)

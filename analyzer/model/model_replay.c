@@ -203,20 +203,38 @@ struct fnode {
     uint8_t gated, parts;
 };
 
-/* A node in a replay that follows the walk: its arrival and end, and its
- * gap's and under's local time when the counterfactual changes them (read
- * only then: the others are fnode's; in a replay that changes none,
- * the critical path's times at its arrival and end, struct follow_cp).
- * The latest end among those it
- * waits for is apart (struct graph's gmax), and so is its latest
- * synchronization, only when asked for (REPLAY_WAIT, REPLAY_CRITICAL). */
+/* A node in a replay that follows the walk: its arrival and end.  Its
+ * gap's and under's local time when the counterfactual changes them are
+ * apart (struct flocal, read only then: the others are fnode's), and so
+ * is the latest end among those it waits for (struct graph's gmax, which
+ * holds its latest synchronization once it has arrived, when asked for:
+ * REPLAY_WAIT, REPLAY_CRITICAL).  Two arrays of 16 bytes a node, not one
+ * of 32: each fits a hole the graph's build left in the heap, where the
+ * one did not and was placed on top. */
 struct fstate {
     int64_t arr, end;
+};
+/* A node's gap's and under's local time under the counterfactual (in a
+ * replay that changes none, the critical path's times at its arrival and
+ * end, struct follow_cp). */
+struct flocal {
     double gap, under;
 };
 /* local_times() writes a gap's and an under's local time side by side */
 _Static_assert(offsetof(struct nstate, under) == offsetof(struct nstate, gap) + sizeof(double), "under after gap");
-_Static_assert(offsetof(struct fstate, under) == offsetof(struct fstate, gap) + sizeof(double), "under after gap");
+_Static_assert(offsetof(struct flocal, under) == offsetof(struct flocal, gap) + sizeof(double), "under after gap");
+
+/* What the walk reads and counts of a flat node, in one record (the walk
+ * goes from rank to rank, and a node's fields spread over five arrays cost
+ * a cache miss each): its waiter (flat, -1 none), ends it waits for still
+ * to come, its instances not yet complete, its calls and the first one's
+ * place in cinst (a node of one call: that call's instance itself). */
+struct wnode {
+    int32_t waiter;
+    uint32_t gate_left;
+    uint32_t call;
+    uint16_t ncalls, pending;
+};
 
 struct graph {
     struct sp_model *m;
@@ -267,11 +285,18 @@ struct graph {
     uint32_t *gate_n;
     int64_t *gate_off;
     /* per flat node, while the graph is built: in how many instances it
-     * takes part (gn's nparts); its calls, the first one's place in cinst
-     * (read by walk_order, which would take a cache miss per node in the
-     * ranks' node records) */
-    uint16_t *nparts, *ncalls;
-    uint32_t *call_at;
+     * takes part (gn's nparts); the walk's record (struct wnode), made
+     * rank by rank with the gates, while the rank's nodes are in cache
+     * (walk_order reading them would take a cache miss per node) */
+    uint16_t *nparts;
+    struct wnode *wn;
+    /* while the graph is built: rank_gates' prefix maxima of arrivals, and
+     * rank_steps' nodes per step (by_step: every rank's in step order;
+     * step_top: the last step seen) for build_peers */
+    int64_t *gate_pm;
+    size_t *step_at;
+    int by_step;
+    uint32_t step_top;
     /* per place in gn: the under's local time as recorded (0 for a step
      * end), what a replay that changes no local time of the node reads */
     double *rec_under;
@@ -306,9 +331,13 @@ struct graph {
     /* walked: per place the follow record and state, and the latest end
      * among those it waits for, which each arrival reads and puts back to
      * INT64_MIN, so every replay finds them so without a pass over the
-     * nodes (gn, ns and rec_under are then not made) */
+     * nodes (gn, ns and rec_under are then not made).  Once a node has
+     * arrived no end is waited for by it any more: a replay that asks for
+     * the synchronizations keeps its node's there (run_follow's sync),
+     * and puts them back after (no array of its own at the peak) */
     struct fnode *fn;
     struct fstate *fs;
+    struct flocal *fl;
     int64_t *gmax;
     /* walked: per instance its last arrival so far and the first node to
      * reach it (the critical path's who), put back to INT64_MIN as it
@@ -690,6 +719,23 @@ static void group_keys(struct graph *g, struct keyrec *k, size_t from, size_t to
     }
 }
 
+/* Rank r's nodes counted per step, for build_peers, and whether they come
+ * in step order (a node's step is 16 bits, and only the steps up to the
+ * last one seen are read): in the pass over the rank that finds its gates,
+ * while its nodes are in cache. */
+static void rank_steps(struct graph *g, int r)
+{
+    const struct sp_rank *rk = &g->m->ranks[r];
+    for (size_t j = 0; g->step_at && g->by_step && j < rk->nnodes; j++) {
+        uint16_t st = rk->nodes[j].step;
+        if (j && st < rk->nodes[j - 1].step)
+            g->by_step = 0;
+        if (st > g->step_top)
+            g->step_top = st;
+        g->step_at[st + 1]++;
+    }
+}
+
 static int build_peers(struct graph *g)
 {
     struct sp_model *m = g->m;
@@ -712,20 +758,10 @@ static int build_peers(struct graph *g)
      * memory order (step after step would jump from rank to rank, a cache
      * miss per node and per call at thousands of ranks). */
     /* per step, where its keys go next (by_step), then where they end:
-     * counted in the pass that checks the order (a node's step is 16 bits,
-     * and only the steps up to the last one seen are read) */
-    size_t *at = calloc((size_t)UINT16_MAX + 2, sizeof *at);
-    int by_step = at != NULL;
-    uint32_t top = 0;
-    for (int i = 0; by_step && i < m->nranks; i++)
-        for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
-            uint16_t st = m->ranks[i].nodes[j].step;
-            if (j && st < m->ranks[i].nodes[j - 1].step)
-                by_step = 0;
-            if (st > top)
-                top = st;
-            at[st + 1]++;
-        }
+     * counted rank by rank while the instances were built (rank_steps) */
+    size_t *at = g->step_at;
+    int by_step = at != NULL && g->by_step;
+    uint32_t top = g->step_top;
     for (uint32_t st = 0; by_step && st <= top; st++)
         at[st + 1] += at[st];
     size_t n = 0;
@@ -759,12 +795,95 @@ static int build_peers(struct graph *g)
     if (!by_step)
         group_keys(g, k, 0, n, &ps);
     free(at);
+    g->step_at = NULL;
     free(ps.pk);
     free(ps.place);
     free(ps.grp);
     g->group_first[g->ngroups] = (uint32_t)n;
     free(k);
     return 0;
+}
+
+/* Which node waited for each node's end.  In the recording a node that
+ * started after an op of its rank had ended may have waited for it (the
+ * op before it on its stream, or the compute stream's wait for every op of
+ * a communicate call); one that started while the op ran did not.  Each
+ * node is waited for by the first later node that started at or after its
+ * end: the node-to-node order is kept, and ops that ran concurrently (a
+ * send and a recv of one call on their own streams) are not ordered.
+ * Arrivals come in time order within a rank (calls are sorted by start),
+ * so a binary search over the prefix maximum of arrivals finds it. */
+static int gates_alloc(struct graph *g)
+{
+    g->waiter = malloc((g->total + 1) * sizeof *g->waiter);
+    g->gate_n = calloc(g->total + 1, sizeof *g->gate_n);
+    g->gate_off = malloc((g->total + 1) * sizeof *g->gate_off);
+    g->gate_pm = malloc((g->total + 1) * sizeof *g->gate_pm);
+    g->wn = malloc((g->total + 1) * sizeof *g->wn);
+    return g->waiter && g->gate_n && g->gate_off && g->gate_pm && g->wn ? 0 : -1;
+}
+
+/* Rank r's gates and its nodes' walk records (gates_alloc made their
+ * arrays; the participants are counted and cinst is filled). */
+static void rank_gates(struct graph *g, int r)
+{
+    /* a rank's part of pm is read only while its waiters are found; it
+     * then holds the latest end each of its nodes waited for */
+    int64_t *pm = g->gate_pm, *latest = pm;
+    const struct sp_rank *rk = &g->m->ranks[r];
+    size_t base = g->node_base[r], n = rk->nnodes;
+    for (size_t j = 0; j < n; j++)
+        pm[base + j] = j && pm[base + j - 1] > rk->nodes[j].a ? pm[base + j - 1] : rk->nodes[j].a;
+    for (size_t j = 0; j < n; j++) {
+        int64_t e = rk->nodes[j].e;
+        /* the first k > j with pm[k] >= e: mostly a node or two on
+         * (ops in turn), so bounded by steps doubling from j + 1 before
+         * the binary search, which then has a few to halve, not the
+         * rest of the rank */
+        size_t lo = j + 1, hi = n, step = 1;
+        while (lo + step < n && pm[base + lo + step - 1] < e) {
+            lo += step;
+            step *= 2;
+        }
+        if (lo + step < n)
+            hi = lo + step;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (pm[base + mid] >= e)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        g->waiter[base + j] = lo < n && rk->nodes[lo].a >= e ? (int32_t)(base + lo) : -1;
+    }
+    for (size_t j = 0; j < n; j++)
+        latest[base + j] = INT64_MIN;
+    for (size_t j = 0; j < n; j++) {
+        int32_t w = g->waiter[base + j];
+        if (w < 0)
+            continue;
+        g->gate_n[w]++;
+        /* the time between two steps (a pause of the recording) is no
+         * step's: a gate into the next step counts from its start */
+        int64_t e = rk->nodes[j].e;
+        const struct sp_rnode *wn = &rk->nodes[(size_t)w - base];
+        size_t ws = (size_t)g->m->step_lo + wn->step;
+        if (wn->step != rk->nodes[j].step && ws < (size_t)rk->nsteps) {
+            int64_t from = sp_model_global(g->m, rk, rk->steps[ws].start);
+            e = from > e ? from : e;
+        }
+        if (e > latest[w])
+            latest[w] = e;
+    }
+    /* a node's waiter is a later node of its rank: the rank's counts are final */
+    for (size_t j = 0; j < n; j++) {
+        const struct sp_rnode *nd = &rk->nodes[j];
+        size_t f = base + j;
+        uint32_t call = (uint32_t)(g->call_base[r] + nd->call);
+        g->gate_off[f] = g->gate_n[f] ? nd->a - latest[f] : 0;
+        g->wn[f] = (struct wnode){g->waiter[f], g->gate_n[f], nd->ncalls == 1 ? (uint32_t)g->cinst[call] : call,
+                                  nd->ncalls, g->nparts[f]};
+    }
 }
 
 static int cmp_part(const void *a, const void *b)
@@ -851,9 +970,10 @@ static int build_instances(struct graph *g)
      * participant was a cache miss at thousands of ranks), and a
      * participant's place is found again by counting. */
     int64_t *sync = malloc((g->total + 1) * sizeof *sync);
-    if (!sync) {
+    if (!sync || gates_alloc(g) < 0) {
         free(fill);
         free(cc);
+        free(sync);
         return -1;
     }
     for (size_t f = 0; f < g->total; f++)
@@ -876,7 +996,14 @@ static int build_instances(struct graph *g)
             int64_t e = r->nodes[rc[c].node].e, s = sync[g->node_base[i] + (size_t)rc[c].node];
             g->parts[g->insts[ri[c]].first + fill[ri[c]]++].tail = e - s > 0 ? e - s : 0;
         }
+        /* the rank's gates and its nodes per step, while its nodes are in
+         * cache (a pass of their own read every node record again: a
+         * third of a gigabyte at 1024 ranks x 100 steps) */
+        rank_gates(g, i);
+        rank_steps(g, i);
     }
+    free(g->gate_pm);
+    g->gate_pm = NULL;
     free(fill);
     free(cc);
     for (size_t t = 0; t < g->ninsts; t++) {
@@ -893,99 +1020,6 @@ static int build_instances(struct graph *g)
     free(sync);
     return 0;
 }
-
-/* Which node waited for each node's end.  In the recording a node that
- * started after an op of its rank had ended may have waited for it (the
- * op before it on its stream, or the compute stream's wait for every op of
- * a communicate call); one that started while the op ran did not.  Each
- * node is waited for by the first later node that started at or after its
- * end: the node-to-node order is kept, and ops that ran concurrently (a
- * send and a recv of one call on their own streams) are not ordered.
- * Arrivals come in time order within a rank (calls are sorted by start),
- * so a binary search over the prefix maximum of arrivals finds it. */
-static int build_gates(struct graph *g)
-{
-    g->waiter = malloc((g->total + 1) * sizeof *g->waiter);
-    g->gate_n = calloc(g->total + 1, sizeof *g->gate_n);
-    g->gate_off = malloc((g->total + 1) * sizeof *g->gate_off);
-    int64_t *pm = malloc((g->total + 1) * sizeof *pm);
-    g->ncalls = malloc((g->total + 1) * sizeof *g->ncalls);
-    g->call_at = malloc((g->total + 1) * sizeof *g->call_at);
-    if (!g->waiter || !g->gate_n || !g->gate_off || !pm || !g->ncalls || !g->call_at) {
-        free(pm);
-        return -1;
-    }
-    /* a rank's part of pm is read only while its waiters are found; it
-     * then holds the latest end each of its nodes waited for */
-    int64_t *latest = pm;
-    for (int r = 0; r < g->m->nranks; r++) {
-        const struct sp_rank *rk = &g->m->ranks[r];
-        size_t base = g->node_base[r], n = rk->nnodes;
-        for (size_t j = 0; j < n; j++) {
-            pm[base + j] = j && pm[base + j - 1] > rk->nodes[j].a ? pm[base + j - 1] : rk->nodes[j].a;
-            /* and the node's calls, for walk_order (read in passing) */
-            g->ncalls[base + j] = rk->nodes[j].ncalls;
-            g->call_at[base + j] = (uint32_t)(g->call_base[r] + rk->nodes[j].call);
-        }
-        for (size_t j = 0; j < n; j++) {
-            int64_t e = rk->nodes[j].e;
-            /* the first k > j with pm[k] >= e: mostly a node or two on
-             * (ops in turn), so bounded by steps doubling from j + 1 before
-             * the binary search, which then has a few to halve, not the
-             * rest of the rank */
-            size_t lo = j + 1, hi = n, step = 1;
-            while (lo + step < n && pm[base + lo + step - 1] < e) {
-                lo += step;
-                step *= 2;
-            }
-            if (lo + step < n)
-                hi = lo + step;
-            while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (pm[base + mid] >= e)
-                    hi = mid;
-                else
-                    lo = mid + 1;
-            }
-            g->waiter[base + j] = lo < n && rk->nodes[lo].a >= e ? (int32_t)(base + lo) : -1;
-        }
-        for (size_t j = 0; j < n; j++)
-            latest[base + j] = INT64_MIN;
-        for (size_t j = 0; j < n; j++) {
-            int32_t w = g->waiter[base + j];
-            if (w < 0)
-                continue;
-            g->gate_n[w]++;
-            /* the time between two steps (a pause of the recording) is no
-             * step's: a gate into the next step counts from its start */
-            int64_t e = rk->nodes[j].e;
-            const struct sp_rnode *wn = &rk->nodes[(size_t)w - base];
-            size_t ws = (size_t)g->m->step_lo + wn->step;
-            if (wn->step != rk->nodes[j].step && ws < (size_t)rk->nsteps) {
-                int64_t from = sp_model_global(g->m, rk, rk->steps[ws].start);
-                e = from > e ? from : e;
-            }
-            if (e > latest[w])
-                latest[w] = e;
-        }
-        for (size_t j = 0; j < n; j++)
-            g->gate_off[base + j] = g->gate_n[base + j] ? rk->nodes[j].a - latest[base + j] : 0;
-    }
-    free(pm);
-    return 0;
-}
-
-/* What the walk reads and counts of a flat node, in one record (the walk
- * goes from rank to rank, and a node's fields spread over five arrays cost
- * a cache miss each): its waiter (flat, -1 none), ends it waits for still
- * to come, its instances not yet complete, its calls and the first one's
- * place in cinst (a node of one call: that call's instance itself). */
-struct wnode {
-    int32_t waiter;
-    uint32_t gate_left;
-    uint32_t call;
-    uint16_t ncalls, pending;
-};
 
 struct walk {
     struct graph *g;
@@ -1052,22 +1086,14 @@ static int walk_order(struct graph *g)
     size_t nr = (size_t)g->m->nranks;
     g->perm = malloc((g->total + 1) * sizeof *g->perm);
     g->comps = malloc((g->ninsts + 1) * sizeof *g->comps);
-    wk.wn = malloc((g->total + 1) * sizeof *wk.wn);
+    wk.wn = g->wn; /* made with the gates (rank_gates) */
+    g->wn = NULL;
     wk.need = malloc((g->ninsts + 1) * sizeof *wk.need);
     wk.cur = calloc(nr + 1, sizeof *wk.cur);
     wk.queue = malloc((g->ninsts + 1) * sizeof *wk.queue);
     int rc = -1;
     if (!g->perm || !g->comps || !wk.wn || !wk.need || !wk.cur || !wk.queue)
         goto out;
-    for (size_t f = 0; f < g->total; f++) {
-        uint32_t call = g->call_at[f];
-        wk.wn[f] = (struct wnode){g->waiter[f], g->gate_n[f], g->ncalls[f] == 1 ? (uint32_t)g->cinst[call] : call,
-                                  g->ncalls[f], g->nparts[f]};
-    }
-    free(g->ncalls); /* read only here */
-    free(g->call_at);
-    g->ncalls = NULL;
-    g->call_at = NULL;
     for (size_t t = 0; t < g->ninsts; t++)
         wk.need[t] = g->insts[t].n;
     for (int r = 0; r < g->m->nranks; r++)
@@ -1101,11 +1127,12 @@ out:
 static void graph_free(struct graph *g)
 {
     free(g->nparts);
-    free(g->ncalls);
-    free(g->call_at);
+    free(g->wn);
     free(g->waiter);
     free(g->gate_n);
     free(g->gate_off);
+    free(g->gate_pm);
+    free(g->step_at);
     free(g->peer_rank);
     free(g->gid);
     free(g->gmed);
@@ -1126,6 +1153,7 @@ static void graph_free(struct graph *g)
     free(g->nz);
     free(g->base_last);
     free(g->ns_mem);
+    free(g->fl);
     free(g->gmax);
     free(g->comps);
     free(g->fn);
@@ -1671,7 +1699,8 @@ static int graph_nodes(struct graph *g)
  * heap's high-water mark of a report was theirs). */
 static int graph_follow_states(struct graph *g)
 {
-    if (!(g->ns_mem = malloc((g->total + 1) * sizeof *g->fs)) || !(g->gmax = malloc((g->total + 1) * sizeof *g->gmax)) ||
+    if (!(g->ns_mem = malloc((g->total + 1) * sizeof *g->fs)) || !(g->fl = malloc((g->total + 1) * sizeof *g->fl)) ||
+        !(g->gmax = malloc((g->total + 1) * sizeof *g->gmax)) ||
         !(g->ilast = malloc((g->ninsts + 1) * sizeof *g->ilast)) ||
         !(g->iwho = malloc((g->ninsts + 1) * sizeof *g->iwho)))
         return -1;
@@ -1750,7 +1779,11 @@ static int graph_build(struct sp_model *m, struct graph *g)
         return -1;
     /* the nodes placed in the walk's order, else step by step; then each
      * participant's place */
-    int walked = build_instances(g) < 0 || build_gates(g) < 0 ? -1 : walk_order(g);
+    /* the gates and the peers' step counts are made rank by rank with the
+     * instances' tails (rank_gates, rank_steps) */
+    g->step_at = calloc((size_t)UINT16_MAX + 2, sizeof *g->step_at);
+    g->by_step = g->step_at != NULL;
+    int walked = build_instances(g) < 0 ? -1 : walk_order(g);
     if (walked < 0 || (!walked && build_perm(g) < 0))
         return -1;
     for (size_t t = 0; t < g->ninsts; t++)
@@ -1768,10 +1801,6 @@ static int graph_build(struct sp_model *m, struct graph *g)
     /* the gates and the counts of participants live on in the records */
     free(g->nparts);
     g->nparts = NULL;
-    free(g->ncalls);
-    free(g->call_at);
-    g->ncalls = NULL;
-    g->call_at = NULL;
     free(g->waiter);
     free(g->gate_n);
     free(g->gate_off);
@@ -1859,6 +1888,27 @@ static double local_time(const struct graph *g, const struct cf *cf, int rank, u
     for (int c = 0; c < SP_LOC_N; c++)
         if (!(cf->drop & (1u << c)))
             t += v[c];
+    return t;
+}
+
+/* local_time() of a window under a counterfactual that only removes
+ * components (drop), on a rank it does not fix: the same sum in the same
+ * order, without local_time's tests and call per node.  A removed
+ * component adds +0, which leaves every sum the loop can reach as it was
+ * (it starts at +0, and a sum of doubles becomes -0 only from -0 + -0). */
+static inline double dropped_sum(const float *own, uint32_t drop)
+{
+    /* written out, as recorded_sum: a loop of eight is not unrolled */
+    _Static_assert(SP_LOC_N == 8, "dropped_sum adds every component kept, in order");
+    double t = 0;
+    t += drop & 1u << 0 ? 0.0 : (double)own[0];
+    t += drop & 1u << 1 ? 0.0 : (double)own[1];
+    t += drop & 1u << 2 ? 0.0 : (double)own[2];
+    t += drop & 1u << 3 ? 0.0 : (double)own[3];
+    t += drop & 1u << 4 ? 0.0 : (double)own[4];
+    t += drop & 1u << 5 ? 0.0 : (double)own[5];
+    t += drop & 1u << 6 ? 0.0 : (double)own[6];
+    t += drop & 1u << 7 ? 0.0 : (double)own[7];
     return t;
 }
 
@@ -2171,14 +2221,18 @@ static void local_times(const struct graph *g, const struct cf *cf, double *gap0
         int all = !by_drop || (cf->fix && cf->fix[r]);
         for (size_t j = 0; (all || cf->drop) && j < m->ranks[r].nnodes; j++) {
             uint32_t flat = (uint32_t)(g->node_base[r] + j);
-            uint32_t z = all ? 0 : g->nz[flat];
             double *x = gap0 + (size_t)PM(g, flat) * stride;
-            if (all || z & cf->drop)
+            if (all) {
                 x[0] = local_time(g, cf, r, flat, 0, vals);
-            if (all)
                 x[1] = m->ranks[r].nodes[j].ncalls ? local_time(g, cf, r, flat, 1, vals) : 0;
-            else if (z >> NZ_UNDER & cf->drop && m->ranks[r].nodes[j].ncalls)
-                x[1] = local_time(g, cf, r, flat, 1, vals);
+                continue;
+            }
+            uint32_t z = g->nz[flat];
+            const struct sp_rnode *nd = &m->ranks[r].nodes[j];
+            if (z & cf->drop)
+                x[0] = dropped_sum(nd->gap, cf->drop);
+            if (z >> NZ_UNDER & cf->drop && nd->ncalls)
+                x[1] = dropped_sum(nd->under, cf->drop);
         }
     }
 }
@@ -2195,12 +2249,16 @@ struct follow_cf {
 /* The critical path in a replay that follows the walk (struct replay's
  * cp_*, who and gate_who, by place), with what working it out needs:
  * per node its latest synchronization, per rank the place of its node
- * that arrived last (UINT32_MAX: none yet). */
+ * that arrived last (UINT32_MAX: none yet).  And per rank the latest of
+ * its nodes' final ends, when last is not NULL (the base replay's,
+ * struct graph's base_last: taken as each end is final, not in a pass
+ * over every node's record and state after the replay). */
 struct follow_cp {
     double *arr, *end; /* a place's every `stride` doubles */
     size_t stride;
     uint8_t *moved;
     uint32_t *who, *gate_who, *prev;
+    int64_t *last;
 };
 /* The path's time at place w's arrival and at its end. */
 static inline double *cp_arr(const struct follow_cp *cp, uint32_t w)
@@ -2217,7 +2275,7 @@ static inline double follow_under(const struct graph *g, const struct follow_cf 
 {
     const struct fnode *nd = &g->fn[w];
     int own = fc->all || (fc->fix && fc->fix[nd->rank]);
-    return own || nd->nz >> NZ_UNDER & fc->drop ? g->fs[w].under : nd->rec_under;
+    return own || nd->nz >> NZ_UNDER & fc->drop ? g->fl[w].under : nd->rec_under;
 }
 
 /* Node w's end is final, with the critical path (node_done()): the
@@ -2238,20 +2296,23 @@ static void follow_done(const struct graph *g, const struct follow_cf *fc, const
         g->gmax[waiter] = x->end;
         cp->gate_who[waiter] = w;
     }
+    if (cp->last && x->end > cp->last[g->fn[w].rank])
+        cp->last[g->fn[w].rank] = x->end;
 }
 
 /* The node at place w arrives, as advance() works it out: the ends it
  * waits for are final (the walk met them first).  A node in no instance
  * ends at once, and its waiter's latest gate moves. */
-static inline void follow_arrive(const struct graph *g, const struct follow_cf *fc, struct rstate *st, uint32_t w,
-                                 int64_t *sync, const struct follow_cp *cp)
+static inline __attribute__((always_inline)) void
+follow_arrive(const struct graph *g, const struct follow_cf *fc, struct rstate *st, uint32_t w, int64_t *sync,
+              const struct follow_cp *cp, int owns)
 {
     const struct fnode *nd = &g->fn[w];
     struct fstate *x = &g->fs[w];
     struct rstate *s = &st[nd->rank];
-    int own = fc->all || (fc->fix && fc->fix[nd->rank]);
-    double gap = own || nd->nz & fc->drop ? x->gap : nd->rec_gap;
-    double under = own || nd->nz >> NZ_UNDER & fc->drop ? x->under : nd->rec_under;
+    int own = owns && (fc->all || (fc->fix && fc->fix[nd->rank]));
+    double gap = own || nd->nz & fc->drop ? g->fl[w].gap : nd->rec_gap;
+    double under = own || nd->nz >> NZ_UNDER & fc->drop ? g->fl[w].under : nd->rec_under;
     double by_local = (double)s->a + s->under + gap, by_gate = by_local;
     if (nd->gated) {
         double off = (double)nd->gate_off + gap - nd->rec_gap;
@@ -2299,8 +2360,9 @@ static inline void follow_arrive(const struct graph *g, const struct follow_cf *
  * critical path each raise of it raises its waiter's latest gate (the
  * largest of all is that of the final ends), with it the final end does,
  * in the order node_done() would. */
-static inline void follow_complete(const struct graph *g, const struct follow_cf *fc, const struct cf *cf,
-                                   size_t in_idx, int64_t *sync, const struct follow_cp *cp)
+static inline __attribute__((always_inline)) void
+follow_complete(const struct graph *g, const struct follow_cf *fc, const struct cf *cf, size_t in_idx, int64_t *sync,
+                const struct follow_cp *cp)
 {
     const struct inst *in = &g->insts[in_idx];
     const struct part *parts = &g->parts[in->first];
@@ -2340,6 +2402,23 @@ static inline void follow_complete(const struct graph *g, const struct follow_cf
     }
 }
 
+/* The arrivals in place order, the completions in between; owns 0: no
+ * node's local time changes as a whole (fc has no fixed rank and not
+ * all), only by the components removed. */
+static inline __attribute__((always_inline)) void
+follow_walk(const struct graph *g, const struct follow_cf *fc, const struct cf *cf, struct rstate *st, int64_t *sync,
+            const struct follow_cp *cp, int owns)
+{
+    uint32_t w = 0;
+    for (size_t k = 0; k <= g->ncomps; k++) {
+        size_t until = k < g->ncomps ? g->comps[k].after : g->total;
+        for (; w < until; w++)
+            follow_arrive(g, fc, st, w, sync, cp, owns);
+        if (k < g->ncomps)
+            follow_complete(g, fc, cf, g->comps[k].inst, sync, cp);
+    }
+}
+
 /* rank_wait() in a replay that follows the walk (sync: per place). */
 static double follow_wait(const struct graph *g, const int64_t *sync, int r)
 {
@@ -2372,18 +2451,18 @@ static int run_follow(const struct graph *g, const struct cf *cf, struct result 
     int critical = (want & REPLAY_CRITICAL) != 0;
     struct rstate *st = malloc(((size_t)m->nranks + 1) * sizeof *st);
     float *vals = malloc(((size_t)g->max_peers + 1) * SP_LOC_N * sizeof *vals);
-    int64_t *sync = want & (REPLAY_WAIT | REPLAY_CRITICAL) ? malloc((g->total + 1) * sizeof *sync) : NULL;
+    int64_t *sync = want & (REPLAY_WAIT | REPLAY_CRITICAL) ? g->gmax : NULL; /* struct graph's gmax */
     struct follow_cp c = {0}, *cp = NULL;
     /* A replay that changes no node's local time neither writes nor reads
-     * the follow states' gap and under (local_times, follow_arrive): the
+     * its nodes' struct flocal (local_times, follow_arrive): the
      * path's times take their place there (the replay of the recording
      * is the one that asks for the path; two arrays of a double per node
      * at the peak of a report), else arrays of their own. */
-    int in_fs = !cf->imbalance && !cf->busy_scale && !cf->fix && !cf->drop;
-    if (critical && in_fs) {
-        c.arr = &g->fs[0].gap;
-        c.end = &g->fs[0].under;
-        c.stride = sizeof *g->fs / sizeof(double);
+    int in_fl = !cf->imbalance && !cf->busy_scale && !cf->fix && !cf->drop;
+    if (critical && in_fl) {
+        c.arr = &g->fl[0].gap;
+        c.end = &g->fl[0].under;
+        c.stride = sizeof *g->fl / sizeof(double);
     } else if (critical) {
         c.arr = malloc((g->total + 1) * sizeof *c.arr);
         c.end = malloc((g->total + 1) * sizeof *c.end);
@@ -2394,28 +2473,33 @@ static int run_follow(const struct graph *g, const struct cf *cf, struct result 
         c.who = NULL; /* read off the participants */
         c.gate_who = malloc((g->total + 1) * sizeof *c.gate_who);
         c.prev = malloc(((size_t)m->nranks + 1) * sizeof *c.prev);
+        c.last = g->base_last; /* the base replay's (the one that asks for the path) */
         cp = &c;
     }
     int rc = -1;
-    if (!st || !vals || (want & (REPLAY_WAIT | REPLAY_CRITICAL) && !sync) ||
+    if (!st || !vals ||
         (critical && (!c.arr || !c.end || !c.moved || !c.gate_who || !c.prev)))
         goto out;
     int by_drop = !cf->imbalance && !cf->busy_scale;
     struct follow_cf fc = {!by_drop, cf->fix, cf->drop};
-    local_times(g, cf, &g->fs[0].gap, sizeof *g->fs / sizeof(double), vals);
+    local_times(g, cf, &g->fl[0].gap, sizeof *g->fl / sizeof(double), vals);
     for (int r = 0; r < m->nranks; r++) {
         st[r] = (struct rstate){g->start[r], 0};
         if (cp)
             c.prev[r] = UINT32_MAX;
+        if (cp && c.last)
+            c.last[r] = INT64_MIN;
     }
-    uint32_t w = 0;
-    for (size_t k = 0; k <= g->ncomps; k++) {
-        size_t until = k < g->ncomps ? g->comps[k].after : g->total;
-        for (; w < until; w++)
-            follow_arrive(g, &fc, st, w, sync, cp);
-        if (k < g->ncomps)
-            follow_complete(g, &fc, cf, g->comps[k].inst, sync, cp);
-    }
+    /* the walk made for what this replay asks (constant arguments: each
+     * its own loop, without the tests for the rest per node) */
+    if (cp)
+        follow_walk(g, &fc, cf, st, sync, cp, 1);
+    else if (sync)
+        follow_walk(g, &fc, cf, st, sync, NULL, 1);
+    else if (fc.all || fc.fix)
+        follow_walk(g, &fc, cf, st, NULL, NULL, 1);
+    else /* plain, or components removed: no node's own local time changes */
+        follow_walk(g, &fc, cf, st, NULL, NULL, 0);
     double sum = 0, wait = 0, path = 0;
     int n = 0;
     for (int r = 0; r < m->nranks; r++) {
@@ -2430,6 +2514,8 @@ static int run_follow(const struct graph *g, const struct cf *cf, struct result 
             path += *cp_end(&c, lastw);
         n++;
     }
+    for (size_t w = 0; sync && w < g->total; w++)
+        sync[w] = INT64_MIN; /* gmax, as the next replay wants it */
     rc = set_result(res, g, n, sum, path, wait);
     for (int r = 0; fn && r < m->nranks; r++)
         for (size_t j = 0; j < m->ranks[r].nnodes; j++) {
@@ -2440,8 +2526,7 @@ static int run_follow(const struct graph *g, const struct cf *cf, struct result 
 out:
     free(st);
     free(vals);
-    free(sync);
-    if (!in_fs) {
+    if (!in_fl) {
         free(c.arr);
         free(c.end);
     }
@@ -2710,22 +2795,20 @@ void sp_model_replay_free(struct sp_replay *rp)
 
 /* After the base replay, what sp_model_replay_check reads of it: per rank
  * the latest replayed end of its nodes placed (g->base_last, INT64_MIN
- * none), and how many were placed.  In place order (memory order) when
- * the walk gave each place its rank; else rank by rank. */
+ * none), and how many were placed.  A walked graph's replay places every
+ * node (the walk met them all, and completed every instance), and took
+ * each rank's latest end as it went (struct follow_cp's last); else rank
+ * by rank. */
 static void base_ends(struct graph *g)
 {
+    if (g->walked) {
+        g->base_placed = g->total;
+        return;
+    }
     for (int i = 0; i < g->m->nranks; i++)
         g->base_last[i] = INT64_MIN;
     g->base_placed = 0;
-    for (size_t w = 0; g->walked && w < g->total; w++) {
-        const struct fstate *x = &g->fs[w];
-        if (x->arr == INT64_MIN || x->end == INT64_MIN)
-            continue;
-        if (x->end > g->base_last[g->fn[w].rank])
-            g->base_last[g->fn[w].rank] = x->end;
-        g->base_placed++;
-    }
-    for (int r = 0; !g->walked && r < g->m->nranks; r++)
+    for (int r = 0; r < g->m->nranks; r++)
         for (size_t j = 0; j < g->m->ranks[r].nnodes; j++) {
             const struct nstate *x = &g->ns[PM(g, g->node_base[r] + j)];
             if (x->arr == INT64_MIN || x->end == INT64_MIN)
@@ -3191,6 +3274,8 @@ struct group_cut {
     double local, tail;
 };
 
+#define CUT_AHEAD 16 /* critical_bound: participants' groups asked for this many ahead */
+
 /* A cause's own time on the critical path, ms per step: what its fix
  * takes off the local time and transfers of the nodes.  Whichever path
  * through the graph sets a rank's step, it meets a peer group (the same
@@ -3220,12 +3305,20 @@ static double critical_bound(const struct graph *g, const struct cf *cf, struct 
         gcut[q] = (struct group_cut){0, 0};
     /* the instances in the order their participants lie (a walked graph's
      * are the walk's, parts_by_walk: an instance with none is in no list) */
-    size_t ntodo = g->walked ? g->ncomps : g->ninsts;
+    size_t ntodo = g->walked ? g->ncomps : g->ninsts, nparts = 0;
+    for (size_t t = 0; tails && t < g->ninsts; t++)
+        nparts += (size_t)g->insts[t].n;
     for (size_t k = 0; tails && k < ntodo; k++) {
         const struct inst *in = &g->insts[g->walked ? g->comps[k].inst : k];
         double scale = in->spans ? cf->cross * cf->transfer : cf->transfer;
         for (int32_t p = 0; p < in->n; p++) {
-            const struct part *pt = &g->parts[in->first + p];
+            size_t i = (size_t)in->first + (size_t)p;
+            const struct part *pt = &g->parts[i];
+            /* so the participants are read in memory order, but their
+             * nodes' groups lie a rank's nodes apart (a cache miss each):
+             * the group a few participants on is asked for now */
+            if (i + CUT_AHEAD < nparts)
+                __builtin_prefetch(&g->gid[g->node_base[pt[CUT_AHEAD].r] + (size_t)pt[CUT_AHEAD].node]);
             size_t flat = g->node_base[pt->r] + (size_t)pt->node;
             double cut = (double)pt->tail * (1 - scale), *to = &gcut[g->gid[flat]].tail;
             if (cut > *to)
@@ -3243,10 +3336,16 @@ static double critical_bound(const struct graph *g, const struct cf *cf, struct 
              * node in the records, placed in the walk's order) */
             double cut = 0;
             const struct sp_rnode *nd = &m->ranks[r].nodes[j];
-            if (z & cf->drop || all)
+            if (all) {
                 cut = recorded_sum(nd->gap) - local_time(g, cf, r, flat, 0, vals);
-            if ((z >> NZ_UNDER & cf->drop || all) && nd->ncalls)
-                cut += recorded_sum(nd->under) - local_time(g, cf, r, flat, 1, vals);
+                if (nd->ncalls)
+                    cut += recorded_sum(nd->under) - local_time(g, cf, r, flat, 1, vals);
+            } else {
+                if (z & cf->drop)
+                    cut = recorded_sum(nd->gap) - dropped_sum(nd->gap, cf->drop);
+                if (z >> NZ_UNDER & cf->drop && nd->ncalls)
+                    cut += recorded_sum(nd->under) - dropped_sum(nd->under, cf->drop);
+            }
             double *to = &gcut[g->gid[flat]].local;
             if (cut > *to)
                 *to = cut;

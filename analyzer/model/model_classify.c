@@ -216,14 +216,34 @@ static __attribute__((noinline)) int make_room(struct rank_pass *rp, struct ivec
     return 0;
 }
 
+/* Whether an interval of the category joins the last one is as good as a
+ * coin toss: work queued on a GPU stream starts when the work before it
+ * ends, or later when the queue ran dry.  Host calls are apart. */
+#define GPU_CATS ((1u << I_COMPUTE) | (1u << I_MEMCPY))
+
 static inline void push_ival(struct rank_pass *rp, struct step_buf *b, int64_t s, int64_t e, int cat)
 {
     struct ivec *v = &b->c[cat];
-    if (v->n) {
+    size_t n = v->n;
+    if (((GPU_CATS >> cat) & 1) && n - 1 < v->cap - 1) {
+        /* a last interval and room after it: the interval is written
+         * after the last one either way, and counted only when it does
+         * not join it - no branch to guess wrong */
+        struct sp_span *last = &v->v[n - 1];
+        int64_t ls = last->start, le = last->end;
+        int join = (s >= ls) & (s <= le);
+        int64_t joined = e > le ? e : le;
+        last->end = join ? joined : le;
+        last[1] = (struct sp_span){s, e};
+        v->n = n + (size_t)!join;
+        b->unsorted |= (unsigned)(s < ls) << cat; /* never when it joins */
+        return;
+    }
+    if (n) {
         /* Back-to-back work (kernels queued on a stream, launches in a
          * row) joins the last interval: the union is the same, the list
          * and every later merge shorter. */
-        struct sp_span *last = &v->v[v->n - 1];
+        struct sp_span *last = &v->v[n - 1];
         if (s >= last->start && s <= last->end) {
             if (e > last->end)
                 last->end = e;
@@ -232,7 +252,7 @@ static inline void push_ival(struct rank_pass *rp, struct step_buf *b, int64_t s
         if (s < last->start)
             b->unsorted |= 1u << cat;
     }
-    if (v->n == v->cap && make_room(rp, v, cat) < 0)
+    if (n == v->cap && make_room(rp, v, cat) < 0)
         return;
     v->v[v->n++] = (struct sp_span){s, e};
 }

@@ -573,9 +573,13 @@ static void local_in(struct rank_pass *rp, int64_t lo, int64_t hi, float out[SP_
     }
     int64_t c = window(&rp->cur_c, lo, hi), dm = window(&rp->cur_d[D_M], lo, hi);
     int64_t dmtw = window(&rp->cur_d[D_MTW], lo, hi), dmtwi = window(&rp->cur_d[D_MTWI], lo, hi);
-    int64_t e = window(&rp->cur_e, lo, hi);
-    int64_t ew = window(&rp->cur_ew, lo, hi), ews = window(&rp->cur_ews, lo, hi);
-    int64_t ewsk = window(&rp->cur_ewsk, lo, hi);
+    int64_t e = 0, ew = 0, ews = 0, ewsk = 0;
+    if (rp->cur_e.n) { /* the host's parts lie inside its level: none without it */
+        e = window(&rp->cur_e, lo, hi);
+        ew = window(&rp->cur_ew, lo, hi);
+        ews = window(&rp->cur_ews, lo, hi);
+        ewsk = window(&rp->cur_ewsk, lo, hi);
+    }
     int64_t cm = c + dm, cmtw = c + dmtw, i = c + dmtwi, h = i + e;
     out[SP_LOC_BUSY] = (float)c;
     out[SP_LOC_COPY] = (float)(cm - c);

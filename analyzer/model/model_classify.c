@@ -171,6 +171,9 @@ struct rank_pass {
      * from the waits' few to the kernels' hundreds, copied each time). */
     struct ivec spare[I_N][SPARE_MAX];
     int nspare[I_N];
+    /* The longest list of each category so far: a list made new (no
+     * spare left: the first steps) starts that long, not doubling to it. */
+    size_t room[I_N];
     struct ivec ext, tmp; /* late-host spans; transfer u wait */
     /* The step's levels as compute plus what each adds (reduce): out[]
      * each busy category's part outside compute, d[L] (their unions) the
@@ -211,8 +214,10 @@ static __attribute__((noinline)) int make_room(struct rank_pass *rp, struct ivec
 {
     if (!v->v && rp->nspare[cat])
         *v = rp->spare[cat][--rp->nspare[cat]];
-    if (v->n == v->cap && grow(v, v->n + 1) < 0)
+    if (v->n == v->cap && grow(v, v->n + 1 > rp->room[cat] ? v->n + 1 : rp->room[cat]) < 0)
         return -1;
+    if (v->cap > rp->room[cat])
+        rp->room[cat] = v->cap;
     return 0;
 }
 

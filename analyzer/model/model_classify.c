@@ -171,6 +171,9 @@ struct rank_pass {
      * from the waits' few to the kernels' hundreds, copied each time). */
     struct ivec spare[I_N][SPARE_MAX];
     int nspare[I_N];
+    /* The longest list of each category so far: a list made new (no
+     * spare left: the first steps) starts that long, not doubling to it. */
+    size_t room[I_N];
     struct ivec ext, tmp; /* late-host spans; transfer u wait */
     /* The step's levels as compute plus what each adds (reduce): out[]
      * each busy category's part outside compute, d[L] (their unions) the
@@ -186,7 +189,7 @@ struct rank_pass {
     size_t nsyncs, syncs_cap, sync_lo;
     struct sync_site sites[SYNC_SITES];
     int nsites;
-    size_t nodes_cap;
+    size_t nodes_cap, nodes_zero; /* the chain's room, and how much of it came zeroed */
 };
 
 static int grow(struct ivec *v, size_t need)
@@ -211,19 +214,41 @@ static __attribute__((noinline)) int make_room(struct rank_pass *rp, struct ivec
 {
     if (!v->v && rp->nspare[cat])
         *v = rp->spare[cat][--rp->nspare[cat]];
-    if (v->n == v->cap && grow(v, v->n + 1) < 0)
+    if (v->n == v->cap && grow(v, v->n + 1 > rp->room[cat] ? v->n + 1 : rp->room[cat]) < 0)
         return -1;
+    if (v->cap > rp->room[cat])
+        rp->room[cat] = v->cap;
     return 0;
 }
+
+/* Whether an interval of the category joins the last one is as good as a
+ * coin toss: work queued on a GPU stream starts when the work before it
+ * ends, or later when the queue ran dry.  Host calls are apart. */
+#define GPU_CATS ((1u << I_COMPUTE) | (1u << I_MEMCPY))
 
 static inline void push_ival(struct rank_pass *rp, struct step_buf *b, int64_t s, int64_t e, int cat)
 {
     struct ivec *v = &b->c[cat];
-    if (v->n) {
+    size_t n = v->n;
+    if (((GPU_CATS >> cat) & 1) && n - 1 < v->cap - 1) {
+        /* a last interval and room after it: the interval is written
+         * after the last one either way, and counted only when it does
+         * not join it - no branch to guess wrong */
+        struct sp_span *last = &v->v[n - 1];
+        int64_t ls = last->start, le = last->end;
+        int join = (s >= ls) & (s <= le);
+        int64_t joined = e > le ? e : le;
+        last->end = join ? joined : le;
+        last[1] = (struct sp_span){s, e};
+        v->n = n + (size_t)!join;
+        b->unsorted |= (unsigned)(s < ls) << cat; /* never when it joins */
+        return;
+    }
+    if (n) {
         /* Back-to-back work (kernels queued on a stream, launches in a
          * row) joins the last interval: the union is the same, the list
          * and every later merge shorter. */
-        struct sp_span *last = &v->v[v->n - 1];
+        struct sp_span *last = &v->v[n - 1];
         if (s >= last->start && s <= last->end) {
             if (e > last->end)
                 last->end = e;
@@ -232,7 +257,7 @@ static inline void push_ival(struct rank_pass *rp, struct step_buf *b, int64_t s
         if (s < last->start)
             b->unsorted |= 1u << cat;
     }
-    if (v->n == v->cap && make_room(rp, v, cat) < 0)
+    if (n == v->cap && make_room(rp, v, cat) < 0)
         return;
     v->v[v->n++] = (struct sp_span){s, e};
 }
@@ -553,9 +578,13 @@ static void local_in(struct rank_pass *rp, int64_t lo, int64_t hi, float out[SP_
     }
     int64_t c = window(&rp->cur_c, lo, hi), dm = window(&rp->cur_d[D_M], lo, hi);
     int64_t dmtw = window(&rp->cur_d[D_MTW], lo, hi), dmtwi = window(&rp->cur_d[D_MTWI], lo, hi);
-    int64_t e = window(&rp->cur_e, lo, hi);
-    int64_t ew = window(&rp->cur_ew, lo, hi), ews = window(&rp->cur_ews, lo, hi);
-    int64_t ewsk = window(&rp->cur_ewsk, lo, hi);
+    int64_t e = 0, ew = 0, ews = 0, ewsk = 0;
+    if (rp->cur_e.n) { /* the host's parts lie inside its level: none without it */
+        e = window(&rp->cur_e, lo, hi);
+        ew = window(&rp->cur_ew, lo, hi);
+        ews = window(&rp->cur_ews, lo, hi);
+        ewsk = window(&rp->cur_ewsk, lo, hi);
+    }
     int64_t cm = c + dm, cmtw = c + dmtw, i = c + dmtwi, h = i + e;
     out[SP_LOC_BUSY] = (float)c;
     out[SP_LOC_COPY] = (float)(cm - c);
@@ -576,7 +605,8 @@ static struct sp_rnode *new_node(struct rank_pass *rp)
         return NULL;
     r->nodes = p;
     struct sp_rnode *n = &r->nodes[r->nnodes++];
-    memset(n, 0, sizeof *n);
+    if (r->nnodes > rp->nodes_zero) /* beyond the room that came zeroed */
+        memset(n, 0, sizeof *n);
     return n;
 }
 
@@ -1232,10 +1262,12 @@ static void classify_rank(int i, void *arg)
             rp.max_call = r->calls[c].end - r->calls[c].start;
     /* The chain's room at once: a node per call at most, and one per step
      * end (grown a doubling at a time, the nodes were copied about twice
-     * over; the room left is given back at the end). */
+     * over; the room left is given back at the end).  It comes zeroed:
+     * clearing each node as it was made (a string instruction each time)
+     * cost more than the rest of its making. */
     size_t most = r->ncalls + (size_t)(rp.hi - rp.lo);
-    if (!r->nodes && (r->nodes = malloc(most * sizeof *r->nodes)))
-        rp.nodes_cap = most;
+    if (!r->nodes && (r->nodes = calloc(most, sizeof *r->nodes)))
+        rp.nodes_cap = rp.nodes_zero = most;
     for (int f = 0; f < r->nfiles; f++)
         read_file(&rp, r->files[f]);
     for (int k = rp.lo; k < rp.hi; k++)

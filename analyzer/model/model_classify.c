@@ -107,7 +107,12 @@ struct step_buf {
     int done;
 };
 
-#define SPARE_MAX 8       /* emptied lists kept per category for the next steps */
+/* Emptied lists kept per category for the next steps: as many as steps
+ * are open at once at a rank's start (26 on the 1024-rank row of
+ * bench/RESULTS.md), so that the steps closed together give theirs back
+ * instead of freeing all but 8 and allocating again for the next steps
+ * (73 new lists a rank of 100 steps there; 26 now). */
+#define SPARE_MAX 64
 #define HEAD_TINY_DIV 100 /* compute shorter than 1% of the step does not start it */
 
 struct thread_seen {

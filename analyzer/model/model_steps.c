@@ -365,12 +365,16 @@ static long step_pause_phase(const double *gap, const int64_t *at, size_t ngap, 
     for (size_t q = 0; q < periods; q++) {
         const double *g = gap + from + q * k;
         size_t top = 0;
+        double top_gap = g[0]; /* g[top], kept out of memory */
+        /* a gap over the floor is the exception (back-to-back calls):
+         * its count, the only one that can raise `most', is the branch */
         for (size_t j = 0; j < k; j++) {
-            over[j] += g[j] > floor;
-            if (over[j] > most)
+            if (g[j] > floor && ++over[j] > most)
                 most = over[j];
-            if (j && g[j] > g[top])
+            if (g[j] > top_gap) {
+                top_gap = g[j];
                 top = j;
+            }
         }
         if (++top_of[top] > most)
             most = top_of[top];
@@ -406,9 +410,12 @@ static long step_pause_phase(const double *gap, const int64_t *at, size_t ngap, 
         const double *g = gap + from + q * k;
         clear += g[best] > bar;
         size_t top = 0;
+        double longest_gap = g[0];
         for (size_t j = 1; j < k; j++)
-            if (g[j] > g[top])
+            if (g[j] > longest_gap) {
+                longest_gap = g[j];
                 top = j;
+            }
         longest += top == best;
     }
     /* Clearly longer than the rest in most periods, or, when the step

@@ -175,15 +175,20 @@ static int cmp_host_t(const void *a, const void *b)
     return (x->host_t > y->host_t) - (x->host_t < y->host_t);
 }
 
+/* find_period compares at most the last PERIOD_WINDOW + PERIOD_MAX keys:
+ * a key's number (a place among them) fits 16 bits */
+_Static_assert(PERIOD_WINDOW + PERIOD_MAX <= UINT16_MAX, "a key id is 16 bits");
+
 /* Each key as a number, equal where the keys are (the place of the key's
  * first occurrence), so that find_period's thousands of comparisons per
- * candidate period compare one word; NULL without memory. */
-static uint32_t *key_ids(const struct key *k, size_t n)
+ * candidate period compare one half-word; NULL without memory or when n
+ * is past 16 bits. */
+static uint16_t *key_ids(const struct key *k, size_t n)
 {
     size_t nslot = 16;
     while (nslot < 2 * n)
         nslot *= 2;
-    uint32_t *id = n <= UINT32_MAX ? malloc((n + 1) * sizeof *id) : NULL;
+    uint16_t *id = n <= UINT16_MAX ? malloc((n + 1) * sizeof *id) : NULL;
     uint32_t *slot = id ? calloc(nslot, sizeof *slot) : NULL; /* first place + 1, 0: empty */
     if (!slot) {
         free(id);
@@ -196,29 +201,37 @@ static uint32_t *key_ids(const struct key *k, size_t n)
             at = (at + 1) & (nslot - 1);
         if (!slot[at])
             slot[at] = (uint32_t)i + 1;
-        id[i] = slot[at] - 1;
+        id[i] = (uint16_t)(slot[at] - 1);
     }
     free(slot);
     return id;
 }
 
 /* How many of a[0..n) equal b[0..n).  find_period counts thousands of
- * these per candidate period on every rank: eight a round where SSE2 is
- * there (a lane's count stays under 2^32: n is at most UINT32_MAX). */
-static size_t count_same(const uint32_t *a, const uint32_t *b, size_t n)
+ * these per candidate period on every rank: sixteen a round where SSE2 is
+ * there.  A lane counts one in eight of the compares and must stay under
+ * 2^16, so the lanes are summed at least every COUNT_LANE_ROUNDS rounds. */
+#define COUNT_LANE_ROUNDS 4096
+static size_t count_same(const uint16_t *a, const uint16_t *b, size_t n)
 {
     size_t same = 0, i = 0;
 #ifdef __SSE2__
-    __m128i lo = _mm_setzero_si128(), hi = _mm_setzero_si128();
-    for (; i + 8 <= n; i += 8) { /* an equal lane compares to -1: subtracted, counted */
-        lo = _mm_sub_epi32(lo, _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(a + i)),
-                                               _mm_loadu_si128((const __m128i *)(b + i))));
-        hi = _mm_sub_epi32(hi, _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(a + i + 4)),
-                                               _mm_loadu_si128((const __m128i *)(b + i + 4))));
+    while (i + 16 <= n) {
+        __m128i lo = _mm_setzero_si128(), hi = _mm_setzero_si128();
+        for (size_t round = 0; round < COUNT_LANE_ROUNDS && i + 16 <= n; round++, i += 16) {
+            /* an equal lane compares to -1: subtracted, counted */
+            lo = _mm_sub_epi16(lo, _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(a + i)),
+                                                   _mm_loadu_si128((const __m128i *)(b + i))));
+            hi = _mm_sub_epi16(hi, _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(a + i + 8)),
+                                                   _mm_loadu_si128((const __m128i *)(b + i + 8))));
+        }
+        /* each lane's count widened to 32 bits (pairs of lanes summed by
+         * multiplying with ones), then the four added */
+        __m128i sum = _mm_add_epi32(_mm_madd_epi16(lo, _mm_set1_epi16(1)), _mm_madd_epi16(hi, _mm_set1_epi16(1)));
+        uint32_t lane[4];
+        _mm_storeu_si128((__m128i *)lane, sum);
+        same += (size_t)lane[0] + lane[1] + lane[2] + lane[3];
     }
-    uint32_t lane[4];
-    _mm_storeu_si128((__m128i *)lane, _mm_add_epi32(lo, hi));
-    same = (size_t)lane[0] + lane[1] + lane[2] + lane[3];
 #endif
     for (; i < n; i++)
         same += a[i] == b[i];
@@ -238,7 +251,7 @@ static size_t find_period(const struct key *k, size_t n)
         return 0;
     /* the keys compared: the last PERIOD_WINDOW + pmax */
     size_t base = n - pmax > PERIOD_WINDOW ? n - pmax - PERIOD_WINDOW : 0;
-    uint32_t *id = key_ids(k + base, n - base);
+    uint16_t *id = key_ids(k + base, n - base);
     for (size_t p = 1; p <= pmax; p++) {
         size_t from = n - p > PERIOD_WINDOW ? n - p - PERIOD_WINDOW : 0, same = 0;
         if (id)

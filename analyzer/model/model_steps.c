@@ -179,29 +179,55 @@ static int cmp_host_t(const void *a, const void *b)
  * a key's number (a place among them) fits 16 bits */
 _Static_assert(PERIOD_WINDOW + PERIOD_MAX <= UINT16_MAX, "a key id is 16 bits");
 
+static size_t key_hash(const struct key *k)
+{
+    uint64_t h = (k->comm * 0x9E3779B97F4A7C15ull ^ k->bytes) * 0xBF58476D1CE4E5B9ull ^ k->op;
+    return (size_t)(h ^ (h >> 29));
+}
+
+#define KEY_SLOTS_MIN 64 /* key_ids' first table: a step has a few dozen distinct calls */
+
 /* Each key as a number, equal where the keys are (the place of the key's
  * first occurrence), so that find_period's thousands of comparisons per
  * candidate period compare one half-word; NULL without memory or when n
- * is past 16 bits. */
+ * is past 16 bits.  The table of distinct keys (their first place + 1, 0:
+ * empty) starts small and doubles when half full: a rank's calls repeat a
+ * few dozen keys, and a table sized for every call was cleared for
+ * nothing. */
 static uint16_t *key_ids(const struct key *k, size_t n)
 {
-    size_t nslot = 16;
-    while (nslot < 2 * n)
-        nslot *= 2;
-    uint16_t *id = n <= UINT16_MAX ? malloc((n + 1) * sizeof *id) : NULL;
-    uint32_t *slot = id ? calloc(nslot, sizeof *slot) : NULL; /* first place + 1, 0: empty */
+    size_t nslot = KEY_SLOTS_MIN, distinct = 0;
+    uint16_t *id = n < UINT16_MAX ? malloc((n + 1) * sizeof *id) : NULL;
+    uint16_t *slot = id ? calloc(nslot, sizeof *slot) : NULL;
+    for (size_t i = 0; slot && i < n; i++) {
+        if (2 * (distinct + 1) > nslot) {
+            uint16_t *wider = calloc(2 * nslot, sizeof *wider);
+            for (size_t o = 0; wider && o < nslot; o++) {
+                if (!slot[o])
+                    continue;
+                size_t at = key_hash(&k[slot[o] - 1]) & (2 * nslot - 1);
+                while (wider[at])
+                    at = (at + 1) & (2 * nslot - 1);
+                wider[at] = slot[o];
+            }
+            free(slot);
+            slot = wider;
+            nslot *= 2;
+            if (!slot)
+                break;
+        }
+        size_t at = key_hash(&k[i]) & (nslot - 1);
+        while (slot[at] && !same_key(&k[slot[at] - 1], &k[i]))
+            at = (at + 1) & (nslot - 1);
+        if (!slot[at]) {
+            slot[at] = (uint16_t)(i + 1);
+            distinct++;
+        }
+        id[i] = (uint16_t)(slot[at] - 1);
+    }
     if (!slot) {
         free(id);
         return NULL;
-    }
-    for (size_t i = 0; i < n; i++) {
-        uint64_t h = (k[i].comm * 0x9E3779B97F4A7C15ull ^ k[i].bytes) * 0xBF58476D1CE4E5B9ull ^ k[i].op;
-        size_t at = (size_t)(h ^ (h >> 29)) & (nslot - 1);
-        while (slot[at] && !same_key(&k[slot[at] - 1], &k[i]))
-            at = (at + 1) & (nslot - 1);
-        if (!slot[at])
-            slot[at] = (uint32_t)i + 1;
-        id[i] = (uint16_t)(slot[at] - 1);
     }
     free(slot);
     return id;

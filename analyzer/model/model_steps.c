@@ -366,8 +366,60 @@ static size_t pattern_end(const void *items, size_t n, size_t p, gap_after_fn ga
  * two counts per phase. */
 struct pause_scratch {
     double *v, *med;
-    size_t *over;
+    uint32_t *over; /* per phase, two counts (over and top_of), each under a period count */
 };
+
+/* One period's pass of step_pause_phase over its gaps g[0..k): each
+ * phase's count of gaps over the floor raised, *most raised by one when
+ * one of those passes it (no count is above *most before, and a count
+ * grows by one a period), and the first phase of the longest gap
+ * returned.  The gaps are never NaN (idle times, 0 when none), so the
+ * first gap equal to the largest is the one a strict > scan keeps.  Four
+ * gaps a round where SSE2 is there: this pass runs for every multiple of
+ * the key period tried, on every rank. */
+static size_t period_scan(const double *g, size_t k, double floor, uint32_t *over, uint32_t *most)
+{
+    size_t j = 0, top = 0;
+    double longest = g[0];
+    int passed = 0;
+#ifdef __SSE2__
+    if (k >= 4) {
+        __m128d fl = _mm_set1_pd(floor), mx0 = _mm_set1_pd(g[0]), mx1 = mx0;
+        __m128i bar = _mm_set1_epi32((int32_t)*most), up = _mm_setzero_si128();
+        for (; j + 4 <= k; j += 4) {
+            __m128d a = _mm_loadu_pd(g + j), b = _mm_loadu_pd(g + j + 2);
+            mx0 = _mm_max_pd(mx0, a);
+            mx1 = _mm_max_pd(mx1, b);
+            /* the four compares' low halves: -1 where over the floor, subtracted */
+            __m128 ab = _mm_shuffle_ps(_mm_castpd_ps(_mm_cmpgt_pd(a, fl)), _mm_castpd_ps(_mm_cmpgt_pd(b, fl)),
+                                       _MM_SHUFFLE(2, 0, 2, 0));
+            __m128i c = _mm_sub_epi32(_mm_loadu_si128((const __m128i *)(over + j)), _mm_castps_si128(ab));
+            _mm_storeu_si128((__m128i *)(over + j), c);
+            up = _mm_or_si128(up, _mm_cmpgt_epi32(c, bar));
+        }
+        double lane[2];
+        _mm_storeu_pd(lane, _mm_max_pd(mx0, mx1));
+        longest = lane[0] > lane[1] ? lane[0] : lane[1];
+        passed = _mm_movemask_epi8(up) != 0;
+    }
+#endif
+    for (; j < k; j++) {
+        if (g[j] > floor && ++over[j] > *most)
+            passed = 1;
+        if (g[j] > longest)
+            longest = g[j];
+    }
+    if (passed)
+        ++*most;
+#ifdef __SSE2__
+    __m128d l = _mm_set1_pd(longest);
+    while (top + 2 <= k && !_mm_movemask_pd(_mm_cmpeq_pd(_mm_loadu_pd(g + top), l)))
+        top += 2;
+#endif
+    while (g[top] != longest)
+        top++;
+    return top;
+}
 
 /* The phase of period k whose following gap is the step's pause, or -1.
  * gap[i] is the idle time from call i's end to call i+1's start (0 when
@@ -389,7 +441,7 @@ static long step_pause_phase(const double *gap, const int64_t *at, size_t ngap, 
     if (k < 2 || periods < GAP_MIN_PERIODS)
         return -1;
     double *med = s->med, *v = s->v;
-    size_t *over = s->over, *top_of = over + k;
+    uint32_t *over = s->over, *top_of = over + k;
     memset(over, 0, 2 * k * sizeof *over);
     double need = GAP_CONSISTENT * (double)periods;
     /* Either test below needs one phase over the floor, or the longest of
@@ -400,21 +452,9 @@ static long step_pause_phase(const double *gap, const int64_t *at, size_t ngap, 
     for (size_t q = 0; q < periods; q++)
         v[q] = (double)(at[from + (q + 1) * k] - at[from + q * k]);
     double floor = GAP_FLOOR * sp_median_select(v, periods);
-    size_t most = 0; /* the largest count of either kind so far */
+    uint32_t most = 0; /* the largest count of either kind so far */
     for (size_t q = 0; q < periods; q++) {
-        const double *g = gap + from + q * k;
-        size_t top = 0;
-        double top_gap = g[0]; /* g[top], kept out of memory */
-        /* a gap over the floor is the exception (back-to-back calls):
-         * its count, the only one that can raise `most', is the branch */
-        for (size_t j = 0; j < k; j++) {
-            if (g[j] > floor && ++over[j] > most)
-                most = over[j];
-            if (g[j] > top_gap) {
-                top_gap = g[j];
-                top = j;
-            }
-        }
+        size_t top = period_scan(gap + from + q * k, k, floor, over, &most);
         if (++top_of[top] > most)
             most = top_of[top];
         if ((double)(most + periods - 1 - q) < need)

@@ -710,14 +710,20 @@ static void group_keys(struct graph *g, struct keyrec *k, size_t from, size_t to
             pos += runs[r];
         }
         free(runs);
-        int r = 0;
+        /* in locals: the stores below are of 32-bit integers, which the
+         * compiler must take to maybe alias the rank count */
+        int r = 0, nranks = g->m->nranks;
+        const size_t *base_of = g->node_base;
+        const uint32_t *place = ps->place, *grp = ps->grp;
+        uint32_t *peers = g->peers + from, *gid = g->gid;
+        int32_t *peer_rank = g->peer_rank + from;
         for (size_t i = 0; i < cnt; i++) {
-            uint32_t flat = k[from + i].flat, x = ps->place[i];
-            while (r + 1 < g->m->nranks && g->node_base[r + 1] <= flat)
+            uint32_t flat = k[from + i].flat, x = place[i];
+            while (r + 1 < nranks && base_of[r + 1] <= flat)
                 r++;
-            g->peers[from + x] = flat;
-            g->peer_rank[from + x] = r;
-            g->gid[flat] = ps->grp[x];
+            peers[x] = flat;
+            peer_rank[x] = r;
+            gid[flat] = grp[x];
         }
         return;
     }

@@ -256,22 +256,16 @@ static void add_to_summary(struct sp_model *m, const struct sp_coll_call *c, dou
         s->missing++;
 }
 
-static int ends_far_apart(struct sp_model *m, const struct member *mb, size_t n)
+/* Whether an instance's ends (spread: the latest less the earliest, on
+ * the common axis) are too far apart for one collective whose shortest
+ * kernel took `shortest'. */
+static int ends_far_apart(const struct sp_model *m, int64_t spread_ns, int64_t shortest)
 {
-    int64_t lo = INT64_MAX, hi = INT64_MIN, shortest = INT64_MAX;
-    for (size_t i = 0; i < n; i++) {
-        const struct sp_coll_call *c = mb[i].c;
-        int64_t e = mb[i].e;
-        lo = e < lo ? e : lo;
-        hi = e > hi ? e : hi;
-        if (c->end - c->start < shortest)
-            shortest = c->end - c->start;
-    }
     double spread = END_SPREAD_SHARE * (double)shortest;
     double bar = END_SPREAD_MIN_NS > spread ? END_SPREAD_MIN_NS : spread;
     if (bar < 20e3 * m->skew_us) /* 20x the residual clock skew, in ns */
         bar = 20e3 * m->skew_us;
-    return (double)(hi - lo) > bar;
+    return (double)spread_ns > bar;
 }
 
 static void keep_arrivals(struct coll_pass *cp, uint64_t idx, int64_t last, int64_t second, size_t nlast,
@@ -322,18 +316,34 @@ static void measure_instance(struct sp_model *m, const struct sp_coll_ref *refs,
     struct member *mb = cp->mb;
     for (size_t i = 0; i < n && i < CALL_AHEAD; i++)
         want_call(m, &refs[i]);
+    /* the ranks and the hosts' offsets in locals: the stores below (a
+     * member's call pointer, a call's matched byte) could otherwise alias
+     * m's fields, which the compiler would then load again per member */
+    struct sp_rank *ranks = m->ranks;
+    const int64_t *off = m->host_offset;
     int64_t last = INT64_MIN;
     for (size_t i = 0; i < n; i++) {
         if (i + CALL_AHEAD < n)
             want_call(m, &refs[i + CALL_AHEAD]);
-        const struct sp_rank *r = &m->ranks[refs[i].r];
+        const struct sp_rank *r = &ranks[refs[i].r];
         struct sp_coll_call *c = &r->calls[refs[i].c];
-        int64_t a = sp_model_global(m, r, c->start);
-        mb[i] = (struct member){c, a, sp_model_global(m, r, c->end), r->host};
+        int64_t shift = off ? off[r->host] : 0; /* sp_model_global */
+        int64_t a = c->start + shift;
+        mb[i] = (struct member){c, a, c->end + shift, r->host};
         if (!i || a > last)
             last = a;
     }
-    int64_t transfer = -1;
+    struct sp_coll_call *c0 = mb[0].c;
+    int p2p = sp_op_is_p2p(c0->op);
+    int complete = p2p ? n >= 2 : n >= c0->nranks;
+    /* a p2p call's wait, the transfer and the arrival table wait for its
+     * kernel's other pairs (p2p_sync, summarize_p2p), and a p2p call is
+     * one of its kernel's pairs: the kernel, not the pair, is the
+     * synchronization point (sync_kernel).  A collective in view counts
+     * on each of its ranks in the pass below. */
+    int counted = !p2p && in_view(m, &refs[0]);
+    int32_t inst = (int32_t)m->coll_instances;
+    int64_t transfer = -1, lo = INT64_MAX, hi = INT64_MIN, shortest = INT64_MAX;
     int host0 = mb[0].host, spans = 0;
     double wait_sum = 0;
     size_t nlast = 0, late_idx = 0;
@@ -346,9 +356,10 @@ static void measure_instance(struct sp_model *m, const struct sp_coll_ref *refs,
         if (transfer < 0 || tr < transfer)
             transfer = tr;
         int64_t w = last - a, dur = c->end - c->start;
-        c->wait = w < dur ? w : dur;
-        if (c->wait < 0)
-            c->wait = 0;
+        int64_t wait = w < dur ? w : dur;
+        c->wait = wait < 0 ? 0 : wait;
+        c->matched = (uint8_t)complete;
+        c->inst = inst;
         wait_sum += (double)(last - a);
         spans |= mb[i].host != host0;
         if (a == last) {
@@ -357,33 +368,36 @@ static void measure_instance(struct sp_model *m, const struct sp_coll_ref *refs,
         } else if (a > second) {
             second = a;
         }
+        /* for ends_far_apart */
+        lo = end < lo ? end : lo;
+        hi = end > hi ? end : hi;
+        shortest = dur < shortest ? dur : shortest;
+        if (counted) {
+            struct sp_rank *r = &ranks[refs[i].r];
+            r->coll_present++;
+            r->coll_wait_ns += (double)(last - a);
+        }
     }
-    struct sp_coll_call *c0 = mb[0].c;
     /* A blocking collective's kernels end together on every rank: ends far
      * apart mean the calls were paired wrongly (imported collectives
      * without sequence numbers, numbered by their order on a stream, on a
      * sampled trace).  Their wait is not believed. */
-    if (!sp_op_is_p2p(c0->op) && n >= 2 && ends_far_apart(m, mb, n)) {
+    if (!p2p && n >= 2 && ends_far_apart(m, hi - lo, shortest)) {
         for (size_t i = 0; i < n; i++)
             mb[i].c->wait = 0;
         wait_sum = 0;
         nlast = 0;
         m->coll_doubtful++;
     }
-    int complete = sp_op_is_p2p(c0->op) ? n >= 2 : n >= c0->nranks;
-    for (size_t i = 0; i < n; i++) {
-        mb[i].c->matched = (uint8_t)complete;
-        mb[i].c->inst = (int32_t)m->coll_instances;
-    }
     keep_arrivals(cp, m->coll_instances, last, second, nlast, n);
     m->coll_instances++;
     if (!complete)
         m->coll_instances_incomplete++;
-    /* a p2p call's wait, the transfer and the arrival table wait for its
-     * kernel's other pairs (p2p_sync, summarize_p2p) */
-    if (sp_op_is_p2p(c0->op) && !cp->failed)
+    if (p2p && !cp->failed)
         return;
-    if (!in_view(m, &refs[0]))
+    if (!p2p && !counted) /* not in view */
+        return;
+    if (p2p && !in_view(m, &refs[0]))
         return;
     /* a rank that stopped recording a moment before the others (the
      * control file is read by each process in turn) misses the last calls
@@ -391,16 +405,9 @@ static void measure_instance(struct sp_model *m, const struct sp_coll_ref *refs,
     if (!complete && sp_model_in_pause(m, &m->ranks[refs[0].r], c0->start - PAUSE_MARGIN_NS, c0->end + PAUSE_MARGIN_NS))
         complete = 1;
     add_to_summary(m, c0, (double)transfer, wait_sum / (double)n, complete, spans, cp);
-    /* a p2p call is one of its kernel's pairs: the kernel, not the pair,
-     * is the synchronization point (sync_kernel) */
-    if (sp_op_is_p2p(c0->op))
+    if (p2p)
         return;
     double tol = tie_ns(m);
-    for (size_t i = 0; i < n; i++) {
-        struct sp_rank *r = &m->ranks[refs[i].r];
-        r->coll_present++;
-        r->coll_wait_ns += (double)(last - mb[i].a);
-    }
     if (n > 1 && nlast == 1 && (second == INT64_MIN || (double)(last - second) > tol))
         m->ranks[refs[late_idx].r].coll_last++;
 }

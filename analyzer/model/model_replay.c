@@ -545,18 +545,31 @@ static uint64_t class_of(struct class_memo *cm, const struct sp_model *m, uint64
  * first call as comm_class() finds it (rank by rank, call by call): asked
  * one by one, each would scan the ranks before the first that calls on
  * it, and a job with a communicator per host would pay ranks x hosts. */
+#define MEMO_SEEN 8 /* memo_fill: communicators remembered per rank */
 static void memo_fill(struct class_memo *cm, const struct sp_model *m)
 {
     for (int i = 0; i < m->nranks; i++) {
         const struct sp_rank *r = &m->ranks[i];
-        uint64_t prev = 0;
-        int have_prev = 0;
+        /* the communicators this rank has called on so far (all in the
+         * memo): a rank's calls cycle through a few, and a look at these
+         * costs less than the hash and probe per call */
+        uint64_t seen[MEMO_SEEN];
+        int nseen = 0, next_out = 0;
         for (size_t c = 0; c < r->ncalls; c++) {
             uint64_t comm = r->calls[c].comm;
-            if (r->calls[c].node < 0 || (have_prev && comm == prev))
+            if (r->calls[c].node < 0)
                 continue;
-            prev = comm;
-            have_prev = 1;
+            int known = 0;
+            for (int s = 0; s < nseen && !known; s++)
+                known = seen[s] == comm;
+            if (known)
+                continue;
+            if (nseen < MEMO_SEEN) {
+                seen[nseen++] = comm;
+            } else { /* more than that: the oldest one replaced */
+                seen[next_out] = comm;
+                next_out = (next_out + 1) % MEMO_SEEN;
+            }
             size_t j = 0;
             int found = 0;
             if (cm->cap)
@@ -592,6 +605,11 @@ static void memo_free(struct class_memo *cm)
 struct comm_count {
     uint64_t comm, cls;
     uint32_t n;
+    /* the key's hash of (class, op, stage) for the last op seen on the
+     * communicator (UINT32_MAX: none yet): a communicator's calls are
+     * mostly one op, and the two mixes are then made once */
+    uint32_t op;
+    uint64_t op_h;
 };
 
 static uint64_t node_key(const struct sp_model *m, const struct sp_rank *r, const struct sp_rnode *n,
@@ -632,11 +650,15 @@ static uint64_t node_key(const struct sp_model *m, const struct sp_rank *r, cons
     if (i == *ncc) {
         if (*ncc == MAX_COMMS)
             return mix(c->comm, c->seq);
-        cc[i] = (struct comm_count){c->comm, class_of(memo, m, c->comm), 0};
+        cc[i] = (struct comm_count){c->comm, class_of(memo, m, c->comm), 0, UINT32_MAX, 0};
         (*ncc)++;
     }
     /* in a pipeline a collective's peers are the ranks of the same stage */
-    return mix(mix(mix(cc[i].cls, c->op), (uint64_t)(r->stage + 1)), cc[i].n++);
+    if (cc[i].op != c->op) {
+        cc[i].op = c->op;
+        cc[i].op_h = mix(mix(cc[i].cls, c->op), (uint64_t)(r->stage + 1));
+    }
+    return mix(cc[i].op_h, cc[i].n++);
 }
 
 /* Scratch of group_keys, grown as needed. */
@@ -688,14 +710,20 @@ static void group_keys(struct graph *g, struct keyrec *k, size_t from, size_t to
             pos += runs[r];
         }
         free(runs);
-        int r = 0;
+        /* in locals: the stores below are of 32-bit integers, which the
+         * compiler must take to maybe alias the rank count */
+        int r = 0, nranks = g->m->nranks;
+        const size_t *base_of = g->node_base;
+        const uint32_t *place = ps->place, *grp = ps->grp;
+        uint32_t *peers = g->peers + from, *gid = g->gid;
+        int32_t *peer_rank = g->peer_rank + from;
         for (size_t i = 0; i < cnt; i++) {
-            uint32_t flat = k[from + i].flat, x = ps->place[i];
-            while (r + 1 < g->m->nranks && g->node_base[r + 1] <= flat)
+            uint32_t flat = k[from + i].flat, x = place[i];
+            while (r + 1 < nranks && base_of[r + 1] <= flat)
                 r++;
-            g->peers[from + x] = flat;
-            g->peer_rank[from + x] = r;
-            g->gid[flat] = ps->grp[x];
+            peers[x] = flat;
+            peer_rank[x] = r;
+            gid[flat] = grp[x];
         }
         return;
     }

@@ -175,50 +175,89 @@ static int cmp_host_t(const void *a, const void *b)
     return (x->host_t > y->host_t) - (x->host_t < y->host_t);
 }
 
+/* find_period compares at most the last PERIOD_WINDOW + PERIOD_MAX keys:
+ * a key's number (a place among them) fits 16 bits */
+_Static_assert(PERIOD_WINDOW + PERIOD_MAX <= UINT16_MAX, "a key id is 16 bits");
+
+static size_t key_hash(const struct key *k)
+{
+    uint64_t h = (k->comm * 0x9E3779B97F4A7C15ull ^ k->bytes) * 0xBF58476D1CE4E5B9ull ^ k->op;
+    return (size_t)(h ^ (h >> 29));
+}
+
+#define KEY_SLOTS_MIN 64 /* key_ids' first table: a step has a few dozen distinct calls */
+
 /* Each key as a number, equal where the keys are (the place of the key's
  * first occurrence), so that find_period's thousands of comparisons per
- * candidate period compare one word; NULL without memory. */
-static uint32_t *key_ids(const struct key *k, size_t n)
+ * candidate period compare one half-word; NULL without memory or when n
+ * is past 16 bits.  The table of distinct keys (their first place + 1, 0:
+ * empty) starts small and doubles when half full: a rank's calls repeat a
+ * few dozen keys, and a table sized for every call was cleared for
+ * nothing. */
+static uint16_t *key_ids(const struct key *k, size_t n)
 {
-    size_t nslot = 16;
-    while (nslot < 2 * n)
-        nslot *= 2;
-    uint32_t *id = n <= UINT32_MAX ? malloc((n + 1) * sizeof *id) : NULL;
-    uint32_t *slot = id ? calloc(nslot, sizeof *slot) : NULL; /* first place + 1, 0: empty */
+    size_t nslot = KEY_SLOTS_MIN, distinct = 0;
+    uint16_t *id = n < UINT16_MAX ? malloc((n + 1) * sizeof *id) : NULL;
+    uint16_t *slot = id ? calloc(nslot, sizeof *slot) : NULL;
+    for (size_t i = 0; slot && i < n; i++) {
+        if (2 * (distinct + 1) > nslot) {
+            uint16_t *wider = calloc(2 * nslot, sizeof *wider);
+            for (size_t o = 0; wider && o < nslot; o++) {
+                if (!slot[o])
+                    continue;
+                size_t at = key_hash(&k[slot[o] - 1]) & (2 * nslot - 1);
+                while (wider[at])
+                    at = (at + 1) & (2 * nslot - 1);
+                wider[at] = slot[o];
+            }
+            free(slot);
+            slot = wider;
+            nslot *= 2;
+            if (!slot)
+                break;
+        }
+        size_t at = key_hash(&k[i]) & (nslot - 1);
+        while (slot[at] && !same_key(&k[slot[at] - 1], &k[i]))
+            at = (at + 1) & (nslot - 1);
+        if (!slot[at]) {
+            slot[at] = (uint16_t)(i + 1);
+            distinct++;
+        }
+        id[i] = (uint16_t)(slot[at] - 1);
+    }
     if (!slot) {
         free(id);
         return NULL;
-    }
-    for (size_t i = 0; i < n; i++) {
-        uint64_t h = (k[i].comm * 0x9E3779B97F4A7C15ull ^ k[i].bytes) * 0xBF58476D1CE4E5B9ull ^ k[i].op;
-        size_t at = (size_t)(h ^ (h >> 29)) & (nslot - 1);
-        while (slot[at] && !same_key(&k[slot[at] - 1], &k[i]))
-            at = (at + 1) & (nslot - 1);
-        if (!slot[at])
-            slot[at] = (uint32_t)i + 1;
-        id[i] = slot[at] - 1;
     }
     free(slot);
     return id;
 }
 
 /* How many of a[0..n) equal b[0..n).  find_period counts thousands of
- * these per candidate period on every rank: eight a round where SSE2 is
- * there (a lane's count stays under 2^32: n is at most UINT32_MAX). */
-static size_t count_same(const uint32_t *a, const uint32_t *b, size_t n)
+ * these per candidate period on every rank: sixteen a round where SSE2 is
+ * there.  A lane counts one in eight of the compares and must stay under
+ * 2^16, so the lanes are summed at least every COUNT_LANE_ROUNDS rounds. */
+#define COUNT_LANE_ROUNDS 4096
+static size_t count_same(const uint16_t *a, const uint16_t *b, size_t n)
 {
     size_t same = 0, i = 0;
 #ifdef __SSE2__
-    __m128i lo = _mm_setzero_si128(), hi = _mm_setzero_si128();
-    for (; i + 8 <= n; i += 8) { /* an equal lane compares to -1: subtracted, counted */
-        lo = _mm_sub_epi32(lo, _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(a + i)),
-                                               _mm_loadu_si128((const __m128i *)(b + i))));
-        hi = _mm_sub_epi32(hi, _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(a + i + 4)),
-                                               _mm_loadu_si128((const __m128i *)(b + i + 4))));
+    while (i + 16 <= n) {
+        __m128i lo = _mm_setzero_si128(), hi = _mm_setzero_si128();
+        for (size_t round = 0; round < COUNT_LANE_ROUNDS && i + 16 <= n; round++, i += 16) {
+            /* an equal lane compares to -1: subtracted, counted */
+            lo = _mm_sub_epi16(lo, _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(a + i)),
+                                                   _mm_loadu_si128((const __m128i *)(b + i))));
+            hi = _mm_sub_epi16(hi, _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)(a + i + 8)),
+                                                   _mm_loadu_si128((const __m128i *)(b + i + 8))));
+        }
+        /* each lane's count widened to 32 bits (pairs of lanes summed by
+         * multiplying with ones), then the four added */
+        __m128i sum = _mm_add_epi32(_mm_madd_epi16(lo, _mm_set1_epi16(1)), _mm_madd_epi16(hi, _mm_set1_epi16(1)));
+        uint32_t lane[4];
+        _mm_storeu_si128((__m128i *)lane, sum);
+        same += (size_t)lane[0] + lane[1] + lane[2] + lane[3];
     }
-    uint32_t lane[4];
-    _mm_storeu_si128((__m128i *)lane, _mm_add_epi32(lo, hi));
-    same = (size_t)lane[0] + lane[1] + lane[2] + lane[3];
 #endif
     for (; i < n; i++)
         same += a[i] == b[i];
@@ -238,7 +277,7 @@ static size_t find_period(const struct key *k, size_t n)
         return 0;
     /* the keys compared: the last PERIOD_WINDOW + pmax */
     size_t base = n - pmax > PERIOD_WINDOW ? n - pmax - PERIOD_WINDOW : 0;
-    uint32_t *id = key_ids(k + base, n - base);
+    uint16_t *id = key_ids(k + base, n - base);
     for (size_t p = 1; p <= pmax; p++) {
         size_t from = n - p > PERIOD_WINDOW ? n - p - PERIOD_WINDOW : 0, same = 0;
         if (id)
@@ -327,8 +366,60 @@ static size_t pattern_end(const void *items, size_t n, size_t p, gap_after_fn ga
  * two counts per phase. */
 struct pause_scratch {
     double *v, *med;
-    size_t *over;
+    uint32_t *over; /* per phase, two counts (over and top_of), each under a period count */
 };
+
+/* One period's pass of step_pause_phase over its gaps g[0..k): each
+ * phase's count of gaps over the floor raised, *most raised by one when
+ * one of those passes it (no count is above *most before, and a count
+ * grows by one a period), and the first phase of the longest gap
+ * returned.  The gaps are never NaN (idle times, 0 when none), so the
+ * first gap equal to the largest is the one a strict > scan keeps.  Four
+ * gaps a round where SSE2 is there: this pass runs for every multiple of
+ * the key period tried, on every rank. */
+static size_t period_scan(const double *g, size_t k, double floor, uint32_t *over, uint32_t *most)
+{
+    size_t j = 0, top = 0;
+    double longest = g[0];
+    int passed = 0;
+#ifdef __SSE2__
+    if (k >= 4) {
+        __m128d fl = _mm_set1_pd(floor), mx0 = _mm_set1_pd(g[0]), mx1 = mx0;
+        __m128i bar = _mm_set1_epi32((int32_t)*most), up = _mm_setzero_si128();
+        for (; j + 4 <= k; j += 4) {
+            __m128d a = _mm_loadu_pd(g + j), b = _mm_loadu_pd(g + j + 2);
+            mx0 = _mm_max_pd(mx0, a);
+            mx1 = _mm_max_pd(mx1, b);
+            /* the four compares' low halves: -1 where over the floor, subtracted */
+            __m128 ab = _mm_shuffle_ps(_mm_castpd_ps(_mm_cmpgt_pd(a, fl)), _mm_castpd_ps(_mm_cmpgt_pd(b, fl)),
+                                       _MM_SHUFFLE(2, 0, 2, 0));
+            __m128i c = _mm_sub_epi32(_mm_loadu_si128((const __m128i *)(over + j)), _mm_castps_si128(ab));
+            _mm_storeu_si128((__m128i *)(over + j), c);
+            up = _mm_or_si128(up, _mm_cmpgt_epi32(c, bar));
+        }
+        double lane[2];
+        _mm_storeu_pd(lane, _mm_max_pd(mx0, mx1));
+        longest = lane[0] > lane[1] ? lane[0] : lane[1];
+        passed = _mm_movemask_epi8(up) != 0;
+    }
+#endif
+    for (; j < k; j++) {
+        if (g[j] > floor && ++over[j] > *most)
+            passed = 1;
+        if (g[j] > longest)
+            longest = g[j];
+    }
+    if (passed)
+        ++*most;
+#ifdef __SSE2__
+    __m128d l = _mm_set1_pd(longest);
+    while (top + 2 <= k && !_mm_movemask_pd(_mm_cmpeq_pd(_mm_loadu_pd(g + top), l)))
+        top += 2;
+#endif
+    while (g[top] != longest)
+        top++;
+    return top;
+}
 
 /* The phase of period k whose following gap is the step's pause, or -1.
  * gap[i] is the idle time from call i's end to call i+1's start (0 when
@@ -350,7 +441,7 @@ static long step_pause_phase(const double *gap, const int64_t *at, size_t ngap, 
     if (k < 2 || periods < GAP_MIN_PERIODS)
         return -1;
     double *med = s->med, *v = s->v;
-    size_t *over = s->over, *top_of = over + k;
+    uint32_t *over = s->over, *top_of = over + k;
     memset(over, 0, 2 * k * sizeof *over);
     double need = GAP_CONSISTENT * (double)periods;
     /* Either test below needs one phase over the floor, or the longest of
@@ -361,17 +452,9 @@ static long step_pause_phase(const double *gap, const int64_t *at, size_t ngap, 
     for (size_t q = 0; q < periods; q++)
         v[q] = (double)(at[from + (q + 1) * k] - at[from + q * k]);
     double floor = GAP_FLOOR * sp_median_select(v, periods);
-    size_t most = 0; /* the largest count of either kind so far */
+    uint32_t most = 0; /* the largest count of either kind so far */
     for (size_t q = 0; q < periods; q++) {
-        const double *g = gap + from + q * k;
-        size_t top = 0;
-        for (size_t j = 0; j < k; j++) {
-            over[j] += g[j] > floor;
-            if (over[j] > most)
-                most = over[j];
-            if (j && g[j] > g[top])
-                top = j;
-        }
+        size_t top = period_scan(gap + from + q * k, k, floor, over, &most);
         if (++top_of[top] > most)
             most = top_of[top];
         if ((double)(most + periods - 1 - q) < need)
@@ -406,9 +489,12 @@ static long step_pause_phase(const double *gap, const int64_t *at, size_t ngap, 
         const double *g = gap + from + q * k;
         clear += g[best] > bar;
         size_t top = 0;
+        double longest_gap = g[0];
         for (size_t j = 1; j < k; j++)
-            if (g[j] > g[top])
+            if (g[j] > longest_gap) {
+                longest_gap = g[j];
                 top = j;
+            }
         longest += top == best;
     }
     /* Clearly longer than the rest in most periods, or, when the step

@@ -368,21 +368,29 @@ int sp_pair_runs(const struct sp_pair_key *k, size_t n, uint32_t *place, uint32_
     uint32_t *pid = malloc((n + 1) * sizeof *pid);
     int rc = pid && n < UINT32_MAX && pair_set_grow(&s) == 0 ? 0 : -1;
     uint32_t prev = UINT32_MAX;
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        uint32_t guess = prev != UINT32_MAX ? s.next[prev] : UINT32_MAX;
-        if (guess != UINT32_MAX && s.by_id[guess].a == k[i].a && s.by_id[guess].b == k[i].b) {
-            pid[i] = prev = guess;
-            s.count[guess]++;
-            continue;
-        }
+    for (size_t i = 0; rc == 0 && i < n;) {
+        /* the run of items that each have the pair after the previous one's,
+         * with the set's arrays in locals: the stores to pid and count
+         * cannot then make the compiler load them again per item */
+        const struct sp_pair_key *by_id = s.by_id;
+        const uint32_t *next = s.next;
+        uint32_t *count = s.count, guess;
+        if (prev != UINT32_MAX)
+            while (i < n && (guess = next[prev]) != UINT32_MAX && by_id[guess].a == k[i].a &&
+                   by_id[guess].b == k[i].b) {
+                pid[i++] = prev = guess;
+                count[guess]++;
+            }
+        if (i == n)
+            break;
         if (2 * (s.n + 1) > s.cap && pair_set_grow(&s) < 0) {
             rc = -1;
-            continue;
+            break;
         }
         pid[i] = pair_id(&s, &k[i]);
         if (prev != UINT32_MAX)
             s.next[prev] = pid[i];
-        prev = pid[i];
+        prev = pid[i++];
         s.count[prev]++;
     }
     struct pair_rank *pr = rc == 0 ? malloc((s.n + 1) * sizeof *pr) : NULL;

@@ -2343,11 +2343,6 @@ follow_arrive(const struct graph *g, const struct follow_cf *fc, struct rstate *
     x->arr = a;
     s->a = a;
     s->under = under;
-    int parts = (nd->rank_parts & FNODE_PARTS) != 0;
-    if (parts && nd->dur_inst != FNODE_NO_INST && a > g->ilast[nd->dur_inst]) { /* the first of the latest, as advance() keeps who */
-        g->ilast[nd->dur_inst] = a;
-        g->iwho[nd->dur_inst] = w;
-    }
     if (sync)
         sync[w] = INT64_MIN;
     if (cp) { /* a rank's first node starts the path */
@@ -2357,8 +2352,14 @@ follow_arrive(const struct graph *g, const struct follow_cf *fc, struct rstate *
         cp->prev[rank] = w;
         cp->moved[w] = 0;
     }
-    if (parts) {
+    if (nd->rank_parts & FNODE_PARTS) {
         x->end = INT64_MIN;
+        /* the first of the latest, as advance() keeps who (nothing
+         * above reads the instance's) */
+        if (nd->dur_inst != FNODE_NO_INST && a > g->ilast[nd->dur_inst]) {
+            g->ilast[nd->dur_inst] = a;
+            g->iwho[nd->dur_inst] = w;
+        }
     } else {
         int64_t e = a + nd->dur_inst;
         x->end = e;

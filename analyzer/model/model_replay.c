@@ -130,13 +130,18 @@ _Static_assert(SP_LOC_N <= NZ_UNDER, "a node's components fit its nz bits");
 
 /* A participant: its rank, its node (index in the rank's chain, and its
  * place in the node states: the walk reads that without a lookup in
- * perm, which would cost a cache miss per participant), and its tail. */
+ * perm, which would cost a cache miss per participant), and its tail.
+ * Whether it is its node's last instance to complete (the walk) is the
+ * sign bit of node, an index that is never negative.  20 bytes, not 24
+ * (packed: tail on a 4-byte boundary): the participants are kept to the
+ * end of a report, at the top of its heap. */
 struct part {
     int32_t r, node;
     uint32_t at;
-    uint8_t final; /* the walk: its node's last instance to complete */
     int64_t tail;
-};
+} __attribute__((packed, aligned(4)));
+_Static_assert(sizeof(struct part) == 20, "a participant is 20 bytes");
+#define PART_FINAL INT32_MIN /* in node: the walk's last instance of the node */
 struct inst {
     int32_t first, n;
     int64_t last;
@@ -964,7 +969,7 @@ static int build_instances(struct graph *g)
             struct inst *in = &g->insts[t];
             const struct sp_rnode *nd = &r->nodes[x->node];
             size_t flat = g->node_base[i] + (size_t)x->node;
-            g->parts[in->first + fill[t]++] = (struct part){i, x->node, (uint32_t)flat, 0, 0};
+            g->parts[in->first + fill[t]++] = (struct part){i, x->node, (uint32_t)flat, 0};
             g->nparts[flat]++;
             if (nd->a > in->last)
                 in->last = nd->a;
@@ -1074,7 +1079,7 @@ static void walk_complete(struct walk *wk, uint32_t in_idx)
         wk->twice |= p && pt[-1].r == pt->r;
         if (!x->pending || --x->pending)
             continue;
-        pt->final = 1;
+        pt->node |= PART_FINAL;
         int32_t w = x->waiter;
         if (w >= 0 && --wk->wn[w].gate_left == 0 && (size_t)w == g->node_base[pt->r] + wk->cur[pt->r])
             walk_advance(wk, pt->r);
@@ -2419,7 +2424,7 @@ follow_complete(const struct graph *g, const struct follow_cf *fc, const struct 
         }
         if (sync && last > sync[at])
             sync[at] = last;
-        if (cp && parts[p].final)
+        if (cp && parts[p].node < 0) /* PART_FINAL */
             follow_done(g, fc, cp, sync, at);
     }
 }
@@ -3340,8 +3345,8 @@ static double critical_bound(const struct graph *g, const struct cf *cf, struct 
              * nodes' groups lie a rank's nodes apart (a cache miss each):
              * the group a few participants on is asked for now */
             if (i + CUT_AHEAD < nparts)
-                __builtin_prefetch(&g->gid[g->node_base[pt[CUT_AHEAD].r] + (size_t)pt[CUT_AHEAD].node]);
-            size_t flat = g->node_base[pt->r] + (size_t)pt->node;
+                __builtin_prefetch(&g->gid[g->node_base[pt[CUT_AHEAD].r] + (size_t)(pt[CUT_AHEAD].node & INT32_MAX)]);
+            size_t flat = g->node_base[pt->r] + (size_t)(pt->node & INT32_MAX);
             double cut = (double)pt->tail * (1 - scale), *to = &gcut[g->gid[flat]].tail;
             if (cut > *to)
                 *to = cut;

@@ -130,20 +130,25 @@ _Static_assert(SP_LOC_N <= NZ_UNDER, "a node's components fit its nz bits");
 
 /* A participant: its rank, its node (index in the rank's chain, and its
  * place in the node states: the walk reads that without a lookup in
- * perm, which would cost a cache miss per participant), and its tail. */
+ * perm, which would cost a cache miss per participant), and its tail.
+ * Whether it is its node's last instance to complete (the walk) is the
+ * sign bit of node, an index that is never negative.  20 bytes, not 24
+ * (packed: tail on a 4-byte boundary): the participants are kept to the
+ * end of a report, at the top of its heap. */
 struct part {
     int32_t r, node;
     uint32_t at;
-    uint8_t final; /* the walk: its node's last instance to complete */
     int64_t tail;
-};
+} __attribute__((packed, aligned(4)));
+_Static_assert(sizeof(struct part) == 20, "a participant is 20 bytes");
+#define PART_FINAL INT32_MIN /* in node: the walk's last instance of the node */
 struct inst {
     int32_t first, n;
     int64_t last;
     uint8_t spans, p2p;
     uint8_t pair; /* a send and its recv */
     uint8_t sends;
-    uint8_t scan; /* walked: a participant's node is in more instances (struct fnode's inst) */
+    uint8_t scan; /* walked: a participant's node is in more instances (struct fnode's dur_inst) */
 };
 
 /* Per flat node, what the replay's walk reads of it, in one place (the
@@ -185,23 +190,29 @@ _Static_assert(sizeof(struct nstate) == NSTATE_ALIGN, "a node's state is one cac
 
 /* On a graph the walk placed (struct graph's walked), what a replay that
  * follows the walk (run_follow) reads of a node, in one record in place
- * of struct gnode, struct nstate and rec_under: its duration when it is
- * in no instance (its end is then its arrival plus that: 0 for a step
- * end), its gate, its local time as recorded, its waiter, its rank, which
- * components it has (struct graph's nz; no under's for a step end, which
- * has none), whether it waits for an end and whether it takes part in an
- * instance; and when it takes part in one only, which (its arrival then
- * moves the instance's last arrival, struct graph's ilast, and an
- * instance whose participants all do is completed without reading their
- * arrivals again). */
+ * of struct gnode, struct nstate and rec_under: its gate (FNODE_UNGATED
+ * when it waits for no end), its local time as recorded, its waiter, its
+ * rank and whether it takes part in an instance (FNODE_PARTS); and either
+ * its duration, when it is in no instance (its end is then its arrival
+ * plus that: 0 for a step end), or else the one instance it takes part
+ * in, if one only (its arrival then moves the instance's last arrival,
+ * struct graph's ilast, and an instance whose participants all do is
+ * completed without reading their arrivals again), else FNODE_NO_INST.
+ * Which components it has are apart, in place order (struct graph's fz).
+ * 40 bytes, not 48: the duration and the instance are never both read,
+ * and the records are the largest array a replay reads (a page fault
+ * per 4 KiB of them). */
 struct fnode {
-    int64_t dur, gate_off;
+    int64_t gate_off;
+    int64_t dur_inst; /* rank_parts & FNODE_PARTS: the instance, else the duration */
     double rec_gap, rec_under;
-    int32_t waiter, rank;
-    uint32_t inst; /* its one instance (one call in one), else UINT32_MAX */
-    uint16_t nz;
-    uint8_t gated, parts;
+    int32_t waiter;
+    uint32_t rank_parts; /* the rank, and FNODE_PARTS */
 };
+#define FNODE_UNGATED INT64_MIN         /* gate_off of a node no end gates (a gated one's is a difference of times) */
+#define FNODE_PARTS (UINT32_C(1) << 31) /* a rank index is an int: its sign bit is free */
+#define FNODE_NO_INST INT64_C(-1)
+_Static_assert(sizeof(struct fnode) == 40, "a follow record is 40 bytes");
 
 /* A node in a replay that follows the walk: its arrival and end.  Its
  * gap's and under's local time when the counterfactual changes them are
@@ -336,6 +347,11 @@ struct graph {
      * the synchronizations keeps its node's there (run_follow's sync),
      * and puts them back after (no array of its own at the peak) */
     struct fnode *fn;
+    /* per place: its node's components (nz; no under's for a step end,
+     * which has none); in fn's block, after its records (allocated apart,
+     * it took a piece of the hole that a replay's states then no longer
+     * fitted, and they went on top of the heap) */
+    uint16_t *fz;
     struct fstate *fs;
     struct flocal *fl;
     int64_t *gmax;
@@ -981,7 +997,7 @@ static int build_instances(struct graph *g)
             struct inst *in = &g->insts[t];
             const struct sp_rnode *nd = &r->nodes[x->node];
             size_t flat = g->node_base[i] + (size_t)x->node;
-            g->parts[in->first + fill[t]++] = (struct part){i, x->node, (uint32_t)flat, 0, 0};
+            g->parts[in->first + fill[t]++] = (struct part){i, x->node, (uint32_t)flat, 0};
             g->nparts[flat]++;
             if (nd->a > in->last)
                 in->last = nd->a;
@@ -1091,7 +1107,7 @@ static void walk_complete(struct walk *wk, uint32_t in_idx)
         wk->twice |= p && pt[-1].r == pt->r;
         if (!x->pending || --x->pending)
             continue;
-        pt->final = 1;
+        pt->node |= PART_FINAL;
         int32_t w = x->waiter;
         if (w >= 0 && --wk->wn[w].gate_left == 0 && (size_t)w == g->node_base[pt->r] + wk->cur[pt->r])
             walk_advance(wk, pt->r);
@@ -1184,7 +1200,7 @@ static void graph_free(struct graph *g)
     free(g->fl);
     free(g->gmax);
     free(g->comps);
-    free(g->fn);
+    free(g->fn); /* fz with it */
     free(g->ilast);
     free(g->iwho);
 }
@@ -1744,16 +1760,19 @@ static int graph_follow_states(struct graph *g)
 static int graph_follow_nodes(struct graph *g)
 {
     const struct sp_model *m = g->m;
-    if (!(g->fn = malloc((g->total + 1) * sizeof *g->fn)))
+    if (!(g->fn = malloc((g->total + 1) * (sizeof *g->fn + sizeof *g->fz))))
         return -1;
+    g->fz = (uint16_t *)(g->fn + g->total + 1);
     for (int i = 0; i < m->nranks; i++)
         for (size_t j = 0; j < m->ranks[i].nnodes; j++) {
             const struct sp_rnode *nd = &m->ranks[i].nodes[j];
             uint32_t flat = (uint32_t)(g->node_base[i] + j);
             /* a rank's nodes lie a wave of the walk apart (a cache miss
              * each): the record a few nodes on is asked for now */
-            if (flat + PLACE_AHEAD < g->total)
+            if (flat + PLACE_AHEAD < g->total) {
                 __builtin_prefetch(&g->fn[g->perm[flat + PLACE_AHEAD]], 1);
+                __builtin_prefetch(&g->fz[g->perm[flat + PLACE_AHEAD]], 1);
+            }
             uint16_t z = node_nz(g, nd, flat);
             int64_t own_end = nd->ncalls ? nd->e - nd->a : 0; /* a step end ends at its arrival */
             uint32_t inst = UINT32_MAX;
@@ -1767,16 +1786,14 @@ static int graph_follow_nodes(struct graph *g)
                     g->insts[in].scan = 1;
             }
             g->fn[g->perm[flat]] = (struct fnode){
-                .dur = g->nparts[flat] ? 0 : own_end,
-                .gate_off = g->gate_off[flat],
+                .gate_off = g->gate_n[flat] ? g->gate_off[flat] : FNODE_UNGATED,
+                .dur_inst = !g->nparts[flat] ? own_end : inst == UINT32_MAX ? FNODE_NO_INST
+                                                                            : (int64_t)inst,
                 .rec_gap = recorded_sum(nd->gap),
                 .rec_under = nd->ncalls ? recorded_sum(nd->under) : 0,
                 .waiter = g->waiter[flat] >= 0 ? (int32_t)g->perm[g->waiter[flat]] : -1,
-                .rank = i,
-                .inst = inst,
-                .nz = nd->ncalls ? z : (uint16_t)(z & ((1u << NZ_UNDER) - 1)),
-                .gated = g->gate_n[flat] != 0,
-                .parts = g->nparts[flat] != 0};
+                .rank_parts = (uint32_t)i | (g->nparts[flat] ? FNODE_PARTS : 0)};
+            g->fz[g->perm[flat]] = nd->ncalls ? z : (uint16_t)(z & ((1u << NZ_UNDER) - 1));
         }
     return 0;
 }
@@ -2298,12 +2315,17 @@ static inline double *cp_end(const struct follow_cp *cp, uint32_t w)
     return cp->end + (size_t)w * cp->stride;
 }
 
+static inline int fnode_rank(const struct fnode *nd)
+{
+    return (int)(nd->rank_parts & ~FNODE_PARTS);
+}
+
 /* Node w's local time under its op (its under's), as its arrival read it. */
 static inline double follow_under(const struct graph *g, const struct follow_cf *fc, uint32_t w)
 {
     const struct fnode *nd = &g->fn[w];
-    int own = fc->all || (fc->fix && fc->fix[nd->rank]);
-    return own || nd->nz >> NZ_UNDER & fc->drop ? g->fl[w].under : nd->rec_under;
+    int own = fc->all || (fc->fix && fc->fix[fnode_rank(nd)]);
+    return own || g->fz[w] >> NZ_UNDER & fc->drop ? g->fl[w].under : nd->rec_under;
 }
 
 /* Node w's end is final, with the critical path (node_done()): the
@@ -2324,8 +2346,9 @@ static void follow_done(const struct graph *g, const struct follow_cf *fc, const
         g->gmax[waiter] = x->end;
         cp->gate_who[waiter] = w;
     }
-    if (cp->last && x->end > cp->last[g->fn[w].rank])
-        cp->last[g->fn[w].rank] = x->end;
+    int r = fnode_rank(&g->fn[w]);
+    if (cp->last && x->end > cp->last[r])
+        cp->last[r] = x->end;
 }
 
 /* The node at place w arrives, as advance() works it out: the ends it
@@ -2337,12 +2360,14 @@ follow_arrive(const struct graph *g, const struct follow_cf *fc, struct rstate *
 {
     const struct fnode *nd = &g->fn[w];
     struct fstate *x = &g->fs[w];
-    struct rstate *s = &st[nd->rank];
-    int own = owns && (fc->all || (fc->fix && fc->fix[nd->rank]));
-    double gap = own || nd->nz & fc->drop ? g->fl[w].gap : nd->rec_gap;
-    double under = own || nd->nz >> NZ_UNDER & fc->drop ? g->fl[w].under : nd->rec_under;
+    int rank = fnode_rank(nd);
+    struct rstate *s = &st[rank];
+    int own = owns && (fc->all || (fc->fix && fc->fix[rank]));
+    uint16_t nz = g->fz[w];
+    double gap = own || nz & fc->drop ? g->fl[w].gap : nd->rec_gap;
+    double under = own || nz >> NZ_UNDER & fc->drop ? g->fl[w].under : nd->rec_under;
     double by_local = (double)s->a + s->under + gap, by_gate = by_local;
-    if (nd->gated) {
+    if (nd->gate_off != FNODE_UNGATED) {
         double off = (double)nd->gate_off + gap - nd->rec_gap;
         by_gate = (double)g->gmax[w] + (off > 0 ? off : 0);
         g->gmax[w] = INT64_MIN; /* as the next replay wants it */
@@ -2351,23 +2376,25 @@ follow_arrive(const struct graph *g, const struct follow_cf *fc, struct rstate *
     x->arr = a;
     s->a = a;
     s->under = under;
-    if (nd->inst != UINT32_MAX && a > g->ilast[nd->inst]) { /* the first of the latest, as advance() keeps who */
-        g->ilast[nd->inst] = a;
-        g->iwho[nd->inst] = w;
-    }
     if (sync)
         sync[w] = INT64_MIN;
     if (cp) { /* a rank's first node starts the path */
-        uint32_t prev = cp->prev[nd->rank];
+        uint32_t prev = cp->prev[rank];
         double from_rank = prev == UINT32_MAX ? 0 : *cp_arr(cp, prev);
         *cp_arr(cp, w) = by_gate > by_local ? *cp_end(cp, cp->gate_who[w]) : from_rank;
-        cp->prev[nd->rank] = w;
+        cp->prev[rank] = w;
         cp->moved[w] = 0;
     }
-    if (nd->parts) {
+    if (nd->rank_parts & FNODE_PARTS) {
         x->end = INT64_MIN;
+        /* the first of the latest, as advance() keeps who (nothing
+         * above reads the instance's) */
+        if (nd->dur_inst != FNODE_NO_INST && a > g->ilast[nd->dur_inst]) {
+            g->ilast[nd->dur_inst] = a;
+            g->iwho[nd->dur_inst] = w;
+        }
     } else {
-        int64_t e = a + nd->dur;
+        int64_t e = a + nd->dur_inst;
         x->end = e;
         if (cp) {
             *cp_end(cp, w) = *cp_arr(cp, w);
@@ -2425,7 +2452,7 @@ follow_complete(const struct graph *g, const struct follow_cf *fc, const struct 
         }
         if (sync && last > sync[at])
             sync[at] = last;
-        if (cp && parts[p].final)
+        if (cp && parts[p].node < 0) /* PART_FINAL */
             follow_done(g, fc, cp, sync, at);
     }
 }
@@ -3346,8 +3373,8 @@ static double critical_bound(const struct graph *g, const struct cf *cf, struct 
              * nodes' groups lie a rank's nodes apart (a cache miss each):
              * the group a few participants on is asked for now */
             if (i + CUT_AHEAD < nparts)
-                __builtin_prefetch(&g->gid[g->node_base[pt[CUT_AHEAD].r] + (size_t)pt[CUT_AHEAD].node]);
-            size_t flat = g->node_base[pt->r] + (size_t)pt->node;
+                __builtin_prefetch(&g->gid[g->node_base[pt[CUT_AHEAD].r] + (size_t)(pt[CUT_AHEAD].node & INT32_MAX)]);
+            size_t flat = g->node_base[pt->r] + (size_t)(pt->node & INT32_MAX);
             double cut = (double)pt->tail * (1 - scale), *to = &gcut[g->gid[flat]].tail;
             if (cut > *to)
                 *to = cut;

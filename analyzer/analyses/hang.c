@@ -468,7 +468,7 @@ static void free_desyncs(struct sp_hang *h)
  * gives up and the sort does it all (a hung or damaged job: the few it
  * finds are worth the sort). */
 
-#define QUICK_COMMS 256 /* communicators followed, at most (more: the sort) */
+#define QUICK_COMMS 1024 /* communicators followed, at most (more: the sort) */
 #define QUICK_SLOTS (2 * QUICK_COMMS)
 #define QUICK_MINE 8 /* a rank's communicators found without the hash (quick_mine) */
 

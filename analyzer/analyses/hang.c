@@ -470,7 +470,13 @@ static void free_desyncs(struct sp_hang *h)
 
 #define QUICK_COMMS 1024 /* communicators followed, at most (more: the sort) */
 #define QUICK_SLOTS (2 * QUICK_COMMS)
-#define QUICK_MINE 8 /* a rank's communicators found without the hash (quick_mine) */
+#define QUICK_MINE 8           /* a rank's communicators found without the hash (quick_mine) */
+#define QUICK_MEMBERS_FIRST 64 /* members of a communicator room is made for at first */
+#define QUICK_SIG_FIRST 1024   /* seqs of a communicator room is made for at first */
+/* table entries (all communicators) allowed per call, and beyond: a
+ * healthy job's seqs count its instances, so a seq past them is damage */
+#define QUICK_SIG_PER_CALL 2
+#define QUICK_SIG_SLACK 4096
 
 /* The first call of a (comm, seq): op + 1 (0: none yet), dtype, bytes. */
 struct quick_sig {
@@ -506,6 +512,7 @@ static void quick_free(struct quick *q)
 /* Communicator comm's entry (added when new); NULL: too many, or no memory. */
 static struct quick_comm *quick_comm_of(struct quick *q, uint64_t comm)
 {
+    /* Fibonacci hashing: the multiplier spreads nearby handles apart */
     size_t j = (size_t)((comm * 0x9e3779b97f4a7c15ULL) >> 40) & (QUICK_SLOTS - 1);
     for (; q->slot[j] >= 0; j = (j + 1) & (QUICK_SLOTS - 1))
         if (q->c[q->slot[j]].comm == comm) return &q->c[q->slot[j]];
@@ -523,7 +530,7 @@ static struct member *quick_member(struct quick *q, int r, uint64_t comm, struct
     if (!qc) return NULL;
     if (qc->last_r != r) {
         if (qc->nmem == qc->capmem) {
-            int cap = qc->capmem ? 2 * qc->capmem : 64;
+            int cap = qc->capmem ? 2 * qc->capmem : QUICK_MEMBERS_FIRST;
             struct member *mem = realloc(qc->mem, (size_t)cap * sizeof *mem);
             if (!mem) return NULL;
             qc->mem = mem;
@@ -571,7 +578,8 @@ static int quick_add(struct quick *q, struct quick_mine *mine, int r, const stru
     qc->nranks = x->nranks > qc->nranks ? x->nranks : qc->nranks;
     size_t s = (size_t)(x->seq - 1);
     if (s >= qc->nsig) {
-        size_t want = qc->nsig ? 2 * qc->nsig : 1024;
+        if (s - qc->nsig >= q->sig_left) return -1; /* (and the doubling below cannot overflow) */
+        size_t want = qc->nsig ? 2 * qc->nsig : QUICK_SIG_FIRST;
         while (want <= s)
             want *= 2;
         if (want - qc->nsig > q->sig_left) return -1;
@@ -606,7 +614,7 @@ static int quick_instances(const struct sp_model *m, const struct sp_hang_opts *
     if (!q) return 0;
     q->nc = 0;
     memset(q->slot, 0xff, sizeof q->slot);
-    q->sig_left = 2 * total + 4096;
+    q->sig_left = QUICK_SIG_PER_CALL * total + QUICK_SIG_SLACK;
     int ok = 1;
     for (int r = 0; r < m->nranks && ok; r++) {
         struct quick_mine mine = {.n = 0};

@@ -263,43 +263,66 @@ static int is_done(const struct cref *c)
     return c->timing != SP_TIMING_HOST;
 }
 
+/* What a member's call adds to it (calls in rank order, a member's in
+ * its call order: the last completed call of the latest seq counts). */
+static void member_add(struct member *x, int first, uint64_t seq, int64_t host_t, int64_t end, int done)
+{
+    if (first || host_t > x->entry_t) x->entry_t = host_t;
+    if (seq > x->entered) x->entered = seq;
+    if (done && seq >= x->done) {
+        x->done = seq;
+        x->done_t = end;
+    }
+}
+
+static int comm_members(const struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang *h,
+                        uint64_t comm, uint32_t nranks, struct member *all, const char *has,
+                        const struct cref *k, size_t n, const struct host_done *hv, size_t nhv);
+
 /* One communicator's calls k[0..n) (sorted by seq): its pending instance. */
 static int analyze_comm(const struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang *h,
                         const struct cref *k, size_t n, const struct host_done *hv, size_t nhv)
 {
-    uint64_t comm = k[0].comm;
     uint32_t nranks = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t x = k[i].nranks;
         nranks = x > nranks ? x : nranks;
     }
-    int world = m->world_size > 0 && nranks == (uint32_t)m->world_size;
     /* one pass over the calls, by rank index; then the members in rank order */
-    struct member *all = calloc((size_t)m->nranks + 1, sizeof *all),
-                  *mem = calloc((size_t)m->nranks + 1, sizeof *mem);
+    struct member *all = calloc((size_t)m->nranks + 1, sizeof *all);
     char *has = calloc((size_t)m->nranks + 1, 1);
-    if (!all || !mem || !has) {
+    if (!all || !has) {
         free(all);
-        free(mem);
         free(has);
         return -1;
     }
+    for (size_t i = 0; i < n; i++) {
+        const struct cref *c = &k[i];
+        member_add(&all[c->r], !has[c->r], c->seq, c->host_t, c->end, is_done(c));
+        has[c->r] = 1;
+    }
+    int rc = comm_members(m, o, h, k[0].comm, nranks, all, has, k, n, hv, nhv);
+    free(all);
+    free(has);
+    return rc;
+}
+
+/* The rest of analyze_comm, from each rank's member all[r] (has[r]: it
+ * made a call on comm; times on its own clock): the communicator's entry
+ * and its pending instance.  k[0..n) (its calls, sorted by seq) is read
+ * only for a pending instance. */
+static int comm_members(const struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang *h,
+                        uint64_t comm, uint32_t nranks, struct member *all, const char *has,
+                        const struct cref *k, size_t n, const struct host_done *hv, size_t nhv)
+{
+    int world = m->world_size > 0 && nranks == (uint32_t)m->world_size;
+    struct member *mem = calloc((size_t)m->nranks + 1, sizeof *mem);
+    if (!mem) return -1;
     /* a rank's times stay on its clock until its last call: the common
      * axis is the clock plus its host's offset, so the latest entry and
      * the last completion are the ones they were (a conversion a member,
      * not two a call) */
     int64_t last_entry_t = INT64_MIN;
-    for (size_t i = 0; i < n; i++) {
-        const struct cref *c = &k[i];
-        struct member *x = &all[k[i].r];
-        if (!has[k[i].r] || c->host_t > x->entry_t) x->entry_t = c->host_t;
-        has[k[i].r] = 1;
-        if (c->seq > x->entered) x->entered = c->seq;
-        if (is_done(c) && c->seq >= x->done) {
-            x->done = c->seq;
-            x->done_t = c->end;
-        }
-    }
     for (int r = 0; r < m->nranks; r++) {
         if (!has[r]) continue;
         if (all[r].done) all[r].done_t = gl(m, r, all[r].done_t); /* a call's seq is > 0: done set, done_t too */
@@ -319,8 +342,6 @@ static int analyze_comm(const struct sp_model *m, const struct sp_hang_opts *o, 
             mem[nm] = all[r];
             mem[nm++].r = r;
         }
-    free(all);
-    free(has);
     uint64_t last_done = 0, max_e = 0, min_e = UINT64_MAX;
     int64_t last_done_t = 0;
     for (int i = 0; i < nm; i++) {
@@ -436,6 +457,220 @@ static void free_desyncs(struct sp_hang *h)
     h->ndesyncs = 0;
 }
 
+/* ---- the usual case, without the sort ----
+ *
+ * When every instance is complete and its calls agree, the sort by
+ * (comm, seq) finds nothing: what remains is each communicator's members,
+ * which one pass over the calls in place gathers (a rank's calls, its
+ * member of each communicator), with a table per communicator of the
+ * first call of each seq to compare the others with.  At the first
+ * disagreement, or a communicator with an instance pending, the pass
+ * gives up and the sort does it all (a hung or damaged job: the few it
+ * finds are worth the sort). */
+
+#define QUICK_COMMS 1024 /* communicators followed, at most (more: the sort) */
+#define QUICK_SLOTS (2 * QUICK_COMMS)
+#define QUICK_MINE 8           /* a rank's communicators found without the hash (quick_mine) */
+#define QUICK_MEMBERS_FIRST 64 /* members of a communicator room is made for at first */
+#define QUICK_SIG_FIRST 1024   /* seqs of a communicator room is made for at first */
+/* table entries (all communicators) allowed per call, and beyond: a
+ * healthy job's seqs count its instances, so a seq past them is damage */
+#define QUICK_SIG_PER_CALL 2
+#define QUICK_SIG_SLACK 4096
+
+/* The first call of a (comm, seq): op + 1 (0: none yet), dtype, bytes. */
+struct quick_sig {
+    uint32_t op1, dtype;
+    uint64_t bytes;
+};
+
+struct quick_comm {
+    uint64_t comm;
+    uint32_t nranks;
+    int last_r;         /* the rank of the last member added */
+    struct member *mem; /* in rank order */
+    int nmem, capmem;
+    struct quick_sig *sig; /* by seq - 1 */
+    size_t nsig;
+};
+
+struct quick {
+    struct quick_comm c[QUICK_COMMS];
+    int nc;
+    int16_t slot[QUICK_SLOTS]; /* open addressing on comm: index into c, -1 free */
+    size_t sig_left;           /* table entries still allowed: a seq far beyond the calls is damage */
+};
+
+static void quick_free(struct quick *q)
+{
+    for (int i = 0; i < q->nc; i++) {
+        free(q->c[i].mem);
+        free(q->c[i].sig);
+    }
+}
+
+/* Communicator comm's entry (added when new); NULL: too many, or no memory. */
+static struct quick_comm *quick_comm_of(struct quick *q, uint64_t comm)
+{
+    /* Fibonacci hashing: the multiplier spreads nearby handles apart */
+    size_t j = (size_t)((comm * 0x9e3779b97f4a7c15ULL) >> 40) & (QUICK_SLOTS - 1);
+    for (; q->slot[j] >= 0; j = (j + 1) & (QUICK_SLOTS - 1))
+        if (q->c[q->slot[j]].comm == comm) return &q->c[q->slot[j]];
+    if (q->nc == QUICK_COMMS) return NULL;
+    q->slot[j] = (int16_t)q->nc;
+    q->c[q->nc] = (struct quick_comm){.comm = comm, .last_r = -1};
+    return &q->c[q->nc++];
+}
+
+/* Rank r's member of communicator comm (added when new); NULL: too
+ * many communicators, or no memory.  *qcp: the communicator. */
+static struct member *quick_member(struct quick *q, int r, uint64_t comm, struct quick_comm **qcp)
+{
+    struct quick_comm *qc = quick_comm_of(q, comm);
+    if (!qc) return NULL;
+    if (qc->last_r != r) {
+        if (qc->nmem == qc->capmem) {
+            int cap = qc->capmem ? 2 * qc->capmem : QUICK_MEMBERS_FIRST;
+            struct member *mem = realloc(qc->mem, (size_t)cap * sizeof *mem);
+            if (!mem) return NULL;
+            qc->mem = mem;
+            qc->capmem = cap;
+        }
+        qc->mem[qc->nmem++] = (struct member){.r = r};
+        qc->last_r = r;
+    }
+    *qcp = qc;
+    return &qc->mem[qc->nmem - 1];
+}
+
+/* One rank's communicators as its calls meet them: its member of each
+ * (a member moves only when another rank joins the communicator), so
+ * that a call costs a compare or two, not a hash. */
+struct quick_mine {
+    uint64_t comm[QUICK_MINE];
+    struct quick_comm *qc[QUICK_MINE];
+    struct member *mb[QUICK_MINE];
+    int n;
+};
+
+/* Call x of rank r into q; 0: it agrees with its instance so far, -1:
+ * the sort must decide (it disagrees, its seq is out of reach, no memory). */
+static int quick_add(struct quick *q, struct quick_mine *mine, int r, const struct sp_coll_call *x)
+{
+    struct quick_comm *qc = NULL;
+    struct member *mb = NULL;
+    for (int i = 0; i < mine->n; i++)
+        if (mine->comm[i] == x->comm) {
+            qc = mine->qc[i];
+            mb = mine->mb[i];
+            break;
+        }
+    if (!mb) {
+        mb = quick_member(q, r, x->comm, &qc);
+        if (!mb) return -1;
+        if (mine->n < QUICK_MINE) {
+            mine->comm[mine->n] = x->comm;
+            mine->qc[mine->n] = qc;
+            mine->mb[mine->n++] = mb;
+        }
+    }
+    member_add(mb, mb->entered == 0, x->seq, x->host_t, x->end, x->timing != SP_TIMING_HOST);
+    qc->nranks = x->nranks > qc->nranks ? x->nranks : qc->nranks;
+    size_t s = (size_t)(x->seq - 1);
+    if (s >= qc->nsig) {
+        if (s - qc->nsig >= q->sig_left) return -1; /* (and the doubling below cannot overflow) */
+        size_t want = qc->nsig ? 2 * qc->nsig : QUICK_SIG_FIRST;
+        while (want <= s)
+            want *= 2;
+        if (want - qc->nsig > q->sig_left) return -1;
+        struct quick_sig *sig = realloc(qc->sig, want * sizeof *sig);
+        if (!sig) return -1;
+        memset(sig + qc->nsig, 0, (want - qc->nsig) * sizeof *sig);
+        q->sig_left -= want - qc->nsig;
+        qc->sig = sig;
+        qc->nsig = want;
+    }
+    struct quick_sig *g = &qc->sig[s];
+    if (!g->op1) {
+        *g = (struct quick_sig){(uint32_t)x->op + 1, x->dtype, x->bytes};
+        return 0;
+    }
+    return g->op1 == (uint32_t)x->op + 1 && g->dtype == x->dtype && g->bytes == x->bytes ? 0 : -1;
+}
+
+static int cmp_quick_comm(const void *a, const void *b)
+{
+    const struct quick_comm *x = *(const struct quick_comm *const *)a, *y = *(const struct quick_comm *const *)b;
+    return (x->comm > y->comm) - (x->comm < y->comm);
+}
+
+/* find_instances for a job whose instances are all complete and agree:
+ * 1 when so (h->comms filled as the sort would), 0 when the sort must
+ * decide (nothing in h changed), -1 no memory. */
+static int quick_instances(const struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang *h,
+                           size_t total)
+{
+    struct quick *q = malloc(sizeof *q);
+    if (!q) return 0;
+    q->nc = 0;
+    memset(q->slot, 0xff, sizeof q->slot);
+    q->sig_left = QUICK_SIG_PER_CALL * total + QUICK_SIG_SLACK;
+    int ok = 1;
+    for (int r = 0; r < m->nranks && ok; r++) {
+        struct quick_mine mine = {.n = 0};
+        const struct sp_coll_call *calls = m->ranks[r].calls;
+        for (size_t c = 0; c < m->ranks[r].ncalls && ok; c++) {
+            const struct sp_coll_call *x = &calls[c];
+            if (is_coll(x->op) && x->seq > 0 && c <= UINT32_MAX) ok = quick_add(q, &mine, r, x) == 0;
+        }
+    }
+    /* an instance is pending when some member entered past the last one
+     * completed anywhere (analyze_comm) */
+    for (int i = 0; i < q->nc && ok; i++) {
+        uint64_t max_e = 0, max_done = 0;
+        for (int j = 0; j < q->c[i].nmem; j++) {
+            const struct member *x = &q->c[i].mem[j];
+            max_e = x->entered > max_e ? x->entered : max_e;
+            max_done = x->done > max_done ? x->done : max_done;
+        }
+        ok = max_e <= max_done;
+    }
+    struct quick_comm **by = ok ? malloc(((size_t)q->nc + 1) * sizeof *by) : NULL;
+    struct member *all = by ? calloc((size_t)m->nranks + 1, sizeof *all) : NULL;
+    char *has = all ? calloc((size_t)m->nranks + 1, 1) : NULL;
+    if (!has) {
+        free(all);
+        free(by);
+        quick_free(q);
+        free(q);
+        return 0;
+    }
+    for (int i = 0; i < q->nc; i++)
+        by[i] = &q->c[i];
+    qsort(by, (size_t)q->nc, sizeof *by, cmp_quick_comm);
+    int rc = 0;
+    free_comms(h);
+    h->hung_s = -1;
+    for (int i = 0; i < q->nc && rc == 0; i++) {
+        const struct quick_comm *qc = by[i];
+        for (int j = 0; j < qc->nmem; j++) {
+            all[qc->mem[j].r] = qc->mem[j];
+            has[qc->mem[j].r] = 1;
+        }
+        rc = comm_members(m, o, h, qc->comm, qc->nranks, all, has, NULL, 0, NULL, 0);
+        for (int j = 0; j < qc->nmem; j++) {
+            all[qc->mem[j].r] = (struct member){0};
+            has[qc->mem[j].r] = 0;
+        }
+    }
+    free(has);
+    free(all);
+    free(by);
+    quick_free(q);
+    free(q);
+    return rc < 0 ? -1 : 1;
+}
+
 /* Every communicator: pending instances (and desyncs when asked). */
 static int find_instances(const struct sp_model *m, const struct sp_hang_opts *o, struct sp_hang *h,
                           const struct host_done *hv, size_t nhv, int desync)
@@ -443,6 +678,10 @@ static int find_instances(const struct sp_model *m, const struct sp_hang_opts *o
     size_t total = 0;
     for (int r = 0; r < m->nranks; r++)
         total += m->ranks[r].ncalls;
+    if (desync && !nhv) {
+        int q = quick_instances(m, o, h, total);
+        if (q != 0) return q < 0 ? -1 : 0;
+    }
     struct cref *k = malloc((total + 1) * sizeof *k);
     struct sp_pair_key *pk = malloc((total + 1) * sizeof *pk);
     if (!k || !pk) {

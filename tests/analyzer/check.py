@@ -476,6 +476,30 @@ def case_absurd_time():
         fail(f"dump shows the absurd event, or says nothing of it ({err.strip()[:200]!r})")
 
 
+def case_far_seq():
+    """Rank 1 numbers its collectives from near 2**64 (a damaged sequence
+    counter), the others from 1: hang answers at once, sees nothing hung,
+    pending or out of step, and still gives the other ranks' last
+    collective as made (every one entered and completed)."""
+    d, truth = gen("farseq", "--ranks", 4, "--steps", 8, "--far-seq", 1)
+    try:
+        p = subprocess.run([SCALEPROF, "hang", d, "--json"], capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        fail("hang did not finish in 30 s on a rank's far sequence numbers")
+    if p.returncode != 1:
+        fail(f"hang exit {p.returncode}, wanted 1 (nothing hung)\n{p.stderr}")
+    h = json.loads(p.stdout)
+    if h["hung"] or h["pending"] or h["desync"]:
+        fail(f"a hang, pending or desync found: {h['hung']} {h['pending']} {h['desync']}")
+    comms = h["communicators"]
+    others = [r for c in comms for r in c["ranks"] if r["rank"] != 1]
+    print(f"  {len(comms)} communicator(s); ranks 0, 2, 3 last entered/completed "
+          f"{sorted({(r['entered'], r['completed']) for r in others})}")
+    if len(others) != 3 or len({(r["entered"], r["completed"]) for r in others}) != 1 or \
+            others[0]["entered"] < 1 or others[0]["completed"] != others[0]["entered"]:
+        fail(f"the other ranks' last collectives are not the same, entered and completed: {others}")
+
+
 def case_bad_input():
     """No traces, foreign files, bad usage: clear messages, right exit codes."""
     empty = os.path.join(TMP, "empty")

@@ -94,6 +94,7 @@
 #define OPT_HELPER_READ 1001
 #define OPT_BAD_TIME 1002
 #define OPT_RUN_ID 1003
+#define OPT_FAR_SEQ 1004
 #define BAD_TIME_NS 9000000000000000000ull
 #define BAD_TIME_STEP 2
 struct scenario {
@@ -328,13 +329,18 @@ static void emit_gpu(int r, int kind, double t, double dur, uint64_t stream)
     emit(r, &ev, t);
 }
 
+/* --far-seq R: rank R numbers its collectives from FAR_SEQ_BASE on, as a
+ * recorder whose counter was damaged might (the others from 1) */
+#define FAR_SEQ_BASE (UINT64_MAX - 1000)
+static int far_seq_rank = -1;
+
 static void emit_nccl(int r, uint64_t comm, uint64_t seq, int nranks, int crank, uint64_t bytes,
                       double arrive, double end)
 {
     struct sp_event ev = {.type = SP_EV_NCCL};
     ev.nccl.dur = NCCL_CALL_NS;
     ev.nccl.comm = comm;
-    ev.nccl.seq = seq;
+    ev.nccl.seq = r == far_seq_rank ? FAR_SEQ_BASE + seq : seq;
     ev.nccl.op = SP_NCCL_ALLREDUCE;
     ev.nccl.count = bytes / 4;
     ev.nccl.bytes = bytes;
@@ -749,6 +755,7 @@ static const char usage[] =
     "  [--one-kernel-name] [--grid-per-layer] [--ramp F] [--pause-after-step K]\n"
     "  [--eval-every N --eval-ms X] [--short-rank R] [--bad-time R] [--step-metric] [--copy-bytes N] [--copy-pinned]\n"
     "  [--pid-base N] [--run-id ID] [--no-gpu] [--pair-colls [--slow-host H]] [--helper-read-us X]\n"
+    "  [--far-seq R]\n"
     "  [--truth FILE]\n";
 
 int main(int argc, char **argv)
@@ -776,6 +783,7 @@ int main(int argc, char **argv)
         {"slow-host", 1, 0, 'q'},
         {"no-gpu", 0, 0, OPT_NO_GPU}, {"helper-read-us", 1, 0, OPT_HELPER_READ},
         {"bad-time", 1, 0, OPT_BAD_TIME}, {"run-id", 1, 0, OPT_RUN_ID},
+        {"far-seq", 1, 0, OPT_FAR_SEQ},
         {0, 0, 0, 0},
     };
     // clang-format on
@@ -829,6 +837,7 @@ int main(int argc, char **argv)
         case OPT_HELPER_READ: helper_read_every = atof(optarg) * US; break;
         case OPT_BAD_TIME: bad_time_rank = atoi(optarg); break;
         case OPT_RUN_ID: run_id = optarg; break;
+        case OPT_FAR_SEQ: far_seq_rank = atoi(optarg); break;
         default: fputs(usage, stderr); return 2;
         }
     }

@@ -1407,6 +1407,19 @@ static int plan_windows(struct graph *g)
     return 1;
 }
 
+/* Whether the n values are one value, bit for bit (so -0 and 0, which
+ * compare equal, are not: their order in a selection is its own). */
+static int all_same(const float *v, size_t n)
+{
+    uint32_t first, x, diff = 0;
+    memcpy(&first, v, sizeof first);
+    for (size_t i = 1; i < n; i++) {
+        memcpy(&x, v + i, sizeof x);
+        diff |= x ^ first;
+    }
+    return diff == 0;
+}
+
 /* One large group's kept values (vals as gather_group leaves them;
  * reordered): per window and component the values at sorted positions
  * lo .. lo + WIN_N - 1, found by two selections (the first leaves every
@@ -1416,6 +1429,11 @@ static void fill_window(struct graph *g, uint32_t n, uint32_t at, float *vals)
     size_t lo = n / 2 - WIN_R - 1;
     for (int wc = 0; wc < 2 * SP_LOC_N; wc++) {
         float *v = vals + (size_t)wc * n, *out = g->win + at + (size_t)wc * WIN_N;
+        if (all_same(v, n)) { /* a component no peer has (0 everywhere): no selection */
+            for (int i = 0; i < WIN_N; i++)
+                out[i] = v[0];
+            continue;
+        }
         kth_f(v, n, lo);
         kth_f(v + lo, n - lo, WIN_N - 1);
         for (int i = 0; i < WIN_N; i++) { /* insertion: WIN_N values */

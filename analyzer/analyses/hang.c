@@ -42,6 +42,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "model_util.h"
 #include "model_summary.h"
 #include "sprof.h"
@@ -489,7 +490,8 @@ struct quick_comm {
     uint32_t nranks;
     int last_r;         /* the rank of the last member added */
     struct member *mem; /* in rank order */
-    int nmem, capmem;
+    int nmem;
+    size_t capmem;
     struct quick_sig *sig; /* by seq - 1 */
     size_t nsig;
 };
@@ -529,13 +531,9 @@ static struct member *quick_member(struct quick *q, int r, uint64_t comm, struct
     struct quick_comm *qc = quick_comm_of(q, comm);
     if (!qc) return NULL;
     if (qc->last_r != r) {
-        if (qc->nmem == qc->capmem) {
-            int cap = qc->capmem ? 2 * qc->capmem : QUICK_MEMBERS_FIRST;
-            struct member *mem = realloc(qc->mem, (size_t)cap * sizeof *mem);
-            if (!mem) return NULL;
-            qc->mem = mem;
-            qc->capmem = cap;
-        }
+        struct member *mem = sp_grow(qc->mem, (size_t)qc->nmem, &qc->capmem, sizeof *mem, QUICK_MEMBERS_FIRST);
+        if (!mem) return NULL;
+        qc->mem = mem;
         qc->mem[qc->nmem++] = (struct member){.r = r};
         qc->last_r = r;
     }

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "model_int.h"
 #include "units.h"
 
@@ -295,16 +296,12 @@ static void want_call(struct sp_model *m, const struct sp_coll_ref *x)
 /* Room in cp for the members of an instance of n; -1: no memory. */
 static int members_fit(struct coll_pass *cp, size_t n)
 {
-    if (n <= cp->mb_cap)
+    if (n <= cp->mb_cap) /* also n = 0 with nothing allocated yet */
         return 0;
-    size_t cap = cp->mb_cap ? 2 * cp->mb_cap : 64;
-    while (cap < n)
-        cap *= 2;
-    struct member *p = realloc(cp->mb, cap * sizeof *p);
+    struct member *p = sp_grow_to(cp->mb, n, &cp->mb_cap, sizeof *p, 64);
     if (!p)
         return -1;
     cp->mb = p;
-    cp->mb_cap = cap;
     return 0;
 }
 
